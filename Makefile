@@ -1,0 +1,47 @@
+# gpupool top-level Makefile (GNU make). Thin wrapper around CMake/CTest.
+
+SHELL := /bin/bash
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
+# Keep the nested CMake-generated makefiles from printing Entering/Leaving lines.
+MAKEFLAGS += --no-print-directory
+
+# Property tests read GP_PROPERTY_SEQUENCES from the environment
+# (e.g. `make test GP_PROPERTY_SEQUENCES=100000`); unset by default.
+ifdef GP_PROPERTY_SEQUENCES
+export GP_PROPERTY_SEQUENCES
+endif
+
+.DEFAULT_GOAL := build
+.PHONY: deps build build-asan test demo bench clean
+
+deps:
+	./scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build build -j$(NPROC)
+
+build-asan: deps
+	cmake -S . -B build-asan -DGP_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	cmake --build build-asan -j$(NPROC)
+
+test: deps build build-asan
+	ctest --test-dir build --output-on-failure -j2
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --test-dir build-asan --output-on-failure -j2
+
+demo: deps build
+	./build/bin/gpupool-engine-demo
+
+bench: deps build
+	@set -e; found=0; \
+	for f in build/bin/bench_*; do \
+	  [ -x "$$f" ] || continue; found=1; \
+	  echo "== $$f"; "$$f" || exit 1; \
+	done; \
+	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages gpupool needs (build, tests, and later phases).
+# Safe to run repeatedly: quiet and does nothing when everything is installed.
+set -euo pipefail
+
+PACKAGES=(
+    # build
+    build-essential
+    cmake
+    pkg-config
+    # unit / property tests
+    libcmocka-dev
+    # libFuzzer fuzz targets and sanitizer runtime
+    clang
+    libclang-rt-14-dev
+    # later phases (daemon, CLI, agent, simulator)
+    libjansson-dev
+    libsqlite3-dev
+    libmicrohttpd-dev
+    libcurl4-gnutls-dev
+    libgnutls28-dev
+    libyaml-dev
+    gnuplot-nox
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    if [[ "$status" != "install ok installed" ]]; then
+        missing+=("$pkg")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    exit 0
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "install-deps.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "install-deps.sh: not running as root and sudo is not available;" >&2
+    echo "install-deps.sh: install them as root with:" >&2
+    echo "    apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "install-deps.sh: installing missing packages: ${missing[*]}"
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,194 @@
+/* admission.c - limits, guarantee classes, promotion and lending.
+ *
+ * A pending job is admissible on GPU type T when, at every tenant from its
+ * leaf up to the top, usage + demand <= limit, and its user's usage +
+ * demand <= the nearest user limit.  It then runs in one of two classes:
+ *
+ *   guaranteed  at every tenant on the path that has a guarantee (there
+ *               must be at least one), guaranteed usage + demand fits in
+ *               the guarantee.  Never preempted.
+ *   burstable   otherwise: it borrows idle capacity and may be reclaimed.
+ *
+ * When guaranteed usage frees up (a guaranteed job ends, a guarantee
+ * grows), running burstable jobs of that subtree are promoted, oldest
+ * first, as far as they fit; when a guarantee shrinks, the newest
+ * guaranteed jobs are demoted until it holds again.  Each class change
+ * closes the job's usage interval and opens one of the new class.
+ *
+ * Lending: the unused guarantee of a tenant with lend = no is kept free:
+ * burstable jobs may use only free capacity beyond it.
+ *
+ * Example: research {limit 40 H100} -> research/nlp {guarantee 16}.  nlp
+ * runs 16 guaranteed GPUs; a further 8-GPU job is admissible (24 <= 40)
+ * and burstable (16 + 8 > 16).  A 24-GPU job on top is refused with
+ * "limit of research on H100: 24 + 24 > 40".  When one guaranteed 8-GPU
+ * job ends, the burstable one is promoted (8 + 8 <= 16).
+ */
+#include "core/internal.h"
+
+#include "util/sort.h"
+
+#include <stdlib.h>
+
+gp_res gp__user_usage(const gp_engine *e, uint32_t user)
+{
+    return e->users[user].usage;
+}
+
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand)
+{
+    bool any = false;
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
+        const gp__tenant *t = &e->tenants[a];
+        if (!t->has_guarantee)
+            continue;
+        any = true;
+        if (gp__res_exceeds(&t->guaranteed, demand, &t->guarantee) >= 0)
+            return false;
+    }
+    return any;
+}
+
+static gp_wait wait_of(gp_wait_code code, uint32_t tenant, int dim, int64_t a, int64_t b, int64_t c)
+{
+    gp_wait w = {.code = code, .dim = dim, .tenant = tenant, .a = a, .b = b, .c = c};
+    return w;
+}
+
+gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls)
+{
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    bool user_checked = j->user == GP__NONE;
+    for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent) {
+        const gp__tenant *t = &e->tenants[a];
+        int d = gp__res_exceeds(&t->usage, &demand, &t->limit);
+        if (d >= 0)
+            return wait_of(GP_WAIT_LIMIT, a, d, t->usage.v[d], demand.v[d], t->limit.v[d]);
+        if (!user_checked && t->has_user_limit) {
+            user_checked = true;
+            const gp_res *u = &e->users[j->user].usage;
+            d = gp__res_exceeds(u, &demand, &t->user_limit);
+            if (d >= 0)
+                return wait_of(GP_WAIT_USER_LIMIT, a, d, u->v[d], demand.v[d], t->user_limit.v[d]);
+        }
+    }
+    *cls = gp__fits_guarantee(e, j->tenant, &demand) ? GP_CLASS_GUARANTEED : GP_CLASS_BURSTABLE;
+    return wait_of(GP_WAIT_NONE, GP__NONE, -1, 0, 0, 0);
+}
+
+void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES])
+{
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        out[t] = 0;
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        const gp__tenant *t = &e->tenants[i];
+        if (t->removed || t->lend || !t->has_guarantee)
+            continue;
+        bool outer = true; /* count only the outermost non-lending tenant */
+        for (uint32_t a = t->parent; a != GP__NONE; a = e->tenants[a].parent)
+            if (!e->tenants[a].lend && e->tenants[a].has_guarantee)
+                outer = false;
+        if (!outer)
+            continue;
+        for (int d = 0; d < GP_MAX_GPU_TYPES; d++) {
+            int64_t idle = t->guarantee.v[d] - t->guaranteed.v[d];
+            if (idle > 0)
+                out[d] += idle / 1000;
+        }
+    }
+}
+
+/* Change a running job's class: close its usage interval, re-charge the
+ * tenant path, open an interval of the new class. */
+static void reclassify(gp_engine *e, uint32_t job, gp_class to)
+{
+    gp__job *j = &e->jobs[job];
+    gp_res demand;
+    gp__job_demand(e, j, j->bound_type, &demand);
+    gp__usage_close(e, job);
+    gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
+    j->cls = to;
+    gp__tenant_charge(e, j->tenant, &demand, j->cls, +1);
+    gp__usage_open(e, job);
+}
+
+static bool path_dirty(const gp_engine *e, uint32_t tenant)
+{
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (e->tenants[a].promote_dirty)
+            return true;
+    return false;
+}
+
+static int by_bind_time(uint32_t ja, uint32_t jb, const void *ctx)
+{
+    const gp_engine *e = ctx;
+    const gp__job *a = &e->jobs[ja], *b = &e->jobs[jb];
+    if (a->bind_time != b->bind_time)
+        return a->bind_time < b->bind_time ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+void gp__promote(gp_engine *e)
+{
+    bool any = false;
+    for (size_t i = 0; i < e->n_tenants && !any; i++)
+        any = e->tenants[i].promote_dirty && !e->tenants[i].removed;
+    if (!any)
+        return;
+    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
+    size_t n = 0;
+    for (size_t i = 0; cand && i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE && path_dirty(e, j->tenant))
+            cand[n++] = e->running[i];
+    }
+    gp_sort_indexes(cand, n, by_bind_time, e);
+    for (size_t i = 0; i < n; i++) {
+        gp__job *j = &e->jobs[cand[i]];
+        gp_res demand;
+        gp__job_demand(e, j, j->bound_type, &demand);
+        if (!gp__fits_guarantee(e, j->tenant, &demand))
+            continue;
+        reclassify(e, cand[i], GP_CLASS_GUARANTEED);
+        gp__job_note(e, cand[i], "promoted to guaranteed: %s has guarantee free again", e->tenants[j->tenant].path);
+    }
+    free(cand);
+    for (size_t i = 0; i < e->n_tenants; i++)
+        e->tenants[i].promote_dirty = false;
+}
+
+static bool over_guarantee(const gp_engine *e, uint32_t tenant)
+{
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
+        const gp__tenant *t = &e->tenants[a];
+        if (!t->has_guarantee)
+            continue;
+        gp_res none;
+        gp__res_zero(&none);
+        if (gp__res_exceeds(&t->guaranteed, &none, &t->guarantee) >= 0)
+            return true;
+    }
+    return false;
+}
+
+void gp__demote_over_guarantee(gp_engine *e)
+{
+    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
+    size_t n = 0;
+    for (size_t i = 0; cand && i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (j->cls == GP_CLASS_GUARANTEED && over_guarantee(e, j->tenant))
+            cand[n++] = e->running[i];
+    }
+    gp_sort_indexes(cand, n, by_bind_time, e);
+    for (size_t i = n; i-- > 0;) { /* newest first */
+        gp__job *j = &e->jobs[cand[i]];
+        if (!over_guarantee(e, j->tenant))
+            continue;
+        reclassify(e, cand[i], GP_CLASS_BURSTABLE);
+        gp__job_note(e, cand[i], "demoted to burstable: the guarantee of %s shrank", e->tenants[j->tenant].path);
+    }
+    free(cand);
+}

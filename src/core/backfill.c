@@ -1,0 +1,252 @@
+/* backfill.c - the head job's reservation, so big gangs do not starve.
+ *
+ * EASY backfill, per GPU type.  In each pass, the first job in fair order
+ * that cannot be placed for lack of free capacity (and that reclaim cannot
+ * help) becomes the head of its type.  From the expected end of every
+ * running job of that type (bind time + expected runtime; a preempting
+ * job ends at its grace deadline; a job past its estimate is assumed to end
+ * within overdue_grace_s; a job without an estimate never ends) we sweep
+ * forward in time until some domain (the fleet for `any`, a fabric block
+ * for `block`, a node for `nvlink`) would hold the head job.  That time is
+ * its expected start; the nodes that would hold it are held: for the rest
+ * of the pass only jobs that end before the expected start (now +
+ * expected_runtime <= start) may use them.  Jobs placed elsewhere cannot
+ * delay the head, so they go ahead freely.
+ *
+ * Example: 4 nodes x 8 H100, all busy with 1-GPU jobs ending at t = 100,
+ * 200, 300, ...  A 4x8 gang at the head finds its start at the time the
+ * last of those jobs ends, say t = 900, and holds all four nodes.  A
+ * 1-GPU job with expected runtime 50 s submitted at t = 110 can use a GPU
+ * freed at t = 100 (ends at 160 <= 900); one with 3600 s cannot and waits
+ * "held for the reservation of job <gang>".
+ *
+ * Holds last one pass: each pass clears them and computes them again from
+ * the state it finds, so they follow the fleet as it changes.
+ */
+#include "core/internal.h"
+
+#include "util/sort.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct release {
+    int64_t time;
+    uint32_t node;
+    int gpus;
+} release;
+
+void gp__reservations_clear(gp_engine *e)
+{
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
+        gp__reservation *r = &e->reservation[t];
+        if (!r->active)
+            continue;
+        for (size_t i = 0; i < r->n_nodes; i++)
+            gp__node_hold(&e->fleet, r->nodes[i], false);
+        r->n_nodes = 0;
+        r->active = false;
+    }
+}
+
+const gp__reservation *gp__reservation_for(const gp_engine *e, int type)
+{
+    return e->reservation[type].active ? &e->reservation[type] : NULL;
+}
+
+static int64_t expected_end(const gp_engine *e, const gp__job *j)
+{
+    if (j->state == GP_JOB_PREEMPTING)
+        return j->deadline;
+    if (j->runtime <= 0)
+        return INT64_MAX;
+    int64_t end = j->bind_time + j->runtime;
+    if (end <= e->now)
+        end = e->now + e->cfg.overdue_grace_s;
+    return end;
+}
+
+/* GPUs of type `type` that each running job gives back, node by node,
+ * sorted by time.  Claimed GPUs are not given back to the general pool. */
+static release *collect_releases(const gp_engine *e, int type, size_t *count)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (j->bound_type == type)
+            cap += (size_t)j->replicas;
+    }
+    release *rel = malloc((cap ? cap : 1) * sizeof *rel);
+    size_t n = 0;
+    for (size_t i = 0; rel && i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        int64_t end = expected_end(e, j);
+        if (j->bound_type != type || end == INT64_MAX || !j->placed)
+            continue;
+        for (int r = 0; r < j->replicas; r++) {
+            int gpus = 0;
+            uint32_t node = e->fleet.gpus[j->placed[(size_t)r * j->gpus]].node;
+            for (int k = 0; k < j->gpus; k++) {
+                const gp__gpu *g = &e->fleet.gpus[j->placed[(size_t)r * j->gpus + k]];
+                gpus += g->healthy && g->claim == 0;
+            }
+            if (gpus > 0)
+                rel[n++] = (release){end, node, gpus};
+        }
+    }
+    *count = n;
+    return rel;
+}
+
+static int by_time(uint32_t a, uint32_t b, const void *ctx)
+{
+    const release *rel = ctx;
+    return rel[a].time < rel[b].time ? -1 : rel[a].time > rel[b].time;
+}
+
+/* Domain of a node for this topology: 0 for any, block, or node. */
+static uint32_t domain_of(const gp_engine *e, const gp__job *j, uint32_t n)
+{
+    switch (j->topology) {
+    case GP_TOPO_BLOCK: return e->fleet.nodes[n].block;
+    case GP_TOPO_NVLINK: return n;
+    default: return 0;
+    }
+}
+
+static int64_t replicas_on(const gp__job *j, int avail)
+{
+    if (j->topology == GP_TOPO_NVLINK)
+        return avail >= j->replicas * j->gpus ? j->replicas : 0;
+    return avail / j->gpus;
+}
+
+typedef struct sweep {
+    int *avail;        /* per node: GPUs available at the current sweep time */
+    int64_t *capacity; /* per domain: replicas that fit */
+    uint32_t domain;   /* the domain that first holds the job */
+    int64_t start;
+} sweep;
+
+static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
+{
+    const gp__fleet *f = &e->fleet;
+    for (size_t n = 0; n < f->n_nodes; n++) {
+        const gp__node *node = &f->nodes[n];
+        bool usable = node->type == type && node->up && !node->draining;
+        s->avail[n] = usable ? node->free : -1;
+        if (usable) {
+            uint32_t d = domain_of(e, j, (uint32_t)n);
+            s->capacity[d] += replicas_on(j, node->free);
+            if (s->capacity[d] >= j->replicas) {
+                s->domain = d;
+                s->start = e->now;
+                return true;
+            }
+        }
+    }
+    size_t n_rel;
+    release *rel = collect_releases(e, type, &n_rel);
+    uint32_t *order = malloc((n_rel ? n_rel : 1) * sizeof *order);
+    bool found = false;
+    if (rel && order) {
+        for (size_t i = 0; i < n_rel; i++)
+            order[i] = (uint32_t)i;
+        gp_sort_indexes(order, n_rel, by_time, rel);
+        for (size_t i = 0; i < n_rel && !found; i++) {
+            const release *r = &rel[order[i]];
+            if (s->avail[r->node] < 0)
+                continue;
+            uint32_t d = domain_of(e, j, r->node);
+            s->capacity[d] -= replicas_on(j, s->avail[r->node]);
+            s->avail[r->node] += r->gpus;
+            s->capacity[d] += replicas_on(j, s->avail[r->node]);
+            if (s->capacity[d] >= j->replicas) {
+                s->domain = d;
+                s->start = r->time;
+                found = true;
+            }
+        }
+    }
+    free(rel);
+    free(order);
+    return found;
+}
+
+/* Hold nodes of the domain that will have room at the start time, those
+ * with the fewest free GPUs now first (they waste the least meanwhile). */
+static bool hold_nodes(gp_engine *e, const gp__job *j, int type, const sweep *s, gp__reservation *r)
+{
+    const gp__fleet *f = &e->fleet;
+    uint32_t *cand = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *cand);
+    if (!cand)
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_nodes; i++)
+        if (s->avail[i] >= 0 && f->nodes[i].type == type && domain_of(e, j, (uint32_t)i) == s->domain &&
+            replicas_on(j, s->avail[i]) > 0)
+            cand[n++] = (uint32_t)i;
+    /* insertion by current free count (small n in practice: one block) */
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && f->nodes[cand[b]].free < f->nodes[cand[b - 1]].free; b--) {
+            uint32_t t = cand[b];
+            cand[b] = cand[b - 1];
+            cand[b - 1] = t;
+        }
+    int64_t covered = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n && covered < j->replicas; i++) {
+        if (!GP__GROW(r->nodes, r->n_nodes, r->cap_nodes)) {
+            ok = false;
+            break;
+        }
+        r->nodes[r->n_nodes++] = cand[i];
+        covered += replicas_on(j, s->avail[cand[i]]);
+    }
+    free(cand);
+    return ok;
+}
+
+static bool reserve_type(gp_engine *e, uint32_t job, int type)
+{
+    const gp__job *j = &e->jobs[job];
+    const gp__fleet *f = &e->fleet;
+    size_t domains = j->topology == GP_TOPO_BLOCK ? f->n_blocks : j->topology == GP_TOPO_NVLINK ? f->n_nodes : 1;
+    sweep s = {0};
+    s.avail = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *s.avail);
+    s.capacity = calloc(domains ? domains : 1, sizeof *s.capacity);
+    bool ok = s.avail && s.capacity && sweep_run(e, j, type, &s);
+    gp__reservation *r = &e->reservation[type];
+    if (ok) {
+        r->n_nodes = 0;
+        ok = hold_nodes(e, j, type, &s, r);
+    }
+    if (ok) {
+        r->active = true;
+        r->job = job;
+        r->start = s.start;
+        for (size_t i = 0; i < r->n_nodes; i++)
+            gp__node_hold(&e->fleet, r->nodes[i], true);
+    }
+    free(s.avail);
+    free(s.capacity);
+    return ok;
+}
+
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types)
+{
+    gp__job *j = &e->jobs[job];
+    bool any = false;
+    for (int t = 0; t < e->fleet.n_types; t++) {
+        if (!(types & (1u << t)) || e->reservation[t].active)
+            continue;
+        if (reserve_type(e, job, t)) {
+            any = true;
+            e->stats.pass_reservations++;
+            j->wait = (gp_wait){.code = GP_WAIT_RESERVED, .dim = t, .tenant = GP__NONE, .time = e->reservation[t].start,
+                                .a = (int64_t)e->reservation[t].n_nodes};
+            break; /* one type is enough to bound its wait */
+        }
+    }
+    return any;
+}

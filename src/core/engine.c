@@ -1,0 +1,480 @@
+/* engine.c - events in, decisions out: the scheduling pass.
+ *
+ * Job events (cancel, finish, checkpoint) and the pass live here; fleet
+ * and tenant events live in fleet.c and tenants.c.  A pass (gp_engine_tick)
+ * does, in order:
+ *
+ *   1. end the grace of preempted or cancelled jobs whose deadline passed:
+ *      their GPUs are released (to whoever claimed them) and they are
+ *      requeued with the same id, or cancelled;
+ *   2. promote burstable jobs whose tenant has guarantee free again;
+ *   3. phase 1: every pending job that would run guaranteed, in fair
+ *      order: place it, else reclaim from borrowers, else reserve capacity
+ *      for it (if it is the first blocked one of its GPU type);
+ *   4. phase 2: every other admissible pending job (burstable), in fair
+ *      order: place it if it neither delays a reservation nor takes
+ *      capacity held for non-lending tenants, else reserve or wait;
+ *   5. drop this pass's reservations.
+ *
+ * Guaranteed work goes first, so a team's floor is served before anybody
+ * borrows; within a phase the hierarchical DRF order decides.
+ *
+ * Example: fleet 16 H100; nlp {guarantee 16} and vision {guarantee 0}.
+ * t=0: vision submits 4 jobs of 1x4 -> phase 2 places all four
+ * (burstable).  t=60: nlp submits 1x8 -> phase 1: nothing free, reclaim
+ * picks two vision jobs (PREEMPT, grace 30 s), nlp waits "reclaiming".
+ * t=90: the tick ends the grace, the two victims return to pending, and
+ * phase 1 places nlp's job on their claimed GPUs; phase 2 finds no room for
+ * the victims, which wait.
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+gp_engine_config gp_engine_config_default(void)
+{
+    gp_engine_config c = {.preempt_cooldown_s = 600, .max_reclaim_searches = 256, .overdue_grace_s = 300};
+    return c;
+}
+
+gp_engine *gp_engine_new(const gp_engine_config *cfg)
+{
+    gp_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->cfg = cfg ? *cfg : gp_engine_config_default();
+    if (e->cfg.preempt_cooldown_s < 0)
+        e->cfg.preempt_cooldown_s = 0;
+    if (e->cfg.max_reclaim_searches < 1)
+        e->cfg.max_reclaim_searches = 1;
+    if (e->cfg.overdue_grace_s < 1)
+        e->cfg.overdue_grace_s = 1;
+    gp__fleet_init(&e->fleet);
+    e->last_placed_tenant = GP__NONE;
+    return e;
+}
+
+void gp_engine_free(gp_engine *e)
+{
+    if (!e)
+        return;
+    gp__fleet_free(&e->fleet);
+    gp__tenants_free(e);
+    gp__jobs_free(e);
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        free(e->reservation[t].nodes);
+    gp__scratch_free(&e->scratch);
+    free(e->decisions);
+    free(e);
+}
+
+static gp_err time_check(const gp_engine *e, int64_t now, gp_error *err)
+{
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards: %lld < %lld", (long long)now,
+                            (long long)e->now);
+    return GP_OK;
+}
+
+static gp_err job_find(const gp_engine *e, uint64_t id, uint32_t *job, gp_error *err)
+{
+    *job = gp__job_lookup(e, id);
+    if (*job == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+    return GP_OK;
+}
+
+/* ---- binding and releasing ---- */
+
+static void user_charge(gp_engine *e, const gp__job *j, const gp_res *demand, int sign)
+{
+    if (j->user == GP__NONE)
+        return;
+    gp_res *u = &e->users[j->user].usage;
+    for (int d = 0; d < GP_DIMS; d++)
+        u->v[d] += sign * demand->v[d];
+}
+
+static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
+{
+    gp__job *j = &e->jobs[job];
+    size_t n = (size_t)j->replicas * j->gpus;
+    j->placed = malloc(n * sizeof *j->placed);
+    if (!j->placed || !gp__running_add(e, job)) {
+        free(j->placed);
+        j->placed = NULL;
+        return false;
+    }
+    memcpy(j->placed, e->scratch.out, n * sizeof *j->placed);
+    gp__place_commit(e, job, type);
+    gp__queue_remove(e, job);
+    j->bound_type = type;
+    j->cls = cls;
+    j->bind_time = e->now;
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    gp__tenant_charge(e, j->tenant, &demand, cls, +1);
+    user_charge(e, j, &demand, +1);
+    gp__decision_push(e, GP_DEC_BIND, j->id);
+    const char *tenant = e->tenants[j->tenant].path;
+    if (cls == GP_CLASS_GUARANTEED)
+        gp__job_transition(e, job, GP_JOB_ADMITTED, "admitted as guaranteed: within the guarantee of %s", tenant);
+    else
+        gp__job_transition(e, job, GP_JOB_ADMITTED,
+                           "admitted as burstable: %s borrows idle capacity beyond its guarantee", tenant);
+    const gp__node *first = &e->fleet.nodes[e->fleet.gpus[j->placed[0]].node];
+    gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s GPUs (%s %s, first node %s in block %s)", n,
+                       e->fleet.types[type], gp_topology_name(j->topology), "topology", first->name,
+                       e->fleet.blocks[first->block].name);
+    gp__usage_open(e, job);
+    j->wait = (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};
+    e->last_placed_tenant = j->tenant;
+    e->stats.pass_placed++;
+    e->stats.total_placed++;
+    return true;
+}
+
+static void release(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    if (!j->placed)
+        return;
+    gp_res demand;
+    gp__job_demand(e, j, j->bound_type, &demand);
+    gp__usage_close(e, job);
+    gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
+    user_charge(e, j, &demand, -1);
+    gp__running_remove(e, job);
+    gp__place_release(e, job);
+    j->cls = GP_CLASS_NONE;
+}
+
+/* The job was a victim: tell its reclaimer one victim fewer is in grace. */
+static void victim_done(gp_engine *e, gp__job *j)
+{
+    if (j->reclaimed_by == 0)
+        return;
+    uint32_t r = gp__job_lookup(e, j->reclaimed_by);
+    if (r != GP__NONE && e->jobs[r].victims_left > 0)
+        e->jobs[r].victims_left--;
+    j->reclaimed_by = 0;
+}
+
+static void requeue(gp_engine *e, uint32_t job, const char *why)
+{
+    gp__job *j = &e->jobs[job];
+    if (j->cancel_requested) {
+        gp__job_transition(e, job, GP_JOB_CANCELLED, "cancelled: %s", why);
+        return;
+    }
+    gp__job_transition(e, job, GP_JOB_PENDING, "requeued: %s", why);
+    j->wait = (gp_wait){.code = GP_WAIT_NEW, .dim = -1, .tenant = GP__NONE};
+    gp__queue_insert(e, job);
+}
+
+/* A preempting (or cancelling) job's grace is over or it reported stopped. */
+static void grace_over(gp_engine *e, uint32_t job, const char *how)
+{
+    gp__job *j = &e->jobs[job];
+    char why[GP_REASON_MAX];
+    if (j->reclaimed_by)
+        snprintf(why, sizeof why, "%s; its GPUs go to job %llu", how, (unsigned long long)j->reclaimed_by);
+    else
+        snprintf(why, sizeof why, "%s", how);
+    victim_done(e, j);
+    release(e, job);
+    requeue(e, job, why);
+}
+
+void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
+{
+    gp__job *j = &e->jobs[job];
+    gp_decision *d = gp__decision_push(e, GP_DEC_STOP, j->id);
+    if (d)
+        snprintf(d->reason, sizeof d->reason, "%s", why);
+    victim_done(e, j);
+    release(e, job);
+    requeue(e, job, why);
+}
+
+/* ---- job events ---- */
+
+gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc;
+    if ((rc = time_check(e, now, err)) || (rc = job_find(e, id, &job, err)))
+        return rc;
+    gp__job *j = &e->jobs[job];
+    switch (j->state) {
+    case GP_JOB_PENDING:
+        e->now = now;
+        gp__queue_remove(e, job);
+        gp__claims_forget(e, job);
+        gp__job_transition(e, job, GP_JOB_CANCELLED, "cancelled while pending");
+        return GP_OK;
+    case GP_JOB_ADMITTED:
+    case GP_JOB_RUNNING: {
+        e->now = now;
+        gp_decision *d = gp__decision_push(e, GP_DEC_STOP, j->id);
+        if (d) {
+            d->grace_s = j->grace;
+            snprintf(d->reason, sizeof d->reason, "cancel requested");
+        }
+        j->cancel_requested = true;
+        j->deadline = now + j->grace;
+        gp__job_transition(e, job, GP_JOB_PREEMPTING, "cancel requested; stopping within %llds",
+                           (long long)j->grace);
+        if (j->grace == 0)
+            grace_over(e, job, "stopped");
+        return GP_OK;
+    }
+    case GP_JOB_PREEMPTING:
+        e->now = now;
+        j->cancel_requested = true;
+        return GP_OK;
+    default:
+        return gp_error_set(err, GP_ERR_CONFLICT, "id", "job %llu already ended (%s)", (unsigned long long)id,
+                            gp_job_state_name(j->state));
+    }
+}
+
+gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t now, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc;
+    if ((rc = time_check(e, now, err)) || (rc = job_find(e, id, &job, err)))
+        return rc;
+    if (how < GP_EXIT_SUCCEEDED || how > GP_EXIT_STOPPED)
+        return gp_error_set(err, GP_ERR_INVALID, "how", "exit must be succeeded, failed or stopped");
+    gp__job *j = &e->jobs[job];
+    if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_ADMITTED && j->state != GP_JOB_PREEMPTING)
+        return gp_error_set(err, GP_ERR_CONFLICT, "id", "job %llu is not running (%s)", (unsigned long long)id,
+                            gp_job_state_name(j->state));
+    e->now = now;
+    if (j->state == GP_JOB_PREEMPTING && how != GP_EXIT_SUCCEEDED) {
+        grace_over(e, job, "stopped within its grace");
+        return GP_OK;
+    }
+    victim_done(e, j);
+    release(e, job);
+    if (how == GP_EXIT_SUCCEEDED)
+        gp__job_transition(e, job, GP_JOB_SUCCEEDED, "finished successfully");
+    else
+        gp__job_transition(e, job, GP_JOB_FAILED, how == GP_EXIT_FAILED ? "failed" : "stopped without being asked");
+    return GP_OK;
+}
+
+gp_err gp_engine_job_checkpointed(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc;
+    if ((rc = time_check(e, now, err)) || (rc = job_find(e, id, &job, err)))
+        return rc;
+    gp__job *j = &e->jobs[job];
+    if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_PREEMPTING)
+        return gp_error_set(err, GP_ERR_CONFLICT, "id", "job %llu is not running", (unsigned long long)id);
+    e->now = now;
+    j->last_checkpoint = now;
+    return GP_OK;
+}
+
+gp_err gp_engine_job_forget(gp_engine *e, uint64_t id, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc;
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    if ((rc = job_find(e, id, &job, err)))
+        return rc;
+    gp_job_state s = e->jobs[job].state;
+    if (s != GP_JOB_SUCCEEDED && s != GP_JOB_FAILED && s != GP_JOB_CANCELLED)
+        return gp_error_set(err, GP_ERR_CONFLICT, "id", "job %llu has not ended", (unsigned long long)id);
+    gp__job_release_slot(e, job);
+    return GP_OK;
+}
+
+/* ---- the pass ---- */
+
+typedef struct pass_ctx {
+    gp_class phase;
+    int64_t lend_reserve[GP_MAX_GPU_TYPES];
+} pass_ctx;
+
+static bool lending_blocks(const gp_engine *e, const gp__job *j, int type, const pass_ctx *p)
+{
+    return p->phase == GP_CLASS_BURSTABLE && p->lend_reserve[type] > 0 &&
+           e->fleet.free[type] - (int64_t)j->replicas * j->gpus < p->lend_reserve[type];
+}
+
+/* Would this job end before the reservation of `type` starts? */
+static bool ends_before(const gp_engine *e, const gp__job *j, int type)
+{
+    const gp__reservation *r = gp__reservation_for(e, type);
+    return r && r->job != (uint32_t)(j - e->jobs) && j->runtime > 0 && e->now + j->runtime <= r->start;
+}
+
+static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx *p, bool *lend_blocked)
+{
+    gp__job *j = &e->jobs[job];
+    for (int pass = 0; pass < 2; pass++) /* 0: free nodes, 1: also held ones (short jobs) */
+        for (int t = 0; t < e->fleet.n_types; t++) {
+            if (!(types & (1u << t)) || (pass == 1 && !ends_before(e, j, t)))
+                continue;
+            if (lending_blocks(e, j, t, p)) {
+                *lend_blocked = true;
+                continue;
+            }
+            if (gp__place_find(e, j, t, pass == 1))
+                return bind(e, job, t, p->phase);
+        }
+    return false;
+}
+
+/* Victims with no grace are gone at once; then the job may fit now. */
+static void end_zero_grace_victims(gp_engine *e, const gp__job *j)
+{
+    for (size_t i = e->n_running; i-- > 0;) {
+        uint32_t v = e->running[i];
+        if (e->jobs[v].state == GP_JOB_PREEMPTING && e->jobs[v].reclaimed_by == j->id &&
+            e->jobs[v].deadline <= e->now)
+            grace_over(e, v, "preempted with no grace");
+    }
+}
+
+static void wait_for_capacity(gp_engine *e, gp__job *j, uint8_t types)
+{
+    for (int t = 0; t < e->fleet.n_types; t++) {
+        const gp__reservation *r = gp__reservation_for(e, t);
+        if ((types & (1u << t)) && r && r->job != (uint32_t)(j - e->jobs)) {
+            j->wait = (gp_wait){.code = GP_WAIT_RESERVATION, .dim = t, .tenant = e->jobs[r->job].tenant,
+                                .job = e->jobs[r->job].id, .time = r->start};
+            return;
+        }
+    }
+    int t0 = 0;
+    while (t0 < e->fleet.n_types && !(types & (1u << t0)))
+        t0++;
+    j->wait = (gp_wait){.code = GP_WAIT_CAPACITY, .dim = t0, .tenant = e->last_placed_tenant,
+                        .a = t0 < e->fleet.n_types ? e->fleet.free[t0] : 0, .b = (int64_t)j->replicas * j->gpus};
+}
+
+static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
+{
+    gp__job *j = &e->jobs[job];
+    if (j->pass_seen == e->pass)
+        return;
+    uint8_t guaranteed = 0, burstable = 0;
+    gp_wait limit = {.code = GP_WAIT_NONE};
+    for (int t = 0; t < e->fleet.n_types; t++) {
+        if (!(j->type_mask & (1u << t)))
+            continue;
+        gp_class cls = GP_CLASS_NONE;
+        gp_wait w = gp__admit(e, j, t, &cls);
+        if (w.code != GP_WAIT_NONE) {
+            if (limit.code == GP_WAIT_NONE)
+                limit = w;
+        } else if (cls == GP_CLASS_GUARANTEED) {
+            guaranteed |= (uint8_t)(1u << t);
+        } else {
+            burstable |= (uint8_t)(1u << t);
+        }
+    }
+    if (p->phase == GP_CLASS_GUARANTEED && !guaranteed)
+        return; /* phase 2 looks at it */
+    j->pass_seen = e->pass;
+    e->stats.pass_considered++;
+    uint8_t types = p->phase == GP_CLASS_GUARANTEED ? guaranteed : burstable;
+    if (!types) {
+        j->wait = limit.code != GP_WAIT_NONE ? limit : gp__place_possible(e, j);
+        if (j->wait.code == GP_WAIT_NONE) /* accepted types not in the fleet at all */
+            j->wait = (gp_wait){.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
+        return;
+    }
+    bool had_claims = j->n_claimed > 0, lend_blocked = false;
+    if (had_claims)
+        gp__claims_drop(e, job);
+    if (try_types(e, job, types, p, &lend_blocked)) {
+        gp__claims_forget(e, job);
+        return;
+    }
+    if (had_claims && j->victims_left > 0) {
+        gp__claims_retake(e, job);
+        return; /* still waiting for the victims' grace (wait already says so) */
+    }
+    gp__claims_forget(e, job);
+    gp_wait possible = gp__place_possible(e, j);
+    if (possible.code != GP_WAIT_NONE) {
+        j->wait = possible;
+        return;
+    }
+    if (p->phase == GP_CLASS_GUARANTEED)
+        for (int t = 0; t < e->fleet.n_types; t++) {
+            if (!(types & (1u << t)) || !gp__reclaim(e, job, t))
+                continue;
+            end_zero_grace_victims(e, j);
+            if (j->victims_left == 0) {
+                gp__claims_drop(e, job);
+                if (try_types(e, job, types, p, &lend_blocked)) {
+                    gp__claims_forget(e, job);
+                    return;
+                }
+                gp__claims_forget(e, job);
+            }
+            return;
+        }
+    if (lend_blocked) {
+        int t = 0;
+        while (!(types & (1u << t)))
+            t++;
+        j->wait = (gp_wait){.code = GP_WAIT_LENDING, .dim = t, .tenant = GP__NONE, .a = e->fleet.free[t],
+                            .b = p->lend_reserve[t]};
+        return;
+    }
+    if (gp__reserve(e, job, types))
+        return;
+    wait_for_capacity(e, j, types);
+}
+
+static void run_pass(gp_engine *e)
+{
+    e->pass++;
+    e->stats.pass_considered = e->stats.pass_placed = e->stats.pass_preempted = 0;
+    e->stats.pass_reclaim_searches = e->stats.pass_reservations = 0;
+    e->reclaim_searches = 0;
+    e->last_placed_tenant = GP__NONE;
+    gp__promote(e);
+    pass_ctx p;
+    gp__lending_reserve(e, p.lend_reserve);
+    const gp_class phases[2] = {GP_CLASS_GUARANTEED, GP_CLASS_BURSTABLE};
+    for (int i = 0; i < 2; i++) {
+        p.phase = phases[i];
+        gp__fair_begin(e);
+        for (uint32_t job; (job = gp__fair_next(e)) != GP__NONE;)
+            consider(e, job, &p);
+    }
+    gp__reservations_clear(e);
+    e->stats.total_passes++;
+}
+
+gp_err gp_engine_tick(gp_engine *e, int64_t now, gp_error *err)
+{
+    gp_err rc = time_check(e, now, err);
+    if (rc)
+        return rc;
+    e->now = now;
+    for (size_t i = e->n_running; i-- > 0;) {
+        if (i >= e->n_running)
+            continue;
+        uint32_t job = e->running[i];
+        gp__job *j = &e->jobs[job];
+        if (j->state == GP_JOB_PREEMPTING && j->deadline <= now)
+            grace_over(e, job, j->cancel_requested ? "stopped at the end of its grace" : "grace period over");
+    }
+    run_pass(e);
+    return GP_OK;
+}

@@ -1,0 +1,129 @@
+/* engine.h - the scheduling engine: events in, decisions out.
+ *
+ * The engine is a pure state machine.  It never reads a clock, a file, a
+ * socket or a random source: every event carries `now` (seconds on the
+ * caller's clock, never decreasing), and the engine answers with decisions
+ * that the caller carries out (bind a job to GPUs, preempt a job with a
+ * grace period, stop a job, report a drained node, open and close metering
+ * intervals).  The daemon feeds it real events, the simulator trace events,
+ * the tests hand-written ones: the same code everywhere, so every
+ * scheduling result reproduces from an event log.
+ *
+ * One call = one event.  Events change state and may emit decisions at
+ * once (a cancel emits a STOP); placement happens only in gp_engine_tick(),
+ * which runs timers (grace periods that ended) and one scheduling pass.
+ *
+ * Ownership: gp_engine_new() allocates, gp_engine_free() frees.  Strings
+ * in specs are copied.  Pointers returned by the engine (decisions, paths,
+ * names) stay valid until the next call that changes the engine.
+ * Not thread-safe: one thread owns an engine (the daemon's engine thread).
+ */
+#ifndef GP_CORE_ENGINE_H
+#define GP_CORE_ENGINE_H
+
+#include "core/types.h"
+#include "util/error.h"
+
+typedef struct gp_engine gp_engine;
+
+typedef struct gp_engine_config {
+    int64_t preempt_cooldown_s;    /* a job preempted less than this ago is a victim of last resort (default 600) */
+    int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
+    int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
+} gp_engine_config;
+
+/* Defaults for every field. */
+gp_engine_config gp_engine_config_default(void);
+
+/* cfg may be NULL for defaults.  Returns NULL only when out of memory. */
+gp_engine *gp_engine_new(const gp_engine_config *cfg);
+void gp_engine_free(gp_engine *e);
+
+/* ---- fleet events ---- */
+
+/* A node registers (or comes back up with the same shape).  A returning
+ * node keeps its GPUs' health. */
+gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, gp_error *err);
+/* The node is gone: its jobs are stopped and requeued, its GPUs leave the
+ * schedulable fleet until it is added again. */
+gp_err gp_engine_node_lost(gp_engine *e, const char *node, int64_t now, gp_error *err);
+/* Drain (no new work; DRAINED decision once empty) or undrain. */
+gp_err gp_engine_node_drain(gp_engine *e, const char *node, bool drain, int64_t now, gp_error *err);
+/* A GPU's health changed.  A job on a GPU that turns unhealthy is stopped
+ * and requeued; an unhealthy GPU is never chosen. */
+gp_err gp_engine_gpu_health(gp_engine *e, const char *node, int gpu_index, bool healthy, int64_t now,
+                            gp_error *err);
+
+/* ---- tenant events ---- */
+
+/* Create or update the tenant at path ("org", "org/team", ...).  Its parent
+ * must exist.  Rejected (nothing changed) when children's guarantees would
+ * not fit in the parent's, or the top level's in the healthy fleet. */
+gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now,
+                            gp_error *err);
+/* Remove a tenant with no children and no live jobs. */
+gp_err gp_engine_tenant_remove(gp_engine *e, const char *path, int64_t now, gp_error *err);
+
+/* ---- job events ---- */
+
+gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *spec, int64_t now, gp_error *err);
+/* Pending: cancelled at once.  Running: STOP with its grace, cancelled once
+ * the grace ends or the node reports it stopped. */
+gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err);
+/* The node reports the job's processes ended. */
+gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t now, gp_error *err);
+/* The job saved a checkpoint: work before now is not lost on preemption. */
+gp_err gp_engine_job_checkpointed(gp_engine *e, uint64_t id, int64_t now, gp_error *err);
+/* Forget a job in a final state (succeeded, failed, cancelled). */
+gp_err gp_engine_job_forget(gp_engine *e, uint64_t id, gp_error *err);
+
+/* Time passes: end grace periods that are over, promote burstable jobs
+ * whose tenant has guarantee free again, and run one scheduling pass. */
+gp_err gp_engine_tick(gp_engine *e, int64_t now, gp_error *err);
+
+/* ---- decisions ---- */
+
+/* Decisions emitted since the last clear, oldest first.  The engine owns
+ * the array; it is valid until the next event or clear. */
+const gp_decision *gp_engine_decisions(const gp_engine *e, size_t *count);
+void gp_engine_decisions_clear(gp_engine *e);
+
+/* ---- queries (read-only) ---- */
+
+int64_t gp_engine_now(const gp_engine *e);
+void gp_engine_stats_get(const gp_engine *e, gp_engine_stats *out);
+
+gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_error *err);
+/* The job's GPUs (global GPU indexes), replica by replica (gpus per replica
+ * consecutive).  Returns how many were written (<= cap), 0 when not placed. */
+size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap);
+/* Why the job is where it is, as one sentence: the wait reason while
+ * pending, otherwise the reason of its last transition.  Returns the length
+ * (like snprintf). */
+size_t gp_engine_why(const gp_engine *e, uint64_t id, char *buf, size_t len);
+/* The job's recent state changes, oldest first (the engine keeps the last
+ * few; decisions carry all of them).  Returns the number written. */
+size_t gp_engine_job_history(const gp_engine *e, uint64_t id, gp_history_entry *out, size_t cap);
+
+size_t gp_engine_tenant_count(const gp_engine *e);       /* indexes 0..count-1, some may be removed */
+gp_err gp_engine_tenant_find(const gp_engine *e, const char *path, uint32_t *index, gp_error *err);
+/* Returns false for a removed or out-of-range index. */
+bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *out);
+const char *gp_engine_tenant_path(const gp_engine *e, uint32_t index); /* "" when unknown */
+
+size_t gp_engine_node_count(const gp_engine *e);
+bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out);
+size_t gp_engine_gpu_count(const gp_engine *e);
+bool gp_engine_gpu_get(const gp_engine *e, uint32_t gpu, gp_gpu_info *out);
+
+int gp_engine_gpu_type_count(const gp_engine *e);
+const char *gp_engine_gpu_type_name(const gp_engine *e, int type); /* NULL when out of range */
+/* Healthy, schedulable capacity of the fleet per dimension. */
+void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out);
+
+/* Recompute every invariant from first principles (GPU ownership, usage
+ * sums, quotas, gang completeness).  GP_OK, or the first violation found.
+ * For tests and the daemon's self-check; O(fleet + jobs). */
+gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err);
+
+#endif

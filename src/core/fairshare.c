@@ -1,0 +1,78 @@
+/* fairshare.c - hierarchical weighted Dominant Resource Fairness.
+ *
+ * Which pending job is looked at next?  Walk down the tenancy tree: at each
+ * level take the child with the lowest dominant share among those that
+ * still have untried jobs below them; at the leaf take its next job in
+ * queue order (priority, then age).  A tenant's dominant share is
+ *
+ *     max over resources r of usage_r / fleet_r, divided by its weight
+ *
+ * where the resources are each GPU type, CPU and memory, and usage covers
+ * the whole subtree.  Shares are updated as jobs are placed during the
+ * pass, so the order adapts as it goes.
+ *
+ * Example: 8 H100, teams a and b (weight 1 each), each with ten 1-GPU jobs
+ * pending.  Both start at share 0; ties go to the lower index, so a, then b
+ * (a is now at 1/8), then a, b, ... and each ends with 4 GPUs.  With
+ * weights 3 and 1, a's share grows a third as fast: a gets 6, b gets 2.
+ *
+ * Each pass sees every pending job at most once per phase: a leaf whose
+ * cursor reached the end of its queue drops out ("active" counts, per
+ * tenant, the leaves below it that still have jobs to try).
+ */
+#include "core/internal.h"
+
+static void activate(gp_engine *e, uint32_t leaf, int delta)
+{
+    for (uint32_t a = leaf; a != GP__NONE; a = e->tenants[a].parent)
+        e->tenants[a].active += (uint32_t)delta;
+}
+
+void gp__fair_begin(gp_engine *e)
+{
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        e->tenants[i].cursor = 0;
+        e->tenants[i].active = 0;
+        if (!e->tenants[i].removed)
+            gp__tenant_update_share(e, (uint32_t)i);
+    }
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        const gp__tenant *t = &e->tenants[i];
+        if (!t->removed && t->n_children == 0 && t->n_pending > 0)
+            activate(e, (uint32_t)i, +1);
+    }
+}
+
+static uint32_t lowest_share(const gp_engine *e, const uint32_t *kids, size_t n)
+{
+    uint32_t best = GP__NONE;
+    for (size_t i = 0; i < n; i++) {
+        const gp__tenant *t = &e->tenants[kids[i]];
+        if (t->active == 0)
+            continue;
+        if (best == GP__NONE || t->share < e->tenants[best].share)
+            best = kids[i];
+    }
+    return best;
+}
+
+uint32_t gp__fair_next(gp_engine *e)
+{
+    for (;;) {
+        uint32_t t = lowest_share(e, e->roots, e->n_roots);
+        if (t == GP__NONE)
+            return GP__NONE;
+        while (e->tenants[t].n_children > 0) {
+            uint32_t next = lowest_share(e, e->tenants[t].children, e->tenants[t].n_children);
+            if (next == GP__NONE)
+                break;
+            t = next;
+        }
+        gp__tenant *leaf = &e->tenants[t];
+        if (leaf->n_children > 0 || leaf->cursor >= leaf->n_pending) {
+            activate(e, t, -(int)leaf->active); /* nothing left here: drop it */
+            continue;
+        }
+        return leaf->pending[leaf->cursor++];
+    }
+}

@@ -1,0 +1,472 @@
+/* fleet.c - nodes, GPUs and the free-capacity index placement reads.
+ *
+ * The fleet is zone -> fabric block -> node -> NVLink domain -> GPU.  Nodes
+ * and GPUs live in flat arrays; node k owns GPUs gpu_first..gpu_first+n-1.
+ *
+ * The index.  Placement must answer "which nodes of type T have at least g
+ * free GPUs" thousands of times per pass, so every schedulable node sits in
+ * exactly one bucket list head[type][free] (free = healthy, unowned,
+ * unclaimed GPUs; 0 = in no list), and hist[type][k] counts the nodes per
+ * bucket, for the whole fleet and per fabric block.  With it,
+ *   replicas of g GPUs that fit now = sum over k of hist[k] * (k / g)
+ * is 16 additions, and best fit is "walk the buckets from k = g upwards".
+ * A node leaves the index while it is down, draining, or held for a
+ * reservation (backfill.c).
+ *
+ * Example: nodes a (8 free) and b (3 free) of type H100.  head[H100][8] = a,
+ * head[H100][3] = b.  A 2-GPU job walks k = 2.. and lands on b (best fit),
+ * which moves b to bucket 1; a stays whole for an 8-GPU job.
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool gp__gpu_is_free(const gp__gpu *g)
+{
+    return g->healthy && g->owner == 0 && g->claim == 0;
+}
+
+int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus)
+{
+    int64_t n = 0;
+    for (int k = gpus; k <= GP_MAX_GPUS_PER_NODE; k++)
+        n += (int64_t)hist[k] * (k / gpus);
+    return n;
+}
+
+int gp__fleet_type_find(const gp__fleet *f, const char *name)
+{
+    for (int t = 0; t < f->n_types; t++)
+        if (strcmp(f->types[t], name) == 0)
+            return t;
+    return -1;
+}
+
+int gp__fleet_type_intern(gp__fleet *f, const char *name)
+{
+    int t = gp__fleet_type_find(f, name);
+    if (t >= 0 || f->n_types == GP_MAX_GPU_TYPES)
+        return t;
+    snprintf(f->types[f->n_types], GP_NAME_MAX, "%s", name);
+    return f->n_types++;
+}
+
+static void index_remove(gp__fleet *f, uint32_t n)
+{
+    gp__node *node = &f->nodes[n];
+    int k = node->indexed, t = node->type;
+    if (k == 0)
+        return;
+    if (node->prev != GP__NONE)
+        f->nodes[node->prev].next = node->next;
+    else
+        f->head[t][k] = node->next;
+    if (node->next != GP__NONE)
+        f->nodes[node->next].prev = node->prev;
+    f->hist[t][k]--;
+    f->free[t] -= k;
+    gp__block *b = &f->blocks[node->block];
+    b->hist[t][k]--;
+    b->free[t] -= k;
+    node->indexed = 0;
+}
+
+static void index_insert(gp__fleet *f, uint32_t n, int k)
+{
+    gp__node *node = &f->nodes[n];
+    int t = node->type;
+    node->indexed = (uint8_t)k;
+    node->prev = GP__NONE;
+    node->next = f->head[t][k];
+    if (node->next != GP__NONE)
+        f->nodes[node->next].prev = n;
+    f->head[t][k] = n;
+    f->hist[t][k]++;
+    f->free[t] += k;
+    gp__block *b = &f->blocks[node->block];
+    b->hist[t][k]++;
+    b->free[t] += k;
+}
+
+void gp__node_reindex(gp__fleet *f, uint32_t n)
+{
+    gp__node *node = &f->nodes[n];
+    int free = 0;
+    if (node->up && !node->draining)
+        for (int i = 0; i < node->gpu_count; i++)
+            free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+    node->free = (uint8_t)free;
+    int k = node->held ? 0 : free;
+    if (k == node->indexed)
+        return;
+    index_remove(f, n);
+    if (k > 0)
+        index_insert(f, n, k);
+}
+
+void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
+{
+    f->nodes[node].held = held;
+    gp__node_reindex(f, node);
+}
+
+static int healthy_gpus(const gp__fleet *f, const gp__node *node, int domain)
+{
+    int n = 0, per = node->gpu_count / node->domains;
+    for (int i = 0; i < node->gpu_count; i++)
+        if ((domain < 0 || i / per == domain) && f->gpus[node->gpu_first + i].healthy)
+            n++;
+    return n;
+}
+
+/* Recompute fleet capacity and the "if it were empty" tables after a
+ * change of shape (node up/down/drain, GPU health).  O(nodes). */
+void gp__fleet_recount(gp__fleet *f)
+{
+    gp__res_zero(&f->capacity);
+    memset(f->empty_replicas, 0, sizeof f->empty_replicas);
+    memset(f->empty_block_replicas, 0, sizeof f->empty_block_replicas);
+    memset(f->max_domain, 0, sizeof f->max_domain);
+    int64_t *per_block = calloc(f->n_blocks ? f->n_blocks : 1,
+                                sizeof(int64_t) * GP_MAX_GPU_TYPES * (GP_MAX_GPUS_PER_NODE + 1));
+    for (size_t n = 0; n < f->n_nodes; n++) {
+        gp__node *node = &f->nodes[n];
+        if (!node->up)
+            continue;
+        int healthy = healthy_gpus(f, node, -1);
+        f->capacity.v[node->type] += (int64_t)healthy * 1000;
+        f->capacity.v[GP_DIM_CPU] += node->cpu_cap;
+        f->capacity.v[GP_DIM_MEM] += node->mem_cap;
+        if (node->draining)
+            continue;
+        for (int d = 0; d < node->domains; d++) {
+            int h = healthy_gpus(f, node, d);
+            if (h > f->max_domain[node->type])
+                f->max_domain[node->type] = h;
+        }
+        for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
+            f->empty_replicas[node->type][g] += healthy / g;
+            if (per_block)
+                per_block[((size_t)node->block * GP_MAX_GPU_TYPES + node->type) * (GP_MAX_GPUS_PER_NODE + 1) + g] +=
+                    healthy / g;
+        }
+    }
+    for (size_t b = 0; per_block && b < f->n_blocks; b++)
+        for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+            for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
+                int64_t v = per_block[(b * GP_MAX_GPU_TYPES + t) * (GP_MAX_GPUS_PER_NODE + 1) + g];
+                if (v > f->empty_block_replicas[t][g])
+                    f->empty_block_replicas[t][g] = v;
+            }
+    free(per_block);
+}
+
+static gp_err check_name(const char *s, const char *field, gp_error *err)
+{
+    if (s == NULL || s[0] == '\0')
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s is required", field);
+    size_t len = strlen(s);
+    if (len >= GP_NAME_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s is longer than %d characters", field, GP_NAME_MAX - 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c == '/' || c >= 0x7f)
+            return gp_error_set(err, GP_ERR_INVALID, field,
+                                "%s may hold only printable ASCII without spaces or '/'", field);
+    }
+    return GP_OK;
+}
+
+static gp_err check_node_spec(const gp_node_spec *s, gp_error *err)
+{
+    gp_err rc;
+    if (s == NULL)
+        return gp_error_set(err, GP_ERR_INVALID, "node", "node spec is required");
+    if ((rc = check_name(s->name, "name", err)) || (rc = check_name(s->zone, "zone", err)) ||
+        (rc = check_name(s->block, "block", err)) || (rc = check_name(s->gpu_type, "gpu_type", err)))
+        return rc;
+    if (s->gpu_count < 1 || s->gpu_count > GP_MAX_GPUS_PER_NODE)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_count", "gpu_count must be 1..%d, got %d",
+                            GP_MAX_GPUS_PER_NODE, s->gpu_count);
+    if (s->nvlink_domains < 1 || s->nvlink_domains > s->gpu_count || s->gpu_count % s->nvlink_domains != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "nvlink_domains",
+                            "nvlink_domains must be >= 1 and divide gpu_count (%d), got %d", s->gpu_count,
+                            s->nvlink_domains);
+    if (s->gpu_mem_mib < 0 || s->cpu_millis < 0 || s->mem_mib < 0)
+        return gp_error_set(err, GP_ERR_INVALID, s->cpu_millis < 0 ? "cpu_millis" : s->mem_mib < 0 ? "mem_mib" : "gpu_mem_mib",
+                            "node resources must not be negative");
+    for (int i = 0; s->gpu_uuids && i < s->gpu_count; i++)
+        if (s->gpu_uuids[i] == NULL || strlen(s->gpu_uuids[i]) >= GP_UUID_MAX)
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_uuids", "GPU %d has no UUID or one over %d characters",
+                                i, GP_UUID_MAX - 1);
+    return GP_OK;
+}
+
+static bool same_shape(const gp__fleet *f, const gp__node *n, const gp_node_spec *s)
+{
+    return n->gpu_count == s->gpu_count && n->domains == s->nvlink_domains &&
+           strcmp(f->types[n->type], s->gpu_type) == 0 && strcmp(f->blocks[n->block].name, s->block) == 0 &&
+           strcmp(f->zones[n->zone], s->zone) == 0;
+}
+
+bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return false;
+    memset((char *)p + *cap * elem, 0, (ncap - *cap) * elem);
+    *arr = p;
+    *cap = ncap;
+    return true;
+}
+
+static uint32_t zone_get(gp__fleet *f, const char *name)
+{
+    for (size_t z = 0; z < f->n_zones; z++)
+        if (strcmp(f->zones[z], name) == 0)
+            return (uint32_t)z;
+    if (!GP__GROW(f->zones, f->n_zones, f->cap_zones))
+        return GP__NONE;
+    snprintf(f->zones[f->n_zones], GP_NAME_MAX, "%s", name);
+    return (uint32_t)f->n_zones++;
+}
+
+static gp_err block_get(gp__fleet *f, const char *name, uint32_t zone, uint32_t *out, gp_error *err)
+{
+    uint32_t b;
+    if (gp_strmap_get(&f->block_by_name, name, &b)) {
+        if (f->blocks[b].zone != zone)
+            return gp_error_set(err, GP_ERR_INVALID, "zone", "block %s is in zone %s, not %s", name,
+                                f->zones[f->blocks[b].zone], f->zones[zone]);
+        *out = b;
+        return GP_OK;
+    }
+    if (!GP__GROW(f->blocks, f->n_blocks, f->cap_blocks) ||
+        !gp_strmap_put(&f->block_by_name, name, (uint32_t)f->n_blocks))
+        return gp_error_set(err, GP_ERR_NOMEM, "block", "out of memory");
+    gp__block *blk = &f->blocks[f->n_blocks];
+    memset(blk, 0, sizeof *blk);
+    snprintf(blk->name, sizeof blk->name, "%s", name);
+    blk->zone = zone;
+    *out = (uint32_t)f->n_blocks++;
+    return GP_OK;
+}
+
+static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
+{
+    gp__fleet *f = &e->fleet;
+    int type = gp__fleet_type_find(f, s->gpu_type);
+    if (type < 0) {
+        if (f->n_types == GP_MAX_GPU_TYPES)
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_type", "a fleet holds at most %d GPU types; %s is one more",
+                                GP_MAX_GPU_TYPES, s->gpu_type);
+        type = f->n_types;
+    }
+    uint32_t zone = zone_get(f, s->zone), block = 0;
+    if (zone == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOMEM, "zone", "out of memory");
+    gp_err rc = block_get(f, s->block, zone, &block, err);
+    if (rc)
+        return rc;
+    gp__block *b = &f->blocks[block];
+    if (!GP__GROW(f->nodes, f->n_nodes, f->cap_nodes) || !GP__GROW(b->nodes, b->n_nodes, b->cap_nodes) ||
+        !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
+        !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
+        !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
+        return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
+    if (type == f->n_types)
+        snprintf(f->types[f->n_types++], GP_NAME_MAX, "%s", s->gpu_type);
+    uint32_t n = (uint32_t)f->n_nodes++;
+    gp__node *node = &f->nodes[n];
+    memset(node, 0, sizeof *node);
+    snprintf(node->name, sizeof node->name, "%s", s->name);
+    node->zone = zone;
+    node->block = block;
+    node->type = (uint8_t)type;
+    node->gpu_count = (uint8_t)s->gpu_count;
+    node->domains = (uint8_t)s->nvlink_domains;
+    node->gpu_first = (uint32_t)f->n_gpus;
+    node->gpu_mem_mib = s->gpu_mem_mib;
+    node->cpu_cap = s->cpu_millis;
+    node->mem_cap = s->mem_mib;
+    node->prev = node->next = GP__NONE;
+    b->nodes[b->n_nodes++] = n;
+    int per = s->gpu_count / s->nvlink_domains;
+    for (int i = 0; i < s->gpu_count; i++) {
+        gp__gpu *g = &f->gpus[f->n_gpus++];
+        memset(g, 0, sizeof *g);
+        g->node = n;
+        g->index = (uint8_t)i;
+        g->domain = (uint8_t)(i / per);
+        g->healthy = true;
+        if (s->gpu_uuids)
+            snprintf(g->uuid, sizeof g->uuid, "%s", s->gpu_uuids[i]);
+        else
+            snprintf(g->uuid, sizeof g->uuid, "%.40s/%d", s->name, i);
+    }
+    return GP_OK;
+}
+
+gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, gp_error *err)
+{
+    gp_err rc;
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards: %lld < %lld", (long long)now,
+                            (long long)e->now);
+    if ((rc = check_node_spec(spec, err)))
+        return rc;
+    gp__fleet *f = &e->fleet;
+    uint32_t n;
+    if (gp_strmap_get(&f->node_by_name, spec->name, &n)) {
+        if (!same_shape(f, &f->nodes[n], spec))
+            return gp_error_set(err, GP_ERR_EXISTS, "name",
+                                "node %s is already registered with another shape (type, GPUs, block or zone)",
+                                spec->name);
+        if (f->nodes[n].up)
+            return GP_OK; /* re-registration of a live node: nothing changes */
+    } else {
+        if ((rc = node_create(e, spec, err)))
+            return rc;
+        n = (uint32_t)f->n_nodes - 1;
+    }
+    e->now = now;
+    gp__node *node = &f->nodes[n];
+    node->up = true;
+    node->cpu_cap = spec->cpu_millis;
+    node->mem_cap = spec->mem_mib;
+    gp__node_reindex(f, n);
+    gp__fleet_recount(f);
+    return GP_OK;
+}
+
+static gp_err find_node(const gp_engine *e, const char *name, uint32_t *n, gp_error *err)
+{
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    if (name == NULL || !gp_strmap_get(&e->fleet.node_by_name, name, n))
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "node", "no node named %s", name ? name : "(null)");
+    return GP_OK;
+}
+
+/* Stop every job that has a GPU on node n (all of them, or only those on
+ * GPU `only` when only >= 0), requeueing them. */
+static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
+{
+    gp__node *node = &e->fleet.nodes[n];
+    for (int i = 0; i < node->gpu_count; i++) {
+        if (only >= 0 && i != only)
+            continue;
+        uint32_t owner = e->fleet.gpus[node->gpu_first + i].owner;
+        if (owner)
+            gp__job_stop_requeue(e, owner - 1, why);
+    }
+}
+
+gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error *err)
+{
+    uint32_t n;
+    gp_err rc = find_node(e, name, &n, err);
+    if (rc)
+        return rc;
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
+    e->now = now;
+    gp__node *node = &e->fleet.nodes[n];
+    if (!node->up)
+        return GP_OK;
+    char why[GP_REASON_MAX];
+    snprintf(why, sizeof why, "node %s was lost", node->name);
+    node->up = false;
+    stop_jobs_on(e, n, -1, why);
+    gp__node_reindex(&e->fleet, n);
+    gp__fleet_recount(&e->fleet);
+    return GP_OK;
+}
+
+gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t now, gp_error *err)
+{
+    uint32_t n;
+    gp_err rc = find_node(e, name, &n, err);
+    if (rc)
+        return rc;
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
+    e->now = now;
+    gp__node *node = &e->fleet.nodes[n];
+    if (node->draining == drain)
+        return GP_OK;
+    node->draining = drain;
+    node->drained_reported = false;
+    gp__node_reindex(&e->fleet, n);
+    gp__fleet_recount(&e->fleet);
+    gp__node_check_drained(e, n);
+    return GP_OK;
+}
+
+void gp__node_check_drained(gp_engine *e, uint32_t n)
+{
+    gp__node *node = &e->fleet.nodes[n];
+    if (!node->draining || node->drained_reported || node->busy > 0)
+        return;
+    node->drained_reported = true;
+    gp_decision *d = gp__decision_push(e, GP_DEC_DRAINED, 0);
+    if (d)
+        snprintf(d->node, sizeof d->node, "%s", node->name);
+}
+
+gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool healthy, int64_t now,
+                            gp_error *err)
+{
+    uint32_t n;
+    gp_err rc = find_node(e, name, &n, err);
+    if (rc)
+        return rc;
+    gp__node *node = &e->fleet.nodes[n];
+    if (gpu_index < 0 || gpu_index >= node->gpu_count)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_index", "node %s has GPUs 0..%d, not %d", name,
+                            node->gpu_count - 1, gpu_index);
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
+    e->now = now;
+    gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
+    if (g->healthy == healthy)
+        return GP_OK;
+    g->healthy = healthy;
+    if (!healthy && g->owner) {
+        char why[GP_REASON_MAX];
+        snprintf(why, sizeof why, "GPU %d (%s) of node %s turned unhealthy", gpu_index, g->uuid, node->name);
+        stop_jobs_on(e, n, gpu_index, why);
+    }
+    gp__node_reindex(&e->fleet, n);
+    gp__fleet_recount(&e->fleet);
+    return GP_OK;
+}
+
+void gp__fleet_free(gp__fleet *f)
+{
+    for (size_t b = 0; b < f->n_blocks; b++)
+        free(f->blocks[b].nodes);
+    free(f->blocks);
+    free(f->nodes);
+    free(f->gpus);
+    free(f->zones);
+    gp_strmap_free(&f->node_by_name);
+    gp_strmap_free(&f->block_by_name);
+}
+
+void gp__fleet_init(gp__fleet *f)
+{
+    memset(f, 0, sizeof *f);
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        for (int k = 0; k <= GP_MAX_GPUS_PER_NODE; k++)
+            f->head[t][k] = GP__NONE;
+}

@@ -1,0 +1,335 @@
+/* internal.h - the engine's private state, shared by the files of src/core.
+ *
+ * Nothing here is a promise to callers (they see engine.h and types.h);
+ * private functions carry the gp__ prefix.  Each policy lives in its own
+ * file and works on the structs below:
+ *
+ *   fleet.c      nodes, GPUs, the free-capacity index used by placement
+ *   tenants.c    the tenancy tree, quota validation, usage and shares
+ *   jobs.c       the job table, spec validation, states, history, queues
+ *   admission.c  limits, guarantee classes, promotion, lending
+ *   fairshare.c  hierarchical weighted DRF: which tenant goes next
+ *   placement.c  gang placement with topology and best fit
+ *   backfill.c   the head job's reservation (EASY backfill)
+ *   reclaim.c    victim selection and preemption
+ *   metering.c   decisions and usage intervals
+ *   why.c        wait reasons in words, read-only queries
+ *   invariants.c the self-check the tests run after every event
+ *   engine.c     events and the scheduling pass that ties them together
+ *
+ * Indexes: nodes, GPUs, tenants and jobs live in arrays and refer to each
+ * other by uint32_t index.  GP__NONE marks "no index".  A GPU's owner is
+ * stored as job index + 1 (0 = free) so a zeroed GPU is free.
+ */
+#ifndef GP_CORE_INTERNAL_H
+#define GP_CORE_INTERNAL_H
+
+#include "core/engine.h"
+#include "util/hashmap.h"
+
+#define GP__NONE UINT32_MAX
+#define GP__HISTORY 6
+
+/* ---- fleet ---- */
+
+typedef struct gp__gpu {
+    uint32_t node;
+    uint8_t index;        /* within the node */
+    uint8_t domain;       /* NVLink domain within the node */
+    bool healthy;
+    uint32_t owner;       /* job index + 1, 0 = free */
+    uint32_t claim;       /* reclaiming job index + 1: held for it once free */
+    char uuid[GP_UUID_MAX];
+} gp__gpu;
+
+typedef struct gp__node {
+    char name[GP_NAME_MAX];
+    uint32_t zone, block;
+    uint8_t type;
+    uint8_t gpu_count, domains;
+    uint32_t gpu_first;
+    int64_t gpu_mem_mib;
+    bool up, draining, drained_reported;
+    bool held;            /* held for a reservation during this pass */
+    int64_t cpu_cap, mem_cap, cpu_used, mem_used;
+    uint32_t busy;        /* GPUs owned by jobs */
+    uint8_t free;         /* schedulable free GPUs (0 if down/draining) */
+    uint8_t indexed;      /* the bucket the node sits in (0 = none) */
+    uint32_t prev, next;  /* bucket list links */
+} gp__node;
+
+typedef struct gp__block {
+    char name[GP_NAME_MAX];
+    uint32_t zone;
+    uint32_t *nodes;
+    size_t n_nodes, cap_nodes;
+    /* nodes of each type by schedulable free count (held nodes excluded) */
+    uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int64_t free[GP_MAX_GPU_TYPES];
+} gp__block;
+
+typedef struct gp__fleet {
+    gp__node *nodes;
+    size_t n_nodes, cap_nodes;
+    gp__gpu *gpus;
+    size_t n_gpus, cap_gpus;
+    gp__block *blocks;
+    size_t n_blocks, cap_blocks;
+    char (*zones)[GP_NAME_MAX];
+    size_t n_zones, cap_zones;
+    char types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
+    int n_types;
+    gp_strmap node_by_name, block_by_name;
+    /* the free-capacity index: per type, per free count, a list of nodes */
+    uint32_t head[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
+    /* what the healthy schedulable fleet could hold if it were empty, per
+     * type: replicas of g GPUs in the whole fleet / in the best block, and
+     * the largest NVLink domain (for wait reasons and fast rejection) */
+    int64_t empty_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int64_t empty_block_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int max_domain[GP_MAX_GPU_TYPES];
+    gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
+} gp__fleet;
+
+/* ---- tenants ---- */
+
+typedef struct gp__tenant {
+    char path[GP_PATH_MAX];
+    uint32_t parent;
+    uint32_t *children;
+    size_t n_children, cap_children;
+    int depth;            /* 1 = top level */
+    bool removed;
+    bool has_guarantee;
+    gp_res guarantee, limit, user_limit;
+    bool has_user_limit;
+    double weight;
+    bool weight_set;
+    bool lend;
+    gp_trust trust_set;   /* as given */
+    bool untrusted;       /* effective */
+    gp_res usage, guaranteed;
+    double share;         /* dominant share / weight */
+    /* leaf queue: pending job indexes in (priority desc, submit, id) order */
+    uint32_t *pending;
+    size_t n_pending, cap_pending;
+    int running;
+    /* scheduling pass */
+    size_t cursor;
+    uint32_t active;      /* leaves below (or itself) with untried jobs */
+    bool promote_dirty;   /* guaranteed usage dropped: try promotions */
+} gp__tenant;
+
+typedef struct gp__user {
+    uint32_t tenant;      /* the leaf */
+    char name[GP_NAME_MAX];
+    gp_res usage;
+} gp__user;
+
+/* ---- jobs ---- */
+
+typedef struct gp__job {
+    bool used;
+    uint64_t id;
+    char name[GP_NAME_MAX];
+    uint32_t tenant;
+    uint32_t user;        /* GP__NONE when none */
+    gp_job_kind kind;
+    int replicas, gpus;
+    uint8_t type_mask;    /* accepted types (bit per type); 0xff when any */
+    int64_t cpu, mem;     /* per replica */
+    gp_topology topology;
+    gp_isolation isolation;
+    int priority;
+    int64_t grace, runtime;
+
+    gp_job_state state;
+    gp_class cls;
+    int bound_type;
+    uint32_t *placed;     /* replicas*gpus GPU indexes, NULL when not placed */
+    int64_t submit_time, bind_time, last_checkpoint;
+    int64_t deadline;     /* PREEMPTING: when the grace ends */
+    int64_t last_preempted;
+    int preemptions;
+    bool cancel_requested;
+    uint32_t running_pos; /* index in engine->running, GP__NONE when not listed */
+    uint64_t interval_id; /* open usage interval, 0 when none */
+    int64_t interval_start;
+
+    /* reclaim: the GPUs claimed for this job and the victims still in grace */
+    uint32_t *claimed;
+    size_t n_claimed, n_claimed_cap;
+    int victims_left;
+    uint64_t reclaimed_by;    /* as a victim: the reclaiming job's id */
+    uint64_t preempted_for;   /* last job this one was preempted for (loop check) */
+
+    gp_wait wait;
+    uint64_t pass_seen;   /* pass number in which it was last considered */
+    gp_history_entry history[GP__HISTORY];
+    int n_history;        /* total transitions; the last GP__HISTORY are kept */
+} gp__job;
+
+/* The reservation of one GPU type for the head job of this pass. */
+typedef struct gp__reservation {
+    bool active;
+    uint32_t job;
+    int64_t start;        /* expected start */
+    uint32_t *nodes;
+    size_t n_nodes, cap_nodes;
+} gp__reservation;
+
+/* Per-pass scratch for placement (never shared between calls). */
+typedef struct gp__scratch {
+    uint8_t *node_take;   /* GPUs tentatively taken per node */
+    int64_t *node_cpu, *node_mem;
+    uint32_t *touched;
+    size_t n_touched;
+    uint32_t *out;        /* chosen GPUs */
+    size_t cap_out;
+    size_t cap_nodes;
+} gp__scratch;
+
+struct gp_engine {
+    gp_engine_config cfg;
+    int64_t now;
+    gp__fleet fleet;
+
+    gp__tenant *tenants;
+    size_t n_tenants, cap_tenants;
+    gp_strmap tenant_by_path;
+    uint32_t *roots;
+    size_t n_roots, cap_roots;
+
+    gp__user *users;
+    size_t n_users, cap_users;
+    gp_strmap user_by_key;
+
+    gp__job *jobs;
+    size_t n_jobs, cap_jobs;
+    uint32_t *free_slots;
+    size_t n_free_slots, cap_free_slots;
+    gp_u64map job_by_id;
+    uint32_t *running;    /* running and preempting job indexes */
+    size_t n_running, cap_running;
+    size_t n_pending;
+
+    gp_decision *decisions;
+    size_t n_decisions, cap_decisions;
+    uint64_t next_interval;
+
+    gp__reservation reservation[GP_MAX_GPU_TYPES];
+    gp__scratch scratch;
+    uint64_t pass;
+    uint32_t last_placed_tenant;
+    int reclaim_searches;
+    gp_engine_stats stats;
+};
+
+/* ---- resources (tenants.c) ---- */
+void gp__res_zero(gp_res *r);
+void gp__res_fill(gp_res *r, int64_t v);
+void gp__res_add(gp_res *a, const gp_res *b);
+void gp__res_sub(gp_res *a, const gp_res *b);
+/* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
+int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
+
+/* ---- fleet.c ---- */
+int gp__fleet_type_find(const gp__fleet *f, const char *name);
+/* The type's index, registering the name if new; -1 when the table is full. */
+int gp__fleet_type_intern(gp__fleet *f, const char *name);
+void gp__node_reindex(gp__fleet *f, uint32_t node);
+void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
+bool gp__gpu_is_free(const gp__gpu *g);
+/* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
+int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
+void gp__fleet_free(gp__fleet *f);
+void gp__fleet_recount(gp__fleet *f);
+void gp__fleet_init(gp__fleet *f);
+void gp__node_check_drained(gp_engine *e, uint32_t node);
+/* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
+bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* Room for one more element in arr (n used, cap allocated). */
+#define GP__GROW(arr, n, cap) gp__grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr))
+
+/* ---- tenants.c ---- */
+uint32_t gp__tenant_lookup(const gp_engine *e, const char *path);
+void gp__tenant_charge(gp_engine *e, uint32_t tenant, const gp_res *demand, gp_class cls, int sign);
+void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
+bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
+void gp__tenants_free(gp_engine *e);
+
+/* ---- jobs.c ---- */
+uint32_t gp__job_lookup(const gp_engine *e, uint64_t id);
+void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out);
+void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A history line without a state change (promotion, demotion). */
+void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool gp__queue_insert(gp_engine *e, uint32_t job);
+void gp__queue_remove(gp_engine *e, uint32_t job);
+bool gp__running_add(gp_engine *e, uint32_t job);
+void gp__running_remove(gp_engine *e, uint32_t job);
+void gp__job_release_slot(gp_engine *e, uint32_t job);
+void gp__jobs_free(gp_engine *e);
+
+/* ---- engine.c ---- */
+/* Stop a job at once (node lost, GPU failed): STOP with grace 0, release,
+ * requeue as pending with the same id. */
+void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why);
+
+/* ---- admission.c ---- */
+/* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
+gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls);
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand);
+void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
+void gp__promote(gp_engine *e);
+void gp__demote_over_guarantee(gp_engine *e);
+gp_res gp__user_usage(const gp_engine *e, uint32_t user);
+
+/* ---- fairshare.c ---- */
+void gp__fair_begin(gp_engine *e);
+/* Next job in fair order for this pass, or GP__NONE when all were seen. */
+uint32_t gp__fair_next(gp_engine *e);
+double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
+
+/* ---- placement.c ---- */
+/* Find GPUs for job on type (held nodes usable when use_held); on success the
+ * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
+bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
+gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
+/* Take the GPUs in j->placed (CPU and memory too) / give them back and
+ * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
+void gp__place_commit(gp_engine *e, uint32_t job, int type);
+void gp__place_release(gp_engine *e, uint32_t job);
+bool gp__scratch_reserve(gp_engine *e, size_t gpus);
+void gp__scratch_free(gp__scratch *s);
+
+/* ---- backfill.c ---- */
+void gp__reservations_clear(gp_engine *e);
+/* Try to hold capacity for job on one of its types; true if it now holds it. */
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types);
+/* The reservation this job would delay if placed on held nodes, or NULL. */
+const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
+
+/* ---- reclaim.c ---- */
+/* Try to preempt borrowers of `type` so that job fits; true if victims
+ * were chosen (they are PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim(gp_engine *e, uint32_t job, int type);
+/* Release job's claims for a placement attempt / take them back after a
+ * failed one / give them up for good (placed, cancelled, victims gone). */
+void gp__claims_drop(gp_engine *e, uint32_t job);
+void gp__claims_retake(gp_engine *e, uint32_t job);
+void gp__claims_forget(gp_engine *e, uint32_t job);
+
+/* ---- metering.c ---- */
+gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
+void gp__usage_open(gp_engine *e, uint32_t job);
+void gp__usage_close(gp_engine *e, uint32_t job);
+
+/* ---- why.c ---- */
+size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);
+
+#endif

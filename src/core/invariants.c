@@ -1,0 +1,188 @@
+/* invariants.c - the engine's self-check, recomputed from first principles.
+ *
+ * The incremental bookkeeping (free-capacity index, tenant usage, queues)
+ * is fast because it is incremental; this file recomputes all of it the
+ * slow way and compares.  Tests call it after every event.  Checked:
+ *
+ *   - every GPU a job holds names that job as owner, and no GPU is held
+ *     twice (owned GPUs = sum of placed GPUs);
+ *   - gangs are whole: replicas x gpus GPUs, each replica on one up node,
+ *     all of its bound type, one block for `block`, one NVLink domain for
+ *     `nvlink`; held GPUs are healthy;
+ *   - node CPU, memory and busy counts and the free-capacity index agree
+ *     with the GPUs;
+ *   - tenant usage and guaranteed usage are the sums over running jobs of
+ *     their subtree, and guaranteed usage fits every guarantee;
+ *   - pending queues hold exactly the pending jobs, in queue order, and the
+ *     running list exactly the placed ones.
+ */
+#include "core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static gp_err check_gang(const gp_engine *e, uint32_t job, gp_error *err)
+{
+    const gp__job *j = &e->jobs[job];
+    const gp__fleet *f = &e->fleet;
+    size_t n = (size_t)j->replicas * j->gpus;
+    uint32_t first_node = f->gpus[j->placed[0]].node;
+    for (size_t i = 0; i < n; i++) {
+        const gp__gpu *g = &f->gpus[j->placed[i]];
+        const gp__node *node = &f->nodes[g->node];
+        uint32_t replica_node = f->gpus[j->placed[i - i % (size_t)j->gpus]].node;
+        if (g->owner != job + 1)
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu holds GPU %u owned by another",
+                                (unsigned long long)j->id, j->placed[i]);
+        if (!g->healthy || !node->up)
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu holds an unhealthy or lost GPU",
+                                (unsigned long long)j->id);
+        if (node->type != j->bound_type || !(j->type_mask & (1u << node->type)))
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu holds a GPU of a wrong type",
+                                (unsigned long long)j->id);
+        if (g->node != replica_node)
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "a replica of job %llu spans nodes",
+                                (unsigned long long)j->id);
+        if (j->topology == GP_TOPO_BLOCK && node->block != f->nodes[first_node].block)
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "block job %llu spans blocks", (unsigned long long)j->id);
+        if (j->topology == GP_TOPO_NVLINK &&
+            (g->node != first_node || g->domain != f->gpus[j->placed[0]].domain))
+            return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "nvlink job %llu spans NVLink domains",
+                                (unsigned long long)j->id);
+    }
+    return GP_OK;
+}
+
+static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, gp_error *err)
+{
+    size_t owned = 0, placed = 0, listed = 0, pending = 0;
+    for (size_t g = 0; g < e->fleet.n_gpus; g++)
+        owned += e->fleet.gpus[g].owner != 0;
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        const gp__job *j = &e->jobs[i];
+        if (!j->used)
+            continue;
+        bool live = j->state == GP_JOB_RUNNING || j->state == GP_JOB_PREEMPTING || j->state == GP_JOB_ADMITTED;
+        if (live != (j->placed != NULL) || live != (j->running_pos != GP__NONE))
+            return gp_error_set(err, GP_ERR_CONFLICT, "job", "job %llu is %s but %s placed", (unsigned long long)j->id,
+                                gp_job_state_name(j->state), j->placed ? "is" : "is not");
+        pending += j->state == GP_JOB_PENDING;
+        if (!live)
+            continue;
+        listed++;
+        placed += (size_t)j->replicas * j->gpus;
+        gp_err rc = check_gang(e, (uint32_t)i, err);
+        if (rc)
+            return rc;
+        gp_res demand;
+        gp__job_demand(e, j, j->bound_type, &demand);
+        for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent) {
+            gp__res_add(&usage[a], &demand);
+            if (j->cls == GP_CLASS_GUARANTEED)
+                gp__res_add(&guaranteed[a], &demand);
+        }
+    }
+    if (owned != placed)
+        return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "%zu GPUs owned but jobs hold %zu", owned, placed);
+    if (listed != e->n_running || pending != e->n_pending)
+        return gp_error_set(err, GP_ERR_CONFLICT, "job", "running list or pending count out of step");
+    return GP_OK;
+}
+
+static gp_err check_tenants(const gp_engine *e, const gp_res *usage, const gp_res *guaranteed, gp_error *err)
+{
+    size_t queued = 0;
+    for (size_t i = 0; i < e->n_tenants; i++) {
+        const gp__tenant *t = &e->tenants[i];
+        if (t->removed)
+            continue;
+        if (memcmp(&t->usage, &usage[i], sizeof usage[i]) || memcmp(&t->guaranteed, &guaranteed[i], sizeof usage[i]))
+            return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "usage of %s does not match its jobs", t->path);
+        if (t->has_guarantee) {
+            gp_res none;
+            gp__res_zero(&none);
+            int d = gp__res_exceeds(&t->guaranteed, &none, &t->guarantee);
+            if (d >= 0)
+                return gp_error_set(err, GP_ERR_QUOTA, "tenant", "guaranteed usage of %s exceeds its guarantee",
+                                    t->path);
+        }
+        for (size_t k = 0; k < t->n_pending; k++) {
+            const gp__job *j = &e->jobs[t->pending[k]];
+            if (j->state != GP_JOB_PENDING || j->tenant != i)
+                return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "queue of %s holds a job that is not its pending job",
+                                    t->path);
+            if (k > 0) {
+                const gp__job *p = &e->jobs[t->pending[k - 1]];
+                bool ordered = p->priority > j->priority ||
+                               (p->priority == j->priority &&
+                                (p->submit_time < j->submit_time || (p->submit_time == j->submit_time && p->id < j->id)));
+                if (!ordered)
+                    return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "queue of %s is out of order", t->path);
+            }
+        }
+        queued += t->n_pending;
+    }
+    if (queued != e->n_pending)
+        return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "%zu jobs queued, %zu pending", queued, e->n_pending);
+    return GP_OK;
+}
+
+static gp_err check_nodes(const gp_engine *e, gp_error *err)
+{
+    const gp__fleet *f = &e->fleet;
+    uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    memset(hist, 0, sizeof hist);
+    int64_t *cpu = calloc(f->n_nodes + 1, sizeof *cpu), *mem = calloc(f->n_nodes + 1, sizeof *mem);
+    if (!cpu || !mem) {
+        free(cpu);
+        free(mem);
+        return gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
+    }
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        for (int r = 0; r < j->replicas; r++) {
+            uint32_t n = f->gpus[j->placed[(size_t)r * j->gpus]].node;
+            cpu[n] += j->cpu;
+            mem[n] += j->mem;
+        }
+    }
+    gp_err rc = GP_OK;
+    for (size_t n = 0; n < f->n_nodes && !rc; n++) {
+        const gp__node *node = &f->nodes[n];
+        int free_gpus = 0, busy = 0;
+        for (int i = 0; i < node->gpu_count; i++) {
+            free_gpus += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+            busy += f->gpus[node->gpu_first + i].owner != 0;
+        }
+        if (!node->up || node->draining)
+            free_gpus = 0;
+        if (node->free != free_gpus || node->busy != (uint32_t)busy || node->cpu_used != cpu[n] ||
+            node->mem_used != mem[n])
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "bookkeeping of node %s is out of step", node->name);
+        else if (node->indexed != (node->held ? 0 : node->free))
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s sits in the wrong index bucket", node->name);
+        else if (node->indexed)
+            hist[node->type][node->indexed]++;
+    }
+    free(cpu);
+    free(mem);
+    if (!rc && memcmp(hist, f->hist, sizeof hist))
+        rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "free-capacity histogram is out of step");
+    return rc;
+}
+
+gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
+{
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    size_t n = e->n_tenants ? e->n_tenants : 1;
+    gp_res *usage = calloc(n, sizeof *usage), *guaranteed = calloc(n, sizeof *guaranteed);
+    gp_err rc;
+    if (!usage || !guaranteed)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
+    else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)))
+        rc = check_nodes(e, err);
+    free(usage);
+    free(guaranteed);
+    return rc;
+}

@@ -1,0 +1,323 @@
+/* jobs.c - the job table: validation, states, history, queues.
+ *
+ * Jobs live in a slot array (freed slots are reused) with an id -> slot
+ * map.  A job moves through
+ *
+ *     pending -> admitted -> running -> (preempting -> pending) ->
+ *     succeeded | failed | cancelled
+ *
+ * and every move goes through gp__job_transition(), which records the
+ * reason in the job's recent history and emits a TRANSITION decision, so
+ * the caller can keep the full story.
+ *
+ * Pending jobs sit in their leaf tenant's queue, kept sorted by priority
+ * (higher first), then submit time, then id: the order "within a leaf" of
+ * the fair-share policy.  Running and preempting jobs are in one flat list
+ * (engine->running) that timers, reclaim and backfill walk.
+ */
+#include "core/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t gp__job_lookup(const gp_engine *e, uint64_t id)
+{
+    uint32_t j;
+    if (!gp_u64map_get(&e->job_by_id, id, &j))
+        return GP__NONE;
+    return j;
+}
+
+void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out)
+{
+    (void)e;
+    gp__res_zero(out);
+    out->v[type] = (int64_t)j->replicas * j->gpus * 1000;
+    out->v[GP_DIM_CPU] = (int64_t)j->replicas * j->cpu;
+    out->v[GP_DIM_MEM] = (int64_t)j->replicas * j->mem;
+}
+
+void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char *fmt, ...)
+{
+    gp__job *j = &e->jobs[job];
+    gp_history_entry *h = &j->history[j->n_history % GP__HISTORY];
+    h->time = e->now;
+    h->from = j->state;
+    h->to = to;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->reason, sizeof h->reason, fmt, ap);
+    va_end(ap);
+    j->n_history++;
+    gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
+    if (d) {
+        d->from = j->state;
+        d->to = to;
+        memcpy(d->reason, h->reason, sizeof d->reason);
+    }
+    if (j->state == GP_JOB_PENDING)
+        e->n_pending--;
+    if (to == GP_JOB_PENDING)
+        e->n_pending++;
+    j->state = to;
+}
+
+void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...)
+{
+    gp__job *j = &e->jobs[job];
+    gp_history_entry *h = &j->history[j->n_history % GP__HISTORY];
+    h->time = e->now;
+    h->from = h->to = j->state;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->reason, sizeof h->reason, fmt, ap);
+    va_end(ap);
+    j->n_history++;
+}
+
+/* Queue order: priority desc, submit asc, id asc. */
+static bool queue_before(const gp__job *a, const gp__job *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority;
+    if (a->submit_time != b->submit_time)
+        return a->submit_time < b->submit_time;
+    return a->id < b->id;
+}
+
+bool gp__queue_insert(gp_engine *e, uint32_t job)
+{
+    gp__tenant *t = &e->tenants[e->jobs[job].tenant];
+    if (!GP__GROW(t->pending, t->n_pending, t->cap_pending))
+        return false;
+    size_t lo = 0, hi = t->n_pending;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (queue_before(&e->jobs[t->pending[mid]], &e->jobs[job]))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&t->pending[lo + 1], &t->pending[lo], (t->n_pending - lo) * sizeof *t->pending);
+    t->pending[lo] = job;
+    t->n_pending++;
+    if (lo < t->cursor)
+        t->cursor++; /* keep the pass cursor on the same job */
+    return true;
+}
+
+void gp__queue_remove(gp_engine *e, uint32_t job)
+{
+    gp__tenant *t = &e->tenants[e->jobs[job].tenant];
+    size_t lo = 0, hi = t->n_pending;
+    while (lo < hi) { /* binary search by queue order, then confirm */
+        size_t mid = (lo + hi) / 2;
+        if (queue_before(&e->jobs[t->pending[mid]], &e->jobs[job]))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo >= t->n_pending || t->pending[lo] != job)
+        return;
+    memmove(&t->pending[lo], &t->pending[lo + 1], (t->n_pending - lo - 1) * sizeof *t->pending);
+    t->n_pending--;
+    if (lo < t->cursor)
+        t->cursor--;
+}
+
+bool gp__running_add(gp_engine *e, uint32_t job)
+{
+    if (!GP__GROW(e->running, e->n_running, e->cap_running))
+        return false;
+    e->jobs[job].running_pos = (uint32_t)e->n_running;
+    e->running[e->n_running++] = job;
+    e->tenants[e->jobs[job].tenant].running++;
+    return true;
+}
+
+void gp__running_remove(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    if (j->running_pos == GP__NONE)
+        return;
+    uint32_t last = e->running[--e->n_running];
+    e->running[j->running_pos] = last;
+    e->jobs[last].running_pos = j->running_pos;
+    j->running_pos = GP__NONE;
+    e->tenants[j->tenant].running--;
+}
+
+static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t *tenant, gp_error *err)
+{
+    if (s == NULL)
+        return gp_error_set(err, GP_ERR_INVALID, "job", "job spec is required");
+    if (s->id == 0 || s->id == UINT64_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "id", "job id must be non-zero");
+    if (gp__job_lookup(e, s->id) != GP__NONE)
+        return gp_error_set(err, GP_ERR_EXISTS, "id", "job %llu already exists", (unsigned long long)s->id);
+    if (s->name && strlen(s->name) >= GP_NAME_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "name", "name is longer than %d characters", GP_NAME_MAX - 1);
+    if (s->user && (s->user[0] == '\0' || strlen(s->user) >= GP_NAME_MAX))
+        return gp_error_set(err, GP_ERR_INVALID, "user", "user must be 1..%d characters", GP_NAME_MAX - 1);
+    if (s->kind < GP_KIND_TRAINING || s->kind > GP_KIND_INTERACTIVE)
+        return gp_error_set(err, GP_ERR_INVALID, "kind", "kind must be training, inference or interactive");
+    if (s->replicas < 1 || s->replicas > GP_MAX_REPLICAS)
+        return gp_error_set(err, GP_ERR_INVALID, "replicas", "replicas must be 1..%d, got %d", GP_MAX_REPLICAS,
+                            s->replicas);
+    if (s->gpus < 1 || s->gpus > GP_MAX_GPUS_PER_NODE)
+        return gp_error_set(err, GP_ERR_INVALID, "gpus", "gpus per replica must be 1..%d, got %d",
+                            GP_MAX_GPUS_PER_NODE, s->gpus);
+    if (s->cpu_millis < 0 || s->cpu_millis > INT64_C(1) << 40)
+        return gp_error_set(err, GP_ERR_INVALID, "cpu_millis", "cpu_millis must be 0..2^40");
+    if (s->mem_mib < 0 || s->mem_mib > INT64_C(1) << 40)
+        return gp_error_set(err, GP_ERR_INVALID, "mem_mib", "mem_mib must be 0..2^40");
+    if (s->topology < GP_TOPO_ANY || s->topology > GP_TOPO_NVLINK)
+        return gp_error_set(err, GP_ERR_INVALID, "topology", "topology must be any, block or nvlink");
+    if (s->isolation < GP_ISO_EXCLUSIVE || s->isolation > GP_ISO_TIMESLICE)
+        return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation must be exclusive, mig, mps or timeslice");
+    if (s->isolation != GP_ISO_EXCLUSIVE)
+        return gp_error_set(err, GP_ERR_INVALID, "isolation",
+                            "isolation %s needs GPU sharing, which this engine does not offer yet; use exclusive",
+                            gp_isolation_name(s->isolation));
+    if (s->priority < GP_PRIORITY_MIN || s->priority > GP_PRIORITY_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "priority", "priority must be %d..%d", GP_PRIORITY_MIN,
+                            GP_PRIORITY_MAX);
+    if (s->checkpoint_grace_s < 0 || s->checkpoint_grace_s > GP_GRACE_MAX_S)
+        return gp_error_set(err, GP_ERR_INVALID, "checkpoint_grace_s", "checkpoint_grace_s must be 0..%d",
+                            GP_GRACE_MAX_S);
+    if (s->expected_runtime_s < 0 || s->expected_runtime_s > INT64_C(1) << 40)
+        return gp_error_set(err, GP_ERR_INVALID, "expected_runtime_s", "expected_runtime_s must be >= 0");
+    if (s->n_gpu_types < 0 || s->n_gpu_types > GP_MAX_GPU_TYPES)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types lists at most %d types", GP_MAX_GPU_TYPES);
+    int unknown = 0;
+    for (int i = 0; i < s->n_gpu_types; i++) {
+        if (s->gpu_types[i] == NULL || s->gpu_types[i][0] == '\0' || strlen(s->gpu_types[i]) >= GP_NAME_MAX)
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types has an empty or over-long entry");
+        unknown += gp__fleet_type_find(&e->fleet, s->gpu_types[i]) < 0;
+    }
+    if (e->fleet.n_types + unknown > GP_MAX_GPU_TYPES)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "a fleet knows at most %d GPU types", GP_MAX_GPU_TYPES);
+    *tenant = gp__tenant_lookup(e, s->tenant);
+    if (*tenant == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", s->tenant ? s->tenant : "(null)");
+    if (!gp__tenant_is_leaf(e, *tenant))
+        return gp_error_set(err, GP_ERR_INVALID, "tenant", "%s has sub-tenants; submit to one of them",
+                            s->tenant);
+    return GP_OK;
+}
+
+static uint32_t user_get(gp_engine *e, uint32_t tenant, const char *name)
+{
+    char key[GP_PATH_MAX + GP_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%u:%s", tenant, name);
+    uint32_t u;
+    if (gp_strmap_get(&e->user_by_key, key, &u))
+        return u;
+    if (!GP__GROW(e->users, e->n_users, e->cap_users) || !gp_strmap_put(&e->user_by_key, key, (uint32_t)e->n_users))
+        return GP__NONE;
+    gp__user *usr = &e->users[e->n_users];
+    memset(usr, 0, sizeof *usr);
+    usr->tenant = tenant;
+    snprintf(usr->name, sizeof usr->name, "%s", name);
+    return (uint32_t)e->n_users++;
+}
+
+static uint32_t slot_take(gp_engine *e)
+{
+    if (e->n_free_slots > 0)
+        return e->free_slots[--e->n_free_slots];
+    if (!GP__GROW(e->jobs, e->n_jobs, e->cap_jobs))
+        return GP__NONE;
+    return (uint32_t)e->n_jobs++;
+}
+
+void gp__job_release_slot(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    gp_u64map_remove(&e->job_by_id, j->id);
+    free(j->placed);
+    free(j->claimed);
+    memset(j, 0, sizeof *j);
+    /* the free-slot list never needs more room than the job array */
+    if (gp__grow((void **)&e->free_slots, &e->cap_free_slots, e->n_free_slots + 1, sizeof *e->free_slots))
+        e->free_slots[e->n_free_slots++] = job;
+}
+
+gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
+{
+    uint32_t tenant = GP__NONE;
+    uint8_t mask;
+    gp_err rc;
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
+    if ((rc = check_job_spec(e, s, &tenant, err)))
+        return rc;
+    /* an accepted type the fleet does not have yet is registered, so the
+     * job can run once such nodes join */
+    mask = s->n_gpu_types == 0 ? 0xff : 0;
+    for (int i = 0; i < s->n_gpu_types; i++)
+        mask |= (uint8_t)(1u << gp__fleet_type_intern(&e->fleet, s->gpu_types[i]));
+    uint32_t user = GP__NONE;
+    if (s->user && (user = user_get(e, tenant, s->user)) == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOMEM, "user", "out of memory");
+    uint32_t slot = slot_take(e);
+    if (slot == GP__NONE || !gp_u64map_put(&e->job_by_id, s->id, slot))
+        return gp_error_set(err, GP_ERR_NOMEM, "id", "out of memory");
+    e->now = now;
+    gp__job *j = &e->jobs[slot];
+    memset(j, 0, sizeof *j);
+    j->used = true;
+    j->id = s->id;
+    snprintf(j->name, sizeof j->name, "%s", s->name ? s->name : "");
+    j->tenant = tenant;
+    j->user = user;
+    j->kind = s->kind;
+    j->replicas = s->replicas;
+    j->gpus = s->gpus;
+    j->type_mask = mask;
+    j->cpu = s->cpu_millis;
+    j->mem = s->mem_mib;
+    j->topology = s->topology;
+    j->isolation = s->isolation;
+    j->priority = s->priority;
+    j->grace = s->checkpoint_grace_s;
+    j->runtime = s->expected_runtime_s;
+    j->state = GP_JOB_PENDING;
+    j->bound_type = -1;
+    j->submit_time = now;
+    j->bind_time = -1;
+    j->last_checkpoint = -1;
+    j->last_preempted = -1;
+    j->running_pos = GP__NONE;
+    j->wait.code = GP_WAIT_NEW;
+    j->wait.dim = -1;
+    j->wait.tenant = GP__NONE;
+    e->n_pending++;
+    if (!gp__queue_insert(e, slot)) {
+        e->n_pending--;
+        gp__job_release_slot(e, slot);
+        return gp_error_set(err, GP_ERR_NOMEM, "id", "out of memory");
+    }
+    gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
+    if (d) {
+        d->from = d->to = GP_JOB_PENDING;
+        snprintf(d->reason, sizeof d->reason, "submitted to %s", e->tenants[tenant].path);
+    }
+    return GP_OK;
+}
+
+void gp__jobs_free(gp_engine *e)
+{
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        free(e->jobs[i].placed);
+        free(e->jobs[i].claimed);
+    }
+    free(e->jobs);
+    free(e->free_slots);
+    free(e->running);
+    gp_u64map_free(&e->job_by_id);
+}

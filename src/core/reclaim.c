@@ -1,0 +1,261 @@
+/* reclaim.c - taking borrowed capacity back for a guaranteed job.
+ *
+ * When a job that runs within its tenant's guarantee cannot be placed, the
+ * capacity it is owed is held by borrowers.  We pick victims among running
+ * burstable jobs of an accepted GPU type, whole jobs only, in this order:
+ *
+ *   1. jobs not preempted within the cool-down (a victim of last resort
+ *      otherwise, so one job is not bounced again and again);
+ *   2. jobs of the tenants furthest over their guarantee (dominant share of
+ *      usage above guarantee, divided by weight);
+ *   3. lower priority first;
+ *   4. least work lost: GPU-seconds since the last checkpoint (or bind);
+ *   5. the most recently started.
+ *
+ * Victims are added in that order until the job would fit if their GPUs
+ * were free (placement is asked, with topology and best fit); then each
+ * victim is taken out again, last added first, if the job still fits
+ * without it, so the set is minimal.  Each victim gets PREEMPT with its
+ * checkpoint grace; its GPUs are claimed for the reclaiming job so nobody
+ * else takes them when the grace ends.  The reclaiming job waits "for the
+ * victims' grace" and is placed by the first pass at or after the last
+ * deadline.  Guaranteed jobs are never victims, so a victim can never
+ * preempt its reclaimer back: no preemption loop.
+ *
+ * Example: 16 H100; research/nlp (guarantee 16) idle; research/vision
+ * (guarantee 0) borrows all 16 with a 1x8 job (priority 0, checkpointed
+ * 10 min ago) and two 1x4 jobs (priority 5, started 1 min ago).  nlp
+ * submits a 1x8 job: victims in order are the 1x8 (lower priority), and it
+ * alone suffices: PREEMPT, grace 120 s, work lost 8 x 600 GPU-s; the two
+ * 1x4 jobs keep running.
+ */
+#include "core/internal.h"
+
+#include "util/sort.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool in_cooldown(const gp_engine *e, const gp__job *j)
+{
+    return j->last_preempted >= 0 && e->now - j->last_preempted < e->cfg.preempt_cooldown_s;
+}
+
+static double over_share(const gp_engine *e, uint32_t tenant)
+{
+    const gp__tenant *t = &e->tenants[tenant];
+    double over = 0;
+    for (int d = 0; d < GP_DIMS; d++) {
+        int64_t cap = e->fleet.capacity.v[d];
+        int64_t g = t->has_guarantee && t->guarantee.v[d] != GP_UNLIMITED ? t->guarantee.v[d] : 0;
+        if (cap > 0 && t->usage.v[d] > g) {
+            double s = (double)(t->usage.v[d] - g) / (double)cap;
+            if (s > over)
+                over = s;
+        }
+    }
+    return over / gp__tenant_weight(e, t);
+}
+
+static int64_t work_lost(const gp_engine *e, const gp__job *j)
+{
+    int64_t since = j->last_checkpoint > j->bind_time ? j->last_checkpoint : j->bind_time;
+    return (e->now - since) * j->replicas * j->gpus;
+}
+
+static int victim_order(uint32_t ja, uint32_t jb, const void *ctx)
+{
+    const gp_engine *e = ctx;
+    const gp__job *a = &e->jobs[ja], *b = &e->jobs[jb];
+    bool ca = in_cooldown(e, a), cb = in_cooldown(e, b);
+    if (ca != cb)
+        return ca ? 1 : -1;
+    double oa = over_share(e, a->tenant), ob = over_share(e, b->tenant);
+    if (oa != ob)
+        return oa > ob ? -1 : 1;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    int64_t la = work_lost(e, a), lb = work_lost(e, b);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    if (a->bind_time != b->bind_time)
+        return a->bind_time > b->bind_time ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Pretend victim v's GPUs (and its CPU and memory) are free, or take them
+ * back, for a placement look. */
+static void pretend_free(gp_engine *e, uint32_t v, bool freed)
+{
+    gp__job *j = &e->jobs[v];
+    size_t n = (size_t)j->replicas * j->gpus;
+    for (size_t i = 0; i < n; i++) {
+        gp__gpu *g = &e->fleet.gpus[j->placed[i]];
+        gp__node *node = &e->fleet.nodes[g->node];
+        g->owner = freed ? 0 : v + 1;
+        if (i % (size_t)j->gpus == 0) {
+            node->cpu_used += freed ? -j->cpu : j->cpu;
+            node->mem_used += freed ? -j->mem : j->mem;
+        }
+        if (i + 1 == n || e->fleet.gpus[j->placed[i + 1]].node != g->node)
+            gp__node_reindex(&e->fleet, g->node);
+    }
+}
+
+/* Victims for job on type, in *chosen (count returned); 0 = none suffice. */
+static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *cand, size_t n_cand, bool *chosen)
+{
+    gp__job *j = &e->jobs[job];
+    size_t added = 0;
+    bool fits = false;
+    for (; added < n_cand && !fits; added++) {
+        pretend_free(e, cand[added], true);
+        fits = gp__place_find(e, j, type, false);
+    }
+    if (!fits) {
+        for (size_t i = 0; i < added; i++)
+            pretend_free(e, cand[i], false);
+        return 0;
+    }
+    for (size_t i = 0; i < added; i++)
+        chosen[i] = true;
+    for (size_t i = added; i-- > 0;) { /* minimise: drop victims not needed */
+        pretend_free(e, cand[i], false);
+        if (gp__place_find(e, j, type, false))
+            chosen[i] = false;
+        else
+            pretend_free(e, cand[i], true);
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < added; i++)
+        if (chosen[i]) {
+            pretend_free(e, cand[i], false);
+            count++;
+        }
+    return count;
+}
+
+static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
+{
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (e->tenants[a].has_guarantee)
+            return a;
+    return tenant;
+}
+
+static void claim_gpus(gp_engine *e, uint32_t job, uint32_t victim)
+{
+    gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
+    size_t n = (size_t)v->replicas * v->gpus;
+    if (!gp__grow((void **)&j->claimed, &j->n_claimed_cap, j->n_claimed + n, sizeof *j->claimed))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        e->fleet.gpus[v->placed[i]].claim = job + 1;
+        j->claimed[j->n_claimed++] = v->placed[i];
+    }
+}
+
+static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
+{
+    gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
+    uint32_t holder = guarantee_holder(e, j->tenant);
+    int64_t lost = work_lost(e, v);
+    gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, v->id);
+    if (d) {
+        d->grace_s = v->grace;
+        d->by_job = j->id;
+        snprintf(d->by_tenant, sizeof d->by_tenant, "%s", e->tenants[j->tenant].path);
+        snprintf(d->guarantee_of, sizeof d->guarantee_of, "%s", e->tenants[holder].path);
+        d->work_lost_gpu_s = lost;
+        snprintf(d->reason, sizeof d->reason, "%s reclaims its guarantee for job %llu", e->tenants[holder].path,
+                 (unsigned long long)j->id);
+    }
+    gp__job_transition(e, victim, GP_JOB_PREEMPTING,
+                       "preempted: %s reclaims its guarantee for job %llu of %s; %lld GPU-s since the last checkpoint",
+                       e->tenants[holder].path, (unsigned long long)j->id, e->tenants[j->tenant].path,
+                       (long long)lost);
+    v->deadline = e->now + v->grace;
+    v->last_preempted = e->now;
+    v->preemptions++;
+    v->reclaimed_by = j->id;
+    claim_gpus(e, job, victim);
+    j->victims_left++;
+    e->stats.pass_preempted++;
+    e->stats.total_preempted++;
+}
+
+bool gp__reclaim(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    if (e->reclaim_searches >= e->cfg.max_reclaim_searches)
+        return false;
+    int64_t need = (int64_t)j->replicas * j->gpus, borrowed = 0;
+    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
+    bool *chosen = calloc(e->n_running ? e->n_running : 1, sizeof *chosen);
+    size_t n = 0;
+    for (size_t i = 0; cand && chosen && i < e->n_running; i++) {
+        const gp__job *v = &e->jobs[e->running[i]];
+        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && v->bound_type == type) {
+            cand[n++] = e->running[i];
+            borrowed += (int64_t)v->replicas * v->gpus;
+        }
+    }
+    size_t count = 0;
+    if (n > 0 && borrowed + e->fleet.free[type] >= need) {
+        e->reclaim_searches++;
+        e->stats.pass_reclaim_searches++;
+        gp_sort_indexes(cand, n, victim_order, e);
+        count = choose_victims(e, job, type, cand, n, chosen);
+    }
+    for (size_t i = 0; i < n && count > 0; i++)
+        if (chosen[i])
+            preempt(e, job, cand[i]);
+    free(cand);
+    free(chosen);
+    if (count == 0)
+        return false;
+    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
+                        .a = (int64_t)count, .time = e->now};
+    for (size_t i = 0; i < e->n_running; i++) { /* the last deadline among its victims */
+        const gp__job *v = &e->jobs[e->running[i]];
+        if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
+            j->wait.time = v->deadline;
+    }
+    return true;
+}
+
+void gp__claims_drop(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    for (size_t i = 0; i < j->n_claimed; i++) {
+        gp__gpu *g = &e->fleet.gpus[j->claimed[i]];
+        if (g->claim == job + 1) {
+            g->claim = 0;
+            gp__node_reindex(&e->fleet, g->node);
+        }
+    }
+}
+
+void gp__claims_retake(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    size_t kept = 0;
+    for (size_t i = 0; i < j->n_claimed; i++) {
+        gp__gpu *g = &e->fleet.gpus[j->claimed[i]];
+        if (g->claim != 0 || (g->owner != 0 && e->jobs[g->owner - 1].state != GP_JOB_PREEMPTING))
+            continue; /* someone else's now */
+        g->claim = job + 1;
+        j->claimed[kept++] = j->claimed[i];
+        gp__node_reindex(&e->fleet, g->node);
+    }
+    j->n_claimed = kept;
+}
+
+void gp__claims_forget(gp_engine *e, uint32_t job)
+{
+    gp__claims_drop(e, job);
+    gp__job *j = &e->jobs[job];
+    j->n_claimed = 0;
+    j->victims_left = 0;
+}

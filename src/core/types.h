@@ -1,0 +1,284 @@
+/* types.h - the public vocabulary of the scheduling engine.
+ *
+ * Everything a caller (daemon, simulator, tests) passes into the engine or
+ * reads back out of it is declared here: resource vectors, the specs of
+ * nodes, tenants and jobs, job states, wait reasons and decisions.  The
+ * engine itself is opaque (engine.h).
+ *
+ * Units: GPU amounts are milli-GPUs (1000 = one whole GPU), CPU is
+ * millicores, memory is MiB, time is whole seconds on the caller's clock.
+ *
+ * Ownership: every struct here is plain data owned by whoever declared it.
+ * String pointers inside specs are only read during the call they are
+ * passed to; the engine copies what it keeps.
+ */
+#ifndef GP_CORE_TYPES_H
+#define GP_CORE_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_MAX_GPU_TYPES 8       /* distinct GPU models in one fleet */
+#define GP_MAX_GPUS_PER_NODE 16
+#define GP_MAX_REPLICAS 4096
+#define GP_NAME_MAX 64           /* node, block, zone, type, user, tenant segment */
+#define GP_PATH_MAX 192          /* tenant path "org/team/project" */
+#define GP_REASON_MAX 192
+#define GP_UUID_MAX 48
+#define GP_MAX_TENANT_DEPTH 4    /* org/team/project/(sub-project) */
+#define GP_PRIORITY_MIN (-1000)
+#define GP_PRIORITY_MAX 1000
+#define GP_GRACE_MAX_S 86400
+
+/* Resource vector: one dimension per GPU type (milli-GPUs), then CPU and
+ * memory.  The GPU type of dimension i is whatever the engine registered as
+ * type i (gp_engine_gpu_type_name). */
+enum { GP_DIM_CPU = GP_MAX_GPU_TYPES, GP_DIM_MEM = GP_MAX_GPU_TYPES + 1, GP_DIMS = GP_MAX_GPU_TYPES + 2 };
+
+/* "No bound": a limit dimension that is not set. */
+#define GP_UNLIMITED INT64_MAX
+
+typedef struct gp_res {
+    int64_t v[GP_DIMS];
+} gp_res;
+
+/* ---- fleet ---------------------------------------------------------- */
+
+typedef struct gp_node_spec {
+    const char *name;          /* unique, 1..63 chars */
+    const char *zone;          /* e.g. "us-east-1a" */
+    const char *block;         /* fabric block (InfiniBand leaf), unique within the fleet */
+    const char *gpu_type;      /* e.g. "H100"; at most GP_MAX_GPU_TYPES distinct per fleet */
+    int gpu_count;             /* 1..GP_MAX_GPUS_PER_NODE */
+    int nvlink_domains;        /* >= 1 and divides gpu_count; usually 1 (all 8 GPUs linked) */
+    int64_t gpu_mem_mib;       /* memory of one GPU */
+    int64_t cpu_millis;        /* allocatable CPU of the node */
+    int64_t mem_mib;           /* allocatable host memory */
+    const char *const *gpu_uuids; /* optional: gpu_count UUIDs; NULL = engine makes "node/i" */
+} gp_node_spec;
+
+/* ---- tenants -------------------------------------------------------- */
+
+typedef enum gp_trust { GP_TRUST_INHERIT = 0, GP_TRUST_TRUSTED, GP_TRUST_UNTRUSTED } gp_trust;
+
+/* A quota as a caller writes it: GPU amounts per named type.
+ * For a guarantee: `set` false means "this tenant has no floor of its own"
+ * (its jobs are guaranteed only through an ancestor's floor); when set, GPU
+ * types not listed are 0 and cpu/mem of GP_UNLIMITED do not constrain.
+ * For a limit: types not listed and cpu/mem of GP_UNLIMITED are unbounded. */
+typedef struct gp_quota {
+    bool set;
+    int n_gpu;
+    struct {
+        char type[GP_NAME_MAX];
+        int64_t milli;
+    } gpu[GP_MAX_GPU_TYPES];
+    int64_t cpu_millis;
+    int64_t mem_mib;
+} gp_quota;
+
+typedef struct gp_tenant_spec {
+    gp_quota guarantee;   /* floor, never preempted */
+    gp_quota limit;       /* ceiling including borrowing */
+    gp_quota user_limit;  /* per-user ceiling inside this tenant (and its subtree) */
+    double weight;        /* fair-share weight among siblings; 0 = default (see scheduling.md) */
+    int lend;             /* -1 = default (yes), 0 = keep idle guarantee idle, 1 = lend */
+    gp_trust trust;       /* INHERIT = parent's (root default: trusted) */
+} gp_tenant_spec;
+
+/* ---- jobs ----------------------------------------------------------- */
+
+typedef enum gp_job_kind { GP_KIND_TRAINING = 0, GP_KIND_INFERENCE, GP_KIND_INTERACTIVE } gp_job_kind;
+typedef enum gp_topology { GP_TOPO_ANY = 0, GP_TOPO_BLOCK, GP_TOPO_NVLINK } gp_topology;
+typedef enum gp_isolation { GP_ISO_EXCLUSIVE = 0, GP_ISO_MIG, GP_ISO_MPS, GP_ISO_TIMESLICE } gp_isolation;
+
+typedef enum gp_job_state {
+    GP_JOB_PENDING = 0,
+    GP_JOB_ADMITTED,   /* passed admission, placement chosen, bind decision out */
+    GP_JOB_RUNNING,
+    GP_JOB_PREEMPTING, /* signalled, inside its grace; GPUs still held */
+    GP_JOB_SUCCEEDED,
+    GP_JOB_FAILED,
+    GP_JOB_CANCELLED
+} gp_job_state;
+
+typedef enum gp_class { GP_CLASS_NONE = 0, GP_CLASS_GUARANTEED, GP_CLASS_BURSTABLE } gp_class;
+
+typedef struct gp_job_spec {
+    uint64_t id;               /* caller-chosen, unique, non-zero */
+    const char *name;          /* optional */
+    const char *tenant;        /* path of a leaf tenant */
+    const char *user;          /* optional; per-user limits apply when set */
+    gp_job_kind kind;
+    int replicas;              /* gang size, 1..GP_MAX_REPLICAS */
+    int gpus;                  /* whole GPUs per replica, 1..GP_MAX_GPUS_PER_NODE */
+    int n_gpu_types;           /* 0 = any type */
+    const char *gpu_types[GP_MAX_GPU_TYPES];
+    int64_t cpu_millis;        /* per replica */
+    int64_t mem_mib;           /* per replica */
+    gp_topology topology;
+    gp_isolation isolation;    /* only EXCLUSIVE until GPU sharing lands */
+    int priority;              /* GP_PRIORITY_MIN..GP_PRIORITY_MAX, higher first */
+    int64_t checkpoint_grace_s;/* 0..GP_GRACE_MAX_S */
+    int64_t expected_runtime_s;/* 0 = unknown (never backfilled into a reservation) */
+} gp_job_spec;
+
+/* How a running job ended, as its node reports it. */
+typedef enum gp_exit {
+    GP_EXIT_SUCCEEDED = 0,
+    GP_EXIT_FAILED,
+    GP_EXIT_STOPPED    /* it stopped because we asked (preempt/cancel/node loss) */
+} gp_exit;
+
+/* Why a job is waiting.  Stored as a code plus parameters; gp_engine_why()
+ * turns it into a sentence a person can act on. */
+typedef enum gp_wait_code {
+    GP_WAIT_NONE = 0,
+    GP_WAIT_NEW,            /* not yet seen by a scheduling pass */
+    GP_WAIT_LIMIT,          /* tenant: ancestor whose limit; dim; a = usage, b = demand, c = limit */
+    GP_WAIT_USER_LIMIT,     /* tenant: where the user limit is; same numbers */
+    GP_WAIT_NO_GPU_TYPE,    /* no healthy schedulable GPU of an accepted type */
+    GP_WAIT_TOPOLOGY,       /* no domain could ever hold it: a = largest domain's GPUs, b = needed */
+    GP_WAIT_CAPACITY,       /* fits in principle, capacity in use: a = free, b = needed; tenant = ahead */
+    GP_WAIT_LENDING,        /* idle capacity is held for non-lending tenants: a = free, b = held */
+    GP_WAIT_RESERVATION,    /* would delay reserved head job `job` (starts at `time`) */
+    GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
+    GP_WAIT_RECLAIM         /* reclaiming a = victims from borrowers; grace ends at `time` */
+} gp_wait_code;
+
+typedef struct gp_wait {
+    gp_wait_code code;
+    int dim;                /* resource dimension concerned, or -1 */
+    uint32_t tenant;        /* tenant index concerned (see gp_engine_tenant_path), or UINT32_MAX */
+    uint64_t job;           /* other job concerned, or 0 */
+    int64_t a, b, c;
+    int64_t time;
+} gp_wait;
+
+/* ---- decisions ------------------------------------------------------ */
+
+typedef enum gp_decision_kind {
+    GP_DEC_TRANSITION = 0, /* job changed state: from, to, reason */
+    GP_DEC_BIND,           /* job placed: read gp_engine_job_gpus() */
+    GP_DEC_PREEMPT,        /* signal job, kill after grace_s, it will be requeued; by_* say who reclaimed */
+    GP_DEC_STOP,           /* stop job (cancel or node loss), kill after grace_s */
+    GP_DEC_DRAINED,        /* node has no jobs left and is draining */
+    GP_DEC_USAGE_OPEN,     /* a metering interval opened (usage.end = -1) */
+    GP_DEC_USAGE_CLOSE     /* the same interval closed */
+} gp_decision_kind;
+
+typedef struct gp_usage {
+    uint64_t interval_id;
+    uint64_t job_id;
+    char tenant[GP_PATH_MAX];
+    char gpu_type[GP_NAME_MAX];
+    int64_t milli_gpus;     /* all replicas together */
+    gp_class cls;
+    gp_topology topology;
+    int64_t start;
+    int64_t end;            /* -1 while open */
+} gp_usage;
+
+typedef struct gp_decision {
+    gp_decision_kind kind;
+    int64_t time;
+    uint64_t job_id;
+    gp_job_state from, to;      /* TRANSITION */
+    int64_t grace_s;            /* PREEMPT, STOP */
+    uint64_t by_job;            /* PREEMPT: the job that reclaimed */
+    char by_tenant[GP_PATH_MAX];/* PREEMPT: its tenant */
+    char guarantee_of[GP_PATH_MAX]; /* PREEMPT: tenant whose guarantee was reclaimed */
+    int64_t work_lost_gpu_s;    /* PREEMPT: GPU-seconds since the victim's last checkpoint */
+    char node[GP_NAME_MAX];     /* DRAINED */
+    gp_usage usage;             /* USAGE_OPEN, USAGE_CLOSE */
+    char reason[GP_REASON_MAX]; /* TRANSITION, PREEMPT, STOP */
+} gp_decision;
+
+/* ---- read-only views ------------------------------------------------ */
+
+typedef struct gp_history_entry {
+    int64_t time;
+    gp_job_state from, to;
+    char reason[GP_REASON_MAX];
+} gp_history_entry;
+
+typedef struct gp_job_info {
+    uint64_t id;
+    gp_job_state state;
+    gp_class cls;
+    uint32_t tenant;            /* tenant index */
+    int replicas, gpus;
+    int priority;
+    int gpu_type;               /* bound type index, -1 when not placed */
+    int64_t submit_time;
+    int64_t bind_time;          /* -1 when not placed */
+    int64_t last_checkpoint;    /* -1 when none */
+    int64_t preempt_deadline;   /* PREEMPTING: when its GPUs are free again */
+    int preemptions;            /* how many times it was preempted */
+    gp_wait wait;
+} gp_job_info;
+
+typedef struct gp_tenant_info {
+    uint32_t index;
+    uint32_t parent;            /* UINT32_MAX for a top-level tenant */
+    char path[GP_PATH_MAX];
+    bool has_guarantee;
+    gp_res guarantee;           /* effective, in engine dimensions */
+    gp_res limit;
+    gp_res user_limit;
+    gp_res usage;               /* this tenant and its subtree */
+    gp_res guaranteed_usage;    /* the part running as guaranteed */
+    double weight;
+    double dominant_share;      /* usage / fleet over dims, divided by weight */
+    bool lend;
+    bool untrusted;
+    int pending_jobs;           /* this tenant only */
+    int running_jobs;
+} gp_tenant_info;
+
+typedef struct gp_gpu_info {
+    uint32_t node;
+    int index;                  /* within the node */
+    int nvlink_domain;
+    int type;
+    bool healthy;
+    uint64_t job;               /* 0 when free */
+    char uuid[GP_UUID_MAX];
+} gp_gpu_info;
+
+typedef struct gp_node_info {
+    char name[GP_NAME_MAX];
+    char zone[GP_NAME_MAX];
+    char block[GP_NAME_MAX];
+    int type;
+    int gpu_count;
+    int gpus_free;              /* healthy, unallocated, unclaimed */
+    int gpus_healthy;
+    uint32_t gpu_first;         /* global index of GPU 0 of this node */
+    bool up, draining;
+    int64_t cpu_millis, cpu_used, mem_mib, mem_used;
+} gp_node_info;
+
+typedef struct gp_engine_stats {
+    size_t pending, running, preempting;
+    size_t jobs;                 /* all jobs the engine still holds */
+    int64_t gpus_total, gpus_healthy, gpus_allocated;
+    /* last scheduling pass */
+    size_t pass_considered;     /* pending jobs looked at */
+    size_t pass_placed;
+    size_t pass_preempted;      /* victims chosen */
+    size_t pass_reclaim_searches;
+    size_t pass_reservations;
+    /* since the engine started */
+    uint64_t total_placed, total_preempted, total_passes;
+} gp_engine_stats;
+
+const char *gp_job_state_name(gp_job_state s);
+const char *gp_class_name(gp_class c);
+const char *gp_topology_name(gp_topology t);
+const char *gp_isolation_name(gp_isolation i);
+const char *gp_job_kind_name(gp_job_kind k);
+const char *gp_decision_kind_name(gp_decision_kind k);
+
+#endif

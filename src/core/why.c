@@ -1,0 +1,348 @@
+/* why.c - answers to "why is my job waiting?" and the read-only queries.
+ *
+ * The pass stores a wait reason as a code with numbers (cheap: it runs for
+ * every pending job every pass); this file turns it into a sentence a
+ * person can act on only when somebody asks, e.g.
+ *
+ *   "limit of research on H100 reached: 120 + 16 > 128 GPUs in use"
+ *   "no fabric block can hold 64 H100 GPUs even when empty (largest 32)"
+ *   "held for the reservation of job 42 (research/nlp), expected to
+ *    start at t=5400; this job would still run then"
+ *
+ * It also holds the query functions of engine.h and the enum names.
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *gp_job_state_name(gp_job_state s)
+{
+    static const char *const names[] = {"pending", "admitted", "running", "preempting",
+                                        "succeeded", "failed", "cancelled"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown";
+}
+
+const char *gp_class_name(gp_class c)
+{
+    static const char *const names[] = {"none", "guaranteed", "burstable"};
+    return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
+}
+
+const char *gp_topology_name(gp_topology t)
+{
+    static const char *const names[] = {"any", "block", "nvlink"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "unknown";
+}
+
+const char *gp_isolation_name(gp_isolation i)
+{
+    static const char *const names[] = {"exclusive", "mig", "mps", "timeslice"};
+    return (unsigned)i < sizeof names / sizeof *names ? names[i] : "unknown";
+}
+
+const char *gp_job_kind_name(gp_job_kind k)
+{
+    static const char *const names[] = {"training", "inference", "interactive"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+}
+
+const char *gp_decision_kind_name(gp_decision_kind k)
+{
+    static const char *const names[] = {"transition", "bind", "preempt", "stop", "drained", "usage_open",
+                                        "usage_close"};
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+}
+
+static const char *dim_label(const gp_engine *e, int d)
+{
+    if (d == GP_DIM_CPU)
+        return "CPU";
+    if (d == GP_DIM_MEM)
+        return "memory";
+    if (d >= 0 && d < e->fleet.n_types)
+        return e->fleet.types[d];
+    return "GPU";
+}
+
+/* Amount in the dimension's natural unit: GPUs (3 decimals), millicores, MiB. */
+static void amount(char *buf, size_t len, int d, int64_t v)
+{
+    if (d >= 0 && d < GP_MAX_GPU_TYPES) {
+        if (v % 1000 == 0)
+            snprintf(buf, len, "%lld", (long long)(v / 1000));
+        else
+            snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000), (long long)(v % 1000));
+    } else {
+        snprintf(buf, len, "%lld", (long long)v);
+    }
+}
+
+static const char *unit(int d)
+{
+    return d == GP_DIM_CPU ? " millicores" : d == GP_DIM_MEM ? " MiB" : " GPUs";
+}
+
+static const char *tenant_name(const gp_engine *e, uint32_t t)
+{
+    return t < e->n_tenants ? e->tenants[t].path : "?";
+}
+
+static const char *topology_domain(gp_topology t)
+{
+    return t == GP_TOPO_BLOCK ? "fabric block" : t == GP_TOPO_NVLINK ? "NVLink domain" : "fleet";
+}
+
+size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len)
+{
+    char a[32], b[32], c[32];
+    amount(a, sizeof a, w->dim, w->a);
+    amount(b, sizeof b, w->dim, w->b);
+    amount(c, sizeof c, w->dim, w->c);
+    const char *type = dim_label(e, w->dim);
+    int n;
+    switch (w->code) {
+    case GP_WAIT_NEW:
+        n = snprintf(buf, len, "waiting for the next scheduling pass");
+        break;
+    case GP_WAIT_LIMIT:
+        n = snprintf(buf, len, "limit of %s on %s reached: %s + %s > %s%s in use", tenant_name(e, w->tenant), type, a,
+                     b, c, unit(w->dim));
+        break;
+    case GP_WAIT_USER_LIMIT:
+        n = snprintf(buf, len, "per-user limit in %s on %s reached: %s + %s > %s%s", tenant_name(e, w->tenant), type,
+                     a, b, c, unit(w->dim));
+        break;
+    case GP_WAIT_NO_GPU_TYPE:
+        n = snprintf(buf, len, "no healthy, schedulable GPU of an accepted type is in the fleet");
+        break;
+    case GP_WAIT_TOPOLOGY:
+        n = snprintf(buf, len,
+                     "no %s can hold %d x %d %s GPUs even when empty (largest holds %lld); ask for a looser "
+                     "topology or fewer GPUs",
+                     topology_domain(j->topology), j->replicas, j->gpus, type, (long long)w->a);
+        break;
+    case GP_WAIT_CAPACITY:
+        if (w->tenant != GP__NONE)
+            n = snprintf(buf, len, "waiting for capacity: %lld %s GPUs free, needs %lld (%s topology); %s went "
+                         "ahead in the fair order",
+                         (long long)w->a, type, (long long)w->b, gp_topology_name(j->topology),
+                         tenant_name(e, w->tenant));
+        else
+            n = snprintf(buf, len, "waiting for capacity: %lld %s GPUs free, needs %lld (%s topology)",
+                         (long long)w->a, type, (long long)w->b, gp_topology_name(j->topology));
+        break;
+    case GP_WAIT_LENDING:
+        n = snprintf(buf, len,
+                     "the %lld free %s GPUs are kept for tenants that do not lend their idle guarantee (%lld held)",
+                     (long long)w->a, type, (long long)w->b);
+        break;
+    case GP_WAIT_RESERVATION:
+        n = snprintf(buf, len,
+                     "held for the reservation of job %llu (%s), expected to start at t=%lld; this job would still "
+                     "be running then",
+                     (unsigned long long)w->job, tenant_name(e, w->tenant), (long long)w->time);
+        break;
+    case GP_WAIT_RESERVED:
+        n = snprintf(buf, len, "first in line for %s: %lld nodes held, expected to start at t=%lld", type,
+                     (long long)w->a, (long long)w->time);
+        break;
+    case GP_WAIT_RECLAIM:
+        n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing jobs preempted, grace ends at t=%lld",
+                     tenant_name(e, w->tenant), (long long)w->a, (long long)w->time);
+        break;
+    default:
+        n = snprintf(buf, len, "not waiting");
+        break;
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
+size_t gp_engine_why(const gp_engine *e, uint64_t id, char *buf, size_t len)
+{
+    if (!e || !buf || len == 0)
+        return 0;
+    uint32_t job = gp__job_lookup(e, id);
+    if (job == GP__NONE) {
+        int n = snprintf(buf, len, "no job %llu", (unsigned long long)id);
+        return n < 0 ? 0 : (size_t)n;
+    }
+    const gp__job *j = &e->jobs[job];
+    if (j->state == GP_JOB_PENDING)
+        return gp__wait_format(e, j, &j->wait, buf, len);
+    const gp_history_entry *h = &j->history[(j->n_history + GP__HISTORY - 1) % GP__HISTORY];
+    int n = snprintf(buf, len, "%s", j->n_history > 0 ? h->reason : gp_job_state_name(j->state));
+    return n < 0 ? 0 : (size_t)n;
+}
+
+size_t gp_engine_job_history(const gp_engine *e, uint64_t id, gp_history_entry *out, size_t cap)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE || !out)
+        return 0;
+    const gp__job *j = &e->jobs[job];
+    size_t kept = j->n_history < GP__HISTORY ? (size_t)j->n_history : GP__HISTORY, n = 0;
+    for (size_t i = j->n_history - kept; i < (size_t)j->n_history && n < cap; i++)
+        out[n++] = j->history[i % GP__HISTORY];
+    return n;
+}
+
+gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_error *err)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE || !out)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+    const gp__job *j = &e->jobs[job];
+    memset(out, 0, sizeof *out);
+    out->id = j->id;
+    out->state = j->state;
+    out->cls = j->cls;
+    out->tenant = j->tenant;
+    out->replicas = j->replicas;
+    out->gpus = j->gpus;
+    out->priority = j->priority;
+    out->gpu_type = j->placed ? j->bound_type : -1;
+    out->submit_time = j->submit_time;
+    out->bind_time = j->placed ? j->bind_time : -1;
+    out->last_checkpoint = j->last_checkpoint;
+    out->preempt_deadline = j->state == GP_JOB_PREEMPTING ? j->deadline : -1;
+    out->preemptions = j->preemptions;
+    out->wait = j->wait;
+    return GP_OK;
+}
+
+size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE || !e->jobs[job].placed || !out)
+        return 0;
+    const gp__job *j = &e->jobs[job];
+    size_t n = (size_t)j->replicas * j->gpus;
+    if (n > cap)
+        n = cap;
+    memcpy(out, j->placed, n * sizeof *out);
+    return n;
+}
+
+int64_t gp_engine_now(const gp_engine *e) { return e ? e->now : 0; }
+
+void gp_engine_stats_get(const gp_engine *e, gp_engine_stats *out)
+{
+    if (!e || !out)
+        return;
+    *out = e->stats;
+    out->pending = e->n_pending;
+    out->running = out->preempting = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        if (e->jobs[e->running[i]].state == GP_JOB_PREEMPTING)
+            out->preempting++;
+        else
+            out->running++;
+    }
+    out->jobs = e->n_jobs - e->n_free_slots;
+    out->gpus_total = (int64_t)e->fleet.n_gpus;
+    out->gpus_healthy = out->gpus_allocated = 0;
+    for (size_t g = 0; g < e->fleet.n_gpus; g++) {
+        const gp__gpu *gpu = &e->fleet.gpus[g];
+        out->gpus_healthy += gpu->healthy && e->fleet.nodes[gpu->node].up;
+        out->gpus_allocated += gpu->owner != 0;
+    }
+}
+
+size_t gp_engine_tenant_count(const gp_engine *e) { return e ? e->n_tenants : 0; }
+
+gp_err gp_engine_tenant_find(const gp_engine *e, const char *path, uint32_t *index, gp_error *err)
+{
+    uint32_t t = e ? gp__tenant_lookup(e, path) : GP__NONE;
+    if (t == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "path", "no tenant %s", path ? path : "(null)");
+    if (index)
+        *index = t;
+    return GP_OK;
+}
+
+bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *out)
+{
+    if (!e || !out || index >= e->n_tenants || e->tenants[index].removed)
+        return false;
+    const gp__tenant *t = &e->tenants[index];
+    memset(out, 0, sizeof *out);
+    out->index = index;
+    out->parent = t->parent;
+    snprintf(out->path, sizeof out->path, "%s", t->path);
+    out->has_guarantee = t->has_guarantee;
+    out->guarantee = t->guarantee;
+    out->limit = t->limit;
+    out->user_limit = t->user_limit;
+    out->usage = t->usage;
+    out->guaranteed_usage = t->guaranteed;
+    out->weight = gp__tenant_weight(e, t);
+    out->dominant_share = t->share;
+    out->lend = t->lend;
+    out->untrusted = t->untrusted;
+    out->pending_jobs = (int)t->n_pending;
+    out->running_jobs = t->running;
+    return true;
+}
+
+const char *gp_engine_tenant_path(const gp_engine *e, uint32_t index)
+{
+    return e && index < e->n_tenants ? e->tenants[index].path : "";
+}
+
+size_t gp_engine_node_count(const gp_engine *e) { return e ? e->fleet.n_nodes : 0; }
+
+bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out)
+{
+    if (!e || !out || index >= e->fleet.n_nodes)
+        return false;
+    const gp__node *n = &e->fleet.nodes[index];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", n->name);
+    snprintf(out->zone, sizeof out->zone, "%s", e->fleet.zones[n->zone]);
+    snprintf(out->block, sizeof out->block, "%s", e->fleet.blocks[n->block].name);
+    out->type = n->type;
+    out->gpu_count = n->gpu_count;
+    out->gpus_free = n->free;
+    for (int i = 0; i < n->gpu_count; i++)
+        out->gpus_healthy += e->fleet.gpus[n->gpu_first + i].healthy;
+    out->gpu_first = n->gpu_first;
+    out->up = n->up;
+    out->draining = n->draining;
+    out->cpu_millis = n->cpu_cap;
+    out->cpu_used = n->cpu_used;
+    out->mem_mib = n->mem_cap;
+    out->mem_used = n->mem_used;
+    return true;
+}
+
+size_t gp_engine_gpu_count(const gp_engine *e) { return e ? e->fleet.n_gpus : 0; }
+
+bool gp_engine_gpu_get(const gp_engine *e, uint32_t gpu, gp_gpu_info *out)
+{
+    if (!e || !out || gpu >= e->fleet.n_gpus)
+        return false;
+    const gp__gpu *g = &e->fleet.gpus[gpu];
+    memset(out, 0, sizeof *out);
+    out->node = g->node;
+    out->index = g->index;
+    out->nvlink_domain = g->domain;
+    out->type = e->fleet.nodes[g->node].type;
+    out->healthy = g->healthy;
+    out->job = g->owner ? e->jobs[g->owner - 1].id : 0;
+    snprintf(out->uuid, sizeof out->uuid, "%s", g->uuid);
+    return true;
+}
+
+int gp_engine_gpu_type_count(const gp_engine *e) { return e ? e->fleet.n_types : 0; }
+
+const char *gp_engine_gpu_type_name(const gp_engine *e, int type)
+{
+    return e && type >= 0 && type < e->fleet.n_types ? e->fleet.types[type] : NULL;
+}
+
+void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out)
+{
+    if (e && out)
+        *out = e->fleet.capacity;
+}
