@@ -73,7 +73,9 @@ gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls)
                 return wait_of(GP_WAIT_USER_LIMIT, a, d, u->v[d], demand.v[d], t->user_limit.v[d]);
         }
     }
-    *cls = gp__fits_guarantee(e, j->tenant, &demand) ? GP_CLASS_GUARANTEED : GP_CLASS_BURSTABLE;
+    /* time-sliced work is best effort: always burstable */
+    *cls = j->isolation != GP_ISO_TIMESLICE && gp__fits_guarantee(e, j->tenant, &demand) ? GP_CLASS_GUARANTEED
+                                                                                         : GP_CLASS_BURSTABLE;
     return wait_of(GP_WAIT_NONE, GP__NONE, -1, 0, 0, 0);
 }
 
@@ -141,7 +143,8 @@ void gp__promote(gp_engine *e)
     size_t n = 0;
     for (size_t i = 0; cand && i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
-        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE && path_dirty(e, j->tenant))
+        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE && j->isolation != GP_ISO_TIMESLICE &&
+            path_dirty(e, j->tenant))
             cand[n++] = e->running[i];
     }
     gp_sort_indexes(cand, n, by_bind_time, e);

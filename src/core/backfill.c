@@ -73,7 +73,7 @@ static release *collect_releases(const gp_engine *e, int type, size_t *count)
     size_t cap = 0;
     for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
-        if (j->bound_type == type)
+        if (j->bound_type == type && !gp__job_shared(j))
             cap += (size_t)j->replicas;
     }
     release *rel = malloc((cap ? cap : 1) * sizeof *rel);
@@ -81,7 +81,7 @@ static release *collect_releases(const gp_engine *e, int type, size_t *count)
     for (size_t i = 0; rel && i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
         int64_t end = expected_end(e, j);
-        if (j->bound_type != type || end == INT64_MAX || !j->placed)
+        if (j->bound_type != type || end == INT64_MAX || !j->placed || gp__job_shared(j) || j->gpus == 0)
             continue;
         for (int r = 0; r < j->replicas; r++) {
             int gpus = 0;
@@ -138,11 +138,8 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
         if (usable) {
             uint32_t d = domain_of(e, j, (uint32_t)n);
             s->capacity[d] += replicas_on(j, node->free);
-            if (s->capacity[d] >= j->replicas) {
-                s->domain = d;
-                s->start = e->now;
-                return true;
-            }
+            if (s->capacity[d] >= j->replicas)
+                return false; /* GPUs are there: CPU or memory blocks it, waiting won't help */
         }
     }
     size_t n_rel;
@@ -237,6 +234,8 @@ bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types)
 {
     gp__job *j = &e->jobs[job];
     bool any = false;
+    if (gp__job_shared(j) || j->gpus == 0)
+        return false; /* slices and CPU-only work are small: they never hold nodes */
     for (int t = 0; t < e->fleet.n_types; t++) {
         if (!(types & (1u << t)) || e->reservation[t].active)
             continue;

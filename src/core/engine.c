@@ -35,7 +35,10 @@
 
 gp_engine_config gp_engine_config_default(void)
 {
-    gp_engine_config c = {.preempt_cooldown_s = 600, .max_reclaim_searches = 256, .overdue_grace_s = 300};
+    gp_engine_config c = {.preempt_cooldown_s = 600,
+                          .max_reclaim_searches = 256,
+                          .overdue_grace_s = 300,
+                          .mig_reconfigure_interval_s = 60};
     return c;
 }
 
@@ -51,7 +54,13 @@ gp_engine *gp_engine_new(const gp_engine_config *cfg)
         e->cfg.max_reclaim_searches = 1;
     if (e->cfg.overdue_grace_s < 1)
         e->cfg.overdue_grace_s = 1;
+    if (e->cfg.mig_reconfigure_interval_s < 0)
+        e->cfg.mig_reconfigure_interval_s = 0;
     gp__fleet_init(&e->fleet);
+    if (gp__pool_get(e, "default") == GP__NONE) {
+        gp_engine_free(e);
+        return NULL;
+    }
     e->last_placed_tenant = GP__NONE;
     return e;
 }
@@ -102,21 +111,27 @@ static void user_charge(gp_engine *e, const gp__job *j, const gp_res *demand, in
 static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
 {
     gp__job *j = &e->jobs[job];
-    size_t n = (size_t)j->replicas * j->gpus;
-    j->placed = malloc(n * sizeof *j->placed);
-    if (!j->placed || !gp__running_add(e, job)) {
+    size_t n = gp__placed_count(j);
+    j->placed = malloc((n ? n : 1) * sizeof *j->placed);
+    j->slot = gp__job_shared(j) ? malloc(n * sizeof *j->slot) : NULL;
+    if (!j->placed || (gp__job_shared(j) && !j->slot) || !gp__running_add(e, job)) {
         free(j->placed);
+        free(j->slot);
         j->placed = NULL;
+        j->slot = NULL;
         return false;
     }
     memcpy(j->placed, e->scratch.out, n * sizeof *j->placed);
+    if (j->slot)
+        memcpy(j->slot, e->scratch.slot, n * sizeof *j->slot);
     gp__place_commit(e, job, type);
+    gp__node_tag(e, j, +1);
     gp__queue_remove(e, job);
     j->bound_type = type;
     j->cls = cls;
     j->bind_time = e->now;
     gp_res demand;
-    gp__job_demand(e, j, type, &demand);
+    gp__job_demand(e, j, type, &demand); /* milli_total is known now */
     gp__tenant_charge(e, j->tenant, &demand, cls, +1);
     user_charge(e, j, &demand, +1);
     gp__decision_push(e, GP_DEC_BIND, j->id);
@@ -127,12 +142,22 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
         gp__job_transition(e, job, GP_JOB_ADMITTED,
                            "admitted as burstable: %s borrows idle capacity beyond its guarantee", tenant);
     const gp__node *first = &e->fleet.nodes[e->fleet.gpus[j->placed[0]].node];
-    gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s GPUs (%s %s, first node %s in block %s)", n,
-                       e->fleet.types[type], gp_topology_name(j->topology), "topology", first->name,
-                       e->fleet.blocks[first->block].name);
+    if (j->gpus == 0 && !gp__job_shared(j))
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound: %d CPU-only replicas (first node %s)", j->replicas,
+                           first->name);
+    else if (gp__job_shared(j))
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s slices of %s GPUs (%.3f GPUs, first node %s)", n,
+                           gp_isolation_name(j->isolation), e->fleet.types[type], (double)j->milli_total / 1000.0,
+                           first->name);
+    else
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s GPUs (%s topology, first node %s in block %s)",
+                           (size_t)j->replicas * j->gpus, e->fleet.types[type], gp_topology_name(j->topology),
+                           first->name, e->fleet.blocks[first->block].name);
     gp__usage_open(e, job);
     j->wait = (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};
     e->last_placed_tenant = j->tenant;
+    if (cls == GP_CLASS_BURSTABLE && !gp__job_shared(j))
+        e->borrowed[type] += (int64_t)j->replicas * j->gpus;
     e->stats.pass_placed++;
     e->stats.total_placed++;
     return true;
@@ -149,6 +174,7 @@ static void release(gp_engine *e, uint32_t job)
     gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
     user_charge(e, j, &demand, -1);
     gp__running_remove(e, job);
+    gp__node_tag(e, j, -1);
     gp__place_release(e, job);
     j->cls = GP_CLASS_NONE;
 }
@@ -395,6 +421,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
             j->wait = (gp_wait){.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
         return;
     }
+    if (p->phase == GP_CLASS_BURSTABLE && j->n_claimed > 0)
+        gp__claims_forget(e, job); /* claims serve a guaranteed placement only; this job is no longer one */
     bool had_claims = j->n_claimed > 0, lend_blocked = false;
     if (had_claims)
         gp__claims_drop(e, job);
@@ -447,7 +475,14 @@ static void run_pass(gp_engine *e)
     e->stats.pass_reclaim_searches = e->stats.pass_reservations = 0;
     e->reclaim_searches = 0;
     e->last_placed_tenant = GP__NONE;
+    gp__fleet_recount(&e->fleet);
     gp__promote(e);
+    memset(e->borrowed, 0, sizeof e->borrowed);
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE)
+            e->borrowed[j->bound_type] += (int64_t)j->replicas * j->gpus;
+    }
     pass_ctx p;
     gp__lending_reserve(e, p.lend_reserve);
     const gp_class phases[2] = {GP_CLASS_GUARANTEED, GP_CLASS_BURSTABLE};

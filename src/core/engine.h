@@ -30,6 +30,7 @@ typedef struct gp_engine_config {
     int64_t preempt_cooldown_s;    /* a job preempted less than this ago is a victim of last resort (default 600) */
     int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
     int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
+    int64_t mig_reconfigure_interval_s; /* a MIG GPU's layout changes at most this often (default 60) */
 } gp_engine_config;
 
 /* Defaults for every field. */
@@ -53,6 +54,16 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *node, bool drain, int64_t 
  * and requeued; an unhealthy GPU is never chosen. */
 gp_err gp_engine_gpu_health(gp_engine *e, const char *node, int gpu_index, bool healthy, int64_t now,
                             gp_error *err);
+
+/* Configure a placement pool (created on first use; nodes name their pool). */
+gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err);
+
+/* Set the workload mix of the fragmentation measure (copied). n = 0 goes
+ * back to learning it from submitted jobs. */
+gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, size_t n, gp_error *err);
+/* The fleet's fragmentation now: expected milli-GPUs the workload mix could
+ * not use (FGD's measure), summed over schedulable nodes. */
+double gp_engine_fragmentation(gp_engine *e);
 
 /* ---- tenant events ---- */
 
@@ -97,6 +108,9 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
 /* The job's GPUs (global GPU indexes), replica by replica (gpus per replica
  * consecutive).  Returns how many were written (<= cap), 0 when not placed. */
 size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap);
+/* For mig/mps/timeslice jobs: one slice per replica.  Returns the number
+ * written (<= cap), 0 when not placed or exclusive. */
+size_t gp_engine_job_slices(const gp_engine *e, uint64_t id, gp_slice *out, size_t cap);
 /* Why the job is where it is, as one sentence: the wait reason while
  * pending, otherwise the reason of its last transition.  Returns the length
  * (like snprintf). */

@@ -23,9 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Free for a whole-GPU job: healthy, unowned, unclaimed, and exclusive or
+ * an MPS GPU with no shares on it. */
 bool gp__gpu_is_free(const gp__gpu *g)
 {
-    return g->healthy && g->owner == 0 && g->claim == 0;
+    return g->healthy && g->owner == 0 && g->claim == 0 &&
+           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0));
 }
 
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus)
@@ -121,26 +124,41 @@ static int healthy_gpus(const gp__fleet *f, const gp__node *node, int domain)
     return n;
 }
 
-/* Recompute fleet capacity and the "if it were empty" tables after a
- * change of shape (node up/down/drain, GPU health).  O(nodes). */
+/* Add (sign +1) or remove (-1) a node's share of the fleet's healthy
+ * capacity; called around every change of the node's state. */
+static void capacity_account(gp__fleet *f, const gp__node *node, int sign)
+{
+    if (!node->up)
+        return;
+    f->capacity.v[node->type] += sign * (int64_t)healthy_gpus(f, node, -1) * 1000;
+    f->capacity.v[GP_DIM_CPU] += sign * node->cpu_cap;
+    f->capacity.v[GP_DIM_MEM] += sign * node->mem_cap;
+}
+
+/* Recompute the "if it were empty" tables after a change of shape (node
+ * up/down/drain, GPU health).  O(nodes), so changes only mark the fleet
+ * dirty and the next pass recounts once. */
 void gp__fleet_recount(gp__fleet *f)
 {
-    gp__res_zero(&f->capacity);
+    if (!f->shape_dirty)
+        return;
+    f->shape_dirty = false;
     memset(f->empty_replicas, 0, sizeof f->empty_replicas);
     memset(f->empty_block_replicas, 0, sizeof f->empty_block_replicas);
     memset(f->max_domain, 0, sizeof f->max_domain);
+    memset(f->max_cpu, 0, sizeof f->max_cpu);
+    memset(f->max_mem, 0, sizeof f->max_mem);
     int64_t *per_block = calloc(f->n_blocks ? f->n_blocks : 1,
                                 sizeof(int64_t) * GP_MAX_GPU_TYPES * (GP_MAX_GPUS_PER_NODE + 1));
     for (size_t n = 0; n < f->n_nodes; n++) {
         gp__node *node = &f->nodes[n];
-        if (!node->up)
-            continue;
         int healthy = healthy_gpus(f, node, -1);
-        f->capacity.v[node->type] += (int64_t)healthy * 1000;
-        f->capacity.v[GP_DIM_CPU] += node->cpu_cap;
-        f->capacity.v[GP_DIM_MEM] += node->mem_cap;
-        if (node->draining)
+        if (!node->up || node->draining || healthy == 0)
             continue;
+        if (node->cpu_cap > f->max_cpu[node->type])
+            f->max_cpu[node->type] = node->cpu_cap;
+        if (node->mem_cap > f->max_mem[node->type])
+            f->max_mem[node->type] = node->mem_cap;
         for (int d = 0; d < node->domains; d++) {
             int h = healthy_gpus(f, node, d);
             if (h > f->max_domain[node->type])
@@ -160,6 +178,8 @@ void gp__fleet_recount(gp__fleet *f)
                 if (v > f->empty_block_replicas[t][g])
                     f->empty_block_replicas[t][g] = v;
             }
+    if (!per_block)
+        f->shape_dirty = true; /* try again next time */
     free(per_block);
 }
 
@@ -197,6 +217,17 @@ static gp_err check_node_spec(const gp_node_spec *s, gp_error *err)
     if (s->gpu_mem_mib < 0 || s->cpu_millis < 0 || s->mem_mib < 0)
         return gp_error_set(err, GP_ERR_INVALID, s->cpu_millis < 0 ? "cpu_millis" : s->mem_mib < 0 ? "mem_mib" : "gpu_mem_mib",
                             "node resources must not be negative");
+    for (int i = 0; i < s->gpu_count; i++) {
+        gp_sharing m = s->gpu_sharing ? s->gpu_sharing[i] : s->sharing;
+        if (m < GP_SHARING_EXCLUSIVE || m > GP_SHARING_TIMESLICE)
+            return gp_error_set(err, GP_ERR_INVALID, "sharing", "sharing must be exclusive, mig, mps or timeslice");
+        if (m == GP_SHARING_MIG && gp__mig_model_find(s->gpu_type, s->gpu_mem_mib) < 0)
+            return gp_error_set(err, GP_ERR_INVALID, "sharing",
+                                "%s with %lld MiB has no MIG geometry gpupool knows (%s)", s->gpu_type,
+                                (long long)s->gpu_mem_mib, gp__mig_models_known());
+    }
+    if (s->pool && (s->pool[0] == '\0' || strlen(s->pool) >= GP_NAME_MAX))
+        return gp_error_set(err, GP_ERR_INVALID, "pool", "pool must be 1..%d characters", GP_NAME_MAX - 1);
     for (int i = 0; s->gpu_uuids && i < s->gpu_count; i++)
         if (s->gpu_uuids[i] == NULL || strlen(s->gpu_uuids[i]) >= GP_UUID_MAX)
             return gp_error_set(err, GP_ERR_INVALID, "gpu_uuids", "GPU %d has no UUID or one over %d characters",
@@ -206,6 +237,9 @@ static gp_err check_node_spec(const gp_node_spec *s, gp_error *err)
 
 static bool same_shape(const gp__fleet *f, const gp__node *n, const gp_node_spec *s)
 {
+    for (int i = 0; i < n->gpu_count; i++)
+        if (f->gpus[n->gpu_first + i].sharing != (s->gpu_sharing ? s->gpu_sharing[i] : s->sharing))
+            return false;
     return n->gpu_count == s->gpu_count && n->domains == s->nvlink_domains &&
            strcmp(f->types[n->type], s->gpu_type) == 0 && strcmp(f->blocks[n->block].name, s->block) == 0 &&
            strcmp(f->zones[n->zone], s->zone) == 0;
@@ -281,6 +315,9 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
+    uint32_t pool = gp__pool_get(e, s->pool);
+    if (pool == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOMEM, "pool", "out of memory");
     if (type == f->n_types)
         snprintf(f->types[f->n_types++], GP_NAME_MAX, "%s", s->gpu_type);
     uint32_t n = (uint32_t)f->n_nodes++;
@@ -297,6 +334,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     node->cpu_cap = s->cpu_millis;
     node->mem_cap = s->mem_mib;
     node->prev = node->next = GP__NONE;
+    node->pool = (uint16_t)pool;
     b->nodes[b->n_nodes++] = n;
     int per = s->gpu_count / s->nvlink_domains;
     for (int i = 0; i < s->gpu_count; i++) {
@@ -304,8 +342,18 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         memset(g, 0, sizeof *g);
         g->node = n;
         g->index = (uint8_t)i;
-        g->domain = (uint8_t)(i / per);
+        g->nvlink = (uint8_t)(i / per);
         g->healthy = true;
+        g->sharing = (uint8_t)(s->gpu_sharing ? s->gpu_sharing[i] : s->sharing);
+        g->trust = GP__NONE;
+        g->reconfigured_at = -1;
+        g->mig_model = (int8_t)(g->sharing == GP_SHARING_MIG ? gp__mig_model_find(s->gpu_type, s->gpu_mem_mib) : -1);
+        if (g->sharing != GP_SHARING_EXCLUSIVE) {
+            uint32_t **list = &f->shared[g->sharing][type];
+            size_t *len = &f->n_shared[g->sharing][type], *cap = &f->cap_shared[g->sharing][type];
+            if (gp__grow((void **)list, cap, *len + 1, sizeof **list))
+                (*list)[(*len)++] = (uint32_t)(f->n_gpus - 1);
+        }
         if (s->gpu_uuids)
             snprintf(g->uuid, sizeof g->uuid, "%s", s->gpu_uuids[i]);
         else
@@ -343,8 +391,9 @@ gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, g
     node->up = true;
     node->cpu_cap = spec->cpu_millis;
     node->mem_cap = spec->mem_mib;
+    capacity_account(f, node, +1);
     gp__node_reindex(f, n);
-    gp__fleet_recount(f);
+    f->shape_dirty = true;
     return GP_OK;
 }
 
@@ -369,6 +418,21 @@ static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
         if (owner)
             gp__job_stop_requeue(e, owner - 1, why);
     }
+    for (size_t r = e->n_running; r-- > 0;) { /* jobs with slices of shared GPUs there */
+        if (r >= e->n_running)
+            continue;
+        uint32_t job = e->running[r];
+        const gp__job *j = &e->jobs[job];
+        if (!gp__job_shared(j))
+            continue;
+        for (int k = 0; k < j->replicas; k++) {
+            const gp__gpu *g = &e->fleet.gpus[j->placed[k]];
+            if (g->node == n && (only < 0 || g->index == only)) {
+                gp__job_stop_requeue(e, job, why);
+                break;
+            }
+        }
+    }
 }
 
 gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error *err)
@@ -385,10 +449,11 @@ gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error
         return GP_OK;
     char why[GP_REASON_MAX];
     snprintf(why, sizeof why, "node %s was lost", node->name);
+    capacity_account(&e->fleet, node, -1);
     node->up = false;
     stop_jobs_on(e, n, -1, why);
     gp__node_reindex(&e->fleet, n);
-    gp__fleet_recount(&e->fleet);
+    e->fleet.shape_dirty = true;
     return GP_OK;
 }
 
@@ -407,7 +472,7 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t 
     node->draining = drain;
     node->drained_reported = false;
     gp__node_reindex(&e->fleet, n);
-    gp__fleet_recount(&e->fleet);
+    e->fleet.shape_dirty = true;
     gp__node_check_drained(e, n);
     return GP_OK;
 }
@@ -415,7 +480,7 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t 
 void gp__node_check_drained(gp_engine *e, uint32_t n)
 {
     gp__node *node = &e->fleet.nodes[n];
-    if (!node->draining || node->drained_reported || node->busy > 0)
+    if (!node->draining || node->drained_reported || node->replicas > 0)
         return;
     node->drained_reported = true;
     gp_decision *d = gp__decision_push(e, GP_DEC_DRAINED, 0);
@@ -440,14 +505,16 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
     gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
     if (g->healthy == healthy)
         return GP_OK;
+    capacity_account(&e->fleet, node, -1);
     g->healthy = healthy;
-    if (!healthy && g->owner) {
+    capacity_account(&e->fleet, node, +1);
+    if (!healthy && (g->owner || g->jobs)) {
         char why[GP_REASON_MAX];
         snprintf(why, sizeof why, "GPU %d (%s) of node %s turned unhealthy", gpu_index, g->uuid, node->name);
         stop_jobs_on(e, n, gpu_index, why);
     }
     gp__node_reindex(&e->fleet, n);
-    gp__fleet_recount(&e->fleet);
+    e->fleet.shape_dirty = true;
     return GP_OK;
 }
 
@@ -459,6 +526,10 @@ void gp__fleet_free(gp__fleet *f)
     free(f->nodes);
     free(f->gpus);
     free(f->zones);
+    free(f->pools);
+    for (int m = 0; m < 4; m++)
+        for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+            free(f->shared[m][t]);
     gp_strmap_free(&f->node_by_name);
     gp_strmap_free(&f->block_by_name);
 }

@@ -29,22 +29,51 @@
 
 #define GP__NONE UINT32_MAX
 #define GP__HISTORY 6
+#define GP__TAGS 16       /* kinds of task the clustering score tells apart */
 
 /* ---- fleet ---- */
+
+/* A MIG GPU instance: profile (index into the GPU's model table), the
+ * first memory slice it occupies, and the replica using it (job + 1, 0 =
+ * idle: created but unused, may be destroyed to make room). */
+typedef struct gp__mig_instance {
+    uint8_t profile;
+    uint8_t start;
+    uint32_t owner;
+} gp__mig_instance;
+
+#define GP__MIG_MAX 7 /* GPU instances per GPU */
 
 typedef struct gp__gpu {
     uint32_t node;
     uint8_t index;        /* within the node */
-    uint8_t domain;       /* NVLink domain within the node */
+    uint8_t nvlink;       /* NVLink domain within the node */
     bool healthy;
-    uint32_t owner;       /* job index + 1, 0 = free */
+    uint8_t sharing;      /* gp_sharing */
+    uint32_t owner;       /* exclusive: job index + 1, 0 = free */
     uint32_t claim;       /* reclaiming job index + 1: held for it once free */
+    /* shared GPUs (sharing.c) */
+    uint16_t used_milli;  /* mps: SM shares; timeslice: replicas x share; mig: instances in use */
+    uint16_t jobs;        /* replicas placed on it */
+    int64_t used_mem;     /* mps: memory limits in use */
+    uint32_t trust;       /* mps/timeslice: org holding it; mig: untrusted tenant holding it; GP__NONE */
+    int8_t mig_model;     /* index into the MIG tables, -1 when not MIG */
+    uint8_t n_mig;
+    gp__mig_instance mig[GP__MIG_MAX];
+    int64_t reconfigured_at; /* last MIG layout change, for the rate limit */
     char uuid[GP_UUID_MAX];
 } gp__gpu;
+
+typedef struct gp__pool {
+    char name[GP_NAME_MAX];
+    gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed */
+    uint64_t rng;         /* state of GP_SCORE_RANDOM, seeded from spec.seed */
+} gp__pool;
 
 typedef struct gp__node {
     char name[GP_NAME_MAX];
     uint32_t zone, block;
+    uint16_t pool;
     uint8_t type;
     uint8_t gpu_count, domains;
     uint32_t gpu_first;
@@ -52,7 +81,9 @@ typedef struct gp__node {
     bool up, draining, drained_reported;
     bool held;            /* held for a reservation during this pass */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
-    uint32_t busy;        /* GPUs owned by jobs */
+    uint32_t busy;        /* GPUs owned by whole-GPU jobs */
+    uint32_t replicas;    /* job replicas of any kind on the node (drain waits for 0) */
+    uint16_t tag_count[GP__TAGS]; /* GPU jobs per kind of task (GpuClustering score) */
     uint8_t free;         /* schedulable free GPUs (0 if down/draining) */
     uint8_t indexed;      /* the bucket the node sits in (0 = none) */
     uint32_t prev, next;  /* bucket list links */
@@ -80,6 +111,13 @@ typedef struct gp__fleet {
     char types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
     int n_types;
     gp_strmap node_by_name, block_by_name;
+    gp__pool *pools;      /* pool 0 is "default" */
+    size_t n_pools, cap_pools;
+    /* GPUs of each sharing mode and type, for shared placement */
+    uint32_t *shared[4][GP_MAX_GPU_TYPES];
+    size_t n_shared[4][GP_MAX_GPU_TYPES], cap_shared[4][GP_MAX_GPU_TYPES];
+    bool all_paper_scores; /* every pool uses one of the FGD paper's scores: whole
+                              GPUs are placed by node score too (fragmentation.c) */
     /* the free-capacity index: per type, per free count, a list of nodes */
     uint32_t head[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
@@ -90,7 +128,9 @@ typedef struct gp__fleet {
     int64_t empty_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int64_t empty_block_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int max_domain[GP_MAX_GPU_TYPES];
+    int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
+    bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -131,25 +171,35 @@ typedef struct gp__user {
 /* ---- jobs ---- */
 
 typedef struct gp__job {
-    bool used;
+    /* read for every pending job in every pass: kept together up front */
     uint64_t id;
-    char name[GP_NAME_MAX];
+    uint64_t pass_seen;   /* pass number in which it was last considered */
     uint32_t tenant;
     uint32_t user;        /* GP__NONE when none */
-    gp_job_kind kind;
     int replicas, gpus;
     uint8_t type_mask;    /* accepted types (bit per type); 0xff when any */
-    int64_t cpu, mem;     /* per replica */
+    bool used;
+    gp_job_kind kind;
     gp_topology topology;
     gp_isolation isolation;
     int priority;
+    int64_t cpu, mem;     /* per replica */
     int64_t grace, runtime;
+    int mps_milli;
+    int64_t share_mem;    /* mps memory limit per replica, 0 = proportional */
+    int64_t submit_time;
+    gp_wait wait;
 
     gp_job_state state;
     gp_class cls;
     int bound_type;
-    uint32_t *placed;     /* replicas*gpus GPU indexes, NULL when not placed */
-    int64_t submit_time, bind_time, last_checkpoint;
+    uint32_t *placed;     /* gp__placed_count entries, NULL when not placed: exclusive:
+                             replicas*gpus GPU indexes; shared: the GPU of each replica;
+                             CPU-only (gpus = 0): the first GPU of each replica's node,
+                             an anchor that is not owned */
+    int8_t *slot;         /* shared: per replica MIG start slice (-1 for mps/timeslice) */
+    int64_t milli_total;  /* GPU milli charged while placed */
+    int64_t bind_time, last_checkpoint;
     int64_t deadline;     /* PREEMPTING: when the grace ends */
     int64_t last_preempted;
     int preemptions;
@@ -163,13 +213,36 @@ typedef struct gp__job {
     size_t n_claimed, n_claimed_cap;
     int victims_left;
     uint64_t reclaimed_by;    /* as a victim: the reclaiming job's id */
-    uint64_t preempted_for;   /* last job this one was preempted for (loop check) */
 
-    gp_wait wait;
-    uint64_t pass_seen;   /* pass number in which it was last considered */
-    gp_history_entry history[GP__HISTORY];
-    int n_history;        /* total transitions; the last GP__HISTORY are kept */
+    int n_history;        /* total transitions; the last GP__HISTORY are kept in
+                             engine->histories[slot], apart from the job so the
+                             pass's hot loop touches less memory */
+    char mig_profile[16];
+    char name[GP_NAME_MAX];
 } gp__job;
+
+typedef struct gp__history {
+    gp_history_entry entry[GP__HISTORY]; /* ring, indexed by n_history % GP__HISTORY */
+} gp__history;
+
+/* A task shape of the workload mix (fragmentation.c). */
+typedef struct gp__shape {
+    int64_t cpu;
+    int gpus, milli;
+    uint8_t type_mask;
+    double weight;        /* count (observed) or weight (set); p = weight / total */
+} gp__shape;
+
+#define GP__MIX_MAX 256
+
+typedef struct gp__mix {
+    bool fixed;           /* set by the caller, not learned */
+    gp__shape shapes[GP__MIX_MAX];
+    size_t n;
+    gp__shape typical[GP__MIX_MAX]; /* the most frequent shapes covering 95 %, p normalised */
+    size_t n_typical;
+    bool dirty;
+} gp__mix;
 
 /* The reservation of one GPU type for the head job of this pass. */
 typedef struct gp__reservation {
@@ -182,10 +255,14 @@ typedef struct gp__reservation {
 
 /* Per-pass scratch for placement (never shared between calls). */
 typedef struct gp__scratch {
-    uint8_t *node_take;   /* GPUs tentatively taken per node */
-    int64_t *node_cpu, *node_mem;
-    uint32_t *touched;
-    size_t n_touched;
+    int8_t *slot;         /* shared: chosen MIG start per replica */
+    /* tentative changes of a placement look, rolled back at its end */
+    gp__gpu *saved_gpus;
+    uint32_t *saved_gpu_idx;
+    size_t n_saved_gpus, cap_saved_gpus;
+    gp__node *saved_nodes;
+    uint32_t *saved_node_idx;
+    size_t n_saved_nodes, cap_saved_nodes;
     uint32_t *out;        /* chosen GPUs */
     size_t cap_out;
     size_t cap_nodes;
@@ -208,6 +285,8 @@ struct gp_engine {
 
     gp__job *jobs;
     size_t n_jobs, cap_jobs;
+    gp__history *histories; /* one per job slot, cap_histories >= n_jobs */
+    size_t cap_histories;
     uint32_t *free_slots;
     size_t n_free_slots, cap_free_slots;
     gp_u64map job_by_id;
@@ -219,11 +298,15 @@ struct gp_engine {
     size_t n_decisions, cap_decisions;
     uint64_t next_interval;
 
+    gp__mix mix;          /* workload mix of the fragmentation measure */
     gp__reservation reservation[GP_MAX_GPU_TYPES];
     gp__scratch scratch;
     uint64_t pass;
     uint32_t last_placed_tenant;
     int reclaim_searches;
+    /* GPUs per type that running burstable jobs hold (kept during a pass):
+     * the most that reclaim could free */
+    int64_t borrowed[GP_MAX_GPU_TYPES];
     gp_engine_stats stats;
 };
 
@@ -305,6 +388,7 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
 void gp__place_commit(gp_engine *e, uint32_t job, int type);
 void gp__place_release(gp_engine *e, uint32_t job);
 bool gp__scratch_reserve(gp_engine *e, size_t gpus);
+size_t gp__placed_count(const gp__job *j);
 void gp__scratch_free(gp__scratch *s);
 
 /* ---- backfill.c ---- */
@@ -328,6 +412,58 @@ void gp__claims_forget(gp_engine *e, uint32_t job);
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
 void gp__usage_open(gp_engine *e, uint32_t job);
 void gp__usage_close(gp_engine *e, uint32_t job);
+
+/* ---- sharing.c ---- */
+static inline bool gp__job_shared(const gp__job *j)
+{
+    return j->isolation != GP_ISO_EXCLUSIVE;
+}
+/* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
+int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+bool gp__place_shared(gp_engine *e, const gp__job *j, int type);
+/* One replica of a shared job onto GPU gpu (MIG start slice or -1): counts
+ * on the GPU and its node; true when a MIG layout changed. */
+bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t gpu, int start);
+/* Take / give back the slices of a placed shared job (real or pretend). */
+void gp__shared_take(gp_engine *e, uint32_t job, bool emit);
+void gp__shared_give(gp_engine *e, uint32_t job);
+uint32_t gp__job_org(const gp_engine *e, const gp__job *j);
+void gp__tx_save_gpu(gp_engine *e, uint32_t gpu);
+void gp__tx_save_node(gp_engine *e, uint32_t node);
+void gp__tx_rollback(gp_engine *e);
+uint32_t gp__pool_get(gp_engine *e, const char *name);
+int gp__pool_timeslice(const gp_engine *e, uint32_t pool);
+gp_err gp__shared_check(const gp_engine *e, gp_error *err);
+
+/* ---- fragmentation.c ---- */
+/* Place by node score (FGD and the paper's policies) when the job's pool
+ * scores nodes; returns -1 when the scored path does not apply. */
+int gp__place_scored(gp_engine *e, const gp__job *j, int type);
+void gp__workload_observe(gp_engine *e, const gp__job *j);
+int gp__job_tag(const gp__job *j);
+void gp__node_tag(gp_engine *e, const gp__job *j, int sign);
+
+/* ---- mig.c ---- */
+typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
+typedef struct gp__mig_choice {
+    gp__mig_kind kind;    /* cheapest first: reuse an idle instance, create in free slices, destroy idle ones */
+    uint8_t start;
+    int keeps;            /* instances of all profiles still placeable afterwards (higher strands less) */
+} gp__mig_choice;
+int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
+const char *gp__mig_models_known(void);
+int gp__mig_profile_find(int model, const char *name);
+bool gp__mig_profile_known(const char *name);
+const char *gp__mig_profile_name(int model, int profile);
+int gp__mig_profile_milli(int model, int profile);
+int gp__mig_name_milli(const char *name);
+int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
+unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
+gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, bool may_reconfigure);
+bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
+void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
+bool gp__mig_layout_valid(const gp__gpu *g);
+void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 
 /* ---- why.c ---- */
 size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);

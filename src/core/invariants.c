@@ -25,6 +25,16 @@ static gp_err check_gang(const gp_engine *e, uint32_t job, gp_error *err)
 {
     const gp__job *j = &e->jobs[job];
     const gp__fleet *f = &e->fleet;
+    if (gp__job_shared(j) || j->gpus == 0) { /* slices: gp__shared_check; CPU-only: its nodes */
+        for (int r = 0; r < j->replicas; r++) {
+            const gp__gpu *g = &f->gpus[j->placed[r]];
+            if (!f->nodes[g->node].up || f->nodes[g->node].type != j->bound_type ||
+                (gp__job_shared(j) && !g->healthy))
+                return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu sits on a lost node or unhealthy GPU",
+                                    (unsigned long long)j->id);
+        }
+        return GP_OK;
+    }
     size_t n = (size_t)j->replicas * j->gpus;
     uint32_t first_node = f->gpus[j->placed[0]].node;
     for (size_t i = 0; i < n; i++) {
@@ -46,7 +56,7 @@ static gp_err check_gang(const gp_engine *e, uint32_t job, gp_error *err)
         if (j->topology == GP_TOPO_BLOCK && node->block != f->nodes[first_node].block)
             return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "block job %llu spans blocks", (unsigned long long)j->id);
         if (j->topology == GP_TOPO_NVLINK &&
-            (g->node != first_node || g->domain != f->gpus[j->placed[0]].domain))
+            (g->node != first_node || g->nvlink != f->gpus[j->placed[0]].nvlink))
             return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "nvlink job %llu spans NVLink domains",
                                 (unsigned long long)j->id);
     }
@@ -70,7 +80,8 @@ static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, 
         if (!live)
             continue;
         listed++;
-        placed += (size_t)j->replicas * j->gpus;
+        if (!gp__job_shared(j))
+            placed += (size_t)j->replicas * j->gpus;
         gp_err rc = check_gang(e, (uint32_t)i, err);
         if (rc)
             return rc;
@@ -133,17 +144,21 @@ static gp_err check_nodes(const gp_engine *e, gp_error *err)
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     memset(hist, 0, sizeof hist);
     int64_t *cpu = calloc(f->n_nodes + 1, sizeof *cpu), *mem = calloc(f->n_nodes + 1, sizeof *mem);
-    if (!cpu || !mem) {
+    uint32_t *reps = calloc(f->n_nodes + 1, sizeof *reps);
+    if (!cpu || !mem || !reps) {
         free(cpu);
         free(mem);
+        free(reps);
         return gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
     }
     for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
+        size_t stride = gp__job_shared(j) || j->gpus == 0 ? 1 : (size_t)j->gpus;
         for (int r = 0; r < j->replicas; r++) {
-            uint32_t n = f->gpus[j->placed[(size_t)r * j->gpus]].node;
+            uint32_t n = f->gpus[j->placed[(size_t)r * stride]].node;
             cpu[n] += j->cpu;
             mem[n] += j->mem;
+            reps[n]++;
         }
     }
     gp_err rc = GP_OK;
@@ -157,7 +172,7 @@ static gp_err check_nodes(const gp_engine *e, gp_error *err)
         if (!node->up || node->draining)
             free_gpus = 0;
         if (node->free != free_gpus || node->busy != (uint32_t)busy || node->cpu_used != cpu[n] ||
-            node->mem_used != mem[n])
+            node->mem_used != mem[n] || node->replicas != reps[n])
             rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "bookkeeping of node %s is out of step", node->name);
         else if (node->indexed != (node->held ? 0 : node->free))
             rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s sits in the wrong index bucket", node->name);
@@ -166,6 +181,7 @@ static gp_err check_nodes(const gp_engine *e, gp_error *err)
     }
     free(cpu);
     free(mem);
+    free(reps);
     if (!rc && memcmp(hist, f->hist, sizeof hist))
         rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "free-capacity histogram is out of step");
     return rc;
@@ -180,8 +196,9 @@ gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
     gp_err rc;
     if (!usage || !guaranteed)
         rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
-    else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)))
-        rc = check_nodes(e, err);
+    else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)) &&
+             !(rc = check_nodes(e, err)))
+        rc = gp__shared_check(e, err);
     free(usage);
     free(guaranteed);
     return rc;

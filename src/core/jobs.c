@@ -32,9 +32,8 @@ uint32_t gp__job_lookup(const gp_engine *e, uint64_t id)
 
 void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out)
 {
-    (void)e;
     gp__res_zero(out);
-    out->v[type] = (int64_t)j->replicas * j->gpus * 1000;
+    out->v[type] = j->placed ? j->milli_total : (int64_t)j->replicas * gp__replica_milli(e, j, NULL);
     out->v[GP_DIM_CPU] = (int64_t)j->replicas * j->cpu;
     out->v[GP_DIM_MEM] = (int64_t)j->replicas * j->mem;
 }
@@ -42,7 +41,7 @@ void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out)
 void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char *fmt, ...)
 {
     gp__job *j = &e->jobs[job];
-    gp_history_entry *h = &j->history[j->n_history % GP__HISTORY];
+    gp_history_entry *h = &e->histories[job].entry[j->n_history % GP__HISTORY];
     h->time = e->now;
     h->from = j->state;
     h->to = to;
@@ -67,7 +66,7 @@ void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char 
 void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...)
 {
     gp__job *j = &e->jobs[job];
-    gp_history_entry *h = &j->history[j->n_history % GP__HISTORY];
+    gp_history_entry *h = &e->histories[job].entry[j->n_history % GP__HISTORY];
     h->time = e->now;
     h->from = h->to = j->state;
     va_list ap;
@@ -149,6 +148,41 @@ void gp__running_remove(gp_engine *e, uint32_t job)
     e->tenants[j->tenant].running--;
 }
 
+/* The share a mig/mps/timeslice job asks for, and who may ask for it. */
+static gp_err check_share(const gp_engine *e, const gp_job_spec *s, uint32_t tenant, gp_error *err)
+{
+    if (s->isolation == GP_ISO_EXCLUSIVE)
+        return GP_OK;
+    const char *iso = gp_isolation_name(s->isolation);
+    if (s->gpus != 1)
+        return gp_error_set(err, GP_ERR_INVALID, "gpus", "a %s job takes one share per replica: gpus must be 1", iso);
+    if (s->topology != GP_TOPO_ANY)
+        return gp_error_set(err, GP_ERR_INVALID, "topology", "a %s job takes topology any", iso);
+    if (e->tenants[tenant].untrusted && s->isolation != GP_ISO_MIG)
+        return gp_error_set(err, GP_ERR_INVALID, "isolation",
+                            "%s is untrusted: it may use exclusive GPUs or MIG instances, not %s", s->tenant, iso);
+    switch (s->isolation) {
+    case GP_ISO_MIG:
+        if (memchr(s->share.mig_profile, '\0', sizeof s->share.mig_profile) == NULL ||
+            !gp__mig_profile_known(s->share.mig_profile))
+            return gp_error_set(err, GP_ERR_INVALID, "share.mig",
+                                "unknown MIG profile; profiles are e.g. 1g.10gb, 2g.20gb, 3g.40gb (docs/sharing.md)");
+        break;
+    case GP_ISO_MPS:
+        if (s->share.mps_milli < 1 || s->share.mps_milli > 1000)
+            return gp_error_set(err, GP_ERR_INVALID, "share.mps", "an MPS share must be 1..100 %% of the SMs");
+        if (s->share.gpu_mem_mib < 0 || s->share.gpu_mem_mib > INT64_C(1) << 30)
+            return gp_error_set(err, GP_ERR_INVALID, "share.gpu_mem_mib", "gpu_mem_mib must be >= 0");
+        break;
+    default: /* timeslice */
+        if (s->kind == GP_KIND_TRAINING)
+            return gp_error_set(err, GP_ERR_INVALID, "isolation",
+                                "time-slicing is for interactive work and inference, not training");
+        break;
+    }
+    return GP_OK;
+}
+
 static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t *tenant, gp_error *err)
 {
     if (s == NULL)
@@ -166,8 +200,8 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
     if (s->replicas < 1 || s->replicas > GP_MAX_REPLICAS)
         return gp_error_set(err, GP_ERR_INVALID, "replicas", "replicas must be 1..%d, got %d", GP_MAX_REPLICAS,
                             s->replicas);
-    if (s->gpus < 1 || s->gpus > GP_MAX_GPUS_PER_NODE)
-        return gp_error_set(err, GP_ERR_INVALID, "gpus", "gpus per replica must be 1..%d, got %d",
+    if (s->gpus < 0 || s->gpus > GP_MAX_GPUS_PER_NODE)
+        return gp_error_set(err, GP_ERR_INVALID, "gpus", "gpus per replica must be 0..%d, got %d",
                             GP_MAX_GPUS_PER_NODE, s->gpus);
     if (s->cpu_millis < 0 || s->cpu_millis > INT64_C(1) << 40)
         return gp_error_set(err, GP_ERR_INVALID, "cpu_millis", "cpu_millis must be 0..2^40");
@@ -177,10 +211,6 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
         return gp_error_set(err, GP_ERR_INVALID, "topology", "topology must be any, block or nvlink");
     if (s->isolation < GP_ISO_EXCLUSIVE || s->isolation > GP_ISO_TIMESLICE)
         return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation must be exclusive, mig, mps or timeslice");
-    if (s->isolation != GP_ISO_EXCLUSIVE)
-        return gp_error_set(err, GP_ERR_INVALID, "isolation",
-                            "isolation %s needs GPU sharing, which this engine does not offer yet; use exclusive",
-                            gp_isolation_name(s->isolation));
     if (s->priority < GP_PRIORITY_MIN || s->priority > GP_PRIORITY_MAX)
         return gp_error_set(err, GP_ERR_INVALID, "priority", "priority must be %d..%d", GP_PRIORITY_MIN,
                             GP_PRIORITY_MAX);
@@ -205,7 +235,7 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
     if (!gp__tenant_is_leaf(e, *tenant))
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "%s has sub-tenants; submit to one of them",
                             s->tenant);
-    return GP_OK;
+    return check_share(e, s, *tenant, err);
 }
 
 static uint32_t user_get(gp_engine *e, uint32_t tenant, const char *name)
@@ -228,7 +258,8 @@ static uint32_t slot_take(gp_engine *e)
 {
     if (e->n_free_slots > 0)
         return e->free_slots[--e->n_free_slots];
-    if (!GP__GROW(e->jobs, e->n_jobs, e->cap_jobs))
+    if (!GP__GROW(e->jobs, e->n_jobs, e->cap_jobs) ||
+        !gp__grow((void **)&e->histories, &e->cap_histories, e->n_jobs + 1, sizeof *e->histories))
         return GP__NONE;
     return (uint32_t)e->n_jobs++;
 }
@@ -238,8 +269,10 @@ void gp__job_release_slot(gp_engine *e, uint32_t job)
     gp__job *j = &e->jobs[job];
     gp_u64map_remove(&e->job_by_id, j->id);
     free(j->placed);
+    free(j->slot);
     free(j->claimed);
     memset(j, 0, sizeof *j);
+    memset(&e->histories[job], 0, sizeof e->histories[job]);
     /* the free-slot list never needs more room than the job array */
     if (gp__grow((void **)&e->free_slots, &e->cap_free_slots, e->n_free_slots + 1, sizeof *e->free_slots))
         e->free_slots[e->n_free_slots++] = job;
@@ -283,6 +316,9 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
     j->mem = s->mem_mib;
     j->topology = s->topology;
     j->isolation = s->isolation;
+    snprintf(j->mig_profile, sizeof j->mig_profile, "%s", s->isolation == GP_ISO_MIG ? s->share.mig_profile : "");
+    j->mps_milli = s->isolation == GP_ISO_MPS ? s->share.mps_milli : 0;
+    j->share_mem = s->isolation == GP_ISO_MPS ? s->share.gpu_mem_mib : 0;
     j->priority = s->priority;
     j->grace = s->checkpoint_grace_s;
     j->runtime = s->expected_runtime_s;
@@ -302,6 +338,7 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
         gp__job_release_slot(e, slot);
         return gp_error_set(err, GP_ERR_NOMEM, "id", "out of memory");
     }
+    gp__workload_observe(e, j);
     gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
     if (d) {
         d->from = d->to = GP_JOB_PENDING;
@@ -313,10 +350,12 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
 void gp__jobs_free(gp_engine *e)
 {
     for (size_t i = 0; i < e->n_jobs; i++) {
+        free(e->jobs[i].slot);
         free(e->jobs[i].placed);
         free(e->jobs[i].claimed);
     }
     free(e->jobs);
+    free(e->histories);
     free(e->free_slots);
     free(e->running);
     gp_u64map_free(&e->job_by_id);

@@ -41,7 +41,7 @@ static void usage_fill(const gp_engine *e, const gp__job *j, gp_usage *u)
     u->job_id = j->id;
     snprintf(u->tenant, sizeof u->tenant, "%s", e->tenants[j->tenant].path);
     snprintf(u->gpu_type, sizeof u->gpu_type, "%s", e->fleet.types[j->bound_type]);
-    u->milli_gpus = (int64_t)j->replicas * j->gpus * 1000;
+    u->milli_gpus = j->milli_total;
     u->cls = j->cls;
     u->topology = j->topology;
     u->start = j->interval_start;

@@ -39,6 +39,10 @@ bool gp__scratch_reserve(gp_engine *e, size_t gpus)
     if (!p)
         return false;
     s->out = p;
+    int8_t *slot = realloc(s->slot, cap * sizeof *slot);
+    if (!slot)
+        return false;
+    s->slot = slot;
     s->cap_out = cap;
     return true;
 }
@@ -46,10 +50,11 @@ bool gp__scratch_reserve(gp_engine *e, size_t gpus)
 void gp__scratch_free(gp__scratch *s)
 {
     free(s->out);
-    free(s->node_take);
-    free(s->node_cpu);
-    free(s->node_mem);
-    free(s->touched);
+    free(s->slot);
+    free(s->saved_gpus);
+    free(s->saved_gpu_idx);
+    free(s->saved_nodes);
+    free(s->saved_node_idx);
     memset(s, 0, sizeof *s);
 }
 
@@ -101,6 +106,43 @@ static int take_on_node(gp_engine *e, uint32_t n, const gp__job *j, int want, in
         }
     }
     return (int)fits;
+}
+
+size_t gp__placed_count(const gp__job *j)
+{
+    if (gp__job_shared(j) || j->gpus == 0)
+        return (size_t)j->replicas;
+    return (size_t)j->replicas * j->gpus;
+}
+
+/* CPU-only replicas (gpus = 0) go where they strand the fewest GPUs: the
+ * node with the fewest free GPUs, then the least free CPU, that fits. */
+static bool place_cpu_only(gp_engine *e, const gp__job *j, int type)
+{
+    gp__fleet *f = &e->fleet;
+    for (int r = 0; r < j->replicas; r++) {
+        uint32_t best = GP__NONE;
+        for (size_t n = 0; n < f->n_nodes; n++) {
+            gp__node *node = &f->nodes[n];
+            if (node->type != type || !node->up || node->draining || node->held ||
+                node->cpu_cap - node->cpu_used < j->cpu || node->mem_cap - node->mem_used < j->mem)
+                continue;
+            if (best == GP__NONE || node->free < f->nodes[best].free ||
+                (node->free == f->nodes[best].free &&
+                 node->cpu_cap - node->cpu_used < f->nodes[best].cpu_cap - f->nodes[best].cpu_used))
+                best = (uint32_t)n;
+        }
+        if (best == GP__NONE) {
+            gp__tx_rollback(e);
+            return false;
+        }
+        gp__tx_save_node(e, best);
+        f->nodes[best].cpu_used += j->cpu;
+        f->nodes[best].mem_used += j->mem;
+        e->scratch.out[r] = f->nodes[best].gpu_first;
+    }
+    gp__tx_rollback(e);
+    return true;
 }
 
 static bool place_any(gp_engine *e, const gp__job *j, int type)
@@ -195,6 +237,13 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held)
 {
     if (type < 0 || type >= e->fleet.n_types || !(j->type_mask & (1u << type)))
         return false;
+    if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE)
+        return gp__place_shared(e, j, type);
+    int scored = gp__place_scored(e, j, type); /* MPS shares, CPU-only, whole GPUs under the paper's scores */
+    if (scored >= 0)
+        return scored == 1;
+    if (j->gpus == 0)
+        return place_cpu_only(e, j, type);
     gp__reservation *r = &e->reservation[type];
     bool unhold = use_held && r->active && r->job != (uint32_t)(j - e->jobs);
     if (unhold) /* a short job may use held nodes: put them back for this look */
@@ -220,6 +269,12 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
     for (int t = 0; t < f->n_types; t++) {
         if (!(j->type_mask & (1u << t)) || f->empty_replicas[t][1] == 0)
             continue;
+        if (j->cpu > f->max_cpu[t] || j->mem > f->max_mem[t]) {
+            if (w.code == GP_WAIT_NO_GPU_TYPE)
+                w = (gp_wait){.code = GP_WAIT_NODE_SHAPE, .dim = t, .tenant = GP__NONE, .a = f->max_cpu[t],
+                              .b = f->max_mem[t]};
+            continue;
+        }
         int64_t have;
         switch (j->topology) {
         case GP_TOPO_BLOCK: have = f->empty_block_replicas[t][j->gpus] * j->gpus; break;
@@ -230,15 +285,23 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
             w.code = GP_WAIT_NONE;
             return w;
         }
-        w.code = GP_WAIT_TOPOLOGY;
-        if (have > largest) {
+        if (w.code != GP_WAIT_TOPOLOGY || have > largest)
+            w = (gp_wait){.code = GP_WAIT_TOPOLOGY, .dim = t, .tenant = GP__NONE, .a = have, .b = needed};
+        if (have > largest)
             largest = have;
-            w.dim = t;
-        }
     }
-    w.a = largest;
-    w.b = needed;
     return w;
+}
+
+/* CPU and memory of CPU-only replicas, on the nodes of their anchors. */
+static void cpu_only_charge(gp_engine *e, const gp__job *j, int sign)
+{
+    for (int r = 0; r < j->replicas; r++) {
+        gp__node *node = &e->fleet.nodes[e->fleet.gpus[j->placed[r]].node];
+        node->cpu_used += sign * j->cpu;
+        node->mem_used += sign * j->mem;
+        node->replicas = (uint32_t)((int64_t)node->replicas + sign);
+    }
 }
 
 void gp__place_commit(gp_engine *e, uint32_t job, int type)
@@ -246,6 +309,15 @@ void gp__place_commit(gp_engine *e, uint32_t job, int type)
     gp__job *j = &e->jobs[job];
     size_t n = (size_t)j->replicas * j->gpus;
     (void)type;
+    if (gp__job_shared(j)) {
+        gp__shared_take(e, job, true);
+        return;
+    }
+    j->milli_total = (int64_t)n * 1000;
+    if (j->gpus == 0) {
+        cpu_only_charge(e, j, +1);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         uint32_t g = j->placed[i];
         gp__gpu *gpu = &e->fleet.gpus[g];
@@ -255,6 +327,7 @@ void gp__place_commit(gp_engine *e, uint32_t job, int type)
         if (i % (size_t)j->gpus == 0) {
             node->cpu_used += j->cpu;
             node->mem_used += j->mem;
+            node->replicas++;
         }
         if (i + 1 == n || e->fleet.gpus[j->placed[i + 1]].node != gpu->node)
             gp__node_reindex(&e->fleet, gpu->node);
@@ -267,7 +340,11 @@ void gp__place_release(gp_engine *e, uint32_t job)
     if (!j->placed)
         return;
     size_t n = (size_t)j->replicas * j->gpus;
-    for (size_t i = 0; i < n; i++) {
+    if (gp__job_shared(j))
+        gp__shared_give(e, job);
+    else if (j->gpus == 0)
+        cpu_only_charge(e, j, -1);
+    for (size_t i = 0; !gp__job_shared(j) && i < n; i++) {
         gp__gpu *gpu = &e->fleet.gpus[j->placed[i]];
         gp__node *node = &e->fleet.nodes[gpu->node];
         gpu->owner = 0;
@@ -275,12 +352,18 @@ void gp__place_release(gp_engine *e, uint32_t job)
         if (i % (size_t)j->gpus == 0) {
             node->cpu_used -= j->cpu;
             node->mem_used -= j->mem;
+            node->replicas--;
         }
         if (i + 1 == n || e->fleet.gpus[j->placed[i + 1]].node != gpu->node) {
             gp__node_reindex(&e->fleet, gpu->node);
             gp__node_check_drained(e, gpu->node);
         }
     }
+    if (gp__job_shared(j) || j->gpus == 0)
+        for (int r = 0; r < j->replicas; r++)
+            gp__node_check_drained(e, e->fleet.gpus[j->placed[r]].node);
     free(j->placed);
+    free(j->slot);
     j->placed = NULL;
+    j->slot = NULL;
 }

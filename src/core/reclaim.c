@@ -64,24 +64,68 @@ static int64_t work_lost(const gp_engine *e, const gp__job *j)
     return (e->now - since) * j->replicas * j->gpus;
 }
 
-static int victim_order(uint32_t ja, uint32_t jb, const void *ctx)
+/* Was j itself preempted for v within the cool-down?  Then v is no victim
+ * of j: that would undo the first preemption (a loop). */
+static bool preempted_for(const gp_engine *e, const gp__job *j, const gp__job *v)
 {
-    const gp_engine *e = ctx;
-    const gp__job *a = &e->jobs[ja], *b = &e->jobs[jb];
-    bool ca = in_cooldown(e, a), cb = in_cooldown(e, b);
-    if (ca != cb)
-        return ca ? 1 : -1;
-    double oa = over_share(e, a->tenant), ob = over_share(e, b->tenant);
-    if (oa != ob)
-        return oa > ob ? -1 : 1;
+    return j->reclaimed_by == v->id && in_cooldown(e, j);
+}
+
+/* The victim order's sort key, computed once per candidate. */
+typedef struct victim_key {
+    bool cooling;
+    double over;
+    int priority;
+    int64_t lost;
+    int64_t bind_time;
+    uint64_t id;
+} victim_key;
+
+static int victim_order(uint32_t ia, uint32_t ib, const void *ctx)
+{
+    const victim_key *a = (const victim_key *)ctx + ia, *b = (const victim_key *)ctx + ib;
+    if (a->cooling != b->cooling)
+        return a->cooling ? 1 : -1;
+    if (a->over != b->over)
+        return a->over > b->over ? -1 : 1;
     if (a->priority != b->priority)
         return a->priority < b->priority ? -1 : 1;
-    int64_t la = work_lost(e, a), lb = work_lost(e, b);
-    if (la != lb)
-        return la < lb ? -1 : 1;
+    if (a->lost != b->lost)
+        return a->lost < b->lost ? -1 : 1;
     if (a->bind_time != b->bind_time)
         return a->bind_time > b->bind_time ? -1 : 1;
     return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Running burstable jobs of `type`, sorted into victim order. */
+static size_t victim_candidates(const gp_engine *e, uint32_t job, int type, uint32_t *cand)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *v = &e->jobs[e->running[i]];
+        /* whole GPUs are freed by whole-GPU jobs, slices by jobs of the same kind of slice */
+        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && v->bound_type == type &&
+            e->running[i] != job && v->isolation == e->jobs[job].isolation && v->gpus > 0 &&
+            !preempted_for(e, &e->jobs[job], v))
+            cand[n++] = e->running[i];
+    }
+    victim_key *keys = calloc(n ? n : 1, sizeof *keys);
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (keys && order) {
+        for (size_t i = 0; i < n; i++) {
+            const gp__job *v = &e->jobs[cand[i]];
+            keys[i] = (victim_key){in_cooldown(e, v), over_share(e, v->tenant), v->priority, work_lost(e, v),
+                                   v->bind_time, v->id};
+            order[i] = (uint32_t)i;
+        }
+        gp_sort_indexes(order, n, victim_order, keys);
+        for (size_t i = 0; i < n; i++)
+            order[i] = cand[order[i]];
+        memcpy(cand, order, n * sizeof *cand);
+    }
+    free(keys);
+    free(order);
+    return n;
 }
 
 /* Pretend victim v's GPUs (and its CPU and memory) are free, or take them
@@ -89,6 +133,13 @@ static int victim_order(uint32_t ja, uint32_t jb, const void *ctx)
 static void pretend_free(gp_engine *e, uint32_t v, bool freed)
 {
     gp__job *j = &e->jobs[v];
+    if (gp__job_shared(j)) {
+        if (freed)
+            gp__shared_give(e, v);
+        else
+            gp__shared_take(e, v, false);
+        return;
+    }
     size_t n = (size_t)j->replicas * j->gpus;
     for (size_t i = 0; i < n; i++) {
         gp__gpu *g = &e->fleet.gpus[j->placed[i]];
@@ -103,7 +154,9 @@ static void pretend_free(gp_engine *e, uint32_t v, bool freed)
     }
 }
 
-/* Victims for job on type, in *chosen (count returned); 0 = none suffice. */
+/* Victims for job on type, in *chosen (count returned); 0 = none suffice.
+ * On success the GPUs the job would then take are left in e->scratch.out
+ * (gp__placed_count of them): the plan its claims will hold. */
 static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *cand, size_t n_cand, bool *chosen)
 {
     gp__job *j = &e->jobs[job];
@@ -127,6 +180,7 @@ static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *can
         else
             pretend_free(e, cand[i], true);
     }
+    gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out */
     size_t count = 0;
     for (size_t i = 0; i < added; i++)
         if (chosen[i]) {
@@ -144,15 +198,20 @@ static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
     return tenant;
 }
 
-static void claim_gpus(gp_engine *e, uint32_t job, uint32_t victim)
+/* Hold the planned GPUs (victims' and free ones alike) for the job, so
+ * that nobody takes them while the victims' grace runs. */
+static void claim_plan(gp_engine *e, uint32_t job, const uint32_t *plan, size_t n)
 {
-    gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
-    size_t n = (size_t)v->replicas * v->gpus;
+    gp__job *j = &e->jobs[job];
     if (!gp__grow((void **)&j->claimed, &j->n_claimed_cap, j->n_claimed + n, sizeof *j->claimed))
         return;
     for (size_t i = 0; i < n; i++) {
-        e->fleet.gpus[v->placed[i]].claim = job + 1;
-        j->claimed[j->n_claimed++] = v->placed[i];
+        gp__gpu *g = &e->fleet.gpus[plan[i]];
+        if (g->claim == job + 1)
+            continue; /* two replicas planned on one shared GPU */
+        g->claim = job + 1;
+        j->claimed[j->n_claimed++] = plan[i];
+        gp__node_reindex(&e->fleet, g->node);
     }
 }
 
@@ -179,8 +238,8 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
     v->last_preempted = e->now;
     v->preemptions++;
     v->reclaimed_by = j->id;
-    claim_gpus(e, job, victim);
     j->victims_left++;
+    e->borrowed[v->bound_type] -= (int64_t)v->replicas * v->gpus;
     e->stats.pass_preempted++;
     e->stats.total_preempted++;
 }
@@ -188,29 +247,29 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
 bool gp__reclaim(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
-    if (e->reclaim_searches >= e->cfg.max_reclaim_searches)
+    int64_t need = (int64_t)j->replicas * j->gpus;
+    if (!gp__job_shared(j) && j->gpus == 0)
+        return false; /* CPU-only work does not reclaim GPUs */
+    if (e->reclaim_searches >= e->cfg.max_reclaim_searches ||
+        (!gp__job_shared(j) && e->borrowed[type] + e->fleet.free[type] < need))
         return false;
-    int64_t need = (int64_t)j->replicas * j->gpus, borrowed = 0;
+    e->reclaim_searches++;
+    e->stats.pass_reclaim_searches++;
     uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
     bool *chosen = calloc(e->n_running ? e->n_running : 1, sizeof *chosen);
-    size_t n = 0;
-    for (size_t i = 0; cand && chosen && i < e->n_running; i++) {
-        const gp__job *v = &e->jobs[e->running[i]];
-        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && v->bound_type == type) {
-            cand[n++] = e->running[i];
-            borrowed += (int64_t)v->replicas * v->gpus;
-        }
-    }
-    size_t count = 0;
-    if (n > 0 && borrowed + e->fleet.free[type] >= need) {
-        e->reclaim_searches++;
-        e->stats.pass_reclaim_searches++;
-        gp_sort_indexes(cand, n, victim_order, e);
+    size_t n = 0, count = 0, n_plan = gp__placed_count(j);
+    uint32_t *plan = malloc(n_plan * sizeof *plan);
+    if (cand && chosen && plan) {
+        n = victim_candidates(e, job, type, cand);
         count = choose_victims(e, job, type, cand, n, chosen);
+        memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
     }
     for (size_t i = 0; i < n && count > 0; i++)
         if (chosen[i])
             preempt(e, job, cand[i]);
+    if (count > 0)
+        claim_plan(e, job, plan, n_plan);
+    free(plan);
     free(cand);
     free(chosen);
     if (count == 0)

@@ -45,6 +45,45 @@ typedef struct gp_res {
 
 /* ---- fleet ---------------------------------------------------------- */
 
+/* How a GPU is shared (set per node, or per GPU, by the operator):
+ *   exclusive  one job per GPU (whole GPUs);
+ *   mig        partitioned into MIG instances (profiles with placement slots);
+ *   mps        several processes with a share of SMs and a memory limit each;
+ *   timeslice  N replicas (the pool's oversubscription factor) that take turns. */
+typedef enum gp_sharing { GP_SHARING_EXCLUSIVE = 0, GP_SHARING_MIG, GP_SHARING_MPS, GP_SHARING_TIMESLICE } gp_sharing;
+
+/* Placement score for a pool: how to choose among GPUs that fit.
+ * GP_SCORE_DEFAULT is gpupool's own; the others are the policies of the
+ * FGD paper (Weng et al., ATC'23), kept for comparison in the simulator. */
+typedef enum gp_score {
+    GP_SCORE_DEFAULT = 0,
+    GP_SCORE_BESTFIT,
+    GP_SCORE_FGD,
+    GP_SCORE_RANDOM,
+    GP_SCORE_DOTPROD,
+    GP_SCORE_CLUSTERING,
+    GP_SCORE_PACKING,
+    GP_SCORE_SPREAD
+} gp_score;
+
+typedef struct gp_pool_spec {
+    gp_score score;            /* default GP_SCORE_DEFAULT */
+    int timeslice_replicas;    /* oversubscription of time-sliced GPUs, 1..8 (0 = default 4) */
+    uint64_t seed;             /* random choices (GP_SCORE_RANDOM, ties of the paper's scores) */
+} gp_pool_spec;
+
+/* One kind of task in the workload mix the fragmentation measure weighs
+ * (FGD's "typical pods").  Without gp_engine_workload_set the engine uses
+ * the mix of the jobs submitted so far. */
+typedef struct gp_workload_shape {
+    int64_t cpu_millis;        /* per replica */
+    int gpus;                  /* GPUs per replica, 0 = CPU only */
+    int milli;                 /* per GPU: 1000 = whole GPUs, less = a share of one GPU */
+    int n_gpu_types;           /* accepted types, 0 = any */
+    const char *gpu_types[GP_MAX_GPU_TYPES];
+    double weight;             /* relative frequency (> 0) */
+} gp_workload_shape;
+
 typedef struct gp_node_spec {
     const char *name;          /* unique, 1..63 chars */
     const char *zone;          /* e.g. "us-east-1a" */
@@ -56,6 +95,9 @@ typedef struct gp_node_spec {
     int64_t cpu_millis;        /* allocatable CPU of the node */
     int64_t mem_mib;           /* allocatable host memory */
     const char *const *gpu_uuids; /* optional: gpu_count UUIDs; NULL = engine makes "node/i" */
+    gp_sharing sharing;        /* mode of the node's GPUs (default exclusive) */
+    const gp_sharing *gpu_sharing; /* optional per-GPU modes (gpu_count entries); overrides `sharing` */
+    const char *pool;          /* placement pool (default "default") */
 } gp_node_spec;
 
 /* ---- tenants -------------------------------------------------------- */
@@ -105,6 +147,13 @@ typedef enum gp_job_state {
 
 typedef enum gp_class { GP_CLASS_NONE = 0, GP_CLASS_GUARANTEED, GP_CLASS_BURSTABLE } gp_class;
 
+/* A fractional share of one GPU, per replica. */
+typedef struct gp_share {
+    char mig_profile[16];      /* isolation mig: a GPU-instance profile, e.g. "1g.10gb" */
+    int mps_milli;             /* isolation mps: share of the SMs, 1..1000 milli-GPUs (API: percent x 10) */
+    int64_t gpu_mem_mib;       /* isolation mps: memory limit; 0 = the share's part of the GPU's memory */
+} gp_share;
+
 typedef struct gp_job_spec {
     uint64_t id;               /* caller-chosen, unique, non-zero */
     const char *name;          /* optional */
@@ -112,13 +161,14 @@ typedef struct gp_job_spec {
     const char *user;          /* optional; per-user limits apply when set */
     gp_job_kind kind;
     int replicas;              /* gang size, 1..GP_MAX_REPLICAS */
-    int gpus;                  /* whole GPUs per replica, 1..GP_MAX_GPUS_PER_NODE */
+    int gpus;                  /* whole GPUs per replica, 0..GP_MAX_GPUS_PER_NODE (0 = CPU-only; 1 for a share) */
     int n_gpu_types;           /* 0 = any type */
     const char *gpu_types[GP_MAX_GPU_TYPES];
     int64_t cpu_millis;        /* per replica */
     int64_t mem_mib;           /* per replica */
     gp_topology topology;
-    gp_isolation isolation;    /* only EXCLUSIVE until GPU sharing lands */
+    gp_isolation isolation;    /* exclusive: `gpus` whole GPUs; mig/mps/timeslice: one share per replica (gpus = 1) */
+    gp_share share;            /* the share, for mig and mps */
     int priority;              /* GP_PRIORITY_MIN..GP_PRIORITY_MAX, higher first */
     int64_t checkpoint_grace_s;/* 0..GP_GRACE_MAX_S */
     int64_t expected_runtime_s;/* 0 = unknown (never backfilled into a reservation) */
@@ -144,7 +194,8 @@ typedef enum gp_wait_code {
     GP_WAIT_LENDING,        /* idle capacity is held for non-lending tenants: a = free, b = held */
     GP_WAIT_RESERVATION,    /* would delay reserved head job `job` (starts at `time`) */
     GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
-    GP_WAIT_RECLAIM         /* reclaiming a = victims from borrowers; grace ends at `time` */
+    GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time` */
+    GP_WAIT_NODE_SHAPE      /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -165,7 +216,8 @@ typedef enum gp_decision_kind {
     GP_DEC_STOP,           /* stop job (cancel or node loss), kill after grace_s */
     GP_DEC_DRAINED,        /* node has no jobs left and is draining */
     GP_DEC_USAGE_OPEN,     /* a metering interval opened (usage.end = -1) */
-    GP_DEC_USAGE_CLOSE     /* the same interval closed */
+    GP_DEC_USAGE_CLOSE,    /* the same interval closed */
+    GP_DEC_RECONFIGURE     /* set a MIG GPU's instances to `mig_layout` (node, gpu_index) */
 } gp_decision_kind;
 
 typedef struct gp_usage {
@@ -190,7 +242,9 @@ typedef struct gp_decision {
     char by_tenant[GP_PATH_MAX];/* PREEMPT: its tenant */
     char guarantee_of[GP_PATH_MAX]; /* PREEMPT: tenant whose guarantee was reclaimed */
     int64_t work_lost_gpu_s;    /* PREEMPT: GPU-seconds since the victim's last checkpoint */
-    char node[GP_NAME_MAX];     /* DRAINED */
+    char node[GP_NAME_MAX];     /* DRAINED, RECONFIGURE */
+    int gpu_index;              /* RECONFIGURE: GPU within the node */
+    char mig_layout[GP_REASON_MAX]; /* RECONFIGURE: "profile@start,..." after the change, "" = no instances */
     gp_usage usage;             /* USAGE_OPEN, USAGE_CLOSE */
     char reason[GP_REASON_MAX]; /* TRANSITION, PREEMPT, STOP */
 } gp_decision;
@@ -243,9 +297,24 @@ typedef struct gp_gpu_info {
     int nvlink_domain;
     int type;
     bool healthy;
-    uint64_t job;               /* 0 when free */
+    uint64_t job;               /* exclusive: the owner, 0 when free */
     char uuid[GP_UUID_MAX];
+    gp_sharing sharing;
+    int used_milli;             /* shared GPUs: milli-GPUs in use (slices, MPS shares, replicas) */
+    int jobs;                   /* shared GPUs: replicas placed on it */
+    char trust_domain[GP_NAME_MAX]; /* mps/timeslice: the org that holds it, "" when empty */
+    char mig_layout[GP_REASON_MAX]; /* mig: "profile@start,..." */
 } gp_gpu_info;
+
+/* One replica's piece of a GPU (gp_engine_job_slices). */
+typedef struct gp_slice {
+    uint32_t gpu;               /* global GPU index */
+    gp_isolation kind;
+    char mig_profile[16];       /* mig */
+    int mig_start;              /* mig: placement start slot */
+    int milli;                  /* quota and billing weight of the slice */
+    int64_t gpu_mem_mib;        /* memory of the slice */
+} gp_slice;
 
 typedef struct gp_node_info {
     char name[GP_NAME_MAX];

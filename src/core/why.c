@@ -49,8 +49,8 @@ const char *gp_job_kind_name(gp_job_kind k)
 
 const char *gp_decision_kind_name(gp_decision_kind k)
 {
-    static const char *const names[] = {"transition", "bind", "preempt", "stop", "drained", "usage_open",
-                                        "usage_close"};
+    static const char *const names[] = {"transition", "bind",       "preempt",    "stop",
+                                        "drained",    "usage_open", "usage_close", "reconfigure"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
 }
 
@@ -122,8 +122,20 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
                      "topology or fewer GPUs",
                      topology_domain(j->topology), j->replicas, j->gpus, type, (long long)w->a);
         break;
+    case GP_WAIT_NODE_SHAPE:
+        n = snprintf(buf, len, "no node of an accepted type has %lld millicores and %lld MiB for one replica "
+                     "(largest: %lld millicores, %lld MiB)",
+                     (long long)j->cpu, (long long)j->mem, (long long)w->a, (long long)w->b);
+        break;
     case GP_WAIT_CAPACITY:
-        if (w->tenant != GP__NONE)
+        if (j->isolation == GP_ISO_MIG)
+            n = snprintf(buf, len, "waiting for room: no %s GPU in MIG mode can take a %s instance now (layouts "
+                         "change only around running instances, at most once per %llds per GPU)",
+                         type, j->mig_profile, (long long)e->cfg.mig_reconfigure_interval_s);
+        else if (j->isolation == GP_ISO_MPS || j->isolation == GP_ISO_TIMESLICE)
+            n = snprintf(buf, len, "waiting for room: no %s GPU in %s mode has room for this share for its trust "
+                         "domain", type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
+        else if (w->tenant != GP__NONE && w->tenant != j->tenant)
             n = snprintf(buf, len, "waiting for capacity: %lld %s GPUs free, needs %lld (%s topology); %s went "
                          "ahead in the fair order",
                          (long long)w->a, type, (long long)w->b, gp_topology_name(j->topology),
@@ -170,7 +182,7 @@ size_t gp_engine_why(const gp_engine *e, uint64_t id, char *buf, size_t len)
     const gp__job *j = &e->jobs[job];
     if (j->state == GP_JOB_PENDING)
         return gp__wait_format(e, j, &j->wait, buf, len);
-    const gp_history_entry *h = &j->history[(j->n_history + GP__HISTORY - 1) % GP__HISTORY];
+    const gp_history_entry *h = &e->histories[job].entry[(j->n_history + GP__HISTORY - 1) % GP__HISTORY];
     int n = snprintf(buf, len, "%s", j->n_history > 0 ? h->reason : gp_job_state_name(j->state));
     return n < 0 ? 0 : (size_t)n;
 }
@@ -183,7 +195,7 @@ size_t gp_engine_job_history(const gp_engine *e, uint64_t id, gp_history_entry *
     const gp__job *j = &e->jobs[job];
     size_t kept = j->n_history < GP__HISTORY ? (size_t)j->n_history : GP__HISTORY, n = 0;
     for (size_t i = j->n_history - kept; i < (size_t)j->n_history && n < cap; i++)
-        out[n++] = j->history[i % GP__HISTORY];
+        out[n++] = e->histories[job].entry[i % GP__HISTORY];
     return n;
 }
 
@@ -214,13 +226,41 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
 size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap)
 {
     uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
-    if (job == GP__NONE || !e->jobs[job].placed || !out)
+    if (job == GP__NONE || !e->jobs[job].placed || !out || e->jobs[job].gpus == 0)
         return 0;
     const gp__job *j = &e->jobs[job];
-    size_t n = (size_t)j->replicas * j->gpus;
+    size_t n = gp__placed_count(j);
     if (n > cap)
         n = cap;
     memcpy(out, j->placed, n * sizeof *out);
+    return n;
+}
+
+size_t gp_engine_job_slices(const gp_engine *e, uint64_t id, gp_slice *out, size_t cap)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE || !out || !e->jobs[job].placed || !gp__job_shared(&e->jobs[job]))
+        return 0;
+    const gp__job *j = &e->jobs[job];
+    size_t n = 0;
+    for (int r = 0; r < j->replicas && n < cap; r++, n++) {
+        const gp__gpu *g = &e->fleet.gpus[j->placed[r]];
+        gp_slice *s = &out[n];
+        memset(s, 0, sizeof *s);
+        s->gpu = j->placed[r];
+        s->kind = j->isolation;
+        s->milli = gp__replica_milli(e, j, g);
+        int64_t gpu_mem = e->fleet.nodes[g->node].gpu_mem_mib;
+        s->mig_start = j->slot[r];
+        if (j->isolation == GP_ISO_MIG) {
+            snprintf(s->mig_profile, sizeof s->mig_profile, "%s", j->mig_profile);
+            s->gpu_mem_mib = gp__mig_profile_mem(g, gpu_mem, gp__mig_profile_find(g->mig_model, j->mig_profile));
+        } else if (j->isolation == GP_ISO_MPS) {
+            s->gpu_mem_mib = j->share_mem > 0 ? j->share_mem : gpu_mem * j->mps_milli / 1000;
+        } else {
+            s->gpu_mem_mib = gpu_mem;
+        }
+    }
     return n;
 }
 
@@ -287,7 +327,7 @@ bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *ou
 
 const char *gp_engine_tenant_path(const gp_engine *e, uint32_t index)
 {
-    return e && index < e->n_tenants ? e->tenants[index].path : "";
+    return e && index < e->n_tenants && !e->tenants[index].removed ? e->tenants[index].path : "";
 }
 
 size_t gp_engine_node_count(const gp_engine *e) { return e ? e->fleet.n_nodes : 0; }
@@ -303,9 +343,10 @@ bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out)
     snprintf(out->block, sizeof out->block, "%s", e->fleet.blocks[n->block].name);
     out->type = n->type;
     out->gpu_count = n->gpu_count;
-    out->gpus_free = n->free;
-    for (int i = 0; i < n->gpu_count; i++)
+    for (int i = 0; i < n->gpu_count; i++) {
         out->gpus_healthy += e->fleet.gpus[n->gpu_first + i].healthy;
+        out->gpus_free += gp__gpu_is_free(&e->fleet.gpus[n->gpu_first + i]);
+    }
     out->gpu_first = n->gpu_first;
     out->up = n->up;
     out->draining = n->draining;
@@ -326,11 +367,18 @@ bool gp_engine_gpu_get(const gp_engine *e, uint32_t gpu, gp_gpu_info *out)
     memset(out, 0, sizeof *out);
     out->node = g->node;
     out->index = g->index;
-    out->nvlink_domain = g->domain;
+    out->nvlink_domain = g->nvlink;
     out->type = e->fleet.nodes[g->node].type;
     out->healthy = g->healthy;
     out->job = g->owner ? e->jobs[g->owner - 1].id : 0;
     snprintf(out->uuid, sizeof out->uuid, "%s", g->uuid);
+    out->sharing = (gp_sharing)g->sharing;
+    out->used_milli = g->used_milli;
+    out->jobs = g->jobs;
+    if (g->trust != GP__NONE)
+        snprintf(out->trust_domain, sizeof out->trust_domain, "%s", e->tenants[g->trust].path);
+    if (g->mig_model >= 0)
+        gp__mig_layout_format(g, out->mig_layout, sizeof out->mig_layout);
     return true;
 }
 

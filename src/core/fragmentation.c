@@ -1,0 +1,457 @@
+/* fragmentation.c - placing by node score: FGD and the policies it is
+ * compared with.
+ *
+ * The measure (Weng et al., "Beware of Fragmentation: Scheduling
+ * GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX
+ * ATC'23).  Take the workload mix M: task shapes m (CPU, number of GPUs,
+ * milli-GPUs per GPU, accepted types) with frequencies p_m.  For a node n
+ * with free GPU capacity left_g on each GPU g, the capacity task m could
+ * not use is
+ *
+ *   F_n(m) = sum of left_g over the GPUs with left_g < m.milli
+ *                        if m fits on n (enough such GPUs, CPU, type);
+ *          = sum of all left_g   otherwise (CPU-only shapes count their
+ *                        node's whole free GPU capacity either way);
+ *
+ * and F_n(M) = sum_m p_m F_n(m).  The fleet's fragmentation is the sum over
+ * nodes.  FGD places each task where F grows least.  M is the caller's
+ * (gp_engine_workload_set) or, by default, the most frequent shapes of the
+ * jobs submitted so far that together make up 95 % of them.
+ *
+ * Example: M = {1 GPU: 50 %, 0.5 GPU: 50 %}; node a has GPUs left
+ * (1000, 600), node b (1000, 1000).  A 0.5-GPU task: on a's 600-GPU the
+ * rest is 100 < 500, a fragment for both shapes: F_a goes from 0.5 x 600
+ * = 300 to 0.5 x 100 + 0.5 x 100 = 100 (down 200); on b it would create a
+ * 500 that the 1-GPU shape cannot use (up 250).  FGD puts it on a.
+ *
+ * Scores (gp_pool_spec.score; higher is better; the paper's integer scores
+ * break ties at random with the pool's seed, as kube-scheduler does):
+ *   fgd         sigmoid(-dF / 1000) x 100, as the paper's plugin;
+ *   bestfit     the paper's BestFit: 100 x (1 - (cpu left/max + gpu left/max)/2);
+ *   spread      its opposite (worst fit);
+ *   packing     the paper's GpuPacking: shared GPUs first, then used nodes;
+ *   clustering  the paper's GpuClustering: nodes hosting the same kind of
+ *               task (same accepted types and whole/share) first;
+ *   dotprod     Tetris' alignment of free resources with the request,
+ *               normalised per node (a simplification of the paper's);
+ *   random      any node that fits;
+ *   default     gpupool's: the exact dF, ties to the node left fullest (best
+ *               fit), then the lowest index.  It scores MPS shares and
+ *               CPU-only work; whole GPUs go through topology-aware best fit
+ *               (placement.c), and MIG and time-slicing through sharing.c.
+ */
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct node_view {
+    int type;
+    int64_t cpu_left;
+    int n;
+    int left[GP_MAX_GPUS_PER_NODE]; /* milli-GPUs left per GPU */
+} node_view;
+
+int gp__job_tag(const gp__job *j)
+{
+    return (j->type_mask * 7 + (gp__job_shared(j) ? 3 : 0)) % GP__TAGS;
+}
+
+void gp__node_tag(gp_engine *e, const gp__job *j, int sign)
+{
+    if (!j->placed || (j->gpus == 0 && !gp__job_shared(j)))
+        return;
+    int tag = gp__job_tag(j);
+    size_t stride = gp__job_shared(j) ? 1 : (size_t)j->gpus;
+    for (int r = 0; r < j->replicas; r++) {
+        gp__node *n = &e->fleet.nodes[e->fleet.gpus[j->placed[(size_t)r * stride]].node];
+        n->tag_count[tag] = (uint16_t)(n->tag_count[tag] + sign);
+    }
+}
+
+/* ---- the workload mix ---- */
+
+static void mix_typical(gp__mix *m)
+{
+    double total = 0;
+    uint32_t order[GP__MIX_MAX];
+    for (size_t i = 0; i < m->n; i++) {
+        total += m->shapes[i].weight;
+        order[i] = (uint32_t)i;
+    }
+    for (size_t a = 1; a < m->n; a++) /* most frequent first (stable) */
+        for (size_t b = a; b > 0 && m->shapes[order[b]].weight > m->shapes[order[b - 1]].weight; b--) {
+            uint32_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    double cum = 0;
+    m->n_typical = 0;
+    for (size_t i = 0; i < m->n && (m->fixed || cum < 0.95 * total); i++) {
+        m->typical[m->n_typical++] = m->shapes[order[i]];
+        cum += m->shapes[order[i]].weight;
+    }
+    for (size_t i = 0; i < m->n_typical && cum > 0; i++)
+        m->typical[i].weight /= cum;
+    m->dirty = false;
+}
+
+static bool shape_equal(const gp__shape *a, const gp__shape *b)
+{
+    return a->cpu == b->cpu && a->gpus == b->gpus && a->milli == b->milli && a->type_mask == b->type_mask;
+}
+
+void gp__workload_observe(gp_engine *e, const gp__job *j)
+{
+    gp__mix *m = &e->mix;
+    if (m->fixed || j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE)
+        return;
+    gp__shape s = {.cpu = j->cpu,
+                   .gpus = j->isolation == GP_ISO_MPS ? 1 : j->gpus,
+                   .milli = j->isolation == GP_ISO_MPS ? j->mps_milli : (j->gpus ? 1000 : 0),
+                   .type_mask = j->type_mask,
+                   .weight = 1};
+    for (size_t i = 0; i < m->n; i++)
+        if (shape_equal(&m->shapes[i], &s)) {
+            m->shapes[i].weight += 1;
+            m->dirty = true;
+            return;
+        }
+    if (m->n < GP__MIX_MAX) { /* past that, new shapes are rare ones: ignored */
+        m->shapes[m->n++] = s;
+        m->dirty = true;
+    }
+}
+
+gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, size_t n, gp_error *err)
+{
+    if (!e || (n > 0 && !shapes))
+        return gp_error_set(err, GP_ERR_INVALID, "shapes", "shapes are required");
+    if (n > GP__MIX_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "shapes", "at most %d shapes", GP__MIX_MAX);
+    for (size_t i = 0; i < n; i++) {
+        const gp_workload_shape *s = &shapes[i];
+        if (s->cpu_millis < 0 || s->gpus < 0 || s->gpus > GP_MAX_GPUS_PER_NODE || s->milli < 0 || s->milli > 1000 ||
+            (s->gpus > 0) != (s->milli > 0) || !(s->weight > 0) || s->n_gpu_types < 0 ||
+            s->n_gpu_types > GP_MAX_GPU_TYPES)
+            return gp_error_set(err, GP_ERR_INVALID, "shapes", "shape %zu is out of range", i);
+    }
+    gp__mix *m = &e->mix;
+    m->n = 0;
+    m->fixed = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        const gp_workload_shape *s = &shapes[i];
+        uint8_t mask = s->n_gpu_types ? 0 : 0xff;
+        for (int t = 0; t < s->n_gpu_types; t++) {
+            int type = s->gpu_types[t] ? gp__fleet_type_intern(&e->fleet, s->gpu_types[t]) : -1;
+            if (type < 0)
+                return gp_error_set(err, GP_ERR_INVALID, "shapes", "shape %zu names no usable GPU type", i);
+            mask |= (uint8_t)(1u << type);
+        }
+        m->shapes[m->n++] = (gp__shape){s->cpu_millis, s->gpus, s->milli, mask, s->weight};
+    }
+    m->dirty = true;
+    return GP_OK;
+}
+
+/* ---- the measure ---- */
+
+static int gpu_left(const gp__gpu *g)
+{
+    if (!g->healthy || g->owner || g->claim)
+        return 0;
+    if (g->sharing == GP_SHARING_EXCLUSIVE)
+        return 1000;
+    if (g->sharing == GP_SHARING_MPS)
+        return 1000 - g->used_milli;
+    return 0;
+}
+
+static void view_of(const gp_engine *e, uint32_t n, node_view *v)
+{
+    const gp__node *node = &e->fleet.nodes[n];
+    v->type = node->type;
+    v->cpu_left = node->cpu_cap - node->cpu_used;
+    v->n = node->gpu_count;
+    for (int i = 0; i < node->gpu_count; i++)
+        v->left[i] = gpu_left(&e->fleet.gpus[node->gpu_first + i]);
+}
+
+static double view_frag(const gp__mix *m, const node_view *v)
+{
+    int64_t total = 0;
+    for (int i = 0; i < v->n; i++)
+        total += v->left[i];
+    if (total == 0)
+        return 0;
+    double f = 0;
+    for (size_t k = 0; k < m->n_typical; k++) {
+        const gp__shape *s = &m->typical[k];
+        if (s->milli == 0 || !(s->type_mask & (1u << v->type))) {
+            f += s->weight * (double)total;
+            continue;
+        }
+        int fit = 0;
+        int64_t frag = 0;
+        for (int i = 0; i < v->n; i++) {
+            if (v->left[i] >= s->milli)
+                fit++;
+            else
+                frag += v->left[i];
+        }
+        bool hosts = fit >= s->gpus && v->cpu_left >= s->cpu;
+        f += s->weight * (double)(hosts ? frag : total);
+    }
+    return f;
+}
+
+double gp_engine_fragmentation(gp_engine *e)
+{
+    if (!e)
+        return 0;
+    if (e->mix.dirty)
+        mix_typical(&e->mix);
+    double f = 0;
+    for (size_t n = 0; n < e->fleet.n_nodes; n++) {
+        const gp__node *node = &e->fleet.nodes[n];
+        if (!node->up || node->draining)
+            continue;
+        node_view v;
+        view_of(e, (uint32_t)n, &v);
+        f += view_frag(&e->mix, &v);
+    }
+    return f;
+}
+
+/* ---- one replica on one node ---- */
+
+typedef struct option {
+    bool ok;
+    double score;        /* higher is better */
+    double tie;          /* default: higher is better (fuller node) */
+    int gpu;             /* share: the GPU within the node */
+} option;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static bool share_gpu_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    const gp__node *n = &e->fleet.nodes[g->node];
+    int64_t mem = j->share_mem > 0 ? j->share_mem : n->gpu_mem_mib * j->mps_milli / 1000;
+    return g->sharing == GP_SHARING_MPS && g->healthy && !g->owner && !g->claim &&
+           g->used_milli + j->mps_milli <= 1000 && g->used_mem + mem <= n->gpu_mem_mib &&
+           (g->trust == GP__NONE || g->trust == gp__job_org(e, j));
+}
+
+static int64_t sum_left(const node_view *v)
+{
+    int64_t t = 0;
+    for (int i = 0; i < v->n; i++)
+        t += v->left[i];
+    return t;
+}
+
+/* The paper's integer scores for the node as it would be after the task. */
+static double policy_score(const gp_engine *e, gp_score score, const gp__job *j, uint32_t n, const node_view *before,
+                           const node_view *after, double d_frag)
+{
+    const gp__node *node = &e->fleet.nodes[n];
+    double cap_cpu = e->fleet.max_cpu[node->type] > 0 ? (double)e->fleet.max_cpu[node->type] : 1;
+    double cap_gpu = (double)node->gpu_count * 1000;
+    switch (score) {
+    case GP_SCORE_FGD:
+        return floor(100.0 / (1.0 + exp(d_frag / 1000.0)));
+    case GP_SCORE_BESTFIT:
+    case GP_SCORE_SPREAD: {
+        double s = floor((1.0 - ((double)after->cpu_left / cap_cpu + (double)sum_left(after) / (8000.0)) / 2) * 100);
+        return score == GP_SCORE_SPREAD ? -s : s;
+    }
+    case GP_SCORE_PACKING: {
+        if (j->gpus == 0 && !gp__job_shared(j))
+            return 0;
+        int fully_free = 0, used_full = 0;
+        int64_t left_on_used = 0;
+        for (int i = 0; i < before->n; i++) {
+            fully_free += before->left[i] == 1000;
+            if (before->left[i] == 1000 && after->left[i] < 1000)
+                used_full++;
+            else if (before->left[i] != after->left[i])
+                left_on_used += before->left[i] * 100 / 1000;
+        }
+        if (fully_free == before->n)
+            return fmax(100 / 3 - fully_free, fully_free);
+        if (used_full > 0)
+            return fmax(100 / 2 - used_full, 100 / 3);
+        return fmax(100 - left_on_used / 10, 100 / 2);
+    }
+    case GP_SCORE_CLUSTERING: {
+        if (j->gpus == 0 && !gp__job_shared(j))
+            return 0;
+        double fill = 25.0 * (cap_gpu - (double)sum_left(before)) / cap_gpu;
+        int tag = gp__job_tag(j);
+        bool mine = false, others = false;
+        for (int t = 0; t < GP__TAGS; t++) {
+            mine |= t == tag && node->tag_count[t] > 0;
+            others |= t != tag && node->tag_count[t] > 0;
+        }
+        if (mine)
+            return floor(fill + (others ? 50 : 75));
+        return floor(fill + (others ? 0 : 25));
+    }
+    case GP_SCORE_DOTPROD: {
+        double req_gpu = gp__job_shared(j) ? j->mps_milli : (double)j->gpus * 1000;
+        double dot = ((double)before->cpu_left / cap_cpu) * ((double)j->cpu / cap_cpu) +
+                     ((double)sum_left(before) / cap_gpu) * (req_gpu / cap_gpu);
+        return floor((1.0 - dot / 2) * 100);
+    }
+    case GP_SCORE_RANDOM:
+        return 0;
+    default:
+        return -d_frag; /* default: the exact change, least growth first */
+    }
+}
+
+/* Evaluate putting one replica of j on node n (view v, before). */
+static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_view *v, gp_score score)
+{
+    option best = {.ok = false};
+    const gp__node *node = &e->fleet.nodes[n];
+    if ((j->cpu > 0 && v->cpu_left < j->cpu) || (j->mem > 0 && node->mem_cap - node->mem_used < j->mem))
+        return best;
+    double f_before = view_frag(&e->mix, v);
+    node_view after = *v;
+    after.cpu_left -= j->cpu;
+    if (!gp__job_shared(j)) {
+        int need = j->gpus;
+        for (int i = 0; i < v->n && need > 0; i++)
+            if (after.left[i] == 1000 && gp__gpu_is_free(&e->fleet.gpus[node->gpu_first + i])) {
+                after.left[i] = 0;
+                need--;
+            }
+        if (need > 0)
+            return best;
+        double d = view_frag(&e->mix, &after) - f_before;
+        best = (option){true, policy_score(e, score, j, n, v, &after, d), -(double)sum_left(&after), -1};
+        return best;
+    }
+    for (int i = 0; i < v->n; i++) {
+        const gp__gpu *g = &e->fleet.gpus[node->gpu_first + i];
+        if (!share_gpu_fits(e, j, g))
+            continue;
+        after.left[i] = v->left[i] - j->mps_milli;
+        double d = view_frag(&e->mix, &after) - f_before;
+        option o = {true, policy_score(e, score, j, n, v, &after, d), -(double)sum_left(&after), i};
+        if (score != GP_SCORE_FGD && score != GP_SCORE_DEFAULT) /* the others pick the fullest GPU that fits */
+            o.tie = -(double)(v->left[i]);
+        after.left[i] = v->left[i];
+        if (!best.ok || o.score > best.score || (o.score == best.score && o.tie > best.tie &&
+                                                   score != GP_SCORE_FGD))
+            best = o;
+    }
+    return best;
+}
+
+static bool node_usable(const gp_engine *e, uint32_t n, int type)
+{
+    const gp__node *node = &e->fleet.nodes[n];
+    return node->type == type && node->up && !node->draining && !node->held;
+}
+
+/* Put one replica on node n tentatively (saved for rollback). */
+static void take_tentative(gp_engine *e, const gp__job *j, uint32_t n, int gpu, size_t *n_out)
+{
+    gp__node *node = &e->fleet.nodes[n];
+    uint32_t owner = (uint32_t)(j - e->jobs) + 1;
+    gp__tx_save_node(e, n);
+    if (gp__job_shared(j)) {
+        uint32_t gi = node->gpu_first + (uint32_t)gpu;
+        gp__tx_save_gpu(e, gi);
+        gp__share_take_one(e, j, owner, gi, -1);
+        e->scratch.out[*n_out] = gi;
+        e->scratch.slot[(*n_out)++] = -1;
+        return;
+    }
+    node->cpu_used += j->cpu;
+    node->mem_used += j->mem;
+    if (j->gpus == 0) {
+        e->scratch.out[(*n_out)++] = node->gpu_first;
+        return;
+    }
+    int need = j->gpus;
+    for (int i = 0; i < node->gpu_count && need > 0; i++) {
+        uint32_t gi = node->gpu_first + (uint32_t)i;
+        if (gp__gpu_is_free(&e->fleet.gpus[gi])) {
+            gp__tx_save_gpu(e, gi);
+            e->fleet.gpus[gi].owner = owner;
+            e->scratch.out[(*n_out)++] = gi;
+            need--;
+        }
+    }
+}
+
+int gp__place_scored(gp_engine *e, const gp__job *j, int type)
+{
+    gp__fleet *f = &e->fleet;
+    bool shares = j->isolation == GP_ISO_MPS, cpu_only = j->isolation == GP_ISO_EXCLUSIVE && j->gpus == 0;
+    bool whole = j->isolation == GP_ISO_EXCLUSIVE && j->gpus > 0;
+    if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE || j->topology != GP_TOPO_ANY ||
+        (whole && !f->all_paper_scores))
+        return -1;
+    if (e->mix.dirty)
+        mix_typical(&e->mix);
+    if (!gp__scratch_reserve(e, gp__placed_count(j)))
+        return 0;
+    size_t n_out = 0;
+    bool ok = true;
+    for (int r = 0; r < j->replicas && ok; r++) {
+        uint32_t best = GP__NONE;
+        option best_o = {.ok = false};
+        uint32_t ties = 0;
+        for (size_t n = 0; n < f->n_nodes; n++) {
+            if (!node_usable(e, (uint32_t)n, type))
+                continue;
+            gp__pool *pool = &f->pools[f->nodes[n].pool];
+            gp_score score = pool->spec.score;
+            if (!shares && !cpu_only && score == GP_SCORE_DEFAULT)
+                continue;
+            node_view v;
+            view_of(e, (uint32_t)n, &v);
+            if (whole && f->nodes[n].free < j->gpus)
+                continue;
+            option o = evaluate(e, j, (uint32_t)n, &v, score);
+            if (!o.ok)
+                continue;
+            bool take;
+            if (best == GP__NONE || o.score > best_o.score) {
+                take = true;
+                ties = 1;
+            } else if (o.score < best_o.score) {
+                take = false;
+            } else if (score == GP_SCORE_DEFAULT) {
+                take = o.tie > best_o.tie;
+            } else { /* equal integer scores: uniform choice among them */
+                ties++;
+                take = rng_next(&pool->rng) % ties == 0;
+            }
+            if (take) {
+                best = (uint32_t)n;
+                best_o = o;
+            }
+        }
+        if (best == GP__NONE)
+            ok = false;
+        else
+            take_tentative(e, j, best, best_o.gpu, &n_out);
+    }
+    gp__tx_rollback(e);
+    return ok ? 1 : 0;
+}

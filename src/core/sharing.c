@@ -1,0 +1,451 @@
+/* sharing.c - GPUs shared by several jobs: MIG, MPS and time-slicing.
+ *
+ * The operator sets each GPU's mode (node config); the engine never mixes
+ * modes on one GPU.  A job asks for a share per replica:
+ *
+ *   mig        a GPU instance of a profile ("1g.10gb"): hardware isolation,
+ *              open to untrusted tenants.  Counted as compute/7 of a GPU.
+ *   mps        a share of the SMs (milli-GPUs) and a memory limit; the sums
+ *              on a GPU stay within 1000 and the GPU's memory.
+ *   timeslice  one of the pool's N replicas (default 4, 1..8) of a GPU;
+ *              counted as 1000/N; interactive and inference work only, and
+ *              always burstable.
+ *
+ * Trust.  Untrusted tenants get only exclusive GPUs or MIG instances.  An
+ * MPS or time-sliced GPU hosts one trust domain (the org, the top-level
+ * tenant) at a time: the first job claims the GPU for its org until the
+ * GPU is empty again.  A MIG GPU that hosts an untrusted tenant's instance
+ * hosts only that tenant's instances until they are gone, so an untrusted
+ * tenant never shares a GPU with anyone.  An empty MPS GPU may also run one
+ * whole-GPU (exclusive) job.
+ *
+ * MIG layouts change with demand: a replica reuses an idle instance of its
+ * profile when there is one, else creates one in free memory slices, else
+ * destroys idle instances in the way; running instances are never touched.
+ * A GPU's layout changes at most once per mig_reconfigure_interval_s
+ * (several creations at the same moment are one change).  Every change is
+ * a RECONFIGURE decision before the BIND that uses it.
+ *
+ * Choosing the GPU (scores other than the node-scoring ones of
+ * fragmentation.c): best fit (the GPU with the least room left after the
+ * replica, so empty GPUs stay empty for whole-GPU work), for MIG first
+ * the cheapest change (reuse < create < destroy), then best fit, then the
+ * slot that keeps the most instances placeable; spread does the opposite
+ * of best fit.
+ *
+ * Example: two H100-80GB in MIG mode, g0 with 3g.40gb@4 busy, g1 empty.
+ * A 1g.10gb replica goes to g0 (no change is cheaper on neither; both need
+ * a create; g0 is fuller), at the slot that keeps most placements: @0..3
+ * are equal for 1g, so @0 is kept for 4g? no, 4g cannot fit beside a 3g
+ * anyway; 1g@3 keeps 2g@0 possible, so slot 3 wins.
+ */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static gp_sharing mode_of(gp_isolation iso)
+{
+    switch (iso) {
+    case GP_ISO_MIG: return GP_SHARING_MIG;
+    case GP_ISO_MPS: return GP_SHARING_MPS;
+    case GP_ISO_TIMESLICE: return GP_SHARING_TIMESLICE;
+    default: return GP_SHARING_EXCLUSIVE;
+    }
+}
+
+/* ---- pools ---- */
+
+uint32_t gp__pool_get(gp_engine *e, const char *name)
+{
+    gp__fleet *f = &e->fleet;
+    if (!name || !name[0])
+        name = "default";
+    for (size_t p = 0; p < f->n_pools; p++)
+        if (strcmp(f->pools[p].name, name) == 0)
+            return (uint32_t)p;
+    if (!GP__GROW(f->pools, f->n_pools, f->cap_pools))
+        return GP__NONE;
+    gp__pool *p = &f->pools[f->n_pools];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->spec.timeslice_replicas = 4;
+    return (uint32_t)f->n_pools++;
+}
+
+int gp__pool_timeslice(const gp_engine *e, uint32_t pool)
+{
+    return pool < e->fleet.n_pools ? e->fleet.pools[pool].spec.timeslice_replicas : 4;
+}
+
+gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
+{
+    if (!e || !spec)
+        return gp_error_set(err, GP_ERR_INVALID, "pool", "engine and spec are required");
+    if (!pool || !pool[0] || strlen(pool) >= GP_NAME_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "pool", "pool name must be 1..%d characters", GP_NAME_MAX - 1);
+    if (spec->score < GP_SCORE_DEFAULT || spec->score > GP_SCORE_SPREAD)
+        return gp_error_set(err, GP_ERR_INVALID, "score", "unknown placement score");
+    if (spec->timeslice_replicas < 0 || spec->timeslice_replicas > 8)
+        return gp_error_set(err, GP_ERR_INVALID, "timeslice_replicas", "timeslice_replicas must be 1..8 (0 = 4)");
+    uint32_t p = gp__pool_get(e, pool);
+    if (p == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOMEM, "pool", "out of memory");
+    gp__pool *pl = &e->fleet.pools[p];
+    pl->spec = *spec;
+    if (pl->spec.timeslice_replicas == 0)
+        pl->spec.timeslice_replicas = 4;
+    pl->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15ULL;
+    e->fleet.all_paper_scores = true;
+    for (size_t i = 0; i < e->fleet.n_pools; i++)
+        e->fleet.all_paper_scores &= e->fleet.pools[i].spec.score != GP_SCORE_DEFAULT;
+    return GP_OK;
+}
+
+/* ---- tentative changes ---- */
+
+void gp__tx_save_gpu(gp_engine *e, uint32_t gpu)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = 0; i < s->n_saved_gpus; i++)
+        if (s->saved_gpu_idx[i] == gpu)
+            return;
+    if (!gp__grow((void **)&s->saved_gpus, &s->cap_saved_gpus, s->n_saved_gpus + 1, sizeof *s->saved_gpus))
+        return;
+    size_t cap = 0; /* the index array grows with the same capacity */
+    s->saved_gpu_idx = realloc(s->saved_gpu_idx, s->cap_saved_gpus * sizeof *s->saved_gpu_idx);
+    (void)cap;
+    if (!s->saved_gpu_idx)
+        return;
+    s->saved_gpus[s->n_saved_gpus] = e->fleet.gpus[gpu];
+    s->saved_gpu_idx[s->n_saved_gpus++] = gpu;
+}
+
+void gp__tx_save_node(gp_engine *e, uint32_t node)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = 0; i < s->n_saved_nodes; i++)
+        if (s->saved_node_idx[i] == node)
+            return;
+    if (!gp__grow((void **)&s->saved_nodes, &s->cap_saved_nodes, s->n_saved_nodes + 1, sizeof *s->saved_nodes))
+        return;
+    s->saved_node_idx = realloc(s->saved_node_idx, s->cap_saved_nodes * sizeof *s->saved_node_idx);
+    if (!s->saved_node_idx)
+        return;
+    s->saved_nodes[s->n_saved_nodes] = e->fleet.nodes[node];
+    s->saved_node_idx[s->n_saved_nodes++] = node;
+}
+
+void gp__tx_rollback(gp_engine *e)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = s->n_saved_gpus; i-- > 0;)
+        e->fleet.gpus[s->saved_gpu_idx[i]] = s->saved_gpus[i];
+    for (size_t i = s->n_saved_nodes; i-- > 0;) { /* only the tentative fields */
+        gp__node *n = &e->fleet.nodes[s->saved_node_idx[i]];
+        n->cpu_used = s->saved_nodes[i].cpu_used;
+        n->mem_used = s->saved_nodes[i].mem_used;
+        n->replicas = s->saved_nodes[i].replicas;
+    }
+    s->n_saved_gpus = s->n_saved_nodes = 0;
+}
+
+/* ---- one replica on one GPU ---- */
+
+uint32_t gp__job_org(const gp_engine *e, const gp__job *j)
+{
+    uint32_t t = j->tenant;
+    while (e->tenants[t].parent != GP__NONE)
+        t = e->tenants[t].parent;
+    return t;
+}
+
+int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    switch (j->isolation) {
+    case GP_ISO_MIG:
+        if (g && g->mig_model >= 0) {
+            int p = gp__mig_profile_find(g->mig_model, j->mig_profile);
+            return p >= 0 ? gp__mig_profile_milli(g->mig_model, p) : 0;
+        }
+        return gp__mig_name_milli(j->mig_profile);
+    case GP_ISO_MPS: return j->mps_milli;
+    case GP_ISO_TIMESLICE: {
+        if (g)
+            return 1000 / gp__pool_timeslice(e, e->fleet.nodes[g->node].pool);
+        int least = 8; /* admission before placement: the largest share any pool gives */
+        for (size_t p = 0; p < e->fleet.n_pools; p++)
+            if (e->fleet.pools[p].spec.timeslice_replicas < least)
+                least = e->fleet.pools[p].spec.timeslice_replicas;
+        return 1000 / (least > 0 ? least : 1);
+    }
+    default: return j->gpus * 1000;
+    }
+}
+
+static int64_t replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    int64_t gpu_mem = e->fleet.nodes[g->node].gpu_mem_mib;
+    if (j->isolation == GP_ISO_MPS)
+        return j->share_mem > 0 ? j->share_mem : gpu_mem * j->mps_milli / 1000;
+    return 0;
+}
+
+static bool may_reconfigure(const gp_engine *e, const gp__gpu *g)
+{
+    return g->reconfigured_at < 0 || g->reconfigured_at == e->now ||
+           e->now - g->reconfigured_at >= e->cfg.mig_reconfigure_interval_s;
+}
+
+static bool trust_allows(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    if (j->isolation == GP_ISO_MIG) {
+        if (e->tenants[j->tenant].untrusted)
+            return g->trust == j->tenant || (g->trust == GP__NONE && g->jobs == 0);
+        return g->trust == GP__NONE;
+    }
+    return g->trust == GP__NONE || g->trust == gp__job_org(e, j);
+}
+
+/* Whether one replica of j fits on GPU gi now; for MIG, which slot. */
+static bool replica_fits(const gp_engine *e, const gp__job *j, uint32_t gi, gp__mig_choice *mig)
+{
+    const gp__gpu *g = &e->fleet.gpus[gi];
+    const gp__node *n = &e->fleet.nodes[g->node];
+    if (!n->up || n->draining || !g->healthy || g->claim || g->owner || g->sharing != mode_of(j->isolation))
+        return false;
+    if ((j->cpu > 0 && n->cpu_cap - n->cpu_used < j->cpu) || (j->mem > 0 && n->mem_cap - n->mem_used < j->mem))
+        return false;
+    if (!trust_allows(e, j, g))
+        return false;
+    switch (j->isolation) {
+    case GP_ISO_MIG: {
+        int p = g->mig_model >= 0 ? gp__mig_profile_find(g->mig_model, j->mig_profile) : -1;
+        if (p < 0)
+            return false;
+        *mig = gp__mig_choose(g, p, may_reconfigure(e, g));
+        return mig->kind != GP__MIG_NONE;
+    }
+    case GP_ISO_TIMESLICE:
+        return g->jobs < gp__pool_timeslice(e, n->pool);
+    default:
+        return false;
+    }
+}
+
+/* Put one replica (owner = job + 1) on GPU gi; returns true when a MIG
+ * layout changed.  The caller saved what it needs to undo. */
+bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t gi, int start)
+{
+    gp__gpu *g = &e->fleet.gpus[gi];
+    gp__node *n = &e->fleet.nodes[g->node];
+    bool changed = false;
+    if (j->isolation == GP_ISO_MIG) {
+        changed = gp__mig_take(g, gp__mig_profile_find(g->mig_model, j->mig_profile), start, owner);
+        if (e->tenants[j->tenant].untrusted)
+            g->trust = j->tenant;
+    } else {
+        g->trust = gp__job_org(e, j);
+    }
+    g->used_milli = (uint16_t)(g->used_milli + gp__replica_milli(e, j, g));
+    g->used_mem += replica_mem(e, j, g);
+    g->jobs++;
+    n->cpu_used += j->cpu;
+    n->mem_used += j->mem;
+    n->replicas++;
+    return changed;
+}
+
+static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t gi, int start)
+{
+    gp__gpu *g = &e->fleet.gpus[gi];
+    gp__node *n = &e->fleet.nodes[g->node];
+    if (j->isolation == GP_ISO_MIG)
+        gp__mig_give(g, owner, start);
+    g->used_milli = (uint16_t)(g->used_milli - gp__replica_milli(e, j, g));
+    g->used_mem -= replica_mem(e, j, g);
+    g->jobs--;
+    if (g->jobs == 0)
+        g->trust = GP__NONE;
+    n->cpu_used -= j->cpu;
+    n->mem_used -= j->mem;
+    n->replicas--;
+}
+
+/* ---- choosing GPUs ---- */
+
+typedef struct candidate {
+    int kind;         /* MIG change class, 0 otherwise */
+    int room;         /* capacity left on the GPU after the replica */
+    int keeps;        /* MIG: placements kept */
+} candidate;
+
+static bool better(const candidate *a, const candidate *b, gp_score score)
+{
+    if (a->kind != b->kind)
+        return a->kind < b->kind;
+    if (a->room != b->room)
+        return score == GP_SCORE_SPREAD ? a->room > b->room : a->room < b->room;
+    return a->keeps > b->keeps;
+}
+
+static candidate describe(const gp_engine *e, const gp__job *j, uint32_t gi, const gp__mig_choice *mig)
+{
+    const gp__gpu *g = &e->fleet.gpus[gi];
+    candidate c = {0, 0, 0};
+    switch (j->isolation) {
+    case GP_ISO_MIG:
+        c.kind = mig->kind;
+        c.room = 8 - __builtin_popcount(gp__mig_mask(g, true)) - 1;
+        c.keeps = mig->keeps;
+        break;
+    case GP_ISO_TIMESLICE:
+        c.room = gp__pool_timeslice(e, e->fleet.nodes[g->node].pool) - g->jobs - 1;
+        break;
+    default: /* MPS shares are placed by fragmentation.c */
+        break;
+    }
+    return c;
+}
+
+bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
+{
+    gp__fleet *f = &e->fleet;
+    gp_sharing mode = mode_of(j->isolation);
+    const uint32_t *list = f->shared[mode][type];
+    size_t n = f->n_shared[mode][type];
+    if (n == 0 || !gp__scratch_reserve(e, (size_t)j->replicas))
+        return false;
+    uint32_t owner = (uint32_t)(j - e->jobs) + 1;
+    bool ok = true;
+    for (int r = 0; r < j->replicas && ok; r++) {
+        uint32_t best = GP__NONE;
+        candidate best_c = {0, 0, 0};
+        gp__mig_choice best_mig = {.kind = GP__MIG_NONE};
+        for (size_t i = 0; i < n; i++) {
+            gp__mig_choice mig = {.kind = GP__MIG_NONE};
+            if (!replica_fits(e, j, list[i], &mig))
+                continue;
+            candidate c = describe(e, j, list[i], &mig);
+            uint32_t pool = f->nodes[f->gpus[list[i]].node].pool;
+            if (best == GP__NONE || better(&c, &best_c, f->pools[pool].spec.score)) {
+                best = list[i];
+                best_c = c;
+                best_mig = mig;
+            }
+        }
+        if (best == GP__NONE) {
+            ok = false;
+            break;
+        }
+        gp__tx_save_gpu(e, best);
+        gp__tx_save_node(e, f->gpus[best].node);
+        int start = j->isolation == GP_ISO_MIG ? best_mig.start : -1;
+        gp__share_take_one(e, j, owner, best, start);
+        e->scratch.out[r] = best;
+        e->scratch.slot[r] = (int8_t)start;
+    }
+    gp__tx_rollback(e);
+    return ok;
+}
+
+/* ---- placed jobs ---- */
+
+static void emit_reconfigure(gp_engine *e, uint32_t gi)
+{
+    gp__gpu *g = &e->fleet.gpus[gi];
+    g->reconfigured_at = e->now;
+    gp_decision *d = gp__decision_push(e, GP_DEC_RECONFIGURE, 0);
+    if (!d)
+        return;
+    snprintf(d->node, sizeof d->node, "%s", e->fleet.nodes[g->node].name);
+    d->gpu_index = g->index;
+    gp__mig_layout_format(g, d->mig_layout, sizeof d->mig_layout);
+}
+
+void gp__shared_take(gp_engine *e, uint32_t job, bool emit)
+{
+    gp__job *j = &e->jobs[job];
+    j->milli_total = 0;
+    for (int r = 0; r < j->replicas; r++) {
+        uint32_t gi = j->placed[r];
+        bool changed = gp__share_take_one(e, j, job + 1, gi, j->slot[r]);
+        j->milli_total += gp__replica_milli(e, j, &e->fleet.gpus[gi]);
+        if (changed && emit)
+            emit_reconfigure(e, gi);
+        if (r + 1 == j->replicas || e->fleet.gpus[j->placed[r + 1]].node != e->fleet.gpus[gi].node)
+            gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node);
+    }
+}
+
+void gp__shared_give(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    for (int r = 0; r < j->replicas; r++) {
+        uint32_t gi = j->placed[r];
+        replica_give(e, j, job + 1, gi, j->slot[r]);
+        gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node);
+    }
+}
+
+/* ---- self-check ---- */
+
+gp_err gp__shared_check(const gp_engine *e, gp_error *err)
+{
+    const gp__fleet *f = &e->fleet;
+    size_t n = f->n_gpus ? f->n_gpus : 1;
+    int *milli = calloc(n, sizeof *milli), *jobs = calloc(n, sizeof *jobs);
+    int64_t *mem = calloc(n, sizeof *mem);
+    uint32_t *domain = malloc(n * sizeof *domain);
+    gp_err rc = GP_OK;
+    if (!milli || !jobs || !mem || !domain)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
+    for (size_t i = 0; domain && i < n; i++)
+        domain[i] = GP__NONE;
+    for (size_t i = 0; !rc && i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (!gp__job_shared(j))
+            continue;
+        for (int r = 0; r < j->replicas && !rc; r++) {
+            uint32_t gi = j->placed[r];
+            const gp__gpu *g = &f->gpus[gi];
+            uint32_t dom = j->isolation == GP_ISO_MIG ? (e->tenants[j->tenant].untrusted ? j->tenant : GP__NONE)
+                                                      : gp__job_org(e, j);
+            milli[gi] += gp__replica_milli(e, j, g);
+            mem[gi] += replica_mem(e, j, g);
+            jobs[gi]++;
+            if (g->sharing != mode_of(j->isolation))
+                rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu holds a slice of a GPU in another mode",
+                                  (unsigned long long)j->id);
+            else if (j->isolation != GP_ISO_MIG && domain[gi] != GP__NONE && domain[gi] != dom)
+                rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "two trust domains share GPU %u", gi);
+            else if (j->isolation == GP_ISO_MIG && e->tenants[j->tenant].untrusted && g->trust != j->tenant)
+                rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "untrusted job %llu shares a MIG GPU",
+                                  (unsigned long long)j->id);
+            if (j->isolation != GP_ISO_MIG || dom != GP__NONE)
+                domain[gi] = dom;
+        }
+    }
+    for (size_t gi = 0; !rc && gi < f->n_gpus; gi++) {
+        const gp__gpu *g = &f->gpus[gi];
+        if (g->sharing == GP_SHARING_EXCLUSIVE)
+            continue;
+        int64_t gpu_mem = f->nodes[g->node].gpu_mem_mib;
+        if (g->used_milli != milli[gi] || g->jobs != jobs[gi] || g->used_mem != mem[gi])
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "bookkeeping of shared GPU %zu is out of step", gi);
+        else if (milli[gi] > 1000 || (g->sharing == GP_SHARING_MPS && mem[gi] > gpu_mem))
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "GPU %zu is shared beyond its capacity", gi);
+        else if (g->sharing == GP_SHARING_TIMESLICE && jobs[gi] > gp__pool_timeslice(e, f->nodes[g->node].pool))
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "GPU %zu has more time-slice replicas than allowed", gi);
+        else if (g->sharing == GP_SHARING_MIG && !gp__mig_layout_valid(g))
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "MIG instances of GPU %zu overlap", gi);
+        else if (g->owner && jobs[gi])
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "GPU %zu is both whole and shared", gi);
+    }
+    free(milli);
+    free(jobs);
+    free(mem);
+    free(domain);
+    return rc;
+}

@@ -1,0 +1,449 @@
+/* test_reclaim.c - reclaiming lent guarantee by graceful, whole-gang preemption.
+ *
+ * Semantics under test (docs/engine-semantics-draft.md, "Reclaim"): a
+ * GUARANTEED job that cannot be placed picks victims among RUNNING
+ * BURSTABLE jobs (whole jobs): not in cool-down first, then tenants
+ * furthest over their guarantee, lowest priority, least work lost since
+ * the last checkpoint (or bind).  The smallest sufficient set is
+ * preempted: PREEMPT (grace_s = victim's checkpoint_grace_s, by_job,
+ * by_tenant, guarantee_of, work_lost_gpu_s) + TRANSITION
+ * running->preempting.  At deadline = preempt time + grace, or on
+ * job_finished(STOPPED), the victim releases its GPUs and goes back to
+ * PENDING with the same id; the reclaimer waits GP_WAIT_RECLAIM and is
+ * placed by the first pass at or after the deadline.  Grace 0: released in
+ * the same pass.  Guaranteed jobs are never victims.
+ *
+ * Worked example (most tests): one node of 8 H100.  "owner" has a floor of
+ * 4 GPUs it is not using; "borrower" (no floor) fills all 8 GPUs with
+ * 1-GPU jobs, grace 60.  At t=100 the owner submits a 4-GPU job: four
+ * borrower jobs get PREEMPT (grace 60), keep their GPUs until t=160, and
+ * at the tick of t=160 they are PENDING again and the owner's job is bound.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/engine.h"
+#include "support/fleet_builder.h"
+
+enum { OWNER_JOB = 100 };
+
+static void submit_full(tb_world *w, uint64_t id, const char *tenant, int replicas, int gpus, int64_t grace,
+                        int priority, int64_t now)
+{
+    gp_job_spec s = tb_job(id, tenant, grace);
+    s.replicas = replicas;
+    s.gpus = gpus;
+    s.priority = priority;
+    assert_int_equal(tb_submit_spec(w, &s, now, NULL), GP_OK);
+}
+
+static void owner_and_borrower(tb_world *w, int nodes, int gpus_per_node)
+{
+    tb_add_nodes(w, nodes, "H100", gpus_per_node, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 4, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+}
+
+/* The worked example up to the PREEMPTs at t=100.  Fills victims[4]. */
+static void reclaim_scenario(tb_world *w, uint64_t victims[4])
+{
+    owner_and_borrower(w, 1, 8);
+    for (uint64_t id = 1; id <= 8; id++)
+        submit_full(w, id, "borrower", 1, 1, 60, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 4);
+    size_t n = 0, count = 0;
+    const gp_decision *d = gp_engine_decisions(w->e, &count);
+    for (size_t i = 0; i < count; i++)
+        if (d[i].kind == GP_DEC_PREEMPT && n < 4)
+            victims[n++] = d[i].job_id;
+    assert_int_equal(n, 4);
+}
+
+static void preempted_ids(tb_world *w, uint64_t *out, size_t cap, size_t *n)
+{
+    size_t count = 0;
+    *n = 0;
+    const gp_decision *d = gp_engine_decisions(w->e, &count);
+    for (size_t i = 0; i < count; i++)
+        if (d[i].kind == GP_DEC_PREEMPT && *n < cap)
+            out[(*n)++] = d[i].job_id;
+}
+
+/* ---- grace ---- */
+
+static void victim_keeps_its_gpus_during_grace(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    for (int i = 0; i < 4; i++) {
+        const gp_decision *p = tb_find(w, victims[i], GP_DEC_PREEMPT);
+        assert_int_equal(p->grace_s, 60);
+        assert_non_null(tb_find_transition(w, victims[i], GP_JOB_RUNNING, GP_JOB_PREEMPTING));
+        gp_job_info info = tb_info(w, victims[i]);
+        assert_int_equal(info.state, GP_JOB_PREEMPTING);
+        assert_int_equal(info.preempt_deadline, 160);
+        uint32_t gpu;
+        assert_int_equal(gp_engine_job_gpus(w->e, victims[i], &gpu, 1), 1);
+        assert_int_equal(tb_gpu(w, gpu).job, victims[i]);
+    }
+    assert_int_equal(tb_tick(w, 159, GP_DEC_TRANSITION), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(tb_state(w, victims[i]), GP_JOB_PREEMPTING);
+    tb_assert_gpus_consistent(w);
+}
+
+static void reclaimer_is_placed_at_the_deadline_and_not_before(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    assert_null(tb_find(w, OWNER_JOB, GP_DEC_BIND));
+    gp_job_info info = tb_info(w, OWNER_JOB);
+    assert_int_equal(info.wait.code, GP_WAIT_RECLAIM);
+    assert_int_equal(info.wait.a, 4);
+    assert_int_equal(info.wait.time, 160);
+
+    assert_int_equal(tb_tick(w, 159, GP_DEC_BIND), 0);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_PENDING);
+
+    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 1);
+    assert_non_null(tb_find(w, OWNER_JOB, GP_DEC_BIND));
+    info = tb_info(w, OWNER_JOB);
+    assert_int_equal(info.state, GP_JOB_RUNNING);
+    assert_int_equal(info.bind_time, 160);
+    assert_int_equal(info.cls, GP_CLASS_GUARANTEED);
+    tb_assert_gpus_consistent(w);
+}
+
+static void victim_is_requeued_pending_with_the_same_id(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    tb_tick(w, 160, GP_DEC_BIND);
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(tb_find_transition(w, victims[i], GP_JOB_PREEMPTING, GP_JOB_PENDING));
+        gp_job_info info = tb_info(w, victims[i]);
+        assert_int_equal(info.id, victims[i]);
+        assert_int_equal(info.state, GP_JOB_PENDING);
+        assert_int_equal(info.preemptions, 1);
+        uint32_t gpu;
+        assert_int_equal(gp_engine_job_gpus(w->e, victims[i], &gpu, 1), 0);
+    }
+    /* 4 borrower + 4 owner GPUs: the fleet is full, victims wait */
+    assert_int_equal(tb_jobs_holding(w, "borrower"), 4);
+    assert_int_equal(tb_jobs_in_state(w, "borrower", GP_JOB_PENDING), 4);
+    assert_int_equal(tb_free_gpus(w), 0);
+}
+
+static void grace_zero_victim_is_released_in_the_same_pass(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    submit_full(w, 1, "borrower", 1, 8, 0, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, OWNER_JOB, GP_DEC_BIND));
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+}
+
+static void finished_stopped_ends_the_grace_early(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    submit_full(w, 1, "borrower", 1, 8, 300, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_info(w, 1).preempt_deadline, 400);
+
+    gp_engine_decisions_clear(w->e);
+    tb_finish(w, 1, GP_EXIT_STOPPED, 120); /* the victim checkpointed and left early */
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+    uint32_t gpu;
+    assert_int_equal(gp_engine_job_gpus(w->e, 1, &gpu, 1), 0);
+    tb_advance(w, 120);
+    const gp_decision *bind = tb_find(w, OWNER_JOB, GP_DEC_BIND);
+    assert_non_null(bind);
+    assert_int_equal(bind->time, 120);
+    assert_int_equal(tb_info(w, OWNER_JOB).bind_time, 120);
+}
+
+/* ---- whole gangs ---- */
+
+static void whole_gang_is_preempted_and_released_at_once(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 2, 4);                   /* n00, n01: 4 GPUs each */
+    submit_full(w, 1, "borrower", 2, 4, 30, 0, 0); /* the gang takes all 8 */
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    uint32_t gang_gpus[8];
+    assert_int_equal(gp_engine_job_gpus(w->e, 1, gang_gpus, 8), 8);
+
+    /* the owner needs 4 = one replica's worth; the whole gang goes */
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_count_for_job(w, 1, GP_DEC_PREEMPT), 1);
+    /* every replica's work counts: 2 replicas x 4 GPUs x (100 - bind 0) */
+    assert_int_equal(tb_find(w, 1, GP_DEC_PREEMPT)->work_lost_gpu_s, 800);
+
+    tb_tick(w, 129, GP_DEC_BIND);
+    for (int i = 0; i < 8; i++) /* nothing released early, replica by replica */
+        assert_int_equal(tb_gpu(w, gang_gpus[i]).job, 1);
+
+    assert_int_equal(tb_tick(w, 130, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+    for (int i = 0; i < 8; i++)
+        assert_int_not_equal(tb_gpu(w, gang_gpus[i]).job, 1);
+    assert_int_equal(tb_gpus_held(w, "owner"), 4);
+    assert_int_equal(tb_free_gpus(w), 4); /* the gang needs 8: it waits */
+    tb_assert_gpus_consistent(w);
+}
+
+/* ---- who is a victim ---- */
+
+static void guaranteed_jobs_are_never_preempted(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 4, -1);
+    tb_tenant(w, "borrower", "H100", 4, -1);
+    for (uint64_t id = 1; id <= 8; id++)
+        submit_full(w, id, "borrower", 1, 1, 10, 0, (int64_t)id);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 8);
+    for (uint64_t id = 1; id <= 8; id++) /* oldest four under the floor */
+        assert_int_equal(tb_info(w, id).cls, id <= 4 ? GP_CLASS_GUARANTEED : GP_CLASS_BURSTABLE);
+
+    for (uint64_t id = 101; id <= 104; id++)
+        submit_full(w, id, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 4);
+    for (uint64_t id = 1; id <= 4; id++)
+        assert_null(tb_find(w, id, GP_DEC_PREEMPT));
+    for (uint64_t id = 5; id <= 8; id++)
+        assert_non_null(tb_find(w, id, GP_DEC_PREEMPT));
+
+    assert_int_equal(tb_tick(w, 110, GP_DEC_BIND), 4); /* grace 10 over */
+    for (int64_t t = 120; t <= 200; t += 40)
+        assert_int_equal(tb_tick(w, t, GP_DEC_PREEMPT), 0);
+    for (uint64_t id = 1; id <= 4; id++)
+        assert_int_equal(tb_state(w, id), GP_JOB_RUNNING);
+}
+
+static void burstable_job_never_preempts(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    tb_submit_many(w, 1, 8, "borrower", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 6, 0, 0, 100); /* 6 > floor 4: burstable */
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_PENDING);
+}
+
+static void lowest_priority_victims_go_first(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    const int prio[8] = {5, 3, 7, -2, 9, 0, 1, 4}; /* jobs 1..8 */
+    for (uint64_t id = 1; id <= 8; id++)
+        submit_full(w, id, "borrower", 1, 1, 0, prio[id - 1], 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    /* two GPUs needed: the two lowest, job 4 (-2) and job 6 (0) */
+    submit_full(w, OWNER_JOB, "owner", 1, 2, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 2);
+    assert_non_null(tb_find(w, 4, GP_DEC_PREEMPT));
+    assert_non_null(tb_find(w, 6, GP_DEC_PREEMPT));
+}
+
+static void least_work_lost_victim_goes_first(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    for (uint64_t id = 1; id <= 4; id++) /* four 2-GPU jobs bound at t=0 */
+        submit_full(w, id, "borrower", 1, 2, 0, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 4);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 1, 100, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 3, 500, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 2, 900, NULL), GP_OK);
+    /* job 4 never checkpointed.  Lost at t=1000: 1: 2*900, 2: 2*100, 3: 2*500, 4: 2*1000 */
+    submit_full(w, OWNER_JOB, "owner", 1, 2, 0, 0, 1000);
+    assert_int_equal(tb_tick(w, 1000, GP_DEC_PREEMPT), 1);
+    const gp_decision *p = tb_find(w, 2, GP_DEC_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->work_lost_gpu_s, 200);
+    assert_int_equal(tb_info(w, 2).last_checkpoint, 900);
+}
+
+static void victims_come_from_the_tenant_furthest_over_first(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    tb_tenant(w, "x", "H100", -1, -1);
+    tb_tenant(w, "y", "H100", -1, -1);
+    for (uint64_t id = 1; id <= 3; id++) /* x: 3 GPUs over, low priority */
+        submit_full(w, id, "x", 1, 1, 0, -10, 0);
+    for (uint64_t id = 11; id <= 15; id++) /* y: 5 GPUs over, high priority */
+        submit_full(w, id, "y", 1, 1, 0, 10, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    /* tenant order comes before priority: the victim is one of y's */
+    submit_full(w, OWNER_JOB, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    uint64_t victim = 0;
+    size_t n = 0;
+    preempted_ids(w, &victim, 1, &n);
+    assert_true(victim >= 11 && victim <= 15);
+}
+
+/* ---- cool-down and claims ---- */
+
+static void recently_preempted_job_is_a_victim_of_last_resort(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 2, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, "borrower", 1, 1, 0, 0, 0);  /* A */
+    submit_full(w, 2, "borrower", 1, 1, 0, -5, 0); /* B: lower priority */
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+
+    submit_full(w, 101, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT)); /* B, the lower priority */
+    tb_finish(w, 101, GP_EXIT_SUCCEEDED, 200);
+    assert_int_equal(tb_tick(w, 200, GP_DEC_BIND), 1); /* B runs again */
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+
+    /* t=300: B was preempted 200 s ago, inside the default 600 s cool-down:
+     * A goes although B has the lower priority */
+    submit_full(w, 102, "owner", 1, 1, 0, 0, 300);
+    assert_int_equal(tb_tick(w, 300, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+}
+
+static void claimed_gpus_are_not_given_to_others(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    tb_tenant(w, "other", "H100", -1, -1);
+    for (uint64_t id = 1; id <= 4; id++) /* four 2-GPU jobs, grace 100 */
+        submit_full(w, id, "borrower", 1, 2, 100, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 4);
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 2);
+    uint64_t victims[2];
+    size_t n = 0;
+    preempted_ids(w, victims, 2, &n);
+    assert_int_equal(n, 2);
+
+    /* one victim leaves early: its 2 GPUs are free but claimed for the owner */
+    tb_finish(w, victims[0], GP_EXIT_STOPPED, 120);
+    submit_full(w, 50, "other", 1, 1, 0, 0, 120);
+    assert_int_equal(tb_tick(w, 120, GP_DEC_BIND), 0);
+    assert_int_equal(tb_state(w, 50), GP_JOB_PENDING);
+
+    assert_int_equal(tb_tick(w, 200, GP_DEC_BIND), 1); /* second deadline */
+    assert_non_null(tb_find(w, OWNER_JOB, GP_DEC_BIND));
+    tb_assert_gpus_consistent(w);
+}
+
+static void cancelled_reclaimer_leaves_no_gpu_claimed(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims); /* 4 victims, deadline 160 */
+    assert_int_equal(gp_engine_job_cancel(w->e, OWNER_JOB, 120, NULL), GP_OK);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_CANCELLED);
+    /* the victims were signalled and still leave at 160; their GPUs must go
+     * back to the pool: the four victims are pending, so they take them */
+    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 4);
+    assert_int_equal(tb_jobs_holding(w, "borrower"), 8);
+    assert_int_equal(tb_free_gpus(w), 0);
+    tb_assert_gpus_consistent(w);
+}
+
+static void victim_node_lost_during_grace_reclaims_elsewhere(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 2, 4); /* n00, n01: 4 GPUs each */
+    submit_full(w, 1, "borrower", 1, 4, 60, 0, 0);
+    submit_full(w, 2, "borrower", 1, 4, 60, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    submit_full(w, OWNER_JOB, "owner", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    uint64_t victim = 0, other = 0;
+    size_t n = 0;
+    preempted_ids(w, &victim, 1, &n);
+    other = victim == 1 ? 2 : 1;
+    gp_node_info lost;
+    assert_true(gp_engine_node_get(w->e, tb_job_node(w, victim), &lost));
+
+    /* the victim's node dies inside the grace: the GPUs claimed for the
+     * owner are gone; the owner is still owed 4 GPUs and the other
+     * borrower job is the only place left */
+    assert_int_equal(gp_engine_node_lost(w->e, lost.name, 120, NULL), GP_OK);
+    assert_int_equal(tb_state(w, victim), GP_JOB_PENDING);
+    tb_tick(w, 120, GP_DEC_BIND);
+    assert_null(tb_find(w, OWNER_JOB, GP_DEC_BIND)); /* nothing free on up nodes */
+    assert_non_null(tb_find(w, other, GP_DEC_PREEMPT));
+    assert_int_equal(tb_tick(w, 180, GP_DEC_BIND), 1); /* 120 + grace 60 */
+    assert_non_null(tb_find(w, OWNER_JOB, GP_DEC_BIND));
+    assert_int_not_equal(tb_job_node(w, OWNER_JOB), tb_node_index(w, lost.name));
+    tb_assert_gpus_consistent(w);
+}
+
+/* ---- what PREEMPT says ---- */
+
+static void preempt_names_reclaimer_guarantee_and_work_lost(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "acme", "H100", 4, -1);
+    tb_tenant(w, "acme/ml", "H100", -1, -1); /* guaranteed through acme's floor */
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, "borrower", 1, 8, 45, 0, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    submit_full(w, OWNER_JOB, "acme/ml", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    const gp_decision *p = tb_find(w, 1, GP_DEC_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->time, 100);
+    assert_int_equal(p->grace_s, 45);
+    assert_int_equal(p->by_job, OWNER_JOB);
+    assert_string_equal(p->by_tenant, "acme/ml");
+    assert_string_equal(p->guarantee_of, "acme");
+    assert_int_equal(p->work_lost_gpu_s, 8 * (100 - 10)); /* no checkpoint: since bind */
+    assert_true(p->reason[0] != '\0');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TB_TEST(victim_keeps_its_gpus_during_grace),
+        TB_TEST(reclaimer_is_placed_at_the_deadline_and_not_before),
+        TB_TEST(victim_is_requeued_pending_with_the_same_id),
+        TB_TEST(grace_zero_victim_is_released_in_the_same_pass),
+        TB_TEST(finished_stopped_ends_the_grace_early),
+        TB_TEST(whole_gang_is_preempted_and_released_at_once),
+        TB_TEST(guaranteed_jobs_are_never_preempted),
+        TB_TEST(burstable_job_never_preempts),
+        TB_TEST(lowest_priority_victims_go_first),
+        TB_TEST(least_work_lost_victim_goes_first),
+        TB_TEST(victims_come_from_the_tenant_furthest_over_first),
+        TB_TEST(preempt_names_reclaimer_guarantee_and_work_lost),
+        TB_TEST(recently_preempted_job_is_a_victim_of_last_resort),
+        TB_TEST(claimed_gpus_are_not_given_to_others),
+        TB_TEST(cancelled_reclaimer_leaves_no_gpu_claimed),
+        TB_TEST(victim_node_lost_during_grace_reclaims_elsewhere),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
