@@ -418,13 +418,13 @@ static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
         if (owner)
             gp__job_stop_requeue(e, owner - 1, why);
     }
-    for (size_t r = e->n_running; r-- > 0;) { /* jobs with slices of shared GPUs there */
+    for (size_t r = e->n_running; r-- > 0;) { /* slices of shared GPUs there, CPU-only replicas */
         if (r >= e->n_running)
             continue;
         uint32_t job = e->running[r];
         const gp__job *j = &e->jobs[job];
-        if (!gp__job_shared(j))
-            continue;
+        if (!gp__job_shared(j) && (j->gpus > 0 || only >= 0))
+            continue; /* whole GPUs were handled above; CPU-only jobs go with the whole node */
         for (int k = 0; k < j->replicas; k++) {
             const gp__gpu *g = &e->fleet.gpus[j->placed[k]];
             if (g->node == n && (only < 0 || g->index == only)) {

@@ -137,18 +137,25 @@ gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, siz
             s->n_gpu_types > GP_MAX_GPU_TYPES)
             return gp_error_set(err, GP_ERR_INVALID, "shapes", "shape %zu is out of range", i);
     }
+    int unknown = 0; /* type names are checked before anything changes */
+    for (size_t i = 0; i < n; i++)
+        for (int t = 0; t < shapes[i].n_gpu_types; t++) {
+            const char *name = shapes[i].gpu_types[t];
+            if (!name || !name[0] || strlen(name) >= GP_NAME_MAX)
+                return gp_error_set(err, GP_ERR_INVALID, "shapes", "shape %zu has an empty GPU type", i);
+            unknown += gp__fleet_type_find(&e->fleet, name) < 0;
+        }
+    if (e->fleet.n_types + unknown > GP_MAX_GPU_TYPES)
+        return gp_error_set(err, GP_ERR_INVALID, "shapes", "the shapes name more GPU types than a fleet holds (%d)",
+                            GP_MAX_GPU_TYPES);
     gp__mix *m = &e->mix;
     m->n = 0;
     m->fixed = n > 0;
     for (size_t i = 0; i < n; i++) {
         const gp_workload_shape *s = &shapes[i];
         uint8_t mask = s->n_gpu_types ? 0 : 0xff;
-        for (int t = 0; t < s->n_gpu_types; t++) {
-            int type = s->gpu_types[t] ? gp__fleet_type_intern(&e->fleet, s->gpu_types[t]) : -1;
-            if (type < 0)
-                return gp_error_set(err, GP_ERR_INVALID, "shapes", "shape %zu names no usable GPU type", i);
-            mask |= (uint8_t)(1u << type);
-        }
+        for (int t = 0; t < s->n_gpu_types; t++)
+            mask |= (uint8_t)(1u << gp__fleet_type_intern(&e->fleet, s->gpu_types[t]));
         m->shapes[m->n++] = (gp__shape){s->cpu_millis, s->gpus, s->milli, mask, s->weight};
     }
     m->dirty = true;

@@ -34,10 +34,12 @@
  * of best fit.
  *
  * Example: two H100-80GB in MIG mode, g0 with 3g.40gb@4 busy, g1 empty.
- * A 1g.10gb replica goes to g0 (no change is cheaper on neither; both need
- * a create; g0 is fuller), at the slot that keeps most placements: @0..3
- * are equal for 1g, so @0 is kept for 4g? no, 4g cannot fit beside a 3g
- * anyway; 1g@3 keeps 2g@0 possible, so slot 3 wins.
+ * A 1g.10gb replica goes to g0: both need a create, and g0 is fuller.
+ * Its slot: starts 0..3 keep equally many placements for the other
+ * profiles (a 4g cannot fit beside the 3g anyway), and the lowest start
+ * wins, so 1g.10gb@0.  Layouts are decided one replica at a time: 2g, 2g
+ * then 3g on an empty GPU end as 2g@0, 2g@2, 3g@4, but 2g, 3g, 2g may leave
+ * the last 2g waiting for the next change.
  */
 #include "core/internal.h"
 
@@ -79,6 +81,18 @@ int gp__pool_timeslice(const gp_engine *e, uint32_t pool)
     return pool < e->fleet.n_pools ? e->fleet.pools[pool].spec.timeslice_replicas : 4;
 }
 
+/* Whether a GPU of pool p holds time-slice replicas (their share depends
+ * on the pool's factor, so it may not change under them). */
+static bool timeslice_in_use(const gp_engine *e, uint32_t p)
+{
+    for (size_t g = 0; g < e->fleet.n_gpus; g++) {
+        const gp__gpu *gpu = &e->fleet.gpus[g];
+        if (gpu->sharing == GP_SHARING_TIMESLICE && gpu->jobs > 0 && e->fleet.nodes[gpu->node].pool == p)
+            return true;
+    }
+    return false;
+}
+
 gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
 {
     if (!e || !spec)
@@ -93,6 +107,10 @@ gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *sp
     if (p == GP__NONE)
         return gp_error_set(err, GP_ERR_NOMEM, "pool", "out of memory");
     gp__pool *pl = &e->fleet.pools[p];
+    int factor = spec->timeslice_replicas ? spec->timeslice_replicas : 4;
+    if (factor != pl->spec.timeslice_replicas && timeslice_in_use(e, p))
+        return gp_error_set(err, GP_ERR_CONFLICT, "timeslice_replicas",
+                            "pool %s has time-sliced replicas running; change the factor once they are gone", pool);
     pl->spec = *spec;
     if (pl->spec.timeslice_replicas == 0)
         pl->spec.timeslice_replicas = 4;

@@ -344,6 +344,57 @@ int64_t sb_tenant_gpu_usage(const tb_world *w, const char *path, const char *gpu
     return tb_tenant_info(w, path).usage.v[type];
 }
 
+/* ---- metering books ---- */
+
+bool sb_meter_take(sb_meter *m, const gp_decision *d, char *why, size_t why_len)
+{
+    if (d->kind == GP_DEC_USAGE_OPEN) {
+        if (m->n_open == m->cap_open) {
+            size_t cap = m->cap_open ? 2 * m->cap_open : 64;
+            sb_open_interval *p = realloc(m->open, cap * sizeof *p);
+            if (p == NULL) {
+                snprintf(why, why_len, "out of memory");
+                return false;
+            }
+            m->open = p;
+            m->cap_open = cap;
+        }
+        m->open[m->n_open++] = (sb_open_interval){d->usage.interval_id, d->usage.milli_gpus, d->usage.start};
+    } else if (d->kind == GP_DEC_USAGE_CLOSE) {
+        size_t k = 0;
+        while (k < m->n_open && m->open[k].id != d->usage.interval_id)
+            k++;
+        if (k == m->n_open) {
+            snprintf(why, why_len, "USAGE_CLOSE of interval %llu, which is not open",
+                     (unsigned long long)d->usage.interval_id);
+            return false;
+        }
+        if (m->open[k].milli != d->usage.milli_gpus) {
+            snprintf(why, why_len, "interval %llu opened with %lld mGPU, closed with %lld",
+                     (unsigned long long)d->usage.interval_id, (long long)m->open[k].milli,
+                     (long long)d->usage.milli_gpus);
+            return false;
+        }
+        m->closed += d->usage.milli_gpus * (d->usage.end - d->usage.start);
+        m->open[k] = m->open[--m->n_open];
+    }
+    return true;
+}
+
+int64_t sb_meter_total(const sb_meter *m, int64_t now)
+{
+    int64_t total = m->closed;
+    for (size_t k = 0; k < m->n_open; k++)
+        total += m->open[k].milli * (now - m->open[k].start);
+    return total;
+}
+
+void sb_meter_free(sb_meter *m)
+{
+    free(m->open);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- checks ---- */
 
 int sb_assert_mig_layout_valid(const tb_world *w, uint32_t gpu, const sb_mig_model *m)
@@ -375,8 +426,17 @@ typedef struct gpu_books {
     bool mixed_tenants;
 } gpu_books;
 
+/* Records the first problem and leaves the check (freeing before failing,
+ * so that a failing test does not also report leaks under ASan). */
+#define PROBLEM(...)                                          \
+    do {                                                      \
+        snprintf(problem, sizeof problem, __VA_ARGS__);       \
+        goto done;                                            \
+    } while (0)
+
 void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib)
 {
+    char problem[512] = "";
     size_t n_gpus = gp_engine_gpu_count(w->e);
     gpu_books *books = calloc(n_gpus + 1, sizeof *books);
     gp_slice *slices = calloc(GP_MAX_REPLICAS, sizeof *slices);
@@ -396,7 +456,7 @@ void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib)
         if (!holds || n == 0)
             continue;
         if (n != (size_t)info.replicas)
-            fail_msg("job %llu: %zu slices for %d replicas", (unsigned long long)w->jobs[i], n, info.replicas);
+            PROBLEM("job %llu: %zu slices for %d replicas", (unsigned long long)w->jobs[i], n, info.replicas);
         gp_tenant_info t;
         assert_true(gp_engine_tenant_get(w->e, info.tenant, &t));
         char org[GP_PATH_MAX];
@@ -408,12 +468,12 @@ void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib)
                               : slices[r].kind == GP_ISO_MPS ? GP_SHARING_MPS
                                                              : GP_SHARING_TIMESLICE;
             if (gi.sharing != want)
-                fail_msg("job %llu has a %s slice on a GPU in another mode", (unsigned long long)w->jobs[i],
+                PROBLEM("job %llu has a %s slice on a GPU in another mode", (unsigned long long)w->jobs[i],
                          gp_isolation_name(slices[r].kind));
             if (gi.job != 0)
-                fail_msg("GPU %u has a whole-GPU owner and a slice", (unsigned)slices[r].gpu);
+                PROBLEM("GPU %u has a whole-GPU owner and a slice", (unsigned)slices[r].gpu);
             if (slices[r].kind != GP_ISO_MIG && b->jobs > 0 && strcmp(b->org, org) != 0)
-                fail_msg("orgs %s and %s share GPU %u", b->org, org, (unsigned)slices[r].gpu);
+                PROBLEM("orgs %s and %s share GPU %u", b->org, org, (unsigned)slices[r].gpu);
             if (b->tenant != UINT32_MAX && b->tenant != info.tenant)
                 b->mixed_tenants = true;
             b->tenant = info.tenant;
@@ -431,27 +491,30 @@ void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib)
         gpu_books *b = &books[g];
         if (gi.sharing == GP_SHARING_EXCLUSIVE) {
             if (b->jobs)
-                fail_msg("exclusive GPU %u holds slices", (unsigned)g);
+                PROBLEM("exclusive GPU %u holds slices", (unsigned)g);
             continue;
         }
         if (gi.used_milli != b->milli || gi.jobs != b->jobs)
-            fail_msg("GPU %u: used_milli %d, jobs %d; the slices on it say %d, %d", (unsigned)g, gi.used_milli,
+            PROBLEM("GPU %u: used_milli %d, jobs %d; the slices on it say %d, %d", (unsigned)g, gi.used_milli,
                      gi.jobs, b->milli, b->jobs);
         if (gi.used_milli > 1000)
-            fail_msg("GPU %u is shared beyond 1000 milli (%d)", (unsigned)g, gi.used_milli);
+            PROBLEM("GPU %u is shared beyond 1000 milli (%d)", (unsigned)g, gi.used_milli);
         if (gi.sharing == GP_SHARING_MPS && gpu_mem_mib > 0 && b->mem > gpu_mem_mib)
-            fail_msg("GPU %u: MPS memory limits %lld > %lld MiB", (unsigned)g, (long long)b->mem,
+            PROBLEM("GPU %u: MPS memory limits %lld > %lld MiB", (unsigned)g, (long long)b->mem,
                      (long long)gpu_mem_mib);
         if (b->untrusted_tenant != UINT32_MAX && b->mixed_tenants)
-            fail_msg("GPU %u: an untrusted tenant shares it with another tenant", (unsigned)g);
+            PROBLEM("GPU %u: an untrusted tenant shares it with another tenant", (unsigned)g);
         if (gi.sharing == GP_SHARING_MPS || gi.sharing == GP_SHARING_TIMESLICE) {
             if (strcmp(gi.trust_domain, b->jobs ? b->org : "") != 0)
-                fail_msg("GPU %u: trust_domain \"%s\", its slices are of org \"%s\"", (unsigned)g, gi.trust_domain,
+                PROBLEM("GPU %u: trust_domain \"%s\", its slices are of org \"%s\"", (unsigned)g, gi.trust_domain,
                          b->jobs ? b->org : "");
         }
     }
+done:
     free(books);
     free(slices);
+    if (problem[0] != '\0')
+        fail_msg("%s", problem);
     gp_error err;
     gp_error_clear(&err);
     gp_err rc = gp_engine_check_invariants(w->e, &err);

@@ -145,6 +145,29 @@ int64_t sb_usage_open_milli(const tb_world *w, uint64_t id);
 /* The tenant's usage on one GPU type (milli-GPUs). */
 int64_t sb_tenant_gpu_usage(const tb_world *w, const char *path, const char *gpu_type);
 
+/* ---- metering books ---- */
+
+/* Usage intervals as the decisions open and close them (for tests that
+ * compare metering with their own integral of allocated milli-GPUs). */
+typedef struct sb_open_interval {
+    uint64_t id;
+    int64_t milli, start;
+} sb_open_interval;
+
+typedef struct sb_meter {
+    int64_t closed;              /* sum of milli_gpus x (end - start) over closed intervals */
+    sb_open_interval *open;      /* owned; sb_meter_free() frees it */
+    size_t n_open, cap_open;
+} sb_meter;
+
+/* Takes one decision (only USAGE_OPEN and USAGE_CLOSE matter).  Returns
+ * false, with a sentence in why, for a close of an interval that is not
+ * open or whose milli_gpus differ from its open. */
+bool sb_meter_take(sb_meter *m, const gp_decision *d, char *why, size_t why_len);
+/* Closed milli-GPU-seconds plus the open intervals' up to now. */
+int64_t sb_meter_total(const sb_meter *m, int64_t now);
+void sb_meter_free(sb_meter *m);
+
 /* ---- checks ---- */
 
 /* The GPU's layout parses under model m with no two instances sharing a
