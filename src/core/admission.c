@@ -55,16 +55,31 @@ static gp_wait wait_of(gp_wait_code code, uint32_t tenant, int dim, int64_t a, i
     return w;
 }
 
-gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls)
+/* Whether a limit refusal of a guaranteed-eligible job is only borrowed
+ * usage: at every tenant, guaranteed usage + demand fits the limit. */
+static bool limit_is_borrowed(const gp_engine *e, const gp__job *j, const gp_res *demand)
+{
+    if (j->isolation == GP_ISO_TIMESLICE || !gp__fits_guarantee(e, j->tenant, demand))
+        return false;
+    for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (gp__res_exceeds(&e->tenants[a].guaranteed, demand, &e->tenants[a].limit) >= 0)
+            return false;
+    return true;
+}
+
+gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit)
 {
     gp_res demand;
     gp__job_demand(e, j, type, &demand);
     bool user_checked = j->user == GP__NONE;
+    *borrowed_limit = false;
     for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent) {
         const gp__tenant *t = &e->tenants[a];
         int d = gp__res_exceeds(&t->usage, &demand, &t->limit);
-        if (d >= 0)
+        if (d >= 0) {
+            *borrowed_limit = limit_is_borrowed(e, j, &demand);
             return wait_of(GP_WAIT_LIMIT, a, d, t->usage.v[d], demand.v[d], t->limit.v[d]);
+        }
         if (!user_checked && t->has_user_limit) {
             user_checked = true;
             const gp_res *u = &e->users[j->user].usage;

@@ -20,6 +20,10 @@
  * freed at t = 100 (ends at 160 <= 900); one with 3600 s cannot and waits
  * "held for the reservation of job <gang>".
  *
+ * When no time can be found (running jobs without an expected runtime never
+ * end as far as the sweep knows), only the first GP__RESERVE_TRIES blocked
+ * jobs of a type try in a pass: each sweep walks every running job.
+ *
  * Holds last one pass: each pass clears them and computes them again from
  * the state it finds, so they follow the fleet as it changes.
  */
@@ -29,6 +33,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define GP__RESERVE_TRIES 4
 
 typedef struct release {
     int64_t time;
@@ -237,8 +243,9 @@ bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types)
     if (gp__job_shared(j) || j->gpus == 0)
         return false; /* slices and CPU-only work are small: they never hold nodes */
     for (int t = 0; t < e->fleet.n_types; t++) {
-        if (!(types & (1u << t)) || e->reservation[t].active)
+        if (!(types & (1u << t)) || e->reservation[t].active || e->reserve_tries[t] >= GP__RESERVE_TRIES)
             continue;
+        e->reserve_tries[t]++;
         if (reserve_type(e, job, t)) {
             any = true;
             e->stats.pass_reservations++;

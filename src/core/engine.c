@@ -389,26 +389,49 @@ static void wait_for_capacity(gp_engine *e, gp__job *j, uint8_t types)
                         .a = t0 < e->fleet.n_types ? e->fleet.free[t0] : 0, .b = (int64_t)j->replicas * j->gpus};
 }
 
+/* A guaranteed-eligible job kept out by a limit that borrowers fill. */
+static void reclaim_quota(gp_engine *e, uint32_t job, uint8_t types, const gp_wait *limit)
+{
+    gp__job *j = &e->jobs[job];
+    j->pass_seen = e->pass;
+    e->stats.pass_considered++;
+    if (j->victims_left > 0)
+        return; /* still waiting for the victims' grace (wait says so) */
+    for (int t = 0; t < e->fleet.n_types; t++)
+        if ((types & (1u << t)) && gp__reclaim_limit(e, job, t)) {
+            end_zero_grace_victims(e, j);
+            return;
+        }
+    j->wait = *limit;
+}
+
 static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
 {
     gp__job *j = &e->jobs[job];
     if (j->pass_seen == e->pass)
         return;
-    uint8_t guaranteed = 0, burstable = 0;
+    uint8_t guaranteed = 0, burstable = 0, borrowed_limit = 0;
     gp_wait limit = {.code = GP_WAIT_NONE};
     for (int t = 0; t < e->fleet.n_types; t++) {
         if (!(j->type_mask & (1u << t)))
             continue;
         gp_class cls = GP_CLASS_NONE;
-        gp_wait w = gp__admit(e, j, t, &cls);
+        bool borrowed = false;
+        gp_wait w = gp__admit(e, j, t, &cls, &borrowed);
         if (w.code != GP_WAIT_NONE) {
             if (limit.code == GP_WAIT_NONE)
                 limit = w;
+            if (borrowed)
+                borrowed_limit |= (uint8_t)(1u << t);
         } else if (cls == GP_CLASS_GUARANTEED) {
             guaranteed |= (uint8_t)(1u << t);
         } else {
             burstable |= (uint8_t)(1u << t);
         }
+    }
+    if (p->phase == GP_CLASS_GUARANTEED && !guaranteed && borrowed_limit) {
+        reclaim_quota(e, job, borrowed_limit, &limit);
+        return;
     }
     if (p->phase == GP_CLASS_GUARANTEED && !guaranteed)
         return; /* phase 2 looks at it */
@@ -474,6 +497,7 @@ static void run_pass(gp_engine *e)
     e->stats.pass_considered = e->stats.pass_placed = e->stats.pass_preempted = 0;
     e->stats.pass_reclaim_searches = e->stats.pass_reservations = 0;
     e->reclaim_searches = 0;
+    memset(e->reserve_tries, 0, sizeof e->reserve_tries);
     e->last_placed_tenant = GP__NONE;
     gp__fleet_recount(&e->fleet);
     gp__promote(e);

@@ -397,12 +397,17 @@ gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, g
     return GP_OK;
 }
 
-static gp_err find_node(const gp_engine *e, const char *name, uint32_t *n, gp_error *err)
+/* The checks every event about an existing node starts with; on success
+ * the engine's clock moves to now. */
+static gp_err node_event(gp_engine *e, const char *name, int64_t now, uint32_t *n, gp_error *err)
 {
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
     if (name == NULL || !gp_strmap_get(&e->fleet.node_by_name, name, n))
         return gp_error_set(err, GP_ERR_NOT_FOUND, "node", "no node named %s", name ? name : "(null)");
+    if (now < e->now)
+        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
+    e->now = now;
     return GP_OK;
 }
 
@@ -438,12 +443,9 @@ static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
 gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error *err)
 {
     uint32_t n;
-    gp_err rc = find_node(e, name, &n, err);
+    gp_err rc = node_event(e, name, now, &n, err);
     if (rc)
         return rc;
-    if (now < e->now)
-        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
-    e->now = now;
     gp__node *node = &e->fleet.nodes[n];
     if (!node->up)
         return GP_OK;
@@ -460,12 +462,9 @@ gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error
 gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t now, gp_error *err)
 {
     uint32_t n;
-    gp_err rc = find_node(e, name, &n, err);
+    gp_err rc = node_event(e, name, now, &n, err);
     if (rc)
         return rc;
-    if (now < e->now)
-        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
-    e->now = now;
     gp__node *node = &e->fleet.nodes[n];
     if (node->draining == drain)
         return GP_OK;
@@ -492,16 +491,14 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
                             gp_error *err)
 {
     uint32_t n;
-    gp_err rc = find_node(e, name, &n, err);
+    if (e && name && gp_strmap_get(&e->fleet.node_by_name, name, &n) &&
+        (gpu_index < 0 || gpu_index >= e->fleet.nodes[n].gpu_count)) /* refused before anything moves */
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_index", "node %s has GPUs 0..%d, not %d", name,
+                            e->fleet.nodes[n].gpu_count - 1, gpu_index);
+    gp_err rc = node_event(e, name, now, &n, err);
     if (rc)
         return rc;
     gp__node *node = &e->fleet.nodes[n];
-    if (gpu_index < 0 || gpu_index >= node->gpu_count)
-        return gp_error_set(err, GP_ERR_INVALID, "gpu_index", "node %s has GPUs 0..%d, not %d", name,
-                            node->gpu_count - 1, gpu_index);
-    if (now < e->now)
-        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
-    e->now = now;
     gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
     if (g->healthy == healthy)
         return GP_OK;

@@ -257,11 +257,16 @@ typedef struct gp__reservation {
 typedef struct gp__scratch {
     int8_t *slot;         /* shared: chosen MIG start per replica */
     /* tentative changes of a placement look, rolled back at its end */
-    gp__gpu *saved_gpus;
-    uint32_t *saved_gpu_idx;
+    struct gp__saved_gpu {
+        uint32_t index;
+        gp__gpu copy;
+    } *saved_gpus;
     size_t n_saved_gpus, cap_saved_gpus;
-    gp__node *saved_nodes;
-    uint32_t *saved_node_idx;
+    struct gp__saved_node {
+        uint32_t index;
+        int64_t cpu_used, mem_used;
+        uint32_t replicas;
+    } *saved_nodes;
     size_t n_saved_nodes, cap_saved_nodes;
     uint32_t *out;        /* chosen GPUs */
     size_t cap_out;
@@ -304,6 +309,7 @@ struct gp_engine {
     uint64_t pass;
     uint32_t last_placed_tenant;
     int reclaim_searches;
+    int reserve_tries[GP_MAX_GPU_TYPES]; /* reservation sweeps this pass, per type */
     /* GPUs per type that running burstable jobs hold (kept during a pass):
      * the most that reclaim could free */
     int64_t borrowed[GP_MAX_GPU_TYPES];
@@ -364,7 +370,9 @@ void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why);
 
 /* ---- admission.c ---- */
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
-gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls);
+/* *borrowed_limit: refused at a limit only because of borrowed usage (the
+ * job fits its guarantees, and guaranteed usage + demand fits the limit). */
+gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
 bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand);
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 void gp__promote(gp_engine *e);
@@ -404,6 +412,9 @@ const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
 bool gp__reclaim(gp_engine *e, uint32_t job, int type);
 /* Release job's claims for a placement attempt / take them back after a
  * failed one / give them up for good (placed, cancelled, victims gone). */
+/* Preempt borrowers under a full ancestor limit that keeps a guaranteed
+ * job out; true if victims were chosen (no claims: it frees quota). */
+bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
 void gp__claims_drop(gp_engine *e, uint32_t job);
 void gp__claims_retake(gp_engine *e, uint32_t job);
 void gp__claims_forget(gp_engine *e, uint32_t job);

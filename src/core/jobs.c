@@ -221,14 +221,15 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
         return gp_error_set(err, GP_ERR_INVALID, "expected_runtime_s", "expected_runtime_s must be >= 0");
     if (s->n_gpu_types < 0 || s->n_gpu_types > GP_MAX_GPU_TYPES)
         return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types lists at most %d types", GP_MAX_GPU_TYPES);
-    int unknown = 0;
     for (int i = 0; i < s->n_gpu_types; i++) {
         if (s->gpu_types[i] == NULL || s->gpu_types[i][0] == '\0' || strlen(s->gpu_types[i]) >= GP_NAME_MAX)
             return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types has an empty or over-long entry");
-        unknown += gp__fleet_type_find(&e->fleet, s->gpu_types[i]) < 0;
+        /* a type the engine has never heard of is a typo, not a future node:
+         * registering it would let junk submits use up the type table */
+        if (gp__fleet_type_find(&e->fleet, s->gpu_types[i]) < 0)
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "no GPU type %s in the fleet or its quotas",
+                                s->gpu_types[i]);
     }
-    if (e->fleet.n_types + unknown > GP_MAX_GPU_TYPES)
-        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "a fleet knows at most %d GPU types", GP_MAX_GPU_TYPES);
     *tenant = gp__tenant_lookup(e, s->tenant);
     if (*tenant == GP__NONE)
         return gp_error_set(err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", s->tenant ? s->tenant : "(null)");
@@ -289,11 +290,9 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
         return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
     if ((rc = check_job_spec(e, s, &tenant, err)))
         return rc;
-    /* an accepted type the fleet does not have yet is registered, so the
-     * job can run once such nodes join */
     mask = s->n_gpu_types == 0 ? 0xff : 0;
     for (int i = 0; i < s->n_gpu_types; i++)
-        mask |= (uint8_t)(1u << gp__fleet_type_intern(&e->fleet, s->gpu_types[i]));
+        mask |= (uint8_t)(1u << gp__fleet_type_find(&e->fleet, s->gpu_types[i]));
     uint32_t user = GP__NONE;
     if (s->user && (user = user_get(e, tenant, s->user)) == GP__NONE)
         return gp_error_set(err, GP_ERR_NOMEM, "user", "out of memory");

@@ -52,9 +52,7 @@ void gp__scratch_free(gp__scratch *s)
     free(s->out);
     free(s->slot);
     free(s->saved_gpus);
-    free(s->saved_gpu_idx);
     free(s->saved_nodes);
-    free(s->saved_node_idx);
     memset(s, 0, sizeof *s);
 }
 

@@ -98,15 +98,26 @@ static int victim_order(uint32_t ia, uint32_t ib, const void *ctx)
 }
 
 /* Running burstable jobs of `type`, sorted into victim order. */
-static size_t victim_candidates(const gp_engine *e, uint32_t job, int type, uint32_t *cand)
+/* Which running jobs may be victims for a reclaiming job. */
+typedef bool (*victim_filter)(const gp_engine *e, const gp__job *reclaimer, const gp__job *v, int type);
+
+/* For capacity: whole GPUs are freed by whole-GPU jobs, slices by jobs of
+ * the same kind of slice, on the GPU type wanted. */
+static bool frees_capacity(const gp_engine *e, const gp__job *j, const gp__job *v, int type)
+{
+    (void)e;
+    return v->bound_type == type && v->isolation == j->isolation && v->gpus > 0;
+}
+
+/* Running burstable jobs the filter accepts, sorted into victim order. */
+static size_t victim_candidates(const gp_engine *e, uint32_t job, int type, victim_filter accept, uint32_t *cand)
 {
     size_t n = 0;
+    const gp__job *j = &e->jobs[job];
     for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *v = &e->jobs[e->running[i]];
-        /* whole GPUs are freed by whole-GPU jobs, slices by jobs of the same kind of slice */
-        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && v->bound_type == type &&
-            e->running[i] != job && v->isolation == e->jobs[job].isolation && v->gpus > 0 &&
-            !preempted_for(e, &e->jobs[job], v))
+        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && e->running[i] != job &&
+            !preempted_for(e, j, v) && accept(e, j, v, type))
             cand[n++] = e->running[i];
     }
     victim_key *keys = calloc(n ? n : 1, sizeof *keys);
@@ -260,7 +271,7 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     size_t n = 0, count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
     if (cand && chosen && plan) {
-        n = victim_candidates(e, job, type, cand);
+        n = victim_candidates(e, job, type, frees_capacity, cand);
         count = choose_victims(e, job, type, cand, n, chosen);
         memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
     }
@@ -277,6 +288,91 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
                         .a = (int64_t)count, .time = e->now};
     for (size_t i = 0; i < e->n_running; i++) { /* the last deadline among its victims */
+        const gp__job *v = &e->jobs[e->running[i]];
+        if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
+            j->wait.time = v->deadline;
+    }
+    return true;
+}
+
+/* ---- reclaiming quota ---- */
+
+static bool under(const gp_engine *e, uint32_t tenant, uint32_t ancestor)
+{
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (a == ancestor)
+            return true;
+    return false;
+}
+
+/* For a full limit: any borrower under an ancestor whose limit is full. */
+static bool frees_quota(const gp_engine *e, const gp__job *j, const gp__job *v, int type)
+{
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (gp__res_exceeds(&e->tenants[a].usage, &demand, &e->tenants[a].limit) >= 0 && under(e, v->tenant, a))
+            return true;
+    return false;
+}
+
+/* The job fits its guarantees, but an ancestor's limit is full because
+ * burstable jobs under it borrow: preempt the cheapest of them until the
+ * job fits under every limit again (guaranteed usage always does: a
+ * guarantee never exceeds an ancestor's limit).  The job waits for their
+ * grace; once they are gone it is admitted and placed as usual. */
+bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    if (e->reclaim_searches >= e->cfg.max_reclaim_searches)
+        return false;
+    e->reclaim_searches++;
+    e->stats.pass_reclaim_searches++;
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    size_t depth = 0;
+    gp_res over[GP_MAX_TENANT_DEPTH]; /* per ancestor: what must go, per dimension */
+    uint32_t anc[GP_MAX_TENANT_DEPTH];
+    for (uint32_t a = j->tenant; a != GP__NONE && depth < GP_MAX_TENANT_DEPTH; a = e->tenants[a].parent, depth++) {
+        const gp__tenant *t = &e->tenants[a];
+        anc[depth] = a;
+        for (int d = 0; d < GP_DIMS; d++)
+            over[depth].v[d] = t->limit.v[d] == GP_UNLIMITED ? 0 : t->usage.v[d] + demand.v[d] - t->limit.v[d];
+    }
+    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
+    bool *chosen = calloc(e->n_running ? e->n_running : 1, sizeof *chosen);
+    size_t n = cand && chosen ? victim_candidates(e, job, type, frees_quota, cand) : 0, count = 0;
+    bool covered = false;
+    for (size_t i = 0; i < n && !covered; i++) {
+        const gp__job *v = &e->jobs[cand[i]];
+        gp_res vd;
+        gp__job_demand(e, v, v->bound_type, &vd);
+        bool helps = false;
+        for (size_t k = 0; k < depth; k++)
+            for (int d = 0; d < GP_DIMS; d++)
+                helps |= over[k].v[d] > 0 && vd.v[d] > 0 && under(e, v->tenant, anc[k]);
+        if (!helps)
+            continue;
+        chosen[i] = true;
+        count++;
+        covered = true;
+        for (size_t k = 0; k < depth; k++)
+            for (int d = 0; d < GP_DIMS; d++) {
+                if (under(e, v->tenant, anc[k]))
+                    over[k].v[d] -= vd.v[d];
+                covered &= over[k].v[d] <= 0;
+            }
+    }
+    for (size_t i = 0; i < n && covered; i++)
+        if (chosen[i])
+            preempt(e, job, cand[i]);
+    free(cand);
+    free(chosen);
+    if (!covered)
+        return false;
+    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
+                        .a = (int64_t)count, .time = e->now};
+    for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *v = &e->jobs[e->running[i]];
         if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
             j->wait.time = v->deadline;

@@ -127,41 +127,35 @@ void gp__tx_save_gpu(gp_engine *e, uint32_t gpu)
 {
     gp__scratch *s = &e->scratch;
     for (size_t i = 0; i < s->n_saved_gpus; i++)
-        if (s->saved_gpu_idx[i] == gpu)
-            return;
-    if (!gp__grow((void **)&s->saved_gpus, &s->cap_saved_gpus, s->n_saved_gpus + 1, sizeof *s->saved_gpus))
+        if (s->saved_gpus[i].index == gpu)
+            return; /* the first copy is the one to restore */
+    if (!GP__GROW(s->saved_gpus, s->n_saved_gpus, s->cap_saved_gpus))
         return;
-    size_t cap = 0; /* the index array grows with the same capacity */
-    s->saved_gpu_idx = realloc(s->saved_gpu_idx, s->cap_saved_gpus * sizeof *s->saved_gpu_idx);
-    (void)cap;
-    if (!s->saved_gpu_idx)
-        return;
-    s->saved_gpus[s->n_saved_gpus] = e->fleet.gpus[gpu];
-    s->saved_gpu_idx[s->n_saved_gpus++] = gpu;
+    s->saved_gpus[s->n_saved_gpus++] = (struct gp__saved_gpu){gpu, e->fleet.gpus[gpu]};
 }
 
 void gp__tx_save_node(gp_engine *e, uint32_t node)
 {
     gp__scratch *s = &e->scratch;
     for (size_t i = 0; i < s->n_saved_nodes; i++)
-        if (s->saved_node_idx[i] == node)
+        if (s->saved_nodes[i].index == node)
             return;
-    if (!gp__grow((void **)&s->saved_nodes, &s->cap_saved_nodes, s->n_saved_nodes + 1, sizeof *s->saved_nodes))
+    if (!GP__GROW(s->saved_nodes, s->n_saved_nodes, s->cap_saved_nodes))
         return;
-    s->saved_node_idx = realloc(s->saved_node_idx, s->cap_saved_nodes * sizeof *s->saved_node_idx);
-    if (!s->saved_node_idx)
-        return;
-    s->saved_nodes[s->n_saved_nodes] = e->fleet.nodes[node];
-    s->saved_node_idx[s->n_saved_nodes++] = node;
+    const gp__node *n = &e->fleet.nodes[node];
+    s->saved_nodes[s->n_saved_nodes++] = (struct gp__saved_node){node, n->cpu_used, n->mem_used, n->replicas};
 }
 
+/* Undo the tentative changes of a placement look.  Only fields that a look
+ * changes are saved: a GPU whole, a node's CPU, memory and replica count
+ * (a look never moves nodes in the free-capacity index). */
 void gp__tx_rollback(gp_engine *e)
 {
     gp__scratch *s = &e->scratch;
     for (size_t i = s->n_saved_gpus; i-- > 0;)
-        e->fleet.gpus[s->saved_gpu_idx[i]] = s->saved_gpus[i];
-    for (size_t i = s->n_saved_nodes; i-- > 0;) { /* only the tentative fields */
-        gp__node *n = &e->fleet.nodes[s->saved_node_idx[i]];
+        e->fleet.gpus[s->saved_gpus[i].index] = s->saved_gpus[i].copy;
+    for (size_t i = s->n_saved_nodes; i-- > 0;) {
+        gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
         n->cpu_used = s->saved_nodes[i].cpu_used;
         n->mem_used = s->saved_nodes[i].mem_used;
         n->replicas = s->saved_nodes[i].replicas;

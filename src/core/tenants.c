@@ -18,7 +18,10 @@
  *     guaranteed descendants add up to no more than its own;
  *   - the nearest guaranteed tenants under the root add up to no more than
  *     the healthy fleet (a change may not make an overcommitted tree worse);
- *   - a guarantee never exceeds the tenant's own limit.
+ *   - a guarantee never exceeds the tenant's own limit, and the guarantees
+ *     below a tenant never add up to more than its limit (so guaranteed
+ *     work always fits every limit: when borrowers fill a limit, a
+ *     guaranteed job can take it back, see reclaim.c).
  *
  * Example: fleet 32 H100.  research {guarantee 24}, research/nlp {16},
  * research/cv {8}: valid (16 + 8 <= 24 <= 32).  Setting research/cv to 12
@@ -191,11 +194,18 @@ static gp_err validate_tree(const gp_engine *e, const gp_res *old_top, gp_error 
 {
     for (size_t i = 0; i < e->n_tenants; i++) {
         const gp__tenant *t = &e->tenants[i];
-        if (t->removed || !t->has_guarantee)
+        if (t->removed)
             continue;
         gp_res sum;
         gp__res_zero(&sum);
         descendant_guarantees(e, (uint32_t)i, &sum);
+        for (int d = 0; d < GP_DIMS; d++) /* floors below must fit under this ceiling */
+            if (t->limit.v[d] != GP_UNLIMITED && sum.v[d] > t->limit.v[d])
+                return gp_error_set(err, GP_ERR_QUOTA, "limit",
+                                    "the guarantees under %s add up to %lld %s, more than its limit %lld", t->path,
+                                    (long long)sum.v[d], dim_name(e, d), (long long)t->limit.v[d]);
+        if (!t->has_guarantee)
+            continue;
         for (int d = 0; d < GP_DIMS; d++) {
             if (t->guarantee.v[d] != GP_UNLIMITED && sum.v[d] > t->guarantee.v[d])
                 return gp_error_set(err, GP_ERR_QUOTA, "guarantee",

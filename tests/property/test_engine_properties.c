@@ -1780,8 +1780,14 @@ static void build_subtree(sim *s, int parent, int depth, int64_t *budget, bool n
             child_budget = local;
             s->any_guarantee = true;
         }
-        if (rng_pct(&s->rng, 25))
+        if (rng_pct(&s->rng, 25)) {
             random_limit(s, &sp->limit, &sp->guarantee);
+            /* a limit may not be below the guarantees its subtree can still get */
+            for (int k = 0; k < s->n_types && sp->limit.set; k++)
+                for (int i = 0; i < sp->limit.n_gpu; i++)
+                    if (strcmp(sp->limit.gpu[i].type, s->type_name[k]) == 0 && sp->limit.gpu[i].milli < child_budget[k])
+                        sp->limit.gpu[i].milli = child_budget[k];
+        }
         gp_error err;
         if (gp_engine_tenant_set(s->e, st->path, sp, 0, &err) != GP_OK)
             sim_fail(s, "setup: tenant_set(%s): %s (%s)", st->path, err.message, err.field);

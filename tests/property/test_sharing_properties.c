@@ -622,7 +622,11 @@ static void submit(seq *s)
     j->spec.checkpoint_grace_s = rint_(s, 0, 60);
     if (j->spec.gpus > 0 && pct(s, 30)) {
         j->spec.n_gpu_types = 1;
-        j->spec.gpu_types[0] = pct(s, 70) ? "H100" : "A100";
+        /* only a type the engine knows: an unknown one is refused at submit */
+        bool a100 = false;
+        for (int k = 0; k < gp_engine_gpu_type_count(s->e); k++)
+            a100 |= strcmp(gp_engine_gpu_type_name(s->e, k), "A100") == 0;
+        j->spec.gpu_types[0] = pct(s, 70) || !a100 ? "H100" : "A100";
     }
     if (j->spec.isolation == GP_ISO_EXCLUSIVE && pct(s, 50)) {
         j->spec.cpu_millis = rint_(s, 0, 8000);

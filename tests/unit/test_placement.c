@@ -242,14 +242,30 @@ static void gpu_type_filter_restricts_placement(void **state)
     assert_int_equal(tb_job_node(w, 3), tb_node_index(w, "n00"));
 }
 
+/* L4 is known (a quota names it) but no node has one: the job waits. */
 static void gpu_type_absent_from_fleet_waits_no_gpu_type(void **state)
 {
     tb_world *w = *state;
     tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
-    tb_tenant(w, "t", "H100", -1, -1);
+    tb_tenant(w, "t", "L4", -1, 8);
     submit_types(w, 1, 1, "L4", NULL, 0);
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 0);
     assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_NO_GPU_TYPE);
+}
+
+/* A type nobody ever named is a typo: refused, nothing registered. */
+static void unknown_gpu_type_is_refused_at_submit(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "t", "H100", -1, -1);
+    gp_job_spec s = tb_job(1, "t", 0);
+    s.gpu_types[0] = "H1OO";
+    s.n_gpu_types = 1;
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "gpu_types");
+    assert_int_equal(gp_engine_gpu_type_count(w->e), 1);
 }
 
 static void unhealthy_gpu_is_never_chosen(void **state)
@@ -392,6 +408,7 @@ int main(void)
         TB_TEST(gang_never_mixes_gpu_types),
         TB_TEST(gpu_type_filter_restricts_placement),
         TB_TEST(gpu_type_absent_from_fleet_waits_no_gpu_type),
+        TB_TEST(unknown_gpu_type_is_refused_at_submit),
         TB_TEST(unhealthy_gpu_is_never_chosen),
         TB_TEST(cpu_per_replica_must_fit_on_one_node),
         TB_TEST(draining_node_gets_no_new_work),

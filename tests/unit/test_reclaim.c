@@ -403,6 +403,51 @@ static void victim_node_lost_during_grace_reclaims_elsewhere(void **state)
 
 /* ---- what PREEMPT says ---- */
 
+/* research {limit 16 H100} holds nlp {guarantee 8} and cv (no guarantee).
+ * cv borrows research's whole limit with two 1x8 jobs on a 32-GPU fleet
+ * (16 GPUs stay free).  nlp's 1x8 job fits its guarantee but not research's
+ * limit (16 + 8 > 16), only because cv borrows: one cv job is preempted
+ * (both bound at t=10 with equal priority and work lost: the lower id, 1),
+ * and after its 30 s grace nlp's job is admitted, guaranteed. */
+static void guaranteed_job_reclaims_a_limit_filled_by_borrowers(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 4, "H100", 8, "b0", "z0");
+    tb_tenant(w, "research", "H100", -1, 16);
+    tb_tenant(w, "research/nlp", "H100", 8, -1);
+    tb_tenant(w, "research/cv", "H100", -1, -1);
+    submit_full(w, 1, "research/cv", 1, 8, 30, 0, 0);
+    submit_full(w, 2, "research/cv", 1, 8, 30, 0, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 2); /* both bind at t=10 */
+    submit_full(w, OWNER_JOB, "research/nlp", 1, 8, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    const gp_decision *p = tb_find(w, 1, GP_DEC_PREEMPT);
+    assert_non_null(p);
+    assert_int_equal(p->by_job, OWNER_JOB);
+    assert_int_equal(tb_info(w, OWNER_JOB).wait.code, GP_WAIT_RECLAIM);
+    assert_int_equal(tb_tick(w, 129, GP_DEC_BIND), 0); /* still inside the grace */
+    assert_int_equal(tb_tick(w, 130, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
+    assert_int_equal(tb_info(w, OWNER_JOB).cls, GP_CLASS_GUARANTEED);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_LIMIT);
+    assert_int_equal(tb_tenant_info(w, "research").usage.v[0], 16000);
+}
+
+/* A limit a guarantee below it could never use is refused: research's
+ * limit of 4 H100 cannot hold nlp's floor of 8. */
+static void limit_below_the_guarantees_under_it_is_refused(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "research", "H100", -1, -1);
+    tb_tenant(w, "research/nlp", "H100", 8, -1);
+    gp_tenant_spec spec = tb_tenant_spec("H100", -1, 4);
+    gp_error err;
+    assert_int_equal(tb_tenant_try(w, "research", &spec, &err), GP_ERR_QUOTA);
+    assert_string_equal(err.field, "limit");
+}
+
 static void preempt_names_reclaimer_guarantee_and_work_lost(void **state)
 {
     tb_world *w = *state;
@@ -429,6 +474,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TB_TEST(victim_keeps_its_gpus_during_grace),
+        TB_TEST(guaranteed_job_reclaims_a_limit_filled_by_borrowers),
+        TB_TEST(limit_below_the_guarantees_under_it_is_refused),
         TB_TEST(reclaimer_is_placed_at_the_deadline_and_not_before),
         TB_TEST(victim_is_requeued_pending_with_the_same_id),
         TB_TEST(grace_zero_victim_is_released_in_the_same_pass),
