@@ -32,8 +32,9 @@ test: deps build build-asan
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir build-asan --output-on-failure -j2
 
+# DEMO_ONCE=1 exits when the story is told; without it gpupoold stays up.
 demo: deps build
-	./build/bin/gpupool-engine-demo
+	DEMO_ONCE=$(DEMO_ONCE) ./scripts/demo.sh
 
 bench: deps build
 	@set -e; found=0; \

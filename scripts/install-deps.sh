@@ -10,6 +10,10 @@ PACKAGES=(
     pkg-config
     # unit / property tests
     libcmocka-dev
+    # integration tests of gpupoold (standard library only); openssl makes
+    # the TLS test's certificate (the test is skipped without it)
+    python3
+    openssl
     # libFuzzer fuzz targets and sanitizer runtime
     clang
     libclang-rt-14-dev

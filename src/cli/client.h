@@ -1,0 +1,73 @@
+/* client.h - the CLI's connection to gpupoold: configuration and calls.
+ *
+ * Where the server and the token come from, first found wins:
+ *   1. --server URL, --token TOKEN (or --token-file FILE)
+ *   2. GPUPOOL_SERVER, GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE)
+ *   3. ~/.config/gpupool/config (or $XDG_CONFIG_HOME/gpupool/config):
+ *        server = http://127.0.0.1:8750
+ *        token = gpt_...            (or token_file = /path/to/file)
+ *        cacert = /path/to/ca.pem   (to check an HTTPS server)
+ *   4. server http://127.0.0.1:8750, no token
+ *
+ * Exit codes (what scripts can rely on), from the server's answer:
+ *   0 success          4 401/403 not authenticated / not allowed
+ *   1 other error      5 404 not found
+ *   2 bad command line 6 400/413/415/422 request refused as invalid
+ *   3 cannot connect   7 409 conflict       8 429/5xx try again later
+ *
+ * Ownership: a gp_client owns its curl handle; responses own their JSON.
+ */
+#ifndef GP_CLI_CLIENT_H
+#define GP_CLI_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum {
+    GP_EXIT_OK = 0,
+    GP_EXIT_ERROR = 1,
+    GP_EXIT_USAGE = 2,
+    GP_EXIT_CONNECT = 3,
+    GP_EXIT_AUTH = 4,
+    GP_EXIT_NOT_FOUND = 5,
+    GP_EXIT_INVALID = 6,
+    GP_EXIT_CONFLICT = 7,
+    GP_EXIT_RETRY = 8
+};
+
+typedef struct gp_client {
+    char server[512];
+    char token[256];
+    char cacert[512];
+    bool json;             /* --json: print the server's JSON as is */
+    void *curl;
+} gp_client;
+
+typedef struct gp_response {
+    long status;
+    json_t *body;          /* NULL when the answer was not JSON */
+} gp_response;
+
+/* Fills server/token/cacert from flags (may be NULL), environment, file. */
+int gp_client_configure(gp_client *c, const char *server, const char *token, const char *token_file,
+                        const char *cacert);
+void gp_client_close(gp_client *c);
+
+/* One request.  body may be NULL.  Returns GP_EXIT_OK when an HTTP answer
+ * came back (any status), GP_EXIT_CONNECT otherwise (message printed). */
+int gp_client_call(gp_client *c, const char *method, const char *path, const char *content_type, const char *body,
+                   size_t body_len, gp_response *out);
+/* GP_EXIT_OK for 2xx; otherwise prints the server's error and returns the
+ * exit code of its status. */
+int gp_client_check(const gp_response *r);
+void gp_response_free(gp_response *r);
+
+/* Calls, checks, prints JSON when --json; returns the exit code and leaves
+ * the body in out for the caller's table on success. */
+int gp_client_run(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out);
+
+/* Appends "&key=value" (URL-escaped) to a query string buffer. */
+void gp_query_add(gp_client *c, char *buf, size_t cap, const char *key, const char *value);
+
+#endif

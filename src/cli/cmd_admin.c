@@ -1,0 +1,387 @@
+/* cmd_admin.c - gpupool nodes, drain, tenants, quota set, apply, usage,
+ * token create|list|revoke, audit [verify].
+ */
+#include "cli/commands.h"
+
+#include "cli/table.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes ---- */
+
+int gp_cmd_nodes(gp_client *c, int argc, char **argv)
+{
+    if (argc > 1)
+        return gp_usage_error(argv[0], "nodes takes no arguments");
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "STATE"};
+        gp_table t;
+        gp_table_init(&t, 6, head);
+        size_t i;
+        json_t *n;
+        json_array_foreach(json_object_get(resp.body, "nodes"), i, n) {
+            char gpus[16], free_[16];
+            snprintf(gpus, sizeof gpus, "%lld", (long long)json_integer_value(json_object_get(n, "gpu_count")));
+            snprintf(free_, sizeof free_, "%lld", (long long)json_integer_value(json_object_get(n, "gpus_free")));
+            const char *state = !json_is_true(json_object_get(n, "up"))        ? "down"
+                                : json_is_true(json_object_get(n, "draining")) ? "draining"
+                                                                                : "up";
+            const char *cells[] = {json_string_value(json_object_get(n, "name")),
+                                   json_string_value(json_object_get(n, "block")),
+                                   json_string_value(json_object_get(n, "gpu_type")), gpus, free_, state};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_drain(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"undo", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0}};
+    bool drain = true;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch != 'u')
+            return gp_usage_error("drain", "usage: gpupool drain NODE [--undo]");
+        drain = false;
+    }
+    if (optind != argc - 1)
+        return gp_usage_error("drain", "usage: gpupool drain NODE [--undo]");
+    char path[256];
+    snprintf(path, sizeof path, "/v1/nodes/%.100s/drain", argv[optind]);
+    json_t *body = json_pack("{s:b}", "drain", drain);
+    gp_response resp;
+    int rc = gp_client_run(c, "POST", path, body, &resp);
+    json_decref(body);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("node %s %s\n", argv[optind], drain ? "draining" : "undrained");
+    gp_response_free(&resp);
+    return rc;
+}
+
+/* ---- tenants ---- */
+
+int gp_cmd_tenants(gp_client *c, int argc, char **argv)
+{
+    if (argc > 1)
+        return gp_usage_error(argv[0], "tenants takes no arguments");
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/tenants", NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"PATH", "GUARANTEE", "LIMIT", "USAGE", "PENDING", "RUNNING", "TRUST"};
+        gp_table t;
+        gp_table_init(&t, 7, head);
+        size_t i;
+        json_t *n;
+        json_array_foreach(json_object_get(resp.body, "tenants"), i, n) {
+            char g[256], l[256], u[256], pending[16], running[16];
+            snprintf(pending, sizeof pending, "%lld", (long long)json_integer_value(json_object_get(n, "pending_jobs")));
+            snprintf(running, sizeof running, "%lld", (long long)json_integer_value(json_object_get(n, "running_jobs")));
+            const char *cells[] = {json_string_value(json_object_get(n, "path")),
+                                   gp_gpu_summary(json_object_get(n, "guarantee"), g, sizeof g),
+                                   gp_gpu_summary(json_object_get(n, "limit"), l, sizeof l),
+                                   gp_gpu_summary(json_object_get(n, "usage"), u, sizeof u),
+                                   pending,
+                                   running,
+                                   json_string_value(json_object_get(n, "trust"))};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+/* "H100=16,A100=0.5,cpu_millis=1000,mem_mib=4096" -> {"gpu": {...}, ...} */
+static json_t *parse_quota(const char *text)
+{
+    json_t *q = json_object(), *gpu = json_object();
+    char *copy = strdup(text), *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            json_decref(q);
+            json_decref(gpu);
+            free(copy);
+            return NULL;
+        }
+        *eq = '\0';
+        char *end;
+        double v = strtod(eq + 1, &end);
+        json_t *num = *end ? json_string(eq + 1) : (v == (double)(long long)v ? json_integer((long long)v) : json_real(v));
+        if (strcmp(item, "cpu_millis") == 0 || strcmp(item, "mem_mib") == 0)
+            json_object_set_new(q, item, num);
+        else
+            json_object_set_new(gpu, item, num);
+    }
+    free(copy);
+    json_object_set_new(q, "gpu", gpu);
+    return q;
+}
+
+static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
+                                  " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]";
+
+int gp_cmd_quota(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"guarantee", required_argument, NULL, 'g'}, {"limit", required_argument, NULL, 'l'},
+        {"user-limit", required_argument, NULL, 'u'}, {"weight", required_argument, NULL, 'w'},
+        {"lend", required_argument, NULL, 'L'},      {"trust", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0}};
+    json_t *spec = json_object();
+    int ch, rc = GP_EXIT_OK;
+    optind = 0;
+    while (rc == GP_EXIT_OK && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *key = ch == 'g' ? "guarantee" : ch == 'l' ? "limit" : ch == 'u' ? "user_limit" : NULL;
+        if (key) {
+            json_t *q = parse_quota(optarg);
+            if (!q)
+                rc = gp_usage_error("quota", "%s: expected TYPE=N,... got %s", key, optarg);
+            else
+                json_object_set_new(spec, key, q);
+        } else if (ch == 'w') {
+            json_object_set_new(spec, "weight", json_real(strtod(optarg, NULL)));
+        } else if (ch == 'L') {
+            json_object_set_new(spec, "lend", json_boolean(strcmp(optarg, "yes") == 0 || strcmp(optarg, "true") == 0));
+        } else if (ch == 't') {
+            json_object_set_new(spec, "trust", json_string(optarg));
+        } else {
+            rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
+        }
+    }
+    if (rc == GP_EXIT_OK && (optind != argc - 2 || strcmp(argv[optind], "set") != 0))
+        rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
+    gp_response resp = {0};
+    if (rc == GP_EXIT_OK) {
+        char path[512];
+        snprintf(path, sizeof path, "/v1/tenants/%.300s", argv[optind + 1]);
+        rc = gp_client_run(c, "PUT", path, spec, &resp);
+        if (rc == GP_EXIT_OK && !c->json)
+            printf("tenant %s %s\n", argv[optind + 1], resp.status == 201 ? "created" : "updated");
+    }
+    gp_response_free(&resp);
+    json_decref(spec);
+    return rc;
+}
+
+int gp_cmd_apply(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"file", required_argument, NULL, 'f'}, {NULL, 0, NULL, 0}};
+    const char *file = NULL;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+        if (ch != 'f')
+            return gp_usage_error("apply", "usage: gpupool apply -f FILE");
+        file = optarg;
+    }
+    if (!file || optind != argc)
+        return gp_usage_error("apply", "usage: gpupool apply -f FILE");
+    size_t len;
+    char *text = gp_read_file(file, &len);
+    if (!text)
+        return GP_EXIT_USAGE;
+    gp_response resp;
+    int rc = gp_client_call(c, "POST", "/v1/tenants:apply", "application/yaml", text, len, &resp);
+    free(text);
+    if (rc == GP_EXIT_OK)
+        rc = gp_client_check(&resp);
+    if (rc == GP_EXIT_OK && c->json) {
+        json_dumpf(resp.body, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+    } else if (rc == GP_EXIT_OK) {
+        const char *keys[] = {"created", "updated", "unchanged"};
+        for (int k = 0; k < 3; k++) {
+            size_t i;
+            json_t *p;
+            json_array_foreach(json_object_get(resp.body, keys[k]), i, p)
+                printf("%-10s %s\n", keys[k], json_string_value(p));
+        }
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_usage(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
+                                         {"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 'T'},
+                                         {NULL, 0, NULL, 0}};
+    char path[1024] = "/v1/usage";
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *key = ch == 't' ? "tenant" : ch == 'f' ? "from" : ch == 'T' ? "to" : NULL;
+        if (!key)
+            return gp_usage_error("usage", "usage: gpupool usage [--tenant PATH] [--from EPOCH] [--to EPOCH]");
+        gp_query_add(c, path, sizeof path, key, optarg);
+    }
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"TENANT", "GPU", "CLASS", "GPU-HOURS"};
+        gp_table t;
+        gp_table_init(&t, 4, head);
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(resp.body, "usage"), i, u) {
+            char hours[32];
+            snprintf(hours, sizeof hours, "%.3f", json_number_value(json_object_get(u, "gpu_seconds")) / 3600.0);
+            const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
+                                   json_string_value(json_object_get(u, "gpu_type")),
+                                   json_string_value(json_object_get(u, "class")), hours};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+/* ---- tokens ---- */
+
+static const char TOKEN_USAGE[] = "usage: gpupool token create --name N --role R [--scope TENANT] [--user U]\n"
+                                  "       gpupool token list\n"
+                                  "       gpupool token revoke ID";
+
+static int token_create(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"name", required_argument, NULL, 'n'},
+                                         {"role", required_argument, NULL, 'r'},
+                                         {"scope", required_argument, NULL, 's'},
+                                         {"user", required_argument, NULL, 'u'},
+                                         {NULL, 0, NULL, 0}};
+    json_t *body = json_object();
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *key = ch == 'n' ? "name" : ch == 'r' ? "role" : ch == 's' ? "scope" : ch == 'u' ? "user" : NULL;
+        if (!key) {
+            json_decref(body);
+            return gp_usage_error("token", "%s", TOKEN_USAGE);
+        }
+        json_object_set_new(body, key, json_string(optarg));
+    }
+    gp_response resp;
+    int rc = gp_client_run(c, "POST", "/v1/tokens", body, &resp);
+    json_decref(body);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("id %s\ntoken %s\n(shown once: gpupoold keeps only its hash)\n",
+               json_string_value(json_object_get(resp.body, "id")),
+               json_string_value(json_object_get(resp.body, "token")));
+    gp_response_free(&resp);
+    return rc;
+}
+
+static int token_list(gp_client *c)
+{
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/tokens", NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"ID", "NAME", "ROLE", "SCOPE", "USER", "REVOKED"};
+        gp_table t;
+        gp_table_init(&t, 6, head);
+        size_t i;
+        json_t *k;
+        json_array_foreach(json_object_get(resp.body, "tokens"), i, k) {
+            char rev[32];
+            const char *cells[] = {json_string_value(json_object_get(k, "id")),
+                                   json_string_value(json_object_get(k, "name")),
+                                   json_string_value(json_object_get(k, "role")),
+                                   json_string_value(json_object_get(k, "scope")),
+                                   json_string_value(json_object_get(k, "user")),
+                                   gp_cell(json_object_get(k, "revoked"), rev, sizeof rev)};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_token(gp_client *c, int argc, char **argv)
+{
+    if (argc < 2)
+        return gp_usage_error("token", "%s", TOKEN_USAGE);
+    if (strcmp(argv[1], "create") == 0)
+        return token_create(c, argc - 1, argv + 1);
+    if (strcmp(argv[1], "list") == 0 && argc == 2)
+        return token_list(c);
+    if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/tokens/%.64s", argv[2]);
+        gp_response resp;
+        int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
+        if (rc == GP_EXIT_OK && !c->json)
+            printf("token %s revoked\n", argv[2]);
+        gp_response_free(&resp);
+        return rc;
+    }
+    return gp_usage_error("token", "%s", TOKEN_USAGE);
+}
+
+/* ---- audit ---- */
+
+int gp_cmd_audit(gp_client *c, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "verify") == 0) {
+        gp_response resp;
+        int rc = gp_client_run(c, "GET", "/v1/audit/verify", NULL, &resp);
+        if (rc == GP_EXIT_OK && !json_is_true(json_object_get(resp.body, "ok"))) {
+            fprintf(stderr, "gpupool: audit chain broken at seq %lld\n",
+                    (long long)json_integer_value(json_object_get(resp.body, "first_broken")));
+            rc = GP_EXIT_ERROR;
+        } else if (rc == GP_EXIT_OK && !c->json) {
+            printf("audit chain ok: %lld rows verified\n",
+                   (long long)json_integer_value(json_object_get(resp.body, "checked")));
+        }
+        gp_response_free(&resp);
+        return rc;
+    }
+    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {NULL, 0, NULL, 0}};
+    char path[512] = "/v1/audit";
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch != 'a' && ch != 'l')
+            return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
+        gp_query_add(c, path, sizeof path, ch == 'a' ? "after" : "limit", optarg);
+    }
+    if (optind != argc)
+        return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"SEQ", "TIME", "ACTOR", "ROLE", "ACTION", "TARGET", "RESULT"};
+        gp_table t;
+        gp_table_init(&t, 7, head);
+        size_t i;
+        json_t *a;
+        json_array_foreach(json_object_get(resp.body, "audit"), i, a) {
+            char seq[32], time[32];
+            const char *cells[] = {gp_cell(json_object_get(a, "seq"), seq, sizeof seq),
+                                   gp_cell(json_object_get(a, "time"), time, sizeof time),
+                                   json_string_value(json_object_get(a, "actor")),
+                                   json_string_value(json_object_get(a, "role")),
+                                   json_string_value(json_object_get(a, "action")),
+                                   json_string_value(json_object_get(a, "target")),
+                                   json_string_value(json_object_get(a, "result"))};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}

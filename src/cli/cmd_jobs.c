@@ -1,0 +1,236 @@
+/* cmd_jobs.c - gpupool submit, jobs, job, cancel.
+ *
+ * submit builds the job JSON from flags (or takes it from -f FILE, YAML or
+ * JSON) and leaves every check to the server, so the CLI never disagrees
+ * with it about what a valid job is.
+ */
+#include "cli/commands.h"
+
+#include "cli/table.h"
+#include "cli/yaml_json.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *number_or_string(const char *text)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] && *end == '\0')
+        return json_integer(v);
+    return json_string(text); /* the server names the field in its error */
+}
+
+static int submit_from_file(gp_client *c, const char *path, json_t **out)
+{
+    size_t len;
+    char *text = gp_read_file(path, &len);
+    if (!text)
+        return GP_EXIT_USAGE;
+    char err[256];
+    *out = gp_yaml_to_json(text, len, err, sizeof err);
+    free(text);
+    (void)c;
+    if (!*out)
+        return gp_usage_error("submit", "%s: %s", path, err);
+    return GP_EXIT_OK;
+}
+
+static void print_job_line(const json_t *j)
+{
+    char id[32], gpus[64];
+    snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+    snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
+             (long long)json_integer_value(json_object_get(j, "gpus")));
+    const char *cells[] = {id,
+                           json_string_value(json_object_get(j, "tenant")),
+                           json_string_value(json_object_get(j, "name")),
+                           gpus,
+                           json_string_value(json_object_get(j, "state")),
+                           json_string_value(json_object_get(j, "class")),
+                           json_string_value(json_object_get(j, "reason"))};
+    gp_table t;
+    static const char *const head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
+    gp_table_init(&t, 7, head);
+    gp_table_add(&t, cells);
+    gp_table_print(&t, stdout);
+}
+
+int gp_cmd_submit(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"file", required_argument, NULL, 'f'},      {"tenant", required_argument, NULL, 't'},
+        {"name", required_argument, NULL, 'n'},      {"gpus", required_argument, NULL, 'g'},
+        {"replicas", required_argument, NULL, 'r'},  {"gpu-type", required_argument, NULL, 'T'},
+        {"cpu-millis", required_argument, NULL, 'C'}, {"mem-mib", required_argument, NULL, 'M'},
+        {"topology", required_argument, NULL, 'o'},  {"isolation", required_argument, NULL, 'i'},
+        {"priority", required_argument, NULL, 'p'},  {"grace", required_argument, NULL, 'G'},
+        {"runtime", required_argument, NULL, 'R'},   {"kind", required_argument, NULL, 'k'},
+        {"user", required_argument, NULL, 'u'},      {"mig", required_argument, NULL, 'm'},
+        {"mps", required_argument, NULL, 'P'},       {"timeslice", no_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0},
+    };
+    json_t *job = json_object(), *types = json_array();
+    const char *file = NULL;
+    int ch, rc = GP_EXIT_OK;
+    optind = 0;
+    while (rc == GP_EXIT_OK && (ch = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'f': file = optarg; break;
+        case 't': json_object_set_new(job, "tenant", json_string(optarg)); break;
+        case 'n': json_object_set_new(job, "name", json_string(optarg)); break;
+        case 'g': json_object_set_new(job, "gpus", number_or_string(optarg)); break;
+        case 'r': json_object_set_new(job, "replicas", number_or_string(optarg)); break;
+        case 'T': json_array_append_new(types, json_string(optarg)); break;
+        case 'C': json_object_set_new(job, "cpu_millis", number_or_string(optarg)); break;
+        case 'M': json_object_set_new(job, "mem_mib", number_or_string(optarg)); break;
+        case 'o': json_object_set_new(job, "topology", json_string(optarg)); break;
+        case 'i': json_object_set_new(job, "isolation", json_string(optarg)); break;
+        case 'p': json_object_set_new(job, "priority", number_or_string(optarg)); break;
+        case 'G': json_object_set_new(job, "checkpoint_grace_s", number_or_string(optarg)); break;
+        case 'R': json_object_set_new(job, "expected_runtime_s", number_or_string(optarg)); break;
+        case 'k': json_object_set_new(job, "kind", json_string(optarg)); break;
+        case 'u': json_object_set_new(job, "user", json_string(optarg)); break;
+        case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;
+        case 'P': json_object_set_new(job, "share", json_pack("{s:o}", "mps", number_or_string(optarg))); break;
+        case 'S': json_object_set_new(job, "share", json_pack("{s:b}", "timeslice", 1)); break;
+        default: rc = gp_usage_error("submit", "see gpupool submit --help");
+        }
+    }
+    if (rc == GP_EXIT_OK && file) {
+        json_t *from_file = NULL;
+        rc = submit_from_file(c, file, &from_file);
+        if (rc == GP_EXIT_OK && json_is_object(from_file))
+            json_object_update_missing(job, from_file); /* flags win over the file */
+        else if (rc == GP_EXIT_OK)
+            rc = gp_usage_error("submit", "%s must hold one job (a mapping)", file);
+        json_decref(from_file);
+    }
+    if (json_array_size(types) > 0)
+        json_object_set(job, "gpu_types", types);
+    if (optind < argc) {
+        json_t *cmd = json_array();
+        for (int i = optind; i < argc; i++)
+            json_array_append_new(cmd, json_string(argv[i]));
+        json_object_set_new(job, "command", cmd);
+    }
+    if (rc == GP_EXIT_OK && !json_object_get(job, "tenant"))
+        rc = gp_usage_error("submit", "--tenant is required (or tenant: in the file)");
+    gp_response resp = {0};
+    if (rc == GP_EXIT_OK)
+        rc = gp_client_run(c, "POST", "/v1/jobs", job, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        print_job_line(resp.body);
+    gp_response_free(&resp);
+    json_decref(job);
+    json_decref(types);
+    return rc;
+}
+
+int gp_cmd_jobs(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
+                                         {"state", required_argument, NULL, 's'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {"before", required_argument, NULL, 'b'},
+                                         {NULL, 0, NULL, 0}};
+    char path[1024] = "/v1/jobs";
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *key = ch == 't' ? "tenant" : ch == 's' ? "state" : ch == 'l' ? "limit" : ch == 'b' ? "before" : NULL;
+        if (!key)
+            return gp_usage_error("jobs", "see gpupool jobs --help");
+        gp_query_add(c, path, sizeof path, key, optarg);
+    }
+    if (optind < argc)
+        return gp_usage_error("jobs", "unexpected argument %s", argv[optind]);
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
+        gp_table t;
+        gp_table_init(&t, 7, head);
+        size_t i;
+        json_t *j;
+        json_array_foreach(json_object_get(resp.body, "jobs"), i, j) {
+            char id[32], gpus[64];
+            snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+            snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
+                     (long long)json_integer_value(json_object_get(j, "gpus")));
+            const char *cells[] = {id,
+                                   json_string_value(json_object_get(j, "tenant")),
+                                   json_string_value(json_object_get(j, "name")),
+                                   gpus,
+                                   json_string_value(json_object_get(j, "state")),
+                                   json_string_value(json_object_get(j, "class")),
+                                   json_string_value(json_object_get(j, "reason"))};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+        json_t *next = json_object_get(resp.body, "next");
+        if (json_is_integer(next))
+            printf("(more: gpupool jobs --before %lld)\n", (long long)json_integer_value(next));
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+static void print_job(const json_t *j)
+{
+    char buf[256];
+    const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
+                          "topology", "isolation", "priority", "submit_time", "bind_time", "end_time", "execution"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(j, keys[i]);
+        if (v && !json_is_null(v))
+            printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
+    }
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(j, "placement"), i, p) {
+        char *gpus = json_dumps(json_object_get(p, "gpus"), JSON_COMPACT);
+        printf("replica %-4zu node %s gpus %s\n", i, json_string_value(json_object_get(p, "node")), gpus ? gpus : "");
+        free(gpus);
+    }
+    printf("history:\n");
+    json_array_foreach(json_object_get(j, "history"), i, p) {
+        const char *from = json_string_value(json_object_get(p, "from"));
+        printf("  t=%lld %-10s %s%s%s %s\n", (long long)json_integer_value(json_object_get(p, "time")),
+               json_string_value(json_object_get(p, "kind")), from ? from : "", from ? "->" : "",
+               from ? json_string_value(json_object_get(p, "to")) : "",
+               json_string_value(json_object_get(p, "reason")));
+    }
+}
+
+static int one_job(gp_client *c, int argc, char **argv, const char *method)
+{
+    optind = 0;
+    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    if (getopt_long(argc, argv, "", opts, NULL) != -1 || optind != argc - 1)
+        return gp_usage_error(argv[0], "usage: gpupool %s ID", argv[0]);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[optind]);
+    gp_response resp;
+    int rc = gp_client_run(c, method, path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        if (strcmp(method, "GET") == 0)
+            print_job(resp.body);
+        else
+            print_job_line(resp.body);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_job(gp_client *c, int argc, char **argv)
+{
+    return one_job(c, argc, argv, "GET");
+}
+
+int gp_cmd_cancel(gp_client *c, int argc, char **argv)
+{
+    return one_job(c, argc, argv, "DELETE");
+}

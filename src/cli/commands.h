@@ -1,0 +1,49 @@
+/* commands.h - the CLI's commands, one function each.
+ *
+ * Each takes the configured client and the command's own arguments
+ * (argv[0] is the command name), prints a table (or the server's JSON
+ * with --json) and returns the exit code (client.h).  `--help` on any
+ * command prints its usage and returns 0.
+ */
+#ifndef GP_CLI_COMMANDS_H
+#define GP_CLI_COMMANDS_H
+
+#include "cli/client.h"
+
+typedef int (*gp_command_fn)(gp_client *c, int argc, char **argv);
+
+typedef struct gp_command {
+    const char *name;
+    gp_command_fn run;
+    const char *usage; /* the --help text */
+} gp_command;
+
+/* NULL-terminated. */
+extern const gp_command GP_COMMANDS[];
+
+/* cmd_jobs.c */
+int gp_cmd_submit(gp_client *c, int argc, char **argv);
+int gp_cmd_jobs(gp_client *c, int argc, char **argv);
+int gp_cmd_job(gp_client *c, int argc, char **argv);
+int gp_cmd_cancel(gp_client *c, int argc, char **argv);
+
+/* cmd_admin.c */
+int gp_cmd_nodes(gp_client *c, int argc, char **argv);
+int gp_cmd_drain(gp_client *c, int argc, char **argv);
+int gp_cmd_tenants(gp_client *c, int argc, char **argv);
+int gp_cmd_quota(gp_client *c, int argc, char **argv);
+int gp_cmd_apply(gp_client *c, int argc, char **argv);
+int gp_cmd_usage(gp_client *c, int argc, char **argv);
+int gp_cmd_token(gp_client *c, int argc, char **argv);
+int gp_cmd_audit(gp_client *c, int argc, char **argv);
+
+/* Shared helpers. */
+int gp_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads a whole file (or stdin for "-"); NULL with a message on error. */
+char *gp_read_file(const char *path, size_t *len);
+/* Formats a JSON scalar for a table cell into buf. */
+const char *gp_cell(const json_t *v, char *buf, size_t cap);
+/* "H100=16,A100=8" style summary of {"gpu": {...}} into buf. */
+const char *gp_gpu_summary(const json_t *res, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,102 @@
+/* api.h - one HTTP request as the API handlers see it, and the handlers.
+ *
+ * http.c turns a libmicrohttpd connection into a gp_request (method, path,
+ * body, authenticated principal, request id), calls the handler its route
+ * names, and sends whatever the handler put into status/reply.  Handlers
+ * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c) run on the API
+ * thread: they validate everything they can there, then hand the engine
+ * thread an op (gp_api_run_op) for anything that touches the engine or
+ * writes the store, or read committed rows through a reader connection.
+ *
+ * Error bodies are {"error": {"code", "message", "field"}}; statuses:
+ * 400 invalid, 401 no/unknown token, 403 role may not, 404 unknown or out
+ * of scope, 405 method, 409 exists/conflict, 413 body too large, 415 not
+ * JSON, 422 quota rules, 429 rate limited, 503 shutting down / out of
+ * memory.
+ *
+ * Ownership: the request owns body and reply; gp_api_reply steals.
+ */
+#ifndef GP_SERVER_API_H
+#define GP_SERVER_API_H
+
+#include "server/server.h"
+
+#include <microhttpd.h>
+
+typedef struct gp_request {
+    gp_server *srv;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *url;
+    char request_id[48];
+    bool authenticated;
+    gp_principal who;
+    char *body;
+    size_t body_len, body_cap;
+    bool body_too_large;
+    int status;
+    json_t *reply;
+    const char *content_type; /* of the reply; NULL = application/json */
+    char *text_reply;         /* non-JSON replies (metrics, dashboard) */
+    const char *scopes[1];    /* gp_api_scopes */
+} gp_request;
+
+/* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS
+ * setting (plain HTTP off loopback) before anything else starts. */
+gp_err gp_http_check(const gp_server_config *cfg, gp_error *err);
+gp_err gp_http_start(gp_server *srv, gp_error *err);
+void gp_http_stop(gp_server *srv);
+
+void gp_api_reply(gp_request *r, int status, json_t *reply);
+void gp_api_error(gp_request *r, int status, const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void gp_api_fail(gp_request *r, const gp_error *err);
+/* 403 "role X may not ..." */
+void gp_api_forbidden(gp_request *r, const char *what);
+
+/* Query parameter or NULL.  gp_api_query_only replies 400 naming the first
+ * parameter not in allowed (NULL-terminated) and returns false. */
+const char *gp_api_query(gp_request *r, const char *key);
+bool gp_api_query_only(gp_request *r, const char *const *allowed);
+/* An integer query parameter in [min, max]; *out untouched when absent. */
+bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, int64_t *out);
+/* Parses the body as a JSON object; replies 400 and returns NULL on error. */
+json_t *gp_api_body_object(gp_request *r);
+/* Tenant path from a URL or query: replies 400 (field) when malformed. */
+bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
+
+/* Runs op on the engine thread and turns its answer into the reply. */
+void gp_api_run_op(gp_request *r, gp_op *op);
+
+/* The scopes the caller may see, for store queries: NULL = all. */
+const char *const *gp_api_scopes(gp_request *r, int *n);
+
+/* A job row (store) or live view as the API shows it. */
+json_t *gp_api_job_view(json_t *row);
+
+/* ---- handlers ---- */
+void gp_api_jobs_submit(gp_request *r);
+void gp_api_jobs_list(gp_request *r);
+void gp_api_job_get(gp_request *r, const char *id);
+void gp_api_job_cancel(gp_request *r, const char *id);
+
+void gp_api_tenants_list(gp_request *r);
+void gp_api_tenant_get(gp_request *r, const char *path);
+void gp_api_tenant_put(gp_request *r, const char *path);
+void gp_api_tenant_delete(gp_request *r, const char *path);
+void gp_api_tenants_apply(gp_request *r);
+void gp_api_tenants_move(gp_request *r);
+
+void gp_api_nodes_list(gp_request *r);
+void gp_api_node_drain(gp_request *r, const char *name);
+void gp_api_usage(gp_request *r);
+
+void gp_api_audit_list(gp_request *r);
+void gp_api_audit_verify(gp_request *r);
+void gp_api_tokens_create(gp_request *r);
+void gp_api_tokens_list(gp_request *r);
+void gp_api_token_revoke(gp_request *r, const char *id);
+void gp_api_metrics(gp_request *r);
+void gp_api_dashboard(gp_request *r);
+
+#endif

@@ -1,0 +1,361 @@
+/* api_admin.c - tokens, the audit log, /metrics and the dashboard page.
+ *
+ * Tokens: an admin creates any token; a tenant-admin of S creates
+ * tenant-admin and member tokens scoped inside S; the secret is returned
+ * once and only its hash is kept.  Everybody may list and revoke their
+ * own token; admins all tokens, tenant-admins the tokens inside their
+ * scope.  Rotating a token = create the new one, switch, revoke the old.
+ *
+ * Audit: admin and auditor read the chain and ask for a verification,
+ * which recomputes every hash and names the first broken link.
+ */
+#include "server/api.h"
+
+#include "server/json_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tokens ---- */
+
+typedef struct token_arg {
+    char name[GP_NAME_MAX];
+    char role[32];
+    char scope[GP_PATH_MAX];
+    char user[GP_NAME_MAX];
+    char id[GP_TOKEN_ID_LEN + 1];
+} token_arg;
+
+static bool role_needs_scope(gp_role r)
+{
+    return r == GP_ROLE_TENANT_ADMIN || r == GP_ROLE_MEMBER;
+}
+
+static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    token_arg *a = op->arg;
+    gp_error err;
+    uint32_t index;
+    gp_role role;
+    gp_role_parse(a->role, &role);
+    if (role_needs_scope(role) && gp_engine_tenant_find(srv->journal.engine, a->scope, &index, NULL) != GP_OK) {
+        gp_error_set(&err, GP_ERR_NOT_FOUND, "scope", "no tenant %s", a->scope);
+        gp_op_fail(op, &err);
+        return;
+    }
+    char secret[GP_TOKEN_SECRET_LEN + 1], hash[65];
+    gp_store_token t = {.id = a->id,
+                        .hash_hex = hash,
+                        .name = a->name,
+                        .role = a->role,
+                        .scope = a->scope,
+                        .user = a->user,
+                        .created = now,
+                        .revoked = -1,
+                        .created_by = op->who ? op->who->token_id : "gpupoold"};
+    if (gp_token_generate(secret, a->id, hash, &err) != GP_OK || gp_store_token_insert(srv->store, &t, &err) != GP_OK ||
+        gp_auth_add(&srv->auth, &t, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    snprintf(op->target, sizeof op->target, "token/%s", a->id);
+    gp_op_reply(op, 201,
+                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", a->id, "name", a->name, "role", a->role, "scope",
+                          a->scope, "user", a->user, "token", secret, "note",
+                          "the token is shown once; gpupoold keeps only its hash"));
+}
+
+static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
+{
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach(body, key, v) {
+        if (rc)
+            break;
+        if (strcmp(key, "name") == 0)
+            rc = gp_json_string(v, key, GP_NAME_MAX - 1, a->name, sizeof a->name, err);
+        else if (strcmp(key, "role") == 0)
+            rc = gp_json_string(v, key, sizeof a->role - 1, a->role, sizeof a->role, err);
+        else if (strcmp(key, "scope") == 0)
+            rc = gp_json_string(v, key, GP_PATH_MAX - 1, a->scope, sizeof a->scope, err);
+        else if (strcmp(key, "user") == 0)
+            rc = gp_json_string(v, key, GP_NAME_MAX - 1, a->user, sizeof a->user, err);
+        else
+            rc = gp_json_unknown_field("", key, err);
+    }
+    gp_role role;
+    if (rc == GP_OK && !a->name[0])
+        rc = gp_error_set(err, GP_ERR_INVALID, "name", "a token needs a name");
+    else if (rc == GP_OK && !gp_role_parse(a->role, &role))
+        rc = gp_error_set(err, GP_ERR_INVALID, "role", "role must be admin, operator, auditor, tenant-admin or member");
+    else if (rc == GP_OK && role_needs_scope(role) && !a->scope[0])
+        rc = gp_error_set(err, GP_ERR_INVALID, "scope", "role %s needs a scope (a tenant path)", a->role);
+    else if (rc == GP_OK && !role_needs_scope(role) && a->scope[0])
+        rc = gp_error_set(err, GP_ERR_INVALID, "scope", "role %s is fleet-wide and takes no scope", a->role);
+    return rc;
+}
+
+void gp_api_tokens_create(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    if (r->who.role != GP_ROLE_ADMIN && r->who.role != GP_ROLE_TENANT_ADMIN) {
+        gp_api_forbidden(r, "create tokens");
+        return;
+    }
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return;
+    token_arg a;
+    memset(&a, 0, sizeof a);
+    gp_error err;
+    gp_err rc = token_body(body, &a, &err);
+    json_decref(body);
+    if (rc) {
+        gp_api_fail(r, &err);
+        return;
+    }
+    if (a.scope[0] && !gp_api_tenant_path_ok(r, a.scope, "scope"))
+        return;
+    gp_role role;
+    gp_role_parse(a.role, &role);
+    if (r->who.role == GP_ROLE_TENANT_ADMIN && (!role_needs_scope(role) || !gp_scope_covers(r->who.scope, a.scope))) {
+        gp_api_forbidden(r, "create tokens outside its scope or with a fleet-wide role");
+        return;
+    }
+    gp_op op = {.run = token_create_run, .mutates = true, .arg = &a, .action = "token.create"};
+    snprintf(op.target, sizeof op.target, "token/%s", a.name);
+    gp_api_run_op(r, &op);
+}
+
+/* May `who` see or revoke token t? */
+static bool token_visible(const gp_principal *who, const gp_store_token *t)
+{
+    if (who->role == GP_ROLE_ADMIN || strcmp(who->token_id, t->id) == 0)
+        return true;
+    return who->role == GP_ROLE_TENANT_ADMIN && t->scope[0] && gp_scope_covers(who->scope, t->scope);
+}
+
+typedef struct token_list {
+    const gp_principal *who;
+    json_t *list;
+    const char *find_id;
+    bool found, visible, revoked;
+} token_list;
+
+static gp_err token_row(void *ctx, const gp_store_token *t, gp_error *err)
+{
+    (void)err;
+    token_list *l = ctx;
+    if (l->find_id) {
+        if (strcmp(l->find_id, t->id) == 0) {
+            l->found = true;
+            l->visible = token_visible(l->who, t);
+            l->revoked = t->revoked >= 0;
+        }
+        return GP_OK;
+    }
+    if (!token_visible(l->who, t))
+        return GP_OK;
+    json_array_append_new(l->list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o}", "id", t->id, "name", t->name,
+                                             "role", t->role, "scope", t->scope, "user", t->user, "created",
+                                             (json_int_t)t->created, "created_by", t->created_by, "revoked",
+                                             t->revoked >= 0 ? json_integer(t->revoked) : json_null()));
+    return GP_OK;
+}
+
+void gp_api_tokens_list(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    token_list l = {.who = &r->who, .list = json_array()};
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    if (!s || gp_store_tokens_scan(s, token_row, &l, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        json_decref(l.list);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_api_reply(r, 200, json_pack("{s:o}", "tokens", l.list));
+}
+
+static void token_revoke_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    token_arg *a = op->arg;
+    gp_error err;
+    token_list l = {.who = op->who, .find_id = a->id};
+    gp_err rc = gp_store_tokens_scan(srv->store, token_row, &l, &err);
+    if (rc == GP_OK && (!l.found || !l.visible))
+        rc = gp_error_set(&err, GP_ERR_NOT_FOUND, "id", "no token %s", a->id);
+    else if (rc == GP_OK && l.revoked)
+        rc = gp_error_set(&err, GP_ERR_CONFLICT, "id", "token %s is already revoked", a->id);
+    if (rc == GP_OK)
+        rc = gp_store_token_revoke(srv->store, a->id, now, &err);
+    if (rc != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    gp_auth_revoke(&srv->auth, a->id);
+    gp_op_reply(op, 200, json_pack("{s:s, s:I}", "revoked", a->id, "time", (json_int_t)now));
+}
+
+void gp_api_token_revoke(gp_request *r, const char *id)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    token_arg a;
+    memset(&a, 0, sizeof a);
+    size_t n = strlen(id);
+    bool hex = n == GP_TOKEN_ID_LEN;
+    for (size_t i = 0; hex && i < n; i++)
+        hex = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+    if (!hex) {
+        gp_api_error(r, 404, "not_found", "id", "no token %.40s", id);
+        return;
+    }
+    memcpy(a.id, id, n + 1);
+    gp_op op = {.run = token_revoke_run, .mutates = true, .arg = &a, .action = "token.revoke"};
+    snprintf(op.target, sizeof op.target, "token/%s", id);
+    gp_api_run_op(r, &op);
+}
+
+/* ---- audit ---- */
+
+static bool audit_reader(gp_request *r)
+{
+    if (r->who.role == GP_ROLE_ADMIN || r->who.role == GP_ROLE_AUDITOR)
+        return true;
+    gp_api_forbidden(r, "read the audit log");
+    return false;
+}
+
+void gp_api_audit_list(gp_request *r)
+{
+    static const char *const allowed[] = {"after", "limit", NULL};
+    int64_t after = 0, limit = 100;
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r) || !gp_api_query_int(r, "after", 0, INT64_MAX, &after) ||
+        !gp_api_query_int(r, "limit", 1, 1000, &limit))
+        return;
+    gp_error err;
+    json_t *out = NULL;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    if (!s || gp_store_audit_list(s, after, (int)limit, &out, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_api_reply(r, 200, out);
+}
+
+void gp_api_audit_verify(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r))
+        return;
+    gp_error err;
+    int64_t checked, broken;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    if (!s || gp_store_audit_verify(s, &checked, &broken, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_api_reply(r, 200, json_pack("{s:b, s:I, s:o}", "ok", broken == 0, "checked", (json_int_t)checked,
+                                   "first_broken", broken ? json_integer(broken) : json_null()));
+}
+
+/* ---- metrics ---- */
+
+static void metrics_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    gp_engine_stats st;
+    gp_engine_stats_get(srv->journal.engine, &st);
+    char *text = malloc(4096);
+    if (!text) {
+        op->status = 503;
+        return;
+    }
+    snprintf(text, 4096,
+             "# TYPE gpupool_requests_total counter\ngpupool_requests_total %llu\n"
+             "# TYPE gpupool_request_errors_total counter\n"
+             "gpupool_request_errors_total{class=\"4xx\"} %llu\ngpupool_request_errors_total{class=\"5xx\"} %llu\n"
+             "# TYPE gpupool_submits_total counter\ngpupool_submits_total %llu\n"
+             "# TYPE gpupool_batches_total counter\ngpupool_batches_total %llu\n"
+             "# TYPE gpupool_batch_ops_total counter\ngpupool_batch_ops_total %llu\n"
+             "# TYPE gpupool_batch_max gauge\ngpupool_batch_max %llu\n"
+             "# TYPE gpupool_batch_seconds_total counter\ngpupool_batch_seconds_total %.3f\n"
+             "# TYPE gpupool_passes_total counter\ngpupool_passes_total %llu\n"
+             "# TYPE gpupool_jobs gauge\ngpupool_jobs{state=\"pending\"} %zu\ngpupool_jobs{state=\"running\"} %zu\n"
+             "gpupool_jobs{state=\"preempting\"} %zu\n"
+             "# TYPE gpupool_gpus gauge\ngpupool_gpus{kind=\"total\"} %lld\ngpupool_gpus{kind=\"healthy\"} %lld\n"
+             "gpupool_gpus{kind=\"allocated\"} %lld\n"
+             "# TYPE gpupool_preemptions_total counter\ngpupool_preemptions_total %llu\n"
+             "# TYPE gpupool_tokens gauge\ngpupool_tokens %zu\n",
+             (unsigned long long)atomic_load(&srv->requests), (unsigned long long)atomic_load(&srv->errors_4xx),
+             (unsigned long long)atomic_load(&srv->errors_5xx), (unsigned long long)atomic_load(&srv->submits),
+             (unsigned long long)atomic_load(&srv->loop.batches), (unsigned long long)atomic_load(&srv->loop.ops),
+             (unsigned long long)atomic_load(&srv->loop.max_batch),
+             (double)atomic_load(&srv->loop.commits_ms_total) / 1000.0, (unsigned long long)atomic_load(&srv->loop.ticks), st.pending,
+             st.running, st.preempting, (long long)st.gpus_total, (long long)st.gpus_healthy,
+             (long long)st.gpus_allocated, (unsigned long long)st.total_preempted, gp_auth_count(&srv->auth));
+    op->arg = text;
+    op->status = 200;
+}
+
+void gp_api_metrics(gp_request *r)
+{
+    if (!gp_principal_sees_all(&r->who)) {
+        gp_api_forbidden(r, "read metrics");
+        return;
+    }
+    gp_op op = {.run = metrics_run};
+    op.who = &r->who;
+    op.request_id = r->request_id;
+    gp_loop_run(&r->srv->loop, &op);
+    if (op.status != 200 || !op.arg) {
+        gp_api_error(r, 503, "unavailable", "", "metrics are not available");
+        return;
+    }
+    r->status = 200;
+    r->text_reply = op.arg;
+    r->content_type = "text/plain; version=0.0.4";
+}
+
+/* ---- dashboard ---- */
+
+static const char DASHBOARD[] =
+    "<!doctype html><html><head><meta charset=utf-8><title>gpupool</title><style>"
+    "body{font:14px sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
+    "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}</style></head><body>"
+    "<h1>gpupool</h1><p>Token: <input id=t size=72> <button onclick=load()>show</button>"
+    " (nothing leaves this page but requests to this gpupoold)</p>"
+    "<h2>Tenants</h2><table id=tenants></table><h2>Jobs</h2><table id=jobs></table>"
+    "<h2>Nodes</h2><table id=nodes></table><script>"
+    "function esc(s){return String(s).replace(/[&<>\"]/g,c=>'&#'+c.charCodeAt(0)+';')}"
+    "async function get(p){const r=await fetch(p,{headers:{Authorization:'Bearer '+"
+    "document.getElementById('t').value}});return r.json()}"
+    "function table(id,cols,rows){let h='<tr>'+cols.map(c=>'<th>'+esc(c)+'</th>').join('')+'</tr>';"
+    "for(const r of rows)h+='<tr>'+cols.map(c=>'<td>'+esc(typeof r[c]==='object'?JSON.stringify(r[c]):r[c])"
+    "+'</td>').join('')+'</tr>';document.getElementById(id).innerHTML=h}"
+    "async function load(){const t=await get('/v1/tenants');table('tenants',['path','guarantee','limit','usage',"
+    "'pending_jobs','running_jobs'],t.tenants||[]);const j=await get('/v1/jobs?limit=200');"
+    "table('jobs',['id','tenant','name','state','class','reason'],j.jobs||[]);const n=await get('/v1/nodes');"
+    "table('nodes',['name','block','gpu_type','gpu_count','gpus_free','draining'],n.nodes||[])}"
+    "</script></body></html>";
+
+void gp_api_dashboard(gp_request *r)
+{
+    r->status = 200;
+    r->text_reply = strdup(DASHBOARD);
+    r->content_type = "text/html; charset=utf-8";
+}

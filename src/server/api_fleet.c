@@ -1,0 +1,151 @@
+/* api_fleet.c - GET /v1/nodes, POST /v1/nodes/{name}/drain, GET /v1/usage.
+ *
+ * Nodes are the engine's view of the fleet (until node agents exist, the
+ * nodes of --fleet, all up).  Every role may list them -- capacity is not
+ * a secret -- but which job holds a GPU is shown only to roles that see
+ * every tenant.  Draining is for admin and operator.
+ *
+ * Usage is read from the store's usage intervals: GPU-seconds by tenant,
+ * GPU type and class (guaranteed / burstable) over [from, to), open
+ * intervals counted up to now; scoped like jobs.
+ */
+#include "server/api.h"
+
+#include "server/json_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
+{
+    gp_gpu_info gi;
+    if (!gp_engine_gpu_get(e, g, &gi))
+        return json_null();
+    json_t *o = json_pack("{s:i, s:s, s:b, s:i, s:s}", "index", gi.index, "uuid", gi.uuid, "healthy", gi.healthy,
+                          "nvlink_domain", gi.nvlink_domain, "sharing", GP_SHARING_NAMES[gi.sharing]);
+    if (gi.sharing != GP_SHARING_EXCLUSIVE)
+        json_object_set_new(o, "used_milli_gpus", json_integer(gi.used_milli));
+    if (show_jobs)
+        json_object_set_new(o, "job", gi.job ? json_integer((json_int_t)gi.job) : json_null());
+    else
+        json_object_set_new(o, "allocated", json_boolean(gi.job != 0 || gi.used_milli > 0));
+    return o;
+}
+
+static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    const gp_engine *e = srv->journal.engine;
+    bool show_jobs = gp_principal_sees_all(op->who);
+    json_t *list = json_array();
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
+        gp_node_info n;
+        if (!gp_engine_node_get(e, i, &n))
+            continue;
+        json_t *gpus = json_array();
+        for (int g = 0; g < n.gpu_count; g++)
+            json_array_append_new(gpus, gpu_view(e, n.gpu_first + (uint32_t)g, show_jobs));
+        json_array_append_new(
+            list, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "name", n.name,
+                            "zone", n.zone, "block", n.block, "gpu_type", gp_engine_gpu_type_name(e, n.type),
+                            "gpu_count", n.gpu_count, "gpus_free", n.gpus_free, "gpus_healthy", n.gpus_healthy, "up",
+                            n.up, "draining", n.draining, "cpu_millis", (json_int_t)n.cpu_millis, "cpu_used",
+                            (json_int_t)n.cpu_used, "mem_mib", (json_int_t)n.mem_mib, "mem_used",
+                            (json_int_t)n.mem_used, "gpus", gpus));
+    }
+    gp_op_reply(op, 200, json_pack("{s:o}", "nodes", list));
+}
+
+void gp_api_nodes_list(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    gp_op op = {.run = nodes_run};
+    gp_api_run_op(r, &op);
+}
+
+typedef struct drain_arg {
+    const char *name;
+    bool drain;
+} drain_arg;
+
+static void drain_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    drain_arg *a = op->arg;
+    gp_error err;
+    if (gp_journal_node_drain(&srv->journal, a->name, a->drain, now, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    gp_op_reply(op, 200, json_pack("{s:s, s:b}", "node", a->name, "draining", a->drain));
+}
+
+void gp_api_node_drain(gp_request *r, const char *name)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    if (r->who.role != GP_ROLE_ADMIN && r->who.role != GP_ROLE_OPERATOR) {
+        gp_api_forbidden(r, "drain nodes");
+        return;
+    }
+    drain_arg a = {.name = name, .drain = true};
+    if (r->body_len > 0) {
+        json_t *body = gp_api_body_object(r);
+        if (!body)
+            return;
+        gp_error err;
+        gp_err rc = GP_OK;
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v) {
+            if (rc == GP_OK)
+                rc = strcmp(key, "drain") == 0 ? gp_json_bool(v, key, &a.drain, &err)
+                                               : gp_json_unknown_field("", key, &err);
+        }
+        json_decref(body);
+        if (rc) {
+            gp_api_fail(r, &err);
+            return;
+        }
+    }
+    gp_op op = {.run = drain_run, .mutates = true, .arg = &a};
+    snprintf(op.action, sizeof op.action, "%s", a.drain ? "node.drain" : "node.undrain");
+    snprintf(op.target, sizeof op.target, "node/%s", name);
+    gp_api_run_op(r, &op);
+}
+
+void gp_api_usage(gp_request *r)
+{
+    static const char *const allowed[] = {"tenant", "from", "to", NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    int64_t now = gp_wall_ms() / 1000, from = 0, to = now;
+    const char *tenant = gp_api_query(r, "tenant");
+    if ((tenant && !gp_api_tenant_path_ok(r, tenant, "tenant")) ||
+        !gp_api_query_int(r, "from", 0, INT64_C(1) << 40, &from) ||
+        !gp_api_query_int(r, "to", 0, INT64_C(1) << 40, &to))
+        return;
+    if (to < from) {
+        gp_api_error(r, 400, "invalid", "to", "to must not be before from");
+        return;
+    }
+    if (tenant && !gp_principal_sees(&r->who, tenant)) {
+        gp_api_error(r, 404, "not_found", "tenant", "no tenant %s", tenant);
+        return;
+    }
+    int n_scopes;
+    const char *const *scopes = gp_api_scopes(r, &n_scopes);
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    json_t *out = NULL;
+    if (!s || gp_store_usage_query(s, scopes, n_scopes, tenant, from, to, now, &out, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_api_reply(r, 200, out);
+}

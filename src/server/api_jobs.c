@@ -1,0 +1,317 @@
+/* api_jobs.c - POST/GET /v1/jobs, GET/DELETE /v1/jobs/{id}.
+ *
+ * Who may do what:
+ *   submit   admin (any tenant); tenant-admin and member inside their scope;
+ *            jobs run as the token's user (only an admin may name another)
+ *   list/get admin, operator, auditor: all; others: their scope only, and
+ *            a job outside it is answered 404, exactly like a missing one
+ *   cancel   admin, operator: any; tenant-admin, member: inside their scope
+ *
+ * Reads come from the store (committed rows); a live job's state, reason
+ * and placement are then taken from the engine, which is never behind the
+ * store (the engine thread answers reads after its commit).
+ *
+ * Until node agents exist nothing executes a bound job: every answer for a
+ * placed job says so in "execution".
+ */
+#include "server/api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char EXECUTION_NOTE[] =
+    "not executed: no node agent (gpupool-agent) is connected yet; the GPUs are booked for the job, nothing runs";
+
+json_t *gp_api_job_view(json_t *row)
+{
+    json_t *view = json_object();
+    json_t *spec = json_object_get(row, "spec");
+    if (json_is_object(spec))
+        json_object_update(view, spec);
+    const char *keys[] = {"state", "class", "reason", "submit_time", "bind_time", "end_time", "placement", "history"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(row, keys[i]);
+        if (v)
+            json_object_set(view, keys[i], v);
+    }
+    return view;
+}
+
+static void add_execution_note(json_t *view)
+{
+    json_t *placement = json_object_get(view, "placement");
+    if (json_is_array(placement) && json_array_size(placement) > 0)
+        json_object_set_new(view, "execution", json_string(EXECUTION_NOTE));
+}
+
+static bool parse_id(gp_request *r, const char *text, uint64_t *id)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!text[0] || *end || errno || v == 0 || v > INT64_MAX || text[0] == '-' || text[0] == '+') {
+        gp_api_error(r, 400, "invalid", "id", "a job id is a positive integer, got \"%.40s\"", text);
+        return false;
+    }
+    *id = v;
+    return true;
+}
+
+static bool tenant_visible(const gp_principal *who, const char *tenant)
+{
+    return tenant && gp_principal_sees(who, tenant);
+}
+
+/* ---- submit ---- */
+
+static bool gpu_types_known(gp_server *srv, gp_op *op, const gp_job_spec *s)
+{
+    const gp_engine *e = srv->journal.engine;
+    for (int i = 0; i < s->n_gpu_types; i++) {
+        bool found = false;
+        for (int t = 0; t < gp_engine_gpu_type_count(e) && !found; t++)
+            found = strcmp(gp_engine_gpu_type_name(e, t), s->gpu_types[i]) == 0;
+        if (!found) {
+            gp_error err;
+            gp_error_set(&err, GP_ERR_INVALID, "gpu_types", "the fleet has no GPU type %s", s->gpu_types[i]);
+            gp_op_fail(op, &err);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void submit_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    gp_job_request *req = op->arg;
+    gp_error err;
+    if (!gpu_types_known(srv, op, &req->spec))
+        return;
+    if (gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    snprintf(op->target, sizeof op->target, "job/%llu", (unsigned long long)req->spec.id);
+    op->status = 201;
+    atomic_fetch_add(&srv->submits, 1);
+}
+
+static void submit_finish(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    gp_job_request *req = op->arg;
+    json_t *view = gp_job_request_to_json(req);
+    gp_journal_job_live(&srv->journal, req->spec.id, view);
+    add_execution_note(view);
+    gp_op_reply(op, 201, view);
+}
+
+void gp_api_jobs_submit(gp_request *r)
+{
+    if (r->who.role == GP_ROLE_OPERATOR || r->who.role == GP_ROLE_AUDITOR) {
+        gp_api_forbidden(r, "submit jobs");
+        return;
+    }
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return;
+    gp_job_request req;
+    gp_error err;
+    gp_err rc = gp_job_request_parse(body, false, &req, &err);
+    json_decref(body);
+    if (rc == GP_OK && !gp_api_tenant_path_ok(r, req.tenant, "tenant"))
+        rc = GP_ERR_INVALID;
+    else if (rc == GP_OK && !tenant_visible(&r->who, req.tenant))
+        rc = gp_error_set(&err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", req.tenant);
+    else if (rc == GP_OK && r->who.role != GP_ROLE_ADMIN && req.user[0] && strcmp(req.user, r->who.user) != 0)
+        rc = gp_error_set(&err, GP_ERR_INVALID, "user", "jobs run as the token's user (%s); only an admin names another",
+                          r->who.user[0] ? r->who.user : "none");
+    if (rc != GP_OK) {
+        if (!r->reply)
+            gp_api_fail(r, &err);
+        gp_job_request_free(&req);
+        return;
+    }
+    if (r->who.role != GP_ROLE_ADMIN && r->who.user[0]) {
+        snprintf(req.user, sizeof req.user, "%s", r->who.user);
+        req.spec.user = req.user;
+    }
+    gp_op op = {.run = submit_run, .finish = submit_finish, .mutates = true, .arg = &req, .action = "job.submit"};
+    snprintf(op.target, sizeof op.target, "tenant/%s", req.tenant);
+    gp_api_run_op(r, &op);
+    gp_job_request_free(&req);
+}
+
+/* ---- list and get ---- */
+
+static bool is_live(const json_t *view)
+{
+    const char *state = json_string_value(json_object_get(view, "state"));
+    return state && (strcmp(state, "pending") == 0 || strcmp(state, "admitted") == 0 ||
+                     strcmp(state, "running") == 0 || strcmp(state, "preempting") == 0);
+}
+
+/* Replaces the stored state, reason and placement of live jobs by the
+ * engine's (the store keeps the reason of the last decision; the engine
+ * knows why a job waits right now).  arg: a JSON array of views. */
+static void live_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    size_t i;
+    json_t *view;
+    json_array_foreach((json_t *)op->arg, i, view) {
+        if (is_live(view))
+            gp_journal_job_live(&srv->journal, (uint64_t)json_integer_value(json_object_get(view, "id")), view);
+    }
+    op->status = 200;
+}
+
+static void overlay_live(gp_request *r, json_t *views)
+{
+    gp_op op = {.run = live_run, .arg = views};
+    op.who = &r->who;
+    op.request_id = r->request_id;
+    gp_loop_run(&r->srv->loop, &op);
+    json_decref(op.reply);
+}
+
+void gp_api_jobs_list(gp_request *r)
+{
+    static const char *const allowed[] = {"tenant", "state", "before", "limit", NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    gp_store_job_filter f = {.limit = 100};
+    int64_t before = 0, limit = 100;
+    f.tenant = gp_api_query(r, "tenant");
+    f.state = gp_api_query(r, "state");
+    if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
+        return;
+    if (f.state && strcmp(f.state, "live") != 0) {
+        bool ok = false;
+        for (int i = 0; i < 7; i++)
+            ok = ok || strcmp(f.state, GP_STATE_NAMES[i]) == 0;
+        if (!ok) {
+            gp_api_error(r, 400, "invalid", "state", "state must be live or a job state (pending, running, ...)");
+            return;
+        }
+    }
+    if (!gp_api_query_int(r, "before", 1, INT64_MAX, &before) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
+        return;
+    f.before = (uint64_t)before;
+    f.limit = (int)limit;
+    f.scopes = gp_api_scopes(r, &f.n_scopes);
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    json_t *out = NULL;
+    if (!s || gp_store_jobs_list(s, &f, &out, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    json_t *jobs = json_array();
+    size_t i;
+    json_t *row;
+    bool any_live = false;
+    json_array_foreach(json_object_get(out, "jobs"), i, row) {
+        json_array_append_new(jobs, gp_api_job_view(row));
+        any_live = any_live || is_live(row);
+    }
+    if (any_live)
+        overlay_live(r, jobs);
+    json_array_foreach(jobs, i, row)
+        add_execution_note(row);
+    json_object_set_new(out, "jobs", jobs);
+    gp_api_reply(r, 200, out);
+}
+
+void gp_api_job_get(gp_request *r, const char *text)
+{
+    static const char *const allowed[] = {NULL};
+    uint64_t id;
+    if (!gp_api_query_only(r, allowed) || !parse_id(r, text, &id))
+        return;
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    json_t *row = NULL;
+    if (!s || gp_store_job_get(s, id, &row, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    if (!row || !tenant_visible(&r->who, json_string_value(json_object_get(row, "tenant")))) {
+        json_decref(row);
+        gp_api_error(r, 404, "not_found", "id", "no job %llu", (unsigned long long)id);
+        return;
+    }
+    json_t *views = json_pack("[o]", gp_api_job_view(row));
+    json_decref(row);
+    if (is_live(json_array_get(views, 0)))
+        overlay_live(r, views);
+    json_t *view = json_incref(json_array_get(views, 0));
+    json_decref(views);
+    add_execution_note(view);
+    gp_api_reply(r, 200, view);
+}
+
+/* ---- cancel ---- */
+
+static void cancel_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    uint64_t id = *(uint64_t *)op->arg;
+    gp_error err;
+    gp_job_info info;
+    const gp_engine *e = srv->journal.engine;
+    if (gp_engine_job_info(e, id, &info, NULL) == GP_OK) {
+        if (!tenant_visible(op->who, gp_engine_tenant_path(e, info.tenant))) {
+            gp_error_set(&err, GP_ERR_NOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+            gp_op_fail(op, &err);
+            return;
+        }
+        if (gp_journal_cancel(&srv->journal, id, now, &err) != GP_OK) {
+            gp_op_fail(op, &err);
+            return;
+        }
+        op->status = 202;
+        return;
+    }
+    json_t *row = NULL;
+    gp_store_job_get(srv->store, id, &row, NULL);
+    if (!row || !tenant_visible(op->who, json_string_value(json_object_get(row, "tenant"))))
+        gp_error_set(&err, GP_ERR_NOT_FOUND, "id", "no job %llu", (unsigned long long)id);
+    else
+        gp_error_set(&err, GP_ERR_CONFLICT, "id", "job %llu is already %s", (unsigned long long)id,
+                     json_string_value(json_object_get(row, "state")));
+    json_decref(row);
+    gp_op_fail(op, &err);
+}
+
+static void cancel_finish(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    uint64_t id = *(uint64_t *)op->arg;
+    json_t *row = NULL;
+    gp_store_job_get(srv->store, id, &row, NULL);
+    json_t *view = row ? gp_api_job_view(row) : json_pack("{s:I}", "id", (json_int_t)id);
+    json_decref(row);
+    gp_journal_job_live(&srv->journal, id, view);
+    gp_op_reply(op, 202, view);
+}
+
+void gp_api_job_cancel(gp_request *r, const char *text)
+{
+    static const char *const allowed[] = {NULL};
+    uint64_t id;
+    if (!gp_api_query_only(r, allowed) || !parse_id(r, text, &id))
+        return;
+    if (r->who.role == GP_ROLE_AUDITOR) {
+        gp_api_forbidden(r, "cancel jobs");
+        return;
+    }
+    gp_op op = {.run = cancel_run, .finish = cancel_finish, .mutates = true, .arg = &id, .action = "job.cancel"};
+    snprintf(op.target, sizeof op.target, "job/%llu", (unsigned long long)id);
+    gp_api_run_op(r, &op);
+}

@@ -1,0 +1,185 @@
+/* auth.c - token cache, hashing, scopes and rate buckets (see auth.h).
+ *
+ * Rate limiting is a token bucket per API token: `rate_per_s` requests a
+ * second refill it, up to `burst`; a request with an empty bucket gets 429.
+ * The cache is a plain array: a fleet has hundreds of tokens, not
+ * millions, and a linear scan of hashes under one mutex costs less than a
+ * request's JSON parsing.
+ */
+#include "server/auth.h"
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gp_auth_entry {
+    char hash_hex[65];
+    gp_principal who;
+    double bucket;
+    int64_t refilled_ms;
+};
+
+static const char *const ROLE_NAMES[GP_ROLE_COUNT] = {"admin", "operator", "auditor", "tenant-admin", "member"};
+
+const char *gp_role_name(gp_role r)
+{
+    return (unsigned)r < GP_ROLE_COUNT ? ROLE_NAMES[r] : "unknown";
+}
+
+bool gp_role_parse(const char *name, gp_role *out)
+{
+    for (int i = 0; i < GP_ROLE_COUNT; i++)
+        if (name && strcmp(name, ROLE_NAMES[i]) == 0) {
+            *out = (gp_role)i;
+            return true;
+        }
+    return false;
+}
+
+void gp_auth_init(gp_auth *a, double rate_per_s)
+{
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->lock, NULL);
+    a->rate_per_s = rate_per_s;
+    a->burst = rate_per_s * 2 > 10 ? rate_per_s * 2 : 10;
+}
+
+void gp_auth_free(gp_auth *a)
+{
+    free(a->entries);
+    pthread_mutex_destroy(&a->lock);
+    memset(a, 0, sizeof *a);
+}
+
+static gp_err load_one(void *ctx, const gp_store_token *t, gp_error *err)
+{
+    if (t->revoked >= 0)
+        return GP_OK;
+    return gp_auth_add(ctx, t, err);
+}
+
+gp_err gp_auth_load(gp_auth *a, gp_store *store, gp_error *err)
+{
+    return gp_store_tokens_scan(store, load_one, a, err);
+}
+
+gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
+{
+    gp_role role;
+    if (!gp_role_parse(t->role, &role))
+        return gp_error_set(err, GP_ERR_INVALID, "role", "token %s has unknown role %s", t->id, t->role);
+    pthread_mutex_lock(&a->lock);
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 16;
+        gp_auth_entry *e = realloc(a->entries, cap * sizeof *e);
+        if (!e) {
+            pthread_mutex_unlock(&a->lock);
+            return gp_error_set(err, GP_ERR_NOMEM, "token", "out of memory");
+        }
+        a->entries = e;
+        a->cap = cap;
+    }
+    gp_auth_entry *e = &a->entries[a->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->hash_hex, sizeof e->hash_hex, "%s", t->hash_hex);
+    snprintf(e->who.token_id, sizeof e->who.token_id, "%s", t->id);
+    snprintf(e->who.name, sizeof e->who.name, "%s", t->name);
+    snprintf(e->who.scope, sizeof e->who.scope, "%s", t->scope);
+    snprintf(e->who.user, sizeof e->who.user, "%s", t->user ? t->user : "");
+    e->who.role = role;
+    e->bucket = a->burst;
+    pthread_mutex_unlock(&a->lock);
+    return GP_OK;
+}
+
+void gp_auth_revoke(gp_auth *a, const char *token_id)
+{
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->entries[i].who.token_id, token_id) == 0) {
+            a->entries[i] = a->entries[--a->n];
+            break;
+        }
+    pthread_mutex_unlock(&a->lock);
+}
+
+size_t gp_auth_count(gp_auth *a)
+{
+    pthread_mutex_lock(&a->lock);
+    size_t n = a->n;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_principal *out)
+{
+    char hash[65];
+    if (!secret || strncmp(secret, "gpt_", 4) != 0 || strlen(secret) != GP_TOKEN_SECRET_LEN)
+        return GP_AUTH_UNKNOWN;
+    gp_token_hash(secret, hash);
+    gp_auth_result res = GP_AUTH_UNKNOWN;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->n; i++) {
+        gp_auth_entry *e = &a->entries[i];
+        if (strcmp(e->hash_hex, hash) != 0)
+            continue;
+        res = GP_AUTH_OK;
+        if (a->rate_per_s > 0) {
+            double refill = (double)(now_ms - e->refilled_ms) * a->rate_per_s / 1000.0;
+            e->bucket = e->bucket + refill > a->burst ? a->burst : e->bucket + refill;
+            e->refilled_ms = now_ms;
+            if (e->bucket < 1)
+                res = GP_AUTH_RATE_LIMITED;
+            else
+                e->bucket -= 1;
+        }
+        *out = e->who;
+        break;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return res;
+}
+
+static void hex(const unsigned char *bytes, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", bytes[i]);
+}
+
+void gp_token_hash(const char *secret, char hash_hex[65])
+{
+    unsigned char digest[32];
+    gnutls_hash_fast(GNUTLS_DIG_SHA256, secret, strlen(secret), digest);
+    hex(digest, sizeof digest, hash_hex);
+}
+
+gp_err gp_token_generate(char secret[GP_TOKEN_SECRET_LEN + 1], char id[GP_TOKEN_ID_LEN + 1], char hash_hex[65],
+                         gp_error *err)
+{
+    unsigned char key[32], pub[GP_TOKEN_ID_LEN / 2];
+    if (gnutls_rnd(GNUTLS_RND_KEY, key, sizeof key) != 0 || gnutls_rnd(GNUTLS_RND_NONCE, pub, sizeof pub) != 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "token", "no random bytes from GnuTLS");
+    memcpy(secret, "gpt_", 4);
+    hex(key, sizeof key, secret + 4);
+    hex(pub, sizeof pub, id);
+    gp_token_hash(secret, hash_hex);
+    return GP_OK;
+}
+
+bool gp_scope_covers(const char *scope, const char *path)
+{
+    size_t n = strlen(scope);
+    return n > 0 && strncmp(scope, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool gp_principal_sees_all(const gp_principal *p)
+{
+    return p->role == GP_ROLE_ADMIN || p->role == GP_ROLE_OPERATOR || p->role == GP_ROLE_AUDITOR;
+}
+
+bool gp_principal_sees(const gp_principal *p, const char *path)
+{
+    return gp_principal_sees_all(p) || gp_scope_covers(p->scope, path);
+}

@@ -1,0 +1,88 @@
+/* auth.h - bearer tokens, roles, tenant scopes and per-token rate limits.
+ *
+ * A token is "gpt_" + 64 hex digits: 256 random bits from GnuTLS.  The
+ * daemon keeps only SHA-256(token) (store table `tokens`), so a copy of the
+ * store does not let anyone in.  The live tokens are cached here, keyed by
+ * hash, so an API thread authenticates without touching the store.
+ *
+ * Roles (docs/api.md has the full matrix):
+ *   admin         everything
+ *   operator      reads everything but the audit log; drains nodes, cancels jobs
+ *   auditor       reads everything, the audit log included; changes nothing
+ *   tenant-admin  scope S: jobs and usage of S's subtree, creates and changes
+ *                 tenants strictly below S, tokens inside S
+ *   member        scope T: submits to and sees/cancels jobs of T's subtree
+ * Anything outside a scope is answered as if it did not exist (404).
+ *
+ * Threads: every function is thread-safe (one mutex).
+ * Ownership: gp_auth owns its cache; principals are copied out.
+ */
+#ifndef GP_SERVER_AUTH_H
+#define GP_SERVER_AUTH_H
+
+#include "core/types.h"
+#include "store/store.h"
+
+#include <pthread.h>
+
+typedef enum gp_role {
+    GP_ROLE_ADMIN = 0,
+    GP_ROLE_OPERATOR,
+    GP_ROLE_AUDITOR,
+    GP_ROLE_TENANT_ADMIN,
+    GP_ROLE_MEMBER,
+    GP_ROLE_COUNT
+} gp_role;
+
+#define GP_TOKEN_ID_LEN 16      /* hex chars of the public id */
+#define GP_TOKEN_SECRET_LEN 68  /* "gpt_" + 64 hex */
+
+typedef struct gp_principal {
+    char token_id[GP_TOKEN_ID_LEN + 1];
+    char name[GP_NAME_MAX];
+    gp_role role;
+    char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor */
+    char user[GP_NAME_MAX];  /* jobs submitted with this token run as this user ("" = none) */
+} gp_principal;
+
+typedef struct gp_auth_entry gp_auth_entry;
+
+typedef struct gp_auth {
+    pthread_mutex_t lock;
+    gp_auth_entry *entries;
+    size_t n, cap;
+    double rate_per_s;      /* per token; 0 = unlimited */
+    double burst;
+} gp_auth;
+
+const char *gp_role_name(gp_role r);
+/* false when the name is not a role. */
+bool gp_role_parse(const char *name, gp_role *out);
+
+void gp_auth_init(gp_auth *a, double rate_per_s);
+void gp_auth_free(gp_auth *a);
+/* Loads the live tokens of the store into the cache. */
+gp_err gp_auth_load(gp_auth *a, gp_store *store, gp_error *err);
+/* Adds a token record (as written to the store). */
+gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err);
+void gp_auth_revoke(gp_auth *a, const char *token_id);
+/* Counts live tokens. */
+size_t gp_auth_count(gp_auth *a);
+
+typedef enum gp_auth_result { GP_AUTH_OK = 0, GP_AUTH_UNKNOWN, GP_AUTH_RATE_LIMITED } gp_auth_result;
+/* Looks the secret up and charges one request to its rate bucket. */
+gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_principal *out);
+
+/* A fresh secret, its public id and its hash (hex). */
+gp_err gp_token_generate(char secret[GP_TOKEN_SECRET_LEN + 1], char id[GP_TOKEN_ID_LEN + 1], char hash_hex[65],
+                         gp_error *err);
+void gp_token_hash(const char *secret, char hash_hex[65]);
+
+/* path is scope or below it ("a/b" covers "a/b" and "a/b/c", not "a/bc"). */
+bool gp_scope_covers(const char *scope, const char *path);
+/* admin, operator, auditor: see every tenant. */
+bool gp_principal_sees_all(const gp_principal *p);
+/* May p see (read) things of tenant path? */
+bool gp_principal_sees(const gp_principal *p, const char *path);
+
+#endif

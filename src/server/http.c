@@ -1,0 +1,652 @@
+/* http.c - libmicrohttpd glue: bodies, limits, authentication, routing.
+ *
+ * libmicrohttpd runs one thread per connection (MHD_USE_THREAD_PER_CONNECTION):
+ * a handler may block while the engine thread commits its batch, and the
+ * number of requests in flight -- hence the group-commit batch size -- is
+ * the number of busy connections, bounded by --max-connections.
+ *
+ * Limits enforced here, before any handler runs:
+ *   body size     a Content-Length over --max-body is answered 413 at once;
+ *                 a chunked body is counted and refused when it passes it;
+ *   content type  bodies must be application/json (apply also takes YAML);
+ *   tokens        401 without a known bearer token (only /v1/health and the
+ *                 dashboard page are public), 429 when its bucket is empty;
+ *   idle time     connections idle for --timeout seconds are closed.
+ * JSON depth, field types and lengths are checked by the handlers' parsers.
+ */
+#include "server/api.h"
+
+#include "server/json_input.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint_least64_t request_counter;
+static uint32_t request_prefix;
+
+/* ---- replies ---- */
+
+void gp_api_reply(gp_request *r, int status, json_t *reply)
+{
+    json_decref(r->reply);
+    r->status = status;
+    r->reply = reply;
+}
+
+void gp_api_error(gp_request *r, int status, const char *code, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    gp_api_reply(r, status,
+                 json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", msg, "field", field ? field : ""));
+}
+
+void gp_api_fail(gp_request *r, const gp_error *err)
+{
+    gp_api_error(r, gp_status_of(err->code), gp_err_name(err->code), err->field, "%s", err->message);
+}
+
+void gp_api_forbidden(gp_request *r, const char *what)
+{
+    gp_api_error(r, 403, "forbidden", "", "role %s may not %s", gp_role_name(r->who.role), what);
+}
+
+/* ---- request helpers ---- */
+
+const char *gp_api_query(gp_request *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+typedef struct query_check {
+    const char *const *allowed;
+    const char *bad;
+} query_check;
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    query_check *q = cls;
+    for (const char *const *a = q->allowed; *a; a++)
+        if (strcmp(*a, key) == 0)
+            return MHD_YES;
+    q->bad = key;
+    return MHD_NO;
+}
+
+bool gp_api_query_only(gp_request *r, const char *const *allowed)
+{
+    query_check q = {.allowed = allowed, .bad = NULL};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_arg, &q);
+    if (!q.bad)
+        return true;
+    char field[GP_ERROR_FIELD_MAX];
+    snprintf(field, sizeof field, "%s", q.bad);
+    gp_api_error(r, 400, "invalid", field, "unknown query parameter %s", field);
+    return false;
+}
+
+bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+    const char *v = gp_api_query(r, key);
+    if (!v)
+        return true;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!v[0] || *end || errno || x < min || x > max) {
+        gp_api_error(r, 400, "invalid", key, "%s must be an integer %lld..%lld", key, (long long)min,
+                     (long long)max);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+json_t *gp_api_body_object(gp_request *r)
+{
+    gp_error err;
+    json_t *v;
+    if (gp_json_parse_body(r->body, r->body_len, &v, &err) != GP_OK) {
+        gp_api_fail(r, &err);
+        return NULL;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        gp_api_error(r, 400, "invalid", "body", "the body must be a JSON object");
+        return NULL;
+    }
+    return v;
+}
+
+bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field)
+{
+    size_t len = path ? strlen(path) : 0;
+    int depth = 1;
+    bool ok = len > 0 && len < GP_PATH_MAX;
+    for (size_t i = 0, seg = 0; ok && i <= len; i++) {
+        char c = path[i];
+        if (c == '/' || c == '\0') {
+            ok = seg > 0 && seg < GP_NAME_MAX && path[i - seg] != '.';
+            depth += c == '/';
+            seg = 0;
+            continue;
+        }
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+             c == '.';
+        seg++;
+    }
+    if (ok && depth <= GP_MAX_TENANT_DEPTH)
+        return true;
+    gp_api_error(r, 400, "invalid", field,
+                 "%s must be 1..%d names of [A-Za-z0-9._-] (not starting with '.') joined by '/'", field,
+                 GP_MAX_TENANT_DEPTH);
+    return false;
+}
+
+void gp_api_run_op(gp_request *r, gp_op *op)
+{
+    op->who = &r->who;
+    op->request_id = r->request_id;
+    gp_loop_run(&r->srv->loop, op);
+    gp_api_reply(r, op->status ? op->status : 500, op->reply);
+    op->reply = NULL;
+}
+
+const char *const *gp_api_scopes(gp_request *r, int *n)
+{
+    if (gp_principal_sees_all(&r->who)) {
+        *n = 0;
+        return NULL;
+    }
+    r->scopes[0] = r->who.scope;
+    *n = 1;
+    return r->scopes;
+}
+
+/* ---- routing ---- */
+
+static bool method_is(const gp_request *r, const char *m)
+{
+    return strcmp(r->method, m) == 0;
+}
+
+static void method_not_allowed(gp_request *r, const char *allowed)
+{
+    gp_api_error(r, 405, "method_not_allowed", "method", "%s is not allowed here; use %s", r->method, allowed);
+}
+
+static void route_jobs(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "POST"))
+            gp_api_jobs_submit(r);
+        else if (method_is(r, "GET"))
+            gp_api_jobs_list(r);
+        else
+            method_not_allowed(r, "GET, POST");
+    } else if (rest[0] == '/') {
+        if (method_is(r, "GET"))
+            gp_api_job_get(r, rest + 1);
+        else if (method_is(r, "DELETE"))
+            gp_api_job_cancel(r, rest + 1);
+        else
+            method_not_allowed(r, "GET, DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_tenants(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_tenants_list(r);
+        else
+            method_not_allowed(r, "GET");
+    } else if (strcmp(rest, ":apply") == 0 || strcmp(rest, ":move") == 0) {
+        if (!method_is(r, "POST"))
+            method_not_allowed(r, "POST");
+        else if (rest[1] == 'a')
+            gp_api_tenants_apply(r);
+        else
+            gp_api_tenants_move(r);
+    } else if (rest[0] == '/') {
+        if (method_is(r, "GET"))
+            gp_api_tenant_get(r, rest + 1);
+        else if (method_is(r, "PUT"))
+            gp_api_tenant_put(r, rest + 1);
+        else if (method_is(r, "DELETE"))
+            gp_api_tenant_delete(r, rest + 1);
+        else
+            method_not_allowed(r, "GET, PUT, DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_nodes(gp_request *r, const char *rest)
+{
+    size_t n = strlen(rest);
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_nodes_list(r);
+        else
+            method_not_allowed(r, "GET");
+    } else if (rest[0] == '/' && n > 7 && strcmp(rest + n - 6, "/drain") == 0) {
+        char name[GP_NAME_MAX + 1];
+        if (n - 7 >= sizeof name) {
+            gp_api_error(r, 404, "not_found", "node", "no such node");
+            return;
+        }
+        memcpy(name, rest + 1, n - 7);
+        name[n - 7] = '\0';
+        if (method_is(r, "POST"))
+            gp_api_node_drain(r, name);
+        else
+            method_not_allowed(r, "POST");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_simple(gp_request *r, const char *method, void (*handler)(gp_request *))
+{
+    if (method_is(r, method))
+        handler(r);
+    else
+        method_not_allowed(r, method);
+}
+
+static void route_tokens(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_tokens_list(r);
+        else if (method_is(r, "POST"))
+            gp_api_tokens_create(r);
+        else
+            method_not_allowed(r, "GET, POST");
+    } else if (rest[0] == '/') {
+        if (method_is(r, "DELETE"))
+            gp_api_token_revoke(r, rest + 1);
+        else
+            method_not_allowed(r, "DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void health(gp_request *r)
+{
+    gp_api_reply(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static bool starts(const char *url, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(url, prefix, n) != 0)
+        return false;
+    *rest = url + n;
+    return true;
+}
+
+static void dispatch(gp_request *r)
+{
+    const char *rest;
+    if (strcmp(r->url, "/v1/jobs") == 0 || starts(r->url, "/v1/jobs/", &rest))
+        route_jobs(r, r->url + strlen("/v1/jobs"));
+    else if (starts(r->url, "/v1/tenants", &rest))
+        route_tenants(r, rest);
+    else if (starts(r->url, "/v1/nodes", &rest))
+        route_nodes(r, rest);
+    else if (strcmp(r->url, "/v1/usage") == 0)
+        route_simple(r, "GET", gp_api_usage);
+    else if (strcmp(r->url, "/v1/audit") == 0)
+        route_simple(r, "GET", gp_api_audit_list);
+    else if (strcmp(r->url, "/v1/audit/verify") == 0)
+        route_simple(r, "GET", gp_api_audit_verify);
+    else if (starts(r->url, "/v1/tokens", &rest))
+        route_tokens(r, rest);
+    else if (strcmp(r->url, "/metrics") == 0)
+        route_simple(r, "GET", gp_api_metrics);
+    else
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+}
+
+/* ---- authentication ---- */
+
+static bool authenticate(gp_request *r)
+{
+    const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncmp(h, "Bearer ", 7) != 0) {
+        gp_api_error(r, 401, "unauthorized", "Authorization", "an Authorization: Bearer <token> header is required");
+        return false;
+    }
+    switch (gp_auth_check(&r->srv->auth, h + 7, gp_wall_ms(), &r->who)) {
+    case GP_AUTH_OK:
+        r->authenticated = true;
+        return true;
+    case GP_AUTH_RATE_LIMITED:
+        gp_api_error(r, 429, "rate_limited", "Authorization", "this token is over %g requests per second",
+                     r->srv->auth.rate_per_s);
+        return false;
+    default:
+        gp_api_error(r, 401, "unauthorized", "Authorization", "unknown or revoked token");
+        return false;
+    }
+}
+
+static bool content_type_ok(gp_request *r)
+{
+    if (r->body_len == 0)
+        return true;
+    const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    bool apply = strcmp(r->url, "/v1/tenants:apply") == 0;
+    if (ct && strncmp(ct, "application/json", 16) == 0)
+        return true;
+    if (apply && ct && (strncmp(ct, "application/yaml", 16) == 0 || strncmp(ct, "application/x-yaml", 18) == 0))
+        return true;
+    gp_api_error(r, 415, "unsupported_media_type", "Content-Type", "the body must be application/json%s",
+                 apply ? " or application/yaml" : "");
+    return false;
+}
+
+static void request_id(gp_request *r)
+{
+    const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+    size_t n = given ? strlen(given) : 0;
+    bool ok = n > 0 && n < 41;
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = given[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+             c == '.';
+    }
+    if (ok)
+        snprintf(r->request_id, sizeof r->request_id, "%s", given);
+    else
+        snprintf(r->request_id, sizeof r->request_id, "r%08x-%llu", request_prefix,
+                 (unsigned long long)atomic_fetch_add(&request_counter, 1));
+}
+
+static void handle(gp_request *r)
+{
+    request_id(r);
+    if (strcmp(r->url, "/v1/health") == 0) {
+        route_simple(r, "GET", health);
+        return;
+    }
+    if (strcmp(r->url, "/") == 0) {
+        route_simple(r, "GET", gp_api_dashboard);
+        return;
+    }
+    if (r->body_too_large) {
+        gp_api_error(r, 413, "too_large", "body", "the body is larger than %zu bytes", r->srv->cfg.max_body);
+        return;
+    }
+    if (!authenticate(r) || !content_type_ok(r))
+        return;
+    dispatch(r);
+}
+
+/* ---- libmicrohttpd callbacks ---- */
+
+static enum MHD_Result send_reply(gp_request *r)
+{
+    char *text;
+    const char *type = r->content_type ? r->content_type : "application/json";
+    if (r->text_reply) {
+        text = r->text_reply;
+        r->text_reply = NULL;
+    } else {
+        text = json_dumps(r->reply ? r->reply : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+    }
+    if (!text)
+        return MHD_NO;
+    size_t len = strlen(text);
+    if (!r->content_type) { /* one JSON document per line, for curl users */
+        char *t = realloc(text, len + 2);
+        if (t) {
+            text = t;
+            text[len++] = '\n';
+            text[len] = '\0';
+        }
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+    if (r->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void log_request(gp_request *r, int64_t ms)
+{
+    atomic_fetch_add(&r->srv->requests, 1);
+    if (r->status >= 500)
+        atomic_fetch_add(&r->srv->errors_5xx, 1);
+    else if (r->status >= 400)
+        atomic_fetch_add(&r->srv->errors_4xx, 1);
+    gp_log_level level = r->status >= 500 ? GP_LOG_ERROR : r->status >= 400 ? GP_LOG_INFO : GP_LOG_DEBUG;
+    if (!gp_log_enabled(level))
+        return;
+    char path[300];
+    gp_log(level, "request", "req=%s method=%s path=%s status=%d ms=%lld token=%s", r->request_id, r->method,
+           gp_log_quote(r->url, path, sizeof path), r->status, (long long)ms,
+           r->authenticated ? r->who.token_id : "-");
+}
+
+static bool body_append(gp_request *r, const char *data, size_t len)
+{
+    if (r->body_too_large || r->body_len + len > r->srv->cfg.max_body) {
+        r->body_too_large = true;
+        return false;
+    }
+    if (r->body_len + len + 1 > r->body_cap) {
+        size_t cap = r->body_cap ? r->body_cap : 4096;
+        while (cap < r->body_len + len + 1)
+            cap *= 2;
+        char *b = realloc(r->body, cap);
+        if (!b) {
+            r->body_too_large = true;
+            return false;
+        }
+        r->body = b;
+        r->body_cap = cap;
+    }
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+    r->body[r->body_len] = '\0';
+    return true;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                      const char *version, const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+    (void)version;
+    gp_server *srv = cls;
+    gp_request *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->srv = srv;
+        r->conn = conn;
+        r->url = url;
+        r->method = method;
+        r->status = 500;
+        *con_cls = r;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
+            request_id(r);
+            gp_api_error(r, 413, "too_large", "body", "the body is larger than %zu bytes", srv->cfg.max_body);
+            log_request(r, 0);
+            return send_reply(r);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        body_append(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->status != 500 || r->reply) /* answered already (413 at the headers) */
+        return MHD_YES;
+    int64_t t0 = gp_wall_ms();
+    handle(r);
+    log_request(r, gp_wall_ms() - t0);
+    return send_reply(r);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    gp_request *r = *con_cls;
+    if (!r)
+        return;
+    json_decref(r->reply);
+    free(r->body);
+    free(r->text_reply);
+    free(r);
+    *con_cls = NULL;
+}
+
+/* ---- start / stop ---- */
+
+static char *read_file(const char *path, gp_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gp_error_set(err, GP_ERR_INVALID, "tls", "cannot read %s", path);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[4096];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                free(buf);
+                fclose(f);
+                gp_error_set(err, GP_ERR_NOMEM, "tls", "out of memory");
+                return NULL;
+            }
+            buf = b;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+        buf[len] = '\0';
+    }
+    fclose(f);
+    if (!buf)
+        gp_error_set(err, GP_ERR_INVALID, "tls", "%s is empty", path);
+    return buf;
+}
+
+static gp_err parse_listen(const char *listen, struct sockaddr_in *addr, gp_error *err)
+{
+    char host[64];
+    const char *colon = strrchr(listen, ':');
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    if (!colon || (size_t)(colon - listen) >= sizeof host)
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "--listen must be HOST:PORT, got %s", listen);
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (!colon[1] || *end || port < 0 || port > 65535)
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "bad port in %s", listen);
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &addr->sin_addr) != 1)
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "%s is not an IPv4 address", host);
+    addr->sin_port = htons((uint16_t)port);
+    return GP_OK;
+}
+
+gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
+{
+    struct sockaddr_in addr;
+    gp_err rc = parse_listen(cfg->listen, &addr, err);
+    if (rc)
+        return rc;
+    bool tls = cfg->tls_cert && cfg->tls_key;
+    bool loopback = (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL))
+        return gp_error_set(err, GP_ERR_INVALID, "tls", "--tls-cert and --tls-key go together");
+    if (!tls && !loopback && !cfg->allow_plain_remote)
+        return gp_error_set(err, GP_ERR_INVALID, "listen",
+                            "plain HTTP on %s is refused: configure --tls-cert/--tls-key, or say "
+                            "--allow-plain-http if the network is trusted",
+                            cfg->listen);
+    return GP_OK;
+}
+
+gp_err gp_http_start(gp_server *srv, gp_error *err)
+{
+    struct sockaddr_in addr;
+    gp_err rc = gp_http_check(&srv->cfg, err);
+    if (rc == GP_OK)
+        rc = parse_listen(srv->cfg.listen, &addr, err);
+    if (rc)
+        return rc;
+    bool tls = srv->cfg.tls_cert && srv->cfg.tls_key;
+    unsigned char rnd[4];
+    if (gnutls_rnd(GNUTLS_RND_NONCE, rnd, sizeof rnd) == 0)
+        request_prefix = (uint32_t)rnd[0] << 24 | (uint32_t)rnd[1] << 16 | (uint32_t)rnd[2] << 8 | rnd[3];
+    char *cert = NULL, *key = NULL;
+    if (tls && (!(cert = read_file(srv->cfg.tls_cert, err)) || !(key = read_file(srv->cfg.tls_key, err)))) {
+        free(cert);
+        return err ? err->code : GP_ERR_INVALID;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     (tls ? MHD_USE_TLS : 0);
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &addr},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)srv->cfg.timeout_s, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, srv},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, cert},
+        {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    srv->http = MHD_start_daemon(flags, ntohs(addr.sin_port), NULL, NULL, access_handler, srv, MHD_OPTION_ARRAY,
+                                 opts, MHD_OPTION_END);
+    free(cert);
+    free(key);
+    if (!srv->http)
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "cannot listen on %s", srv->cfg.listen);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->http, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : ntohs(addr.sin_port);
+    return GP_OK;
+}
+
+void gp_http_stop(gp_server *srv)
+{
+    if (srv->http)
+        MHD_stop_daemon(srv->http);
+    srv->http = NULL;
+}

@@ -1,0 +1,72 @@
+/* journal.h - the only way gpupoold changes its engine.
+ *
+ * Every engine event goes through a gp_journal_* call, which (1) gives the
+ * event to the engine, and only if the engine accepted it (2) appends it
+ * to the store's event log with its `now` and (3) writes what the engine
+ * decided into the materialized tables (job rows and history, usage
+ * intervals, tenants) -- all inside the caller's open store transaction.
+ * So the log is exactly the sequence of accepted engine calls, and
+ * replaying it into a fresh engine (gp_journal_open) rebuilds the state
+ * the tables describe; the open then checks that they agree.
+ *
+ * Ticks that emitted no decision are not logged: such a pass changed no
+ * job, GPU or tenant (it only recomputed wait reasons and dropped its
+ * reservations), so leaving it out replays to the same state.
+ *
+ * Jobs that reach a final state are written to the store and forgotten by
+ * the engine (in live runs and in replay alike), so the engine holds only
+ * live jobs however long the daemon runs.
+ *
+ * Threads: one thread (the engine thread) owns a journal.
+ * Ownership: the journal owns its engine; the store is the caller's.
+ */
+#ifndef GP_SERVER_JOURNAL_H
+#define GP_SERVER_JOURNAL_H
+
+#include "core/engine.h"
+#include "server/spec_json.h"
+#include "store/store.h"
+
+typedef struct gp_journal {
+    gp_engine *engine;
+    gp_store *store;       /* the writer connection */
+    bool replaying;        /* true inside gp_journal_open's replay: engine only */
+    bool broken;           /* a store write failed after the engine accepted an event: the
+                              engine is ahead of the store; the caller must not commit */
+    uint64_t next_job_id;
+    json_t *pools;         /* pool name -> canonical JSON as last logged */
+    uint64_t *touched;     /* jobs changed by the current event's decisions */
+    size_t n_touched, cap_touched;
+    int64_t events_replayed;
+} gp_journal;
+
+/* Creates the engine, replays the store's event log into it and checks the
+ * result against the materialized tables and the engine's invariants. */
+gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_error *err);
+void gp_journal_close(gp_journal *j);
+
+/* Each needs an open store transaction.  On error nothing changed -- unless
+ * j->broken is set afterwards: then the engine took the event but the store
+ * could not record it, and the only safe move is to roll back and rebuild
+ * the engine from the log (gpupoold exits and restarts). */
+gp_err gp_journal_submit(gp_journal *j, gp_job_request *req, int64_t now, gp_error *err); /* sets req->spec.id */
+gp_err gp_journal_cancel(gp_journal *j, uint64_t id, int64_t now, gp_error *err);
+gp_err gp_journal_tenant_set(gp_journal *j, const char *path, const gp_tenant_spec *spec, int64_t now,
+                             gp_error *err);
+gp_err gp_journal_tenant_remove(gp_journal *j, const char *path, int64_t now, gp_error *err);
+gp_err gp_journal_node_add(gp_journal *j, const gp_node_spec *spec, int64_t now, gp_error *err);
+gp_err gp_journal_node_lost(gp_journal *j, const char *node, int64_t now, gp_error *err);
+gp_err gp_journal_node_drain(gp_journal *j, const char *node, bool drain, int64_t now, gp_error *err);
+/* Logged only when the pool's settings differ from the last logged ones. */
+gp_err gp_journal_pool_set(gp_journal *j, const char *pool, const gp_pool_spec *spec, int64_t now,
+                           gp_error *err);
+gp_err gp_journal_tick(gp_journal *j, int64_t now, gp_error *err);
+
+/* The clock the next event may use: max(wall, engine's now). */
+int64_t gp_journal_now(const gp_journal *j, int64_t wall);
+
+/* A live job's state, class, reason and placement as the API shows them
+ * (added to `view`); false when the engine no longer holds the job. */
+bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view);
+
+#endif

@@ -1,0 +1,50 @@
+/* json_input.h - strict reading of caller JSON, field by field.
+ *
+ * Every value a caller sends goes through one of these checks, which
+ * either store the value or fail with GP_ERR_INVALID, a sentence, and the
+ * field's dotted name as the caller spelled it ("share.mps", "env.PATH",
+ * "guarantee.gpu.H100").  Parsers walk an object's keys themselves and call
+ * gp_json_unknown_field for a key they do not know: unknown fields are
+ * errors, never silently dropped.
+ *
+ * Ownership: nothing here allocates; strings are copied into caller
+ * buffers.
+ */
+#ifndef GP_SERVER_JSON_INPUT_H
+#define GP_SERVER_JSON_INPUT_H
+
+#include "util/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits on any request body, before and while parsing. */
+#define GP_JSON_MAX_DEPTH 16
+
+/* Deepest nesting of objects and arrays in text (strings skipped), without
+ * parsing; stops counting past GP_JSON_MAX_DEPTH + 1. */
+int gp_json_depth(const char *text, size_t len);
+
+/* Parses a request body: at most GP_JSON_MAX_DEPTH deep, one JSON value,
+ * valid UTF-8, no NUL in strings.  Errors name the field "body". */
+gp_err gp_json_parse_body(const char *text, size_t len, json_t **out, gp_error *err);
+
+gp_err gp_json_object(const json_t *v, const char *field, gp_error *err);
+gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out, gp_error *err);
+gp_err gp_json_bool(const json_t *v, const char *field, bool *out, gp_error *err);
+/* A string of 1..max_len bytes (max_len < cap) copied into out. */
+gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *out, size_t cap, gp_error *err);
+/* One of names[0..n); *out = its index. */
+gp_err gp_json_enum(const json_t *v, const char *field, const char *const *names, int n, int *out,
+                    gp_error *err);
+/* A GPU amount in GPUs: integer or number with at most three decimals,
+ * 0..1e9, to milli-GPUs. */
+gp_err gp_json_gpu_amount(const json_t *v, const char *field, int64_t *milli, gp_error *err);
+gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err);
+
+/* "prefix.key" (or "key" when prefix is empty) into out. */
+void gp_json_field_name(char *out, size_t cap, const char *prefix, const char *key);
+
+#endif

@@ -1,0 +1,270 @@
+/* loop.c - the engine thread (see loop.h for the batch protocol).
+ *
+ * Why one thread: the engine is not thread-safe by design (it is a pure
+ * state machine), and SQLite has one writer anyway.  One thread that owns
+ * both makes every request a serial step with no locks in the engine, and
+ * batching makes that thread's fsync cost shared: with 64 clients in
+ * flight one COMMIT acknowledges up to 64 submits.
+ */
+#include "server/loop.h"
+
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { MAX_BATCH = 1024 };
+
+int64_t gp_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int gp_status_of(gp_err code)
+{
+    switch (code) {
+    case GP_OK: return 200;
+    case GP_ERR_INVALID: return 400;
+    case GP_ERR_NOT_FOUND: return 404;
+    case GP_ERR_EXISTS: return 409;
+    case GP_ERR_CONFLICT: return 409;
+    case GP_ERR_QUOTA: return 422;
+    case GP_ERR_NOMEM: return 503;
+    default: return 500;
+    }
+}
+
+void gp_op_reply(gp_op *op, int status, json_t *reply)
+{
+    json_decref(op->reply);
+    op->status = status;
+    op->reply = reply;
+}
+
+void gp_op_fail(gp_op *op, const gp_error *err)
+{
+    const char *code = gp_err_name(err->code);
+    gp_op_reply(op, gp_status_of(err->code),
+                json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", err->message, "field",
+                          err->field));
+    snprintf(op->error_text, sizeof op->error_text, "%s: %s", code, err->message);
+}
+
+void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->wake, NULL);
+    l->tick_ms = tick_ms > 0 ? tick_ms : 1000;
+    l->pass_min_ms = pass_min_ms >= 0 ? pass_min_ms : 0;
+}
+
+/* When the next pass is due (monotonic ms): soon after a change, else on
+ * the timer. */
+static int64_t pass_due(const gp_loop *l)
+{
+    return l->last_tick_ms + (l->dirty ? l->pass_min_ms : l->tick_ms);
+}
+
+void gp_loop_run(gp_loop *l, gp_op *op)
+{
+    sem_init(&op->done, 0, 0);
+    op->next = NULL;
+    op->status = 0;
+    pthread_mutex_lock(&l->lock);
+    if (l->stopping) {
+        pthread_mutex_unlock(&l->lock);
+        sem_destroy(&op->done);
+        gp_op_reply(op, 503,
+                    json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "unavailable", "message",
+                              "gpupoold is shutting down", "field", ""));
+        return;
+    }
+    if (l->tail)
+        l->tail->next = op;
+    else
+        l->head = op;
+    l->tail = op;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    while (sem_wait(&op->done) != 0 && errno == EINTR)
+        ;
+    sem_destroy(&op->done);
+}
+
+/* ---- one batch ---- */
+
+static _Noreturn void store_fatal(const char *what, const gp_error *err)
+{
+    char q[300];
+    gp_log(GP_LOG_ERROR, "store_fatal", "step=%s error=%s action=exit", what, gp_log_quote(err->message, q, sizeof q));
+    _exit(70);
+}
+
+static void audit_op(gp_server *srv, gp_op *op, int64_t now)
+{
+    char result[360];
+    if (op->status < 400)
+        snprintf(result, sizeof result, "ok");
+    else
+        snprintf(result, sizeof result, "%d %s", op->status, op->error_text);
+    gp_store_audit a = {.time = now,
+                        .request_id = op->request_id ? op->request_id : "",
+                        .actor = op->who ? op->who->token_id : "gpupoold",
+                        .role = op->who ? gp_role_name(op->who->role) : "system",
+                        .action = op->action,
+                        .target = op->target,
+                        .result = result};
+    gp_error err;
+    if (gp_store_audit_append(srv->store, &a, &err) != GP_OK)
+        store_fatal("audit", &err); /* the change may not commit without its audit row */
+}
+
+
+static void tick(gp_server *srv, int64_t now)
+{
+    gp_error err;
+    gp_err rc = gp_journal_tick(&srv->journal, now, &err);
+    srv->loop.last_tick_ms = mono_ms();
+    srv->loop.dirty = false;
+    atomic_fetch_add(&srv->loop.ticks, 1);
+    if (rc != GP_OK && rc != GP_ERR_TIME)
+        store_fatal("tick", &err);
+    if (srv->journal.broken)
+        store_fatal("tick", &(gp_error){.message = "a store write failed during the pass"});
+}
+
+/* Moves the mutating ops to the front, keeping arrival order within each
+ * group; returns how many mutate.  Done before anything is answered: an
+ * answered op belongs to its caller again and may be gone. */
+static size_t partition(gp_op **ops, size_t n, gp_op **scratch)
+{
+    size_t m = 0, r = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->mutates)
+            ops[m++] = ops[i];
+        else
+            scratch[r++] = ops[i];
+    memcpy(ops + m, scratch, r * sizeof *ops);
+    return m;
+}
+
+static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
+{
+    gp_error err;
+    bool changed = false;
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    int64_t t0 = mono_ms();
+    size_t m = partition(ops, n, scratch);
+    if (gp_store_begin(srv->store, &err) != GP_OK)
+        store_fatal("begin", &err);
+    for (size_t i = 0; i < m; i++) {
+        ops[i]->run(srv, ops[i], now);
+        if (srv->journal.broken)
+            store_fatal(ops[i]->action, &(gp_error){.message = "a store write failed after the engine took the event"});
+        audit_op(srv, ops[i], now);
+        changed = changed || ops[i]->status < 400;
+    }
+    srv->loop.dirty = srv->loop.dirty || changed;
+    if (mono_ms() >= pass_due(&srv->loop))
+        tick(srv, now);
+    for (size_t i = 0; i < m; i++)
+        if (ops[i]->finish && ops[i]->status < 400)
+            ops[i]->finish(srv, ops[i], now);
+    if (gp_store_commit(srv->store, &err) != GP_OK)
+        store_fatal("commit", &err);
+    atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
+    for (size_t i = 0; i < m; i++)
+        sem_post(&ops[i]->done);
+    for (size_t i = m; i < n; i++) {
+        ops[i]->run(srv, ops[i], now);
+        sem_post(&ops[i]->done);
+    }
+    atomic_fetch_add(&srv->loop.batches, 1);
+    atomic_fetch_add(&srv->loop.ops, n);
+    if (n > atomic_load(&srv->loop.max_batch))
+        atomic_store(&srv->loop.max_batch, n);
+}
+
+/* Takes up to MAX_BATCH queued ops; waits for one or the timer. */
+static size_t take_batch(gp_loop *l, gp_op **ops, bool *stop)
+{
+    pthread_mutex_lock(&l->lock);
+    while (!l->head && !l->stopping) {
+        int64_t due = pass_due(l) - mono_ms();
+        if (due <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += due / 1000;
+        ts.tv_nsec += (due % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&l->wake, &l->lock, &ts);
+    }
+    size_t n = 0;
+    while (l->head && n < MAX_BATCH) {
+        ops[n++] = l->head;
+        l->head = l->head->next;
+    }
+    if (!l->head)
+        l->tail = NULL;
+    *stop = l->stopping && n == 0;
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
+static void *engine_thread(void *arg)
+{
+    gp_server *srv = arg;
+    gp_op **ops = malloc(2 * MAX_BATCH * sizeof *ops);
+    bool stop = false;
+    if (!ops) {
+        gp_log(GP_LOG_ERROR, "engine_thread", "error=\"out of memory\" action=exit");
+        _exit(70);
+    }
+    while (!stop) {
+        size_t n = take_batch(&srv->loop, ops, &stop);
+        if (n > 0 || !stop)
+            run_batch(srv, ops, ops + MAX_BATCH, n);
+    }
+    free(ops);
+    return NULL;
+}
+
+gp_err gp_loop_start(gp_server *srv, gp_error *err)
+{
+    srv->loop.last_tick_ms = mono_ms();
+    if (pthread_create(&srv->loop.thread, NULL, engine_thread, srv) != 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot start the engine thread");
+    srv->loop.started = true;
+    return GP_OK;
+}
+
+void gp_loop_stop(gp_server *srv)
+{
+    gp_loop *l = &srv->loop;
+    if (!l->started)
+        return;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = true;
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+    pthread_join(l->thread, NULL);
+    l->started = false;
+}

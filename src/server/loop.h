@@ -1,0 +1,90 @@
+/* loop.h - the engine thread: one queue, batches, group commit, the timer.
+ *
+ * API threads never touch the engine or the store writer.  They wrap a
+ * request in a gp_op and call gp_loop_run, which queues it and sleeps
+ * until the engine thread has answered.  The engine thread takes every op
+ * queued so far as one batch:
+ *
+ *     BEGIN
+ *       for each mutating op, in arrival order: op->run, then its audit row
+ *       a scheduling pass (gp_journal_tick) when one is due: the timer
+ *       (--tick-ms), or --pass-min-ms after the last pass once anything
+ *       changed (so a burst of submits shares passes)
+ *       for each mutating op: op->finish (its answer, after the pass)
+ *     COMMIT            <- one fsync for the whole batch
+ *     wake every mutating op's caller
+ *     for each read-only op: op->run, wake its caller
+ *
+ * So a request is acknowledged only once it (and the decisions it caused)
+ * are durable, and many requests share one fsync.  Reads run after the
+ * commit and see exactly the committed state.  A failed COMMIT leaves the
+ * engine ahead of the store: the daemon logs it and exits (status 70), and
+ * the restart rebuilds the engine from the durable log; no caller was told
+ * "done".
+ *
+ * Ownership: ops belong to their callers (usually on the API thread's
+ * stack); the loop only links them while queued.
+ */
+#ifndef GP_SERVER_LOOP_H
+#define GP_SERVER_LOOP_H
+
+#include "server/auth.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+
+typedef struct gp_server gp_server;
+typedef struct gp_op gp_op;
+typedef void (*gp_op_fn)(gp_server *srv, gp_op *op, int64_t now);
+
+struct gp_op {
+    gp_op_fn run;            /* required */
+    gp_op_fn finish;         /* optional, mutating ops only */
+    bool mutates;
+    void *arg;               /* the handler's own data */
+    const gp_principal *who;
+    const char *request_id;
+    char action[32];         /* audit: "job.submit", ... */
+    char target[256];        /* audit: "job/7", "tenant/research/nlp", ... */
+    /* the answer, set on the engine thread */
+    int status;
+    json_t *reply;
+    char error_text[320];    /* for the audit row when status >= 400 */
+    /* private */
+    sem_t done;
+    gp_op *next;
+};
+
+typedef struct gp_loop {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    gp_op *head, *tail;
+    bool stopping;
+    bool started;
+    pthread_t thread;
+    int tick_ms;             /* timer: a pass at least this often */
+    int pass_min_ms;         /* after a change, a pass once this long since the last one */
+    bool dirty;              /* changed since the last pass (engine thread only) */
+    int64_t last_tick_ms;
+    /* counters for /metrics */
+    atomic_uint_least64_t batches, ops, commits_ms_total, ticks; /* commits_ms_total: whole batches, ms */
+    atomic_uint_least64_t max_batch;
+} gp_loop;
+
+void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms);
+gp_err gp_loop_start(gp_server *srv, gp_error *err);
+/* Drains the queue, stops the thread. */
+void gp_loop_stop(gp_server *srv);
+/* Queues op and waits for its answer (op->status, op->reply). */
+void gp_loop_run(gp_loop *l, gp_op *op);
+
+/* Helpers for op->run: set the answer. */
+void gp_op_reply(gp_op *op, int status, json_t *reply); /* steals reply */
+void gp_op_fail(gp_op *op, const gp_error *err);        /* status from err->code */
+int gp_status_of(gp_err code);
+
+int64_t gp_wall_ms(void);
+
+#endif

@@ -1,0 +1,153 @@
+/* main.c - gpupoold: command line, signals, start and stop.
+ *
+ * SIGINT and SIGTERM stop gracefully: the HTTP server stops taking
+ * connections and finishes the requests it has, the engine thread commits
+ * its last batch, the store is closed.  (kill -9 is safe too: every
+ * acknowledged request is committed; see docs/operations.md.)
+ */
+#include "server/server.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char USAGE[] =
+    "usage: gpupoold [options]\n"
+    "\n"
+    "The gpupool control plane: HTTP API, durable store, scheduling loop.\n"
+    "\n"
+    "  --listen HOST:PORT      address to serve on (default 127.0.0.1:8750; port 0 = any free port)\n"
+    "  --store sqlite:PATH     durable store, created on first start (default sqlite:./var/gpupool.db)\n"
+    "  --fleet FILE            fleet file (YAML or JSON): nodes to bring up until agents exist\n"
+    "  --tls-cert FILE         PEM certificate: serve HTTPS (with --tls-key)\n"
+    "  --tls-key FILE          PEM private key\n"
+    "  --allow-plain-http      allow plain HTTP on a non-loopback address\n"
+    "  --token-file FILE       where the bootstrap admin token is written on first start\n"
+    "                          (default: admin.token next to the SQLite file)\n"
+    "  --port-file FILE        write the bound port to FILE once listening\n"
+    "  --max-body BYTES        largest request body (default 1048576)\n"
+    "  --max-connections N     concurrent connections (default 256)\n"
+    "  --timeout SECONDS       idle connection timeout (default 30)\n"
+    "  --rate-limit N          requests per second per token, 0 = off (default 1000)\n"
+    "  --tick-ms MS            scheduling pass timer (default 1000)\n"
+    "  --pass-min-ms MS        after a change, the next pass once MS passed since the last (default 20)\n"
+    "  --log-level LEVEL       debug, info, warn, error (default info)\n"
+    "  -h, --help              this text\n";
+
+static bool parse_long(const char *text, long min, long max, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!text[0] || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int bad_option(const char *name, const char *value)
+{
+    fprintf(stderr, "gpupoold: bad value for --%s: %s\n", name, value);
+    return 2;
+}
+
+static int parse_args(int argc, char **argv, gp_server_config *cfg)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},    {"store", required_argument, NULL, 's'},
+        {"fleet", required_argument, NULL, 'f'},     {"tls-cert", required_argument, NULL, 'c'},
+        {"tls-key", required_argument, NULL, 'k'},   {"allow-plain-http", no_argument, NULL, 'P'},
+        {"token-file", required_argument, NULL, 't'}, {"port-file", required_argument, NULL, 'p'},
+        {"max-body", required_argument, NULL, 'b'},  {"max-connections", required_argument, NULL, 'n'},
+        {"timeout", required_argument, NULL, 'T'},   {"rate-limit", required_argument, NULL, 'r'},
+        {"tick-ms", required_argument, NULL, 'i'},   {"log-level", required_argument, NULL, 'L'},
+        {"pass-min-ms", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+    };
+    int c;
+    long v;
+    gp_log_level level;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': cfg->listen = optarg; break;
+        case 's': cfg->store_url = optarg; break;
+        case 'f': cfg->fleet_path = optarg; break;
+        case 'c': cfg->tls_cert = optarg; break;
+        case 'k': cfg->tls_key = optarg; break;
+        case 'P': cfg->allow_plain_remote = true; break;
+        case 't': cfg->token_file = optarg; break;
+        case 'p': cfg->port_file = optarg; break;
+        case 'b':
+            if (!parse_long(optarg, 1024, 64L * 1024 * 1024, &v))
+                return bad_option("max-body", optarg);
+            cfg->max_body = (size_t)v;
+            break;
+        case 'n':
+            if (!parse_long(optarg, 1, 10000, &v))
+                return bad_option("max-connections", optarg);
+            cfg->max_connections = (int)v;
+            break;
+        case 'T':
+            if (!parse_long(optarg, 1, 3600, &v))
+                return bad_option("timeout", optarg);
+            cfg->timeout_s = (int)v;
+            break;
+        case 'r':
+            if (!parse_long(optarg, 0, 10000000, &v))
+                return bad_option("rate-limit", optarg);
+            cfg->rate_limit = (double)v;
+            break;
+        case 'i':
+            if (!parse_long(optarg, 10, 60000, &v))
+                return bad_option("tick-ms", optarg);
+            cfg->tick_ms = (int)v;
+            break;
+        case 'm':
+            if (!parse_long(optarg, 0, 60000, &v))
+                return bad_option("pass-min-ms", optarg);
+            cfg->pass_min_ms = (int)v;
+            break;
+        case 'L':
+            if (!gp_log_level_parse(optarg, &level))
+                return bad_option("log-level", optarg);
+            gp_log_set_level(level);
+            break;
+        case 'h': fputs(USAGE, stdout); return 0;
+        default: fputs(USAGE, stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpupoold: unexpected argument %s\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    gp_server_config cfg = gp_server_config_default();
+    int rc = parse_args(argc, argv, &cfg);
+    if (rc >= 0)
+        return rc;
+    /* Signals go to this thread only (sigwait below); threads inherit the mask. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    static gp_server srv;
+    gp_error err;
+    if (gp_server_start(&srv, &cfg, &err) != GP_OK) {
+        char q[300];
+        gp_log(GP_LOG_ERROR, "start_failed", "field=%s error=%s", err.field, gp_log_quote(err.message, q, sizeof q));
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&stop, &sig);
+    gp_log(GP_LOG_INFO, "stopping", "signal=%d", sig);
+    gp_server_stop(&srv);
+    gp_log(GP_LOG_INFO, "stopped", "clean=true");
+    return 0;
+}

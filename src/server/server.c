@@ -1,0 +1,353 @@
+/* server.c - gpupoold's start-up and shut-down (order in server.h).
+ *
+ * The fleet file is reconciled with the replayed engine at every start:
+ * a node the file lists and the engine lacks (or holds as lost) is added
+ * and marked up; a node the engine holds up but the file no longer lists
+ * is lost (its jobs are requeued); a node whose type, GPU count, block or
+ * zone changed is refused -- gpupoold does not start, and says which node.
+ * All of it goes through the journal, so the event log stays the whole
+ * truth.
+ *
+ * The bootstrap admin token is made when the store holds no token at all
+ * (a fresh store): written to --token-file (default: admin.token next to
+ * the SQLite file) with mode 0600, and its path is logged.
+ */
+#include "server/server.h"
+
+#include "config/fleet_file.h"
+#include "server/api.h"
+#include "util/hashmap.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+gp_server_config gp_server_config_default(void)
+{
+    gp_server_config c = {
+        .listen = "127.0.0.1:8750",
+        .store_url = "sqlite:./var/gpupool.db",
+        .max_body = 1024 * 1024,
+        .max_connections = 256,
+        .timeout_s = 30,
+        .rate_limit = 1000,
+        .tick_ms = 1000,
+        .pass_min_ms = 20,
+    };
+    return c;
+}
+
+/* ---- readers ---- */
+
+gp_store *gp_readers_take(gp_readers *r, gp_error *err)
+{
+    gp_store *s = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (r->n_free > 0)
+        s = r->free_list[--r->n_free];
+    pthread_mutex_unlock(&r->lock);
+    if (!s && gp_store_open(r->url, true, &s, err) != GP_OK)
+        return NULL;
+    return s;
+}
+
+void gp_readers_give(gp_readers *r, gp_store *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&r->lock);
+    if (r->n_free < (int)(sizeof r->free_list / sizeof r->free_list[0])) {
+        r->free_list[r->n_free++] = s;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&r->lock);
+    gp_store_close(s);
+}
+
+static void readers_close(gp_readers *r)
+{
+    for (int i = 0; i < r->n_free; i++)
+        gp_store_close(r->free_list[i]);
+    r->n_free = 0;
+    pthread_mutex_destroy(&r->lock);
+}
+
+/* ---- WAL checkpoints ---- */
+
+enum { CHECKPOINT_EVERY_MS = 500 };
+
+static void *checkpoint_thread(void *arg)
+{
+    gp_checkpointer *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += CHECKPOINT_EVERY_MS * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+        if (c->stopping)
+            break;
+        pthread_mutex_unlock(&c->lock);
+        gp_error err;
+        if (gp_store_checkpoint(c->store, &err) != GP_OK)
+            gp_log(GP_LOG_WARN, "checkpoint", "error=\"%s\"", err.message);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static gp_err checkpointer_start(gp_checkpointer *c, const char *url, gp_error *err)
+{
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    gp_err rc = gp_store_open(url, false, &c->store, err);
+    if (rc == GP_OK && pthread_create(&c->thread, NULL, checkpoint_thread, c) != 0)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot start the checkpoint thread");
+    c->started = rc == GP_OK;
+    return rc;
+}
+
+static void checkpointer_stop(gp_checkpointer *c)
+{
+    if (c->started) {
+        pthread_mutex_lock(&c->lock);
+        c->stopping = true;
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+        c->started = false;
+    }
+    gp_store_close(c->store);
+    c->store = NULL;
+}
+
+/* ---- audit rows of the daemon itself ---- */
+
+gp_err gp_server_audit_self(gp_server *srv, const char *action, const char *target, int64_t now, gp_error *err)
+{
+    gp_store_audit a = {.time = now,
+                        .request_id = "startup",
+                        .actor = "gpupoold",
+                        .role = "system",
+                        .action = action,
+                        .target = target,
+                        .result = "ok"};
+    return gp_store_audit_append(srv->store, &a, err);
+}
+
+/* ---- fleet file ---- */
+
+static bool node_shape_matches(const gp_engine *e, const gp_node_info *n, const gp_node_spec *s)
+{
+    return strcmp(gp_engine_gpu_type_name(e, n->type), s->gpu_type) == 0 && n->gpu_count == s->gpu_count &&
+           strcmp(n->block, s->block ? s->block : "") == 0 && strcmp(n->zone, s->zone ? s->zone : "") == 0;
+}
+
+/* engine: node name -> engine index, for the nodes the engine knows. */
+static gp_err reconcile_node(gp_server *srv, const gp_strmap *engine, const gp_node_spec *s, int64_t now,
+                             int *added, gp_error *err)
+{
+    const gp_engine *e = srv->journal.engine;
+    uint32_t i;
+    gp_node_info n;
+    if (gp_strmap_get(engine, s->name, &i) && gp_engine_node_get(e, i, &n)) {
+        if (!node_shape_matches(e, &n, s))
+            return gp_error_set(err, GP_ERR_CONFLICT, "fleet",
+                                "node %s changed its type, GPU count, block or zone; remove it from the fleet file,"
+                                " start once, then add it under a new name",
+                                s->name);
+        if (n.up)
+            return GP_OK;
+    }
+    (*added)++;
+    return gp_journal_node_add(&srv->journal, s, now, err);
+}
+
+static gp_err reconcile_fleet(gp_server *srv, const gp_fleet_file *f, gp_error *err)
+{
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    int added = 0, lost = 0;
+    const gp_engine *e = srv->journal.engine;
+    gp_strmap engine_nodes = {0}, file_nodes = {0};
+    gp_err rc = GP_OK;
+    for (uint32_t i = 0; rc == GP_OK && i < gp_engine_node_count(e); i++) {
+        gp_node_info n;
+        if (gp_engine_node_get(e, i, &n) && !gp_strmap_put(&engine_nodes, n.name, i))
+            rc = gp_error_set(err, GP_ERR_NOMEM, "fleet", "out of memory");
+    }
+    for (size_t i = 0; rc == GP_OK && i < f->n_nodes; i++)
+        if (!gp_strmap_put(&file_nodes, f->nodes[i].name, (uint32_t)i))
+            rc = gp_error_set(err, GP_ERR_NOMEM, "fleet", "out of memory");
+    if (rc == GP_OK)
+        rc = gp_store_begin(srv->store, err);
+    for (size_t i = 0; rc == GP_OK && i < f->n_pools; i++)
+        rc = gp_journal_pool_set(&srv->journal, f->pools[i].name, &f->pools[i].spec, now, err);
+    for (size_t i = 0; rc == GP_OK && i < f->n_nodes; i++)
+        rc = reconcile_node(srv, &engine_nodes, &f->nodes[i], now, &added, err);
+    for (uint32_t i = 0; rc == GP_OK && i < gp_engine_node_count(e); i++) {
+        gp_node_info n;
+        uint32_t unused;
+        if (gp_engine_node_get(e, i, &n) && n.up && !gp_strmap_get(&file_nodes, n.name, &unused)) {
+            rc = gp_journal_node_lost(&srv->journal, n.name, now, err);
+            lost++;
+        }
+    }
+    gp_strmap_free(&engine_nodes);
+    gp_strmap_free(&file_nodes);
+    if (rc == GP_OK && (added || lost))
+        rc = gp_journal_tick(&srv->journal, now, err);
+    if (rc != GP_OK) {
+        gp_store_rollback(srv->store); /* harmless when no transaction is open */
+        return rc;
+    }
+    rc = gp_store_commit(srv->store, err);
+    gp_log(GP_LOG_INFO, "fleet", "nodes=%zu added=%d lost=%d", f->n_nodes, added, lost);
+    return rc;
+}
+
+/* ---- bootstrap token ---- */
+
+static void default_token_file(const char *store_url, char *out, size_t cap)
+{
+    const char *path = store_url + strlen("sqlite:");
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        snprintf(out, cap, "%.*s/admin.token", (int)(slash - path), path);
+    else
+        snprintf(out, cap, "admin.token");
+}
+
+static gp_err bootstrap_token(gp_server *srv, gp_error *err)
+{
+    if (gp_auth_count(&srv->auth) > 0)
+        return GP_OK;
+    char secret[GP_TOKEN_SECRET_LEN + 1], id[GP_TOKEN_ID_LEN + 1], hash[65], path[1024];
+    if (srv->cfg.token_file)
+        snprintf(path, sizeof path, "%s", srv->cfg.token_file);
+    else
+        default_token_file(srv->cfg.store_url, path, sizeof path);
+    int64_t now = gp_wall_ms() / 1000;
+    gp_store_token t = {.id = id, .hash_hex = hash, .name = "bootstrap", .role = "admin", .scope = "", .user = "",
+                        .created = now, .revoked = -1, .created_by = "gpupoold"};
+    gp_err rc = gp_token_generate(secret, id, hash, err);
+    if (rc)
+        return rc;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return gp_error_set(err, GP_ERR_INVALID, "token_file", "cannot write the bootstrap token to %s", path);
+    bool ok = fchmod(fd, 0600) == 0 && write(fd, secret, strlen(secret)) == (ssize_t)strlen(secret) &&
+              write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+    close(fd);
+    if (!ok)
+        return gp_error_set(err, GP_ERR_INVALID, "token_file", "cannot write the bootstrap token to %s", path);
+    char target[64];
+    snprintf(target, sizeof target, "token/%s", id);
+    rc = gp_store_begin(srv->store, err);
+    if (rc == GP_OK)
+        rc = gp_store_token_insert(srv->store, &t, err);
+    if (rc == GP_OK)
+        rc = gp_server_audit_self(srv, "token.create", target, now, err);
+    if (rc == GP_OK)
+        rc = gp_store_commit(srv->store, err);
+    else
+        gp_store_rollback(srv->store);
+    if (rc == GP_OK)
+        rc = gp_auth_add(&srv->auth, &t, err);
+    if (rc == GP_OK)
+        gp_log(GP_LOG_WARN, "bootstrap_token", "path=%s id=%s note=\"admin token written (mode 0600); keep it safe\"",
+               path, id);
+    return rc;
+}
+
+/* ---- start / stop ---- */
+
+static gp_err load_fleet(gp_server *srv, gp_error *err)
+{
+    if (!srv->cfg.fleet_path)
+        return GP_OK;
+    gp_fleet_file f;
+    gp_err rc = gp_fleet_file_load(srv->cfg.fleet_path, &f, err);
+    if (rc)
+        return rc;
+    rc = reconcile_fleet(srv, &f, err);
+    gp_fleet_file_free(&f);
+    return rc;
+}
+
+static gp_err write_port_file(gp_server *srv, gp_error *err)
+{
+    if (!srv->cfg.port_file)
+        return GP_OK;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", srv->cfg.port_file);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", srv->port) < 0 || fclose(f) != 0 || rename(tmp, srv->cfg.port_file) != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "port_file", "cannot write %s", srv->cfg.port_file);
+    return GP_OK;
+}
+
+gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->cfg = *cfg;
+    gp_auth_init(&srv->auth, cfg->rate_limit);
+    gp_loop_init(&srv->loop, cfg->tick_ms, cfg->pass_min_ms);
+    pthread_mutex_init(&srv->readers.lock, NULL);
+    srv->readers.url = cfg->store_url;
+    gp_err rc = gp_http_check(cfg, err);
+    if (rc == GP_OK)
+        rc = gp_store_open(cfg->store_url, false, &srv->store, err);
+    if (rc == GP_OK) {
+        int64_t t0 = gp_wall_ms();
+        rc = gp_journal_open(&srv->journal, srv->store, NULL, err);
+        gp_engine_stats st;
+        if (rc == GP_OK) {
+            gp_engine_stats_get(srv->journal.engine, &st);
+            gp_log(GP_LOG_INFO, "replay", "events=%lld live_jobs=%zu next_job_id=%llu ms=%lld",
+                   (long long)srv->journal.events_replayed, st.jobs,
+                   (unsigned long long)srv->journal.next_job_id, (long long)(gp_wall_ms() - t0));
+        }
+    }
+    if (rc == GP_OK)
+        rc = load_fleet(srv, err);
+    if (rc == GP_OK)
+        rc = gp_auth_load(&srv->auth, srv->store, err);
+    if (rc == GP_OK)
+        rc = bootstrap_token(srv, err);
+    if (rc == GP_OK)
+        rc = checkpointer_start(&srv->checkpointer, cfg->store_url, err);
+    if (rc == GP_OK)
+        rc = gp_loop_start(srv, err);
+    if (rc == GP_OK)
+        rc = gp_http_start(srv, err);
+    if (rc == GP_OK)
+        rc = write_port_file(srv, err);
+    if (rc != GP_OK) {
+        gp_server_stop(srv);
+        return rc;
+    }
+    const char *colon = strrchr(cfg->listen, ':');
+    gp_log(GP_LOG_INFO, "listening", "url=%s://%.*s:%d store=%s", cfg->tls_cert ? "https" : "http",
+           (int)(colon - cfg->listen), cfg->listen, srv->port, cfg->store_url);
+    return GP_OK;
+}
+
+void gp_server_stop(gp_server *srv)
+{
+    gp_http_stop(srv);
+    gp_loop_stop(srv);
+    checkpointer_stop(&srv->checkpointer);
+    readers_close(&srv->readers);
+    if (srv->journal.engine)
+        gp_journal_close(&srv->journal);
+    gp_store_close(srv->store);
+    srv->store = NULL;
+    gp_auth_free(&srv->auth);
+}

@@ -1,0 +1,82 @@
+/* server.h - gpupoold as one object: configuration, state, threads.
+ *
+ * Who owns what:
+ *   the engine thread (loop.c)   journal (engine + store writer), tick
+ *   API threads (http.c, api_*)  parse, validate, authenticate; reads from
+ *                                a pool of store reader connections
+ *   auth                         shared, thread-safe token cache
+ *
+ * Start-up order (server.c): open the store, replay the log into a fresh
+ * engine and check it, bring the fleet file's nodes up (and lose the
+ * nodes it no longer lists), create the bootstrap admin token on first
+ * start, start the engine thread, then the HTTP server.
+ */
+#ifndef GP_SERVER_SERVER_H
+#define GP_SERVER_SERVER_H
+
+#include "server/auth.h"
+#include "server/journal.h"
+#include "server/log.h"
+#include "server/loop.h"
+
+#include <stdatomic.h>
+
+typedef struct gp_server_config {
+    const char *listen;          /* "127.0.0.1:8750" (port 0 = any free port) */
+    const char *store_url;       /* "sqlite:./var/gpupool.db" */
+    const char *fleet_path;      /* NULL = no fleet file */
+    const char *tls_cert, *tls_key; /* PEM files; both or neither */
+    bool allow_plain_remote;     /* plain HTTP on a non-loopback address */
+    const char *token_file;      /* where the bootstrap admin token goes */
+    const char *port_file;       /* write the bound port here (tests) */
+    size_t max_body;             /* bytes */
+    int max_connections;
+    int timeout_s;               /* idle connection timeout */
+    double rate_limit;           /* requests per second per token, 0 = off */
+    int tick_ms;                 /* scheduling pass timer */
+    int pass_min_ms;             /* least time between passes triggered by changes */
+} gp_server_config;
+
+/* Reader connections, reused across requests. */
+typedef struct gp_readers {
+    pthread_mutex_t lock;
+    gp_store *free_list[32];
+    int n_free;
+    const char *url;
+} gp_readers;
+
+/* Checkpoints the WAL from its own thread and connection (store.h). */
+typedef struct gp_checkpointer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool started, stopping;
+    gp_store *store;
+} gp_checkpointer;
+
+struct gp_server {
+    gp_server_config cfg;
+    gp_store *store;   /* the writer: engine thread only once started */
+    gp_journal journal;
+    gp_auth auth;
+    gp_loop loop;
+    gp_readers readers;
+    gp_checkpointer checkpointer;
+    struct MHD_Daemon *http;
+    int port;
+    atomic_uint_least64_t requests, errors_4xx, errors_5xx, submits;
+};
+
+gp_server_config gp_server_config_default(void);
+/* Everything up to a running HTTP server. */
+gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err);
+void gp_server_stop(gp_server *srv);
+
+/* A reader connection for this thread's request; give it back after. */
+gp_store *gp_readers_take(gp_readers *r, gp_error *err);
+void gp_readers_give(gp_readers *r, gp_store *s);
+
+/* Audit row for something the daemon did on its own (bootstrap token). */
+gp_err gp_server_audit_self(gp_server *srv, const char *action, const char *target, int64_t now, gp_error *err);
+
+#endif

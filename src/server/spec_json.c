@@ -1,0 +1,547 @@
+/* spec_json.c - jobs, tenants, nodes and pools as JSON (see spec_json.h).
+ *
+ * Each parser walks the object's keys and dispatches on the name, so an
+ * unknown key is reported by name and every value is range-checked before
+ * the engine sees it.  The engine validates again (it trusts nobody); the
+ * checks here exist so the caller learns the field even for values the
+ * engine's types could not hold (a replica count of 2^40, say).
+ */
+#include "server/spec_json.h"
+
+#include "server/json_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const GP_STATE_NAMES[7] = {"pending",   "admitted", "running",  "preempting",
+                                       "succeeded", "failed",   "cancelled"};
+static const char *const TOPOLOGY_NAMES[3] = {"any", "block", "nvlink"};
+const char *const GP_SHARING_NAMES[4] = {"exclusive", "mig", "mps", "timeslice"};
+static const char *const KIND_NAMES[3] = {"training", "inference", "interactive"};
+static const char *const ISOLATION_NAMES[4] = {"exclusive", "mig", "mps", "timeslice"};
+static const char *const TRUST_NAMES[3] = {"inherit", "trusted", "untrusted"};
+static const char *const SCORE_NAMES[8] = {"default", "bestfit", "fgd",     "random",
+                                           "dotprod", "clustering", "packing", "spread"};
+
+/* ---- jobs ---- */
+
+static gp_err parse_share(const json_t *v, gp_job_request *r, gp_isolation *implied, gp_error *err)
+{
+    gp_err rc = gp_json_object(v, "share", err);
+    if (rc)
+        return rc;
+    if (json_object_size(v) != 1)
+        return gp_error_set(err, GP_ERR_INVALID, "share", "share names exactly one of mig, mps, timeslice");
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        if (strcmp(key, "mig") == 0) {
+            *implied = GP_ISO_MIG;
+            return gp_json_string(x, "share.mig", sizeof r->spec.share.mig_profile - 1, r->spec.share.mig_profile,
+                                  sizeof r->spec.share.mig_profile, err);
+        }
+        if (strcmp(key, "mps") == 0) {
+            int64_t pct = 0;
+            *implied = GP_ISO_MPS;
+            rc = gp_json_int(x, "share.mps", 1, 100, &pct, err);
+            r->spec.share.mps_milli = (int)pct * 10;
+            return rc;
+        }
+        if (strcmp(key, "timeslice") == 0) {
+            bool on = false;
+            *implied = GP_ISO_TIMESLICE;
+            if ((rc = gp_json_bool(x, "share.timeslice", &on, err)))
+                return rc;
+            if (!on)
+                return gp_error_set(err, GP_ERR_INVALID, "share.timeslice", "share.timeslice must be true");
+            return GP_OK;
+        }
+        return gp_json_unknown_field("share", key, err);
+    }
+    return GP_OK;
+}
+
+static gp_err parse_gpu_types(const json_t *v, gp_job_request *r, gp_error *err)
+{
+    if (!json_is_array(v))
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types must be an array of strings");
+    if (json_array_size(v) > GP_MAX_GPU_TYPES)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types lists at most %d types", GP_MAX_GPU_TYPES);
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        gp_err rc = gp_json_string(x, "gpu_types", GP_NAME_MAX - 1, r->gpu_types[i], GP_NAME_MAX, err);
+        if (rc)
+            return rc;
+        r->spec.gpu_types[i] = r->gpu_types[i];
+    }
+    r->spec.n_gpu_types = (int)json_array_size(v);
+    return GP_OK;
+}
+
+static gp_err parse_command(const json_t *v, gp_job_request *r, gp_error *err)
+{
+    if (!json_is_array(v) || json_array_size(v) > GP_JOB_MAX_ARGS)
+        return gp_error_set(err, GP_ERR_INVALID, "command", "command must be an array of at most %d strings",
+                            GP_JOB_MAX_ARGS);
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) {
+        if (!json_is_string(x) || json_string_length(x) > GP_JOB_MAX_ARG_LEN)
+            return gp_error_set(err, GP_ERR_INVALID, "command", "command[%zu] must be a string of at most %d bytes",
+                                i, GP_JOB_MAX_ARG_LEN);
+    }
+    json_decref(r->command);
+    r->command = json_deep_copy(v);
+    return GP_OK;
+}
+
+static bool env_name_ok(const char *k)
+{
+    if (!k[0] || strlen(k) > 128 || (k[0] >= '0' && k[0] <= '9'))
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+static gp_err parse_env(const json_t *v, gp_job_request *r, gp_error *err)
+{
+    if (!json_is_object(v) || json_object_size(v) > GP_JOB_MAX_ENV)
+        return gp_error_set(err, GP_ERR_INVALID, "env", "env must be an object of at most %d strings",
+                            GP_JOB_MAX_ENV);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        if (!env_name_ok(key))
+            return gp_error_set(err, GP_ERR_INVALID, "env", "env names are [A-Za-z_][A-Za-z0-9_]{0,127}");
+        if (!json_is_string(x) || json_string_length(x) > GP_JOB_MAX_ENV_LEN) {
+            char field[GP_ERROR_FIELD_MAX];
+            gp_json_field_name(field, sizeof field, "env", key);
+            return gp_error_set(err, GP_ERR_INVALID, field, "%s must be a string of at most %d bytes", field,
+                                GP_JOB_MAX_ENV_LEN);
+        }
+    }
+    json_decref(r->env);
+    r->env = json_deep_copy(v);
+    return GP_OK;
+}
+
+static gp_err parse_int_field(const json_t *x, const char *key, int64_t min, int64_t max, int64_t *out,
+                              gp_error *err)
+{
+    return gp_json_int(x, key, min, max, out, err);
+}
+
+/* One key of a job body. */
+static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, bool allow_id, bool *have_iso,
+                        gp_isolation *implied, gp_error *err)
+{
+    gp_job_spec *s = &r->spec;
+    int64_t n = 0;
+    int choice = 0;
+    gp_err rc;
+    if (allow_id && strcmp(key, "id") == 0) {
+        rc = parse_int_field(x, key, 1, INT64_MAX, &n, err);
+        s->id = (uint64_t)n;
+        return rc;
+    }
+    if (strcmp(key, "name") == 0)
+        return gp_json_string(x, key, GP_NAME_MAX - 1, r->name, sizeof r->name, err);
+    if (strcmp(key, "tenant") == 0)
+        return gp_json_string(x, key, GP_PATH_MAX - 1, r->tenant, sizeof r->tenant, err);
+    if (strcmp(key, "user") == 0)
+        return gp_json_string(x, key, GP_NAME_MAX - 1, r->user, sizeof r->user, err);
+    if (strcmp(key, "kind") == 0) {
+        rc = gp_json_enum(x, key, KIND_NAMES, 3, &choice, err);
+        s->kind = (gp_job_kind)choice;
+        return rc;
+    }
+    if (strcmp(key, "topology") == 0) {
+        rc = gp_json_enum(x, key, TOPOLOGY_NAMES, 3, &choice, err);
+        s->topology = (gp_topology)choice;
+        return rc;
+    }
+    if (strcmp(key, "isolation") == 0) {
+        rc = gp_json_enum(x, key, ISOLATION_NAMES, 4, &choice, err);
+        s->isolation = (gp_isolation)choice;
+        *have_iso = true;
+        return rc;
+    }
+    struct {
+        const char *name;
+        int64_t min, max;
+    } ints[] = {{"replicas", 1, GP_MAX_REPLICAS},
+                {"gpus", 1, GP_MAX_GPUS_PER_NODE},
+                {"cpu_millis", 0, INT64_C(1) << 40},
+                {"mem_mib", 0, INT64_C(1) << 40},
+                {"priority", GP_PRIORITY_MIN, GP_PRIORITY_MAX},
+                {"checkpoint_grace_s", 0, GP_GRACE_MAX_S},
+                {"expected_runtime_s", 0, INT64_C(1) << 40}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (strcmp(key, ints[i].name) != 0)
+            continue;
+        if ((rc = parse_int_field(x, key, ints[i].min, ints[i].max, &n, err)))
+            return rc;
+        switch (i) {
+        case 0: s->replicas = (int)n; break;
+        case 1: s->gpus = (int)n; break;
+        case 2: s->cpu_millis = n; break;
+        case 3: s->mem_mib = n; break;
+        case 4: s->priority = (int)n; break;
+        case 5: s->checkpoint_grace_s = n; break;
+        default: s->expected_runtime_s = n; break;
+        }
+        return GP_OK;
+    }
+    if (strcmp(key, "gpu_types") == 0)
+        return parse_gpu_types(x, r, err);
+    if (strcmp(key, "share") == 0)
+        return parse_share(x, r, implied, err);
+    if (strcmp(key, "command") == 0)
+        return parse_command(x, r, err);
+    if (strcmp(key, "env") == 0)
+        return parse_env(x, r, err);
+    return gp_json_unknown_field("", key, err);
+}
+
+gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r, gp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    gp_job_spec *s = &r->spec;
+    s->replicas = 1;
+    s->gpus = 1;
+    s->checkpoint_grace_s = 30;
+    gp_err rc = gp_json_object(body, "body", err);
+    if (rc)
+        return rc;
+    bool have_iso = false;
+    gp_isolation implied = GP_ISO_EXCLUSIVE;
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)body, key, x) {
+        if ((rc = job_field(r, key, x, allow_id, &have_iso, &implied, err)))
+            return rc;
+    }
+    if (!r->tenant[0])
+        return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant is required");
+    if (have_iso && implied != GP_ISO_EXCLUSIVE && s->isolation != implied)
+        return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation %s does not match the share",
+                            ISOLATION_NAMES[s->isolation]);
+    if (!have_iso)
+        s->isolation = implied;
+    if (s->isolation != GP_ISO_EXCLUSIVE && s->gpus != 1)
+        return gp_error_set(err, GP_ERR_INVALID, "gpus", "a shared GPU job takes one share per replica (gpus 1)");
+    if (s->isolation == GP_ISO_MIG && !s->share.mig_profile[0])
+        return gp_error_set(err, GP_ERR_INVALID, "share.mig", "isolation mig needs share.mig (a profile)");
+    if (s->isolation == GP_ISO_MPS && s->share.mps_milli == 0)
+        return gp_error_set(err, GP_ERR_INVALID, "share.mps", "isolation mps needs share.mps (a percentage)");
+    s->name = r->name[0] ? r->name : NULL;
+    s->tenant = r->tenant;
+    s->user = r->user[0] ? r->user : NULL;
+    return GP_OK;
+}
+
+json_t *gp_job_request_to_json(const gp_job_request *r)
+{
+    const gp_job_spec *s = &r->spec;
+    json_t *types = json_array();
+    for (int i = 0; i < s->n_gpu_types; i++)
+        json_array_append_new(types, json_string(s->gpu_types[i]));
+    json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:i, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:I}", "id",
+                          (json_int_t)s->id, "tenant", s->tenant, "kind", KIND_NAMES[s->kind], "replicas",
+                          s->replicas, "gpus", s->gpus, "gpu_types", types, "cpu_millis", (json_int_t)s->cpu_millis,
+                          "mem_mib", (json_int_t)s->mem_mib, "topology", TOPOLOGY_NAMES[s->topology],
+                          "isolation", ISOLATION_NAMES[s->isolation], "priority", s->priority,
+                          "checkpoint_grace_s", (json_int_t)s->checkpoint_grace_s, "expected_runtime_s",
+                          (json_int_t)s->expected_runtime_s);
+    if (s->name)
+        json_object_set_new(o, "name", json_string(s->name));
+    if (s->user)
+        json_object_set_new(o, "user", json_string(s->user));
+    if (s->isolation == GP_ISO_MIG)
+        json_object_set_new(o, "share", json_pack("{s:s}", "mig", s->share.mig_profile));
+    else if (s->isolation == GP_ISO_MPS)
+        json_object_set_new(o, "share", json_pack("{s:i}", "mps", s->share.mps_milli / 10));
+    else if (s->isolation == GP_ISO_TIMESLICE)
+        json_object_set_new(o, "share", json_pack("{s:b}", "timeslice", 1));
+    json_object_set_new(o, "command", r->command ? json_incref(r->command) : json_array());
+    json_object_set_new(o, "env", r->env ? json_incref(r->env) : json_object());
+    return o;
+}
+
+void gp_job_request_free(gp_job_request *r)
+{
+    json_decref(r->command);
+    json_decref(r->env);
+    r->command = r->env = NULL;
+}
+
+/* ---- tenants ---- */
+
+static gp_err parse_quota(const json_t *v, const char *field, gp_quota *q, gp_error *err)
+{
+    gp_err rc = gp_json_object(v, field, err);
+    if (rc)
+        return rc;
+    q->set = true;
+    const char *key;
+    json_t *x;
+    char name[GP_ERROR_FIELD_MAX];
+    json_object_foreach((json_t *)v, key, x) {
+        gp_json_field_name(name, sizeof name, field, key);
+        if (strcmp(key, "cpu_millis") == 0) {
+            rc = gp_json_int(x, name, 0, INT64_MAX - 1, &q->cpu_millis, err);
+        } else if (strcmp(key, "mem_mib") == 0) {
+            rc = gp_json_int(x, name, 0, INT64_MAX - 1, &q->mem_mib, err);
+        } else if (strcmp(key, "gpu") == 0) {
+            if ((rc = gp_json_object(x, name, err)))
+                return rc;
+            if (json_object_size(x) > GP_MAX_GPU_TYPES)
+                return gp_error_set(err, GP_ERR_INVALID, name, "%s lists at most %d GPU types", name,
+                                    GP_MAX_GPU_TYPES);
+            const char *type;
+            json_t *amount;
+            json_object_foreach(x, type, amount) {
+                char tfield[GP_ERROR_FIELD_MAX];
+                gp_json_field_name(tfield, sizeof tfield, name, type);
+                size_t tl = strlen(type);
+                if (tl == 0 || tl >= GP_NAME_MAX)
+                    return gp_error_set(err, GP_ERR_INVALID, name, "GPU type names are 1..%d characters",
+                                        GP_NAME_MAX - 1);
+                memcpy(q->gpu[q->n_gpu].type, type, tl + 1);
+                if ((rc = gp_json_gpu_amount(amount, tfield, &q->gpu[q->n_gpu].milli, err)))
+                    return rc;
+                q->n_gpu++;
+            }
+        } else {
+            rc = gp_json_unknown_field(field, key, err);
+        }
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err)
+{
+    memset(s, 0, sizeof *s);
+    gp_quota *qs[] = {&s->guarantee, &s->limit, &s->user_limit};
+    for (int i = 0; i < 3; i++)
+        qs[i]->cpu_millis = qs[i]->mem_mib = GP_UNLIMITED;
+    s->lend = -1;
+    gp_err rc = gp_json_object(body, "body", err);
+    if (rc)
+        return rc;
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)body, key, x) {
+        if (strcmp(key, "guarantee") == 0) {
+            rc = parse_quota(x, key, &s->guarantee, err);
+        } else if (strcmp(key, "limit") == 0) {
+            rc = parse_quota(x, key, &s->limit, err);
+        } else if (strcmp(key, "user_limit") == 0) {
+            rc = parse_quota(x, key, &s->user_limit, err);
+        } else if (strcmp(key, "weight") == 0) {
+            if (!json_is_number(x) || json_number_value(x) < 0 || json_number_value(x) > 1e6)
+                rc = gp_error_set(err, GP_ERR_INVALID, key, "weight must be a number 0..1000000 (0 = default)");
+            else
+                s->weight = json_number_value(x);
+        } else if (strcmp(key, "lend") == 0) {
+            bool lend = false;
+            rc = gp_json_bool(x, key, &lend, err);
+            s->lend = lend;
+        } else if (strcmp(key, "trust") == 0) {
+            int choice = 0;
+            rc = gp_json_enum(x, key, TRUST_NAMES, 3, &choice, err);
+            s->trust = (gp_trust)choice;
+        } else {
+            rc = gp_json_unknown_field("", key, err);
+        }
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+static json_t *gpu_amount_json(int64_t milli)
+{
+    if (milli % 1000 == 0)
+        return json_integer(milli / 1000);
+    return json_real((double)milli / 1000.0);
+}
+
+static json_t *quota_json(const gp_quota *q)
+{
+    json_t *gpu = json_object();
+    for (int i = 0; i < q->n_gpu; i++)
+        json_object_set_new(gpu, q->gpu[i].type, gpu_amount_json(q->gpu[i].milli));
+    json_t *o = json_pack("{s:o}", "gpu", gpu);
+    if (q->cpu_millis != GP_UNLIMITED)
+        json_object_set_new(o, "cpu_millis", json_integer(q->cpu_millis));
+    if (q->mem_mib != GP_UNLIMITED)
+        json_object_set_new(o, "mem_mib", json_integer(q->mem_mib));
+    return o;
+}
+
+json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
+{
+    json_t *o = json_object();
+    if (s->guarantee.set)
+        json_object_set_new(o, "guarantee", quota_json(&s->guarantee));
+    if (s->limit.set)
+        json_object_set_new(o, "limit", quota_json(&s->limit));
+    if (s->user_limit.set)
+        json_object_set_new(o, "user_limit", quota_json(&s->user_limit));
+    if (s->weight > 0)
+        json_object_set_new(o, "weight", json_real(s->weight));
+    if (s->lend >= 0)
+        json_object_set_new(o, "lend", json_boolean(s->lend));
+    if (s->trust != GP_TRUST_INHERIT)
+        json_object_set_new(o, "trust", json_string(TRUST_NAMES[s->trust]));
+    return o;
+}
+
+/* ---- nodes and pools (the fleet, as the event log keeps it) ---- */
+
+static gp_err node_string(const json_t *x, const char *key, char *out, gp_error *err)
+{
+    return gp_json_string(x, key, GP_NAME_MAX - 1, out, GP_NAME_MAX, err);
+}
+
+static gp_err node_array(const json_t *x, const char *key, gp_node_request *r, gp_error *err)
+{
+    if (!json_is_array(x) || json_array_size(x) > GP_MAX_GPUS_PER_NODE)
+        return gp_error_set(err, GP_ERR_INVALID, key, "%s must be an array of at most %d entries", key,
+                            GP_MAX_GPUS_PER_NODE);
+    size_t i;
+    json_t *v;
+    bool uuids = strcmp(key, "gpu_uuids") == 0;
+    json_array_foreach(x, i, v) {
+        int choice = 0;
+        gp_err rc = uuids ? gp_json_string(v, key, GP_UUID_MAX - 1, r->uuids[i], GP_UUID_MAX, err)
+                          : gp_json_enum(v, key, GP_SHARING_NAMES, 4, &choice, err);
+        if (rc)
+            return rc;
+        if (uuids)
+            r->uuid_ptrs[i] = r->uuids[i];
+        else
+            r->gpu_sharing[i] = (gp_sharing)choice;
+    }
+    if (uuids)
+        r->spec.gpu_uuids = r->uuid_ptrs;
+    else
+        r->spec.gpu_sharing = r->gpu_sharing;
+    return GP_OK;
+}
+
+gp_err gp_node_request_parse(const json_t *body, gp_node_request *r, gp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    gp_node_spec *s = &r->spec;
+    gp_err rc = gp_json_object(body, "node", err);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)body, key, x) {
+        int64_t n = 0;
+        int choice = 0;
+        if (rc)
+            return rc;
+        if (strcmp(key, "name") == 0)
+            rc = node_string(x, key, r->name, err);
+        else if (strcmp(key, "zone") == 0)
+            rc = node_string(x, key, r->zone, err);
+        else if (strcmp(key, "block") == 0)
+            rc = node_string(x, key, r->block, err);
+        else if (strcmp(key, "gpu_type") == 0)
+            rc = node_string(x, key, r->gpu_type, err);
+        else if (strcmp(key, "pool") == 0)
+            rc = node_string(x, key, r->pool, err);
+        else if (strcmp(key, "gpu_count") == 0)
+            rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err), s->gpu_count = (int)n;
+        else if (strcmp(key, "nvlink_domains") == 0)
+            rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err), s->nvlink_domains = (int)n;
+        else if (strcmp(key, "gpu_mem_mib") == 0)
+            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->gpu_mem_mib, err);
+        else if (strcmp(key, "cpu_millis") == 0)
+            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->cpu_millis, err);
+        else if (strcmp(key, "mem_mib") == 0)
+            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->mem_mib, err);
+        else if (strcmp(key, "sharing") == 0)
+            rc = gp_json_enum(x, key, GP_SHARING_NAMES, 4, &choice, err), s->sharing = (gp_sharing)choice;
+        else if (strcmp(key, "gpu_uuids") == 0 || strcmp(key, "gpu_sharing") == 0)
+            rc = node_array(x, key, r, err);
+        else
+            rc = gp_json_unknown_field("node", key, err);
+    }
+    if (rc)
+        return rc;
+    s->name = r->name;
+    s->zone = r->zone;
+    s->block = r->block;
+    s->gpu_type = r->gpu_type;
+    s->pool = r->pool[0] ? r->pool : NULL;
+    return GP_OK;
+}
+
+json_t *gp_node_spec_to_json(const gp_node_spec *s)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:s}", "name", s->name, "zone",
+                          s->zone ? s->zone : "", "block", s->block ? s->block : "", "gpu_type", s->gpu_type,
+                          "gpu_count", s->gpu_count, "nvlink_domains", s->nvlink_domains, "gpu_mem_mib",
+                          (json_int_t)s->gpu_mem_mib, "cpu_millis", (json_int_t)s->cpu_millis, "mem_mib",
+                          (json_int_t)s->mem_mib, "sharing", GP_SHARING_NAMES[s->sharing]);
+    if (!o)
+        return NULL;
+    if (s->pool)
+        json_object_set_new(o, "pool", json_string(s->pool));
+    if (s->gpu_uuids) {
+        json_t *a = json_array();
+        for (int i = 0; i < s->gpu_count; i++)
+            json_array_append_new(a, json_string(s->gpu_uuids[i]));
+        json_object_set_new(o, "gpu_uuids", a);
+    }
+    if (s->gpu_sharing) {
+        json_t *a = json_array();
+        for (int i = 0; i < s->gpu_count; i++)
+            json_array_append_new(a, json_string(GP_SHARING_NAMES[s->gpu_sharing[i]]));
+        json_object_set_new(o, "gpu_sharing", a);
+    }
+    return o;
+}
+
+gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    name[0] = '\0';
+    gp_err rc = gp_json_object(body, "pool", err);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)body, key, x) {
+        int64_t n = 0;
+        int choice = 0;
+        if (rc)
+            return rc;
+        if (strcmp(key, "name") == 0)
+            rc = gp_json_string(x, key, GP_NAME_MAX - 1, name, GP_NAME_MAX, err);
+        else if (strcmp(key, "score") == 0)
+            rc = gp_json_enum(x, key, SCORE_NAMES, 8, &choice, err), out->score = (gp_score)choice;
+        else if (strcmp(key, "timeslice_replicas") == 0)
+            rc = gp_json_int(x, key, 0, 8, &n, err), out->timeslice_replicas = (int)n;
+        else if (strcmp(key, "seed") == 0)
+            rc = gp_json_int(x, key, 0, INT64_MAX, &n, err), out->seed = (uint64_t)n;
+        else
+            rc = gp_json_unknown_field("pool", key, err);
+    }
+    if (rc == GP_OK && !name[0])
+        rc = gp_error_set(err, GP_ERR_INVALID, "name", "a pool needs a name");
+    return rc;
+}
+
+json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s)
+{
+    return json_pack("{s:s, s:s, s:i, s:I}", "name", name, "score", SCORE_NAMES[s->score], "timeslice_replicas",
+                     s->timeslice_replicas, "seed", (json_int_t)(s->seed & INT64_MAX));
+}

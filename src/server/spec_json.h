@@ -1,0 +1,71 @@
+/* spec_json.h - jobs, tenants, nodes and pools as JSON, both ways.
+ *
+ * One codec per engine spec.  The parsers are what the API uses on caller
+ * bodies (strict: unknown fields, wrong types and out-of-range values are
+ * GP_ERR_INVALID naming the field) and what a restart uses on the event
+ * log, so an event replays exactly as it was accepted.  The writers produce
+ * the canonical form the event log and the store keep (every field,
+ * defaults filled in, keys sorted by GP_JSON_CANONICAL).
+ *
+ * Job defaults (docs/api.md): kind training, replicas 1, gpus 1, no
+ * gpu_types (any), cpu_millis 0, mem_mib 0, topology any, isolation
+ * exclusive (or what `share` implies), priority 0, checkpoint_grace_s 30,
+ * expected_runtime_s 0 (unknown), command [], env {}.
+ *
+ * Ownership: a gp_job_request / gp_node_request owns the strings its spec
+ * points to; *_free releases them (the struct itself is the caller's).
+ * Writers return new references.
+ */
+#ifndef GP_SERVER_SPEC_JSON_H
+#define GP_SERVER_SPEC_JSON_H
+
+#include "core/engine.h"
+
+#include <jansson.h>
+
+#define GP_JSON_CANONICAL (JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(12))
+
+/* Bounds on what a job carries besides its spec. */
+#define GP_JOB_MAX_ARGS 256
+#define GP_JOB_MAX_ARG_LEN 4096
+#define GP_JOB_MAX_ENV 128
+#define GP_JOB_MAX_ENV_LEN 4096
+
+typedef struct gp_job_request {
+    gp_job_spec spec;
+    char name[GP_NAME_MAX];
+    char tenant[GP_PATH_MAX];
+    char user[GP_NAME_MAX];
+    char gpu_types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
+    json_t *command; /* array of strings */
+    json_t *env;     /* object of strings */
+} gp_job_request;
+
+/* allow_id: accept "id" (the event log); callers may not choose ids. */
+gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *out, gp_error *err);
+json_t *gp_job_request_to_json(const gp_job_request *r);
+void gp_job_request_free(gp_job_request *r);
+
+gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *out, gp_error *err);
+json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s);
+
+typedef struct gp_node_request {
+    gp_node_spec spec;
+    char name[GP_NAME_MAX], zone[GP_NAME_MAX], block[GP_NAME_MAX], gpu_type[GP_NAME_MAX], pool[GP_NAME_MAX];
+    char uuids[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];
+    const char *uuid_ptrs[GP_MAX_GPUS_PER_NODE];
+    gp_sharing gpu_sharing[GP_MAX_GPUS_PER_NODE];
+} gp_node_request;
+
+gp_err gp_node_request_parse(const json_t *body, gp_node_request *out, gp_error *err);
+json_t *gp_node_spec_to_json(const gp_node_spec *s);
+
+gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err);
+json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s);
+
+/* Names of job states and GPU sharing modes as the API spells them,
+ * indexed by the enum value. */
+extern const char *const GP_STATE_NAMES[7];
+extern const char *const GP_SHARING_NAMES[4];
+
+#endif

@@ -1,0 +1,55 @@
+/* sqlite_internal.h - private to the SQLite backend of the store.
+ *
+ * The connection, its cached prepared statements, and the helpers the
+ * backend's files share (error mapping, row -> JSON).  Nothing outside
+ * src/store includes this.
+ */
+#ifndef GP_STORE_SQLITE_INTERNAL_H
+#define GP_STORE_SQLITE_INTERNAL_H
+
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+/* Statements prepared once per connection and reused (reset after use). */
+typedef enum gp__stmt_id {
+    GP__ST_META_GET = 0,
+    GP__ST_META_SET,
+    GP__ST_EVENT_APPEND,
+    GP__ST_JOB_INSERT,
+    GP__ST_JOB_SCOPE,
+    GP__ST_JOB_UPDATE,
+    GP__ST_HISTORY_ADD,
+    GP__ST_USAGE_OPEN,
+    GP__ST_USAGE_CLOSE,
+    GP__ST_TENANT_PUT,
+    GP__ST_TENANT_DELETE,
+    GP__ST_AUDIT_APPEND,
+    GP__ST_AUDIT_LAST,
+    GP__ST_COUNT
+} gp__stmt_id;
+
+struct gp_store {
+    sqlite3 *db;
+    bool readonly;
+    bool in_tx;
+    sqlite3_stmt *stmt[GP__ST_COUNT];
+    /* audit chain head, cached by the writer (loaded lazily) */
+    bool audit_head_loaded;
+    int64_t audit_seq;
+    char audit_hash[65];
+};
+
+/* Prepared statement by id (prepared on first use); NULL on error. */
+sqlite3_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err);
+/* Fills err from the connection's last error; returns GP_ERR_CONFLICT for
+ * busy/locked, GP_ERR_NOMEM for out of memory, else GP_ERR_INVALID. */
+gp_err gp__store_fail(gp_store *s, const char *what, gp_error *err);
+/* Steps a bound statement that returns no rows, then resets it. */
+gp_err gp__store_exec_stmt(gp_store *s, sqlite3_stmt *st, const char *what, gp_error *err);
+/* Text or NULL. */
+void gp__store_bind_text(sqlite3_stmt *st, int index, const char *text);
+/* The current row as an object (see store.h for the key rules). */
+json_t *gp__store_row_json(sqlite3_stmt *st);
+
+#endif

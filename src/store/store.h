@@ -1,0 +1,164 @@
+/* store.h - gpupoold's durable state, behind one narrow interface.
+ *
+ * The daemon keeps its truth in two forms, written in one transaction:
+ *
+ *   the event log   every event the engine accepted (submit, cancel,
+ *                   tenant set/remove, node add/lost/drain, pool set, and
+ *                   the ticks that emitted decisions), with its `now`, in
+ *                   order.  The engine is deterministic, so replaying the
+ *                   log into a fresh engine rebuilds the exact state.
+ *   materialized    jobs (state, class, reason, placement, history),
+ *   tables          tenants, usage intervals, tokens, the audit chain: what
+ *                   the API reads without going through the engine, and
+ *                   what a restart checks the replayed engine against.
+ *
+ * The payloads are JSON text the daemon writes and reads back; the store
+ * does not interpret them.  Reads hand rows back as jansson objects whose
+ * keys are the column names (a column named x_json is embedded as JSON
+ * under the key x).
+ *
+ * Backends: "sqlite:PATH" (embedded, WAL).  The interface is the seam for
+ * a PostgreSQL backend: nothing above it speaks SQL.
+ *
+ * Threads: one writer connection (the engine thread) and any number of
+ * reader connections (opened with readonly = true, one per thread at a
+ * time).  A gp_store is not shared between threads.
+ *
+ * Ownership: gp_store_open allocates, gp_store_close frees.  Strings passed
+ * in are copied by SQLite during the call.  json_t results are new
+ * references the caller must json_decref.
+ */
+#ifndef GP_STORE_STORE_H
+#define GP_STORE_STORE_H
+
+#include "util/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct gp_store gp_store;
+
+/* The schema version this build writes; older files are migrated on open. */
+#define GP_STORE_SCHEMA_VERSION 1
+
+/* url: "sqlite:PATH".  The writer creates the file and the schema on first
+ * open and migrates older schemas; a reader opens an existing store. */
+gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err);
+void gp_store_close(gp_store *s);
+
+/* Checkpointing: the writer does not checkpoint the WAL itself (that
+ * would stall a commit now and then); a separate connection calls
+ * gp_store_checkpoint every so often instead.  Passive: it never blocks
+ * the writer or readers. */
+gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
+
+/* One transaction at a time per connection.  A failed commit leaves the
+ * transaction rolled back. */
+gp_err gp_store_begin(gp_store *s, gp_error *err);
+gp_err gp_store_commit(gp_store *s, gp_error *err);
+void gp_store_rollback(gp_store *s);
+
+/* Small integer settings (next job id, ...). */
+int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback);
+gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *err);
+
+/* ---- event log ---- */
+
+gp_err gp_store_event_append(gp_store *s, int64_t time, const char *kind, const char *payload, gp_error *err);
+typedef gp_err (*gp_store_event_fn)(void *ctx, int64_t seq, int64_t time, const char *kind, const char *payload,
+                                    gp_error *err);
+/* Calls fn for every event in order; stops at the first error fn returns. */
+gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err);
+
+/* ---- jobs ---- */
+
+typedef struct gp_store_job {
+    uint64_t id;
+    const char *tenant, *user, *name; /* user and name may be NULL */
+    const char *state, *cls, *reason; /* cls may be NULL */
+    int64_t submit_time, bind_time, end_time, updated; /* -1 = not yet */
+    const char *spec_json;      /* the job as submitted, canonical */
+    const char *placement_json; /* NULL when not placed */
+} gp_store_job;
+
+gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err);
+/* Updates state, class, reason, times and placement (spec stays). */
+gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err);
+gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
+                            const char *to, const char *reason, gp_error *err);
+
+/* One job with its history under "history"; *out NULL when absent. */
+gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err);
+
+typedef struct gp_store_job_filter {
+    const char *const *scopes; /* tenant subtrees the caller may see; NULL = all */
+    int n_scopes;
+    const char *tenant;        /* subtree filter, NULL = none */
+    const char *state;         /* NULL = any; "live" = not final */
+    uint64_t before;           /* ids below this (paging), 0 = from the newest */
+    int limit;                 /* 1..1000 */
+} gp_store_job_filter;
+
+/* Jobs newest first, without history: {"jobs": [...], "next": id|null}. */
+gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **out, gp_error *err);
+
+typedef gp_err (*gp_store_job_fn)(void *ctx, uint64_t id, const char *state, const char *placement_json,
+                                  gp_error *err);
+/* Every job not in a final state (for the restart check). */
+gp_err gp_store_live_jobs_scan(gp_store *s, gp_store_job_fn fn, void *ctx, gp_error *err);
+
+/* ---- usage intervals ---- */
+
+typedef struct gp_store_usage {
+    uint64_t interval_id, job_id;
+    const char *tenant, *gpu_type, *cls, *topology;
+    int64_t milli_gpus, start, end; /* end -1 while open */
+} gp_store_usage;
+
+gp_err gp_store_usage_open(gp_store *s, const gp_store_usage *u, gp_error *err);
+gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_error *err);
+/* GPU-seconds in [from, to) by tenant, GPU type and class; open intervals
+ * count up to `now`.  {"usage": [{"tenant","gpu_type","class","gpu_seconds"}]} */
+gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant,
+                            int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err);
+
+/* ---- tenants (the specs as last set) ---- */
+
+gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err);
+gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err);
+/* {"path": spec, ...}; *out is an empty object when there are none. */
+gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err);
+
+/* ---- tokens (hashes only) ---- */
+
+typedef struct gp_store_token {
+    const char *id;        /* public, short: shown in lists and audit */
+    const char *hash_hex;  /* SHA-256 of the secret, lowercase hex */
+    const char *name, *role, *scope, *user; /* scope "" for fleet-wide roles; user may be "" */
+    int64_t created, revoked; /* revoked -1 = live */
+    const char *created_by;
+} gp_store_token;
+
+gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err);
+gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err);
+typedef gp_err (*gp_store_token_fn)(void *ctx, const gp_store_token *t, gp_error *err);
+gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err);
+
+/* ---- audit chain ---- */
+
+typedef struct gp_store_audit {
+    int64_t time;
+    const char *request_id, *actor, *role, *action, *target, *result;
+} gp_store_audit;
+
+/* Appends a row whose hash covers the previous row's hash and this row's
+ * fields (see store_audit.c for the exact bytes). */
+gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err);
+/* Rows with seq > after, oldest first: {"audit": [...], "next": seq|null}. */
+gp_err gp_store_audit_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
+/* Recomputes the chain.  *first_broken = seq of the first row whose hash
+ * does not match (0 when the chain is whole); *checked = rows read. */
+gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broken, gp_error *err);
+
+#endif

@@ -1,0 +1,187 @@
+/* store_audit.c - the hash-chained audit table.
+ *
+ * Every mutating API request leaves one row, written in the transaction of
+ * the change it made.  Row n carries hash_n = SHA-256(record_n), where
+ * record_n is the length-prefixed concatenation ("<len>:<bytes>", so no
+ * field can run into the next) of
+ *
+ *     hash_{n-1} (64 hex chars, 64 zeros for the first row), seq, time,
+ *     request_id, actor, role, action, target, result
+ *
+ * Changing, inserting or deleting any row breaks the link at that row (or
+ * the next), and verify names the first seq where the recomputed hash or
+ * the stored prev_hash disagrees.  seq are consecutive from 1: a gap is a
+ * deleted row and counts as a broken link too.
+ *
+ * The writer caches the head (last seq and hash) so appending costs one
+ * hash and one insert.
+ */
+#include "store/sqlite_internal.h"
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char ZERO_HASH[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+
+typedef struct record {
+    char buf[4096];
+    size_t len;
+} record;
+
+static void record_add(record *r, const char *field)
+{
+    size_t flen = strlen(field);
+    int n = snprintf(r->buf + r->len, sizeof r->buf - r->len, "%zu:", flen);
+    if (n < 0 || (size_t)n >= sizeof r->buf - r->len)
+        return;
+    r->len += (size_t)n;
+    if (flen > sizeof r->buf - r->len)
+        flen = sizeof r->buf - r->len; /* fields are bounded well below this */
+    memcpy(r->buf + r->len, field, flen);
+    r->len += flen;
+}
+
+static void record_add_int(record *r, int64_t v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)v);
+    record_add(r, num);
+}
+
+static void chain_hash(const char *prev, int64_t seq, const gp_store_audit *a, char out[65])
+{
+    record r = {.len = 0};
+    record_add(&r, prev);
+    record_add_int(&r, seq);
+    record_add_int(&r, a->time);
+    record_add(&r, a->request_id);
+    record_add(&r, a->actor);
+    record_add(&r, a->role);
+    record_add(&r, a->action);
+    record_add(&r, a->target);
+    record_add(&r, a->result);
+    unsigned char digest[32];
+    gnutls_hash_fast(GNUTLS_DIG_SHA256, r.buf, r.len, digest);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}
+
+static gp_err load_head(gp_store *s, gp_error *err)
+{
+    if (s->audit_head_loaded)
+        return GP_OK;
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_LAST, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    s->audit_seq = 0;
+    memcpy(s->audit_hash, ZERO_HASH, sizeof ZERO_HASH);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        s->audit_seq = sqlite3_column_int64(st, 0);
+        snprintf(s->audit_hash, sizeof s->audit_hash, "%s", (const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_reset(st);
+    s->audit_head_loaded = true;
+    return GP_OK;
+}
+
+gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err)
+{
+    gp_err rc = load_head(s, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_APPEND, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    int64_t seq = s->audit_seq + 1;
+    char hash[65];
+    chain_hash(s->audit_hash, seq, a, hash);
+    sqlite3_bind_int64(st, 1, seq);
+    sqlite3_bind_int64(st, 2, a->time);
+    sqlite3_bind_text(st, 3, a->request_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, a->actor, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, a->role, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, a->action, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, a->target, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, a->result, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, s->audit_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 10, hash, -1, SQLITE_STATIC);
+    rc = gp__store_exec_stmt(s, st, "audit append", err);
+    if (rc == GP_OK) {
+        s->audit_seq = seq;
+        memcpy(s->audit_hash, hash, sizeof hash);
+    }
+    return rc;
+}
+
+gp_err gp_store_audit_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (limit < 1 || limit > 1000)
+        limit = 1000;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT seq, time, request_id, actor, role, action, target, result, hash FROM audit"
+                           " WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "audit list", err);
+    sqlite3_bind_int64(st, 1, after);
+    sqlite3_bind_int(st, 2, limit + 1);
+    json_t *rows = json_array();
+    json_t *next = json_null();
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n++ == limit) {
+            json_decref(next);
+            next = json_integer(json_integer_value(json_object_get(json_array_get(rows, limit - 1), "seq")));
+            break;
+        }
+        json_array_append_new(rows, gp__store_row_json(st));
+    }
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o, s:o}", "audit", rows, "next", next);
+    return GP_OK;
+}
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? t : "";
+}
+
+gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broken, gp_error *err)
+{
+    sqlite3_stmt *st;
+    *checked = 0;
+    *first_broken = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT seq, time, request_id, actor, role, action, target, result, prev_hash, hash"
+                           " FROM audit ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "audit verify", err);
+    char prev[65];
+    memcpy(prev, ZERO_HASH, sizeof ZERO_HASH);
+    int64_t expect_seq = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(st, 0);
+        gp_store_audit a = {.time = sqlite3_column_int64(st, 1),
+                            .request_id = col(st, 2),
+                            .actor = col(st, 3),
+                            .role = col(st, 4),
+                            .action = col(st, 5),
+                            .target = col(st, 6),
+                            .result = col(st, 7)};
+        char hash[65];
+        chain_hash(prev, seq, &a, hash);
+        (*checked)++;
+        if (seq != expect_seq || strcmp(col(st, 8), prev) != 0 || strcmp(col(st, 9), hash) != 0) {
+            *first_broken = seq != expect_seq && seq > expect_seq ? expect_seq : seq;
+            break;
+        }
+        memcpy(prev, hash, sizeof hash);
+        expect_seq++;
+    }
+    sqlite3_finalize(st);
+    return GP_OK;
+}

@@ -1,0 +1,356 @@
+/* store_jobs.c - the materialized job, history and usage tables.
+ *
+ * The engine thread writes them from the engine's decisions (in the
+ * transaction that logs the event); API threads read them through reader
+ * connections, so listing 100,000 jobs never waits for the engine.
+ *
+ * Scoping is done here, in SQL, so a caller never receives a row it may not
+ * see: a scope "a/b" admits tenant "a/b" and every tenant below it.  Job
+ * lists use the job_scope table (a row per ancestor prefix of each job's
+ * tenant), so "newest 100 jobs of subtree a/b" is one index range read
+ * backwards.  Usage sums use the range ("a/b/", "a/b0") -- '0' is the
+ * character after '/' -- which needs no LIKE escaping.
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- writes ---- */
+
+static void bind_times(sqlite3_stmt *st, int first, const gp_store_job *j)
+{
+    int64_t t[3] = {j->bind_time, j->end_time, j->updated};
+    for (int i = 0; i < 3; i++) {
+        if (t[i] < 0)
+            sqlite3_bind_null(st, first + i);
+        else
+            sqlite3_bind_int64(st, first + i, t[i]);
+    }
+}
+
+gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_INSERT, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    gp__store_bind_text(st, 2, j->tenant);
+    gp__store_bind_text(st, 3, j->user);
+    gp__store_bind_text(st, 4, j->name);
+    gp__store_bind_text(st, 5, j->state);
+    gp__store_bind_text(st, 6, j->cls);
+    gp__store_bind_text(st, 7, j->reason);
+    sqlite3_bind_int64(st, 8, j->submit_time);
+    bind_times(st, 9, j);
+    gp__store_bind_text(st, 12, j->spec_json);
+    gp__store_bind_text(st, 13, j->placement_json);
+    gp_err rc = gp__store_exec_stmt(s, st, "job insert", err);
+    /* one job_scope row per prefix: "a", "a/b", ... the tenant itself */
+    size_t len = strlen(j->tenant);
+    for (size_t i = 1; rc == GP_OK && i <= len; i++) {
+        if (j->tenant[i] != '/' && j->tenant[i] != '\0')
+            continue;
+        sqlite3_stmt *sc = gp__store_stmt(s, GP__ST_JOB_SCOPE, err);
+        if (!sc)
+            return err ? err->code : GP_ERR_INVALID;
+        sqlite3_bind_text(sc, 1, j->tenant, (int)i, SQLITE_STATIC);
+        sqlite3_bind_int64(sc, 2, (sqlite3_int64)j->id);
+        rc = gp__store_exec_stmt(s, sc, "job scope", err);
+    }
+    return rc;
+}
+
+gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_UPDATE, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    gp__store_bind_text(st, 2, j->state);
+    gp__store_bind_text(st, 3, j->cls);
+    gp__store_bind_text(st, 4, j->reason);
+    bind_times(st, 5, j);
+    gp__store_bind_text(st, 8, j->placement_json);
+    return gp__store_exec_stmt(s, st, "job update", err);
+}
+
+gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
+                            const char *to, const char *reason, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_HISTORY_ADD, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(st, 2, time);
+    gp__store_bind_text(st, 3, kind);
+    gp__store_bind_text(st, 4, from);
+    gp__store_bind_text(st, 5, to);
+    gp__store_bind_text(st, 6, reason);
+    return gp__store_exec_stmt(s, st, "history add", err);
+}
+
+gp_err gp_store_usage_open(gp_store *s, const gp_store_usage *u, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_USAGE_OPEN, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)u->interval_id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)u->job_id);
+    gp__store_bind_text(st, 3, u->tenant);
+    gp__store_bind_text(st, 4, u->gpu_type);
+    sqlite3_bind_int64(st, 5, u->milli_gpus);
+    gp__store_bind_text(st, 6, u->cls);
+    gp__store_bind_text(st, 7, u->topology);
+    sqlite3_bind_int64(st, 8, u->start);
+    return gp__store_exec_stmt(s, st, "usage open", err);
+}
+
+gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_USAGE_CLOSE, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)interval_id);
+    sqlite3_bind_int64(st, 2, end);
+    return gp__store_exec_stmt(s, st, "usage close", err);
+}
+
+/* ---- scoped queries ---- */
+
+enum { MAX_BINDS = 64, SQL_MAX = 4096 };
+
+/* A WHERE clause under construction with its text parameters. */
+typedef struct where {
+    char sql[SQL_MAX];
+    size_t len;
+    const char *text[MAX_BINDS];
+    char owned[MAX_BINDS][256];
+    int n;
+    bool overflow;
+} where;
+
+static void where_add(where *w, const char *fmt)
+{
+    int n = snprintf(w->sql + w->len, sizeof w->sql - w->len, "%s", fmt);
+    if (n < 0 || (size_t)n >= sizeof w->sql - w->len)
+        w->overflow = true;
+    else
+        w->len += (size_t)n;
+}
+
+static int where_param(where *w, const char *text, const char *suffix)
+{
+    if (w->n >= MAX_BINDS) {
+        w->overflow = true;
+        return 1;
+    }
+    snprintf(w->owned[w->n], sizeof w->owned[w->n], "%s%s", text, suffix);
+    w->text[w->n] = w->owned[w->n];
+    return ++w->n;
+}
+
+/* "(tenant = ?a OR (tenant > ?b AND tenant < ?c))" for the subtree of path. */
+static void where_subtree(where *w, const char *column, const char *path)
+{
+    char frag[256];
+    int a = where_param(w, path, "");
+    int b = where_param(w, path, "/");
+    int c = where_param(w, path, "0");
+    snprintf(frag, sizeof frag, "(%s = ?%d OR (%s > ?%d AND %s < ?%d))", column, a, column, b, column, c);
+    where_add(w, frag);
+}
+
+static void where_scopes(where *w, const char *column, const char *const *scopes, int n_scopes, const char *tenant)
+{
+    where_add(w, " WHERE 1");
+    if (scopes) {
+        where_add(w, " AND (0");
+        for (int i = 0; i < n_scopes; i++) {
+            where_add(w, " OR ");
+            where_subtree(w, column, scopes[i]);
+        }
+        where_add(w, ")");
+    }
+    if (tenant) {
+        where_add(w, " AND ");
+        where_subtree(w, column, tenant);
+    }
+}
+
+static gp_err where_prepare(gp_store *s, where *w, sqlite3_stmt **st, gp_error *err)
+{
+    if (w->overflow)
+        return gp_error_set(err, GP_ERR_INVALID, "tenant", "too many tenant scopes in one query");
+    if (sqlite3_prepare_v2(s->db, w->sql, (int)w->len, st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "query", err);
+    for (int i = 0; i < w->n; i++)
+        sqlite3_bind_text(*st, i + 1, w->text[i], -1, SQLITE_STATIC);
+    return GP_OK;
+}
+
+static json_t *history_of(gp_store *s, uint64_t id)
+{
+    sqlite3_stmt *st;
+    json_t *list = json_array();
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT time, kind, from_state AS 'from', to_state AS 'to', reason FROM job_history"
+                           " WHERE job_id = ?1 ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return list;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(list, gp__store_row_json(st));
+    sqlite3_finalize(st);
+    return list;
+}
+
+#define JOB_COLUMNS                                                                                              \
+    "SELECT id, tenant, user, name, state, class, reason, submit_time, bind_time, end_time, updated,"            \
+    " spec_json, placement_json FROM jobs"
+
+gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (sqlite3_prepare_v2(s->db, JOB_COLUMNS " WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "job get", err);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *out = gp__store_row_json(st);
+    sqlite3_finalize(st);
+    if (*out)
+        json_object_set_new(*out, "history", history_of(s, id));
+    return GP_OK;
+}
+
+#define JOB_COLUMNS_J                                                                                            \
+    "SELECT j.id, j.tenant, j.user, j.name, j.state, j.class, j.reason, j.submit_time, j.bind_time, j.end_time,"  \
+    " j.updated, j.spec_json, j.placement_json"
+
+static bool covers(const char *scope, const char *path)
+{
+    size_t n = strlen(scope);
+    return strncmp(scope, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The one subtree a listing reads, from the caller's scope and its tenant
+ * filter; *empty when they do not meet.  NULL = every job. */
+static const char *list_prefix(const gp_store_job_filter *f, bool *empty)
+{
+    *empty = false;
+    const char *scope = f->scopes && f->n_scopes == 1 ? f->scopes[0] : NULL;
+    if (!scope)
+        return f->tenant;
+    if (!f->tenant || covers(scope, f->tenant))
+        return f->tenant ? f->tenant : scope;
+    if (covers(f->tenant, scope))
+        return scope;
+    *empty = true;
+    return NULL;
+}
+
+gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **out, gp_error *err)
+{
+    where w = {0};
+    bool empty;
+    *out = NULL;
+    if (f->scopes && f->n_scopes != 1)
+        return gp_error_set(err, GP_ERR_INVALID, "tenant", "a listing takes exactly one scope");
+    const char *prefix = list_prefix(f, &empty);
+    if (prefix) {
+        char frag[128];
+        where_add(&w, JOB_COLUMNS_J " FROM job_scope s JOIN jobs j ON j.id = s.job_id");
+        snprintf(frag, sizeof frag, " WHERE s.prefix = ?%d", where_param(&w, prefix, ""));
+        where_add(&w, frag);
+    } else {
+        where_add(&w, JOB_COLUMNS_J " FROM jobs j WHERE 1");
+    }
+    if (empty)
+        where_add(&w, " AND 0");
+    if (f->state && strcmp(f->state, "live") == 0) {
+        where_add(&w, " AND j.state IN ('pending', 'admitted', 'running', 'preempting')");
+    } else if (f->state) {
+        char frag[64];
+        snprintf(frag, sizeof frag, " AND j.state = ?%d", where_param(&w, f->state, ""));
+        where_add(&w, frag);
+    }
+    if (f->before > 0) {
+        char frag[64];
+        snprintf(frag, sizeof frag, " AND %s < %llu", prefix ? "s.job_id" : "j.id", (unsigned long long)f->before);
+        where_add(&w, frag);
+    }
+    int limit = f->limit < 1 ? 1 : f->limit > 1000 ? 1000 : f->limit;
+    char tail[64];
+    snprintf(tail, sizeof tail, " ORDER BY %s DESC LIMIT %d", prefix ? "s.job_id" : "j.id", limit + 1);
+    where_add(&w, tail);
+    sqlite3_stmt *st;
+    gp_err rc = where_prepare(s, &w, &st, err);
+    if (rc)
+        return rc;
+    json_t *jobs = json_array();
+    json_t *next = json_null();
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (n++ == limit) {
+            json_decref(next);
+            next = json_integer(json_integer_value(json_object_get(json_array_get(jobs, limit - 1), "id")));
+            break;
+        }
+        json_array_append_new(jobs, gp__store_row_json(st));
+    }
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o, s:o}", "jobs", jobs, "next", next);
+    return GP_OK;
+}
+
+gp_err gp_store_live_jobs_scan(gp_store *s, gp_store_job_fn fn, void *ctx, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT id, state, placement_json FROM jobs"
+                           " WHERE state IN ('pending', 'admitted', 'running', 'preempting') ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "live jobs", err);
+    gp_err rc = GP_OK;
+    while (rc == GP_OK && sqlite3_step(st) == SQLITE_ROW)
+        rc = fn(ctx, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+                (const char *)sqlite3_column_text(st, 2), err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant,
+                            int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err)
+{
+    where w = {0};
+    char head[512];
+    *out = NULL;
+    snprintf(head, sizeof head,
+             "SELECT tenant, gpu_type, class, SUM(MAX(0, MIN(COALESCE(end_time, %lld), %lld) - MAX(start, %lld))"
+             " * milli_gpus) AS milli_gpu_seconds FROM usage",
+             (long long)now, (long long)to, (long long)from);
+    where_add(&w, head);
+    where_scopes(&w, "tenant", scopes, n_scopes, tenant);
+    char tail[256];
+    snprintf(tail, sizeof tail,
+             " AND start < %lld AND COALESCE(end_time, %lld) > %lld GROUP BY tenant, gpu_type, class"
+             " ORDER BY tenant, gpu_type, class",
+             (long long)to, (long long)now, (long long)from);
+    where_add(&w, tail);
+    sqlite3_stmt *st;
+    gp_err rc = where_prepare(s, &w, &st, err);
+    if (rc)
+        return rc;
+    json_t *rows = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t milli = sqlite3_column_int64(st, 3);
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f}", "tenant", sqlite3_column_text(st, 0),
+                                              "gpu_type", sqlite3_column_text(st, 1), "class",
+                                              sqlite3_column_text(st, 2), "gpu_seconds", (double)milli / 1000.0));
+    }
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o, s:I, s:I}", "usage", rows, "from", (json_int_t)from, "to", (json_int_t)to);
+    return GP_OK;
+}

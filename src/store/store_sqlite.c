@@ -1,0 +1,452 @@
+/* store_sqlite.c - the SQLite backend: connection, schema, event log,
+ * tenants and tokens.
+ *
+ * On-disk format (schema version 1, PRAGMA user_version):
+ *
+ *   meta(key, value)             next_job_id and other counters
+ *   events(seq, time, kind, payload)   the append-only event log
+ *   jobs(id, tenant, user, name, state, class, reason, submit_time,
+ *        bind_time, end_time, updated, spec_json, placement_json)
+ *   job_scope(prefix, job_id)    one row per ancestor of the job's tenant
+ *                                ("a", "a/b", "a/b/c"): subtree listings
+ *                                walk one index range, newest first
+ *   job_history(seq, job_id, time, kind, from_state, to_state, reason)
+ *   usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,
+ *         topology, start, end_time)         end_time NULL while open
+ *   tenants(path, spec_json, updated)
+ *   tokens(id, hash, name, role, scope, user, created, created_by, revoked)
+ *   audit(seq, time, request_id, actor, role, action, target, result,
+ *         prev_hash, hash)
+ *
+ * Invariants: every row of the materialized tables was written in the
+ * transaction that appended the event which caused it, so after any crash
+ * the log and the tables agree; events.seq and audit.seq only grow.
+ *
+ * Durability: WAL mode with synchronous=FULL: each COMMIT fsyncs the WAL
+ * before it returns, so an acknowledged request survives kill -9 and power
+ * loss alike (on a disk that honours fsync).  Checkpoints into the main
+ * file run on their own connection (gp_store_checkpoint), so they never
+ * stall a commit.  The daemon commits a batch
+ * of requests at once (group commit), so the fsync is paid per batch.
+ *
+ * Migrations: MIGRATIONS[i] takes user_version i to i + 1; a writer opening
+ * an older file runs the missing ones in one transaction.
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const MIGRATIONS[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE events(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " payload TEXT NOT NULL);"
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, user TEXT, name TEXT,"
+    " state TEXT NOT NULL, class TEXT, reason TEXT, submit_time INTEGER, bind_time INTEGER,"
+    " end_time INTEGER, updated INTEGER, spec_json TEXT NOT NULL, placement_json TEXT);"
+    "CREATE INDEX jobs_by_tenant ON jobs(tenant, id);"
+    "CREATE TABLE job_scope(prefix TEXT NOT NULL, job_id INTEGER NOT NULL, PRIMARY KEY(prefix, job_id))"
+    " WITHOUT ROWID;"
+    "CREATE INDEX jobs_by_state ON jobs(state, id);"
+    "CREATE TABLE job_history(seq INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, time INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, from_state TEXT, to_state TEXT, reason TEXT);"
+    "CREATE INDEX job_history_by_job ON job_history(job_id, seq);"
+    "CREATE TABLE usage(interval_id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, tenant TEXT NOT NULL,"
+    " gpu_type TEXT NOT NULL, milli_gpus INTEGER NOT NULL, class TEXT NOT NULL, topology TEXT NOT NULL,"
+    " start INTEGER NOT NULL, end_time INTEGER);"
+    "CREATE INDEX usage_by_tenant ON usage(tenant, start);"
+    "CREATE TABLE tenants(path TEXT PRIMARY KEY, spec_json TEXT NOT NULL, updated INTEGER NOT NULL);"
+    "CREATE TABLE tokens(id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
+    " role TEXT NOT NULL, scope TEXT NOT NULL, user TEXT NOT NULL, created INTEGER NOT NULL,"
+    " created_by TEXT NOT NULL, revoked INTEGER);"
+    "CREATE TABLE audit(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id TEXT NOT NULL,"
+    " actor TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,"
+    " result TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
+};
+
+static const char *const STATEMENTS[GP__ST_COUNT] = {
+    [GP__ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [GP__ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2)"
+                        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [GP__ST_EVENT_APPEND] = "INSERT INTO events(time, kind, payload) VALUES(?1, ?2, ?3)",
+    [GP__ST_JOB_INSERT] = "INSERT INTO jobs(id, tenant, user, name, state, class, reason, submit_time,"
+                          " bind_time, end_time, updated, spec_json, placement_json)"
+                          " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [GP__ST_JOB_SCOPE] = "INSERT INTO job_scope(prefix, job_id) VALUES(?1, ?2)",
+    [GP__ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, class = ?3, reason = ?4, bind_time = ?5,"
+                          " end_time = ?6, updated = ?7, placement_json = ?8 WHERE id = ?1",
+    [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
+                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [GP__ST_USAGE_OPEN] = "INSERT INTO usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,"
+                          " topology, start, end_time) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)",
+    [GP__ST_USAGE_CLOSE] = "UPDATE usage SET end_time = ?2 WHERE interval_id = ?1",
+    [GP__ST_TENANT_PUT] = "INSERT INTO tenants(path, spec_json, updated) VALUES(?1, ?2, ?3)"
+                          " ON CONFLICT(path) DO UPDATE SET spec_json = excluded.spec_json,"
+                          " updated = excluded.updated",
+    [GP__ST_TENANT_DELETE] = "DELETE FROM tenants WHERE path = ?1",
+    [GP__ST_AUDIT_APPEND] = "INSERT INTO audit(seq, time, request_id, actor, role, action, target, result,"
+                            " prev_hash, hash) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [GP__ST_AUDIT_LAST] = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+};
+
+/* ---- helpers shared by the backend's files ---- */
+
+gp_err gp__store_fail(gp_store *s, const char *what, gp_error *err)
+{
+    int code = sqlite3_errcode(s->db);
+    gp_err rc = GP_ERR_INVALID;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+        rc = GP_ERR_CONFLICT;
+    else if (code == SQLITE_NOMEM)
+        rc = GP_ERR_NOMEM;
+    return gp_error_set(err, rc, "store", "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+sqlite3_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
+{
+    if (!s->stmt[id] && sqlite3_prepare_v3(s->db, STATEMENTS[id], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[id],
+                                           NULL) != SQLITE_OK) {
+        gp__store_fail(s, "prepare", err);
+        return NULL;
+    }
+    return s->stmt[id];
+}
+
+gp_err gp__store_exec_stmt(gp_store *s, sqlite3_stmt *st, const char *what, gp_error *err)
+{
+    int rc = sqlite3_step(st);
+    gp_err out = GP_OK;
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        out = gp__store_fail(s, what, err);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return out;
+}
+
+void gp__store_bind_text(sqlite3_stmt *st, int index, const char *text)
+{
+    if (text)
+        sqlite3_bind_text(st, index, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, index);
+}
+
+json_t *gp__store_row_json(sqlite3_stmt *st)
+{
+    json_t *row = json_object();
+    int n = sqlite3_column_count(st);
+    for (int i = 0; i < n; i++) {
+        const char *name = sqlite3_column_name(st, i);
+        size_t len = strlen(name);
+        json_t *v;
+        switch (sqlite3_column_type(st, i)) {
+        case SQLITE_INTEGER: v = json_integer(sqlite3_column_int64(st, i)); break;
+        case SQLITE_FLOAT: v = json_real(sqlite3_column_double(st, i)); break;
+        case SQLITE_NULL: v = json_null(); break;
+        default: {
+            const char *text = (const char *)sqlite3_column_text(st, i);
+            if (len > 5 && strcmp(name + len - 5, "_json") == 0) {
+                v = json_loads(text ? text : "null", JSON_DECODE_ANY, NULL);
+                if (!v)
+                    v = json_null();
+                char key[64];
+                snprintf(key, sizeof key, "%.*s", (int)(len - 5), name);
+                json_object_set_new(row, key, v);
+                continue;
+            }
+            v = json_string(text ? text : "");
+            if (!v) /* not UTF-8: cannot happen for text we wrote */
+                v = json_null();
+        }
+        }
+        json_object_set_new(row, name, v);
+    }
+    return row;
+}
+
+static gp_err exec_sql(gp_store *s, const char *sql, gp_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        gp_err rc = gp_error_set(err, GP_ERR_INVALID, "store", "%s", msg ? msg : "sqlite error");
+        sqlite3_free(msg);
+        return rc;
+    }
+    return GP_OK;
+}
+
+/* ---- open, schema ---- */
+
+static int user_version(gp_store *s)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    return v;
+}
+
+static gp_err migrate(gp_store *s, gp_error *err)
+{
+    int have = user_version(s);
+    int want = (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]);
+    if (have < 0)
+        return gp__store_fail(s, "read schema version", err);
+    if (have > want)
+        return gp_error_set(err, GP_ERR_CONFLICT, "store",
+                            "store schema version %d is newer than this gpupoold (%d)", have, want);
+    if (have == want)
+        return GP_OK;
+    gp_err rc = exec_sql(s, "BEGIN IMMEDIATE", err);
+    for (int v = have; rc == GP_OK && v < want; v++)
+        rc = exec_sql(s, MIGRATIONS[v], err);
+    if (rc == GP_OK) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", want);
+        rc = exec_sql(s, sql, err);
+    }
+    if (rc == GP_OK)
+        return exec_sql(s, "COMMIT", err);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err)
+{
+    *out = NULL;
+    if (!url || strncmp(url, "sqlite:", 7) != 0 || url[7] == '\0')
+        return gp_error_set(err, GP_ERR_INVALID, "store", "store must be sqlite:PATH, got %s", url ? url : "(null)");
+    gp_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+    s->readonly = readonly;
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    flags |= SQLITE_OPEN_NOMUTEX;
+    gp_err rc = GP_OK;
+    if (sqlite3_open_v2(url + 7, &s->db, flags, NULL) != SQLITE_OK) {
+        rc = gp_error_set(err, GP_ERR_INVALID, "store", "cannot open %s: %s", url + 7,
+                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        gp_store_close(s);
+        return rc;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    if (!readonly) {
+        sqlite3_wal_autocheckpoint(s->db, 0); /* gp_store_checkpoint does it, off the commit path */
+        rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+        if (rc == GP_OK)
+            rc = migrate(s, err);
+    } else if (user_version(s) != GP_STORE_SCHEMA_VERSION) {
+        rc = gp_error_set(err, GP_ERR_CONFLICT, "store", "store %s has schema version %d, expected %d", url + 7,
+                          user_version(s), GP_STORE_SCHEMA_VERSION);
+    }
+    if (rc != GP_OK) {
+        gp_store_close(s);
+        return rc;
+    }
+    *out = s;
+    return GP_OK;
+}
+
+void gp_store_close(gp_store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < GP__ST_COUNT; i++)
+        sqlite3_finalize(s->stmt[i]);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+gp_err gp_store_checkpoint(gp_store *s, gp_error *err)
+{
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "checkpoint", err);
+    return GP_OK;
+}
+
+gp_err gp_store_begin(gp_store *s, gp_error *err)
+{
+    gp_err rc = exec_sql(s, s->readonly ? "BEGIN" : "BEGIN IMMEDIATE", err);
+    s->in_tx = rc == GP_OK;
+    return rc;
+}
+
+gp_err gp_store_commit(gp_store *s, gp_error *err)
+{
+    gp_err rc = exec_sql(s, "COMMIT", err);
+    if (rc != GP_OK)
+        gp_store_rollback(s);
+    s->in_tx = false;
+    return rc;
+}
+
+void gp_store_rollback(gp_store *s)
+{
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    s->in_tx = false;
+    s->audit_head_loaded = false; /* the cached chain head may be gone */
+}
+
+/* ---- meta ---- */
+
+int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_META_GET, NULL);
+    if (!st)
+        return fallback;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int64_t v = fallback;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return v;
+}
+
+gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_META_SET, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, value);
+    return gp__store_exec_stmt(s, st, "meta set", err);
+}
+
+/* ---- event log ---- */
+
+gp_err gp_store_event_append(gp_store *s, int64_t time, const char *kind, const char *payload, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_EVENT_APPEND, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, time);
+    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, payload, -1, SQLITE_STATIC);
+    return gp__store_exec_stmt(s, st, "event append", err);
+}
+
+gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT seq, time, kind, payload FROM events ORDER BY seq", -1, &st, NULL) !=
+        SQLITE_OK)
+        return gp__store_fail(s, "events scan", err);
+    gp_err rc = GP_OK;
+    int step;
+    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3), err);
+    if (rc == GP_OK && step != SQLITE_DONE)
+        rc = gp__store_fail(s, "events scan", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- tenants ---- */
+
+gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_TENANT_PUT, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, time);
+    return gp__store_exec_stmt(s, st, "tenant put", err);
+}
+
+gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_TENANT_DELETE, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    return gp__store_exec_stmt(s, st, "tenant delete", err);
+}
+
+gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT path, spec_json FROM tenants ORDER BY path", -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "tenants", err);
+    json_t *all = json_object();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *spec = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        json_object_set_new(all, (const char *)sqlite3_column_text(st, 0), spec ? spec : json_null());
+    }
+    sqlite3_finalize(st);
+    *out = all;
+    return GP_OK;
+}
+
+/* ---- tokens ---- */
+
+gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO tokens(id, hash, name, role, scope, user, created, created_by, revoked)"
+                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "token insert", err);
+    sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, t->hash_hex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, t->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, t->role, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, t->scope, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, t->user, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, t->created);
+    sqlite3_bind_text(st, 8, t->created_by, -1, SQLITE_STATIC);
+    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token insert", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "UPDATE tokens SET revoked = ?2 WHERE id = ?1 AND revoked IS NULL", -1, &st,
+                           NULL) != SQLITE_OK)
+        return gp__store_fail(s, "token revoke", err);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, time);
+    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token revoke", err);
+    if (rc == GP_OK && sqlite3_changes(s->db) == 0)
+        rc = gp_error_set(err, GP_ERR_NOT_FOUND, "id", "no live token %s", id);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT id, hash, name, role, scope, user, created, created_by, revoked FROM tokens"
+                           " ORDER BY created, id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "tokens scan", err);
+    gp_err rc = GP_OK;
+    while (rc == GP_OK && sqlite3_step(st) == SQLITE_ROW) {
+        gp_store_token t = {
+            .id = (const char *)sqlite3_column_text(st, 0),
+            .hash_hex = (const char *)sqlite3_column_text(st, 1),
+            .name = (const char *)sqlite3_column_text(st, 2),
+            .role = (const char *)sqlite3_column_text(st, 3),
+            .scope = (const char *)sqlite3_column_text(st, 4),
+            .user = (const char *)sqlite3_column_text(st, 5),
+            .created = sqlite3_column_int64(st, 6),
+            .created_by = (const char *)sqlite3_column_text(st, 7),
+            .revoked = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8),
+        };
+        rc = fn(ctx, &t, err);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -1,0 +1,166 @@
+/* test_tenant_file.c - the tenant file reader (src/config/tenant_file.c).
+ *
+ * Semantics under test (tenant_file.h, docs/fleet-file.md): quotas with GPU
+ * amounts in GPUs (up to three decimals), cpu/mem defaults, weight, lend,
+ * trust; YAML and JSON; errors with file, line and field for unknown
+ * fields, wrong types, bad amounts, duplicates and a child before its
+ * parent; applying the file builds the tree in an engine, and an engine
+ * refusal names the tenant.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/fleet_file.h"
+#include "config/tenant_file.h"
+
+static gp_tenant_file parse_ok(const char *text)
+{
+    gp_tenant_file f;
+    gp_error err;
+    gp_err rc = gp_tenant_file_parse(text, strlen(text), "tenants.yaml", &f, &err);
+    if (rc != GP_OK)
+        fail_msg("parse failed: %s: %s", err.field, err.message);
+    return f;
+}
+
+static void expect_error(const char *text, int line, const char *field)
+{
+    gp_tenant_file f;
+    gp_error err;
+    gp_err rc = gp_tenant_file_parse(text, strlen(text), "tenants.yaml", &f, &err);
+    if (rc == GP_OK)
+        fail_msg("accepted a bad file, expected an error on %s", field);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "tenants.yaml:%d:", line);
+    if (strncmp(err.message, prefix, strlen(prefix)) != 0 || strcmp(err.field, field) != 0)
+        fail_msg("got field %s message \"%s\", want field %s at %s", err.field, err.message, field, prefix);
+    assert_null(f.tenants);
+}
+
+static void gpu_amounts(void **state)
+{
+    (void)state;
+    int64_t m = -1;
+    assert_true(gp_gpu_amount_parse("16", &m));
+    assert_int_equal(m, 16000);
+    assert_true(gp_gpu_amount_parse("0.5", &m));
+    assert_int_equal(m, 500);
+    assert_true(gp_gpu_amount_parse("2.125", &m));
+    assert_int_equal(m, 2125);
+    assert_true(gp_gpu_amount_parse("0", &m));
+    assert_int_equal(m, 0);
+    assert_true(gp_gpu_amount_parse("1000000000", &m));
+    assert_int_equal(m, INT64_C(1000000000000));
+    const char *bad[] = {"", "-1", "0.0005", "1.", ".5", "1e3", "abc", "1 ", "1000000001", "1,5", NULL};
+    for (int i = 0; bad[i]; i++)
+        if (gp_gpu_amount_parse(bad[i], &m))
+            fail_msg("accepted \"%s\"", bad[i]);
+    assert_false(gp_gpu_amount_parse(NULL, &m));
+}
+
+static void full_entry(void **state)
+{
+    (void)state;
+    gp_tenant_file f = parse_ok("tenants:\n"
+                                "  - path: research\n"
+                                "    guarantee: {gpu: {H100: 24}}\n"
+                                "    limit: {gpu: {H100: 40}}\n"
+                                "  - path: research/nlp\n"
+                                "    guarantee: {gpu: {H100: 16, A100: 0.5}, cpu_millis: 512000, mem_mib: 4194304}\n"
+                                "    weight: 1.5\n"
+                                "    lend: false\n"
+                                "    trust: untrusted\n"
+                                "    user_limit: {gpu: {H100: 8}}\n");
+    assert_int_equal(f.n_tenants, 2);
+    const gp_tenant_spec *r = &f.tenants[0].spec;
+    assert_string_equal(f.tenants[0].path, "research");
+    assert_true(r->guarantee.set);
+    assert_int_equal(r->guarantee.n_gpu, 1);
+    assert_int_equal(r->guarantee.gpu[0].milli, 24000);
+    assert_int_equal(r->guarantee.cpu_millis, GP_UNLIMITED);
+    assert_true(r->limit.set);
+    assert_false(r->user_limit.set);
+    assert_int_equal(r->lend, -1);
+    assert_int_equal(r->trust, GP_TRUST_INHERIT);
+    assert_true(r->weight == 0.0);
+    const gp_tenant_spec *n = &f.tenants[1].spec;
+    assert_int_equal(n->guarantee.n_gpu, 2);
+    assert_string_equal(n->guarantee.gpu[1].type, "A100");
+    assert_int_equal(n->guarantee.gpu[1].milli, 500);
+    assert_int_equal(n->guarantee.cpu_millis, 512000);
+    assert_int_equal(n->guarantee.mem_mib, 4194304);
+    assert_true(n->weight == 1.5);
+    assert_int_equal(n->lend, 0);
+    assert_int_equal(n->trust, GP_TRUST_UNTRUSTED);
+    assert_int_equal(n->user_limit.gpu[0].milli, 8000);
+    gp_tenant_file_free(&f);
+}
+
+static void json_is_accepted(void **state)
+{
+    (void)state;
+    gp_tenant_file f = parse_ok("{\"tenants\": [{\"path\": \"a\", \"guarantee\": {\"gpu\": {\"H100\": 2}}},\n"
+                                " {\"path\": \"a/b\", \"lend\": true}]}");
+    assert_int_equal(f.n_tenants, 2);
+    assert_int_equal(f.tenants[1].spec.lend, 1);
+    gp_tenant_file_free(&f);
+}
+
+static void errors(void **state)
+{
+    (void)state;
+    expect_error("tenants:\n  - path: a\n    guarante: {gpu: {H100: 1}}\n", 3, "guarante");
+    expect_error("tenants:\n  - path: a\n    guarantee: {gpus: {H100: 1}}\n", 3, "gpus");
+    expect_error("tenants:\n  - path: a\n    guarantee: {gpu: {H100: 0.0001}}\n", 3, "gpu");
+    expect_error("tenants:\n  - path: a\n    guarantee: {gpu: {H100: \"4\"}}\n", 3, "gpu");
+    expect_error("tenants:\n  - path: a\n    guarantee: {gpu: {H100: -4}}\n", 3, "gpu");
+    expect_error("tenants:\n  - path: a\n    guarantee: {gpu: [H100]}\n", 3, "gpu");
+    expect_error("tenants:\n  - path: a\n    weight: heavy\n", 3, "weight");
+    expect_error("tenants:\n  - path: a\n    weight: 0\n", 3, "weight");
+    expect_error("tenants:\n  - path: a\n    lend: yes please\n", 3, "lend");
+    expect_error("tenants:\n  - path: a\n    trust: maybe\n", 3, "trust");
+    expect_error("tenants:\n  - path: a\n    limit: {cpu_millis: -1}\n", 3, "cpu_millis");
+    expect_error("tenants:\n  - weight: 1\n", 2, "path");
+    expect_error("tenants:\n  - path: a\n  - path: a\n", 3, "path");
+    expect_error("tenants:\n  - path: a/b\n  - path: a\n", 2, "path");
+    expect_error("tenants:\n  - {path: a, lend: true, lend: false}\n", 2, "lend");
+    expect_error("tenant: []\n", 1, "tenant");
+    expect_error("tenants: {path: a}\n", 1, "tenants");
+}
+
+static void apply_builds_tree(void **state)
+{
+    (void)state;
+    const char *fleet_text = "nodes: [{name: n, count: 4, gpu_type: H100, gpus: 8}]\n";
+    gp_fleet_file fleet;
+    gp_error err;
+    assert_int_equal(gp_fleet_file_parse(fleet_text, strlen(fleet_text), "f", &fleet, &err), GP_OK);
+    gp_engine *e = gp_engine_new(NULL);
+    assert_int_equal(gp_fleet_file_apply(&fleet, e, 0, &err), GP_OK);
+    gp_tenant_file f = parse_ok("tenants:\n"
+                                "  - {path: research, guarantee: {gpu: {H100: 24}}}\n"
+                                "  - {path: research/nlp, guarantee: {gpu: {H100: 16}}}\n"
+                                "  - {path: research/cv, guarantee: {gpu: {H100: 12}}}\n");
+    assert_int_equal(gp_tenant_file_apply(&f, e, 0, &err), GP_ERR_QUOTA);
+    assert_non_null(strstr(err.message, "tenant research/cv: "));
+    uint32_t idx;
+    assert_int_equal(gp_engine_tenant_find(e, "research/nlp", &idx, &err), GP_OK);
+    gp_tenant_file_free(&f);
+    gp_fleet_file_free(&fleet);
+    gp_engine_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpu_amounts), cmocka_unit_test(full_entry), cmocka_unit_test(json_is_accepted),
+        cmocka_unit_test(errors),      cmocka_unit_test(apply_builds_tree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
