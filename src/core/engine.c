@@ -173,6 +173,7 @@ static void release(gp_engine *e, uint32_t job)
     gp__usage_close(e, job);
     gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
     user_charge(e, j, &demand, -1);
+    e->n_miss = 0; /* room again */
     gp__running_remove(e, job);
     gp__node_tag(e, j, -1);
     gp__place_release(e, job);
@@ -344,6 +345,58 @@ static bool ends_before(const gp_engine *e, const gp__job *j, int type)
     return r && r->job != (uint32_t)(j - e->jobs) && j->runtime > 0 && e->now + j->runtime <= r->start;
 }
 
+/* ---- shapes that found no room ----
+ * Within a pass capacity only shrinks until something is released, so a
+ * job that found no room leaves none for any job of the same kind (type,
+ * topology, isolation, trust domain) that needs as much or more of every
+ * resource.  With thousands of waiting jobs this turns most failures into
+ * a lookup.  A job holding claims sees more than others: it always looks. */
+
+static struct gp__miss miss_key(const gp_engine *e, const gp__job *j, int type)
+{
+    struct gp__miss k = {.isolation = (uint8_t)j->isolation,
+                         .type = (uint8_t)type,
+                         .topology = (uint8_t)j->topology,
+                         .trust = GP__NONE,
+                         .milli = gp__replica_milli(e, j, NULL),
+                         .replicas = j->replicas,
+                         .cpu = j->cpu,
+                         .mem = j->mem + j->share_mem};
+    if (j->isolation == GP_ISO_MPS || j->isolation == GP_ISO_TIMESLICE)
+        k.trust = gp__job_org(e, j);
+    else if (j->isolation == GP_ISO_MIG && e->tenants[j->tenant].untrusted)
+        k.trust = j->tenant;
+    return k;
+}
+
+/* Only where a look is costly: slices (a walk over shared GPUs or a
+ * fragmentation score per node) and block gangs (every block); a plain
+ * whole-GPU look is already a 16-step count. */
+static bool worth_remembering(const gp__job *j)
+{
+    return j->n_claimed == 0 && (gp__job_shared(j) || j->topology == GP_TOPO_BLOCK);
+}
+
+static bool missed(const gp_engine *e, const gp__job *j, int type)
+{
+    if (!worth_remembering(j))
+        return false;
+    struct gp__miss k = miss_key(e, j, type);
+    for (size_t i = 0; i < e->n_miss; i++) {
+        const struct gp__miss *m = &e->miss[i];
+        if (m->isolation == k.isolation && m->type == k.type && m->topology == k.topology && m->trust == k.trust &&
+            k.milli >= m->milli && k.replicas >= m->replicas && k.cpu >= m->cpu && k.mem >= m->mem)
+            return true;
+    }
+    return false;
+}
+
+static void miss_note(gp_engine *e, const gp__job *j, int type)
+{
+    if (worth_remembering(j) && e->n_miss < GP__MISSES)
+        e->miss[e->n_miss++] = miss_key(e, j, type);
+}
+
 static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx *p, bool *lend_blocked)
 {
     gp__job *j = &e->jobs[job];
@@ -355,8 +408,12 @@ static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx 
                 *lend_blocked = true;
                 continue;
             }
+            if (pass == 0 && missed(e, j, t))
+                continue;
             if (gp__place_find(e, j, t, pass == 1))
                 return bind(e, job, t, p->phase);
+            if (pass == 0)
+                miss_note(e, j, t);
         }
     return false;
 }
@@ -498,6 +555,7 @@ static void run_pass(gp_engine *e)
     e->stats.pass_reclaim_searches = e->stats.pass_reservations = 0;
     e->reclaim_searches = 0;
     memset(e->reserve_tries, 0, sizeof e->reserve_tries);
+    e->n_miss = 0;
     e->last_placed_tenant = GP__NONE;
     gp__fleet_recount(&e->fleet);
     gp__promote(e);

@@ -336,6 +336,12 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     node->prev = node->next = GP__NONE;
     node->pool = (uint16_t)pool;
     b->nodes[b->n_nodes++] = n;
+    bool mps = false;
+    for (int i = 0; i < s->gpu_count; i++)
+        mps |= (s->gpu_sharing ? s->gpu_sharing[i] : s->sharing) == GP_SHARING_MPS;
+    if (mps && gp__grow((void **)&f->mps_nodes[type], &f->cap_mps_nodes[type], f->n_mps_nodes[type] + 1,
+                        sizeof *f->mps_nodes[type]))
+        f->mps_nodes[type][f->n_mps_nodes[type]++] = n;
     int per = s->gpu_count / s->nvlink_domains;
     for (int i = 0; i < s->gpu_count; i++) {
         gp__gpu *g = &f->gpus[f->n_gpus++];
@@ -353,6 +359,8 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
             size_t *len = &f->n_shared[g->sharing][type], *cap = &f->cap_shared[g->sharing][type];
             if (gp__grow((void **)list, cap, *len + 1, sizeof **list))
                 (*list)[(*len)++] = (uint32_t)(f->n_gpus - 1);
+            g->level = 9; /* in no list yet */
+            gp__gpu_relevel(f, (uint32_t)(f->n_gpus - 1));
         }
         if (s->gpu_uuids)
             snprintf(g->uuid, sizeof g->uuid, "%s", s->gpu_uuids[i]);
@@ -524,9 +532,11 @@ void gp__fleet_free(gp__fleet *f)
     free(f->gpus);
     free(f->zones);
     free(f->pools);
-    for (int m = 0; m < 4; m++)
-        for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
+        free(f->mps_nodes[t]);
+        for (int m = 0; m < 4; m++)
             free(f->shared[m][t]);
+    }
     gp_strmap_free(&f->node_by_name);
     gp_strmap_free(&f->block_by_name);
 }
@@ -534,7 +544,11 @@ void gp__fleet_free(gp__fleet *f)
 void gp__fleet_init(gp__fleet *f)
 {
     memset(f, 0, sizeof *f);
-    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         for (int k = 0; k <= GP_MAX_GPUS_PER_NODE; k++)
             f->head[t][k] = GP__NONE;
+        for (int m = 0; m < 4; m++)
+            for (int l = 0; l < 9; l++)
+                f->level_head[m][t][l] = GP__NONE;
+    }
 }

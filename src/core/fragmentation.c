@@ -36,9 +36,10 @@
  *               normalised per node (a simplification of the paper's);
  *   random      any node that fits;
  *   default     gpupool's: the exact dF, ties to the node left fullest (best
- *               fit), then the lowest index.  It scores MPS shares and
- *               CPU-only work; whole GPUs go through topology-aware best fit
- *               (placement.c), and MIG and time-slicing through sharing.c.
+ *               fit), then the lowest index.  It scores MPS shares; whole
+ *               GPUs go through topology-aware best fit and CPU-only work to
+ *               the node with the fewest free GPUs (placement.c), MIG and
+ *               time-slicing through sharing.c.
  */
 #include "core/internal.h"
 
@@ -334,6 +335,13 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
     const gp__node *node = &e->fleet.nodes[n];
     if ((j->cpu > 0 && v->cpu_left < j->cpu) || (j->mem > 0 && node->mem_cap - node->mem_used < j->mem))
         return best;
+    if (gp__job_shared(j)) { /* no GPU with room: not worth measuring */
+        bool any = false;
+        for (int i = 0; i < v->n && !any; i++)
+            any = share_gpu_fits(e, j, &e->fleet.gpus[node->gpu_first + i]);
+        if (!any)
+            return best;
+    }
     double f_before = view_frag(&e->mix, v);
     node_view after = *v;
     after.cpu_left -= j->cpu;
@@ -353,6 +361,11 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
     for (int i = 0; i < v->n; i++) {
         const gp__gpu *g = &e->fleet.gpus[node->gpu_first + i];
         if (!share_gpu_fits(e, j, g))
+            continue;
+        bool seen = false; /* GPUs with the same room give the same measure */
+        for (int k = 0; k < i && !seen; k++)
+            seen = v->left[k] == v->left[i] && share_gpu_fits(e, j, &e->fleet.gpus[node->gpu_first + k]);
+        if (seen)
             continue;
         after.left[i] = v->left[i] - j->mps_milli;
         double d = view_frag(&e->mix, &after) - f_before;
@@ -411,7 +424,7 @@ int gp__place_scored(gp_engine *e, const gp__job *j, int type)
     bool shares = j->isolation == GP_ISO_MPS, cpu_only = j->isolation == GP_ISO_EXCLUSIVE && j->gpus == 0;
     bool whole = j->isolation == GP_ISO_EXCLUSIVE && j->gpus > 0;
     if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE || j->topology != GP_TOPO_ANY ||
-        (whole && !f->all_paper_scores))
+        ((whole || cpu_only) && !f->all_paper_scores))
         return -1;
     if (e->mix.dirty)
         mix_typical(&e->mix);
@@ -423,7 +436,9 @@ int gp__place_scored(gp_engine *e, const gp__job *j, int type)
         uint32_t best = GP__NONE;
         option best_o = {.ok = false};
         uint32_t ties = 0;
-        for (size_t n = 0; n < f->n_nodes; n++) {
+        size_t n_cand = shares ? f->n_mps_nodes[type] : f->n_nodes;
+        for (size_t c = 0; c < n_cand; c++) {
+            size_t n = shares ? f->mps_nodes[type][c] : c;
             if (!node_usable(e, (uint32_t)n, type))
                 continue;
             gp__pool *pool = &f->pools[f->nodes[n].pool];

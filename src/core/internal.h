@@ -30,6 +30,7 @@
 #define GP__NONE UINT32_MAX
 #define GP__HISTORY 6
 #define GP__TAGS 16       /* kinds of task the clustering score tells apart */
+#define GP__MISSES 64
 
 /* ---- fleet ---- */
 
@@ -61,6 +62,8 @@ typedef struct gp__gpu {
     uint8_t n_mig;
     gp__mig_instance mig[GP__MIG_MAX];
     int64_t reconfigured_at; /* last MIG layout change, for the rate limit */
+    uint8_t level;        /* shared GPUs: fullness 0..8, the list it sits in */
+    uint32_t lprev, lnext; /* links of that list (fleet.level_head) */
     char uuid[GP_UUID_MAX];
 } gp__gpu;
 
@@ -116,6 +119,13 @@ typedef struct gp__fleet {
     /* GPUs of each sharing mode and type, for shared placement */
     uint32_t *shared[4][GP_MAX_GPU_TYPES];
     size_t n_shared[4][GP_MAX_GPU_TYPES], cap_shared[4][GP_MAX_GPU_TYPES];
+    /* shared GPUs per mode and type by fullness (MIG: busy memory slices,
+     * time-slice: replicas, MPS: used/125), so best fit walks from the
+     * fullest level down and stops at the first level that has room */
+    uint32_t level_head[4][GP_MAX_GPU_TYPES][9];
+    bool all_spread;      /* every pool spreads: walk the levels upwards */
+    uint32_t *mps_nodes[GP_MAX_GPU_TYPES]; /* nodes with an MPS GPU, per type */
+    size_t n_mps_nodes[GP_MAX_GPU_TYPES], cap_mps_nodes[GP_MAX_GPU_TYPES];
     bool all_paper_scores; /* every pool uses one of the FGD paper's scores: whole
                               GPUs are placed by node score too (fragmentation.c) */
     /* the free-capacity index: per type, per free count, a list of nodes */
@@ -310,6 +320,17 @@ struct gp_engine {
     uint32_t last_placed_tenant;
     int reclaim_searches;
     int reserve_tries[GP_MAX_GPU_TYPES]; /* reservation sweeps this pass, per type */
+    /* job shapes that found no room in this pass (forgotten when anything
+     * is released): a job of the same kind needing as much or more fails
+     * at once */
+    struct gp__miss {
+        uint8_t isolation, type, topology;
+        uint32_t trust;   /* trust domain the miss was for (shares) */
+        int milli;        /* per replica: GPU milli (a share, or gpus x 1000) */
+        int replicas;
+        int64_t cpu, mem; /* per replica; mem includes an MPS memory limit */
+    } miss[GP__MISSES];
+    size_t n_miss;
     /* GPUs per type that running burstable jobs hold (kept during a pass):
      * the most that reclaim could free */
     int64_t borrowed[GP_MAX_GPU_TYPES];
@@ -435,6 +456,8 @@ bool gp__place_shared(gp_engine *e, const gp__job *j, int type);
 /* One replica of a shared job onto GPU gpu (MIG start slice or -1): counts
  * on the GPU and its node; true when a MIG layout changed. */
 bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t gpu, int start);
+/* Put a shared GPU in the fullness list its state calls for. */
+void gp__gpu_relevel(gp__fleet *f, uint32_t gpu);
 /* Take / give back the slices of a placed shared job (real or pretend). */
 void gp__shared_take(gp_engine *e, uint32_t job, bool emit);
 void gp__shared_give(gp_engine *e, uint32_t job);

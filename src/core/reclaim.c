@@ -165,6 +165,33 @@ static void pretend_free(gp_engine *e, uint32_t v, bool freed)
     }
 }
 
+static bool touches_block(const gp_engine *e, uint32_t victim, uint32_t block)
+{
+    const gp__job *v = &e->jobs[victim];
+    size_t n = gp__placed_count(v);
+    for (size_t i = 0; i < n; i++)
+        if (e->fleet.nodes[e->fleet.gpus[v->placed[i]].node].block == block)
+            return true;
+    return false;
+}
+
+/* Can freeing this victim have made a block gang fit?  Only if a block it
+ * touches now holds the gang by GPU count: a cheap test that saves a
+ * placement look over every block after each candidate. */
+static bool worth_a_look(const gp_engine *e, const gp__job *j, int type, uint32_t victim)
+{
+    if (gp__job_shared(j) || j->topology != GP_TOPO_BLOCK)
+        return true;
+    const gp__job *v = &e->jobs[victim];
+    size_t n = gp__placed_count(v);
+    for (size_t i = 0; i < n; i++) {
+        const gp__block *b = &e->fleet.blocks[e->fleet.nodes[e->fleet.gpus[v->placed[i]].node].block];
+        if (gp__replica_capacity(b->hist[type], j->gpus) >= j->replicas)
+            return true;
+    }
+    return false;
+}
+
 /* Victims for job on type, in *chosen (count returned); 0 = none suffice.
  * On success the GPUs the job would then take are left in e->scratch.out
  * (gp__placed_count of them): the plan its claims will hold. */
@@ -175,7 +202,7 @@ static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *can
     bool fits = false;
     for (; added < n_cand && !fits; added++) {
         pretend_free(e, cand[added], true);
-        fits = gp__place_find(e, j, type, false);
+        fits = worth_a_look(e, j, type, cand[added]) && gp__place_find(e, j, type, false);
     }
     if (!fits) {
         for (size_t i = 0; i < added; i++)
@@ -184,7 +211,17 @@ static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *can
     }
     for (size_t i = 0; i < added; i++)
         chosen[i] = true;
+    if (!gp__job_shared(j) && j->topology == GP_TOPO_BLOCK) { /* victims outside the plan's block never help */
+        uint32_t block = e->fleet.nodes[e->fleet.gpus[e->scratch.out[0]].node].block;
+        for (size_t i = 0; i < added; i++)
+            if (!touches_block(e, cand[i], block)) {
+                pretend_free(e, cand[i], false);
+                chosen[i] = false;
+            }
+    }
     for (size_t i = added; i-- > 0;) { /* minimise: drop victims not needed */
+        if (!chosen[i])
+            continue;
         pretend_free(e, cand[i], false);
         if (gp__place_find(e, j, type, false))
             chosen[i] = false;
@@ -409,6 +446,8 @@ void gp__claims_retake(gp_engine *e, uint32_t job)
 
 void gp__claims_forget(gp_engine *e, uint32_t job)
 {
+    if (e->jobs[job].n_claimed > 0)
+        e->n_miss = 0; /* claimed capacity is free again */
     gp__claims_drop(e, job);
     gp__job *j = &e->jobs[job];
     j->n_claimed = 0;

@@ -26,12 +26,13 @@
  * (several creations at the same moment are one change).  Every change is
  * a RECONFIGURE decision before the BIND that uses it.
  *
- * Choosing the GPU (scores other than the node-scoring ones of
- * fragmentation.c): best fit (the GPU with the least room left after the
- * replica, so empty GPUs stay empty for whole-GPU work), for MIG first
- * the cheapest change (reuse < create < destroy), then best fit, then the
- * slot that keeps the most instances placeable; spread does the opposite
- * of best fit.
+ * Choosing the GPU for MIG and time-slice replicas: best fit, the fullest
+ * GPU that has room (so empty GPUs stay empty for whole-GPU work); among
+ * equally full ones, for MIG, the cheapest change (reuse < create <
+ * destroy), then the slot that keeps the most instances placeable.  GPUs
+ * sit in lists by fullness, so the walk stops at the first level with room.
+ * When every pool's score is spread, the walk starts from the emptiest.
+ * MPS shares are placed by fragmentation.c.
  *
  * Example: two H100-80GB in MIG mode, g0 with 3g.40gb@4 busy, g1 empty.
  * A 1g.10gb replica goes to g0: both need a create, and g0 is fuller.
@@ -115,9 +116,11 @@ gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *sp
     if (pl->spec.timeslice_replicas == 0)
         pl->spec.timeslice_replicas = 4;
     pl->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15ULL;
-    e->fleet.all_paper_scores = true;
-    for (size_t i = 0; i < e->fleet.n_pools; i++)
+    e->fleet.all_paper_scores = e->fleet.all_spread = true;
+    for (size_t i = 0; i < e->fleet.n_pools; i++) {
         e->fleet.all_paper_scores &= e->fleet.pools[i].spec.score != GP_SCORE_DEFAULT;
+        e->fleet.all_spread &= e->fleet.pools[i].spec.score == GP_SCORE_SPREAD;
+    }
     return GP_OK;
 }
 
@@ -161,6 +164,40 @@ void gp__tx_rollback(gp_engine *e)
         n->replicas = s->saved_nodes[i].replicas;
     }
     s->n_saved_gpus = s->n_saved_nodes = 0;
+}
+
+/* ---- fullness levels ---- */
+
+static int level_of(const gp__gpu *g)
+{
+    switch (g->sharing) {
+    case GP_SHARING_MIG: return __builtin_popcount(gp__mig_mask(g, true));
+    case GP_SHARING_TIMESLICE: return g->jobs > 8 ? 8 : g->jobs;
+    default: return g->used_milli / 125 > 8 ? 8 : g->used_milli / 125;
+    }
+}
+
+void gp__gpu_relevel(gp__fleet *f, uint32_t gi)
+{
+    gp__gpu *g = &f->gpus[gi];
+    int type = f->nodes[g->node].type, level = level_of(g);
+    uint32_t *heads = f->level_head[g->sharing][type];
+    if (g->level == level)
+        return;
+    if (g->level <= 8) { /* unlink */
+        if (g->lprev != GP__NONE)
+            f->gpus[g->lprev].lnext = g->lnext;
+        else
+            heads[g->level] = g->lnext;
+        if (g->lnext != GP__NONE)
+            f->gpus[g->lnext].lprev = g->lprev;
+    }
+    g->level = (uint8_t)level;
+    g->lprev = GP__NONE;
+    g->lnext = heads[level];
+    if (g->lnext != GP__NONE)
+        f->gpus[g->lnext].lprev = gi;
+    heads[level] = gi;
 }
 
 /* ---- one replica on one GPU ---- */
@@ -293,12 +330,14 @@ typedef struct candidate {
     int keeps;        /* MIG: placements kept */
 } candidate;
 
-static bool better(const candidate *a, const candidate *b, gp_score score)
+/* Within one fullness level: the cheapest MIG change, then the fullest
+ * after the replica, then the layout that strands least. */
+static bool better(const candidate *a, const candidate *b)
 {
     if (a->kind != b->kind)
         return a->kind < b->kind;
     if (a->room != b->room)
-        return score == GP_SCORE_SPREAD ? a->room > b->room : a->room < b->room;
+        return a->room < b->room;
     return a->keeps > b->keeps;
 }
 
@@ -321,39 +360,56 @@ static candidate describe(const gp_engine *e, const gp__job *j, uint32_t gi, con
     return c;
 }
 
+/* The best GPU for one more replica: walk the fullness levels from the
+ * fullest down (best fit; upwards when every pool spreads) and stop at the
+ * first level with room; within it the cheapest MIG change, then the
+ * layout that keeps most placeable, then the lowest index.  Empty GPUs
+ * are all alike: the walk stops there after GP__EMPTY_LOOK candidates. */
+#define GP__EMPTY_LOOK 64
+
+static uint32_t best_gpu(gp_engine *e, const gp__job *j, int type, gp__mig_choice *mig_out)
+{
+    gp__fleet *f = &e->fleet;
+    const uint32_t *heads = f->level_head[mode_of(j->isolation)][type];
+    uint32_t best = GP__NONE;
+    candidate best_c = {0, 0, 0};
+    for (int step = 0; step < 9 && best == GP__NONE; step++) {
+        int level = f->all_spread ? step : 8 - step;
+        int seen = 0;
+        for (uint32_t gi = heads[level]; gi != GP__NONE && (level > 0 || seen < GP__EMPTY_LOOK);
+             gi = f->gpus[gi].lnext) {
+            gp__mig_choice mig = {.kind = GP__MIG_NONE};
+            if (!replica_fits(e, j, gi, &mig))
+                continue;
+            seen++;
+            candidate c = describe(e, j, gi, &mig);
+            if (best == GP__NONE || better(&c, &best_c) || (!better(&best_c, &c) && gi < best)) {
+                best = gi;
+                best_c = c;
+                *mig_out = mig;
+            }
+        }
+    }
+    return best;
+}
+
 bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
 {
     gp__fleet *f = &e->fleet;
-    gp_sharing mode = mode_of(j->isolation);
-    const uint32_t *list = f->shared[mode][type];
-    size_t n = f->n_shared[mode][type];
-    if (n == 0 || !gp__scratch_reserve(e, (size_t)j->replicas))
+    if (f->n_shared[mode_of(j->isolation)][type] == 0 || !gp__scratch_reserve(e, (size_t)j->replicas))
         return false;
     uint32_t owner = (uint32_t)(j - e->jobs) + 1;
     bool ok = true;
     for (int r = 0; r < j->replicas && ok; r++) {
-        uint32_t best = GP__NONE;
-        candidate best_c = {0, 0, 0};
-        gp__mig_choice best_mig = {.kind = GP__MIG_NONE};
-        for (size_t i = 0; i < n; i++) {
-            gp__mig_choice mig = {.kind = GP__MIG_NONE};
-            if (!replica_fits(e, j, list[i], &mig))
-                continue;
-            candidate c = describe(e, j, list[i], &mig);
-            uint32_t pool = f->nodes[f->gpus[list[i]].node].pool;
-            if (best == GP__NONE || better(&c, &best_c, f->pools[pool].spec.score)) {
-                best = list[i];
-                best_c = c;
-                best_mig = mig;
-            }
-        }
+        gp__mig_choice mig = {.kind = GP__MIG_NONE};
+        uint32_t best = best_gpu(e, j, type, &mig);
         if (best == GP__NONE) {
             ok = false;
             break;
         }
-        gp__tx_save_gpu(e, best);
+        gp__tx_save_gpu(e, best); /* tentative: the GPU stays in its level list */
         gp__tx_save_node(e, f->gpus[best].node);
-        int start = j->isolation == GP_ISO_MIG ? best_mig.start : -1;
+        int start = j->isolation == GP_ISO_MIG ? mig.start : -1;
         gp__share_take_one(e, j, owner, best, start);
         e->scratch.out[r] = best;
         e->scratch.slot[r] = (int8_t)start;
@@ -386,6 +442,7 @@ void gp__shared_take(gp_engine *e, uint32_t job, bool emit)
         j->milli_total += gp__replica_milli(e, j, &e->fleet.gpus[gi]);
         if (changed && emit)
             emit_reconfigure(e, gi);
+        gp__gpu_relevel(&e->fleet, gi);
         if (r + 1 == j->replicas || e->fleet.gpus[j->placed[r + 1]].node != e->fleet.gpus[gi].node)
             gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node);
     }
@@ -397,6 +454,7 @@ void gp__shared_give(gp_engine *e, uint32_t job)
     for (int r = 0; r < j->replicas; r++) {
         uint32_t gi = j->placed[r];
         replica_give(e, j, job + 1, gi, j->slot[r]);
+        gp__gpu_relevel(&e->fleet, gi);
         gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node);
     }
 }

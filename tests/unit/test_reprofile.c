@@ -280,13 +280,15 @@ static void the_rate_limit_is_per_gpu(void **state)
 
 /* ---- which GPU changes ---- */
 
-static void reusing_an_idle_instance_beats_a_fuller_gpu(void **state)
+static void a_fuller_gpu_beats_reusing_an_idle_instance(void **state)
 {
     tb_world *w = *state;
     /* t=0: A 1g -> g0@6.  t=10: B 3g -> g1@4 (g0 rate-limited).  t=20: A
-     * ends: g0 holds an idle 1g@6.  t=100: C 1g.  g0: reuse (no change),
-     * room 7; g1: create, room 8 - 4 - 1 = 3.  Best fit alone would take
-     * g1; the cheaper change wins: g0@6, no RECONFIGURE. */
+     * ends: g0 holds an idle 1g@6 and no running instance.  t=100: C 1g.
+     * Fullness comes first (best fit keeps g0 empty for a big instance):
+     * g1 (4 busy slices) beats g0 (none), although g1 needs a create and
+     * g0 could reuse; so C lands beside B with one RECONFIGURE, and g0's
+     * idle 1g stays. */
     mig_fleet(w, 2);
     submit_mig(w, 1, "1g.10gb", 0);
     tb_tick(w, 0, GP_DEC_BIND);
@@ -294,6 +296,30 @@ static void reusing_an_idle_instance_beats_a_fuller_gpu(void **state)
     tb_tick(w, 10, GP_DEC_BIND);
     assert_int_equal(sb_slice(w, 2).gpu, 1);
     tb_finish(w, 1, GP_EXIT_SUCCEEDED, 20);
+    submit_mig(w, 3, "1g.10gb", 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_BIND), 1);
+    assert_int_equal(tb_count(w, GP_DEC_RECONFIGURE), 1);
+    assert_int_equal(sb_slice(w, 3).gpu, 1);
+    assert_true(sb_slice(w, 3).mig_start < 4);
+    assert_string_equal(layout(w, 0), "1g.10gb@6");
+}
+
+/* Among equally full GPUs the cheapest change wins, and among equal
+ * changes the lower index.  t=0: A 1g -> g0@6, t=10: B 1g -> g1@6 (g0
+ * rate-limited).  t=20 both end: both GPUs hold an idle 1g@6 and run
+ * nothing.  t=100: C 1g can reuse either idle instance: no RECONFIGURE,
+ * and g0 (the lower index) gets it. */
+static void among_equally_full_gpus_reuse_beats_create(void **state)
+{
+    tb_world *w = *state;
+    mig_fleet(w, 2);
+    submit_mig(w, 1, "1g.10gb", 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    submit_mig(w, 2, "1g.10gb", 10);
+    tb_tick(w, 10, GP_DEC_BIND);
+    assert_int_equal(sb_slice(w, 2).gpu, 1);
+    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 20);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 20);
     submit_mig(w, 3, "1g.10gb", 100);
     assert_int_equal(tb_tick(w, 100, GP_DEC_BIND), 1);
     assert_int_equal(tb_count(w, GP_DEC_RECONFIGURE), 0);
@@ -384,7 +410,8 @@ int main(void)
         cmocka_unit_test(the_interval_comes_from_the_engine_config),
         cmocka_unit_test(an_interval_of_zero_allows_a_change_at_every_tick),
         TB_TEST(the_rate_limit_is_per_gpu),
-        TB_TEST(reusing_an_idle_instance_beats_a_fuller_gpu),
+        TB_TEST(a_fuller_gpu_beats_reusing_an_idle_instance),
+        TB_TEST(among_equally_full_gpus_reuse_beats_create),
         TB_TEST(creating_beats_destroying_on_another_gpu),
         TB_TEST(among_creates_the_fuller_gpu_wins),
         TB_TEST(among_equally_full_gpus_the_one_that_strands_least_wins),
