@@ -397,9 +397,33 @@ static void miss_note(gp_engine *e, const gp__job *j, int type)
         e->miss[e->n_miss++] = miss_key(e, j, type);
 }
 
+/* Jobs placed by node score look at every accepted type at once. */
+static bool try_scored(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx *p, bool *lend_blocked)
+{
+    gp__job *j = &e->jobs[job];
+    uint8_t usable = 0;
+    for (int t = 0; t < e->fleet.n_types; t++) {
+        if (!(types & (1u << t)) || missed(e, j, t))
+            continue;
+        if (lending_blocks(e, j, t, p))
+            *lend_blocked = true;
+        else
+            usable |= (uint8_t)(1u << t);
+    }
+    int type;
+    if (usable && gp__place_scored(e, j, usable, &type))
+        return bind(e, job, type, p->phase);
+    for (int t = 0; t < e->fleet.n_types; t++)
+        if (usable & (1u << t))
+            miss_note(e, j, t);
+    return false;
+}
+
 static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx *p, bool *lend_blocked)
 {
     gp__job *j = &e->jobs[job];
+    if (gp__scored_applies(e, j))
+        return try_scored(e, job, types, p, lend_blocked);
     for (int pass = 0; pass < 2; pass++) /* 0: free nodes, 1: also held ones (short jobs) */
         for (int t = 0; t < e->fleet.n_types; t++) {
             if (!(types & (1u << t)) || (pass == 1 && !ends_before(e, j, t)))

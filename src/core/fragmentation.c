@@ -14,9 +14,10 @@
  *                        node's whole free GPU capacity either way);
  *
  * and F_n(M) = sum_m p_m F_n(m).  The fleet's fragmentation is the sum over
- * nodes.  FGD places each task where F grows least.  M is the caller's
- * (gp_engine_workload_set) or, by default, the most frequent shapes of the
- * jobs submitted so far that together make up 95 % of them.
+ * nodes.  FGD places each task where F grows least.  M is made of the
+ * most frequent shapes that together make up 95 % of the caller's mix
+ * (gp_engine_workload_set) or, by default, of the jobs submitted so far
+ * (the paper's "typical pods").
  *
  * Example: M = {1 GPU: 50 %, 0.5 GPU: 50 %}; node a has GPUs left
  * (1000, 600), node b (1000, 1000).  A 0.5-GPU task: on a's 600-GPU the
@@ -89,7 +90,7 @@ static void mix_typical(gp__mix *m)
         }
     double cum = 0;
     m->n_typical = 0;
-    for (size_t i = 0; i < m->n && (m->fixed || cum < 0.95 * total); i++) {
+    for (size_t i = 0; i < m->n && cum < 0.95 * total; i++) {
         m->typical[m->n_typical++] = m->shapes[order[i]];
         cum += m->shapes[order[i]].weight;
     }
@@ -418,62 +419,75 @@ static void take_tentative(gp_engine *e, const gp__job *j, uint32_t n, int gpu, 
     }
 }
 
-int gp__place_scored(gp_engine *e, const gp__job *j, int type)
+bool gp__scored_applies(const gp_engine *e, const gp__job *j)
+{
+    if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE || j->topology != GP_TOPO_ANY)
+        return false;
+    return j->isolation == GP_ISO_MPS || e->fleet.all_paper_scores;
+}
+
+/* The best node for one replica among the accepted types (the paper's
+ * scorer looks at every node the task may use, whatever its GPU model). */
+static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option *best_o)
 {
     gp__fleet *f = &e->fleet;
-    bool shares = j->isolation == GP_ISO_MPS, cpu_only = j->isolation == GP_ISO_EXCLUSIVE && j->gpus == 0;
-    bool whole = j->isolation == GP_ISO_EXCLUSIVE && j->gpus > 0;
-    if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE || j->topology != GP_TOPO_ANY ||
-        ((whole || cpu_only) && !f->all_paper_scores))
-        return -1;
-    if (e->mix.dirty)
-        mix_typical(&e->mix);
-    if (!gp__scratch_reserve(e, gp__placed_count(j)))
-        return 0;
-    size_t n_out = 0;
-    bool ok = true;
-    for (int r = 0; r < j->replicas && ok; r++) {
-        uint32_t best = GP__NONE;
-        option best_o = {.ok = false};
-        uint32_t ties = 0;
+    bool shares = j->isolation == GP_ISO_MPS, whole = !shares && j->gpus > 0;
+    uint32_t best = GP__NONE, ties = 0;
+    for (int type = 0; type < f->n_types; type++) {
+        if (!(types & (1u << type)))
+            continue;
         size_t n_cand = shares ? f->n_mps_nodes[type] : f->n_nodes;
         for (size_t c = 0; c < n_cand; c++) {
-            size_t n = shares ? f->mps_nodes[type][c] : c;
-            if (!node_usable(e, (uint32_t)n, type))
+            uint32_t n = shares ? f->mps_nodes[type][c] : (uint32_t)c;
+            if (!node_usable(e, n, type) || (whole && f->nodes[n].free < j->gpus))
                 continue;
             gp__pool *pool = &f->pools[f->nodes[n].pool];
             gp_score score = pool->spec.score;
-            if (!shares && !cpu_only && score == GP_SCORE_DEFAULT)
-                continue;
             node_view v;
-            view_of(e, (uint32_t)n, &v);
-            if (whole && f->nodes[n].free < j->gpus)
-                continue;
-            option o = evaluate(e, j, (uint32_t)n, &v, score);
+            view_of(e, n, &v);
+            option o = evaluate(e, j, n, &v, score);
             if (!o.ok)
                 continue;
             bool take;
-            if (best == GP__NONE || o.score > best_o.score) {
+            if (best == GP__NONE || o.score > best_o->score) {
                 take = true;
                 ties = 1;
-            } else if (o.score < best_o.score) {
+            } else if (o.score < best_o->score) {
                 take = false;
             } else if (score == GP_SCORE_DEFAULT) {
-                take = o.tie > best_o.tie;
+                take = o.tie > best_o->tie;
             } else { /* equal integer scores: uniform choice among them */
                 ties++;
                 take = rng_next(&pool->rng) % ties == 0;
             }
             if (take) {
-                best = (uint32_t)n;
-                best_o = o;
+                best = n;
+                *best_o = o;
             }
         }
-        if (best == GP__NONE)
+    }
+    return best;
+}
+
+bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *chosen)
+{
+    if (e->mix.dirty)
+        mix_typical(&e->mix);
+    if (!gp__scratch_reserve(e, gp__placed_count(j)))
+        return false;
+    size_t n_out = 0;
+    bool ok = true;
+    for (int r = 0; r < j->replicas && ok; r++) {
+        option best_o = {.ok = false};
+        uint32_t best = best_node(e, j, types, &best_o);
+        if (best == GP__NONE) {
             ok = false;
-        else
-            take_tentative(e, j, best, best_o.gpu, &n_out);
+            break;
+        }
+        *chosen = e->fleet.nodes[best].type;
+        types = (uint8_t)(1u << *chosen); /* the other replicas on the same model */
+        take_tentative(e, j, best, best_o.gpu, &n_out);
     }
     gp__tx_rollback(e);
-    return ok ? 1 : 0;
+    return ok;
 }

@@ -470,9 +470,13 @@ int gp__pool_timeslice(const gp_engine *e, uint32_t pool);
 gp_err gp__shared_check(const gp_engine *e, gp_error *err);
 
 /* ---- fragmentation.c ---- */
-/* Place by node score (FGD and the paper's policies) when the job's pool
- * scores nodes; returns -1 when the scored path does not apply. */
-int gp__place_scored(gp_engine *e, const gp__job *j, int type);
+/* Whether a job is placed by node score: MPS shares always; CPU-only and
+ * single-node whole-GPU work when every pool uses one of the paper's
+ * scores.  Topology any only. */
+bool gp__scored_applies(const gp_engine *e, const gp__job *j);
+/* Place by node score over every node of the accepted `types`; on success
+ * the GPUs are in e->scratch.out and *type is the chosen GPU type. */
+bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *type);
 void gp__workload_observe(gp_engine *e, const gp__job *j);
 int gp__job_tag(const gp__job *j);
 void gp__node_tag(gp_engine *e, const gp__job *j, int sign);

@@ -237,9 +237,9 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held)
         return false;
     if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE)
         return gp__place_shared(e, j, type);
-    int scored = gp__place_scored(e, j, type); /* MPS shares, CPU-only, whole GPUs under the paper's scores */
-    if (scored >= 0)
-        return scored == 1;
+    int chosen;
+    if (gp__scored_applies(e, j))
+        return gp__place_scored(e, j, (uint8_t)(1u << type), &chosen);
     if (j->gpus == 0)
         return place_cpu_only(e, j, type);
     gp__reservation *r = &e->reservation[type];
