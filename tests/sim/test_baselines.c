@@ -1,0 +1,271 @@
+/* test_baselines.c - the policies of the pooling experiment on a tiny
+ * cluster, checked by hand, and the fleet sizing rule.
+ *
+ * Cluster: one node of 8 H100; teams a and b with a guarantee of 4 each.
+ * Trace: b submits two 4-GPU jobs of 100 s at t=0, a one 4-GPU job of 50 s
+ * at t=10; no grace, no checkpoints (a preempted job restarts).
+ *
+ *   static   b's second job is over b's limit (= guarantee 4) and waits
+ *            for b's first: it runs 100..200 (wait 100); a runs at once.
+ *   fifo     one queue: b's two jobs take the node at 0, a waits for them
+ *            until 100 (wait 90).
+ *   gpupool  b's second job borrows a's idle guarantee; at 10 a reclaims it
+ *            (PREEMPT, grace 0), a runs 10..60 (wait 0); b's job restarts
+ *            at 60 and ends at 160 (wait 50, 4 GPUs x 10 s lost).
+ *
+ * And FIFO with backfill, one 8-GPU node: A (6 GPUs, 0..100); B (8 GPUs,
+ * t=1) is the head and holds the node from 100; C (2 GPUs, 50 s, t=2) fits
+ * before 100 and is backfilled; D (2 GPUs, 200 s, t=3) would delay B, so
+ * it waits for B (100..110) and runs 110..310.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim/simulator.h"
+#include "sim/sizing.h"
+
+typedef struct tiny {
+    gp_fleet_file fleet;
+    gp_tenant_file tenants;
+    gp_trace trace;
+} tiny;
+
+static void tiny_init(tiny *w, const char *tenants_yaml)
+{
+    const char *fleet = "nodes: [{name: n, gpu_type: H100, gpus: 8, cpu_millis: 64000, mem_mib: 65536}]\n";
+    gp_error err;
+    assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w->fleet, &err), GP_OK);
+    memset(&w->tenants, 0, sizeof w->tenants);
+    if (tenants_yaml)
+        assert_int_equal(gp_tenant_file_parse(tenants_yaml, strlen(tenants_yaml), "tenants", &w->tenants, &err),
+                         GP_OK);
+    gp_trace_init(&w->trace);
+}
+
+static void tiny_job(tiny *w, const char *tenant, int64_t submit, int gpus, int64_t duration)
+{
+    gp_trace_job j;
+    memset(&j, 0, sizeof j);
+    assert_true(gp_trace_tenant(&w->trace, tenant, &j.tenant));
+    j.submit = submit;
+    j.duration = duration;
+    j.replicas = 1;
+    j.gpus = gpus;
+    j.cpu_millis = 1000;
+    j.mem_mib = 1024;
+    assert_int_equal(gp_trace_add(&w->trace, &j, NULL), GP_OK);
+}
+
+static void tiny_free(tiny *w)
+{
+    gp_fleet_file_free(&w->fleet);
+    gp_tenant_file_free(&w->tenants);
+    gp_trace_free(&w->trace);
+}
+
+static void run(tiny *w, const char *policy, gp_sim_result *r)
+{
+    gp_sim_policy p;
+    assert_true(gp_sim_policy_parse(policy, &p));
+    gp_sim_options o = gp_sim_options_default();
+    o.checkpoint_interval_s = 0;
+    gp_sim_setup s = {.fleet = &w->fleet, .tenants = w->tenants.n_tenants ? &w->tenants : NULL,
+                      .trace = &w->trace};
+    gp_error err;
+    gp_err rc = gp_sim_run(&s, &p, &o, r, &err);
+    if (rc)
+        fail_msg("%s: %s: %s", policy, err.field, err.message);
+}
+
+/* job j (0-based trace index): first start, end, wait */
+static void expect_job(const gp_sim_result *r, size_t j, int64_t start, int64_t end, int64_t wait)
+{
+    const gp_sim_job_result *jr = &r->jobs[j];
+    if (jr->first_start != start || jr->end != end || jr->wait_s != wait)
+        fail_msg("%s job %zu: start %lld end %lld wait %lld, want %lld %lld %lld", r->policy.name, j,
+                 (long long)jr->first_start, (long long)jr->end, (long long)jr->wait_s, (long long)start,
+                 (long long)end, (long long)wait);
+    assert_int_equal(jr->outcome, GP_SIM_DONE);
+}
+
+static const char *two_teams = "tenants:\n"
+                               "  - {path: a, guarantee: {gpu: {H100: 4}}}\n"
+                               "  - {path: b, guarantee: {gpu: {H100: 4}}}\n";
+
+static void reclaim_scenario(tiny *w)
+{
+    tiny_init(w, two_teams);
+    tiny_job(w, "b", 0, 4, 100);
+    tiny_job(w, "b", 0, 4, 100);
+    tiny_job(w, "a", 10, 4, 50);
+}
+
+static void static_partitioning(void **state)
+{
+    (void)state;
+    tiny w;
+    reclaim_scenario(&w);
+    gp_sim_result r;
+    run(&w, "static", &r);
+    expect_job(&r, 0, 0, 100, 0);
+    expect_job(&r, 1, 100, 200, 100);
+    expect_job(&r, 2, 10, 60, 0);
+    assert_int_equal(r.preemptions, 0);
+    assert_int_equal(r.n_groups, 2);
+    assert_true(r.jobs[2].within_guarantee);  /* a: 4 <= 4 */
+    assert_true(r.jobs[0].within_guarantee);  /* b: 4 <= 4 */
+    assert_false(r.jobs[1].within_guarantee); /* b: 8 > 4 */
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void fifo_queue(void **state)
+{
+    (void)state;
+    tiny w;
+    reclaim_scenario(&w);
+    gp_sim_result r;
+    run(&w, "fifo", &r);
+    expect_job(&r, 0, 0, 100, 0);
+    expect_job(&r, 1, 0, 100, 0);
+    expect_job(&r, 2, 100, 150, 90);
+    /* reports still group by team, not by the single FIFO tenant */
+    assert_int_equal(r.n_groups, 2);
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void gpupool_reclaims(void **state)
+{
+    (void)state;
+    tiny w;
+    reclaim_scenario(&w);
+    gp_sim_result r;
+    run(&w, "gpupool", &r);
+    expect_job(&r, 0, 0, 100, 0);
+    expect_job(&r, 2, 10, 60, 0);
+    expect_job(&r, 1, 0, 160, 50);
+    assert_int_equal(r.jobs[1].preemptions, 1);
+    assert_int_equal(r.jobs[1].lost_gpu_s, 40);
+    assert_int_equal(r.preemptions, 1);
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void fifo_backfill(void **state)
+{
+    (void)state;
+    tiny w;
+    tiny_init(&w, NULL);
+    tiny_job(&w, "t", 0, 6, 100);
+    tiny_job(&w, "t", 1, 8, 10);
+    tiny_job(&w, "t", 2, 2, 50);
+    tiny_job(&w, "t", 3, 2, 200);
+    gp_sim_result r;
+    run(&w, "fifo", &r);
+    expect_job(&r, 0, 0, 100, 0);
+    expect_job(&r, 1, 100, 110, 99);
+    expect_job(&r, 2, 2, 52, 0);
+    expect_job(&r, 3, 110, 310, 107);
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+/* A checkpointing job loses only the work since its last checkpoint. */
+static void checkpoints_limit_lost_work(void **state)
+{
+    (void)state;
+    tiny w;
+    tiny_init(&w, two_teams);
+    tiny_job(&w, "b", 0, 8, 1000);
+    tiny_job(&w, "a", 250, 4, 50);
+    gp_sim_policy p;
+    assert_true(gp_sim_policy_parse("gpupool", &p));
+    gp_sim_options o = gp_sim_options_default();
+    o.checkpoint_interval_s = 100;
+    gp_sim_setup s = {.fleet = &w.fleet, .tenants = &w.tenants, .trace = &w.trace};
+    gp_sim_result r;
+    gp_error err;
+    assert_int_equal(gp_sim_run(&s, &p, &o, &r, &err), GP_OK);
+    /* b's 8-GPU job is burstable (8 > 4); preempted at 250, checkpointed at 200: 50 s x 8 GPUs lost,
+     * 800 s of work left; it restarts when a ends at 300 and ends at 1100 */
+    assert_int_equal(r.jobs[0].preemptions, 1);
+    assert_int_equal(r.jobs[0].lost_gpu_s, 400);
+    expect_job(&r, 0, 0, 1100, 50);
+    expect_job(&r, 1, 250, 300, 0);
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void sizing_rule(void **state)
+{
+    (void)state;
+    gp_trace t;
+    gp_trace_init(&t);
+    uint16_t a, b;
+    assert_true(gp_trace_tenant(&t, "itp/a", &a));
+    assert_true(gp_trace_tenant(&t, "itp/b", &b));
+    gp_trace_job j;
+    memset(&j, 0, sizeof j);
+    j.replicas = 1;
+    j.gpus = 8;
+    j.tenant = a;
+    j.duration = 1000; /* a: 8 GPUs all the time */
+    for (int k = 0; k < 10; k++) {
+        j.submit = k * 1000;
+        assert_int_equal(gp_trace_add(&t, &j, NULL), GP_OK);
+    }
+    j.tenant = b; /* b: one short 4 x 8 gang: p90 0, largest job 32 */
+    j.replicas = 4;
+    j.submit = 5000;
+    j.duration = 10;
+    assert_int_equal(gp_trace_add(&t, &j, NULL), GP_OK);
+    gp_sizing how = {.percentile = 90, .gpus_per_node = 8, .gpu_type = "GPU"};
+    char *fleet_yaml, *tenants_yaml;
+    gp_error err;
+    assert_int_equal(gp_sim_size_fleet(&t, &how, &fleet_yaml, &tenants_yaml, &err), GP_OK);
+    gp_fleet_file f;
+    gp_tenant_file tf;
+    assert_int_equal(gp_fleet_file_parse(fleet_yaml, strlen(fleet_yaml), "f", &f, &err), GP_OK);
+    assert_int_equal(gp_tenant_file_parse(tenants_yaml, strlen(tenants_yaml), "t", &tf, &err), GP_OK);
+    assert_int_equal(f.n_nodes, 5); /* 8 + 32 = 40 GPUs */
+    assert_int_equal(tf.n_tenants, 3);
+    assert_string_equal(tf.tenants[0].path, "itp");
+    assert_int_equal(tf.tenants[1].spec.guarantee.gpu[0].milli, 8000);
+    assert_int_equal(tf.tenants[2].spec.guarantee.gpu[0].milli, 32000);
+    gp_fleet_file_free(&f);
+    gp_tenant_file_free(&tf);
+    free(fleet_yaml);
+    free(tenants_yaml);
+    gp_trace_free(&t);
+}
+
+static void policy_names(void **state)
+{
+    (void)state;
+    gp_sim_policy p;
+    assert_true(gp_sim_policy_parse("fgd", &p));
+    assert_true(p.set_score);
+    assert_int_equal(p.score, GP_SCORE_FGD);
+    assert_true(gp_sim_policy_parse("static", &p));
+    assert_int_equal(p.kind, GP_SIM_STATIC);
+    assert_false(gp_sim_policy_parse("slurm", &p));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(static_partitioning), cmocka_unit_test(fifo_queue),
+        cmocka_unit_test(gpupool_reclaims),    cmocka_unit_test(fifo_backfill),
+        cmocka_unit_test(checkpoints_limit_lost_work), cmocka_unit_test(sizing_rule),
+        cmocka_unit_test(policy_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
