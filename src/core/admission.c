@@ -175,6 +175,7 @@ void gp__promote(gp_engine *e)
     free(cand);
     for (size_t i = 0; i < e->n_tenants; i++)
         e->tenants[i].promote_dirty = false;
+    e->changes++; /* clearing the flags is state too: the daemon's log keeps this tick */
 }
 
 static bool over_guarantee(const gp_engine *e, uint32_t tenant)

@@ -102,6 +102,11 @@ void gp_engine_decisions_clear(gp_engine *e);
 /* ---- queries (read-only) ---- */
 
 int64_t gp_engine_now(const gp_engine *e);
+/* How many times the engine's state changed in a way a later event can
+ * see: every decision, plus the few silent changes (claims given up).  A
+ * tick that leaves it unchanged changed nothing that matters, so an event
+ * log may leave that tick out and a replay still reaches the same state. */
+uint64_t gp_engine_changes(const gp_engine *e);
 void gp_engine_stats_get(const gp_engine *e, gp_engine_stats *out);
 
 gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_error *err);

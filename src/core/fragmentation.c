@@ -26,7 +26,8 @@
  * 500 that the 1-GPU shape cannot use (up 250).  FGD puts it on a.
  *
  * Scores (gp_pool_spec.score; higher is better; the paper's integer scores
- * break ties at random with the pool's seed, as kube-scheduler does):
+ * break ties at random, as kube-scheduler does, with a draw hashed from the
+ * pool's seed, the job and the node):
  *   fgd         sigmoid(-dF / 1000) x 100, as the paper's plugin;
  *   bestfit     the paper's BestFit: 100 x (1 - (cpu left/max + gpu left/max)/2);
  *   spread      its opposite (worst fit);
@@ -242,14 +243,18 @@ typedef struct option {
     int gpu;             /* share: the GPU within the node */
 } option;
 
-static uint64_t rng_next(uint64_t *s)
+/* Ties between equal integer scores go to a uniformly random node, as in
+ * kube-scheduler; the draw is a hash of the pool's seed, the job and the
+ * node, not a stream that advances, so a look that places nothing leaves
+ * no trace (the daemon's log replay must reproduce every choice). */
+static uint64_t tie_draw(uint64_t seed, uint64_t job, uint32_t node)
 {
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
+    uint64_t x = seed ^ (job * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)node << 32 | node);
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
     x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dULL;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
 }
 
 static bool share_gpu_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g)
@@ -432,7 +437,8 @@ static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option 
 {
     gp__fleet *f = &e->fleet;
     bool shares = j->isolation == GP_ISO_MPS, whole = !shares && j->gpus > 0;
-    uint32_t best = GP__NONE, ties = 0;
+    uint32_t best = GP__NONE;
+    uint64_t best_draw = 0;
     for (int type = 0; type < f->n_types; type++) {
         if (!(types & (1u << type)))
             continue;
@@ -448,20 +454,17 @@ static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option 
             option o = evaluate(e, j, n, &v, score);
             if (!o.ok)
                 continue;
+            uint64_t draw = score == GP_SCORE_DEFAULT ? 0 : tie_draw(pool->spec.seed, j->id, n);
             bool take;
-            if (best == GP__NONE || o.score > best_o->score) {
-                take = true;
-                ties = 1;
-            } else if (o.score < best_o->score) {
-                take = false;
-            } else if (score == GP_SCORE_DEFAULT) {
+            if (best == GP__NONE || o.score != best_o->score)
+                take = best == GP__NONE || o.score > best_o->score;
+            else if (score == GP_SCORE_DEFAULT)
                 take = o.tie > best_o->tie;
-            } else { /* equal integer scores: uniform choice among them */
-                ties++;
-                take = rng_next(&pool->rng) % ties == 0;
-            }
+            else /* equal integer scores: the smallest draw, uniform among them */
+                take = draw < best_draw;
             if (take) {
                 best = n;
+                best_draw = draw;
                 *best_o = o;
             }
         }

@@ -70,7 +70,6 @@ typedef struct gp__gpu {
 typedef struct gp__pool {
     char name[GP_NAME_MAX];
     gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed */
-    uint64_t rng;         /* state of GP_SCORE_RANDOM, seeded from spec.seed */
 } gp__pool;
 
 typedef struct gp__node {
@@ -162,6 +161,7 @@ typedef struct gp__tenant {
     bool untrusted;       /* effective */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
+    bool promote_dirty;   /* guaranteed usage dropped or guarantee grew: look for promotions */
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
     uint32_t *pending;
     size_t n_pending, cap_pending;
@@ -169,7 +169,6 @@ typedef struct gp__tenant {
     /* scheduling pass */
     size_t cursor;
     uint32_t active;      /* leaves below (or itself) with untried jobs */
-    bool promote_dirty;   /* guaranteed usage dropped: try promotions */
 } gp__tenant;
 
 typedef struct gp__user {
@@ -317,6 +316,7 @@ struct gp_engine {
     gp__reservation reservation[GP_MAX_GPU_TYPES];
     gp__scratch scratch;
     uint64_t pass;
+    uint64_t changes;     /* see gp_engine_changes */
     uint32_t last_placed_tenant;
     int reclaim_searches;
     int reserve_tries[GP_MAX_GPU_TYPES]; /* reservation sweeps this pass, per type */

@@ -28,6 +28,7 @@ gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job
     if (!GP__GROW(e->decisions, e->n_decisions, e->cap_decisions))
         return NULL;
     gp_decision *d = &e->decisions[e->n_decisions++];
+    e->changes++;
     memset(d, 0, sizeof *d);
     d->kind = kind;
     d->time = e->now;

@@ -441,13 +441,17 @@ void gp__claims_retake(gp_engine *e, uint32_t job)
         j->claimed[kept++] = j->claimed[i];
         gp__node_reindex(&e->fleet, g->node);
     }
+    if (kept != j->n_claimed)
+        e->changes++; /* a claim went to someone else: silent, but it matters */
     j->n_claimed = kept;
 }
 
 void gp__claims_forget(gp_engine *e, uint32_t job)
 {
-    if (e->jobs[job].n_claimed > 0)
+    if (e->jobs[job].n_claimed > 0 || e->jobs[job].victims_left > 0) {
         e->n_miss = 0; /* claimed capacity is free again */
+        e->changes++;  /* no decision says so, but later placements see it */
+    }
     gp__claims_drop(e, job);
     gp__job *j = &e->jobs[job];
     j->n_claimed = 0;

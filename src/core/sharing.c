@@ -115,7 +115,6 @@ gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *sp
     pl->spec = *spec;
     if (pl->spec.timeslice_replicas == 0)
         pl->spec.timeslice_replicas = 4;
-    pl->rng = spec->seed ? spec->seed : 0x9e3779b97f4a7c15ULL;
     e->fleet.all_paper_scores = e->fleet.all_spread = true;
     for (size_t i = 0; i < e->fleet.n_pools; i++) {
         e->fleet.all_paper_scores &= e->fleet.pools[i].spec.score != GP_SCORE_DEFAULT;

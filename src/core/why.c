@@ -266,6 +266,8 @@ size_t gp_engine_job_slices(const gp_engine *e, uint64_t id, gp_slice *out, size
 
 int64_t gp_engine_now(const gp_engine *e) { return e ? e->now : 0; }
 
+uint64_t gp_engine_changes(const gp_engine *e) { return e ? e->changes : 0; }
+
 void gp_engine_stats_get(const gp_engine *e, gp_engine_stats *out)
 {
     if (!e || !out)
