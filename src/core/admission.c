@@ -30,11 +30,6 @@
 
 #include <stdlib.h>
 
-gp_res gp__user_usage(const gp_engine *e, uint32_t user)
-{
-    return e->users[user].usage;
-}
-
 bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand)
 {
     bool any = false;

@@ -355,10 +355,6 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         g->reconfigured_at = -1;
         g->mig_model = (int8_t)(g->sharing == GP_SHARING_MIG ? gp__mig_model_find(s->gpu_type, s->gpu_mem_mib) : -1);
         if (g->sharing != GP_SHARING_EXCLUSIVE) {
-            uint32_t **list = &f->shared[g->sharing][type];
-            size_t *len = &f->n_shared[g->sharing][type], *cap = &f->cap_shared[g->sharing][type];
-            if (gp__grow((void **)list, cap, *len + 1, sizeof **list))
-                (*list)[(*len)++] = (uint32_t)(f->n_gpus - 1);
             g->level = 9; /* in no list yet */
             gp__gpu_relevel(f, (uint32_t)(f->n_gpus - 1));
         }
@@ -532,11 +528,8 @@ void gp__fleet_free(gp__fleet *f)
     free(f->gpus);
     free(f->zones);
     free(f->pools);
-    for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         free(f->mps_nodes[t]);
-        for (int m = 0; m < 4; m++)
-            free(f->shared[m][t]);
-    }
     gp_strmap_free(&f->node_by_name);
     gp_strmap_free(&f->block_by_name);
 }

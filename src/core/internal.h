@@ -115,9 +115,6 @@ typedef struct gp__fleet {
     gp_strmap node_by_name, block_by_name;
     gp__pool *pools;      /* pool 0 is "default" */
     size_t n_pools, cap_pools;
-    /* GPUs of each sharing mode and type, for shared placement */
-    uint32_t *shared[4][GP_MAX_GPU_TYPES];
-    size_t n_shared[4][GP_MAX_GPU_TYPES], cap_shared[4][GP_MAX_GPU_TYPES];
     /* shared GPUs per mode and type by fullness (MIG: busy memory slices,
      * time-slice: replicas, MPS: used/125), so best fit walks from the
      * fullest level down and stops at the first level that has room */
@@ -279,7 +276,6 @@ typedef struct gp__scratch {
     size_t n_saved_nodes, cap_saved_nodes;
     uint32_t *out;        /* chosen GPUs */
     size_t cap_out;
-    size_t cap_nodes;
 } gp__scratch;
 
 struct gp_engine {
@@ -398,7 +394,6 @@ bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *deman
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 void gp__promote(gp_engine *e);
 void gp__demote_over_guarantee(gp_engine *e);
-gp_res gp__user_usage(const gp_engine *e, uint32_t user);
 
 /* ---- fairshare.c ---- */
 void gp__fair_begin(gp_engine *e);

@@ -395,7 +395,7 @@ static uint32_t best_gpu(gp_engine *e, const gp__job *j, int type, gp__mig_choic
 bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
 {
     gp__fleet *f = &e->fleet;
-    if (f->n_shared[mode_of(j->isolation)][type] == 0 || !gp__scratch_reserve(e, (size_t)j->replicas))
+    if (!gp__scratch_reserve(e, (size_t)j->replicas))
         return false;
     uint32_t owner = (uint32_t)(j - e->jobs) + 1;
     bool ok = true;
