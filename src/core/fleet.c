@@ -336,6 +336,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     node->prev = node->next = GP__NONE;
     node->pool = (uint16_t)pool;
     b->nodes[b->n_nodes++] = n;
+    f->n_type_nodes[type]++;
     bool mps = false;
     for (int i = 0; i < s->gpu_count; i++)
         mps |= (s->gpu_sharing ? s->gpu_sharing[i] : s->sharing) == GP_SHARING_MPS;

@@ -72,6 +72,27 @@ typedef struct gp__pool {
     gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed */
 } gp__pool;
 
+#define GP__MEMOS 4        /* share scores a node remembers */
+
+/* What a share's node score depends on, and the score (fragmentation.c). */
+typedef struct gp__memo_state {
+    int64_t cpu_left, mem_left;
+    int64_t gpu_mem_left[GP_MAX_GPUS_PER_NODE]; /* -1: the GPU takes no share */
+    int16_t left[GP_MAX_GPUS_PER_NODE];
+    int16_t milli;        /* the job's share */
+    uint8_t trusted;      /* GPUs whose trust domain admits the job, one bit each */
+    uint8_t score;        /* gp_score */
+    uint32_t mix_version;
+    int64_t cpu, mem, share_mem; /* the job's needs */
+} gp__memo_state;
+
+typedef struct gp__memo {
+    gp__memo_state in;
+    bool valid, ok;
+    int8_t gpu;
+    double score, tie;
+} gp__memo;
+
 typedef struct gp__node {
     char name[GP_NAME_MAX];
     uint32_t zone, block;
@@ -89,6 +110,8 @@ typedef struct gp__node {
     uint8_t free;         /* schedulable free GPUs (0 if down/draining) */
     uint8_t indexed;      /* the bucket the node sits in (0 = none) */
     uint32_t prev, next;  /* bucket list links */
+    gp__memo memo[GP__MEMOS]; /* the last share scores (fragmentation.c) */
+    uint8_t memo_next;
 } gp__node;
 
 typedef struct gp__block {
@@ -122,6 +145,7 @@ typedef struct gp__fleet {
     bool all_spread;      /* every pool spreads: walk the levels upwards */
     uint32_t *mps_nodes[GP_MAX_GPU_TYPES]; /* nodes with an MPS GPU, per type */
     size_t n_mps_nodes[GP_MAX_GPU_TYPES], cap_mps_nodes[GP_MAX_GPU_TYPES];
+    size_t n_type_nodes[GP_MAX_GPU_TYPES]; /* nodes per type */
     bool all_paper_scores; /* every pool uses one of the FGD paper's scores: whole
                               GPUs are placed by node score too (fragmentation.c) */
     /* the free-capacity index: per type, per free count, a list of nodes */
@@ -248,7 +272,10 @@ typedef struct gp__mix {
     gp__shape typical[GP__MIX_MAX]; /* the most frequent shapes covering 95 %, p normalised */
     size_t n_typical;
     bool dirty;
+    uint64_t observed, refresh_at; /* jobs seen; typical is recomputed at refresh_at */
+    uint32_t version;     /* bumped when typical changes (remembered scores expire) */
 } gp__mix;
+
 
 /* The reservation of one GPU type for the head job of this pass. */
 typedef struct gp__reservation {

@@ -8,8 +8,11 @@
  *            (and always for CPU-only shapes);
  *   F = sum over up, undrained nodes and shapes of p_m F_n(m).
  * Free capacity: an exclusive GPU 1000 (0 when owned), an MPS GPU 1000 -
- * its shares.  MPS shares and CPU-only work are placed by the pool's
- * score; `default` takes the least growth of F, ties to the fuller node.
+ * its shares.  MPS shares are placed by the pool's score, and so are
+ * whole-GPU and CPU-only jobs when every pool uses a paper score or every
+ * node of the models they accept is MPS; `default` takes FGD's integer
+ * score, ties to the fuller node.  Equal scores go to a fixed node order
+ * drawn from the pool's seed (random: a fresh draw per task).
  *
  * Fleets: H100 nodes of 2 GPUs (81920 MiB each, 128 cores), one tenant
  * "org"; MPS jobs with cpu 0 so that CPU never decides.
@@ -406,6 +409,66 @@ static void random_with_a_fixed_seed_repeats_its_choices(void **state)
     assert_true(memcmp(first, other, sizeof first) != 0);
 }
 
+/* 8 one-GPU tasks, one tick each, on 4 equal 8-GPU MPS nodes of an FGD
+ * pool: the mix is that one shape, which every node keeps hosting, so
+ * every node scores 50 and the fixed node order decides; writes the node
+ * of each task. */
+static void fgd_cpu_run(uint64_t seed, const char *nodes_out[8])
+{
+    tb_world *w = tb_new();
+    sb_pool(w, "f", GP_SCORE_FGD, 0, seed);
+    const char *names[4] = {"f0", "f1", "f2", "f3"};
+    for (int i = 0; i < 4; i++)
+        sb_add_node(w, names[i], "H100", 8, MIB, GP_SHARING_MPS, "f");
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    for (uint64_t id = 1; id <= 8; id++) {
+        gp_job_spec s = sb_whole_job(id, "org", 1);
+        sb_submit(w, &s, (int64_t)id);
+        assert_int_equal(tb_tick(w, (int64_t)id, GP_DEC_BIND), 1);
+        nodes_out[id - 1] = names[tb_node_index(w, sb_job_node(w, id))];
+    }
+    tb_free(w);
+}
+
+static void equal_scores_go_to_a_fixed_node_order(void **state)
+{
+    (void)state;
+    /* A fresh draw per task would spread 8 tasks over 4 nodes; the fixed
+     * order packs them onto one node, for any seed. */
+    const char *seen[8];
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        fgd_cpu_run(seed, seen);
+        for (int i = 1; i < 8; i++)
+            assert_string_equal(seen[i], seen[0]);
+    }
+}
+
+static void default_places_whole_gpus_by_fragmentation_on_mps_only_models(void **state)
+{
+    tb_world *w = *state;
+    /* M = {0.5 GPU with 4 cores}.  Every H100 node is MPS, so a whole GPU
+     * is scored too.  "small" (2 GPUs, 8 cores) comes first and has the
+     * fewest free GPUs (best fit would take it), but a 1-GPU task with 6
+     * cores there leaves 2 cores: the shape no longer fits, its last GPU
+     * becomes a fragment (dF = +1000, score 26).  On "big" (4 GPUs, 64
+     * cores) nothing changes (score 50): big. */
+    gp_workload_shape m = shape(1, 500, 1);
+    m.cpu_millis = 4000;
+    set_mix(w, &m, 1);
+    gp_node_spec small = sb_node_spec("small", "H100", 2, MIB, GP_SHARING_MPS, NULL);
+    small.cpu_millis = 8000;
+    gp_node_spec big = sb_node_spec("big", "H100", 4, MIB, GP_SHARING_MPS, NULL);
+    big.cpu_millis = 64000;
+    assert_int_equal(gp_engine_node_add(w->e, &small, 0, NULL), GP_OK);
+    assert_int_equal(gp_engine_node_add(w->e, &big, 0, NULL), GP_OK);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec j = sb_whole_job(1, "org", 1);
+    j.cpu_millis = 6000;
+    sb_submit(w, &j, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    assert_string_equal(sb_job_node(w, 1), "big");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +487,8 @@ int main(void)
         TB_TEST(packing_fills_a_shared_gpu_first),
         TB_TEST(packing_prefers_a_used_node_to_an_empty_one),
         cmocka_unit_test(random_with_a_fixed_seed_repeats_its_choices),
+        cmocka_unit_test(equal_scores_go_to_a_fixed_node_order),
+        TB_TEST(default_places_whole_gpus_by_fragmentation_on_mps_only_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
