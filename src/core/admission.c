@@ -175,16 +175,17 @@ void gp__promote(gp_engine *e)
 
 static bool over_guarantee(const gp_engine *e, uint32_t tenant)
 {
+    bool any = false;
     for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
         const gp__tenant *t = &e->tenants[a];
         if (!t->has_guarantee)
             continue;
-        gp_res none;
-        gp__res_zero(&none);
-        if (gp__res_exceeds(&t->guaranteed, &none, &t->guarantee) >= 0)
-            return true;
+        any = true;
+        for (int d = 0; d < GP_DIMS; d++)
+            if (t->guarantee.v[d] != GP_UNLIMITED && t->guaranteed.v[d] > t->guarantee.v[d])
+                return true;
     }
-    return false;
+    return !any; /* no guarantee left on the path: nothing guarantees the job */
 }
 
 void gp__demote_over_guarantee(gp_engine *e)

@@ -339,6 +339,45 @@ static void burstable_job_is_promoted_when_guaranteed_job_finishes(void **state)
     assert_int_equal(tb_tenant_info(w, "org").guaranteed_usage.v[0], 1000);
 }
 
+static void shrinking_a_guarantee_demotes_the_newest_guaranteed_jobs(void **state)
+{
+    tb_world *w = *state;
+    /* org is guaranteed 3 GPUs and runs jobs 1, 2, 3 guaranteed.  The
+     * guarantee shrinks to 1: the newest (3, then 2) become burstable, and
+     * each class change closes one usage interval and opens another. */
+    fleet32(w);
+    tb_tenant(w, "org", "H100", 3, -1);
+    tb_submit(w, 1, "org", 1, 1, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    tb_submit(w, 2, "org", 1, 1, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    tb_submit(w, 3, "org", 1, 1, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    gp_engine_decisions_clear(w->e);
+    tb_advance(w, 100);
+    tb_tenant(w, "org", "H100", 1, -1);
+    assert_int_equal(tb_info(w, 1).cls, GP_CLASS_GUARANTEED);
+    assert_int_equal(tb_info(w, 2).cls, GP_CLASS_BURSTABLE);
+    assert_int_equal(tb_info(w, 3).cls, GP_CLASS_BURSTABLE);
+    assert_int_equal(tb_tenant_info(w, "org").guaranteed_usage.v[0], 1000);
+    const gp_decision *open = tb_find(w, 3, GP_DEC_USAGE_OPEN);
+    assert_non_null(open);
+    assert_int_equal(open->usage.cls, GP_CLASS_BURSTABLE);
+    assert_int_equal(open->usage.start, 100);
+}
+
+static void removing_the_only_guarantee_demotes_its_jobs(void **state)
+{
+    tb_world *w = *state;
+    /* with no guarantee left on its path a job cannot be guaranteed */
+    fleet32(w);
+    tb_tenant(w, "org", "H100", 1, -1);
+    tb_submit(w, 1, "org", 1, 1, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    tb_tenant(w, "org", "H100", -1, -1);
+    assert_int_equal(tb_info(w, 1).cls, GP_CLASS_BURSTABLE);
+}
+
 static void promotion_goes_oldest_first(void **state)
 {
     tb_world *w = *state;
@@ -447,6 +486,8 @@ int main(void)
         TB_TEST(whole_demand_must_fit_under_guarantee),
         TB_TEST(burstable_job_is_promoted_when_guaranteed_job_finishes),
         TB_TEST(promotion_goes_oldest_first),
+        TB_TEST(shrinking_a_guarantee_demotes_the_newest_guaranteed_jobs),
+        TB_TEST(removing_the_only_guarantee_demotes_its_jobs),
         TB_TEST(larger_guarantee_promotes_running_burstable_jobs),
         TB_TEST(lend_zero_keeps_idle_guarantee_from_borrowers),
         TB_TEST(lending_tenant_lets_borrowers_use_idle_guarantee),
