@@ -75,6 +75,7 @@ void gp_engine_free(gp_engine *e)
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         free(e->reservation[t].nodes);
     gp__scratch_free(&e->scratch);
+    free(e->recent);
     free(e->decisions);
     free(e);
 }

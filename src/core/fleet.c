@@ -97,6 +97,7 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
     int free = 0;
+    node->stamp++; /* owners, claims, health or drain may have changed */
     if (node->up && !node->draining)
         for (int i = 0; i < node->gpu_count; i++)
             free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);

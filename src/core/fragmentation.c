@@ -406,34 +406,29 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
 /* ---- remembered scores ----
  * A waiting share is looked at pass after pass, and most nodes have not
  * changed in between.  Each node remembers its last GP__MEMOS FGD-band
- * evaluations of a share with everything evaluate() reads: the node's
- * free CPU and memory, each GPU's room and memory and whether its trust
- * domain admits the job, the job's needs, the score and the mix version.  A node
- * whose state differs in any of these is measured again, so nothing needs
- * invalidating, and a remembered score is exactly the one evaluate() would
- * give (the daemon's replay sees the same choices). */
+ * evaluations of a share with what they depend on: the node's stamp
+ * (bumped by every change to one of its GPUs: shares taken or given back,
+ * owners, claims, health, drain), its CPU and memory in use, the job's
+ * needs, the score and the mix version, and the job's trust domain when
+ * one of the node's GPUs has one.  A node that changed is measured again,
+ * so a remembered score is exactly the one evaluate() would give (the
+ * daemon's replay sees the same choices). */
 
-static void memo_state_of(const gp_engine *e, const gp__job *j, uint32_t org, uint32_t n, gp_score score,
-                          gp__memo_state *st)
+static bool node_has_trust(const gp_engine *e, const gp__node *node)
 {
-    const gp__node *node = &e->fleet.nodes[n];
-    memset(st, 0, sizeof *st); /* padding too: states are compared with memcmp */
-    st->cpu_left = node->cpu_cap - node->cpu_used;
-    st->mem_left = node->mem_cap - node->mem_used;
-    for (int i = 0; i < node->gpu_count; i++) {
-        const gp__gpu *g = &e->fleet.gpus[node->gpu_first + i];
-        bool takes = g->sharing == GP_SHARING_MPS && g->healthy && !g->owner && !g->claim;
-        st->left[i] = (int16_t)gpu_left(g);
-        st->gpu_mem_left[i] = takes ? node->gpu_mem_mib - g->used_mem : -1;
-        if (g->trust == GP__NONE || g->trust == org)
-            st->trusted |= (uint8_t)(1u << i);
-    }
-    st->milli = (int16_t)j->mps_milli;
-    st->score = (uint8_t)score;
-    st->mix_version = e->mix.version;
-    st->cpu = j->cpu;
-    st->mem = j->mem;
-    st->share_mem = j->share_mem;
+    for (int i = 0; i < node->gpu_count; i++)
+        if (e->fleet.gpus[node->gpu_first + i].trust != GP__NONE)
+            return true;
+    return false;
+}
+
+static bool memo_matches(const gp__memo *m, const gp_engine *e, const gp__job *j, uint32_t org,
+                         const gp__node *node, gp_score score)
+{
+    return m->valid && m->stamp == node->stamp && m->cpu_used == node->cpu_used &&
+           m->mem_used == node->mem_used && m->mix_version == e->mix.version && m->score_kind == score &&
+           m->milli == j->mps_milli && m->cpu == j->cpu && m->mem == j->mem && m->share_mem == j->share_mem &&
+           (m->any_org || m->org == org);
 }
 
 /* evaluate(), remembered for shares under the FGD band scores; org is
@@ -446,17 +441,29 @@ static option scored(gp_engine *e, const gp__job *j, uint32_t org, uint32_t n, g
         return evaluate(e, j, n, &v, score);
     }
     gp__node *node = &e->fleet.nodes[n];
-    gp__memo_state st;
-    memo_state_of(e, j, org, n, score, &st);
     for (int k = 0; k < GP__MEMOS; k++) {
         const gp__memo *m = &node->memo[k];
-        if (m->valid && memcmp(&m->in, &st, sizeof st) == 0)
+        if (memo_matches(m, e, j, org, node, score))
             return (option){m->ok, m->score, m->tie, m->gpu};
     }
     view_of(e, n, &v);
     option o = evaluate(e, j, n, &v, score);
-    node->memo[node->memo_next] =
-        (gp__memo){.in = st, .valid = true, .ok = o.ok, .gpu = (int8_t)o.gpu, .score = o.score, .tie = o.tie};
+    node->memo[node->memo_next] = (gp__memo){.valid = true,
+                                             .any_org = !node_has_trust(e, node),
+                                             .ok = o.ok,
+                                             .gpu = (int8_t)o.gpu,
+                                             .score_kind = (uint8_t)score,
+                                             .milli = (int16_t)j->mps_milli,
+                                             .org = org,
+                                             .mix_version = e->mix.version,
+                                             .stamp = node->stamp,
+                                             .cpu_used = node->cpu_used,
+                                             .mem_used = node->mem_used,
+                                             .cpu = j->cpu,
+                                             .mem = j->mem,
+                                             .share_mem = j->share_mem,
+                                             .score = o.score,
+                                             .tie = o.tie};
     node->memo_next = (uint8_t)((node->memo_next + 1) % GP__MEMOS);
     return o;
 }

@@ -74,22 +74,18 @@ typedef struct gp__pool {
 
 #define GP__MEMOS 4        /* share scores a node remembers */
 
-/* What a share's node score depends on, and the score (fragmentation.c). */
-typedef struct gp__memo_state {
-    int64_t cpu_left, mem_left;
-    int64_t gpu_mem_left[GP_MAX_GPUS_PER_NODE]; /* -1: the GPU takes no share */
-    int16_t left[GP_MAX_GPUS_PER_NODE];
-    int16_t milli;        /* the job's share */
-    uint8_t trusted;      /* GPUs whose trust domain admits the job, one bit each */
-    uint8_t score;        /* gp_score */
-    uint32_t mix_version;
-    int64_t cpu, mem, share_mem; /* the job's needs */
-} gp__memo_state;
-
+/* A share's node score as evaluated, and what it depends on besides the
+ * node's GPUs (which node->stamp stands for; fragmentation.c). */
 typedef struct gp__memo {
-    gp__memo_state in;
-    bool valid, ok;
+    bool valid, any_org, ok;
     int8_t gpu;
+    uint8_t score_kind;   /* gp_score */
+    int16_t milli;        /* the job's share */
+    uint32_t org;         /* the job's trust domain (any when any_org) */
+    uint32_t mix_version;
+    uint64_t stamp;
+    int64_t cpu_used, mem_used; /* the node's */
+    int64_t cpu, mem, share_mem; /* the job's */
     double score, tie;
 } gp__memo;
 
@@ -110,6 +106,7 @@ typedef struct gp__node {
     uint8_t free;         /* schedulable free GPUs (0 if down/draining) */
     uint8_t indexed;      /* the bucket the node sits in (0 = none) */
     uint32_t prev, next;  /* bucket list links */
+    uint64_t stamp;       /* bumped by every change to one of its GPUs */
     gp__memo memo[GP__MEMOS]; /* the last share scores (fragmentation.c) */
     uint8_t memo_next;
 } gp__node;
@@ -277,6 +274,13 @@ typedef struct gp__mix {
 } gp__mix;
 
 
+/* A preemption still inside the cool-down: its victim may not take its
+ * reclaimer's GPUs back in turn (reclaim.c). */
+typedef struct gp__preemption {
+    uint64_t by, victim;  /* job ids */
+    int64_t time;
+} gp__preemption;
+
 /* The reservation of one GPU type for the head job of this pass. */
 typedef struct gp__reservation {
     bool active;
@@ -340,6 +344,8 @@ struct gp_engine {
     gp__scratch scratch;
     uint64_t pass;
     uint64_t changes;     /* see gp_engine_changes */
+    gp__preemption *recent; /* owned: preemptions of the last cool-down */
+    size_t n_recent, cap_recent;
     uint32_t last_placed_tenant;
     int reclaim_searches;
     int reserve_tries[GP_MAX_GPU_TYPES]; /* reservation sweeps this pass, per type */

@@ -65,10 +65,28 @@ static int64_t work_lost(const gp_engine *e, const gp__job *j)
 }
 
 /* Was j itself preempted for v within the cool-down?  Then v is no victim
- * of j: that would undo the first preemption (a loop). */
+ * of j: that would undo the first preemption (a loop).  Every preemption
+ * of the last cool-down counts, not only j's latest. */
 static bool preempted_for(const gp_engine *e, const gp__job *j, const gp__job *v)
 {
-    return j->reclaimed_by == v->id && in_cooldown(e, j);
+    for (size_t i = 0; i < e->n_recent; i++) {
+        const gp__preemption *p = &e->recent[i];
+        if (p->victim == j->id && p->by == v->id && e->now - p->time < e->cfg.preempt_cooldown_s)
+            return true;
+    }
+    return false;
+}
+
+/* Keep the preemption of v for j, and forget those past the cool-down. */
+static void remember_preemption(gp_engine *e, const gp__job *j, const gp__job *v)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < e->n_recent; i++)
+        if (e->now - e->recent[i].time < e->cfg.preempt_cooldown_s)
+            e->recent[kept++] = e->recent[i];
+    e->n_recent = kept;
+    if (GP__GROW(e->recent, e->n_recent, e->cap_recent))
+        e->recent[e->n_recent++] = (gp__preemption){j->id, v->id, e->now};
 }
 
 /* The victim order's sort key, computed once per candidate. */
@@ -284,6 +302,7 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
                        (long long)lost);
     v->deadline = e->now + v->grace;
     v->last_preempted = e->now;
+    remember_preemption(e, j, v);
     v->preemptions++;
     v->reclaimed_by = j->id;
     j->victims_left++;

@@ -154,10 +154,14 @@ void gp__tx_save_node(gp_engine *e, uint32_t node)
 void gp__tx_rollback(gp_engine *e)
 {
     gp__scratch *s = &e->scratch;
-    for (size_t i = s->n_saved_gpus; i-- > 0;)
-        e->fleet.gpus[s->saved_gpus[i].index] = s->saved_gpus[i].copy;
+    for (size_t i = s->n_saved_gpus; i-- > 0;) {
+        gp__gpu *g = &e->fleet.gpus[s->saved_gpus[i].index];
+        *g = s->saved_gpus[i].copy;
+        e->fleet.nodes[g->node].stamp++; /* scores remembered meanwhile are stale */
+    }
     for (size_t i = s->n_saved_nodes; i-- > 0;) {
         gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
+        n->stamp++;
         n->cpu_used = s->saved_nodes[i].cpu_used;
         n->mem_used = s->saved_nodes[i].mem_used;
         n->replicas = s->saved_nodes[i].replicas;
@@ -181,6 +185,7 @@ void gp__gpu_relevel(gp__fleet *f, uint32_t gi)
     gp__gpu *g = &f->gpus[gi];
     int type = f->nodes[g->node].type, level = level_of(g);
     uint32_t *heads = f->level_head[g->sharing][type];
+    f->nodes[g->node].stamp++;
     if (g->level == level)
         return;
     if (g->level <= 8) { /* unlink */
@@ -299,6 +304,7 @@ bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t
     g->used_milli = (uint16_t)(g->used_milli + gp__replica_milli(e, j, g));
     g->used_mem += replica_mem(e, j, g);
     g->jobs++;
+    n->stamp++;
     n->cpu_used += j->cpu;
     n->mem_used += j->mem;
     n->replicas++;
@@ -316,6 +322,7 @@ static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_
     g->jobs--;
     if (g->jobs == 0)
         g->trust = GP__NONE;
+    n->stamp++;
     n->cpu_used -= j->cpu;
     n->mem_used -= j->mem;
     n->replicas--;

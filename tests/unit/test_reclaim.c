@@ -330,6 +330,34 @@ static void recently_preempted_job_is_a_victim_of_last_resort(void **state)
     assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
 }
 
+static void a_victim_does_not_take_its_gpus_back_within_the_cool_down(void **state)
+{
+    tb_world *w = *state;
+    /* One 2-GPU node; a and b are guaranteed 1 GPU each.  b runs two jobs
+     * (one borrows a's GPU); a's job 10 reclaims it at t=100 (grace 0: the
+     * victim, 2, is gone at once and waits).  At t=200 the guarantees swap:
+     * a holds none, b two, so 2 is guaranteed and 10 is burstable.  Taking
+     * 10's GPU now would undo the first preemption: inside the 600 s
+     * cool-down 2 waits, even though its grace (and so its tie to the
+     * reclaimer) ended long ago.  After the cool-down it reclaims. */
+    tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
+    tb_tenant(w, "a", "H100", 1, -1);
+    tb_tenant(w, "b", "H100", 1, -1);
+    submit_full(w, 1, "b", 1, 1, 0, 0, 0);
+    submit_full(w, 2, "b", 1, 1, 0, -5, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    submit_full(w, 10, "a", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 10), GP_JOB_RUNNING);
+    tb_tenant(w, "a", "H100", 0, -1);
+    tb_tenant(w, "b", "H100", 2, -1);
+    assert_int_equal(tb_tick(w, 200, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, 2), GP_JOB_PENDING);
+    assert_int_equal(tb_tick(w, 800, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 10, GP_DEC_PREEMPT));
+}
+
 static void claimed_gpus_are_not_given_to_others(void **state)
 {
     tb_world *w = *state;
@@ -488,6 +516,7 @@ int main(void)
         TB_TEST(victims_come_from_the_tenant_furthest_over_first),
         TB_TEST(preempt_names_reclaimer_guarantee_and_work_lost),
         TB_TEST(recently_preempted_job_is_a_victim_of_last_resort),
+        TB_TEST(a_victim_does_not_take_its_gpus_back_within_the_cool_down),
         TB_TEST(claimed_gpus_are_not_given_to_others),
         TB_TEST(cancelled_reclaimer_leaves_no_gpu_claimed),
         TB_TEST(victim_node_lost_during_grace_reclaims_elsewhere),
