@@ -137,12 +137,15 @@ typedef struct sweep {
 static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
 {
     const gp__fleet *f = &e->fleet;
-    for (size_t n = 0; n < f->n_nodes; n++) {
+    for (size_t n = 0; n < f->n_nodes; n++)
+        s->avail[n] = -1;
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t n = f->type_nodes[type][i];
         const gp__node *node = &f->nodes[n];
-        bool usable = node->type == type && node->up && !node->draining;
-        s->avail[n] = usable ? node->free : -1;
+        bool usable = node->up && !node->draining;
         if (usable) {
-            uint32_t d = domain_of(e, j, (uint32_t)n);
+            s->avail[n] = node->free;
+            uint32_t d = domain_of(e, j, n);
             s->capacity[d] += replicas_on(j, node->free);
             if (s->capacity[d] >= j->replicas)
                 return false; /* GPUs are there: CPU or memory blocks it, waiting won't help */
@@ -185,10 +188,11 @@ static bool hold_nodes(gp_engine *e, const gp__job *j, int type, const sweep *s,
     if (!cand)
         return false;
     size_t n = 0;
-    for (size_t i = 0; i < f->n_nodes; i++)
-        if (s->avail[i] >= 0 && f->nodes[i].type == type && domain_of(e, j, (uint32_t)i) == s->domain &&
-            replicas_on(j, s->avail[i]) > 0)
-            cand[n++] = (uint32_t)i;
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t node = f->type_nodes[type][i];
+        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
+            cand[n++] = node;
+    }
     /* insertion by current free count (small n in practice: one block) */
     for (size_t a = 1; a < n; a++)
         for (size_t b = a; b > 0 && f->nodes[cand[b]].free < f->nodes[cand[b - 1]].free; b--) {

@@ -313,6 +313,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     gp__block *b = &f->blocks[block];
     if (!GP__GROW(f->nodes, f->n_nodes, f->cap_nodes) || !GP__GROW(b->nodes, b->n_nodes, b->cap_nodes) ||
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
+        !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -337,7 +338,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     node->prev = node->next = GP__NONE;
     node->pool = (uint16_t)pool;
     b->nodes[b->n_nodes++] = n;
-    f->n_type_nodes[type]++;
+    f->type_nodes[type][f->n_type_nodes[type]++] = n;
     bool mps = false;
     for (int i = 0; i < s->gpu_count; i++)
         mps |= (s->gpu_sharing ? s->gpu_sharing[i] : s->sharing) == GP_SHARING_MPS;
@@ -530,8 +531,10 @@ void gp__fleet_free(gp__fleet *f)
     free(f->gpus);
     free(f->zones);
     free(f->pools);
-    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
+        free(f->type_nodes[t]);
+    }
     gp_strmap_free(&f->node_by_name);
     gp_strmap_free(&f->block_by_name);
 }

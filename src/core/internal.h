@@ -142,7 +142,8 @@ typedef struct gp__fleet {
     bool all_spread;      /* every pool spreads: walk the levels upwards */
     uint32_t *mps_nodes[GP_MAX_GPU_TYPES]; /* nodes with an MPS GPU, per type */
     size_t n_mps_nodes[GP_MAX_GPU_TYPES], cap_mps_nodes[GP_MAX_GPU_TYPES];
-    size_t n_type_nodes[GP_MAX_GPU_TYPES]; /* nodes per type */
+    uint32_t *type_nodes[GP_MAX_GPU_TYPES]; /* nodes per type, in fleet order */
+    size_t n_type_nodes[GP_MAX_GPU_TYPES], cap_type_nodes[GP_MAX_GPU_TYPES];
     bool all_paper_scores; /* every pool uses one of the FGD paper's scores: whole
                               GPUs are placed by node score too (fragmentation.c) */
     /* the free-capacity index: per type, per free count, a list of nodes */
