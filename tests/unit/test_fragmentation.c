@@ -10,9 +10,9 @@
  * Free capacity: an exclusive GPU 1000 (0 when owned), an MPS GPU 1000 -
  * its shares.  MPS shares are placed by the pool's score, and so are
  * whole-GPU and CPU-only jobs when every pool uses a paper score or every
- * node of the models they accept is MPS; `default` takes FGD's integer
- * score, ties to the fuller node.  Equal scores go to a fixed node order
- * drawn from the pool's seed (random: a fresh draw per task).
+ * node of the models they accept is MPS; `default` scores as `fgd` does.
+ * Equal scores go to a fixed node order drawn from the pool's seed
+ * (random: a fresh draw per task).
  *
  * Fleets: H100 nodes of 2 GPUs (81920 MiB each, 128 cores), one tenant
  * "org"; MPS jobs with cpu 0 so that CPU never decides.
@@ -279,29 +279,31 @@ static void default_score_takes_the_least_growth_before_the_fuller_node(void **s
     assert_true(fabs(gp_engine_fragmentation(w->e)) < 1e-9);
 }
 
-static void default_score_breaks_ties_toward_the_fuller_node(void **state)
+/* 24 shares of 100-700 milli-GPUs, one per tick, on six 4-GPU MPS nodes
+ * of a pool scoring `score` with seed 5; writes the GPU of each. */
+static void shares_run(gp_score score, uint32_t gpus_out[24])
 {
-    tb_world *w = *state;
-    /* M = {0.5 GPU: 1}.  b comes first in the fleet, a second with a 300
-     * share on GPU 0: a = (700, 1000), b = (1000, 1000).  A 0.5 task:
-     * a GPU 1 -> (700, 500): dF 0; a GPU 0 -> (200, 1000): dF +200;
-     * b -> (500, 1000): dF 0.  a and b tie; a is left fuller (1200 vs
-     * 1500 free): a, GPU 1. */
-    gp_workload_shape m = shape(1, 500, 1);
-    set_mix(w, &m, 1);
-    sb_add_node(w, "b", "H100", 2, MIB, GP_SHARING_MPS, NULL);
-    sb_add_node(w, "a", "H100", 2, MIB, GP_SHARING_MPS, NULL);
+    tb_world *w = tb_new();
+    sb_pool(w, "p", score, 0, 5);
+    const char *names[6] = {"p0", "p1", "p2", "p3", "p4", "p5"};
+    for (int i = 0; i < 6; i++)
+        sb_add_node(w, names[i], "H100", 4, MIB, GP_SHARING_MPS, "p");
     sb_tenant(w, "org", GP_TRUST_TRUSTED);
-    assert_int_equal(gp_engine_node_drain(w->e, "b", true, 0, NULL), GP_OK);
-    submit_mps(w, 1, 300, 0);
-    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
-    assert_string_equal(sb_job_node(w, 1), "a");
-    assert_int_equal(job_gpu_index(w, 1), 0);
-    assert_int_equal(gp_engine_node_drain(w->e, "b", false, 10, NULL), GP_OK);
-    submit_mps(w, 2, 500, 10);
-    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
-    assert_string_equal(sb_job_node(w, 2), "a");
-    assert_int_equal(job_gpu_index(w, 2), 1);
+    for (uint64_t id = 1; id <= 24; id++) {
+        submit_mps(w, id, 100 * (int)(1 + (id * 5) % 7), (int64_t)id);
+        assert_int_equal(tb_tick(w, (int64_t)id, GP_DEC_BIND), 1);
+        gpus_out[id - 1] = sb_slice(w, id).gpu;
+    }
+    tb_free(w);
+}
+
+static void default_score_places_shares_as_fgd_does(void **state)
+{
+    (void)state;
+    uint32_t by_default[24], by_fgd[24];
+    shares_run(GP_SCORE_DEFAULT, by_default);
+    shares_run(GP_SCORE_FGD, by_fgd);
+    assert_memory_equal(by_default, by_fgd, sizeof by_default);
 }
 
 /* ---- the paper's other scores ---- */
@@ -481,7 +483,7 @@ int main(void)
         TB_TEST(fragmentation_of_the_header_example_is_300_then_100),
         TB_TEST(fgd_puts_a_half_gpu_task_where_fragmentation_grows_least),
         TB_TEST(default_score_takes_the_least_growth_before_the_fuller_node),
-        TB_TEST(default_score_breaks_ties_toward_the_fuller_node),
+        cmocka_unit_test(default_score_places_shares_as_fgd_does),
         TB_TEST(bestfit_puts_a_share_on_the_fullest_gpu_of_the_fullest_node),
         TB_TEST(spread_puts_a_share_on_the_emptiest_node),
         TB_TEST(packing_fills_a_shared_gpu_first),
