@@ -42,12 +42,12 @@
  *               GPU, the exact dF) came within 0.3 points of it either
  *               way, none above it on every trace.
  *
- * Ties go to a fixed node order drawn once from the pool's seed.  That is
- * how the paper's simulator behaves (it shuffles the node list once per
- * run and kube-scheduler keeps the first best node), and it matters: equal
- * scores broken by a fresh draw per task spread small tasks over every
- * node, while a fixed order packs them onto the same nodes and keeps the
- * others whole.  On the openb default trace the same FGD scores allocate
+ * Ties go to a fixed node order drawn once from the pool's seed.  The
+ * paper's simulator numbers its nodes by a permutation drawn once per run,
+ * and only a fixed order reproduces its results.  It matters: equal scores
+ * broken by a fresh draw per task spread small tasks over every node,
+ * while a fixed order packs them onto the same nodes and keeps the others
+ * whole.  On the openb default trace the same FGD scores allocate
  * 95.2 % at 100 % load with a fixed order and 90.3 % with a fresh draw
  * (the paper reports 95.23 %).  The order is a hash of the seed and the
  * node, so a look that places nothing leaves no trace (the daemon's log
