@@ -38,7 +38,10 @@ static int submit_from_file(gp_client *c, const char *path, json_t **out)
     return GP_EXIT_OK;
 }
 
-static void print_job_line(const json_t *j)
+static const char *const job_head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
+
+/* One row of the job table (job_head's columns) from a job's JSON. */
+static void add_job_row(gp_table *t, const json_t *j)
 {
     char id[32], gpus[64];
     snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
@@ -51,10 +54,14 @@ static void print_job_line(const json_t *j)
                            json_string_value(json_object_get(j, "state")),
                            json_string_value(json_object_get(j, "class")),
                            json_string_value(json_object_get(j, "reason"))};
+    gp_table_add(t, cells);
+}
+
+static void print_job_line(const json_t *j)
+{
     gp_table t;
-    static const char *const head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
-    gp_table_init(&t, 7, head);
-    gp_table_add(&t, cells);
+    gp_table_init(&t, 7, job_head);
+    add_job_row(&t, j);
     gp_table_print(&t, stdout);
 }
 
@@ -150,25 +157,12 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
     gp_response resp;
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
-        static const char *const head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
         gp_table t;
-        gp_table_init(&t, 7, head);
+        gp_table_init(&t, 7, job_head);
         size_t i;
         json_t *j;
-        json_array_foreach(json_object_get(resp.body, "jobs"), i, j) {
-            char id[32], gpus[64];
-            snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
-            snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
-                     (long long)json_integer_value(json_object_get(j, "gpus")));
-            const char *cells[] = {id,
-                                   json_string_value(json_object_get(j, "tenant")),
-                                   json_string_value(json_object_get(j, "name")),
-                                   gpus,
-                                   json_string_value(json_object_get(j, "state")),
-                                   json_string_value(json_object_get(j, "class")),
-                                   json_string_value(json_object_get(j, "reason"))};
-            gp_table_add(&t, cells);
-        }
+        json_array_foreach(json_object_get(resp.body, "jobs"), i, j)
+            add_job_row(&t, j);
         gp_table_print(&t, stdout);
         json_t *next = json_object_get(resp.body, "next");
         if (json_is_integer(next))
