@@ -48,8 +48,9 @@
  * broken by a fresh draw per task spread small tasks over every node,
  * while a fixed order packs them onto the same nodes and keeps the others
  * whole.  On the openb default trace the same FGD scores allocate
- * 95.2 % at 100 % load with a fixed order and 90.3 % with a fresh draw
- * (the paper reports 95.23 %).  The order is a hash of the seed and the
+ * 95.13 % at 100 % load with a fixed order and 90.01 % with a fresh draw
+ * per task (bench/fgd/run at commits 35687e6 and 73c340d; the paper
+ * reports 95.23 %).  The order is a hash of the seed and the
  * node, so a look that places nothing leaves no trace (the daemon's log
  * replay must reproduce every choice).
  *
@@ -364,15 +365,15 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
     const gp__node *node = &e->fleet.nodes[n];
     if ((j->cpu > 0 && v->cpu_left < j->cpu) || (j->mem > 0 && node->mem_cap - node->mem_used < j->mem))
         return best;
-    bool fits[GP_MAX_GPUS_PER_NODE], any = false;
-    for (int i = 0; i < v->n && gp__job_shared(j); i++)
+    bool shared = gp__job_shared(j), fits[GP_MAX_GPUS_PER_NODE], any = false;
+    for (int i = 0; shared && i < v->n; i++)
         any |= fits[i] = share_gpu_fits(e, j, &e->fleet.gpus[node->gpu_first + i]);
-    if (gp__job_shared(j) && !any) /* no GPU with room: not worth measuring */
+    if (shared && !any) /* no GPU with room: not worth measuring */
         return best;
     double f_before = view_frag(&e->mix, v);
     node_view after = *v;
     after.cpu_left -= j->cpu;
-    if (!gp__job_shared(j)) {
+    if (!shared) {
         int need = j->gpus;
         for (int i = 0; i < v->n && need > 0; i++)
             if (after.left[i] == 1000 && gp__gpu_is_free(&e->fleet.gpus[node->gpu_first + i])) {

@@ -185,7 +185,6 @@ void gp__gpu_relevel(gp__fleet *f, uint32_t gi)
     gp__gpu *g = &f->gpus[gi];
     int type = f->nodes[g->node].type, level = level_of(g);
     uint32_t *heads = f->level_head[g->sharing][type];
-    f->nodes[g->node].stamp++;
     if (g->level == level)
         return;
     if (g->level <= 8) { /* unlink */
