@@ -678,6 +678,14 @@ static void build_fleet(sim *s)
         pe_sim_fail(s, "setup: gpu_count %zu, expected %d", gp_engine_gpu_count(s->e), s->n_gpus);
 }
 
+static bool tenant_untrusted(sim *s, int t)
+{
+    gp_tenant_info info;
+    if (!gp_engine_tenant_get(s->e, s->tenants[t].engine_index, &info))
+        pe_sim_fail(s, "tenant_get(%s) failed", s->tenants[t].path);
+    return info.untrusted;
+}
+
 static void build_subtree(sim *s, int parent, int depth, int64_t *budget, bool no_guarantees)
 {
     int n = pe_rng_int(&s->rng, 1, 3);
@@ -704,6 +712,8 @@ static void build_subtree(sim *s, int parent, int depth, int64_t *budget, bool n
         sp->lend = r < 80 ? -1 : r < 90 ? 0 : 1;
         r = pe_rng_int(&s->rng, 0, 99);
         sp->trust = r < 90 ? GP_TRUST_INHERIT : r < 95 ? GP_TRUST_TRUSTED : GP_TRUST_UNTRUSTED;
+        if (sp->trust == GP_TRUST_TRUSTED && parent >= 0 && tenant_untrusted(s, parent))
+            sp->trust = GP_TRUST_INHERIT; /* trust is a floor: "trusted" below untrusted is refused */
         int64_t local[PROP_MAX_TYPES] = {0};
         int64_t *child_budget = budget;
         if (!no_guarantees && pe_rng_pct(&s->rng, 65)) {
