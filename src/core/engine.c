@@ -563,6 +563,7 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit */
         j->pass_seen = e->pass;
         e->stats.pass_considered++;
+        gp__claims_forget(e, job); /* GPUs it was reclaiming are nobody's now */
         j->wait = (gp_wait){.code = GP_WAIT_TRUST, .dim = -1, .tenant = gp__trust_source(e, j->tenant)};
         return;
     }

@@ -485,6 +485,35 @@ static void a_newly_untrusted_mig_instance_beside_another_tenant_is_preempted(vo
     sb_assert_sharing_consistent(w, MIB);
 }
 
+static void a_reclaiming_share_whose_tenant_becomes_untrusted_gives_up_its_claim(void **state)
+{
+    tb_world *w = *state;
+    /* a/x's guaranteed share reclaims the only MPS GPU from b/x's borrowed
+     * one; a/x turns untrusted during the victim's grace: its share waits
+     * for trust and the GPU is not held for it, so b/x's requeued share
+     * takes it again */
+    sb_add_node(w, "p0", "H100", 1, MIB, GP_SHARING_MPS, NULL);
+    tenants(w);
+    gp_tenant_spec g = tb_tenant_spec("H100", 1, -1);
+    assert_int_equal(tb_tenant_try(w, "a", &g, NULL), GP_OK);
+    assert_int_equal(tb_tenant_try(w, "a/x", &g, NULL), GP_OK);
+    gp_job_spec s = sb_mps_job(1, "b/x", 800, 0);
+    s.checkpoint_grace_s = 30;
+    submit(w, s, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit(w, sb_mps_job(2, "a/x", 500, 0), 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_info(w, 2).wait.code, GP_WAIT_RECLAIM);
+    g.trust = GP_TRUST_UNTRUSTED;
+    assert_int_equal(tb_tenant_try(w, "a/x", &g, NULL), GP_OK);
+    tb_tick(w, 20, GP_DEC_BIND);
+    assert_waits_for_trust(w, 2, "tenant a/x is untrusted");
+    assert_int_equal(tb_tick(w, 40, GP_DEC_BIND), 1); /* the grace ended: b/x is back */
+    assert_int_equal(tb_state(w, 1), GP_JOB_RUNNING);
+    assert_waits_for_trust(w, 2, "tenant a/x is untrusted");
+    sb_assert_sharing_consistent(w, MIB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +538,7 @@ int main(void)
         TB_TEST(whole_gpu_work_keeps_running_when_its_tenant_becomes_untrusted),
         TB_TEST(a_newly_untrusted_mig_instance_alone_on_its_gpu_keeps_it),
         TB_TEST(a_newly_untrusted_mig_instance_beside_another_tenant_is_preempted),
+        TB_TEST(a_reclaiming_share_whose_tenant_becomes_untrusted_gives_up_its_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
