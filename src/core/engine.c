@@ -1,7 +1,8 @@
 /* engine.c - events in, decisions out: the scheduling pass.
  *
  * Job events (cancel, finish, checkpoint) and the pass live here; fleet
- * and tenant events live in fleet.c and tenants.c.  A pass (gp_engine_tick)
+ * and tenant events live in fleet.c and tenants.c, except what a tenant
+ * change means for jobs (trust, below).  A pass (gp_engine_tick)
  * does, in order:
  *
  *   1. end the grace of preempted or cancelled jobs whose deadline passed:
@@ -227,6 +228,73 @@ void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
     victim_done(e, j);
     release(e, job);
     requeue(e, job, why);
+}
+
+/* ---- tenant events ----
+ * tenants.c validates and applies a change; what it means for jobs is
+ * decided here.  Trust: a change can make tenants untrusted (the tenant,
+ * or a whole subtree when an ancestor changes).  Untrusted work may run
+ * only on whole GPUs or on MIG GPUs of its own (sharing.c), so running
+ * work placed while the tenant was trusted may have to go: its MPS and
+ * time-sliced jobs, and MIG jobs that share a GPU with another tenant, are
+ * preempted with their checkpoint grace and requeued; they then wait with
+ * GP_WAIT_TRUST (the pass checks trust before it places, consider()) until
+ * they are cancelled or an admin trusts the tenant again.  A MIG job alone
+ * on its GPUs keeps running; the GPUs become the tenant's own.  Whole-GPU
+ * work is untouched.
+ *
+ * Example: a/x runs a time-sliced job with grace 30 s; at t=100 an admin
+ * makes org a untrusted: PREEMPT (grace 30, "tenant a/x is untrusted ...");
+ * the tick at t=130 requeues it and it waits "tenant a/x is untrusted
+ * (inherited from a): timeslice is not allowed ...". */
+
+static void trust_preempt(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    const char *tenant = e->tenants[j->tenant].path;
+    const char *source = e->tenants[gp__trust_source(e, j->tenant)].path;
+    const char *iso = gp_isolation_name(j->isolation);
+    int64_t since = j->last_checkpoint > j->bind_time ? j->last_checkpoint : j->bind_time;
+    int64_t lost = (e->now - since) * j->replicas * j->gpus;
+    gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, j->id);
+    if (d) {
+        d->grace_s = j->grace;
+        d->work_lost_gpu_s = lost;
+        snprintf(d->reason, sizeof d->reason, "tenant %s is untrusted (set on %s): its %s work may not share a GPU",
+                 tenant, source, iso);
+    }
+    gp__job_transition(e, job, GP_JOB_PREEMPTING,
+                       "preempted: tenant %s is untrusted (set on %s), %s work may not share a GPU; %lld GPU-s since "
+                       "the last checkpoint",
+                       tenant, source, iso, (long long)lost);
+    j->deadline = e->now + j->grace;
+    j->last_preempted = e->now;
+    j->preemptions++;
+    if (j->grace == 0)
+        grace_over(e, job, "preempted with no grace");
+}
+
+static void enforce_trust(gp_engine *e)
+{
+    for (size_t i = e->n_running; i-- > 0;) {
+        if (i >= e->n_running)
+            continue;
+        uint32_t job = e->running[i];
+        const gp__job *j = &e->jobs[job];
+        if (j->state != GP_JOB_RUNNING || !e->tenants[j->tenant].untrusted || !gp__job_shared(j))
+            continue;
+        if (gp__trust_forbids(e, j) || !gp__mig_keep_untrusted(e, job))
+            trust_preempt(e, job);
+    }
+}
+
+gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now,
+                            gp_error *err)
+{
+    gp_err rc = gp__tenant_set(e, path, spec, now, err);
+    if (rc == GP_OK)
+        enforce_trust(e);
+    return rc;
 }
 
 /* ---- job events ---- */
@@ -492,6 +560,13 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     gp__job *j = &e->jobs[job];
     if (j->pass_seen == e->pass)
         return;
+    if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit */
+        j->pass_seen = e->pass;
+        e->stats.pass_considered++;
+        gp__claims_forget(e, job); /* GPUs it was reclaiming are nobody's now */
+        j->wait = (gp_wait){.code = GP_WAIT_TRUST, .dim = -1, .tenant = gp__trust_source(e, j->tenant)};
+        return;
+    }
     uint8_t guaranteed = 0, burstable = 0, borrowed_limit = 0;
     gp_wait limit = {.code = GP_WAIT_NONE};
     for (int t = 0; t < e->fleet.n_types; t++) {

@@ -69,7 +69,12 @@ double gp_engine_fragmentation(gp_engine *e);
 
 /* Create or update the tenant at path ("org", "org/team", ...).  Its parent
  * must exist.  Rejected (nothing changed) when children's guarantees would
- * not fit in the parent's, or the top level's in the healthy fleet. */
+ * not fit in the parent's, or the top level's in the healthy fleet, and
+ * (GP_ERR_INVALID, field "trust") when it asks for trusted below an
+ * untrusted ancestor: trust is a floor.  A change that makes tenants
+ * untrusted preempts their running mps/timeslice work (and MIG work that
+ * shares a GPU with another tenant) with its grace: PREEMPT decisions with
+ * by_job 0; their pending mps/timeslice jobs wait with GP_WAIT_TRUST. */
 gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now,
                             gp_error *err);
 /* Remove a tenant with no children and no live jobs. */

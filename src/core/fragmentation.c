@@ -571,6 +571,8 @@ static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option 
 
 bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *chosen)
 {
+    if (gp__trust_forbids(e, j))
+        return false;
     if (e->mix.dirty)
         mix_typical(&e->mix);
     if (!gp__scratch_reserve(e, gp__placed_count(j)))

@@ -399,6 +399,11 @@ void gp__tenant_charge(gp_engine *e, uint32_t tenant, const gp_res *demand, gp_c
 void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
 void gp__tenants_free(gp_engine *e);
+/* gp_engine_tenant_set without its consequences for jobs (engine.c). */
+gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err);
+/* The tenant whose own "untrusted" makes t untrusted (t itself or an
+ * ancestor); t when t is trusted. */
+uint32_t gp__trust_source(const gp_engine *e, uint32_t tenant);
 
 /* ---- jobs.c ---- */
 uint32_t gp__job_lookup(const gp_engine *e, uint64_t id);
@@ -497,6 +502,13 @@ void gp__tx_rollback(gp_engine *e);
 uint32_t gp__pool_get(gp_engine *e, const char *name);
 int gp__pool_timeslice(const gp_engine *e, uint32_t pool);
 gp_err gp__shared_check(const gp_engine *e, gp_error *err);
+/* The job asks for a level its tenant's trust forbids now (mps or
+ * timeslice for an untrusted tenant): no placement may take it. */
+bool gp__trust_forbids(const gp_engine *e, const gp__job *j);
+/* A running MIG job whose tenant became untrusted: where its GPUs host only
+ * that tenant's instances they become the tenant's own (true); false, and
+ * nothing changed, when one hosts anybody else's. */
+bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job);
 
 /* ---- fragmentation.c ---- */
 /* Whether a job is placed by node score: MPS shares always; CPU-only and

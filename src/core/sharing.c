@@ -17,7 +17,17 @@
  * GPU is empty again.  A MIG GPU that hosts an untrusted tenant's instance
  * hosts only that tenant's instances until they are gone, so an untrusted
  * tenant never shares a GPU with anyone.  An empty MPS GPU may also run one
- * whole-GPU (exclusive) job.
+ * whole-GPU (exclusive) job.  These rules hold at every placement with the
+ * tenant's trust as it is then, not as it was at submit: an mps or
+ * timeslice job of a tenant that has become untrusted is placed nowhere
+ * (gp__trust_forbids); for running work engine.c asks
+ * gp__mig_keep_untrusted.
+ *
+ * Example: org a trusted, a/x runs an MPS share on GPU g0 (g0 is org a's);
+ * a/y submits a share, then an admin makes a/y untrusted.  The next pass
+ * puts a/y's share neither beside a/x's nor on an empty GPU: it waits
+ * "tenant a/y is untrusted".  Had it been running, it would have been
+ * preempted with its grace at the change.
  *
  * MIG layouts change with demand: a replica reuses an idle instance of its
  * profile when there is one, else creates one in free memory slices, else
@@ -250,8 +260,36 @@ static bool may_reconfigure(const gp_engine *e, const gp__gpu *g)
            e->now - g->reconfigured_at >= e->cfg.mig_reconfigure_interval_s;
 }
 
+bool gp__trust_forbids(const gp_engine *e, const gp__job *j)
+{
+    return (j->isolation == GP_ISO_MPS || j->isolation == GP_ISO_TIMESLICE) && e->tenants[j->tenant].untrusted;
+}
+
+bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job)
+{
+    const gp__job *j = &e->jobs[job];
+    for (int r = 0; r < j->replicas; r++) {
+        const gp__gpu *g = &e->fleet.gpus[j->placed[r]];
+        if (g->trust == j->tenant)
+            continue;
+        if (g->trust != GP__NONE)
+            return false;
+        for (int i = 0; i < g->n_mig; i++)
+            if (g->mig[i].owner && e->jobs[g->mig[i].owner - 1].tenant != j->tenant)
+                return false;
+    }
+    for (int r = 0; r < j->replicas; r++) {
+        gp__gpu *g = &e->fleet.gpus[j->placed[r]];
+        g->trust = j->tenant;
+        e->fleet.nodes[g->node].stamp++;
+    }
+    return true;
+}
+
 static bool trust_allows(const gp_engine *e, const gp__job *j, const gp__gpu *g)
 {
+    if (gp__trust_forbids(e, j))
+        return false;
     if (j->isolation == GP_ISO_MIG) {
         if (e->tenants[j->tenant].untrusted)
             return g->trust == j->tenant || (g->trust == GP__NONE && g->jobs == 0);
@@ -495,7 +533,11 @@ gp_err gp__shared_check(const gp_engine *e, gp_error *err)
                                   (unsigned long long)j->id);
             else if (j->isolation != GP_ISO_MIG && domain[gi] != GP__NONE && domain[gi] != dom)
                 rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "two trust domains share GPU %u", gi);
-            else if (j->isolation == GP_ISO_MIG && e->tenants[j->tenant].untrusted && g->trust != j->tenant)
+            else if (j->state != GP_JOB_PREEMPTING && gp__trust_forbids(e, j)) /* in grace it is leaving */
+                rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu of an untrusted tenant runs on a shared GPU",
+                                  (unsigned long long)j->id);
+            else if (j->isolation == GP_ISO_MIG && j->state != GP_JOB_PREEMPTING && e->tenants[j->tenant].untrusted &&
+                     g->trust != j->tenant)
                 rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "untrusted job %llu shares a MIG GPU",
                                   (unsigned long long)j->id);
             if (j->isolation != GP_ISO_MIG || dom != GP__NONE)

@@ -10,7 +10,10 @@
  *   weight     its fair-share weight among siblings (default: guaranteed
  *              GPUs, at least 1);
  *   lend       whether others may borrow its idle guarantee;
- *   trust      trusted or untrusted, inherited.
+ *   trust      trusted or untrusted, inherited; a floor: a tenant is
+ *              untrusted when it or any ancestor is, and "trusted" below
+ *              an untrusted ancestor is refused (only the ancestor can lift
+ *              it).  What a change of trust means for jobs is engine.c's.
  *
  * Invariants checked on every change (a change that breaks one is refused
  * and nothing changes):
@@ -228,14 +231,43 @@ static gp_err validate_tree(const gp_engine *e, const gp_res *old_top, gp_error 
     return GP_OK;
 }
 
+/* Effective trust is a floor: untrusted when set so here or anywhere above,
+ * whatever the descendants ask for. */
 static void update_trust(gp_engine *e, uint32_t t)
 {
     gp__tenant *ten = &e->tenants[t];
     bool parent_untrusted = ten->parent != GP__NONE && e->tenants[ten->parent].untrusted;
-    ten->untrusted = ten->trust_set == GP_TRUST_UNTRUSTED ||
-                     (ten->trust_set == GP_TRUST_INHERIT && parent_untrusted);
+    ten->untrusted = ten->trust_set == GP_TRUST_UNTRUSTED || parent_untrusted;
     for (size_t i = 0; i < ten->n_children; i++)
         update_trust(e, ten->children[i]);
+}
+
+uint32_t gp__trust_source(const gp_engine *e, uint32_t t)
+{
+    for (uint32_t a = t; a != GP__NONE; a = e->tenants[a].parent)
+        if (e->tenants[a].trust_set == GP_TRUST_UNTRUSTED)
+            return a;
+    return t;
+}
+
+/* A change may not make a tenant more trusted than its parent: "trusted"
+ * below an untrusted tenant is refused (an unknown parent is reported by
+ * tenant_create). */
+static gp_err check_trust_floor(const gp_engine *e, const char *path, const gp_tenant_spec *s, gp_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    if (s->trust != GP_TRUST_TRUSTED || !slash)
+        return GP_OK;
+    char ppath[GP_PATH_MAX];
+    snprintf(ppath, sizeof ppath, "%.*s", (int)(slash - path), path);
+    uint32_t parent = gp__tenant_lookup(e, ppath);
+    if (parent == GP__NONE || !e->tenants[parent].untrusted)
+        return GP_OK;
+    const char *source = e->tenants[gp__trust_source(e, parent)].path;
+    return gp_error_set(err, GP_ERR_INVALID, "trust",
+                        "%s is untrusted, so %s cannot be trusted (trust is inherited as a floor); use inherit or "
+                        "untrusted, or have an admin trust %s",
+                        source, path, source);
 }
 
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t)
@@ -355,8 +387,7 @@ static void tenant_unlink(gp_engine *e, uint32_t t)
     ten->removed = true;
 }
 
-gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now,
-                            gp_error *err)
+gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err)
 {
     int depth = 0;
     gp_err rc;
@@ -364,7 +395,8 @@ gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
     if (now < e->now)
         return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
-    if ((rc = check_path(path, &depth, err)) || (rc = check_spec(spec, err)))
+    if ((rc = check_path(path, &depth, err)) || (rc = check_spec(spec, err)) ||
+        (rc = check_trust_floor(e, path, spec, err)))
         return rc;
     int n_types_before = e->fleet.n_types;
     gp_res guarantee, limit, user_limit;

@@ -163,6 +163,16 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
         n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing jobs preempted, grace ends at t=%lld",
                      tenant_name(e, w->tenant), (long long)w->a, (long long)w->time);
         break;
+    case GP_WAIT_TRUST:
+        if (w->tenant == j->tenant)
+            n = snprintf(buf, len, "tenant %s is untrusted: %s is not allowed; cancel and resubmit as exclusive or mig, "
+                         "or ask an admin to trust %s", tenant_name(e, j->tenant), gp_isolation_name(j->isolation),
+                         tenant_name(e, w->tenant));
+        else
+            n = snprintf(buf, len, "tenant %s is untrusted (inherited from %s): %s is not allowed; cancel and resubmit "
+                         "as exclusive or mig, or ask an admin to trust %s", tenant_name(e, j->tenant),
+                         tenant_name(e, w->tenant), gp_isolation_name(j->isolation), tenant_name(e, w->tenant));
+        break;
     default:
         n = snprintf(buf, len, "not waiting");
         break;

@@ -145,5 +145,29 @@ def test_tenant_admin_apply(d):
     assert st == 404, st
 
 
+def test_untrusted_subtree_cannot_trust_its_children(d):
+    """Trust is a floor: the tenant-admin of an untrusted subtree
+    (product/ads) cannot make a child trusted, and so cannot get MPS work
+    in through it; only an admin changing product/ads lifts it."""
+    setup(d)
+    tok = d.ok("POST", "/v1/tokens", {"name": "ads-admin", "role": "tenant-admin", "scope": "product/ads"})["token"]
+    st, out = d.call("PUT", "/v1/tenants/product/ads/canary", {"trust": "trusted"}, token=tok)
+    assert st == 400 and out["error"]["field"] == "trust", (st, out)
+    st, _ = d.call("GET", "/v1/tenants/product/ads/canary")
+    assert st == 404, st  # nothing created
+    d.ok("PUT", "/v1/tenants/product/ads/canary", {}, token=tok)
+    st, out = d.call("PUT", "/v1/tenants/product/ads/canary", {"trust": "trusted", "weight": 2}, token=tok)
+    assert st == 400 and out["error"]["field"] == "trust", (st, out)
+    canary = d.ok("GET", "/v1/tenants/product/ads/canary")
+    assert canary["trust"] == "untrusted" and canary["weight"] == 1, canary  # nothing changed
+    st, out = d.call("POST", "/v1/jobs", {"tenant": "product/ads/canary", "share": {"mps": 25}}, token=tok)
+    assert st == 400 and out["error"]["field"] == "isolation", (st, out)
+    # an admin can move it only under a trusted tenant, and lift it there
+    st, out = d.call("POST", "/v1/tenants:move", {"from": "product/ads/canary", "to": "product/canary"})
+    assert st == 200, (st, out)
+    assert d.ok("GET", "/v1/tenants/product/canary")["trust"] == "trusted"
+
+
 if __name__ == "__main__":
-    gpd.run([test_matrix, test_member_sees_only_its_tenant, test_tenant_admin_apply])
+    gpd.run([test_matrix, test_member_sees_only_its_tenant, test_tenant_admin_apply,
+             test_untrusted_subtree_cannot_trust_its_children])

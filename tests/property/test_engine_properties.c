@@ -1,14 +1,20 @@
 /* test_engine_properties.c - randomized property tests of the scheduling engine.
  *
  * Every sequence builds a small random fleet (2-6 fabric blocks of 2-6 nodes,
- * 4 or 8 GPUs a node, 1-3 GPU types, sometimes two NVLink domains a node)
- * and a random tenant tree (1-3 orgs / 1-3 teams / 1-3 projects) whose
+ * 4 or 8 GPUs a node, 1-3 GPU types, sometimes two NVLink domains a node;
+ * in most fleets 10-50 % of the nodes in MIG (H100/A100), MPS or time-slice
+ * mode) and a random tenant tree (1-3 orgs / 1-3 teams / 1-3 projects) whose
  * guarantees fit (sometimes none at all, sometimes lend=0, sometimes
- * limits), then feeds the engine 100-300 random events with non-decreasing
- * time: submits, cancels, finishes, checkpoints, node loss and return, GPU
- * health flips, drains, tenant changes (which the engine may reject),
- * deliberately invalid calls, forgets and ticks.  A tick is also forced at
- * every preemption / stop deadline that time passes, exactly at it.
+ * limits, some untrusted), then feeds the engine 100-300 random events with
+ * non-decreasing time: submits (whole GPUs with any/block/nvlink topology,
+ * or MIG, MPS and time-slice shares; one or more accepted types; with a
+ * user u0..u2 or none), cancels, finishes, checkpoints, node loss and
+ * return, GPU health flips, drains, tenant changes mid-sequence (guarantee,
+ * limit, lend, weight, trust, user limit; the engine may reject them),
+ * moves of idle leaves under another team (remove and re-create: the
+ * engine does not re-parent), deliberately invalid calls, forgets and
+ * ticks.  A tick is also forced at every preemption / stop deadline that
+ * time passes, exactly at it.
  *
  * The test keeps its own books, built only from what the engine emitted:
  * BIND (plus gp_engine_job_gpus() right after the event), PREEMPT, STOP,
@@ -30,8 +36,23 @@
  *  P6  no preemption loop: if A was preempted for B, B is not preempted for
  *      A within the cool-down (600 s);
  *  P7  gp_engine_check_invariants() == GP_OK;
+ *  P8  trust and co-location (pe_check_sharing): effective trust is the
+ *      floor of the tree (untrusted if the tenant or an ancestor says so),
+ *      "trusted" below an untrusted ancestor is refused naming `trust`, a
+ *      trust-only change is otherwise taken; an untrusted tenant's mps or
+ *      timeslice submit is refused naming `isolation`; no untrusted tenant
+ *      runs an MPS or time-slice share (one in its grace is leaving), its
+ *      running MIG slice shares its GPU with no other tenant's; an MPS or
+ *      time-sliced GPU holds one org and names it; shared GPUs' used_milli
+ *      and jobs equal our slices; after a tick every pending mps/timeslice
+ *      job of an untrusted tenant waits with GP_WAIT_TRUST (and only those);
+ *      a PREEMPT by no job is a trust preemption of a shared job of an
+ *      untrusted tenant with its checkpoint grace;
+ *  P9  per-user limits: a user's usage in a leaf stays within the nearest
+ *      user limit above it (skipped for a leaf a tenant change put over,
+ *      until it is back under);
  * plus consistency of the decision stream (TRANSITION.from equals the state
- * we hold, decisions carry `now`, victims are running burstable jobs, a
+ * we hold, decisions carry `now`, reclaim victims are running burstable jobs, a
  * preempting job is released at its deadline tick, rejected events emit
  * nothing and change nothing) and a determinism test (same seed, same
  * decision stream).
@@ -80,6 +101,8 @@ static void end_event(sim *s, ev_kind kind)
     pe_check_fleet(s);
     pe_check_jobs(s, kind == EV_TICK);
     pe_check_tenants(s);
+    pe_check_sharing(s, kind == EV_TICK);
+    pe_check_users(s);
     pe_check_metering(s);
     pe_check_guarantee_progress(s, kind == EV_TICK, kind == EV_CHANGE);
 }
@@ -143,6 +166,35 @@ static int pick_gpus(sim *s)
     return 8;
 }
 
+static const char *const user_names[PROP_USERS] = {"u0", "u1", "u2"};
+
+/* A share instead of whole GPUs: one per replica, topology any. */
+static void random_share(sim *s, sim_job *j)
+{
+    static const char *const profiles[] = {"1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"};
+    static const int compute[] = {1, 2, 3, 4, 7};
+    gp_job_spec *sp = &j->spec;
+    int r = pe_rng_int(&s->rng, 0, 2);
+    sp->isolation = r == 0 ? GP_ISO_MIG : r == 1 ? GP_ISO_MPS : GP_ISO_TIMESLICE;
+    sp->gpus = 1;
+    sp->replicas = pe_rng_int(&s->rng, 1, 3);
+    sp->topology = GP_TOPO_ANY;
+    sp->cpu_millis = 500;
+    sp->mem_mib = 1024;
+    j->shared = true;
+    if (sp->isolation == GP_ISO_MIG) {
+        int p = pe_rng_int(&s->rng, 0, 4);
+        snprintf(sp->share.mig_profile, sizeof sp->share.mig_profile, "%s", profiles[p]);
+        j->slice_milli = 1000 * compute[p] / 7;
+    } else if (sp->isolation == GP_ISO_MPS) {
+        sp->share.mps_milli = 50 * pe_rng_int(&s->rng, 1, 12);
+        j->slice_milli = sp->share.mps_milli;
+    } else {
+        sp->kind = pe_rng_pct(&s->rng, 50) ? GP_KIND_INTERACTIVE : GP_KIND_INFERENCE;
+        j->slice_milli = 1000 / PROP_TIMESLICE;
+    }
+}
+
 static void ev_submit(sim *s, int64_t t)
 {
     if (s->n_jobs >= PROP_MAX_JOBS) {
@@ -191,6 +243,10 @@ static void ev_submit(sim *s, int64_t t)
     r = pe_rng_int(&s->rng, 0, 99);
     sp->topology = r < 60 ? GP_TOPO_ANY : r < 85 ? GP_TOPO_BLOCK : GP_TOPO_NVLINK;
     sp->isolation = GP_ISO_EXCLUSIVE;
+    if (pe_rng_pct(&s->rng, s->n_shared_nodes > 0 ? 30 : 5))
+        random_share(s, j);
+    j->user = pe_rng_pct(&s->rng, 50) ? -1 : pe_rng_int(&s->rng, 0, PROP_USERS - 1);
+    sp->user = j->user >= 0 ? user_names[j->user] : NULL;
     static const int prios[] = {-100, 0, 0, 0, 50, 500};
     sp->priority = prios[pe_rng_int(&s->rng, 0, 5)];
     sp->checkpoint_grace_s = pe_rng_pct(&s->rng, 20) ? 0 : pe_rng_int(&s->rng, 1, PROP_GRACE_MAX);
@@ -198,13 +254,27 @@ static void ev_submit(sim *s, int64_t t)
     s->n_jobs++;
 
     begin_event(s, t);
-    pe_sim_log(s, "[%d] t=%" PRId64 " submit job %" PRIu64 " %s %dx%d types=%s%s%s %s prio=%d grace=%" PRId64
+    pe_sim_log(s, "[%d] t=%" PRId64 " submit job %" PRIu64 " %s %dx%d types=%s%s%s %s %s(%s%d) user=%s prio=%d grace=%" PRId64
                " runtime=%" PRId64,
             s->event_index, t, j->id, sp->tenant, sp->replicas, sp->gpus, sp->n_gpu_types ? sp->gpu_types[0] : "any",
             sp->n_gpu_types > 1 ? "," : "", sp->n_gpu_types > 1 ? sp->gpu_types[1] : "",
-            gp_topology_name(sp->topology), sp->priority, sp->checkpoint_grace_s, sp->expected_runtime_s);
+            gp_topology_name(sp->topology), gp_isolation_name(sp->isolation), sp->share.mig_profile,
+            sp->share.mps_milli, sp->user ? sp->user : "-", sp->priority, sp->checkpoint_grace_s,
+            sp->expected_runtime_s);
     gp_error err;
     gp_err rc = gp_engine_job_submit(s->e, sp, t, &err);
+    bool forbidden = (sp->isolation == GP_ISO_MPS || sp->isolation == GP_ISO_TIMESLICE) && pe_untrusted(s, j->tenant);
+    if (forbidden) { /* refused, nothing changed; the id is used again */
+        if (rc != GP_ERR_INVALID || strcmp(err.field, "isolation") != 0)
+            pe_sim_fail(s, "P8: %s submit of untrusted %s: %s, expected invalid isolation", gp_isolation_name(sp->isolation),
+                        sp->tenant, gp_err_name(rc));
+        pe_sim_log(s, "    refused: %s", err.message);
+        s->n_jobs--;
+        s->counters->trust_refusals++;
+        expect_no_decisions(s, "untrusted share submit", rc);
+        end_event(s, EV_PLAIN);
+        return;
+    }
     if (rc != GP_OK)
         pe_sim_fail(s, "valid submit of job %" PRIu64 " rejected: %s (%s)", j->id, err.message, err.field);
     end_event(s, EV_PLAIN);
@@ -322,6 +392,7 @@ static void node_spec_of(const sim *s, const sim_node *n, gp_node_spec *spec)
     spec->gpu_count = n->gpu_count;
     spec->nvlink_domains = n->nvlink_domains;
     spec->gpu_mem_mib = 81920;
+    spec->sharing = n->sharing;
     spec->cpu_millis = (int64_t)n->gpu_count * 2000 + 4000;
     spec->mem_mib = (int64_t)n->gpu_count * 8192 + 16384;
 }
@@ -437,13 +508,26 @@ static void random_limit(sim *s, gp_quota *l, const gp_quota *g)
     }
 }
 
+static void random_user_limit(sim *s, gp_quota *l)
+{
+    if (pe_rng_pct(&s->rng, 35)) {
+        pe_quota_clear(l, false);
+        return;
+    }
+    pe_quota_clear(l, true);
+    for (int k = 0; k < s->n_types; k++)
+        if (pe_rng_pct(&s->rng, 70))
+            pe_quota_put(l, s->type_name[k], (int64_t)pe_rng_int(&s->rng, 0, 8) * 500);
+}
+
 static void ev_tenant_change(sim *s, int64_t t)
 {
     int ti = pe_rng_int(&s->rng, 0, s->n_tenants - 1);
     sim_tenant *st = &s->tenants[ti];
     gp_tenant_spec spec = st->spec;
     const char *what;
-    switch (pe_rng_int(&s->rng, 0, 5)) {
+    bool trust_only = false;
+    switch (pe_rng_int(&s->rng, 0, 8)) {
     case 0:
     case 1:
         random_guarantee_change(s, &spec.guarantee);
@@ -461,12 +545,30 @@ static void ev_tenant_change(sim *s, int64_t t)
         spec.weight = pe_rng_pct(&s->rng, 30) ? 0.0 : (double)pe_rng_int(&s->rng, 1, 4);
         what = "weight";
         break;
-    default:
+    case 5:
         random_guarantee_change(s, &spec.guarantee);
         random_limit(s, &spec.limit, &spec.guarantee);
         what = "guarantee+limit";
         break;
+    case 6:
+    case 7: {
+        static const gp_trust trusts[] = {GP_TRUST_INHERIT, GP_TRUST_TRUSTED, GP_TRUST_UNTRUSTED,
+                                          GP_TRUST_UNTRUSTED};
+        spec.trust = trusts[pe_rng_int(&s->rng, 0, 3)];
+        trust_only = true;
+        what = spec.trust == GP_TRUST_INHERIT ? "trust=inherit"
+               : spec.trust == GP_TRUST_TRUSTED ? "trust=trusted"
+                                                : "trust=untrusted";
+        break;
     }
+    default:
+        random_user_limit(s, &spec.user_limit);
+        what = "user_limit";
+        break;
+    }
+    /* trust is a floor: "trusted" below an untrusted ancestor is refused */
+    bool below_untrusted = st->parent >= 0 && pe_untrusted(s, st->parent);
+    bool floor_refusal = spec.trust == GP_TRUST_TRUSTED && below_untrusted;
     gp_tenant_info before[PROP_MAX_TENANTS];
     pe_read_tenants(s, before);
     begin_event(s, t);
@@ -482,6 +584,13 @@ static void ev_tenant_change(sim *s, int64_t t)
             spec.lend, spec.weight);
     gp_error err;
     gp_err rc = gp_engine_tenant_set(s->e, st->path, &spec, t, &err);
+    if (floor_refusal)
+        s->counters->trust_refusals++;
+    if (floor_refusal && (rc != GP_ERR_INVALID || strcmp(err.field, "trust") != 0))
+        pe_sim_fail(s, "P8: tenant_set(%s) asks trusted below an untrusted ancestor: %s, expected invalid trust",
+                    st->path, gp_err_name(rc));
+    if (trust_only && !floor_refusal && rc != GP_OK)
+        pe_sim_fail(s, "P8: trust change of %s refused: %s (%s)", st->path, err.message, err.field);
     if (rc != GP_OK) {
         s->counters->rejected_tenant_changes++;
         pe_sim_log(s, "    rejected: %s (%s)", gp_err_name(rc), err.message);
@@ -506,6 +615,55 @@ static void ev_tenant_change(sim *s, int64_t t)
         for (int d = 0; d < GP_DIMS; d++)
             if (now.guaranteed_usage.v[d] > now.guarantee.v[d])
                 st->guarantee_relaxed = true;
+    pe_mark_user_relaxed(s);
+    end_event(s, EV_CHANGE);
+}
+
+/* The engine does not re-parent: a move is a remove and a re-create at
+ * the new place (as POST /v1/tenants:move does), for an idle leaf without
+ * a guarantee of its own and without "trusted" (so no quota or trust rule
+ * can refuse the new place: it must be taken).  Moved under an untrusted
+ * team it is untrusted (P8 checks the floor after the event).  (A leaf
+ * with a guarantee may not come back once nodes are lost: the re-create
+ * is refused when the guarantees exceed the shrunken fleet.) */
+static void ev_tenant_move(sim *s, int64_t t)
+{
+    int cand[PROP_MAX_TENANTS], teams[PROP_MAX_TENANTS], n = 0, n_teams = 0;
+    pe_read_tenants(s, s->tinfo);
+    for (int i = 0; i < s->n_tenants; i++) {
+        const sim_tenant *st = &s->tenants[i];
+        if (st->leaf && !st->spec.guarantee.set && st->spec.trust != GP_TRUST_TRUSTED &&
+            s->tinfo[i].pending_jobs + s->tinfo[i].running_jobs == 0)
+            cand[n++] = i;
+        if (st->depth == 1)
+            teams[n_teams++] = i;
+    }
+    if (n == 0 || n_teams < 2) {
+        ev_tick(s, t);
+        return;
+    }
+    sim_tenant *st = &s->tenants[cand[pe_rng_int(&s->rng, 0, n - 1)]];
+    int to = teams[pe_rng_int(&s->rng, 0, n_teams - 1)];
+    if (to == st->parent) {
+        ev_tick(s, t);
+        return;
+    }
+    char old_path[GP_PATH_MAX], new_path[GP_PATH_MAX];
+    memcpy(old_path, st->path, sizeof old_path);
+    snprintf(new_path, sizeof new_path, "%.150s/m%d", s->tenants[to].path, s->event_index + 1);
+    begin_event(s, t);
+    pe_sim_log(s, "[%d] t=%" PRId64 " tenant move %s -> %s", s->event_index, t, old_path, new_path);
+    gp_error err;
+    if (gp_engine_tenant_remove(s->e, old_path, t, &err) != GP_OK)
+        pe_sim_fail(s, "tenant_remove(%s) of an idle leaf: %s", old_path, err.message);
+    if (gp_engine_tenant_set(s->e, new_path, &st->spec, t, &err) != GP_OK)
+        pe_sim_fail(s, "tenant_set(%s) of a moved leaf: %s (%s)", new_path, err.message, err.field);
+    memcpy(st->path, new_path, sizeof st->path);
+    st->parent = to;
+    if (gp_engine_tenant_find(s->e, st->path, &st->engine_index, &err) != GP_OK)
+        pe_sim_fail(s, "tenant_find(%s) after a move: %s", st->path, err.message);
+    s->counters->accepted_tenant_changes++;
+    pe_mark_user_relaxed(s);
     end_event(s, EV_CHANGE);
 }
 
@@ -612,6 +770,7 @@ static void build_fleet(sim *s)
     int fleet_size = pe_rng_pct(&s->rng, 50) ? 4 : 8;
     s->two_domains = pe_rng_pct(&s->rng, 30);
     int zones = pe_rng_int(&s->rng, 1, 2);
+    int shared_pct = pe_rng_pct(&s->rng, 60) ? pe_rng_int(&s->rng, 10, 50) : 0; /* nodes in a sharing mode */
     for (int b = 0; b < blocks; b++) {
         int nodes = pe_rng_int(&s->rng, 2, PROP_MAX_NODES_PER_BLOCK);
         int btype = pe_rng_int(&s->rng, 0, s->n_types - 1);
@@ -624,6 +783,14 @@ static void build_fleet(sim *s)
             n->gpu_count = size_per_fleet ? fleet_size : (pe_rng_pct(&s->rng, 50) ? 4 : 8);
             n->nvlink_domains = s->two_domains && pe_rng_pct(&s->rng, 70) ? 2 : 1;
             n->up = true;
+            n->sharing = GP_SHARING_EXCLUSIVE;
+            if (pe_rng_pct(&s->rng, shared_pct)) {
+                /* MIG needs a MIG-capable model: H100 or A100 of 80 GB here, not L40S */
+                bool mig_ok = strcmp(s->type_name[n->type], "L40S") != 0;
+                int r = pe_rng_int(&s->rng, mig_ok ? 0 : 1, 2);
+                n->sharing = r == 0 ? GP_SHARING_MIG : r == 1 ? GP_SHARING_MPS : GP_SHARING_TIMESLICE;
+                s->n_shared_nodes++;
+            }
         }
     }
     gp_error err;
@@ -678,6 +845,14 @@ static void build_fleet(sim *s)
         pe_sim_fail(s, "setup: gpu_count %zu, expected %d", gp_engine_gpu_count(s->e), s->n_gpus);
 }
 
+static bool tenant_untrusted(sim *s, int t)
+{
+    gp_tenant_info info;
+    if (!gp_engine_tenant_get(s->e, s->tenants[t].engine_index, &info))
+        pe_sim_fail(s, "tenant_get(%s) failed", s->tenants[t].path);
+    return info.untrusted;
+}
+
 static void build_subtree(sim *s, int parent, int depth, int64_t *budget, bool no_guarantees)
 {
     int n = pe_rng_int(&s->rng, 1, 3);
@@ -704,6 +879,8 @@ static void build_subtree(sim *s, int parent, int depth, int64_t *budget, bool n
         sp->lend = r < 80 ? -1 : r < 90 ? 0 : 1;
         r = pe_rng_int(&s->rng, 0, 99);
         sp->trust = r < 90 ? GP_TRUST_INHERIT : r < 95 ? GP_TRUST_TRUSTED : GP_TRUST_UNTRUSTED;
+        if (sp->trust == GP_TRUST_TRUSTED && parent >= 0 && tenant_untrusted(s, parent))
+            sp->trust = GP_TRUST_INHERIT; /* trust is a floor: "trusted" below untrusted is refused */
         int64_t local[PROP_MAX_TYPES] = {0};
         int64_t *child_budget = budget;
         if (!no_guarantees && pe_rng_pct(&s->rng, 65)) {
@@ -777,8 +954,10 @@ static void sim_run(sim *s)
             ev_gpu_health(s, t);
         else if (r < 85)
             ev_drain(s, t);
-        else if (r < 91)
+        else if (r < 90)
             ev_tenant_change(s, t);
+        else if (r < 91)
+            ev_tenant_move(s, t);
         else if (r < 93)
             ev_invalid(s, t);
         else if (r < 95)
@@ -889,9 +1068,11 @@ static void test_random_sequences_keep_properties(void **state)
     printf("property: %" PRIu64 " sequences passed of %" PRIu64 " (base seed 0x%" PRIx64 "), %" PRIu64
            " events, %" PRIu64 " binds, %" PRIu64 " preemptions, %" PRIu64 " stops, %" PRIu64 " promotions, %" PRIu64
            " tenant changes accepted / %" PRIu64 " rejected, %" PRIu64 " invalid calls refused; P4: %" PRIu64
-           " windows reached a tick, %" PRIu64 " bound inside them\n",
+           " windows reached a tick, %" PRIu64 " bound inside them; P8/P9: %" PRIu64 " shared binds, %" PRIu64
+           " trust preemptions, %" PRIu64 " trust refusals, %" PRIu64 " user-limit waits\n",
            c.sequences, count, base, c.events, c.binds, c.preemptions, c.stops, c.promotions, c.accepted_tenant_changes,
-           c.rejected_tenant_changes, c.invalid_calls, c.p4_windows, c.p4_bound_in_window);
+           c.rejected_tenant_changes, c.invalid_calls, c.p4_windows, c.p4_bound_in_window, c.shared_binds,
+           c.trust_preemptions, c.trust_refusals, c.user_limit_waits);
     if (failures > 0 && keep_going)
         fail_msg("%" PRIu64 " of %" PRIu64 " sequences failed; first: %s", failures, count, first);
     if (failures > 0)

@@ -130,7 +130,32 @@ static bool state_holds(gp_job_state st)
 
 static int64_t job_demand(const sim_job *j)
 {
+    if (j->shared)
+        return (int64_t)j->spec.replicas * j->slice_milli;
     return (int64_t)j->spec.replicas * j->spec.gpus * 1000;
+}
+
+static gp_sharing mode_of(gp_isolation iso)
+{
+    return iso == GP_ISO_MIG ? GP_SHARING_MIG
+           : iso == GP_ISO_MPS ? GP_SHARING_MPS
+           : iso == GP_ISO_TIMESLICE ? GP_SHARING_TIMESLICE
+                                     : GP_SHARING_EXCLUSIVE;
+}
+
+int pe_org_of(const sim *s, int t)
+{
+    while (s->tenants[t].parent >= 0)
+        t = s->tenants[t].parent;
+    return t;
+}
+
+bool pe_untrusted(const sim *s, int t)
+{
+    for (; t >= 0; t = s->tenants[t].parent)
+        if (s->tenants[t].spec.trust == GP_TRUST_UNTRUSTED)
+            return true;
+    return false;
 }
 
 /* a + b <= c without overflow (all >= 0, c may be GP_UNLIMITED). */
@@ -242,6 +267,7 @@ static void release_job(sim *s, sim_job *j)
     j->bound_type = -1;
     j->deadline = -1;
     j->preempted = false;
+    j->trust_preempted = false;
     j->preempted_by = 0;
     j->stopping = false;
     j->cancel_asked = false;
@@ -299,6 +325,36 @@ static void check_placement(sim *s, sim_job *j)
     j->bound_type = type;
 }
 
+/* P2 for a shared job: one slice per replica, each on a healthy GPU of the
+ * job's mode on an up, undrained node, all of one accepted type. */
+static void check_placement_shared(sim *s, sim_job *j)
+{
+    if (j->n_gpus != j->spec.replicas)
+        pe_sim_fail(s, "P2: shared job %" PRIu64 " bound to %d GPUs for %d replicas", j->id, j->n_gpus,
+                    j->spec.replicas);
+    int type = -1;
+    for (int i = 0; i < j->n_gpus; i++) {
+        uint32_t g = j->gpus[i];
+        gp_gpu_info gi;
+        gp_node_info ni;
+        if (g >= (uint32_t)s->n_gpus || !gp_engine_gpu_get(s->e, g, &gi) ||
+            !gp_engine_node_get(s->e, (uint32_t)s->gpu_node[g], &ni))
+            pe_sim_fail(s, "P2: shared job %" PRIu64 " bound to unknown GPU %u", j->id, g);
+        if (!gi.healthy || !ni.up || ni.draining)
+            pe_sim_fail(s, "P2: shared job %" PRIu64 " bound to GPU %u (healthy=%d up=%d draining=%d)", j->id, g,
+                        gi.healthy, ni.up, ni.draining);
+        if (gi.sharing != mode_of(j->spec.isolation))
+            pe_sim_fail(s, "P2: %s job %" PRIu64 " bound to GPU %u in another mode", gp_isolation_name(j->spec.isolation),
+                        j->id, g);
+        if (type < 0)
+            type = gi.type;
+        if (gi.type != type || !(j->accepts & (1u << gi.type)))
+            pe_sim_fail(s, "P2: shared job %" PRIu64 " bound to GPU %u of type %s (two types or not accepted)", j->id,
+                        g, gp_engine_gpu_type_name(s->e, gi.type));
+    }
+    j->bound_type = type;
+}
+
 /* Is job `id` released by a decision after index i of this batch? */
 static bool released_later(const gp_decision *d, size_t n, size_t i, uint64_t id)
 {
@@ -327,6 +383,11 @@ static void on_bind(sim *s, sim_job *j, const gp_decision *d, size_t n, size_t i
         return;
     }
     j->n_gpus = (int)got;
+    if (j->shared) {
+        s->counters->shared_binds++;
+        check_placement_shared(s, j);
+        return;
+    }
     check_placement(s, j);
     for (int k = 0; k < j->n_gpus; k++) {
         uint32_t g = j->gpus[k];
@@ -363,6 +424,21 @@ static void on_preempt(sim *s, sim_job *j, const gp_decision *d)
                  gp_job_state_name(j->state), j->bound);
     if (j->preempted || j->stopping)
         pe_sim_fail(s, "PREEMPT of job %" PRIu64 " that is already preempting", j->id);
+    if (d->by_job == 0) { /* not a reclaim: its tenant became untrusted */
+        if (!j->shared || !pe_untrusted(s, j->tenant) || strstr(d->reason, "untrusted") == NULL)
+            pe_sim_fail(s, "PREEMPT of %s job %" PRIu64 " (tenant %s untrusted=%d) by no job: %s",
+                        gp_isolation_name(j->spec.isolation), j->id, s->tenants[j->tenant].path,
+                        pe_untrusted(s, j->tenant), d->reason);
+        if (d->grace_s != j->spec.checkpoint_grace_s)
+            pe_sim_fail(s, "trust PREEMPT of job %" PRIu64 " with grace %" PRId64 ", its checkpoint grace is %" PRId64,
+                        j->id, d->grace_s, j->spec.checkpoint_grace_s);
+        s->counters->trust_preemptions++;
+        j->preempted = true;
+        j->trust_preempted = true;
+        j->preempted_by = 0;
+        j->deadline = s->now + d->grace_s;
+        return;
+    }
     if (j->cls != GP_CLASS_BURSTABLE)
         pe_sim_fail(s, "PREEMPT of job %" PRIu64 " whose class is %s (only burstable jobs are victims)", j->id,
                  gp_class_name(j->cls));
@@ -547,8 +623,15 @@ void pe_process_decisions(sim *s)
         if (d[i].time != s->now)
             pe_sim_fail(s, "decision %s carries time %" PRId64 ", event time is %" PRId64,
                      gp_decision_kind_name(d[i].kind), d[i].time, s->now);
-        if (d[i].kind == GP_DEC_RECONFIGURE) /* the fleet is all exclusive GPUs */
-            pe_sim_fail(s, "RECONFIGURE of %s/%d on a fleet without MIG GPUs", d[i].node, d[i].gpu_index);
+        if (d[i].kind == GP_DEC_RECONFIGURE) {
+            int found = -1;
+            for (int k = 0; k < s->n_nodes; k++)
+                if (strcmp(s->nodes[k].name, d[i].node) == 0)
+                    found = k;
+            if (found < 0 || s->nodes[found].sharing != GP_SHARING_MIG)
+                pe_sim_fail(s, "RECONFIGURE of %s/%d, which is not a MIG node", d[i].node, d[i].gpu_index);
+            continue;
+        }
         if (d[i].kind == GP_DEC_DRAINED) {
             int found = -1;
             for (int k = 0; k < s->n_nodes; k++)
@@ -649,6 +732,8 @@ void pe_check_jobs(sim *s, bool is_tick)
             pe_sim_fail(s, "job %" PRIu64 " is %s in the engine, %s by the decisions", j->id, gp_job_state_name(info.state),
                      gp_job_state_name(j->state));
         j->wait = info.state == GP_JOB_PENDING ? info.wait.code : GP_WAIT_NONE;
+        if (is_tick && j->wait == GP_WAIT_USER_LIMIT)
+            s->counters->user_limit_waits++;
         if (!j->bound)
             continue;
         if (info.cls != j->cls)
@@ -709,6 +794,9 @@ void pe_check_tenants(sim *s)
                 pe_sim_fail(s, "tenant %s guaranteed_usage[%d] = %" PRId64 ", guaranteed jobs sum to %" PRId64, st->path,
                          d, ti->guaranteed_usage.v[d], gusage[t][d]);
         }
+        if (ti->untrusted != pe_untrusted(s, t))
+            pe_sim_fail(s, "P8: tenant %s untrusted=%d, its spec and its ancestors' say %d (trust is a floor)", st->path,
+                        ti->untrusted, pe_untrusted(s, t));
         if (st->leaf && ti->pending_jobs != pending[t])
             pe_sim_fail(s, "tenant %s pending_jobs = %d, we count %d", st->path, ti->pending_jobs, pending[t]);
         if (ti->has_guarantee != st->spec.guarantee.set)
@@ -760,6 +848,9 @@ void pe_check_metering(sim *s)
                  s->alloc_integral);
 }
 
+static const gp_tenant_info *user_limit_of(const sim *s, int t);
+static int64_t user_usage(const sim *s, int leaf, int user, int dim);
+
 /* Guarantee-eligible on engine type `type` (GPU dimension): at every ancestor
  * that has a guarantee (and at least one has), guaranteed usage + demand fits
  * under it.  With `admit`, also usage + demand <= limit at every ancestor. */
@@ -783,6 +874,12 @@ static bool eligible_on(const sim *s, const sim_job *j, int type, bool admit)
                       !fits_under(ti->usage.v[GP_DIM_MEM], mem, ti->limit.v[GP_DIM_MEM])))
             return false;
     }
+    const gp_tenant_info *ul = j->user >= 0 ? user_limit_of(s, j->tenant) : NULL;
+    if (admit && ul &&
+        (!fits_under(user_usage(s, j->tenant, j->user, type), dem, ul->user_limit.v[type]) ||
+         !fits_under(user_usage(s, j->tenant, j->user, GP_DIM_CPU), cpu, ul->user_limit.v[GP_DIM_CPU]) ||
+         !fits_under(user_usage(s, j->tenant, j->user, GP_DIM_MEM), mem, ul->user_limit.v[GP_DIM_MEM])))
+        return false;
     return any;
 }
 
@@ -790,12 +887,15 @@ static bool eligible_on(const sim *s, const sim_job *j, int type, bool admit)
  *
  * After every event, for every pending job J we evaluate condition C(J) on
  * the state right after the event (public queries + our books):
- *   a) J has topology ANY and accepts exactly one GPU type T of the fleet;
+ *   a) J takes whole GPUs (not a share), has topology ANY and accepts
+ *      exactly one GPU type T of the fleet;
  *   b) J is guarantee-eligible on T (eligible_on with limits: at every
  *      ancestor with a guarantee, at least one, guaranteed_usage + demand <=
- *      guarantee, and at every ancestor usage + demand <= limit);
+ *      guarantee, at every ancestor usage + demand <= limit, and its user's
+ *      usage + demand <= the user limit that applies);
  *   c) J would fit if every burstable job were gone: with c_n = GPUs of node
- *      n that are of type T, healthy, on an up, not draining node, and free,
+ *      n in exclusive mode (shared-mode GPUs are not counted) that are of
+ *      type T, healthy, on an up, not draining node, and free,
  *      or held by a running burstable job, or held by a preempting job that
  *      J itself preempted (their deadline is at most PROP_GRACE_MAX after
  *      J's reclaim), the sum over nodes of floor(c_n / gpus) is at least
@@ -831,6 +931,8 @@ void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed)
         cap[k] = 0;
         if (!n->up || n->draining)
             continue;
+        if (n->sharing != GP_SHARING_EXCLUSIVE)
+            continue; /* whole-GPU work may use an empty MPS GPU too; counting fewer is safe */
         for (int g = 0; g < n->gpu_count; g++) {
             uint32_t gi = n->gpu_first + (uint32_t)g;
             if (!s->gpu_healthy[gi])
@@ -872,7 +974,7 @@ void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed)
             continue;
         }
         unsigned acc = j->accepts & fleet_types;
-        bool cond = j->spec.topology == GP_TOPO_ANY && acc != 0 && (acc & (acc - 1)) == 0;
+        bool cond = !j->shared && j->spec.topology == GP_TOPO_ANY && acc != 0 && (acc & (acc - 1)) == 0;
         int d = -1, k = -1;
         if (cond) {
             for (int x = 0; x < s->n_types; x++)
@@ -922,5 +1024,170 @@ void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed)
                      j->id, s->tenants[j->tenant].path, j->spec.replicas, j->spec.gpus, s->type_name[k], j->elig_t1,
                      s->now, why);
         }
+    }
+}
+
+/* P8: trust and co-location, from our books and public queries.
+ *   - per shared GPU, the slices of our bound jobs add up to the engine's
+ *     used_milli and jobs, and are all of the GPU's mode;
+ *   - an MPS or time-sliced GPU holds one org (preempting jobs included:
+ *     the org of a tenant never changes) and names it as trust_domain;
+ *   - no untrusted tenant (effective trust now) runs an MPS or time-slice
+ *     share; one in its grace is leaving and may still hold it;
+ *   - a running MIG slice of an untrusted tenant shares its GPU with
+ *     nobody else's slice, in any state, and the GPU names it;
+ *   - after a tick every pending mps/timeslice job of an untrusted tenant
+ *     waits with GP_WAIT_TRUST, and only those do;
+ *   - slices sit on healthy GPUs of up nodes. */
+typedef struct gpu_slices {
+    int jobs, org, tenant, untrusted_running;
+    int64_t milli;
+    bool mixed_orgs, mixed_tenants;
+} gpu_slices;
+
+static void slices_add(sim *s, gpu_slices *b, const sim_job *j, uint32_t g)
+{
+    int org = pe_org_of(s, j->tenant);
+    if (b->jobs > 0 && b->org != org)
+        b->mixed_orgs = true;
+    if (b->jobs > 0 && b->tenant != j->tenant)
+        b->mixed_tenants = true;
+    if (j->state == GP_JOB_RUNNING && pe_untrusted(s, j->tenant)) {
+        if (j->spec.isolation != GP_ISO_MIG)
+            pe_sim_fail(s, "P8: job %" PRIu64 " of untrusted %s runs a %s share on GPU %u", j->id,
+                        s->tenants[j->tenant].path, gp_isolation_name(j->spec.isolation), g);
+        b->untrusted_running = j->tenant + 1;
+    }
+    b->org = org;
+    b->tenant = j->tenant;
+    b->jobs++;
+    b->milli += j->slice_milli;
+    if (!s->gpu_healthy[g] || !s->nodes[s->gpu_node[g]].up)
+        pe_sim_fail(s, "P8: job %" PRIu64 " holds a slice of GPU %u, unhealthy or on a lost node", j->id, g);
+}
+
+static void check_shared_gpu(sim *s, uint32_t g, const gpu_slices *b)
+{
+    gp_gpu_info gi;
+    if (!gp_engine_gpu_get(s->e, g, &gi))
+        pe_sim_fail(s, "gp_engine_gpu_get(%u) failed", g);
+    if (gi.sharing == GP_SHARING_EXCLUSIVE) {
+        if (b->jobs)
+            pe_sim_fail(s, "P8: exclusive GPU %u holds %d slices", g, b->jobs);
+        return;
+    }
+    if (gi.jobs != b->jobs || gi.used_milli != b->milli)
+        pe_sim_fail(s, "P8: GPU %u has jobs %d used_milli %d, the slices on it say %d, %" PRId64, g, gi.jobs,
+                    gi.used_milli, b->jobs, b->milli);
+    if (b->jobs && gi.job != 0)
+        pe_sim_fail(s, "P8: GPU %u has a whole-GPU owner and slices", g);
+    if (gi.sharing == GP_SHARING_MIG) {
+        if (b->untrusted_running && b->mixed_tenants)
+            pe_sim_fail(s, "P8: MIG GPU %u: untrusted %s shares it with another tenant", g,
+                        s->tenants[b->untrusted_running - 1].path);
+        if (b->untrusted_running && strcmp(gi.trust_domain, s->tenants[b->untrusted_running - 1].path) != 0)
+            pe_sim_fail(s, "P8: MIG GPU %u runs untrusted %s but names \"%s\"", g,
+                        s->tenants[b->untrusted_running - 1].path, gi.trust_domain);
+        return;
+    }
+    if (b->mixed_orgs)
+        pe_sim_fail(s, "P8: %s GPU %u holds two orgs", gi.sharing == GP_SHARING_MPS ? "MPS" : "time-sliced", g);
+    const char *want = b->jobs ? s->tenants[b->org].path : "";
+    if (strcmp(gi.trust_domain, want) != 0)
+        pe_sim_fail(s, "P8: GPU %u names trust domain \"%s\", its slices are of \"%s\"", g, gi.trust_domain, want);
+}
+
+void pe_check_sharing(sim *s, bool is_tick)
+{
+    gpu_slices books[PROP_MAX_GPUS];
+    memset(books, 0, sizeof books);
+    for (int i = 0; i < s->n_jobs; i++) {
+        const sim_job *j = &s->jobs[i];
+        if (j->forgotten || !j->shared)
+            continue;
+        if (j->bound)
+            for (int k = 0; k < j->n_gpus; k++)
+                slices_add(s, &books[j->gpus[k]], j, j->gpus[k]);
+        bool forbidden = j->spec.isolation != GP_ISO_MIG && pe_untrusted(s, j->tenant);
+        if (is_tick && j->state == GP_JOB_PENDING && forbidden != (j->wait == GP_WAIT_TRUST))
+            pe_sim_fail(s, "P8: pending %s job %" PRIu64 " of %s (untrusted=%d) waits with code %d after a pass",
+                        gp_isolation_name(j->spec.isolation), j->id, s->tenants[j->tenant].path,
+                        pe_untrusted(s, j->tenant), (int)j->wait);
+    }
+    for (int g = 0; g < s->n_gpus; g++)
+        check_shared_gpu(s, (uint32_t)g, &books[g]);
+}
+
+/* ---- P9: per-user limits ------------------------------------------------ */
+
+/* The user limit that applies to jobs of leaf t: the nearest tenant from t
+ * up whose spec sets one (NULL: none). */
+static const gp_tenant_info *user_limit_of(const sim *s, int t)
+{
+    for (; t >= 0; t = s->tenants[t].parent)
+        if (s->tenants[t].spec.user_limit.set)
+            return &s->tinfo[t];
+    return NULL;
+}
+
+static void user_usage_refresh(sim *s)
+{
+    memset(s->user_usage, 0, sizeof s->user_usage);
+    for (int i = 0; i < s->n_jobs; i++) {
+        const sim_job *j = &s->jobs[i];
+        if (!j->bound || j->user < 0 || j->bound_type < 0)
+            continue;
+        int64_t *u = s->user_usage[j->tenant][j->user];
+        u[GP_DIM_CPU] += (int64_t)j->spec.replicas * j->spec.cpu_millis;
+        u[GP_DIM_MEM] += (int64_t)j->spec.replicas * j->spec.mem_mib;
+        u[j->bound_type] += job_demand(j);
+    }
+}
+
+static int64_t user_usage(const sim *s, int leaf, int user, int dim)
+{
+    return s->user_usage[leaf][user][dim];
+}
+
+/* A user of leaf t over the limit that applies (or none). */
+static bool users_over(const sim *s, int t, int *user, int *dim)
+{
+    const gp_tenant_info *lim = user_limit_of(s, t);
+    for (int u = 0; lim && u < PROP_USERS; u++)
+        for (int d = 0; d < GP_DIMS; d++)
+            if (lim->user_limit.v[d] != GP_UNLIMITED && user_usage(s, t, u, d) > lim->user_limit.v[d]) {
+                *user = u;
+                *dim = d;
+                return true;
+            }
+    return false;
+}
+
+/* After an accepted tenant change: leaves whose users it put over. */
+void pe_mark_user_relaxed(sim *s)
+{
+    int u, d;
+    pe_read_tenants(s, s->tinfo);
+    user_usage_refresh(s);
+    for (int t = 0; t < s->n_tenants; t++)
+        if (s->tenants[t].leaf && users_over(s, t, &u, &d))
+            s->tenants[t].user_relaxed = true;
+}
+
+void pe_check_users(sim *s)
+{
+    user_usage_refresh(s);
+    for (int t = 0; t < s->n_tenants; t++) {
+        sim_tenant *st = &s->tenants[t];
+        int u, d;
+        if (!st->leaf)
+            continue;
+        if (!users_over(s, t, &u, &d)) {
+            st->user_relaxed = false;
+            continue;
+        }
+        if (!st->user_relaxed)
+            pe_sim_fail(s, "P9: user u%d of %s uses %" PRId64 " on dim %d, over its user limit %" PRId64, u, st->path,
+                        user_usage(s, t, u, d), d, user_limit_of(s, t)->user_limit.v[d]);
     }
 }

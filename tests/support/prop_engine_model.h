@@ -3,7 +3,7 @@
  * tests/property/test_engine_properties.c drives the engine with random
  * events; this is the other half: the books it keeps from the decisions the
  * engine emits (GPU owners, job states, usage intervals, preemptions), the
- * per-event property checks P1-P7 and the failure log.  Read the test
+ * per-event property checks P1-P9 and the failure log.  Read the test
  * file's opening comment for the properties themselves.
  *
  * Ownership: a `sim` is the caller's (usually on the stack); nothing here
@@ -40,6 +40,8 @@
 #define PROP_LOG_LINES 40
 #define PROP_LOG_LEN 256
 #define PROP_MAX_CONFLICTS 256
+#define PROP_USERS 3         /* users u0..u2 (and jobs without a user) */
+#define PROP_TIMESLICE 4     /* time-slice replicas per GPU (default pool) */
 
 
 extern const char *const prop_type_names[PROP_MAX_TYPES];
@@ -58,6 +60,7 @@ typedef struct sim_node {
     uint32_t gpu_first;       /* from gp_engine_node_get */
     bool up;                  /* not lost */
     bool draining;            /* from the engine after each event */
+    gp_sharing sharing;       /* mode of all its GPUs */
 } sim_node;
 
 typedef struct sim_tenant {
@@ -69,6 +72,7 @@ typedef struct sim_tenant {
     uint32_t engine_index;
     bool limit_relaxed;       /* a change of its own put usage over its limit */
     bool guarantee_relaxed;   /* a change of its own put guaranteed usage over its guarantee */
+    bool user_relaxed;        /* leaf: a tenant change put one of its users over the user limit */
 } sim_tenant;
 
 typedef struct sim_job {
@@ -94,6 +98,10 @@ typedef struct sim_job {
     bool stopping;            /* PREEMPTING because of a STOP */
     bool cancel_asked;        /* a cancel was accepted while it held GPUs */
     gp_wait_code wait;        /* from gp_engine_job_info while pending */
+    bool shared;              /* mig/mps/timeslice: one slice of one GPU per replica */
+    int64_t slice_milli;      /* shared: what one replica is charged (MIG c/7, MPS share, 1000/4) */
+    int user;                 /* 0..PROP_USERS-1, -1 without a user */
+    bool trust_preempted;     /* PREEMPTING because its tenant became untrusted */
     /* P4 bookkeeping */
     bool elig_active;         /* condition held after every event since it was set */
     int64_t elig_t1;          /* first tick whose pass saw the condition; -1 = none yet */
@@ -112,7 +120,7 @@ typedef struct gpu_conflict {
 typedef struct prop_counters {
     uint64_t sequences, events, binds, preemptions, stops, rejected_tenant_changes,
         accepted_tenant_changes, p4_windows, p4_bound_in_window, promotions,
-        invalid_calls;
+        invalid_calls, shared_binds, trust_preemptions, trust_refusals, user_limit_waits;
 } prop_counters;
 
 typedef struct sim {
@@ -137,6 +145,7 @@ typedef struct sim {
     int gpu_node[PROP_MAX_GPUS];
     bool gpu_healthy[PROP_MAX_GPUS];      /* from the engine after each event */
     bool two_domains;
+    int n_shared_nodes;                   /* nodes in mig, mps or timeslice mode */
 
     /* tenants */
     int n_tenants;
@@ -145,6 +154,8 @@ typedef struct sim {
     int leaves[PROP_MAX_TENANTS];
     gp_tenant_info tinfo[PROP_MAX_TENANTS];
     bool any_guarantee;
+
+    int64_t user_usage[PROP_MAX_TENANTS][PROP_USERS][GP_DIMS]; /* per leaf and user, refreshed by P9 */
 
     /* jobs: id = index + 1 */
     int n_jobs;
@@ -195,5 +206,14 @@ void pe_check_jobs(sim *s, bool is_tick);
 void pe_check_tenants(sim *s);
 void pe_check_metering(sim *s);
 void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed);
+void pe_check_sharing(sim *s, bool is_tick);
+void pe_check_users(sim *s);
+/* Our books' view of a tenant: its org (top-level index) and effective
+ * trust (the floor: untrusted if it or an ancestor says so). */
+int pe_org_of(const sim *s, int t);
+bool pe_untrusted(const sim *s, int t);
+/* After an accepted tenant change: leaves whose users it put over their
+ * user limit are exempt from P9 until they are back under. */
+void pe_mark_user_relaxed(sim *s);
 
 #endif

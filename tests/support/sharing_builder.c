@@ -477,7 +477,10 @@ void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib)
             if (b->tenant != UINT32_MAX && b->tenant != info.tenant)
                 b->mixed_tenants = true;
             b->tenant = info.tenant;
-            if (t.untrusted)
+            if (t.untrusted && info.state != GP_JOB_PREEMPTING && slices[r].kind != GP_ISO_MIG)
+                PROBLEM("job %llu of untrusted %s runs a %s slice", (unsigned long long)w->jobs[i], t.path,
+                         gp_isolation_name(slices[r].kind));
+            if (t.untrusted && info.state != GP_JOB_PREEMPTING) /* in its grace it is leaving */
                 b->untrusted_tenant = info.tenant;
             snprintf(b->org, sizeof b->org, "%s", org);
             b->milli += slices[r].milli;

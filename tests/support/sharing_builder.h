@@ -177,7 +177,9 @@ int sb_assert_mig_layout_valid(const tb_world *w, uint32_t gpu, const sb_mig_mod
  * one slice per replica on a GPU of its mode; per GPU, the slices' milli
  * add up to used_milli (<= 1000) and their count to jobs; MPS memory
  * limits fit `gpu_mem_mib` (the GPUs' memory, 0 = skip); MPS and
- * time-sliced GPUs hold one org and show it as trust_domain; a GPU with a
+ * time-sliced GPUs hold one org and show it as trust_domain; no untrusted
+ * tenant runs an MPS or time-slice share, nor shares a GPU with another
+ * tenant (a job in its grace is leaving and does not count); a GPU with a
  * whole-GPU owner holds no slice; then gp_engine_check_invariants(). */
 void sb_assert_sharing_consistent(const tb_world *w, int64_t gpu_mem_mib);
 
