@@ -25,6 +25,7 @@
  *                 with its placement.
  */
 #include "server/journal.h"
+#include "server/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +396,24 @@ gp_err gp_journal_tick(gp_journal *j, int64_t now, gp_error *err)
 
 /* ---- replay and the restart check ---- */
 
+/* Logs written before trust became a floor may hold an explicit "trusted"
+ * below an untrusted ancestor, which the engine now refuses.  Such a child
+ * was never allowed to be more trusted than its parent, so it replays as
+ * "inherit" (untrusted), the only reading the floor permits; the restart
+ * check then says whether any placement depended on the old reading. */
+static gp_err replay_tenant_set(gp_journal *j, const char *path, gp_tenant_spec *spec, int64_t time, gp_error *err)
+{
+    gp_err rc = gp_journal_tenant_set(j, path, spec, time, err);
+    if (rc == GP_ERR_INVALID && spec->trust == GP_TRUST_TRUSTED && err && strcmp(err->field, "trust") == 0) {
+        char quoted[GP_PATH_MAX + 8];
+        gp_log(GP_LOG_WARN, "replay_trust_floor", "tenant=%s note=\"trusted below an untrusted ancestor; replayed as inherit\"",
+               gp_log_quote(path, quoted, sizeof quoted));
+        spec->trust = GP_TRUST_INHERIT;
+        rc = gp_journal_tenant_set(j, path, spec, time, err);
+    }
+    return rc;
+}
+
 static gp_err replay_one(void *ctx, int64_t seq, int64_t time, const char *kind, const char *payload,
                          gp_error *err)
 {
@@ -417,7 +436,7 @@ static gp_err replay_one(void *ctx, int64_t seq, int64_t time, const char *kind,
         gp_tenant_spec spec;
         rc = gp_tenant_spec_parse(json_object_get(p, "spec"), &spec, err);
         if (rc == GP_OK)
-            rc = gp_journal_tenant_set(j, json_string_value(json_object_get(p, "path")), &spec, time, err);
+            rc = replay_tenant_set(j, json_string_value(json_object_get(p, "path")), &spec, time, err);
     } else if (strcmp(kind, "tenant_remove") == 0) {
         rc = gp_journal_tenant_remove(j, json_string_value(json_object_get(p, "path")), time, err);
     } else if (strcmp(kind, "node_add") == 0) {

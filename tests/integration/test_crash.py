@@ -9,8 +9,10 @@ check passed, and the audit chain verifies.
 
 GP_CRASH_ROUNDS (default 8) and GP_CRASH_CLIENTS (default 4) size it.
 """
+import json
 import os
 import random
+import sqlite3
 import sys
 import threading
 import time
@@ -109,5 +111,31 @@ def test_kill9_under_load(d):
     assert acked > 0
 
 
+def test_old_log_with_trusted_child_below_untrusted_parent_replays(d):
+    """A log written before trust became a floor can hold an explicit
+    "trusted" child below an untrusted parent.  The restart must still
+    replay it, reading the child as inherit (untrusted)."""
+    d.ok("PUT", "/v1/tenants/legacy", {"trust": "untrusted", "guarantee": {"gpu": {"H100": 1}}})
+    d.ok("PUT", "/v1/tenants/legacy/child", {})
+    d.kill9()
+    db = sqlite3.connect(os.path.join(d.dir, "gpupool.db"))
+    rows = db.execute("SELECT seq, payload FROM events WHERE kind = 'tenant_set'").fetchall()
+    edited = 0
+    for seq, payload in rows:
+        event = json.loads(payload)
+        if event["path"] == "legacy/child":
+            event["spec"]["trust"] = "trusted"  # what the old daemon accepted
+            db.execute("UPDATE events SET payload = ? WHERE seq = ?", (json.dumps(event), seq))
+            edited += 1
+    db.commit()
+    db.close()
+    assert edited == 1, rows
+    d.start()
+    tenants = d.ok("GET", "/v1/tenants")
+    child = [t for t in tenants["tenants"] if t["path"] == "legacy/child"]
+    assert child and child[0]["trust"] == "untrusted", tenants
+    assert "replay_trust_floor" in d.read_log()
+
+
 if __name__ == "__main__":
-    gpd.run([test_kill9_under_load])
+    gpd.run([test_kill9_under_load, test_old_log_with_trusted_child_below_untrusted_parent_replays])
