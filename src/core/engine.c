@@ -56,6 +56,8 @@ gp_engine *gp_engine_new(const gp_engine_config *cfg)
         e->cfg.overdue_grace_s = 1;
     if (e->cfg.mig_reconfigure_interval_s < 0)
         e->cfg.mig_reconfigure_interval_s = 0;
+    if (e->cfg.clock_resolution_s < 0)
+        e->cfg.clock_resolution_s = 0;
     gp__fleet_init(&e->fleet);
     if (gp__pool_get(e, "default") == GP__NONE) {
         gp_engine_free(e);
@@ -229,6 +231,19 @@ void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
     requeue(e, job, why);
 }
 
+/* ---- grace ----
+ * The caller's `now` may be its true time rounded down (gpupoold feeds
+ * whole seconds of wall-clock time): a job told at true time 10.6 s (now =
+ * 10) to stop within 4 s must keep its GPUs until 14.6 s, but now = 14
+ * arrives at 14.0 s.  Adding the clock's resolution makes the rounding
+ * conservative: the deadline 15 arrives at 15.0 s >= 14.6 s.  Grace 0
+ * means "kill now" and frees the GPUs at once. */
+
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace)
+{
+    return grace > 0 ? e->now + grace + e->cfg.clock_resolution_s : e->now;
+}
+
 /* ---- job events ---- */
 
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
@@ -254,7 +269,7 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
             snprintf(d->reason, sizeof d->reason, "cancel requested");
         }
         j->cancel_requested = true;
-        j->deadline = now + j->grace;
+        j->deadline = gp__grace_deadline(e, j->grace);
         gp__job_transition(e, job, GP_JOB_PREEMPTING, "cancel requested; stopping within %llds",
                            (long long)j->grace);
         if (j->grace == 0)

@@ -31,6 +31,9 @@ typedef struct gp_engine_config {
     int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
     int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
     int64_t mig_reconfigure_interval_s; /* a MIG GPU's layout changes at most this often (default 60) */
+    int64_t clock_resolution_s;    /* `now` lags the caller's true time by up to this much (whole-second
+                                      clocks: 1): added to every grace deadline after which a job's GPUs
+                                      are freed, so no grace ends early in true time (default 0) */
 } gp_engine_config;
 
 /* Defaults for every field. */

@@ -532,6 +532,12 @@ void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
 bool gp__mig_layout_valid(const gp__gpu *g);
 void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 
+/* ---- engine.c: grace ---- */
+/* When a job told now to stop within `grace` seconds frees its GPUs: now +
+ * grace, made conservative by the config's clock_resolution_s; now for
+ * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+
 /* ---- why.c ---- */
 size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);
 

@@ -306,7 +306,11 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK) {
         int64_t t0 = gp_wall_ms();
-        rc = gp_journal_open(&srv->journal, srv->store, NULL, err);
+        /* engine time is whole seconds of wall-clock time (gp_wall_ms() /
+         * 1000), up to 1 s behind it: graces end 1 s later to stay whole */
+        gp_engine_config engine_cfg = gp_engine_config_default();
+        engine_cfg.clock_resolution_s = 1;
+        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, err);
         gp_engine_stats st;
         if (rc == GP_OK) {
             gp_engine_stats_get(srv->journal.engine, &st);
