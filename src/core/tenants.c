@@ -285,8 +285,9 @@ static gp_err check_spec(const gp_tenant_spec *s, gp_error *err)
 {
     if (s == NULL)
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant spec is required");
-    if (!(s->weight >= 0.0 && s->weight <= 1e6) || isnan(s->weight))
-        return gp_error_set(err, GP_ERR_INVALID, "weight", "weight must be 0 (default) .. 1000000");
+    if (s->weight != 0.0 && !(s->weight >= GP_WEIGHT_MIN && s->weight <= GP_WEIGHT_MAX))
+        return gp_error_set(err, GP_ERR_INVALID, "weight", "weight must be 0 (default) or %g..%g", GP_WEIGHT_MIN,
+                            GP_WEIGHT_MAX);
     if (s->lend < -1 || s->lend > 1)
         return gp_error_set(err, GP_ERR_INVALID, "lend", "lend must be -1 (default), 0 or 1");
     if (s->trust < GP_TRUST_INHERIT || s->trust > GP_TRUST_UNTRUSTED)

@@ -350,4 +350,9 @@ const char *gp_isolation_name(gp_isolation i);
 const char *gp_job_kind_name(gp_job_kind k);
 const char *gp_decision_kind_name(gp_decision_kind k);
 
+/* A tenant's given fair-share weight; 0 means "derived from its guarantee".
+ * The floor keeps usage / weight finite (5e-324 made shares infinite). */
+#define GP_WEIGHT_MIN 0.001
+#define GP_WEIGHT_MAX 1000000.0
+
 #endif
