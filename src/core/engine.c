@@ -516,8 +516,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         bool borrowed = false;
         gp_wait w = gp__admit(e, j, t, &cls, &borrowed);
         if (w.code != GP_WAIT_NONE) {
-            if (limit.code == GP_WAIT_NONE)
-                limit = w;
+            if (limit.code == GP_WAIT_NONE || (limit.b > limit.c && w.b <= w.c))
+                limit = w; /* say "cannot run" only when no accepted type could ever admit it */
             if (borrowed)
                 borrowed_limit |= (uint8_t)(1u << t);
         } else if (cls == GP_CLASS_GUARANTEED) {
@@ -540,6 +540,15 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         if (j->wait.code == GP_WAIT_NONE) /* accepted types not in the fleet at all */
             j->wait = (gp_wait){.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
         return;
+    }
+    if (gp__job_shared(j) && j->n_claimed == 0) {
+        /* no GPU in its mode at all: no look, and no "no room" noted for
+         * shares of its size that other profiles or modes could place */
+        gp_wait possible = gp__place_possible(e, j);
+        if (possible.code == GP_WAIT_SHARING_MODE) {
+            j->wait = possible;
+            return;
+        }
     }
     if (p->phase == GP_CLASS_BURSTABLE && j->n_claimed > 0)
         gp__claims_forget(e, job); /* claims serve a guaranteed placement only; this job is no longer one */

@@ -159,6 +159,10 @@ typedef struct gp__fleet {
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
+    /* the same recount: healthy schedulable GPUs per type and sharing mode,
+     * and the MIG models among the MIG-mode ones (bit per model) */
+    int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
+    uint32_t mig_models[GP_MAX_GPU_TYPES];
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -540,5 +544,8 @@ int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
 
 /* ---- why.c ---- */
 size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);
+/* An amount of dimension d in words: "24 H100 GPUs", "2.5 H100 GPUs" (v in
+ * milli-GPUs), "4000 millicores", "1024 MiB".  Returns the length. */
+size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len);
 
 #endif

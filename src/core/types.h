@@ -195,7 +195,9 @@ typedef enum gp_wait_code {
     GP_WAIT_RESERVATION,    /* would delay reserved head job `job` (starts at `time`) */
     GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
     GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time` */
-    GP_WAIT_NODE_SHAPE      /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
+    GP_WAIT_NODE_SHAPE,     /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
+    GP_WAIT_SHARING_MODE    /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
+                               (MIG: with a model that offers its profile); dim = the first accepted type */
 } gp_wait_code;
 
 typedef struct gp_wait {
