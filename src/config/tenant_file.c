@@ -122,7 +122,7 @@ static gp_err read_tenant_field(gp__yaml *y, gp_tenant_entry *t, const char *key
     if (strcmp(key, "user_limit") == 0)
         return read_quota(y, v, key, index, &t->spec.user_limit);
     if (strcmp(key, "weight") == 0)
-        return gp__yaml_number(y, v, key, what, 0.001, 1000000, &t->spec.weight);
+        return gp__yaml_number(y, v, key, what, GP_WEIGHT_MIN, GP_WEIGHT_MAX, &t->spec.weight);
     if (strcmp(key, "lend") == 0) {
         bool lend = false;
         rc = gp__yaml_bool(y, v, key, what, &lend);

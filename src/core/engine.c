@@ -57,6 +57,8 @@ gp_engine *gp_engine_new(const gp_engine_config *cfg)
         e->cfg.overdue_grace_s = 1;
     if (e->cfg.mig_reconfigure_interval_s < 0)
         e->cfg.mig_reconfigure_interval_s = 0;
+    if (e->cfg.clock_resolution_s < 0)
+        e->cfg.clock_resolution_s = 0;
     gp__fleet_init(&e->fleet);
     if (gp__pool_get(e, "default") == GP__NONE) {
         gp_engine_free(e);
@@ -267,7 +269,7 @@ static void trust_preempt(gp_engine *e, uint32_t job)
                        "preempted: tenant %s is untrusted (set on %s), %s work may not share a GPU; %lld GPU-s since "
                        "the last checkpoint",
                        tenant, source, iso, (long long)lost);
-    j->deadline = e->now + j->grace;
+    j->deadline = gp__grace_deadline(e, j->grace);
     j->last_preempted = e->now;
     j->preemptions++;
     if (j->grace == 0)
@@ -297,6 +299,38 @@ gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec
     return rc;
 }
 
+/* ---- grace ----
+ * The caller's `now` may be its true time rounded down (gpupoold feeds
+ * whole seconds of wall-clock time): a job told at true time 10.6 s (now =
+ * 10) to stop within 4 s must keep its GPUs until 14.6 s, but now = 14
+ * arrives at 14.0 s.  Adding the clock's resolution makes the rounding
+ * conservative: the deadline 15 arrives at 15.0 s >= 14.6 s.  Grace 0
+ * means "kill now" and frees the GPUs at once. */
+
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace)
+{
+    return grace > 0 ? e->now + grace + e->cfg.clock_resolution_s : e->now;
+}
+
+gp_err gp_engine_clock_resolution_set(gp_engine *e, int64_t seconds, int64_t now, gp_error *err)
+{
+    gp_err rc = time_check(e, now, err);
+    if (rc)
+        return rc;
+    if (seconds < 0 || seconds > 60)
+        return gp_error_set(err, GP_ERR_INVALID, "clock_resolution_s", "clock resolution must be 0..60 s, not %lld",
+                            (long long)seconds);
+    e->now = now;
+    e->cfg.clock_resolution_s = seconds;
+    e->changes++;
+    return GP_OK;
+}
+
+int64_t gp_engine_clock_resolution(const gp_engine *e)
+{
+    return e->cfg.clock_resolution_s;
+}
+
 /* ---- job events ---- */
 
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
@@ -322,7 +356,7 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
             snprintf(d->reason, sizeof d->reason, "cancel requested");
         }
         j->cancel_requested = true;
-        j->deadline = now + j->grace;
+        j->deadline = gp__grace_deadline(e, j->grace);
         gp__job_transition(e, job, GP_JOB_PREEMPTING, "cancel requested; stopping within %llds",
                            (long long)j->grace);
         if (j->grace == 0)
@@ -576,8 +610,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         bool borrowed = false;
         gp_wait w = gp__admit(e, j, t, &cls, &borrowed);
         if (w.code != GP_WAIT_NONE) {
-            if (limit.code == GP_WAIT_NONE)
-                limit = w;
+            if (limit.code == GP_WAIT_NONE || (limit.b > limit.c && w.b <= w.c))
+                limit = w; /* say "cannot run" only when no accepted type could ever admit it */
             if (borrowed)
                 borrowed_limit |= (uint8_t)(1u << t);
         } else if (cls == GP_CLASS_GUARANTEED) {
@@ -600,6 +634,15 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         if (j->wait.code == GP_WAIT_NONE) /* accepted types not in the fleet at all */
             j->wait = (gp_wait){.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
         return;
+    }
+    if (gp__job_shared(j) && j->n_claimed == 0) {
+        /* no GPU in its mode at all: no look, and no "no room" noted for
+         * shares of its size that other profiles or modes could place */
+        gp_wait possible = gp__place_possible(e, j);
+        if (possible.code == GP_WAIT_SHARING_MODE) {
+            j->wait = possible;
+            return;
+        }
     }
     if (p->phase == GP_CLASS_BURSTABLE && j->n_claimed > 0)
         gp__claims_forget(e, job); /* claims serve a guaranteed placement only; this job is no longer one */

@@ -31,6 +31,9 @@ typedef struct gp_engine_config {
     int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
     int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
     int64_t mig_reconfigure_interval_s; /* a MIG GPU's layout changes at most this often (default 60) */
+    int64_t clock_resolution_s;    /* `now` lags the caller's true time by up to this much (whole-second
+                                      clocks: 1): added to every grace deadline after which a job's GPUs
+                                      are freed, so no grace ends early in true time (default 0) */
 } gp_engine_config;
 
 /* Defaults for every field. */
@@ -64,6 +67,13 @@ gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, siz
 /* The fleet's fragmentation now: expected milli-GPUs the workload mix could
  * not use (FGD's measure), summed over schedulable nodes. */
 double gp_engine_fragmentation(gp_engine *e);
+
+/* The caller's clock resolution changed (see gp_engine_config's
+ * clock_resolution_s, 0..60): graces that start from now on end this much
+ * later.  An event, so that an event log written under one resolution
+ * replays under it. */
+gp_err gp_engine_clock_resolution_set(gp_engine *e, int64_t seconds, int64_t now, gp_error *err);
+int64_t gp_engine_clock_resolution(const gp_engine *e);
 
 /* ---- tenant events ---- */
 

@@ -139,6 +139,19 @@ static void capacity_account(gp__fleet *f, const gp__node *node, int sign)
 /* Recompute the "if it were empty" tables after a change of shape (node
  * up/down/drain, GPU health).  O(nodes), so changes only mark the fleet
  * dirty and the next pass recounts once. */
+/* Healthy GPUs of a schedulable node by sharing mode (and MIG model). */
+static void count_modes(gp__fleet *f, const gp__node *node)
+{
+    for (uint32_t g = node->gpu_first; g < node->gpu_first + node->gpu_count; g++) {
+        const gp__gpu *gpu = &f->gpus[g];
+        if (!gpu->healthy)
+            continue;
+        f->mode_gpus[node->type][gpu->sharing]++;
+        if (gpu->sharing == GP_SHARING_MIG && gpu->mig_model >= 0)
+            f->mig_models[node->type] |= 1u << gpu->mig_model;
+    }
+}
+
 void gp__fleet_recount(gp__fleet *f)
 {
     if (!f->shape_dirty)
@@ -149,6 +162,8 @@ void gp__fleet_recount(gp__fleet *f)
     memset(f->max_domain, 0, sizeof f->max_domain);
     memset(f->max_cpu, 0, sizeof f->max_cpu);
     memset(f->max_mem, 0, sizeof f->max_mem);
+    memset(f->mode_gpus, 0, sizeof f->mode_gpus);
+    memset(f->mig_models, 0, sizeof f->mig_models);
     int64_t *per_block = calloc(f->n_blocks ? f->n_blocks : 1,
                                 sizeof(int64_t) * GP_MAX_GPU_TYPES * (GP_MAX_GPUS_PER_NODE + 1));
     for (size_t n = 0; n < f->n_nodes; n++) {
@@ -160,6 +175,7 @@ void gp__fleet_recount(gp__fleet *f)
             f->max_cpu[node->type] = node->cpu_cap;
         if (node->mem_cap > f->max_mem[node->type])
             f->max_mem[node->type] = node->mem_cap;
+        count_modes(f, node);
         for (int d = 0; d < node->domains; d++) {
             int h = healthy_gpus(f, node, d);
             if (h > f->max_domain[node->type])

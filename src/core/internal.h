@@ -159,6 +159,10 @@ typedef struct gp__fleet {
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
+    /* the same recount: healthy schedulable GPUs per type and sharing mode,
+     * and the MIG models among the MIG-mode ones (bit per model) */
+    int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
+    uint32_t mig_models[GP_MAX_GPU_TYPES];
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -544,7 +548,16 @@ void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
 bool gp__mig_layout_valid(const gp__gpu *g);
 void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 
+/* ---- engine.c: grace ---- */
+/* When a job told now to stop within `grace` seconds frees its GPUs: now +
+ * grace, made conservative by the config's clock_resolution_s; now for
+ * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+
 /* ---- why.c ---- */
 size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);
+/* An amount of dimension d in words: "24 H100 GPUs", "2.5 H100 GPUs" (v in
+ * milli-GPUs), "4000 millicores", "1024 MiB".  Returns the length. */
+size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len);
 
 #endif

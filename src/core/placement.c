@@ -259,6 +259,23 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held)
     return ok;
 }
 
+/* Whether type t has a healthy schedulable GPU in the job's sharing mode
+ * (for MIG: of a model that offers its profile). */
+static bool sharing_mode_present(const gp__fleet *f, const gp__job *j, int t)
+{
+    gp_sharing mode = j->isolation == GP_ISO_MIG   ? GP_SHARING_MIG
+                      : j->isolation == GP_ISO_MPS ? GP_SHARING_MPS
+                                                   : GP_SHARING_TIMESLICE;
+    if (f->mode_gpus[t][mode] == 0)
+        return false;
+    if (mode != GP_SHARING_MIG)
+        return true;
+    for (int m = 0; m < 32; m++)
+        if ((f->mig_models[t] >> m & 1u) && gp__mig_profile_find(m, j->mig_profile) >= 0)
+            return true;
+    return false;
+}
+
 gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
 {
     const gp__fleet *f = &e->fleet;
@@ -271,6 +288,15 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
             if (w.code == GP_WAIT_NO_GPU_TYPE)
                 w = (gp_wait){.code = GP_WAIT_NODE_SHAPE, .dim = t, .tenant = GP__NONE, .a = f->max_cpu[t],
                               .b = f->max_mem[t]};
+            continue;
+        }
+        if (gp__job_shared(j)) { /* several replicas may share a GPU: the mode is what matters */
+            if (sharing_mode_present(f, j, t)) {
+                w.code = GP_WAIT_NONE;
+                return w;
+            }
+            if (w.code == GP_WAIT_NO_GPU_TYPE)
+                w = (gp_wait){.code = GP_WAIT_SHARING_MODE, .dim = t, .tenant = GP__NONE};
             continue;
         }
         int64_t have;

@@ -300,7 +300,7 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
                        "preempted: %s reclaims its guarantee for job %llu of %s; %lld GPU-s since the last checkpoint",
                        e->tenants[holder].path, (unsigned long long)j->id, e->tenants[j->tenant].path,
                        (long long)lost);
-    v->deadline = e->now + v->grace;
+    v->deadline = gp__grace_deadline(e, v->grace);
     v->last_preempted = e->now;
     remember_preemption(e, j, v);
     v->preemptions++;

@@ -202,18 +202,25 @@ static gp_err validate_tree(const gp_engine *e, const gp_res *old_top, gp_error 
         gp_res sum;
         gp__res_zero(&sum);
         descendant_guarantees(e, (uint32_t)i, &sum);
+        char have[64], bound[64];
         for (int d = 0; d < GP_DIMS; d++) /* floors below must fit under this ceiling */
-            if (t->limit.v[d] != GP_UNLIMITED && sum.v[d] > t->limit.v[d])
+            if (t->limit.v[d] != GP_UNLIMITED && sum.v[d] > t->limit.v[d]) {
+                gp__amount_format(e, d, sum.v[d], have, sizeof have);
+                gp__amount_format(e, d, t->limit.v[d], bound, sizeof bound);
                 return gp_error_set(err, GP_ERR_QUOTA, "limit",
-                                    "the guarantees under %s add up to %lld %s, more than its limit %lld", t->path,
-                                    (long long)sum.v[d], dim_name(e, d), (long long)t->limit.v[d]);
+                                    "the guarantees under %s add up to %s, more than its limit of %s", t->path, have,
+                                    bound);
+            }
         if (!t->has_guarantee)
             continue;
         for (int d = 0; d < GP_DIMS; d++) {
-            if (t->guarantee.v[d] != GP_UNLIMITED && sum.v[d] > t->guarantee.v[d])
+            if (t->guarantee.v[d] != GP_UNLIMITED && sum.v[d] > t->guarantee.v[d]) {
+                gp__amount_format(e, d, sum.v[d], have, sizeof have);
+                gp__amount_format(e, d, t->guarantee.v[d], bound, sizeof bound);
                 return gp_error_set(err, GP_ERR_QUOTA, "guarantee",
-                                    "the guarantees under %s add up to %lld %s, more than its own %lld", t->path,
-                                    (long long)sum.v[d], dim_name(e, d), (long long)t->guarantee.v[d]);
+                                    "the guarantees under %s add up to %s, more than its own %s", t->path, have,
+                                    bound);
+            }
             if (t->guarantee.v[d] != GP_UNLIMITED && t->limit.v[d] != GP_UNLIMITED &&
                 t->guarantee.v[d] > t->limit.v[d])
                 return gp_error_set(err, GP_ERR_QUOTA, "limit", "the guarantee of %s exceeds its limit on %s",
@@ -223,11 +230,14 @@ static gp_err validate_tree(const gp_engine *e, const gp_res *old_top, gp_error 
     gp_res top;
     gp__res_zero(&top);
     descendant_guarantees(e, GP__NONE, &top);
+    char have[64], bound[64];
     for (int d = 0; d < GP_DIMS; d++)
-        if (top.v[d] > e->fleet.capacity.v[d] && top.v[d] > old_top->v[d])
+        if (top.v[d] > e->fleet.capacity.v[d] && top.v[d] > old_top->v[d]) {
+            gp__amount_format(e, d, top.v[d], have, sizeof have);
+            gp__amount_format(e, d, e->fleet.capacity.v[d], bound, sizeof bound);
             return gp_error_set(err, GP_ERR_QUOTA, "guarantee",
-                                "guarantees would add up to %lld %s, more than the healthy fleet's %lld",
-                                (long long)top.v[d], dim_name(e, d), (long long)e->fleet.capacity.v[d]);
+                                "guarantees would add up to %s, more than the healthy fleet's %s", have, bound);
+        }
     return GP_OK;
 }
 
@@ -317,8 +327,9 @@ static gp_err check_spec(const gp_tenant_spec *s, gp_error *err)
 {
     if (s == NULL)
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant spec is required");
-    if (!(s->weight >= 0.0 && s->weight <= 1e6) || isnan(s->weight))
-        return gp_error_set(err, GP_ERR_INVALID, "weight", "weight must be 0 (default) .. 1000000");
+    if (s->weight != 0.0 && !(s->weight >= GP_WEIGHT_MIN && s->weight <= GP_WEIGHT_MAX))
+        return gp_error_set(err, GP_ERR_INVALID, "weight", "weight must be 0 (default) or %g..%g", GP_WEIGHT_MIN,
+                            GP_WEIGHT_MAX);
     if (s->lend < -1 || s->lend > 1)
         return gp_error_set(err, GP_ERR_INVALID, "lend", "lend must be -1 (default), 0 or 1");
     if (s->trust < GP_TRUST_INHERIT || s->trust > GP_TRUST_UNTRUSTED)

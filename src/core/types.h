@@ -196,8 +196,10 @@ typedef enum gp_wait_code {
     GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
     GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time` */
     GP_WAIT_NODE_SHAPE,     /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
-    GP_WAIT_TRUST           /* the tenant is untrusted and the job asks for mps/timeslice; tenant = where
+    GP_WAIT_TRUST,          /* the tenant is untrusted and the job asks for mps/timeslice; tenant = where
                                untrusted is set (the job's tenant or an ancestor) */
+    GP_WAIT_SHARING_MODE    /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
+                               (MIG: with a model that offers its profile); dim = the first accepted type */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -351,5 +353,10 @@ const char *gp_topology_name(gp_topology t);
 const char *gp_isolation_name(gp_isolation i);
 const char *gp_job_kind_name(gp_job_kind k);
 const char *gp_decision_kind_name(gp_decision_kind k);
+
+/* A tenant's given fair-share weight; 0 means "derived from its guarantee".
+ * The floor keeps usage / weight finite (5e-324 made shares infinite). */
+#define GP_WEIGHT_MIN 0.001
+#define GP_WEIGHT_MAX 1000000.0
 
 #endif

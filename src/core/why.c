@@ -65,14 +65,18 @@ static const char *dim_label(const gp_engine *e, int d)
     return "GPU";
 }
 
-/* Amount in the dimension's natural unit: GPUs (3 decimals), millicores, MiB. */
+/* Amount in the dimension's natural unit: GPUs (milli-GPUs shown as GPUs
+ * with up to 3 decimals, "2.5"), millicores, MiB. */
 static void amount(char *buf, size_t len, int d, int64_t v)
 {
-    if (d >= 0 && d < GP_MAX_GPU_TYPES) {
-        if (v % 1000 == 0)
-            snprintf(buf, len, "%lld", (long long)(v / 1000));
-        else
-            snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000), (long long)(v % 1000));
+    if (d >= 0 && d < GP_MAX_GPU_TYPES && v % 1000 != 0) {
+        int64_t frac = (v < 0 ? -v : v) % 1000;
+        int digits = frac % 100 == 0 ? 1 : frac % 10 == 0 ? 2 : 3;
+        int64_t shown = digits == 1 ? frac / 100 : digits == 2 ? frac / 10 : frac;
+        snprintf(buf, len, "%s%lld.%0*lld", v < 0 && v > -1000 ? "-" : "", (long long)(v / 1000), digits,
+                 (long long)shown);
+    } else if (d >= 0 && d < GP_MAX_GPU_TYPES) {
+        snprintf(buf, len, "%lld", (long long)(v / 1000));
     } else {
         snprintf(buf, len, "%lld", (long long)v);
     }
@@ -81,6 +85,15 @@ static void amount(char *buf, size_t len, int d, int64_t v)
 static const char *unit(int d)
 {
     return d == GP_DIM_CPU ? " millicores" : d == GP_DIM_MEM ? " MiB" : " GPUs";
+}
+
+size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len)
+{
+    char a[32];
+    amount(a, sizeof a, d, v);
+    int n = d >= 0 && d < GP_MAX_GPU_TYPES ? snprintf(buf, len, "%s %s%s", a, dim_label(e, d), unit(d))
+                                           : snprintf(buf, len, "%s%s", a, unit(d));
+    return n < 0 ? 0 : (size_t)n;
 }
 
 static const char *tenant_name(const gp_engine *e, uint32_t t)
@@ -106,12 +119,22 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
         n = snprintf(buf, len, "waiting for the next scheduling pass");
         break;
     case GP_WAIT_LIMIT:
-        n = snprintf(buf, len, "limit of %s on %s reached: %s + %s > %s%s in use", tenant_name(e, w->tenant), type, a,
-                     b, c, unit(w->dim));
+        if (w->b > w->c)
+            n = snprintf(buf, len, "cannot run while the limit stands: it needs %s%s of %s, more than the limit of "
+                         "%s (%s%s) even with nothing else running; ask for less or for a higher limit",
+                         b, unit(w->dim), type, tenant_name(e, w->tenant), c, unit(w->dim));
+        else
+            n = snprintf(buf, len, "limit of %s on %s reached: %s + %s > %s%s in use", tenant_name(e, w->tenant),
+                         type, a, b, c, unit(w->dim));
         break;
     case GP_WAIT_USER_LIMIT:
-        n = snprintf(buf, len, "per-user limit in %s on %s reached: %s + %s > %s%s", tenant_name(e, w->tenant), type,
-                     a, b, c, unit(w->dim));
+        if (w->b > w->c)
+            n = snprintf(buf, len, "cannot run while the limit stands: it needs %s%s of %s, more than the per-user "
+                         "limit in %s (%s%s); ask for less or for a higher limit",
+                         b, unit(w->dim), type, tenant_name(e, w->tenant), c, unit(w->dim));
+        else
+            n = snprintf(buf, len, "per-user limit in %s on %s reached: %s + %s > %s%s",
+                         tenant_name(e, w->tenant), type, a, b, c, unit(w->dim));
         break;
     case GP_WAIT_NO_GPU_TYPE:
         n = snprintf(buf, len, "no healthy, schedulable GPU of an accepted type is in the fleet");
@@ -172,6 +195,16 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
             n = snprintf(buf, len, "tenant %s is untrusted (inherited from %s): %s is not allowed; cancel and resubmit "
                          "as exclusive or mig, or ask an admin to trust %s", tenant_name(e, j->tenant),
                          tenant_name(e, w->tenant), gp_isolation_name(j->isolation), tenant_name(e, w->tenant));
+        break;
+    case GP_WAIT_SHARING_MODE:
+        if (j->isolation == GP_ISO_MIG)
+            n = snprintf(buf, len, "cannot fit as the fleet stands: no healthy, schedulable GPU of an accepted type "
+                         "(%s, ...) is in MIG mode with a model that offers %s; it waits for such a GPU",
+                         type, j->mig_profile);
+        else
+            n = snprintf(buf, len, "cannot fit as the fleet stands: no healthy, schedulable GPU of an accepted type "
+                         "(%s, ...) is in %s mode; it waits for such a GPU",
+                         type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
         break;
     default:
         n = snprintf(buf, len, "not waiting");

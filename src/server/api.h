@@ -10,9 +10,9 @@
  *
  * Error bodies are {"error": {"code", "message", "field"}}; statuses:
  * 400 invalid, 401 no/unknown token, 403 role may not, 404 unknown or out
- * of scope, 405 method, 409 exists/conflict, 413 body too large, 415 not
- * JSON, 422 quota rules, 429 rate limited, 503 shutting down / out of
- * memory.
+ * of scope, 405 method, 409 exists/conflict, 413 body too large, 414 URL
+ * too long, 415 not JSON, 422 quota rules, 429 rate limited, 431 headers
+ * too large, 503 shutting down / out of memory.
  *
  * Ownership: the request owns body and reply; gp_api_reply steals.
  */
@@ -39,6 +39,8 @@ typedef struct gp_request {
     const char *content_type; /* of the reply; NULL = application/json */
     char *text_reply;         /* non-JSON replies (metrics, dashboard) */
     const char *scopes[1];    /* gp_api_scopes */
+    char *raw_url;            /* the request target exactly as sent (uri.h); owned */
+    bool started;             /* the access handler has seen the request */
 } gp_request;
 
 /* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS

@@ -25,6 +25,7 @@
 #include "config/tenant_file.h"
 #include "server/json_input.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,13 +49,20 @@ static json_t *res_json(const gp_engine *e, const gp_res *r, bool skip_unlimited
     return o;
 }
 
+/* A number JSON can hold; null for inf or NaN (json_real refuses them,
+ * and a view that fails to build would drop the tenant from every list). */
+static json_t *finite_real(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
 {
-    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:f, s:f, s:b, s:s, s:i, s:i}", "path", t->path, "guarantee",
+    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:s, s:i, s:i}", "path", t->path, "guarantee",
                           t->has_guarantee ? res_json(e, &t->guarantee, true) : json_null(), "limit",
                           res_json(e, &t->limit, true), "user_limit", res_json(e, &t->user_limit, true), "usage",
                           res_json(e, &t->usage, false), "guaranteed_usage", res_json(e, &t->guaranteed_usage, false),
-                          "weight", t->weight, "dominant_share", t->dominant_share, "lend", t->lend, "trust",
+                          "weight", finite_real(t->weight), "dominant_share", finite_real(t->dominant_share), "lend", t->lend, "trust",
                           t->untrusted ? "untrusted" : "trusted", "pending_jobs", t->pending_jobs, "running_jobs",
                           t->running_jobs);
     json_object_set_new(o, "parent",

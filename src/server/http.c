@@ -6,6 +6,14 @@
  * the number of busy connections, bounded by --max-connections.
  *
  * Limits enforced here, before any handler runs:
+ *   target        the URL exactly as sent must be valid (uri.h: no NUL,
+ *                 no "..", UTF-8, ...; 400) and at most GP_URI_MAX bytes
+ *                 (414); libmicrohttpd hands it over raw through its URI
+ *                 log callback, before it decodes anything;
+ *   headers       at most HEADERS_MAX bytes in all (431).  Both answer
+ *                 JSON because libmicrohttpd's own limit (its per-
+ *                 connection memory, MHD_MEMORY_LIMIT) is set far above
+ *                 them; a request beyond that one still gets its HTML page;
  *   body size     a Content-Length over --max-body is answered 413 at once;
  *                 a chunked body is counted and refused when it passes it;
  *   content type  bodies must be application/json (apply also takes YAML);
@@ -17,6 +25,8 @@
 #include "server/api.h"
 
 #include "server/json_input.h"
+#include "server/uri.h"
+#include "util/text.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { HEADERS_MAX = 16384, MHD_MEMORY_LIMIT = 256 * 1024 };
 
 static atomic_uint_least64_t request_counter;
 static uint32_t request_prefix;
@@ -40,13 +52,15 @@ void gp_api_reply(gp_request *r, int status, json_t *reply)
 
 void gp_api_error(gp_request *r, int status, const char *code, const char *field, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[512], name[GP_ERROR_FIELD_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    gp_api_reply(r, status,
-                 json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", msg, "field", field ? field : ""));
+    snprintf(name, sizeof name, "%s", field ? field : "");
+    gp_utf8_scrub(msg); /* a message quoting bad input stays a JSON string */
+    gp_utf8_scrub(name);
+    gp_api_reply(r, status, json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", msg, "field", name));
 }
 
 void gp_api_fail(gp_request *r, const gp_error *err)
@@ -378,9 +392,40 @@ static void request_id(gp_request *r)
                  (unsigned long long)atomic_fetch_add(&request_counter, 1));
 }
 
+static enum MHD_Result header_bytes(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 4; /* ": " and CRLF */
+    return MHD_YES;
+}
+
+/* The request target and headers (see the file header). */
+static bool request_ok(gp_request *r)
+{
+    gp_error err;
+    int status = r->raw_url ? gp_uri_check(r->raw_url, &err) : 503;
+    if (status == 503)
+        gp_error_set(&err, GP_ERR_NOMEM, "url", "out of memory");
+    if (status) {
+        gp_api_error(r, status, status == 414 ? "uri_too_long" : gp_err_name(err.code), err.field, "%s",
+                     err.message);
+        return false;
+    }
+    size_t headers = 0;
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, header_bytes, &headers);
+    if (headers > HEADERS_MAX) {
+        gp_api_error(r, 431, "headers_too_large", "headers", "the request headers are larger than %d bytes",
+                     HEADERS_MAX);
+        return false;
+    }
+    return true;
+}
+
 static void handle(gp_request *r)
 {
     request_id(r);
+    if (!request_ok(r))
+        return;
     if (strcmp(r->url, "/v1/health") == 0) {
         route_simple(r, "GET", health);
         return;
@@ -447,7 +492,7 @@ static void log_request(gp_request *r, int64_t ms)
         return;
     char path[300];
     gp_log(level, "request", "req=%s method=%s path=%s status=%d ms=%lld token=%s", r->request_id, r->method,
-           gp_log_quote(r->url, path, sizeof path), r->status, (long long)ms,
+           gp_log_quote(r->raw_url ? r->raw_url : r->url, path, sizeof path), r->status, (long long)ms,
            r->authenticated ? r->who.token_id : "-");
 }
 
@@ -482,10 +527,11 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)version;
     gp_server *srv = cls;
     gp_request *r = *con_cls;
-    if (!r) {
-        r = calloc(1, sizeof *r);
+    if (!r || !r->started) {
+        r = r ? r : calloc(1, sizeof *r); /* normally made by uri_logged */
         if (!r)
             return MHD_NO;
+        r->started = true;
         r->srv = srv;
         r->conn = conn;
         r->url = url;
@@ -514,6 +560,20 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     return send_reply(r);
 }
 
+/* libmicrohttpd's URI log callback: the target before it is decoded (the
+ * buffer is decoded in place later, hence the copy).  The request is made
+ * here; its pointer becomes the access handler's *con_cls. */
+static void *uri_logged(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)conn;
+    gp_request *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->srv = cls;
+    r->raw_url = strdup(uri ? uri : "");
+    return r;
+}
+
 static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
@@ -526,6 +586,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
     json_decref(r->reply);
     free(r->body);
     free(r->text_reply);
+    free(r->raw_url);
     free(r);
     *con_cls = NULL;
 }
@@ -628,6 +689,8 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)srv->cfg.timeout_s, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, srv},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_logged, srv},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, MHD_MEMORY_LIMIT, NULL},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
         {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, cert},
         {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, key},

@@ -61,6 +61,9 @@ gp_err gp_journal_node_drain(gp_journal *j, const char *node, bool drain, int64_
 gp_err gp_journal_pool_set(gp_journal *j, const char *pool, const gp_pool_spec *spec, int64_t now,
                            gp_error *err);
 gp_err gp_journal_tick(gp_journal *j, int64_t now, gp_error *err);
+/* Logged only when it differs from the engine's (gpupoold sets 1 s at start:
+ * engine time is whole seconds of wall-clock time). */
+gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err);
 
 /* The clock the next event may use: max(wall, engine's now). */
 int64_t gp_journal_now(const gp_journal *j, int64_t wall);

@@ -7,6 +7,8 @@
  */
 #include "server/json_input.h"
 
+#include "util/text.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +99,9 @@ gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *
     if (len == 0 || len > max_len || len >= cap)
         return gp_error_set(err, GP_ERR_INVALID, field, "%s must be 1..%zu characters", field,
                             max_len < cap - 1 ? max_len : cap - 1);
+    if (!gp_text_printable(json_string_value(v), len))
+        return gp_error_set(err, GP_ERR_INVALID, field,
+                            "%s must be text without control characters (newline, tab, escape, NUL, ...)", field);
     memcpy(out, json_string_value(v), len);
     out[len] = '\0';
     return GP_OK;

@@ -34,7 +34,8 @@ gp_err gp_json_parse_body(const char *text, size_t len, json_t **out, gp_error *
 gp_err gp_json_object(const json_t *v, const char *field, gp_error *err);
 gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out, gp_error *err);
 gp_err gp_json_bool(const json_t *v, const char *field, bool *out, gp_error *err);
-/* A string of 1..max_len bytes (max_len < cap) copied into out. */
+/* A string of 1..max_len bytes (max_len < cap) without control characters
+ * (util/text.h: names, paths, types are one line of text) copied into out. */
 gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *out, size_t cap, gp_error *err);
 /* One of names[0..n); *out = its index. */
 gp_err gp_json_enum(const json_t *v, const char *field, const char *const *names, int n, int *out,

@@ -1,6 +1,8 @@
 /* log.c - key=value log lines (see log.h). */
 #include "server/log.h"
 
+#include "util/text.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,5 +71,6 @@ const char *gp_log_quote(const char *text, char *out, size_t cap)
     }
     out[o++] = '"';
     out[o] = '\0';
+    gp_utf8_scrub(out); /* bytes a client sent, or a character cut at cap */
     return out;
 }

@@ -9,6 +9,7 @@
 #include "server/loop.h"
 
 #include "server/server.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -114,19 +115,27 @@ static _Noreturn void store_fatal(const char *what, const gp_error *err)
     _exit(70);
 }
 
+/* Every field of an audit row is UTF-8 text: a target or an error quoting
+ * bytes a client sent (or cut inside a character) would otherwise read
+ * back as null (jansson builds no string from invalid UTF-8). */
 static void audit_op(gp_server *srv, gp_op *op, int64_t now)
 {
-    char result[360];
+    char result[360], target[sizeof op->target], action[sizeof op->action];
     if (op->status < 400)
         snprintf(result, sizeof result, "ok");
     else
         snprintf(result, sizeof result, "%d %s", op->status, op->error_text);
+    snprintf(target, sizeof target, "%s", op->target);
+    snprintf(action, sizeof action, "%s", op->action);
+    gp_utf8_scrub(result);
+    gp_utf8_scrub(target);
+    gp_utf8_scrub(action);
     gp_store_audit a = {.time = now,
                         .request_id = op->request_id ? op->request_id : "",
                         .actor = op->who ? op->who->token_id : "gpupoold",
                         .role = op->who ? gp_role_name(op->who->role) : "system",
-                        .action = op->action,
-                        .target = op->target,
+                        .action = action,
+                        .target = target,
                         .result = result};
     gp_error err;
     if (gp_store_audit_append(srv->store, &a, &err) != GP_OK)

@@ -293,6 +293,22 @@ static gp_err write_port_file(gp_server *srv, gp_error *err)
     return GP_OK;
 }
 
+/* Engine time is whole seconds of wall-clock time (gp_wall_ms() / 1000), up
+ * to 1 s behind it: graces end 1 s later so that none ends early.  It is an
+ * event of the log (a log written before it existed replays without it). */
+static gp_err set_clock_resolution(gp_server *srv, gp_error *err)
+{
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    gp_err rc = gp_store_begin(srv->store, err);
+    if (rc == GP_OK)
+        rc = gp_journal_clock_resolution(&srv->journal, 1, now, err);
+    if (rc == GP_OK)
+        rc = gp_store_commit(srv->store, err);
+    else
+        gp_store_rollback(srv->store);
+    return rc;
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -306,7 +322,10 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK) {
         int64_t t0 = gp_wall_ms();
-        rc = gp_journal_open(&srv->journal, srv->store, NULL, err);
+        gp_engine_config engine_cfg = gp_engine_config_default();
+        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, err);
+        if (rc == GP_OK)
+            rc = set_clock_resolution(srv, err);
         gp_engine_stats st;
         if (rc == GP_OK) {
             gp_engine_stats_get(srv->journal.engine, &st);

@@ -345,8 +345,10 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
         } else if (strcmp(key, "user_limit") == 0) {
             rc = parse_quota(x, key, &s->user_limit, err);
         } else if (strcmp(key, "weight") == 0) {
-            if (!json_is_number(x) || json_number_value(x) < 0 || json_number_value(x) > 1e6)
-                rc = gp_error_set(err, GP_ERR_INVALID, key, "weight must be a number 0..1000000 (0 = default)");
+            double w = json_is_number(x) ? json_number_value(x) : -1;
+            if (w != 0 && !(w >= GP_WEIGHT_MIN && w <= GP_WEIGHT_MAX))
+                rc = gp_error_set(err, GP_ERR_INVALID, key, "weight must be a number %g..%g (0 = default)",
+                                  GP_WEIGHT_MIN, GP_WEIGHT_MAX);
             else
                 s->weight = json_number_value(x);
         } else if (strcmp(key, "lend") == 0) {

@@ -70,7 +70,7 @@ class Daemon:
 
     def read_log(self):
         try:
-            with open(self.log) as f:
+            with open(self.log, errors="replace") as f:
                 return f.read()[-4000:]
         except OSError:
             return ""

@@ -107,6 +107,92 @@ CASES = [
     ("PATCH", "/v1/jobs", None, None, 405, "method"),
     ("GET", "/v1/nothing", None, None, 404, "path"),
     ("GET", "/v1/audit?after=x", None, None, 400, "after"),
+    # the path exactly as sent: %00 must not cut it, no dot or empty segments
+    ("PUT", "/v1/tenants/research/audio2%00/../../evil", {}, None, 400, "path"),
+    ("DELETE", "/v1/tenants/research/nlp%00", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/nlp%00", None, None, 400, "path"),
+    ("PUT", "/v1/tenants/research/nlp%0A", {}, None, 400, "path"),
+    ("PUT", "/v1/tenants/research/x%1B%5B31m", {}, None, 400, "path"),
+    ("PUT", "/v1/tenants/research/%E2%80%AEevil", {}, None, 400, "path"),
+    ("PUT", "/v1/tenants/research/%FF", {}, None, 400, "path"),
+    ("GET", "/v1/tenants/research%2Fnlp", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research%2fnlp", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/%2e%2e", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/%2E", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/nlp%", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/nlp%4", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/nlp%zz", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research//nlp", None, None, 400, "path"),
+    ("GET", "/v1/tenants/research/", None, None, 400, "path"),
+    ("GET", "/v1/jobs/", None, None, 400, "path"),
+    ("GET", "/v1/jobs/1%00", None, None, 400, "path"),
+    ("DELETE", "/v1/jobs/1%00", None, None, 400, "path"),
+    ("PUT", "/v1/tenants/" + "a" * 256, {}, None, 400, "path"),
+    ("PUT", "/v1/tenants/research/a/b/c/d", {}, None, 400, "path"),
+    ("PUT", "/v1/tenants/" + "/".join(["a"] * 60), {}, None, 400, "path"),
+    ("POST", "/v1/nodes/%FF/drain", {"drain": True}, None, 400, "path"),
+    ("POST", "/v1/nodes/h100-a-0%00/drain", {"drain": True}, None, 400, "path"),
+    # query strings: same rules, the field is the parameter
+    ("GET", "/v1/jobs?tenant=research/nlp%00", None, None, 400, "tenant"),
+    ("GET", "/v1/jobs?tenant=research%0Anlp", None, None, 400, "tenant"),
+    ("GET", "/v1/jobs?tenant=%FF%FE", None, None, 400, "tenant"),
+    ("GET", "/v1/jobs?state=live&state=pending", None, None, 400, "state"),
+    ("GET", "/v1/jobs?limit=5&&state=live", None, None, 400, "query"),
+    ("GET", "/v1/jobs?limit=5&", None, None, 400, "query"),
+    ("GET", "/v1/jobs?=5", None, None, 400, "query"),
+    ("GET", "/v1/jobs?%00=1", None, None, 400, "query"),
+    ("GET", "/v1/jobs?limit=%zz", None, None, 400, "limit"),
+    ("GET", "/v1/jobs?limit=99999999999999999999", None, None, 400, "limit"),
+    ("GET", "/v1/jobs?limit=-1", None, None, 400, "limit"),
+    ("GET", "/v1/jobs?state=" + "a" * 10000, None, None, 414, "url"),
+    # one line of text in every name-like field
+    ("POST", "/v1/jobs", job_with(name="a\nb"), None, 400, "name"),
+    ("POST", "/v1/jobs", job_with(name="x\x1b[31mred"), None, 400, "name"),
+    ("POST", "/v1/jobs", job_with(name="tab\there"), None, 400, "name"),
+    ("POST", "/v1/jobs", job_with(name="gpu\u202etxt.exe"), None, 400, "name"),
+    ("POST", "/v1/jobs", job_with(name="nel\u0085"), None, 400, "name"),
+    ("POST", "/v1/jobs", job_with(user="bob\r"), None, 400, "user"),
+    ("POST", "/v1/jobs", job_with(tenant="research/nlp\n"), None, 400, "tenant"),
+    ("POST", "/v1/jobs", job_with(gpu_types=["H100\n"]), None, 400, "gpu_types"),
+    ("POST", "/v1/jobs", job_with(share={"mig": "1g.10gb\n"}), None, 400, "share.mig"),
+    ("POST", "/v1/jobs", job_with(env={"A\nB": "1"}), None, 400, "env"),
+    ("POST", "/v1/tokens", {"name": "x\ny", "role": "auditor"}, None, 400, "name"),
+    ("POST", "/v1/tenants:move", {"from": "research/nlp\t", "to": "research/x"}, None, 400, "from"),
+    # numbers: wrong types, out of range, huge, negative
+    ("POST", "/v1/jobs", job_with(priority=-1001), None, 400, "priority"),
+    ("POST", "/v1/jobs", job_with(checkpoint_grace_s=86401), None, 400, "checkpoint_grace_s"),
+    ("POST", "/v1/jobs", job_with(expected_runtime_s=-1), None, 400, "expected_runtime_s"),
+    ("POST", "/v1/jobs", job_with(mem_mib=1.5), None, 400, "mem_mib"),
+    ("POST", "/v1/jobs", job_with(cpu_millis="5"), None, 400, "cpu_millis"),
+    ("POST", "/v1/jobs", job_with(replicas=True), None, 400, "replicas"),
+    ("POST", "/v1/jobs", job_with(replicas=2 ** 63), None, 400, "body"),
+    ("POST", "/v1/jobs", job_with(gpus=None), None, 400, "gpus"),
+    ("POST", "/v1/jobs", b'{"tenant": "research/nlp", "gpus": 1e400}', "application/json", 400, "body"),
+    ("POST", "/v1/jobs", b'{"tenant": "research/nlp", "name": "\xc0\xaf"}', "application/json", 400, "body"),
+    ("POST", "/v1/jobs", b'{"tenant": "research/nlp", "name": "\xed\xa0\x80"}', "application/json", 400, "body"),
+    ("POST", "/v1/jobs", b'{"tenant": "research/nlp", "name": "\\ud800"}', "application/json", 400, "body"),
+    # a weight keeps shares finite: 5e-324 made the tenant unfindable
+    ("PUT", "/v1/tenants/research/nlp", {"weight": 5e-324}, None, 400, "weight"),
+    ("PUT", "/v1/tenants/research/nlp", {"weight": 0.0005}, None, 400, "weight"),
+    ("PUT", "/v1/tenants/research/nlp", {"weight": 1e7}, None, 400, "weight"),
+    ("PUT", "/v1/tenants/research/nlp", {"weight": "2"}, None, 400, "weight"),
+    ("PUT", "/v1/tenants/research/nlp", {"weight": True}, None, 400, "weight"),
+    ("PUT", "/v1/tenants/research/nlp", b'{"weight": 1e400}', "application/json", 400, "body"),
+    ("POST", "/v1/tenants:apply", b"tenants:\n  - path: research\n    weight: 5e-324\n", "application/yaml", 400,
+     None),
+]
+
+# Targets urllib cannot send: raw bytes on the request line.
+RAW_CASES = [
+    ("GET", b"/v1/jobs/\xff", 400, "path"),
+    ("GET", b"/v1/jobs?tenant=\xff\xfe", 400, "tenant"),
+    ("POST", b"/v1/nodes/\xff/drain", 400, "path"),
+    ("PUT", b"/v1/tenants/research/\xc3", 400, "path"),
+    ("GET", b"/v1/./jobs", 400, "path"),
+    ("GET", b"/v1/../v1/jobs", 400, "path"),
+    ("GET", b"//v1/jobs", 400, "path"),
+    ("GET", b"/v1/jobs#x", 400, "path"),
+    ("GET", b"/v1/jobs?state=" + b"a" * 100000, 414, "url"),
 ]
 
 
@@ -156,6 +242,57 @@ def test_battery(d):
     assert not failures, "\n".join(failures)
 
 
+def raw_call(d, method, target, body=b"", headers=b""):
+    """One request with the target exactly as given; (status, JSON)."""
+    import json
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+    s.sendall(method.encode() + b" " + target + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + d.token.encode() +
+              b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n" % len(body) +
+              headers + b"\r\n" + body)
+    data = b""
+    while True:
+        got = s.recv(65536)
+        if not got:
+            break
+        data += got
+    s.close()
+    head, _, text = data.partition(b"\r\n\r\n")
+    try:
+        return int(head.split()[1]), json.loads(text)
+    except ValueError:
+        return int(head.split()[1]), text[:200]
+
+
+def test_raw_targets_and_headers(d):
+    """Bytes no client library sends, oversized targets and headers: JSON 4xx
+    naming the field, nothing changed, the audit trail whole."""
+    d.cli("apply", "-f", gpd.TENANTS)
+    before = state(d)
+    failures = []
+    cases = list(RAW_CASES) + [("GET", b"/v1/jobs", 431, "headers")]
+    for method, target, status, field in cases:
+        extra = b"X-Padding: " + b"p" * 20000 + b"\r\n" if status == 431 else b""
+        st, out = raw_call(d, method, target, b"{}" if method in ("PUT", "POST") else b"", extra)
+        err = out.get("error") if isinstance(out, dict) else None
+        if st != status or not err or err.get("field") != field:
+            failures.append("%s %r: got %d %s, expected %d field %s" % (method, target[:60], st, out, status, field))
+    assert state(d) == before, "state changed"
+    assert not failures, "\n".join(failures)
+    for row in d.ok("GET", "/v1/audit")["audit"]:
+        assert None not in row.values(), row
+
+
+def test_a_tenant_with_the_smallest_weight_stays_findable(d):
+    """Seen: weight 5e-324 was accepted and, once the tenant used a GPU, its
+    share was infinite and it vanished from every answer."""
+    d.ok("PUT", "/v1/tenants/light", {"weight": 0.001})
+    d.ok("POST", "/v1/jobs", {"tenant": "light", "gpus": 8})
+    gpd.wait_for(lambda: d.ok("GET", "/v1/tenants/light")["running_jobs"] == 1, what="job running")
+    t = d.ok("GET", "/v1/tenants/light")
+    assert t["weight"] == 0.001 and t["dominant_share"] > 0, t
+    assert "light" in [x["path"] for x in d.ok("GET", "/v1/tenants")["tenants"]]
+
+
 def test_raw_protocol_abuse(d):
     """Garbage on the socket, a lying Content-Length, a chunked 10 MB body."""
     for payload in (b"GARBAGE\r\n\r\n", b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
@@ -202,4 +339,5 @@ def test_rate_limit(d):
 
 
 if __name__ == "__main__":
-    gpd.run([test_battery, test_raw_protocol_abuse, test_rate_limit])
+    gpd.run([test_battery, test_raw_targets_and_headers, test_a_tenant_with_the_smallest_weight_stays_findable,
+             test_raw_protocol_abuse, test_rate_limit])

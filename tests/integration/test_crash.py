@@ -137,5 +137,27 @@ def test_old_log_with_trusted_child_below_untrusted_parent_replays(d):
     assert "replay_trust_floor" in d.read_log()
 
 
+def test_clock_resolution_is_logged_once_and_old_logs_replay_without_it(d):
+    """gpupoold logs its 1 s clock resolution as an event the first time;
+    a log written before that event existed (none in it) still replays,
+    and later restarts do not log it again."""
+    d.ok("PUT", "/v1/tenants/org", {"guarantee": {"gpu": {"H100": 1}}})
+    d.kill9()
+    db_path = os.path.join(d.dir, "gpupool.db")
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT count(*) FROM events WHERE kind = 'clock_resolution'").fetchone()[0] == 1
+    db.execute("DELETE FROM events WHERE kind = 'clock_resolution'")  # what an older daemon wrote
+    db.commit()
+    db.close()
+    d.start()
+    d.kill9()
+    d.start()
+    db = sqlite3.connect(db_path)
+    rows = db.execute("SELECT payload FROM events WHERE kind = 'clock_resolution'").fetchall()
+    db.close()
+    assert [json.loads(r[0]) for r in rows] == [{"seconds": 1}], rows
+
+
 if __name__ == "__main__":
-    gpd.run([test_kill9_under_load, test_old_log_with_trusted_child_below_untrusted_parent_replays])
+    gpd.run([test_kill9_under_load, test_old_log_with_trusted_child_below_untrusted_parent_replays,
+             test_clock_resolution_is_logged_once_and_old_logs_replay_without_it])

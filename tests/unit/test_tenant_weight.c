@@ -1,0 +1,67 @@
+/* test_tenant_weight.c - a given weight keeps fair shares finite.
+ *
+ * Rule (docs/api.md, tenants; docs/scheduling.md, fair share): a tenant's
+ * weight is 0 (derived from its guarantee) or GP_WEIGHT_MIN..GP_WEIGHT_MAX
+ * (0.001..1000000); anything else is refused naming "weight" and nothing
+ * changes.  Seen: 5e-324 was accepted; one running GPU then made the
+ * tenant's share usage / weight infinite.
+ *
+ * Example: "light" with weight 0.001 running 8 of 16 H100 has dominant
+ * share 0.5 / 0.001 = 500: large, finite, and it sorts after every tenant
+ * with a smaller share.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "core/engine.h"
+#include "support/fleet_builder.h"
+
+static gp_err put_weight(tb_world *w, const char *path, double weight, gp_error *err)
+{
+    gp_tenant_spec s = tb_tenant_spec("H100", -1, -1);
+    s.weight = weight;
+    return tb_tenant_try(w, path, &s, err);
+}
+
+static void weights_outside_the_range_are_refused_naming_the_field(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    const double bad[] = {5e-324, 0.0005, -1, 1e7, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gp_error err;
+        assert_int_equal(put_weight(w, "t", bad[i], &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "weight");
+    }
+    uint32_t index;
+    assert_int_equal(gp_engine_tenant_find(w->e, "t", &index, NULL), GP_ERR_NOT_FOUND);
+}
+
+static void the_smallest_weight_gives_a_finite_share(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    assert_int_equal(put_weight(w, "light", GP_WEIGHT_MIN, NULL), GP_OK);
+    assert_int_equal(put_weight(w, "heavy", GP_WEIGHT_MAX, NULL), GP_OK);
+    tb_submit(w, 1, "light", 1, 8, 0);
+    tb_submit(w, 2, "heavy", 1, 8, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    gp_tenant_info light = tb_tenant_info(w, "light"), heavy = tb_tenant_info(w, "heavy");
+    assert_true(isfinite(light.dominant_share) && light.dominant_share > 0);
+    assert_true(isfinite(heavy.dominant_share) && heavy.dominant_share > 0);
+    assert_true(light.dominant_share > heavy.dominant_share);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TB_TEST(weights_outside_the_range_are_refused_naming_the_field),
+        TB_TEST(the_smallest_weight_gives_a_finite_share),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,159 @@
+/* test_wait_reasons.c - a job that can never fit says so, and why.
+ *
+ * Rule (docs/scheduling.md, "Why a job waits"): a job that cannot fit as
+ * the fleet stands is kept pending with a reason that says it cannot fit
+ * and why, never "waiting for room": a shared job with no healthy
+ * schedulable GPU of an accepted type in its mode (for MIG: with a model
+ * that offers its profile) waits GP_WAIT_SHARING_MODE; a job whose demand
+ * alone is above a limit of its tenant (or an ancestor, or its user) on
+ * every accepted type says it cannot run while that limit stands.  It
+ * stays pending because nodes register and limits change: once a GPU of
+ * the right mode appears, it runs.  Amounts are in GPUs ("2.5 GPUs"),
+ * never milli-GPUs called GPUs.
+ *
+ * Example: two exclusive H100 and an MPS job -> "cannot fit as the fleet
+ * stands: ... is in MPS mode"; add an MPS node -> bound at the next pass.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/engine.h"
+#include "support/fleet_builder.h"
+#include "support/sharing_builder.h"
+
+static void why(const tb_world *w, uint64_t id, char *buf, size_t len)
+{
+    gp_engine_why(w->e, id, buf, len);
+}
+
+static void an_mps_job_without_an_mps_gpu_says_it_cannot_fit_and_runs_once_one_registers(void **state)
+{
+    tb_world *w = *state;
+    sb_add_node(w, "x0", "H100", 2, SB_H100_MIB, GP_SHARING_EXCLUSIVE, NULL);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec s = sb_mps_job(1, "org", 300, 0);
+    s.replicas = 2;
+    sb_submit(w, &s, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_SHARING_MODE);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "cannot fit as the fleet stands"));
+    assert_non_null(strstr(text, "MPS mode"));
+    assert_null(strstr(text, "waiting for room"));
+    sb_add_node(w, "m0", "H100", 1, SB_H100_MIB, GP_SHARING_MPS, NULL);
+    assert_int_equal(tb_tick(w, 1, GP_DEC_BIND), 1);
+}
+
+static void a_mig_profile_no_model_offers_says_it_cannot_fit(void **state)
+{
+    tb_world *w = *state;
+    sb_add_node(w, "a0", "A100", 1, SB_A100_40_MIB, GP_SHARING_MIG, NULL); /* 3g.20gb, not 3g.40gb */
+    sb_add_node(w, "l0", "L40S", 2, 49152, GP_SHARING_EXCLUSIVE, NULL);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec s = sb_mig_job(1, "org", "3g.40gb");
+    sb_submit(w, &s, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_SHARING_MODE);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "MIG mode with a model that offers 3g.40gb"));
+    gp_job_spec fits = sb_mig_job(2, "org", "3g.20gb"); /* the neighbour that does fit */
+    sb_submit(w, &fits, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_BIND), 1); /* not blocked by job 1's "no room" */
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+}
+
+static void a_timeslice_job_on_mig_and_exclusive_gpus_says_it_cannot_fit(void **state)
+{
+    tb_world *w = *state;
+    sb_add_node(w, "h0", "H100", 1, SB_H100_MIB, GP_SHARING_MIG, NULL);
+    sb_add_node(w, "h1", "H100", 1, SB_H100_MIB, GP_SHARING_EXCLUSIVE, NULL);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec s = sb_timeslice_job(1, "org", GP_KIND_INTERACTIVE);
+    sb_submit(w, &s, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_SHARING_MODE);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "time-slice mode"));
+}
+
+static void a_full_mps_gpu_is_waiting_for_room_not_cannot_fit(void **state)
+{
+    tb_world *w = *state;
+    sb_add_node(w, "m0", "H100", 1, SB_H100_MIB, GP_SHARING_MPS, NULL);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec big = sb_mps_job(1, "org", 800, 0), more = sb_mps_job(2, "org", 500, 0);
+    sb_submit(w, &big, 0);
+    sb_submit(w, &more, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 1), GP_JOB_RUNNING);
+    assert_int_not_equal(tb_info(w, 2).wait.code, GP_WAIT_SHARING_MODE);
+}
+
+static void a_job_above_its_limit_says_it_cannot_run_while_the_limit_stands(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 4, "H100", 8, "b0", "z0");
+    tb_tenant(w, "capped", "H100", -1, 8);
+    tb_submit(w, 1, "capped", 2, 8, 0); /* 16 > 8 even on an idle fleet */
+    tb_tick(w, 0, GP_DEC_BIND);
+    gp_job_info info = tb_info(w, 1);
+    assert_int_equal(info.state, GP_JOB_PENDING);
+    assert_int_equal(info.wait.code, GP_WAIT_LIMIT);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "cannot run while the limit stands"));
+    assert_non_null(strstr(text, "16 GPUs of H100"));
+    assert_non_null(strstr(text, "(8 GPUs)"));
+}
+
+static void a_job_over_the_limit_only_because_of_usage_waits_for_it(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 4, "H100", 8, "b0", "z0");
+    tb_tenant(w, "capped", "H100", -1, 8);
+    tb_submit(w, 1, "capped", 1, 8, 0);
+    tb_submit(w, 2, "capped", 1, 4, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    char text[256];
+    why(w, 2, text, sizeof text);
+    assert_string_equal(text, "limit of capped on H100 reached: 8 + 4 > 8 GPUs in use");
+}
+
+static void quota_errors_state_gpu_amounts_in_gpus(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    gp_tenant_spec parent = tb_tenant_spec("H100", -1, 2);
+    parent.limit.gpu[0].milli = 2500; /* 2.5 GPUs */
+    assert_int_equal(tb_tenant_try(w, "org", &parent, NULL), GP_OK);
+    gp_tenant_spec child = tb_tenant_spec("H100", 3, -1);
+    gp_error err;
+    assert_int_equal(tb_tenant_try(w, "org/team", &child, &err), GP_ERR_QUOTA);
+    assert_string_equal(err.message, "the guarantees under org add up to 3 H100 GPUs, more than its limit of 2.5 "
+                                     "H100 GPUs");
+    gp_tenant_spec greedy = tb_tenant_spec("H100", 9, -1);
+    assert_int_equal(tb_tenant_try(w, "greedy", &greedy, &err), GP_ERR_QUOTA);
+    assert_string_equal(err.message, "guarantees would add up to 9 H100 GPUs, more than the healthy fleet's 8 H100 GPUs");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TB_TEST(an_mps_job_without_an_mps_gpu_says_it_cannot_fit_and_runs_once_one_registers),
+        TB_TEST(a_mig_profile_no_model_offers_says_it_cannot_fit),
+        TB_TEST(a_timeslice_job_on_mig_and_exclusive_gpus_says_it_cannot_fit),
+        TB_TEST(a_full_mps_gpu_is_waiting_for_room_not_cannot_fit),
+        TB_TEST(a_job_above_its_limit_says_it_cannot_run_while_the_limit_stands),
+        TB_TEST(a_job_over_the_limit_only_because_of_usage_waits_for_it),
+        TB_TEST(quota_errors_state_gpu_amounts_in_gpus),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
