@@ -76,6 +76,8 @@ void gp_engine_free(gp_engine *e)
         free(e->reservation[t].nodes);
     gp__scratch_free(&e->scratch);
     free(e->recent);
+    free(e->reclaim_buf);
+    free(e->reclaiming);
     free(e->decisions);
     free(e);
 }
@@ -161,6 +163,8 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
         e->borrowed[type] += (int64_t)j->replicas * j->gpus;
     e->stats.pass_placed++;
     e->stats.total_placed++;
+    if (j->victims_left > 0) /* placed without the victims still in grace */
+        gp__reclaim_withdraw(e, job, "was placed without it");
     return true;
 }
 
@@ -242,6 +246,7 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
     case GP_JOB_PENDING:
         e->now = now;
         gp__queue_remove(e, job);
+        gp__reclaim_withdraw(e, job, "was cancelled");
         gp__claims_forget(e, job);
         gp__job_transition(e, job, GP_JOB_CANCELLED, "cancelled while pending");
         return GP_OK;
@@ -336,7 +341,8 @@ typedef struct pass_ctx {
 static bool lending_blocks(const gp_engine *e, const gp__job *j, int type, const pass_ctx *p)
 {
     return p->phase == GP_CLASS_BURSTABLE && p->lend_reserve[type] > 0 &&
-           e->fleet.free[type] - (int64_t)j->replicas * j->gpus < p->lend_reserve[type];
+           e->fleet.free[type] - (int64_t)j->replicas * j->gpus <
+               p->lend_reserve[type] - gp__lending_reserve_own(e, j->tenant, type);
 }
 
 /* Would this job end before the reservation of `type` starts? */
@@ -520,14 +526,17 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     j->pass_seen = e->pass;
     e->stats.pass_considered++;
     uint8_t types = p->phase == GP_CLASS_GUARANTEED ? guaranteed : burstable;
+    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0)) {
+        /* claims and victims serve a guaranteed placement only; this job is no longer one */
+        gp__reclaim_withdraw(e, job, "no longer runs within a guarantee");
+        gp__claims_forget(e, job);
+    }
     if (!types) {
         j->wait = limit.code != GP_WAIT_NONE ? limit : gp__place_possible(e, j);
         if (j->wait.code == GP_WAIT_NONE) /* accepted types not in the fleet at all */
             j->wait = (gp_wait){.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
         return;
     }
-    if (p->phase == GP_CLASS_BURSTABLE && j->n_claimed > 0)
-        gp__claims_forget(e, job); /* claims serve a guaranteed placement only; this job is no longer one */
     bool had_claims = j->n_claimed > 0, lend_blocked = false;
     if (had_claims)
         gp__claims_drop(e, job);
