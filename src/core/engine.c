@@ -485,6 +485,8 @@ static void reclaim_quota(gp_engine *e, uint32_t job, uint8_t types, const gp_wa
     e->stats.pass_considered++;
     if (j->victims_left > 0)
         return; /* still waiting for the victims' grace (wait says so) */
+    if (j->n_claimed > 0)
+        gp__claims_forget(e, job); /* GPUs claimed by an earlier reclaim would stand idle behind the limit */
     for (int t = 0; t < e->fleet.n_types; t++)
         if ((types & (1u << t)) && gp__reclaim_limit(e, job, t)) {
             end_zero_grace_victims(e, j);
@@ -548,6 +550,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         gp__claims_retake(e, job);
         return; /* still waiting for the victims' grace (wait already says so) */
     }
+    if (j->victims_left > 0) /* a limit reclaim whose limit has room again, or claims all lost */
+        gp__reclaim_withdraw(e, job, "no longer needs it");
     gp__claims_forget(e, job);
     gp_wait possible = gp__place_possible(e, j);
     if (possible.code != GP_WAIT_NONE) {
