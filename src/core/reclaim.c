@@ -279,11 +279,10 @@ static victim_key key_of(const gp_engine *e, const gp__job *v, int type, double 
     double *excess = &excess_memo[v->tenant];
     if (*excess == 0)
         *excess = fair_share_excess(e, v->tenant);
-    gp_res demand;
-    gp__job_demand(e, v, v->bound_type, &demand);
     double gpus = (double)v->milli_total / 1000.0;
     double cost = ((double)work_lost(e, v) + GP__COST_PER_JOB + GP__COST_PER_GPU * gpus) / *excess;
-    return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, demand.v[type]};
+    int64_t size = v->bound_type == type ? v->milli_total : 0;
+    return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, size};
 }
 
 /* Running burstable jobs the filter accepts, sorted into victim order.
