@@ -254,17 +254,16 @@ static bool under(world *s, uint32_t tenant, uint32_t ancestor)
     return false;
 }
 
-/* Is some ancestor of B over its H100 limit with B's demand, when the
- * victims other than `skip` (skip < 0: none skipped, all counted) are
- * taken off? */
-static bool over_limit(world *s, const gp_job_info *b, const uint64_t *v, int nv, int skip, bool take_off)
+/* Is some ancestor of B still over its H100 limit with B's demand when the
+ * victims other than `skip` are taken off? */
+static bool over_limit(world *s, const gp_job_info *b, const uint64_t *v, int nv, int skip)
 {
     int64_t demand = (int64_t)b->replicas * b->gpus * 1000;
     for (uint32_t a = b->tenant; a != UINT32_MAX;) {
         gp_tenant_info t;
         assert_true(gp_engine_tenant_get(s->w->e, a, &t));
         int64_t usage = t.usage.v[0];
-        for (int k = 0; take_off && k < nv; k++) {
+        for (int k = 0; k < nv; k++) {
             gp_job_info vi = tb_info(s->w, v[k]);
             if (k != skip && under(s, vi.tenant, a))
                 usage -= (int64_t)vi.replicas * vi.gpus * 1000;
@@ -295,7 +294,7 @@ static void check_minimal(world *s, const gp_job_info *b, const uint64_t *v, int
     gp_engine_stats_get(s->w->e, &st);
     if (!claims_any(s, b->id)) { /* a limit reclaim */
         for (int k = 0; k < nv; k++)
-            if (!over_limit(s, b, v, nv, k, true))
+            if (!over_limit(s, b, v, nv, k))
                 failf(s, "minimal", "limit reclaim for job %" PRIu64 ": victim %" PRIu64 " was not needed", b->id,
                       v[k]);
         return;
