@@ -16,7 +16,9 @@
  * closes the job's usage interval and opens one of the new class.
  *
  * Lending: the unused guarantee of a tenant with lend = no is kept free:
- * burstable jobs may use only free capacity beyond it.
+ * burstable jobs may use only free capacity beyond it.  A reserve never
+ * blocks its owner: the tenant's own jobs (and those of its subtree) may
+ * use it, also above the guarantee.
  *
  * Example: research {limit 40 H100} -> research/nlp {guarantee 16}.  nlp
  * runs 16 guaranteed GPUs; a further 8-GPU job is admissible (24 <= 40)
@@ -89,26 +91,40 @@ gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls,
     return wait_of(GP_WAIT_NONE, GP__NONE, -1, 0, 0, 0);
 }
 
+/* The outermost tenant on the path that has a guarantee and does not lend
+ * (its reserve covers those below it), or GP__NONE. */
+static uint32_t outer_reserve_holder(const gp_engine *e, uint32_t tenant)
+{
+    uint32_t outer = GP__NONE;
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (!e->tenants[a].lend && e->tenants[a].has_guarantee)
+            outer = a;
+    return outer;
+}
+
+static int64_t idle_guarantee_gpus(const gp__tenant *t, int type)
+{
+    int64_t idle = t->guarantee.v[type] - t->guaranteed.v[type];
+    return idle > 0 ? idle / 1000 : 0;
+}
+
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES])
 {
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         out[t] = 0;
     for (size_t i = 0; i < e->n_tenants; i++) {
         const gp__tenant *t = &e->tenants[i];
-        if (t->removed || t->lend || !t->has_guarantee)
-            continue;
-        bool outer = true; /* count only the outermost non-lending tenant */
-        for (uint32_t a = t->parent; a != GP__NONE; a = e->tenants[a].parent)
-            if (!e->tenants[a].lend && e->tenants[a].has_guarantee)
-                outer = false;
-        if (!outer)
-            continue;
-        for (int d = 0; d < GP_MAX_GPU_TYPES; d++) {
-            int64_t idle = t->guarantee.v[d] - t->guaranteed.v[d];
-            if (idle > 0)
-                out[d] += idle / 1000;
-        }
+        if (t->removed || outer_reserve_holder(e, (uint32_t)i) != i)
+            continue; /* count only the outermost non-lending tenant */
+        for (int d = 0; d < GP_MAX_GPU_TYPES; d++)
+            out[d] += idle_guarantee_gpus(t, d);
     }
+}
+
+int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type)
+{
+    uint32_t holder = outer_reserve_holder(e, tenant);
+    return holder == GP__NONE ? 0 : idle_guarantee_gpus(&e->tenants[holder], type);
 }
 
 /* Change a running job's class: close its usage interval, re-charge the

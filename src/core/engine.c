@@ -79,6 +79,8 @@ void gp_engine_free(gp_engine *e)
         free(e->reservation[t].nodes);
     gp__scratch_free(&e->scratch);
     free(e->recent);
+    free(e->reclaim_buf);
+    free(e->reclaiming);
     free(e->decisions);
     free(e);
 }
@@ -164,6 +166,8 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
         e->borrowed[type] += (int64_t)j->replicas * j->gpus;
     e->stats.pass_placed++;
     e->stats.total_placed++;
+    if (j->victims_left > 0) /* placed without the victims still in grace */
+        gp__reclaim_withdraw(e, job, "was placed without it");
     return true;
 }
 
@@ -344,6 +348,7 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
     case GP_JOB_PENDING:
         e->now = now;
         gp__queue_remove(e, job);
+        gp__reclaim_withdraw(e, job, "was cancelled");
         gp__claims_forget(e, job);
         gp__job_transition(e, job, GP_JOB_CANCELLED, "cancelled while pending");
         return GP_OK;
@@ -438,7 +443,8 @@ typedef struct pass_ctx {
 static bool lending_blocks(const gp_engine *e, const gp__job *j, int type, const pass_ctx *p)
 {
     return p->phase == GP_CLASS_BURSTABLE && p->lend_reserve[type] > 0 &&
-           e->fleet.free[type] - (int64_t)j->replicas * j->gpus < p->lend_reserve[type];
+           e->fleet.free[type] - (int64_t)j->replicas * j->gpus <
+               p->lend_reserve[type] - gp__lending_reserve_own(e, j->tenant, type);
 }
 
 /* Would this job end before the reservation of `type` starts? */
@@ -581,6 +587,8 @@ static void reclaim_quota(gp_engine *e, uint32_t job, uint8_t types, const gp_wa
     e->stats.pass_considered++;
     if (j->victims_left > 0)
         return; /* still waiting for the victims' grace (wait says so) */
+    if (j->n_claimed > 0)
+        gp__claims_forget(e, job); /* GPUs claimed by an earlier reclaim would stand idle behind the limit */
     for (int t = 0; t < e->fleet.n_types; t++)
         if ((types & (1u << t)) && gp__reclaim_limit(e, job, t)) {
             end_zero_grace_victims(e, j);
@@ -629,6 +637,11 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     j->pass_seen = e->pass;
     e->stats.pass_considered++;
     uint8_t types = p->phase == GP_CLASS_GUARANTEED ? guaranteed : burstable;
+    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0)) {
+        /* claims and victims serve a guaranteed placement only; this job is no longer one */
+        gp__reclaim_withdraw(e, job, "no longer runs within a guarantee");
+        gp__claims_forget(e, job);
+    }
     if (!types) {
         j->wait = limit.code != GP_WAIT_NONE ? limit : gp__place_possible(e, j);
         if (j->wait.code == GP_WAIT_NONE) /* accepted types not in the fleet at all */
@@ -644,8 +657,6 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
             return;
         }
     }
-    if (p->phase == GP_CLASS_BURSTABLE && j->n_claimed > 0)
-        gp__claims_forget(e, job); /* claims serve a guaranteed placement only; this job is no longer one */
     bool had_claims = j->n_claimed > 0, lend_blocked = false;
     if (had_claims)
         gp__claims_drop(e, job);
@@ -657,6 +668,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         gp__claims_retake(e, job);
         return; /* still waiting for the victims' grace (wait already says so) */
     }
+    if (j->victims_left > 0) /* a limit reclaim whose limit has room again, or claims all lost */
+        gp__reclaim_withdraw(e, job, "no longer needs it");
     gp__claims_forget(e, job);
     gp_wait possible = gp__place_possible(e, j);
     if (possible.code != GP_WAIT_NONE) {

@@ -369,6 +369,11 @@ struct gp_engine {
      * the most that reclaim could free */
     int64_t borrowed[GP_MAX_GPU_TYPES];
     gp_engine_stats stats;
+    unsigned char *reclaim_buf; /* reclaim.c: the arrays of one victim search, reused (owned) */
+    size_t cap_reclaim_buf;
+    gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
+    size_t cap_reclaiming;
+    uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
 };
 
 /* ---- resources (tenants.c) ---- */
@@ -435,6 +440,9 @@ void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why);
 gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
 bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand);
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
+/* The part of that reserve (GPUs of `type`) held by tenant's own outermost
+ * non-lending ancestor (or itself): it never blocks the tenant. */
+int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type);
 void gp__promote(gp_engine *e);
 void gp__demote_over_guarantee(gp_engine *e);
 
@@ -477,6 +485,10 @@ bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
 void gp__claims_drop(gp_engine *e, uint32_t job);
 void gp__claims_retake(gp_engine *e, uint32_t job);
 void gp__claims_forget(gp_engine *e, uint32_t job);
+/* The reclaiming job no longer needs its victims still in grace (`why`
+ * completes "job N ..."): they go back to running, with a TRANSITION that
+ * says why; a victim cancelled meanwhile keeps stopping. */
+void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
 
 /* ---- metering.c ---- */
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);

@@ -1,33 +1,72 @@
 /* reclaim.c - taking borrowed capacity back for a guaranteed job.
  *
  * When a job that runs within its tenant's guarantee cannot be placed, the
- * capacity it is owed is held by borrowers.  We pick victims among running
- * burstable jobs of an accepted GPU type, whole jobs only, in this order:
+ * capacity it is owed is held by borrowers (capacity reclaim); when it fits
+ * its guarantee but an ancestor's limit is full of borrowed work, the
+ * quota is (limit reclaim).  Victims are running burstable jobs, whole
+ * jobs only, never a job the reclaimer was itself preempted for within the
+ * cool-down (that would undo the first preemption: a loop).
  *
- *   1. jobs not preempted within the cool-down (a victim of last resort
- *      otherwise, so one job is not bounced again and again);
- *   2. jobs of the tenants furthest over their guarantee (dominant share of
- *      usage above guarantee, divided by weight);
- *   3. lower priority first;
- *   4. least work lost: GPU-seconds since the last checkpoint (or bind);
- *   5. the most recently started.
+ * Which victims.  Every victim set is minimal (no victim can be dropped
+ * with the need still met) and, among minimal sets, the cheapest:
  *
- * Victims are added in that order until the job would fit if their GPUs
- * were free (placement is asked, with topology and best fit); then each
- * victim is taken out again, last added first, if the job still fits
- * without it, so the set is minimal.  Each victim gets PREEMPT with its
- * checkpoint grace; its GPUs are claimed for the reclaiming job so nobody
- * else takes them when the grace ends.  The reclaiming job waits "for the
- * victims' grace" and is placed by the first pass at or after the last
- * deadline.  Guaranteed jobs are never victims, so a victim can never
- * preempt its reclaimer back: no preemption loop.
+ *   1. lower priority first: a job is taken only if no set of jobs of
+ *      lower priority suffices; at equal priority, jobs preempted within
+ *      the cool-down are taken last (so one job is not bounced again);
+ *   2. no more GPUs than needed: within one such tier, victims that fit
+ *      within what is still missing are taken first, and a victim larger
+ *      than that only when those do not suffice, smallest first;
+ *   3. the lowest cost, in GPU-seconds:
  *
- * Example: 16 H100; research/nlp (guarantee 16) idle; research/vision
- * (guarantee 0) borrows all 16 with a 1x8 job (priority 0, checkpointed
- * 10 min ago) and two 1x4 jobs (priority 5, started 1 min ago).  nlp
- * submits a 1x8 job: victims in order are the 1x8 (lower priority), and it
- * alone suffices: PREEMPT, grace 120 s, work lost 8 x 600 GPU-s; the two
- * 1x4 jobs keep running.
+ *        cost = (work lost + 300 per job + 60 per GPU) / excess
+ *
+ *      where work lost is GPU-seconds since the last checkpoint (or bind),
+ *      the constants price the restart of each job and GPU disrupted, and
+ *      excess (>= 1) is how far the victim's tenant is over its fair
+ *      share: its dominant usage (max over GPU types, CPU and memory of
+ *      usage / fleet) divided by its entitlement, the fraction of the fleet
+ *      that hierarchical DRF gives it (fairshare.c): at each level of its
+ *      path, its weight / the weights of it and its siblings.  Ties: the
+ *      most recently started, then the lower id.
+ *
+ * Victims are added in that order until the job would fit (capacity:
+ * placement is asked, with topology and best fit; limit: usage is counted
+ * at every full ancestor); then each victim is taken out again if the
+ * need is still met without it, the largest first, then the most
+ * expensive, so the set is minimal.  The search is bounded per pass by
+ * max_reclaim_searches.
+ *
+ * Each victim gets PREEMPT with its checkpoint grace; for a capacity
+ * reclaim the GPUs of the plan are claimed for the reclaiming job so
+ * nobody else takes them when the grace ends.  The reclaiming job waits
+ * "for the victims' grace" and is placed by the first pass at or after the
+ * last deadline.  If it no longer needs them while they are still in
+ * grace (it was cancelled, was placed without them, or no longer runs
+ * within a guarantee), the preemptions are withdrawn: the victims go back
+ * to running (TRANSITION preempting -> running, "preemption withdrawn:
+ * job N was cancelled"), their usage interval never closed.
+ *
+ * Example: 16 H100 on two nodes; roots research and ads (weight 1 each);
+ * research holds nlp (guarantee 8, idle, so weight 8) and vision (no
+ * guarantee, weight 1).  At t=1000 vision runs a 1x8 gang (checkpointed at
+ * t=900) and ads eight 1x1 jobs (bound at t=700, never checkpointed), all
+ * priority 0; nothing is free.  Costs:
+ *
+ *   vision's gang: (8 x 100 + 300 + 8 x 60) / excess 9 = 176
+ *                  (usage 8/16 against entitlement 1/2 x 1/9 = 1/18)
+ *   an ads job:    (1 x 300 + 300 + 60) / excess 1 = 660
+ *                  (usage 8/16 against entitlement 1/2)
+ *
+ * nlp submits a 1x8 job: the gang is the cheapest and fits within the 8
+ * GPUs missing: it alone is preempted.  Had nlp submitted a 1-GPU job, the
+ * gang would still be cheaper but would leave 7 GPUs idle: an ads job fits
+ * within the 1 GPU missing and goes instead (rule 2).
+ *
+ * Limit reclaim: research {limit 8}; nlp runs 3 guaranteed GPUs, vision a
+ * 1-GPU and a 4-GPU job; nlp's next 4-GPU job needs 4 GPUs of the limit
+ * back.  The 1-GPU job fits within the 4 missing and goes first, then the
+ * 4-GPU job; pruning drops the 1-GPU job (the 4-GPU job alone suffices):
+ * one victim, 4 GPUs.
  */
 #include "core/internal.h"
 
@@ -37,25 +76,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a restart costs beyond the work lost, in GPU-seconds. */
+#define GP__COST_PER_JOB 300.0
+#define GP__COST_PER_GPU 60.0
+
 static bool in_cooldown(const gp_engine *e, const gp__job *j)
 {
     return j->last_preempted >= 0 && e->now - j->last_preempted < e->cfg.preempt_cooldown_s;
-}
-
-static double over_share(const gp_engine *e, uint32_t tenant)
-{
-    const gp__tenant *t = &e->tenants[tenant];
-    double over = 0;
-    for (int d = 0; d < GP_DIMS; d++) {
-        int64_t cap = e->fleet.capacity.v[d];
-        int64_t g = t->has_guarantee && t->guarantee.v[d] != GP_UNLIMITED ? t->guarantee.v[d] : 0;
-        if (cap > 0 && t->usage.v[d] > g) {
-            double s = (double)(t->usage.v[d] - g) / (double)cap;
-            if (s > over)
-                over = s;
-        }
-    }
-    return over / gp__tenant_weight(e, t);
 }
 
 static int64_t work_lost(const gp_engine *e, const gp__job *j)
@@ -64,16 +91,64 @@ static int64_t work_lost(const gp_engine *e, const gp__job *j)
     return (e->now - since) * j->replicas * j->gpus;
 }
 
-/* Was j itself preempted for v within the cool-down?  Then v is no victim
- * of j: that would undo the first preemption (a loop).  Every preemption
- * of the last cool-down counts, not only j's latest. */
-static bool preempted_for(const gp_engine *e, const gp__job *j, const gp__job *v)
+/* ---- fair share ---- */
+
+/* The fraction of the fleet hierarchical DRF gives tenant t: at each
+ * level of its path, its weight / the weights of it and its siblings. */
+static double entitlement(const gp_engine *e, uint32_t t)
 {
-    for (size_t i = 0; i < e->n_recent; i++) {
-        const gp__preemption *p = &e->recent[i];
-        if (p->victim == j->id && p->by == v->id && e->now - p->time < e->cfg.preempt_cooldown_s)
-            return true;
+    double share = 1.0;
+    for (uint32_t a = t; a != GP__NONE; a = e->tenants[a].parent) {
+        uint32_t parent = e->tenants[a].parent;
+        const uint32_t *sib = parent == GP__NONE ? e->roots : e->tenants[parent].children;
+        size_t n = parent == GP__NONE ? e->n_roots : e->tenants[parent].n_children;
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += gp__tenant_weight(e, &e->tenants[sib[i]]);
+        if (sum > 0)
+            share *= gp__tenant_weight(e, &e->tenants[a]) / sum;
     }
+    return share;
+}
+
+/* How far over its fair share: dominant usage / entitlement, at least 1. */
+static double fair_share_excess(const gp_engine *e, uint32_t t)
+{
+    double usage = 0;
+    for (int d = 0; d < GP_DIMS; d++) {
+        int64_t cap = e->fleet.capacity.v[d];
+        if (cap > 0 && (double)e->tenants[t].usage.v[d] / (double)cap > usage)
+            usage = (double)e->tenants[t].usage.v[d] / (double)cap;
+    }
+    double ent = entitlement(e, t);
+    double excess = ent > 0 ? usage / ent : usage * 1e9;
+    return excess > 1.0 ? excess : 1.0;
+}
+
+/* ---- the loop guard ---- */
+
+/* The jobs j was preempted for within the cool-down: none unless j itself
+ * is cooling down (its latest preemption is recent), so the scan of the
+ * recent preemptions is done only then, once per search.  Caller frees. */
+static uint64_t *preempted_for(const gp_engine *e, const gp__job *j, size_t *n)
+{
+    *n = 0;
+    if (!in_cooldown(e, j))
+        return NULL;
+    uint64_t *by = malloc((e->n_recent ? e->n_recent : 1) * sizeof *by);
+    for (size_t i = 0; by && i < e->n_recent; i++) {
+        const gp__preemption *p = &e->recent[i];
+        if (p->victim == j->id && e->now - p->time < e->cfg.preempt_cooldown_s)
+            by[(*n)++] = p->by;
+    }
+    return by;
+}
+
+static bool listed(const uint64_t *ids, size_t n, uint64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
     return false;
 }
 
@@ -89,33 +164,57 @@ static void remember_preemption(gp_engine *e, const gp__job *j, const gp__job *v
         e->recent[e->n_recent++] = (gp__preemption){j->id, v->id, e->now};
 }
 
-/* The victim order's sort key, computed once per candidate. */
+/* ---- candidates ---- */
+
+/* A candidate's rank, computed once per search. */
 typedef struct victim_key {
-    bool cooling;
-    double over;
     int priority;
-    int64_t lost;
+    bool cooling;
+    double cost;
     int64_t bind_time;
     uint64_t id;
+    int64_t size;         /* what it frees of the reclaimed GPU type, milli-GPUs */
 } victim_key;
+
+static bool same_tier(const victim_key *a, const victim_key *b)
+{
+    return a->priority == b->priority && a->cooling == b->cooling;
+}
 
 static int victim_order(uint32_t ia, uint32_t ib, const void *ctx)
 {
     const victim_key *a = (const victim_key *)ctx + ia, *b = (const victim_key *)ctx + ib;
-    if (a->cooling != b->cooling)
-        return a->cooling ? 1 : -1;
-    if (a->over != b->over)
-        return a->over > b->over ? -1 : 1;
     if (a->priority != b->priority)
         return a->priority < b->priority ? -1 : 1;
-    if (a->lost != b->lost)
-        return a->lost < b->lost ? -1 : 1;
+    if (a->cooling != b->cooling)
+        return a->cooling ? 1 : -1;
+    if (a->cost != b->cost)
+        return a->cost < b->cost ? -1 : 1;
     if (a->bind_time != b->bind_time)
         return a->bind_time > b->bind_time ? -1 : 1;
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Running burstable jobs of `type`, sorted into victim order. */
+/* Pruning order: the highest tier first, then the largest, then the most
+ * expensive. */
+static int prune_order(uint32_t ia, uint32_t ib, const void *ctx)
+{
+    const victim_key *a = (const victim_key *)ctx + ia, *b = (const victim_key *)ctx + ib;
+    if (!same_tier(a, b))
+        return -victim_order(ia, ib, ctx);
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    return -victim_order(ia, ib, ctx);
+}
+
+static int by_size(uint32_t ia, uint32_t ib, const void *ctx)
+{
+    const victim_key *a = (const victim_key *)ctx + ia, *b = (const victim_key *)ctx + ib;
+    if (a->size != b->size)
+        return a->size < b->size ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
 /* Which running jobs may be victims for a reclaiming job. */
 typedef bool (*victim_filter)(const gp_engine *e, const gp__job *reclaimer, const gp__job *v, int type);
 
@@ -127,35 +226,185 @@ static bool frees_capacity(const gp_engine *e, const gp__job *j, const gp__job *
     return v->bound_type == type && v->isolation == j->isolation && v->gpus > 0;
 }
 
-/* Running burstable jobs the filter accepts, sorted into victim order. */
-static size_t victim_candidates(const gp_engine *e, uint32_t job, int type, victim_filter accept, uint32_t *cand)
+/* The candidates of one search, in victim order (cand and key aligned),
+ * in the engine's reclaim buffer (valid until the next search). */
+typedef struct victims {
+    uint32_t *cand;
+    victim_key *key;
+    bool *chosen;
+    uint32_t *scratch;    /* n indexes of working room */
+    size_t n;
+} victims;
+
+/* Carve the arrays of one search out of e->reclaim_buf, grown as needed
+ * and kept for the next search (no allocation per search). */
+typedef struct carver {
+    unsigned char *at;
+    size_t used;
+} carver;
+
+static void *carve(carver *c, size_t bytes)
 {
-    size_t n = 0;
+    void *p = c->at + c->used;
+    c->used += (bytes + 15) & ~(size_t)15;
+    return p;
+}
+
+static bool search_buffers(gp_engine *e, size_t n, victims *vs, victim_key **keys, uint32_t **cand,
+                           uint32_t **order, double **excess)
+{
+    size_t need = 7 * 16 + 2 * n * sizeof(victim_key) + 4 * n * sizeof(uint32_t) + n + e->n_tenants * sizeof(double);
+    if (need > e->cap_reclaim_buf) {
+        unsigned char *buf = realloc(e->reclaim_buf, need);
+        if (!buf)
+            return false;
+        e->reclaim_buf = buf;
+        e->cap_reclaim_buf = need;
+    }
+    carver c = {e->reclaim_buf, 0};
+    *keys = carve(&c, n * sizeof **keys);
+    vs->key = carve(&c, n * sizeof *vs->key);
+    *excess = carve(&c, e->n_tenants * sizeof **excess);
+    *cand = carve(&c, n * sizeof **cand);
+    *order = carve(&c, n * sizeof **order);
+    vs->cand = carve(&c, n * sizeof *vs->cand);
+    vs->scratch = carve(&c, n * sizeof *vs->scratch);
+    vs->chosen = carve(&c, n * sizeof *vs->chosen);
+    memset(*excess, 0, e->n_tenants * sizeof **excess);
+    return true;
+}
+
+static victim_key key_of(const gp_engine *e, const gp__job *v, int type, double *excess_memo)
+{
+    double *excess = &excess_memo[v->tenant];
+    if (*excess == 0)
+        *excess = fair_share_excess(e, v->tenant);
+    double gpus = (double)v->milli_total / 1000.0;
+    double cost = ((double)work_lost(e, v) + GP__COST_PER_JOB + GP__COST_PER_GPU * gpus) / *excess;
+    int64_t size = v->bound_type == type ? v->milli_total : 0;
+    return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, size};
+}
+
+/* Running burstable jobs the filter accepts, sorted into victim order.
+ * False when out of memory. */
+static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filter accept, victims *vs)
+{
+    size_t n_by = 0, n = 0;
     const gp__job *j = &e->jobs[job];
-    for (size_t i = 0; i < e->n_running; i++) {
+    uint64_t *by = preempted_for(e, j, &n_by);
+    victim_key *keys;
+    uint32_t *cand, *order;
+    double *excess;
+    memset(vs, 0, sizeof *vs);
+    bool ok = (by || !in_cooldown(e, j)) && search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
+    for (size_t i = 0; ok && i < e->n_running; i++) {
         const gp__job *v = &e->jobs[e->running[i]];
         if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && e->running[i] != job &&
-            !preempted_for(e, j, v) && accept(e, j, v, type))
+            !listed(by, n_by, v->id) && accept(e, j, v, type)) {
+            keys[n] = key_of(e, v, type, excess);
+            order[n] = (uint32_t)n;
             cand[n++] = e->running[i];
-    }
-    victim_key *keys = calloc(n ? n : 1, sizeof *keys);
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    if (keys && order) {
-        for (size_t i = 0; i < n; i++) {
-            const gp__job *v = &e->jobs[cand[i]];
-            keys[i] = (victim_key){in_cooldown(e, v), over_share(e, v->tenant), v->priority, work_lost(e, v),
-                                   v->bind_time, v->id};
-            order[i] = (uint32_t)i;
         }
-        gp_sort_indexes(order, n, victim_order, keys);
-        for (size_t i = 0; i < n; i++)
-            order[i] = cand[order[i]];
-        memcpy(cand, order, n * sizeof *cand);
     }
-    free(keys);
-    free(order);
-    return n;
+    ok = ok && gp_sort_indexes(order, n, victim_order, keys);
+    for (size_t i = 0; ok && i < n; i++) {
+        vs->cand[i] = cand[order[i]];
+        vs->key[i] = keys[order[i]];
+        vs->chosen[i] = false;
+    }
+    vs->n = ok ? n : 0;
+    free(by);
+    return ok;
 }
+
+/* ---- choosing a minimal set ---- */
+
+/* One search: what "the need is met" means differs between capacity and
+ * limit reclaims; the order of trying and pruning does not. */
+typedef struct search search;
+struct search {
+    gp_engine *e;
+    uint32_t job;
+    int type;
+    victims vs;
+    int64_t missing;      /* of the reclaimed type, milli-GPUs (an estimate for capacity) */
+    bool (*add)(search *s, size_t i);     /* choose i; true when the need is now met */
+    bool (*drop)(search *s, size_t i);    /* unchoose i if the need stays met, true if so */
+    void (*undo)(search *s, size_t i);    /* unchoose i, the need unmet */
+    /* limit reclaim: per ancestor, what must still go, per dimension */
+    size_t depth;
+    uint32_t anc[GP_MAX_TENANT_DEPTH];
+    gp_res over[GP_MAX_TENANT_DEPTH];
+};
+
+static bool add_victim(search *s, size_t i)
+{
+    s->vs.chosen[i] = true;
+    s->missing -= s->vs.key[i].size;
+    return s->add(s, i);
+}
+
+/* Try the candidates [from, to) of one tier: first, in order, those that
+ * fit within what is still missing; then the others, smallest first. */
+static bool add_tier(search *s, size_t from, size_t to, uint32_t *rest)
+{
+    size_t n_rest = 0;
+    for (size_t i = from; i < to; i++) {
+        if (s->vs.key[i].size > s->missing)
+            rest[n_rest++] = (uint32_t)i;
+        else if (add_victim(s, i))
+            return true;
+    }
+    gp_sort_indexes(rest, n_rest, by_size, s->vs.key);
+    for (size_t k = 0; k < n_rest; k++)
+        if (add_victim(s, rest[k]))
+            return true;
+    return false;
+}
+
+/* Choose victims tier by tier until the need is met; false (nothing
+ * chosen) when all of them do not meet it. */
+static bool choose_until_met(search *s)
+{
+    victims *vs = &s->vs;
+    uint32_t *rest = vs->scratch;
+    bool met = false;
+    for (size_t from = 0, to; from < vs->n && !met; from = to) {
+        for (to = from + 1; to < vs->n && same_tier(&vs->key[from], &vs->key[to]);)
+            to++;
+        met = add_tier(s, from, to, rest);
+    }
+    for (size_t i = 0; i < vs->n && !met; i++)
+        if (vs->chosen[i]) {
+            s->undo(s, i);
+            vs->chosen[i] = false;
+        }
+    return met;
+}
+
+/* Drop every chosen victim the need is still met without, in pruning
+ * order, so the set is minimal.  Returns how many remain. */
+static size_t prune(search *s)
+{
+    victims *vs = &s->vs;
+    uint32_t *idx = vs->scratch;
+    size_t n = 0, count = 0;
+    for (size_t i = 0; i < vs->n; i++)
+        if (vs->chosen[i]) {
+            idx[n++] = (uint32_t)i;
+            count++;
+        }
+    if (!gp_sort_indexes(idx, n, prune_order, vs->key))
+        n = 0; /* out of memory: keep the set as chosen */
+    for (size_t k = 0; k < n; k++)
+        if (s->drop(s, idx[k])) {
+            vs->chosen[idx[k]] = false;
+            count--;
+        }
+    return count;
+}
+
+/* ---- capacity ---- */
 
 /* Pretend victim v's GPUs (and its CPU and memory) are free, or take them
  * back, for a placement look. */
@@ -210,50 +459,91 @@ static bool worth_a_look(const gp_engine *e, const gp__job *j, int type, uint32_
     return false;
 }
 
-/* Victims for job on type, in *chosen (count returned); 0 = none suffice.
- * On success the GPUs the job would then take are left in e->scratch.out
- * (gp__placed_count of them): the plan its claims will hold. */
-static size_t choose_victims(gp_engine *e, uint32_t job, int type, uint32_t *cand, size_t n_cand, bool *chosen)
+static bool capacity_add(search *s, size_t i)
 {
-    gp__job *j = &e->jobs[job];
-    size_t added = 0;
-    bool fits = false;
-    for (; added < n_cand && !fits; added++) {
-        pretend_free(e, cand[added], true);
-        fits = worth_a_look(e, j, type, cand[added]) && gp__place_find(e, j, type, false);
-    }
-    if (!fits) {
-        for (size_t i = 0; i < added; i++)
-            pretend_free(e, cand[i], false);
-        return 0;
-    }
-    for (size_t i = 0; i < added; i++)
-        chosen[i] = true;
-    if (!gp__job_shared(j) && j->topology == GP_TOPO_BLOCK) { /* victims outside the plan's block never help */
-        uint32_t block = e->fleet.nodes[e->fleet.gpus[e->scratch.out[0]].node].block;
-        for (size_t i = 0; i < added; i++)
-            if (!touches_block(e, cand[i], block)) {
-                pretend_free(e, cand[i], false);
-                chosen[i] = false;
-            }
-    }
-    for (size_t i = added; i-- > 0;) { /* minimise: drop victims not needed */
-        if (!chosen[i])
-            continue;
-        pretend_free(e, cand[i], false);
-        if (gp__place_find(e, j, type, false))
-            chosen[i] = false;
-        else
-            pretend_free(e, cand[i], true);
-    }
-    gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out */
-    size_t count = 0;
-    for (size_t i = 0; i < added; i++)
-        if (chosen[i]) {
-            pretend_free(e, cand[i], false);
-            count++;
+    pretend_free(s->e, s->vs.cand[i], true);
+    const gp__job *j = &s->e->jobs[s->job];
+    return worth_a_look(s->e, j, s->type, s->vs.cand[i]) && gp__place_find(s->e, j, s->type, false);
+}
+
+static void capacity_undo(search *s, size_t i)
+{
+    pretend_free(s->e, s->vs.cand[i], false);
+}
+
+static bool capacity_drop(search *s, size_t i)
+{
+    pretend_free(s->e, s->vs.cand[i], false);
+    if (gp__place_find(s->e, &s->e->jobs[s->job], s->type, false))
+        return true;
+    pretend_free(s->e, s->vs.cand[i], true);
+    return false;
+}
+
+/* A block gang's victims outside the block of the plan never help: drop
+ * them before pruning (a look each would be wasted). */
+static void keep_plan_block(search *s)
+{
+    const gp__job *j = &s->e->jobs[s->job];
+    if (gp__job_shared(j) || j->topology != GP_TOPO_BLOCK)
+        return;
+    uint32_t block = s->e->fleet.nodes[s->e->fleet.gpus[s->e->scratch.out[0]].node].block;
+    for (size_t i = 0; i < s->vs.n; i++)
+        if (s->vs.chosen[i] && !touches_block(s->e, s->vs.cand[i], block)) {
+            pretend_free(s->e, s->vs.cand[i], false);
+            s->vs.chosen[i] = false;
         }
-    return count;
+}
+
+/* ---- one guarantee, one set of victims ----
+ * A reclaimer is not charged to its guarantee until it binds, so several
+ * jobs of one guarantee could each reclaim it in full.  The demand of jobs
+ * already waiting for victims counts against the guarantee when another
+ * job of it looks for victims: counted once per pass, then kept up as
+ * reclaims succeed. */
+
+static void reclaiming_add(gp_engine *e, const gp__job *j, int type)
+{
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent)
+        gp__res_add(&e->reclaiming[a], &demand);
+}
+
+static bool reclaiming_count(gp_engine *e)
+{
+    if (e->reclaiming_pass == e->pass)
+        return true;
+    if (!gp__grow((void **)&e->reclaiming, &e->cap_reclaiming, e->n_tenants ? e->n_tenants : 1,
+                  sizeof *e->reclaiming))
+        return false;
+    memset(e->reclaiming, 0, e->n_tenants * sizeof *e->reclaiming);
+    for (size_t t = 0; t < e->n_tenants; t++)
+        for (size_t k = 0; k < e->tenants[t].n_pending; k++) {
+            const gp__job *j = &e->jobs[e->tenants[t].pending[k]];
+            if (j->victims_left > 0 && j->wait.code == GP_WAIT_RECLAIM)
+                reclaiming_add(e, j, j->wait.dim);
+        }
+    e->reclaiming_pass = e->pass;
+    return true;
+}
+
+/* Does the job still fit every guarantee on its path once the jobs already
+ * reclaiming under it are counted? */
+static bool guarantee_has_room(gp_engine *e, const gp__job *j, int type)
+{
+    if (!reclaiming_count(e))
+        return false;
+    gp_res demand;
+    gp__job_demand(e, j, type, &demand);
+    for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent) {
+        const gp__tenant *t = &e->tenants[a];
+        gp_res taken = t->guaranteed;
+        gp__res_add(&taken, &e->reclaiming[a]);
+        if (t->has_guarantee && gp__res_exceeds(&taken, &demand, &t->guarantee) >= 0)
+            return false;
+    }
+    return true;
 }
 
 static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
@@ -311,36 +601,14 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
     e->stats.total_preempted++;
 }
 
-bool gp__reclaim(gp_engine *e, uint32_t job, int type)
+/* Preempt the chosen victims and say what the job waits for. */
+static void preempt_chosen(gp_engine *e, uint32_t job, int type, const victims *vs, size_t count)
 {
     gp__job *j = &e->jobs[job];
-    int64_t need = (int64_t)j->replicas * j->gpus;
-    if (!gp__job_shared(j) && j->gpus == 0)
-        return false; /* CPU-only work does not reclaim GPUs */
-    if (e->reclaim_searches >= e->cfg.max_reclaim_searches ||
-        (!gp__job_shared(j) && e->borrowed[type] + e->fleet.free[type] < need))
-        return false;
-    e->reclaim_searches++;
-    e->stats.pass_reclaim_searches++;
-    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
-    bool *chosen = calloc(e->n_running ? e->n_running : 1, sizeof *chosen);
-    size_t n = 0, count = 0, n_plan = gp__placed_count(j);
-    uint32_t *plan = malloc(n_plan * sizeof *plan);
-    if (cand && chosen && plan) {
-        n = victim_candidates(e, job, type, frees_capacity, cand);
-        count = choose_victims(e, job, type, cand, n, chosen);
-        memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
-    }
-    for (size_t i = 0; i < n && count > 0; i++)
-        if (chosen[i])
-            preempt(e, job, cand[i]);
-    if (count > 0)
-        claim_plan(e, job, plan, n_plan);
-    free(plan);
-    free(cand);
-    free(chosen);
-    if (count == 0)
-        return false;
+    for (size_t i = 0; i < vs->n; i++)
+        if (vs->chosen[i])
+            preempt(e, job, vs->cand[i]);
+    reclaiming_add(e, j, type);
     j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
                         .a = (int64_t)count, .time = e->now};
     for (size_t i = 0; i < e->n_running; i++) { /* the last deadline among its victims */
@@ -348,7 +616,50 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
         if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
             j->wait.time = v->deadline;
     }
-    return true;
+}
+
+static bool search_begin(search *s, gp_engine *e, uint32_t job, int type, victim_filter accept)
+{
+    memset(s, 0, sizeof *s);
+    s->e = e;
+    s->job = job;
+    s->type = type;
+    e->reclaim_searches++;
+    e->stats.pass_reclaim_searches++;
+    return victim_candidates(e, job, type, accept, &s->vs);
+}
+
+bool gp__reclaim(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    int64_t need = (int64_t)j->replicas * j->gpus;
+    if (!gp__job_shared(j) && j->gpus == 0)
+        return false; /* CPU-only work does not reclaim GPUs */
+    if (e->reclaim_searches >= e->cfg.max_reclaim_searches ||
+        (!gp__job_shared(j) && e->borrowed[type] + e->fleet.free[type] < need) || !guarantee_has_room(e, j, type))
+        return false;
+    search s;
+    bool ok = search_begin(&s, e, job, type, frees_capacity);
+    s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) -
+                (gp__job_shared(j) ? 0 : e->fleet.free[type] * 1000);
+    s.add = capacity_add;
+    s.drop = capacity_drop;
+    s.undo = capacity_undo;
+    size_t count = 0, n_plan = gp__placed_count(j);
+    uint32_t *plan = malloc(n_plan * sizeof *plan);
+    if (ok && plan && choose_until_met(&s)) {
+        keep_plan_block(&s);
+        count = prune(&s);
+        gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out */
+        memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
+        for (size_t i = 0; i < s.vs.n; i++)
+            if (s.vs.chosen[i])
+                pretend_free(e, s.vs.cand[i], false);
+        preempt_chosen(e, job, type, &s.vs, count);
+        claim_plan(e, job, plan, n_plan);
+    }
+    free(plan);
+    return count > 0;
 }
 
 /* ---- reclaiming quota ---- */
@@ -372,69 +683,126 @@ static bool frees_quota(const gp_engine *e, const gp__job *j, const gp__job *v, 
     return false;
 }
 
+/* Take victim i's usage off (sign -1) or back on (+1) every full ancestor
+ * it is under. */
+static void quota_count(search *s, size_t i, int sign)
+{
+    const gp__job *v = &s->e->jobs[s->vs.cand[i]];
+    gp_res vd;
+    gp__job_demand(s->e, v, v->bound_type, &vd);
+    for (size_t k = 0; k < s->depth; k++)
+        if (under(s->e, v->tenant, s->anc[k]))
+            for (int d = 0; d < GP_DIMS; d++)
+                s->over[k].v[d] += sign * vd.v[d];
+}
+
+static bool quota_met(const search *s)
+{
+    for (size_t k = 0; k < s->depth; k++)
+        for (int d = 0; d < GP_DIMS; d++)
+            if (s->over[k].v[d] > 0)
+                return false;
+    return true;
+}
+
+static bool quota_add(search *s, size_t i)
+{
+    quota_count(s, i, -1);
+    return quota_met(s);
+}
+
+static void quota_undo(search *s, size_t i)
+{
+    quota_count(s, i, +1);
+}
+
+static bool quota_drop(search *s, size_t i)
+{
+    quota_count(s, i, +1);
+    if (quota_met(s))
+        return true;
+    quota_count(s, i, -1);
+    return false;
+}
+
+/* Does victim i free anything an over-full ancestor lacks? */
+static bool quota_helps(const search *s, size_t i)
+{
+    const gp__job *v = &s->e->jobs[s->vs.cand[i]];
+    gp_res vd;
+    gp__job_demand(s->e, v, v->bound_type, &vd);
+    for (size_t k = 0; k < s->depth; k++)
+        for (int d = 0; d < GP_DIMS; d++)
+            if (s->over[k].v[d] > 0 && vd.v[d] > 0 && under(s->e, v->tenant, s->anc[k]))
+                return true;
+    return false;
+}
+
 /* The job fits its guarantees, but an ancestor's limit is full because
- * burstable jobs under it borrow: preempt the cheapest of them until the
- * job fits under every limit again (guaranteed usage always does: a
- * guarantee never exceeds an ancestor's limit).  The job waits for their
- * grace; once they are gone it is admitted and placed as usual. */
+ * burstable jobs under it borrow: preempt a minimal, cheapest set of them
+ * so that the job fits under every limit again (guaranteed usage always
+ * does: a guarantee never exceeds an ancestor's limit).  The job waits
+ * for their grace; once they are gone it is admitted and placed as usual. */
 bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
-    if (e->reclaim_searches >= e->cfg.max_reclaim_searches)
+    if (e->reclaim_searches >= e->cfg.max_reclaim_searches || !guarantee_has_room(e, j, type))
         return false;
-    e->reclaim_searches++;
-    e->stats.pass_reclaim_searches++;
+    search s;
+    bool ok = search_begin(&s, e, job, type, frees_quota);
     gp_res demand;
     gp__job_demand(e, j, type, &demand);
-    size_t depth = 0;
-    gp_res over[GP_MAX_TENANT_DEPTH]; /* per ancestor: what must go, per dimension */
-    uint32_t anc[GP_MAX_TENANT_DEPTH];
-    for (uint32_t a = j->tenant; a != GP__NONE && depth < GP_MAX_TENANT_DEPTH; a = e->tenants[a].parent, depth++) {
+    for (uint32_t a = j->tenant; a != GP__NONE && s.depth < GP_MAX_TENANT_DEPTH; a = e->tenants[a].parent) {
         const gp__tenant *t = &e->tenants[a];
-        anc[depth] = a;
+        s.anc[s.depth] = a;
         for (int d = 0; d < GP_DIMS; d++)
-            over[depth].v[d] = t->limit.v[d] == GP_UNLIMITED ? 0 : t->usage.v[d] + demand.v[d] - t->limit.v[d];
+            s.over[s.depth].v[d] = t->limit.v[d] == GP_UNLIMITED ? 0 : t->usage.v[d] + demand.v[d] - t->limit.v[d];
+        if (s.over[s.depth].v[type] > s.missing)
+            s.missing = s.over[s.depth].v[type];
+        s.depth++;
     }
-    uint32_t *cand = malloc((e->n_running ? e->n_running : 1) * sizeof *cand);
-    bool *chosen = calloc(e->n_running ? e->n_running : 1, sizeof *chosen);
-    size_t n = cand && chosen ? victim_candidates(e, job, type, frees_quota, cand) : 0, count = 0;
-    bool covered = false;
-    for (size_t i = 0; i < n && !covered; i++) {
-        const gp__job *v = &e->jobs[cand[i]];
-        gp_res vd;
-        gp__job_demand(e, v, v->bound_type, &vd);
-        bool helps = false;
-        for (size_t k = 0; k < depth; k++)
-            for (int d = 0; d < GP_DIMS; d++)
-                helps |= over[k].v[d] > 0 && vd.v[d] > 0 && under(e, v->tenant, anc[k]);
-        if (!helps)
-            continue;
-        chosen[i] = true;
-        count++;
-        covered = true;
-        for (size_t k = 0; k < depth; k++)
-            for (int d = 0; d < GP_DIMS; d++) {
-                if (under(e, v->tenant, anc[k]))
-                    over[k].v[d] -= vd.v[d];
-                covered &= over[k].v[d] <= 0;
-            }
-    }
-    for (size_t i = 0; i < n && covered; i++)
-        if (chosen[i])
-            preempt(e, job, cand[i]);
-    free(cand);
-    free(chosen);
-    if (!covered)
-        return false;
-    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
-                        .a = (int64_t)count, .time = e->now};
-    for (size_t i = 0; i < e->n_running; i++) {
-        const gp__job *v = &e->jobs[e->running[i]];
-        if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
-            j->wait.time = v->deadline;
-    }
-    return true;
+    size_t kept = 0; /* only candidates that free something lacking */
+    for (size_t i = 0; ok && i < s.vs.n; i++)
+        if (quota_helps(&s, i)) {
+            s.vs.cand[kept] = s.vs.cand[i];
+            s.vs.key[kept++] = s.vs.key[i];
+        }
+    s.vs.n = kept;
+    s.add = quota_add;
+    s.drop = quota_drop;
+    s.undo = quota_undo;
+    size_t count = ok && choose_until_met(&s) ? prune(&s) : 0;
+    if (count > 0)
+        preempt_chosen(e, job, type, &s.vs, count);
+    return count > 0;
 }
+
+/* ---- withdrawing ---- */
+
+void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
+{
+    gp__job *j = &e->jobs[job];
+    for (size_t i = 0; i < e->n_running && j->victims_left > 0; i++) {
+        uint32_t vi = e->running[i];
+        gp__job *v = &e->jobs[vi];
+        if (v->state != GP_JOB_PREEMPTING || v->reclaimed_by != j->id)
+            continue;
+        v->reclaimed_by = 0;
+        j->victims_left--;
+        if (v->cancel_requested) { /* it stops anyway, for its own cancel */
+            gp__job_note(e, vi, "preemption withdrawn: job %llu %s; still stopping: cancel requested",
+                         (unsigned long long)j->id, why);
+            continue;
+        }
+        gp__job_transition(e, vi, GP_JOB_RUNNING, "preemption withdrawn: job %llu %s", (unsigned long long)j->id,
+                           why);
+        if (v->cls == GP_CLASS_BURSTABLE)
+            e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
+    }
+    j->victims_left = 0;
+}
+
+/* ---- claims ---- */
 
 void gp__claims_drop(gp_engine *e, uint32_t job)
 {

@@ -308,6 +308,7 @@ typedef struct gp_gpu_info {
     int jobs;                   /* shared GPUs: replicas placed on it */
     char trust_domain[GP_NAME_MAX]; /* mps/timeslice: the org that holds it, "" when empty */
     char mig_layout[GP_REASON_MAX]; /* mig: "profile@start,..." */
+    uint64_t claimed_for;       /* the reclaiming job it is held for, 0 when none */
 } gp_gpu_info;
 
 /* One replica's piece of a GPU (gp_engine_job_slices). */

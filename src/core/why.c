@@ -424,6 +424,7 @@ bool gp_engine_gpu_get(const gp_engine *e, uint32_t gpu, gp_gpu_info *out)
         snprintf(out->trust_domain, sizeof out->trust_domain, "%s", e->tenants[g->trust].path);
     if (g->mig_model >= 0)
         gp__mig_layout_format(g, out->mig_layout, sizeof out->mig_layout);
+    out->claimed_for = g->claim ? e->jobs[g->claim - 1].id : 0;
     return true;
 }
 

@@ -221,6 +221,18 @@ static void on_preempt(sim *s, uint32_t j, int64_t grace_s)
     push(s, s->now + grace_s, GP_EV_WAKE, j);
 }
 
+/* The engine withdrew a preemption: the job runs on, its checkpoints go on. */
+static void on_withdrawn(sim *s, uint32_t j)
+{
+    sim_job *sj = &s->jobs[j];
+    if (sj->state != JOB_PREEMPTING)
+        return;
+    sj->state = JOB_RUNNING;
+    int64_t every = s->opt->checkpoint_interval_s;
+    if (every > 0 && (sj->remaining < 0 || s->now + every < sj->run_start + sj->remaining))
+        push(s, s->now + every, GP_EV_CHECKPOINT, j);
+}
+
 /* The engine put a running or preempting job back in the queue. */
 static void on_requeue(sim *s, uint32_t j)
 {
@@ -260,6 +272,8 @@ static void carry_out(sim *s)
         case GP_DEC_TRANSITION:
             if (d[i].to == GP_JOB_PENDING && d[i].from != GP_JOB_PENDING)
                 on_requeue(s, j);
+            else if (d[i].from == GP_JOB_PREEMPTING && d[i].to == GP_JOB_RUNNING)
+                on_withdrawn(s, j);
             break;
         case GP_DEC_USAGE_OPEN:
             on_usage(s, &d[i].usage, +1);

@@ -414,6 +414,13 @@ static void on_transition(sim *s, sim_job *j, const gp_decision *d)
         release_job(s, j);
     if (d->to == GP_JOB_PREEMPTING && !j->preempted && !j->stopping)
         pe_sim_fail(s, "job %" PRIu64 " went to preempting without a PREEMPT or STOP decision", j->id);
+    if (d->from == GP_JOB_PREEMPTING && d->to == GP_JOB_RUNNING) { /* a preemption withdrawn */
+        if (!j->preempted || j->stopping)
+            pe_sim_fail(s, "job %" PRIu64 " went back to running but was no victim in grace", j->id);
+        j->preempted = false;
+        j->preempted_by = 0;
+        j->deadline = -1;
+    }
 }
 
 static void on_preempt(sim *s, sim_job *j, const gp_decision *d)

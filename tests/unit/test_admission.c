@@ -465,6 +465,33 @@ static void lend_zero_holds_only_the_unused_part(void **state)
     assert_int_equal(tb_info(w, 8).wait.code, GP_WAIT_LENDING);
 }
 
+/* Seen: a lend = no tenant with its guarantee unused could not run a job
+ * above its guarantee on its own reserved GPUs.  A reserve never blocks
+ * its owner: 8 GPUs, 2 borrowed, keeper's 4 idle guarantee held; keeper's
+ * 1x6 job (burstable: 6 > 4) takes the 6 free GPUs, its own 4 included. */
+static void lend_zero_reserve_never_blocks_its_owner(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    gp_tenant_spec keeper = tb_tenant_spec("H100", 4, -1);
+    keeper.lend = 0;
+    assert_int_equal(tb_tenant_try(w, "keeper", &keeper, NULL), GP_OK);
+    tb_tenant(w, "keeper/team", "H100", -1, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    tb_submit_many(w, 1, 2, "borrower", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    tb_submit(w, 101, "keeper/team", 1, 6, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 101), GP_JOB_RUNNING);
+    assert_int_equal(tb_info(w, 101).cls, GP_CLASS_BURSTABLE);
+    /* others are still held off what is left of the reserve */
+    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 20);
+    tb_submit(w, 3, "borrower", 1, 1, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 0);
+    assert_int_equal(tb_info(w, 3).wait.code, GP_WAIT_LENDING);
+    tb_assert_gpus_consistent(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +519,7 @@ int main(void)
         TB_TEST(lend_zero_keeps_idle_guarantee_from_borrowers),
         TB_TEST(lending_tenant_lets_borrowers_use_idle_guarantee),
         TB_TEST(lend_zero_holds_only_the_unused_part),
+        TB_TEST(lend_zero_reserve_never_blocks_its_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

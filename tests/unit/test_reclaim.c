@@ -283,24 +283,151 @@ static void least_work_lost_victim_goes_first(void **state)
     assert_int_equal(tb_info(w, 2).last_checkpoint, 900);
 }
 
-static void victims_come_from_the_tenant_furthest_over_first(void **state)
+/* Priority comes before every other rank: x's jobs have the lower
+ * priority, so one of them goes although y is further over its share. */
+static void lower_priority_goes_before_the_tenant_further_over(void **state)
 {
     tb_world *w = *state;
     owner_and_borrower(w, 1, 8);
     tb_tenant(w, "x", "H100", -1, -1);
     tb_tenant(w, "y", "H100", -1, -1);
-    for (uint64_t id = 1; id <= 3; id++) /* x: 3 GPUs over, low priority */
+    for (uint64_t id = 1; id <= 3; id++) /* x: 3 GPUs, low priority */
         submit_full(w, id, "x", 1, 1, 0, -10, 0);
-    for (uint64_t id = 11; id <= 15; id++) /* y: 5 GPUs over, high priority */
+    for (uint64_t id = 11; id <= 15; id++) /* y: 5 GPUs, high priority */
         submit_full(w, id, "y", 1, 1, 0, 10, 0);
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
-    /* tenant order comes before priority: the victim is one of y's */
     submit_full(w, OWNER_JOB, "owner", 1, 1, 0, 0, 100);
     assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
     uint64_t victim = 0;
     size_t n = 0;
     preempted_ids(w, &victim, 1, &n);
-    assert_true(victim >= 11 && victim <= 15);
+    assert_true(victim >= 1 && victim <= 3);
+}
+
+/* "Over fair share" is hierarchical: usage against the entitlement DRF
+ * gives a tenant through its ancestors.  Roots owner (weight 2: its
+ * guarantee), org and b (weight 1): org gets 1/4 of the fleet, and its
+ * three teams 1/12 each.  org/a1 runs 3 of 8 GPUs: 3/8 against 1/12, 4.5
+ * times its share; b runs 5: 5/8 against 1/4, 2.5 times.  Equal work
+ * lost: the victim is a1's, although b is further over in GPUs. */
+static void victims_come_from_the_tenant_furthest_over_its_fair_share_first(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 2, -1);
+    tb_tenant(w, "org", "H100", -1, -1);
+    tb_tenant(w, "org/a1", "H100", -1, -1);
+    tb_tenant(w, "org/a2", "H100", -1, -1);
+    tb_tenant(w, "org/a3", "H100", -1, -1);
+    tb_tenant(w, "b", "H100", -1, -1);
+    for (uint64_t id = 1; id <= 3; id++)
+        submit_full(w, id, "org/a1", 1, 1, 0, 0, 0);
+    for (uint64_t id = 11; id <= 15; id++)
+        submit_full(w, id, "b", 1, 1, 0, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    uint64_t victim = 0;
+    size_t n = 0;
+    preempted_ids(w, &victim, 1, &n);
+    assert_true(victim >= 1 && victim <= 3);
+}
+
+/* ---- minimal sets ---- */
+
+/* Seen: to place a 1-GPU guaranteed job the engine preempted a 16-GPU
+ * gang while 1-GPU borrowers existed, and 15 GPUs then stood idle.  The
+ * gang's tenant is further over, but the gang frees 16 where 1 is
+ * missing: a 1-GPU borrower fits the need and goes instead. */
+static void one_gpu_need_takes_a_one_gpu_borrower_not_a_gang(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 3, "H100", 8, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 1, -1);
+    tb_tenant(w, "vision", "H100", -1, -1);
+    tb_tenant(w, "ads", "H100", -1, -1);
+    submit_full(w, 1, "vision", 2, 8, 30, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    for (uint64_t id = 11; id <= 18; id++)
+        submit_full(w, id, "ads", 1, 1, 30, 0, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_null(tb_find(w, 1, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 1), GP_JOB_RUNNING);
+    assert_int_equal(tb_tick(w, 130, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
+    assert_int_equal(tb_free_gpus(w), 0); /* nothing freed stands idle */
+    tb_assert_gpus_consistent(w);
+}
+
+/* The worked example of reclaim.c: the gang is the cheapest victim (its
+ * tenant is 9 times over its fair share) and fits the 8 GPUs missing. */
+static void cheapest_victim_that_fits_the_need_goes(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "research", "H100", -1, -1);
+    tb_tenant(w, "research/nlp", "H100", 8, -1);
+    tb_tenant(w, "research/vision", "H100", -1, -1);
+    tb_tenant(w, "ads", "H100", -1, -1);
+    submit_full(w, 1, "research/vision", 1, 8, 30, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 1, 900, NULL), GP_OK);
+    for (uint64_t id = 11; id <= 18; id++)
+        submit_full(w, id, "ads", 1, 1, 30, 0, 900);
+    assert_int_equal(tb_tick(w, 900, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "research/nlp", 1, 8, 0, 0, 1000);
+    assert_int_equal(tb_tick(w, 1000, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
+}
+
+/* Seen: a limit reclaim preempted two borrowers (5 GPUs) where one (4
+ * GPUs) was enough.  research {limit 8}: nlp runs 3, vision a 1-GPU job
+ * (cheaper: bound later) and a 4-GPU job; nlp's 4-GPU job needs 4 back. */
+static void limit_reclaim_takes_a_minimal_set(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "research", "H100", -1, 8);
+    tb_tenant(w, "research/nlp", "H100", 8, -1);
+    tb_tenant(w, "research/vision", "H100", -1, -1);
+    submit_full(w, 1, "research/nlp", 1, 3, 30, 0, 0);
+    submit_full(w, 2, "research/vision", 1, 4, 30, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    submit_full(w, 3, "research/vision", 1, 1, 30, 0, 50);
+    assert_int_equal(tb_tick(w, 50, GP_DEC_BIND), 1);
+    submit_full(w, OWNER_JOB, "research/nlp", 1, 4, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 3), GP_JOB_RUNNING);
+    assert_int_equal(tb_tick(w, 130, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
+    assert_int_equal(tb_tenant_info(w, "research").usage.v[0], 8000);
+}
+
+/* Within a tier, victims that fit within what is still missing go
+ * first: 3 GPUs missing, borrowers of 2, 2 and 1 GPUs in cost order (the
+ * 2-GPU jobs checkpointed at t=95).  Taking them in cost order would stop
+ * both 2-GPU jobs and leave a GPU idle; 2 + 1 fit exactly. */
+static void victims_that_fit_the_need_go_before_larger_ones(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 5, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 3, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, "borrower", 1, 2, 0, 0, 0);
+    submit_full(w, 2, "borrower", 1, 2, 0, 0, 0);
+    submit_full(w, 3, "borrower", 1, 1, 0, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 3);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 1, 95, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 2, 95, NULL), GP_OK);
+    submit_full(w, OWNER_JOB, "owner", 1, 3, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 2);
+    assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
+    assert_non_null(tb_find(w, 3, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING); /* grace 0 */
+    assert_int_equal(tb_free_gpus(w), 0);
 }
 
 /* ---- cool-down and claims ---- */
@@ -311,23 +438,46 @@ static void recently_preempted_job_is_a_victim_of_last_resort(void **state)
     tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
     tb_tenant(w, "owner", "H100", 2, -1);
     tb_tenant(w, "borrower", "H100", -1, -1);
-    submit_full(w, 1, "borrower", 1, 1, 0, 0, 0);  /* A */
-    submit_full(w, 2, "borrower", 1, 1, 0, -5, 0); /* B: lower priority */
+    submit_full(w, 1, "borrower", 1, 1, 0, 0, 0); /* A */
+    submit_full(w, 2, "borrower", 1, 1, 0, 0, 0); /* B: cheaper, it checkpoints */
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    assert_int_equal(gp_engine_job_checkpointed(w->e, 2, 90, NULL), GP_OK);
 
     submit_full(w, 101, "owner", 1, 1, 0, 0, 100);
     assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
-    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT)); /* B, the lower priority */
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT)); /* B, the cheaper */
     tb_finish(w, 101, GP_EXIT_SUCCEEDED, 200);
     assert_int_equal(tb_tick(w, 200, GP_DEC_BIND), 1); /* B runs again */
     assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
 
-    /* t=300: B was preempted 200 s ago, inside the default 600 s cool-down:
-     * A goes although B has the lower priority */
+    /* t=300: B (bound at 200) is still the cheaper, but it was preempted
+     * 200 s ago, inside the default 600 s cool-down: A goes */
     submit_full(w, 102, "owner", 1, 1, 0, 0, 300);
     assert_int_equal(tb_tick(w, 300, GP_DEC_PREEMPT), 1);
     assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
     assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+}
+
+/* The cool-down orders jobs of one priority only: a job of lower priority
+ * goes again before a higher one. */
+static void cool_down_does_not_shield_a_lower_priority_job(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 2, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, "borrower", 1, 1, 0, 0, 0);  /* A */
+    submit_full(w, 2, "borrower", 1, 1, 0, -5, 0); /* B: lower priority */
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    submit_full(w, 101, "owner", 1, 1, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+    tb_finish(w, 101, GP_EXIT_SUCCEEDED, 200);
+    assert_int_equal(tb_tick(w, 200, GP_DEC_BIND), 1);
+    submit_full(w, 102, "owner", 1, 1, 0, 0, 300);
+    assert_int_equal(tb_tick(w, 300, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 1), GP_JOB_RUNNING);
 }
 
 static void a_victim_does_not_take_its_gpus_back_within_the_cool_down(void **state)
@@ -384,18 +534,91 @@ static void claimed_gpus_are_not_given_to_others(void **state)
     tb_assert_gpus_consistent(w);
 }
 
-static void cancelled_reclaimer_leaves_no_gpu_claimed(void **state)
+/* The reason of the TRANSITION preempting -> running of a victim. */
+static const char *withdrawal_reason(tb_world *w, uint64_t victim)
+{
+    const gp_decision *d = tb_find_transition(w, victim, GP_JOB_PREEMPTING, GP_JOB_RUNNING);
+    assert_non_null(d);
+    return d->reason;
+}
+
+/* Seen: when a reclaiming job was cancelled during its victims' grace, the
+ * victims were still stopped and requeued for it.  They go back to running
+ * at once, and their history says why. */
+static void cancelled_reclaimer_withdraws_its_preemptions(void **state)
 {
     tb_world *w = *state;
     uint64_t victims[4];
     reclaim_scenario(w, victims); /* 4 victims, deadline 160 */
+    gp_engine_decisions_clear(w->e);
     assert_int_equal(gp_engine_job_cancel(w->e, OWNER_JOB, 120, NULL), GP_OK);
     assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_CANCELLED);
-    /* the victims were signalled and still leave at 160; their GPUs must go
-     * back to the pool: the four victims are pending, so they take them */
-    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tb_state(w, victims[i]), GP_JOB_RUNNING);
+        assert_string_equal(withdrawal_reason(w, victims[i]), "preemption withdrawn: job 100 was cancelled");
+        assert_int_equal(tb_info(w, victims[i]).bind_time, 0); /* the same run goes on */
+    }
+    assert_int_equal(tb_count(w, GP_DEC_USAGE_CLOSE), 0);
+    assert_int_equal(tb_tick(w, 160, GP_DEC_TRANSITION), 0); /* nothing is stopped at the deadline */
     assert_int_equal(tb_jobs_holding(w, "borrower"), 8);
     assert_int_equal(tb_free_gpus(w), 0);
+    tb_assert_gpus_consistent(w);
+}
+
+/* The reclaimer found room elsewhere before its victims' grace ended (four
+ * other borrowers finished): the victims still in grace keep running. */
+static void reclaimer_placed_elsewhere_withdraws_its_preemptions(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    for (uint64_t id = 1; id <= 8; id++)
+        if (tb_state(w, id) == GP_JOB_RUNNING)
+            tb_finish(w, id, GP_EXIT_SUCCEEDED, 120);
+    assert_int_equal(tb_tick(w, 120, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tb_state(w, victims[i]), GP_JOB_RUNNING);
+        assert_string_equal(withdrawal_reason(w, victims[i]), "preemption withdrawn: job 100 was placed without it");
+    }
+    assert_int_equal(tb_tick(w, 160, GP_DEC_TRANSITION), 0);
+    tb_assert_gpus_consistent(w);
+}
+
+/* The reclaimer no longer runs within a guarantee (its tenant's guarantee
+ * was taken away during the grace): it would borrow, and borrowers do not
+ * preempt, so its victims keep running. */
+static void reclaimer_no_longer_guaranteed_withdraws_its_preemptions(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    tb_tenant(w, "owner", "H100", -1, -1);
+    tb_tick(w, 120, GP_DEC_TRANSITION);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_PENDING);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tb_state(w, victims[i]), GP_JOB_RUNNING);
+        assert_string_equal(withdrawal_reason(w, victims[i]),
+                            "preemption withdrawn: job 100 no longer runs within a guarantee");
+    }
+    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 0);
+    assert_int_equal(tb_jobs_holding(w, "borrower"), 8);
+    tb_assert_gpus_consistent(w);
+}
+
+/* A victim cancelled during its grace keeps stopping when the preemption
+ * is withdrawn: the cancel stands. */
+static void withdrawal_leaves_a_cancelled_victim_stopping(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    assert_int_equal(gp_engine_job_cancel(w->e, victims[0], 110, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_cancel(w->e, OWNER_JOB, 120, NULL), GP_OK);
+    assert_int_equal(tb_state(w, victims[0]), GP_JOB_PREEMPTING);
+    assert_int_equal(tb_state(w, victims[1]), GP_JOB_RUNNING);
+    tb_tick(w, 160, GP_DEC_TRANSITION);
+    assert_int_equal(tb_state(w, victims[0]), GP_JOB_CANCELLED);
     tb_assert_gpus_consistent(w);
 }
 
@@ -513,12 +736,21 @@ int main(void)
         TB_TEST(burstable_job_never_preempts),
         TB_TEST(lowest_priority_victims_go_first),
         TB_TEST(least_work_lost_victim_goes_first),
-        TB_TEST(victims_come_from_the_tenant_furthest_over_first),
+        TB_TEST(lower_priority_goes_before_the_tenant_further_over),
+        TB_TEST(victims_come_from_the_tenant_furthest_over_its_fair_share_first),
+        TB_TEST(one_gpu_need_takes_a_one_gpu_borrower_not_a_gang),
+        TB_TEST(cheapest_victim_that_fits_the_need_goes),
+        TB_TEST(limit_reclaim_takes_a_minimal_set),
+        TB_TEST(victims_that_fit_the_need_go_before_larger_ones),
+        TB_TEST(cool_down_does_not_shield_a_lower_priority_job),
         TB_TEST(preempt_names_reclaimer_guarantee_and_work_lost),
         TB_TEST(recently_preempted_job_is_a_victim_of_last_resort),
         TB_TEST(a_victim_does_not_take_its_gpus_back_within_the_cool_down),
         TB_TEST(claimed_gpus_are_not_given_to_others),
-        TB_TEST(cancelled_reclaimer_leaves_no_gpu_claimed),
+        TB_TEST(cancelled_reclaimer_withdraws_its_preemptions),
+        TB_TEST(reclaimer_placed_elsewhere_withdraws_its_preemptions),
+        TB_TEST(reclaimer_no_longer_guaranteed_withdraws_its_preemptions),
+        TB_TEST(withdrawal_leaves_a_cancelled_victim_stopping),
         TB_TEST(victim_node_lost_during_grace_reclaims_elsewhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
