@@ -7,12 +7,14 @@
 #include "cli/commands.h"
 
 #include "cli/table.h"
+#include "cli/timefmt.h"
 #include "cli/yaml_json.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static json_t *number_or_string(const char *text)
 {
@@ -40,10 +42,17 @@ static int submit_from_file(gp_client *c, const char *path, json_t **out)
 
 static const char *const job_head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
 
+/* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
+static const char *reason_text(const json_t *j, char *buf, size_t cap)
+{
+    const char *reason = json_string_value(json_object_get(j, "reason"));
+    return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
+}
+
 /* One row of the job table (job_head's columns) from a job's JSON. */
 static void add_job_row(gp_table *t, const json_t *j)
 {
-    char id[32], gpus[64];
+    char id[32], gpus[64], reason[512];
     snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
     snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
              (long long)json_integer_value(json_object_get(j, "gpus")));
@@ -53,7 +62,7 @@ static void add_job_row(gp_table *t, const json_t *j)
                            gpus,
                            json_string_value(json_object_get(j, "state")),
                            json_string_value(json_object_get(j, "class")),
-                           json_string_value(json_object_get(j, "reason"))};
+                           reason_text(j, reason, sizeof reason)};
     gp_table_add(t, cells);
 }
 
@@ -172,14 +181,21 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
     return rc;
 }
 
+/* Times (the keys ending in _time) as local date-time and age, never epoch seconds. */
 static void print_job(const json_t *j)
 {
-    char buf[256];
+    char buf[512], reason[512];
     const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
                           "topology", "isolation", "priority", "submit_time", "bind_time", "end_time", "execution"};
+    int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(j, keys[i]);
-        if (v && !json_is_null(v))
+        bool is_time = strstr(keys[i], "_time") != NULL;
+        if (v && is_time && json_is_integer(v))
+            printf("%-12s %s\n", keys[i], gp_time_human(json_integer_value(v), now, buf, sizeof buf));
+        else if (v && json_is_string(v))
+            printf("%-12s %s\n", keys[i], gp_time_in_text(json_string_value(v), now, buf, sizeof buf));
+        else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
     size_t i;
@@ -192,10 +208,9 @@ static void print_job(const json_t *j)
     printf("history:\n");
     json_array_foreach(json_object_get(j, "history"), i, p) {
         const char *from = json_string_value(json_object_get(p, "from"));
-        printf("  t=%lld %-10s %s%s%s %s\n", (long long)json_integer_value(json_object_get(p, "time")),
+        printf("  %s  %-10s %s%s%s %s\n", gp_time_local(json_integer_value(json_object_get(p, "time")), buf, sizeof buf),
                json_string_value(json_object_get(p, "kind")), from ? from : "", from ? "->" : "",
-               from ? json_string_value(json_object_get(p, "to")) : "",
-               json_string_value(json_object_get(p, "reason")));
+               from ? json_string_value(json_object_get(p, "to")) : "", reason_text(p, reason, sizeof reason));
     }
 }
 
