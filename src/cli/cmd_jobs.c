@@ -2,7 +2,11 @@
  *
  * submit builds the job JSON from flags (or takes it from -f FILE, YAML or
  * JSON) and leaves every check to the server, so the CLI never disagrees
- * with it about what a valid job is.
+ * with it about what a valid job is.  A file holding a list of jobs, or
+ * --array N, goes as one POST /v1/jobs:batch (all or none).
+ *
+ * Human output shows times as local date-times and ages (timefmt.h),
+ * never epoch seconds; --json prints the server's answer as it is.
  */
 #include "cli/commands.h"
 
@@ -244,8 +248,8 @@ static void print_job(const json_t *j)
         bool is_time = strstr(keys[i], "_time") != NULL;
         if (v && is_time && json_is_integer(v))
             printf("%-12s %s\n", keys[i], gp_time_human(json_integer_value(v), now, buf, sizeof buf));
-        else if (v && json_is_string(v))
-            printf("%-12s %s\n", keys[i], gp_time_in_text(json_string_value(v), now, buf, sizeof buf));
+        else if (v && strcmp(keys[i], "reason") == 0)
+            printf("%-12s %s\n", keys[i], reason_text(j, buf, sizeof buf));
         else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
