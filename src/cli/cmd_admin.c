@@ -4,11 +4,13 @@
 #include "cli/commands.h"
 
 #include "cli/table.h"
+#include "cli/timefmt.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- nodes ---- */
 
@@ -217,14 +219,26 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
                                          {"from", required_argument, NULL, 'f'},
                                          {"to", required_argument, NULL, 'T'},
                                          {NULL, 0, NULL, 0}};
+    static const char USAGE_USAGE[] = "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]";
     char path[1024] = "/v1/usage";
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *key = ch == 't' ? "tenant" : ch == 'f' ? "from" : ch == 'T' ? "to" : NULL;
+        int64_t t;
+        char epoch[32];
         if (!key)
-            return gp_usage_error("usage", "usage: gpupool usage [--tenant PATH] [--from EPOCH] [--to EPOCH]");
-        gp_query_add(c, path, sizeof path, key, optarg);
+            return gp_usage_error("usage", "%s", USAGE_USAGE);
+        if (ch == 't') {
+            gp_query_add(c, path, sizeof path, key, optarg);
+            continue;
+        }
+        /* the API takes epoch seconds; a person may type a date, a date-time or an age */
+        if (!gp_time_parse(optarg, (int64_t)time(NULL), &t))
+            return gp_usage_error("usage", "--%s: expected YYYY-MM-DD[ HH:MM[:SS]], an age like 7d, or epoch seconds;"
+                                           " got %s", key, optarg);
+        snprintf(epoch, sizeof epoch, "%lld", (long long)t);
+        gp_query_add(c, path, sizeof path, key, epoch);
     }
     gp_response resp;
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
@@ -370,9 +384,9 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv)
         size_t i;
         json_t *a;
         json_array_foreach(json_object_get(resp.body, "audit"), i, a) {
-            char seq[32], time[32];
+            char seq[32], time[64];
             const char *cells[] = {gp_cell(json_object_get(a, "seq"), seq, sizeof seq),
-                                   gp_cell(json_object_get(a, "time"), time, sizeof time),
+                                   gp_time_local(json_integer_value(json_object_get(a, "time")), time, sizeof time),
                                    json_string_value(json_object_get(a, "actor")),
                                    json_string_value(json_object_get(a, "role")),
                                    json_string_value(json_object_get(a, "action")),

@@ -2,17 +2,23 @@
  *
  * submit builds the job JSON from flags (or takes it from -f FILE, YAML or
  * JSON) and leaves every check to the server, so the CLI never disagrees
- * with it about what a valid job is.
+ * with it about what a valid job is.  A file holding a list of jobs, or
+ * --array N, goes as one POST /v1/jobs:batch (all or none).
+ *
+ * Human output shows times as local date-times and ages (timefmt.h),
+ * never epoch seconds; --json prints the server's answer as it is.
  */
 #include "cli/commands.h"
 
 #include "cli/table.h"
+#include "cli/timefmt.h"
 #include "cli/yaml_json.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static json_t *number_or_string(const char *text)
 {
@@ -40,10 +46,17 @@ static int submit_from_file(gp_client *c, const char *path, json_t **out)
 
 static const char *const job_head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
 
+/* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
+static const char *reason_text(const json_t *j, char *buf, size_t cap)
+{
+    const char *reason = json_string_value(json_object_get(j, "reason"));
+    return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
+}
+
 /* One row of the job table (job_head's columns) from a job's JSON. */
 static void add_job_row(gp_table *t, const json_t *j)
 {
-    char id[32], gpus[64];
+    char id[32], gpus[64], reason[512];
     snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
     snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
              (long long)json_integer_value(json_object_get(j, "gpus")));
@@ -53,7 +66,7 @@ static void add_job_row(gp_table *t, const json_t *j)
                            gpus,
                            json_string_value(json_object_get(j, "state")),
                            json_string_value(json_object_get(j, "class")),
-                           json_string_value(json_object_get(j, "reason"))};
+                           reason_text(j, reason, sizeof reason)};
     gp_table_add(t, cells);
 }
 
@@ -63,6 +76,56 @@ static void print_job_line(const json_t *j)
     gp_table_init(&t, 7, job_head);
     add_job_row(&t, j);
     gp_table_print(&t, stdout);
+}
+
+/* The table of a batch's jobs (POST /v1/jobs:batch answers {"ids", "jobs"}). */
+static void print_job_lines(const json_t *jobs)
+{
+    gp_table t;
+    gp_table_init(&t, 7, job_head);
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j)
+        add_job_row(&t, j);
+    gp_table_print(&t, stdout);
+}
+
+/* The request for what was given: one job (POST /v1/jobs), a file's list
+ * of jobs or an --array of one (POST /v1/jobs:batch, one request that the
+ * daemon commits all or none).  flags: the job the flags describe; they
+ * win over every job of the file.  array: 0 = no --array. */
+static int submit_send(gp_client *c, json_t *flags, json_t *from_file, long long array, gp_response *resp)
+{
+    if (json_is_array(from_file)) {
+        if (array)
+            return gp_usage_error("submit", "--array takes one job; the file holds a list");
+        json_t *jobs = json_array();
+        size_t i;
+        json_t *item;
+        json_array_foreach(from_file, i, item) {
+            /* a non-mapping goes as it is: the server names the item */
+            json_t *job = json_is_object(item) ? json_deep_copy(flags) : json_incref(item);
+            if (json_is_object(item))
+                json_object_update_missing(job, item);
+            json_array_append_new(jobs, job);
+        }
+        json_t *body = json_pack("{s:o}", "jobs", jobs);
+        int rc = gp_client_run(c, "POST", "/v1/jobs:batch", body, resp);
+        json_decref(body);
+        return rc;
+    }
+    if (from_file && !json_is_object(from_file))
+        return gp_usage_error("submit", "the file must hold one job (a mapping) or a list of jobs");
+    if (from_file)
+        json_object_update_missing(flags, from_file);
+    if (!json_object_get(flags, "tenant"))
+        return gp_usage_error("submit", "--tenant is required (or tenant: in the file)");
+    if (!array)
+        return gp_client_run(c, "POST", "/v1/jobs", flags, resp);
+    json_t *body = json_pack("{s:O, s:I}", "job", flags, "array", (json_int_t)array);
+    int rc = gp_client_run(c, "POST", "/v1/jobs:batch", body, resp);
+    json_decref(body);
+    return rc;
 }
 
 int gp_cmd_submit(gp_client *c, int argc, char **argv)
@@ -77,10 +140,12 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"runtime", required_argument, NULL, 'R'},   {"kind", required_argument, NULL, 'k'},
         {"user", required_argument, NULL, 'u'},      {"mig", required_argument, NULL, 'm'},
         {"mps", required_argument, NULL, 'P'},       {"timeslice", no_argument, NULL, 'S'},
-        {NULL, 0, NULL, 0},
+        {"array", required_argument, NULL, 'A'},     {NULL, 0, NULL, 0},
     };
-    json_t *job = json_object(), *types = json_array();
+    json_t *job = json_object(), *types = json_array(), *from_file = NULL;
     const char *file = NULL;
+    long long array = 0;
+    char *end;
     int ch, rc = GP_EXIT_OK;
     optind = 0;
     while (rc == GP_EXIT_OK && (ch = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
@@ -103,17 +168,13 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;
         case 'P': json_object_set_new(job, "share", json_pack("{s:o}", "mps", number_or_string(optarg))); break;
         case 'S': json_object_set_new(job, "share", json_pack("{s:b}", "timeslice", 1)); break;
+        case 'A':
+            array = strtoll(optarg, &end, 10);
+            if (!optarg[0] || *end || array < 1) /* the server checks the upper bound */
+                rc = gp_usage_error("submit", "--array takes a count of jobs (1 or more), got %s", optarg);
+            break;
         default: rc = gp_usage_error("submit", "see gpupool submit --help");
         }
-    }
-    if (rc == GP_EXIT_OK && file) {
-        json_t *from_file = NULL;
-        rc = submit_from_file(c, file, &from_file);
-        if (rc == GP_EXIT_OK && json_is_object(from_file))
-            json_object_update_missing(job, from_file); /* flags win over the file */
-        else if (rc == GP_EXIT_OK)
-            rc = gp_usage_error("submit", "%s must hold one job (a mapping)", file);
-        json_decref(from_file);
     }
     if (json_array_size(types) > 0)
         json_object_set(job, "gpu_types", types);
@@ -123,14 +184,17 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
             json_array_append_new(cmd, json_string(argv[i]));
         json_object_set_new(job, "command", cmd);
     }
-    if (rc == GP_EXIT_OK && !json_object_get(job, "tenant"))
-        rc = gp_usage_error("submit", "--tenant is required (or tenant: in the file)");
+    if (rc == GP_EXIT_OK && file)
+        rc = submit_from_file(c, file, &from_file);
     gp_response resp = {0};
     if (rc == GP_EXIT_OK)
-        rc = gp_client_run(c, "POST", "/v1/jobs", job, &resp);
-    if (rc == GP_EXIT_OK && !c->json)
+        rc = submit_send(c, job, from_file, array, &resp);
+    if (rc == GP_EXIT_OK && !c->json && json_object_get(resp.body, "ids"))
+        print_job_lines(json_object_get(resp.body, "jobs"));
+    else if (rc == GP_EXIT_OK && !c->json)
         print_job_line(resp.body);
     gp_response_free(&resp);
+    json_decref(from_file);
     json_decref(job);
     json_decref(types);
     return rc;
@@ -172,14 +236,21 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
     return rc;
 }
 
+/* Times (the keys ending in _time) as local date-time and age, never epoch seconds. */
 static void print_job(const json_t *j)
 {
-    char buf[256];
+    char buf[512], reason[512];
     const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
                           "topology", "isolation", "priority", "submit_time", "bind_time", "end_time", "execution"};
+    int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(j, keys[i]);
-        if (v && !json_is_null(v))
+        bool is_time = strstr(keys[i], "_time") != NULL;
+        if (v && is_time && json_is_integer(v))
+            printf("%-12s %s\n", keys[i], gp_time_human(json_integer_value(v), now, buf, sizeof buf));
+        else if (v && strcmp(keys[i], "reason") == 0)
+            printf("%-12s %s\n", keys[i], reason_text(j, buf, sizeof buf));
+        else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
     size_t i;
@@ -192,10 +263,10 @@ static void print_job(const json_t *j)
     printf("history:\n");
     json_array_foreach(json_object_get(j, "history"), i, p) {
         const char *from = json_string_value(json_object_get(p, "from"));
-        printf("  t=%lld %-10s %s%s%s %s\n", (long long)json_integer_value(json_object_get(p, "time")),
+        int64_t t = json_integer_value(json_object_get(p, "time"));
+        printf("  %s  %-10s %s%s%s %s\n", gp_time_local(t, buf, sizeof buf),
                json_string_value(json_object_get(p, "kind")), from ? from : "", from ? "->" : "",
-               from ? json_string_value(json_object_get(p, "to")) : "",
-               json_string_value(json_object_get(p, "reason")));
+               from ? json_string_value(json_object_get(p, "to")) : "", reason_text(p, reason, sizeof reason));
     }
 }
 

@@ -1,13 +1,17 @@
 /* main.c - gpupool, the command line client of gpupoold.
  *
- * gpupool [--server URL] [--token T | --token-file F] [--cacert F] [--json] COMMAND [ARGS]
+ * gpupool [GLOBAL FLAGS] COMMAND [ARGS] [GLOBAL FLAGS]
+ *   global flags: --server URL, --token T | --token-file F, --cacert F, --json
  *
- * Global options come before the command; each command parses its own.
+ * Global flags may stand before or after the command, as with kubectl
+ * (`gpupool jobs --json` = `gpupool --json jobs`): they are taken out of
+ * the arguments wherever they are, up to a "--" (what follows it belongs
+ * to the job's command), and the command parses the rest.  A value may be
+ * the next argument or follow '=' (--server=URL).
  * The CLI speaks only HTTP to the daemon (no engine code is linked in).
  */
 #include "cli/commands.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +23,11 @@ const gp_command GP_COMMANDS[] = {
      "                      [--gpu-type T]... [--cpu-millis N] [--mem-mib N] [--topology any|block|nvlink]\n"
      "                      [--isolation exclusive|mig|mps|timeslice] [--mig PROFILE | --mps PERCENT | --timeslice]\n"
      "                      [--priority P] [--grace S] [--runtime S] [--kind training|inference|interactive]\n"
-     "                      [--user U] [-- COMMAND ARGS...]\n"
-     "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"},
+     "                      [--user U] [--array N] [-- COMMAND ARGS...]\n"
+     "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
+     "A file may hold a list of jobs (YAML sequence or JSON array), and --array N submits N copies of the\n"
+     "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
+     "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
     {"jobs", gp_cmd_jobs,
      "usage: gpupool jobs [--tenant PATH] [--state STATE|live] [--limit N] [--before ID]\n"
      "List jobs you may see, newest first.\n"},
@@ -36,7 +43,9 @@ const gp_command GP_COMMANDS[] = {
     {"apply", gp_cmd_apply,
      "usage: gpupool apply -f tenants.yaml\nApply a tenant tree (YAML or JSON); idempotent, all or nothing.\n"},
     {"usage", gp_cmd_usage,
-     "usage: gpupool usage [--tenant PATH] [--from EPOCH] [--to EPOCH]\nGPU-hours by tenant, GPU type, class.\n"},
+     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]\nGPU-hours by tenant, GPU type, class.\n"
+     "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), an age (7d, 12h, 30m: that long ago)\n"
+     "or epoch seconds.\n"},
     {"token", gp_cmd_token,
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]"
      " [--user U]\n       gpupool token list\n       gpupool token revoke ID\n"},
@@ -48,6 +57,7 @@ const gp_command GP_COMMANDS[] = {
 
 static const char USAGE[] =
     "usage: gpupool [--server URL] [--token TOKEN | --token-file FILE] [--cacert FILE] [--json] COMMAND [ARGS]\n"
+    "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, cancel, nodes, drain, tenants, quota set, apply, usage,\n"
     "          token create|list|revoke, audit [verify].   gpupool COMMAND --help for each.\n"
@@ -147,48 +157,96 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-int main(int argc, char **argv)
+/* The global flags, as found anywhere on the command line. */
+typedef struct globals {
+    const char *server, *token, *token_file, *cacert;
+    bool json, help;
+} globals;
+
+/* Where the value of a global flag that takes one goes ("--server"), or
+ * NULL when name (len bytes, without "=VALUE") is no such flag. */
+static const char **value_slot(globals *g, const char *name, size_t len)
 {
-    static const struct option opts[] = {
-        {"server", required_argument, NULL, 's'}, {"token", required_argument, NULL, 't'},
-        {"token-file", required_argument, NULL, 'T'}, {"cacert", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *server = NULL, *token = NULL, *token_file = NULL, *cacert = NULL;
-    gp_client c;
-    memset(&c, 0, sizeof c);
-    int ch;
-    while ((ch = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 's': server = optarg; break;
-        case 't': token = optarg; break;
-        case 'T': token_file = optarg; break;
-        case 'c': cacert = optarg; break;
-        case 'j': c.json = true; break;
-        case 'h': fputs(USAGE, stdout); return GP_EXIT_OK;
-        default: fputs(USAGE, stderr); return GP_EXIT_USAGE;
+    const struct {
+        const char *name;
+        const char **slot;
+    } flags[] = {{"--server", &g->server}, {"--token", &g->token}, {"--token-file", &g->token_file},
+                 {"--cacert", &g->cacert}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+            return flags[i].slot;
+    return NULL;
+}
+
+/* Takes the global flags out of argv (keeping the order of the rest) and
+ * leaves argc/argv as "gpupool COMMAND ARGS...".  Before the command, any
+ * other dash argument is an error (or --help); after it, the command's. */
+static int take_global_flags(int *argc, char **argv, globals *g)
+{
+    int kept = 1;
+    bool command_seen = false, after_dashes = false;
+    for (int i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        const char **slot = after_dashes ? NULL : value_slot(g, a, eq ? (size_t)(eq - a) : strlen(a));
+        after_dashes = after_dashes || strcmp(a, "--") == 0;
+        if (slot && eq) {
+            *slot = eq + 1;
+        } else if (slot) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "gpupool: %s needs a value\n", a);
+                return GP_EXIT_USAGE;
+            }
+            *slot = argv[++i];
+        } else if (!after_dashes && strcmp(a, "--json") == 0) {
+            g->json = true;
+        } else if (!command_seen && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            g->help = true;
+        } else if (!command_seen && a[0] == '-') {
+            fprintf(stderr, "gpupool: unknown option %s\n%s", a, USAGE);
+            return GP_EXIT_USAGE;
+        } else {
+            command_seen = true;
+            argv[kept++] = argv[i];
         }
     }
-    if (optind >= argc) {
+    argv[kept] = NULL;
+    *argc = kept;
+    return GP_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    globals g = {0};
+    gp_client c;
+    memset(&c, 0, sizeof c);
+    int rc = take_global_flags(&argc, argv, &g);
+    if (rc != GP_EXIT_OK)
+        return rc;
+    if (g.help) {
+        fputs(USAGE, stdout);
+        return GP_EXIT_OK;
+    }
+    if (argc < 2) {
         fputs(USAGE, stderr);
         return GP_EXIT_USAGE;
     }
+    c.json = g.json;
     const gp_command *cmd = NULL;
     for (const gp_command *k = GP_COMMANDS; k->name && !cmd; k++)
-        if (strcmp(k->name, argv[optind]) == 0)
+        if (strcmp(k->name, argv[1]) == 0)
             cmd = k;
     if (!cmd) {
-        fprintf(stderr, "gpupool: unknown command %s\n%s", argv[optind], USAGE);
+        fprintf(stderr, "gpupool: unknown command %s\n%s", argv[1], USAGE);
         return GP_EXIT_USAGE;
     }
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
     if (wants_help(sub_argc, sub_argv)) {
         fputs(cmd->usage, stdout);
         return GP_EXIT_OK;
     }
-    int rc = gp_client_configure(&c, server, token, token_file, cacert);
+    rc = gp_client_configure(&c, g.server, g.token, g.token_file, g.cacert);
     if (rc == GP_EXIT_OK)
         rc = cmd->run(&c, sub_argc, sub_argv);
     gp_client_close(&c);

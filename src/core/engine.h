@@ -93,6 +93,9 @@ gp_err gp_engine_tenant_remove(gp_engine *e, const char *path, int64_t now, gp_e
 /* ---- job events ---- */
 
 gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *spec, int64_t now, gp_error *err);
+/* Would gp_engine_job_submit take this spec now?  The same checks, nothing
+ * changed (for callers that must check many jobs before submitting any). */
+gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *spec, gp_error *err);
 /* Pending: cancelled at once.  Running: STOP with its grace, cancelled once
  * the grace ends or the node reports it stopped. */
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err);

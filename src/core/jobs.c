@@ -279,6 +279,14 @@ void gp__job_release_slot(gp_engine *e, uint32_t job)
         e->free_slots[e->n_free_slots++] = job;
 }
 
+gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *err)
+{
+    uint32_t tenant;
+    if (!e)
+        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
+    return check_job_spec(e, s, &tenant, err);
+}
+
 gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
 {
     uint32_t tenant = GP__NONE;

@@ -208,6 +208,11 @@ static void route_jobs(gp_request *r, const char *rest)
             gp_api_jobs_list(r);
         else
             method_not_allowed(r, "GET, POST");
+    } else if (strcmp(rest, ":batch") == 0) {
+        if (method_is(r, "POST"))
+            gp_api_jobs_batch(r);
+        else
+            method_not_allowed(r, "POST");
     } else if (rest[0] == '/') {
         if (method_is(r, "GET"))
             gp_api_job_get(r, rest + 1);
@@ -317,7 +322,7 @@ static bool starts(const char *url, const char *prefix, const char **rest)
 static void dispatch(gp_request *r)
 {
     const char *rest;
-    if (strcmp(r->url, "/v1/jobs") == 0 || starts(r->url, "/v1/jobs/", &rest))
+    if (strcmp(r->url, "/v1/jobs") == 0 || strcmp(r->url, "/v1/jobs:batch") == 0 || starts(r->url, "/v1/jobs/", &rest))
         route_jobs(r, r->url + strlen("/v1/jobs"));
     else if (starts(r->url, "/v1/tenants", &rest))
         route_tenants(r, rest);

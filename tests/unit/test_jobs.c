@@ -41,6 +41,10 @@ static void expect_rejected(tb_world *w, const gp_job_spec *spec, gp_err code, c
     int pending_before = tb_tenant_info(w, LEAF).pending_jobs;
     gp_error err;
     gp_error_clear(&err);
+    /* the check without submit gives the same answer and changes nothing */
+    assert_int_equal(gp_engine_job_check(w->e, spec, &err), code);
+    assert_string_equal(err.field, field);
+    gp_error_clear(&err);
     gp_err rc = tb_submit_spec(w, spec, 0, &err);
     if (rc != code)
         fail_msg("got %s (%s: %s), want %s", gp_err_name(rc), err.field, err.message, gp_err_name(code));
@@ -51,6 +55,20 @@ static void expect_rejected(tb_world *w, const gp_job_spec *spec, gp_err code, c
     assert_int_equal(after.jobs, before.jobs);
     assert_int_equal(after.pending, before.pending);
     assert_int_equal(tb_tenant_info(w, LEAF).pending_jobs, pending_before);
+}
+
+static void a_valid_spec_passes_the_check_and_nothing_changes(void **state)
+{
+    tb_world *w = *state;
+    base(w);
+    gp_job_spec s = tb_job(1, LEAF, 0);
+    gp_error err;
+    assert_int_equal(gp_engine_job_check(w->e, &s, &err), GP_OK);
+    gp_engine_stats st;
+    gp_engine_stats_get(w->e, &st);
+    assert_int_equal(st.jobs, 0);
+    assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_OK);
+    assert_int_equal(gp_engine_job_check(w->e, &s, &err), GP_ERR_EXISTS); /* the id is taken now */
 }
 
 static void expect_unknown(tb_world *w, uint64_t id)
@@ -536,6 +554,7 @@ int main(void)
         TB_TEST(why_explains_pending_running_and_preempted_jobs),
         TB_TEST(why_returns_the_full_length_like_snprintf),
         TB_TEST(history_records_transitions_with_reasons),
+        TB_TEST(a_valid_spec_passes_the_check_and_nothing_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

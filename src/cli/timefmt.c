@@ -1,0 +1,124 @@
+/* timefmt.c - local date-times and ages for the CLI (see timefmt.h). */
+#include "cli/timefmt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *gp_time_local(int64_t t, char *buf, size_t cap)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm) || strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        snprintf(buf, cap, "%lld", (long long)t); /* out of the calendar's range: say what we got */
+    return buf;
+}
+
+const char *gp_time_age(int64_t t, int64_t now, char *buf, size_t cap)
+{
+    static const struct {
+        int64_t below; /* this unit is used for spans shorter than this */
+        int64_t seconds;
+        char name;
+    } units[] = {{60, 1, 's'}, {3600, 60, 'm'}, {2 * 86400, 3600, 'h'}, {INT64_MAX, 86400, 'd'}};
+    if (t == now) {
+        snprintf(buf, cap, "just now");
+        return buf;
+    }
+    int64_t span = t < now ? now - t : t - now;
+    size_t u = 0;
+    while (span >= units[u].below)
+        u++;
+    long long n = (long long)(span / units[u].seconds);
+    if (t < now)
+        snprintf(buf, cap, "%lld%c ago", n, units[u].name);
+    else
+        snprintf(buf, cap, "in %lld%c", n, units[u].name);
+    return buf;
+}
+
+const char *gp_time_human(int64_t t, int64_t now, char *buf, size_t cap)
+{
+    char local[64], age[32];
+    snprintf(buf, cap, "%s (%s)", gp_time_local(t, local, sizeof local), gp_time_age(t, now, age, sizeof age));
+    return buf;
+}
+
+const char *gp_time_in_text(const char *text, int64_t now, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *p = text; *p && used + 1 < cap;) {
+        char *end = NULL;
+        bool stamp = p[0] == 't' && p[1] == '=' && p[2] >= '0' && p[2] <= '9' && (p == text || p[-1] == ' ');
+        long long t = stamp ? strtoll(p + 2, &end, 10) : 0;
+        char human[96];
+        const char *piece = stamp ? gp_time_human(t, now, human, sizeof human) : NULL;
+        int n = piece ? snprintf(buf + used, cap - used, "%s", piece) : snprintf(buf + used, cap - used, "%c", *p);
+        if (n < 0 || (size_t)n >= cap - used)
+            break;
+        used += (size_t)n;
+        p = stamp ? end : p + 1;
+    }
+    buf[used] = '\0';
+    return buf;
+}
+
+static bool parse_epoch(const char *text, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (!text[0] || *end || errno || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "7d", "12h", "90m", "30s": that long before now. */
+static bool parse_age(const char *text, int64_t now, int64_t *out)
+{
+    static const char names[] = "smhd";
+    static const int64_t seconds[] = {1, 60, 3600, 86400};
+    char *end;
+    errno = 0;
+    long long n = strtoll(text, &end, 10);
+    const char *unit = end[0] && !end[1] ? strchr(names, end[0]) : NULL;
+    if (end == text || text[0] == '-' || text[0] == '+' || errno || !unit || n > INT64_C(1) << 40)
+        return false;
+    *out = now - n * seconds[unit - names];
+    return true;
+}
+
+/* "YYYY-MM-DD", "YYYY-MM-DD HH:MM", "YYYY-MM-DD HH:MM:SS" ('T' or ' '), local time. */
+static bool parse_date_time(const char *text, int64_t *out)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    char sep = 0;
+    int used = 0, got = sscanf(text, "%4d-%2d-%2d%n%c%2d:%2d%n:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &used,
+                               &sep, &tm.tm_hour, &tm.tm_min, &used, &tm.tm_sec, &used);
+    bool shape = got == 3 || ((got == 6 || got == 7) && (sep == ' ' || sep == 'T'));
+    if (!shape || text[used] != '\0' || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+        return false;
+    int year = tm.tm_year, month = tm.tm_mon, day = tm.tm_mday;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_isdst = -1; /* let the zone say whether summer time applies */
+    time_t t = mktime(&tm);
+    /* mktime normalises 2024-02-31 to March: refuse a date that moved */
+    if (t == (time_t)-1 || tm.tm_year + 1900 != year || tm.tm_mon + 1 != month || tm.tm_mday != day)
+        return false;
+    *out = (int64_t)t;
+    return true;
+}
+
+bool gp_time_parse(const char *text, int64_t now, int64_t *out)
+{
+    if (!text)
+        return false;
+    return parse_epoch(text, out) || parse_age(text, now, out) || parse_date_time(text, out);
+}
