@@ -2,37 +2,55 @@
  *
  * What apply does before the store: the tenant file parser (libyaml),
  * then per entry the canonical form the journal logs (round trip must be
- * stable) and the engine's tenant_set, in file order, on a fresh engine.
+ * stable) and the engine's tenant_set, in file order, on a fresh engine
+ * with the shared fleet (fuzz_fleet.c), then one scheduling pass and the
+ * engine's invariant check.  gp_fuzz_reached_engine() reports whether the
+ * last input's every entry was set and the pass ran (fuzz_replay.c
+ * requires it of every seed).
  */
 #include "config/tenant_file.h"
 #include "core/engine.h"
+#include "fuzz_harness.h"
 #include "server/spec_json.h"
 
 #include <stdlib.h>
 
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+static bool reached_engine;
+
+bool gp_fuzz_reached_engine(void)
+{
+    return reached_engine;
+}
+
+/* abort() when the entry's canonical form does not round-trip. */
+static void canonical_spec(const gp_tenant_spec *spec, gp_tenant_spec *again)
+{
+    json_t *canon = gp_tenant_spec_to_json(spec);
+    if (gp_tenant_spec_parse(canon, again, NULL) != GP_OK)
+        abort();
+    json_t *canon2 = gp_tenant_spec_to_json(again);
+    if (!json_equal(canon, canon2))
+        abort();
+    json_decref(canon);
+    json_decref(canon2);
+}
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
+    reached_engine = false;
     gp_tenant_file f;
     if (gp_tenant_file_parse((const char *)data, size, "fuzz", &f, NULL) != GP_OK)
         return 0;
-    gp_engine *e = gp_engine_new(NULL);
-    gp_node_spec n = {.name = "n0", .zone = "z", .block = "b", .gpu_type = "H100", .gpu_count = 8,
-                      .nvlink_domains = 1, .gpu_mem_mib = 81920, .cpu_millis = 64000, .mem_mib = 1 << 20};
-    gp_engine_node_add(e, &n, 0, NULL);
+    gp_engine *e = gp_fuzz_fleet();
+    bool all_set = true;
     for (size_t i = 0; i < f.n_tenants; i++) {
-        json_t *canon = gp_tenant_spec_to_json(&f.tenants[i].spec);
         gp_tenant_spec again;
-        if (gp_tenant_spec_parse(canon, &again, NULL) != GP_OK)
-            abort();
-        json_t *canon2 = gp_tenant_spec_to_json(&again);
-        if (!json_equal(canon, canon2))
-            abort();
-        json_decref(canon);
-        json_decref(canon2);
-        gp_engine_tenant_set(e, f.tenants[i].path, &again, 0, NULL);
+        canonical_spec(&f.tenants[i].spec, &again);
+        if (gp_engine_tenant_set(e, f.tenants[i].path, &again, 0, NULL) != GP_OK)
+            all_set = false;
     }
+    reached_engine = all_set && gp_engine_tick(e, 1, NULL) == GP_OK;
+    gp_fuzz_check_invariants(e);
     gp_engine_free(e);
     gp_tenant_file_free(&f);
     return 0;

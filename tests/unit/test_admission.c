@@ -1,14 +1,14 @@
 /* test_admission.c - limits, user limits, job class, promotion, lending.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Admission"): a
- * job fits when, at every ancestor, usage + demand <= limit and the user's
- * usage + demand <= the nearest user limit; otherwise it waits with
- * GP_WAIT_LIMIT / GP_WAIT_USER_LIMIT naming that tenant (a = usage,
- * b = demand, c = limit, in the dimension's units: mGPU).  It runs
- * GUARANTEED when it fits under every ancestor's guarantee (at least one),
- * else BURSTABLE; a burstable job is promoted (oldest first) when it fits
- * again, marked by USAGE_CLOSE + USAGE_OPEN.  The unused guarantee of a
- * lend=0 tenant is never used by burstable jobs (GP_WAIT_LENDING).
+ * Semantics under test (docs/scheduling.md, "Admission" and "Why a job
+ * waits"): a job fits when, at every ancestor, usage + demand <= limit and
+ * the user's usage + demand <= the nearest user limit; otherwise it waits
+ * with GP_WAIT_LIMIT / GP_WAIT_USER_LIMIT naming that tenant (a = usage, b =
+ * demand, c = limit, in the dimension's units: mGPU).  It runs GUARANTEED
+ * when it fits under every ancestor's guarantee (at least one), else
+ * BURSTABLE; a burstable job is promoted (oldest first) when it fits again,
+ * marked by USAGE_CLOSE + USAGE_OPEN.  The unused guarantee of a lend=0
+ * tenant is never used by burstable jobs (GP_WAIT_LENDING).
  *
  * Fleet: four nodes of 8 H100 (32 GPUs) unless a test says otherwise; all
  * jobs are 1 replica x 1 GPU unless said.

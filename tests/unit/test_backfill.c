@@ -1,13 +1,14 @@
 /* test_backfill.c - reservations keep large gangs from starving; backfill.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Backfill"): the
- * first job in pass order blocked by capacity gets a reservation: from the
- * running jobs' expected ends (bind + expected_runtime_s) the engine
- * computes when and where it can start and holds those nodes.  Later jobs
- * may use held nodes only if now + expected_runtime_s <= that start
- * (expected_runtime 0 = never).  Jobs not touching held nodes are placed
- * freely.  Waiting jobs say GP_WAIT_RESERVATION (job = the head, time =
- * its start); the head says GP_WAIT_RESERVED (time = expected start).
+ * Semantics under test (docs/scheduling.md, "Backfill" and "Why a job
+ * waits"; types.h, expected_runtime_s): the first job in pass order blocked
+ * by capacity gets a reservation: from the running jobs' expected ends (bind
+ * + expected_runtime_s) the engine computes when and where it can start and
+ * holds those nodes.  Later jobs may use held nodes only if now +
+ * expected_runtime_s <= that start (expected_runtime 0 = never).  Jobs not
+ * touching held nodes are placed freely.  Waiting jobs say
+ * GP_WAIT_RESERVATION (job = the head, time = its start); the head says
+ * GP_WAIT_RESERVED (time = expected start).
  *
  * Worked example (most tests): 8 nodes x 8 H100 = 64 GPUs.  At t=0 team
  * "small" starts four 1-GPU jobs expected to run 1000 s.  At t=10 team

@@ -1,10 +1,10 @@
 /* test_fairshare.c - hierarchical weighted DRF ordering and order within a leaf.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Pass order"): at
- * each tree level the child with the lowest dominant share (max over dims
- * of usage / fleet capacity, divided by weight) goes next; shares update
- * after each placement; inside a leaf, priority (higher first), then submit
- * time, then id.
+ * Semantics under test (docs/scheduling.md, "Ordering"): at each tree level
+ * the child with the lowest dominant share (max over dims of usage / fleet
+ * capacity, divided by weight) goes next; shares update after each
+ * placement; inside a leaf, priority (higher first), then submit time, then
+ * id.
  *
  * Worked example used below: an 8-GPU fleet, teams org/a and org/b with
  * equal weights, 20 one-GPU jobs each.  One pass gives 4 and 4: after

@@ -1,12 +1,12 @@
 /* test_fleet.c - node registration, node loss, GPU health, fleet capacity.
  *
- * Semantics under test (engine.h, types.h, docs/engine-semantics-draft.md
- * "Fleet", "Node lost / GPU unhealthy"): a node spec has 1..16 GPUs and an
- * nvlink_domains count that divides them; a name comes back only with the
- * same shape; at most GP_MAX_GPU_TYPES types per fleet.  When a node is
- * lost or a GPU under a job turns unhealthy, the whole job is stopped at
- * once (STOP, grace 0), its GPUs released (except the lost ones) and it
- * goes back to PENDING with the same id.  A returning node keeps its GPUs'
+ * Semantics under test (engine.h, types.h, docs/scheduling.md "Node and GPU
+ * events", docs/fleet-file.md "Node fields"): a node spec has 1..16 GPUs and
+ * an nvlink_domains count that divides them; a name comes back only with the
+ * same shape; at most GP_MAX_GPU_TYPES types per fleet.  When a node is lost
+ * or a GPU under a job turns unhealthy, the whole job is stopped at once
+ * (STOP, grace 0), its GPUs released (except the lost ones) and it goes back
+ * to PENDING with the same id.  A returning node keeps its GPUs'
  * health.  Fleet capacity counts healthy GPUs on up nodes only.
  */
 #include <setjmp.h>

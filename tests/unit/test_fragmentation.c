@@ -10,7 +10,9 @@
  * Free capacity: an exclusive GPU 1000 (0 when owned), an MPS GPU 1000 -
  * its shares.  MPS shares are placed by the pool's score, and so are
  * whole-GPU and CPU-only jobs when every pool uses a paper score or every
- * node of the models they accept is MPS; `default` scores as `fgd` does.
+ * node of the models they accept is MPS; `default` scores as `fgd` does,
+ * but is not a paper score: other whole-GPU jobs go to placement.c's best
+ * fit (the one place the two differ, tested below).
  * Equal scores go to a fixed node order drawn from the pool's seed
  * (random: a fresh draw per task).
  *
@@ -279,31 +281,48 @@ static void default_score_takes_the_least_growth_before_the_fuller_node(void **s
     assert_true(fabs(gp_engine_fragmentation(w->e)) < 1e-9);
 }
 
-/* 24 shares of 100-700 milli-GPUs, one per tick, on six 4-GPU MPS nodes
- * of a pool scoring `score` with seed 5; writes the GPU of each. */
-static void shares_run(gp_score score, uint32_t gpus_out[24])
+/* The fleet of the test below, every node exclusive and in the default
+ * pool, which scores `score`: M = {1 whole GPU with 4 cores}; "small" (2
+ * GPUs, 8 cores) comes first, then "big" (4 GPUs, 64 cores).  Places one
+ * 1-GPU job with 6 cores and returns the name of its node. */
+static const char *whole_gpu_on_exclusive_nodes(tb_world *w, gp_score score)
 {
-    tb_world *w = tb_new();
-    sb_pool(w, "p", score, 0, 5);
-    const char *names[6] = {"p0", "p1", "p2", "p3", "p4", "p5"};
-    for (int i = 0; i < 6; i++)
-        sb_add_node(w, names[i], "H100", 4, MIB, GP_SHARING_MPS, "p");
+    sb_pool(w, "default", score, 0, 5);
+    gp_workload_shape m = shape(1, 1000, 1);
+    m.cpu_millis = 4000;
+    set_mix(w, &m, 1);
+    gp_node_spec small = sb_node_spec("small", "H100", 2, MIB, GP_SHARING_EXCLUSIVE, NULL);
+    small.cpu_millis = 8000;
+    gp_node_spec big = sb_node_spec("big", "H100", 4, MIB, GP_SHARING_EXCLUSIVE, NULL);
+    big.cpu_millis = 64000;
+    assert_int_equal(gp_engine_node_add(w->e, &small, 0, NULL), GP_OK);
+    assert_int_equal(gp_engine_node_add(w->e, &big, 0, NULL), GP_OK);
     sb_tenant(w, "org", GP_TRUST_TRUSTED);
-    for (uint64_t id = 1; id <= 24; id++) {
-        submit_mps(w, id, 100 * (int)(1 + (id * 5) % 7), (int64_t)id);
-        assert_int_equal(tb_tick(w, (int64_t)id, GP_DEC_BIND), 1);
-        gpus_out[id - 1] = sb_slice(w, id).gpu;
-    }
-    tb_free(w);
+    gp_job_spec j = sb_whole_job(1, "org", 1);
+    j.cpu_millis = 6000;
+    sb_submit(w, &j, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    return sb_job_node(w, 1);
 }
 
-static void default_score_places_shares_as_fgd_does(void **state)
+static void default_places_whole_gpus_on_exclusive_nodes_by_best_fit(void **state)
 {
-    (void)state;
-    uint32_t by_default[24], by_fgd[24];
-    shares_run(GP_SCORE_DEFAULT, by_default);
-    shares_run(GP_SCORE_FGD, by_fgd);
-    assert_memory_equal(by_default, by_fgd, sizeof by_default);
+    tb_world *w = *state;
+    /* Where default and fgd differ: the default scores only shares and
+     * jobs on MPS-only models; this whole-GPU job on exclusive GPUs goes
+     * through placement.c's best fit, which takes the node with the
+     * fewest free GPUs that fits: small (2 < 4), although the 2 cores it
+     * leaves make small's last GPU a fragment for M. */
+    assert_string_equal(whole_gpu_on_exclusive_nodes(w, GP_SCORE_DEFAULT), "small");
+}
+
+static void fgd_pool_scores_whole_gpus_on_exclusive_nodes_too(void **state)
+{
+    tb_world *w = *state;
+    /* The same fleet with every pool on fgd: the paper scores every task.
+     * On small the last GPU becomes a fragment (dF = +1000, score 26); on
+     * big nothing changes (score 50): big. */
+    assert_string_equal(whole_gpu_on_exclusive_nodes(w, GP_SCORE_FGD), "big");
 }
 
 /* ---- the paper's other scores ---- */
@@ -483,7 +502,8 @@ int main(void)
         TB_TEST(fragmentation_of_the_header_example_is_300_then_100),
         TB_TEST(fgd_puts_a_half_gpu_task_where_fragmentation_grows_least),
         TB_TEST(default_score_takes_the_least_growth_before_the_fuller_node),
-        cmocka_unit_test(default_score_places_shares_as_fgd_does),
+        TB_TEST(default_places_whole_gpus_on_exclusive_nodes_by_best_fit),
+        TB_TEST(fgd_pool_scores_whole_gpus_on_exclusive_nodes_too),
         TB_TEST(bestfit_puts_a_share_on_the_fullest_gpu_of_the_fullest_node),
         TB_TEST(spread_puts_a_share_on_the_emptiest_node),
         TB_TEST(packing_fills_a_shared_gpu_first),

@@ -1,14 +1,14 @@
 /* test_jobs.c - job spec validation and the job lifecycle.
  *
- * Semantics under test (types.h, engine.h, docs/engine-semantics-draft.md
- * "Cancel", "Finish", "Time", "States"): a bad spec is rejected with the
- * right code and `field` named as the caller spelled it, and nothing
- * changes; cancel of a pending job cancels at once, of a running job emits
- * STOP with its grace, the job is PREEMPTING, then CANCELLED when the
- * grace ends or the node reports it stopped; finish releases GPUs at once
- * (STOPPED without a request counts as FAILED); time never goes backwards
- * (GP_ERR_TIME); gp_engine_why explains every state; history keeps the
- * transitions with reasons.
+ * Semantics under test (types.h, engine.h, docs/scheduling.md "Jobs: states
+ * and events", docs/architecture.md "The event interface"): a bad spec is
+ * rejected with the right code and `field` named as the caller spelled it,
+ * and nothing changes; cancel of a pending job cancels at once, of a running
+ * job emits STOP with its grace, the job is PREEMPTING, then CANCELLED when
+ * the grace ends or the node reports it stopped; finish releases GPUs at
+ * once (STOPPED without a request counts as FAILED); time never goes
+ * backwards (GP_ERR_TIME); gp_engine_why explains every state; history keeps
+ * the transitions with reasons.
  *
  * Fleet: one node of 8 H100.  Tenants: "org" (not a leaf) and "org/team".
  */

@@ -1,11 +1,10 @@
 /* test_metering.c - usage intervals for chargeback.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Metering"):
- * USAGE_OPEN at bind, one interval per job (tenant, job, gpu type,
- * milli_gpus = replicas x gpus x 1000, class, topology, start, end = -1);
- * USAGE_CLOSE with end at release or class change.  The sum over closed
- * and open intervals of milli_gpus x (end - start) equals allocated
- * GPU-time.
+ * Semantics under test (docs/scheduling.md, "Metering"): USAGE_OPEN at bind,
+ * one interval per job (tenant, job, gpu type, milli_gpus = replicas x gpus
+ * x 1000, class, topology, start, end = -1); USAGE_CLOSE with end at release
+ * or class change.  The sum over closed and open intervals of milli_gpus x
+ * (end - start) equals allocated GPU-time.
  *
  * Worked example (intervals_sum_to_gpu_time), one node of 8 H100:
  *   A: 2 GPUs, bound t=0,  finishes t=100  -> 2 x 100 = 200 GPU-s

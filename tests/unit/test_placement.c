@@ -1,12 +1,12 @@
 /* test_placement.c - gangs, topology, type and health filters, drain, best fit.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Placement"): gang
- * all-or-nothing; a replica's GPUs are on one node; BLOCK puts all replicas
- * in one fabric block, NVLINK in one NVLink domain of one node; only nodes
- * up, not draining, GPUs healthy and of an accepted type; best fit: the
- * smallest partly-used node/block that holds it, so empty ones stay whole;
- * cpu/mem per replica must fit on the node.  Drain: no new work, DRAINED
- * once the node has no jobs.
+ * Semantics under test (docs/scheduling.md, "Placement" and "Node and GPU
+ * events"): gang all-or-nothing; a replica's GPUs are on one node; BLOCK
+ * puts all replicas in one fabric block, NVLINK in one NVLink domain of one
+ * node; only nodes up, not draining, GPUs healthy and of an accepted type;
+ * best fit: the smallest partly-used node/block that holds it, so empty ones
+ * stay whole; cpu/mem per replica must fit on the node.  Drain: no new work,
+ * DRAINED once the node has no jobs.
  *
  * To put a filler job on a chosen node, a test drains the other nodes for
  * one tick (placement_on()); that only uses the drain rule tested here.

@@ -1,12 +1,12 @@
 /* test_tenants.c - the tenancy tree: creation, quota fit, update, removal,
  * path syntax, trust inheritance and default weights.
  *
- * Semantics under test (docs/engine-semantics-draft.md, "Tenants"): a
+ * Semantics under test (docs/scheduling.md, "Tenants and quotas"): a
  * tenant's parent must exist; the sum of children's guarantees must fit in
  * the parent's, and the sum of top-level guarantees in the healthy fleet,
- * else GP_ERR_QUOTA and nothing changed; weight 0 means "guaranteed whole
- * GPUs summed over types (min 1), or 1 without guarantee"; trust INHERIT
- * takes the parent's, trusted at the root.
+ * else GP_ERR_QUOTA and nothing changed; weight 0 means "guaranteed GPUs
+ * summed over types, fractions kept (min 1), or 1 without guarantee"; trust
+ * INHERIT takes the parent's, trusted at the root.
  *
  * Most tests use a 16-GPU fleet: two nodes of 8 H100.
  */
