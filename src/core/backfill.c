@@ -179,27 +179,39 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     return found;
 }
 
-/* Hold nodes of the domain that will have room at the start time, those
- * with the fewest free GPUs now first (they waste the least meanwhile). */
+/* The nodes of the sweep's domain that will have room at the start time,
+ * those with the fewest free GPUs now first (they waste the least
+ * meanwhile), in fleet order among equals.  A node's free count is
+ * 0..GP_MAX_GPUS_PER_NODE, so one stable counting pass orders them: linear
+ * even for topology any, where the domain is every node of the type. */
+static size_t hold_candidates(const gp_engine *e, const gp__job *j, int type, const sweep *s, uint32_t *cand)
+{
+    const gp__fleet *f = &e->fleet;
+    size_t start[GP_MAX_GPUS_PER_NODE + 2] = {0};
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t node = f->type_nodes[type][i];
+        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
+            start[f->nodes[node].free + 1]++;
+    }
+    for (int c = 1; c <= GP_MAX_GPUS_PER_NODE + 1; c++)
+        start[c] += start[c - 1];
+    size_t n = start[GP_MAX_GPUS_PER_NODE + 1];
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t node = f->type_nodes[type][i];
+        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
+            cand[start[f->nodes[node].free]++] = node;
+    }
+    return n;
+}
+
+/* Hold the candidates, in that order, until they cover the job. */
 static bool hold_nodes(gp_engine *e, const gp__job *j, int type, const sweep *s, gp__reservation *r)
 {
     const gp__fleet *f = &e->fleet;
     uint32_t *cand = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *cand);
     if (!cand)
         return false;
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
-        uint32_t node = f->type_nodes[type][i];
-        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
-            cand[n++] = node;
-    }
-    /* insertion by current free count (small n in practice: one block) */
-    for (size_t a = 1; a < n; a++)
-        for (size_t b = a; b > 0 && f->nodes[cand[b]].free < f->nodes[cand[b - 1]].free; b--) {
-            uint32_t t = cand[b];
-            cand[b] = cand[b - 1];
-            cand[b - 1] = t;
-        }
+    size_t n = hold_candidates(e, j, type, s, cand);
     int64_t covered = 0;
     bool ok = true;
     for (size_t i = 0; i < n && covered < j->replicas; i++) {
