@@ -18,8 +18,8 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool submit [-f job.yaml|job.json] [--tenant PATH] [--name N] [--gpus N] [--replicas N]\n"
      "                      [--gpu-type T]... [--cpu-millis N] [--mem-mib N] [--topology any|block|nvlink]\n"
      "                      [--isolation exclusive|mig|mps|timeslice] [--mig PROFILE | --mps PERCENT | --timeslice]\n"
-     "                      [--priority P] [--grace S] [--runtime S] [--kind training|inference|interactive]\n"
-     "                      [--user U] [-- COMMAND ARGS...]\n"
+     "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
+     "                      [--kind training|inference|interactive] [--user U] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"},
     {"jobs", gp_cmd_jobs,
      "usage: gpupool jobs [--tenant PATH] [--state STATE|live] [--limit N] [--before ID]\n"
