@@ -140,7 +140,8 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"runtime", required_argument, NULL, 'R'},   {"kind", required_argument, NULL, 'k'},
         {"user", required_argument, NULL, 'u'},      {"mig", required_argument, NULL, 'm'},
         {"mps", required_argument, NULL, 'P'},       {"timeslice", no_argument, NULL, 'S'},
-        {"array", required_argument, NULL, 'A'},     {NULL, 0, NULL, 0},
+        {"array", required_argument, NULL, 'A'},     {"time-limit", required_argument, NULL, 'L'},
+        {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *from_file = NULL;
     const char *file = NULL;
@@ -163,6 +164,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'p': json_object_set_new(job, "priority", number_or_string(optarg)); break;
         case 'G': json_object_set_new(job, "checkpoint_grace_s", number_or_string(optarg)); break;
         case 'R': json_object_set_new(job, "expected_runtime_s", number_or_string(optarg)); break;
+        case 'L': json_object_set_new(job, "time_limit_s", number_or_string(optarg)); break;
         case 'k': json_object_set_new(job, "kind", json_string(optarg)); break;
         case 'u': json_object_set_new(job, "user", json_string(optarg)); break;
         case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;

@@ -6,6 +6,8 @@
  * to three decimals (gp_gpu_amount_parse), so "0.5" is 500 milli-GPUs and
  * "0.0005" is an error rather than a silent rounding.  A quota that is
  * given is `set`; cpu/mem not given stay GP_UNLIMITED (do not constrain).
+ * `time_limit` maps job kinds to default time limits in seconds; kinds not
+ * given take the parent's (0).
  *
  * The file checks what it can see on its own: types, ranges, duplicate
  * paths, and that every parent comes before its children.  Whether the
@@ -21,6 +23,7 @@
 #include "config/yaml_doc.h"
 
 static const char *const trust_names[] = {"inherit", "trusted", "untrusted"};
+static const char *const kind_names[] = {"training", "inference", "interactive"};
 
 bool gp_gpu_amount_parse(const char *text, int64_t *milli)
 {
@@ -108,6 +111,28 @@ static gp_err read_quota(gp__yaml *y, yaml_node_t *map, const char *field, size_
     return GP_OK;
 }
 
+/* time_limit: {KIND: seconds}, the default (and maximum) per job kind. */
+static gp_err read_time_limits(gp__yaml *y, yaml_node_t *map, size_t index, gp_tenant_spec *spec)
+{
+    gp_err rc = gp__yaml_expect_mapping(y, map, "time_limit");
+    for (size_t i = 0; rc == GP_OK && i < gp__yaml_map_size(map); i++) {
+        const char *key;
+        yaml_node_t *v;
+        char what[96];
+        if ((rc = gp__yaml_map_pair(y, map, i, "time_limit", &key, &v)))
+            return rc;
+        snprintf(what, sizeof what, "tenants[%zu].time_limit.%s", index, key);
+        int kind = 0;
+        while (kind < 3 && strcmp(key, kind_names[kind]) != 0)
+            kind++;
+        if (kind == 3)
+            return gp__yaml_fail(y, v, "time_limit",
+                                 "unknown field %s (time_limit has training, inference, interactive)", what);
+        rc = gp__yaml_int(y, v, "time_limit", what, 1, GP_TIME_LIMIT_MAX_S, &spec->time_limit_s[kind]);
+    }
+    return rc;
+}
+
 static gp_err read_tenant_field(gp__yaml *y, gp_tenant_entry *t, const char *key, yaml_node_t *v, size_t index)
 {
     char what[96];
@@ -135,8 +160,11 @@ static gp_err read_tenant_field(gp__yaml *y, gp_tenant_entry *t, const char *key
         t->spec.trust = (gp_trust)choice;
         return rc;
     }
+    if (strcmp(key, "time_limit") == 0)
+        return read_time_limits(y, v, index, &t->spec);
     return gp__yaml_fail(y, v, key,
-                         "unknown field %s (tenants take path, guarantee, limit, user_limit, weight, lend, trust)",
+                         "unknown field %s (tenants take path, guarantee, limit, user_limit, weight, lend, trust, "
+                         "time_limit)",
                          what);
 }
 

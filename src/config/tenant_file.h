@@ -14,6 +14,7 @@
  *       lend: true
  *       trust: trusted          # trusted|untrusted (default: inherit)
  *       user_limit: {gpu: {H100: 8}}
+ *       time_limit: {training: 86400, interactive: 28800}   # seconds per job kind
  *
  * Parents come before their children.  Errors name the file, the line and
  * the field; unknown fields are errors.

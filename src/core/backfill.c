@@ -3,26 +3,40 @@
  * EASY backfill, per GPU type.  In each pass, the first job in fair order
  * that cannot be placed for lack of free capacity (and that reclaim cannot
  * help) becomes the head of its type.  From the expected end of every
- * running job of that type (bind time + expected runtime; a preempting
- * job ends at its grace deadline; a job past its estimate is assumed to end
- * within overdue_grace_s; a job without an estimate never ends) we sweep
- * forward in time until some domain (the fleet for `any`, a fabric block
- * for `block`, a node for `nvlink`) would hold the head job.  That time is
- * its expected start; the nodes that would hold it are held: for the rest
- * of the pass only jobs that end before the expected start (now +
- * expected_runtime <= start) may use them.  Jobs placed elsewhere cannot
+ * running job of that type (a preempting job at its grace deadline; else
+ * bind time + expected runtime, capped by bind + time limit + grace; a job
+ * past its estimate is assumed to end within overdue_grace_s; without an
+ * estimate, bind + time limit + grace) we sweep forward in time until some
+ * domain (the fleet for `any`, a fabric block for `block`, a node for
+ * `nvlink`) would hold the head job.  That time is its expected start; the
+ * nodes that would hold it are held: for the rest of the pass only jobs
+ * that end before the expected start (now + expected runtime, else time
+ * limit + grace, <= start) may use them.  Jobs placed elsewhere cannot
  * delay the head, so they go ahead freely.
+ *
+ * Jobs that nothing bounds (no estimate, no time limit) end at an unknown
+ * time: the sweep takes them last, node by node, the nodes with the fewest
+ * GPUs of such jobs first, and a start found only through them is
+ * GP__START_UNKNOWN.  Nothing ends before an unknown start, so the held
+ * nodes take no other work (engine.c lends them only to burstable work of
+ * a guaranteed head, which can reclaim it): their GPUs accumulate for the
+ * head as the jobs on them end.  That is the rule that the head of the
+ * fair order is never overtaken without bound.
  *
  * Example: 4 nodes x 8 H100, all busy with 1-GPU jobs ending at t = 100,
  * 200, 300, ...  A 4x8 gang at the head finds its start at the time the
  * last of those jobs ends, say t = 900, and holds all four nodes.  A
  * 1-GPU job with expected runtime 50 s submitted at t = 110 can use a GPU
  * freed at t = 100 (ends at 160 <= 900); one with 3600 s cannot and waits
- * "held for the reservation of job <gang>".
+ * "held for the reservation of job <gang>".  Were the 1-GPU jobs without
+ * estimates or limits, the gang would hold the node with the fewest of them
+ * (n00 among equals) with no known start, and the GPUs freed there would
+ * wait for it.
  *
- * When no time can be found (running jobs without an expected runtime never
- * end as far as the sweep knows), only the first GP__RESERVE_TRIES blocked
- * jobs of a type try in a pass: each sweep walks every running job.
+ * A sweep that finds no time at all (the domain's GPUs are held by shared
+ * jobs, or CPU or memory block it) is tried by only the first
+ * GP__RESERVE_TRIES blocked jobs of a type in a pass: each sweep walks
+ * every running job.
  *
  * Holds last one pass: each pass clears them and computes them again from
  * the state it finds, so they follow the fleet as it changes.
@@ -60,16 +74,28 @@ const gp__reservation *gp__reservation_for(const gp_engine *e, int type)
     return e->reservation[type].active ? &e->reservation[type] : NULL;
 }
 
+int64_t gp__job_duration(const gp__job *j)
+{
+    int64_t bound = j->limit > 0 ? j->limit + j->grace : 0;
+    if (j->runtime > 0 && (bound == 0 || j->runtime < bound))
+        return j->runtime;
+    return bound;
+}
+
+/* When a running job's GPUs come back: its estimate (or, overdue, soon),
+ * never later than its time limit and grace; GP__START_UNKNOWN when
+ * nothing bounds it. */
 static int64_t expected_end(const gp_engine *e, const gp__job *j)
 {
     if (j->state == GP_JOB_PREEMPTING)
         return j->deadline;
+    int64_t bound = j->limit > 0 ? j->bind_time + j->limit + j->grace : GP__START_UNKNOWN;
     if (j->runtime <= 0)
-        return INT64_MAX;
+        return bound;
     int64_t end = j->bind_time + j->runtime;
     if (end <= e->now)
         end = e->now + e->cfg.overdue_grace_s;
-    return end;
+    return end < bound ? end : bound;
 }
 
 /* GPUs of type `type` that each running job gives back, node by node,
@@ -87,7 +113,7 @@ static release *collect_releases(const gp_engine *e, int type, size_t *count)
     for (size_t i = 0; rel && i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
         int64_t end = expected_end(e, j);
-        if (j->bound_type != type || end == INT64_MAX || !j->placed || gp__job_shared(j) || j->gpus == 0)
+        if (j->bound_type != type || !j->placed || gp__job_shared(j) || j->gpus == 0)
             continue;
         for (int r = 0; r < j->replicas; r++) {
             int gpus = 0;
@@ -104,10 +130,47 @@ static release *collect_releases(const gp_engine *e, int type, size_t *count)
     return rel;
 }
 
+typedef struct release_order {
+    const release *rel;
+    const int *unbounded; /* per node: GPUs held by jobs that nothing bounds */
+} release_order;
+
+/* By time; releases of unknown time last, node by node, the nodes with the
+ * fewest unbounded GPUs first (they need the fewest unknown ends), then in
+ * fleet order. */
 static int by_time(uint32_t a, uint32_t b, const void *ctx)
 {
-    const release *rel = ctx;
-    return rel[a].time < rel[b].time ? -1 : rel[a].time > rel[b].time;
+    const release_order *o = ctx;
+    const release *x = &o->rel[a], *y = &o->rel[b];
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->time != GP__START_UNKNOWN || x->node == y->node)
+        return 0;
+    int ux = o->unbounded[x->node], uy = o->unbounded[y->node];
+    if (ux != uy)
+        return ux < uy ? -1 : 1;
+    return x->node < y->node ? -1 : 1;
+}
+
+/* The releases in sweep order, or NULL when out of memory. */
+static uint32_t *order_releases(const gp_engine *e, const release *rel, size_t n_rel)
+{
+    uint32_t *order = malloc((n_rel ? n_rel : 1) * sizeof *order);
+    int *unbounded = calloc(e->fleet.n_nodes ? e->fleet.n_nodes : 1, sizeof *unbounded);
+    bool ok = order && unbounded;
+    for (size_t i = 0; ok && i < n_rel; i++) {
+        order[i] = (uint32_t)i;
+        if (rel[i].time == GP__START_UNKNOWN)
+            unbounded[rel[i].node] += rel[i].gpus;
+    }
+    release_order o = {rel, unbounded};
+    ok = ok && gp_sort_indexes(order, n_rel, by_time, &o);
+    free(unbounded);
+    if (!ok) {
+        free(order);
+        return NULL;
+    }
+    return order;
 }
 
 /* Domain of a node for this topology: 0 for any, block, or node. */
@@ -153,12 +216,9 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     }
     size_t n_rel;
     release *rel = collect_releases(e, type, &n_rel);
-    uint32_t *order = malloc((n_rel ? n_rel : 1) * sizeof *order);
+    uint32_t *order = rel ? order_releases(e, rel, n_rel) : NULL;
     bool found = false;
     if (rel && order) {
-        for (size_t i = 0; i < n_rel; i++)
-            order[i] = (uint32_t)i;
-        gp_sort_indexes(order, n_rel, by_time, rel);
         for (size_t i = 0; i < n_rel && !found; i++) {
             const release *r = &rel[order[i]];
             if (s->avail[r->node] < 0)
@@ -179,27 +239,39 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     return found;
 }
 
-/* Hold nodes of the domain that will have room at the start time, those
- * with the fewest free GPUs now first (they waste the least meanwhile). */
+/* The nodes of the sweep's domain that will have room at the start time,
+ * those with the fewest free GPUs now first (they waste the least
+ * meanwhile), in fleet order among equals.  A node's free count is
+ * 0..GP_MAX_GPUS_PER_NODE, so one stable counting pass orders them: linear
+ * even for topology any, where the domain is every node of the type. */
+static size_t hold_candidates(const gp_engine *e, const gp__job *j, int type, const sweep *s, uint32_t *cand)
+{
+    const gp__fleet *f = &e->fleet;
+    size_t start[GP_MAX_GPUS_PER_NODE + 2] = {0};
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t node = f->type_nodes[type][i];
+        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
+            start[f->nodes[node].free + 1]++;
+    }
+    for (int c = 1; c <= GP_MAX_GPUS_PER_NODE + 1; c++)
+        start[c] += start[c - 1];
+    size_t n = start[GP_MAX_GPUS_PER_NODE + 1];
+    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
+        uint32_t node = f->type_nodes[type][i];
+        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
+            cand[start[f->nodes[node].free]++] = node;
+    }
+    return n;
+}
+
+/* Hold the candidates, in that order, until they cover the job. */
 static bool hold_nodes(gp_engine *e, const gp__job *j, int type, const sweep *s, gp__reservation *r)
 {
     const gp__fleet *f = &e->fleet;
     uint32_t *cand = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *cand);
     if (!cand)
         return false;
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
-        uint32_t node = f->type_nodes[type][i];
-        if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
-            cand[n++] = node;
-    }
-    /* insertion by current free count (small n in practice: one block) */
-    for (size_t a = 1; a < n; a++)
-        for (size_t b = a; b > 0 && f->nodes[cand[b]].free < f->nodes[cand[b - 1]].free; b--) {
-            uint32_t t = cand[b];
-            cand[b] = cand[b - 1];
-            cand[b - 1] = t;
-        }
+    size_t n = hold_candidates(e, j, type, s, cand);
     int64_t covered = 0;
     bool ok = true;
     for (size_t i = 0; i < n && covered < j->replicas; i++) {
@@ -214,7 +286,7 @@ static bool hold_nodes(gp_engine *e, const gp__job *j, int type, const sweep *s,
     return ok;
 }
 
-static bool reserve_type(gp_engine *e, uint32_t job, int type)
+static bool reserve_type(gp_engine *e, uint32_t job, int type, bool guaranteed)
 {
     const gp__job *j = &e->jobs[job];
     const gp__fleet *f = &e->fleet;
@@ -232,6 +304,7 @@ static bool reserve_type(gp_engine *e, uint32_t job, int type)
         r->active = true;
         r->job = job;
         r->start = s.start;
+        r->head_guaranteed = guaranteed;
         for (size_t i = 0; i < r->n_nodes; i++)
             gp__node_hold(&e->fleet, r->nodes[i], true);
     }
@@ -240,7 +313,7 @@ static bool reserve_type(gp_engine *e, uint32_t job, int type)
     return ok;
 }
 
-bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types)
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed)
 {
     gp__job *j = &e->jobs[job];
     bool any = false;
@@ -250,7 +323,7 @@ bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types)
         if (!(types & (1u << t)) || e->reservation[t].active || e->reserve_tries[t] >= GP__RESERVE_TRIES)
             continue;
         e->reserve_tries[t]++;
-        if (reserve_type(e, job, t)) {
+        if (reserve_type(e, job, t, guaranteed)) {
             any = true;
             e->stats.pass_reservations++;
             j->wait = (gp_wait){.code = GP_WAIT_RESERVED, .dim = t, .tenant = GP__NONE, .time = e->reservation[t].start,

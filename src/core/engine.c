@@ -5,9 +5,10 @@
  * change means for jobs (trust, below).  A pass (gp_engine_tick)
  * does, in order:
  *
- *   1. end the grace of preempted or cancelled jobs whose deadline passed:
- *      their GPUs are released (to whoever claimed them) and they are
- *      requeued with the same id, or cancelled;
+ *   1. stop running jobs past their time limit (STOP "time_limit"), and
+ *      end the grace of preempted, cancelled or time-limited jobs whose
+ *      deadline passed: their GPUs are released (to whoever claimed them)
+ *      and they are requeued with the same id, or cancelled, or failed;
  *   2. promote burstable jobs whose tenant has guarantee free again;
  *   3. phase 1: every pending job that would run guaranteed, in fair
  *      order: place it, else reclaim from borrowers, else reserve capacity
@@ -202,6 +203,11 @@ static void victim_done(gp_engine *e, gp__job *j)
 static void requeue(gp_engine *e, uint32_t job, const char *why)
 {
     gp__job *j = &e->jobs[job];
+    if (j->time_limited) {
+        gp__job_transition(e, job, GP_JOB_FAILED, "time_limit: ran past its limit of %llds (%s)",
+                           (long long)j->limit, why);
+        return;
+    }
     if (j->cancel_requested) {
         gp__job_transition(e, job, GP_JOB_CANCELLED, "cancelled: %s", why);
         return;
@@ -335,6 +341,32 @@ int64_t gp_engine_clock_resolution(const gp_engine *e)
     return e->cfg.clock_resolution_s;
 }
 
+/* ---- time limits ----
+ * A running job whose time limit (counted from its bind) is up is stopped
+ * like a cancel: STOP with its checkpoint grace and reason "time_limit"
+ * (the node agent enforces it).  When the grace ends or its node reports it
+ * stopped it ends failed (requeue above); one that finishes successfully
+ * within the grace succeeded. */
+
+static bool past_time_limit(const gp__job *j, int64_t now)
+{
+    return j->state == GP_JOB_RUNNING && j->limit > 0 && now - j->bind_time >= j->limit;
+}
+
+static void stop_past_time_limit(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    gp_decision *d = gp__decision_push(e, GP_DEC_STOP, j->id);
+    if (d) {
+        d->grace_s = j->grace;
+        snprintf(d->reason, sizeof d->reason, "time_limit");
+    }
+    j->time_limited = true;
+    j->deadline = gp__grace_deadline(e, j->grace);
+    gp__job_transition(e, job, GP_JOB_PREEMPTING, "time_limit: ran past its limit of %llds; stopping within %llds",
+                       (long long)j->limit, (long long)j->grace);
+}
+
 /* ---- job events ---- */
 
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
@@ -447,11 +479,20 @@ static bool lending_blocks(const gp_engine *e, const gp__job *j, int type, const
                p->lend_reserve[type] - gp__lending_reserve_own(e, j->tenant, type);
 }
 
-/* Would this job end before the reservation of `type` starts? */
-static bool ends_before(const gp_engine *e, const gp__job *j, int type)
+/* May this job use the nodes held for the reservation of `type`?  Only if
+ * it ends before the reservation starts (by its estimate, else its time
+ * limit).  When no start is known (running jobs that nothing bounds must
+ * end first), the held nodes are lent only to burstable work and only when
+ * the head runs guaranteed, so that it can reclaim them. */
+static bool ends_before(const gp_engine *e, const gp__job *j, int type, const pass_ctx *p)
 {
     const gp__reservation *r = gp__reservation_for(e, type);
-    return r && r->job != (uint32_t)(j - e->jobs) && j->runtime > 0 && e->now + j->runtime <= r->start;
+    if (!r || r->job == (uint32_t)(j - e->jobs))
+        return false;
+    if (r->start == GP__START_UNKNOWN)
+        return p->phase == GP_CLASS_BURSTABLE && r->head_guaranteed;
+    int64_t duration = gp__job_duration(j);
+    return duration > 0 && e->now + duration <= r->start;
 }
 
 /* ---- shapes that found no room ----
@@ -535,7 +576,7 @@ static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx 
         return try_scored(e, job, types, p, lend_blocked);
     for (int pass = 0; pass < 2; pass++) /* 0: free nodes, 1: also held ones (short jobs) */
         for (int t = 0; t < e->fleet.n_types; t++) {
-            if (!(types & (1u << t)) || (pass == 1 && !ends_before(e, j, t)))
+            if (!(types & (1u << t)) || (pass == 1 && !ends_before(e, j, t, p)))
                 continue;
             if (lending_blocks(e, j, t, p)) {
                 *lend_blocked = true;
@@ -699,7 +740,7 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
                             .b = p->lend_reserve[t]};
         return;
     }
-    if (gp__reserve(e, job, types))
+    if (gp__reserve(e, job, types, p->phase == GP_CLASS_GUARANTEED))
         return;
     wait_for_capacity(e, j, types);
 }
@@ -745,6 +786,8 @@ gp_err gp_engine_tick(gp_engine *e, int64_t now, gp_error *err)
             continue;
         uint32_t job = e->running[i];
         gp__job *j = &e->jobs[job];
+        if (past_time_limit(j, now))
+            stop_past_time_limit(e, job);
         if (j->state == GP_JOB_PREEMPTING && j->deadline <= now)
             grace_over(e, job, j->cancel_requested ? "stopped at the end of its grace" : "grace period over");
     }

@@ -192,6 +192,7 @@ typedef struct gp__tenant {
     /* scheduling pass */
     size_t cursor;
     uint32_t active;      /* leaves below (or itself) with untried jobs */
+    int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
 } gp__tenant;
 
 typedef struct gp__user {
@@ -251,6 +252,8 @@ typedef struct gp__job {
                              pass's hot loop touches less memory */
     char mig_profile[16];
     char name[GP_NAME_MAX];
+    int64_t limit;        /* time limit from bind, seconds (own or the tenant's default), 0 = none */
+    bool time_limited;    /* stopped for running past it: ends failed, never requeued */
 } gp__job;
 
 typedef struct gp__history {
@@ -290,9 +293,10 @@ typedef struct gp__preemption {
 typedef struct gp__reservation {
     bool active;
     uint32_t job;
-    int64_t start;        /* expected start */
+    int64_t start;        /* expected start, GP__START_UNKNOWN when unbounded jobs must end first */
     uint32_t *nodes;
     size_t n_nodes, cap_nodes;
+    bool head_guaranteed; /* the head runs guaranteed: it can reclaim burstable work lent its nodes */
 } gp__reservation;
 
 /* Per-pass scratch for placement (never shared between calls). */
@@ -406,6 +410,9 @@ bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
 uint32_t gp__tenant_lookup(const gp_engine *e, const char *path);
 void gp__tenant_charge(gp_engine *e, uint32_t tenant, const gp_res *demand, gp_class cls, int sign);
 void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
+/* The default time limit of a job of `kind` in tenant: its own, else the
+ * nearest ancestor's; 0 when none sets one. */
+int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t tenant, gp_job_kind kind);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
 void gp__tenants_free(gp_engine *e);
 /* gp_engine_tenant_set without its consequences for jobs (engine.c). */
@@ -467,9 +474,17 @@ size_t gp__placed_count(const gp__job *j);
 void gp__scratch_free(gp__scratch *s);
 
 /* ---- backfill.c ---- */
+/* A reservation's start when it waits on running jobs with neither an
+ * expected runtime nor a time limit: no time is known. */
+#define GP__START_UNKNOWN INT64_MAX
+/* How long a job runs once bound, as far as the engine knows: its expected
+ * runtime, capped by its time limit plus grace; else the limit plus grace;
+ * 0 when neither bounds it. */
+int64_t gp__job_duration(const gp__job *j);
 void gp__reservations_clear(gp_engine *e);
-/* Try to hold capacity for job on one of its types; true if it now holds it. */
-bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types);
+/* Try to hold capacity for job on one of its types; true if it now holds it.
+ * guaranteed: the job would run guaranteed (it can reclaim burstable work). */
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed);
 /* The reservation this job would delay if placed on held nodes, or NULL. */
 const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
 

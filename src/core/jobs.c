@@ -10,6 +10,10 @@
  * reason in the job's recent history and emits a TRANSITION decision, so
  * the caller can keep the full story.
  *
+ * A job's time limit is fixed at submit: its own time_limit_s, else its
+ * tenant's default for its kind (inherited down the tree), else none; it
+ * counts from each bind, and engine.c stops a job that runs past it.
+ *
  * Pending jobs sit in their leaf tenant's queue, kept sorted by priority
  * (higher first), then submit time, then id: the order "within a leaf" of
  * the fair-share policy.  Running and preempting jobs are in one flat list
@@ -239,6 +243,25 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
     return check_share(e, s, *tenant, err);
 }
 
+/* The job's time limit: its own, else its tenant's default for its kind
+ * (0 = none).  The default is also the most a job may ask for, so a tenant
+ * admin bounds how long every job of the subtree may hold its GPUs. */
+static gp_err resolve_time_limit(const gp_engine *e, const gp_job_spec *s, uint32_t tenant, int64_t *limit,
+                                 gp_error *err)
+{
+    if (s->time_limit_s < 0 || s->time_limit_s > GP_TIME_LIMIT_MAX_S)
+        return gp_error_set(err, GP_ERR_INVALID, "time_limit_s", "time_limit_s must be 1..%lld seconds (0 = the "
+                            "tenant's default)", (long long)GP_TIME_LIMIT_MAX_S);
+    int64_t tenant_max = gp__tenant_time_limit(e, tenant, s->kind);
+    if (tenant_max > 0 && s->time_limit_s > tenant_max)
+        return gp_error_set(err, GP_ERR_INVALID, "time_limit_s",
+                            "time_limit_s %llds is more than the %llds that %s allows %s jobs",
+                            (long long)s->time_limit_s, (long long)tenant_max, e->tenants[tenant].path,
+                            gp_job_kind_name(s->kind));
+    *limit = s->time_limit_s > 0 ? s->time_limit_s : tenant_max;
+    return GP_OK;
+}
+
 static uint32_t user_get(gp_engine *e, uint32_t tenant, const char *name)
 {
     char key[GP_PATH_MAX + GP_NAME_MAX + 2];
@@ -296,7 +319,8 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
     if (now < e->now)
         return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
-    if ((rc = check_job_spec(e, s, &tenant, err)))
+    int64_t limit = 0;
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)))
         return rc;
     mask = s->n_gpu_types == 0 ? 0xff : 0;
     for (int i = 0; i < s->n_gpu_types; i++)
@@ -329,6 +353,7 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
     j->priority = s->priority;
     j->grace = s->checkpoint_grace_s;
     j->runtime = s->expected_runtime_s;
+    j->limit = limit;
     j->state = GP_JOB_PENDING;
     j->bound_type = -1;
     j->submit_time = now;

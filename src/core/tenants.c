@@ -14,6 +14,7 @@
  *              untrusted when it or any ancestor is, and "trusted" below
  *              an untrusted ancestor is refused (only the ancestor can lift
  *              it).  What a change of trust means for jobs is engine.c's.
+ *   time_limit a default time limit per job kind, inherited (jobs.c).
  *
  * Invariants checked on every change (a change that breaks one is refused
  * and nothing changes):
@@ -334,7 +335,22 @@ static gp_err check_spec(const gp_tenant_spec *s, gp_error *err)
         return gp_error_set(err, GP_ERR_INVALID, "lend", "lend must be -1 (default), 0 or 1");
     if (s->trust < GP_TRUST_INHERIT || s->trust > GP_TRUST_UNTRUSTED)
         return gp_error_set(err, GP_ERR_INVALID, "trust", "trust must be inherit, trusted or untrusted");
+    for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
+        if (s->time_limit_s[k] < 0 || s->time_limit_s[k] > GP_TIME_LIMIT_MAX_S) {
+            char field[32];
+            snprintf(field, sizeof field, "time_limit.%s", gp_job_kind_name((gp_job_kind)k));
+            return gp_error_set(err, GP_ERR_INVALID, field, "%s must be 1..%lld seconds (0 = the parent's)", field,
+                                (long long)GP_TIME_LIMIT_MAX_S);
+        }
     return GP_OK;
+}
+
+int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t t, gp_job_kind kind)
+{
+    for (; t != GP__NONE; t = e->tenants[t].parent)
+        if (e->tenants[t].time_limit[kind] > 0)
+            return e->tenants[t].time_limit[kind];
+    return 0;
 }
 
 static gp_err tenant_create(gp_engine *e, const char *path, int depth, uint32_t *out, gp_error *err)
@@ -441,6 +457,7 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     ten->weight_set = spec->weight > 0;
     ten->lend = spec->lend != 0;
     ten->trust_set = spec->trust;
+    memcpy(ten->time_limit, spec->time_limit_s, sizeof ten->time_limit);
     if ((rc = validate_tree(e, &old_top, err))) {
         if (created)
             tenant_unlink(e, t), e->n_tenants--;

@@ -30,6 +30,7 @@
 #define GP_PRIORITY_MIN (-1000)
 #define GP_PRIORITY_MAX 1000
 #define GP_GRACE_MAX_S 86400
+#define GP_TIME_LIMIT_MAX_S (INT64_C(1) << 40) /* time limits: 1..this seconds */
 
 /* Resource vector: one dimension per GPU type (milli-GPUs), then CPU and
  * memory.  The GPU type of dimension i is whatever the engine registered as
@@ -127,6 +128,10 @@ typedef struct gp_tenant_spec {
     double weight;        /* fair-share weight among siblings; 0 = default (see scheduling.md) */
     int lend;             /* -1 = default (yes), 0 = keep idle guarantee idle, 1 = lend */
     gp_trust trust;       /* INHERIT = parent's (root default: trusted) */
+    /* default time limit of a job, per gp_job_kind, seconds; 0 = the
+     * parent's (none at the top: such jobs run without a limit).  It is
+     * also the most a job of that kind may ask for (scheduling.md). */
+    int64_t time_limit_s[3];
 } gp_tenant_spec;
 
 /* ---- jobs ----------------------------------------------------------- */
@@ -172,6 +177,7 @@ typedef struct gp_job_spec {
     int priority;              /* GP_PRIORITY_MIN..GP_PRIORITY_MAX, higher first */
     int64_t checkpoint_grace_s;/* 0..GP_GRACE_MAX_S */
     int64_t expected_runtime_s;/* 0 = unknown (never backfilled into a reservation) */
+    int64_t time_limit_s;      /* 0 = the tenant's default for the kind; stopped ("time_limit") once past it */
 } gp_job_spec;
 
 /* How a running job ended, as its node reports it. */
@@ -275,6 +281,7 @@ typedef struct gp_job_info {
     int64_t preempt_deadline;   /* PREEMPTING: when its GPUs are free again */
     int preemptions;            /* how many times it was preempted */
     gp_wait wait;
+    int64_t time_limit_s;       /* effective (its own or its tenant's default), 0 = none */
 } gp_job_info;
 
 typedef struct gp_tenant_info {
@@ -293,6 +300,7 @@ typedef struct gp_tenant_info {
     bool untrusted;
     int pending_jobs;           /* this tenant only */
     int running_jobs;
+    int64_t time_limit_s[3];    /* effective default per gp_job_kind (own or inherited), 0 = none */
 } gp_tenant_info;
 
 typedef struct gp_gpu_info {

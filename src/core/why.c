@@ -173,14 +173,24 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
                      (long long)w->a, type, (long long)w->b);
         break;
     case GP_WAIT_RESERVATION:
-        n = snprintf(buf, len,
-                     "held for the reservation of job %llu (%s), expected to start at t=%lld; this job would still "
-                     "be running then",
-                     (unsigned long long)w->job, tenant_name(e, w->tenant), (long long)w->time);
+        if (w->time == GP__START_UNKNOWN)
+            n = snprintf(buf, len,
+                         "held for the reservation of job %llu (%s), which starts once running jobs without a time "
+                         "limit or expected runtime end; until then its nodes take no other work",
+                         (unsigned long long)w->job, tenant_name(e, w->tenant));
+        else
+            n = snprintf(buf, len,
+                         "held for the reservation of job %llu (%s), expected to start at t=%lld; this job would "
+                         "still be running then",
+                         (unsigned long long)w->job, tenant_name(e, w->tenant), (long long)w->time);
         break;
     case GP_WAIT_RESERVED:
-        n = snprintf(buf, len, "first in line for %s: %lld nodes held, expected to start at t=%lld", type,
-                     (long long)w->a, (long long)w->time);
+        if (w->time == GP__START_UNKNOWN)
+            n = snprintf(buf, len, "first in line for %s: %lld nodes held; starts once the jobs on them without a "
+                         "time limit or expected runtime end", type, (long long)w->a);
+        else
+            n = snprintf(buf, len, "first in line for %s: %lld nodes held, expected to start at t=%lld", type,
+                         (long long)w->a, (long long)w->time);
         break;
     case GP_WAIT_RECLAIM:
         n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing jobs preempted, grace ends at t=%lld",
@@ -263,6 +273,7 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
     out->preempt_deadline = j->state == GP_JOB_PREEMPTING ? j->deadline : -1;
     out->preemptions = j->preemptions;
     out->wait = j->wait;
+    out->time_limit_s = j->limit;
     return GP_OK;
 }
 
@@ -367,6 +378,8 @@ bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *ou
     out->untrusted = t->untrusted;
     out->pending_jobs = (int)t->n_pending;
     out->running_jobs = t->running;
+    for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
+        out->time_limit_s[k] = gp__tenant_time_limit(e, index, (gp_job_kind)k);
     return true;
 }
 

@@ -67,6 +67,11 @@ static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
                           t->running_jobs);
     json_object_set_new(o, "parent",
                         t->parent == UINT32_MAX ? json_null() : json_string(gp_engine_tenant_path(e, t->parent)));
+    json_t *limits = json_object(); /* effective: own or inherited, null = none */
+    for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
+        json_object_set_new(limits, gp_job_kind_name((gp_job_kind)k),
+                            t->time_limit_s[k] > 0 ? json_integer(t->time_limit_s[k]) : json_null());
+    json_object_set_new(o, "time_limit", limits);
     return o;
 }
 

@@ -196,6 +196,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         }
         return GP_OK;
     }
+    if (strcmp(key, "time_limit_s") == 0)
+        return parse_int_field(x, key, 0, GP_TIME_LIMIT_MAX_S, &s->time_limit_s, err);
     if (strcmp(key, "gpu_types") == 0)
         return parse_gpu_types(x, r, err);
     if (strcmp(key, "share") == 0)
@@ -257,6 +259,7 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
                           "isolation", ISOLATION_NAMES[s->isolation], "priority", s->priority,
                           "checkpoint_grace_s", (json_int_t)s->checkpoint_grace_s, "expected_runtime_s",
                           (json_int_t)s->expected_runtime_s);
+    json_object_set_new(o, "time_limit_s", json_integer(s->time_limit_s));
     if (s->name)
         json_object_set_new(o, "name", json_string(s->name));
     if (s->user)
@@ -325,6 +328,27 @@ static gp_err parse_quota(const json_t *v, const char *field, gp_quota *q, gp_er
     return GP_OK;
 }
 
+/* "time_limit": {"training": seconds, ...}; 0 = the parent's. */
+static gp_err parse_time_limits(const json_t *v, gp_tenant_spec *s, gp_error *err)
+{
+    gp_err rc = gp_json_object(v, "time_limit", err);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        if (rc)
+            return rc;
+        char name[GP_ERROR_FIELD_MAX];
+        gp_json_field_name(name, sizeof name, "time_limit", key);
+        int kind = 0;
+        while (kind < 3 && strcmp(key, KIND_NAMES[kind]) != 0)
+            kind++;
+        if (kind == 3)
+            return gp_json_unknown_field("time_limit", key, err);
+        rc = gp_json_int(x, name, 0, GP_TIME_LIMIT_MAX_S, &s->time_limit_s[kind], err);
+    }
+    return rc;
+}
+
 gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -359,6 +383,8 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             int choice = 0;
             rc = gp_json_enum(x, key, TRUST_NAMES, 3, &choice, err);
             s->trust = (gp_trust)choice;
+        } else if (strcmp(key, "time_limit") == 0) {
+            rc = parse_time_limits(x, s, err);
         } else {
             rc = gp_json_unknown_field("", key, err);
         }
@@ -403,6 +429,14 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
         json_object_set_new(o, "lend", json_boolean(s->lend));
     if (s->trust != GP_TRUST_INHERIT)
         json_object_set_new(o, "trust", json_string(TRUST_NAMES[s->trust]));
+    json_t *limits = json_object();
+    for (int k = 0; k < 3; k++)
+        if (s->time_limit_s[k] > 0)
+            json_object_set_new(limits, KIND_NAMES[k], json_integer(s->time_limit_s[k]));
+    if (json_object_size(limits) > 0)
+        json_object_set_new(o, "time_limit", limits);
+    else
+        json_decref(limits);
     return o;
 }
 

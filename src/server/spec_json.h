@@ -10,7 +10,10 @@
  * Job defaults (docs/api.md): kind training, replicas 1, gpus 1, no
  * gpu_types (any), cpu_millis 0, mem_mib 0, topology any, isolation
  * exclusive (or what `share` implies), priority 0, checkpoint_grace_s 30,
- * expected_runtime_s 0 (unknown), command [], env {}.
+ * expected_runtime_s 0 (unknown), time_limit_s 0 (the tenant's default for
+ * the kind), command [], env {}.  A tenant's "time_limit" is an object of
+ * kind -> seconds; kinds not listed take the parent's.  Logs written before
+ * time limits existed lack both fields and read as 0: no limit of their own.
  *
  * Ownership: a gp_job_request / gp_node_request owns the strings its spec
  * points to; *_free releases them (the struct itself is the caller's).

@@ -2,7 +2,7 @@
  *
  * Semantics under test (tenant_file.h, docs/fleet-file.md): quotas with GPU
  * amounts in GPUs (up to three decimals), cpu/mem defaults, weight, lend,
- * trust; YAML and JSON; errors with file, line and field for unknown
+ * trust, time limits per job kind; YAML and JSON; errors with file, line and field for unknown
  * fields, wrong types, bad amounts, duplicates and a child before its
  * parent; applying the file builds the tree in an engine, and an engine
  * refusal names the tenant.
@@ -112,6 +112,26 @@ static void json_is_accepted(void **state)
     gp_tenant_file_free(&f);
 }
 
+static void time_limits_per_kind(void **state)
+{
+    (void)state;
+    gp_tenant_file f = parse_ok("tenants:\n"
+                                "  - path: research\n"
+                                "    time_limit: {training: 86400, interactive: 28800}\n"
+                                "  - path: research/nlp\n"
+                                "    time_limit: {inference: 600}\n");
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_TRAINING], 86400);
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_INTERACTIVE], 28800);
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_INFERENCE], 0);
+    assert_int_equal(f.tenants[1].spec.time_limit_s[GP_KIND_INFERENCE], 600);
+    assert_int_equal(f.tenants[1].spec.time_limit_s[GP_KIND_TRAINING], 0); /* the parent's */
+    gp_tenant_file_free(&f);
+    expect_error("tenants:\n  - path: a\n    time_limit: {batch: 60}\n", 3, "time_limit");
+    expect_error("tenants:\n  - path: a\n    time_limit: {training: 0}\n", 3, "time_limit");
+    expect_error("tenants:\n  - path: a\n    time_limit: {training: 1h}\n", 3, "time_limit");
+    expect_error("tenants:\n  - path: a\n    time_limit: 3600\n", 3, "time_limit");
+}
+
 static void errors(void **state)
 {
     (void)state;
@@ -160,7 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpu_amounts), cmocka_unit_test(full_entry), cmocka_unit_test(json_is_accepted),
-        cmocka_unit_test(errors),      cmocka_unit_test(apply_builds_tree),
+        cmocka_unit_test(errors),      cmocka_unit_test(apply_builds_tree), cmocka_unit_test(time_limits_per_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Time limits over the API: tenant defaults per kind, job limits, the stop, restarts.
+
+Each test starts a real gpupoold (examples/fleet.yaml) with a fresh SQLite
+store and applies examples/tenants.yaml, where research/nlp sets
+time_limit {training: 259200, interactive: 28800}.
+"""
+import json
+import os
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpd  # noqa: E402
+
+NLP = {"guarantee": {"gpu": {"H100": 16}}}
+
+
+def apply_tenants(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+
+
+def test_tenant_defaults_inherit_and_show(d):
+    apply_tenants(d)
+    nlp = d.ok("GET", "/v1/tenants/research/nlp")
+    assert nlp["time_limit"] == {"training": 259200, "inference": None, "interactive": 28800}, nlp
+    none = {"training": None, "inference": None, "interactive": None}
+    assert d.ok("GET", "/v1/tenants/research/vision")["time_limit"] == none
+    # research's defaults reach vision (none of its own) but not nlp's own kinds
+    d.ok("PUT", "/v1/tenants/research", {"guarantee": {"gpu": {"H100": 24}},
+                                         "time_limit": {"training": 3600, "inference": 600}})
+    vision = d.ok("GET", "/v1/tenants/research/vision")
+    assert vision["time_limit"] == {"training": 3600, "inference": 600, "interactive": None}, vision
+    nlp = d.ok("GET", "/v1/tenants/research/nlp")
+    assert nlp["time_limit"] == {"training": 259200, "inference": 600, "interactive": 28800}, nlp
+    # the example again: research changes back, nlp is unchanged
+    out = json.loads(d.cli("--json", "apply", "-f", gpd.TENANTS).stdout)
+    assert out["updated"] == ["research"] and "research/nlp" in out["unchanged"], out
+    assert d.ok("GET", "/v1/tenants/research/vision")["time_limit"] == none
+
+
+def test_bad_time_limits_name_the_field(d):
+    apply_tenants(d)
+    before = d.ok("GET", "/v1/tenants/research/nlp")
+    for body, field in ((dict(NLP, time_limit={"batch": 60}), "time_limit.batch"),
+                        (dict(NLP, time_limit={"training": -1}), "time_limit.training"),
+                        (dict(NLP, time_limit={"training": "1h"}), "time_limit.training"),
+                        (dict(NLP, time_limit=3600), "time_limit")):
+        st, err = d.call("PUT", "/v1/tenants/research/nlp", body)
+        assert st == 400 and err["error"]["field"] == field, (body, st, err)
+    assert d.ok("GET", "/v1/tenants/research/nlp") == before
+    st, err = d.call("POST", "/v1/jobs", {"tenant": "research/nlp", "time_limit_s": 259201})
+    assert st == 400 and err["error"]["field"] == "time_limit_s", (st, err)
+    assert "259200" in err["error"]["message"], err
+    st, err = d.call("POST", "/v1/jobs", {"tenant": "research/nlp", "time_limit_s": -5})
+    assert st == 400 and err["error"]["field"] == "time_limit_s", (st, err)
+
+
+def test_job_past_its_limit_is_stopped_and_fails(d):
+    apply_tenants(d)
+    d.ok("PUT", "/v1/tenants/research/nlp", dict(NLP, time_limit={"training": 2}))
+    job = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 1, "checkpoint_grace_s": 1})
+    assert job["state"] == "running" and job["time_limit_s"] == 0, job
+    assert job["effective_time_limit_s"] == 2, job
+    done = gpd.wait_for(lambda: (lambda j: j if j["state"] == "failed" else None)(
+        d.ok("GET", "/v1/jobs/%d" % job["id"])), timeout=15, what="the job to fail")
+    assert done["reason"].startswith("time_limit: ran past its limit of 2s"), done
+    stops = [h for h in done["history"] if h["kind"] == "stop"]
+    assert stops and stops[0]["reason"].startswith("time_limit"), done["history"]
+    # an inference job there has no limit
+    inf = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "kind": "inference", "gpus": 1})
+    assert inf["effective_time_limit_s"] is None, inf
+
+
+def test_limits_survive_a_restart_and_old_jobs_load(d):
+    apply_tenants(d)
+    mine = d.cli("submit", "--tenant", "research/vision", "--gpus", "1", "--time-limit", "7200", json_out=True)
+    old = d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 1})
+    d.stop()
+    # a store written before time limits: its submit event has no time_limit_s
+    con = sqlite3.connect(os.path.join(d.dir, "gpupool.db"))
+    rows = con.execute("SELECT seq, payload FROM events WHERE kind = 'submit'").fetchall()
+    for seq, payload in rows:
+        p = json.loads(payload)
+        if p["id"] == old["id"]:
+            del p["time_limit_s"]
+            con.execute("UPDATE events SET payload = ? WHERE seq = ?", (json.dumps(p), seq))
+    con.commit()
+    con.close()
+    d.start()
+    again = d.ok("GET", "/v1/jobs/%d" % mine["id"])
+    assert again["time_limit_s"] == 7200 and again["effective_time_limit_s"] == 7200, again
+    assert d.ok("GET", "/v1/jobs/%d" % old["id"])["state"] == "running"
+    assert d.ok("GET", "/v1/tenants/research/nlp")["time_limit"]["training"] == 259200
+
+
+if __name__ == "__main__":
+    gpd.run([test_tenant_defaults_inherit_and_show, test_bad_time_limits_name_the_field,
+             test_job_past_its_limit_is_stopped_and_fails, test_limits_survive_a_restart_and_old_jobs_load])
