@@ -305,9 +305,13 @@ void gp__job_release_slot(gp_engine *e, uint32_t job)
 gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *err)
 {
     uint32_t tenant;
+    int64_t limit;
+    gp_err rc;
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
-    return check_job_spec(e, s, &tenant, err);
+    if ((rc = check_job_spec(e, s, &tenant, err)))
+        return rc;
+    return resolve_time_limit(e, s, tenant, &limit, err);
 }
 
 gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)

@@ -187,6 +187,8 @@ static void job_may_not_ask_for_more_than_its_tenants_default(void **state)
     gp_job_spec s = tb_job(1, "org/team", 0);
     s.time_limit_s = 3601;
     gp_error err;
+    assert_int_equal(gp_engine_job_check(w->e, &s, &err), GP_ERR_INVALID); /* a batch is refused alike */
+    assert_string_equal(err.field, "time_limit_s");
     assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_ERR_INVALID);
     assert_string_equal(err.field, "time_limit_s");
     s.time_limit_s = 3600;
