@@ -779,6 +779,17 @@ bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type)
 
 /* ---- withdrawing ---- */
 
+/* A victim goes back to running only where the trust rules of its
+ * tenant as it is now allow it (docs/sharing.md); a share whose tenant
+ * became untrusted while it was in grace keeps stopping. */
+static bool may_run_where_it_is(gp_engine *e, uint32_t job)
+{
+    const gp__job *j = &e->jobs[job];
+    if (!gp__job_shared(j) || !e->tenants[j->tenant].untrusted)
+        return true;
+    return !gp__trust_forbids(e, j) && gp__mig_keep_untrusted(e, job);
+}
+
 void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
 {
     gp__job *j = &e->jobs[job];
@@ -792,6 +803,12 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
         if (v->cancel_requested) { /* it stops anyway, for its own cancel */
             gp__job_note(e, vi, "preemption withdrawn: job %llu %s; still stopping: cancel requested",
                          (unsigned long long)j->id, why);
+            continue;
+        }
+        if (!may_run_where_it_is(e, vi)) { /* its tenant became untrusted during the grace */
+            gp__job_note(e, vi, "preemption withdrawn: job %llu %s; still stopping: tenant %s is untrusted and "
+                         "its %s work may not stay on a shared GPU", (unsigned long long)j->id, why,
+                         e->tenants[v->tenant].path, gp_isolation_name(v->isolation));
             continue;
         }
         gp__job_transition(e, vi, GP_JOB_RUNNING, "preemption withdrawn: job %llu %s", (unsigned long long)j->id,

@@ -408,6 +408,37 @@ static void running_mps_work_is_preempted_with_its_grace_when_its_tenant_becomes
     sb_assert_sharing_consistent(w, MIB);
 }
 
+/* A victim of a reclaim is in grace when its tenant becomes untrusted
+ * (only running work is preempted for trust: it is stopping already);
+ * then its reclaimer is cancelled.  The preemption is withdrawn, but the
+ * victim may not go back to running on the shared GPU: it keeps stopping,
+ * and then waits for trust. */
+static void a_withdrawn_victim_whose_tenant_became_untrusted_keeps_stopping(void **state)
+{
+    tb_world *w = *state;
+    sb_add_node(w, "p0", "H100", 1, MIB, GP_SHARING_MPS, NULL);
+    tb_tenant(w, "a", "H100", -1, -1);
+    tb_tenant(w, "b", "H100", 1, -1);
+    gp_job_spec s = sb_mps_job(1, "a", 600, 0);
+    s.checkpoint_grace_s = 30;
+    submit(w, s, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit(w, sb_mps_job(2, "b", 600, 0), 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PREEMPTING);
+    retrust(w, "a", GP_TRUST_UNTRUSTED);
+    assert_int_equal(gp_engine_job_cancel(w->e, 2, 20, NULL), GP_OK);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PREEMPTING); /* not back to running on the shared GPU */
+    gp_history_entry h[8];
+    size_t n = gp_engine_job_history(w->e, 1, h, 8);
+    assert_non_null(strstr(h[n - 1].reason, "still stopping: tenant a is untrusted"));
+    tb_tick(w, 40, GP_DEC_BIND);
+    assert_waits_for_trust(w, 1, "tenant a is untrusted");
+    sb_assert_sharing_consistent(w, MIB);
+    gp_error err;
+    assert_int_equal(gp_engine_check_invariants(w->e, &err), GP_OK);
+}
+
 static void running_time_slices_are_preempted_when_an_ancestor_becomes_untrusted(void **state)
 {
     tb_world *w = *state;
@@ -535,6 +566,7 @@ int main(void)
         TB_TEST(a_pending_time_slice_waits_when_its_org_becomes_untrusted),
         TB_TEST(running_mps_work_is_preempted_with_its_grace_when_its_tenant_becomes_untrusted),
         TB_TEST(running_time_slices_are_preempted_when_an_ancestor_becomes_untrusted),
+        TB_TEST(a_withdrawn_victim_whose_tenant_became_untrusted_keeps_stopping),
         TB_TEST(whole_gpu_work_keeps_running_when_its_tenant_becomes_untrusted),
         TB_TEST(a_newly_untrusted_mig_instance_alone_on_its_gpu_keeps_it),
         TB_TEST(a_newly_untrusted_mig_instance_beside_another_tenant_is_preempted),
