@@ -66,6 +66,13 @@ bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, 
 json_t *gp_api_body_object(gp_request *r);
 /* Tenant path from a URL or query: replies 400 (field) when malformed. */
 bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
+/* A job as the caller may submit it: its tenant is in the caller's scope
+ * (404 tenant otherwise) and it runs as the token's user (only an admin
+ * names another); fills req->user from the token.  Used by one submit and
+ * by the batch alike. */
+gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err);
+/* Every GPU type the job names is one the fleet has (400 gpu_types). */
+gp_err gp_api_job_types_known(const gp_engine *e, const gp_job_spec *s, gp_error *err);
 
 /* Runs op on the engine thread and turns its answer into the reply. */
 void gp_api_run_op(gp_request *r, gp_op *op);

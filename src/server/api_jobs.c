@@ -66,30 +66,38 @@ static bool tenant_visible(const gp_principal *who, const char *tenant)
 
 /* ---- submit ---- */
 
-static bool gpu_types_known(gp_server *srv, gp_op *op, const gp_job_spec *s)
+gp_err gp_api_job_types_known(const gp_engine *e, const gp_job_spec *s, gp_error *err)
 {
-    const gp_engine *e = srv->journal.engine;
     for (int i = 0; i < s->n_gpu_types; i++) {
         bool found = false;
         for (int t = 0; t < gp_engine_gpu_type_count(e) && !found; t++)
             found = strcmp(gp_engine_gpu_type_name(e, t), s->gpu_types[i]) == 0;
-        if (!found) {
-            gp_error err;
-            gp_error_set(&err, GP_ERR_INVALID, "gpu_types", "the fleet has no GPU type %s", s->gpu_types[i]);
-            gp_op_fail(op, &err);
-            return false;
-        }
+        if (!found)
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "the fleet has no GPU type %s", s->gpu_types[i]);
     }
-    return true;
+    return GP_OK;
+}
+
+gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err)
+{
+    if (!tenant_visible(&r->who, req->tenant))
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", req->tenant);
+    if (r->who.role != GP_ROLE_ADMIN && req->user[0] && strcmp(req->user, r->who.user) != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "user", "jobs run as the token's user (%s); only an admin names another",
+                            r->who.user[0] ? r->who.user : "none");
+    if (r->who.role != GP_ROLE_ADMIN && r->who.user[0]) {
+        snprintf(req->user, sizeof req->user, "%s", r->who.user);
+        req->spec.user = req->user;
+    }
+    return GP_OK;
 }
 
 static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
     gp_error err;
-    if (!gpu_types_known(srv, op, &req->spec))
-        return;
-    if (gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) {
+    if (gp_api_job_types_known(srv->journal.engine, &req->spec, &err) != GP_OK ||
+        gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) {
         gp_op_fail(op, &err);
         return;
     }
@@ -123,20 +131,13 @@ void gp_api_jobs_submit(gp_request *r)
     json_decref(body);
     if (rc == GP_OK && !gp_api_tenant_path_ok(r, req.tenant, "tenant"))
         rc = GP_ERR_INVALID;
-    else if (rc == GP_OK && !tenant_visible(&r->who, req.tenant))
-        rc = gp_error_set(&err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", req.tenant);
-    else if (rc == GP_OK && r->who.role != GP_ROLE_ADMIN && req.user[0] && strcmp(req.user, r->who.user) != 0)
-        rc = gp_error_set(&err, GP_ERR_INVALID, "user", "jobs run as the token's user (%s); only an admin names another",
-                          r->who.user[0] ? r->who.user : "none");
+    else if (rc == GP_OK)
+        rc = gp_api_job_for_caller(r, &req, &err);
     if (rc != GP_OK) {
         if (!r->reply)
             gp_api_fail(r, &err);
         gp_job_request_free(&req);
         return;
-    }
-    if (r->who.role != GP_ROLE_ADMIN && r->who.user[0]) {
-        snprintf(req.user, sizeof req.user, "%s", r->who.user);
-        req.spec.user = req.user;
     }
     gp_op op = {.run = submit_run, .finish = submit_finish, .mutates = true, .arg = &req, .action = "job.submit"};
     snprintf(op.target, sizeof op.target, "tenant/%s", req.tenant);

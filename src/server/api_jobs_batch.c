@@ -106,20 +106,12 @@ static bool item_take(gp_request *r, const json_t *item, const char *name, gp_jo
         name_reply(r, name);
         return false;
     }
-    if (rc == GP_OK && !gp_principal_sees(&r->who, req->tenant))
-        rc = gp_error_set(&err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", req->tenant);
-    else if (rc == GP_OK && r->who.role != GP_ROLE_ADMIN && req->user[0] && strcmp(req->user, r->who.user) != 0)
-        rc = gp_error_set(&err, GP_ERR_INVALID, "user",
-                          "jobs run as the token's user (%s); only an admin names another",
-                          r->who.user[0] ? r->who.user : "none");
+    if (rc == GP_OK)
+        rc = gp_api_job_for_caller(r, req, &err);
     if (rc != GP_OK) {
         name_error(&err, name);
         gp_api_fail(r, &err);
         return false;
-    }
-    if (r->who.role != GP_ROLE_ADMIN && r->who.user[0]) {
-        snprintf(req->user, sizeof req->user, "%s", r->who.user);
-        req->spec.user = req->user;
     }
     return true;
 }
@@ -202,7 +194,9 @@ static gp_err batch_check(const gp_journal *j, const gp_batch *b, size_t *bad, g
         gp_job_spec s = b->reqs[i].spec;
         s.id = j->next_job_id + i;
         *bad = i;
-        gp_err rc = gp_engine_job_check(j->engine, &s, err);
+        gp_err rc = gp_api_job_types_known(j->engine, &s, err);
+        if (rc == GP_OK)
+            rc = gp_engine_job_check(j->engine, &s, err);
         if (rc != GP_OK)
             return rc;
     }
