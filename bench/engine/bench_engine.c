@@ -43,6 +43,14 @@
  * are never reported stopped: their grace runs out and the tick releases
  * them, so that work is inside the measured time too.
  *
+ * --hot-tenant PCT sends that percentage of the refill's jobs to one project,
+ * org1/team0/proj0 (no limit of its own, outside the capped org0; it
+ * submits even while dormant), as 1-GPU jobs, like one team submitting a
+ * large job array (priorities and runtimes drawn as for any job): its queue
+ * then holds most pending jobs, and every submit, bind and requeue there
+ * inserts into or removes from one long queue.  0 (the default) draws
+ * nothing extra, so the default run is unchanged.
+ *
  * Output: a human summary (with the engine's own wait reasons of the jobs
  * still queued at the end, and a warning if a reclaiming job still waits
  * after its victims' graces ended), then as the last line one JSON object
@@ -88,6 +96,7 @@ typedef struct bench_options {
     int check_every; /* run gp_engine_check_invariants every N passes (0 = only at the end) */
     bool verbose;    /* one line per pass on stderr */
     bool mixed;      /* MIG, MPS and time-sliced GPUs and fractional jobs */
+    int hot_pct;     /* percentage of refill jobs that go to the hot project (0 = none) */
 } bench_options;
 
 static void usage(FILE *out)
@@ -95,6 +104,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: bench_engine [--seed N] [--passes N] [--warmup N] [--gpus N] [--pending N]\n"
             "                    [--step SECONDS] [--wave-every N] [--wave-size N] [--check-every N]\n"
+            "                    [--hot-tenant PCT]\n"
             "  --seed        PRNG seed (default 1)\n"
             "  --passes      measured scheduling passes (default 200)\n"
             "  --warmup      unmeasured passes after the fill (default 20)\n"
@@ -104,6 +114,7 @@ static void usage(FILE *out)
             "  --wave-every  passes between waves of returning guaranteed projects (default 10)\n"
             "  --wave-size   projects that wake up (and fall dormant) per wave (default 3)\n"
             "  --check-every run the engine's invariant check every N passes (default 0: end only)\n"
+            "  --hot-tenant  percentage of submitted jobs that go to one project, org1/team0/proj0 (default 0)\n"
             "  --verbose     one line per pass on stderr\n"
             "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n");
 }
@@ -172,6 +183,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (strcmp(flag, "--check-every") == 0) {
             ok = parse_int(value, 0, 1000000, &v);
             o->check_every = (int)v;
+        } else if (strcmp(flag, "--hot-tenant") == 0) {
+            ok = parse_int(value, 0, 100, &v);
+            o->hot_pct = (int)v;
         } else {
             fprintf(stderr, "bench_engine: unknown flag %s\n", flag);
             usage(stderr);
@@ -804,12 +818,28 @@ static void wave(bench *b)
     rebuild_active(b);
 }
 
+/* --hot-tenant: org1/team0/proj0 (index 50: 50 % 3 != 1, so no limit of its
+ * own; 50 % 5 != 2, so no per-user limit; org1 has no cap). */
+enum { HOT_PROJECT = 1 * TEAMS_PER_ORG * PROJECTS_PER_TEAM };
+
+/* Submit the next refill job; with --hot-tenant 0 it draws exactly what it
+ * always did. */
+static void submit_refill_job(bench *b)
+{
+    if (b->opt.hot_pct > 0 && rng_range(&b->rng, 0, 99) < b->opt.hot_pct) {
+        submit_job(b, HOT_PROJECT, (job_shape){1, 1, GP_TOPO_ANY}, -1);
+        return;
+    }
+    int p = pick_active_project(b);
+    submit_job(b, p, pick_shape(&b->rng), -1);
+}
+
 static void refill_pending(bench *b)
 {
     gp_engine_stats st;
     gp_engine_stats_get(b->engine, &st);
     for (int64_t n = (int64_t)st.pending; n < b->opt.pending; n++)
-        submit_job(b, pick_active_project(b), pick_shape(&b->rng), -1);
+        submit_refill_job(b);
 }
 
 /* The node agents report every running job whose time is up. */
@@ -1145,10 +1175,11 @@ int main(int argc, char **argv)
            "\"tenant_nodes\":%d,\"pending\":%.0f,\"running\":%.0f,\"passes\":%d,\"step_s\":%" PRId64 ","
            "\"pass_ms_p50\":%.3f,\"pass_ms_p99\":%.3f,\"pass_ms_max\":%.3f,\"pass_ms_mean\":%.3f,\"pass_cpu_ms_p50\":%.3f,"
            "\"placements_per_s\":%.0f,\"placements_total\":%" PRId64 ",\"preemptions_total\":%" PRId64 ","
-           "\"gpu_alloc_pct\":%.1f,\"fleet_setup_ms\":%.0f,\"rss_mib\":%" PRId64 ",\"seed\":%" PRIu64 "}\n",
+           "\"gpu_alloc_pct\":%.1f,\"fleet_setup_ms\":%.0f,\"rss_mib\":%" PRId64 ",\"seed\":%" PRIu64 ","
+           "\"hot_tenant_pct\":%d}\n",
            b.opt.mixed ? "true" : "false", total_gpus, b.nodes, b.n_projects, b.tenant_nodes, mean_pending, mean_running, b.opt.passes,
            b.opt.step_s, p50, p99, pmax, mean_ms, cpu_p50, placements_per_s, placed_total, preempted_total,
-           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed);
+           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed, b.opt.hot_pct);
 
     gp_engine_free(b.engine);
     free(passes);

@@ -193,6 +193,7 @@ typedef struct gp__tenant {
     size_t cursor;
     uint32_t active;      /* leaves below (or itself) with untried jobs */
     int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
+    size_t pending_front; /* free slots before pending[0]; cap_pending counts the whole array (jobs.c) */
 } gp__tenant;
 
 typedef struct gp__user {
@@ -430,6 +431,8 @@ void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char 
 void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool gp__queue_insert(gp_engine *e, uint32_t job);
 void gp__queue_remove(gp_engine *e, uint32_t job);
+/* Releases t's queue array (whose start lies pending_front before pending). */
+void gp__queue_free(gp__tenant *t);
 bool gp__running_add(gp_engine *e, uint32_t job);
 void gp__running_remove(gp_engine *e, uint32_t job);
 void gp__job_release_slot(gp_engine *e, uint32_t job);

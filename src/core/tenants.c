@@ -497,7 +497,7 @@ void gp__tenants_free(gp_engine *e)
 {
     for (size_t i = 0; i < e->n_tenants; i++) {
         free(e->tenants[i].children);
-        free(e->tenants[i].pending);
+        gp__queue_free(&e->tenants[i]);
     }
     free(e->tenants);
     free(e->roots);

@@ -8,7 +8,10 @@
  * the grace ends or the node reports it stopped; finish releases GPUs at
  * once (STOPPED without a request counts as FAILED); time never goes
  * backwards (GP_ERR_TIME); gp_engine_why explains every state; history keeps
- * the transitions with reasons.
+ * the transitions with reasons; a leaf's queue stays in (priority desc,
+ * submit time, id) order through inserts and removes at its head, its tail
+ * and its middle (jobs.c moves the shorter side of the array), and a pass
+ * binds its jobs in that order.
  *
  * Fleet: one node of 8 H100.  Tenants: "org" (not a leaf) and "org/team".
  */
@@ -17,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -523,6 +527,111 @@ static void history_records_transitions_with_reasons(void **state)
     assert_true(tb_find_transition(w, 1, GP_JOB_RUNNING, GP_JOB_SUCCEEDED)->reason[0] != '\0');
 }
 
+/* ---- queue order ---- */
+
+typedef struct queued {
+    int priority;
+    int64_t submit;
+    uint64_t id;
+} queued;
+
+static int queue_order(const void *pa, const void *pb)
+{
+    const queued *a = pa, *b = pb;
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The model of the leaf's queue: live jobs kept sorted as the engine must. */
+typedef struct queue_model {
+    queued job[640];
+    size_t n;
+    uint64_t next_id;
+} queue_model;
+
+static void model_submit(tb_world *w, queue_model *m, int priority, int64_t now)
+{
+    gp_job_spec s = tb_job(m->next_id, LEAF, 0);
+    s.priority = priority;
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &s, now, &err), GP_OK);
+    assert_true(m->n < sizeof m->job / sizeof m->job[0]);
+    m->job[m->n++] = (queued){priority, now, m->next_id++};
+    qsort(m->job, m->n, sizeof m->job[0], queue_order);
+}
+
+static void model_cancel_at(tb_world *w, queue_model *m, size_t k, int64_t now)
+{
+    assert_true(k < m->n);
+    assert_int_equal(gp_engine_job_cancel(w->e, m->job[k].id, now, NULL), GP_OK);
+    memmove(&m->job[k], &m->job[k + 1], (m->n - k - 1) * sizeof m->job[0]);
+    m->n--;
+}
+
+/* The engine's own check covers "the queue holds exactly the pending jobs,
+ * in queue order"; the tenant's count must match the model's. */
+static void assert_queue_sound(tb_world *w, const queue_model *m)
+{
+    gp_error err;
+    if (gp_engine_check_invariants(w->e, &err) != GP_OK)
+        fail_msg("invariants: %s", err.message);
+    assert_int_equal(tb_tenant_info(w, LEAF).pending_jobs, (int)m->n);
+}
+
+static void queue_keeps_its_order_through_inserts_and_removes_at_both_ends(void **state)
+{
+    tb_world *w = *state;
+    tb_tenant(w, "org", "H100", -1, -1);
+    tb_tenant(w, LEAF, "H100", -1, -1);
+    queue_model m = {.n = 0, .next_id = 1};
+    int64_t now = 0;
+    /* grow it: each round one new head, one new tail, one among the heads
+     * (priority 100 + r / 2, so the front side moves) and one in the middle
+     * (priority 0 after the older priority-0 jobs); every third round the
+     * head and the tail leave, every fourth the jobs a quarter from each
+     * end, every fifth the middle job */
+    for (int r = 0; r < 120; r++, now++) {
+        model_submit(w, &m, 100 + r, now);
+        model_submit(w, &m, -100 - r, now);
+        model_submit(w, &m, 100 + r / 2, now);
+        model_submit(w, &m, 0, now);
+        if (r % 3 == 2) {
+            model_cancel_at(w, &m, 0, now);
+            model_cancel_at(w, &m, m.n - 1, now);
+        }
+        if (r % 4 == 3) {
+            model_cancel_at(w, &m, m.n / 4, now);
+            model_cancel_at(w, &m, m.n - 1 - m.n / 4, now);
+        }
+        if (r % 5 == 4)
+            model_cancel_at(w, &m, m.n / 2, now);
+        assert_queue_sound(w, &m);
+    }
+    /* drain it from the head to two jobs, then refill at the head and the tail */
+    while (m.n > 2) {
+        model_cancel_at(w, &m, 0, now);
+        assert_queue_sound(w, &m);
+    }
+    for (int r = 0; r < 40; r++, now++) {
+        model_submit(w, &m, 500 + r, now);
+        model_submit(w, &m, -500 - r, now);
+        assert_queue_sound(w, &m);
+    }
+    /* one pass with room for all: binds follow the queue, head first */
+    tb_add_nodes(w, (int)(m.n + 7) / 8, "H100", 8, "b0", "z0");
+    assert_int_equal(tb_tick(w, now, GP_DEC_BIND), m.n);
+    uint64_t bound[sizeof m.job / sizeof m.job[0]];
+    assert_int_equal(tb_bound_jobs(w, bound, m.n), m.n);
+    for (size_t k = 0; k < m.n; k++)
+        if (bound[k] != m.job[k].id)
+            fail_msg("bind %zu is job %llu, want job %llu", k, (unsigned long long)bound[k],
+                     (unsigned long long)m.job[k].id);
+    assert_queue_sound(w, &(queue_model){.n = 0});
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +664,7 @@ int main(void)
         TB_TEST(why_returns_the_full_length_like_snprintf),
         TB_TEST(history_records_transitions_with_reasons),
         TB_TEST(a_valid_spec_passes_the_check_and_nothing_changes),
+        TB_TEST(queue_keeps_its_order_through_inserts_and_removes_at_both_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
