@@ -137,6 +137,7 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
     j->bound_type = type;
     j->cls = cls;
     j->bind_time = e->now;
+    j->withdrawn = false;
     gp_res demand;
     gp__job_demand(e, j, type, &demand); /* milli_total is known now */
     gp__tenant_charge(e, j->tenant, &demand, cls, +1);
@@ -425,6 +426,11 @@ gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t no
     e->now = now;
     if (j->state == GP_JOB_PREEMPTING && how != GP_EXIT_SUCCEEDED) {
         grace_over(e, job, "stopped within its grace");
+        return GP_OK;
+    }
+    if (j->state == GP_JOB_RUNNING && j->withdrawn && how == GP_EXIT_STOPPED) {
+        /* it was signalled, then told to go on: stopping was an answer to us */
+        grace_over(e, job, "stopped after its preemption was withdrawn");
         return GP_OK;
     }
     victim_done(e, j);

@@ -255,6 +255,8 @@ typedef struct gp__job {
     char name[GP_NAME_MAX];
     int64_t limit;        /* time limit from bind, seconds (own or the tenant's default), 0 = none */
     bool time_limited;    /* stopped for running past it: ends failed, never requeued */
+    bool withdrawn;       /* a PREEMPT reached it since its bind and was withdrawn: if it
+                             stops anyway (it may have acted on the signal), it is requeued */
 } gp__job;
 
 typedef struct gp__history {

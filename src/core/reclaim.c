@@ -813,6 +813,7 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
         }
         gp__job_transition(e, vi, GP_JOB_RUNNING, "preemption withdrawn: job %llu %s", (unsigned long long)j->id,
                            why);
+        v->withdrawn = true;
         if (v->cls == GP_CLASS_BURSTABLE)
             e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
     }

@@ -303,7 +303,7 @@ static void ev_finish(sim *s, int64_t t)
         return;
     }
     gp_job_state before = j->state;
-    bool preempted = j->preempted, stopping = j->stopping, cancelled = j->cancel_asked;
+    bool preempted = j->preempted, stopping = j->stopping, cancelled = j->cancel_asked, withdrawn = j->withdrawn;
     int r = pe_rng_int(&s->rng, 0, 99);
     gp_exit how;
     if (before == GP_JOB_PREEMPTING)
@@ -324,7 +324,9 @@ static void ev_finish(sim *s, int64_t t)
         pe_sim_fail(s, "job %" PRIu64 " still holds GPUs after it finished", j->id);
     gp_job_state want = GP_JOB_PENDING;
     bool check = true;
-    if (before == GP_JOB_RUNNING)
+    if (before == GP_JOB_RUNNING && withdrawn && how == GP_EXIT_STOPPED)
+        want = GP_JOB_PENDING; /* it answered a withdrawn preemption: requeued */
+    else if (before == GP_JOB_RUNNING)
         want = how == GP_EXIT_SUCCEEDED ? GP_JOB_SUCCEEDED : GP_JOB_FAILED;
     else if (how == GP_EXIT_STOPPED && cancelled)
         want = GP_JOB_CANCELLED; /* cancelled while running or while preempting */

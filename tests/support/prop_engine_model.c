@@ -376,7 +376,7 @@ static void on_bind(sim *s, sim_job *j, const gp_decision *d, size_t n, size_t i
     j->bound = true;
     j->bind_time = s->now;
     j->deadline = -1;
-    j->preempted = j->stopping = false;
+    j->preempted = j->stopping = j->withdrawn = false;
     s->alloc_milli += job_demand(j);
     if (got == 0 && released_later(d, n, i, j->id)) {
         j->n_gpus = 0; /* bound and released in one batch: nothing to hold */
@@ -420,6 +420,7 @@ static void on_transition(sim *s, sim_job *j, const gp_decision *d)
         j->preempted = false;
         j->preempted_by = 0;
         j->deadline = -1;
+        j->withdrawn = true;
     }
 }
 

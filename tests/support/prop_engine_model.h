@@ -102,6 +102,7 @@ typedef struct sim_job {
     int64_t slice_milli;      /* shared: what one replica is charged (MIG c/7, MPS share, 1000/4) */
     int user;                 /* 0..PROP_USERS-1, -1 without a user */
     bool trust_preempted;     /* PREEMPTING because its tenant became untrusted */
+    bool withdrawn;           /* a preemption of this run was withdrawn: a stop report requeues it */
     /* P4 bookkeeping */
     bool elig_active;         /* condition held after every event since it was set */
     int64_t elig_t1;          /* first tick whose pass saw the condition; -1 = none yet */

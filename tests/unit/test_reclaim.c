@@ -565,6 +565,25 @@ static void cancelled_reclaimer_withdraws_its_preemptions(void **state)
     tb_assert_gpus_consistent(w);
 }
 
+/* A victim may have acted on its signal before the withdrawal reached it
+ * (checkpointed and exited): its node then reports it stopped.  We asked
+ * it to stop, so it is requeued with its id, not failed. */
+static void victim_that_stops_after_a_withdrawal_is_requeued_not_failed(void **state)
+{
+    tb_world *w = *state;
+    uint64_t victims[4];
+    reclaim_scenario(w, victims);
+    assert_int_equal(gp_engine_job_cancel(w->e, OWNER_JOB, 120, NULL), GP_OK);
+    assert_int_equal(tb_state(w, victims[0]), GP_JOB_RUNNING);
+    tb_finish(w, victims[0], GP_EXIT_STOPPED, 125);
+    assert_int_equal(tb_state(w, victims[0]), GP_JOB_PENDING);
+    assert_int_equal(tb_count(w, GP_DEC_USAGE_CLOSE), 1);
+    /* one that fails (not stopped) after the withdrawal still failed */
+    tb_finish(w, victims[1], GP_EXIT_FAILED, 126);
+    assert_int_equal(tb_state(w, victims[1]), GP_JOB_FAILED);
+    tb_assert_gpus_consistent(w);
+}
+
 /* The reclaimer found room elsewhere before its victims' grace ended (four
  * other borrowers finished): the victims still in grace keep running. */
 static void reclaimer_placed_elsewhere_withdraws_its_preemptions(void **state)
@@ -748,6 +767,7 @@ int main(void)
         TB_TEST(a_victim_does_not_take_its_gpus_back_within_the_cool_down),
         TB_TEST(claimed_gpus_are_not_given_to_others),
         TB_TEST(cancelled_reclaimer_withdraws_its_preemptions),
+        TB_TEST(victim_that_stops_after_a_withdrawal_is_requeued_not_failed),
         TB_TEST(reclaimer_placed_elsewhere_withdraws_its_preemptions),
         TB_TEST(reclaimer_no_longer_guaranteed_withdraws_its_preemptions),
         TB_TEST(withdrawal_leaves_a_cancelled_victim_stopping),
