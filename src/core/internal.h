@@ -385,7 +385,6 @@ struct gp_engine {
 void gp__res_zero(gp_res *r);
 void gp__res_fill(gp_res *r, int64_t v);
 void gp__res_add(gp_res *a, const gp_res *b);
-void gp__res_sub(gp_res *a, const gp_res *b);
 /* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
 
@@ -567,7 +566,6 @@ int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
 const char *gp__mig_models_known(void);
 int gp__mig_profile_find(int model, const char *name);
 bool gp__mig_profile_known(const char *name);
-const char *gp__mig_profile_name(int model, int profile);
 int gp__mig_profile_milli(int model, int profile);
 int gp__mig_name_milli(const char *name);
 int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);

@@ -58,12 +58,6 @@ void gp__res_add(gp_res *a, const gp_res *b)
         a->v[d] += b->v[d];
 }
 
-void gp__res_sub(gp_res *a, const gp_res *b)
-{
-    for (int d = 0; d < GP_DIMS; d++)
-        a->v[d] -= b->v[d];
-}
-
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit)
 {
     for (int d = 0; d < GP_DIMS; d++)
