@@ -401,6 +401,20 @@ void gp__fleet_free(gp__fleet *f);
 void gp__fleet_recount(gp__fleet *f);
 void gp__fleet_init(gp__fleet *f);
 void gp__node_check_drained(gp_engine *e, uint32_t node);
+/* The fleet's side of the fleet events (engine.c owns the events and what
+ * they mean for jobs).  gp__node_event: the checks every event about an
+ * existing node starts with; on success the engine's clock moves to now. */
+gp_err gp__node_event(gp_engine *e, const char *name, int64_t now, uint32_t *node, gp_error *err);
+/* Register a node or bring it back; *up: it came up (false when a live
+ * node registers again, where nothing changes). */
+gp_err gp__fleet_node_add(gp_engine *e, const gp_node_spec *spec, bool *up, gp_error *err);
+/* Mark a node down / a GPU's health: capacity only, the index is left for
+ * gp__fleet_node_settle once its jobs are gone; false when nothing changed. */
+bool gp__fleet_node_down(gp__fleet *f, uint32_t node);
+bool gp__fleet_gpu_health(gp__fleet *f, uint32_t node, int gpu_index, bool healthy);
+/* Reindex a node after an event and mark the fleet's shape for recount. */
+void gp__fleet_node_settle(gp__fleet *f, uint32_t node);
+void gp__fleet_node_drain(gp_engine *e, uint32_t node, bool drain);
 /* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
 bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* Room for one more element in arr (n used, cap allocated). */
@@ -436,11 +450,6 @@ bool gp__running_add(gp_engine *e, uint32_t job);
 void gp__running_remove(gp_engine *e, uint32_t job);
 void gp__job_release_slot(gp_engine *e, uint32_t job);
 void gp__jobs_free(gp_engine *e);
-
-/* ---- engine.c ---- */
-/* Stop a job at once (node lost, GPU failed): STOP with grace 0, release,
- * requeue as pending with the same id. */
-void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why);
 
 /* ---- admission.c ---- */
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */

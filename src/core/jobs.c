@@ -444,6 +444,8 @@ void gp__jobs_free(gp_engine *e)
         free(e->jobs[i].placed);
         free(e->jobs[i].claimed);
     }
+    for (size_t i = 0; i < e->n_tenants; i++)
+        gp__queue_free(&e->tenants[i]);
     free(e->jobs);
     free(e->histories);
     free(e->free_slots);

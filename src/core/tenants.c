@@ -464,7 +464,6 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     update_trust(e, t);
     gp__tenant_update_share(e, t);
     ten->promote_dirty = true;
-    gp__demote_over_guarantee(e);
     return GP_OK;
 }
 
@@ -489,10 +488,8 @@ gp_err gp_engine_tenant_remove(gp_engine *e, const char *path, int64_t now, gp_e
 
 void gp__tenants_free(gp_engine *e)
 {
-    for (size_t i = 0; i < e->n_tenants; i++) {
+    for (size_t i = 0; i < e->n_tenants; i++)
         free(e->tenants[i].children);
-        gp__queue_free(&e->tenants[i]);
-    }
     free(e->tenants);
     free(e->roots);
     free(e->users);
