@@ -4,18 +4,31 @@
  * private functions carry the gp__ prefix.  Each policy lives in its own
  * file and works on the structs below:
  *
+ *   types.h      the public vocabulary (specs, states, decisions)
+ *   engine.h     the public API: events in, decisions out, queries
+ *   internal.h   this file: the private state and the gp__ functions
+ *
  *   fleet.c      nodes, GPUs, the free-capacity index used by placement
  *   tenants.c    the tenancy tree, quota validation, usage and shares
  *   jobs.c       the job table, spec validation, states, history, queues
  *   admission.c  limits, guarantee classes, promotion, lending
  *   fairshare.c  hierarchical weighted DRF: which tenant goes next
  *   placement.c  gang placement with topology and best fit
+ *   sharing.c    shared GPUs (MIG, MPS, time-slicing), trust, pools
+ *   mig.c        MIG geometry: which GPU instances fit where
+ *   fragmentation.c placing by node score (FGD), the workload mix
  *   backfill.c   the head job's reservation (EASY backfill)
  *   reclaim.c    victim selection and preemption
  *   metering.c   decisions and usage intervals
+ *   names.c      the enum names (job state, class, isolation, ...)
  *   why.c        wait reasons in words, read-only queries
  *   invariants.c the self-check the tests run after every event
- *   engine.c     events and the scheduling pass that ties them together
+ *   engine.c     every event that reaches jobs (job, fleet and tenant
+ *                events) and the scheduling pass that ties them together
+ *
+ * Lower files keep their own books and never call up: fleet.c and
+ * tenants.c do not stop, requeue, demote or preempt jobs; they return what
+ * changed and engine.c acts on it.
  *
  * Indexes: nodes, GPUs, tenants and jobs live in arrays and refer to each
  * other by uint32_t index.  GP__NONE marks "no index".  A GPU's owner is
