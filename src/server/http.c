@@ -26,6 +26,7 @@
 
 #include "server/json_input.h"
 #include "server/uri.h"
+#include "util/file.h"
 #include "util/text.h"
 
 #include <arpa/inet.h>
@@ -598,36 +599,23 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
 
 /* ---- start / stop ---- */
 
+/* A TLS certificate or key file, whole; NULL with the error (field "tls"). */
 static char *read_file(const char *path, gp_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gp_error_set(err, GP_ERR_INVALID, "tls", "cannot read %s", path);
+    char *text = NULL;
+    size_t len = 0;
+    gp_error e;
+    gp_err rc = gp_file_read_all(path, &text, &len, &e);
+    if (rc) {
+        gp_error_set(err, rc, "tls", "%s", e.message);
         return NULL;
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                gp_error_set(err, GP_ERR_NOMEM, "tls", "out of memory");
-                return NULL;
-            }
-            buf = b;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-        buf[len] = '\0';
-    }
-    fclose(f);
-    if (!buf)
+    if (len == 0) {
+        free(text);
         gp_error_set(err, GP_ERR_INVALID, "tls", "%s is empty", path);
-    return buf;
+        return NULL;
+    }
+    return text;
 }
 
 static gp_err parse_listen(const char *listen, struct sockaddr_in *addr, gp_error *err)
