@@ -345,7 +345,8 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
 
 /* ---- tenant events ----
  * tenants.c validates and applies a change; what it means for jobs is
- * decided here.  Trust: a change can make tenants untrusted (the tenant,
+ * decided here.  Guarantees: running guaranteed work over a guarantee that
+ * shrank is demoted to burstable (gp__demote_over_guarantee).  Trust: a change can make tenants untrusted (the tenant,
  * or a whole subtree when an ancestor changes).  Untrusted work may run
  * only on whole GPUs or on MIG GPUs of its own (sharing.c), so running
  * work placed while the tenant was trusted may have to go: its MPS and

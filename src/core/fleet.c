@@ -16,6 +16,10 @@
  * Example: nodes a (8 free) and b (3 free) of type H100.  head[H100][8] = a,
  * head[H100][3] = b.  A 2-GPU job walks k = 2.. and lands on b (best fit),
  * which moves b to bucket 1; a stays whole for an 8-GPU job.
+ *
+ * The fleet events (node added, lost, drained; GPU health) are engine.c's:
+ * this file validates them and keeps the books (capacity, the index);
+ * stopping the jobs on a lost node or a failed GPU is decided there.
  */
 #include "core/internal.h"
 

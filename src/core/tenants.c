@@ -13,7 +13,8 @@
  *   trust      trusted or untrusted, inherited; a floor: a tenant is
  *              untrusted when it or any ancestor is, and "trusted" below
  *              an untrusted ancestor is refused (only the ancestor can lift
- *              it).  What a change of trust means for jobs is engine.c's.
+ *              it).  What a change means for jobs (trust; demotion of
+ *              work over a shrunk guarantee) is engine.c's.
  *   time_limit a default time limit per job kind, inherited (jobs.c).
  *
  * Invariants checked on every change (a change that breaks one is refused
