@@ -413,18 +413,8 @@ gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec
     return GP_OK;
 }
 
-/* ---- grace ----
- * The caller's `now` may be its true time rounded down (gpupoold feeds
- * whole seconds of wall-clock time): a job told at true time 10.6 s (now =
- * 10) to stop within 4 s must keep its GPUs until 14.6 s, but now = 14
- * arrives at 14.0 s.  Adding the clock's resolution makes the rounding
- * conservative: the deadline 15 arrives at 15.0 s >= 14.6 s.  Grace 0
- * means "kill now" and frees the GPUs at once. */
-
-int64_t gp__grace_deadline(const gp_engine *e, int64_t grace)
-{
-    return grace > 0 ? e->now + grace + e->cfg.clock_resolution_s : e->now;
-}
+/* ---- clock resolution ----
+ * How conservative every grace deadline is (gp__grace_deadline, jobs.c). */
 
 gp_err gp_engine_clock_resolution_set(gp_engine *e, int64_t seconds, int64_t now, gp_error *err)
 {
@@ -472,6 +462,22 @@ static void stop_past_time_limit(gp_engine *e, uint32_t job)
 }
 
 /* ---- job events ---- */
+
+gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc = gp__job_create(e, s, now, &job, err);
+    if (rc)
+        return rc;
+    const gp__job *j = &e->jobs[job];
+    gp__workload_observe(e, j); /* the fragmentation measure learns the mix */
+    gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
+    if (d) {
+        d->from = d->to = GP_JOB_PENDING;
+        snprintf(d->reason, sizeof d->reason, "submitted to %s", e->tenants[j->tenant].path);
+    }
+    return GP_OK;
+}
 
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
 {

@@ -463,6 +463,9 @@ bool gp__running_add(gp_engine *e, uint32_t job);
 void gp__running_remove(gp_engine *e, uint32_t job);
 void gp__job_release_slot(gp_engine *e, uint32_t job);
 void gp__jobs_free(gp_engine *e);
+/* gp_engine_job_submit's books (engine.c owns the event): validate the
+ * spec, take a slot, queue the job pending; *job is its slot. */
+gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err);
 
 /* ---- admission.c ---- */
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
@@ -598,7 +601,7 @@ void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
 bool gp__mig_layout_valid(const gp__gpu *g);
 void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 
-/* ---- engine.c: grace ---- */
+/* ---- jobs.c: grace ---- */
 /* When a job told now to stop within `grace` seconds frees its GPUs: now +
  * grace, made conservative by the config's clock_resolution_s; now for
  * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
