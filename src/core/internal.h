@@ -441,6 +441,9 @@ void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
  * nearest ancestor's; 0 when none sets one. */
 int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t tenant, gp_job_kind kind);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
+/* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
+ * without a guarantee). */
+double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
 void gp__tenants_free(gp_engine *e);
 /* gp_engine_tenant_set without its consequences for jobs (engine.c). */
 gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err);
@@ -484,7 +487,6 @@ void gp__demote_over_guarantee(gp_engine *e);
 void gp__fair_begin(gp_engine *e);
 /* Next job in fair order for this pass, or GP__NONE when all were seen. */
 uint32_t gp__fair_next(gp_engine *e);
-double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
 
 /* ---- placement.c ---- */
 /* Find GPUs for job on type (held nodes usable when use_held); on success the
