@@ -11,6 +11,7 @@
  * The CLI speaks only HTTP to the daemon (no engine code is linked in).
  */
 #include "cli/commands.h"
+#include "util/file.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,35 +82,15 @@ int gp_usage_error(const char *command, const char *fmt, ...)
 
 char *gp_read_file(const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "gpupool: cannot read %s\n", path);
+    char *text = NULL;
+    gp_error err;
+    gp_err rc = strcmp(path, "-") == 0 ? gp_file_read_stream(stdin, "stdin", &text, len, &err)
+                                       : gp_file_read_all(path, &text, len, &err);
+    if (rc) {
+        fprintf(stderr, "gpupool: cannot read %s\n", err.message);
         return NULL;
     }
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *b = realloc(buf, cap * 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    if (f != stdin)
-        fclose(f);
-    if (!buf) {
-        fprintf(stderr, "gpupool: out of memory reading %s\n", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return text;
 }
 
 const char *gp_cell(const json_t *v, char *buf, size_t cap)

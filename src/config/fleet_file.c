@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "config/yaml_doc.h"
+#include "util/file.h"
 #include "util/hashmap.h"
 
 typedef struct gp__fleet_storage {
@@ -415,7 +416,7 @@ gp_err gp_fleet_file_load(const char *path, gp_fleet_file *out, gp_error *err)
     char *text;
     size_t len;
     memset(out, 0, sizeof *out);
-    gp_err rc = gp__yaml_read_file(path, &text, &len, err);
+    gp_err rc = gp_file_read_all(path, &text, &len, err);
     if (rc)
         return rc;
     rc = gp_fleet_file_parse(text, len, path, out, err);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "config/yaml_doc.h"
+#include "util/file.h"
 
 static const char *const trust_names[] = {"inherit", "trusted", "untrusted"};
 static const char *const kind_names[] = {"training", "inference", "interactive"};
@@ -259,7 +260,7 @@ gp_err gp_tenant_file_load(const char *path, gp_tenant_file *out, gp_error *err)
     char *text;
     size_t len;
     memset(out, 0, sizeof *out);
-    gp_err rc = gp__yaml_read_file(path, &text, &len, err);
+    gp_err rc = gp_file_read_all(path, &text, &len, err);
     if (rc)
         return rc;
     rc = gp_tenant_file_parse(text, len, path, out, err);

@@ -15,40 +15,6 @@
 
 #include "config/tenant_file.h"
 
-gp_err gp__yaml_read_file(const char *path, char **text, size_t *len, gp_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return gp_error_set(err, GP_ERR_NOT_FOUND, "file", "%s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (!buf)
-        return gp_error_set(err, GP_ERR_NOMEM, "file", "%s: out of memory", path);
-    if (failed) {
-        free(buf);
-        return gp_error_set(err, GP_ERR_INVALID, "file", "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return GP_OK;
-}
-
 gp_err gp__yaml_fail(gp__yaml *y, const yaml_node_t *at, const char *field, const char *fmt, ...)
 {
     char msg[GP_ERROR_MESSAGE_MAX];

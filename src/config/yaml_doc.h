@@ -38,9 +38,6 @@ gp_err gp__yaml_load(gp__yaml *y, const char *text, size_t len, const char *name
 void gp__yaml_free(gp__yaml *y);
 yaml_node_t *gp__yaml_root(gp__yaml *y);
 
-/* Read a whole file into a malloc'ed, NUL-terminated buffer. */
-gp_err gp__yaml_read_file(const char *path, char **text, size_t *len, gp_error *err);
-
 /* Fill the error: "NAME:LINE: message", field as given. */
 gp_err gp__yaml_fail(gp__yaml *y, const yaml_node_t *at, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1,8 +1,10 @@
 /* engine.c - events in, decisions out: the scheduling pass.
  *
- * Job events (cancel, finish, checkpoint) and the pass live here; fleet
- * and tenant events live in fleet.c and tenants.c, except what a tenant
- * change means for jobs (trust, below).  A pass (gp_engine_tick)
+ * Every event that reaches jobs enters here: job events (cancel, finish,
+ * checkpoint), fleet events (node added, lost, drained, GPU health) and
+ * tenant changes, and the pass.  fleet.c and tenants.c validate an event
+ * and keep their own books; what it means for jobs (stop and requeue,
+ * demotion, trust) is decided here.  A pass (gp_engine_tick)
  * does, in order:
  *
  *   1. stop running jobs past their time limit (STOP "time_limit"), and
@@ -74,8 +76,8 @@ void gp_engine_free(gp_engine *e)
     if (!e)
         return;
     gp__fleet_free(&e->fleet);
+    gp__jobs_free(e); /* the tenants' queues too: before the tenants go */
     gp__tenants_free(e);
-    gp__jobs_free(e);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         free(e->reservation[t].nodes);
     gp__scratch_free(&e->scratch);
@@ -232,7 +234,9 @@ static void grace_over(gp_engine *e, uint32_t job, const char *how)
     requeue(e, job, why);
 }
 
-void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
+/* Stop a job at once (node lost, GPU failed): STOP with grace 0, release,
+ * requeue as pending with the same id. */
+static void job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
 {
     gp__job *j = &e->jobs[job];
     gp_decision *d = gp__decision_push(e, GP_DEC_STOP, j->id);
@@ -243,9 +247,107 @@ void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why)
     requeue(e, job, why);
 }
 
+/* ---- fleet events ----
+ * fleet.c validates an event and keeps the fleet's books (capacity, the
+ * free-capacity index); what a node lost or a GPU failed means for jobs is
+ * decided here: every job with a replica there is stopped at once and
+ * requeued with the same id.  A node added or back, and a drain, touch no
+ * job (a drain waits for its jobs to end). */
+
+/* Stop every job that has a GPU on node n (all of them, or only those on
+ * GPU `only` when only >= 0), requeueing them. */
+static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
+{
+    gp__node *node = &e->fleet.nodes[n];
+    for (int i = 0; i < node->gpu_count; i++) {
+        if (only >= 0 && i != only)
+            continue;
+        uint32_t owner = e->fleet.gpus[node->gpu_first + i].owner;
+        if (owner)
+            job_stop_requeue(e, owner - 1, why);
+    }
+    for (size_t r = e->n_running; r-- > 0;) { /* slices of shared GPUs there, CPU-only replicas */
+        if (r >= e->n_running)
+            continue;
+        uint32_t job = e->running[r];
+        const gp__job *j = &e->jobs[job];
+        if (!gp__job_shared(j) && (j->gpus > 0 || only >= 0))
+            continue; /* whole GPUs were handled above; CPU-only jobs go with the whole node */
+        for (int k = 0; k < j->replicas; k++) {
+            const gp__gpu *g = &e->fleet.gpus[j->placed[k]];
+            if (g->node == n && (only < 0 || g->index == only)) {
+                job_stop_requeue(e, job, why);
+                break;
+            }
+        }
+    }
+}
+
+gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, gp_error *err)
+{
+    gp_err rc = time_check(e, now, err);
+    if (rc)
+        return rc;
+    bool up = false;
+    rc = gp__fleet_node_add(e, spec, &up, err);
+    if (rc == GP_OK && up)
+        e->now = now;
+    return rc;
+}
+
+gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error *err)
+{
+    uint32_t n;
+    gp_err rc = gp__node_event(e, name, now, &n, err);
+    if (rc)
+        return rc;
+    if (!gp__fleet_node_down(&e->fleet, n))
+        return GP_OK;
+    char why[GP_REASON_MAX];
+    snprintf(why, sizeof why, "node %s was lost", e->fleet.nodes[n].name);
+    stop_jobs_on(e, n, -1, why);
+    gp__fleet_node_settle(&e->fleet, n);
+    return GP_OK;
+}
+
+gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t now, gp_error *err)
+{
+    uint32_t n;
+    gp_err rc = gp__node_event(e, name, now, &n, err);
+    if (rc)
+        return rc;
+    gp__fleet_node_drain(e, n, drain);
+    return GP_OK;
+}
+
+gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool healthy, int64_t now,
+                            gp_error *err)
+{
+    uint32_t n;
+    if (e && name && gp_strmap_get(&e->fleet.node_by_name, name, &n) &&
+        (gpu_index < 0 || gpu_index >= e->fleet.nodes[n].gpu_count)) /* refused before anything moves */
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_index", "node %s has GPUs 0..%d, not %d", name,
+                            e->fleet.nodes[n].gpu_count - 1, gpu_index);
+    gp_err rc = gp__node_event(e, name, now, &n, err);
+    if (rc)
+        return rc;
+    if (!gp__fleet_gpu_health(&e->fleet, n, gpu_index, healthy))
+        return GP_OK;
+    const gp__node *node = &e->fleet.nodes[n];
+    const gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
+    if (!healthy && (g->owner || g->jobs)) {
+        char why[GP_REASON_MAX];
+        snprintf(why, sizeof why, "GPU %d (%s) of node %s turned unhealthy", gpu_index, g->uuid, node->name);
+        stop_jobs_on(e, n, gpu_index, why);
+    }
+    gp__fleet_node_settle(&e->fleet, n);
+    return GP_OK;
+}
+
 /* ---- tenant events ----
  * tenants.c validates and applies a change; what it means for jobs is
- * decided here.  Trust: a change can make tenants untrusted (the tenant,
+ * decided here.  Guarantees: running guaranteed work over a guarantee that
+ * shrank is demoted to burstable (gp__demote_over_guarantee).  Trust: a change can make tenants untrusted (the tenant,
  * or a whole subtree when an ancestor changes).  Untrusted work may run
  * only on whole GPUs or on MIG GPUs of its own (sharing.c), so running
  * work placed while the tenant was trusted may have to go: its MPS and
@@ -305,23 +407,15 @@ gp_err gp_engine_tenant_set(gp_engine *e, const char *path, const gp_tenant_spec
                             gp_error *err)
 {
     gp_err rc = gp__tenant_set(e, path, spec, now, err);
-    if (rc == GP_OK)
-        enforce_trust(e);
-    return rc;
+    if (rc)
+        return rc;
+    gp__demote_over_guarantee(e); /* a guarantee that shrank: its excess runs burstable */
+    enforce_trust(e);
+    return GP_OK;
 }
 
-/* ---- grace ----
- * The caller's `now` may be its true time rounded down (gpupoold feeds
- * whole seconds of wall-clock time): a job told at true time 10.6 s (now =
- * 10) to stop within 4 s must keep its GPUs until 14.6 s, but now = 14
- * arrives at 14.0 s.  Adding the clock's resolution makes the rounding
- * conservative: the deadline 15 arrives at 15.0 s >= 14.6 s.  Grace 0
- * means "kill now" and frees the GPUs at once. */
-
-int64_t gp__grace_deadline(const gp_engine *e, int64_t grace)
-{
-    return grace > 0 ? e->now + grace + e->cfg.clock_resolution_s : e->now;
-}
+/* ---- clock resolution ----
+ * How conservative every grace deadline is (gp__grace_deadline, jobs.c). */
 
 gp_err gp_engine_clock_resolution_set(gp_engine *e, int64_t seconds, int64_t now, gp_error *err)
 {
@@ -369,6 +463,22 @@ static void stop_past_time_limit(gp_engine *e, uint32_t job)
 }
 
 /* ---- job events ---- */
+
+gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
+{
+    uint32_t job;
+    gp_err rc = gp__job_create(e, s, now, &job, err);
+    if (rc)
+        return rc;
+    const gp__job *j = &e->jobs[job];
+    gp__workload_observe(e, j); /* the fragmentation measure learns the mix */
+    gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
+    if (d) {
+        d->from = d->to = GP_JOB_PENDING;
+        snprintf(d->reason, sizeof d->reason, "submitted to %s", e->tenants[j->tenant].path);
+    }
+    return GP_OK;
+}
 
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err)
 {

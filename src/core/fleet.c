@@ -16,6 +16,10 @@
  * Example: nodes a (8 free) and b (3 free) of type H100.  head[H100][8] = a,
  * head[H100][3] = b.  A 2-GPU job walks k = 2.. and lands on b (best fit),
  * which moves b to bucket 1; a stays whole for an 8-GPU job.
+ *
+ * The fleet events (node added, lost, drained; GPU health) are engine.c's:
+ * this file validates them and keeps the books (capacity, the index);
+ * stopping the jobs on a lost node or a failed GPU is decided there.
  */
 #include "core/internal.h"
 
@@ -385,14 +389,13 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     return GP_OK;
 }
 
-gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, gp_error *err)
+/* A node registers (first time: created) or comes back; *up tells whether
+ * it came up (false for a live node registering again, where nothing
+ * changes).  Only fleet bookkeeping: engine.c owns the event. */
+gp_err gp__fleet_node_add(gp_engine *e, const gp_node_spec *spec, bool *up, gp_error *err)
 {
     gp_err rc;
-    if (!e)
-        return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
-    if (now < e->now)
-        return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards: %lld < %lld", (long long)now,
-                            (long long)e->now);
+    *up = false;
     if ((rc = check_node_spec(spec, err)))
         return rc;
     gp__fleet *f = &e->fleet;
@@ -409,7 +412,7 @@ gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, g
             return rc;
         n = (uint32_t)f->n_nodes - 1;
     }
-    e->now = now;
+    *up = true;
     gp__node *node = &f->nodes[n];
     node->up = true;
     node->cpu_cap = spec->cpu_millis;
@@ -420,9 +423,7 @@ gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, g
     return GP_OK;
 }
 
-/* The checks every event about an existing node starts with; on success
- * the engine's clock moves to now. */
-static gp_err node_event(gp_engine *e, const char *name, int64_t now, uint32_t *n, gp_error *err)
+gp_err gp__node_event(gp_engine *e, const char *name, int64_t now, uint32_t *n, gp_error *err)
 {
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
@@ -434,69 +435,43 @@ static gp_err node_event(gp_engine *e, const char *name, int64_t now, uint32_t *
     return GP_OK;
 }
 
-/* Stop every job that has a GPU on node n (all of them, or only those on
- * GPU `only` when only >= 0), requeueing them. */
-static void stop_jobs_on(gp_engine *e, uint32_t n, int only, const char *why)
+bool gp__fleet_node_down(gp__fleet *f, uint32_t n)
 {
-    gp__node *node = &e->fleet.nodes[n];
-    for (int i = 0; i < node->gpu_count; i++) {
-        if (only >= 0 && i != only)
-            continue;
-        uint32_t owner = e->fleet.gpus[node->gpu_first + i].owner;
-        if (owner)
-            gp__job_stop_requeue(e, owner - 1, why);
-    }
-    for (size_t r = e->n_running; r-- > 0;) { /* slices of shared GPUs there, CPU-only replicas */
-        if (r >= e->n_running)
-            continue;
-        uint32_t job = e->running[r];
-        const gp__job *j = &e->jobs[job];
-        if (!gp__job_shared(j) && (j->gpus > 0 || only >= 0))
-            continue; /* whole GPUs were handled above; CPU-only jobs go with the whole node */
-        for (int k = 0; k < j->replicas; k++) {
-            const gp__gpu *g = &e->fleet.gpus[j->placed[k]];
-            if (g->node == n && (only < 0 || g->index == only)) {
-                gp__job_stop_requeue(e, job, why);
-                break;
-            }
-        }
-    }
-}
-
-gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error *err)
-{
-    uint32_t n;
-    gp_err rc = node_event(e, name, now, &n, err);
-    if (rc)
-        return rc;
-    gp__node *node = &e->fleet.nodes[n];
+    gp__node *node = &f->nodes[n];
     if (!node->up)
-        return GP_OK;
-    char why[GP_REASON_MAX];
-    snprintf(why, sizeof why, "node %s was lost", node->name);
-    capacity_account(&e->fleet, node, -1);
+        return false;
+    capacity_account(f, node, -1);
     node->up = false;
-    stop_jobs_on(e, n, -1, why);
-    gp__node_reindex(&e->fleet, n);
-    e->fleet.shape_dirty = true;
-    return GP_OK;
+    return true;
 }
 
-gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t now, gp_error *err)
+bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
 {
-    uint32_t n;
-    gp_err rc = node_event(e, name, now, &n, err);
-    if (rc)
-        return rc;
+    gp__node *node = &f->nodes[n];
+    gp__gpu *g = &f->gpus[node->gpu_first + gpu_index];
+    if (g->healthy == healthy)
+        return false;
+    capacity_account(f, node, -1);
+    g->healthy = healthy;
+    capacity_account(f, node, +1);
+    return true;
+}
+
+void gp__fleet_node_settle(gp__fleet *f, uint32_t n)
+{
+    gp__node_reindex(f, n);
+    f->shape_dirty = true;
+}
+
+void gp__fleet_node_drain(gp_engine *e, uint32_t n, bool drain)
+{
     gp__node *node = &e->fleet.nodes[n];
     if (node->draining == drain)
-        return GP_OK;
+        return;
     node->draining = drain;
     node->drained_reported = false;
-    gp__node_reindex(&e->fleet, n);
-    e->fleet.shape_dirty = true;
+    gp__fleet_node_settle(&e->fleet, n);
     gp__node_check_drained(e, n);
-    return GP_OK;
 }
 
 void gp__node_check_drained(gp_engine *e, uint32_t n)
@@ -508,34 +483,6 @@ void gp__node_check_drained(gp_engine *e, uint32_t n)
     gp_decision *d = gp__decision_push(e, GP_DEC_DRAINED, 0);
     if (d)
         snprintf(d->node, sizeof d->node, "%s", node->name);
-}
-
-gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool healthy, int64_t now,
-                            gp_error *err)
-{
-    uint32_t n;
-    if (e && name && gp_strmap_get(&e->fleet.node_by_name, name, &n) &&
-        (gpu_index < 0 || gpu_index >= e->fleet.nodes[n].gpu_count)) /* refused before anything moves */
-        return gp_error_set(err, GP_ERR_INVALID, "gpu_index", "node %s has GPUs 0..%d, not %d", name,
-                            e->fleet.nodes[n].gpu_count - 1, gpu_index);
-    gp_err rc = node_event(e, name, now, &n, err);
-    if (rc)
-        return rc;
-    gp__node *node = &e->fleet.nodes[n];
-    gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
-    if (g->healthy == healthy)
-        return GP_OK;
-    capacity_account(&e->fleet, node, -1);
-    g->healthy = healthy;
-    capacity_account(&e->fleet, node, +1);
-    if (!healthy && (g->owner || g->jobs)) {
-        char why[GP_REASON_MAX];
-        snprintf(why, sizeof why, "GPU %d (%s) of node %s turned unhealthy", gpu_index, g->uuid, node->name);
-        stop_jobs_on(e, n, gpu_index, why);
-    }
-    gp__node_reindex(&e->fleet, n);
-    e->fleet.shape_dirty = true;
-    return GP_OK;
 }
 
 void gp__fleet_free(gp__fleet *f)

@@ -4,18 +4,31 @@
  * private functions carry the gp__ prefix.  Each policy lives in its own
  * file and works on the structs below:
  *
+ *   types.h      the public vocabulary (specs, states, decisions)
+ *   engine.h     the public API: events in, decisions out, queries
+ *   internal.h   this file: the private state and the gp__ functions
+ *
  *   fleet.c      nodes, GPUs, the free-capacity index used by placement
  *   tenants.c    the tenancy tree, quota validation, usage and shares
  *   jobs.c       the job table, spec validation, states, history, queues
  *   admission.c  limits, guarantee classes, promotion, lending
  *   fairshare.c  hierarchical weighted DRF: which tenant goes next
  *   placement.c  gang placement with topology and best fit
+ *   sharing.c    shared GPUs (MIG, MPS, time-slicing), trust, pools
+ *   mig.c        MIG geometry: which GPU instances fit where
+ *   fragmentation.c placing by node score (FGD), the workload mix
  *   backfill.c   the head job's reservation (EASY backfill)
  *   reclaim.c    victim selection and preemption
  *   metering.c   decisions and usage intervals
+ *   names.c      the enum names (job state, class, isolation, ...)
  *   why.c        wait reasons in words, read-only queries
  *   invariants.c the self-check the tests run after every event
- *   engine.c     events and the scheduling pass that ties them together
+ *   engine.c     every event that reaches jobs (job, fleet and tenant
+ *                events) and the scheduling pass that ties them together
+ *
+ * Lower files keep their own books and never call up: fleet.c and
+ * tenants.c do not stop, requeue, demote or preempt jobs; they return what
+ * changed and engine.c acts on it.
  *
  * Indexes: nodes, GPUs, tenants and jobs live in arrays and refer to each
  * other by uint32_t index.  GP__NONE marks "no index".  A GPU's owner is
@@ -387,7 +400,6 @@ struct gp_engine {
 void gp__res_zero(gp_res *r);
 void gp__res_fill(gp_res *r, int64_t v);
 void gp__res_add(gp_res *a, const gp_res *b);
-void gp__res_sub(gp_res *a, const gp_res *b);
 /* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
 
@@ -404,6 +416,20 @@ void gp__fleet_free(gp__fleet *f);
 void gp__fleet_recount(gp__fleet *f);
 void gp__fleet_init(gp__fleet *f);
 void gp__node_check_drained(gp_engine *e, uint32_t node);
+/* The fleet's side of the fleet events (engine.c owns the events and what
+ * they mean for jobs).  gp__node_event: the checks every event about an
+ * existing node starts with; on success the engine's clock moves to now. */
+gp_err gp__node_event(gp_engine *e, const char *name, int64_t now, uint32_t *node, gp_error *err);
+/* Register a node or bring it back; *up: it came up (false when a live
+ * node registers again, where nothing changes). */
+gp_err gp__fleet_node_add(gp_engine *e, const gp_node_spec *spec, bool *up, gp_error *err);
+/* Mark a node down / a GPU's health: capacity only, the index is left for
+ * gp__fleet_node_settle once its jobs are gone; false when nothing changed. */
+bool gp__fleet_node_down(gp__fleet *f, uint32_t node);
+bool gp__fleet_gpu_health(gp__fleet *f, uint32_t node, int gpu_index, bool healthy);
+/* Reindex a node after an event and mark the fleet's shape for recount. */
+void gp__fleet_node_settle(gp__fleet *f, uint32_t node);
+void gp__fleet_node_drain(gp_engine *e, uint32_t node, bool drain);
 /* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
 bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* Room for one more element in arr (n used, cap allocated). */
@@ -417,6 +443,9 @@ void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
  * nearest ancestor's; 0 when none sets one. */
 int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t tenant, gp_job_kind kind);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
+/* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
+ * without a guarantee). */
+double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
 void gp__tenants_free(gp_engine *e);
 /* gp_engine_tenant_set without its consequences for jobs (engine.c). */
 gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err);
@@ -439,11 +468,9 @@ bool gp__running_add(gp_engine *e, uint32_t job);
 void gp__running_remove(gp_engine *e, uint32_t job);
 void gp__job_release_slot(gp_engine *e, uint32_t job);
 void gp__jobs_free(gp_engine *e);
-
-/* ---- engine.c ---- */
-/* Stop a job at once (node lost, GPU failed): STOP with grace 0, release,
- * requeue as pending with the same id. */
-void gp__job_stop_requeue(gp_engine *e, uint32_t job, const char *why);
+/* gp_engine_job_submit's books (engine.c owns the event): validate the
+ * spec, take a slot, queue the job pending; *job is its slot. */
+gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err);
 
 /* ---- admission.c ---- */
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
@@ -462,7 +489,6 @@ void gp__demote_over_guarantee(gp_engine *e);
 void gp__fair_begin(gp_engine *e);
 /* Next job in fair order for this pass, or GP__NONE when all were seen. */
 uint32_t gp__fair_next(gp_engine *e);
-double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
 
 /* ---- placement.c ---- */
 /* Find GPUs for job on type (held nodes usable when use_held); on success the
@@ -569,7 +595,6 @@ int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
 const char *gp__mig_models_known(void);
 int gp__mig_profile_find(int model, const char *name);
 bool gp__mig_profile_known(const char *name);
-const char *gp__mig_profile_name(int model, int profile);
 int gp__mig_profile_milli(int model, int profile);
 int gp__mig_name_milli(const char *name);
 int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
@@ -580,7 +605,7 @@ void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
 bool gp__mig_layout_valid(const gp__gpu *g);
 void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 
-/* ---- engine.c: grace ---- */
+/* ---- jobs.c: grace ---- */
 /* When a job told now to stop within `grace` seconds frees its GPUs: now +
  * grace, made conservative by the config's clock_resolution_s; now for
  * grace 0.  Every deadline after which a job's GPUs go to others uses it. */

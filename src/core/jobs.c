@@ -14,6 +14,10 @@
  * tenant's default for its kind (inherited down the tree), else none; it
  * counts from each bind, and engine.c stops a job that runs past it.
  *
+ * Submitting is engine.c's event (gp_engine_job_submit): this file validates
+ * the spec and files the job (gp__job_create); engine.c tells the
+ * fragmentation measure and emits the TRANSITION.
+ *
  * Pending jobs sit in their leaf tenant's queue, kept sorted by priority
  * (higher first), then submit time, then id: the order "within a leaf" of
  * the fair-share policy.  The queue is one array with free slots on both
@@ -368,7 +372,7 @@ gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *e
     return resolve_time_limit(e, s, tenant, &limit, err);
 }
 
-gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
+gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err)
 {
     uint32_t tenant = GP__NONE;
     uint8_t mask;
@@ -428,13 +432,21 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_
         gp__job_release_slot(e, slot);
         return gp_error_set(err, GP_ERR_NOMEM, "id", "out of memory");
     }
-    gp__workload_observe(e, j);
-    gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
-    if (d) {
-        d->from = d->to = GP_JOB_PENDING;
-        snprintf(d->reason, sizeof d->reason, "submitted to %s", e->tenants[tenant].path);
-    }
+    *job = slot;
     return GP_OK;
+}
+
+/* ---- grace ----
+ * The caller's `now` may be its true time rounded down (gpupoold feeds
+ * whole seconds of wall-clock time): a job told at true time 10.6 s (now =
+ * 10) to stop within 4 s must keep its GPUs until 14.6 s, but now = 14
+ * arrives at 14.0 s.  Adding the clock's resolution makes the rounding
+ * conservative: the deadline 15 arrives at 15.0 s >= 14.6 s.  Grace 0
+ * means "kill now" and frees the GPUs at once. */
+
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace)
+{
+    return grace > 0 ? e->now + grace + e->cfg.clock_resolution_s : e->now;
 }
 
 void gp__jobs_free(gp_engine *e)
@@ -444,6 +456,8 @@ void gp__jobs_free(gp_engine *e)
         free(e->jobs[i].placed);
         free(e->jobs[i].claimed);
     }
+    for (size_t i = 0; i < e->n_tenants; i++)
+        gp__queue_free(&e->tenants[i]);
     free(e->jobs);
     free(e->histories);
     free(e->free_slots);

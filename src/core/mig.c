@@ -94,11 +94,6 @@ bool gp__mig_profile_known(const char *name)
     return false;
 }
 
-const char *gp__mig_profile_name(int model, int profile)
-{
-    return models[model].profiles[profile].name;
-}
-
 int gp__mig_profile_milli(int model, int profile)
 {
     return 1000 * models[model].profiles[profile].compute / 7;

@@ -13,7 +13,8 @@
  *   trust      trusted or untrusted, inherited; a floor: a tenant is
  *              untrusted when it or any ancestor is, and "trusted" below
  *              an untrusted ancestor is refused (only the ancestor can lift
- *              it).  What a change of trust means for jobs is engine.c's.
+ *              it).  What a change means for jobs (trust; demotion of
+ *              work over a shrunk guarantee) is engine.c's.
  *   time_limit a default time limit per job kind, inherited (jobs.c).
  *
  * Invariants checked on every change (a change that breaks one is refused
@@ -56,12 +57,6 @@ void gp__res_add(gp_res *a, const gp_res *b)
 {
     for (int d = 0; d < GP_DIMS; d++)
         a->v[d] += b->v[d];
-}
-
-void gp__res_sub(gp_res *a, const gp_res *b)
-{
-    for (int d = 0; d < GP_DIMS; d++)
-        a->v[d] -= b->v[d];
 }
 
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit)
@@ -470,7 +465,6 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     update_trust(e, t);
     gp__tenant_update_share(e, t);
     ten->promote_dirty = true;
-    gp__demote_over_guarantee(e);
     return GP_OK;
 }
 
@@ -495,10 +489,8 @@ gp_err gp_engine_tenant_remove(gp_engine *e, const char *path, int64_t now, gp_e
 
 void gp__tenants_free(gp_engine *e)
 {
-    for (size_t i = 0; i < e->n_tenants; i++) {
+    for (size_t i = 0; i < e->n_tenants; i++)
         free(e->tenants[i].children);
-        gp__queue_free(&e->tenants[i]);
-    }
     free(e->tenants);
     free(e->roots);
     free(e->users);

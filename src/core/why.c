@@ -9,50 +9,13 @@
  *   "held for the reservation of job 42 (research/nlp), expected to
  *    start at t=5400; this job would still run then"
  *
- * It also holds the query functions of engine.h and the enum names.
+ * It also holds the read-only query functions of engine.h (the enum names
+ * are in names.c).
  */
 #include "core/internal.h"
 
 #include <stdio.h>
 #include <string.h>
-
-const char *gp_job_state_name(gp_job_state s)
-{
-    static const char *const names[] = {"pending", "admitted", "running", "preempting",
-                                        "succeeded", "failed", "cancelled"};
-    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown";
-}
-
-const char *gp_class_name(gp_class c)
-{
-    static const char *const names[] = {"none", "guaranteed", "burstable"};
-    return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
-}
-
-const char *gp_topology_name(gp_topology t)
-{
-    static const char *const names[] = {"any", "block", "nvlink"};
-    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "unknown";
-}
-
-const char *gp_isolation_name(gp_isolation i)
-{
-    static const char *const names[] = {"exclusive", "mig", "mps", "timeslice"};
-    return (unsigned)i < sizeof names / sizeof *names ? names[i] : "unknown";
-}
-
-const char *gp_job_kind_name(gp_job_kind k)
-{
-    static const char *const names[] = {"training", "inference", "interactive"};
-    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
-}
-
-const char *gp_decision_kind_name(gp_decision_kind k)
-{
-    static const char *const names[] = {"transition", "bind",       "preempt",    "stop",
-                                        "drained",    "usage_open", "usage_close", "reconfigure"};
-    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
-}
 
 static const char *dim_label(const gp_engine *e, int d)
 {

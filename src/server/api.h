@@ -1,8 +1,9 @@
 /* api.h - one HTTP request as the API handlers see it, and the handlers.
  *
  * http.c turns a libmicrohttpd connection into a gp_request (method, path,
- * body, authenticated principal, request id), calls the handler its route
- * names, and sends whatever the handler put into status/reply.  Handlers
+ * body, authenticated principal, request id), router.c calls the handler
+ * its route names, and http.c sends whatever the handler put into
+ * status/reply (api_request.c's helpers put it there).  Handlers
  * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c) run on the API
  * thread: they validate everything they can there, then hand the engine
  * thread an op (gp_api_run_op) for anything that touches the engine or
@@ -49,6 +50,13 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err);
 gp_err gp_http_start(gp_server *srv, gp_error *err);
 void gp_http_stop(gp_server *srv);
 
+/* The router (router.c).  gp_api_route_public answers the paths that need
+ * no token (/v1/health, the dashboard) and returns true, else false;
+ * gp_api_route answers every other path (404 / 405 when unknown). */
+bool gp_api_route_public(gp_request *r);
+void gp_api_route(gp_request *r);
+
+/* The request helpers (api_request.c). */
 void gp_api_reply(gp_request *r, int status, json_t *reply);
 void gp_api_error(gp_request *r, int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

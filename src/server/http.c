@@ -1,4 +1,10 @@
-/* http.c - libmicrohttpd glue: bodies, limits, authentication, routing.
+/* http.c - libmicrohttpd glue: bodies, limits, authentication, TLS.
+ *
+ * It owns the daemon's HTTP server: starting and stopping libmicrohttpd
+ * (with TLS when a certificate is given), reading a request's body, the
+ * limits below, request ids, the access log and sending the reply.  Which
+ * handler answers a path is router.c's; the helpers handlers use to read a
+ * request and reply are api_request.c's.
  *
  * libmicrohttpd runs one thread per connection (MHD_USE_THREAD_PER_CONNECTION):
  * a handler may block while the engine thread commits its batch, and the
@@ -24,14 +30,11 @@
  */
 #include "server/api.h"
 
-#include "server/json_input.h"
 #include "server/uri.h"
-#include "util/text.h"
+#include "util/file.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <gnutls/crypto.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,307 +43,6 @@ enum { HEADERS_MAX = 16384, MHD_MEMORY_LIMIT = 256 * 1024 };
 
 static atomic_uint_least64_t request_counter;
 static uint32_t request_prefix;
-
-/* ---- replies ---- */
-
-void gp_api_reply(gp_request *r, int status, json_t *reply)
-{
-    json_decref(r->reply);
-    r->status = status;
-    r->reply = reply;
-}
-
-void gp_api_error(gp_request *r, int status, const char *code, const char *field, const char *fmt, ...)
-{
-    char msg[512], name[GP_ERROR_FIELD_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(name, sizeof name, "%s", field ? field : "");
-    gp_utf8_scrub(msg); /* a message quoting bad input stays a JSON string */
-    gp_utf8_scrub(name);
-    gp_api_reply(r, status, json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", msg, "field", name));
-}
-
-void gp_api_fail(gp_request *r, const gp_error *err)
-{
-    gp_api_error(r, gp_status_of(err->code), gp_err_name(err->code), err->field, "%s", err->message);
-}
-
-void gp_api_forbidden(gp_request *r, const char *what)
-{
-    gp_api_error(r, 403, "forbidden", "", "role %s may not %s", gp_role_name(r->who.role), what);
-}
-
-/* ---- request helpers ---- */
-
-const char *gp_api_query(gp_request *r, const char *key)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-typedef struct query_check {
-    const char *const *allowed;
-    const char *bad;
-} query_check;
-
-static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    (void)kind;
-    (void)value;
-    query_check *q = cls;
-    for (const char *const *a = q->allowed; *a; a++)
-        if (strcmp(*a, key) == 0)
-            return MHD_YES;
-    q->bad = key;
-    return MHD_NO;
-}
-
-bool gp_api_query_only(gp_request *r, const char *const *allowed)
-{
-    query_check q = {.allowed = allowed, .bad = NULL};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_arg, &q);
-    if (!q.bad)
-        return true;
-    char field[GP_ERROR_FIELD_MAX];
-    snprintf(field, sizeof field, "%s", q.bad);
-    gp_api_error(r, 400, "invalid", field, "unknown query parameter %s", field);
-    return false;
-}
-
-bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, int64_t *out)
-{
-    const char *v = gp_api_query(r, key);
-    if (!v)
-        return true;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (!v[0] || *end || errno || x < min || x > max) {
-        gp_api_error(r, 400, "invalid", key, "%s must be an integer %lld..%lld", key, (long long)min,
-                     (long long)max);
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
-json_t *gp_api_body_object(gp_request *r)
-{
-    gp_error err;
-    json_t *v;
-    if (gp_json_parse_body(r->body, r->body_len, &v, &err) != GP_OK) {
-        gp_api_fail(r, &err);
-        return NULL;
-    }
-    if (!json_is_object(v)) {
-        json_decref(v);
-        gp_api_error(r, 400, "invalid", "body", "the body must be a JSON object");
-        return NULL;
-    }
-    return v;
-}
-
-bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field)
-{
-    size_t len = path ? strlen(path) : 0;
-    int depth = 1;
-    bool ok = len > 0 && len < GP_PATH_MAX;
-    for (size_t i = 0, seg = 0; ok && i <= len; i++) {
-        char c = path[i];
-        if (c == '/' || c == '\0') {
-            ok = seg > 0 && seg < GP_NAME_MAX && path[i - seg] != '.';
-            depth += c == '/';
-            seg = 0;
-            continue;
-        }
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-             c == '.';
-        seg++;
-    }
-    if (ok && depth <= GP_MAX_TENANT_DEPTH)
-        return true;
-    gp_api_error(r, 400, "invalid", field,
-                 "%s must be 1..%d names of [A-Za-z0-9._-] (not starting with '.') joined by '/'", field,
-                 GP_MAX_TENANT_DEPTH);
-    return false;
-}
-
-void gp_api_run_op(gp_request *r, gp_op *op)
-{
-    op->who = &r->who;
-    op->request_id = r->request_id;
-    gp_loop_run(&r->srv->loop, op);
-    gp_api_reply(r, op->status ? op->status : 500, op->reply);
-    op->reply = NULL;
-}
-
-const char *const *gp_api_scopes(gp_request *r, int *n)
-{
-    if (gp_principal_sees_all(&r->who)) {
-        *n = 0;
-        return NULL;
-    }
-    r->scopes[0] = r->who.scope;
-    *n = 1;
-    return r->scopes;
-}
-
-/* ---- routing ---- */
-
-static bool method_is(const gp_request *r, const char *m)
-{
-    return strcmp(r->method, m) == 0;
-}
-
-static void method_not_allowed(gp_request *r, const char *allowed)
-{
-    gp_api_error(r, 405, "method_not_allowed", "method", "%s is not allowed here; use %s", r->method, allowed);
-}
-
-static void route_jobs(gp_request *r, const char *rest)
-{
-    if (!rest[0]) {
-        if (method_is(r, "POST"))
-            gp_api_jobs_submit(r);
-        else if (method_is(r, "GET"))
-            gp_api_jobs_list(r);
-        else
-            method_not_allowed(r, "GET, POST");
-    } else if (strcmp(rest, ":batch") == 0) {
-        if (method_is(r, "POST"))
-            gp_api_jobs_batch(r);
-        else
-            method_not_allowed(r, "POST");
-    } else if (rest[0] == '/') {
-        if (method_is(r, "GET"))
-            gp_api_job_get(r, rest + 1);
-        else if (method_is(r, "DELETE"))
-            gp_api_job_cancel(r, rest + 1);
-        else
-            method_not_allowed(r, "GET, DELETE");
-    } else {
-        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
-    }
-}
-
-static void route_tenants(gp_request *r, const char *rest)
-{
-    if (!rest[0]) {
-        if (method_is(r, "GET"))
-            gp_api_tenants_list(r);
-        else
-            method_not_allowed(r, "GET");
-    } else if (strcmp(rest, ":apply") == 0 || strcmp(rest, ":move") == 0) {
-        if (!method_is(r, "POST"))
-            method_not_allowed(r, "POST");
-        else if (rest[1] == 'a')
-            gp_api_tenants_apply(r);
-        else
-            gp_api_tenants_move(r);
-    } else if (rest[0] == '/') {
-        if (method_is(r, "GET"))
-            gp_api_tenant_get(r, rest + 1);
-        else if (method_is(r, "PUT"))
-            gp_api_tenant_put(r, rest + 1);
-        else if (method_is(r, "DELETE"))
-            gp_api_tenant_delete(r, rest + 1);
-        else
-            method_not_allowed(r, "GET, PUT, DELETE");
-    } else {
-        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
-    }
-}
-
-static void route_nodes(gp_request *r, const char *rest)
-{
-    size_t n = strlen(rest);
-    if (!rest[0]) {
-        if (method_is(r, "GET"))
-            gp_api_nodes_list(r);
-        else
-            method_not_allowed(r, "GET");
-    } else if (rest[0] == '/' && n > 7 && strcmp(rest + n - 6, "/drain") == 0) {
-        char name[GP_NAME_MAX + 1];
-        if (n - 7 >= sizeof name) {
-            gp_api_error(r, 404, "not_found", "node", "no such node");
-            return;
-        }
-        memcpy(name, rest + 1, n - 7);
-        name[n - 7] = '\0';
-        if (method_is(r, "POST"))
-            gp_api_node_drain(r, name);
-        else
-            method_not_allowed(r, "POST");
-    } else {
-        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
-    }
-}
-
-static void route_simple(gp_request *r, const char *method, void (*handler)(gp_request *))
-{
-    if (method_is(r, method))
-        handler(r);
-    else
-        method_not_allowed(r, method);
-}
-
-static void route_tokens(gp_request *r, const char *rest)
-{
-    if (!rest[0]) {
-        if (method_is(r, "GET"))
-            gp_api_tokens_list(r);
-        else if (method_is(r, "POST"))
-            gp_api_tokens_create(r);
-        else
-            method_not_allowed(r, "GET, POST");
-    } else if (rest[0] == '/') {
-        if (method_is(r, "DELETE"))
-            gp_api_token_revoke(r, rest + 1);
-        else
-            method_not_allowed(r, "DELETE");
-    } else {
-        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
-    }
-}
-
-static void health(gp_request *r)
-{
-    gp_api_reply(r, 200, json_pack("{s:s}", "status", "ok"));
-}
-
-static bool starts(const char *url, const char *prefix, const char **rest)
-{
-    size_t n = strlen(prefix);
-    if (strncmp(url, prefix, n) != 0)
-        return false;
-    *rest = url + n;
-    return true;
-}
-
-static void dispatch(gp_request *r)
-{
-    const char *rest;
-    if (strcmp(r->url, "/v1/jobs") == 0 || strcmp(r->url, "/v1/jobs:batch") == 0 || starts(r->url, "/v1/jobs/", &rest))
-        route_jobs(r, r->url + strlen("/v1/jobs"));
-    else if (starts(r->url, "/v1/tenants", &rest))
-        route_tenants(r, rest);
-    else if (starts(r->url, "/v1/nodes", &rest))
-        route_nodes(r, rest);
-    else if (strcmp(r->url, "/v1/usage") == 0)
-        route_simple(r, "GET", gp_api_usage);
-    else if (strcmp(r->url, "/v1/audit") == 0)
-        route_simple(r, "GET", gp_api_audit_list);
-    else if (strcmp(r->url, "/v1/audit/verify") == 0)
-        route_simple(r, "GET", gp_api_audit_verify);
-    else if (starts(r->url, "/v1/tokens", &rest))
-        route_tokens(r, rest);
-    else if (strcmp(r->url, "/metrics") == 0)
-        route_simple(r, "GET", gp_api_metrics);
-    else
-        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
-}
 
 /* ---- authentication ---- */
 
@@ -431,21 +133,15 @@ static void handle(gp_request *r)
     request_id(r);
     if (!request_ok(r))
         return;
-    if (strcmp(r->url, "/v1/health") == 0) {
-        route_simple(r, "GET", health);
+    if (gp_api_route_public(r))
         return;
-    }
-    if (strcmp(r->url, "/") == 0) {
-        route_simple(r, "GET", gp_api_dashboard);
-        return;
-    }
     if (r->body_too_large) {
         gp_api_error(r, 413, "too_large", "body", "the body is larger than %zu bytes", r->srv->cfg.max_body);
         return;
     }
     if (!authenticate(r) || !content_type_ok(r))
         return;
-    dispatch(r);
+    gp_api_route(r);
 }
 
 /* ---- libmicrohttpd callbacks ---- */
@@ -598,36 +294,23 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
 
 /* ---- start / stop ---- */
 
+/* A TLS certificate or key file, whole; NULL with the error (field "tls"). */
 static char *read_file(const char *path, gp_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        gp_error_set(err, GP_ERR_INVALID, "tls", "cannot read %s", path);
+    char *text = NULL;
+    size_t len = 0;
+    gp_error e;
+    gp_err rc = gp_file_read_all(path, &text, &len, &e);
+    if (rc) {
+        gp_error_set(err, rc, "tls", "%s", e.message);
         return NULL;
     }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    char chunk[4096];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                gp_error_set(err, GP_ERR_NOMEM, "tls", "out of memory");
-                return NULL;
-            }
-            buf = b;
-        }
-        memcpy(buf + len, chunk, n);
-        len += n;
-        buf[len] = '\0';
-    }
-    fclose(f);
-    if (!buf)
+    if (len == 0) {
+        free(text);
         gp_error_set(err, GP_ERR_INVALID, "tls", "%s is empty", path);
-    return buf;
+        return NULL;
+    }
+    return text;
 }
 
 static gp_err parse_listen(const char *listen, struct sockaddr_in *addr, gp_error *err)

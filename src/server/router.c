@@ -1,0 +1,179 @@
+/* router.c - which handler answers a request: method and path to the
+ * api_*.c handlers.
+ *
+ * It owns the table of endpoints (docs/api.md lists them): a path it does
+ * not know is 404 naming the path, a known path asked with another method
+ * is 405 naming the methods it takes.  http.c calls gp_api_route_public
+ * before authentication (/v1/health and the dashboard page need no token)
+ * and gp_api_route after it.
+ *
+ * Example: "DELETE /v1/jobs/42" -> gp_api_job_cancel(r, "42");
+ *          "PUT /v1/jobs" -> 405 "PUT is not allowed here; use GET, POST".
+ */
+#include "server/api.h"
+
+#include <string.h>
+
+static bool method_is(const gp_request *r, const char *m)
+{
+    return strcmp(r->method, m) == 0;
+}
+
+static void method_not_allowed(gp_request *r, const char *allowed)
+{
+    gp_api_error(r, 405, "method_not_allowed", "method", "%s is not allowed here; use %s", r->method, allowed);
+}
+
+static void route_jobs(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "POST"))
+            gp_api_jobs_submit(r);
+        else if (method_is(r, "GET"))
+            gp_api_jobs_list(r);
+        else
+            method_not_allowed(r, "GET, POST");
+    } else if (strcmp(rest, ":batch") == 0) {
+        if (method_is(r, "POST"))
+            gp_api_jobs_batch(r);
+        else
+            method_not_allowed(r, "POST");
+    } else if (rest[0] == '/') {
+        if (method_is(r, "GET"))
+            gp_api_job_get(r, rest + 1);
+        else if (method_is(r, "DELETE"))
+            gp_api_job_cancel(r, rest + 1);
+        else
+            method_not_allowed(r, "GET, DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_tenants(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_tenants_list(r);
+        else
+            method_not_allowed(r, "GET");
+    } else if (strcmp(rest, ":apply") == 0 || strcmp(rest, ":move") == 0) {
+        if (!method_is(r, "POST"))
+            method_not_allowed(r, "POST");
+        else if (rest[1] == 'a')
+            gp_api_tenants_apply(r);
+        else
+            gp_api_tenants_move(r);
+    } else if (rest[0] == '/') {
+        if (method_is(r, "GET"))
+            gp_api_tenant_get(r, rest + 1);
+        else if (method_is(r, "PUT"))
+            gp_api_tenant_put(r, rest + 1);
+        else if (method_is(r, "DELETE"))
+            gp_api_tenant_delete(r, rest + 1);
+        else
+            method_not_allowed(r, "GET, PUT, DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_nodes(gp_request *r, const char *rest)
+{
+    size_t n = strlen(rest);
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_nodes_list(r);
+        else
+            method_not_allowed(r, "GET");
+    } else if (rest[0] == '/' && n > 7 && strcmp(rest + n - 6, "/drain") == 0) {
+        char name[GP_NAME_MAX + 1];
+        if (n - 7 >= sizeof name) {
+            gp_api_error(r, 404, "not_found", "node", "no such node");
+            return;
+        }
+        memcpy(name, rest + 1, n - 7);
+        name[n - 7] = '\0';
+        if (method_is(r, "POST"))
+            gp_api_node_drain(r, name);
+        else
+            method_not_allowed(r, "POST");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_simple(gp_request *r, const char *method, void (*handler)(gp_request *))
+{
+    if (method_is(r, method))
+        handler(r);
+    else
+        method_not_allowed(r, method);
+}
+
+static void route_tokens(gp_request *r, const char *rest)
+{
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_tokens_list(r);
+        else if (method_is(r, "POST"))
+            gp_api_tokens_create(r);
+        else
+            method_not_allowed(r, "GET, POST");
+    } else if (rest[0] == '/') {
+        if (method_is(r, "DELETE"))
+            gp_api_token_revoke(r, rest + 1);
+        else
+            method_not_allowed(r, "DELETE");
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void health(gp_request *r)
+{
+    gp_api_reply(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static bool starts(const char *url, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(url, prefix, n) != 0)
+        return false;
+    *rest = url + n;
+    return true;
+}
+
+bool gp_api_route_public(gp_request *r)
+{
+    if (strcmp(r->url, "/v1/health") == 0)
+        route_simple(r, "GET", health);
+    else if (strcmp(r->url, "/") == 0)
+        route_simple(r, "GET", gp_api_dashboard);
+    else
+        return false;
+    return true;
+}
+
+void gp_api_route(gp_request *r)
+{
+    const char *rest;
+    if (strcmp(r->url, "/v1/jobs") == 0 || strcmp(r->url, "/v1/jobs:batch") == 0 || starts(r->url, "/v1/jobs/", &rest))
+        route_jobs(r, r->url + strlen("/v1/jobs"));
+    else if (starts(r->url, "/v1/tenants", &rest))
+        route_tenants(r, rest);
+    else if (starts(r->url, "/v1/nodes", &rest))
+        route_nodes(r, rest);
+    else if (strcmp(r->url, "/v1/usage") == 0)
+        route_simple(r, "GET", gp_api_usage);
+    else if (strcmp(r->url, "/v1/audit") == 0)
+        route_simple(r, "GET", gp_api_audit_list);
+    else if (strcmp(r->url, "/v1/audit/verify") == 0)
+        route_simple(r, "GET", gp_api_audit_verify);
+    else if (starts(r->url, "/v1/tokens", &rest))
+        route_tokens(r, rest);
+    else if (strcmp(r->url, "/metrics") == 0)
+        route_simple(r, "GET", gp_api_metrics);
+    else
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+}
