@@ -6,6 +6,7 @@ blk-a and blk-b, 8 A100, 8 L40S) with a fresh SQLite store.
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
@@ -124,7 +125,10 @@ def snapshot(d):
     return {
         "jobs": jobs,
         "tenants": d.ok("GET", "/v1/tenants")["tenants"],
-        "usage": [(u["tenant"], u["gpu_type"], u["class"]) for u in d.ok("GET", "/v1/usage")["usage"]],
+        # up to a day ahead: an interval opened in the current second counts
+        # too (to = now would leave it out until the clock ticks over)
+        "usage": [(u["tenant"], u["gpu_type"], u["class"])
+                  for u in d.ok("GET", "/v1/usage?to=%d" % (time.time() + 86400))["usage"]],
         "nodes": [(n["name"], n["gpus_free"], n["draining"]) for n in d.ok("GET", "/v1/nodes")["nodes"]],
         "tokens": d.ok("GET", "/v1/tokens")["tokens"],
     }
