@@ -592,6 +592,43 @@ static void a_mig_reclaim_claims_its_slices_and_others_use_the_free_ones(void **
     sb_assert_sharing_consistent(w, SB_H100_MIB);
 }
 
+static void a_reclaimer_binds_on_its_claim_even_where_a_fresh_look_would_not(void **state)
+{
+    tb_world *w = *state;
+    /* Two H100 in MIG mode.  GPU 0 as above (b's 4g@0 borrowed, x 2g@4,
+     * y 1g.20gb@6); GPU 1 full with v's 4g@0 and z's 3g.40gb@4, both at
+     * priority 1.  g's 3g.40gb reclaims b and claims slices 0-3 of GPU 0.
+     * z ends at t=220, just as the grace does: a fresh look would reuse
+     * z's idle 3g on GPU 1 (no layout change), but g binds on its claim. */
+    sb_add_node(w, "m0", "H100", 2, SB_H100_MIB, GP_SHARING_MIG, NULL);
+    const char *tenants[] = {"b", "x", "y", "v", "z"};
+    for (int i = 0; i < 5; i++)
+        sb_tenant(w, tenants[i], GP_TRUST_TRUSTED);
+    tb_tenant(w, "g", "H100", 1, -1);
+    const char *profiles[] = {"4g.40gb", "2g.20gb", "1g.20gb", "4g.40gb", "3g.40gb"};
+    for (int i = 0; i < 5; i++) {
+        gp_job_spec s = sb_mig_job((uint64_t)i + 1, tenants[i], profiles[i]);
+        s.priority = i == 0 ? 0 : 1;
+        s.checkpoint_grace_s = 120;
+        sb_submit(w, &s, 0);
+        assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    }
+    uint32_t gpu0 = sb_slice(w, 1).gpu;
+    assert_int_equal(sb_slice(w, 2).gpu, gpu0);
+    assert_int_equal(sb_slice(w, 3).gpu, gpu0);
+    assert_int_not_equal(sb_slice(w, 5).gpu, gpu0);
+    gp_job_spec mine = sb_mig_job(6, "g", "3g.40gb");
+    sb_submit(w, &mine, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_find(w, 1, GP_DEC_PREEMPT)->by_job, 6);
+    tb_finish(w, 5, GP_EXIT_SUCCEEDED, 220);
+    tb_tick(w, 220, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 6), GP_JOB_RUNNING);
+    assert_int_equal(sb_slice(w, 6).gpu, gpu0);
+    assert_int_equal(sb_slice(w, 6).mig_start, 0);
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+}
+
 static void a_layout_change_that_would_delay_a_claim_waits_for_its_grace_end(void **state)
 {
     /* As above, but o asks for a 1g.10gb, which needs a layout change (the
@@ -681,6 +718,7 @@ int main(void)
         TB_TEST(a_mig_job_on_a_lost_node_is_requeued_and_its_instance_freed),
         TB_TEST(a_mig_job_on_a_gpu_that_turns_unhealthy_is_requeued),
         TB_TEST(a_mig_reclaim_claims_its_slices_and_others_use_the_free_ones),
+        TB_TEST(a_reclaimer_binds_on_its_claim_even_where_a_fresh_look_would_not),
         cmocka_unit_test(a_layout_change_that_would_delay_a_claim_waits_for_its_grace_end),
         TB_TEST(an_untrusted_tenants_mig_claim_keeps_others_off_the_gpu),
     };
