@@ -43,11 +43,12 @@
  * share; sharing.c counts it, "covers" below), so that the rest of those
  * GPUs stays usable by others during the grace.  The reclaiming job waits
  * "for the victims' grace" and is placed by the first pass at or after the
- * last deadline, on what it claimed.  If it no longer needs them while they are still in
- * grace (it was cancelled, was placed without them, or no longer runs
- * within a guarantee), the preemptions are withdrawn: the victims go back
- * to running (TRANSITION preempting -> running, "preemption withdrawn:
- * job N was cancelled"), their usage interval never closed.
+ * last deadline, on what it claimed.  If it no longer needs them while
+ * they are still in grace (it was cancelled, was placed without them, or
+ * no longer runs within a guarantee), the preemptions are withdrawn: the
+ * victims go back to running (TRANSITION preempting -> running,
+ * "preemption withdrawn: job N was cancelled"), their usage interval
+ * never closed.
  *
  * Example: 16 H100 on two nodes; roots research and ads (weight 1 each);
  * research holds nlp (guarantee 8, idle, so weight 8) and vision (no
