@@ -28,11 +28,11 @@
 #include <string.h>
 
 /* Free for a whole-GPU job: healthy, unowned, unclaimed, and exclusive or
- * an MPS GPU with no shares on it. */
+ * an MPS GPU with no shares on it or claimed. */
 bool gp__gpu_is_free(const gp__gpu *g)
 {
     return g->healthy && g->owner == 0 && g->claim == 0 &&
-           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0));
+           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0 && g->claim_jobs == 0));
 }
 
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus)

@@ -195,6 +195,8 @@ gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, siz
 
 /* ---- the measure ---- */
 
+/* Claimed shares count as used, but not twice where the claimers' victims
+ * still hold them (sharing.c). */
 static int gpu_left(const gp__gpu *g)
 {
     if (!g->healthy || g->owner || g->claim)
@@ -202,7 +204,7 @@ static int gpu_left(const gp__gpu *g)
     if (g->sharing == GP_SHARING_EXCLUSIVE)
         return 1000;
     if (g->sharing == GP_SHARING_MPS)
-        return 1000 - g->used_milli;
+        return 1000 - g->used_milli - g->claim_milli + g->cover_milli;
     return 0;
 }
 
@@ -282,15 +284,6 @@ static uint64_t tie_draw(uint64_t seed, uint64_t job, uint32_t node)
     return x ^ (x >> 31);
 }
 
-static bool share_gpu_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g)
-{
-    const gp__node *n = &e->fleet.nodes[g->node];
-    int64_t mem = j->share_mem > 0 ? j->share_mem : n->gpu_mem_mib * j->mps_milli / 1000;
-    return g->sharing == GP_SHARING_MPS && g->healthy && !g->owner && !g->claim &&
-           g->used_milli + j->mps_milli <= 1000 && g->used_mem + mem <= n->gpu_mem_mib &&
-           (g->trust == GP__NONE || g->trust == gp__job_org(e, j));
-}
-
 static int64_t sum_left(const node_view *v)
 {
     int64_t t = 0;
@@ -367,7 +360,7 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
         return best;
     bool shared = gp__job_shared(j), fits[GP_MAX_GPUS_PER_NODE], any = false;
     for (int i = 0; shared && i < v->n; i++)
-        any |= fits[i] = share_gpu_fits(e, j, &e->fleet.gpus[node->gpu_first + i]);
+        any |= fits[i] = gp__mps_fits(e, j, &e->fleet.gpus[node->gpu_first + i]);
     if (shared && !any) /* no GPU with room: not worth measuring */
         return best;
     double f_before = view_frag(&e->mix, v);
@@ -417,11 +410,14 @@ static option evaluate(gp_engine *e, const gp__job *j, uint32_t n, const node_vi
  * so a remembered score is exactly the one evaluate() would give (the
  * daemon's replay sees the same choices). */
 
+/* A GPU's trust domain, or a claim's, makes the score depend on the org. */
 static bool node_has_trust(const gp_engine *e, const gp__node *node)
 {
-    for (int i = 0; i < node->gpu_count; i++)
-        if (e->fleet.gpus[node->gpu_first + i].trust != GP__NONE)
+    for (int i = 0; i < node->gpu_count; i++) {
+        const gp__gpu *g = &e->fleet.gpus[node->gpu_first + i];
+        if (g->trust != GP__NONE || g->claim_jobs > 0)
             return true;
+    }
     return false;
 }
 
@@ -573,6 +569,8 @@ bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *chosen
 {
     if (gp__trust_forbids(e, j))
         return false;
+    if (gp__place_claimed(e, j, types, chosen))
+        return true;
     if (e->mix.dirty)
         mix_typical(&e->mix);
     if (!gp__scratch_reserve(e, gp__placed_count(j)))

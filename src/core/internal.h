@@ -78,6 +78,16 @@ typedef struct gp__gpu {
     uint8_t level;        /* shared GPUs: fullness 0..8, the list it sits in */
     uint32_t lprev, lnext; /* links of that list (fleet.level_head) */
     char uuid[GP_UUID_MAX];
+    /* shared GPUs: the part claimed by reclaiming shared jobs for their
+     * victims' grace (reclaim.c; sharing.c counts it as taken) */
+    uint16_t claim_jobs;  /* replicas claimed; 0 = no partial claim */
+    uint16_t claim_milli; /* their shares */
+    int64_t claim_mem;    /* mps: their memory limits */
+    uint8_t claim_mig;    /* mig: memory slices of their instances */
+    uint32_t claim_domain; /* trust domain of the claimers (as `trust`), while claim_jobs > 0 */
+    int64_t claim_until;  /* mig: the earliest grace end among the claimers */
+    uint16_t cover_milli; /* mps: the part of the claims that the claimers' own victims */
+    int64_t cover_mem;    /* still hold here (counted once, in used_milli / used_mem) */
 } gp__gpu;
 
 typedef struct gp__pool {
@@ -217,6 +227,17 @@ typedef struct gp__user {
 
 /* ---- jobs ---- */
 
+/* One GPU claimed for a reclaiming job: a whole GPU (exclusive jobs), or
+ * one replica's part of a shared GPU at MIG start `start` (-1 for MPS and
+ * time-slicing); for MPS, how much of the share its victims on that GPU
+ * still hold (the cover, reclaim.c). */
+typedef struct gp__claim {
+    uint32_t gpu;
+    int8_t start;
+    int16_t cover_milli;
+    int64_t cover_mem;
+} gp__claim;
+
 typedef struct gp__job {
     /* read for every pending job in every pass: kept together up front */
     uint64_t id;
@@ -256,7 +277,7 @@ typedef struct gp__job {
     int64_t interval_start;
 
     /* reclaim: the GPUs claimed for this job and the victims still in grace */
-    uint32_t *claimed;
+    gp__claim *claimed;
     size_t n_claimed, n_claimed_cap;
     int victims_left;
     uint64_t reclaimed_by;    /* as a victim: the reclaiming job's id */
@@ -270,6 +291,8 @@ typedef struct gp__job {
     bool time_limited;    /* stopped for running past it: ends failed, never requeued */
     bool withdrawn;       /* a PREEMPT reached it since its bind and was withdrawn: if it
                              stops anyway (it may have acted on the signal), it is requeued */
+    bool claims_dropped;  /* claims given back for a placement look (gp__claims_drop) */
+    uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
 } gp__job;
 
 typedef struct gp__history {
@@ -535,6 +558,9 @@ void gp__claims_forget(gp_engine *e, uint32_t job);
  * completes "job N ..."): they go back to running, with a TRANSITION that
  * says why; a victim cancelled meanwhile keeps stopping. */
 void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+/* A victim whose shares covered an MPS claim leaves its GPUs (released):
+ * the claim no longer counts on them. */
+void gp__claims_uncover(gp_engine *e, uint32_t victim);
 
 /* ---- metering.c ---- */
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
@@ -548,6 +574,23 @@ static inline bool gp__job_shared(const gp__job *j)
 }
 /* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
 int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+/* MiB of GPU memory one replica of j holds on GPU g (MPS limits; 0 otherwise). */
+int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+/* The trust domain a replica of j gives a shared GPU: its org for MPS and
+ * time-slicing, its tenant for an untrusted MIG tenant, else GP__NONE. */
+uint32_t gp__share_domain(const gp_engine *e, const gp__job *j);
+/* Whether one MPS share of j fits GPU g now: beside the shares and the
+ * claims on it, in the same trust domain. */
+bool gp__mps_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+/* Claim (sign +1) or give back (-1) one replica's part of a shared GPU,
+ * with its cover, for reclaiming job j, whose victims' grace ends at
+ * `until`. */
+void gp__share_claim(gp_engine *e, const gp__job *j, const gp__claim *c, int sign, int64_t until);
+/* Change the cover of a claim on gpu by (milli, mem). */
+void gp__share_cover(gp_engine *e, uint32_t gpu, int milli, int64_t mem);
+/* A shared job binds on what it claimed: its claimed GPUs and slices, if
+ * they hold it now (GPUs in e->scratch.out, *type their type). */
+bool gp__place_claimed(gp_engine *e, const gp__job *j, uint8_t types, int *type);
 bool gp__place_shared(gp_engine *e, const gp__job *j, int type);
 /* One replica of a shared job onto GPU gpu (MIG start slice or -1): counts
  * on the GPU and its node; true when a MIG layout changed. */
@@ -599,7 +642,11 @@ int gp__mig_profile_milli(int model, int profile);
 int gp__mig_name_milli(const char *name);
 int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
 unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
-gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, bool may_reconfigure);
+/* Memory slices an instance of profile at start takes on g. */
+unsigned gp__mig_span(const gp__gpu *g, int profile, int start);
+/* Where an instance of profile goes on g (at `start`, or anywhere for -1);
+ * slices claimed for others (g->claim_mig) count as busy. */
+gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure);
 bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
 void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
 bool gp__mig_layout_valid(const gp__gpu *g);

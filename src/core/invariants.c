@@ -14,7 +14,16 @@
  *   - tenant usage and guaranteed usage are the sums over running jobs of
  *     their subtree, and guaranteed usage fits every guarantee;
  *   - pending queues hold exactly the pending jobs, in queue order, and the
- *     running list exactly the placed ones.
+ *     running list exactly the placed ones;
+ *   - claims: only pending jobs hold them; a whole GPU claimed names its
+ *     claimer; the claimed amounts of a shared GPU (replicas, shares, MPS
+ *     memory and covers, MIG slices) are the sums over its claimers; an
+ *     MPS claimer's cover on a GPU is at most what its victims hold there;
+ *     the shares on an MPS GPU plus its claims less their covers fit it,
+ *     time-slice replicas plus claimed ones fit the factor, MIG claims
+ *     never overlap each other nor an instance of work that stays (a
+ *     victim in its grace is leaving); work that stays beside an MPS or
+ *     time-slice claim is of the claim's trust domain.
  */
 #include "core/internal.h"
 
@@ -187,6 +196,140 @@ static gp_err check_nodes(const gp_engine *e, gp_error *err)
     return rc;
 }
 
+/* Per GPU: what claims add up to, or what work that stays holds. */
+typedef struct gpu_sum {
+    int jobs;
+    int64_t milli, mem, cover_milli, cover_mem;
+    unsigned mig;
+    uint32_t whole;       /* whole-GPU claims naming the GPU */
+} gpu_sum;
+
+/* Job j's MPS covers on each GPU it claims are at most what the victims
+ * that cover it hold there. */
+static gp_err check_covers(const gp_engine *e, const gp__job *j, gp_error *err)
+{
+    for (size_t k = 0; j->isolation == GP_ISO_MPS && k < j->n_claimed; k++) {
+        uint32_t gi = j->claimed[k].gpu;
+        int64_t cover = 0, held = 0;
+        for (size_t m = 0; m < j->n_claimed; m++)
+            cover += j->claimed[m].gpu == gi ? j->claimed[m].cover_milli : 0;
+        for (size_t i = 0; i < e->n_running; i++) {
+            const gp__job *v = &e->jobs[e->running[i]];
+            for (int r = 0; v->covers_for == j->id && r < v->replicas; r++)
+                held += v->placed[r] == gi ? v->mps_milli : 0;
+        }
+        if (cover > held || j->claimed[k].cover_milli > j->mps_milli)
+            return gp_error_set(err, GP_ERR_CONFLICT, "claim", "job %llu counts on more than its victims hold on GPU %u",
+                                (unsigned long long)j->id, gi);
+    }
+    return GP_OK;
+}
+
+static gp_err sum_claims(const gp_engine *e, gpu_sum *claims, gp_error *err)
+{
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        const gp__job *j = &e->jobs[i];
+        if (!j->used || j->n_claimed == 0)
+            continue;
+        if (j->state != GP_JOB_PENDING || j->claims_dropped)
+            return gp_error_set(err, GP_ERR_CONFLICT, "claim", "job %llu holds claims but is %s",
+                                (unsigned long long)j->id, j->claims_dropped ? "between looks" : "not pending");
+        for (size_t k = 0; k < j->n_claimed; k++) {
+            uint32_t gi = j->claimed[k].gpu;
+            const gp__gpu *g = &e->fleet.gpus[gi];
+            gpu_sum *c = &claims[gi];
+            if (!gp__job_shared(j)) {
+                c->whole++;
+                if (g->claim != i + 1)
+                    return gp_error_set(err, GP_ERR_CONFLICT, "claim", "GPU %u claimed for job %llu names another",
+                                        gi, (unsigned long long)j->id);
+                continue;
+            }
+            c->jobs++;
+            c->milli += gp__replica_milli(e, j, g);
+            c->mem += gp__replica_mem(e, j, g);
+            c->cover_milli += j->claimed[k].cover_milli;
+            c->cover_mem += j->claimed[k].cover_mem;
+            if (j->isolation == GP_ISO_MIG) {
+                unsigned span = gp__mig_span(g, gp__mig_profile_find(g->mig_model, j->mig_profile), j->claimed[k].start);
+                if (c->mig & span)
+                    return gp_error_set(err, GP_ERR_CONFLICT, "claim", "MIG claims on GPU %u overlap", gi);
+                c->mig |= span;
+            } else if (g->claim_domain != gp__share_domain(e, j)) {
+                return gp_error_set(err, GP_ERR_CONFLICT, "claim", "job %llu claims GPU %u of another trust domain",
+                                    (unsigned long long)j->id, gi);
+            }
+        }
+        gp_err rc = check_covers(e, j, err);
+        if (rc)
+            return rc;
+    }
+    return GP_OK;
+}
+
+/* Shared work that stays (not in a grace) per GPU (MIG slices); GP_ERR_CONFLICT
+ * when it is of another trust domain than a claim on its GPU. */
+static gp_err sum_staying(const gp_engine *e, gpu_sum *stay, gp_error *err)
+{
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        if (!gp__job_shared(j) || j->state == GP_JOB_PREEMPTING)
+            continue;
+        for (int r = 0; r < j->replicas; r++) {
+            uint32_t gi = j->placed[r];
+            const gp__gpu *g = &e->fleet.gpus[gi];
+            if (j->isolation == GP_ISO_MIG)
+                stay[gi].mig |= gp__mig_span(g, gp__mig_profile_find(g->mig_model, j->mig_profile), j->slot[r]);
+            else if (g->claim_jobs > 0 && g->claim_domain != gp__share_domain(e, j))
+                return gp_error_set(err, GP_ERR_CONFLICT, "claim", "job %llu runs beside a claim of another org",
+                                    (unsigned long long)j->id);
+        }
+    }
+    return GP_OK;
+}
+
+static gp_err check_gpu_claims(const gp_engine *e, const gpu_sum *claims, const gpu_sum *stay, gp_error *err)
+{
+    const gp__fleet *f = &e->fleet;
+    for (size_t gi = 0; gi < f->n_gpus; gi++) {
+        const gp__gpu *g = &f->gpus[gi];
+        const gpu_sum *c = &claims[gi], *s = &stay[gi];
+        if (c->whole != (g->claim != 0) || c->jobs != g->claim_jobs || c->milli != g->claim_milli ||
+            c->mem != g->claim_mem || c->mig != g->claim_mig || c->cover_milli != g->cover_milli ||
+            c->cover_mem != g->cover_mem)
+            return gp_error_set(err, GP_ERR_CONFLICT, "claim", "claimed amounts of GPU %zu are out of step", gi);
+        if (c->jobs == 0)
+            continue;
+        bool over = false;
+        switch (g->sharing) {
+        case GP_SHARING_MIG: over = (s->mig & c->mig) != 0; break;
+        case GP_SHARING_TIMESLICE: over = g->jobs + c->jobs > gp__pool_timeslice(e, f->nodes[g->node].pool); break;
+        default:
+            over = g->used_milli + c->milli - c->cover_milli > 1000 ||
+                   g->used_mem + c->mem - c->cover_mem > f->nodes[g->node].gpu_mem_mib;
+            break;
+        }
+        if (over || g->owner || g->claim)
+            return gp_error_set(err, GP_ERR_CONFLICT, "claim", "GPU %zu is claimed beyond what its staying work leaves",
+                                gi);
+    }
+    return GP_OK;
+}
+
+static gp_err check_claims(const gp_engine *e, gp_error *err)
+{
+    size_t n = e->fleet.n_gpus ? e->fleet.n_gpus : 1;
+    gpu_sum *claims = calloc(n, sizeof *claims), *stay = calloc(n, sizeof *stay);
+    gp_err rc;
+    if (!claims || !stay)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
+    else if (!(rc = sum_claims(e, claims, err)) && !(rc = sum_staying(e, stay, err)))
+        rc = check_gpu_claims(e, claims, stay, err);
+    free(claims);
+    free(stay);
+    return rc;
+}
+
 gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
 {
     if (!e)
@@ -197,8 +340,8 @@ gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
     if (!usage || !guaranteed)
         rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
     else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)) &&
-             !(rc = check_nodes(e, err)))
-        rc = gp__shared_check(e, err);
+             !(rc = check_nodes(e, err)) && !(rc = gp__shared_check(e, err)))
+        rc = check_claims(e, err);
     free(usage);
     free(guaranteed);
     return rc;

@@ -20,6 +20,9 @@
  * 4-7 and 0); adding 2g.20gb@0 is refused (slice 0 taken), 2g.20gb@2 fits
  * (slices 2-3).  A 4g.40gb then fits nowhere (it must start at 0).
  *
+ * Slices claimed for a reclaiming job (gp__gpu.claim_mig) count as busy
+ * for everyone else: no instance in them is reused, none is created there.
+ *
  * Quota and billing count an instance by its compute share: c/7 of a GPU,
  * rounded down to the milli-GPU (1g = 142, 2g = 285, 3g = 428, 4g = 571,
  * 7g = 1000), so that the instances of one GPU never add up to more than
@@ -147,22 +150,31 @@ static int placeable(int model, unsigned taken)
     return total;
 }
 
-gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, bool may_reconfigure)
+unsigned gp__mig_span(const gp__gpu *g, int profile, int start)
+{
+    return span(g->mig_model, profile, start);
+}
+
+/* Claimed slices are someone's already: an instance in them is not reused
+ * and nothing is created there, but the claimer (whose own claim is given
+ * back while it looks) sees them free. */
+gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure)
 {
     gp__mig_choice best = {.kind = GP__MIG_NONE};
     int model = g->mig_model;
     for (int i = 0; i < g->n_mig; i++) /* an idle instance of the profile: no change at all */
-        if (!g->mig[i].owner && g->mig[i].profile == profile) {
+        if (!g->mig[i].owner && g->mig[i].profile == profile && (start < 0 || g->mig[i].start == start) &&
+            !(span(model, profile, g->mig[i].start) & g->claim_mig)) {
             best.kind = GP__MIG_REUSE;
             best.start = g->mig[i].start;
-            best.keeps = placeable(model, gp__mig_mask(g, false));
+            best.keeps = placeable(model, gp__mig_mask(g, false) | g->claim_mig);
             return best;
         }
     if (!may_reconfigure)
         return best;
-    unsigned all = gp__mig_mask(g, false), busy = gp__mig_mask(g, true);
+    unsigned all = gp__mig_mask(g, false), busy = gp__mig_mask(g, true) | g->claim_mig;
     for (int s = 0; s < 8; s++) {
-        if (!(models[model].profiles[profile].starts >> s & 1u))
+        if (!(models[model].profiles[profile].starts >> s & 1u) || (start >= 0 && s != start))
             continue;
         unsigned need = span(model, profile, s);
         if (need & busy)

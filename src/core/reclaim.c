@@ -37,14 +37,18 @@
  * max_reclaim_searches.
  *
  * Each victim gets PREEMPT with its checkpoint grace; for a capacity
- * reclaim the GPUs of the plan are claimed for the reclaiming job so
- * nobody else takes them when the grace ends.  The reclaiming job waits
+ * reclaim the plan is claimed for the reclaiming job so nobody else takes
+ * it when the grace ends: whole GPUs for a whole-GPU job, and for a shared
+ * job only what it will take on each GPU of the plan (MIG slices, an MPS
+ * share; sharing.c counts it, "covers" below), so that the rest of those
+ * GPUs stays usable by others during the grace.  The reclaiming job waits
  * "for the victims' grace" and is placed by the first pass at or after the
- * last deadline.  If it no longer needs them while they are still in
- * grace (it was cancelled, was placed without them, or no longer runs
- * within a guarantee), the preemptions are withdrawn: the victims go back
- * to running (TRANSITION preempting -> running, "preemption withdrawn:
- * job N was cancelled"), their usage interval never closed.
+ * last deadline, on what it claimed.  If it no longer needs them while
+ * they are still in grace (it was cancelled, was placed without them, or
+ * no longer runs within a guarantee), the preemptions are withdrawn: the
+ * victims go back to running (TRANSITION preempting -> running,
+ * "preemption withdrawn: job N was cancelled"), their usage interval
+ * never closed.
  *
  * Example: 16 H100 on two nodes; roots research and ads (weight 1 each);
  * research holds nlp (guarantee 8, idle, so weight 8) and vision (no
@@ -554,21 +558,103 @@ static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
     return tenant;
 }
 
+/* Claim one GPU of the plan for the job: a whole GPU, or for a shared
+ * job one replica's part of it (sharing.c). */
+static void claim_one(gp_engine *e, uint32_t job, const gp__claim *c)
+{
+    const gp__job *j = &e->jobs[job];
+    gp__gpu *g = &e->fleet.gpus[c->gpu];
+    if (gp__job_shared(j)) {
+        gp__share_claim(e, j, c, +1, j->wait.time);
+        return;
+    }
+    g->claim = job + 1;
+    gp__node_reindex(&e->fleet, g->node);
+}
+
+/* ---- covers ----
+ * An MPS claim is counted on its GPU beside the shares running there, but
+ * the part of it that the claimer's own victims on that GPU still hold
+ * (its cover) is not counted twice: others may use what is left of the
+ * GPU both now and once the claimer has bound.  With v the victims' share
+ * and c the claim, the GPU counts max(v, c) for them.  The cover shrinks
+ * as victims leave (gp__claims_uncover).
+ *
+ * Example: one MPS GPU runs a borrower's 500 (the victim) and another
+ * job's 400; a guaranteed 250 reclaims the 500 and claims 250, all of it
+ * covered by the victim: a 100 share of the same org fits beside them
+ * during the grace (400 + 500 + 100 now, 400 + 250 + 100 after). */
+
+static void victim_shares_on(const gp_engine *e, uint64_t claimer, uint32_t gpu, int64_t *milli, int64_t *mem)
+{
+    *milli = *mem = 0;
+    for (size_t i = 0; i < e->n_running; i++) {
+        const gp__job *v = &e->jobs[e->running[i]];
+        for (int r = 0; v->covers_for == claimer && r < v->replicas; r++)
+            if (v->placed[r] == gpu) {
+                *milli += v->mps_milli;
+                *mem += gp__replica_mem(e, v, &e->fleet.gpus[gpu]);
+            }
+    }
+}
+
+/* Set the covers of job's MPS claims to what its victims hold now. */
+static void covers_recount(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    for (size_t i = 0; j->isolation == GP_ISO_MPS && i < j->n_claimed; i++) {
+        bool seen = false; /* GPU done with an earlier replica's claim */
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = j->claimed[k].gpu == j->claimed[i].gpu;
+        if (seen)
+            continue;
+        uint32_t gpu = j->claimed[i].gpu;
+        int64_t milli, mem, share_mem = gp__replica_mem(e, j, &e->fleet.gpus[gpu]);
+        victim_shares_on(e, j->id, gpu, &milli, &mem);
+        for (size_t k = i; k < j->n_claimed; k++) {
+            gp__claim *c = &j->claimed[k];
+            if (c->gpu != gpu)
+                continue;
+            int cover = (int)(milli < j->mps_milli ? milli : j->mps_milli);
+            int64_t cover_mem = mem < share_mem ? mem : share_mem;
+            if (!j->claims_dropped)
+                gp__share_cover(e, gpu, cover - c->cover_milli, cover_mem - c->cover_mem);
+            c->cover_milli = (int16_t)cover;
+            c->cover_mem = cover_mem;
+            milli -= cover;
+            mem -= cover_mem;
+        }
+    }
+}
+
+void gp__claims_uncover(gp_engine *e, uint32_t victim)
+{
+    uint32_t claimer = gp__job_lookup(e, e->jobs[victim].covers_for);
+    e->jobs[victim].covers_for = 0;
+    if (claimer != GP__NONE)
+        covers_recount(e, claimer);
+}
+
 /* Hold the planned GPUs (victims' and free ones alike) for the job, so
- * that nobody takes them while the victims' grace runs. */
-static void claim_plan(gp_engine *e, uint32_t job, const uint32_t *plan, size_t n)
+ * that nobody takes them while the victims' grace runs: whole GPUs for a
+ * whole-GPU job, only the planned shares or slices for a shared one. */
+static void claim_plan(gp_engine *e, uint32_t job, const uint32_t *plan, const int8_t *slot, size_t n)
 {
     gp__job *j = &e->jobs[job];
     if (!gp__grow((void **)&j->claimed, &j->n_claimed_cap, j->n_claimed + n, sizeof *j->claimed))
         return;
+    j->claims_dropped = false;
     for (size_t i = 0; i < n; i++) {
-        gp__gpu *g = &e->fleet.gpus[plan[i]];
-        if (g->claim == job + 1)
-            continue; /* two replicas planned on one shared GPU */
-        g->claim = job + 1;
-        j->claimed[j->n_claimed++] = plan[i];
-        gp__node_reindex(&e->fleet, g->node);
+        gp__claim c = {plan[i], gp__job_shared(j) ? slot[i] : -1, 0, 0};
+        claim_one(e, job, &c);
+        j->claimed[j->n_claimed++] = c;
     }
+    for (size_t i = 0; j->isolation == GP_ISO_MPS && i < e->n_running; i++) {
+        gp__job *v = &e->jobs[e->running[i]];
+        if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id)
+            v->covers_for = j->id;
+    }
+    covers_recount(e, job);
 }
 
 static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
@@ -647,18 +733,21 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     s.undo = capacity_undo;
     size_t count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
-    if (ok && plan && choose_until_met(&s)) {
+    int8_t *slot = malloc(n_plan * sizeof *slot);
+    if (ok && plan && slot && choose_until_met(&s)) {
         keep_plan_block(&s);
         count = prune(&s);
-        gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out */
+        gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out (and .slot) */
         memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
+        memcpy(slot, e->scratch.slot, (gp__job_shared(j) ? n_plan : 0) * sizeof *slot);
         for (size_t i = 0; i < s.vs.n; i++)
             if (s.vs.chosen[i])
                 pretend_free(e, s.vs.cand[i], false);
         preempt_chosen(e, job, type, &s.vs, count);
-        claim_plan(e, job, plan, n_plan);
+        claim_plan(e, job, plan, slot, n_plan);
     }
     free(plan);
+    free(slot);
     return count > 0;
 }
 
@@ -799,6 +888,7 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
         if (v->state != GP_JOB_PREEMPTING || v->reclaimed_by != j->id)
             continue;
         v->reclaimed_by = 0;
+        v->covers_for = 0;
         j->victims_left--;
         if (v->cancel_requested) { /* it stops anyway, for its own cancel */
             gp__job_note(e, vi, "preemption withdrawn: job %llu %s; still stopping: cancel requested",
@@ -818,37 +908,50 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
             e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
     }
     j->victims_left = 0;
+    covers_recount(e, job);
 }
 
 /* ---- claims ---- */
 
+/* Claims are given back for the job's own placement look and taken back
+ * if it fails (nothing else happens in between: a shared part is taken
+ * back as it was); claims_dropped keeps a second drop from counting a
+ * part twice. */
 void gp__claims_drop(gp_engine *e, uint32_t job)
 {
     gp__job *j = &e->jobs[job];
+    if (j->claims_dropped)
+        return;
     for (size_t i = 0; i < j->n_claimed; i++) {
-        gp__gpu *g = &e->fleet.gpus[j->claimed[i]];
-        if (g->claim == job + 1) {
+        gp__gpu *g = &e->fleet.gpus[j->claimed[i].gpu];
+        if (gp__job_shared(j)) {
+            gp__share_claim(e, j, &j->claimed[i], -1, 0);
+        } else if (g->claim == job + 1) {
             g->claim = 0;
             gp__node_reindex(&e->fleet, g->node);
         }
     }
+    j->claims_dropped = true;
 }
 
 void gp__claims_retake(gp_engine *e, uint32_t job)
 {
     gp__job *j = &e->jobs[job];
     size_t kept = 0;
+    if (!j->claims_dropped)
+        return;
     for (size_t i = 0; i < j->n_claimed; i++) {
-        gp__gpu *g = &e->fleet.gpus[j->claimed[i]];
-        if (g->claim != 0 || (g->owner != 0 && e->jobs[g->owner - 1].state != GP_JOB_PREEMPTING))
+        const gp__gpu *g = &e->fleet.gpus[j->claimed[i].gpu];
+        if (!gp__job_shared(j) &&
+            (g->claim != 0 || (g->owner != 0 && e->jobs[g->owner - 1].state != GP_JOB_PREEMPTING)))
             continue; /* someone else's now */
-        g->claim = job + 1;
+        claim_one(e, job, &j->claimed[i]);
         j->claimed[kept++] = j->claimed[i];
-        gp__node_reindex(&e->fleet, g->node);
     }
     if (kept != j->n_claimed)
         e->changes++; /* a claim went to someone else: silent, but it matters */
     j->n_claimed = kept;
+    j->claims_dropped = false;
 }
 
 void gp__claims_forget(gp_engine *e, uint32_t job)
@@ -861,4 +964,5 @@ void gp__claims_forget(gp_engine *e, uint32_t job)
     gp__job *j = &e->jobs[job];
     j->n_claimed = 0;
     j->victims_left = 0;
+    j->claims_dropped = false;
 }

@@ -181,12 +181,14 @@ void gp__tx_rollback(gp_engine *e)
 
 /* ---- fullness levels ---- */
 
+/* Claims count as taken: a claimed GPU is as full as it will be. */
 static int level_of(const gp__gpu *g)
 {
+    int jobs = g->jobs + g->claim_jobs, milli = g->used_milli + g->claim_milli - g->cover_milli;
     switch (g->sharing) {
-    case GP_SHARING_MIG: return __builtin_popcount(gp__mig_mask(g, true));
-    case GP_SHARING_TIMESLICE: return g->jobs > 8 ? 8 : g->jobs;
-    default: return g->used_milli / 125 > 8 ? 8 : g->used_milli / 125;
+    case GP_SHARING_MIG: return __builtin_popcount(gp__mig_mask(g, true) | g->claim_mig);
+    case GP_SHARING_TIMESLICE: return jobs > 8 ? 8 : jobs;
+    default: return milli / 125 > 8 ? 8 : milli / 125;
     }
 }
 
@@ -246,7 +248,7 @@ int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g)
     }
 }
 
-static int64_t replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g)
 {
     int64_t gpu_mem = e->fleet.nodes[g->node].gpu_mem_mib;
     if (j->isolation == GP_ISO_MPS)
@@ -254,10 +256,14 @@ static int64_t replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *
     return 0;
 }
 
+/* The rate limit, and claims: a change now may not keep a claimer from
+ * changing the layout when its victims' grace ends (claim_until), unless
+ * that time has come (the claimer may then change it at this moment too). */
 static bool may_reconfigure(const gp_engine *e, const gp__gpu *g)
 {
-    return g->reconfigured_at < 0 || g->reconfigured_at == e->now ||
-           e->now - g->reconfigured_at >= e->cfg.mig_reconfigure_interval_s;
+    int64_t interval = e->cfg.mig_reconfigure_interval_s;
+    bool due = g->reconfigured_at < 0 || g->reconfigured_at == e->now || e->now - g->reconfigured_at >= interval;
+    return due && (g->claim_mig == 0 || e->now >= g->claim_until || e->now + interval <= g->claim_until);
 }
 
 bool gp__trust_forbids(const gp_engine *e, const gp__job *j)
@@ -286,9 +292,18 @@ bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job)
     return true;
 }
 
+uint32_t gp__share_domain(const gp_engine *e, const gp__job *j)
+{
+    if (j->isolation == GP_ISO_MIG)
+        return e->tenants[j->tenant].untrusted ? j->tenant : GP__NONE;
+    return gp__job_org(e, j);
+}
+
+/* A claim stands for the claimer's replica: only its trust domain may
+ * move in beside it. */
 static bool trust_allows(const gp_engine *e, const gp__job *j, const gp__gpu *g)
 {
-    if (gp__trust_forbids(e, j))
+    if (gp__trust_forbids(e, j) || (g->claim_jobs > 0 && g->claim_domain != gp__share_domain(e, j)))
         return false;
     if (j->isolation == GP_ISO_MIG) {
         if (e->tenants[j->tenant].untrusted)
@@ -298,8 +313,18 @@ static bool trust_allows(const gp_engine *e, const gp__job *j, const gp__gpu *g)
     return g->trust == GP__NONE || g->trust == gp__job_org(e, j);
 }
 
-/* Whether one replica of j fits on GPU gi now; for MIG, which slot. */
-static bool replica_fits(const gp_engine *e, const gp__job *j, uint32_t gi, gp__mig_choice *mig)
+bool gp__mps_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    const gp__node *n = &e->fleet.nodes[g->node];
+    return g->sharing == GP_SHARING_MPS && g->healthy && !g->owner && !g->claim &&
+           g->used_milli + g->claim_milli - g->cover_milli + j->mps_milli <= 1000 &&
+           g->used_mem + g->claim_mem - g->cover_mem + gp__replica_mem(e, j, g) <= n->gpu_mem_mib &&
+           trust_allows(e, j, g);
+}
+
+/* Whether one replica of j fits on GPU gi now (for MIG at `start`, or
+ * anywhere for -1); for MIG, which slot. */
+static bool replica_fits(const gp_engine *e, const gp__job *j, uint32_t gi, int start, gp__mig_choice *mig)
 {
     const gp__gpu *g = &e->fleet.gpus[gi];
     const gp__node *n = &e->fleet.nodes[g->node];
@@ -314,11 +339,13 @@ static bool replica_fits(const gp_engine *e, const gp__job *j, uint32_t gi, gp__
         int p = g->mig_model >= 0 ? gp__mig_profile_find(g->mig_model, j->mig_profile) : -1;
         if (p < 0)
             return false;
-        *mig = gp__mig_choose(g, p, may_reconfigure(e, g));
+        *mig = gp__mig_choose(g, p, start, may_reconfigure(e, g));
         return mig->kind != GP__MIG_NONE;
     }
     case GP_ISO_TIMESLICE:
-        return g->jobs < gp__pool_timeslice(e, n->pool);
+        return g->jobs + g->claim_jobs < gp__pool_timeslice(e, n->pool);
+    case GP_ISO_MPS:
+        return gp__mps_fits(e, j, g);
     default:
         return false;
     }
@@ -339,7 +366,7 @@ bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t
         g->trust = gp__job_org(e, j);
     }
     g->used_milli = (uint16_t)(g->used_milli + gp__replica_milli(e, j, g));
-    g->used_mem += replica_mem(e, j, g);
+    g->used_mem += gp__replica_mem(e, j, g);
     g->jobs++;
     n->stamp++;
     n->cpu_used += j->cpu;
@@ -355,7 +382,7 @@ static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_
     if (j->isolation == GP_ISO_MIG)
         gp__mig_give(g, owner, start);
     g->used_milli = (uint16_t)(g->used_milli - gp__replica_milli(e, j, g));
-    g->used_mem -= replica_mem(e, j, g);
+    g->used_mem -= gp__replica_mem(e, j, g);
     g->jobs--;
     if (g->jobs == 0)
         g->trust = GP__NONE;
@@ -391,11 +418,11 @@ static candidate describe(const gp_engine *e, const gp__job *j, uint32_t gi, con
     switch (j->isolation) {
     case GP_ISO_MIG:
         c.kind = mig->kind;
-        c.room = 8 - __builtin_popcount(gp__mig_mask(g, true)) - 1;
+        c.room = 8 - __builtin_popcount(gp__mig_mask(g, true) | g->claim_mig) - 1;
         c.keeps = mig->keeps;
         break;
     case GP_ISO_TIMESLICE:
-        c.room = gp__pool_timeslice(e, e->fleet.nodes[g->node].pool) - g->jobs - 1;
+        c.room = gp__pool_timeslice(e, e->fleet.nodes[g->node].pool) - g->jobs - g->claim_jobs - 1;
         break;
     default: /* MPS shares are placed by fragmentation.c */
         break;
@@ -422,7 +449,7 @@ static uint32_t best_gpu(gp_engine *e, const gp__job *j, int type, gp__mig_choic
         for (uint32_t gi = heads[level]; gi != GP__NONE && (level > 0 || seen < GP__EMPTY_LOOK);
              gi = f->gpus[gi].lnext) {
             gp__mig_choice mig = {.kind = GP__MIG_NONE};
-            if (!replica_fits(e, j, gi, &mig))
+            if (!replica_fits(e, j, gi, -1, &mig))
                 continue;
             seen++;
             candidate c = describe(e, j, gi, &mig);
@@ -439,6 +466,9 @@ static uint32_t best_gpu(gp_engine *e, const gp__job *j, int type, gp__mig_choic
 bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
 {
     gp__fleet *f = &e->fleet;
+    int claimed_type;
+    if (gp__place_claimed(e, j, (uint8_t)(1u << type), &claimed_type))
+        return true;
     if (!gp__scratch_reserve(e, (size_t)j->replicas))
         return false;
     uint32_t owner = (uint32_t)(j - e->jobs) + 1;
@@ -458,6 +488,76 @@ bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
         e->scratch.slot[r] = (int8_t)start;
     }
     gp__tx_rollback(e);
+    return ok;
+}
+
+/* ---- claims ----
+ * A reclaim for a shared job claims only what the job will take: per
+ * replica its share (MPS), one replica slot (time-slicing) or the memory
+ * slices of its instance (MIG), on the GPU of its plan.  The rest of the
+ * GPU stays usable by others during the victims' grace, in the claimers'
+ * trust domain; a MIG layout change by others may not keep the claimer
+ * from changing the layout at its grace end (may_reconfigure).  When the
+ * grace ends the job binds on what it claimed (gp__place_claimed). */
+
+static void claim_changed(gp_engine *e, uint32_t gi)
+{
+    gp__gpu_relevel(&e->fleet, gi);
+    gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node); /* an MPS GPU with a claim is not free for whole-GPU work */
+}
+
+void gp__share_cover(gp_engine *e, uint32_t gi, int milli, int64_t mem)
+{
+    gp__gpu *g = &e->fleet.gpus[gi];
+    g->cover_milli = (uint16_t)(g->cover_milli + milli);
+    g->cover_mem += mem;
+    claim_changed(e, gi);
+}
+
+void gp__share_claim(gp_engine *e, const gp__job *j, const gp__claim *c, int sign, int64_t until)
+{
+    uint32_t gi = c->gpu;
+    int start = c->start;
+    gp__gpu *g = &e->fleet.gpus[gi];
+    if (sign > 0) {
+        g->claim_domain = gp__share_domain(e, j);
+        if (j->isolation == GP_ISO_MIG)
+            g->claim_until = g->claim_mig == 0 || until < g->claim_until ? until : g->claim_until;
+    }
+    g->claim_jobs = (uint16_t)(g->claim_jobs + sign);
+    g->claim_milli = (uint16_t)(g->claim_milli + sign * gp__replica_milli(e, j, g));
+    g->claim_mem += sign * gp__replica_mem(e, j, g);
+    if (j->isolation == GP_ISO_MIG) {
+        unsigned slices = gp__mig_span(g, gp__mig_profile_find(g->mig_model, j->mig_profile), start);
+        g->claim_mig = (uint8_t)(sign > 0 ? g->claim_mig | slices : g->claim_mig & ~slices);
+    }
+    g->cover_milli = (uint16_t)(g->cover_milli + sign * c->cover_milli);
+    g->cover_mem += sign * c->cover_mem;
+    claim_changed(e, gi);
+}
+
+bool gp__place_claimed(gp_engine *e, const gp__job *j, uint8_t types, int *type)
+{
+    if (!gp__job_shared(j) || j->n_claimed != (size_t)j->replicas || !gp__scratch_reserve(e, (size_t)j->replicas))
+        return false;
+    int t = e->fleet.nodes[e->fleet.gpus[j->claimed[0].gpu].node].type;
+    uint32_t owner = (uint32_t)(j - e->jobs) + 1;
+    bool ok = (types >> t) & 1u;
+    for (int r = 0; r < j->replicas && ok; r++) {
+        uint32_t gi = j->claimed[r].gpu;
+        int start = j->claimed[r].start;
+        gp__mig_choice mig = {.kind = GP__MIG_NONE};
+        ok = e->fleet.nodes[e->fleet.gpus[gi].node].type == t && replica_fits(e, j, gi, start, &mig);
+        if (!ok)
+            break;
+        gp__tx_save_gpu(e, gi);
+        gp__tx_save_node(e, e->fleet.gpus[gi].node);
+        gp__share_take_one(e, j, owner, gi, start);
+        e->scratch.out[r] = gi;
+        e->scratch.slot[r] = (int8_t)start;
+    }
+    gp__tx_rollback(e);
+    *type = t;
     return ok;
 }
 
@@ -494,6 +594,8 @@ void gp__shared_take(gp_engine *e, uint32_t job, bool emit)
 void gp__shared_give(gp_engine *e, uint32_t job)
 {
     gp__job *j = &e->jobs[job];
+    if (j->covers_for) /* a victim leaving: a claim no longer counts on its shares */
+        gp__claims_uncover(e, job);
     for (int r = 0; r < j->replicas; r++) {
         uint32_t gi = j->placed[r];
         replica_give(e, j, job + 1, gi, j->slot[r]);
@@ -523,10 +625,9 @@ gp_err gp__shared_check(const gp_engine *e, gp_error *err)
         for (int r = 0; r < j->replicas && !rc; r++) {
             uint32_t gi = j->placed[r];
             const gp__gpu *g = &f->gpus[gi];
-            uint32_t dom = j->isolation == GP_ISO_MIG ? (e->tenants[j->tenant].untrusted ? j->tenant : GP__NONE)
-                                                      : gp__job_org(e, j);
+            uint32_t dom = gp__share_domain(e, j);
             milli[gi] += gp__replica_milli(e, j, g);
-            mem[gi] += replica_mem(e, j, g);
+            mem[gi] += gp__replica_mem(e, j, g);
             jobs[gi]++;
             if (g->sharing != mode_of(j->isolation))
                 rc = gp_error_set(err, GP_ERR_CONFLICT, "gpu", "job %llu holds a slice of a GPU in another mode",

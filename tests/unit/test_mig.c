@@ -536,6 +536,159 @@ static void a_mig_job_on_a_gpu_that_turns_unhealthy_is_requeued(void **state)
     assert_int_not_equal(tb_gpu(w, sb_slice(w, 1).gpu).index, index);
 }
 
+/* ---- claims during a reclaim (docs/sharing.md "Claims during a reclaim") ---- */
+
+/* One H100 in MIG mode, full: b borrows 4g.40gb@0 (grace 120); x runs
+ * 2g.20gb@4 and y 1g.20gb@6 at priority 1 (never the victims); g holds a
+ * guarantee of 1.  All placed at t=0 (one layout change). */
+static void a_full_mig_gpu_with_a_borrower(tb_world *w)
+{
+    sb_add_node(w, "m0", "H100", 1, SB_H100_MIB, GP_SHARING_MIG, NULL);
+    const char *tenants[] = {"b", "x", "y", "o"};
+    for (int i = 0; i < 4; i++)
+        sb_tenant(w, tenants[i], GP_TRUST_TRUSTED);
+    tb_tenant(w, "g", "H100", 1, -1);
+    gp_job_spec borrower = sb_mig_job(1, "b", "4g.40gb");
+    borrower.checkpoint_grace_s = 120;
+    sb_submit(w, &borrower, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    gp_job_spec x = sb_mig_job(2, "x", "2g.20gb"), y = sb_mig_job(3, "y", "1g.20gb");
+    x.priority = y.priority = 1;
+    sb_submit(w, &x, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    sb_submit(w, &y, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(sb_slice(w, 1).mig_start, 0);
+    assert_int_equal(sb_slice(w, 2).mig_start, 4);
+    assert_int_equal(sb_slice(w, 3).mig_start, 6);
+}
+
+static void a_mig_reclaim_claims_its_slices_and_others_use_the_free_ones(void **state)
+{
+    tb_world *w = *state;
+    /* t=100: g's 3g.40gb (slices 0-3 or 4-7) reclaims b's 4g and claims
+     * slices 0-3 only.  t=105: x ends, its 2g instance at 4-5 is idle;
+     * g's 3g does not fit there (y holds 6-7).  t=110: o's 2g.20gb takes
+     * that instance during the grace (before, the whole GPU was claimed).
+     * t=220: g binds on its claimed slices. */
+    a_full_mig_gpu_with_a_borrower(w);
+    gp_job_spec mine = sb_mig_job(4, "g", "3g.40gb");
+    sb_submit(w, &mine, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_find(w, 1, GP_DEC_PREEMPT)->by_job, 4);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 105);
+    gp_job_spec other = sb_mig_job(5, "o", "2g.20gb");
+    sb_submit(w, &other, 110);
+    assert_int_equal(tb_tick(w, 110, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 5), GP_JOB_RUNNING);
+    assert_int_equal(sb_slice(w, 5).mig_start, 4);
+    assert_int_equal(tb_state(w, 4), GP_JOB_PENDING);
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+    tb_tick(w, 220, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+    assert_int_equal(tb_state(w, 4), GP_JOB_RUNNING);
+    assert_int_equal(sb_slice(w, 4).mig_start, 0);
+    assert_true(sb_mig_layout_has(tb_gpu(w, 0).mig_layout, "3g.40gb", 0));
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+}
+
+static void a_reclaimer_binds_on_its_claim_even_where_a_fresh_look_would_not(void **state)
+{
+    tb_world *w = *state;
+    /* Two H100 in MIG mode.  GPU 0 as above (b's 4g@0 borrowed, x 2g@4,
+     * y 1g.20gb@6); GPU 1 full with v's 4g@0 and z's 3g.40gb@4, both at
+     * priority 1.  g's 3g.40gb reclaims b and claims slices 0-3 of GPU 0.
+     * z ends at t=220, just as the grace does: a fresh look would reuse
+     * z's idle 3g on GPU 1 (no layout change), but g binds on its claim. */
+    sb_add_node(w, "m0", "H100", 2, SB_H100_MIB, GP_SHARING_MIG, NULL);
+    const char *tenants[] = {"b", "x", "y", "v", "z"};
+    for (int i = 0; i < 5; i++)
+        sb_tenant(w, tenants[i], GP_TRUST_TRUSTED);
+    tb_tenant(w, "g", "H100", 1, -1);
+    const char *profiles[] = {"4g.40gb", "2g.20gb", "1g.20gb", "4g.40gb", "3g.40gb"};
+    for (int i = 0; i < 5; i++) {
+        gp_job_spec s = sb_mig_job((uint64_t)i + 1, tenants[i], profiles[i]);
+        s.priority = i == 0 ? 0 : 1;
+        s.checkpoint_grace_s = 120;
+        sb_submit(w, &s, 0);
+        assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    }
+    uint32_t gpu0 = sb_slice(w, 1).gpu;
+    assert_int_equal(sb_slice(w, 2).gpu, gpu0);
+    assert_int_equal(sb_slice(w, 3).gpu, gpu0);
+    assert_int_not_equal(sb_slice(w, 5).gpu, gpu0);
+    gp_job_spec mine = sb_mig_job(6, "g", "3g.40gb");
+    sb_submit(w, &mine, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_find(w, 1, GP_DEC_PREEMPT)->by_job, 6);
+    tb_finish(w, 5, GP_EXIT_SUCCEEDED, 220);
+    tb_tick(w, 220, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 6), GP_JOB_RUNNING);
+    assert_int_equal(sb_slice(w, 6).gpu, gpu0);
+    assert_int_equal(sb_slice(w, 6).mig_start, 0);
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+}
+
+static void a_layout_change_that_would_delay_a_claim_waits_for_its_grace_end(void **state)
+{
+    /* As above, but o asks for a 1g.10gb, which needs a layout change (the
+     * idle 2g destroyed).  At t=110 that is allowed: g may still change the
+     * layout at its grace end, t=220 (110 + 60 <= 220).  At t=170 it would
+     * not be (170 + 60 > 220): o waits, and at t=220 both change the
+     * layout at the same moment. */
+    for (int64_t at = 110; at <= 170; at += 60) {
+        tb_world *v = tb_new();
+        a_full_mig_gpu_with_a_borrower(v);
+        gp_job_spec mine = sb_mig_job(4, "g", "3g.40gb");
+        sb_submit(v, &mine, 100);
+        assert_int_equal(tb_tick(v, 100, GP_DEC_PREEMPT), 1);
+        tb_finish(v, 2, GP_EXIT_SUCCEEDED, 105);
+        gp_job_spec other = sb_mig_job(5, "o", "1g.10gb");
+        sb_submit(v, &other, at);
+        assert_int_equal(tb_tick(v, at, GP_DEC_BIND), at == 110 ? 1 : 0);
+        sb_assert_sharing_consistent(v, SB_H100_MIB);
+        assert_int_equal(tb_tick(v, 220, GP_DEC_BIND), at == 110 ? 1 : 2);
+        assert_int_equal(tb_state(v, 4), GP_JOB_RUNNING);
+        assert_int_equal(tb_state(v, 5), GP_JOB_RUNNING);
+        assert_int_equal(sb_slice(v, 4).mig_start, 0);
+        sb_assert_sharing_consistent(v, SB_H100_MIB);
+        tb_free(v);
+    }
+    (void)state;
+}
+
+static void an_untrusted_tenants_mig_claim_keeps_others_off_the_gpu(void **state)
+{
+    tb_world *w = *state;
+    /* b borrows 4g.40gb@0 of the only MIG GPU (grace 120); g is untrusted
+     * and may not share b's GPU, so its 3g.40gb reclaims it and claims
+     * slices 4-7 (a new instance beside b's idle one beats destroying
+     * it).  The claim stands for g's instance: o's 2g.20gb may not take
+     * the free slices beside it, during the grace or after. */
+    sb_add_node(w, "m0", "H100", 1, SB_H100_MIB, GP_SHARING_MIG, NULL);
+    sb_tenant(w, "b", GP_TRUST_TRUSTED);
+    sb_tenant(w, "o", GP_TRUST_TRUSTED);
+    gp_tenant_spec untrusted = tb_tenant_spec("H100", 1, -1);
+    untrusted.trust = GP_TRUST_UNTRUSTED;
+    assert_int_equal(tb_tenant_try(w, "g", &untrusted, NULL), GP_OK);
+    gp_job_spec borrower = sb_mig_job(1, "b", "4g.40gb");
+    borrower.checkpoint_grace_s = 120;
+    sb_submit(w, &borrower, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    gp_job_spec mine = sb_mig_job(2, "g", "3g.40gb");
+    sb_submit(w, &mine, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 1);
+    gp_job_spec other = sb_mig_job(3, "o", "2g.20gb");
+    sb_submit(w, &other, 110);
+    assert_int_equal(tb_tick(w, 110, GP_DEC_BIND), 0);
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+    assert_int_equal(tb_tick(w, 220, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    assert_int_equal(sb_slice(w, 2).mig_start, 4);
+    assert_int_equal(tb_state(w, 3), GP_JOB_PENDING);
+    sb_assert_sharing_consistent(w, SB_H100_MIB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +717,10 @@ int main(void)
         TB_TEST(a_mig_gpu_takes_no_whole_gpu_job),
         TB_TEST(a_mig_job_on_a_lost_node_is_requeued_and_its_instance_freed),
         TB_TEST(a_mig_job_on_a_gpu_that_turns_unhealthy_is_requeued),
+        TB_TEST(a_mig_reclaim_claims_its_slices_and_others_use_the_free_ones),
+        TB_TEST(a_reclaimer_binds_on_its_claim_even_where_a_fresh_look_would_not),
+        cmocka_unit_test(a_layout_change_that_would_delay_a_claim_waits_for_its_grace_end),
+        TB_TEST(an_untrusted_tenants_mig_claim_keeps_others_off_the_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

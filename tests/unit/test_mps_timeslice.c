@@ -204,6 +204,109 @@ static void a_guaranteed_mps_share_reclaims_a_burstable_share(void **state)
     sb_assert_sharing_consistent(w, MIB);
 }
 
+/* A reclaim claims only the beneficiary's share (docs/sharing.md "Claims
+ * during a reclaim"): the rest of the GPU stays usable by its org. */
+/* Org a on one MPS GPU: a/b borrows `victim` (grace 120), a/x runs `kept`
+ * at priority 1 (so it is never the victim); a/g holds a guarantee of 1. */
+static void org_a_on_one_mps_gpu(tb_world *w, int victim, int kept)
+{
+    sb_add_node(w, "p0", "H100", 1, MIB, GP_SHARING_MPS, NULL);
+    sb_tenant(w, "a", GP_TRUST_TRUSTED);
+    tb_tenant(w, "a/g", "H100", 1, -1);
+    sb_tenant(w, "a/x", GP_TRUST_INHERIT);
+    sb_tenant(w, "a/b", GP_TRUST_INHERIT);
+    gp_job_spec borrower = sb_mps_job(1, "a/b", victim, 0);
+    borrower.checkpoint_grace_s = 120;
+    sb_submit(w, &borrower, 0);
+    gp_job_spec held = sb_mps_job(2, "a/x", kept, 0);
+    held.priority = 1;
+    sb_submit(w, &held, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+}
+
+static void an_mps_reclaim_claims_only_its_share_and_the_org_uses_the_rest(void **state)
+{
+    tb_world *w = *state;
+    /* 500 (a/b, borrowed) + 400 (a/x) + 100 free.  a/g's 250 does not fit
+     * in the 100: it reclaims a/b's 500 and claims 250 of it.  During the
+     * grace a 100 share of a/x fits beside them (900 + 100 now, 400 + 250
+     * + 100 once a/g runs) and binds; before, the whole GPU was claimed.
+     * At t=130 a/g binds on its claim. */
+    org_a_on_one_mps_gpu(w, 500, 400);
+    gp_job_spec mine = sb_mps_job(3, "a/g", 250, 0);
+    sb_submit(w, &mine, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_find(w, 1, GP_DEC_PREEMPT)->by_job, 3);
+    gp_job_spec small = sb_mps_job(4, "a/x", 100, 0);
+    sb_submit(w, &small, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 4), GP_JOB_RUNNING);
+    assert_int_equal(tb_state(w, 3), GP_JOB_PENDING);
+    assert_int_equal(tb_gpu(w, 0).used_milli, 1000);
+    sb_assert_sharing_consistent(w, MIB);
+    tb_tick(w, 130, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PENDING);
+    assert_int_equal(tb_state(w, 3), GP_JOB_RUNNING);
+    assert_int_equal(sb_job_gpu(w, 3), 0);
+    assert_int_equal(tb_gpu(w, 0).used_milli, 750);
+    sb_assert_sharing_consistent(w, MIB);
+}
+
+static void others_may_not_take_the_part_of_a_claim_its_victims_do_not_hold(void **state)
+{
+    tb_world *w = *state;
+    /* 200 (a/b, borrowed) + 700 (a/x) + 100 free.  a/g's 250 reclaims the
+     * 200 and claims 250: 200 of it the victim holds, 50 comes out of the
+     * free 100.  During the grace a 100 share fits the GPU as it is, but
+     * would leave a/g short once the victim is gone (700 + 250 + 100): it
+     * waits; a 50 share binds. */
+    org_a_on_one_mps_gpu(w, 200, 700);
+    gp_job_spec mine = sb_mps_job(3, "a/g", 250, 0);
+    sb_submit(w, &mine, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    gp_job_spec hundred = sb_mps_job(4, "a/x", 100, 0), fifty = sb_mps_job(5, "a/x", 50, 0);
+    sb_submit(w, &hundred, 20);
+    sb_submit(w, &fifty, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 4), GP_JOB_PENDING);
+    assert_int_equal(tb_state(w, 5), GP_JOB_RUNNING);
+    sb_assert_sharing_consistent(w, MIB);
+    tb_tick(w, 130, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 3), GP_JOB_RUNNING);
+    assert_int_equal(tb_gpu(w, 0).used_milli, 1000);
+    sb_assert_sharing_consistent(w, MIB);
+}
+
+static void an_mps_claim_keeps_other_orgs_off_the_gpu_during_the_grace(void **state)
+{
+    tb_world *w = *state;
+    /* Org c borrows 500 of the only MPS GPU (grace 60); org g (guarantee
+     * 1) cannot share c's GPU, so its 250 reclaims c's share and claims
+     * 250 for org g.  During the grace the GPU still runs c's share, yet
+     * another 250 of org c may not move in: it would sit beside g's share
+     * once the grace ends.  At t=70 g binds; c's share keeps waiting. */
+    sb_add_node(w, "p0", "H100", 1, MIB, GP_SHARING_MPS, NULL);
+    sb_tenant(w, "c", GP_TRUST_TRUSTED);
+    tb_tenant(w, "g", "H100", 1, -1);
+    gp_job_spec borrower = sb_mps_job(1, "c", 500, 0);
+    borrower.checkpoint_grace_s = 60;
+    sb_submit(w, &borrower, 0);
+    tb_tick(w, 0, GP_DEC_BIND);
+    gp_job_spec mine = sb_mps_job(2, "g", 250, 0);
+    sb_submit(w, &mine, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    gp_job_spec other = sb_mps_job(3, "c", 250, 0);
+    sb_submit(w, &other, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 0);
+    assert_int_equal(tb_state(w, 3), GP_JOB_PENDING);
+    sb_assert_sharing_consistent(w, MIB);
+    tb_tick(w, 70, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    assert_int_equal(tb_state(w, 3), GP_JOB_PENDING);
+    assert_string_equal(tb_gpu(w, 0).trust_domain, "g");
+    sb_assert_sharing_consistent(w, MIB);
+}
+
 /* ---- time-slicing ---- */
 
 static void a_time_sliced_gpu_takes_four_replicas_by_default(void **state)
@@ -440,6 +543,9 @@ int main(void)
         TB_TEST(a_whole_gpu_job_waits_while_an_mps_gpu_holds_a_share),
         TB_TEST(an_mps_share_on_a_gpu_that_turns_unhealthy_is_requeued),
         TB_TEST(a_guaranteed_mps_share_reclaims_a_burstable_share),
+        TB_TEST(an_mps_reclaim_claims_only_its_share_and_the_org_uses_the_rest),
+        TB_TEST(others_may_not_take_the_part_of_a_claim_its_victims_do_not_hold),
+        TB_TEST(an_mps_claim_keeps_other_orgs_off_the_gpu_during_the_grace),
         TB_TEST(a_time_sliced_gpu_takes_four_replicas_by_default),
         TB_TEST(a_pool_with_factor_2_takes_two_replicas_of_500),
         TB_TEST(a_pool_with_factor_3_counts_333_per_replica),
