@@ -369,8 +369,7 @@ static void trust_preempt(gp_engine *e, uint32_t job)
     const char *tenant = e->tenants[j->tenant].path;
     const char *source = e->tenants[gp__trust_source(e, j->tenant)].path;
     const char *iso = gp_isolation_name(j->isolation);
-    int64_t since = j->last_checkpoint > j->bind_time ? j->last_checkpoint : j->bind_time;
-    int64_t lost = (e->now - since) * j->replicas * j->gpus;
+    int64_t lost = gp__work_lost(e, j);
     gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, j->id);
     if (d) {
         d->grace_s = j->grace;

@@ -551,6 +551,9 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type);
 /* Preempt borrowers under a full ancestor limit that keeps a guaranteed
  * job out; true if victims were chosen (no claims: it frees quota). */
 bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
+/* GPU-seconds of j's work since its last checkpoint (or bind): what a
+ * preemption now would lose. */
+int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
 void gp__claims_drop(gp_engine *e, uint32_t job);
 void gp__claims_retake(gp_engine *e, uint32_t job);
 void gp__claims_forget(gp_engine *e, uint32_t job);

@@ -89,7 +89,7 @@ static bool in_cooldown(const gp_engine *e, const gp__job *j)
     return j->last_preempted >= 0 && e->now - j->last_preempted < e->cfg.preempt_cooldown_s;
 }
 
-static int64_t work_lost(const gp_engine *e, const gp__job *j)
+int64_t gp__work_lost(const gp_engine *e, const gp__job *j)
 {
     int64_t since = j->last_checkpoint > j->bind_time ? j->last_checkpoint : j->bind_time;
     return (e->now - since) * j->replicas * j->gpus;
@@ -284,7 +284,7 @@ static victim_key key_of(const gp_engine *e, const gp__job *v, int type, double 
     if (*excess == 0)
         *excess = fair_share_excess(e, v->tenant);
     double gpus = (double)v->milli_total / 1000.0;
-    double cost = ((double)work_lost(e, v) + GP__COST_PER_JOB + GP__COST_PER_GPU * gpus) / *excess;
+    double cost = ((double)gp__work_lost(e, v) + GP__COST_PER_JOB + GP__COST_PER_GPU * gpus) / *excess;
     int64_t size = v->bound_type == type ? v->milli_total : 0;
     return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, size};
 }
@@ -661,7 +661,7 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
 {
     gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
     uint32_t holder = guarantee_holder(e, j->tenant);
-    int64_t lost = work_lost(e, v);
+    int64_t lost = gp__work_lost(e, v);
     gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, v->id);
     if (d) {
         d->grace_s = v->grace;
