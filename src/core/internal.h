@@ -281,6 +281,9 @@ typedef struct gp__job {
     size_t n_claimed, n_claimed_cap;
     int victims_left;
     uint64_t reclaimed_by;    /* as a victim: the reclaiming job's id */
+    uint32_t *victims;        /* job slots this job preempted since it last had none in grace
+                                 (owned; may hold slots no longer its victims: check reclaimed_by) */
+    size_t n_victims, cap_victims;
 
     int n_history;        /* total transitions; the last GP__HISTORY are kept in
                              engine->histories[slot], apart from the job so the

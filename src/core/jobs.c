@@ -353,6 +353,7 @@ void gp__job_release_slot(gp_engine *e, uint32_t job)
     free(j->placed);
     free(j->slot);
     free(j->claimed);
+    free(j->victims);
     memset(j, 0, sizeof *j);
     memset(&e->histories[job], 0, sizeof e->histories[job]);
     /* the free-slot list never needs more room than the job array */

@@ -681,6 +681,10 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
     remember_preemption(e, j, v);
     v->preemptions++;
     v->reclaimed_by = j->id;
+    if (j->victims_left == 0)
+        j->n_victims = 0;
+    if (GP__GROW(j->victims, j->n_victims, j->cap_victims)) /* else withdrawal finds it by a scan */
+        j->victims[j->n_victims++] = victim;
     j->victims_left++;
     e->borrowed[v->bound_type] -= (int64_t)v->replicas * v->gpus;
     e->stats.pass_preempted++;
@@ -882,8 +886,10 @@ static bool may_run_where_it_is(gp_engine *e, uint32_t job)
 void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
 {
     gp__job *j = &e->jobs[job];
-    for (size_t i = 0; i < e->n_running && j->victims_left > 0; i++) {
-        uint32_t vi = e->running[i];
+    /* its list first; a scan of the running jobs only for victims the list
+     * could not hold (out of memory) */
+    for (size_t i = 0; i < j->n_victims + e->n_running && j->victims_left > 0; i++) {
+        uint32_t vi = i < j->n_victims ? j->victims[i] : e->running[i - j->n_victims];
         gp__job *v = &e->jobs[vi];
         if (v->state != GP_JOB_PREEMPTING || v->reclaimed_by != j->id)
             continue;
