@@ -456,6 +456,7 @@ void gp__jobs_free(gp_engine *e)
         free(e->jobs[i].slot);
         free(e->jobs[i].placed);
         free(e->jobs[i].claimed);
+        free(e->jobs[i].victims);
     }
     for (size_t i = 0; i < e->n_tenants; i++)
         gp__queue_free(&e->tenants[i]);
