@@ -47,6 +47,9 @@ typedef struct gp_request {
 /* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS
  * setting (plain HTTP off loopback) before anything else starts. */
 gp_err gp_http_check(const gp_server_config *cfg, gp_error *err);
+/* Binds and listens on --listen (srv->listen_fd), before the store is
+ * opened or a token written, so a port in use fails with nothing created. */
+gp_err gp_http_bind(gp_server *srv, gp_error *err);
 gp_err gp_http_start(gp_server *srv, gp_error *err);
 void gp_http_stop(gp_server *srv);
 

@@ -34,10 +34,13 @@
 #include "util/file.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <gnutls/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 enum { HEADERS_MAX = 16384, MHD_MEMORY_LIMIT = 256 * 1024 };
 
@@ -353,12 +356,34 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
     return GP_OK;
 }
 
+gp_err gp_http_bind(gp_server *srv, gp_error *err)
+{
+    struct sockaddr_in addr;
+    gp_err rc = parse_listen(srv->cfg.listen, &addr, err);
+    if (rc)
+        return rc;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (const struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 1024) != 0) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "cannot listen on %s: %s", srv->cfg.listen,
+                            strerror(saved));
+    }
+    srv->listen_fd = fd;
+    return GP_OK;
+}
+
 gp_err gp_http_start(gp_server *srv, gp_error *err)
 {
     struct sockaddr_in addr;
     gp_err rc = gp_http_check(&srv->cfg, err);
     if (rc == GP_OK)
         rc = parse_listen(srv->cfg.listen, &addr, err);
+    if (rc == GP_OK && srv->listen_fd < 0)
+        rc = gp_http_bind(srv, err);
     if (rc)
         return rc;
     bool tls = srv->cfg.tls_cert && srv->cfg.tls_key;
@@ -373,7 +398,7 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
                      (tls ? MHD_USE_TLS : 0);
     struct MHD_OptionItem opts[] = {
-        {MHD_OPTION_SOCK_ADDR, 0, &addr},
+        {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)srv->cfg.max_connections, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)srv->cfg.timeout_s, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, srv},
@@ -389,7 +414,8 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
     free(cert);
     free(key);
     if (!srv->http)
-        return gp_error_set(err, GP_ERR_INVALID, "listen", "cannot listen on %s", srv->cfg.listen);
+        return gp_error_set(err, GP_ERR_INVALID, "listen", "cannot serve on %s", srv->cfg.listen);
+    srv->listen_fd = -1; /* MHD's now: it closes it when it stops */
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->http, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : ntohs(addr.sin_port);
     return GP_OK;
@@ -400,4 +426,7 @@ void gp_http_stop(gp_server *srv)
     if (srv->http)
         MHD_stop_daemon(srv->http);
     srv->http = NULL;
+    if (srv->listen_fd >= 0) /* bound, never handed to MHD (start failed later) */
+        close(srv->listen_fd);
+    srv->listen_fd = -1;
 }

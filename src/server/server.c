@@ -313,11 +313,14 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
 {
     memset(srv, 0, sizeof *srv);
     srv->cfg = *cfg;
+    srv->listen_fd = -1;
     gp_auth_init(&srv->auth, cfg->rate_limit);
     gp_loop_init(&srv->loop, cfg->tick_ms, cfg->pass_min_ms);
     pthread_mutex_init(&srv->readers.lock, NULL);
     srv->readers.url = cfg->store_url;
     gp_err rc = gp_http_check(cfg, err);
+    if (rc == GP_OK)
+        rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
     if (rc == GP_OK)
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK) {

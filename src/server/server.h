@@ -63,6 +63,7 @@ struct gp_server {
     gp_readers readers;
     gp_checkpointer checkpointer;
     struct MHD_Daemon *http;
+    int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;
     atomic_uint_least64_t requests, errors_4xx, errors_5xx, submits;
 };

@@ -5,6 +5,7 @@ Each test starts a real gpupoold (examples/fleet.yaml: 32 H100 in blocks
 blk-a and blk-b, 8 A100, 8 L40S) with a fresh SQLite store.
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -212,6 +213,23 @@ def test_tls_and_listen_policy(d):
     d.start()
 
 
+def test_a_port_in_use_fails_before_anything_is_written(d):
+    """A second gpupoold on a port in use exits at once with one line naming
+    the address and the reason, and creates neither a store nor a token."""
+    workdir = os.path.join(d.dir, "second")
+    os.mkdir(workdir)
+    listen = "127.0.0.1:%d" % d.port  # the running daemon holds it
+    p = subprocess.run([os.path.join(gpd.BIN, "gpupoold"), "--listen", listen,
+                        "--store", "sqlite:" + os.path.join(workdir, "gpupool.db"), "--fleet", gpd.FLEET],
+                       cwd=workdir, capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0, p.stderr
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert listen in lines[0] and "Address already in use" in lines[0], lines
+    assert os.listdir(workdir) == [], os.listdir(workdir)
+
+
 if __name__ == "__main__":
     gpd.run([test_job_life_cycle, test_apply_is_idempotent_and_atomic, test_borrow_and_reclaim,
-             test_restart_keeps_everything, test_tampering_is_detected, test_tls_and_listen_policy])
+             test_restart_keeps_everything, test_tampering_is_detected, test_tls_and_listen_policy,
+             test_a_port_in_use_fails_before_anything_is_written])
