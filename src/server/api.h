@@ -82,8 +82,6 @@ bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
  * names another); fills req->user from the token.  Used by one submit and
  * by the batch alike. */
 gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err);
-/* Every GPU type the job names is one the fleet has (400 gpu_types). */
-gp_err gp_api_job_types_known(const gp_engine *e, const gp_job_spec *s, gp_error *err);
 
 /* Runs op on the engine thread and turns its answer into the reply. */
 void gp_api_run_op(gp_request *r, gp_op *op);

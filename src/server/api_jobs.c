@@ -66,18 +66,6 @@ static bool tenant_visible(const gp_principal *who, const char *tenant)
 
 /* ---- submit ---- */
 
-gp_err gp_api_job_types_known(const gp_engine *e, const gp_job_spec *s, gp_error *err)
-{
-    for (int i = 0; i < s->n_gpu_types; i++) {
-        bool found = false;
-        for (int t = 0; t < gp_engine_gpu_type_count(e) && !found; t++)
-            found = strcmp(gp_engine_gpu_type_name(e, t), s->gpu_types[i]) == 0;
-        if (!found)
-            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "the fleet has no GPU type %s", s->gpu_types[i]);
-    }
-    return GP_OK;
-}
-
 gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err)
 {
     if (!tenant_visible(&r->who, req->tenant))
@@ -96,8 +84,7 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
     gp_error err;
-    if (gp_api_job_types_known(srv->journal.engine, &req->spec, &err) != GP_OK ||
-        gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) {
+    if (gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
         gp_op_fail(op, &err);
         return;
     }

@@ -194,9 +194,7 @@ static gp_err batch_check(const gp_journal *j, const gp_batch *b, size_t *bad, g
         gp_job_spec s = b->reqs[i].spec;
         s.id = j->next_job_id + i;
         *bad = i;
-        gp_err rc = gp_api_job_types_known(j->engine, &s, err);
-        if (rc == GP_OK)
-            rc = gp_engine_job_check(j->engine, &s, err);
+        gp_err rc = gp_engine_job_check(j->engine, &s, err);
         if (rc != GP_OK)
             return rc;
     }
