@@ -11,7 +11,7 @@
  */
 #include "server/api.h"
 
-#include "server/json_input.h"
+#include "spec/json_input.h"
 
 #include <stdio.h>
 #include <stdlib.h>

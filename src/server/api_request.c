@@ -14,7 +14,7 @@
  */
 #include "server/api.h"
 
-#include "server/json_input.h"
+#include "spec/json_input.h"
 #include "util/text.h"
 
 #include <errno.h>

@@ -23,7 +23,7 @@
 #include "server/api.h"
 
 #include "config/tenant_file.h"
-#include "server/json_input.h"
+#include "spec/json_input.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -24,7 +24,7 @@
 #define GP_SERVER_JOURNAL_H
 
 #include "core/engine.h"
-#include "server/spec_json.h"
+#include "spec/spec_json.h"
 #include "store/store.h"
 
 typedef struct gp_journal {

@@ -11,7 +11,7 @@
 #include "config/tenant_file.h"
 #include "core/engine.h"
 #include "fuzz_harness.h"
-#include "server/spec_json.h"
+#include "spec/spec_json.h"
 
 #include <stdlib.h>
 

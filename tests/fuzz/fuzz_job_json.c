@@ -20,8 +20,8 @@
  */
 #include "core/engine.h"
 #include "fuzz_harness.h"
-#include "server/json_input.h"
-#include "server/spec_json.h"
+#include "spec/json_input.h"
+#include "spec/spec_json.h"
 
 #include <stdlib.h>
 

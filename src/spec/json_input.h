@@ -10,8 +10,8 @@
  * Ownership: nothing here allocates; strings are copied into caller
  * buffers.
  */
-#ifndef GP_SERVER_JSON_INPUT_H
-#define GP_SERVER_JSON_INPUT_H
+#ifndef GP_SPEC_JSON_INPUT_H
+#define GP_SPEC_JSON_INPUT_H
 
 #include "util/error.h"
 

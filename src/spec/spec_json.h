@@ -19,8 +19,8 @@
  * points to; *_free releases them (the struct itself is the caller's).
  * Writers return new references.
  */
-#ifndef GP_SERVER_SPEC_JSON_H
-#define GP_SERVER_SPEC_JSON_H
+#ifndef GP_SPEC_SPEC_JSON_H
+#define GP_SPEC_SPEC_JSON_H
 
 #include "core/engine.h"
 

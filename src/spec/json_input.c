@@ -5,7 +5,7 @@
  * API promises the field's name in every error, so each value is checked
  * here one by one.
  */
-#include "server/json_input.h"
+#include "spec/json_input.h"
 
 #include "util/text.h"
 

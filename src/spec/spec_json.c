@@ -6,9 +6,9 @@
  * checks here exist so the caller learns the field even for values the
  * engine's types could not hold (a replica count of 2^40, say).
  */
-#include "server/spec_json.h"
+#include "spec/spec_json.h"
 
-#include "server/json_input.h"
+#include "spec/json_input.h"
 
 #include <stdio.h>
 #include <stdlib.h>
