@@ -28,42 +28,76 @@ static bool read_token_file(const char *path, char *out, size_t cap)
     return ok;
 }
 
-/* key = value lines; # comments. */
-static void read_config_file(gp_client *c, bool want_server, bool want_token)
+static bool blank_or_comment(const char *line)
 {
-    char path[1024];
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return *line == '#' || *line == '\n' || *line == '\r' || *line == '\0';
+}
+
+static int config_line_error(const char *path, int n, const char *what, const char *text)
+{
+    char shown[80];
+    copy(shown, sizeof shown, text);
+    fprintf(stderr, "gpupool: %s:%d: %s \"%s\" (a line is KEY = VALUE, KEY one of server, token, token_file,"
+                    " cacert; # starts a comment)\n", path, n, what, shown);
+    return GP_EXIT_USAGE;
+}
+
+/* One "key = value" line of the config file into c (see client.h). */
+static int config_line(gp_client *c, const char *path, int n, char *line, bool want_server, bool want_token)
+{
+    char *eq = strchr(line, '=');
+    if (!eq)
+        return config_line_error(path, n, "cannot parse", line);
+    *eq = '\0';
+    char key[64], *value = eq + 1, *k = line;
+    while (*k == ' ' || *k == '\t')
+        k++;
+    copy(key, sizeof key, k);
+    while (*value == ' ' || *value == '\t')
+        value++;
+    bool known = strcmp(key, "server") == 0 || strcmp(key, "token") == 0 || strcmp(key, "token_file") == 0 ||
+                 strcmp(key, "cacert") == 0;
+    if (!known)
+        return config_line_error(path, n, "unknown key", key);
+    if (want_server && strcmp(key, "server") == 0)
+        copy(c->server, sizeof c->server, value);
+    else if (want_token && strcmp(key, "token") == 0) {
+        copy(c->token, sizeof c->token, value);
+        snprintf(c->token_source, sizeof c->token_source, "token = in %s", path);
+    } else if (want_token && strcmp(key, "token_file") == 0) {
+        char tf[900];
+        copy(tf, sizeof tf, value);
+        if (!read_token_file(tf, c->token, sizeof c->token))
+            return GP_EXIT_USAGE;
+        snprintf(c->token_source, sizeof c->token_source, "token_file = %s in %s", tf, path);
+    } else if (!c->cacert[0] && strcmp(key, "cacert") == 0)
+        copy(c->cacert, sizeof c->cacert, value);
+    return GP_EXIT_OK;
+}
+
+/* key = value lines; # comments; anything else is an error. */
+static int read_config_file(gp_client *c, bool want_server, bool want_token)
+{
+    char *path = c->config_path;
     const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
     if (xdg && xdg[0])
-        snprintf(path, sizeof path, "%s/gpupool/config", xdg);
+        snprintf(path, sizeof c->config_path, "%s/gpupool/config", xdg);
     else if (home)
-        snprintf(path, sizeof path, "%s/.config/gpupool/config", home);
+        snprintf(path, sizeof c->config_path, "%s/.config/gpupool/config", home);
     else
-        return;
+        return GP_EXIT_OK;
     FILE *f = fopen(path, "r");
     if (!f)
-        return;
+        return GP_EXIT_OK;
     char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        char *eq = strchr(line, '=');
-        if (line[0] == '#' || !eq)
-            continue;
-        *eq = '\0';
-        char key[64], *value = eq + 1;
-        copy(key, sizeof key, line);
-        while (*value == ' ')
-            value++;
-        if (want_server && strcmp(key, "server") == 0)
-            copy(c->server, sizeof c->server, value);
-        else if (want_token && strcmp(key, "token") == 0)
-            copy(c->token, sizeof c->token, value);
-        else if (want_token && strcmp(key, "token_file") == 0) {
-            char tf[900];
-            copy(tf, sizeof tf, value);
-            read_token_file(tf, c->token, sizeof c->token);
-        } else if (!c->cacert[0] && strcmp(key, "cacert") == 0)
-            copy(c->cacert, sizeof c->cacert, value);
-    }
+    int rc = GP_EXIT_OK;
+    for (int n = 1; rc == GP_EXIT_OK && fgets(line, sizeof line, f); n++)
+        if (!blank_or_comment(line))
+            rc = config_line(c, path, n, line, want_server, want_token);
     fclose(f);
+    return rc;
 }
 
 int gp_client_configure(gp_client *c, const char *server, const char *token, const char *token_file,
@@ -77,16 +111,26 @@ int gp_client_configure(gp_client *c, const char *server, const char *token, con
         copy(c->server, sizeof c->server, server);
     else if (env_server && env_server[0])
         copy(c->server, sizeof c->server, env_server);
-    if (token)
+    char *source = c->token_source;
+    size_t cap = sizeof c->token_source;
+    if (token) {
         copy(c->token, sizeof c->token, token);
-    else if (token_file) {
+        snprintf(source, cap, "--token");
+    } else if (token_file) {
         if (!read_token_file(token_file, c->token, sizeof c->token))
             return GP_EXIT_USAGE;
-    } else if (env_token && env_token[0])
+        snprintf(source, cap, "--token-file %s", token_file);
+    } else if (env_token && env_token[0]) {
         copy(c->token, sizeof c->token, env_token);
-    else if (env_token_file && env_token_file[0] && !read_token_file(env_token_file, c->token, sizeof c->token))
-        return GP_EXIT_USAGE;
-    read_config_file(c, !c->server[0], !c->token[0]);
+        snprintf(source, cap, "GPUPOOL_TOKEN");
+    } else if (env_token_file && env_token_file[0]) {
+        if (!read_token_file(env_token_file, c->token, sizeof c->token))
+            return GP_EXIT_USAGE;
+        snprintf(source, cap, "GPUPOOL_TOKEN_FILE=%s", env_token_file);
+    }
+    int rc = read_config_file(c, !c->server[0], !c->token[0]);
+    if (rc != GP_EXIT_OK)
+        return rc;
     if (!c->server[0])
         copy(c->server, sizeof c->server, "http://127.0.0.1:8750");
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -153,6 +197,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
     curl_slist_free_all(headers);
     out->status = 0;
     out->body = NULL;
+    out->client = c;
     if (rc != CURLE_OK) {
         fprintf(stderr, "gpupool: cannot reach %s: %s\n", c->server, curl_easy_strerror(rc));
         free(b.data);
@@ -181,18 +226,45 @@ static int exit_code_of(long status)
     return GP_EXIT_ERROR;
 }
 
+/* gpupool answers every error as {"error": {"code", "message", ...}} and
+ * every success as JSON; anything else came from another server. */
+static bool looks_like_gpupool(const gp_response *r)
+{
+    if (r->status >= 200 && r->status < 300)
+        return r->body != NULL;
+    json_t *e = json_object_get(r->body, "error");
+    return json_is_string(json_object_get(e, "code")) && json_is_string(json_object_get(e, "message"));
+}
+
+/* After a 401: where the token came from, or how to set one. */
+static void token_hint(const gp_client *c)
+{
+    if (c && c->token_source[0])
+        fprintf(stderr, "gpupool: the token sent came from %s\n", c->token_source);
+    else
+        fprintf(stderr, "gpupool: no token is set: export GPUPOOL_TOKEN=gpt_..., or pass --token-file FILE, or put"
+                        " token_file = FILE in %s\n",
+                c && c->config_path[0] ? c->config_path : "~/.config/gpupool/config");
+}
+
 int gp_client_check(const gp_response *r)
 {
+    if (!looks_like_gpupool(r)) {
+        fprintf(stderr, "gpupool: %s does not look like a gpupool server (HTTP %ld without gpupool's JSON answer);"
+                        " check --server, GPUPOOL_SERVER or server = in the config file\n",
+                r->client ? r->client->server : "the server", r->status);
+        return GP_EXIT_CONNECT;
+    }
     int code = exit_code_of(r->status);
     if (code == GP_EXIT_OK)
         return code;
     json_t *e = json_object_get(r->body, "error");
     const char *field = json_string_value(json_object_get(e, "field"));
-    fprintf(stderr, "gpupool: error %ld %s%s%s%s: %s\n", r->status,
-            json_string_value(json_object_get(e, "code")) ? json_string_value(json_object_get(e, "code")) : "",
+    fprintf(stderr, "gpupool: error %ld %s%s%s%s: %s\n", r->status, json_string_value(json_object_get(e, "code")),
             field && field[0] ? " (field " : "", field && field[0] ? field : "", field && field[0] ? ")" : "",
-            json_string_value(json_object_get(e, "message")) ? json_string_value(json_object_get(e, "message"))
-                                                              : "no message");
+            json_string_value(json_object_get(e, "message")));
+    if (r->status == 401)
+        token_hint(r->client);
     return code;
 }
 

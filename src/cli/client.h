@@ -7,13 +7,20 @@
  *        server = http://127.0.0.1:8750
  *        token = gpt_...            (or token_file = /path/to/file)
  *        cacert = /path/to/ca.pem   (to check an HTTPS server)
+ *      blank lines and lines starting with # are skipped; any other line
+ *      that is not one of these keys = a value is an error naming the file
+ *      and line (exit 2), never skipped in silence
  *   4. server http://127.0.0.1:8750, no token
+ * A 401 is printed with where the token came from (or how to set one).
  *
  * Exit codes (what scripts can rely on), from the server's answer:
  *   0 success          4 401/403 not authenticated / not allowed
  *   1 other error      5 404 not found
  *   2 bad command line 6 400/413/415/422 request refused as invalid
  *   3 cannot connect   7 409 conflict       8 429/5xx try again later
+ *     (or the answer is not gpupool's: an error without gpupool's JSON
+ *     error shape, a success that is not JSON -- "SERVER does not look
+ *     like a gpupool server (HTTP 404 ...)")
  *
  * Ownership: a gp_client owns its curl handle; responses own their JSON.
  */
@@ -40,6 +47,8 @@ typedef struct gp_client {
     char server[512];
     char token[256];
     char cacert[512];
+    char token_source[1100]; /* "GPUPOOL_TOKEN", "--token-file F", ...; "" = no token */
+    char config_path[1024];  /* the config file read, "" = none */
     bool json;             /* --json: print the server's JSON as is */
     void *curl;
 } gp_client;
@@ -47,6 +56,7 @@ typedef struct gp_client {
 typedef struct gp_response {
     long status;
     json_t *body;          /* NULL when the answer was not JSON */
+    const gp_client *client; /* who asked (for the messages of gp_client_check) */
 } gp_response;
 
 /* Fills server/token/cacert from flags (may be NULL), environment, file. */

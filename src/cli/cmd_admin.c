@@ -5,6 +5,7 @@
 
 #include "cli/table.h"
 #include "cli/timefmt.h"
+#include "util/duration.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -264,9 +265,18 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
 
 /* ---- tokens ---- */
 
-static const char TOKEN_USAGE[] = "usage: gpupool token create --name N --role R [--scope TENANT] [--user U]\n"
+static const char TOKEN_USAGE[] = "usage: gpupool token create --name N --role R [--scope TENANT] [--user U]"
+                                  " [--ttl DURATION]\n"
                                   "       gpupool token list\n"
                                   "       gpupool token revoke ID";
+
+/* An epoch-seconds field as "2026-11-24 06:53:54 (in 29d)", or when_null. */
+static const char *time_cell(const json_t *v, const char *when_null, char *buf, size_t cap)
+{
+    if (!json_is_integer(v))
+        return when_null;
+    return gp_time_human(json_integer_value(v), (int64_t)time(NULL), buf, cap);
+}
 
 static int token_create(gp_client *c, int argc, char **argv)
 {
@@ -274,25 +284,35 @@ static int token_create(gp_client *c, int argc, char **argv)
                                          {"role", required_argument, NULL, 'r'},
                                          {"scope", required_argument, NULL, 's'},
                                          {"user", required_argument, NULL, 'u'},
+                                         {"ttl", required_argument, NULL, 'T'},
                                          {NULL, 0, NULL, 0}};
     json_t *body = json_object();
     int ch;
+    int64_t ttl;
     optind = 0;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *key = ch == 'n' ? "name" : ch == 'r' ? "role" : ch == 's' ? "scope" : ch == 'u' ? "user" : NULL;
-        if (!key) {
+        if (ch == 'T' && gp_duration_parse(optarg, &ttl)) {
+            json_object_set_new(body, "ttl_s", json_integer(ttl));
+        } else if (key) {
+            json_object_set_new(body, key, json_string(optarg));
+        } else {
             json_decref(body);
-            return gp_usage_error("token", "%s", TOKEN_USAGE);
+            return ch == 'T' ? gp_usage_error("token", "--ttl: expected %s; got %s", GP_DURATION_FORMS, optarg)
+                             : gp_usage_error("token", "%s", TOKEN_USAGE);
         }
-        json_object_set_new(body, key, json_string(optarg));
     }
     gp_response resp;
     int rc = gp_client_run(c, "POST", "/v1/tokens", body, &resp);
     json_decref(body);
-    if (rc == GP_EXIT_OK && !c->json)
-        printf("id %s\ntoken %s\n(shown once: gpupoold keeps only its hash)\n",
+    if (rc == GP_EXIT_OK && !c->json) {
+        char expires[96];
+        const char *user = json_string_value(json_object_get(resp.body, "user"));
+        printf("id %s\ntoken %s\nuser %s\nexpires %s\n(shown once: gpupoold keeps only its hash)\n",
                json_string_value(json_object_get(resp.body, "id")),
-               json_string_value(json_object_get(resp.body, "token")));
+               json_string_value(json_object_get(resp.body, "token")), user && user[0] ? user : "-",
+               time_cell(json_object_get(resp.body, "expires"), "never", expires, sizeof expires));
+    }
     gp_response_free(&resp);
     return rc;
 }
@@ -302,19 +322,21 @@ static int token_list(gp_client *c)
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/tokens", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
-        static const char *const head[] = {"ID", "NAME", "ROLE", "SCOPE", "USER", "REVOKED"};
+        static const char *const head[] = {"ID", "NAME", "ROLE", "SCOPE", "USER", "EXPIRES", "LAST USED", "REVOKED"};
         gp_table t;
-        gp_table_init(&t, 6, head);
+        gp_table_init(&t, 8, head);
         size_t i;
         json_t *k;
         json_array_foreach(json_object_get(resp.body, "tokens"), i, k) {
-            char rev[32];
+            char expires[96], used[96], rev[96];
             const char *cells[] = {json_string_value(json_object_get(k, "id")),
                                    json_string_value(json_object_get(k, "name")),
                                    json_string_value(json_object_get(k, "role")),
                                    json_string_value(json_object_get(k, "scope")),
                                    json_string_value(json_object_get(k, "user")),
-                                   gp_cell(json_object_get(k, "revoked"), rev, sizeof rev)};
+                                   time_cell(json_object_get(k, "expires"), "never", expires, sizeof expires),
+                                   time_cell(json_object_get(k, "last_used"), "never", used, sizeof used),
+                                   time_cell(json_object_get(k, "revoked"), "-", rev, sizeof rev)};
             gp_table_add(&t, cells);
         }
         gp_table_print(&t, stdout);

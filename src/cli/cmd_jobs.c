@@ -2,7 +2,8 @@
  *
  * submit builds the job JSON from flags (or takes it from -f FILE, YAML or
  * JSON) and leaves every check to the server, so the CLI never disagrees
- * with it about what a valid job is.  A file holding a list of jobs, or
+ * with it about what a valid job is -- the tenant too: a member token's
+ * job without one goes to the token's tenant, others are told to name it.  A file holding a list of jobs, or
  * --array N, goes as one POST /v1/jobs:batch (all or none).
  *
  * Human output shows times as local date-times and ages (timefmt.h),
@@ -118,8 +119,6 @@ static int submit_send(gp_client *c, json_t *flags, json_t *from_file, long long
         return gp_usage_error("submit", "the file must hold one job (a mapping) or a list of jobs");
     if (from_file)
         json_object_update_missing(flags, from_file);
-    if (!json_object_get(flags, "tenant"))
-        return gp_usage_error("submit", "--tenant is required (or tenant: in the file)");
     if (!array)
         return gp_client_run(c, "POST", "/v1/jobs", flags, resp);
     json_t *body = json_pack("{s:O, s:I}", "job", flags, "array", (json_int_t)array);

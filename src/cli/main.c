@@ -2,6 +2,7 @@
  *
  * gpupool [GLOBAL FLAGS] COMMAND [ARGS] [GLOBAL FLAGS]
  *   global flags: --server URL, --token T | --token-file F, --cacert F, --json
+ * gpupool --version: the version and the git commit it was built from
  *
  * Global flags may stand before or after the command, as with kubectl
  * (`gpupool jobs --json` = `gpupool --json jobs`): they are taken out of
@@ -12,6 +13,7 @@
  */
 #include "cli/commands.h"
 #include "util/file.h"
+#include "version.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,12 +28,13 @@ const gp_command GP_COMMANDS[] = {
      "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
      "                      [--kind training|inference|interactive] [--user U] [--array N] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
+     "--tenant may be left out with a member token: the job goes to the token's tenant.\n"
      "A file may hold a list of jobs (YAML sequence or JSON array), and --array N submits N copies of the\n"
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
      "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
     {"jobs", gp_cmd_jobs,
      "usage: gpupool jobs [--tenant PATH] [--state STATE|live] [--limit N] [--before ID]\n"
-     "List jobs you may see, newest first.\n"},
+     "List jobs you may see, newest first (a member token: its tenant's).\n"},
     {"job", gp_cmd_job, "usage: gpupool job ID\nOne job with its placement and history.\n"},
     {"cancel", gp_cmd_cancel, "usage: gpupool cancel ID\nCancel a job (running jobs get their grace).\n"},
     {"nodes", gp_cmd_nodes, "usage: gpupool nodes\nThe fleet: nodes, GPUs free, state.\n"},
@@ -44,12 +47,16 @@ const gp_command GP_COMMANDS[] = {
     {"apply", gp_cmd_apply,
      "usage: gpupool apply -f tenants.yaml\nApply a tenant tree (YAML or JSON); idempotent, all or nothing.\n"},
     {"usage", gp_cmd_usage,
-     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]\nGPU-hours by tenant, GPU type, class.\n"
-     "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), an age (7d, 12h, 30m: that long ago)\n"
-     "or epoch seconds.\n"},
+     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]\nGPU-hours by tenant, GPU type, class\n"
+     "(a member token: its tenant's).  TIME is a local date (2024-11-24), date-time (2024-11-24 06:30),\n"
+     "an age (2w, 7d, 12h, 30m: that long ago) or epoch seconds.\n"},
     {"token", gp_cmd_token,
-     "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]"
-     " [--user U]\n       gpupool token list\n       gpupool token revoke ID\n"},
+     "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
+     "                            [--user U] [--ttl DURATION]\n"
+     "       gpupool token list\n       gpupool token revoke ID\n"
+     "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"
+     "a member token expires after gpupoold's --member-token-ttl (default 90d), other roles never.\n"
+     "token list shows each token's expiry and last use (kept to about a minute).\n"},
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
@@ -58,13 +65,15 @@ const gp_command GP_COMMANDS[] = {
 
 static const char USAGE[] =
     "usage: gpupool [--server URL] [--token TOKEN | --token-file FILE] [--cacert FILE] [--json] COMMAND [ARGS]\n"
+    "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, cancel, nodes, drain, tenants, quota set, apply, usage,\n"
     "          token create|list|revoke, audit [verify].   gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
-    "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE).\n"
+    "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE;\n"
+    "# comments; any other line is an error naming the file and line).\n"
     "\n"
     "Exit codes: 0 ok, 1 error, 2 bad command line, 3 cannot connect, 4 not authenticated/allowed,\n"
     "            5 not found, 6 invalid request, 7 conflict, 8 rate limited or server error.\n";
@@ -141,7 +150,7 @@ static bool wants_help(int argc, char **argv)
 /* The global flags, as found anywhere on the command line. */
 typedef struct globals {
     const char *server, *token, *token_file, *cacert;
-    bool json, help;
+    bool json, help, version;
 } globals;
 
 /* Where the value of a global flag that takes one goes ("--server"), or
@@ -183,6 +192,8 @@ static int take_global_flags(int *argc, char **argv, globals *g)
             g->json = true;
         } else if (!command_seen && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
             g->help = true;
+        } else if (!command_seen && strcmp(a, "--version") == 0) {
+            g->version = true;
         } else if (!command_seen && a[0] == '-') {
             fprintf(stderr, "gpupool: unknown option %s\n%s", a, USAGE);
             return GP_EXIT_USAGE;
@@ -206,6 +217,10 @@ int main(int argc, char **argv)
         return rc;
     if (g.help) {
         fputs(USAGE, stdout);
+        return GP_EXIT_OK;
+    }
+    if (g.version) {
+        printf("gpupool %s (commit %s)\n", GP_VERSION, GP_GIT_COMMIT);
         return GP_EXIT_OK;
     }
     if (argc < 2) {

@@ -1,6 +1,8 @@
 /* timefmt.c - local date-times and ages for the CLI (see timefmt.h). */
 #include "cli/timefmt.h"
 
+#include "util/duration.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,18 +79,13 @@ static bool parse_epoch(const char *text, int64_t *out)
     return true;
 }
 
-/* "7d", "12h", "90m", "30s": that long before now. */
+/* "7d", "12h", "90m", "30s", "2w" (util/duration.h): that long before now. */
 static bool parse_age(const char *text, int64_t now, int64_t *out)
 {
-    static const char names[] = "smhd";
-    static const int64_t seconds[] = {1, 60, 3600, 86400};
-    char *end;
-    errno = 0;
-    long long n = strtoll(text, &end, 10);
-    const char *unit = end[0] && !end[1] ? strchr(names, end[0]) : NULL;
-    if (end == text || text[0] == '-' || text[0] == '+' || errno || !unit || n > INT64_C(1) << 40)
+    int64_t span;
+    if (!gp_duration_parse(text, &span))
         return false;
-    *out = now - n * seconds[unit - names];
+    *out = now - span;
     return true;
 }
 

@@ -41,7 +41,7 @@ const char *gp_time_human(int64_t t, int64_t now, char *buf, size_t cap);
 const char *gp_time_in_text(const char *text, int64_t now, char *buf, size_t cap);
 
 /* Reads epoch seconds, a local "YYYY-MM-DD", "YYYY-MM-DD HH:MM[:SS]" (a
- * 'T' may replace the space), or an age "N" + s|m|h|d meaning that long
+ * 'T' may replace the space), or an age "N" + s|m|h|d|w (util/duration.h) meaning that long
  * before now.  False (out untouched) when text is none of these. */
 bool gp_time_parse(const char *text, int64_t now, int64_t *out);
 

@@ -82,6 +82,10 @@ bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
  * names another); fills req->user from the token.  Used by one submit and
  * by the batch alike. */
 gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err);
+/* A member token's jobs go to its tenant when they name none: sets
+ * "tenant" of the job object (before parsing) to the token's scope.
+ * Other roles must name the tenant.  Used by one submit and the batch. */
+void gp_api_job_default_tenant(const gp_request *r, json_t *job);
 
 /* Runs op on the engine thread and turns its answer into the reply. */
 void gp_api_run_op(gp_request *r, gp_op *op);

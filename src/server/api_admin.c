@@ -6,6 +6,15 @@
  * own token; admins all tokens, tenant-admins the tokens inside their
  * scope.  Rotating a token = create the new one, switch, revoke the old.
  *
+ * A member token names its user (400 `user` without one: jobs submitted
+ * with it run as that user, so per-user limits hold).  A token expires
+ * ttl_s seconds after its creation; without ttl_s a member token takes
+ * gpupoold's --member-token-ttl (90 days unless set; 0 = never) and the
+ * other roles do not expire.  Example: {"name": "alice-ci", "role":
+ * "member", "scope": "ml/train", "user": "alice", "ttl_s": 2592000}
+ * answers "expires": created + 30 days; from then on it gets 401 "token
+ * alice-ci (id ...) expired at 2026-12-24T10:00:00Z; ...".
+ *
  * Audit: admin and auditor read the chain and ask for a verification,
  * which recomputes every hash and names the first broken link.
  */
@@ -25,11 +34,20 @@ typedef struct token_arg {
     char scope[GP_PATH_MAX];
     char user[GP_NAME_MAX];
     char id[GP_TOKEN_ID_LEN + 1];
+    int64_t ttl_s; /* -1 = not given */
 } token_arg;
+
+/* Ten years: a longer life is no expiry, and its sum with now stays small. */
+#define TOKEN_TTL_MAX_S (3650 * INT64_C(86400))
 
 static bool role_needs_scope(gp_role r)
 {
     return r == GP_ROLE_TENANT_ADMIN || r == GP_ROLE_MEMBER;
+}
+
+static json_t *time_or_null(int64_t t)
+{
+    return t >= 0 ? json_integer(t) : json_null();
 }
 
 static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
@@ -45,6 +63,7 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
         return;
     }
     char secret[GP_TOKEN_SECRET_LEN + 1], hash[65];
+    int64_t ttl = a->ttl_s >= 0 ? a->ttl_s : role == GP_ROLE_MEMBER ? srv->cfg.member_token_ttl_s : 0;
     gp_store_token t = {.id = a->id,
                         .hash_hex = hash,
                         .name = a->name,
@@ -53,6 +72,8 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
                         .user = a->user,
                         .created = now,
                         .revoked = -1,
+                        .expires = ttl > 0 ? now + ttl : -1,
+                        .last_used = -1,
                         .created_by = op->who ? op->who->token_id : "gpupoold"};
     if (gp_token_generate(secret, a->id, hash, &err) != GP_OK || gp_store_token_insert(srv->store, &t, &err) != GP_OK ||
         gp_auth_add(&srv->auth, &t, &err) != GP_OK) {
@@ -61,9 +82,9 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
     }
     snprintf(op->target, sizeof op->target, "token/%s", a->id);
     gp_op_reply(op, 201,
-                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", a->id, "name", a->name, "role", a->role, "scope",
-                          a->scope, "user", a->user, "token", secret, "note",
-                          "the token is shown once; gpupoold keeps only its hash"));
+                json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", a->id, "name", a->name, "role", a->role,
+                          "scope", a->scope, "user", a->user, "expires", time_or_null(t.expires), "token", secret,
+                          "note", "the token is shown once; gpupoold keeps only its hash"));
 }
 
 static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
@@ -82,6 +103,8 @@ static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
             rc = gp_json_string(v, key, GP_PATH_MAX - 1, a->scope, sizeof a->scope, err);
         else if (strcmp(key, "user") == 0)
             rc = gp_json_string(v, key, GP_NAME_MAX - 1, a->user, sizeof a->user, err);
+        else if (strcmp(key, "ttl_s") == 0)
+            rc = gp_json_int(v, key, 1, TOKEN_TTL_MAX_S, &a->ttl_s, err);
         else
             rc = gp_json_unknown_field("", key, err);
     }
@@ -94,6 +117,10 @@ static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
         rc = gp_error_set(err, GP_ERR_INVALID, "scope", "role %s needs a scope (a tenant path)", a->role);
     else if (rc == GP_OK && !role_needs_scope(role) && a->scope[0])
         rc = gp_error_set(err, GP_ERR_INVALID, "scope", "role %s is fleet-wide and takes no scope", a->role);
+    else if (rc == GP_OK && role == GP_ROLE_MEMBER && !a->user[0])
+        rc = gp_error_set(err, GP_ERR_INVALID, "user",
+                          "a member token needs a user (gpupool token create --user NAME): jobs submitted with it"
+                          " run as that user, and per-user limits hold them");
     return rc;
 }
 
@@ -111,6 +138,7 @@ void gp_api_tokens_create(gp_request *r)
         return;
     token_arg a;
     memset(&a, 0, sizeof a);
+    a.ttl_s = -1;
     gp_error err;
     gp_err rc = token_body(body, &a, &err);
     json_decref(body);
@@ -141,6 +169,7 @@ static bool token_visible(const gp_principal *who, const gp_store_token *t)
 
 typedef struct token_list {
     const gp_principal *who;
+    gp_auth *auth;            /* for the last uses not yet stored; NULL = the store's */
     json_t *list;
     const char *find_id;
     bool found, visible, revoked;
@@ -160,10 +189,12 @@ static gp_err token_row(void *ctx, const gp_store_token *t, gp_error *err)
     }
     if (!token_visible(l->who, t))
         return GP_OK;
-    json_array_append_new(l->list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o}", "id", t->id, "name", t->name,
-                                             "role", t->role, "scope", t->scope, "user", t->user, "created",
+    int64_t cached = l->auth ? gp_auth_last_used(l->auth, t->id) : -1;
+    json_array_append_new(l->list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:o, s:o}", "id", t->id, "name",
+                                             t->name, "role", t->role, "scope", t->scope, "user", t->user, "created",
                                              (json_int_t)t->created, "created_by", t->created_by, "revoked",
-                                             t->revoked >= 0 ? json_integer(t->revoked) : json_null()));
+                                             time_or_null(t->revoked), "expires", time_or_null(t->expires),
+                                             "last_used", time_or_null(cached > t->last_used ? cached : t->last_used)));
     return GP_OK;
 }
 
@@ -172,7 +203,7 @@ void gp_api_tokens_list(gp_request *r)
     static const char *const allowed[] = {NULL};
     if (!gp_api_query_only(r, allowed))
         return;
-    token_list l = {.who = &r->who, .list = json_array()};
+    token_list l = {.who = &r->who, .auth = &r->srv->auth, .list = json_array()};
     gp_error err;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     if (!s || gp_store_tokens_scan(s, token_row, &l, &err) != GP_OK) {

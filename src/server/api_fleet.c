@@ -7,7 +7,11 @@
  *
  * Usage is read from the store's usage intervals: GPU-seconds by tenant,
  * GPU type and class (guaranteed / burstable) over [from, to), open
- * intervals counted up to now; scoped like jobs.
+ * intervals counted up to now; scoped like jobs.  A member's default
+ * tenant is its own.  An ancestor of the caller's scope answers 403 with
+ * why (not 404: the caller's pending reasons name it):
+ *   member of ml/train, GET /v1/usage?tenant=ml -> 403 "tenant ml is above
+ *   this token's scope ml/train: its limits hold the jobs of ml/train ..."
  */
 #include "server/api.h"
 
@@ -117,6 +121,22 @@ void gp_api_node_drain(gp_request *r, const char *name)
     gp_api_run_op(r, &op);
 }
 
+/* A tenant the caller may not see: an ancestor of its scope exists (its
+ * limits hold the caller's jobs, and pending reasons name it), so it gets
+ * a 403 that says why; anything else is 404 as if it did not exist. */
+static void usage_refuse(gp_request *r, const char *tenant)
+{
+    if (!gp_scope_covers(tenant, r->who.scope)) {
+        gp_api_error(r, 404, "not_found", "tenant", "no tenant %s", tenant);
+        return;
+    }
+    gp_api_error(r, 403, "forbidden", "tenant",
+                 "tenant %s is above this token's scope %s: its limits hold the jobs of %s (a pending job's reason"
+                 " shows the limit and what is in use), but its usage counts tenants this token may not see; ask a"
+                 " tenant-admin of %s or an admin",
+                 tenant, r->who.scope, r->who.scope, tenant);
+}
+
 void gp_api_usage(gp_request *r)
 {
     static const char *const allowed[] = {"tenant", "from", "to", NULL};
@@ -132,8 +152,10 @@ void gp_api_usage(gp_request *r)
         gp_api_error(r, 400, "invalid", "to", "to must not be before from");
         return;
     }
+    if (!tenant && r->who.role == GP_ROLE_MEMBER)
+        tenant = r->who.scope;
     if (tenant && !gp_principal_sees(&r->who, tenant)) {
-        gp_api_error(r, 404, "not_found", "tenant", "no tenant %s", tenant);
+        usage_refuse(r, tenant);
         return;
     }
     int n_scopes;

@@ -2,7 +2,9 @@
  *
  * Who may do what:
  *   submit   admin (any tenant); tenant-admin and member inside their scope;
- *            jobs run as the token's user (only an admin may name another)
+ *            jobs run as the token's user (only an admin may name another);
+ *            a member's job without a tenant goes to the member's tenant
+ *   list     also a member's without ?tenant= lists its tenant (its scope)
  *   list/get admin, operator, auditor: all; others: their scope only, and
  *            a job outside it is answered 404, exactly like a missing one
  *   cancel   admin, operator: any; tenant-admin, member: inside their scope
@@ -80,6 +82,12 @@ gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error 
     return GP_OK;
 }
 
+void gp_api_job_default_tenant(const gp_request *r, json_t *job)
+{
+    if (r->who.role == GP_ROLE_MEMBER && json_is_object(job) && !json_object_get(job, "tenant"))
+        json_object_set_new(job, "tenant", json_string(r->who.scope));
+}
+
 static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
@@ -114,6 +122,7 @@ void gp_api_jobs_submit(gp_request *r)
         return;
     gp_job_request req;
     gp_error err;
+    gp_api_job_default_tenant(r, body);
     gp_err rc = gp_job_request_parse(body, false, &req, &err);
     json_decref(body);
     if (rc == GP_OK && !gp_api_tenant_path_ok(r, req.tenant, "tenant"))
@@ -174,6 +183,8 @@ void gp_api_jobs_list(gp_request *r)
     int64_t before = 0, limit = 100;
     f.tenant = gp_api_query(r, "tenant");
     f.state = gp_api_query(r, "state");
+    if (!f.tenant && r->who.role == GP_ROLE_MEMBER)
+        f.tenant = r->who.scope;
     if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
         return;
     if (f.state && strcmp(f.state, "live") != 0) {

@@ -168,6 +168,7 @@ static bool batch_take(gp_request *r, const json_t *items, gp_batch *b)
             gp_api_fail(r, &err);
             return false;
         }
+        gp_api_job_default_tenant(r, item);
         bool ok = item_take(r, item, name, &b->reqs[i]);
         json_decref(item);
         if (!ok)

@@ -19,6 +19,8 @@ struct gp_auth_entry {
     gp_principal who;
     double bucket;
     int64_t refilled_ms;
+    int64_t last_used;   /* seconds, -1 = never: the newest use */
+    int64_t last_stored; /* seconds, -1 = never: what the store has */
 };
 
 static const char *const ROLE_NAMES[GP_ROLE_COUNT] = {"admin", "operator", "auditor", "tenant-admin", "member"};
@@ -89,6 +91,8 @@ gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
     snprintf(e->who.scope, sizeof e->who.scope, "%s", t->scope);
     snprintf(e->who.user, sizeof e->who.user, "%s", t->user ? t->user : "");
     e->who.role = role;
+    e->who.expires = t->expires;
+    e->last_used = e->last_stored = t->last_used;
     e->bucket = a->burst;
     pthread_mutex_unlock(&a->lock);
     return GP_OK;
@@ -125,7 +129,14 @@ gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_
         gp_auth_entry *e = &a->entries[i];
         if (strcmp(e->hash_hex, hash) != 0)
             continue;
+        *out = e->who;
+        if (e->who.expires >= 0 && now_ms >= e->who.expires * 1000) {
+            res = GP_AUTH_EXPIRED;
+            break;
+        }
         res = GP_AUTH_OK;
+        if (now_ms / 1000 > e->last_used)
+            e->last_used = now_ms / 1000;
         if (a->rate_per_s > 0) {
             double refill = (double)(now_ms - e->refilled_ms) * a->rate_per_s / 1000.0;
             e->bucket = e->bucket + refill > a->burst ? a->burst : e->bucket + refill;
@@ -135,11 +146,43 @@ gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_
             else
                 e->bucket -= 1;
         }
-        *out = e->who;
         break;
     }
     pthread_mutex_unlock(&a->lock);
     return res;
+}
+
+int64_t gp_auth_last_used(gp_auth *a, const char *token_id)
+{
+    int64_t t = -1;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->entries[i].who.token_id, token_id) == 0)
+            t = a->entries[i].last_used;
+    pthread_mutex_unlock(&a->lock);
+    return t;
+}
+
+/* Is e's last use due for the store? */
+static bool touch_due(const gp_auth_entry *e)
+{
+    return e->last_used >= 0 && (e->last_stored < 0 || e->last_used - e->last_stored >= GP_AUTH_TOUCH_EVERY_S);
+}
+
+gp_err gp_auth_flush_last_used(gp_auth *a, gp_store *store, gp_error *err)
+{
+    gp_err rc = GP_OK;
+    pthread_mutex_lock(&a->lock); /* a few rows at most a minute: held across the writes */
+    for (size_t i = 0; i < a->n && rc == GP_OK; i++) {
+        gp_auth_entry *e = &a->entries[i];
+        if (!touch_due(e))
+            continue;
+        rc = gp_store_token_touch(store, e->who.token_id, e->last_used, err);
+        if (rc == GP_OK)
+            e->last_stored = e->last_used;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return rc;
 }
 
 static void hex(const unsigned char *bytes, size_t n, char *out)

@@ -14,6 +14,16 @@
  *   member        scope T: submits to and sees/cancels jobs of T's subtree
  * Anything outside a scope is answered as if it did not exist (404).
  *
+ * Expiry: a token may carry an expiry (epoch seconds); from then on
+ * gp_auth_check answers GP_AUTH_EXPIRED (the API says 401 and when).  The
+ * bootstrap admin token never expires.
+ *
+ * Last use: gp_auth_check notes each use in the cache (exact, in memory);
+ * the store gets it at most once a minute per token (GP_AUTH_TOUCH_EVERY_S):
+ * gp_auth_flush_last_used writes what is due, from the engine thread, in
+ * its batch's transaction.  So the stored last use is best effort: a
+ * restart may lose up to a minute of it, and a request costs no write.
+ *
  * Threads: every function is thread-safe (one mutex).
  * Ownership: gp_auth owns its cache; principals are copied out.
  */
@@ -43,7 +53,10 @@ typedef struct gp_principal {
     gp_role role;
     char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor */
     char user[GP_NAME_MAX];  /* jobs submitted with this token run as this user ("" = none) */
+    int64_t expires;         /* epoch seconds, -1 = never */
 } gp_principal;
+
+#define GP_AUTH_TOUCH_EVERY_S 60
 
 typedef struct gp_auth_entry gp_auth_entry;
 
@@ -69,9 +82,19 @@ void gp_auth_revoke(gp_auth *a, const char *token_id);
 /* Counts live tokens. */
 size_t gp_auth_count(gp_auth *a);
 
-typedef enum gp_auth_result { GP_AUTH_OK = 0, GP_AUTH_UNKNOWN, GP_AUTH_RATE_LIMITED } gp_auth_result;
-/* Looks the secret up and charges one request to its rate bucket. */
+typedef enum gp_auth_result {
+    GP_AUTH_OK = 0,
+    GP_AUTH_UNKNOWN,
+    GP_AUTH_RATE_LIMITED,
+    GP_AUTH_EXPIRED /* *out is filled: its name and expiry make the message */
+} gp_auth_result;
+/* Looks the secret up, refuses it once expired, charges one request to
+ * its rate bucket and notes the use (see "Last use" above). */
 gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_principal *out);
+/* The last use the cache knows of token_id (epoch seconds), else -1. */
+int64_t gp_auth_last_used(gp_auth *a, const char *token_id);
+/* Writes the last uses due to the store (the caller's open transaction). */
+gp_err gp_auth_flush_last_used(gp_auth *a, gp_store *store, gp_error *err);
 
 /* A fresh secret, its public id and its hash (hex). */
 gp_err gp_token_generate(char secret[GP_TOKEN_SECRET_LEN + 1], char id[GP_TOKEN_ID_LEN + 1], char hash_hex[65],

@@ -23,8 +23,9 @@
  *   body size     a Content-Length over --max-body is answered 413 at once;
  *                 a chunked body is counted and refused when it passes it;
  *   content type  bodies must be application/json (apply also takes YAML);
- *   tokens        401 without a known bearer token (only /v1/health and the
- *                 dashboard page are public), 429 when its bucket is empty;
+ *   tokens        401 without a known, unexpired bearer token (only
+ *                 /v1/health and the dashboard page are public), with where
+ *                 to set one; 429 when its bucket is empty;
  *   idle time     connections idle for --timeout seconds are closed.
  * JSON depth, field types and lengths are checked by the handlers' parsers.
  */
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { HEADERS_MAX = 16384, MHD_MEMORY_LIMIT = 256 * 1024 };
@@ -49,11 +51,27 @@ static uint32_t request_prefix;
 
 /* ---- authentication ---- */
 
+/* Said with every 401: where a client puts its token, not only the header. */
+static const char TOKEN_HINT[] = "send Authorization: Bearer <token>; the gpupool CLI reads it from --token or"
+                                 " --token-file FILE, GPUPOOL_TOKEN or GPUPOOL_TOKEN_FILE, or token = / token_file ="
+                                 " in ~/.config/gpupool/config";
+
+static void refuse_expired(gp_request *r)
+{
+    char when[32];
+    time_t t = (time_t)r->who.expires;
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    gp_api_error(r, 401, "unauthorized", "Authorization",
+                 "token %s (id %s) expired at %s; ask for a new one (gpupool token create) and %s", r->who.name,
+                 r->who.token_id, when, TOKEN_HINT);
+}
+
 static bool authenticate(gp_request *r)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
-        gp_api_error(r, 401, "unauthorized", "Authorization", "an Authorization: Bearer <token> header is required");
+        gp_api_error(r, 401, "unauthorized", "Authorization", "no token: %s", TOKEN_HINT);
         return false;
     }
     switch (gp_auth_check(&r->srv->auth, h + 7, gp_wall_ms(), &r->who)) {
@@ -64,8 +82,11 @@ static bool authenticate(gp_request *r)
         gp_api_error(r, 429, "rate_limited", "Authorization", "this token is over %g requests per second",
                      r->srv->auth.rate_per_s);
         return false;
+    case GP_AUTH_EXPIRED:
+        refuse_expired(r);
+        return false;
     default:
-        gp_api_error(r, 401, "unauthorized", "Authorization", "unknown or revoked token");
+        gp_api_error(r, 401, "unauthorized", "Authorization", "unknown or revoked token: %s", TOKEN_HINT);
         return false;
     }
 }

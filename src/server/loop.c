@@ -156,6 +156,16 @@ static void tick(gp_server *srv, int64_t now)
         store_fatal("tick", &(gp_error){.message = "a store write failed during the pass"});
 }
 
+/* Tokens' last uses ride along with the batch (auth.h): best effort, so a
+ * failed write is logged, not fatal. */
+static void flush_last_used(gp_server *srv)
+{
+    gp_error err;
+    char q[300];
+    if (gp_auth_flush_last_used(&srv->auth, srv->store, &err) != GP_OK)
+        gp_log(GP_LOG_WARN, "token_last_used", "error=%s", gp_log_quote(err.message, q, sizeof q));
+}
+
 /* Moves the mutating ops to the front, keeping arrival order within each
  * group; returns how many mutate.  Done before anything is answered: an
  * answered op belongs to its caller again and may be gone. */
@@ -193,6 +203,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     for (size_t i = 0; i < m; i++)
         if (ops[i]->finish && ops[i]->status < 400)
             ops[i]->finish(srv, ops[i], now);
+    flush_last_used(srv);
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);
     atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));

@@ -11,6 +11,7 @@
  *       (--tick-ms), or --pass-min-ms after the last pass once anything
  *       changed (so a burst of submits shares passes)
  *       for each mutating op: op->finish (its answer, after the pass)
+ *       the tokens' last uses that are due (auth.h; best effort)
  *     COMMIT            <- one fsync for the whole batch
  *     wake every mutating op's caller
  *     for each read-only op: op->run, wake its caller

@@ -6,6 +6,8 @@
  * acknowledged request is committed; see docs/operations.md.)
  */
 #include "server/server.h"
+#include "util/duration.h"
+#include "version.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -34,6 +36,9 @@ static const char USAGE[] =
     "  --tick-ms MS            scheduling pass timer (default 1000)\n"
     "  --pass-min-ms MS        after a change, the next pass once MS passed since the last (default 20)\n"
     "  --log-level LEVEL       debug, info, warn, error (default info)\n"
+    "  --member-token-ttl T    expiry of member tokens created without --ttl: 45s, 90m, 12h, 30d, 2w;\n"
+    "                          0 = never (default 90d; the bootstrap admin token never expires)\n"
+    "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
 static bool parse_long(const char *text, long min, long max, long *out)
@@ -62,8 +67,9 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"max-body", required_argument, NULL, 'b'},  {"max-connections", required_argument, NULL, 'n'},
         {"timeout", required_argument, NULL, 'T'},   {"rate-limit", required_argument, NULL, 'r'},
         {"tick-ms", required_argument, NULL, 'i'},   {"log-level", required_argument, NULL, 'L'},
-        {"pass-min-ms", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+        {"pass-min-ms", required_argument, NULL, 'm'}, {"member-token-ttl", required_argument, NULL, 'E'},
+        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     long v;
@@ -113,6 +119,11 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
                 return bad_option("log-level", optarg);
             gp_log_set_level(level);
             break;
+        case 'E':
+            if (!gp_duration_parse(optarg, &cfg->member_token_ttl_s))
+                return bad_option("member-token-ttl", optarg);
+            break;
+        case 'V': printf("gpupoold %s (commit %s)\n", GP_VERSION, GP_GIT_COMMIT); return 0;
         case 'h': fputs(USAGE, stdout); return 0;
         default: fputs(USAGE, stderr); return 2;
         }

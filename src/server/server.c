@@ -37,6 +37,7 @@ gp_server_config gp_server_config_default(void)
         .rate_limit = 1000,
         .tick_ms = 1000,
         .pass_min_ms = 20,
+        .member_token_ttl_s = 90 * 86400,
     };
     return c;
 }
@@ -234,8 +235,9 @@ static gp_err bootstrap_token(gp_server *srv, gp_error *err)
     else
         default_token_file(srv->cfg.store_url, path, sizeof path);
     int64_t now = gp_wall_ms() / 1000;
+    /* it never expires: it is the way back in (docs/operations.md); rotate it by hand */
     gp_store_token t = {.id = id, .hash_hex = hash, .name = "bootstrap", .role = "admin", .scope = "", .user = "",
-                        .created = now, .revoked = -1, .created_by = "gpupoold"};
+                        .created = now, .revoked = -1, .expires = -1, .last_used = -1, .created_by = "gpupoold"};
     gp_err rc = gp_token_generate(secret, id, hash, err);
     if (rc)
         return rc;

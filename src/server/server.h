@@ -35,6 +35,7 @@ typedef struct gp_server_config {
     double rate_limit;           /* requests per second per token, 0 = off */
     int tick_ms;                 /* scheduling pass timer */
     int pass_min_ms;             /* least time between passes triggered by changes */
+    int64_t member_token_ttl_s;  /* expiry of a member token created without a TTL; 0 = never */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */

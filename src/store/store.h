@@ -40,7 +40,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 1
+#define GP_STORE_SCHEMA_VERSION 2
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store. */
@@ -137,10 +137,14 @@ typedef struct gp_store_token {
     const char *hash_hex;  /* SHA-256 of the secret, lowercase hex */
     const char *name, *role, *scope, *user; /* scope "" for fleet-wide roles; user may be "" */
     int64_t created, revoked; /* revoked -1 = live */
+    int64_t expires;          /* epoch seconds; -1 = never */
+    int64_t last_used;        /* epoch seconds, best effort (auth.h); -1 = never; insert ignores it */
     const char *created_by;
 } gp_store_token;
 
 gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err);
+/* Records a use of token id at time (kept when an older time comes late). */
+gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error *err);
 gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err);
 typedef gp_err (*gp_store_token_fn)(void *ctx, const gp_store_token *t, gp_error *err);
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err);

@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 1, PRAGMA user_version):
+ * On-disk format (schema version 2, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload)   the append-only event log
@@ -14,7 +14,9 @@
  *   usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,
  *         topology, start, end_time)         end_time NULL while open
  *   tenants(path, spec_json, updated)
- *   tokens(id, hash, name, role, scope, user, created, created_by, revoked)
+ *   tokens(id, hash, name, role, scope, user, created, created_by, revoked,
+ *          expires, last_used)   expires NULL = never; last_used NULL =
+ *                                never used, else best effort (auth.h)
  *   audit(seq, time, request_id, actor, role, action, target, result,
  *         prev_hash, hash)
  *
@@ -64,6 +66,9 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE audit(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id TEXT NOT NULL,"
     " actor TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,"
     " result TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
+    /* 1 -> 2: token expiry and last use (issue 12) */
+    "ALTER TABLE tokens ADD COLUMN expires INTEGER;"
+    "ALTER TABLE tokens ADD COLUMN last_used INTEGER;",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -392,8 +397,8 @@ gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO tokens(id, hash, name, role, scope, user, created, created_by, revoked)"
-                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)",
+                           "INSERT INTO tokens(id, hash, name, role, scope, user, created, created_by, revoked,"
+                           " expires, last_used) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)",
                            -1, &st, NULL) != SQLITE_OK)
         return gp__store_fail(s, "token insert", err);
     sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
@@ -404,6 +409,10 @@ gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err
     sqlite3_bind_text(st, 6, t->user, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 7, t->created);
     sqlite3_bind_text(st, 8, t->created_by, -1, SQLITE_STATIC);
+    if (t->expires >= 0)
+        sqlite3_bind_int64(st, 9, t->expires);
+    else
+        sqlite3_bind_null(st, 9);
     gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token insert", err);
     sqlite3_finalize(st);
     return rc;
@@ -424,12 +433,31 @@ gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error
     return rc;
 }
 
+gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "UPDATE tokens SET last_used = ?2 WHERE id = ?1 AND (last_used IS NULL OR last_used < ?2)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "token last use", err);
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, time);
+    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token last use", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int64_t column_or_none(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
-                           "SELECT id, hash, name, role, scope, user, created, created_by, revoked FROM tokens"
-                           " ORDER BY created, id",
+                           "SELECT id, hash, name, role, scope, user, created, created_by, revoked, expires,"
+                           " last_used FROM tokens ORDER BY created, id",
                            -1, &st, NULL) != SQLITE_OK)
         return gp__store_fail(s, "tokens scan", err);
     gp_err rc = GP_OK;
@@ -443,7 +471,9 @@ gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_err
             .user = (const char *)sqlite3_column_text(st, 5),
             .created = sqlite3_column_int64(st, 6),
             .created_by = (const char *)sqlite3_column_text(st, 7),
-            .revoked = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8),
+            .revoked = column_or_none(st, 8),
+            .expires = column_or_none(st, 9),
+            .last_used = column_or_none(st, 10),
         };
         rc = fn(ctx, &t, err);
     }

@@ -137,12 +137,14 @@ static void an_age_parses_as_that_long_before_now(void **state)
     assert_int_equal(t, T - 5400);
     assert_true(gp_time_parse("30s", T, &t));
     assert_int_equal(t, T - 30);
+    assert_true(gp_time_parse("2w", T, &t)); /* util/duration.h's units, weeks too */
+    assert_int_equal(t, T - 14 * 86400);
 }
 
 static void anything_else_is_refused_and_leaves_the_output_alone(void **state)
 {
     (void)state;
-    const char *bad[] = {"", "yesterday", "7w", "-7d", "7dd", "2024-13-01", "2024-02-31", "2024-11-24 25:00",
+    const char *bad[] = {"", "yesterday", "7y", "-7d", "7dd", "2024-13-01", "2024-02-31", "2024-11-24 25:00",
                          "2024-11-24x06:53", "2024-11-24 06:53 extra", "-5", "12abc"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t t = 42;
