@@ -167,13 +167,14 @@ static void overlay_live(gp_request *r, json_t *views)
 
 void gp_api_jobs_list(gp_request *r)
 {
-    static const char *const allowed[] = {"tenant", "state", "before", "limit", NULL};
+    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", NULL};
     if (!gp_api_query_only(r, allowed))
         return;
     gp_store_job_filter f = {.limit = 100};
     int64_t before = 0, limit = 100;
     f.tenant = gp_api_query(r, "tenant");
     f.state = gp_api_query(r, "state");
+    f.user = gp_api_query(r, "user");
     if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
         return;
     if (f.state && strcmp(f.state, "live") != 0) {

@@ -123,6 +123,7 @@ def snapshot(d):
     jobs = d.ok("GET", "/v1/jobs?limit=1000")["jobs"]
     for j in jobs:
         j.pop("reason", None)  # wait reasons are recomputed on the next pass
+        j.pop("wait", None)
     return {
         "jobs": jobs,
         "tenants": d.ok("GET", "/v1/tenants")["tenants"],
