@@ -164,6 +164,7 @@ def test_the_jobs_table_shows_user_age_nodes_and_shares(d):
     for col in ("USER", "AGE", "TIME", "NODES", "GPUS"):
         assert col in head, head
     assert "mps 25%" in out and "alice" in out, out
+    assert "bound to 1 H100 GPU (" in out, out  # counts agree with their nouns
     node = d.ok("GET", "/v1/jobs/%d" % alice)["placement"][0]["node"]
     assert node in out, out
 
