@@ -10,8 +10,8 @@ cannot drift:
 
 It knows the subset of Markdown those docs use: "# title - summary" (the
 NAME line), "## heading" (.SH), "### heading" (.SS), paragraphs, "- " lists,
-fenced code blocks (shown as is), tables (shown as aligned text), `code`
-(bold) and *emphasis* (italic).  Python standard library only; the output
+fenced code blocks (shown as is), tables (a tagged paragraph per row), `code`
+(bold) and *emphasis* (italic), "1. " numbered lists.  Python standard library only; the output
 depends on nothing but the input (no dates), so a test can regenerate it
 and compare (tests/docs).
 """
@@ -43,13 +43,17 @@ def inline(text):
 
 
 def table(rows):
-    cells = [[c.strip().replace("`", "") for c in r.strip().strip("|").split("|")] for r in rows
+    """A table as a list of tagged paragraphs: the first column is the tag,
+    the others (headed by their column names) the text, so rows wrap."""
+    cells = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", r.strip().strip("|"))] for r in rows
              if not re.match(r"^\s*\|?\s*:?-+", r)]
-    widths = [max(len(r[i]) if i < len(r) else 0 for r in cells) for i in range(max(len(r) for r in cells))]
-    lines = [".nf", ".RS 2"]
-    for r in cells:
-        lines.append(escape("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip()))
-    return lines + [".RE", ".fi"]
+    head, body = cells[0], cells[1:]
+    lines = []
+    for r in body:
+        lines += [".TP", inline(r[0])]
+        rest = ["%s: %s" % (head[i], c) if i < len(head) else c for i, c in enumerate(r) if i > 0 and c]
+        lines.append(inline("; ".join(rest)))
+    return lines
 
 
 def convert(md, name, section):
@@ -93,13 +97,14 @@ def convert(md, name, section):
                 i += 1
             out += [".PP"] + table(rows)
             continue
-        elif line.startswith("- "):
+        elif line.startswith("- ") or re.match(r"^\d+\. ", line):
             flush()
-            item = [line[2:]]
+            bullet = "\\(bu" if line.startswith("- ") else line.split(" ", 1)[0]
+            item = [line.split(" ", 1)[1]]
             while i + 1 < len(lines) and lines[i + 1].startswith("  ") and lines[i + 1].strip():
                 i += 1
                 item.append(lines[i].strip())
-            out += [".IP \\(bu 2"] + [inline(x) for x in item]
+            out += [".IP %s %d" % (bullet, len(bullet) + 1 if bullet[0].isdigit() else 2)] + [inline(x) for x in item]
         elif not line.strip():
             flush()
         else:

@@ -214,6 +214,8 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
     char text[1024];
     switch (d->kind) {
     case GP_DEC_TRANSITION:
+        if (d->from == d->to) /* the engine's submit record: not a change of state */
+            return gp_store_history_add(j->store, d->job_id, d->time, "submit", NULL, NULL, d->reason, err);
         return gp_store_history_add(j->store, d->job_id, d->time, "transition", gp_job_state_name(d->from),
                                     gp_job_state_name(d->to), d->reason, err);
     case GP_DEC_PREEMPT:
