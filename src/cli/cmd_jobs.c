@@ -346,9 +346,11 @@ static void print_job(const json_t *j)
     json_array_foreach(json_object_get(j, "history"), i, p) {
         const char *from = json_string_value(json_object_get(p, "from"));
         int64_t t = json_integer_value(json_object_get(p, "time"));
-        printf("  %s  %-10s %s%s%s %s\n", gp_time_local(t, buf, sizeof buf),
-               json_string_value(json_object_get(p, "kind")), from ? from : "", from ? "->" : "",
-               from ? json_string_value(json_object_get(p, "to")) : "", reason_text(p, reason, sizeof reason));
+        char step[64] = "";
+        if (from)
+            snprintf(step, sizeof step, "%s->%s ", from, json_string_value(json_object_get(p, "to")));
+        printf("  %s  %-10s %s%s\n", gp_time_local(t, buf, sizeof buf), json_string_value(json_object_get(p, "kind")),
+               step, reason_text(p, reason, sizeof reason));
     }
 }
 
