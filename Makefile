@@ -13,7 +13,7 @@ export GP_PROPERTY_SEQUENCES
 endif
 
 .DEFAULT_GOAL := build
-.PHONY: deps build build-asan test demo bench clean
+.PHONY: deps build build-asan test demo bench install clean
 
 deps:
 	./scripts/install-deps.sh
@@ -43,6 +43,10 @@ bench: deps build
 	  echo "== $$f"; "$$f" || exit 1; \
 	done; \
 	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"
+
+# PREFIX=/usr/local by default: binaries in bin/, man pages in share/man.
+install: build
+	cmake --install build --prefix $(or $(PREFIX),/usr/local)
 
 clean:
 	rm -rf build build-asan

@@ -3,6 +3,7 @@
  */
 #include "cli/commands.h"
 
+#include "cli/suggest.h"
 #include "cli/table.h"
 #include "cli/timefmt.h"
 #include "util/duration.h"
@@ -72,33 +73,76 @@ int gp_cmd_drain(gp_client *c, int argc, char **argv)
 
 /* ---- tenants ---- */
 
+static bool in_subtree(const char *root, const char *path)
+{
+    size_t n = strlen(root);
+    return !root[0] || (strncmp(root, path, n) == 0 && (path[n] == '\0' || path[n] == '/'));
+}
+
+static void add_tenant_row(gp_table *t, const json_t *n)
+{
+    char g[256], l[256], u[256], pending[16], running[16];
+    snprintf(pending, sizeof pending, "%lld", (long long)json_integer_value(json_object_get(n, "pending_jobs")));
+    snprintf(running, sizeof running, "%lld", (long long)json_integer_value(json_object_get(n, "running_jobs")));
+    const char *cells[] = {json_string_value(json_object_get(n, "path")),
+                           gp_gpu_summary(json_object_get(n, "guarantee"), g, sizeof g),
+                           gp_gpu_summary(json_object_get(n, "limit"), l, sizeof l),
+                           gp_gpu_summary(json_object_get(n, "usage"), u, sizeof u),
+                           pending,
+                           running,
+                           json_string_value(json_object_get(n, "trust"))};
+    gp_table_add(t, cells);
+}
+
+/* No tenant at root among those the caller sees: exit 5, with the nearest path. */
+static int no_such_tenant(const char *root, const json_t *tenants)
+{
+    const char *paths[512];
+    size_t n = 0, i;
+    json_t *t;
+    json_array_foreach(tenants, i, t) {
+        if (n < 512 && json_is_string(json_object_get(t, "path")))
+            paths[n++] = json_string_value(json_object_get(t, "path"));
+    }
+    const char *near = gp_suggest(root, paths, n);
+    fprintf(stderr, "gpupool: no tenant %s%s%s%s\n", root, near ? " (did you mean " : "", near ? near : "",
+            near ? "?)" : "");
+    return GP_EXIT_NOT_FOUND;
+}
+
 int gp_cmd_tenants(gp_client *c, int argc, char **argv)
 {
-    if (argc > 1)
-        return gp_usage_error(argv[0], "tenants takes no arguments");
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
+        return gp_usage_error(argv[0], "usage: gpupool tenants [PATH]");
+    const char *root = argc == 2 ? argv[1] : "";
     gp_response resp;
-    int rc = gp_client_run(c, "GET", "/v1/tenants", NULL, &resp);
-    if (rc == GP_EXIT_OK && !c->json) {
+    int rc = gp_client_call(c, "GET", "/v1/tenants", NULL, NULL, 0, &resp);
+    if (rc == GP_EXIT_OK)
+        rc = gp_client_check(&resp);
+    json_t *all = rc == GP_EXIT_OK ? json_object_get(resp.body, "tenants") : NULL, *shown = json_array();
+    size_t i;
+    json_t *n;
+    json_array_foreach(all, i, n) {
+        const char *path = json_string_value(json_object_get(n, "path"));
+        if (path && in_subtree(root, path))
+            json_array_append(shown, n);
+    }
+    if (rc == GP_EXIT_OK && root[0] && json_array_size(shown) == 0)
+        rc = no_such_tenant(root, all);
+    if (rc == GP_EXIT_OK && c->json) {
+        json_t *out = json_pack("{s:O}", "tenants", shown);
+        json_dumpf(out, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(out);
+    } else if (rc == GP_EXIT_OK) {
         static const char *const head[] = {"PATH", "GUARANTEE", "LIMIT", "USAGE", "PENDING", "RUNNING", "TRUST"};
         gp_table t;
         gp_table_init(&t, 7, head);
-        size_t i;
-        json_t *n;
-        json_array_foreach(json_object_get(resp.body, "tenants"), i, n) {
-            char g[256], l[256], u[256], pending[16], running[16];
-            snprintf(pending, sizeof pending, "%lld", (long long)json_integer_value(json_object_get(n, "pending_jobs")));
-            snprintf(running, sizeof running, "%lld", (long long)json_integer_value(json_object_get(n, "running_jobs")));
-            const char *cells[] = {json_string_value(json_object_get(n, "path")),
-                                   gp_gpu_summary(json_object_get(n, "guarantee"), g, sizeof g),
-                                   gp_gpu_summary(json_object_get(n, "limit"), l, sizeof l),
-                                   gp_gpu_summary(json_object_get(n, "usage"), u, sizeof u),
-                                   pending,
-                                   running,
-                                   json_string_value(json_object_get(n, "trust"))};
-            gp_table_add(&t, cells);
-        }
+        json_array_foreach(shown, i, n)
+            add_tenant_row(&t, n);
         gp_table_print(&t, stdout);
     }
+    json_decref(shown);
     gp_response_free(&resp);
     return rc;
 }
@@ -236,8 +280,8 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
         }
         /* the API takes epoch seconds; a person may type a date, a date-time or an age */
         if (!gp_time_parse(optarg, (int64_t)time(NULL), &t))
-            return gp_usage_error("usage", "--%s: expected YYYY-MM-DD[ HH:MM[:SS]], an age like 7d, or epoch seconds;"
-                                           " got %s", key, optarg);
+            return gp_usage_error("usage", "--%s: expected YYYY-MM-DD[ HH:MM[:SS]], ISO 8601 with a zone, a relative"
+                                           " time like -24h or +2h, or epoch seconds; got %s", key, optarg);
         snprintf(epoch, sizeof epoch, "%lld", (long long)t);
         gp_query_add(c, path, sizeof path, key, epoch);
     }

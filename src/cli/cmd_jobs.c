@@ -13,6 +13,7 @@
 
 #include "cli/table.h"
 #include "cli/timefmt.h"
+#include "cli/watch.h"
 #include "cli/yaml_json.h"
 
 #include <getopt.h>
@@ -45,7 +46,9 @@ static int submit_from_file(gp_client *c, const char *path, json_t **out)
     return GP_EXIT_OK;
 }
 
-static const char *const job_head[] = {"ID", "TENANT", "NAME", "GPUS", "STATE", "CLASS", "REASON"};
+static const char *const job_head[] = {"ID",  "TENANT", "USER", "NAME",  "GPUS",  "STATE",
+                                      "CLASS", "AGE", "TIME", "NODES", "REASON"};
+enum { JOB_COLS = 11 };
 
 /* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
 static const char *reason_text(const json_t *j, char *buf, size_t cap)
@@ -54,19 +57,75 @@ static const char *reason_text(const json_t *j, char *buf, size_t cap)
     return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
 }
 
+/* What a job asks for: "2x8" (replicas x whole GPUs), or its share of one
+ * GPU per replica: "mps 25%", "mig 1g.10gb", "timeslice" ("3x mps 25%"). */
+static const char *gpus_text(const json_t *j, char *buf, size_t cap)
+{
+    long long replicas = json_integer_value(json_object_get(j, "replicas"));
+    json_t *share = json_object_get(j, "share");
+    char one[64];
+    if (json_is_integer(json_object_get(share, "mps")))
+        snprintf(one, sizeof one, "mps %lld%%", (long long)json_integer_value(json_object_get(share, "mps")));
+    else if (json_is_string(json_object_get(share, "mig")))
+        snprintf(one, sizeof one, "mig %s", json_string_value(json_object_get(share, "mig")));
+    else if (json_object_get(share, "timeslice"))
+        snprintf(one, sizeof one, "timeslice");
+    else {
+        snprintf(buf, cap, "%lldx%lld", replicas, (long long)json_integer_value(json_object_get(j, "gpus")));
+        return buf;
+    }
+    if (replicas > 1)
+        snprintf(buf, cap, "%lldx %s", replicas, one);
+    else
+        snprintf(buf, cap, "%s", one);
+    return buf;
+}
+
+/* How long it has run: from bind to end (or now); "-" if it never ran. */
+static const char *run_time(const json_t *j, int64_t now, char *buf, size_t cap)
+{
+    json_t *bind = json_object_get(j, "bind_time"), *end = json_object_get(j, "end_time");
+    if (!json_is_integer(bind))
+        return NULL;
+    int64_t until = json_is_integer(end) ? json_integer_value(end) : now;
+    return gp_duration(until - json_integer_value(bind), buf, cap);
+}
+
+/* The distinct nodes of its placement, "a,b" ("-" when not placed). */
+static const char *nodes_text(const json_t *j, char *buf, size_t cap)
+{
+    size_t used = 0, i;
+    json_t *rep;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(j, "placement"), i, rep) {
+        const char *node = json_string_value(json_object_get(rep, "node"));
+        if (!node || strstr(buf, node)) /* replicas often share a node; names are distinct words */
+            continue;
+        int n = snprintf(buf + used, cap - used, "%s%s", used ? "," : "", node);
+        if (n < 0 || (size_t)n >= cap - used)
+            break;
+        used += (size_t)n;
+    }
+    return buf[0] ? buf : NULL;
+}
+
 /* One row of the job table (job_head's columns) from a job's JSON. */
 static void add_job_row(gp_table *t, const json_t *j)
 {
-    char id[32], gpus[64], reason[512];
+    char id[32], gpus[96], age[32], ran[32], nodes[256], reason[512];
+    int64_t now = (int64_t)time(NULL);
     snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
-    snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(j, "replicas")),
-             (long long)json_integer_value(json_object_get(j, "gpus")));
+    json_t *submit = json_object_get(j, "submit_time");
     const char *cells[] = {id,
                            json_string_value(json_object_get(j, "tenant")),
+                           json_string_value(json_object_get(j, "user")),
                            json_string_value(json_object_get(j, "name")),
-                           gpus,
+                           gpus_text(j, gpus, sizeof gpus),
                            json_string_value(json_object_get(j, "state")),
                            json_string_value(json_object_get(j, "class")),
+                           json_is_integer(submit) ? gp_duration(now - json_integer_value(submit), age, sizeof age) : NULL,
+                           run_time(j, now, ran, sizeof ran),
+                           nodes_text(j, nodes, sizeof nodes),
                            reason_text(j, reason, sizeof reason)};
     gp_table_add(t, cells);
 }
@@ -74,7 +133,7 @@ static void add_job_row(gp_table *t, const json_t *j)
 static void print_job_line(const json_t *j)
 {
     gp_table t;
-    gp_table_init(&t, 7, job_head);
+    gp_table_init(&t, JOB_COLS, job_head);
     add_job_row(&t, j);
     gp_table_print(&t, stdout);
 }
@@ -83,7 +142,7 @@ static void print_job_line(const json_t *j)
 static void print_job_lines(const json_t *jobs)
 {
     gp_table t;
-    gp_table_init(&t, 7, job_head);
+    gp_table_init(&t, JOB_COLS, job_head);
     size_t i;
     json_t *j;
     json_array_foreach(jobs, i, j)
@@ -201,29 +260,15 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
     return rc;
 }
 
-int gp_cmd_jobs(gp_client *c, int argc, char **argv)
+/* One refresh of `gpupool jobs`: arg is the request path. */
+static int draw_jobs(gp_client *c, void *arg, bool *done)
 {
-    static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
-                                         {"state", required_argument, NULL, 's'},
-                                         {"limit", required_argument, NULL, 'l'},
-                                         {"before", required_argument, NULL, 'b'},
-                                         {NULL, 0, NULL, 0}};
-    char path[1024] = "/v1/jobs";
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        const char *key = ch == 't' ? "tenant" : ch == 's' ? "state" : ch == 'l' ? "limit" : ch == 'b' ? "before" : NULL;
-        if (!key)
-            return gp_usage_error("jobs", "see gpupool jobs --help");
-        gp_query_add(c, path, sizeof path, key, optarg);
-    }
-    if (optind < argc)
-        return gp_usage_error("jobs", "unexpected argument %s", argv[optind]);
+    (void)done;
     gp_response resp;
-    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    int rc = gp_client_run(c, "GET", arg, NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
         gp_table t;
-        gp_table_init(&t, 7, job_head);
+        gp_table_init(&t, JOB_COLS, job_head);
         size_t i;
         json_t *j;
         json_array_foreach(json_object_get(resp.body, "jobs"), i, j)
@@ -235,6 +280,41 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
     }
     gp_response_free(&resp);
     return rc;
+}
+
+int gp_cmd_jobs(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
+                                         {"state", required_argument, NULL, 's'},
+                                         {"user", required_argument, NULL, 'u'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {"before", required_argument, NULL, 'b'},
+                                         {"watch", no_argument, NULL, 'w'},
+                                         {"interval", required_argument, NULL, 'i'},
+                                         {NULL, 0, NULL, 0}};
+    char path[1024] = "/v1/jobs";
+    bool watch = false;
+    int ch, interval = 2;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        const char *key = ch == 't'   ? "tenant"
+                          : ch == 's' ? "state"
+                          : ch == 'u' ? "user"
+                          : ch == 'l' ? "limit"
+                          : ch == 'b' ? "before"
+                                      : NULL;
+        if (ch == 'w')
+            watch = true;
+        else if (ch == 'i' && !gp_watch_interval(optarg, &interval))
+            return gp_usage_error("jobs", "--interval takes 1..3600 seconds, got %s", optarg);
+        else if (key)
+            gp_query_add(c, path, sizeof path, key, optarg);
+        else if (ch != 'i')
+            return gp_usage_error("jobs", "see gpupool jobs --help");
+    }
+    if (optind < argc)
+        return gp_usage_error("jobs", "unexpected argument %s", argv[optind]);
+    return watch ? gp_watch(c, "gpupool jobs", interval, draw_jobs, path) : draw_jobs(c, path, &watch);
 }
 
 /* Times (the keys ending in _time) as local date-time and age, never epoch seconds. */
@@ -265,38 +345,74 @@ static void print_job(const json_t *j)
     json_array_foreach(json_object_get(j, "history"), i, p) {
         const char *from = json_string_value(json_object_get(p, "from"));
         int64_t t = json_integer_value(json_object_get(p, "time"));
-        printf("  %s  %-10s %s%s%s %s\n", gp_time_local(t, buf, sizeof buf),
-               json_string_value(json_object_get(p, "kind")), from ? from : "", from ? "->" : "",
-               from ? json_string_value(json_object_get(p, "to")) : "", reason_text(p, reason, sizeof reason));
+        char step[64] = "";
+        if (from)
+            snprintf(step, sizeof step, "%s->%s ", from, json_string_value(json_object_get(p, "to")));
+        printf("  %s  %-10s %s%s\n", gp_time_local(t, buf, sizeof buf), json_string_value(json_object_get(p, "kind")),
+               step, reason_text(p, reason, sizeof reason));
     }
 }
 
-static int one_job(gp_client *c, int argc, char **argv, const char *method)
+static bool is_final(const char *state)
 {
-    optind = 0;
-    static const struct option opts[] = {{NULL, 0, NULL, 0}};
-    if (getopt_long(argc, argv, "", opts, NULL) != -1 || optind != argc - 1)
-        return gp_usage_error(argv[0], "usage: gpupool %s ID", argv[0]);
-    char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[optind]);
+    return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+                     strcmp(state, "cancelled") == 0);
+}
+
+/* One refresh of `gpupool job ID`: arg is the request path; done once the
+ * job has ended. */
+static int draw_job(gp_client *c, void *arg, bool *done)
+{
     gp_response resp;
-    int rc = gp_client_run(c, method, path, NULL, &resp);
-    if (rc == GP_EXIT_OK && !c->json) {
-        if (strcmp(method, "GET") == 0)
-            print_job(resp.body);
-        else
-            print_job_line(resp.body);
-    }
+    int rc = gp_client_run(c, "GET", arg, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        print_job(resp.body);
+    if (rc == GP_EXIT_OK)
+        *done = is_final(json_string_value(json_object_get(resp.body, "state")));
     gp_response_free(&resp);
     return rc;
 }
 
 int gp_cmd_job(gp_client *c, int argc, char **argv)
 {
-    return one_job(c, argc, argv, "GET");
+    static const struct option opts[] = {{"watch", no_argument, NULL, 'w'},
+                                         {"interval", required_argument, NULL, 'i'},
+                                         {NULL, 0, NULL, 0}};
+    bool watch = false;
+    int ch, interval = 2;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'w')
+            watch = true;
+        else if (ch != 'i' || !gp_watch_interval(optarg, &interval))
+            return gp_usage_error("job", "usage: gpupool job ID [--watch [--interval 1..3600]]");
+    }
+    if (optind != argc - 1)
+        return gp_usage_error("job", "usage: gpupool job ID [--watch [--interval S]]");
+    char path[256], title[160];
+    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[optind]);
+    snprintf(title, sizeof title, "gpupool job %.100s", argv[optind]);
+    bool done = false;
+    return watch ? gp_watch(c, title, interval, draw_job, path) : draw_job(c, path, &done);
 }
 
+/* Cancels each id in turn, all of them even when one fails; the exit code
+ * is the first failure's. */
 int gp_cmd_cancel(gp_client *c, int argc, char **argv)
 {
-    return one_job(c, argc, argv, "DELETE");
+    if (argc < 2 || argv[1][0] == '-')
+        return gp_usage_error("cancel", "usage: gpupool cancel ID [ID...]");
+    int first = GP_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[i]);
+        gp_response resp;
+        int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
+        if (rc == GP_EXIT_OK && !c->json)
+            print_job_line(resp.body);
+        if (rc != GP_EXIT_OK && first == GP_EXIT_OK)
+            first = rc;
+        gp_response_free(&resp);
+    }
+    return first;
 }

@@ -27,6 +27,12 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv);
 int gp_cmd_job(gp_client *c, int argc, char **argv);
 int gp_cmd_cancel(gp_client *c, int argc, char **argv);
 
+/* cmd_why.c */
+int gp_cmd_why(gp_client *c, int argc, char **argv);
+
+/* completion.c */
+int gp_cmd_completion(gp_client *c, int argc, char **argv);
+
 /* cmd_admin.c */
 int gp_cmd_nodes(gp_client *c, int argc, char **argv);
 int gp_cmd_drain(gp_client *c, int argc, char **argv);

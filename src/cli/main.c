@@ -12,6 +12,7 @@
  * The CLI speaks only HTTP to the daemon (no engine code is linked in).
  */
 #include "cli/commands.h"
+#include "cli/suggest.h"
 #include "util/file.h"
 #include "version.h"
 
@@ -33,13 +34,24 @@ const gp_command GP_COMMANDS[] = {
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
      "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
     {"jobs", gp_cmd_jobs,
-     "usage: gpupool jobs [--tenant PATH] [--state STATE|live] [--limit N] [--before ID]\n"
-     "List jobs you may see, newest first (a member token: its tenant's).\n"},
-    {"job", gp_cmd_job, "usage: gpupool job ID\nOne job with its placement and history.\n"},
-    {"cancel", gp_cmd_cancel, "usage: gpupool cancel ID\nCancel a job (running jobs get their grace).\n"},
+     "usage: gpupool jobs [--tenant PATH] [--user U] [--state STATE|live] [--limit N] [--before ID]\n"
+     "                    [--watch [--interval S]]\n"
+     "List jobs you may see (a member token: its tenant's), newest first.  STATE: pending, admitted, running, preempting, succeeded,\n"
+     "failed, cancelled, or live (the first four).  --watch redraws every S seconds (default 2) until\n"
+     "interrupted; when the output is not a terminal it prints each refresh after a time line.\n"},
+    {"job", gp_cmd_job,
+     "usage: gpupool job ID [--watch [--interval S]]\nOne job with its placement and history; --watch "
+     "refreshes it until it ends.\n"},
+    {"why", gp_cmd_why,
+     "usage: gpupool why ID\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
+     "fleet) and what would change it.\n"},
+    {"cancel", gp_cmd_cancel,
+     "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
+     "failure.\n"},
     {"nodes", gp_cmd_nodes, "usage: gpupool nodes\nThe fleet: nodes, GPUs free, state.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
-    {"tenants", gp_cmd_tenants, "usage: gpupool tenants\nThe tenant tree with guarantees, limits and usage.\n"},
+    {"tenants", gp_cmd_tenants,
+     "usage: gpupool tenants [PATH]\nThe tenant tree (or PATH's subtree) with guarantees, limits and usage.\n"},
     {"quota", gp_cmd_quota,
      "usage: gpupool quota set PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                       [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
@@ -48,8 +60,10 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool apply -f tenants.yaml\nApply a tenant tree (YAML or JSON); idempotent, all or nothing.\n"},
     {"usage", gp_cmd_usage,
      "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]\nGPU-hours by tenant, GPU type, class\n"
-     "(a member token: its tenant's).  TIME is a local date (2024-11-24), date-time (2024-11-24 06:30),\n"
-     "an age (2w, 7d, 12h, 30m: that long ago) or epoch seconds.\n"},
+     "(a member token: its tenant's).\n"
+     "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), ISO 8601 with a zone\n"
+     "(2024-11-24T06:30:00Z, 2024-11-24T08:30+02:00), a relative time (-24h or 24h: that long ago;\n"
+     "+2h: from now; units s, m, h, d, w) or epoch seconds.\n"},
     {"token", gp_cmd_token,
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
      "                            [--user U] [--ttl DURATION]\n"
@@ -60,6 +74,8 @@ const gp_command GP_COMMANDS[] = {
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
+    {"completion", gp_cmd_completion,
+     "usage: gpupool completion bash|zsh\nPrint a shell completion script: source <(gpupool completion bash)\n"},
     {NULL, NULL, NULL},
 };
 
@@ -68,8 +84,8 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, cancel, nodes, drain, tenants, quota set, apply, usage,\n"
-    "          token create|list|revoke, audit [verify].   gpupool COMMAND --help for each.\n"
+    "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants, quota set, apply, usage,\n"
+    "          token create|list|revoke, audit [verify], completion.   gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
     "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE;\n"
@@ -207,6 +223,47 @@ static int take_global_flags(int *argc, char **argv, globals *g)
     return GP_EXIT_OK;
 }
 
+static int unknown_command(const char *typed)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (const gp_command *k = GP_COMMANDS; k->name && n < 64; k++)
+        names[n++] = k->name;
+    const char *near = gp_suggest(typed, names, n);
+    if (near)
+        fprintf(stderr, "gpupool: unknown command %s; did you mean %s?  (gpupool --help lists them)\n", typed, near);
+    else
+        fprintf(stderr, "gpupool: unknown command %s\n%s", typed, USAGE);
+    return GP_EXIT_USAGE;
+}
+
+/* Every "--flag" before "--" must be one of the command's (as its usage
+ * text lists them): a typo is refused with the nearest one, before
+ * anything is sent. */
+static int check_flags(const gp_command *cmd, int argc, char **argv)
+{
+    char buf[2048];
+    const char *flags[64];
+    size_t n = gp_usage_flags(cmd->usage, buf, sizeof buf, flags, 63);
+    flags[n++] = "--help";
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strncmp(argv[i], "--", 2) != 0)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[i], "="), argv[i]);
+        bool known = false;
+        for (size_t f = 0; f < n && !known; f++)
+            known = strcmp(flags[f], name) == 0;
+        if (known)
+            continue;
+        const char *near = gp_suggest(name, flags, n);
+        if (near)
+            return gp_usage_error(cmd->name, "unknown flag %s; did you mean %s?", name, near);
+        return gp_usage_error(cmd->name, "unknown flag %s\n%s", name, cmd->usage);
+    }
+    return GP_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     globals g = {0};
@@ -232,10 +289,11 @@ int main(int argc, char **argv)
     for (const gp_command *k = GP_COMMANDS; k->name && !cmd; k++)
         if (strcmp(k->name, argv[1]) == 0)
             cmd = k;
-    if (!cmd) {
-        fprintf(stderr, "gpupool: unknown command %s\n%s", argv[1], USAGE);
-        return GP_EXIT_USAGE;
-    }
+    if (!cmd)
+        return unknown_command(argv[1]);
+    rc = check_flags(cmd, argc - 1, argv + 1);
+    if (rc != GP_EXIT_OK)
+        return rc;
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
     if (wants_help(sub_argc, sub_argv)) {

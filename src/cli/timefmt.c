@@ -41,6 +41,17 @@ const char *gp_time_age(int64_t t, int64_t now, char *buf, size_t cap)
     return buf;
 }
 
+const char *gp_duration(int64_t seconds, char *buf, size_t cap)
+{
+    char age[32];
+    gp_time_age(0, seconds < 0 ? 0 : seconds, age, sizeof age);
+    if (strcmp(age, "just now") == 0)
+        snprintf(buf, cap, "0s");
+    else
+        snprintf(buf, cap, "%.*s", (int)(strlen(age) - strlen(" ago")), age);
+    return buf;
+}
+
 const char *gp_time_human(int64_t t, int64_t now, char *buf, size_t cap)
 {
     char local[64], age[32];
@@ -79,13 +90,46 @@ static bool parse_epoch(const char *text, int64_t *out)
     return true;
 }
 
-/* "7d", "12h", "90m", "30s", "2w" (util/duration.h): that long before now. */
-static bool parse_age(const char *text, int64_t now, int64_t *out)
+/* "7d", "12h", "90m", "30s", "2w" (util/duration.h) or "-24h": that long
+ * before now; "+2h": that long after. */
+static bool parse_relative(const char *text, int64_t now, int64_t *out)
 {
+    int sign = text[0] == '+' ? 1 : -1;
     int64_t span;
-    if (!gp_duration_parse(text, &span))
+    if (!gp_duration_parse(text[0] == '+' || text[0] == '-' ? text + 1 : text, &span))
         return false;
-    *out = now - span;
+    *out = now + sign * span;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+ * days_from_civil), for times that name their own zone. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* A zone suffix: "Z", "+HH:MM", "+HHMM", "+HH" (or '-'), as seconds east
+ * of UTC; false when text is not one. */
+static bool parse_zone(const char *text, int64_t *east)
+{
+    int hh = 0, mm = 0, used = 0;
+    if (strcmp(text, "Z") == 0) {
+        *east = 0;
+        return true;
+    }
+    if ((text[0] != '+' && text[0] != '-') ||
+        !((sscanf(text + 1, "%2d:%2d%n", &hh, &mm, &used) == 2 && used == 5) ||
+          (sscanf(text + 1, "%2d%2d%n", &hh, &mm, &used) == 2 && used == 4) ||
+          (sscanf(text + 1, "%2d%n", &hh, &used) == 1 && used == 2)) ||
+        text[1 + used] != '\0' || hh > 23 || mm > 59)
+        return false;
+    *east = (text[0] == '-' ? -1 : 1) * (hh * 3600 + mm * 60);
     return true;
 }
 
@@ -98,10 +142,21 @@ static bool parse_date_time(const char *text, int64_t *out)
     int used = 0, got = sscanf(text, "%4d-%2d-%2d%n%c%2d:%2d%n:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &used,
                                &sep, &tm.tm_hour, &tm.tm_min, &used, &tm.tm_sec, &used);
     bool shape = got == 3 || ((got == 6 || got == 7) && (sep == ' ' || sep == 'T'));
-    if (!shape || text[used] != '\0' || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+    int64_t east = 0;
+    bool zoned = shape && got >= 6 && text[used] != '\0' && parse_zone(text + used, &east);
+    if (!shape || (text[used] != '\0' && !zoned) || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+        tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
         return false;
     int year = tm.tm_year, month = tm.tm_mon, day = tm.tm_mday;
+    if (zoned) {
+        int64_t first = days_from_civil(year, month, 1);
+        int64_t next = days_from_civil(year + (month == 12), month % 12 + 1, 1);
+        if (day > next - first)
+            return false; /* 2024-02-30 */
+        int64_t days = first + day - 1;
+        *out = days * 86400 + tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec - east;
+        return true;
+    }
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     tm.tm_isdst = -1; /* let the zone say whether summer time applies */
@@ -117,5 +172,5 @@ bool gp_time_parse(const char *text, int64_t now, int64_t *out)
 {
     if (!text)
         return false;
-    return parse_epoch(text, out) || parse_age(text, now, out) || parse_date_time(text, out);
+    return parse_epoch(text, out) || parse_relative(text, now, out) || parse_date_time(text, out);
 }

@@ -10,6 +10,10 @@
  *     gp_time_human(t, now = t + 190)      "2024-11-24 06:53:54 (3m ago)"
  *     gp_time_parse("2024-11-24 06:53")    1732431180               (TZ=UTC)
  *     gp_time_parse("90m", now)            now - 5400               (an age: that long ago)
+ *     gp_time_parse("-24h", now)           now - 86400              (the same, signed)
+ *     gp_time_parse("+2h", now)            now + 7200
+ *     gp_time_parse("2024-11-24T06:53:00+02:00")  1732423980       (ISO 8601 with its zone)
+ *     gp_duration(7300)                    "2h"
  *     gp_time_in_text("grace ends at t=1732431294", now = 1732431234)
  *                                          "grace ends at 2024-11-24 06:54:54 (in 1m)"
  *
@@ -32,6 +36,9 @@
 const char *gp_time_local(int64_t t, char *buf, size_t cap);
 /* "45s ago", "3m ago", "2h ago", "3d ago", "in 2h", "just now". */
 const char *gp_time_age(int64_t t, int64_t now, char *buf, size_t cap);
+/* A span in gp_time_age's one unit, without "ago": "45s", "3m", "2h", "3d";
+ * "0s" for none (negative spans read as none). */
+const char *gp_duration(int64_t seconds, char *buf, size_t cap);
 /* gp_time_local and gp_time_age together: "2024-11-24 06:53:54 (3m ago)". */
 const char *gp_time_human(int64_t t, int64_t now, char *buf, size_t cap);
 
@@ -41,8 +48,10 @@ const char *gp_time_human(int64_t t, int64_t now, char *buf, size_t cap);
 const char *gp_time_in_text(const char *text, int64_t now, char *buf, size_t cap);
 
 /* Reads epoch seconds, a local "YYYY-MM-DD", "YYYY-MM-DD HH:MM[:SS]" (a
- * 'T' may replace the space), or an age "N" + s|m|h|d|w (util/duration.h) meaning that long
- * before now.  False (out untouched) when text is none of these. */
+ * 'T' may replace the space; a zone suffix "Z", "+HH:MM", "+HHMM" or
+ * "+HH" makes it that zone's time instead of local), or a relative time
+ * "N" + s|m|h|d|w (util/duration.h): "24h" and "-24h" that long before now, "+24h" that
+ * long after.  False (out untouched) when text is none of these. */
 bool gp_time_parse(const char *text, int64_t now, int64_t *out);
 
 #endif

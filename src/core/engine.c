@@ -153,15 +153,16 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
                            "admitted as burstable: %s borrows idle capacity beyond its guarantee", tenant);
     const gp__node *first = &e->fleet.nodes[e->fleet.gpus[j->placed[0]].node];
     if (j->gpus == 0 && !gp__job_shared(j))
-        gp__job_transition(e, job, GP_JOB_RUNNING, "bound: %d CPU-only replicas (first node %s)", j->replicas,
-                           first->name);
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound: %d CPU-only %s (first node %s)", j->replicas,
+                           j->replicas == 1 ? "replica" : "replicas", first->name);
     else if (gp__job_shared(j))
-        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s slices of %s GPUs (%.3f GPUs, first node %s)", n,
-                           gp_isolation_name(j->isolation), e->fleet.types[type], (double)j->milli_total / 1000.0,
-                           first->name);
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s %s of %s GPUs (%.3f GPUs, first node %s)", n,
+                           gp_isolation_name(j->isolation), n == 1 ? "slice" : "slices", e->fleet.types[type],
+                           (double)j->milli_total / 1000.0, first->name);
     else
-        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s GPUs (%s topology, first node %s in block %s)",
-                           (size_t)j->replicas * j->gpus, e->fleet.types[type], gp_topology_name(j->topology),
+        gp__job_transition(e, job, GP_JOB_RUNNING, "bound to %zu %s %s (%s topology, first node %s in block %s)",
+                           (size_t)j->replicas * j->gpus, e->fleet.types[type],
+                           (size_t)j->replicas * j->gpus == 1 ? "GPU" : "GPUs", gp_topology_name(j->topology),
                            first->name, e->fleet.blocks[first->block].name);
     gp__usage_open(e, job);
     j->wait = (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Free for a whole-GPU job: healthy, unowned, unclaimed, and exclusive or
  * an MPS GPU with no shares on it or claimed. */
@@ -43,12 +44,27 @@ int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int 
     return n;
 }
 
+/* GPU model names match without regard to case ("h100" is the fleet's
+ * "H100"): the first spelling registered is the one shown. */
 int gp__fleet_type_find(const gp__fleet *f, const char *name)
 {
     for (int t = 0; t < f->n_types; t++)
-        if (strcmp(f->types[t], name) == 0)
+        if (strcasecmp(f->types[t], name) == 0)
             return t;
     return -1;
+}
+
+size_t gp__fleet_types_format(const gp__fleet *f, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < f->n_types && used < len; t++) {
+        int n = snprintf(buf + used, len - used, "%s%s", t ? ", " : "", f->types[t]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return used < len ? used : len - 1;
 }
 
 int gp__fleet_type_intern(gp__fleet *f, const char *name)
@@ -262,7 +278,7 @@ static bool same_shape(const gp__fleet *f, const gp__node *n, const gp_node_spec
         if (f->gpus[n->gpu_first + i].sharing != (s->gpu_sharing ? s->gpu_sharing[i] : s->sharing))
             return false;
     return n->gpu_count == s->gpu_count && n->domains == s->nvlink_domains &&
-           strcmp(f->types[n->type], s->gpu_type) == 0 && strcmp(f->blocks[n->block].name, s->block) == 0 &&
+           strcasecmp(f->types[n->type], s->gpu_type) == 0 && strcmp(f->blocks[n->block].name, s->block) == 0 &&
            strcmp(f->zones[n->zone], s->zone) == 0;
 }
 

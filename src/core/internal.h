@@ -430,7 +430,10 @@ void gp__res_add(gp_res *a, const gp_res *b);
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
 
 /* ---- fleet.c ---- */
+/* The type's index (names match without regard to case), or -1. */
 int gp__fleet_type_find(const gp__fleet *f, const char *name);
+/* "H100, A100, L40S": the known types into buf (cut to len); its length. */
+size_t gp__fleet_types_format(const gp__fleet *f, char *buf, size_t len);
 /* The type's index, registering the name if new; -1 when the table is full. */
 int gp__fleet_type_intern(gp__fleet *f, const char *name);
 void gp__node_reindex(gp__fleet *f, uint32_t node);

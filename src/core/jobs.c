@@ -288,9 +288,12 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
             return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "gpu_types has an empty or over-long entry");
         /* a type the engine has never heard of is a typo, not a future node:
          * registering it would let junk submits use up the type table */
-        if (gp__fleet_type_find(&e->fleet, s->gpu_types[i]) < 0)
-            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "no GPU type %s in the fleet or its quotas",
-                                s->gpu_types[i]);
+        if (gp__fleet_type_find(&e->fleet, s->gpu_types[i]) < 0) {
+            char known[GP_MAX_GPU_TYPES * (GP_NAME_MAX + 2)];
+            gp__fleet_types_format(&e->fleet, known, sizeof known);
+            return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "no GPU type %s in the fleet or its quotas (%s%s)",
+                                s->gpu_types[i], known[0] ? "known: " : "none known yet", known);
+        }
     }
     *tenant = gp__tenant_lookup(e, s->tenant);
     if (*tenant == GP__NONE)

@@ -1,5 +1,5 @@
 /* names.c - the engine's table of enum names: the one place where a job
- * state, class, topology, isolation, job kind or decision kind gets its
+ * state, class, topology, isolation, job kind, decision kind or wait code gets its
  * name.  Callers outside core (server, config, CLI, simulator) print and
  * parse with these names; an out-of-range value reads "unknown".
  *
@@ -44,4 +44,12 @@ const char *gp_decision_kind_name(gp_decision_kind k)
     static const char *const names[] = {"transition", "bind",       "preempt",    "stop",
                                         "drained",    "usage_open", "usage_close", "reconfigure"};
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+}
+
+const char *gp_wait_code_name(gp_wait_code c)
+{
+    static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
+                                        "topology",    "capacity", "lending", "reservation", "reserved",
+                                        "reclaim",     "node_shape", "trust", "sharing_mode"};
+    return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
 }

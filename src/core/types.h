@@ -362,6 +362,7 @@ const char *gp_topology_name(gp_topology t);
 const char *gp_isolation_name(gp_isolation i);
 const char *gp_job_kind_name(gp_job_kind k);
 const char *gp_decision_kind_name(gp_decision_kind k);
+const char *gp_wait_code_name(gp_wait_code c);
 
 /* A tenant's given fair-share weight; 0 means "derived from its guarantee".
  * The floor keeps usage / weight finite (5e-324 made shares infinite). */

@@ -45,17 +45,25 @@ static void amount(char *buf, size_t len, int d, int64_t v)
     }
 }
 
-static const char *unit(int d)
+/* The unit after an amount v of dimension d: " GPU" for exactly one GPU
+ * (1000 milli-GPUs), " GPUs" otherwise. */
+static const char *unit(int d, int64_t v)
 {
-    return d == GP_DIM_CPU ? " millicores" : d == GP_DIM_MEM ? " MiB" : " GPUs";
+    return d == GP_DIM_CPU ? " millicores" : d == GP_DIM_MEM ? " MiB" : v == 1000 ? " GPU" : " GPUs";
+}
+
+/* "GPU" or "GPUs", "node" or "nodes": the noun for a count of n. */
+static const char *noun(int64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
 }
 
 size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len)
 {
     char a[32];
     amount(a, sizeof a, d, v);
-    int n = d >= 0 && d < GP_MAX_GPU_TYPES ? snprintf(buf, len, "%s %s%s", a, dim_label(e, d), unit(d))
-                                           : snprintf(buf, len, "%s%s", a, unit(d));
+    int n = d >= 0 && d < GP_MAX_GPU_TYPES ? snprintf(buf, len, "%s %s%s", a, dim_label(e, d), unit(d, v))
+                                           : snprintf(buf, len, "%s%s", a, unit(d, v));
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -85,28 +93,29 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
         if (w->b > w->c)
             n = snprintf(buf, len, "cannot run while the limit stands: it needs %s%s of %s, more than the limit of "
                          "%s (%s%s) even with nothing else running; ask for less or for a higher limit",
-                         b, unit(w->dim), type, tenant_name(e, w->tenant), c, unit(w->dim));
+                         b, unit(w->dim, w->b), type, tenant_name(e, w->tenant), c, unit(w->dim, w->c));
         else
             n = snprintf(buf, len, "limit of %s on %s reached: %s + %s > %s%s in use", tenant_name(e, w->tenant),
-                         type, a, b, c, unit(w->dim));
+                         type, a, b, c, unit(w->dim, w->c));
         break;
     case GP_WAIT_USER_LIMIT:
         if (w->b > w->c)
             n = snprintf(buf, len, "cannot run while the limit stands: it needs %s%s of %s, more than the per-user "
                          "limit in %s (%s%s); ask for less or for a higher limit",
-                         b, unit(w->dim), type, tenant_name(e, w->tenant), c, unit(w->dim));
+                         b, unit(w->dim, w->b), type, tenant_name(e, w->tenant), c, unit(w->dim, w->c));
         else
             n = snprintf(buf, len, "per-user limit in %s on %s reached: %s + %s > %s%s",
-                         tenant_name(e, w->tenant), type, a, b, c, unit(w->dim));
+                         tenant_name(e, w->tenant), type, a, b, c, unit(w->dim, w->c));
         break;
     case GP_WAIT_NO_GPU_TYPE:
         n = snprintf(buf, len, "no healthy, schedulable GPU of an accepted type is in the fleet");
         break;
     case GP_WAIT_TOPOLOGY:
         n = snprintf(buf, len,
-                     "no %s can hold %d x %d %s GPUs even when empty (largest holds %lld); ask for a looser "
+                     "no %s can hold %d x %d %s %s even when empty (largest holds %lld); ask for a looser "
                      "topology or fewer GPUs",
-                     topology_domain(j->topology), j->replicas, j->gpus, type, (long long)w->a);
+                     topology_domain(j->topology), j->replicas, j->gpus, type,
+                     noun((int64_t)j->replicas * j->gpus, "GPU", "GPUs"), (long long)w->a);
         break;
     case GP_WAIT_NODE_SHAPE:
         n = snprintf(buf, len, "no node of an accepted type has %lld millicores and %lld MiB for one replica "
@@ -122,18 +131,20 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
             n = snprintf(buf, len, "waiting for room: no %s GPU in %s mode has room for this share for its trust "
                          "domain", type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
         else if (w->tenant != GP__NONE && w->tenant != j->tenant)
-            n = snprintf(buf, len, "waiting for capacity: %lld %s GPUs free, needs %lld (%s topology); %s went "
+            n = snprintf(buf, len, "waiting for capacity: %lld %s %s free, needs %lld (%s topology); %s went "
                          "ahead in the fair order",
-                         (long long)w->a, type, (long long)w->b, gp_topology_name(j->topology),
+                         (long long)w->a, type, noun(w->a, "GPU", "GPUs"), (long long)w->b,
+                         gp_topology_name(j->topology),
                          tenant_name(e, w->tenant));
         else
-            n = snprintf(buf, len, "waiting for capacity: %lld %s GPUs free, needs %lld (%s topology)",
-                         (long long)w->a, type, (long long)w->b, gp_topology_name(j->topology));
+            n = snprintf(buf, len, "waiting for capacity: %lld %s %s free, needs %lld (%s topology)",
+                         (long long)w->a, type, noun(w->a, "GPU", "GPUs"), (long long)w->b,
+                         gp_topology_name(j->topology));
         break;
     case GP_WAIT_LENDING:
         n = snprintf(buf, len,
-                     "the %lld free %s GPUs are kept for tenants that do not lend their idle guarantee (%lld held)",
-                     (long long)w->a, type, (long long)w->b);
+                     "the %lld free %s %s kept for tenants that do not lend their idle guarantee (%lld held)",
+                     (long long)w->a, type, w->a == 1 ? "GPU is" : "GPUs are", (long long)w->b);
         break;
     case GP_WAIT_RESERVATION:
         if (w->time == GP__START_UNKNOWN)
@@ -149,15 +160,16 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
         break;
     case GP_WAIT_RESERVED:
         if (w->time == GP__START_UNKNOWN)
-            n = snprintf(buf, len, "first in line for %s: %lld nodes held; starts once the jobs on them without a "
-                         "time limit or expected runtime end", type, (long long)w->a);
+            n = snprintf(buf, len, "first in line for %s: %lld %s held; starts once the jobs on %s without a "
+                         "time limit or expected runtime end", type, (long long)w->a, noun(w->a, "node", "nodes"),
+                         noun(w->a, "it", "them"));
         else
-            n = snprintf(buf, len, "first in line for %s: %lld nodes held, expected to start at t=%lld", type,
-                         (long long)w->a, (long long)w->time);
+            n = snprintf(buf, len, "first in line for %s: %lld %s held, expected to start at t=%lld", type,
+                         (long long)w->a, noun(w->a, "node", "nodes"), (long long)w->time);
         break;
     case GP_WAIT_RECLAIM:
-        n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing jobs preempted, grace ends at t=%lld",
-                     tenant_name(e, w->tenant), (long long)w->a, (long long)w->time);
+        n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing %s preempted, grace ends at t=%lld",
+                     tenant_name(e, w->tenant), (long long)w->a, noun(w->a, "job", "jobs"), (long long)w->time);
         break;
     case GP_WAIT_TRUST:
         if (w->tenant == j->tenant)

@@ -176,7 +176,7 @@ static void overlay_live(gp_request *r, json_t *views)
 
 void gp_api_jobs_list(gp_request *r)
 {
-    static const char *const allowed[] = {"tenant", "state", "before", "limit", NULL};
+    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", NULL};
     if (!gp_api_query_only(r, allowed))
         return;
     gp_store_job_filter f = {.limit = 100};
@@ -185,6 +185,7 @@ void gp_api_jobs_list(gp_request *r)
     f.state = gp_api_query(r, "state");
     if (!f.tenant && r->who.role == GP_ROLE_MEMBER)
         f.tenant = r->who.scope;
+    f.user = gp_api_query(r, "user");
     if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
         return;
     if (f.state && strcmp(f.state, "live") != 0) {

@@ -114,6 +114,40 @@ static json_t *placement_json(const gp_engine *e, uint64_t id, const gp_job_info
     return out;
 }
 
+/* An amount as the API spells it: GPUs (kept in milli-GPUs) as a whole
+ * number when whole, else with their decimals; millicores and MiB as they are. */
+static json_t *amount_json(int64_t v, bool gpus)
+{
+    if (!gpus || v % 1000 == 0)
+        return json_integer(gpus ? v / 1000 : v);
+    return json_real((double)v / 1000.0);
+}
+
+/* What a pending job waits for, as data (`gpupool why` builds on it): the
+ * code, and where they apply the tenant, the resource, the amounts, the
+ * other job and the time -- the same facts gp_engine_why puts in words. */
+static json_t *wait_json(const gp_engine *e, const gp_wait *w)
+{
+    json_t *o = json_pack("{s:s}", "code", gp_wait_code_name(w->code));
+    const char *tenant = w->tenant != UINT32_MAX ? gp_engine_tenant_path(e, w->tenant) : "";
+    if (tenant[0])
+        json_object_set_new(o, "tenant", json_string(tenant));
+    const char *type = w->dim >= 0 && w->dim < GP_MAX_GPU_TYPES ? gp_engine_gpu_type_name(e, w->dim) : NULL;
+    const char *dim = w->dim == GP_DIM_CPU ? "cpu_millis" : w->dim == GP_DIM_MEM ? "mem_mib" : type;
+    if (dim)
+        json_object_set_new(o, "resource", json_string(dim));
+    if (w->code == GP_WAIT_LIMIT || w->code == GP_WAIT_USER_LIMIT) {
+        json_object_set_new(o, "usage", amount_json(w->a, type != NULL));
+        json_object_set_new(o, "demand", amount_json(w->b, type != NULL));
+        json_object_set_new(o, "limit", amount_json(w->c, type != NULL));
+    }
+    if (w->job)
+        json_object_set_new(o, "job", json_integer((json_int_t)w->job));
+    if (w->code == GP_WAIT_RESERVATION || w->code == GP_WAIT_RESERVED || w->code == GP_WAIT_RECLAIM)
+        json_object_set_new(o, "time", w->time > 0 && w->time < INT64_MAX / 2 ? json_integer(w->time) : json_null());
+    return o;
+}
+
 bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
 {
     gp_job_info info;
@@ -130,6 +164,8 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     json_object_set_new(view, "effective_time_limit_s",
                         info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null());
     json_object_set_new(view, "placement", placement_json(j->engine, id, &info));
+    if (info.state == GP_JOB_PENDING)
+        json_object_set_new(view, "wait", wait_json(j->engine, &info.wait));
     return true;
 }
 
@@ -178,6 +214,8 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
     char text[1024];
     switch (d->kind) {
     case GP_DEC_TRANSITION:
+        if (d->from == d->to) /* the engine's submit record: not a change of state */
+            return gp_store_history_add(j->store, d->job_id, d->time, "submit", NULL, NULL, d->reason, err);
         return gp_store_history_add(j->store, d->job_id, d->time, "transition", gp_job_state_name(d->from),
                                     gp_job_state_name(d->to), d->reason, err);
     case GP_DEC_PREEMPT:

@@ -96,6 +96,7 @@ typedef struct gp_store_job_filter {
     int n_scopes;
     const char *tenant;        /* subtree filter, NULL = none */
     const char *state;         /* NULL = any; "live" = not final */
+    const char *user;          /* NULL = any user */
     uint64_t before;           /* ids below this (paging), 0 = from the newest */
     int limit;                 /* 1..1000 */
 } gp_store_job_filter;

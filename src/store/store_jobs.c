@@ -276,6 +276,11 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
         snprintf(frag, sizeof frag, " AND j.state = ?%d", where_param(&w, f->state, ""));
         where_add(&w, frag);
     }
+    if (f->user) {
+        char frag[64];
+        snprintf(frag, sizeof frag, " AND j.user = ?%d", where_param(&w, f->user, ""));
+        where_add(&w, frag);
+    }
     if (f->before > 0) {
         char frag[64];
         snprintf(frag, sizeof frag, " AND %s < %llu", prefix ? "s.job_id" : "j.id", (unsigned long long)f->before);

@@ -141,11 +141,50 @@ static void an_age_parses_as_that_long_before_now(void **state)
     assert_int_equal(t, T - 14 * 86400);
 }
 
+static void a_signed_relative_time_parses_before_or_after_now(void **state)
+{
+    (void)state;
+    int64_t t;
+    assert_true(gp_time_parse("-24h", T, &t));
+    assert_int_equal(t, T - 86400);
+    assert_true(gp_time_parse("+2h", T, &t));
+    assert_int_equal(t, T + 7200);
+    assert_true(gp_time_parse("2w", T, &t));
+    assert_int_equal(t, T - 14 * 86400);
+}
+
+static void an_iso_time_with_a_zone_parses_in_that_zone(void **state)
+{
+    (void)state;
+    int64_t t;
+    assert_true(gp_time_parse("2024-11-24T06:53:54Z", T, &t));
+    assert_int_equal(t, 1732431234);
+    assert_true(gp_time_parse("2024-11-24T08:53:54+02:00", T, &t));
+    assert_int_equal(t, 1732431234);
+    assert_true(gp_time_parse("2024-11-24T01:53:54-0500", T, &t));
+    assert_int_equal(t, 1732431234);
+    assert_true(gp_time_parse("2024-02-29T00:00Z", T, &t)); /* a leap day */
+    assert_int_equal(t, 1709164800);
+}
+
+static void a_duration_keeps_one_unit(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(gp_duration(45, buf, sizeof buf), "45s");
+    assert_string_equal(gp_duration(7300, buf, sizeof buf), "2h");
+    assert_string_equal(gp_duration(3 * 86400, buf, sizeof buf), "3d");
+    assert_string_equal(gp_duration(0, buf, sizeof buf), "0s");
+    assert_string_equal(gp_duration(-5, buf, sizeof buf), "0s");
+}
+
 static void anything_else_is_refused_and_leaves_the_output_alone(void **state)
 {
     (void)state;
-    const char *bad[] = {"", "yesterday", "7y", "-7d", "7dd", "2024-13-01", "2024-02-31", "2024-11-24 25:00",
-                         "2024-11-24x06:53", "2024-11-24 06:53 extra", "-5", "12abc"};
+    const char *bad[] = {"", "yesterday", "7y", "--7d", "+-7d", "7dd", "2024-13-01", "2024-02-31",
+                         "2024-11-24 25:00", "2024-11-24x06:53", "2024-11-24 06:53 extra", "-5", "12abc",
+                         "2024-11-24T06:53+25:00", "2024-02-30T00:00Z", "2024-11-24Z", "2024-11-24T06:53ZZ",
+                         "2024-11-24T06:53+2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int64_t t = 42;
         assert_false(gp_time_parse(bad[i], T, &t));
@@ -168,6 +207,9 @@ int main(void)
         cmocka_unit_test(text_without_a_stamp_is_copied_unchanged),
         cmocka_unit_test(epoch_seconds_dates_and_date_times_parse_in_local_time),
         cmocka_unit_test(an_age_parses_as_that_long_before_now),
+        cmocka_unit_test(a_signed_relative_time_parses_before_or_after_now),
+        cmocka_unit_test(an_iso_time_with_a_zone_parses_in_that_zone),
+        cmocka_unit_test(a_duration_keeps_one_unit),
         cmocka_unit_test(anything_else_is_refused_and_leaves_the_output_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

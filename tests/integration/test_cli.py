@@ -210,7 +210,7 @@ def test_human_output_shows_no_raw_epoch(d):
     job = d.cli("job", str(nlp)).stdout
     assert re.search(r"submit_time +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((just now|\d+s ago)\)", job), job
     assert re.search(r"grace ends at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (59m|60m|1h)\)", job), job
-    assert re.search(r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  transition", job, re.M), job
+    assert re.search(r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  submit", job, re.M), job
     # local time follows TZ: the same second, two zones, two hours apart
     utc = d.cli("job", str(nlp), "--json")
     submit = json.loads(utc.stdout)["submit_time"]

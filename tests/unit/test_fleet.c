@@ -306,10 +306,37 @@ static void returning_node_keeps_its_gpu_health(void **state)
     assert_int_equal(cap.v[0], 7000);
 }
 
+/* GPU model names match without regard to case, in nodes, quotas and
+ * jobs; an unknown one is refused with the names that exist. */
+static void gpu_type_names_match_without_regard_to_case(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    gp_node_spec again = tb_node_spec("h100-late", "h100", 8, "b0");
+    assert_int_equal(gp_engine_node_add(w->e, &again, 0, NULL), GP_OK);
+    assert_int_equal(tb_node(w, "h100-late").type, tb_type_index(w, "H100")); /* one type, not two */
+    tb_tenant(w, "team", "h100", 4, -1); /* the fleet's H100 */
+    assert_int_equal(tb_tenant_info(w, "team").guarantee.v[tb_type_index(w, "H100")], 4000);
+    gp_job_spec s = tb_job(1, "team", 30);
+    s.gpu_types[0] = "h100";
+    s.n_gpu_types = 1;
+    assert_int_equal(tb_submit_spec(w, &s, 0, NULL), GP_OK);
+    tb_tick(w, 0, GP_DEC_BIND);
+    assert_int_equal(tb_state(w, 1), GP_JOB_RUNNING);
+    gp_job_spec bad = tb_job(2, "team", 30);
+    bad.gpu_types[0] = "H10O";
+    bad.n_gpu_types = 1;
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &bad, 0, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "gpu_types");
+    assert_non_null(strstr(err.message, "known: H100"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TB_TEST(gpu_count_out_of_range_is_invalid),
+        TB_TEST(gpu_type_names_match_without_regard_to_case),
         TB_TEST(nvlink_domains_must_divide_gpu_count),
         TB_TEST(bad_node_names_are_invalid),
         TB_TEST(same_name_with_another_shape_is_refused),

@@ -127,6 +127,26 @@ static void a_job_over_the_limit_only_because_of_usage_waits_for_it(void **state
     assert_string_equal(text, "limit of capped on H100 reached: 8 + 4 > 8 GPUs in use");
 }
 
+/* Counts agree with their nouns: "1 GPU", "1 H100 GPU free", "1 node held". */
+static void a_count_of_one_reads_in_the_singular(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "capped", "H100", -1, 1);
+    tb_tenant(w, "big", "H100", -1, -1);
+    tb_submit(w, 1, "capped", 1, 2, 0); /* 2 > the limit of 1 */
+    tb_submit(w, 2, "big", 1, 7, 0);
+    tb_submit(w, 3, "big", 1, 2, 0); /* 1 GPU free, needs 2 */
+    tb_tick(w, 0, GP_DEC_BIND);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "more than the limit of capped (1 GPU)"));
+    why(w, 3, text, sizeof text);
+    assert_int_equal(tb_info(w, 3).wait.code, GP_WAIT_RESERVED);
+    assert_non_null(strstr(text, "1 node held"));
+    assert_null(strstr(text, "1 nodes"));
+}
+
 static void quota_errors_state_gpu_amounts_in_gpus(void **state)
 {
     tb_world *w = *state;
@@ -153,6 +173,7 @@ int main(void)
         TB_TEST(a_full_mps_gpu_is_waiting_for_room_not_cannot_fit),
         TB_TEST(a_job_above_its_limit_says_it_cannot_run_while_the_limit_stands),
         TB_TEST(a_job_over_the_limit_only_because_of_usage_waits_for_it),
+        TB_TEST(a_count_of_one_reads_in_the_singular),
         TB_TEST(quota_errors_state_gpu_amounts_in_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

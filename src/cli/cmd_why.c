@@ -1,0 +1,110 @@
+/* cmd_why.c - gpupool why ID: why a job is where it is, and what would
+ * change it.
+ *
+ * The server says why in a sentence ("reason") and, for a pending job, as
+ * data ("wait": the code, the tenant, the resource, the amounts, the other
+ * job; docs/api.md).  This command prints both and adds what a person can
+ * do about it, e.g. for a job held by its parent's limit:
+ *
+ *     job 42 (ml/train, alice): pending
+ *     reason:    limit of ml on H100 reached: 6 + 2 > 8 GPUs in use
+ *     blocked:   the limit of ml on H100: 6 in use + 2 asked > 8
+ *     to change: wait for ml's running jobs to end, ask for fewer GPUs, or have
+ *                an admin raise it: gpupool quota set ml --limit H100=8
+ *
+ * The advice is presentation only: the server decides nothing from it.
+ */
+#include "cli/commands.h"
+
+#include "cli/timefmt.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *field(const json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : "?";
+}
+
+static void print_limit(const json_t *w, const char *flag, const char *what)
+{
+    char usage[32], demand[32], limit[32], need[32];
+    gp_cell(json_object_get(w, "usage"), usage, sizeof usage);
+    gp_cell(json_object_get(w, "demand"), demand, sizeof demand);
+    gp_cell(json_object_get(w, "limit"), limit, sizeof limit);
+    snprintf(need, sizeof need, "%g",
+             json_number_value(json_object_get(w, "usage")) + json_number_value(json_object_get(w, "demand")));
+    printf("blocked:   the %s of %s on %s: %s in use + %s asked > %s\n", what, field(w, "tenant"), field(w, "resource"),
+           usage, demand, limit);
+    printf("to change: wait for jobs under %s to end, ask for less, or have an admin raise it:\n"
+           "           gpupool quota set %s %s %s=%s\n",
+           field(w, "tenant"), field(w, "tenant"), flag, field(w, "resource"), need);
+}
+
+/* The "blocked" and "to change" lines for one wait code. */
+static void print_advice(const json_t *job, const json_t *w, int64_t now)
+{
+    const char *code = field(w, "code");
+    char when[96];
+    json_t *t = json_object_get(w, "time");
+    const char *at = json_is_integer(t) ? gp_time_human(json_integer_value(t), now, when, sizeof when) : "unknown";
+    if (strcmp(code, "limit") == 0)
+        print_limit(w, "--limit", "limit");
+    else if (strcmp(code, "user_limit") == 0)
+        print_limit(w, "--user-limit", "per-user limit");
+    else if (strcmp(code, "capacity") == 0)
+        printf("blocked:   the fleet: no room of the kind it asks for right now\n"
+               "to change: nothing needed, it starts when room frees up; to start sooner ask for fewer GPUs,\n"
+               "           more GPU types (--gpu-type), or a looser topology\n");
+    else if (strcmp(code, "reservation") == 0)
+        printf("blocked:   job %lld, which holds the reservation (starts %s)\n"
+               "to change: give the job an expected runtime or time limit short enough to finish first\n"
+               "           (--runtime / --time-limit), so it can backfill\n",
+               (long long)json_integer_value(json_object_get(w, "job")), at);
+    else if (strcmp(code, "reserved") == 0)
+        printf("blocked:   nothing: it is first in line, expected to start %s\n", at);
+    else if (strcmp(code, "reclaim") == 0)
+        printf("blocked:   borrowed GPUs being returned to %s; their grace ends %s\n"
+               "to change: nothing: it starts when the borrowers have stopped\n", field(w, "tenant"), at);
+    else if (strcmp(code, "lending") == 0)
+        printf("blocked:   idle GPUs kept for tenants that do not lend their guarantee\n"
+               "to change: wait, or ask those tenants' admins to set lend: true\n");
+    else if (strcmp(code, "trust") == 0)
+        printf("blocked:   %s is untrusted, and %s is shared with other tenants\n"
+               "to change: cancel and resubmit as exclusive or mig, or have an admin trust %s\n",
+               field(w, "tenant"), field(job, "isolation"), field(w, "tenant"));
+    else if (strcmp(code, "topology") == 0 || strcmp(code, "node_shape") == 0)
+        printf("blocked:   the shape of the fleet: no node or domain can ever hold it\n"
+               "to change: ask for fewer GPUs per replica, a looser topology, or less CPU/memory\n");
+    else if (strcmp(code, "no_gpu_type") == 0 || strcmp(code, "sharing_mode") == 0)
+        printf("blocked:   the fleet has no usable GPU of the accepted types in this sharing mode\n"
+               "to change: accept other GPU types (gpupool nodes lists them) or another isolation\n");
+    else if (strcmp(code, "new") == 0)
+        printf("blocked:   nothing yet: the next scheduling pass looks at it (within a second)\n");
+}
+
+int gp_cmd_why(gp_client *c, int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-')
+        return gp_usage_error("why", "usage: gpupool why ID");
+    char path[256];
+    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[1]);
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        const json_t *j = resp.body;
+        char reason[512];
+        int64_t now = (int64_t)time(NULL);
+        const char *r = json_string_value(json_object_get(j, "reason"));
+        printf("job %lld (%s, %s): %s\n", (long long)json_integer_value(json_object_get(j, "id")), field(j, "tenant"),
+               json_string_value(json_object_get(j, "user")) ? field(j, "user") : "no user", field(j, "state"));
+        printf("reason:    %s\n", r ? gp_time_in_text(r, now, reason, sizeof reason) : "-");
+        json_t *w = json_object_get(j, "wait");
+        if (json_is_object(w))
+            print_advice(j, w, now);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
