@@ -41,6 +41,7 @@ typedef struct gp_client {
     char token[256];
     char cacert[512];
     bool json;             /* --json: print the server's JSON as is */
+    const char *header;    /* one more request header ("If-None-Match: *"), or NULL; the caller's */
     void *curl;
 } gp_client;
 
