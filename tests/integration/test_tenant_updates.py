@@ -238,9 +238,23 @@ def test_prune_deletes_what_is_missing_and_refuses_a_tenant_with_jobs(d):
     assert store_counts(d)[0] > counts[0]
 
 
+def test_prune_reaches_only_the_callers_scope(d):
+    setup(d)
+    tok = d.ok("POST", "/v1/tokens", {"name": "ra", "role": "tenant-admin", "scope": "research"})["token"]
+    d.ok("PUT", "/v1/tenants/research/audio", {})
+    body = b"tenants:\n  - path: research/nlp\n    guarantee: {gpu: {H100: 16}}\n" \
+           b"    time_limit: {training: 259200, interactive: 28800}\n"
+    st, out = d.call("POST", "/v1/tenants:apply?prune=true", raw=body, content_type="application/yaml", token=tok)
+    assert st == 200, (st, out)
+    # research (its own scope) and product (outside it) stay; below research, what the file omits goes
+    assert sorted(out["deleted"]) == ["research/audio", "research/vision"], out
+    assert set(stored_specs(d)) == {"research", "research/nlp", "product", "product/search", "product/ads"}
+
+
 if __name__ == "__main__":
     gpd.run([test_quota_set_changes_only_the_fields_given, test_patch_changes_only_the_fields_given,
              test_merge_patch_null_resets_a_field_to_its_default,
              test_a_typo_is_refused_with_the_nearest_path_and_creates_nothing,
              test_apply_dry_run_prints_the_diff_and_changes_nothing, test_apply_resolves_parents_from_the_store,
-             test_prune_deletes_what_is_missing_and_refuses_a_tenant_with_jobs])
+             test_prune_deletes_what_is_missing_and_refuses_a_tenant_with_jobs,
+             test_prune_reaches_only_the_callers_scope])
