@@ -220,7 +220,8 @@ static void put_run(gp_server *srv, gp_op *op, int64_t now)
     bool existed = gp_engine_tenant_find(srv->journal.engine, a->path, &index, NULL) == GP_OK;
     gp_err rc = GP_OK;
     if (existed && a->create_only)
-        rc = gp_error_set(&err, GP_ERR_EXISTS, "path", "tenant %s exists already; change it with PATCH (gpupool quota set)", a->path);
+        rc = gp_error_set(&err, GP_ERR_EXISTS, "path",
+                          "tenant %s exists already; change it with PATCH (gpupool quota set)", a->path);
     if (rc == GP_OK)
         rc = gp_journal_tenant_set(&srv->journal, a->path, &a->spec, now, &err);
     if (rc != GP_OK) {

@@ -4,7 +4,8 @@
  * amounts in GPUs (up to three decimals), cpu/mem defaults, weight, lend,
  * trust, time limits per job kind; YAML and JSON; errors with file, line and field for unknown
  * fields, wrong types, bad amounts, duplicates and a parent after its
- * child (a parent the file does not list is the engine's to find); applying the file builds the tree in an engine, and an engine
+ * child (a parent the file does not list is the engine's to find);
+ * applying the file builds the tree in an engine, and an engine
  * refusal names the tenant.
  */
 #include <setjmp.h>

@@ -88,8 +88,10 @@ static void a_merge_patch_onto_nothing_builds_the_patch_without_its_nulls(void *
 static void the_diff_lists_each_changed_leaf_by_its_dotted_name(void **state)
 {
     (void)state;
-    json_t *from = parse("{\"guarantee\": {\"gpu\": {\"H100\": 8}}, \"limit\": {\"gpu\": {\"L40S\": 8}}, \"weight\": 2.0}");
-    json_t *to = parse("{\"guarantee\": {\"gpu\": {\"H100\": 8}}, \"limit\": {\"gpu\": {\"L40S\": 6}}, \"lend\": false}");
+    json_t *from = parse("{\"guarantee\": {\"gpu\": {\"H100\": 8}}, \"limit\": {\"gpu\": {\"L40S\": 8}},"
+                         " \"weight\": 2.0}");
+    json_t *to = parse("{\"guarantee\": {\"gpu\": {\"H100\": 8}}, \"limit\": {\"gpu\": {\"L40S\": 6}},"
+                       " \"lend\": false}");
     json_t *want = parse("[{\"field\": \"lend\", \"from\": null, \"to\": false},"
                          " {\"field\": \"limit.gpu.L40S\", \"from\": 8, \"to\": 6},"
                          " {\"field\": \"weight\", \"from\": 2.0, \"to\": null}]");
