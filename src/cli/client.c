@@ -186,6 +186,8 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
         headers = curl_slist_append(headers, auth);
     }
+    if (c->header)
+        headers = curl_slist_append(headers, c->header);
     if (body) {
         snprintf(ctype, sizeof ctype, "Content-Type: %s", content_type ? content_type : "application/json");
         headers = curl_slist_append(headers, ctype);

@@ -50,6 +50,7 @@ typedef struct gp_client {
     char token_source[1100]; /* "GPUPOOL_TOKEN", "--token-file F", ...; "" = no token */
     char config_path[1024];  /* the config file read, "" = none */
     bool json;             /* --json: print the server's JSON as is */
+    const char *header;    /* one more request header ("If-None-Match: *"), or NULL; the caller's */
     void *curl;
 } gp_client;
 

@@ -110,8 +110,28 @@ static int no_such_tenant(const char *root, const json_t *tenants)
     return GP_EXIT_NOT_FOUND;
 }
 
+static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *verb);
+
+static int tenant_delete(gp_client *c, int argc, char **argv)
+{
+    if (argc != 3 || argv[2][0] == '-')
+        return gp_usage_error(argv[0], "usage: gpupool tenants delete PATH");
+    char path[512];
+    snprintf(path, sizeof path, "/v1/tenants/%.300s", argv[2]);
+    gp_response resp;
+    int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("tenant %s deleted\n", argv[2]);
+    gp_response_free(&resp);
+    return rc;
+}
+
 int gp_cmd_tenants(gp_client *c, int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "create") == 0)
+        return tenant_spec_command(c, argc, argv, "create");
+    if (argc >= 2 && strcmp(argv[1], "delete") == 0)
+        return tenant_delete(c, argc, argv);
     if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
         return gp_usage_error(argv[0], "usage: gpupool tenants [PATH]");
     const char *root = argc == 2 ? argv[1] : "";
@@ -176,8 +196,53 @@ static json_t *parse_quota(const char *text)
 
 static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
                                   " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]";
+static const char TENANTS_CREATE_USAGE[] = "usage: gpupool tenants create PATH [--guarantee TYPE=N,...] [--limit ...]"
+                                           " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]";
+
+/* A value of a change as a person reads it: null is "(none)". */
+static const char *change_value(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_null(v) || !v)
+        return "(none)";
+    if (json_is_object(v) || json_is_array(v)) {
+        char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+        snprintf(buf, cap, "%s", text ? text : "?");
+        free(text);
+        return buf;
+    }
+    return gp_cell(v, buf, cap);
+}
+
+/* The server's "changes" as a diff: "+ ml/eval", "+ ml/eval  guarantee.gpu.H100: (none) -> 4",
+ * "~ ml  limit.gpu.L40S: 8 -> (none)", "- ml/old". */
+static void print_changes(const json_t *changes)
+{
+    size_t i;
+    json_t *ch;
+    json_array_foreach(changes, i, ch) {
+        const char *op = json_string_value(json_object_get(ch, "op")), *field;
+        char sign = !op ? '?' : strcmp(op, "create") == 0 ? '+' : strcmp(op, "delete") == 0 ? '-' : '~';
+        char from[256], to[256];
+        field = json_string_value(json_object_get(ch, "field"));
+        if (!field)
+            printf("%c %s\n", sign, json_string_value(json_object_get(ch, "path")));
+        else
+            printf("%c %s  %s: %s -> %s\n", sign, json_string_value(json_object_get(ch, "path")), field,
+                   change_value(json_object_get(ch, "from"), from, sizeof from),
+                   change_value(json_object_get(ch, "to"), to, sizeof to));
+    }
+}
 
 int gp_cmd_quota(gp_client *c, int argc, char **argv)
+{
+    return tenant_spec_command(c, argc, argv, "set");
+}
+
+/* `quota set PATH` and `tenants create PATH`: the flags become a spec with
+ * only the fields given; set sends it as a merge patch (PATCH: the other
+ * fields stay as they are, and a tenant that does not exist is an error),
+ * create as a PUT with If-None-Match: * (refused if the tenant exists). */
+static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *verb)
 {
     static const struct option opts[] = {
         {"guarantee", required_argument, NULL, 'g'}, {"limit", required_argument, NULL, 'l'},
@@ -205,40 +270,71 @@ int gp_cmd_quota(gp_client *c, int argc, char **argv)
             rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
         }
     }
-    if (rc == GP_EXIT_OK && (optind != argc - 2 || strcmp(argv[optind], "set") != 0))
-        rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
+    bool create = strcmp(verb, "create") == 0;
+    if (rc == GP_EXIT_OK && (optind != argc - 2 || strcmp(argv[optind], verb) != 0))
+        rc = gp_usage_error(argv[0], "%s", create ? TENANTS_CREATE_USAGE : QUOTA_USAGE);
     gp_response resp = {0};
     if (rc == GP_EXIT_OK) {
+        const char *tenant = argv[optind + 1];
         char path[512];
-        snprintf(path, sizeof path, "/v1/tenants/%.300s", argv[optind + 1]);
-        rc = gp_client_run(c, "PUT", path, spec, &resp);
+        snprintf(path, sizeof path, "/v1/tenants/%.300s", tenant);
+        c->header = create ? "If-None-Match: *" : NULL;
+        rc = gp_client_run(c, create ? "PUT" : "PATCH", path, spec, &resp);
+        c->header = NULL;
+        const json_t *changes = json_object_get(resp.body, "changes");
         if (rc == GP_EXIT_OK && !c->json)
-            printf("tenant %s %s\n", argv[optind + 1], resp.status == 201 ? "created" : "updated");
+            printf("tenant %s %s\n", tenant, create ? "created" : json_array_size(changes) ? "updated" : "unchanged");
+        if (rc == GP_EXIT_OK && !c->json)
+            print_changes(changes);
     }
     gp_response_free(&resp);
     json_decref(spec);
     return rc;
 }
 
+static const char APPLY_USAGE[] = "usage: gpupool apply -f FILE [--dry-run] [--prune]";
+
+/* What an apply did (or, dry, would do): one line per tenant, then the diff. */
+static void print_apply(const json_t *body)
+{
+    const char *keys[] = {"created", "updated", "unchanged", "deleted"};
+    for (int k = 0; k < 4; k++) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(body, keys[k]), i, p)
+            printf("%-10s %s\n", keys[k], json_string_value(p));
+    }
+    print_changes(json_object_get(body, "changes"));
+    if (json_is_true(json_object_get(body, "dry_run")))
+        printf("dry run: nothing was changed.  Note: %s\n", json_string_value(json_object_get(body, "not_checked")));
+}
+
 int gp_cmd_apply(gp_client *c, int argc, char **argv)
 {
-    static const struct option opts[] = {{"file", required_argument, NULL, 'f'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"file", required_argument, NULL, 'f'},
+                                         {"dry-run", no_argument, NULL, 'd'},
+                                         {"prune", no_argument, NULL, 'p'},
+                                         {NULL, 0, NULL, 0}};
     const char *file = NULL;
+    char path[128] = "/v1/tenants:apply";
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
-        if (ch != 'f')
-            return gp_usage_error("apply", "usage: gpupool apply -f FILE");
-        file = optarg;
+        if (ch == 'f')
+            file = optarg;
+        else if (ch == 'd' || ch == 'p')
+            gp_query_add(c, path, sizeof path, ch == 'd' ? "dry_run" : "prune", "true");
+        else
+            return gp_usage_error("apply", "%s", APPLY_USAGE);
     }
     if (!file || optind != argc)
-        return gp_usage_error("apply", "usage: gpupool apply -f FILE");
+        return gp_usage_error("apply", "%s", APPLY_USAGE);
     size_t len;
     char *text = gp_read_file(file, &len);
     if (!text)
         return GP_EXIT_USAGE;
     gp_response resp;
-    int rc = gp_client_call(c, "POST", "/v1/tenants:apply", "application/yaml", text, len, &resp);
+    int rc = gp_client_call(c, "POST", path, "application/yaml", text, len, &resp);
     free(text);
     if (rc == GP_EXIT_OK)
         rc = gp_client_check(&resp);
@@ -246,13 +342,7 @@ int gp_cmd_apply(gp_client *c, int argc, char **argv)
         json_dumpf(resp.body, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
     } else if (rc == GP_EXIT_OK) {
-        const char *keys[] = {"created", "updated", "unchanged"};
-        for (int k = 0; k < 3; k++) {
-            size_t i;
-            json_t *p;
-            json_array_foreach(json_object_get(resp.body, keys[k]), i, p)
-                printf("%-10s %s\n", keys[k], json_string_value(p));
-        }
+        print_apply(resp.body);
     }
     gp_response_free(&resp);
     return rc;

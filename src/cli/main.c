@@ -51,13 +51,26 @@ const gp_command GP_COMMANDS[] = {
     {"nodes", gp_cmd_nodes, "usage: gpupool nodes\nThe fleet: nodes, GPUs free, state.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
-     "usage: gpupool tenants [PATH]\nThe tenant tree (or PATH's subtree) with guarantees, limits and usage.\n"},
+     "usage: gpupool tenants [PATH]\n"
+     "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
+     "                              [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
+     "       gpupool tenants delete PATH\n"
+     "The tenant tree (or PATH's subtree) with guarantees, limits and usage.  create makes a new tenant\n"
+     "(refused if PATH exists; fields not given take their defaults); delete removes one with no children\n"
+     "and no live jobs.\n"},
     {"quota", gp_cmd_quota,
      "usage: gpupool quota set PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                       [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
-     "Create or replace a tenant's spec (fields not given take their defaults).\n"},
+     "Change the fields given of an existing tenant, keeping every other field (a merge patch: --limit\n"
+     "L40S=6 changes the L40S limit only); prints what changed.  A PATH that does not exist is an error\n"
+     "naming the nearest one (exit 5): create tenants with `tenants create` or `apply`.\n"},
     {"apply", gp_cmd_apply,
-     "usage: gpupool apply -f tenants.yaml\nApply a tenant tree (YAML or JSON); idempotent, all or nothing.\n"},
+     "usage: gpupool apply -f tenants.yaml [--dry-run] [--prune]\n"
+     "Apply a tenant tree (YAML or JSON); idempotent, all or nothing.  Prints what it created, updated,\n"
+     "left unchanged and deleted, then the field-level diff.  Parents not in the file must exist.\n"
+     "--dry-run: print the same diff and change nothing (the engine's quota rules are checked only by a\n"
+     "real apply).  --prune: also delete tenants you may change that the file does not list (ancestors\n"
+     "of listed tenants stay), children first; refused, with nothing changed, if one has live jobs.\n"},
     {"usage", gp_cmd_usage,
      "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]\nGPU-hours by tenant, GPU type, class\n"
      "(a member token: its tenant's).\n"
@@ -84,7 +97,7 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants, quota set, apply, usage,\n"
+    "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants [create|delete], quota set, apply, usage,\n"
     "          token create|list|revoke, audit [verify], completion.   gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

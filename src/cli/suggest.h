@@ -9,21 +9,15 @@
  *     gp_suggest("--tenat", {"--tenant", "--state", ...})    -> "--tenant"
  *     gp_suggest("frobnicate", ...)                          -> NULL (nothing close)
  *
- * "Near" is the Damerau-Levenshtein distance (a swap of two neighbours
- * counts once), at most 1 for names of up to 4 characters, 2 up to 8,
- * else 3; ties go to the earlier name.  Pure functions; buffers are the
- * caller's.
+ * "Near" and gp_suggest itself live in util/nearest.h, shared with
+ * gpupoold.  Pure functions; buffers are the caller's.
  */
 #ifndef GP_CLI_SUGGEST_H
 #define GP_CLI_SUGGEST_H
 
+#include "util/nearest.h"
+
 #include <stddef.h>
-
-/* The edit distance between a and b (optimal string alignment). */
-size_t gp_edit_distance(const char *a, const char *b);
-
-/* The nearest of names[0..n) to typed, or NULL when none is near. */
-const char *gp_suggest(const char *typed, const char *const *names, size_t n);
 
 /* The distinct "--flag" words of a usage text, in order of appearance,
  * into flags[0..cap) as pointers into buf (which holds their copies);

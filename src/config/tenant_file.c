@@ -10,7 +10,8 @@
  * given take the parent's (0).
  *
  * The file checks what it can see on its own: types, ranges, duplicate
- * paths, and that every parent comes before its children.  Whether the
+ * paths, and that no parent comes after its children (a parent the file
+ * does not list may exist already: the engine checks that).  Whether the
  * guarantees fit each other and the fleet is the engine's rule, checked
  * when the file is applied (gp_tenant_file_apply names the tenant).
  */
@@ -169,22 +170,21 @@ static gp_err read_tenant_field(gp__yaml *y, gp_tenant_entry *t, const char *key
                          what);
 }
 
-/* The parent of every tenant must appear earlier; paths are unique. */
+/* Paths are unique, and no ancestor comes after one of its descendants:
+ * entries are applied in file order.  A parent absent from the file is
+ * not the file's to judge (it may exist already; the engine says
+ * "parent tenant X does not exist" when it does not). */
 static gp_err check_tree_order(gp__yaml *y, const gp_tenant_file *f, const gp_tenant_entry *t, yaml_node_t *at)
 {
-    const char *slash = strrchr(t->path, '/');
-    size_t parent_len = slash ? (size_t)(slash - t->path) : 0;
-    bool parent_seen = slash == NULL;
+    size_t len = strlen(t->path);
     for (size_t i = 0; i < f->n_tenants; i++) {
         const char *other = f->tenants[i].path;
         if (strcmp(other, t->path) == 0)
             return gp__yaml_fail(y, at, "path", "tenant %s is listed twice", t->path);
-        if (slash && strlen(other) == parent_len && strncmp(other, t->path, parent_len) == 0)
-            parent_seen = true;
+        if (strncmp(other, t->path, len) == 0 && other[len] == '/')
+            return gp__yaml_fail(y, at, "path", "tenant %s comes after its child %s (parents first)", t->path,
+                                 other);
     }
-    if (!parent_seen)
-        return gp__yaml_fail(y, at, "path", "tenant %s comes before its parent %.*s (parents first)", t->path,
-                             (int)parent_len, t->path);
     return GP_OK;
 }
 

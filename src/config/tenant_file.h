@@ -16,7 +16,8 @@
  *       user_limit: {gpu: {H100: 8}}
  *       time_limit: {training: 86400, interactive: 28800}   # seconds per job kind
  *
- * Parents come before their children.  Errors name the file, the line and
+ * Parents come before their children; a parent the file does not list
+ * must exist already where the file is applied.  Errors name the file, the line and
  * the field; unknown fields are errors.
  *
  * Ownership: as fleet_file.h.

@@ -105,7 +105,8 @@ void gp_api_jobs_batch(gp_request *r); /* api_jobs_batch.c */
 
 void gp_api_tenants_list(gp_request *r);
 void gp_api_tenant_get(gp_request *r, const char *path);
-void gp_api_tenant_put(gp_request *r, const char *path);
+void gp_api_tenant_put(gp_request *r, const char *path);   /* full replace; If-None-Match: * creates only */
+void gp_api_tenant_patch(gp_request *r, const char *path); /* JSON merge patch of an existing tenant */
 void gp_api_tenant_delete(gp_request *r, const char *path);
 void gp_api_tenants_apply(gp_request *r);
 void gp_api_tenants_move(gp_request *r);

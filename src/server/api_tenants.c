@@ -1,29 +1,43 @@
-/* api_tenants.c - the tenancy tree: list, get, put, delete, apply, move.
+/* api_tenants.c - the tenancy tree: list, get, put, patch, delete, apply, move.
  *
  * Who may change what: an admin changes any tenant; a tenant-admin of S
  * changes tenants strictly below S (S's own quota is its parent's
  * decision, so it gets 403 for S and 404 for anything outside S); nobody
  * else changes tenants.  In an apply, a tenant-admin's file may list S and
- * its ancestors (the file wants parents first) as long as they are
- * unchanged.  Reads: admin, operator, auditor see the whole
- * tree; tenant-admin and member see their scope's subtree only.
+ * its ancestors as long as they are unchanged.  Reads: admin, operator,
+ * auditor see the whole tree; tenant-admin and member see their scope's
+ * subtree only.
+ *
+ * PUT replaces a tenant's spec whole (fields left out take their
+ * defaults); PATCH applies a JSON merge patch (json_patch.h) to the spec
+ * the store holds and changes only the fields it names.  PATCH never
+ * creates: a path that does not exist is 404 naming the nearest path the
+ * caller can see ("no tenant ml/trian; did you mean ml/train?").
  *
  * apply and move are several engine events in one request.  They run in
  * one transaction; if a step is refused, the steps already made are undone
  * by their inverse events (set the old spec again, remove what was
- * created), which are logged like any other event so a replay goes
- * through the same states.  The caller gets the refused step's error and
- * the tree is as before.
+ * created, create again what was removed), which are logged like any other
+ * event so a replay goes through the same states.  The caller gets the
+ * refused step's error and the tree is as before.  apply first works out
+ * its plan (what is created, updated, unchanged and, with prune, deleted,
+ * field by field), so a dry run answers the same plan and changes nothing.
  *
  * Example: apply of {research, research/nlp (guarantee 16 H100)} to a tree
  * that has research already with the same spec: research is "unchanged",
- * research/nlp "created".  Applying the same file again: both "unchanged",
- * no event logged -- apply is idempotent.
+ * research/nlp "created", with changes [{path research/nlp, op create,
+ * field null}, {path research/nlp, op create, field guarantee.gpu.H100,
+ * from null, to 16}].  Applying the same file again: both "unchanged", no
+ * event logged -- apply is idempotent.  With prune, a tenant research/old
+ * in the store is deleted (children first); had it live jobs, the apply
+ * would be refused (409) with nothing changed.
  */
 #include "server/api.h"
 
 #include "config/tenant_file.h"
 #include "spec/json_input.h"
+#include "spec/json_patch.h"
+#include "util/nearest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,6 +89,26 @@ static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
     return o;
 }
 
+/* 404 "no tenant ml/trian; did you mean ml/train?", the suggestion taken
+ * from the paths the caller may see. */
+static void fail_no_tenant(gp_server *srv, gp_op *op, const char *path, const char *field)
+{
+    const gp_engine *e = srv->journal.engine;
+    size_t n = gp_engine_tenant_count(e), k = 0;
+    const char **seen = calloc(n + 1, sizeof *seen);
+    for (uint32_t i = 0; seen && i < n; i++) {
+        const char *p = gp_engine_tenant_path(e, i);
+        if (p[0] && gp_principal_sees(op->who, p))
+            seen[k++] = p;
+    }
+    const char *near = gp_suggest(path, seen, k);
+    gp_error err;
+    gp_error_set(&err, GP_ERR_NOT_FOUND, field, "no tenant %s%s%s%s", path, near ? "; did you mean " : "",
+                 near ? near : "", near ? "?" : "");
+    gp_op_fail(op, &err);
+    free(seen);
+}
+
 static void list_run(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
@@ -96,9 +130,7 @@ static void list_run(gp_server *srv, gp_op *op, int64_t now)
         json_decref(list);
     } else {
         json_decref(list);
-        gp_error err;
-        gp_error_set(&err, GP_ERR_NOT_FOUND, "path", "no tenant %s", only);
-        gp_op_fail(op, &err);
+        fail_no_tenant(srv, op, only, "path");
     }
 }
 
@@ -137,11 +169,36 @@ static bool may_change(gp_request *r, const char *path)
     return false;
 }
 
-/* ---- put and delete ---- */
+/* ---- what changed ---- */
+
+/* Appends to changes what turning tenant path's canonical spec from into
+ * to changes: one {"path", "op", "field", "from", "to"} per field that
+ * differs (gp_json_field_diff); a created or deleted tenant gets first one
+ * entry with field null, and a deleted one nothing more. */
+static void add_changes(json_t *changes, const char *path, const char *op, const json_t *from, const json_t *to)
+{
+    if (strcmp(op, "update") != 0)
+        json_array_append_new(changes,
+                              json_pack("{s:s, s:s, s:n, s:n, s:n}", "path", path, "op", op, "field", "from", "to"));
+    if (strcmp(op, "delete") == 0)
+        return;
+    json_t *diff = gp_json_field_diff(from, to);
+    size_t i;
+    json_t *d;
+    json_array_foreach(diff, i, d) {
+        json_object_set_new(d, "path", json_string(path));
+        json_object_set_new(d, "op", json_string(op));
+        json_array_append(changes, d);
+    }
+    json_decref(diff);
+}
+
+/* ---- put, patch and delete ---- */
 
 typedef struct put_arg {
     const char *path;
     gp_tenant_spec spec;
+    bool create_only; /* If-None-Match: * */
 } put_arg;
 
 static void reply_tenant(gp_server *srv, gp_op *op, const char *path, int status)
@@ -161,22 +218,41 @@ static void put_run(gp_server *srv, gp_op *op, int64_t now)
     gp_error err;
     uint32_t index;
     bool existed = gp_engine_tenant_find(srv->journal.engine, a->path, &index, NULL) == GP_OK;
-    if (gp_journal_tenant_set(&srv->journal, a->path, &a->spec, now, &err) != GP_OK) {
+    gp_err rc = GP_OK;
+    if (existed && a->create_only)
+        rc = gp_error_set(&err, GP_ERR_EXISTS, "path",
+                          "tenant %s exists already; change it with PATCH (gpupool quota set)", a->path);
+    if (rc == GP_OK)
+        rc = gp_journal_tenant_set(&srv->journal, a->path, &a->spec, now, &err);
+    if (rc != GP_OK) {
         gp_op_fail(op, &err);
         return;
     }
     reply_tenant(srv, op, a->path, existed ? 200 : 201);
 }
 
+/* If-None-Match: * makes a PUT create only; no other value is meaningful
+ * (tenants have no entity tags).  Replies 400 and returns false otherwise. */
+static bool create_only(gp_request *r, bool *out)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    *out = v != NULL;
+    if (!v || strcmp(v, "*") == 0)
+        return true;
+    gp_api_error(r, 400, "invalid", "If-None-Match", "If-None-Match takes only * (create, never replace)");
+    return false;
+}
+
 void gp_api_tenant_put(gp_request *r, const char *path)
 {
     static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed) || !gp_api_tenant_path_ok(r, path, "path") || !may_change(r, path))
+    put_arg a = {.path = path};
+    if (!gp_api_query_only(r, allowed) || !gp_api_tenant_path_ok(r, path, "path") || !may_change(r, path) ||
+        !create_only(r, &a.create_only))
         return;
     json_t *body = gp_api_body_object(r);
     if (!body)
         return;
-    put_arg a = {.path = path};
     gp_error err;
     gp_err rc = gp_tenant_spec_parse(body, &a.spec, &err);
     json_decref(body);
@@ -187,6 +263,69 @@ void gp_api_tenant_put(gp_request *r, const char *path)
     gp_op op = {.run = put_run, .mutates = true, .arg = &a, .action = "tenant.put"};
     snprintf(op.target, sizeof op.target, "tenant/%s", path);
     gp_api_run_op(r, &op);
+}
+
+typedef struct patch_arg {
+    const char *path;
+    json_t *patch;
+} patch_arg;
+
+/* The merge patch applied to the stored canonical spec, decoded by the
+ * codec; *want is the result in canonical form (a new reference). */
+static gp_err patched_spec(const json_t *have, const json_t *patch, gp_tenant_spec *spec, json_t **want,
+                           gp_error *err)
+{
+    json_t *merged = gp_json_merge_patch(have, patch);
+    gp_err rc = merged ? gp_tenant_spec_parse(merged, spec, err)
+                       : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+    json_decref(merged);
+    *want = rc == GP_OK ? gp_tenant_spec_to_json(spec) : NULL;
+    return rc;
+}
+
+static void patch_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    patch_arg *a = op->arg;
+    gp_error err;
+    json_t *current = NULL, *want = NULL, *changes = json_array();
+    gp_tenant_spec spec;
+    gp_err rc = gp_store_tenants_get(srv->store, &current, &err);
+    const json_t *have = json_object_get(current, a->path);
+    if (rc == GP_OK && !have) { /* PATCH never creates */
+        fail_no_tenant(srv, op, a->path, "path");
+        json_decref(changes);
+        json_decref(current);
+        return;
+    }
+    if (rc == GP_OK)
+        rc = patched_spec(have, a->patch, &spec, &want, &err);
+    if (rc == GP_OK)
+        add_changes(changes, a->path, "update", have, want);
+    if (rc == GP_OK && json_array_size(changes) > 0) /* nothing changed: no event */
+        rc = gp_journal_tenant_set(&srv->journal, a->path, &spec, now, &err);
+    if (rc == GP_OK) {
+        reply_tenant(srv, op, a->path, 200);
+        json_object_set(op->reply, "changes", changes);
+    } else {
+        gp_op_fail(op, &err);
+    }
+    json_decref(changes);
+    json_decref(want);
+    json_decref(current);
+}
+
+void gp_api_tenant_patch(gp_request *r, const char *path)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed) || !gp_api_tenant_path_ok(r, path, "path") || !may_change(r, path))
+        return;
+    patch_arg a = {.path = path, .patch = gp_api_body_object(r)};
+    if (!a.patch)
+        return;
+    gp_op op = {.run = patch_run, .mutates = true, .arg = &a, .action = "tenant.patch"};
+    snprintf(op.target, sizeof op.target, "tenant/%s", path);
+    gp_api_run_op(r, &op);
+    json_decref(a.patch);
 }
 
 static void delete_run(gp_server *srv, gp_op *op, int64_t now)
@@ -248,73 +387,232 @@ static void undo_free(undo_step *steps, size_t n)
 
 typedef struct apply_arg {
     gp_tenant_file file;
+    bool dry_run, prune;
 } apply_arg;
+
+/* What an apply will do, worked out before anything changes. */
+typedef struct apply_plan {
+    json_t *current;                                    /* the store's tenants: path -> canonical spec */
+    json_t *created, *updated, *unchanged, *deleted;    /* paths; deleted in the order of removal */
+    json_t *changes;                                    /* add_changes entries */
+    bool *sets;                                         /* per file entry: it changes */
+    bool forbidden;                                     /* a tenant-admin's file changes its scope or above */
+} apply_plan;
+
+static void plan_free(apply_plan *p)
+{
+    json_decref(p->current);
+    json_decref(p->created);
+    json_decref(p->updated);
+    json_decref(p->unchanged);
+    json_decref(p->deleted);
+    json_decref(p->changes);
+    free(p->sets);
+}
+
+/* Rewrites err as file entry i's: "tenants[i].FIELD", "PATH: MESSAGE (nothing was applied)". */
+static gp_err entry_error(gp_error *err, size_t i, const char *path)
+{
+    char field[GP_ERROR_FIELD_MAX], msg[GP_ERROR_MESSAGE_MAX];
+    snprintf(field, sizeof field, "tenants[%zu].%s", i, err->field);
+    snprintf(msg, sizeof msg, "%s: %s (nothing was applied)", path, err->message);
+    return gp_error_set(err, err->code, field, "%s", msg);
+}
+
+/* The parent of file entry i exists in the store or comes earlier in the
+ * file (the file reader refuses a parent after its child). */
+static bool parent_known(const apply_plan *p, const gp_tenant_file *f, size_t i, char *parent, size_t cap)
+{
+    const char *path = f->tenants[i].path, *slash = strrchr(path, '/');
+    if (!slash)
+        return true;
+    snprintf(parent, cap, "%.*s", (int)(slash - path), path);
+    if (json_object_get(p->current, parent))
+        return true;
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(f->tenants[j].path, parent) == 0)
+            return true;
+    return false;
+}
+
+static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_plan *p, gp_error *err)
+{
+    for (size_t i = 0; i < f->n_tenants; i++) {
+        const gp_tenant_entry *t = &f->tenants[i];
+        json_t *want = gp_tenant_spec_to_json(&t->spec);
+        const json_t *have = json_object_get(p->current, t->path);
+        char parent[GP_PATH_MAX];
+        gp_err rc = GP_OK;
+        if (have && json_equal(have, want)) {
+            json_array_append_new(p->unchanged, json_string(t->path));
+            json_decref(want);
+            continue;
+        }
+        p->forbidden = who->role == GP_ROLE_TENANT_ADMIN &&
+                       !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
+        if (p->forbidden)
+            rc = gp_error_set(err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
+        else if (!parent_known(p, f, i, parent, sizeof parent))
+            rc = gp_error_set(err, GP_ERR_NOT_FOUND, "path", "parent tenant %s does not exist", parent);
+        if (rc == GP_OK) {
+            add_changes(p->changes, t->path, have ? "update" : "create", have, want);
+            json_array_append_new(have ? p->updated : p->created, json_string(t->path));
+            p->sets[i] = true;
+        }
+        json_decref(want);
+        if (rc != GP_OK)
+            return entry_error(err, i, t->path);
+    }
+    return GP_OK;
+}
+
+/* May --prune remove path?  In the caller's reach (an admin: every tenant;
+ * a tenant-admin: those strictly below its scope), not in the file, and
+ * not an ancestor of a tenant in the file (that one stays, so must its
+ * parents). */
+static bool prunable(const gp_principal *who, const gp_tenant_file *f, const char *path)
+{
+    if (who->role != GP_ROLE_ADMIN && !(gp_scope_covers(who->scope, path) && strcmp(who->scope, path) != 0))
+        return false;
+    for (size_t i = 0; i < f->n_tenants; i++)
+        if (gp_scope_covers(path, f->tenants[i].path))
+            return false;
+    return true;
+}
+
+static int children_first(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)b, *(const char *const *)a); /* "a/b" sorts after "a": reversed */
+}
+
+/* The tenants --prune removes, children before parents; refused (nothing
+ * changed) when one of them has live jobs. */
+static gp_err plan_prunes(const gp_engine *e, const gp_principal *who, const gp_tenant_file *f, apply_plan *p,
+                          gp_error *err)
+{
+    const char **paths = calloc(json_object_size(p->current) + 1, sizeof *paths), *path;
+    size_t n = 0;
+    json_t *spec;
+    if (!paths)
+        return gp_error_set(err, GP_ERR_NOMEM, "prune", "out of memory");
+    json_object_foreach(p->current, path, spec) {
+        if (prunable(who, f, path))
+            paths[n++] = path;
+    }
+    qsort(paths, n, sizeof *paths, children_first);
+    gp_err rc = GP_OK;
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        uint32_t index;
+        gp_tenant_info t;
+        if (gp_engine_tenant_find(e, paths[i], &index, NULL) == GP_OK && gp_engine_tenant_get(e, index, &t) &&
+            t.pending_jobs + t.running_jobs > 0)
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "prune",
+                              "prune would delete %s, which has live jobs (%d pending, %d running); cancel them or "
+                              "list %s in the file (nothing was applied)",
+                              paths[i], t.pending_jobs, t.running_jobs, paths[i]);
+        json_array_append_new(p->deleted, json_string(paths[i]));
+        add_changes(p->changes, paths[i], "delete", json_object_get(p->current, paths[i]), NULL);
+    }
+    free(paths);
+    return rc;
+}
+
+static void record_step(undo_step *steps, size_t *done, const char *path, const json_t *old_spec, bool removed)
+{
+    snprintf(steps[*done].path, sizeof steps[*done].path, "%s", path);
+    steps[*done].old_spec = old_spec ? json_incref((json_t *)old_spec) : NULL;
+    steps[*done].removed = removed;
+    (*done)++;
+}
+
+/* Carries the plan out: the sets in file order (parents first), then the
+ * removals (children first).  A refused step undoes the ones before it. */
+static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_plan *p, int64_t now, gp_error *err)
+{
+    size_t n_del = json_array_size(p->deleted), done = 0;
+    undo_step *steps = calloc(f->n_tenants + n_del + 1, sizeof *steps);
+    gp_err rc = steps ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+    for (size_t i = 0; rc == GP_OK && i < f->n_tenants; i++) {
+        const gp_tenant_entry *t = &f->tenants[i];
+        if (!p->sets[i])
+            continue;
+        rc = gp_journal_tenant_set(&srv->journal, t->path, &t->spec, now, err);
+        if (rc != GP_OK)
+            entry_error(err, i, t->path);
+        else
+            record_step(steps, &done, t->path, json_object_get(p->current, t->path), false);
+    }
+    for (size_t i = 0; rc == GP_OK && i < n_del; i++) {
+        const char *path = json_string_value(json_array_get(p->deleted, i));
+        rc = gp_journal_tenant_remove(&srv->journal, path, now, err);
+        if (rc != GP_OK)
+            gp_error_set(err, err->code, "prune", "prune: %s: %s (nothing was applied)", path, err->message);
+        else
+            record_step(steps, &done, path, json_object_get(p->current, path), true);
+    }
+    if (rc != GP_OK && steps)
+        undo(srv, steps, done, now);
+    if (steps)
+        undo_free(steps, done);
+    return rc;
+}
+
+static const char DRY_RUN_NOT_CHECKED[] =
+    "a dry run checks the file, the caller's scope, that parents exist and that pruned tenants are idle; the "
+    "engine's rules (guarantees within the parent's and the fleet's, GPU types, tenant names and depth, trust) "
+    "are checked only when the file is applied";
 
 static void apply_run(gp_server *srv, gp_op *op, int64_t now)
 {
     apply_arg *a = op->arg;
     gp_error err;
-    json_t *current = NULL;
-    if (gp_store_tenants_get(srv->store, &current, &err) != GP_OK) {
-        gp_op_fail(op, &err);
-        return;
-    }
-    undo_step *steps = calloc(a->file.n_tenants + 1, sizeof *steps);
-    json_t *created = json_array(), *updated = json_array(), *unchanged = json_array();
-    size_t n = 0;
-    bool forbidden = false; /* a tenant-admin's file changes its own scope or above */
-    gp_err rc = steps ? GP_OK : gp_error_set(&err, GP_ERR_NOMEM, "body", "out of memory");
-    for (size_t i = 0; rc == GP_OK && i < a->file.n_tenants; i++) {
-        const gp_tenant_entry *t = &a->file.tenants[i];
-        json_t *want = gp_tenant_spec_to_json(&t->spec);
-        json_t *have = json_object_get(current, t->path);
-        if (have && json_equal(have, want)) {
-            json_array_append_new(unchanged, json_string(t->path));
-            json_decref(want);
-            continue;
-        }
-        json_decref(want);
-        const gp_principal *who = op->who;
-        forbidden = who->role == GP_ROLE_TENANT_ADMIN &&
-                    !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
-        if (forbidden)
-            rc = gp_error_set(&err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
-        else
-            rc = gp_journal_tenant_set(&srv->journal, t->path, &t->spec, now, &err);
-        if (rc != GP_OK) {
-            char field[GP_ERROR_FIELD_MAX];
-            snprintf(field, sizeof field, "tenants[%zu].%s", i, err.field);
-            char msg[GP_ERROR_MESSAGE_MAX];
-            snprintf(msg, sizeof msg, "%s: %s (nothing was applied)", t->path, err.message);
-            gp_error_set(&err, err.code, field, "%s", msg);
-            break;
-        }
-        snprintf(steps[n].path, sizeof steps[n].path, "%s", t->path);
-        steps[n].old_spec = have ? json_incref(have) : NULL;
-        n++;
-        json_array_append_new(have ? updated : created, json_string(t->path));
-    }
+    apply_plan p = {.created = json_array(),
+                    .updated = json_array(),
+                    .unchanged = json_array(),
+                    .deleted = json_array(),
+                    .changes = json_array(),
+                    .sets = calloc(a->file.n_tenants + 1, sizeof *p.sets)};
+    gp_err rc = gp_store_tenants_get(srv->store, &p.current, &err);
+    if (rc == GP_OK && (!p.created || !p.updated || !p.unchanged || !p.deleted || !p.changes || !p.sets))
+        rc = gp_error_set(&err, GP_ERR_NOMEM, "body", "out of memory");
+    if (rc == GP_OK)
+        rc = plan_sets(op->who, &a->file, &p, &err);
+    if (rc == GP_OK && a->prune)
+        rc = plan_prunes(srv->journal.engine, op->who, &a->file, &p, &err);
+    if (rc == GP_OK && !a->dry_run)
+        rc = carry_out(srv, &a->file, &p, now, &err);
     if (rc != GP_OK) {
-        if (steps)
-            undo(srv, steps, n, now);
         gp_op_fail(op, &err);
-        if (forbidden)
+        if (p.forbidden)
             op->status = 403;
-        json_decref(created);
-        json_decref(updated);
-        json_decref(unchanged);
     } else {
-        gp_op_reply(op, 200, json_pack("{s:o, s:o, s:o}", "created", created, "updated", updated, "unchanged", unchanged));
+        json_t *reply = json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "created", p.created, "updated", p.updated,
+                                  "unchanged", p.unchanged, "deleted", p.deleted, "changes", p.changes, "dry_run",
+                                  a->dry_run);
+        if (a->dry_run)
+            json_object_set_new(reply, "not_checked", json_string(DRY_RUN_NOT_CHECKED));
+        gp_op_reply(op, 200, reply);
     }
-    if (steps)
-        undo_free(steps, n);
-    json_decref(current);
+    plan_free(&p);
+}
+
+/* A true|false query parameter (absent: false).  Replies 400 and returns
+ * false when it is something else. */
+static bool query_flag(gp_request *r, const char *key, bool *out)
+{
+    const char *v = gp_api_query(r, key);
+    *out = v && strcmp(v, "true") == 0;
+    if (!v || *out || strcmp(v, "false") == 0)
+        return true;
+    gp_api_error(r, 400, "invalid", key, "%s must be true or false", key);
+    return false;
 }
 
 void gp_api_tenants_apply(gp_request *r)
 {
-    static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed))
+    static const char *const allowed[] = {"dry_run", "prune", NULL};
+    apply_arg a;
+    if (!gp_api_query_only(r, allowed) || !query_flag(r, "dry_run", &a.dry_run) || !query_flag(r, "prune", &a.prune))
         return;
     if (r->who.role != GP_ROLE_ADMIN && r->who.role != GP_ROLE_TENANT_ADMIN) {
         gp_api_forbidden(r, "change tenants");
@@ -324,15 +622,14 @@ void gp_api_tenants_apply(gp_request *r)
         gp_api_error(r, 400, "invalid", "body", "apply needs a tenant file (YAML or JSON) as the body");
         return;
     }
-    apply_arg a;
     gp_error err;
     if (gp_tenant_file_parse(r->body, r->body_len, "body", &a.file, &err) != GP_OK) {
         gp_api_fail(r, &err);
         return;
     }
-    /* A tenant-admin's file names its scope's ancestors (the file format
-     * wants parents first); they may appear as long as they do not change,
-     * which the engine thread checks.  Tenants elsewhere do not exist for it. */
+    /* A tenant-admin's file may name its scope's ancestors; they may appear
+     * as long as they do not change, which the engine thread checks.
+     * Tenants elsewhere do not exist for it. */
     for (size_t i = 0; r->who.role == GP_ROLE_TENANT_ADMIN && i < a.file.n_tenants; i++) {
         const char *p = a.file.tenants[i].path;
         if (!gp_scope_covers(r->who.scope, p) && !gp_scope_covers(p, r->who.scope)) {
@@ -341,7 +638,9 @@ void gp_api_tenants_apply(gp_request *r)
             return;
         }
     }
-    gp_op op = {.run = apply_run, .mutates = true, .arg = &a, .action = "tenant.apply"};
+    /* A dry run is a read: it runs after the batch's commit, writes
+     * nothing and leaves no audit row (as no read does). */
+    gp_op op = {.run = apply_run, .mutates = !a.dry_run, .arg = &a, .action = "tenant.apply"};
     snprintf(op.target, sizeof op.target, "tenants/%zu", a.file.n_tenants);
     gp_api_run_op(r, &op);
     gp_tenant_file_free(&a.file);

@@ -22,7 +22,8 @@
  *                 them; a request beyond that one still gets its HTML page;
  *   body size     a Content-Length over --max-body is answered 413 at once;
  *                 a chunked body is counted and refused when it passes it;
- *   content type  bodies must be application/json (apply also takes YAML);
+ *   content type  bodies must be application/json (apply also takes YAML,
+ *                 PATCH also application/merge-patch+json);
  *   tokens        401 without a known, unexpired bearer token (only
  *                 /v1/health and the dashboard page are public), with where
  *                 to set one; 429 when its bucket is empty;
@@ -97,12 +98,15 @@ static bool content_type_ok(gp_request *r)
         return true;
     const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     bool apply = strcmp(r->url, "/v1/tenants:apply") == 0;
+    bool patch = strcmp(r->method, "PATCH") == 0;
     if (ct && strncmp(ct, "application/json", 16) == 0)
         return true;
     if (apply && ct && (strncmp(ct, "application/yaml", 16) == 0 || strncmp(ct, "application/x-yaml", 18) == 0))
         return true;
+    if (patch && ct && strncmp(ct, "application/merge-patch+json", 28) == 0)
+        return true;
     gp_api_error(r, 415, "unsupported_media_type", "Content-Type", "the body must be application/json%s",
-                 apply ? " or application/yaml" : "");
+                 apply ? " or application/yaml" : patch ? " or application/merge-patch+json" : "");
     return false;
 }
 

@@ -69,10 +69,12 @@ static void route_tenants(gp_request *r, const char *rest)
             gp_api_tenant_get(r, rest + 1);
         else if (method_is(r, "PUT"))
             gp_api_tenant_put(r, rest + 1);
+        else if (method_is(r, "PATCH"))
+            gp_api_tenant_patch(r, rest + 1);
         else if (method_is(r, "DELETE"))
             gp_api_tenant_delete(r, rest + 1);
         else
-            method_not_allowed(r, "GET, PUT, DELETE");
+            method_not_allowed(r, "GET, PUT, PATCH, DELETE");
     } else {
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
     }

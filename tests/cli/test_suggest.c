@@ -29,6 +29,15 @@ static void a_typo_of_a_command_suggests_the_nearest_one(void **state)
     assert_string_equal(gp_suggest("--tenat", (const char *const[]){"--tenant", "--state"}, 2), "--tenant");
 }
 
+static void a_mistyped_tenant_path_suggests_the_nearest_path(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {"ml", "ml/train", "ml/eval", "research"};
+    assert_string_equal(gp_suggest("ml/trian", paths, 4), "ml/train");
+    assert_string_equal(gp_suggest("ml/evl", paths, 4), "ml/eval");
+    assert_null(gp_suggest("product/ads", paths, 4));
+}
+
 static void nothing_near_suggests_nothing(void **state)
 {
     (void)state;
@@ -68,6 +77,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_edit_distance_counts_a_swap_of_neighbours_once),
         cmocka_unit_test(a_typo_of_a_command_suggests_the_nearest_one),
+        cmocka_unit_test(a_mistyped_tenant_path_suggests_the_nearest_path),
         cmocka_unit_test(nothing_near_suggests_nothing),
         cmocka_unit_test(the_flags_of_a_usage_text_are_read_once_each_in_order),
         cmocka_unit_test(a_full_flag_list_stops_at_its_capacity),

@@ -81,8 +81,8 @@ def test_apply_is_idempotent_and_atomic(d):
     assert st == 422, (st, err)
     assert err["error"]["field"].startswith("tenants[3]"), err
     assert d.ok("GET", "/v1/tenants") == before
-    # quota set through the CLI, then move and delete
-    d.cli("quota", "set", "research/audio", "--guarantee", "H100=0")
+    # create through the CLI (quota set changes existing tenants only), then move and delete
+    d.cli("tenants", "create", "research/audio", "--guarantee", "H100=0")
     assert d.ok("GET", "/v1/tenants/research/audio")["path"] == "research/audio"
     d.ok("POST", "/v1/tenants:move", {"from": "research/audio", "to": "product/audio"})
     st, _ = d.call("GET", "/v1/tenants/research/audio")

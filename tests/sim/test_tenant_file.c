@@ -3,8 +3,9 @@
  * Semantics under test (tenant_file.h, docs/fleet-file.md): quotas with GPU
  * amounts in GPUs (up to three decimals), cpu/mem defaults, weight, lend,
  * trust, time limits per job kind; YAML and JSON; errors with file, line and field for unknown
- * fields, wrong types, bad amounts, duplicates and a child before its
- * parent; applying the file builds the tree in an engine, and an engine
+ * fields, wrong types, bad amounts, duplicates and a parent after its
+ * child (a parent the file does not list is the engine's to find);
+ * applying the file builds the tree in an engine, and an engine
  * refusal names the tenant.
  */
 #include <setjmp.h>
@@ -148,10 +149,28 @@ static void errors(void **state)
     expect_error("tenants:\n  - path: a\n    limit: {cpu_millis: -1}\n", 3, "cpu_millis");
     expect_error("tenants:\n  - weight: 1\n", 2, "path");
     expect_error("tenants:\n  - path: a\n  - path: a\n", 3, "path");
-    expect_error("tenants:\n  - path: a/b\n  - path: a\n", 2, "path");
+    expect_error("tenants:\n  - path: a/b\n  - path: a\n", 3, "path");   /* a parent after its child */
+    expect_error("tenants:\n  - path: a/b/c\n  - path: a\n", 3, "path"); /* ... or after a grandchild */
     expect_error("tenants:\n  - {path: a, lend: true, lend: false}\n", 2, "lend");
     expect_error("tenant: []\n", 1, "tenant");
     expect_error("tenants: {path: a}\n", 1, "tenants");
+}
+
+/* The parent may already exist where the file is applied: not the file's
+ * to refuse (the engine does, when it does not exist). */
+static void a_file_may_list_a_child_without_its_parent(void **state)
+{
+    (void)state;
+    gp_tenant_file f = parse_ok("tenants:\n  - {path: ml/eval, guarantee: {gpu: {H100: 2}}}\n"
+                                "  - {path: ml/eval/nightly}\n  - {path: ml/train}\n");
+    assert_int_equal(f.n_tenants, 3);
+    assert_string_equal(f.tenants[0].path, "ml/eval");
+    gp_engine *e = gp_engine_new(NULL);
+    gp_error err;
+    assert_int_equal(gp_tenant_file_apply(&f, e, 0, &err), GP_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "parent tenant ml does not exist"));
+    gp_engine_free(e);
+    gp_tenant_file_free(&f);
 }
 
 static void apply_builds_tree(void **state)
@@ -181,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpu_amounts), cmocka_unit_test(full_entry), cmocka_unit_test(json_is_accepted),
         cmocka_unit_test(errors),      cmocka_unit_test(apply_builds_tree), cmocka_unit_test(time_limits_per_kind),
+        cmocka_unit_test(a_file_may_list_a_child_without_its_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
