@@ -110,7 +110,7 @@ def test_patch_changes_only_the_fields_given(d):
     assert st == 400, (st, out)
     assert stored_specs(d) == before
     # the same authorization as PUT: a member may not
-    tok = d.ok("POST", "/v1/tokens", {"name": "m", "role": "member", "scope": "ml/train"})["token"]
+    tok = d.ok("POST", "/v1/tokens", {"name": "m", "role": "member", "scope": "ml/train", "user": "m"})["token"]
     st, out = d.call("PATCH", "/v1/tenants/ml/train", {"weight": 1}, token=tok)
     assert st == 403, (st, out)
 
