@@ -11,7 +11,8 @@ like the documented one: the same first line when that line is a table
 header (only upper-case words), else the same first word.  Ids, times and
 usage figures are not compared: they differ from run to run.
 
-The same file is the source of man/gpupool.1: the test also regenerates
+README.md's quick tour may use only commands docs/cli.md documents.  The
+same file is the source of man/gpupool.1: the test also regenerates
 the man page and fails if man/gpupool.1 is stale (run
 `scripts/md2man.py docs/cli.md gpupool 1 > man/gpupool.1`), and renders it
 with `man -l` where man is installed.
@@ -81,6 +82,19 @@ def test_every_example_of_the_cli_reference_runs(d):
         time.sleep(0.05)
 
 
+def test_the_readme_tour_uses_only_documented_commands(d):
+    with open(os.path.join(ROOT, "docs", "cli.md")) as f:
+        documented = set(re.findall(r"^### (\S+) ", f.read(), re.M))
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    tour = readme[readme.index("## Quick tour"):]
+    tour = tour[:tour.index("\n## ", 1)]
+    used = re.findall(r"^gpupool (\S+)", tour, re.M)
+    assert len(used) >= 5, used
+    for command in used:
+        assert command in documented, "README's tour uses gpupool %s, which docs/cli.md does not document" % command
+
+
 def test_the_man_pages_are_generated_from_the_docs(d):
     for doc, name, section in MAN_PAGES:
         gen = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "md2man.py"), os.path.join(ROOT, doc),
@@ -98,7 +112,8 @@ def test_the_man_pages_are_generated_from_the_docs(d):
 if __name__ == "__main__":
     fleet = os.path.join(ROOT, "examples", "fleet-mixed.yaml")
     failed = 0
-    for t in (test_every_example_of_the_cli_reference_runs, test_the_man_pages_are_generated_from_the_docs):
+    for t in (test_every_example_of_the_cli_reference_runs, test_the_readme_tour_uses_only_documented_commands,
+              test_the_man_pages_are_generated_from_the_docs):
         d = gpd.Daemon(fleet=fleet)
         t0 = time.time()
         try:
