@@ -77,6 +77,11 @@ bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, 
 json_t *gp_api_body_object(gp_request *r);
 /* Tenant path from a URL or query: replies 400 (field) when malformed. */
 bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
+/* A filter's tenant that names nothing: true when path is in the store's
+ * tenants; otherwise replies 404 "no tenant ml/trian; did you mean
+ * ml/train?" (the suggestion among the tenants the caller sees) and returns
+ * false.  s: a reader connection the caller holds. */
+bool gp_api_tenant_known(gp_request *r, gp_store *s, const char *path, const char *field);
 /* A job as the caller may submit it: its tenant is in the caller's scope
  * (404 tenant otherwise) and it runs as the token's user (only an admin
  * names another); fills req->user from the token.  Used by one submit and

@@ -168,6 +168,13 @@ void gp_api_usage(gp_request *r)
         gp_api_fail(r, &err);
         return;
     }
+    /* as for jobs: no usage of a tenant that does not exist is a typo */
+    bool unknown = tenant && json_array_size(json_object_get(out, "usage")) == 0 &&
+                   !gp_api_tenant_known(r, s, tenant, "tenant");
     gp_readers_give(&r->srv->readers, s);
+    if (unknown) {
+        json_decref(out);
+        return;
+    }
     gp_api_reply(r, 200, out);
 }

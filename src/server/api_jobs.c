@@ -210,7 +210,15 @@ void gp_api_jobs_list(gp_request *r)
         gp_api_fail(r, &err);
         return;
     }
+    /* an empty listing of a tenant that does not exist is a typo, not "no
+     * jobs" (a removed tenant's old jobs still list) */
+    bool unknown = f.tenant && json_array_size(json_object_get(out, "jobs")) == 0 &&
+                   !gp_api_tenant_known(r, s, f.tenant, "tenant");
     gp_readers_give(&r->srv->readers, s);
+    if (unknown) {
+        json_decref(out);
+        return;
+    }
     json_t *jobs = json_array();
     size_t i;
     json_t *row;

@@ -15,6 +15,7 @@
 #include "server/api.h"
 
 #include "spec/json_input.h"
+#include "util/nearest.h"
 #include "util/text.h"
 
 #include <errno.h>
@@ -147,6 +148,33 @@ bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field)
                  "%s must be 1..%d names of [A-Za-z0-9._-] (not starting with '.') joined by '/'", field,
                  GP_MAX_TENANT_DEPTH);
     return false;
+}
+
+bool gp_api_tenant_known(gp_request *r, gp_store *s, const char *path, const char *field)
+{
+    json_t *all = NULL;
+    gp_error err;
+    if (gp_store_tenants_get(s, &all, &err) != GP_OK) {
+        gp_api_fail(r, &err);
+        return false;
+    }
+    bool known = json_object_get(all, path) != NULL;
+    if (!known) {
+        size_t n = 0;
+        const char **seen = calloc(json_object_size(all) + 1, sizeof *seen);
+        const char *key;
+        json_t *v;
+        json_object_foreach(all, key, v) {
+            if (seen && gp_principal_sees(&r->who, key))
+                seen[n++] = key;
+        }
+        const char *near = seen ? gp_suggest(path, seen, n) : NULL;
+        gp_api_error(r, 404, "not_found", field, "no tenant %s%s%s%s", path, near ? "; did you mean " : "",
+                     near ? near : "", near ? "?" : "");
+        free(seen);
+    }
+    json_decref(all);
+    return known;
 }
 
 void gp_api_run_op(gp_request *r, gp_op *op)

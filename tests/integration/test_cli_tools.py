@@ -106,6 +106,16 @@ def test_tenants_of_one_subtree_and_a_missing_one(d):
     assert p.returncode == 5 and "no tenant research/nlpp" in p.stderr and "research/nlp" in p.stderr, p.stderr
 
 
+def test_a_tenant_filter_that_names_nothing_is_404_with_the_nearest(d):
+    setup(d)
+    for args in (["jobs", "--tenant", "research/nlpp"], ["usage", "--tenant", "research/nlpp"]):
+        p = d.cli(*args, check=False)
+        assert p.returncode == 5, (args, p.returncode, p.stdout, p.stderr)
+        assert "no tenant research/nlpp; did you mean research/nlp?" in p.stderr, p.stderr
+    # an existing tenant without jobs is an empty table, not an error
+    assert d.cli("jobs", "--tenant", "research/nlp", json_out=True)["jobs"] == []
+
+
 def test_why_names_the_blocking_limit_and_what_to_change(d):
     setup(d)
     # research/vision's limit is 24 H100: 4 x 8 can never start under it
@@ -172,6 +182,7 @@ def test_the_jobs_table_shows_user_age_nodes_and_shares(d):
 if __name__ == "__main__":
     gpd.run([test_typos_are_refused_with_the_nearest_name, test_completion_scripts_load_and_complete,
              test_cancel_takes_several_ids_and_goes_on_past_a_bad_one, test_jobs_of_one_user,
-             test_tenants_of_one_subtree_and_a_missing_one, test_why_names_the_blocking_limit_and_what_to_change,
+             test_tenants_of_one_subtree_and_a_missing_one, test_a_tenant_filter_that_names_nothing_is_404_with_the_nearest,
+             test_why_names_the_blocking_limit_and_what_to_change,
              test_watch_prints_plain_refreshes_and_ends_with_the_job, test_times_in_iso_8601_and_relative,
              test_the_jobs_table_shows_user_age_nodes_and_shares])
