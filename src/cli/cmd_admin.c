@@ -112,18 +112,24 @@ static int no_such_tenant(const char *root, const json_t *tenants)
 
 static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *verb);
 
+/* DELETE path; prints "WHAT NAME DONE" ("token 1a2b revoked") on success. */
+static int delete_one(gp_client *c, const char *path, const char *what, const char *name, const char *done)
+{
+    gp_response resp;
+    int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("%s %s %s\n", what, name, done);
+    gp_response_free(&resp);
+    return rc;
+}
+
 static int tenant_delete(gp_client *c, int argc, char **argv)
 {
     if (argc != 3 || argv[2][0] == '-')
         return gp_usage_error(argv[0], "usage: gpupool tenants delete PATH");
     char path[512];
     snprintf(path, sizeof path, "/v1/tenants/%.300s", argv[2]);
-    gp_response resp;
-    int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
-    if (rc == GP_EXIT_OK && !c->json)
-        printf("tenant %s deleted\n", argv[2]);
-    gp_response_free(&resp);
-    return rc;
+    return delete_one(c, path, "tenant", argv[2], "deleted");
 }
 
 int gp_cmd_tenants(gp_client *c, int argc, char **argv)
@@ -490,12 +496,7 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
     if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
         char path[256];
         snprintf(path, sizeof path, "/v1/tokens/%.64s", argv[2]);
-        gp_response resp;
-        int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
-        if (rc == GP_EXIT_OK && !c->json)
-            printf("token %s revoked\n", argv[2]);
-        gp_response_free(&resp);
-        return rc;
+        return delete_one(c, path, "token", argv[2], "revoked");
     }
     return gp_usage_error("token", "%s", TOKEN_USAGE);
 }
