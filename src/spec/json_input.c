@@ -64,6 +64,25 @@ void gp_json_field_name(char *out, size_t cap, const char *prefix, const char *k
         snprintf(out, cap, "%s", key);
 }
 
+/* What a caller gave instead of the expected value, for messages: the
+ * string "8" (a quoted number in a YAML file arrives so), 1.5, true, an
+ * array. */
+static const char *given(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_string(v))
+        snprintf(buf, cap, "the string \"%.40s\"%s", json_string_value(v), json_string_length(v) > 40 ? "..." : "");
+    else if (json_is_real(v))
+        snprintf(buf, cap, "%.17g", json_real_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(buf, cap, "%s", json_is_boolean(v) ? (json_is_true(v) ? "true" : "false")
+                                 : json_is_array(v)  ? "an array"
+                                 : json_is_object(v) ? "an object"
+                                                     : "null");
+    return buf;
+}
+
 gp_err gp_json_object(const json_t *v, const char *field, gp_error *err)
 {
     if (!json_is_object(v))
@@ -73,8 +92,10 @@ gp_err gp_json_object(const json_t *v, const char *field, gp_error *err)
 
 gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out, gp_error *err)
 {
+    char buf[64];
     if (!json_is_integer(v))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be an integer", field);
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be an integer, got %s", field,
+                            given(v, buf, sizeof buf));
     json_int_t x = json_integer_value(v);
     if (x < min || x > max)
         return gp_error_set(err, GP_ERR_INVALID, field, "%s must be %lld..%lld, got %lld", field, (long long)min,
@@ -85,8 +106,10 @@ gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max,
 
 gp_err gp_json_bool(const json_t *v, const char *field, bool *out, gp_error *err)
 {
+    char buf[64];
     if (!json_is_boolean(v))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be true or false", field);
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be true or false, got %s", field,
+                            given(v, buf, sizeof buf));
     *out = json_is_true(v);
     return GP_OK;
 }
@@ -174,8 +197,9 @@ gp_err gp_json_gpu_amount(const json_t *v, const char *field, int64_t *milli, gp
         ok = x >= 0 && x <= 1e9 && real_as_decimal(x, text, sizeof text) && gp_gpu_amount_parse(text, milli);
     }
     if (!ok)
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be a number of GPUs 0..1e9 with at most 3 decimals",
-                            field);
+        return gp_error_set(err, GP_ERR_INVALID, field,
+                            "%s must be a number of GPUs 0..1e9 with at most 3 decimals, got %s", field,
+                            given(v, text, sizeof text));
     return GP_OK;
 }
 

@@ -76,6 +76,8 @@ gp_err gp_node_request_parse(const json_t *body, gp_node_request *out, gp_error 
 gp_err gp_fleet_node_parse(const json_t *body, gp_node_request *out, gp_error *err);
 json_t *gp_node_spec_to_json(const gp_node_spec *s);
 
+/* A pool: name required, score (default "default"), timeslice_replicas
+ * 0..8 (0 = 4), seed >= 0. */
 gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err);
 json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s);
 
