@@ -7,6 +7,7 @@
 #include "cli/table.h"
 #include "cli/timefmt.h"
 #include "util/duration.h"
+#include "spec/yaml_json.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -187,9 +188,7 @@ static json_t *parse_quota(const char *text)
             return NULL;
         }
         *eq = '\0';
-        char *end;
-        double v = strtod(eq + 1, &end);
-        json_t *num = *end ? json_string(eq + 1) : (v == (double)(long long)v ? json_integer((long long)v) : json_real(v));
+        json_t *num = gp_json_number_or_string(eq + 1); /* the server checks the amount, naming the field */
         if (strcmp(item, "cpu_millis") == 0 || strcmp(item, "mem_mib") == 0)
             json_object_set_new(q, item, num);
         else
@@ -198,6 +197,17 @@ static json_t *parse_quota(const char *text)
     free(copy);
     json_object_set_new(q, "gpu", gpu);
     return q;
+}
+
+/* --lend yes|no (or true|false) as a boolean; anything else goes as the
+ * text, for the server to refuse naming `lend`. */
+static json_t *lend_value(const char *text)
+{
+    if (strcmp(text, "yes") == 0 || strcmp(text, "true") == 0)
+        return json_true();
+    if (strcmp(text, "no") == 0 || strcmp(text, "false") == 0)
+        return json_false();
+    return json_string(text);
 }
 
 static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
@@ -267,9 +277,9 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
             else
                 json_object_set_new(spec, key, q);
         } else if (ch == 'w') {
-            json_object_set_new(spec, "weight", json_real(strtod(optarg, NULL)));
+            json_object_set_new(spec, "weight", gp_json_number_or_string(optarg));
         } else if (ch == 'L') {
-            json_object_set_new(spec, "lend", json_boolean(strcmp(optarg, "yes") == 0 || strcmp(optarg, "true") == 0));
+            json_object_set_new(spec, "lend", lend_value(optarg));
         } else if (ch == 't') {
             json_object_set_new(spec, "trust", json_string(optarg));
         } else {

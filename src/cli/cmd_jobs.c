@@ -14,7 +14,7 @@
 #include "cli/table.h"
 #include "cli/timefmt.h"
 #include "cli/watch.h"
-#include "cli/yaml_json.h"
+#include "spec/yaml_json.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -22,27 +22,20 @@
 #include <string.h>
 #include <time.h>
 
-static json_t *number_or_string(const char *text)
-{
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] && *end == '\0')
-        return json_integer(v);
-    return json_string(text); /* the server names the field in its error */
-}
-
 static int submit_from_file(gp_client *c, const char *path, json_t **out)
 {
     size_t len;
     char *text = gp_read_file(path, &len);
     if (!text)
         return GP_EXIT_USAGE;
-    char err[256];
-    *out = gp_yaml_to_json(text, len, err, sizeof err);
+    gp_error err;
+    gp_err rc = gp_yaml_to_json(text, len, path, out, NULL, &err);
     free(text);
     (void)c;
+    if (rc != GP_OK)
+        return gp_usage_error("submit", "%s", err.message);
     if (!*out)
-        return gp_usage_error("submit", "%s: %s", path, err);
+        return gp_usage_error("submit", "%s: the file is empty", path);
     return GP_EXIT_OK;
 }
 
@@ -212,21 +205,21 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'f': file = optarg; break;
         case 't': json_object_set_new(job, "tenant", json_string(optarg)); break;
         case 'n': json_object_set_new(job, "name", json_string(optarg)); break;
-        case 'g': json_object_set_new(job, "gpus", number_or_string(optarg)); break;
-        case 'r': json_object_set_new(job, "replicas", number_or_string(optarg)); break;
+        case 'g': json_object_set_new(job, "gpus", gp_json_number_or_string(optarg)); break;
+        case 'r': json_object_set_new(job, "replicas", gp_json_number_or_string(optarg)); break;
         case 'T': json_array_append_new(types, json_string(optarg)); break;
-        case 'C': json_object_set_new(job, "cpu_millis", number_or_string(optarg)); break;
-        case 'M': json_object_set_new(job, "mem_mib", number_or_string(optarg)); break;
+        case 'C': json_object_set_new(job, "cpu_millis", gp_json_number_or_string(optarg)); break;
+        case 'M': json_object_set_new(job, "mem_mib", gp_json_number_or_string(optarg)); break;
         case 'o': json_object_set_new(job, "topology", json_string(optarg)); break;
         case 'i': json_object_set_new(job, "isolation", json_string(optarg)); break;
-        case 'p': json_object_set_new(job, "priority", number_or_string(optarg)); break;
-        case 'G': json_object_set_new(job, "checkpoint_grace_s", number_or_string(optarg)); break;
-        case 'R': json_object_set_new(job, "expected_runtime_s", number_or_string(optarg)); break;
-        case 'L': json_object_set_new(job, "time_limit_s", number_or_string(optarg)); break;
+        case 'p': json_object_set_new(job, "priority", gp_json_number_or_string(optarg)); break;
+        case 'G': json_object_set_new(job, "checkpoint_grace_s", gp_json_number_or_string(optarg)); break;
+        case 'R': json_object_set_new(job, "expected_runtime_s", gp_json_number_or_string(optarg)); break;
+        case 'L': json_object_set_new(job, "time_limit_s", gp_json_number_or_string(optarg)); break;
         case 'k': json_object_set_new(job, "kind", json_string(optarg)); break;
         case 'u': json_object_set_new(job, "user", json_string(optarg)); break;
         case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;
-        case 'P': json_object_set_new(job, "share", json_pack("{s:o}", "mps", number_or_string(optarg))); break;
+        case 'P': json_object_set_new(job, "share", json_pack("{s:o}", "mps", gp_json_number_or_string(optarg))); break;
         case 'S': json_object_set_new(job, "share", json_pack("{s:b}", "timeslice", 1)); break;
         case 'A':
             array = strtoll(optarg, &end, 10);

@@ -22,7 +22,11 @@
  *       sharing: exclusive     # exclusive|mig|mps|timeslice
  *       pool: default
  *
- * Errors name the file, the line and the field.  Unknown fields are errors.
+ * A pool entry and a node entry (less `count`) are decoded by the spec
+ * codec (spec/spec_json.h: gp_pool_parse, gp_fleet_node_parse), as the
+ * event log's are.  Errors name the file, the line, the entry and the
+ * field ("fleet.yaml:4: nodes[0]: gpus must be an integer, got the string
+ * \"8\"", field "nodes[0].gpus").  Unknown fields are errors.
  *
  * Ownership: gp_fleet_file_load fills a caller-owned gp_fleet_file whose
  * arrays and strings it allocates; gp_fleet_file_free releases them.

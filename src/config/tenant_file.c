@@ -1,19 +1,20 @@
-/* tenant_file.c - the tenant file: the tenancy tree, read strictly.
+/* tenant_file.c - the tenant file: the tenancy tree, read with the spec codec.
  *
- * The format is in tenant_file.h and docs/fleet-file.md.  Each entry of
- * `tenants:` becomes one gp_tenant_spec.  Quotas are mappings
- * {gpu: {TYPE: GPUs}, cpu_millis, mem_mib}; GPU amounts are GPUs with up
- * to three decimals (gp_gpu_amount_parse), so "0.5" is 500 milli-GPUs and
- * "0.0005" is an error rather than a silent rounding.  A quota that is
- * given is `set`; cpu/mem not given stay GP_UNLIMITED (do not constrain).
- * `time_limit` maps job kinds to default time limits in seconds; kinds not
- * given take the parent's (0).
+ * The format is in tenant_file.h and docs/fleet-file.md.  The one YAML
+ * reader (spec/yaml_json.c) turns the file into json_t with a line map;
+ * each entry of `tenants:` minus its `path` is then a tenant body exactly
+ * as PUT /v1/tenants/{path} takes it, decoded by gp_tenant_spec_parse, so
+ * the file and the API share every field rule (GPU amounts as exact
+ * decimals, "0.0005" an error rather than a silent rounding; cpu/mem not
+ * given do not constrain; time_limit per job kind).  Codec errors come back
+ * with the file, the line and the entry: "tenants.yaml:7: tenants[1]:
+ * guarantee.gpu.H100 must be ...".
  *
- * The file checks what it can see on its own: types, ranges, duplicate
- * paths, and that no parent comes after its children (a parent the file
- * does not list may exist already: the engine checks that).  Whether the
- * guarantees fit each other and the fleet is the engine's rule, checked
- * when the file is applied (gp_tenant_file_apply names the tenant).
+ * What only the file has is checked here: the `tenants` list, `path`,
+ * duplicate paths, and that no parent comes after its children (a parent
+ * the file does not list may exist already: the engine checks that).
+ * Whether the guarantees fit each other and the fleet is the engine's rule,
+ * checked when the file is applied (gp_tenant_file_apply names the tenant).
  */
 #include "config/tenant_file.h"
 
@@ -21,235 +22,100 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/yaml_doc.h"
+#include "spec/json_input.h"
+#include "spec/spec_json.h"
+#include "spec/yaml_json.h"
 #include "util/file.h"
-
-static const char *const trust_names[] = {"inherit", "trusted", "untrusted"};
-static const char *const kind_names[] = {"training", "inference", "interactive"};
-
-bool gp_gpu_amount_parse(const char *text, int64_t *milli)
-{
-    if (!text)
-        return false;
-    const char *p = text;
-    int64_t whole = 0, frac = 0;
-    int int_digits = 0, frac_digits = 0;
-    for (; *p >= '0' && *p <= '9'; p++, int_digits++) {
-        whole = whole * 10 + (*p - '0');
-        if (whole > 1000000000)
-            return false;
-    }
-    if (int_digits == 0)
-        return false;
-    if (*p == '.') {
-        for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
-            if (frac_digits == 3)
-                return false;
-            frac = frac * 10 + (*p - '0');
-        }
-        if (frac_digits == 0)
-            return false;
-    }
-    if (*p != '\0')
-        return false;
-    for (int d = frac_digits; d < 3; d++)
-        frac *= 10;
-    int64_t v = whole * 1000 + frac;
-    if (v > INT64_C(1000000000000))
-        return false;
-    *milli = v;
-    return true;
-}
-
-static gp_err read_gpu_map(gp__yaml *y, yaml_node_t *map, const char *what, gp_quota *q)
-{
-    gp_err rc = gp__yaml_expect_mapping(y, map, "gpu");
-    for (size_t i = 0; rc == GP_OK && i < gp__yaml_map_size(map); i++) {
-        const char *type;
-        yaml_node_t *v;
-        if ((rc = gp__yaml_map_pair(y, map, i, what, &type, &v)))
-            return rc;
-        if (q->n_gpu == GP_MAX_GPU_TYPES)
-            return gp__yaml_fail(y, v, "gpu", "%s lists more than %d GPU types", what, GP_MAX_GPU_TYPES);
-        if (strlen(type) == 0 || strlen(type) >= GP_NAME_MAX)
-            return gp__yaml_fail(y, v, "gpu", "%s has a GPU type name of 0 or %d+ characters", what, GP_NAME_MAX);
-        char field_what[GP_PATH_MAX];
-        snprintf(field_what, sizeof field_what, "%s.%s", what, type);
-        snprintf(q->gpu[q->n_gpu].type, GP_NAME_MAX, "%s", type);
-        rc = gp__yaml_gpu_amount(y, v, "gpu", field_what, &q->gpu[q->n_gpu].milli);
-        q->n_gpu++;
-    }
-    return rc;
-}
-
-/* A quota mapping under `field` (guarantee, limit, user_limit). */
-static gp_err read_quota(gp__yaml *y, yaml_node_t *map, const char *field, size_t index, gp_quota *q)
-{
-    gp_err rc = gp__yaml_expect_mapping(y, map, field);
-    if (rc)
-        return rc;
-    memset(q, 0, sizeof *q);
-    q->set = true;
-    q->cpu_millis = GP_UNLIMITED;
-    q->mem_mib = GP_UNLIMITED;
-    for (size_t i = 0; i < gp__yaml_map_size(map); i++) {
-        const char *key;
-        yaml_node_t *v;
-        char what[96];
-        if ((rc = gp__yaml_map_pair(y, map, i, field, &key, &v)))
-            return rc;
-        snprintf(what, sizeof what, "tenants[%zu].%s.%s", index, field, key);
-        if (strcmp(key, "gpu") == 0)
-            rc = read_gpu_map(y, v, what, q);
-        else if (strcmp(key, "cpu_millis") == 0)
-            rc = gp__yaml_int(y, v, key, what, 0, INT64_MAX - 1, &q->cpu_millis);
-        else if (strcmp(key, "mem_mib") == 0)
-            rc = gp__yaml_int(y, v, key, what, 0, INT64_MAX - 1, &q->mem_mib);
-        else
-            rc = gp__yaml_fail(y, v, key, "unknown field %s (a quota has gpu, cpu_millis, mem_mib)", what);
-        if (rc)
-            return rc;
-    }
-    return GP_OK;
-}
-
-/* time_limit: {KIND: seconds}, the default (and maximum) per job kind. */
-static gp_err read_time_limits(gp__yaml *y, yaml_node_t *map, size_t index, gp_tenant_spec *spec)
-{
-    gp_err rc = gp__yaml_expect_mapping(y, map, "time_limit");
-    for (size_t i = 0; rc == GP_OK && i < gp__yaml_map_size(map); i++) {
-        const char *key;
-        yaml_node_t *v;
-        char what[96];
-        if ((rc = gp__yaml_map_pair(y, map, i, "time_limit", &key, &v)))
-            return rc;
-        snprintf(what, sizeof what, "tenants[%zu].time_limit.%s", index, key);
-        int kind = 0;
-        while (kind < 3 && strcmp(key, kind_names[kind]) != 0)
-            kind++;
-        if (kind == 3)
-            return gp__yaml_fail(y, v, "time_limit",
-                                 "unknown field %s (time_limit has training, inference, interactive)", what);
-        rc = gp__yaml_int(y, v, "time_limit", what, 1, GP_TIME_LIMIT_MAX_S, &spec->time_limit_s[kind]);
-    }
-    return rc;
-}
-
-static gp_err read_tenant_field(gp__yaml *y, gp_tenant_entry *t, const char *key, yaml_node_t *v, size_t index)
-{
-    char what[96];
-    snprintf(what, sizeof what, "tenants[%zu].%s", index, key);
-    gp_err rc;
-    if (strcmp(key, "path") == 0)
-        return gp__yaml_string(y, v, key, what, t->path, sizeof t->path);
-    if (strcmp(key, "guarantee") == 0)
-        return read_quota(y, v, key, index, &t->spec.guarantee);
-    if (strcmp(key, "limit") == 0)
-        return read_quota(y, v, key, index, &t->spec.limit);
-    if (strcmp(key, "user_limit") == 0)
-        return read_quota(y, v, key, index, &t->spec.user_limit);
-    if (strcmp(key, "weight") == 0)
-        return gp__yaml_number(y, v, key, what, GP_WEIGHT_MIN, GP_WEIGHT_MAX, &t->spec.weight);
-    if (strcmp(key, "lend") == 0) {
-        bool lend = false;
-        rc = gp__yaml_bool(y, v, key, what, &lend);
-        t->spec.lend = lend ? 1 : 0;
-        return rc;
-    }
-    if (strcmp(key, "trust") == 0) {
-        int choice = 0;
-        rc = gp__yaml_enum(y, v, key, what, trust_names, 3, &choice);
-        t->spec.trust = (gp_trust)choice;
-        return rc;
-    }
-    if (strcmp(key, "time_limit") == 0)
-        return read_time_limits(y, v, index, &t->spec);
-    return gp__yaml_fail(y, v, key,
-                         "unknown field %s (tenants take path, guarantee, limit, user_limit, weight, lend, trust, "
-                         "time_limit)",
-                         what);
-}
 
 /* Paths are unique, and no ancestor comes after one of its descendants:
  * entries are applied in file order.  A parent absent from the file is
  * not the file's to judge (it may exist already; the engine says
  * "parent tenant X does not exist" when it does not). */
-static gp_err check_tree_order(gp__yaml *y, const gp_tenant_file *f, const gp_tenant_entry *t, yaml_node_t *at)
+static gp_err check_tree_order(const gp_yaml_lines *lines, const gp_tenant_file *f, const gp_tenant_entry *t,
+                               const char *at, gp_error *err)
 {
     size_t len = strlen(t->path);
+    char field[64];
+    snprintf(field, sizeof field, "%s.path", at);
     for (size_t i = 0; i < f->n_tenants; i++) {
         const char *other = f->tenants[i].path;
         if (strcmp(other, t->path) == 0)
-            return gp__yaml_fail(y, at, "path", "tenant %s is listed twice", t->path);
+            return gp_yaml_fail(lines, field, err, field, "tenant %s is listed twice", t->path);
         if (strncmp(other, t->path, len) == 0 && other[len] == '/')
-            return gp__yaml_fail(y, at, "path", "tenant %s comes after its child %s (parents first)", t->path,
-                                 other);
+            return gp_yaml_fail(lines, field, err, field, "tenant %s comes after its child %s (parents first)",
+                                t->path, other);
     }
     return GP_OK;
 }
 
-static gp_err read_tenant(gp__yaml *y, gp_tenant_file *f, yaml_node_t *item, size_t index)
+/* One entry: `path` is the file's, the rest is a tenant body. */
+static gp_err read_tenant(const gp_yaml_lines *lines, gp_tenant_file *f, const json_t *item, size_t index,
+                          gp_error *err)
 {
-    gp_err rc = gp__yaml_expect_mapping(y, item, "tenants");
-    if (rc)
-        return rc;
+    char at[32];
+    snprintf(at, sizeof at, "tenants[%zu]", index);
+    if (!json_is_object(item))
+        return gp_yaml_fail(lines, at, err, at, "%s must be a mapping", at);
     gp_tenant_entry *t = &f->tenants[f->n_tenants];
     memset(t, 0, sizeof *t);
-    t->spec.lend = -1;
-    t->spec.trust = GP_TRUST_INHERIT;
-    for (size_t i = 0; i < gp__yaml_map_size(item); i++) {
-        const char *key;
-        yaml_node_t *v;
-        if ((rc = gp__yaml_map_pair(y, item, i, "tenants", &key, &v)) || (rc = read_tenant_field(y, t, key, v, index)))
-            return rc;
+    const json_t *path = json_object_get(item, "path");
+    gp_err rc = path ? gp_json_string(path, "path", sizeof t->path - 1, t->path, sizeof t->path, err)
+                     : gp_error_set(err, GP_ERR_INVALID, "path", "path is required");
+    json_t *body = json_copy((json_t *)item);
+    if (!body)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "", "out of memory");
+    if (rc == GP_OK) {
+        json_object_del(body, "path");
+        rc = gp_tenant_spec_parse(body, &t->spec, err);
     }
-    if (t->path[0] == '\0')
-        return gp__yaml_fail(y, item, "path", "tenants[%zu].path is required", index);
-    if ((rc = check_tree_order(y, f, t, item)))
+    json_decref(body);
+    if (rc) {
+        gp_yaml_locate(lines, at, err);
+        return rc;
+    }
+    if ((rc = check_tree_order(lines, f, t, at, err)))
         return rc;
     f->n_tenants++;
     return GP_OK;
 }
 
-static gp_err read_tenants(gp__yaml *y, gp_tenant_file *f)
+static gp_err read_tenants(const gp_yaml_lines *lines, const json_t *root, gp_tenant_file *f, gp_error *err)
 {
-    yaml_node_t *root = gp__yaml_root(y);
     if (!root)
-        return gp_error_set(y->err, GP_ERR_INVALID, "tenants", "%s:1: the tenant file is empty", y->name);
-    gp_err rc = gp__yaml_expect_mapping(y, root, "tenant file");
-    yaml_node_t *list = NULL;
-    for (size_t i = 0; rc == GP_OK && i < gp__yaml_map_size(root); i++) {
-        const char *key;
-        yaml_node_t *v;
-        if ((rc = gp__yaml_map_pair(y, root, i, "tenant file", &key, &v)))
-            return rc;
+        return gp_error_set(err, GP_ERR_INVALID, "tenants", "%s:1: the tenant file is empty", lines->name);
+    if (!json_is_object(root))
+        return gp_yaml_fail(lines, "", err, "tenants", "a tenant file is a mapping with a tenants list");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
         if (strcmp(key, "tenants") != 0)
-            return gp__yaml_fail(y, v, key, "unknown field %s (a tenant file has tenants)", key);
-        list = v;
+            return gp_yaml_fail(lines, key, err, key, "unknown field %s (a tenant file has tenants)", key);
     }
-    if (rc)
-        return rc;
+    const json_t *list = json_object_get(root, "tenants");
     if (!list)
-        return gp__yaml_fail(y, root, "tenants", "the tenant file has no tenants list");
-    if ((rc = gp__yaml_expect_sequence(y, list, "tenants")))
-        return rc;
-    size_t n = gp__yaml_seq_size(list);
+        return gp_yaml_fail(lines, "", err, "tenants", "the tenant file has no tenants list");
+    if (!json_is_array(list))
+        return gp_yaml_fail(lines, "tenants", err, "tenants", "tenants must be a list");
+    size_t n = json_array_size(list);
     f->tenants = calloc(n ? n : 1, sizeof *f->tenants);
     if (!f->tenants)
-        return gp_error_set(y->err, GP_ERR_NOMEM, "file", "%s: out of memory", y->name);
+        return gp_error_set(err, GP_ERR_NOMEM, "file", "%s: out of memory", lines->name);
+    gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < n; i++)
-        rc = read_tenant(y, f, gp__yaml_seq_item(y, list, i), i);
+        rc = read_tenant(lines, f, json_array_get(list, i), i, err);
     return rc;
 }
 
 gp_err gp_tenant_file_parse(const char *text, size_t len, const char *name, gp_tenant_file *out, gp_error *err)
 {
     memset(out, 0, sizeof *out);
-    gp__yaml y;
-    gp_err rc = gp__yaml_load(&y, text, len, name, err);
+    gp_yaml_lines lines;
+    json_t *root = NULL;
+    gp_err rc = gp_yaml_to_json(text, len, name, &root, &lines, err);
     if (rc == GP_OK)
-        rc = read_tenants(&y, out);
-    gp__yaml_free(&y);
+        rc = read_tenants(&lines, root, out, err);
+    json_decref(root);
+    gp_yaml_lines_free(&lines);
     if (rc)
         gp_tenant_file_free(out);
     return rc;

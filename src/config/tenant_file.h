@@ -16,9 +16,12 @@
  *       user_limit: {gpu: {H100: 8}}
  *       time_limit: {training: 86400, interactive: 28800}   # seconds per job kind
  *
- * Parents come before their children; a parent the file does not list
- * must exist already where the file is applied.  Errors name the file, the line and
- * the field; unknown fields are errors.
+ * An entry is `path` plus a tenant body as the HTTP API takes it (decoded
+ * by the same codec, spec/spec_json.h).  No parent comes after its
+ * children; a parent the file does not list must exist already where the
+ * file is applied.  Errors name the file, the line, the entry and the field
+ * ("tenants.yaml:7: tenants[1]: guarantee.gpu.H100 must be ...", field
+ * "tenants[1].guarantee.gpu.H100"); unknown fields are errors.
  *
  * Ownership: as fleet_file.h.
  */
@@ -42,9 +45,5 @@ gp_err gp_tenant_file_parse(const char *text, size_t len, const char *name, gp_t
 void gp_tenant_file_free(gp_tenant_file *f);
 /* gp_engine_tenant_set for every entry in order; stops at the first error. */
 gp_err gp_tenant_file_apply(const gp_tenant_file *f, gp_engine *e, int64_t now, gp_error *err);
-
-/* A quota amount in GPUs ("16", "0.5", 2.125) to milli-GPUs; false if it is
- * not a number with at most three decimals in 0..1e9. */
-bool gp_gpu_amount_parse(const char *text, int64_t *milli);
 
 #endif

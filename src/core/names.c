@@ -1,49 +1,121 @@
 /* names.c - the engine's table of enum names: the one place where a job
- * state, class, topology, isolation, job kind, decision kind or wait code gets its
- * name.  Callers outside core (server, config, CLI, simulator) print and
- * parse with these names; an out-of-range value reads "unknown".
+ * state, class, topology, isolation, job kind, decision kind, wait code,
+ * GPU sharing mode, pool score or tenant trust gets its name.  Callers
+ * outside core (server, spec codec, config files, CLI output, simulator)
+ * print and parse with these names, both ways; an out-of-range value reads
+ * "unknown".
  *
  * Example: gp_isolation_name(GP_ISO_MPS) is "mps";
+ *          gp_enum_value(GP_ENUM_SCORE, "fgd", &v) sets v = GP_SCORE_FGD;
+ *          gp_enum_list(GP_ENUM_TRUST, ...) writes "inherit, trusted, untrusted";
  *          gp_job_state_name(99) is "unknown".
  */
 #include "core/types.h"
 
+#include <stdio.h>
+#include <string.h>
+
+static const char *const JOB_STATES[] = {"pending",   "admitted", "running",  "preempting",
+                                         "succeeded", "failed",   "cancelled"};
+static const char *const CLASSES[] = {"none", "guaranteed", "burstable"};
+static const char *const TOPOLOGIES[] = {"any", "block", "nvlink"};
+static const char *const ISOLATIONS[] = {"exclusive", "mig", "mps", "timeslice"};
+static const char *const JOB_KINDS[] = {"training", "inference", "interactive"};
+static const char *const DECISION_KINDS[] = {"transition", "bind",       "preempt",     "stop",
+                                             "drained",    "usage_open", "usage_close", "reconfigure"};
+static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
+static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
+static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
+
+#define GP__TABLE(t) {t, (int)(sizeof t / sizeof *t)}
+
+static const struct {
+    const char *const *names;
+    int n;
+} TABLES[GP_ENUM_COUNT] = {
+    [GP_ENUM_JOB_STATE] = GP__TABLE(JOB_STATES),   [GP_ENUM_CLASS] = GP__TABLE(CLASSES),
+    [GP_ENUM_TOPOLOGY] = GP__TABLE(TOPOLOGIES),    [GP_ENUM_ISOLATION] = GP__TABLE(ISOLATIONS),
+    [GP_ENUM_JOB_KIND] = GP__TABLE(JOB_KINDS),     [GP_ENUM_DECISION_KIND] = GP__TABLE(DECISION_KINDS),
+    [GP_ENUM_SHARING] = GP__TABLE(SHARINGS),       [GP_ENUM_SCORE] = GP__TABLE(SCORES),
+    [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),
+};
+
+int gp_enum_count(gp_enum which)
+{
+    return (unsigned)which < GP_ENUM_COUNT ? TABLES[which].n : 0;
+}
+
+const char *gp_enum_name(gp_enum which, int value)
+{
+    return value >= 0 && value < gp_enum_count(which) ? TABLES[which].names[value] : "unknown";
+}
+
+bool gp_enum_value(gp_enum which, const char *name, int *value)
+{
+    for (int i = 0; name && i < gp_enum_count(which); i++)
+        if (strcmp(name, TABLES[which].names[i]) == 0) {
+            *value = i;
+            return true;
+        }
+    return false;
+}
+
+void gp_enum_list(gp_enum which, char *out, size_t cap)
+{
+    size_t used = 0;
+    if (cap)
+        out[0] = '\0';
+    for (int i = 0; i < gp_enum_count(which) && used < cap; i++) {
+        int w = snprintf(out + used, cap - used, "%s%s", i ? ", " : "", TABLES[which].names[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
 const char *gp_job_state_name(gp_job_state s)
 {
-    static const char *const names[] = {"pending", "admitted", "running", "preempting",
-                                        "succeeded", "failed", "cancelled"};
-    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown";
+    return gp_enum_name(GP_ENUM_JOB_STATE, (int)s);
 }
 
 const char *gp_class_name(gp_class c)
 {
-    static const char *const names[] = {"none", "guaranteed", "burstable"};
-    return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
+    return gp_enum_name(GP_ENUM_CLASS, (int)c);
 }
 
 const char *gp_topology_name(gp_topology t)
 {
-    static const char *const names[] = {"any", "block", "nvlink"};
-    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "unknown";
+    return gp_enum_name(GP_ENUM_TOPOLOGY, (int)t);
 }
 
 const char *gp_isolation_name(gp_isolation i)
 {
-    static const char *const names[] = {"exclusive", "mig", "mps", "timeslice"};
-    return (unsigned)i < sizeof names / sizeof *names ? names[i] : "unknown";
+    return gp_enum_name(GP_ENUM_ISOLATION, (int)i);
 }
 
 const char *gp_job_kind_name(gp_job_kind k)
 {
-    static const char *const names[] = {"training", "inference", "interactive"};
-    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+    return gp_enum_name(GP_ENUM_JOB_KIND, (int)k);
 }
 
 const char *gp_decision_kind_name(gp_decision_kind k)
 {
-    static const char *const names[] = {"transition", "bind",       "preempt",    "stop",
-                                        "drained",    "usage_open", "usage_close", "reconfigure"};
-    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "unknown";
+    return gp_enum_name(GP_ENUM_DECISION_KIND, (int)k);
+}
+
+const char *gp_sharing_name(gp_sharing s)
+{
+    return gp_enum_name(GP_ENUM_SHARING, (int)s);
+}
+
+const char *gp_score_name(gp_score s)
+{
+    return gp_enum_name(GP_ENUM_SCORE, (int)s);
+}
+
+const char *gp_trust_name(gp_trust t)
+{
+    return gp_enum_name(GP_ENUM_TRUST, (int)t);
 }
 
 const char *gp_wait_code_name(gp_wait_code c)

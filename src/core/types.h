@@ -356,6 +356,32 @@ typedef struct gp_engine_stats {
     uint64_t total_placed, total_preempted, total_passes;
 } gp_engine_stats;
 
+/* The names of the engine's enums, as the API, the files, the CLI and the
+ * simulator spell them (names.c holds the one table).  Out-of-range values
+ * read "unknown". */
+typedef enum gp_enum {
+    GP_ENUM_JOB_STATE = 0,
+    GP_ENUM_CLASS,
+    GP_ENUM_TOPOLOGY,
+    GP_ENUM_ISOLATION,
+    GP_ENUM_JOB_KIND,
+    GP_ENUM_DECISION_KIND,
+    GP_ENUM_SHARING,
+    GP_ENUM_SCORE,
+    GP_ENUM_TRUST,
+    GP_ENUM_COUNT
+} gp_enum;
+
+/* How many values the enum has (names of values 0..count-1). */
+int gp_enum_count(gp_enum which);
+/* The name of one value, or "unknown". */
+const char *gp_enum_name(gp_enum which, int value);
+/* Name to value: true and *value set when `name` is one of the enum's
+ * names (exact, case-sensitive), else false and *value untouched. */
+bool gp_enum_value(gp_enum which, const char *name, int *value);
+/* "a, b, c": every name of the enum, for error messages (truncated to cap). */
+void gp_enum_list(gp_enum which, char *out, size_t cap);
+
 const char *gp_job_state_name(gp_job_state s);
 const char *gp_class_name(gp_class c);
 const char *gp_topology_name(gp_topology t);
@@ -363,6 +389,9 @@ const char *gp_isolation_name(gp_isolation i);
 const char *gp_job_kind_name(gp_job_kind k);
 const char *gp_decision_kind_name(gp_decision_kind k);
 const char *gp_wait_code_name(gp_wait_code c);
+const char *gp_sharing_name(gp_sharing s);
+const char *gp_score_name(gp_score s);
+const char *gp_trust_name(gp_trust t);
 
 /* A tenant's given fair-share weight; 0 means "derived from its guarantee".
  * The floor keeps usage / weight finite (5e-324 made shares infinite). */

@@ -27,7 +27,7 @@ static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
     if (!gp_engine_gpu_get(e, g, &gi))
         return json_null();
     json_t *o = json_pack("{s:i, s:s, s:b, s:i, s:s}", "index", gi.index, "uuid", gi.uuid, "healthy", gi.healthy,
-                          "nvlink_domain", gi.nvlink_domain, "sharing", GP_SHARING_NAMES[gi.sharing]);
+                          "nvlink_domain", gi.nvlink_domain, "sharing", gp_sharing_name(gi.sharing));
     if (gi.sharing != GP_SHARING_EXCLUSIVE)
         json_object_set_new(o, "used_milli_gpus", json_integer(gi.used_milli));
     if (show_jobs)

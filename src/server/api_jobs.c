@@ -145,9 +145,9 @@ void gp_api_jobs_submit(gp_request *r)
 
 static bool is_live(const json_t *view)
 {
-    const char *state = json_string_value(json_object_get(view, "state"));
-    return state && (strcmp(state, "pending") == 0 || strcmp(state, "admitted") == 0 ||
-                     strcmp(state, "running") == 0 || strcmp(state, "preempting") == 0);
+    int state = 0;
+    return gp_enum_value(GP_ENUM_JOB_STATE, json_string_value(json_object_get(view, "state")), &state) &&
+           state <= GP_JOB_PREEMPTING;
 }
 
 /* Replaces the stored state, reason and placement of live jobs by the
@@ -189,10 +189,8 @@ void gp_api_jobs_list(gp_request *r)
     if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
         return;
     if (f.state && strcmp(f.state, "live") != 0) {
-        bool ok = false;
-        for (int i = 0; i < 7; i++)
-            ok = ok || strcmp(f.state, GP_STATE_NAMES[i]) == 0;
-        if (!ok) {
+        int state = 0;
+        if (!gp_enum_value(GP_ENUM_JOB_STATE, f.state, &state)) {
             gp_api_error(r, 400, "invalid", "state", "state must be live or a job state (pending, running, ...)");
             return;
         }

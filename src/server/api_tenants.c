@@ -77,7 +77,7 @@ static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
                           res_json(e, &t->limit, true), "user_limit", res_json(e, &t->user_limit, true), "usage",
                           res_json(e, &t->usage, false), "guaranteed_usage", res_json(e, &t->guaranteed_usage, false),
                           "weight", finite_real(t->weight), "dominant_share", finite_real(t->dominant_share), "lend", t->lend, "trust",
-                          t->untrusted ? "untrusted" : "trusted", "pending_jobs", t->pending_jobs, "running_jobs",
+                          gp_trust_name(t->untrusted ? GP_TRUST_UNTRUSTED : GP_TRUST_TRUSTED), "pending_jobs", t->pending_jobs, "running_jobs",
                           t->running_jobs);
     json_object_set_new(o, "parent",
                         t->parent == UINT32_MAX ? json_null() : json_string(gp_engine_tenant_path(e, t->parent)));

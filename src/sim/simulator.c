@@ -68,8 +68,6 @@ typedef struct sim {
 
 bool gp_sim_policy_parse(const char *name, gp_sim_policy *out)
 {
-    static const char *const scores[] = {"default", "bestfit",    "fgd",     "random",
-                                         "dotprod", "clustering", "packing", "spread"};
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
     if (strcmp(name, "gpupool") == 0)
@@ -82,13 +80,12 @@ bool gp_sim_policy_parse(const char *name, gp_sim_policy *out)
         out->kind = GP_SIM_FIFO;
         return true;
     }
-    for (int s = 1; s < 8; s++)
-        if (strcmp(name, scores[s]) == 0) {
-            out->set_score = true;
-            out->score = (gp_score)s;
-            return true;
-        }
-    return false;
+    int score = 0;
+    if (!gp_enum_value(GP_ENUM_SCORE, name, &score) || score == GP_SCORE_DEFAULT)
+        return false; /* "gpupool" is the default score */
+    out->set_score = true;
+    out->score = (gp_score)score;
+    return true;
 }
 
 gp_sim_options gp_sim_options_default(void)

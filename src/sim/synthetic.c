@@ -148,7 +148,7 @@ static fleet_shape shape_of(const gp_synth_params *p)
 }
 
 /* Entries of `count` nodes in blocks of nodes_per_block, one sharing mode. */
-static void fleet_entries(gp_strbuf *b, const gp_synth_params *p, const fleet_shape *s, int type, const char *mode,
+static void fleet_entries(gp_strbuf *b, const gp_synth_params *p, const fleet_shape *s, int type, gp_sharing mode,
                           int count, int *block_no)
 {
     int per_block = (int)p->nodes_per_block;
@@ -159,7 +159,7 @@ static void fleet_entries(gp_strbuf *b, const gp_synth_params *p, const fleet_sh
                          "gpu_mem_mib: %lld, cpu_millis: %d, mem_mib: %d, sharing: %s}\n",
                          type_names[type], *block_no, n, *block_no % 3, type_names[type], *block_no,
                          type_names[type], s->gpus_per_node, (long long)type_mem_mib[type],
-                         24000 * s->gpus_per_node, 262144 * s->gpus_per_node, mode);
+                         24000 * s->gpus_per_node, 262144 * s->gpus_per_node, gp_sharing_name(mode));
         (*block_no)++;
     }
 }
@@ -172,11 +172,11 @@ static char *fleet_yaml(const gp_synth_params *p, const fleet_shape *s)
     int mps = (int)lround(s->nodes[2] * p->l40s_mps), ts = (int)lround(s->nodes[2] * p->l40s_timeslice);
     if (mps + ts > s->nodes[2])
         ts = s->nodes[2] - mps;
-    fleet_entries(&b, p, s, 0, "exclusive", s->nodes[0], &block_no);
-    fleet_entries(&b, p, s, 1, "exclusive", s->nodes[1], &block_no);
-    fleet_entries(&b, p, s, 2, "exclusive", s->nodes[2] - mps - ts, &block_no);
-    fleet_entries(&b, p, s, 2, "mps", mps, &block_no);
-    fleet_entries(&b, p, s, 2, "timeslice", ts, &block_no);
+    fleet_entries(&b, p, s, 0, GP_SHARING_EXCLUSIVE, s->nodes[0], &block_no);
+    fleet_entries(&b, p, s, 1, GP_SHARING_EXCLUSIVE, s->nodes[1], &block_no);
+    fleet_entries(&b, p, s, 2, GP_SHARING_EXCLUSIVE, s->nodes[2] - mps - ts, &block_no);
+    fleet_entries(&b, p, s, 2, GP_SHARING_MPS, mps, &block_no);
+    fleet_entries(&b, p, s, 2, GP_SHARING_TIMESLICE, ts, &block_no);
     return gp_strbuf_take(&b);
 }
 

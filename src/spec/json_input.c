@@ -9,8 +9,8 @@
 
 #include "util/text.h"
 
-#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int gp_json_depth(const char *text, size_t len)
@@ -64,6 +64,25 @@ void gp_json_field_name(char *out, size_t cap, const char *prefix, const char *k
         snprintf(out, cap, "%s", key);
 }
 
+/* What a caller gave instead of the expected value, for messages: the
+ * string "8" (a quoted number in a YAML file arrives so), 1.5, true, an
+ * array. */
+static const char *given(const json_t *v, char *buf, size_t cap)
+{
+    if (json_is_string(v))
+        snprintf(buf, cap, "the string \"%.40s\"%s", json_string_value(v), json_string_length(v) > 40 ? "..." : "");
+    else if (json_is_real(v))
+        snprintf(buf, cap, "%.17g", json_real_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(buf, cap, "%s", json_is_boolean(v) ? (json_is_true(v) ? "true" : "false")
+                                 : json_is_array(v)  ? "an array"
+                                 : json_is_object(v) ? "an object"
+                                                     : "null");
+    return buf;
+}
+
 gp_err gp_json_object(const json_t *v, const char *field, gp_error *err)
 {
     if (!json_is_object(v))
@@ -73,8 +92,10 @@ gp_err gp_json_object(const json_t *v, const char *field, gp_error *err)
 
 gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max, int64_t *out, gp_error *err)
 {
+    char buf[64];
     if (!json_is_integer(v))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be an integer", field);
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be an integer, got %s", field,
+                            given(v, buf, sizeof buf));
     json_int_t x = json_integer_value(v);
     if (x < min || x > max)
         return gp_error_set(err, GP_ERR_INVALID, field, "%s must be %lld..%lld, got %lld", field, (long long)min,
@@ -85,8 +106,10 @@ gp_err gp_json_int(const json_t *v, const char *field, int64_t min, int64_t max,
 
 gp_err gp_json_bool(const json_t *v, const char *field, bool *out, gp_error *err)
 {
+    char buf[64];
     if (!json_is_boolean(v))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be true or false", field);
+        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be true or false, got %s", field,
+                            given(v, buf, sizeof buf));
     *out = json_is_true(v);
     return GP_OK;
 }
@@ -107,45 +130,76 @@ gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *
     return GP_OK;
 }
 
-gp_err gp_json_enum(const json_t *v, const char *field, const char *const *names, int n, int *out, gp_error *err)
+gp_err gp_json_enum(const json_t *v, const char *field, gp_enum which, int *out, gp_error *err)
 {
-    if (json_is_string(v))
-        for (int i = 0; i < n; i++)
-            if (names[i] && strcmp(json_string_value(v), names[i]) == 0) {
-                *out = i;
-                return GP_OK;
-            }
-    char list[256] = "";
-    size_t used = 0;
-    for (int i = 0; i < n && used < sizeof list; i++) {
-        if (!names[i])
-            continue;
-        int w = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", names[i]);
-        if (w > 0)
-            used += (size_t)w;
-    }
+    if (json_is_string(v) && gp_enum_value(which, json_string_value(v), out))
+        return GP_OK;
+    char list[256];
+    gp_enum_list(which, list, sizeof list);
     return gp_error_set(err, GP_ERR_INVALID, field, "%s must be one of: %s", field, list);
+}
+
+bool gp_gpu_amount_parse(const char *text, int64_t *milli)
+{
+    if (!text)
+        return false;
+    const char *p = text;
+    int64_t whole = 0, frac = 0;
+    int int_digits = 0, frac_digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, int_digits++) {
+        whole = whole * 10 + (*p - '0');
+        if (whole > 1000000000)
+            return false;
+    }
+    if (int_digits == 0)
+        return false;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
+            if (frac_digits == 3)
+                return false;
+            frac = frac * 10 + (*p - '0');
+        }
+        if (frac_digits == 0)
+            return false;
+    }
+    if (*p != '\0')
+        return false;
+    for (int d = frac_digits; d < 3; d++)
+        frac *= 10;
+    int64_t v = whole * 1000 + frac;
+    if (v > INT64_C(1000000000000))
+        return false;
+    *milli = v;
+    return true;
+}
+
+/* A real that is an exact decimal with at most three places, as that
+ * decimal's text; false otherwise. */
+static bool real_as_decimal(double x, char *text, size_t cap)
+{
+    if (x == 0)
+        x = 0; /* -0 reads as 0 */
+    snprintf(text, cap, "%.3f", x);
+    return strtod(text, NULL) == x;
 }
 
 gp_err gp_json_gpu_amount(const json_t *v, const char *field, int64_t *milli, gp_error *err)
 {
+    char text[64];
+    bool ok = false;
     if (json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
-        if (x < 0 || x > 1000000000)
-            return gp_error_set(err, GP_ERR_INVALID, field, "%s must be 0..1e9 GPUs", field);
-        *milli = (int64_t)x * 1000;
-        return GP_OK;
+        ok = x >= 0 && x <= 1000000000;
+        if (ok)
+            *milli = (int64_t)x * 1000;
+    } else if (json_is_real(v)) {
+        double x = json_real_value(v);
+        ok = x >= 0 && x <= 1e9 && real_as_decimal(x, text, sizeof text) && gp_gpu_amount_parse(text, milli);
     }
-    if (!json_is_real(v))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be a number of GPUs", field);
-    double x = json_real_value(v);
-    if (!(x >= 0 && x <= 1e9))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s must be 0..1e9 GPUs", field);
-    double m = x * 1000.0;
-    double r = round(m);
-    if (fabs(m - r) > 1e-6 * (r > 1 ? r : 1))
-        return gp_error_set(err, GP_ERR_INVALID, field, "%s has more than three decimals", field);
-    *milli = (int64_t)r;
+    if (!ok)
+        return gp_error_set(err, GP_ERR_INVALID, field,
+                            "%s must be a number of GPUs 0..1e9 with at most 3 decimals, got %s", field,
+                            given(v, text, sizeof text));
     return GP_OK;
 }
 

@@ -13,6 +13,7 @@
 #ifndef GP_SPEC_JSON_INPUT_H
 #define GP_SPEC_JSON_INPUT_H
 
+#include "core/types.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -37,12 +38,18 @@ gp_err gp_json_bool(const json_t *v, const char *field, bool *out, gp_error *err
 /* A string of 1..max_len bytes (max_len < cap) without control characters
  * (util/text.h: names, paths, types are one line of text) copied into out. */
 gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *out, size_t cap, gp_error *err);
-/* One of names[0..n); *out = its index. */
-gp_err gp_json_enum(const json_t *v, const char *field, const char *const *names, int n, int *out,
-                    gp_error *err);
-/* A GPU amount in GPUs: integer or number with at most three decimals,
- * 0..1e9, to milli-GPUs. */
+/* One of the names of `which` (core/names.c); *out = its value.  The error
+ * lists the accepted names. */
+gp_err gp_json_enum(const json_t *v, const char *field, gp_enum which, int *out, gp_error *err);
+/* A GPU amount in GPUs, 0..1e9 with at most three decimals, to milli-GPUs,
+ * exactly: an integer, or a real whose "%.3f" text reads back as the same
+ * double (so 2.675, 0.1, 1e-3 are exact decimals and 0.0005 is not); the
+ * milli-GPUs are then read from that text (gp_gpu_amount_parse), never by
+ * multiplying a double.  -0 is 0. */
 gp_err gp_json_gpu_amount(const json_t *v, const char *field, int64_t *milli, gp_error *err);
+/* A GPU amount as decimal text ("16", "0.5", "2.125") to milli-GPUs; false
+ * unless it is digits with an optional point and 1..3 decimals, 0..1e9. */
+bool gp_gpu_amount_parse(const char *text, int64_t *milli);
 gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err);
 
 /* "prefix.key" (or "key" when prefix is empty) into out. */

@@ -14,16 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const GP_STATE_NAMES[7] = {"pending",   "admitted", "running",  "preempting",
-                                       "succeeded", "failed",   "cancelled"};
-static const char *const TOPOLOGY_NAMES[3] = {"any", "block", "nvlink"};
-const char *const GP_SHARING_NAMES[4] = {"exclusive", "mig", "mps", "timeslice"};
-static const char *const KIND_NAMES[3] = {"training", "inference", "interactive"};
-static const char *const ISOLATION_NAMES[4] = {"exclusive", "mig", "mps", "timeslice"};
-static const char *const TRUST_NAMES[3] = {"inherit", "trusted", "untrusted"};
-static const char *const SCORE_NAMES[8] = {"default", "bestfit", "fgd",     "random",
-                                           "dotprod", "clustering", "packing", "spread"};
-
 /* ---- jobs ---- */
 
 static gp_err parse_share(const json_t *v, gp_job_request *r, gp_isolation *implied, gp_error *err)
@@ -155,17 +145,17 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
     if (strcmp(key, "user") == 0)
         return gp_json_string(x, key, GP_NAME_MAX - 1, r->user, sizeof r->user, err);
     if (strcmp(key, "kind") == 0) {
-        rc = gp_json_enum(x, key, KIND_NAMES, 3, &choice, err);
+        rc = gp_json_enum(x, key, GP_ENUM_JOB_KIND, &choice, err);
         s->kind = (gp_job_kind)choice;
         return rc;
     }
     if (strcmp(key, "topology") == 0) {
-        rc = gp_json_enum(x, key, TOPOLOGY_NAMES, 3, &choice, err);
+        rc = gp_json_enum(x, key, GP_ENUM_TOPOLOGY, &choice, err);
         s->topology = (gp_topology)choice;
         return rc;
     }
     if (strcmp(key, "isolation") == 0) {
-        rc = gp_json_enum(x, key, ISOLATION_NAMES, 4, &choice, err);
+        rc = gp_json_enum(x, key, GP_ENUM_ISOLATION, &choice, err);
         s->isolation = (gp_isolation)choice;
         *have_iso = true;
         return rc;
@@ -231,7 +221,7 @@ gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant is required");
     if (have_iso && implied != GP_ISO_EXCLUSIVE && s->isolation != implied)
         return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation %s does not match the share",
-                            ISOLATION_NAMES[s->isolation]);
+                            gp_isolation_name(s->isolation));
     if (!have_iso)
         s->isolation = implied;
     if (s->isolation != GP_ISO_EXCLUSIVE && s->gpus != 1)
@@ -253,10 +243,10 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
     for (int i = 0; i < s->n_gpu_types; i++)
         json_array_append_new(types, json_string(s->gpu_types[i]));
     json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:i, s:o, s:I, s:I, s:s, s:s, s:i, s:I, s:I}", "id",
-                          (json_int_t)s->id, "tenant", s->tenant, "kind", KIND_NAMES[s->kind], "replicas",
+                          (json_int_t)s->id, "tenant", s->tenant, "kind", gp_job_kind_name(s->kind), "replicas",
                           s->replicas, "gpus", s->gpus, "gpu_types", types, "cpu_millis", (json_int_t)s->cpu_millis,
-                          "mem_mib", (json_int_t)s->mem_mib, "topology", TOPOLOGY_NAMES[s->topology],
-                          "isolation", ISOLATION_NAMES[s->isolation], "priority", s->priority,
+                          "mem_mib", (json_int_t)s->mem_mib, "topology", gp_topology_name(s->topology),
+                          "isolation", gp_isolation_name(s->isolation), "priority", s->priority,
                           "checkpoint_grace_s", (json_int_t)s->checkpoint_grace_s, "expected_runtime_s",
                           (json_int_t)s->expected_runtime_s);
     json_object_set_new(o, "time_limit_s", json_integer(s->time_limit_s));
@@ -340,9 +330,7 @@ static gp_err parse_time_limits(const json_t *v, gp_tenant_spec *s, gp_error *er
         char name[GP_ERROR_FIELD_MAX];
         gp_json_field_name(name, sizeof name, "time_limit", key);
         int kind = 0;
-        while (kind < 3 && strcmp(key, KIND_NAMES[kind]) != 0)
-            kind++;
-        if (kind == 3)
+        if (!gp_enum_value(GP_ENUM_JOB_KIND, key, &kind))
             return gp_json_unknown_field("time_limit", key, err);
         rc = gp_json_int(x, name, 0, GP_TIME_LIMIT_MAX_S, &s->time_limit_s[kind], err);
     }
@@ -381,7 +369,7 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             s->lend = lend;
         } else if (strcmp(key, "trust") == 0) {
             int choice = 0;
-            rc = gp_json_enum(x, key, TRUST_NAMES, 3, &choice, err);
+            rc = gp_json_enum(x, key, GP_ENUM_TRUST, &choice, err);
             s->trust = (gp_trust)choice;
         } else if (strcmp(key, "time_limit") == 0) {
             rc = parse_time_limits(x, s, err);
@@ -428,11 +416,11 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
     if (s->lend >= 0)
         json_object_set_new(o, "lend", json_boolean(s->lend));
     if (s->trust != GP_TRUST_INHERIT)
-        json_object_set_new(o, "trust", json_string(TRUST_NAMES[s->trust]));
+        json_object_set_new(o, "trust", json_string(gp_trust_name(s->trust)));
     json_t *limits = json_object();
     for (int k = 0; k < 3; k++)
         if (s->time_limit_s[k] > 0)
-            json_object_set_new(limits, KIND_NAMES[k], json_integer(s->time_limit_s[k]));
+            json_object_set_new(limits, gp_job_kind_name((gp_job_kind)k), json_integer(s->time_limit_s[k]));
     if (json_object_size(limits) > 0)
         json_object_set_new(o, "time_limit", limits);
     else
@@ -440,7 +428,7 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
     return o;
 }
 
-/* ---- nodes and pools (the fleet, as the event log keeps it) ---- */
+/* ---- nodes and pools (the fleet, as the event log and the fleet file keep it) ---- */
 
 static gp_err node_string(const json_t *x, const char *key, char *out, gp_error *err)
 {
@@ -458,7 +446,7 @@ static gp_err node_array(const json_t *x, const char *key, gp_node_request *r, g
     json_array_foreach(x, i, v) {
         int choice = 0;
         gp_err rc = uuids ? gp_json_string(v, key, GP_UUID_MAX - 1, r->uuids[i], GP_UUID_MAX, err)
-                          : gp_json_enum(v, key, GP_SHARING_NAMES, 4, &choice, err);
+                          : gp_json_enum(v, key, GP_ENUM_SHARING, &choice, err);
         if (rc)
             return rc;
         if (uuids)
@@ -473,53 +461,108 @@ static gp_err node_array(const json_t *x, const char *key, gp_node_request *r, g
     return GP_OK;
 }
 
-gp_err gp_node_request_parse(const json_t *body, gp_node_request *r, gp_error *err)
+/* One key of a node body; the GPU count is spelled `gpus_key`. */
+static gp_err node_field(gp_node_request *r, const char *key, const json_t *x, const char *gpus_key,
+                         size_t *n_uuids, size_t *n_sharing, gp_error *err)
+{
+    gp_node_spec *s = &r->spec;
+    int64_t n = 0;
+    int choice = 0;
+    gp_err rc;
+    const struct {
+        const char *key;
+        char *out;
+    } strings[] = {{"name", r->name}, {"zone", r->zone}, {"block", r->block}, {"gpu_type", r->gpu_type},
+                   {"pool", r->pool}};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+        if (strcmp(key, strings[i].key) == 0)
+            return node_string(x, key, strings[i].out, err);
+    if (strcmp(key, gpus_key) == 0) {
+        rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err);
+        s->gpu_count = (int)n;
+        return rc;
+    }
+    if (strcmp(key, "nvlink_domains") == 0) {
+        rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err);
+        s->nvlink_domains = (int)n;
+        return rc;
+    }
+    if (strcmp(key, "gpu_mem_mib") == 0)
+        return gp_json_int(x, key, 0, INT64_C(1) << 40, &s->gpu_mem_mib, err);
+    if (strcmp(key, "cpu_millis") == 0)
+        return gp_json_int(x, key, 0, INT64_C(1) << 40, &s->cpu_millis, err);
+    if (strcmp(key, "mem_mib") == 0)
+        return gp_json_int(x, key, 0, INT64_C(1) << 40, &s->mem_mib, err);
+    if (strcmp(key, "sharing") == 0) {
+        rc = gp_json_enum(x, key, GP_ENUM_SHARING, &choice, err);
+        s->sharing = (gp_sharing)choice;
+        return rc;
+    }
+    if (strcmp(key, "gpu_uuids") == 0 || strcmp(key, "gpu_sharing") == 0) {
+        *(strcmp(key, "gpu_uuids") == 0 ? n_uuids : n_sharing) = json_array_size(x);
+        return node_array(x, key, r, err);
+    }
+    return gp_json_unknown_field("", key, err);
+}
+
+/* The rules that tie a node's fields together. */
+static gp_err node_check(const gp_node_request *r, const char *gpus_key, size_t n_uuids, size_t n_sharing,
+                         gp_error *err)
+{
+    const gp_node_spec *s = &r->spec;
+    if (!r->name[0])
+        return gp_error_set(err, GP_ERR_INVALID, "name", "name is required");
+    if (!r->gpu_type[0])
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_type", "gpu_type is required");
+    if (s->gpu_count == 0)
+        return gp_error_set(err, GP_ERR_INVALID, gpus_key, "%s is required", gpus_key);
+    if (s->gpu_count % s->nvlink_domains != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "nvlink_domains", "nvlink_domains (%d) must divide %s (%d)",
+                            s->nvlink_domains, gpus_key, s->gpu_count);
+    const size_t counts[] = {n_uuids, n_sharing};
+    const bool given[] = {s->gpu_uuids != NULL, s->gpu_sharing != NULL};
+    const char *lists[] = {"gpu_uuids", "gpu_sharing"};
+    for (int i = 0; i < 2; i++)
+        if (given[i] && counts[i] != (size_t)s->gpu_count)
+            return gp_error_set(err, GP_ERR_INVALID, lists[i], "%s has %zu entries, %s is %d", lists[i], counts[i],
+                                gpus_key, s->gpu_count);
+    return GP_OK;
+}
+
+static gp_err node_parse(const json_t *body, const char *gpus_key, gp_node_request *r, gp_error *err)
 {
     memset(r, 0, sizeof *r);
-    gp_node_spec *s = &r->spec;
+    strcpy(r->zone, "default");
+    strcpy(r->block, "default");
+    strcpy(r->pool, "default");
+    r->spec.nvlink_domains = 1;
     gp_err rc = gp_json_object(body, "node", err);
+    size_t n_uuids = 0, n_sharing = 0;
     const char *key;
     json_t *x;
     json_object_foreach((json_t *)body, key, x) {
-        int64_t n = 0;
-        int choice = 0;
         if (rc)
             return rc;
-        if (strcmp(key, "name") == 0)
-            rc = node_string(x, key, r->name, err);
-        else if (strcmp(key, "zone") == 0)
-            rc = node_string(x, key, r->zone, err);
-        else if (strcmp(key, "block") == 0)
-            rc = node_string(x, key, r->block, err);
-        else if (strcmp(key, "gpu_type") == 0)
-            rc = node_string(x, key, r->gpu_type, err);
-        else if (strcmp(key, "pool") == 0)
-            rc = node_string(x, key, r->pool, err);
-        else if (strcmp(key, "gpu_count") == 0)
-            rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err), s->gpu_count = (int)n;
-        else if (strcmp(key, "nvlink_domains") == 0)
-            rc = gp_json_int(x, key, 1, GP_MAX_GPUS_PER_NODE, &n, err), s->nvlink_domains = (int)n;
-        else if (strcmp(key, "gpu_mem_mib") == 0)
-            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->gpu_mem_mib, err);
-        else if (strcmp(key, "cpu_millis") == 0)
-            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->cpu_millis, err);
-        else if (strcmp(key, "mem_mib") == 0)
-            rc = gp_json_int(x, key, 0, INT64_C(1) << 40, &s->mem_mib, err);
-        else if (strcmp(key, "sharing") == 0)
-            rc = gp_json_enum(x, key, GP_SHARING_NAMES, 4, &choice, err), s->sharing = (gp_sharing)choice;
-        else if (strcmp(key, "gpu_uuids") == 0 || strcmp(key, "gpu_sharing") == 0)
-            rc = node_array(x, key, r, err);
-        else
-            rc = gp_json_unknown_field("node", key, err);
+        rc = node_field(r, key, x, gpus_key, &n_uuids, &n_sharing, err);
     }
-    if (rc)
+    if (rc || (rc = node_check(r, gpus_key, n_uuids, n_sharing, err)))
         return rc;
-    s->name = r->name;
-    s->zone = r->zone;
-    s->block = r->block;
-    s->gpu_type = r->gpu_type;
-    s->pool = r->pool[0] ? r->pool : NULL;
+    r->spec.name = r->name;
+    r->spec.zone = r->zone;
+    r->spec.block = r->block;
+    r->spec.gpu_type = r->gpu_type;
+    r->spec.pool = r->pool;
     return GP_OK;
+}
+
+gp_err gp_node_request_parse(const json_t *body, gp_node_request *r, gp_error *err)
+{
+    return node_parse(body, "gpu_count", r, err);
+}
+
+gp_err gp_fleet_node_parse(const json_t *body, gp_node_request *r, gp_error *err)
+{
+    return node_parse(body, "gpus", r, err);
 }
 
 json_t *gp_node_spec_to_json(const gp_node_spec *s)
@@ -528,7 +571,7 @@ json_t *gp_node_spec_to_json(const gp_node_spec *s)
                           s->zone ? s->zone : "", "block", s->block ? s->block : "", "gpu_type", s->gpu_type,
                           "gpu_count", s->gpu_count, "nvlink_domains", s->nvlink_domains, "gpu_mem_mib",
                           (json_int_t)s->gpu_mem_mib, "cpu_millis", (json_int_t)s->cpu_millis, "mem_mib",
-                          (json_int_t)s->mem_mib, "sharing", GP_SHARING_NAMES[s->sharing]);
+                          (json_int_t)s->mem_mib, "sharing", gp_sharing_name(s->sharing));
     if (!o)
         return NULL;
     if (s->pool)
@@ -542,7 +585,7 @@ json_t *gp_node_spec_to_json(const gp_node_spec *s)
     if (s->gpu_sharing) {
         json_t *a = json_array();
         for (int i = 0; i < s->gpu_count; i++)
-            json_array_append_new(a, json_string(GP_SHARING_NAMES[s->gpu_sharing[i]]));
+            json_array_append_new(a, json_string(gp_sharing_name(s->gpu_sharing[i])));
         json_object_set_new(o, "gpu_sharing", a);
     }
     return o;
@@ -563,13 +606,13 @@ gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *o
         if (strcmp(key, "name") == 0)
             rc = gp_json_string(x, key, GP_NAME_MAX - 1, name, GP_NAME_MAX, err);
         else if (strcmp(key, "score") == 0)
-            rc = gp_json_enum(x, key, SCORE_NAMES, 8, &choice, err), out->score = (gp_score)choice;
+            rc = gp_json_enum(x, key, GP_ENUM_SCORE, &choice, err), out->score = (gp_score)choice;
         else if (strcmp(key, "timeslice_replicas") == 0)
             rc = gp_json_int(x, key, 0, 8, &n, err), out->timeslice_replicas = (int)n;
         else if (strcmp(key, "seed") == 0)
             rc = gp_json_int(x, key, 0, INT64_MAX, &n, err), out->seed = (uint64_t)n;
         else
-            rc = gp_json_unknown_field("pool", key, err);
+            rc = gp_json_unknown_field("", key, err);
     }
     if (rc == GP_OK && !name[0])
         rc = gp_error_set(err, GP_ERR_INVALID, "name", "a pool needs a name");
@@ -578,6 +621,6 @@ gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *o
 
 json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s)
 {
-    return json_pack("{s:s, s:s, s:i, s:I}", "name", name, "score", SCORE_NAMES[s->score], "timeslice_replicas",
+    return json_pack("{s:s, s:s, s:i, s:I}", "name", name, "score", gp_score_name(s->score), "timeslice_replicas",
                      s->timeslice_replicas, "seed", (json_int_t)(s->seed & INT64_MAX));
 }

@@ -15,6 +15,11 @@
  * kind -> seconds; kinds not listed take the parent's.  Logs written before
  * time limits existed lack both fields and read as 0: no limit of their own.
  *
+ * Enum values are spelled as core/names.c spells them; GPU amounts are
+ * exact decimals with up to three places (json_input.h).  Errors name the
+ * field relative to the body ("guarantee.gpu.H100"); the config readers add
+ * the file and line.
+ *
  * Ownership: a gp_job_request / gp_node_request owns the strings its spec
  * points to; *_free releases them (the struct itself is the caller's).
  * Writers return new references.
@@ -60,15 +65,20 @@ typedef struct gp_node_request {
     gp_sharing gpu_sharing[GP_MAX_GPUS_PER_NODE];
 } gp_node_request;
 
+/* A node: name, gpu_type and gpu_count required; zone, block and pool
+ * default to "default", nvlink_domains to 1 (it must divide gpu_count),
+ * sharing to exclusive; gpu_uuids and gpu_sharing, when given, list one
+ * entry per GPU. */
 gp_err gp_node_request_parse(const json_t *body, gp_node_request *out, gp_error *err);
+/* The same node as the fleet file writes it (docs/fleet-file.md): the same
+ * fields, defaults and rules, but the GPU count is spelled `gpus`.  File-only
+ * fields (`count`) are the reader's and must be taken out first. */
+gp_err gp_fleet_node_parse(const json_t *body, gp_node_request *out, gp_error *err);
 json_t *gp_node_spec_to_json(const gp_node_spec *s);
 
+/* A pool: name required, score (default "default"), timeslice_replicas
+ * 0..8 (0 = 4), seed >= 0. */
 gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err);
 json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s);
-
-/* Names of job states and GPU sharing modes as the API spells them,
- * indexed by the enum value. */
-extern const char *const GP_STATE_NAMES[7];
-extern const char *const GP_SHARING_NAMES[4];
 
 #endif

@@ -9,7 +9,10 @@ applied) with a fresh SQLite store and drives the gpupool binary:
     (POST /v1/jobs:batch) that gpupoold takes whole or refuses whole,
     naming the bad item; --array's jobs carry GPUPOOL_ARRAY_INDEX 0..N-1;
   - human output shows local date-times and ages, never epoch seconds;
-    --json keeps the API's epoch numbers.
+    --json keeps the API's epoch numbers;
+  - the CLI sends numbers as the user wrote them (a JSON number literal as
+    a number, anything else as text) and the server's codec judges them,
+    naming the field: one set of rules, exact decimals included.
 """
 import json
 import os
@@ -239,7 +242,34 @@ def test_json_keeps_epoch_numbers(d):
     assert audit and all(isinstance(a["time"], int) for a in audit), audit
 
 
+def test_the_server_judges_what_the_user_wrote(d):
+    setup(d)
+    before = d.ok("GET", "/v1/tenants/research/nlp")
+    jobs_before = job_count(d)
+    cases = [
+        (["quota", "set", "research/nlp", "--weight", "abc"], "weight"),        # was sent as weight 0
+        (["quota", "set", "research/nlp", "--weight", "1.5x"], "weight"),       # was sent as 1.5
+        (["quota", "set", "research/nlp", "--lend", "maybe"], "lend"),          # was sent as false
+        (["quota", "set", "research/nlp", "--guarantee", "H100=0.0005"], "guarantee.gpu.H100"),
+        (["quota", "set", "research/nlp", "--limit", "H100=4GPUs"], "limit.gpu.H100"),
+        (["quota", "set", "research/nlp", "--guarantee", "H100=1,cpu_millis=1.5"], "guarantee.cpu_millis"),
+        (["submit", "--tenant", "research/nlp", "--gpus", "1.5"], "gpus"),
+        (["submit", "--tenant", "research/nlp", "--gpus", "99999999999999999999"], "gpus"),
+    ]
+    for args, field in cases:
+        p = d.cli(*args, check=False)
+        assert p.returncode == 6 and field in p.stderr, (args, p.returncode, p.stderr)
+    assert d.ok("GET", "/v1/tenants/research/nlp") == before
+    assert job_count(d) == jobs_before
+    # what is valid goes through exactly: three decimals, a real weight
+    d.cli("tenants", "create", "research/audio", "--limit", "H100=2.675,A100=1e1", "--weight", "2.5", "--lend", "no")
+    audio = d.ok("GET", "/v1/tenants/research/audio")
+    assert audio["limit"]["gpu"]["H100"] == 2.675 and audio["limit"]["gpu"]["A100"] == 10, audio
+    assert audio["weight"] == 2.5 and audio["lend"] is False, audio
+
+
 if __name__ == "__main__":
     gpd.run([test_global_flags_work_after_the_command, test_submit_of_a_multi_job_file,
              test_array_gives_n_ids_and_each_job_its_index, test_a_batch_with_one_bad_item_creates_nothing_and_names_it,
-             test_human_output_shows_no_raw_epoch, test_json_keeps_epoch_numbers])
+             test_human_output_shows_no_raw_epoch, test_json_keeps_epoch_numbers,
+             test_the_server_judges_what_the_user_wrote])

@@ -127,46 +127,46 @@ static void json_is_accepted(void **state)
 static void unknown_field(void **state)
 {
     (void)state;
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    gpu: 3\n", 5, "gpu");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    gpu: 3\n", 5, "nodes[0].gpu");
     expect_error("nodes: []\nnode: []\n", 2, "node");
-    expect_error("pools:\n  - name: p\n    scor: fgd\nnodes: []\n", 3, "scor");
+    expect_error("pools:\n  - name: p\n    scor: fgd\nnodes: []\n", 3, "pools[0].scor");
 }
 
 static void wrong_types(void **state)
 {
     (void)state;
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: eight\n", 4, "gpus");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: \"8\"\n", 4, "gpus");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: [8]\n", 4, "gpus");
-    expect_error("nodes:\n  - name: [a]\n    gpu_type: H100\n    gpus: 8\n", 2, "name");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    sharing: shared\n", 5, "sharing");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: eight\n", 4, "nodes[0].gpus");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: \"8\"\n", 4, "nodes[0].gpus");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: [8]\n", 4, "nodes[0].gpus");
+    expect_error("nodes:\n  - name: [a]\n    gpu_type: H100\n    gpus: 8\n", 2, "nodes[0].name");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    sharing: shared\n", 5, "nodes[0].sharing");
     expect_error("nodes:\n  name: a\n", 2, "nodes");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    cpu_millis: 1.5\n", 5, "cpu_millis");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    cpu_millis: 1.5\n", 5, "nodes[0].cpu_millis");
 }
 
 static void out_of_range(void **state)
 {
     (void)state;
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 17\n", 4, "gpus");
-    expect_error("nodes:\n  - name: a\n    count: 0\n    gpu_type: H100\n    gpus: 8\n", 3, "count");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    nvlink_domains: 3\n", 2,
-                 "nvlink_domains");
-    expect_error("pools:\n  - name: p\n    timeslice_replicas: 9\nnodes: []\n", 3, "timeslice_replicas");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 17\n", 4, "nodes[0].gpus");
+    expect_error("nodes:\n  - name: a\n    count: 0\n    gpu_type: H100\n    gpus: 8\n", 3, "nodes[0].count");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    nvlink_domains: 3\n", 5,
+                 "nodes[0].nvlink_domains");
+    expect_error("pools:\n  - name: p\n    timeslice_replicas: 9\nnodes: []\n", 3, "pools[0].timeslice_replicas");
 }
 
 static void missing_and_duplicates(void **state)
 {
     (void)state;
-    expect_error("nodes:\n  - name: a\n    gpus: 8\n", 2, "gpu_type");
-    expect_error("nodes:\n  - gpu_type: H100\n    gpus: 8\n", 2, "name");
+    expect_error("nodes:\n  - name: a\n    gpus: 8\n", 2, "nodes[0].gpu_type");
+    expect_error("nodes:\n  - gpu_type: H100\n    gpus: 8\n", 2, "nodes[0].name");
     expect_error("pools: []\n", 1, "nodes");
-    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    gpus: 4\n", 5, "gpus");
+    expect_error("nodes:\n  - name: a\n    gpu_type: H100\n    gpus: 8\n    gpus: 4\n", 5, "nodes[0].gpus");
     expect_error("nodes:\n  - {name: a-1, gpu_type: H100, gpus: 8}\n"
                  "  - {name: a, count: 2, gpu_type: H100, gpus: 8}\n",
-                 3, "name");
-    expect_error("nodes:\n  - {name: a, gpu_type: H100, gpus: 8, pool: nowhere}\n", 2, "pool");
-    expect_error("pools:\n  - {name: p}\n  - {name: p}\nnodes: []\n", 3, "name");
-    expect_error("nodes:\n  - {name: a, gpu_type: H100, gpus: 2, gpu_uuids: [x]}\n", 2, "gpu_uuids");
+                 3, "nodes[1].name");
+    expect_error("nodes:\n  - {name: a, gpu_type: H100, gpus: 8, pool: nowhere}\n", 2, "nodes[0].pool");
+    expect_error("pools:\n  - {name: p}\n  - {name: p}\nnodes: []\n", 3, "pools[1].name");
+    expect_error("nodes:\n  - {name: a, gpu_type: H100, gpus: 2, gpu_uuids: [x]}\n", 2, "nodes[0].gpu_uuids");
 }
 
 static void syntax_error(void **state)
