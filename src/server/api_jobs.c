@@ -191,7 +191,10 @@ void gp_api_jobs_list(gp_request *r)
     if (f.state && strcmp(f.state, "live") != 0) {
         int state = 0;
         if (!gp_enum_value(GP_ENUM_JOB_STATE, f.state, &state)) {
-            gp_api_error(r, 400, "invalid", "state", "state must be live or a job state (pending, running, ...)");
+            char states[160];
+            gp_enum_list(GP_ENUM_JOB_STATE, states, sizeof states);
+            gp_api_error(r, 400, "invalid", "state", "state must be live (pending to preempting) or one of %s; got %.40s",
+                         states, f.state);
             return;
         }
     }

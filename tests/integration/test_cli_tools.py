@@ -112,6 +112,11 @@ def test_a_tenant_filter_that_names_nothing_is_404_with_the_nearest(d):
         p = d.cli(*args, check=False)
         assert p.returncode == 5, (args, p.returncode, p.stdout, p.stderr)
         assert "no tenant research/nlpp; did you mean research/nlp?" in p.stderr, p.stderr
+    # a bad state filter lists every state
+    p = d.cli("jobs", "--state", "runing", check=False)
+    assert p.returncode == 6, p
+    for state in ("pending", "admitted", "running", "preempting", "succeeded", "failed", "cancelled", "live"):
+        assert state in p.stderr, p.stderr
     # an existing tenant without jobs is an empty table, not an error
     assert d.cli("jobs", "--tenant", "research/nlp", json_out=True)["jobs"] == []
 
