@@ -1,4 +1,5 @@
-/* api_admin.c - tokens, the audit log, /metrics and the dashboard page.
+/* api_admin.c - tokens, the audit log, the event log, /metrics and the
+ * dashboard page.
  *
  * Tokens: an admin creates any token; a tenant-admin of S creates
  * tenant-admin and member tokens scoped inside S; the secret is returned
@@ -8,6 +9,10 @@
  *
  * Audit: admin and auditor read the chain and ask for a verification,
  * which recomputes every hash and names the first broken link.
+ *
+ * Event log: admin and auditor page through it (GET /v1/log?after=SEQ&
+ * limit=N), each event with its payload and the record of its decisions,
+ * which is what `gpupool admin export-log` writes for gpupool-replay.
  */
 #include "server/api.h"
 
@@ -247,6 +252,27 @@ void gp_api_audit_list(gp_request *r)
     json_t *out = NULL;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     if (!s || gp_store_audit_list(s, after, (int)limit, &out, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_api_reply(r, 200, out);
+}
+
+/* Admin and auditor: the event log, oldest first (store.h:
+ * gp_store_events_list). */
+void gp_api_log_list(gp_request *r)
+{
+    static const char *const allowed[] = {"after", "limit", NULL};
+    int64_t after = 0, limit = 100;
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r) || !gp_api_query_int(r, "after", 0, INT64_MAX, &after) ||
+        !gp_api_query_int(r, "limit", 1, 1000, &limit))
+        return;
+    gp_error err;
+    json_t *out = NULL;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    if (!s || gp_store_events_list(s, after, (int)limit, &out, &err) != GP_OK) {
         gp_readers_give(&r->srv->readers, s);
         gp_api_fail(r, &err);
         return;
