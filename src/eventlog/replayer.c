@@ -175,10 +175,12 @@ void gp_replayer_settle(gp_replayer *r)
 
 /* ---- the check against a store's job table ---- */
 
-gp_err gp_replayer_check_job(const gp_replayer *r, uint64_t id, const char *state, const char *placement_json,
+gp_err gp_replayer_check_job(void *replayer, uint64_t id, const char *state, const char *placement_json,
                              gp_error *err)
 {
+    gp_replayer *r = replayer;
     gp_job_info info;
+    r->rows_checked++;
     if (gp_engine_job_info(r->engine, id, &info, NULL) != GP_OK)
         return gp_error_set(err, GP_ERR_CONFLICT, "store", "job %llu is %s in the store but not in the replayed engine",
                             (unsigned long long)id, state);
@@ -196,8 +198,9 @@ gp_err gp_replayer_check_job(const gp_replayer *r, uint64_t id, const char *stat
     return GP_OK;
 }
 
-gp_err gp_replayer_check_totals(const gp_replayer *r, size_t rows, gp_error *err)
+gp_err gp_replayer_check_totals(const gp_replayer *r, gp_error *err)
 {
+    size_t rows = r->rows_checked;
     gp_engine_stats stats;
     gp_engine_stats_get(r->engine, &stats);
     if (stats.jobs != rows)

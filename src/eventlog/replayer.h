@@ -38,6 +38,7 @@ typedef struct gp_replayer {
     uint64_t *touched;         /* jobs the pending decisions name, each once, first seen first */
     size_t n_touched, cap_touched;
     bool trust_floor_applied;  /* the last apply read "trusted" as "inherit" (replay only) */
+    size_t rows_checked;       /* job rows gp_replayer_check_job has seen */
 } gp_replayer;
 
 gp_err gp_replayer_init(gp_replayer *r, const gp_engine_config *cfg, gp_error *err);
@@ -56,10 +57,12 @@ void gp_replayer_settle(gp_replayer *r);
 /* ---- checking a replayed engine against a store's job table ---- */
 
 /* A live job row (state, placement as gp_placement_json text or NULL)
- * agrees with the engine: else GP_ERR_CONFLICT naming the job. */
-gp_err gp_replayer_check_job(const gp_replayer *r, uint64_t id, const char *state, const char *placement_json,
+ * agrees with the replayer's engine (`replayer` is a gp_replayer *; the
+ * shape of the store's job-row callback, gp_store_job_fn): else
+ * GP_ERR_CONFLICT naming the job.  Counts the rows it saw. */
+gp_err gp_replayer_check_job(void *replayer, uint64_t id, const char *state, const char *placement_json,
                              gp_error *err);
-/* The engine holds exactly `rows` jobs and its invariants hold. */
-gp_err gp_replayer_check_totals(const gp_replayer *r, size_t rows, gp_error *err);
+/* The engine holds exactly the rows checked and its invariants hold. */
+gp_err gp_replayer_check_totals(const gp_replayer *r, gp_error *err);
 
 #endif

@@ -233,58 +233,52 @@ void gp_api_token_revoke(gp_request *r, const char *id)
 
 /* ---- audit ---- */
 
-static bool audit_reader(gp_request *r)
+static bool audit_reader(gp_request *r, const char *what)
 {
     if (r->who.role == GP_ROLE_ADMIN || r->who.role == GP_ROLE_AUDITOR)
         return true;
-    gp_api_forbidden(r, "read the audit log");
+    gp_api_forbidden(r, what);
     return false;
 }
 
-void gp_api_audit_list(gp_request *r)
+typedef gp_err (*page_fn)(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
+
+/* A page of the audit chain or the event log: ?after=SEQ&limit=N. */
+static void reader_page(gp_request *r, const char *what, page_fn list)
 {
     static const char *const allowed[] = {"after", "limit", NULL};
     int64_t after = 0, limit = 100;
-    if (!gp_api_query_only(r, allowed) || !audit_reader(r) || !gp_api_query_int(r, "after", 0, INT64_MAX, &after) ||
-        !gp_api_query_int(r, "limit", 1, 1000, &limit))
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r, what) ||
+        !gp_api_query_int(r, "after", 0, INT64_MAX, &after) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
         return;
     gp_error err;
     json_t *out = NULL;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
-    if (!s || gp_store_audit_list(s, after, (int)limit, &out, &err) != GP_OK) {
+    if (!s || list(s, after, (int)limit, &out, &err) != GP_OK) {
         gp_readers_give(&r->srv->readers, s);
         gp_api_fail(r, &err);
         return;
     }
     gp_readers_give(&r->srv->readers, s);
     gp_api_reply(r, 200, out);
+}
+
+void gp_api_audit_list(gp_request *r)
+{
+    reader_page(r, "read the audit log", gp_store_audit_list);
 }
 
 /* Admin and auditor: the event log, oldest first (store.h:
  * gp_store_events_list). */
 void gp_api_log_list(gp_request *r)
 {
-    static const char *const allowed[] = {"after", "limit", NULL};
-    int64_t after = 0, limit = 100;
-    if (!gp_api_query_only(r, allowed) || !audit_reader(r) || !gp_api_query_int(r, "after", 0, INT64_MAX, &after) ||
-        !gp_api_query_int(r, "limit", 1, 1000, &limit))
-        return;
-    gp_error err;
-    json_t *out = NULL;
-    gp_store *s = gp_readers_take(&r->srv->readers, &err);
-    if (!s || gp_store_events_list(s, after, (int)limit, &out, &err) != GP_OK) {
-        gp_readers_give(&r->srv->readers, s);
-        gp_api_fail(r, &err);
-        return;
-    }
-    gp_readers_give(&r->srv->readers, s);
-    gp_api_reply(r, 200, out);
+    reader_page(r, "read the event log", gp_store_events_list);
 }
 
 void gp_api_audit_verify(gp_request *r)
 {
     static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed) || !audit_reader(r))
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r, "read the audit log"))
         return;
     gp_error err;
     int64_t checked, broken;

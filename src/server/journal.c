@@ -319,23 +319,10 @@ static gp_err replay_one(void *ctx, const gp_store_event *row, gp_error *err)
     return rc;
 }
 
-typedef struct verify_ctx {
-    gp_journal *j;
-    size_t rows;
-} verify_ctx;
-
-static gp_err verify_row(void *ctx, uint64_t id, const char *state, const char *stored_placement, gp_error *err)
-{
-    verify_ctx *v = ctx;
-    v->rows++;
-    return gp_replayer_check_job(&v->j->replayer, id, state, stored_placement, err);
-}
-
 static gp_err verify(gp_journal *j, gp_error *err)
 {
-    verify_ctx v = {.j = j, .rows = 0};
-    gp_err rc = gp_store_live_jobs_scan(j->store, verify_row, &v, err);
-    return rc ? rc : gp_replayer_check_totals(&j->replayer, v.rows, err);
+    gp_err rc = gp_store_live_jobs_scan(j->store, gp_replayer_check_job, &j->replayer, err);
+    return rc ? rc : gp_replayer_check_totals(&j->replayer, err);
 }
 
 gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_error *err)

@@ -110,18 +110,6 @@ static gp_err replay_event(void *ctx, const gp_store_event *row, gp_error *err)
 
 /* ---- a store ---- */
 
-typedef struct rows_ctx {
-    replay_run *run;
-    size_t rows;
-} rows_ctx;
-
-static gp_err check_row(void *ctx, uint64_t id, const char *state, const char *placement_json, gp_error *err)
-{
-    rows_ctx *c = ctx;
-    c->rows++;
-    return gp_replayer_check_job(&c->run->r, id, state, placement_json, err);
-}
-
 static gp_err replay_store(replay_run *run, const char *path, gp_error *err)
 {
     char url[4200];
@@ -134,12 +122,11 @@ static gp_err replay_store(replay_run *run, const char *path, gp_error *err)
     }
     rc = gp_store_events_scan(s, replay_event, run, err);
     if (rc == GP_OK) {
-        rows_ctx c = {.run = run, .rows = 0};
-        rc = gp_store_live_jobs_scan(s, check_row, &c, err);
+        rc = gp_store_live_jobs_scan(s, gp_replayer_check_job, &run->r, err);
         if (rc == GP_OK)
-            rc = gp_replayer_check_totals(&run->r, c.rows, err);
+            rc = gp_replayer_check_totals(&run->r, err);
         if (rc == GP_OK)
-            printf("final state: %zu live jobs, as the store's job table has them\n", c.rows);
+            printf("final state: %zu live jobs, as the store's job table has them\n", run->r.rows_checked);
         else if (run->outcome == EXIT_EQUAL)
             run->outcome = EXIT_DIFFERENT;
     }
