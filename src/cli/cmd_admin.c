@@ -1,5 +1,5 @@
 /* cmd_admin.c - gpupool nodes, drain, tenants, quota set, apply, usage,
- * token create|list|revoke, audit [verify].
+ * token create|list|revoke, audit [verify], admin export-log.
  */
 #include "cli/commands.h"
 
@@ -564,5 +564,71 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv)
         gp_table_print(&t, stdout);
     }
     gp_response_free(&resp);
+    return rc;
+}
+
+/* ---- admin export-log ---- */
+
+static const char ADMIN_USAGE[] = "usage: gpupool admin export-log --out FILE";
+
+/* Writes the event log page by page: a header line, then one event per
+ * line as GET /v1/log answers it (the file gpupool-replay reads). */
+static int export_log(gp_client *c, FILE *out, long long *events)
+{
+    long long after = 0;
+    int rc = GP_EXIT_OK;
+    fputs("{\"format\":\"gpupool-event-log\",\"version\":1}\n", out);
+    for (bool more = true; more && rc == GP_EXIT_OK;) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/log?after=%lld&limit=1000", after);
+        gp_response resp;
+        rc = gp_client_call(c, "GET", path, NULL, NULL, 0, &resp);
+        if (rc == GP_EXIT_OK)
+            rc = gp_client_check(&resp);
+        size_t i;
+        json_t *ev;
+        json_array_foreach(rc == GP_EXIT_OK ? json_object_get(resp.body, "events") : NULL, i, ev) {
+            json_dumpf(ev, out, JSON_COMPACT | JSON_SORT_KEYS);
+            fputc('\n', out);
+            (*events)++;
+        }
+        json_t *next = rc == GP_EXIT_OK ? json_object_get(resp.body, "next") : NULL;
+        more = json_is_integer(next);
+        after = more ? (long long)json_integer_value(next) : after;
+        gp_response_free(&resp);
+    }
+    return rc;
+}
+
+int gp_cmd_admin(gp_client *c, int argc, char **argv)
+{
+    static const struct option opts[] = {{"out", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
+    if (argc < 2 || strcmp(argv[1], "export-log") != 0)
+        return gp_usage_error("admin", "%s", ADMIN_USAGE);
+    const char *file = NULL;
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc - 1, argv + 1, "", opts, NULL)) != -1) {
+        if (ch != 'o')
+            return gp_usage_error("admin", "%s", ADMIN_USAGE);
+        file = optarg;
+    }
+    if (!file || optind != argc - 1)
+        return gp_usage_error("admin", "%s", ADMIN_USAGE);
+    FILE *out = fopen(file, "w");
+    if (!out) {
+        fprintf(stderr, "gpupool admin: cannot write %s\n", file);
+        return GP_EXIT_ERROR;
+    }
+    long long events = 0;
+    int rc = export_log(c, out, &events);
+    if (fclose(out) != 0 && rc == GP_EXIT_OK) {
+        fprintf(stderr, "gpupool admin: cannot write %s\n", file);
+        rc = GP_EXIT_ERROR;
+    }
+    if (rc != GP_EXIT_OK)
+        remove(file);
+    else if (!c->json)
+        printf("exported %lld events to %s (replay it: gpupool-replay %s)\n", events, file, file);
     return rc;
 }

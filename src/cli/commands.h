@@ -42,6 +42,7 @@ int gp_cmd_apply(gp_client *c, int argc, char **argv);
 int gp_cmd_usage(gp_client *c, int argc, char **argv);
 int gp_cmd_token(gp_client *c, int argc, char **argv);
 int gp_cmd_audit(gp_client *c, int argc, char **argv);
+int gp_cmd_admin(gp_client *c, int argc, char **argv);
 
 /* Shared helpers. */
 int gp_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -87,6 +87,10 @@ const gp_command GP_COMMANDS[] = {
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
+    {"admin", gp_cmd_admin,
+     "usage: gpupool admin export-log --out FILE\n"
+     "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"
+     "it through a fresh engine and checks every decision.\n"},
     {"completion", gp_cmd_completion,
      "usage: gpupool completion bash|zsh\nPrint a shell completion script: source <(gpupool completion bash)\n"},
     {NULL, NULL, NULL},
@@ -98,7 +102,8 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants [create|delete], quota set, apply, usage,\n"
-    "          token create|list|revoke, audit [verify], completion.   gpupool COMMAND --help for each.\n"
+    "          token create|list|revoke, audit [verify], admin export-log, completion.\n"
+    "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
     "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE;\n"

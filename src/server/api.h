@@ -122,6 +122,7 @@ void gp_api_usage(gp_request *r);
 
 void gp_api_audit_list(gp_request *r);
 void gp_api_audit_verify(gp_request *r);
+void gp_api_log_list(gp_request *r);
 void gp_api_tokens_create(gp_request *r);
 void gp_api_tokens_list(gp_request *r);
 void gp_api_token_revoke(gp_request *r, const char *id);

@@ -1,4 +1,5 @@
-/* api_admin.c - tokens, the audit log, /metrics and the dashboard page.
+/* api_admin.c - tokens, the audit log, the event log, /metrics and the
+ * dashboard page.
  *
  * Tokens: an admin creates any token; a tenant-admin of S creates
  * tenant-admin and member tokens scoped inside S; the secret is returned
@@ -17,6 +18,10 @@
  *
  * Audit: admin and auditor read the chain and ask for a verification,
  * which recomputes every hash and names the first broken link.
+ *
+ * Event log: admin and auditor page through it (GET /v1/log?after=SEQ&
+ * limit=N), each event with its payload and the record of its decisions,
+ * which is what `gpupool admin export-log` writes for gpupool-replay.
  */
 #include "server/api.h"
 
@@ -259,25 +264,28 @@ void gp_api_token_revoke(gp_request *r, const char *id)
 
 /* ---- audit ---- */
 
-static bool audit_reader(gp_request *r)
+static bool audit_reader(gp_request *r, const char *what)
 {
     if (r->who.role == GP_ROLE_ADMIN || r->who.role == GP_ROLE_AUDITOR)
         return true;
-    gp_api_forbidden(r, "read the audit log");
+    gp_api_forbidden(r, what);
     return false;
 }
 
-void gp_api_audit_list(gp_request *r)
+typedef gp_err (*page_fn)(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
+
+/* A page of the audit chain or the event log: ?after=SEQ&limit=N. */
+static void reader_page(gp_request *r, const char *what, page_fn list)
 {
     static const char *const allowed[] = {"after", "limit", NULL};
     int64_t after = 0, limit = 100;
-    if (!gp_api_query_only(r, allowed) || !audit_reader(r) || !gp_api_query_int(r, "after", 0, INT64_MAX, &after) ||
-        !gp_api_query_int(r, "limit", 1, 1000, &limit))
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r, what) ||
+        !gp_api_query_int(r, "after", 0, INT64_MAX, &after) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
         return;
     gp_error err;
     json_t *out = NULL;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
-    if (!s || gp_store_audit_list(s, after, (int)limit, &out, &err) != GP_OK) {
+    if (!s || list(s, after, (int)limit, &out, &err) != GP_OK) {
         gp_readers_give(&r->srv->readers, s);
         gp_api_fail(r, &err);
         return;
@@ -286,10 +294,22 @@ void gp_api_audit_list(gp_request *r)
     gp_api_reply(r, 200, out);
 }
 
+void gp_api_audit_list(gp_request *r)
+{
+    reader_page(r, "read the audit log", gp_store_audit_list);
+}
+
+/* Admin and auditor: the event log, oldest first (store.h:
+ * gp_store_events_list). */
+void gp_api_log_list(gp_request *r)
+{
+    reader_page(r, "read the event log", gp_store_events_list);
+}
+
 void gp_api_audit_verify(gp_request *r)
 {
     static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed) || !audit_reader(r))
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r, "read the audit log"))
         return;
     gp_error err;
     int64_t checked, broken;

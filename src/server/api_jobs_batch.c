@@ -193,7 +193,7 @@ static gp_err batch_check(const gp_journal *j, const gp_batch *b, size_t *bad, g
 {
     for (size_t i = 0; i < b->n; i++) {
         gp_job_spec s = b->reqs[i].spec;
-        s.id = j->next_job_id + i;
+        s.id = j->replayer.next_job_id + i;
         *bad = i;
         gp_err rc = gp_engine_job_check(j->engine, &s, err);
         if (rc != GP_OK)

@@ -1,13 +1,17 @@
 /* journal.h - the only way gpupoold changes its engine.
  *
  * Every engine event goes through a gp_journal_* call, which (1) gives the
- * event to the engine, and only if the engine accepted it (2) appends it
- * to the store's event log with its `now` and (3) writes what the engine
- * decided into the materialized tables (job rows and history, usage
- * intervals, tenants) -- all inside the caller's open store transaction.
- * So the log is exactly the sequence of accepted engine calls, and
- * replaying it into a fresh engine (gp_journal_open) rebuilds the state
- * the tables describe; the open then checks that they agree.
+ * event to the engine through the event log's apply step (eventlog/
+ * replayer.h: the rules a replay follows too), and only if the engine
+ * accepted it (2) appends it to the store's event log with its `now`, its
+ * canonical payload (eventlog/event.h) and the count and digest of its
+ * decisions (eventlog/decisions.h), and (3) writes what the engine decided
+ * into the materialized tables (job rows and history, usage intervals,
+ * tenants) -- all inside the caller's open store transaction.  So the log
+ * is exactly the sequence of accepted engine calls, and replaying it into
+ * a fresh engine (gp_journal_open, or gpupool-replay anywhere) rebuilds
+ * the state the tables describe and the same decisions; the open checks
+ * the tables and says how many events decided differently.
  *
  * Ticks that emitted no decision are not logged: such a pass changed no
  * job, GPU or tenant (it only recomputed wait reasons and dropped its
@@ -18,30 +22,30 @@
  * live jobs however long the daemon runs.
  *
  * Threads: one thread (the engine thread) owns a journal.
- * Ownership: the journal owns its engine; the store is the caller's.
+ * Ownership: the journal owns its replayer and engine; the store is the
+ * caller's.
  */
 #ifndef GP_SERVER_JOURNAL_H
 #define GP_SERVER_JOURNAL_H
 
-#include "core/engine.h"
-#include "spec/spec_json.h"
+#include "eventlog/replayer.h"
 #include "store/store.h"
 
 typedef struct gp_journal {
-    gp_engine *engine;
+    gp_replayer replayer;  /* the engine and the apply rules; replayer.next_job_id is the next id */
+    gp_engine *engine;     /* replayer.engine, for the API's reads */
     gp_store *store;       /* the writer connection */
-    bool replaying;        /* true inside gp_journal_open's replay: engine only */
     bool broken;           /* a store write failed after the engine accepted an event: the
                               engine is ahead of the store; the caller must not commit */
-    uint64_t next_job_id;
-    json_t *pools;         /* pool name -> canonical JSON as last logged */
-    uint64_t *touched;     /* jobs changed by the current event's decisions */
-    size_t n_touched, cap_touched;
     int64_t events_replayed;
+    int64_t events_differing; /* at open: events whose decisions differ from the recorded ones */
+    int64_t first_differing;  /* the seq of the first of them, 0 when none */
 } gp_journal;
 
 /* Creates the engine, replays the store's event log into it and checks the
- * result against the materialized tables and the engine's invariants. */
+ * result against the materialized tables and the engine's invariants.
+ * Events whose decisions differ from the recorded ones are counted
+ * (events_differing) and logged, not refused: the tables decide. */
 gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_error *err);
 void gp_journal_close(gp_journal *j);
 

@@ -172,6 +172,8 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_audit_list);
     else if (strcmp(r->url, "/v1/audit/verify") == 0)
         route_simple(r, "GET", gp_api_audit_verify);
+    else if (strcmp(r->url, "/v1/log") == 0)
+        route_simple(r, "GET", gp_api_log_list);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
     else if (strcmp(r->url, "/metrics") == 0)

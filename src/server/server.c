@@ -336,7 +336,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
             gp_engine_stats_get(srv->journal.engine, &st);
             gp_log(GP_LOG_INFO, "replay", "events=%lld live_jobs=%zu next_job_id=%llu ms=%lld",
                    (long long)srv->journal.events_replayed, st.jobs,
-                   (unsigned long long)srv->journal.next_job_id, (long long)(gp_wall_ms() - t0));
+                   (unsigned long long)srv->journal.replayer.next_job_id, (long long)(gp_wall_ms() - t0));
         }
     }
     if (rc == GP_OK)

@@ -33,6 +33,7 @@ struct gp_store {
     sqlite3 *db;
     bool readonly;
     bool in_tx;
+    int schema;           /* PRAGMA user_version once open (a reader may see an older one) */
     sqlite3_stmt *stmt[GP__ST_COUNT];
     /* audit chain head, cached by the writer (loaded lazily) */
     bool audit_head_loaded;

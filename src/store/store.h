@@ -43,7 +43,9 @@ typedef struct gp_store gp_store;
 #define GP_STORE_SCHEMA_VERSION 2
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
- * open and migrates older schemas; a reader opens an existing store. */
+ * open and migrates older schemas; a reader opens an existing store of
+ * this schema or an older one (never migrating it: the replay tool reads
+ * old stores as they are). */
 gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err);
 void gp_store_close(gp_store *s);
 
@@ -65,11 +67,26 @@ gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *
 
 /* ---- event log ---- */
 
-gp_err gp_store_event_append(gp_store *s, int64_t time, const char *kind, const char *payload, gp_error *err);
-typedef gp_err (*gp_store_event_fn)(void *ctx, int64_t seq, int64_t time, const char *kind, const char *payload,
-                                    gp_error *err);
+/* One event of the log (eventlog/event.h reads the payload) with the
+ * record of what the engine decided (eventlog/decisions.h). */
+typedef struct gp_store_event {
+    int64_t seq;           /* set by the store on append */
+    int64_t time;
+    const char *kind;
+    const char *payload;   /* JSON text */
+    int version;           /* the payload's format version */
+    int64_t decisions;     /* how many decisions the event emitted; -1 = not recorded (schema 1) */
+    const char *digest;    /* SHA-256 of their canonical text, hex; NULL when not recorded */
+} gp_store_event;
+
+gp_err gp_store_event_append(gp_store *s, const gp_store_event *ev, gp_error *err);
+typedef gp_err (*gp_store_event_fn)(void *ctx, const gp_store_event *ev, gp_error *err);
 /* Calls fn for every event in order; stops at the first error fn returns. */
 gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err);
+/* Events with seq > after, oldest first, at most limit (1..1000):
+ * {"events": [{"seq", "time", "kind", "version", "payload" (JSON),
+ * "decisions" (null when not recorded), "digest"}], "next": seq|null}. */
+gp_err gp_store_events_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
 
 /* ---- jobs ---- */
 

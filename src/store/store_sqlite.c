@@ -4,7 +4,11 @@
  * On-disk format (schema version 2, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
- *   events(seq, time, kind, payload)   the append-only event log
+ *   events(seq, time, kind, payload, version, decisions, digest)
+ *                                the append-only event log; version: the
+ *                                payload's format; decisions, digest: the
+ *                                count and SHA-256 of what the engine
+ *                                decided (NULL in rows written by schema 1)
  *   jobs(id, tenant, user, name, state, class, reason, submit_time,
  *        bind_time, end_time, updated, spec_json, placement_json)
  *   job_scope(prefix, job_id)    one row per ancestor of the job's tenant
@@ -32,7 +36,9 @@
  * of requests at once (group commit), so the fsync is paid per batch.
  *
  * Migrations: MIGRATIONS[i] takes user_version i to i + 1; a writer opening
- * an older file runs the missing ones in one transaction.
+ * an older file runs the missing ones in one transaction.  A reader never
+ * migrates: it reads what the file's schema has (events of schema 1 have
+ * version 1 and no decisions).
  */
 #include "store/sqlite_internal.h"
 
@@ -66,16 +72,21 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE audit(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id TEXT NOT NULL,"
     " actor TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,"
     " result TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
-    /* 1 -> 2: token expiry and last use (issue 12) */
+    /* 1 -> 2: token expiry and last use (issue 12); the payload's format
+     * version and the record of each event's decisions (issue 11) */
     "ALTER TABLE tokens ADD COLUMN expires INTEGER;"
-    "ALTER TABLE tokens ADD COLUMN last_used INTEGER;",
+    "ALTER TABLE tokens ADD COLUMN last_used INTEGER;"
+    "ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE events ADD COLUMN decisions INTEGER;"
+    "ALTER TABLE events ADD COLUMN digest TEXT;",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [GP__ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2)"
                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-    [GP__ST_EVENT_APPEND] = "INSERT INTO events(time, kind, payload) VALUES(?1, ?2, ?3)",
+    [GP__ST_EVENT_APPEND] = "INSERT INTO events(time, kind, payload, version, decisions, digest)"
+                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_JOB_INSERT] = "INSERT INTO jobs(id, tenant, user, name, state, class, reason, submit_time,"
                           " bind_time, end_time, updated, spec_json, placement_json)"
                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -216,8 +227,9 @@ static gp_err migrate(gp_store *s, gp_error *err)
         rc = exec_sql(s, sql, err);
     }
     if (rc == GP_OK)
-        return exec_sql(s, "COMMIT", err);
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        rc = exec_sql(s, "COMMIT", err);
+    else
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -245,10 +257,11 @@ gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *e
         rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
         if (rc == GP_OK)
             rc = migrate(s, err);
-    } else if (user_version(s) != GP_STORE_SCHEMA_VERSION) {
-        rc = gp_error_set(err, GP_ERR_CONFLICT, "store", "store %s has schema version %d, expected %d", url + 7,
-                          user_version(s), GP_STORE_SCHEMA_VERSION);
+    } else if (user_version(s) < 1 || user_version(s) > GP_STORE_SCHEMA_VERSION) {
+        rc = gp_error_set(err, GP_ERR_CONFLICT, "store", "store %s has schema version %d, this build reads 1..%d",
+                          url + 7, user_version(s), GP_STORE_SCHEMA_VERSION);
     }
+    s->schema = user_version(s);
     if (rc != GP_OK) {
         gp_store_close(s);
         return rc;
@@ -325,32 +338,80 @@ gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *
 
 /* ---- event log ---- */
 
-gp_err gp_store_event_append(gp_store *s, int64_t time, const char *kind, const char *payload, gp_error *err)
+gp_err gp_store_event_append(gp_store *s, const gp_store_event *ev, gp_error *err)
 {
     sqlite3_stmt *st = gp__store_stmt(s, GP__ST_EVENT_APPEND, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, time);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, payload, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 1, ev->time);
+    sqlite3_bind_text(st, 2, ev->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, ev->payload, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, ev->version);
+    if (ev->decisions >= 0)
+        sqlite3_bind_int64(st, 5, ev->decisions);
+    else
+        sqlite3_bind_null(st, 5);
+    gp__store_bind_text(st, 6, ev->digest);
     return gp__store_exec_stmt(s, st, "event append", err);
+}
+
+/* SELECT of events with the columns as this file's schema has them, then
+ * `tail` (WHERE, ORDER BY); payload_alias renames the payload column. */
+static void events_select(const gp_store *s, const char *payload_alias, const char *tail, char *sql, size_t cap)
+{
+    snprintf(sql, cap, "SELECT seq, time, kind, payload%s, %s FROM events %s", payload_alias,
+             s->schema >= 2 ? "version, decisions, digest" : "1 AS version, NULL AS decisions, NULL AS digest", tail);
 }
 
 gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT seq, time, kind, payload FROM events ORDER BY seq", -1, &st, NULL) !=
-        SQLITE_OK)
+    char sql[256];
+    events_select(s, "", "ORDER BY seq", sql, sizeof sql);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
         return gp__store_fail(s, "events scan", err);
     gp_err rc = GP_OK;
     int step;
-    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3), err);
+    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        gp_store_event ev = {
+            .seq = sqlite3_column_int64(st, 0),
+            .time = sqlite3_column_int64(st, 1),
+            .kind = (const char *)sqlite3_column_text(st, 2),
+            .payload = (const char *)sqlite3_column_text(st, 3),
+            .version = sqlite3_column_int(st, 4),
+            .decisions = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5),
+            .digest = (const char *)sqlite3_column_text(st, 6),
+        };
+        rc = fn(ctx, &ev, err);
+    }
     if (rc == GP_OK && step != SQLITE_DONE)
         rc = gp__store_fail(s, "events scan", err);
     sqlite3_finalize(st);
     return rc;
+}
+
+gp_err gp_store_events_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
+{
+    sqlite3_stmt *st;
+    char sql[256];
+    *out = NULL;
+    /* the payload is embedded as JSON (store.h: a column named x_json) */
+    events_select(s, " AS payload_json", "WHERE seq > ?1 ORDER BY seq LIMIT ?2", sql, sizeof sql);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "events list", err);
+    sqlite3_bind_int64(st, 1, after);
+    sqlite3_bind_int(st, 2, limit);
+    json_t *events = json_array();
+    int64_t last = 0;
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_array_append_new(events, gp__store_row_json(st));
+        last = sqlite3_column_int64(st, 0);
+        n++;
+    }
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o, s:o}", "events", events, "next", n == limit ? json_integer(last) : json_null());
+    return GP_OK;
 }
 
 /* ---- tenants ---- */

@@ -157,9 +157,11 @@ def test_version_1_store_migrates(d):
     tok, _ = member(d)
     d.stop()
     db = os.path.join(d.dir, "gpupool.db")
-    with sqlite3.connect(db) as c:  # back to schema 1: no expiry, no last use
+    with sqlite3.connect(db) as c:  # back to schema 1: no expiry, no last use, no decision records
         c.execute("ALTER TABLE tokens DROP COLUMN expires")
         c.execute("ALTER TABLE tokens DROP COLUMN last_used")
+        for column in ("version", "decisions", "digest"):
+            c.execute("ALTER TABLE events DROP COLUMN " + column)
         c.execute("PRAGMA user_version = 1")
     d.start()
     with sqlite3.connect(db) as c:

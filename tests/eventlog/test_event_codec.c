@@ -1,0 +1,343 @@
+/* test_event_codec.c - the event log's codec (src/eventlog/event.c).
+ *
+ * Semantics under test (event.h, docs/event-log.md):
+ *   - every kind round-trips: decode(encode(event)) gives back the very
+ *     values the engine was given (specs compared field by field, a
+ *     tenant's weight to the last bit), so the live run and a replay feed
+ *     the engine the same values;
+ *   - version-1 payloads, as gpupoold wrote them before the codec existed
+ *     (copied from tests/fixtures/store_v1.sql), decode;
+ *   - a payload version this build does not know, an unknown kind, text
+ *     that is not JSON, unknown, missing or mistyped fields are errors
+ *     naming the field; nothing crashes and nothing is left to free.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "eventlog/event.h"
+
+/* encode, then decode with this build's version */
+static void round_trip(const gp_event *in, gp_event *out)
+{
+    char *text = gp_event_encode(in);
+    assert_non_null(text);
+    gp_error err = {0};
+    assert_int_equal(gp_event_decode(gp_event_kind_name(in->kind), GP_EVENT_VERSION, text, in->time, out, &err), GP_OK);
+    assert_int_equal(out->kind, in->kind);
+    assert_int_equal(out->time, in->time);
+    free(text);
+}
+
+static void assert_same_string(const char *a, const char *b)
+{
+    if (!a || !b)
+        assert_ptr_equal(a, b);
+    else
+        assert_string_equal(a, b);
+}
+
+/* ---- round trips ---- */
+
+static void job_request(gp_job_request *r, gp_isolation iso)
+{
+    memset(r, 0, sizeof *r);
+    gp_job_spec *s = &r->spec;
+    s->id = 42;
+    s->name = "train";
+    s->tenant = "research/nlp";
+    s->user = "alice";
+    s->kind = GP_KIND_INFERENCE;
+    s->replicas = iso == GP_ISO_EXCLUSIVE ? 2 : 3;
+    s->gpus = iso == GP_ISO_EXCLUSIVE ? 8 : 1;
+    s->n_gpu_types = 2;
+    s->gpu_types[0] = "H100";
+    s->gpu_types[1] = "A100";
+    s->cpu_millis = 16000;
+    s->mem_mib = 65536;
+    s->topology = iso == GP_ISO_EXCLUSIVE ? GP_TOPO_BLOCK : GP_TOPO_ANY;
+    s->isolation = iso;
+    if (iso == GP_ISO_MIG)
+        strcpy(s->share.mig_profile, "1g.10gb");
+    if (iso == GP_ISO_MPS)
+        s->share.mps_milli = 250;
+    s->priority = -7;
+    s->checkpoint_grace_s = 45;
+    s->expected_runtime_s = 3600;
+    s->time_limit_s = 7200;
+    r->command = json_pack("[ss]", "python3", "train.py");
+    r->env = json_pack("{ss}", "SEED", "1");
+}
+
+static void assert_same_job(const gp_job_request *a, const gp_job_request *b)
+{
+    const gp_job_spec *x = &a->spec, *y = &b->spec;
+    assert_int_equal(x->id, y->id);
+    assert_same_string(x->name, y->name);
+    assert_same_string(x->tenant, y->tenant);
+    assert_same_string(x->user, y->user);
+    assert_int_equal(x->kind, y->kind);
+    assert_int_equal(x->replicas, y->replicas);
+    assert_int_equal(x->gpus, y->gpus);
+    assert_int_equal(x->n_gpu_types, y->n_gpu_types);
+    for (int i = 0; i < x->n_gpu_types; i++)
+        assert_string_equal(x->gpu_types[i], y->gpu_types[i]);
+    assert_int_equal(x->cpu_millis, y->cpu_millis);
+    assert_int_equal(x->mem_mib, y->mem_mib);
+    assert_int_equal(x->topology, y->topology);
+    assert_int_equal(x->isolation, y->isolation);
+    assert_string_equal(x->share.mig_profile, y->share.mig_profile);
+    assert_int_equal(x->share.mps_milli, y->share.mps_milli);
+    assert_int_equal(x->share.gpu_mem_mib, y->share.gpu_mem_mib);
+    assert_int_equal(x->priority, y->priority);
+    assert_int_equal(x->checkpoint_grace_s, y->checkpoint_grace_s);
+    assert_int_equal(x->expected_runtime_s, y->expected_runtime_s);
+    assert_int_equal(x->time_limit_s, y->time_limit_s);
+    assert_true(json_equal(a->command, b->command));
+    assert_true(json_equal(a->env, b->env));
+}
+
+static void a_submit_round_trips_for_every_isolation(void **state)
+{
+    (void)state;
+    gp_isolation isos[] = {GP_ISO_EXCLUSIVE, GP_ISO_MIG, GP_ISO_MPS, GP_ISO_TIMESLICE};
+    for (int i = 0; i < 4; i++) {
+        gp_job_request req;
+        job_request(&req, isos[i]);
+        gp_event in = {.kind = GP_EV_SUBMIT, .time = 100, .job = &req}, out;
+        round_trip(&in, &out);
+        assert_same_job(&req, out.job);
+        gp_event_free(&out);
+        gp_job_request_free(&req);
+    }
+}
+
+static void quota(gp_quota *q, int64_t h100_milli, int64_t cpu)
+{
+    q->set = true;
+    q->n_gpu = 2;
+    strcpy(q->gpu[0].type, "A100");
+    q->gpu[0].milli = 1500;
+    strcpy(q->gpu[1].type, "H100");
+    q->gpu[1].milli = h100_milli;
+    q->cpu_millis = cpu;
+    q->mem_mib = GP_UNLIMITED;
+}
+
+static void assert_same_quota(const gp_quota *a, const gp_quota *b)
+{
+    assert_int_equal(a->set, b->set);
+    assert_int_equal(a->n_gpu, b->n_gpu);
+    for (int i = 0; i < a->n_gpu; i++) {
+        assert_string_equal(a->gpu[i].type, b->gpu[i].type);
+        assert_int_equal(a->gpu[i].milli, b->gpu[i].milli);
+    }
+    if (a->set) {
+        assert_int_equal(a->cpu_millis, b->cpu_millis);
+        assert_int_equal(a->mem_mib, b->mem_mib);
+    }
+}
+
+static void a_tenant_set_round_trips_to_the_last_bit_of_its_weight(void **state)
+{
+    (void)state;
+    gp_tenant_spec spec;
+    memset(&spec, 0, sizeof spec);
+    quota(&spec.guarantee, 16000, 64000);
+    quota(&spec.limit, 24125, GP_UNLIMITED);
+    spec.user_limit.cpu_millis = spec.user_limit.mem_mib = GP_UNLIMITED;
+    spec.weight = 1.0 / 3.0; /* 0.333333333333 (12 digits) would decode to another double */
+    spec.lend = 0;
+    spec.trust = GP_TRUST_UNTRUSTED;
+    spec.time_limit_s[GP_KIND_TRAINING] = 259200;
+    spec.time_limit_s[GP_KIND_INTERACTIVE] = 28800;
+    gp_event in = {.kind = GP_EV_TENANT_SET, .time = 7, .path = "research/nlp", .tenant = &spec}, out;
+    round_trip(&in, &out);
+    assert_string_equal(out.path, "research/nlp");
+    assert_same_quota(&spec.guarantee, &out.tenant->guarantee);
+    assert_same_quota(&spec.limit, &out.tenant->limit);
+    assert_false(out.tenant->user_limit.set);
+    assert_true(out.tenant->weight == spec.weight);
+    assert_int_equal(out.tenant->lend, 0);
+    assert_int_equal(out.tenant->trust, GP_TRUST_UNTRUSTED);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(out.tenant->time_limit_s[k], spec.time_limit_s[k]);
+    gp_event_free(&out);
+}
+
+static void a_node_add_round_trips_with_uuids_and_per_gpu_sharing(void **state)
+{
+    (void)state;
+    const char *uuids[] = {"GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    const gp_sharing modes[] = {GP_SHARING_MIG, GP_SHARING_MPS, GP_SHARING_EXCLUSIVE, GP_SHARING_TIMESLICE};
+    gp_node_spec spec = {.name = "n0", .zone = "z1", .block = "blk-a", .gpu_type = "A100", .gpu_count = 4,
+                         .nvlink_domains = 2, .gpu_mem_mib = 81920, .cpu_millis = 64000, .mem_mib = 524288,
+                         .gpu_uuids = uuids, .sharing = GP_SHARING_MIG, .gpu_sharing = modes, .pool = "shared"};
+    gp_event in = {.kind = GP_EV_NODE_ADD, .time = 1, .node = &spec}, out;
+    round_trip(&in, &out);
+    const gp_node_spec *n = out.node;
+    assert_string_equal(n->name, "n0");
+    assert_string_equal(n->zone, "z1");
+    assert_string_equal(n->block, "blk-a");
+    assert_string_equal(n->gpu_type, "A100");
+    assert_string_equal(n->pool, "shared");
+    assert_int_equal(n->gpu_count, 4);
+    assert_int_equal(n->nvlink_domains, 2);
+    assert_int_equal(n->gpu_mem_mib, 81920);
+    assert_int_equal(n->cpu_millis, 64000);
+    assert_int_equal(n->mem_mib, 524288);
+    assert_int_equal(n->sharing, GP_SHARING_MIG);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(n->gpu_uuids[i], uuids[i]);
+        assert_int_equal(n->gpu_sharing[i], modes[i]);
+    }
+    gp_event_free(&out);
+    spec.gpu_uuids = NULL; /* optional parts stay absent */
+    spec.gpu_sharing = NULL;
+    spec.pool = NULL;
+    round_trip(&in, &out);
+    assert_null(out.node->gpu_uuids);
+    assert_null(out.node->gpu_sharing);
+    /* the codec fills the default pool in: what the engine reads a NULL as */
+    assert_string_equal(out.node->pool, "default");
+    gp_event_free(&out);
+}
+
+static void a_pool_set_round_trips(void **state)
+{
+    (void)state;
+    gp_pool_spec spec = {.score = GP_SCORE_FGD, .timeslice_replicas = 6, .seed = 123456789};
+    gp_event in = {.kind = GP_EV_POOL_SET, .time = 3, .name = "default", .pool = &spec}, out;
+    round_trip(&in, &out);
+    assert_string_equal(out.name, "default");
+    assert_int_equal(out.pool->score, GP_SCORE_FGD);
+    assert_int_equal(out.pool->timeslice_replicas, 6);
+    assert_int_equal(out.pool->seed, 123456789);
+    gp_event_free(&out);
+}
+
+static void the_small_kinds_round_trip(void **state)
+{
+    (void)state;
+    gp_event cases[] = {
+        {.kind = GP_EV_CANCEL, .time = 5, .job_id = 9},
+        {.kind = GP_EV_TENANT_REMOVE, .time = 6, .path = "product/ads"},
+        {.kind = GP_EV_NODE_LOST, .time = 7, .name = "h100-a-0"},
+        {.kind = GP_EV_NODE_DRAIN, .time = 8, .name = "h100-a-1", .drain = true},
+        {.kind = GP_EV_NODE_DRAIN, .time = 9, .name = "h100-a-1", .drain = false},
+        {.kind = GP_EV_TICK, .time = 10},
+        {.kind = GP_EV_CLOCK_RESOLUTION, .time = 11, .seconds = 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gp_event out;
+        round_trip(&cases[i], &out);
+        assert_int_equal(out.job_id, cases[i].job_id);
+        assert_same_string(out.path, cases[i].path);
+        assert_same_string(out.name, cases[i].name);
+        assert_int_equal(out.drain, cases[i].drain);
+        assert_int_equal(out.seconds, cases[i].seconds);
+        gp_event_free(&out);
+    }
+}
+
+/* ---- version 1 as written before the codec ---- */
+
+static void version_1_payloads_from_an_old_store_decode(void **state)
+{
+    (void)state;
+    gp_error err = {0};
+    gp_event ev;
+    assert_int_equal(gp_event_decode("submit", 1,
+                                     "{\"checkpoint_grace_s\":30,\"command\":[],\"cpu_millis\":0,\"env\":{},"
+                                     "\"expected_runtime_s\":0,\"gpu_types\":[\"A100\"],\"gpus\":1,\"id\":8,"
+                                     "\"isolation\":\"mig\",\"kind\":\"training\",\"mem_mib\":0,\"name\":\"mig\","
+                                     "\"priority\":0,\"replicas\":1,\"share\":{\"mig\":\"1g.10gb\"},"
+                                     "\"tenant\":\"research/nlp\",\"time_limit_s\":0,\"topology\":\"any\"}",
+                                     1795517785, &ev, &err),
+                     GP_OK);
+    assert_int_equal(ev.job->spec.id, 8);
+    assert_int_equal(ev.job->spec.isolation, GP_ISO_MIG);
+    assert_string_equal(ev.job->spec.share.mig_profile, "1g.10gb");
+    gp_event_free(&ev);
+    assert_int_equal(gp_event_decode("tenant_set", 1,
+                                     "{\"path\":\"research/nlp\",\"spec\":{\"guarantee\":{\"gpu\":{\"H100\":16}},"
+                                     "\"time_limit\":{\"interactive\":28800,\"training\":259200}}}",
+                                     1795517783, &ev, &err),
+                     GP_OK);
+    assert_int_equal(ev.tenant->guarantee.gpu[0].milli, 16000);
+    assert_int_equal(ev.tenant->time_limit_s[GP_KIND_TRAINING], 259200);
+    gp_event_free(&ev);
+    assert_int_equal(gp_event_decode("node_add", 1,
+                                     "{\"block\":\"blk-a\",\"cpu_millis\":192000,\"gpu_count\":8,\"gpu_mem_mib\":81920,"
+                                     "\"gpu_type\":\"H100\",\"mem_mib\":2097152,\"name\":\"h100-a-0\","
+                                     "\"nvlink_domains\":1,\"pool\":\"default\",\"sharing\":\"exclusive\","
+                                     "\"zone\":\"us-east-1a\"}",
+                                     1795517783, &ev, &err),
+                     GP_OK);
+    assert_string_equal(ev.node->name, "h100-a-0");
+    gp_event_free(&ev);
+    assert_int_equal(gp_event_decode("pool_set", 1, "{\"name\":\"default\",\"score\":\"default\",\"seed\":0,"
+                                     "\"timeslice_replicas\":0}", 1, &ev, &err), GP_OK);
+    gp_event_free(&ev);
+    assert_int_equal(gp_event_decode("clock_resolution", 1, "{\"seconds\":1}", 1, &ev, &err), GP_OK);
+    assert_int_equal(ev.seconds, 1);
+    gp_event_free(&ev);
+}
+
+/* ---- bad payloads ---- */
+
+static void assert_refused(const char *kind, int version, const char *payload, const char *field)
+{
+    gp_error err = {0};
+    gp_event ev;
+    assert_int_not_equal(gp_event_decode(kind, version, payload, 1, &ev, &err), GP_OK);
+    assert_string_equal(err.field, field);
+    assert_null(ev.storage);
+}
+
+static void bad_payloads_are_errors_naming_the_field(void **state)
+{
+    (void)state;
+    assert_refused("submit", 2, "{}", "version");
+    assert_refused("submit", 0, "{}", "version");
+    assert_refused("reboot", 1, "{}", "kind");
+    assert_refused(NULL, 1, "{}", "kind");
+    assert_refused("cancel", 1, "{\"id\":", "payload");
+    assert_refused("cancel", 1, NULL, "payload");
+    assert_refused("cancel", 1, "[7]", "payload");
+    assert_refused("cancel", 1, "{\"id\":\"seven\"}", "id");
+    assert_refused("cancel", 1, "{\"id\":0}", "id");
+    assert_refused("cancel", 1, "{}", "id");
+    assert_refused("cancel", 1, "{\"id\":7,\"why\":\"x\"}", "payload.why");
+    assert_refused("tick", 1, "{\"now\":1}", "payload.now");
+    assert_refused("tick", 1, "7", "payload");
+    assert_refused("node_drain", 1, "{\"name\":\"n\",\"drain\":\"yes\"}", "drain");
+    assert_refused("node_lost", 1, "{\"name\":\"\"}", "name");
+    assert_refused("tenant_set", 1, "{\"path\":\"a\"}", "spec");
+    assert_refused("tenant_set", 1, "{\"path\":\"a\",\"spec\":{\"weight\":-1}}", "weight");
+    assert_refused("tenant_remove", 1, "{\"path\":5}", "path");
+    assert_refused("clock_resolution", 1, "{\"seconds\":-1}", "seconds");
+    assert_refused("submit", 1, "{\"tenant\":\"a\"}", "id");
+    assert_refused("submit", 1, "{\"id\":3,\"tenant\":\"a\",\"gpus\":\"all\",\"command\":[\"x\"]}", "gpus");
+    assert_refused("node_add", 1, "{\"name\":\"n\",\"gpu_count\":99}", "gpu_count");
+    assert_refused("pool_set", 1, "{\"score\":\"default\"}", "name");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_submit_round_trips_for_every_isolation),
+        cmocka_unit_test(a_tenant_set_round_trips_to_the_last_bit_of_its_weight),
+        cmocka_unit_test(a_node_add_round_trips_with_uuids_and_per_gpu_sharing),
+        cmocka_unit_test(a_pool_set_round_trips),
+        cmocka_unit_test(the_small_kinds_round_trip),
+        cmocka_unit_test(version_1_payloads_from_an_old_store_decode),
+        cmocka_unit_test(bad_payloads_are_errors_naming_the_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
