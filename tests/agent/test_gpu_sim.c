@@ -95,6 +95,15 @@ static void open_node(const fixture *f, const char *node, uint64_t seed, gp_gpu 
         fail_msg("open %s: %s (field %s)", node ? node : "(only)", err.message, err.field);
 }
 
+/* Opens the node and reads its inventory. */
+static void open_inventory(const fixture *f, const char *node, uint64_t seed, gp_gpu *g, gp_node_inventory *inv)
+{
+    gp_error err;
+    open_node(f, node, seed, g);
+    if (gp_gpu_inventory(g, inv, &err) != GP_OK)
+        fail_msg("inventory: %s", err.message);
+}
+
 static const char FLEET[] = "nodes:\n"
                             "  - name: h100-a\n"
                             "    count: 2\n"
@@ -122,13 +131,9 @@ static void inventory_uuids_are_derived_from_node_and_index(void **state)
     write_file(f->node_file, FLEET);
     gp_gpu a, again, b;
     gp_node_inventory ia, iagain, ib;
-    gp_error err;
-    open_node(f, "h100-a-0", 1, &a);
-    open_node(f, "h100-a-0", 99, &again);
-    open_node(f, "h100-a-1", 1, &b);
-    assert_int_equal(gp_gpu_inventory(&a, &ia, &err), GP_OK);
-    assert_int_equal(gp_gpu_inventory(&again, &iagain, &err), GP_OK);
-    assert_int_equal(gp_gpu_inventory(&b, &ib, &err), GP_OK);
+    open_inventory(f, "h100-a-0", 1, &a, &ia);
+    open_inventory(f, "h100-a-0", 99, &again, &iagain);
+    open_inventory(f, "h100-a-1", 1, &b, &ib);
     assert_int_equal(ia.gpu_count, 8);
     for (int g = 0; g < 8; g++) {
         assert_string_equal(ia.gpus[g].uuid, iagain.gpus[g].uuid); /* not the seed: the name and index */
@@ -156,14 +161,11 @@ static void inventory_keeps_given_uuids_and_sharing_modes(void **state)
     write_file(f->node_file, FLEET);
     gp_gpu g;
     gp_node_inventory inv;
-    gp_error err;
-    open_node(f, "l40s", 0, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, "l40s", 0, &g, &inv);
     assert_string_equal(inv.gpus[1].uuid, "GPU-given-1");
     assert_int_equal(inv.gpus[1].sharing, GP_SHARING_TIMESLICE);
     gp_gpu_close(&g);
-    open_node(f, "mig-node", 0, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, "mig-node", 0, &g, &inv);
     assert_int_equal(inv.gpus[0].sharing, GP_SHARING_MIG);
     assert_int_equal(inv.gpus[1].sharing, GP_SHARING_EXCLUSIVE);
     gp_gpu_close(&g);
@@ -176,8 +178,7 @@ static void inventory_json_node_decodes_with_the_node_codec(void **state)
     gp_gpu g;
     gp_node_inventory inv;
     gp_error err;
-    open_node(f, "mig-node", 0, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, "mig-node", 0, &g, &inv);
     json_t *o = gp_inventory_to_json(&inv);
     assert_non_null(o);
     static gp_node_request r;
@@ -256,8 +257,7 @@ static void device_nodes_are_stated_from_the_device_dir(void **state)
     gp_device_node dev[GP_GPU_DEVICES_MAX];
     size_t n = 99;
     gp_error err;
-    open_node(f, NULL, 0, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, NULL, 0, &g, &inv);
     char want[256];
     snprintf(want, sizeof want, "%s/dev/nvidia1", f->dir);
     assert_string_equal(inv.gpus[1].device_path, want);
@@ -333,8 +333,7 @@ static void device_nodes_of_char_devices_carry_major_and_minor(void **state)
     gp_device_node dev[GP_GPU_DEVICES_MAX];
     size_t n;
     gp_error err;
-    open_node(f, NULL, 0, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, NULL, 0, &g, &inv);
     const char *uuids[] = {inv.gpus[0].uuid};
     assert_int_equal(gp_gpu_device_nodes(&g, uuids, 1, dev, GP_GPU_DEVICES_MAX, &n, &err), GP_OK);
     assert_int_equal(n, 3);
@@ -353,8 +352,7 @@ static void run_script(const fixture *f, uint64_t seed, gp_telemetry *out)
     gp_gpu g;
     gp_node_inventory inv;
     gp_error err;
-    open_node(f, "h100-a-0", seed, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, "h100-a-0", seed, &g, &inv);
     assert_int_equal(gp_gpu_set_busy(&g, inv.gpus[3].uuid, 42, true, 10000, &err), GP_OK);
     assert_int_equal(gp_gpu_telemetry(&g, 11500, &out[0], &err), GP_OK);
     assert_int_equal(gp_gpu_telemetry(&g, 60000, &out[1], &err), GP_OK);
@@ -386,8 +384,7 @@ static void telemetry_follows_whether_a_process_runs(void **state)
     gp_node_inventory inv;
     static gp_telemetry idle, rising, busy, ended;
     gp_error err;
-    open_node(f, "h100-a-0", 3, &g);
-    assert_int_equal(gp_gpu_inventory(&g, &inv, &err), GP_OK);
+    open_inventory(f, "h100-a-0", 3, &g, &inv);
     assert_int_equal(gp_gpu_telemetry(&g, 10000, &idle, &err), GP_OK);
     assert_int_equal(gp_gpu_set_busy(&g, inv.gpus[2].uuid, 4242, true, 10000, &err), GP_OK);
     assert_int_equal(gp_gpu_telemetry(&g, 11500, &rising, &err), GP_OK);
