@@ -217,9 +217,13 @@ static bool is_sqlite(FILE *f)
 
 static void summary(const replay_run *run)
 {
+    const char *verdict = run->outcome == EXIT_DIFFERENT ? "different"
+                          : run->outcome != EXIT_EQUAL   ? "bad input"
+                          : run->compared == 0           ? "none recorded to compare (replayed without error)"
+                                                         : "all equal";
     printf("events %lld (%lld compared, %lld not compared: logged before decisions were recorded), decisions %lld: %s\n",
            (long long)run->events, (long long)run->compared, (long long)run->not_compared, (long long)run->decisions,
-           run->outcome == EXIT_EQUAL ? "all equal" : run->outcome == EXIT_DIFFERENT ? "different" : "bad input");
+           verdict);
 }
 
 int main(int argc, char **argv)
