@@ -17,6 +17,34 @@
 
 /* ---- nodes ---- */
 
+/* A node's sharing mode ("mixed" when its GPUs differ) and, for shared
+ * GPUs, how much of them is in use: "0.428/8" (GPUs of share in use, of
+ * the node's shared GPUs); "-" for whole-GPU nodes. */
+static void shared_use(const json_t *node, char *mode, size_t mode_cap, char *use, size_t use_cap)
+{
+    size_t i, shared = 0;
+    json_t *g;
+    int64_t milli = 0;
+    const char *first = NULL;
+    bool mixed = false;
+    json_array_foreach(json_object_get(node, "gpus"), i, g) {
+        const char *m = json_string_value(json_object_get(g, "sharing"));
+        if (!m)
+            continue;
+        mixed = mixed || (first && strcmp(first, m) != 0);
+        first = first ? first : m;
+        if (strcmp(m, "exclusive") != 0) {
+            shared++;
+            milli += json_integer_value(json_object_get(g, "used_milli_gpus"));
+        }
+    }
+    snprintf(mode, mode_cap, "%s", mixed ? "mixed" : first ? first : "-");
+    if (shared == 0)
+        snprintf(use, use_cap, "-");
+    else
+        snprintf(use, use_cap, "%lld.%03lld/%zu", (long long)(milli / 1000), (long long)(milli % 1000), shared);
+}
+
 int gp_cmd_nodes(gp_client *c, int argc, char **argv)
 {
     if (argc > 1)
@@ -24,21 +52,22 @@ int gp_cmd_nodes(gp_client *c, int argc, char **argv)
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
-        static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "STATE"};
+        static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "SHARING", "SHARED-USE", "STATE"};
         gp_table t;
-        gp_table_init(&t, 6, head);
+        gp_table_init(&t, 8, head);
         size_t i;
         json_t *n;
         json_array_foreach(json_object_get(resp.body, "nodes"), i, n) {
-            char gpus[16], free_[16];
+            char gpus[16], free_[16], mode[16], use[32];
             snprintf(gpus, sizeof gpus, "%lld", (long long)json_integer_value(json_object_get(n, "gpu_count")));
             snprintf(free_, sizeof free_, "%lld", (long long)json_integer_value(json_object_get(n, "gpus_free")));
+            shared_use(n, mode, sizeof mode, use, sizeof use);
             const char *state = !json_is_true(json_object_get(n, "up"))        ? "down"
                                 : json_is_true(json_object_get(n, "draining")) ? "draining"
                                                                                 : "up";
             const char *cells[] = {json_string_value(json_object_get(n, "name")),
                                    json_string_value(json_object_get(n, "block")),
-                                   json_string_value(json_object_get(n, "gpu_type")), gpus, free_, state};
+                                   json_string_value(json_object_get(n, "gpu_type")), gpus, free_, mode, use, state};
             gp_table_add(&t, cells);
         }
         gp_table_print(&t, stdout);

@@ -48,7 +48,8 @@ const gp_command GP_COMMANDS[] = {
     {"cancel", gp_cmd_cancel,
      "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
      "failure.\n"},
-    {"nodes", gp_cmd_nodes, "usage: gpupool nodes\nThe fleet: nodes, GPUs free, state.\n"},
+    {"nodes", gp_cmd_nodes,
+     "usage: gpupool nodes\nThe fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, state.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
