@@ -238,12 +238,25 @@ static gp_err gp__make_workdir(const char *workdir, const gp__child_plan *plan, 
     return GP_OK;
 }
 
+/* fd moved above 0, 1 and 2 (close-on-exec), so the child's dup2 onto
+ * 0..2 cannot overwrite one it still needs (an agent started with its
+ * stdio closed gets them from open). */
+static int gp__above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2) {
+        return fd;
+    }
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return moved;
+}
+
 static gp_err gp__open_log(const char *path, const char *field, int *fd, gp_error *err)
 {
     if (!path || !path[0]) {
         return gp_error_set(err, GP_ERR_INVALID, field, "a log file path is needed");
     }
-    *fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+    *fd = gp__above_stdio(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640));
     if (*fd < 0) {
         return gp_error_set(err, GP_ERR_CONFLICT, field, "%s: %s", path, strerror(errno));
     }
@@ -253,14 +266,16 @@ static gp_err gp__open_log(const char *path, const char *field, int *fd, gp_erro
 /* stdin, stdout and stderr of the child, all close-on-exec in the agent. */
 static gp_err gp__open_stdio(const gp_launch_spec *spec, gp__child_plan *plan, gp_error *err)
 {
-    plan->stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    plan->stdin_fd = gp__above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (plan->stdin_fd < 0) {
         return gp_error_set(err, GP_ERR_CONFLICT, "stdin", "/dev/null: %s", strerror(errno));
     }
     gp_err rc = gp__open_log(spec->stdout_path, "stdout", &plan->stdout_fd, err);
     if (rc == GP_OK && spec->stderr_path && spec->stdout_path && strcmp(spec->stderr_path, spec->stdout_path) == 0) {
-        plan->stderr_fd = dup(plan->stdout_fd);
-        fcntl(plan->stderr_fd, F_SETFD, FD_CLOEXEC);
+        plan->stderr_fd = fcntl(plan->stdout_fd, F_DUPFD_CLOEXEC, 3);
+        if (plan->stderr_fd < 0) {
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "stderr", "dup: %s", strerror(errno));
+        }
     } else if (rc == GP_OK) {
         rc = gp__open_log(spec->stderr_path, "stderr", &plan->stderr_fd, err);
     }
@@ -307,6 +322,7 @@ static gp_err gp__fork_exec(gp__child_plan *plan, gp_proc *p, gp_error *err)
     if (pipe2(report, O_CLOEXEC) != 0) {
         return gp_error_set(err, GP_ERR_CONFLICT, "launch", "pipe: %s", strerror(errno));
     }
+    report[1] = gp__above_stdio(report[1]);
     plan->report_fd = report[1];
     pid_t pid = fork();
     if (pid == 0) {
