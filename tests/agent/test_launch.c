@@ -186,7 +186,23 @@ static void assert_file_lacks(const char *path, const char *unwanted)
     free(text);
 }
 
-/* Every pid listed in path (one a line) is gone: absent, or a zombie left for init. */
+/* The process is absent or a zombie left for init. */
+static bool process_gone(long pid)
+{
+    char stat_path[64], *stat = NULL;
+    size_t len = 0;
+    snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
+    if (gp_file_read_all(stat_path, &stat, &len, NULL) != GP_OK) {
+        return true;
+    }
+    char *state = strrchr(stat, ')');
+    bool zombie = state && state[2] == 'Z';
+    free(stat);
+    return zombie;
+}
+
+/* Every pid listed in path (one a line) is gone.  A SIGKILL'd process
+ * outside a cgroup dies a moment after the kill: wait for it, bounded. */
 static void assert_all_gone(const char *path)
 {
     char *text = read_text(path);
@@ -198,15 +214,12 @@ static void assert_all_gone(const char *path)
             break;
         }
         listed++;
-        char stat_path[64], *stat = NULL;
-        size_t len = 0;
-        snprintf(stat_path, sizeof stat_path, "/proc/%ld/stat", pid);
-        if (gp_file_read_all(stat_path, &stat, &len, NULL) == GP_OK) {
-            char *state = strrchr(stat, ')');
-            if (!state || state[2] != 'Z') {
-                fail_msg("process %ld is still alive: %s", pid, stat);
-            }
-            free(stat);
+        for (int i = 0; i < 500 && !process_gone(pid); i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!process_gone(pid)) {
+            fail_msg("process %ld is still alive", pid);
         }
         p = end;
     }
