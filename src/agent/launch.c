@@ -1,0 +1,537 @@
+/* launch.c - fork/exec of one replica and its end (launch.h explains the
+ * steps).  Everything that can fail for a reason worth a sentence is done
+ * in the parent before fork (user, program, folder, logs, cgroup); the
+ * child only runs async-signal-safe system calls and reports a failure
+ * before exec through a close-on-exec pipe, so gp_launch fails loudly
+ * instead of leaving a replica that died at once. */
+#define _GNU_SOURCE
+#include "agent/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/launch_env.h"
+
+#define GP__PATH_DEFAULT "/usr/local/bin:/usr/bin:/bin"
+#define GP__GROUPS_MAX 256
+#define GP__NOTE_MAX 256
+
+struct gp_proc {
+    pid_t pid;
+    int pidfd;
+    gp_cgroup *cgroup;
+    char note[GP__NOTE_MAX];
+    int64_t deadline; /* -1: no kill pending */
+    bool stopping;
+    gp_stop_cause cause;
+    bool tree_killed; /* the grace ran out */
+    bool reaped;
+    int status;
+    bool ended;
+    gp_exit end;
+};
+
+/* What the child needs, all resolved in the parent. */
+typedef struct gp__child_plan {
+    const char *program;
+    char *const *argv;
+    char *const *envp;
+    const char *workdir;
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[GP__GROUPS_MAX];
+    int ngroups;
+    int stdin_fd, stdout_fd, stderr_fd, report_fd;
+    const gp_cgroup *cgroup;
+} gp__child_plan;
+
+/* The step that failed in the child, written with its errno to the pipe. */
+typedef struct gp__child_failure {
+    int step;
+    int error;
+} gp__child_failure;
+
+enum { GP__STEP_SESSION, GP__STEP_CGROUP, GP__STEP_STDIO, GP__STEP_USER, GP__STEP_WORKDIR, GP__STEP_EXEC };
+static const char *const gp__step_names[] = {"setsid", "joining the cgroup", "redirecting stdio",
+                                             "switching user", "chdir to the working directory", "exec"};
+
+const char *gp_exit_reason_name(gp_exit_reason reason)
+{
+    switch (reason) {
+    case GP_EXIT_EXITED:
+        return "exited";
+    case GP_EXIT_SIGNALLED:
+        return "signalled";
+    case GP_EXIT_OOM:
+        return "oom";
+    case GP_EXIT_KILLED_AFTER_GRACE:
+        return "killed_after_grace";
+    case GP_EXIT_TIME_LIMIT:
+        return "time_limit";
+    }
+    return "exited";
+}
+
+static void gp__note(gp_proc *p, const char *text)
+{
+    size_t used = strlen(p->note);
+    snprintf(p->note + used, sizeof p->note - used, "%s%s", used ? "; " : "", text);
+}
+
+/* ---- in the child: async-signal-safe only ---- */
+
+static _Noreturn void gp__child_fail(const gp__child_plan *plan, int step)
+{
+    gp__child_failure failure = {step, errno};
+    ssize_t ignored = write(plan->report_fd, &failure, sizeof failure);
+    (void)ignored;
+    _exit(127);
+}
+
+/* Default dispositions and an empty mask: the agent's are not the job's. */
+static void gp__child_signals(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP and the reserved ones refuse; fine */
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Everything past stderr closes at exec; the report pipe stays open until then. */
+static void gp__child_close_fds(const gp__child_plan *plan)
+{
+    if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) {
+        return;
+    }
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (max > 0 ? max : 1024); fd++) {
+        if (fd != plan->report_fd) {
+            close(fd);
+        }
+    }
+}
+
+static _Noreturn void gp__child_run(const gp__child_plan *plan)
+{
+    gp__child_signals();
+    if (setsid() < 0) {
+        gp__child_fail(plan, GP__STEP_SESSION);
+    }
+    int e = plan->cgroup ? gp_cgroup_enter(plan->cgroup) : 0;
+    if (e != 0) {
+        errno = e;
+        gp__child_fail(plan, GP__STEP_CGROUP);
+    }
+    if (dup2(plan->stdin_fd, 0) < 0 || dup2(plan->stdout_fd, 1) < 0 || dup2(plan->stderr_fd, 2) < 0) {
+        gp__child_fail(plan, GP__STEP_STDIO);
+    }
+    if (plan->switch_user && (setgroups((size_t)plan->ngroups, plan->groups) != 0 || setgid(plan->gid) != 0 ||
+                              setuid(plan->uid) != 0)) {
+        gp__child_fail(plan, GP__STEP_USER);
+    }
+    if (chdir(plan->workdir) != 0) {
+        gp__child_fail(plan, GP__STEP_WORKDIR);
+    }
+    gp__child_close_fds(plan);
+    execve(plan->program, plan->argv, plan->envp);
+    gp__child_fail(plan, GP__STEP_EXEC);
+}
+
+/* ---- in the parent, before fork ---- */
+
+/* The user's ids, groups and passwd defaults into plan and env. */
+static gp_err gp__resolve_user(const gp_launch_spec *spec, gp__child_plan *plan, gp_env *env, gp_proc *p,
+                               gp_error *err)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    bool as_root = geteuid() == 0;
+    const char *name = spec->user && spec->user[0] ? spec->user : NULL;
+    int e = name && as_root ? getpwnam_r(name, &pw, buf, sizeof buf, &found)
+                            : getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found);
+    if (!found) {
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "user", "no such user \"%s\"%s%s", name ? name : "(agent)",
+                            e ? ": " : "", e ? strerror(e) : "");
+    }
+    if (name && !as_root && strcmp(name, pw.pw_name) != 0) {
+        char text[GP__NOTE_MAX];
+        snprintf(text, sizeof text, "running as the agent's user %s, not %s: the agent is not root", pw.pw_name, name);
+        gp__note(p, text);
+    }
+    plan->switch_user = name && as_root;
+    plan->uid = pw.pw_uid;
+    plan->gid = pw.pw_gid;
+    plan->ngroups = GP__GROUPS_MAX;
+    if (plan->switch_user && getgrouplist(pw.pw_name, pw.pw_gid, plan->groups, &plan->ngroups) < 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "user", "%s is in more than %d groups", pw.pw_name, GP__GROUPS_MAX);
+    }
+    gp_err rc = gp_env_set_default(env, "HOME", pw.pw_dir, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "USER", pw.pw_name, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "LOGNAME", pw.pw_name, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "SHELL", pw.pw_shell[0] ? pw.pw_shell : "/bin/sh", err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "PATH", GP__PATH_DEFAULT, err);
+    return rc;
+}
+
+/* argv[0] itself when it holds a '/', else the first executable on PATH;
+ * into path (len bytes). */
+static gp_err gp__resolve_program(const char *argv0, const char *search, char *path, size_t len, gp_error *err)
+{
+    if (strchr(argv0, '/')) {
+        snprintf(path, len, "%s", argv0);
+        return GP_OK;
+    }
+    for (const char *dir = search; *dir;) {
+        size_t dlen = strcspn(dir, ":");
+        struct stat st;
+        snprintf(path, len, "%.*s/%s", (int)dlen, dir, argv0);
+        if (dlen > 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+            return GP_OK;
+        }
+        dir += dlen + (dir[dlen] == ':' ? 1 : 0);
+    }
+    return gp_error_set(err, GP_ERR_NOT_FOUND, "argv", "%s: not found on PATH %s", argv0, search);
+}
+
+/* mkdir -p: the parents 0755, the folder itself 0750 and the user's when created. */
+static gp_err gp__make_workdir(const char *workdir, const gp__child_plan *plan, gp_error *err)
+{
+    if (workdir[0] != '/') {
+        return gp_error_set(err, GP_ERR_INVALID, "workdir", "must be an absolute path, got \"%s\"", workdir);
+    }
+    char part[4096];
+    snprintf(part, sizeof part, "%s", workdir);
+    for (char *p = part + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(part, 0755) != 0 && errno != EEXIST) {
+                return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "mkdir %s: %s", part, strerror(errno));
+            }
+            *p = '/';
+        }
+    }
+    if (mkdir(workdir, 0750) != 0) {
+        if (errno == EEXIST) {
+            return GP_OK;
+        }
+        return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "mkdir %s: %s", workdir, strerror(errno));
+    }
+    if (plan->switch_user && chown(workdir, plan->uid, plan->gid) != 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "chown %s: %s", workdir, strerror(errno));
+    }
+    return GP_OK;
+}
+
+/* fd moved above 0, 1 and 2 (close-on-exec), so the child's dup2 onto
+ * 0..2 cannot overwrite one it still needs (an agent started with its
+ * stdio closed gets them from open). */
+static int gp__above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2) {
+        return fd;
+    }
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return moved;
+}
+
+static gp_err gp__open_log(const char *path, const char *field, int *fd, gp_error *err)
+{
+    if (!path || !path[0]) {
+        return gp_error_set(err, GP_ERR_INVALID, field, "a log file path is needed");
+    }
+    *fd = gp__above_stdio(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640));
+    if (*fd < 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, field, "%s: %s", path, strerror(errno));
+    }
+    return GP_OK;
+}
+
+/* stdin, stdout and stderr of the child, all close-on-exec in the agent. */
+static gp_err gp__open_stdio(const gp_launch_spec *spec, gp__child_plan *plan, gp_error *err)
+{
+    plan->stdin_fd = gp__above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (plan->stdin_fd < 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "stdin", "/dev/null: %s", strerror(errno));
+    }
+    gp_err rc = gp__open_log(spec->stdout_path, "stdout", &plan->stdout_fd, err);
+    if (rc == GP_OK && spec->stderr_path && spec->stdout_path && strcmp(spec->stderr_path, spec->stdout_path) == 0) {
+        plan->stderr_fd = fcntl(plan->stdout_fd, F_DUPFD_CLOEXEC, 3);
+        if (plan->stderr_fd < 0) {
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "stderr", "dup: %s", strerror(errno));
+        }
+    } else if (rc == GP_OK) {
+        rc = gp__open_log(spec->stderr_path, "stderr", &plan->stderr_fd, err);
+    }
+    return rc;
+}
+
+static void gp__close_stdio(gp__child_plan *plan)
+{
+    int *fds[] = {&plan->stdin_fd, &plan->stdout_fd, &plan->stderr_fd};
+    for (size_t i = 0; i < 3; i++) {
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+        }
+        *fds[i] = -1;
+    }
+}
+
+/* The replica's cgroup with its limits and devices, or a note without. */
+static gp_err gp__make_cgroup(const gp_launch_spec *spec, gp_proc *p, gp_error *err)
+{
+    if (!spec->cgroups || spec->cgroups->layout == GP_CGROUP_NONE) {
+        if (spec->isolate_devices) {
+            return gp_error_set(err, GP_ERR_CONFLICT, "devices", "device isolation needs cgroups, this host has none");
+        }
+        gp__note(p, "no cgroups on this host: no CPU, memory or pids limits");
+        return GP_OK;
+    }
+    gp_err rc = gp_cgroup_create(spec->cgroups, spec->cgroup_name, &spec->limits, &p->cgroup, err);
+    if (rc == GP_OK && spec->isolate_devices) {
+        gp_device_rule rules[GP_DEVICE_RULES_MAX];
+        size_t n = 0;
+        rc = gp_device_rules_for(spec->device_paths, rules, GP_DEVICE_RULES_MAX, &n, err);
+        if (rc == GP_OK) {
+            rc = gp_cgroup_limit_devices(p->cgroup, rules, n, err);
+        }
+    }
+    return rc;
+}
+
+/* Forks; the parent waits for exec (the report pipe closes) or a failure report. */
+static gp_err gp__fork_exec(gp__child_plan *plan, gp_proc *p, gp_error *err)
+{
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "launch", "pipe: %s", strerror(errno));
+    }
+    report[1] = gp__above_stdio(report[1]);
+    plan->report_fd = report[1];
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(report[0]);
+        gp__child_run(plan);
+    }
+    close(report[1]);
+    if (pid < 0) {
+        close(report[0]);
+        return gp_error_set(err, GP_ERR_CONFLICT, "launch", "fork: %s", strerror(errno));
+    }
+    gp__child_failure failure;
+    ssize_t n;
+    do {
+        n = read(report[0], &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == (ssize_t)sizeof failure) {
+        waitpid(pid, NULL, 0);
+        gp_err code = failure.step == GP__STEP_EXEC && failure.error == ENOENT ? GP_ERR_NOT_FOUND : GP_ERR_CONFLICT;
+        return gp_error_set(err, code, failure.step == GP__STEP_WORKDIR ? "workdir" : "launch", "%s: %s",
+                            gp__step_names[failure.step], strerror(failure.error));
+    }
+    p->pid = pid;
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return GP_OK;
+}
+
+static gp_err gp__launch_prepared(const gp_launch_spec *spec, gp__child_plan *plan, gp_env *env, gp_proc *p,
+                                  gp_error *err)
+{
+    char program[4096];
+    gp_err rc = GP_OK;
+    for (size_t i = 0; spec->envp && spec->envp[i] && rc == GP_OK; i++) {
+        rc = gp_env_put(env, spec->envp[i], err);
+    }
+    if (rc == GP_OK) rc = gp__resolve_user(spec, plan, env, p, err);
+    if (rc == GP_OK) rc = gp__resolve_program(spec->argv[0], gp_env_get(env, "PATH"), program, sizeof program, err);
+    if (rc == GP_OK) rc = gp__make_workdir(spec->workdir, plan, err);
+    if (rc == GP_OK) rc = gp__open_stdio(spec, plan, err);
+    if (rc == GP_OK) rc = gp__make_cgroup(spec, p, err);
+    if (rc == GP_OK) {
+        plan->program = program;
+        plan->argv = spec->argv;
+        plan->envp = env->vars;
+        plan->workdir = spec->workdir;
+        plan->cgroup = p->cgroup;
+        rc = gp__fork_exec(plan, p, err);
+    }
+    return rc;
+}
+
+gp_err gp_launch(const gp_launch_spec *spec, gp_proc **out, gp_error *err)
+{
+    if (!spec->argv || !spec->argv[0] || !spec->argv[0][0]) {
+        return gp_error_set(err, GP_ERR_INVALID, "argv", "a program to run is needed");
+    }
+    if (!spec->workdir) {
+        return gp_error_set(err, GP_ERR_INVALID, "workdir", "a working directory is needed");
+    }
+    gp_proc *p = calloc(1, sizeof *p);
+    if (!p) {
+        return gp_error_set(err, GP_ERR_NOMEM, "launch", "out of memory");
+    }
+    p->pidfd = -1;
+    p->deadline = -1;
+    gp__child_plan plan = {.stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
+    gp_env env = {0};
+    gp_err rc = gp__launch_prepared(spec, &plan, &env, p, err);
+    gp__close_stdio(&plan);
+    gp_env_free(&env);
+    if (rc != GP_OK) {
+        gp_cgroup_destroy(p->cgroup, NULL);
+        free(p);
+        return rc;
+    }
+    *out = p;
+    return GP_OK;
+}
+
+pid_t gp_proc_pid(const gp_proc *p)
+{
+    return p->pid;
+}
+
+int gp_proc_fd(const gp_proc *p)
+{
+    return p->pidfd;
+}
+
+const char *gp_proc_note(const gp_proc *p)
+{
+    return p->note;
+}
+
+const gp_cgroup *gp_proc_cgroup(const gp_proc *p)
+{
+    return p->cgroup;
+}
+
+gp_err gp_proc_signal(gp_proc *p, int sig, gp_error *err)
+{
+    if (p->ended || kill(-p->pid, sig) != 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "signal", "replica %d: %s", (int)p->pid,
+                            p->ended ? "already ended" : strerror(errno));
+    }
+    return GP_OK;
+}
+
+void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop_cause cause)
+{
+    if (p->ended) {
+        return;
+    }
+    int64_t deadline = now_ms + (grace_ms > 0 ? grace_ms : 0);
+    if (p->deadline < 0 || deadline < p->deadline) {
+        p->deadline = deadline;
+    }
+    if (cause == GP_STOP_TIME_LIMIT || !p->stopping) {
+        p->cause = cause;
+    }
+    p->stopping = true;
+    kill(-p->pid, sig);
+}
+
+int64_t gp_proc_deadline(const gp_proc *p)
+{
+    return p->ended || p->tree_killed ? -1 : p->deadline;
+}
+
+/* SIGKILL to everything of the replica: the cgroup, and the process group. */
+static void gp__kill_tree(gp_proc *p)
+{
+    kill(-p->pid, SIGKILL);
+    if (p->cgroup) {
+        gp_cgroup_kill(p->cgroup);
+    }
+}
+
+static gp_exit gp__classify(const gp_proc *p, bool oom)
+{
+    gp_exit end = {GP_EXIT_EXITED, -1, 0};
+    if (WIFEXITED(p->status)) {
+        end.code = WEXITSTATUS(p->status);
+    } else if (WIFSIGNALED(p->status)) {
+        end.signal = WTERMSIG(p->status);
+        end.reason = GP_EXIT_SIGNALLED;
+    }
+    if (oom) {
+        end.reason = GP_EXIT_OOM;
+    } else if (p->stopping && p->cause == GP_STOP_TIME_LIMIT) {
+        end.reason = GP_EXIT_TIME_LIMIT;
+    } else if (p->tree_killed) {
+        end.reason = GP_EXIT_KILLED_AFTER_GRACE;
+    }
+    return end;
+}
+
+/* The main process is reaped: kill the rest, read the OOM count, remove the cgroup. */
+static void gp__finish(gp_proc *p)
+{
+    gp__kill_tree(p);
+    bool oom = p->cgroup && gp_cgroup_oom_killed(p->cgroup);
+    p->end = gp__classify(p, oom);
+    gp_error err;
+    if (gp_cgroup_destroy(p->cgroup, &err) != GP_OK) {
+        gp__note(p, err.message);
+    }
+    p->cgroup = NULL;
+    if (p->pidfd >= 0) {
+        close(p->pidfd);
+        p->pidfd = -1;
+    }
+    p->ended = true;
+}
+
+bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_exit *out)
+{
+    if (!p->ended && !p->reaped && waitpid(p->pid, &p->status, WNOHANG) == p->pid) {
+        p->reaped = true;
+    }
+    if (!p->ended && !p->reaped && !p->tree_killed && p->deadline >= 0 && now_ms >= p->deadline) {
+        p->tree_killed = true;
+        gp__kill_tree(p);
+        if (waitpid(p->pid, &p->status, WNOHANG) == p->pid) {
+            p->reaped = true;
+        }
+    }
+    if (!p->ended && p->reaped) {
+        gp__finish(p);
+    }
+    if (p->ended) {
+        *out = p->end;
+    }
+    return p->ended;
+}
+
+void gp_proc_free(gp_proc *p)
+{
+    if (!p) {
+        return;
+    }
+    if (!p->ended) {
+        if (!p->reaped) {
+            gp__kill_tree(p);
+            waitpid(p->pid, &p->status, 0);
+            p->reaped = true;
+        }
+        gp__finish(p);
+    }
+    free(p);
+}

@@ -1,0 +1,123 @@
+/* launch.h - start one replica, stop it, and learn how it ended.
+ *
+ * gp_launch forks and execs the replica:
+ *   - in its own session and process group (setsid), so a signal reaches
+ *     the whole tree it starts;
+ *   - in its own cgroup (cgroup.h) when the caller gives a host with
+ *     cgroups: limits from the spec, devices limited to the default table
+ *     plus the spec's device nodes (devices.h); the child joins the group
+ *     before exec, so nothing it starts escapes;
+ *   - as spec->user when the agent runs as root (setgroups to the user's
+ *     groups, setgid, setuid), otherwise as the agent's own user (the
+ *     note says so);
+ *   - in spec->workdir (created, 0750, owned by the user, when missing);
+ *   - stdin /dev/null, stdout and stderr appended to the log files
+ *     (created 0640, not through a symbolic link);
+ *   - with exactly spec->envp (gp_env_for_replica builds it) plus HOME,
+ *     USER, LOGNAME, SHELL (from the user's passwd entry) and PATH
+ *     (/usr/local/bin:/usr/bin:/bin) when envp lacks them;
+ *   - with no descriptor of the agent's open (everything past 2 is closed
+ *     at exec).
+ * A failure before exec (no such user, program or folder, a limit
+ * refused) is an error from gp_launch itself, nothing is left running.
+ *
+ * Ends, without threads (from an event loop): gp_proc_fd is a pidfd that
+ * polls readable when the main process exits; gp_proc_poll reaps it.
+ *
+ *   gp_proc_stop(p, SIGTERM, now, 30000, GP_STOP_REQUESTED);
+ *   ... poll() on gp_proc_fd(p), waking by gp_proc_deadline(p) ...
+ *   if (gp_proc_poll(p, now, &end)) report(end.reason, end.code, end.signal);
+ *
+ * The stop signals the process group; at the deadline gp_proc_poll kills
+ * the whole tree (cgroup.kill, the v1 freezer walk, or SIGKILL to the
+ * process group without a cgroup).  When the main process is gone, what
+ * is left of the tree is killed, and the end's reason is, first match:
+ *   oom                the kernel OOM-killed a process of the replica
+ *   time_limit         the stop was for the job's time limit
+ *   killed_after_grace the grace ran out and the tree was killed
+ *   exited             exit(code)
+ *   signalled          a signal ended it (signal)
+ *
+ * Ownership: gp_launch allocates a gp_proc (which owns the replica's
+ * cgroup); gp_proc_free kills what is left, reaps, removes the cgroup and
+ * frees it.  The spec's strings are only read during gp_launch.
+ */
+#ifndef GP_AGENT_LAUNCH_H
+#define GP_AGENT_LAUNCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/cgroup.h"
+#include "util/error.h"
+
+typedef struct gp_launch_spec {
+    char *const *argv;         /* NULL-terminated; argv[0] without '/' is looked up on envp's PATH */
+    char *const *envp;         /* "NAME=value", NULL-terminated (gp_env.vars) */
+    const char *user;          /* the job's user; NULL: the agent's user */
+    const char *workdir;       /* absolute */
+    const char *stdout_path;   /* appended; may equal stderr_path */
+    const char *stderr_path;
+    const gp_cgroup_host *cgroups; /* NULL or layout none: no cgroup, no limits */
+    const char *cgroup_name;   /* the replica's group under cgroups->parent: "job42-r0" */
+    gp_cgroup_limits limits;
+    bool isolate_devices;      /* needs cgroups: only the default table and device_paths open */
+    const char *const *device_paths; /* the GPU nodes allowed, NULL-terminated; NULL for none */
+} gp_launch_spec;
+
+typedef enum gp_exit_reason {
+    GP_EXIT_EXITED = 0,
+    GP_EXIT_SIGNALLED,
+    GP_EXIT_OOM,
+    GP_EXIT_KILLED_AFTER_GRACE,
+    GP_EXIT_TIME_LIMIT
+} gp_exit_reason;
+
+typedef enum gp_stop_cause { GP_STOP_REQUESTED = 0, GP_STOP_TIME_LIMIT } gp_stop_cause;
+
+typedef struct gp_exit {
+    gp_exit_reason reason;
+    int code;   /* exit status when the main process exited, else -1 */
+    int signal; /* the signal that ended it, else 0 */
+} gp_exit;
+
+typedef struct gp_proc gp_proc;
+
+/* Starts the replica.  GP_ERR_INVALID (field "argv", "workdir", "user",
+ * "devices", "cgroup", ...) for a bad spec, GP_ERR_NOT_FOUND for a missing
+ * user or program, GP_ERR_CONFLICT when the system refuses (the message
+ * names the step and the errno). */
+gp_err gp_launch(const gp_launch_spec *spec, gp_proc **out, gp_error *err);
+
+pid_t gp_proc_pid(const gp_proc *p);
+/* A pidfd, readable once the main process has exited; -1 on kernels
+ * without pidfd_open (then call gp_proc_poll on SIGCHLD). */
+int gp_proc_fd(const gp_proc *p);
+/* What the launch could not do as asked ("running as agent user nobody:
+ * the agent is not root"; "no cgroups on this host"), or "". */
+const char *gp_proc_note(const gp_proc *p);
+/* The replica's cgroup, NULL without one. */
+const gp_cgroup *gp_proc_cgroup(const gp_proc *p);
+
+/* Sends sig to the replica's process group now.  GP_ERR_CONFLICT (ESRCH)
+ * when nothing is left to signal. */
+gp_err gp_proc_signal(gp_proc *p, int sig, gp_error *err);
+/* Signals the process group with sig and kills the whole tree at
+ * now_ms + grace_ms (0: at the next gp_proc_poll).  A second stop keeps the
+ * earlier deadline; a time-limit cause sticks.  Times are the caller's
+ * monotonic milliseconds. */
+void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop_cause cause);
+/* When gp_proc_poll must next be called for a pending kill, or -1. */
+int64_t gp_proc_deadline(const gp_proc *p);
+/* Reaps without blocking; kills the tree when the deadline has passed.
+ * true once the replica has ended: *out is filled, the tree is gone and
+ * the cgroup removed (again true, same *out, on later calls). */
+bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_exit *out);
+/* Kills what is left, reaps, removes the cgroup, frees p (NULL is fine). */
+void gp_proc_free(gp_proc *p);
+
+/* "exited", "signalled", "oom", "killed_after_grace", "time_limit". */
+const char *gp_exit_reason_name(gp_exit_reason reason);
+
+#endif
