@@ -134,7 +134,8 @@ def snapshot(d):
         "usage": [(u["tenant"], u["gpu_type"], u["class"])
                   for u in d.ok("GET", "/v1/usage?to=%d" % (time.time() + 86400))["usage"]],
         "nodes": [(n["name"], n["gpus_free"], n["draining"]) for n in d.ok("GET", "/v1/nodes")["nodes"]],
-        "tokens": d.ok("GET", "/v1/tokens")["tokens"],
+        # last use is kept to the minute, best effort (auth.h): not part of what a restart must keep
+        "tokens": [{k: v for k, v in t.items() if k != "last_used"} for t in d.ok("GET", "/v1/tokens")["tokens"]],
     }
 
 
