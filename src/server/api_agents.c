@@ -549,7 +549,10 @@ static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *r
     }
     if (rep->what == REPORT_CHECKPOINTED)
         return gp_journal_checkpointed(&srv->journal, rep->exit.job_id, now, err);
-    return gp_journal_replica_exit(&srv->journal, &rep->exit, now, err);
+    gp_err rc = gp_journal_replica_exit(&srv->journal, &rep->exit, now, err);
+    if (rc == GP_OK && !srv->journal.last_logged)
+        *note = "counted already";
+    return rc;
 }
 
 /* One report's result (applied, or why not) into results. */

@@ -262,6 +262,7 @@ static gp_err journal_event(gp_journal *j, const gp_event *ev, gp_error *err)
         return rc;
     if (j->observe)
         j->observe(j->observe_ctx, j->engine, ev);
+    j->last_logged = logged;
     if (logged)
         rc = append(j, ev, err);
     if (rc == GP_OK)

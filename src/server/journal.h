@@ -44,6 +44,7 @@ typedef struct gp_journal {
     int64_t events_replayed;
     int64_t events_differing; /* at open: events whose decisions differ from the recorded ones */
     int64_t first_differing;  /* the seq of the first of them, 0 when none */
+    bool last_logged;         /* the last accepted event went into the log (false: it changed nothing) */
     gp_journal_observer observe; /* NULL = none */
     void *observe_ctx;
 } gp_journal;
