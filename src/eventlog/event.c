@@ -17,8 +17,12 @@
 
 static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "submit",    "cancel",     "tenant_set", "tenant_remove", "node_add", "node_lost",
-    "node_drain", "pool_set", "tick",       "clock_resolution",
+    "node_drain", "pool_set", "tick",       "clock_resolution", "replica_exit", "checkpointed",
+    "gpu_health",
 };
+
+static const char *const EXIT_REASON_NAMES[GP_EXIT_REASONS] = {"exited", "signalled", "oom", "killed_after_grace",
+                                                               "time_limit"};
 
 /* What a decoded event points into. */
 struct gp__event_storage {
@@ -26,6 +30,7 @@ struct gp__event_storage {
     gp_tenant_spec tenant;
     gp_node_request node;
     gp_pool_spec pool;
+    gp_replica_exit exit;
     char path[GP_PATH_MAX];
     char name[GP_NAME_MAX];
 };
@@ -45,7 +50,37 @@ gp_err gp_event_kind_parse(const char *name, gp_event_kind *out, gp_error *err)
     return gp_error_set(err, GP_ERR_INVALID, "kind", "unknown event kind %s", name ? name : "(none)");
 }
 
+const char *gp_exit_reason_name(gp_exit_reason r)
+{
+    return r >= 0 && r < GP_EXIT_REASONS ? EXIT_REASON_NAMES[r] : NULL;
+}
+
+bool gp_exit_reason_parse(const char *name, gp_exit_reason *out)
+{
+    for (int r = 0; name && r < GP_EXIT_REASONS; r++)
+        if (strcmp(name, EXIT_REASON_NAMES[r]) == 0) {
+            *out = (gp_exit_reason)r;
+            return true;
+        }
+    return false;
+}
+
+bool gp_replica_exit_failed(const gp_replica_exit *x)
+{
+    return x->reason != GP_EXIT_REASON_EXITED || x->exit_code != 0 || x->signal != 0;
+}
+
 /* ---- encode ---- */
+
+static json_t *replica_exit_payload(const gp_replica_exit *x)
+{
+    const char *reason = gp_exit_reason_name(x->reason);
+    if (!reason)
+        return NULL;
+    return json_pack("{s:I, s:i, s:I, s:s, s:i, s:i, s:s}", "id", (json_int_t)x->job_id, "replica", x->replica,
+                     "bind_time", (json_int_t)x->bind_time, "node", x->node, "exit_code", x->exit_code, "signal",
+                     x->signal, "reason", reason);
+}
 
 json_t *gp_event_payload(const gp_event *ev)
 {
@@ -60,6 +95,10 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_POOL_SET: return gp_pool_to_json(ev->name, ev->pool);
     case GP_EV_TICK: return json_object();
     case GP_EV_CLOCK_RESOLUTION: return json_pack("{s:I}", "seconds", (json_int_t)ev->seconds);
+    case GP_EV_REPLICA_EXIT: return replica_exit_payload(ev->exit);
+    case GP_EV_CHECKPOINTED: return json_pack("{s:I}", "id", (json_int_t)ev->job_id);
+    case GP_EV_GPU_HEALTH:
+        return json_pack("{s:s, s:i, s:b}", "name", ev->name, "gpu", ev->gpu_index, "healthy", ev->healthy);
     default: return NULL;
     }
 }
@@ -102,6 +141,7 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
     gp_err rc;
     switch (ev->kind) {
     case GP_EV_CANCEL:
+    case GP_EV_CHECKPOINTED:
         if ((rc = expect_keys(p, ID, 1, err)) || (rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &n, err)))
             return rc;
         ev->job_id = (uint64_t)n;
@@ -145,6 +185,53 @@ static gp_err decode_tenant_set(const json_t *p, gp_event *ev, gp__event_storage
     return rc;
 }
 
+static gp_err decode_gpu_health(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    static const char *const KEYS[] = {"name", "gpu", "healthy"};
+    int64_t gpu = 0;
+    gp_err rc = expect_keys(p, KEYS, 3, err);
+    if (rc == GP_OK)
+        rc = gp_json_string(json_object_get(p, "name"), "name", GP_NAME_MAX - 1, st->name, GP_NAME_MAX, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "gpu"), "gpu", 0, GP_MAX_GPUS_PER_NODE - 1, &gpu, err);
+    if (rc == GP_OK)
+        rc = gp_json_bool(json_object_get(p, "healthy"), "healthy", &ev->healthy, err);
+    ev->name = st->name;
+    ev->gpu_index = (int)gpu;
+    return rc;
+}
+
+gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
+{
+    static const char *const KEYS[] = {"id", "replica", "bind_time", "node", "exit_code", "signal", "reason"};
+    int64_t id = 0, replica = 0, bind_time = 0, code = 0, sig = 0;
+    char reason[32];
+    gp_err rc = expect_keys(p, KEYS, 7, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "replica"), "replica", 0, GP_MAX_REPLICAS - 1, &replica, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "bind_time"), "bind_time", 0, INT64_MAX, &bind_time, err);
+    if (rc == GP_OK)
+        rc = gp_json_string(json_object_get(p, "node"), "node", GP_NAME_MAX - 1, x->node, sizeof x->node, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "exit_code"), "exit_code", 0, 255, &code, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "signal"), "signal", 0, 64, &sig, err);
+    if (rc == GP_OK)
+        rc = gp_json_string(json_object_get(p, "reason"), "reason", sizeof reason - 1, reason, sizeof reason, err);
+    if (rc == GP_OK && !gp_exit_reason_parse(reason, &x->reason))
+        rc = gp_error_set(err, GP_ERR_INVALID, "reason",
+                          "reason must be exited, signalled, oom, killed_after_grace or time_limit, got %s", reason);
+    x->job_id = (uint64_t)id;
+    x->replica = (int)replica;
+    x->bind_time = bind_time;
+    x->exit_code = (int)code;
+    x->signal = (int)sig;
+    return rc;
+}
+
 static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
 {
     gp_err rc;
@@ -165,6 +252,10 @@ static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *s
         ev->name = st->name;
         ev->pool = &st->pool;
         return gp_pool_parse(p, st->name, &st->pool, err);
+    case GP_EV_REPLICA_EXIT:
+        ev->exit = &st->exit;
+        return gp_replica_exit_parse(p, &st->exit, err);
+    case GP_EV_GPU_HEALTH: return decode_gpu_health(p, ev, st, err);
     default: return decode_small(p, ev, st, err);
     }
 }

@@ -17,11 +17,18 @@
  *   pool_set          <gp_pool_to_json> (the pool's name inside)
  *   tick              {}
  *   clock_resolution  {"seconds": 1}
+ *   replica_exit      {"id": 7, "replica": 0, "bind_time": 1795517790, "node": "h100-a-0",
+ *                      "exit_code": 0, "signal": 0, "reason": "exited"}   (a node agent's report)
+ *   checkpointed      {"id": 7}
+ *   gpu_health        {"name": "h100-a-0", "gpu": 3, "healthy": false}
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
  * written by gpupoold before the codec existed are version 1 (the format
- * did not change).  docs/event-log.md keeps the list.
+ * did not change).  The last three kinds came with node agents; they are
+ * new kinds, not a new version of old ones, so every version-1 payload
+ * still reads as before (a build without them refuses the kind by name).
+ * docs/event-log.md keeps the list.
  *
  * Decoding is strict (unknown or missing fields, wrong types, values out
  * of range: GP_ERR_INVALID naming the field, the message naming the kind),
@@ -60,22 +67,59 @@ typedef enum gp_event_kind {
     GP_EV_POOL_SET,
     GP_EV_TICK,
     GP_EV_CLOCK_RESOLUTION,
+    GP_EV_REPLICA_EXIT,
+    GP_EV_CHECKPOINTED,
+    GP_EV_GPU_HEALTH,
     GP_EV_KINDS
 } gp_event_kind;
 
 typedef struct gp__event_storage gp__event_storage;
+
+/* Why a replica's processes ended, as its node agent reports it. */
+typedef enum gp_exit_reason {
+    GP_EXIT_REASON_EXITED = 0,         /* the process exited by itself (exit_code) */
+    GP_EXIT_REASON_SIGNALLED,          /* killed by a signal it was not sent by the agent (signal) */
+    GP_EXIT_REASON_OOM,                /* killed for going over its memory limit */
+    GP_EXIT_REASON_KILLED_AFTER_GRACE, /* asked to stop, still running at the kill deadline */
+    GP_EXIT_REASON_TIME_LIMIT,         /* ran past its time limit */
+    GP_EXIT_REASONS
+} gp_exit_reason;
+
+/* One replica's end (replica_exit).  bind_time names the run: a report
+ * about an earlier run of a requeued job is recognised as stale. */
+typedef struct gp_replica_exit {
+    uint64_t job_id;
+    int replica;
+    int64_t bind_time;
+    char node[GP_NAME_MAX];
+    int exit_code;                     /* 0..255 */
+    int signal;                        /* 0 = none, else 1..64 */
+    gp_exit_reason reason;
+} gp_replica_exit;
+
+/* Did the replica end in failure (anything but exit code 0 by itself)? */
+bool gp_replica_exit_failed(const gp_replica_exit *x);
+/* Reads a replica_exit payload (strict, as every decoder here). */
+gp_err gp_replica_exit_parse(const json_t *payload, gp_replica_exit *out, gp_error *err);
+/* "exited", "signalled", ... ; NULL for a bad value. */
+const char *gp_exit_reason_name(gp_exit_reason r);
+/* false when name is not a reason. */
+bool gp_exit_reason_parse(const char *name, gp_exit_reason *out);
 
 /* One event; only the fields of its kind are read. */
 typedef struct gp_event {
     gp_event_kind kind;
     int64_t time;
     gp_job_request *job;          /* submit (job->spec.id set) */
-    uint64_t job_id;              /* cancel */
+    uint64_t job_id;              /* cancel, checkpointed */
     const char *path;             /* tenant_set, tenant_remove */
     const gp_tenant_spec *tenant; /* tenant_set */
     const gp_node_spec *node;     /* node_add */
-    const char *name;             /* node_lost, node_drain: the node; pool_set: the pool */
+    const char *name;             /* node_lost, node_drain, gpu_health: the node; pool_set: the pool */
     bool drain;                   /* node_drain */
+    int gpu_index;                /* gpu_health */
+    bool healthy;                 /* gpu_health */
+    const gp_replica_exit *exit;  /* replica_exit */
     const gp_pool_spec *pool;     /* pool_set */
     int64_t seconds;              /* clock_resolution */
     gp__event_storage *storage;   /* what gp_event_decode allocated; NULL for caller-made events */

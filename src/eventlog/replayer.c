@@ -38,6 +38,7 @@ void gp_replayer_free(gp_replayer *r)
 {
     gp_engine_free(r->engine);
     json_decref(r->pools);
+    gp_exits_free(&r->exits);
     free(r->touched);
     memset(r, 0, sizeof *r);
 }
@@ -147,6 +148,9 @@ gp_err gp_replayer_apply(gp_replayer *r, const gp_event *ev, gp_apply_mode mode,
     case GP_EV_POOL_SET: rc = apply_pool_set(r, ev, logged, err); break;
     case GP_EV_TICK: rc = apply_tick(r, ev, logged, err); break;
     case GP_EV_CLOCK_RESOLUTION: rc = apply_clock_resolution(r, ev, logged, err); break;
+    case GP_EV_REPLICA_EXIT: rc = gp_exits_apply(&r->exits, e, ev->exit, ev->time, logged, err); break;
+    case GP_EV_CHECKPOINTED: rc = gp_engine_job_checkpointed(e, ev->job_id, ev->time, err); break;
+    case GP_EV_GPU_HEALTH: rc = gp_engine_gpu_health(e, ev->name, ev->gpu_index, ev->healthy, ev->time, err); break;
     default: rc = gp_error_set(err, GP_ERR_INVALID, "kind", "unknown event kind %d", (int)ev->kind);
     }
     if (rc == GP_OK)
@@ -168,6 +172,7 @@ void gp_replayer_settle(gp_replayer *r)
         gp_job_info info;
         if (gp_engine_job_info(r->engine, r->touched[i], &info, NULL) == GP_OK && is_final(info.state))
             gp_engine_job_forget(r->engine, r->touched[i], NULL);
+        gp_exits_settle(&r->exits, r->engine, r->touched[i]);
     }
     r->n_touched = 0;
     gp_engine_decisions_clear(r->engine);

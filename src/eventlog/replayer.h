@@ -10,7 +10,11 @@
  *     something a later event can see (gp_engine_changes);
  *   - replay only: a tenant_set that asks for "trusted" below an untrusted
  *     ancestor (logs from before trust was a floor) is applied as
- *     "inherit", the only reading the floor permits (trust_floor_applied).
+ *     "inherit", the only reading the floor permits (trust_floor_applied);
+ *   - replica_exit: a node agent's report of one replica's end, counted
+ *     per gang (exits.h), finishes the job once the gang has ended or a
+ *     replica failed; a report that counts nothing is not logged;
+ *   - checkpointed and gpu_health go to the engine as they are.
  * The event's decisions are then in the engine (gp_engine_decisions) for
  * the caller to record; gp_replayer_settle forgets the jobs that reached a
  * final state and clears the decisions, so the engine holds only live jobs.
@@ -28,6 +32,7 @@
 #define GP_EVENTLOG_REPLAYER_H
 
 #include "eventlog/event.h"
+#include "eventlog/exits.h"
 
 typedef enum gp_apply_mode { GP_APPLY_LIVE = 0, GP_APPLY_REPLAY } gp_apply_mode;
 
@@ -35,6 +40,7 @@ typedef struct gp_replayer {
     gp_engine *engine;
     uint64_t next_job_id;      /* the id the next live submit gets */
     json_t *pools;             /* pool name -> its settings as last applied */
+    gp_exits exits;            /* replicas of running gangs that have ended */
     uint64_t *touched;         /* jobs the pending decisions name, each once, first seen first */
     size_t n_touched, cap_touched;
     bool trust_floor_applied;  /* the last apply read "trusted" as "inherit" (replay only) */

@@ -4,7 +4,7 @@
  * body, authenticated principal, request id), router.c calls the handler
  * its route names, and http.c sends whatever the handler put into
  * status/reply (api_request.c's helpers put it there).  Handlers
- * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c) run on the API
+ * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c) run on the API
  * thread: they validate everything they can there, then hand the engine
  * thread an op (gp_api_run_op) for anything that touches the engine or
  * writes the store, or read committed rows through a reader connection.
@@ -117,8 +117,14 @@ void gp_api_tenants_apply(gp_request *r);
 void gp_api_tenants_move(gp_request *r);
 
 void gp_api_nodes_list(gp_request *r);
+void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
+
+void gp_api_agent_register(gp_request *r);                       /* api_agents.c */
+void gp_api_agent_assignments(gp_request *r, const char *node);
+void gp_api_agent_heartbeat(gp_request *r, const char *node);
+void gp_api_agent_reports(gp_request *r, const char *node);
 
 void gp_api_audit_list(gp_request *r);
 void gp_api_audit_verify(gp_request *r);

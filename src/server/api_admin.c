@@ -16,6 +16,12 @@
  * answers "expires": created + 30 days; from then on it gets 401 "token
  * alice-ci (id ...) expired at 2026-12-24T10:00:00Z; ...".
  *
+ * A join token (role "join", admin only) registers node agents and does
+ * nothing else; without ttl_s it expires after JOIN_TOKEN_TTL_S (1 hour),
+ * and it may register any number of nodes until then.  Node credentials
+ * (role "node") are made only by a registration (api_agents.c): asking for
+ * one here is 400.
+ *
  * Audit: admin and auditor read the chain and ask for a verification,
  * which recomputes every hash and names the first broken link.
  *
@@ -41,6 +47,9 @@ typedef struct token_arg {
     char id[GP_TOKEN_ID_LEN + 1];
     int64_t ttl_s; /* -1 = not given */
 } token_arg;
+
+/* A join token's life when created without ttl_s: a rack is joined in an hour. */
+#define JOIN_TOKEN_TTL_S 3600
 
 /* Ten years: a longer life is no expiry, and its sum with now stays small. */
 #define TOKEN_TTL_MAX_S (3650 * INT64_C(86400))
@@ -68,7 +77,10 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
         return;
     }
     char secret[GP_TOKEN_SECRET_LEN + 1], hash[65];
-    int64_t ttl = a->ttl_s >= 0 ? a->ttl_s : role == GP_ROLE_MEMBER ? srv->cfg.member_token_ttl_s : 0;
+    int64_t ttl = a->ttl_s >= 0              ? a->ttl_s
+                  : role == GP_ROLE_MEMBER ? srv->cfg.member_token_ttl_s
+                  : role == GP_ROLE_JOIN   ? JOIN_TOKEN_TTL_S
+                                           : 0;
     gp_store_token t = {.id = a->id,
                         .hash_hex = hash,
                         .name = a->name,
@@ -117,7 +129,12 @@ static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
     if (rc == GP_OK && !a->name[0])
         rc = gp_error_set(err, GP_ERR_INVALID, "name", "a token needs a name");
     else if (rc == GP_OK && !gp_role_parse(a->role, &role))
-        rc = gp_error_set(err, GP_ERR_INVALID, "role", "role must be admin, operator, auditor, tenant-admin or member");
+        rc = gp_error_set(err, GP_ERR_INVALID, "role",
+                          "role must be admin, operator, auditor, tenant-admin, member or join");
+    else if (rc == GP_OK && role == GP_ROLE_NODE)
+        rc = gp_error_set(err, GP_ERR_INVALID, "role",
+                          "node credentials are made by registering a node (POST /v1/agents:register with a join"
+                          " token), not by hand");
     else if (rc == GP_OK && role_needs_scope(role) && !a->scope[0])
         rc = gp_error_set(err, GP_ERR_INVALID, "scope", "role %s needs a scope (a tenant path)", a->role);
     else if (rc == GP_OK && !role_needs_scope(role) && a->scope[0])

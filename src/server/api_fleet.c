@@ -1,7 +1,9 @@
-/* api_fleet.c - GET /v1/nodes, POST /v1/nodes/{name}/drain, GET /v1/usage.
+/* api_fleet.c - GET /v1/nodes, GET /v1/nodes/{name}, POST
+ * /v1/nodes/{name}/drain, GET /v1/usage.
  *
- * Nodes are the engine's view of the fleet (until node agents exist, the
- * nodes of --fleet, all up).  Every role may list them -- capacity is not
+ * Nodes are the engine's view of the fleet: the nodes of --fleet and the
+ * nodes node agents registered; one node's view adds what its agent said
+ * in its last heartbeat (what runs, the GPUs' telemetry).  Every role may list them -- capacity is not
  * a secret -- but which job holds a GPU is shown only to roles that see
  * every tenant.  Draining is for admin and operator.
  *
@@ -37,6 +39,18 @@ static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
     return o;
 }
 
+static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jobs)
+{
+    json_t *gpus = json_array();
+    for (int g = 0; g < n->gpu_count; g++)
+        json_array_append_new(gpus, gpu_view(e, n->gpu_first + (uint32_t)g, show_jobs));
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "name", n->name, "zone",
+                     n->zone, "block", n->block, "gpu_type", gp_engine_gpu_type_name(e, n->type), "gpu_count",
+                     n->gpu_count, "gpus_free", n->gpus_free, "gpus_healthy", n->gpus_healthy, "up", n->up, "draining",
+                     n->draining, "cpu_millis", (json_int_t)n->cpu_millis, "cpu_used", (json_int_t)n->cpu_used,
+                     "mem_mib", (json_int_t)n->mem_mib, "mem_used", (json_int_t)n->mem_used, "gpus", gpus);
+}
+
 static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
@@ -45,18 +59,8 @@ static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
     json_t *list = json_array();
     for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
         gp_node_info n;
-        if (!gp_engine_node_get(e, i, &n))
-            continue;
-        json_t *gpus = json_array();
-        for (int g = 0; g < n.gpu_count; g++)
-            json_array_append_new(gpus, gpu_view(e, n.gpu_first + (uint32_t)g, show_jobs));
-        json_array_append_new(
-            list, json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "name", n.name,
-                            "zone", n.zone, "block", n.block, "gpu_type", gp_engine_gpu_type_name(e, n.type),
-                            "gpu_count", n.gpu_count, "gpus_free", n.gpus_free, "gpus_healthy", n.gpus_healthy, "up",
-                            n.up, "draining", n.draining, "cpu_millis", (json_int_t)n.cpu_millis, "cpu_used",
-                            (json_int_t)n.cpu_used, "mem_mib", (json_int_t)n.mem_mib, "mem_used",
-                            (json_int_t)n.mem_used, "gpus", gpus));
+        if (gp_engine_node_get(e, i, &n))
+            json_array_append_new(list, node_view(e, &n, show_jobs));
     }
     gp_op_reply(op, 200, json_pack("{s:o}", "nodes", list));
 }
@@ -67,6 +71,37 @@ void gp_api_nodes_list(gp_request *r)
     if (!gp_api_query_only(r, allowed))
         return;
     gp_op op = {.run = nodes_run};
+    gp_api_run_op(r, &op);
+}
+
+/* One node, with what its agent last said (agents.h) under "agent"
+ * (null for a node without one). */
+static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    const gp_engine *e = srv->journal.engine;
+    const char *name = op->arg;
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
+        gp_node_info n;
+        if (!gp_engine_node_get(e, i, &n) || strcmp(n.name, name) != 0)
+            continue;
+        json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
+        json_t *agent = gp_agents_view(&srv->agents, name);
+        json_object_set_new(view, "agent", agent ? agent : json_null());
+        gp_op_reply(op, 200, view);
+        return;
+    }
+    gp_error err;
+    gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
+    gp_op_fail(op, &err);
+}
+
+void gp_api_node_get(gp_request *r, const char *name)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    gp_op op = {.run = node_get_run, .arg = (void *)name};
     gp_api_run_op(r, &op);
 }
 

@@ -13,8 +13,8 @@
  * and placement are then taken from the engine, which is never behind the
  * store (the engine thread answers reads after its commit).
  *
- * Until node agents exist nothing executes a bound job: every answer for a
- * placed job says so in "execution".
+ * A job placed on a node without an agent (a --fleet node) is booked, not
+ * run: every answer for such a job says so in "execution".
  */
 #include "server/api.h"
 
@@ -24,7 +24,8 @@
 #include <string.h>
 
 static const char EXECUTION_NOTE[] =
-    "not executed: no node agent (gpupool-agent) is connected yet; the GPUs are booked for the job, nothing runs";
+    "not executed: a node of this job has no node agent (gpupool-agent), only a --fleet entry; the GPUs are booked"
+    " for the job, nothing runs there";
 
 json_t *gp_api_job_view(json_t *row)
 {
@@ -41,10 +42,16 @@ json_t *gp_api_job_view(json_t *row)
     return view;
 }
 
-static void add_execution_note(json_t *view)
+static void add_execution_note(gp_server *srv, json_t *view)
 {
     json_t *placement = json_object_get(view, "placement");
-    if (json_is_array(placement) && json_array_size(placement) > 0)
+    size_t i;
+    json_t *rep;
+    bool agentless = false;
+    json_array_foreach(placement, i, rep) {
+        agentless = agentless || !gp_agents_has_agent(&srv->agents, json_string_value(json_object_get(rep, "node")));
+    }
+    if (agentless)
         json_object_set_new(view, "execution", json_string(EXECUTION_NOTE));
 }
 
@@ -107,7 +114,7 @@ static void submit_finish(gp_server *srv, gp_op *op, int64_t now)
     gp_job_request *req = op->arg;
     json_t *view = gp_job_request_to_json(req);
     gp_journal_job_live(&srv->journal, req->spec.id, view);
-    add_execution_note(view);
+    add_execution_note(srv, view);
     gp_op_reply(op, 201, view);
 }
 
@@ -231,7 +238,7 @@ void gp_api_jobs_list(gp_request *r)
     if (any_live)
         overlay_live(r, jobs);
     json_array_foreach(jobs, i, row)
-        add_execution_note(row);
+        add_execution_note(r->srv, row);
     json_object_set_new(out, "jobs", jobs);
     gp_api_reply(r, 200, out);
 }
@@ -262,7 +269,7 @@ void gp_api_job_get(gp_request *r, const char *text)
         overlay_live(r, views);
     json_t *view = json_incref(json_array_get(views, 0));
     json_decref(views);
-    add_execution_note(view);
+    add_execution_note(r->srv, view);
     gp_api_reply(r, 200, view);
 }
 

@@ -23,7 +23,8 @@ struct gp_auth_entry {
     int64_t last_stored; /* seconds, -1 = never: what the store has */
 };
 
-static const char *const ROLE_NAMES[GP_ROLE_COUNT] = {"admin", "operator", "auditor", "tenant-admin", "member"};
+static const char *const ROLE_NAMES[GP_ROLE_COUNT] = {"admin",  "operator", "auditor", "tenant-admin",
+                                                           "member", "join",     "node"};
 
 const char *gp_role_name(gp_role r)
 {
@@ -224,5 +225,7 @@ bool gp_principal_sees_all(const gp_principal *p)
 
 bool gp_principal_sees(const gp_principal *p, const char *path)
 {
+    if (p->role == GP_ROLE_JOIN || p->role == GP_ROLE_NODE)
+        return false; /* a node's name is not a tenant scope */
     return gp_principal_sees_all(p) || gp_scope_covers(p->scope, path);
 }

@@ -12,6 +12,10 @@
  *   tenant-admin  scope S: jobs and usage of S's subtree, creates and changes
  *                 tenants strictly below S, tokens inside S
  *   member        scope T: submits to and sees/cancels jobs of T's subtree
+ *   join          registers nodes (POST /v1/agents:register) and nothing else;
+ *                 expires (1 h unless given a TTL)
+ *   node          scope N (a node name): the agent endpoints of node N only;
+ *                 made by a registration, never by hand
  * Anything outside a scope is answered as if it did not exist (404).
  *
  * Expiry: a token may carry an expiry (epoch seconds); from then on
@@ -41,6 +45,8 @@ typedef enum gp_role {
     GP_ROLE_AUDITOR,
     GP_ROLE_TENANT_ADMIN,
     GP_ROLE_MEMBER,
+    GP_ROLE_JOIN,
+    GP_ROLE_NODE,
     GP_ROLE_COUNT
 } gp_role;
 
@@ -51,7 +57,7 @@ typedef struct gp_principal {
     char token_id[GP_TOKEN_ID_LEN + 1];
     char name[GP_NAME_MAX];
     gp_role role;
-    char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor */
+    char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor, join; the node's name for node */
     char user[GP_NAME_MAX];  /* jobs submitted with this token run as this user ("" = none) */
     int64_t expires;         /* epoch seconds, -1 = never */
 } gp_principal;
@@ -105,7 +111,7 @@ void gp_token_hash(const char *secret, char hash_hex[65]);
 bool gp_scope_covers(const char *scope, const char *path);
 /* admin, operator, auditor: see every tenant. */
 bool gp_principal_sees_all(const gp_principal *p);
-/* May p see (read) things of tenant path? */
+/* May p see (read) things of tenant path?  Never for join and node. */
 bool gp_principal_sees(const gp_principal *p, const char *path);
 
 #endif

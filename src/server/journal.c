@@ -201,6 +201,19 @@ static gp_err write_decisions(gp_journal *j, int64_t now, gp_error *err)
 
 /* ---- one event, end to end ---- */
 
+/* A replica's end as its agent reported it, in the job's history. */
+static gp_err exit_history(gp_journal *j, const gp_replica_exit *x, int64_t time, gp_error *err)
+{
+    char text[GP_NAME_MAX + 128];
+    if (x->signal)
+        snprintf(text, sizeof text, "replica %d on %s: killed by signal %d (%s)", x->replica, x->node, x->signal,
+                 gp_exit_reason_name(x->reason));
+    else
+        snprintf(text, sizeof text, "replica %d on %s: exit code %d (%s)", x->replica, x->node, x->exit_code,
+                 gp_exit_reason_name(x->reason));
+    return gp_store_history_add(j->store, x->job_id, time, "exit", NULL, NULL, text, err);
+}
+
 /* The event's own rows: the job, the tenant, the next id. */
 static gp_err write_own_rows(gp_journal *j, const gp_event *ev, const char *payload, gp_error *err)
 {
@@ -218,6 +231,8 @@ static gp_err write_own_rows(gp_journal *j, const gp_event *ev, const char *payl
         free(text);
     } else if (ev->kind == GP_EV_TENANT_REMOVE) {
         rc = gp_store_tenant_delete(j->store, ev->path, err);
+    } else if (ev->kind == GP_EV_REPLICA_EXIT) {
+        rc = exit_history(j, ev->exit, ev->time, err);
     }
     return rc;
 }
@@ -245,6 +260,9 @@ static gp_err journal_event(gp_journal *j, const gp_event *ev, gp_error *err)
     gp_err rc = gp_replayer_apply(&j->replayer, ev, GP_APPLY_LIVE, &logged, err);
     if (rc)
         return rc;
+    if (j->observe)
+        j->observe(j->observe_ctx, j->engine, ev);
+    j->last_logged = logged;
     if (logged)
         rc = append(j, ev, err);
     if (rc == GP_OK)
@@ -310,6 +328,25 @@ gp_err gp_journal_tick(gp_journal *j, int64_t now, gp_error *err)
     return journal_event(j, &ev, err);
 }
 
+gp_err gp_journal_replica_exit(gp_journal *j, const gp_replica_exit *x, int64_t now, gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = now, .exit = x};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_checkpointed(gp_journal *j, uint64_t id, int64_t now, gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_CHECKPOINTED, .time = now, .job_id = id};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, bool healthy, int64_t now,
+                             gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_GPU_HEALTH, .time = now, .name = node, .gpu_index = gpu_index, .healthy = healthy};
+    return journal_event(j, &ev, err);
+}
+
 gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err)
 {
     gp_event ev = {.kind = GP_EV_CLOCK_RESOLUTION, .time = now, .seconds = seconds};
@@ -339,6 +376,8 @@ static gp_err replay_one(void *ctx, const gp_store_event *row, gp_error *err)
     gp_err rc = gp_event_decode(row->kind, row->version, row->payload, row->time, &ev, err);
     if (rc == GP_OK)
         rc = gp_replayer_apply(&j->replayer, &ev, GP_APPLY_REPLAY, &logged, err);
+    if (rc == GP_OK && j->observe)
+        j->observe(j->observe_ctx, j->engine, &ev);
     if (rc == GP_OK && j->replayer.trust_floor_applied) {
         char quoted[GP_PATH_MAX + 8];
         gp_log(GP_LOG_WARN, "replay_trust_floor", "tenant=%s note=\"trusted below an untrusted ancestor; replayed as inherit\"",
@@ -363,10 +402,13 @@ static gp_err verify(gp_journal *j, gp_error *err)
     return rc ? rc : gp_replayer_check_totals(&j->replayer, err);
 }
 
-gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_error *err)
+gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_journal_observer observe,
+                       void *observe_ctx, gp_error *err)
 {
     memset(j, 0, sizeof *j);
     j->store = store;
+    j->observe = observe;
+    j->observe_ctx = observe_ctx;
     gp_err rc = gp_replayer_init(&j->replayer, cfg, err);
     if (rc)
         return rc;

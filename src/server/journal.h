@@ -31,6 +31,10 @@
 #include "eventlog/replayer.h"
 #include "store/store.h"
 
+/* Sees every event the engine accepted, live and in the start-up replay,
+ * with its decisions still pending (agents.h). */
+typedef void (*gp_journal_observer)(void *ctx, const gp_engine *e, const gp_event *ev);
+
 typedef struct gp_journal {
     gp_replayer replayer;  /* the engine and the apply rules; replayer.next_job_id is the next id */
     gp_engine *engine;     /* replayer.engine, for the API's reads */
@@ -40,13 +44,17 @@ typedef struct gp_journal {
     int64_t events_replayed;
     int64_t events_differing; /* at open: events whose decisions differ from the recorded ones */
     int64_t first_differing;  /* the seq of the first of them, 0 when none */
+    bool last_logged;         /* the last accepted event went into the log (false: it changed nothing) */
+    gp_journal_observer observe; /* NULL = none */
+    void *observe_ctx;
 } gp_journal;
 
 /* Creates the engine, replays the store's event log into it and checks the
  * result against the materialized tables and the engine's invariants.
  * Events whose decisions differ from the recorded ones are counted
  * (events_differing) and logged, not refused: the tables decide. */
-gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_error *err);
+gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_journal_observer observe,
+                       void *observe_ctx, gp_error *err);
 void gp_journal_close(gp_journal *j);
 
 /* Each needs an open store transaction.  On error nothing changed -- unless
@@ -65,6 +73,13 @@ gp_err gp_journal_node_drain(gp_journal *j, const char *node, bool drain, int64_
 gp_err gp_journal_pool_set(gp_journal *j, const char *pool, const gp_pool_spec *spec, int64_t now,
                            gp_error *err);
 gp_err gp_journal_tick(gp_journal *j, int64_t now, gp_error *err);
+/* A node agent's reports (eventlog/exits.h: a replica_exit that counts
+ * nothing is not logged; one that is gets a history row "exit" with what
+ * the agent said, e.g. "replica 1 on n2: exit code 3 (exited)"). */
+gp_err gp_journal_replica_exit(gp_journal *j, const gp_replica_exit *x, int64_t now, gp_error *err);
+gp_err gp_journal_checkpointed(gp_journal *j, uint64_t id, int64_t now, gp_error *err);
+gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, bool healthy, int64_t now,
+                             gp_error *err);
 /* Logged only when it differs from the engine's (gpupoold sets 1 s at start:
  * engine time is whole seconds of wall-clock time). */
 gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err);

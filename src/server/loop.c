@@ -156,6 +156,34 @@ static void tick(gp_server *srv, int64_t now)
         store_fatal("tick", &(gp_error){.message = "a store write failed during the pass"});
 }
 
+typedef struct silent_ctx {
+    gp_server *srv;
+    int64_t now;
+    bool changed;
+} silent_ctx;
+
+/* An agent node silent past --node-lost-after is lost: its jobs are
+ * requeued (gangs whole), by the journal, in this batch's transaction. */
+static void node_silent(void *arg, const char *node)
+{
+    silent_ctx *c = arg;
+    gp_error err;
+    char target[GP_NAME_MAX + 8], q[300];
+    if (gp_journal_node_lost(&c->srv->journal, node, c->now, &err) != GP_OK) {
+        if (c->srv->journal.broken)
+            store_fatal("node_lost", &err);
+        gp_log(GP_LOG_WARN, "node_lost", "node=%s error=%s", node, gp_log_quote(err.message, q, sizeof q));
+        return;
+    }
+    snprintf(target, sizeof target, "node/%s", node);
+    gp_op op = {.action = "node.lost", .request_id = "liveness"};
+    snprintf(op.target, sizeof op.target, "%s", target);
+    audit_op(c->srv, &op, c->now);
+    gp_log(GP_LOG_WARN, "node_lost", "node=%s silent_s=%lld note=\"no heartbeat; its jobs are requeued\"", node,
+           (long long)c->srv->cfg.node_lost_after_s);
+    c->changed = true;
+}
+
 /* Tokens' last uses ride along with the batch (auth.h): best effort, so a
  * failed write is logged, not fatal. */
 static void flush_last_used(gp_server *srv)
@@ -197,7 +225,9 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         audit_op(srv, ops[i], now);
         changed = changed || ops[i]->status < 400;
     }
-    srv->loop.dirty = srv->loop.dirty || changed;
+    silent_ctx silent = {.srv = srv, .now = now};
+    gp_agents_silent(&srv->agents, gp_wall_ms(), node_silent, &silent);
+    srv->loop.dirty = srv->loop.dirty || changed || silent.changed;
     if (mono_ms() >= pass_due(&srv->loop))
         tick(srv, now);
     for (size_t i = 0; i < m; i++)
@@ -206,6 +236,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     flush_last_used(srv);
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);
+    gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
     atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
     for (size_t i = 0; i < m; i++)
         sem_post(&ops[i]->done);

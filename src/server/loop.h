@@ -7,12 +7,15 @@
  *
  *     BEGIN
  *       for each mutating op, in arrival order: op->run, then its audit row
+ *       agent nodes silent past --node-lost-after: node lost (agents.h)
  *       a scheduling pass (gp_journal_tick) when one is due: the timer
  *       (--tick-ms), or --pass-min-ms after the last pass once anything
  *       changed (so a burst of submits shares passes)
  *       for each mutating op: op->finish (its answer, after the pass)
  *       the tokens' last uses that are due (auth.h; best effort)
  *     COMMIT            <- one fsync for the whole batch
+ *     bump the assignment versions of the nodes the batch touched and
+ *     wake the agents' long-polls (agents.h)
  *     wake every mutating op's caller
  *     for each read-only op: op->run, wake its caller
  *

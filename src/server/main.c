@@ -22,7 +22,7 @@ static const char USAGE[] =
     "\n"
     "  --listen HOST:PORT      address to serve on (default 127.0.0.1:8750; port 0 = any free port)\n"
     "  --store sqlite:PATH     durable store, created on first start (default sqlite:./var/gpupool.db)\n"
-    "  --fleet FILE            fleet file (YAML or JSON): nodes to bring up until agents exist\n"
+    "  --fleet FILE            fleet file (YAML or JSON): static nodes, without agents\n"
     "  --tls-cert FILE         PEM certificate: serve HTTPS (with --tls-key)\n"
     "  --tls-key FILE          PEM private key\n"
     "  --allow-plain-http      allow plain HTTP on a non-loopback address\n"
@@ -38,6 +38,7 @@ static const char USAGE[] =
     "  --log-level LEVEL       debug, info, warn, error (default info)\n"
     "  --member-token-ttl T    expiry of member tokens created without --ttl: 45s, 90m, 12h, 30d, 2w;\n"
     "                          0 = never (default 90d; the bootstrap admin token never expires)\n"
+    "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -68,6 +69,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"timeout", required_argument, NULL, 'T'},   {"rate-limit", required_argument, NULL, 'r'},
         {"tick-ms", required_argument, NULL, 'i'},   {"log-level", required_argument, NULL, 'L'},
         {"pass-min-ms", required_argument, NULL, 'm'}, {"member-token-ttl", required_argument, NULL, 'E'},
+        {"node-lost-after", required_argument, NULL, 'N'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -113,6 +115,11 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             if (!parse_long(optarg, 0, 60000, &v))
                 return bad_option("pass-min-ms", optarg);
             cfg->pass_min_ms = (int)v;
+            break;
+        case 'N':
+            if (!parse_long(optarg, 1, 86400, &v))
+                return bad_option("node-lost-after", optarg);
+            cfg->node_lost_after_s = v;
             break;
         case 'L':
             if (!gp_log_level_parse(optarg, &level))

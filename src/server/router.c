@@ -7,6 +7,9 @@
  * before authentication (/v1/health and the dashboard page need no token)
  * and gp_api_route after it.
  *
+ * Join tokens and node credentials reach nothing but the agent endpoints
+ * (/v1/agents...): anything else is 403 for them, whatever the path.
+ *
  * Example: "DELETE /v1/jobs/42" -> gp_api_job_cancel(r, "42");
  *          "PUT /v1/jobs" -> 405 "PUT is not allowed here; use GET, POST".
  */
@@ -88,6 +91,11 @@ static void route_nodes(gp_request *r, const char *rest)
             gp_api_nodes_list(r);
         else
             method_not_allowed(r, "GET");
+    } else if (rest[0] == '/' && !strchr(rest + 1, '/')) {
+        if (method_is(r, "GET"))
+            gp_api_node_get(r, rest + 1);
+        else
+            method_not_allowed(r, "GET");
     } else if (rest[0] == '/' && n > 7 && strcmp(rest + n - 6, "/drain") == 0) {
         char name[GP_NAME_MAX + 1];
         if (n - 7 >= sizeof name) {
@@ -132,6 +140,46 @@ static void route_tokens(gp_request *r, const char *rest)
     }
 }
 
+/* "/{node}/{what}" -> the node agent's endpoints. */
+static void route_agent_node(gp_request *r, const char *rest)
+{
+    const char *slash = strrchr(rest, '/');
+    char node[GP_NAME_MAX];
+    size_t n = slash ? (size_t)(slash - rest) : 0;
+    if (!slash || n < 2 || n - 1 >= sizeof node || memchr(rest + 1, '/', n - 1)) {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+        return;
+    }
+    memcpy(node, rest + 1, n - 1);
+    node[n - 1] = '\0';
+    const char *what = slash + 1;
+    if (strcmp(what, "assignments") == 0) {
+        if (method_is(r, "GET"))
+            gp_api_agent_assignments(r, node);
+        else
+            method_not_allowed(r, "GET");
+    } else if (strcmp(what, "heartbeat") == 0 || strcmp(what, "reports") == 0) {
+        if (!method_is(r, "POST"))
+            method_not_allowed(r, "POST");
+        else if (what[0] == 'h')
+            gp_api_agent_heartbeat(r, node);
+        else
+            gp_api_agent_reports(r, node);
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
+static void route_agents(gp_request *r, const char *rest)
+{
+    if (strcmp(rest, ":register") == 0)
+        route_simple(r, "POST", gp_api_agent_register);
+    else if (rest[0] == '/')
+        route_agent_node(r, rest);
+    else
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+}
+
 static void health(gp_request *r)
 {
     gp_api_reply(r, 200, json_pack("{s:s}", "status", "ok"));
@@ -160,6 +208,16 @@ bool gp_api_route_public(gp_request *r)
 void gp_api_route(gp_request *r)
 {
     const char *rest;
+    if (starts(r->url, "/v1/agents", &rest)) {
+        route_agents(r, rest);
+        return;
+    }
+    if (r->who.role == GP_ROLE_JOIN || r->who.role == GP_ROLE_NODE) {
+        gp_api_error(r, 403, "forbidden", "Authorization",
+                     "a %s token may call only the agent endpoints (%s)", gp_role_name(r->who.role),
+                     r->who.role == GP_ROLE_JOIN ? "POST /v1/agents:register" : "/v1/agents/NODE/...");
+        return;
+    }
     if (strcmp(r->url, "/v1/jobs") == 0 || strcmp(r->url, "/v1/jobs:batch") == 0 || starts(r->url, "/v1/jobs/", &rest))
         route_jobs(r, r->url + strlen("/v1/jobs"));
     else if (starts(r->url, "/v1/tenants", &rest))

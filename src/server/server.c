@@ -6,7 +6,7 @@
  * is lost (its jobs are requeued); a node whose type, GPU count, block or
  * zone changed is refused -- gpupoold does not start, and says which node.
  * All of it goes through the journal, so the event log stays the whole
- * truth.
+ * truth.  Nodes registered by an agent are not the file's: they stay.
  *
  * The bootstrap admin token is made when the store holds no token at all
  * (a fresh store): written to --token-file (default: admin.token next to
@@ -38,6 +38,7 @@ gp_server_config gp_server_config_default(void)
         .tick_ms = 1000,
         .pass_min_ms = 20,
         .member_token_ttl_s = 90 * 86400,
+        .node_lost_after_s = 60,
     };
     return c;
 }
@@ -195,7 +196,8 @@ static gp_err reconcile_fleet(gp_server *srv, const gp_fleet_file *f, gp_error *
     for (uint32_t i = 0; rc == GP_OK && i < gp_engine_node_count(e); i++) {
         gp_node_info n;
         uint32_t unused;
-        if (gp_engine_node_get(e, i, &n) && n.up && !gp_strmap_get(&file_nodes, n.name, &unused)) {
+        if (gp_engine_node_get(e, i, &n) && n.up && !gp_strmap_get(&file_nodes, n.name, &unused) &&
+            !gp_agents_has_agent(&srv->agents, n.name)) {
             rc = gp_journal_node_lost(&srv->journal, n.name, now, err);
             lost++;
         }
@@ -311,6 +313,33 @@ static gp_err set_clock_resolution(gp_server *srv, gp_error *err)
     return rc;
 }
 
+/* The controller epoch: one more than the last start's, on disk before
+ * anything is served (agents refuse orders of a lower one). */
+static gp_err next_epoch(gp_server *srv, int64_t *epoch, gp_error *err)
+{
+    *epoch = gp_store_meta_get(srv->store, "controller_epoch", 0) + 1;
+    gp_err rc = gp_store_begin(srv->store, err);
+    if (rc == GP_OK)
+        rc = gp_store_meta_set(srv->store, "controller_epoch", *epoch, err);
+    if (rc == GP_OK)
+        rc = gp_store_commit(srv->store, err);
+    else
+        gp_store_rollback(srv->store);
+    return rc;
+}
+
+/* The agents' table, before the replay that fills it. */
+static gp_err agents_start(gp_server *srv, gp_error *err)
+{
+    int64_t epoch;
+    gp_err rc = next_epoch(srv, &epoch, err);
+    if (rc)
+        return rc;
+    gp_agents_init(&srv->agents, epoch, srv->cfg.node_lost_after_s);
+    gp_log(GP_LOG_INFO, "epoch", "controller_epoch=%lld", (long long)epoch);
+    return gp_agents_load(&srv->agents, srv->store, gp_wall_ms(), err);
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -325,10 +354,12 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
     if (rc == GP_OK)
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
+    if (rc == GP_OK)
+        rc = agents_start(srv, err);
     if (rc == GP_OK) {
         int64_t t0 = gp_wall_ms();
         gp_engine_config engine_cfg = gp_engine_config_default();
-        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, err);
+        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, gp_agents_observe, &srv->agents, err);
         if (rc == GP_OK)
             rc = set_clock_resolution(srv, err);
         gp_engine_stats st;
@@ -341,6 +372,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     }
     if (rc == GP_OK)
         rc = load_fleet(srv, err);
+    if (rc == GP_OK)
+        gp_agents_publish(&srv->agents);
     if (rc == GP_OK)
         rc = gp_auth_load(&srv->auth, srv->store, err);
     if (rc == GP_OK)
@@ -365,6 +398,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
 
 void gp_server_stop(gp_server *srv)
 {
+    if (srv->agents.epoch)
+        gp_agents_stop(&srv->agents); /* long-polls answer now, so the HTTP server can stop */
     gp_http_stop(srv);
     gp_loop_stop(srv);
     checkpointer_stop(&srv->checkpointer);
@@ -373,5 +408,7 @@ void gp_server_stop(gp_server *srv)
         gp_journal_close(&srv->journal);
     gp_store_close(srv->store);
     srv->store = NULL;
+    if (srv->agents.epoch)
+        gp_agents_free(&srv->agents);
     gp_auth_free(&srv->auth);
 }

@@ -6,14 +6,18 @@
  *                                a pool of store reader connections
  *   auth                         shared, thread-safe token cache
  *
- * Start-up order (server.c): open the store, replay the log into a fresh
- * engine and check it, bring the fleet file's nodes up (and lose the
- * nodes it no longer lists), create the bootstrap admin token on first
- * start, start the engine thread, then the HTTP server.
+ * Start-up order (server.c): open the store, count the controller epoch
+ * up (meta "controller_epoch", committed before anything is served), note
+ * the nodes that hold a node credential (agents.h), replay the log into a
+ * fresh engine and check it, bring the fleet file's nodes up (and lose the
+ * nodes it no longer lists, but never a node an agent registered), create
+ * the bootstrap admin token on first start, start the engine thread, then
+ * the HTTP server.
  */
 #ifndef GP_SERVER_SERVER_H
 #define GP_SERVER_SERVER_H
 
+#include "server/agents.h"
 #include "server/auth.h"
 #include "server/journal.h"
 #include "server/log.h"
@@ -36,6 +40,7 @@ typedef struct gp_server_config {
     int tick_ms;                 /* scheduling pass timer */
     int pass_min_ms;             /* least time between passes triggered by changes */
     int64_t member_token_ttl_s;  /* expiry of a member token created without a TTL; 0 = never */
+    int64_t node_lost_after_s;   /* an agent node silent this long is lost */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -61,6 +66,7 @@ struct gp_server {
     gp_journal journal;
     gp_auth auth;
     gp_loop loop;
+    gp_agents agents;
     gp_readers readers;
     gp_checkpointer checkpointer;
     struct MHD_Daemon *http;

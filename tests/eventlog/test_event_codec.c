@@ -1,7 +1,8 @@
 /* test_event_codec.c - the event log's codec (src/eventlog/event.c).
  *
  * Semantics under test (event.h, docs/event-log.md):
- *   - every kind round-trips: decode(encode(event)) gives back the very
+ *   - every kind round-trips (the node agents' replica_exit, checkpointed
+ *     and gpu_health included): decode(encode(event)) gives back the very
  *     values the engine was given (specs compared field by field, a
  *     tenant's weight to the last bit), so the live run and a replay feed
  *     the engine the same values;
@@ -245,6 +246,47 @@ static void the_small_kinds_round_trip(void **state)
     }
 }
 
+/* ---- the node agents' kinds ---- */
+
+static void a_replica_exit_round_trips_with_every_reason(void **state)
+{
+    (void)state;
+    for (int r = 0; r < GP_EXIT_REASONS; r++) {
+        gp_replica_exit x = {.job_id = 7, .replica = 3, .bind_time = 1795517790, .exit_code = 137, .signal = 9,
+                             .reason = (gp_exit_reason)r};
+        strcpy(x.node, "h100-a-0");
+        gp_event in = {.kind = GP_EV_REPLICA_EXIT, .time = 12, .exit = &x}, out;
+        round_trip(&in, &out);
+        assert_int_equal(out.exit->job_id, 7);
+        assert_int_equal(out.exit->replica, 3);
+        assert_int_equal(out.exit->bind_time, 1795517790);
+        assert_string_equal(out.exit->node, "h100-a-0");
+        assert_int_equal(out.exit->exit_code, 137);
+        assert_int_equal(out.exit->signal, 9);
+        assert_int_equal(out.exit->reason, r);
+        gp_event_free(&out);
+    }
+}
+
+static void checkpointed_and_gpu_health_round_trip(void **state)
+{
+    (void)state;
+    gp_event cases[] = {
+        {.kind = GP_EV_CHECKPOINTED, .time = 13, .job_id = 9},
+        {.kind = GP_EV_GPU_HEALTH, .time = 14, .name = "h100-a-0", .gpu_index = 7, .healthy = false},
+        {.kind = GP_EV_GPU_HEALTH, .time = 15, .name = "h100-a-0", .gpu_index = 0, .healthy = true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gp_event out;
+        round_trip(&cases[i], &out);
+        assert_int_equal(out.job_id, cases[i].job_id);
+        assert_same_string(out.name, cases[i].name);
+        assert_int_equal(out.gpu_index, cases[i].gpu_index);
+        assert_int_equal(out.healthy, cases[i].healthy);
+        gp_event_free(&out);
+    }
+}
+
 /* ---- version 1 as written before the codec ---- */
 
 static void version_1_payloads_from_an_old_store_decode(void **state)
@@ -326,6 +368,18 @@ static void bad_payloads_are_errors_naming_the_field(void **state)
     assert_refused("submit", 1, "{\"id\":3,\"tenant\":\"a\",\"gpus\":\"all\",\"command\":[\"x\"]}", "gpus");
     assert_refused("node_add", 1, "{\"name\":\"n\",\"gpu_count\":99}", "gpu_count");
     assert_refused("pool_set", 1, "{\"score\":\"default\"}", "name");
+    assert_refused("checkpointed", 1, "{\"id\":-1}", "id");
+    assert_refused("gpu_health", 1, "{\"name\":\"n\",\"gpu\":16,\"healthy\":true}", "gpu");
+    assert_refused("gpu_health", 1, "{\"name\":\"n\",\"gpu\":1}", "healthy");
+    assert_refused("replica_exit", 1,
+                   "{\"id\":7,\"replica\":0,\"bind_time\":1,\"node\":\"n\",\"exit_code\":0,\"signal\":0,"
+                   "\"reason\":\"crashed\"}",
+                   "reason");
+    assert_refused("replica_exit", 1,
+                   "{\"id\":7,\"replica\":0,\"bind_time\":1,\"node\":\"n\",\"exit_code\":256,\"signal\":0,"
+                   "\"reason\":\"exited\"}",
+                   "exit_code");
+    assert_refused("replica_exit", 1, "{\"id\":7}", "replica");
 }
 
 int main(void)
@@ -336,6 +390,8 @@ int main(void)
         cmocka_unit_test(a_node_add_round_trips_with_uuids_and_per_gpu_sharing),
         cmocka_unit_test(a_pool_set_round_trips),
         cmocka_unit_test(the_small_kinds_round_trip),
+        cmocka_unit_test(a_replica_exit_round_trips_with_every_reason),
+        cmocka_unit_test(checkpointed_and_gpu_health_round_trip),
         cmocka_unit_test(version_1_payloads_from_an_old_store_decode),
         cmocka_unit_test(bad_payloads_are_errors_naming_the_field),
     };

@@ -169,6 +169,108 @@ static void settle_forgets_final_jobs_and_the_next_id_moves_on(void **state)
     gp_replayer_free(&r);
 }
 
+/* Job `id` of `replicas` x 1 GPU submitted and bound at t=10; its bind time. */
+static int64_t bound_gang(gp_replayer *r, uint64_t id, int replicas)
+{
+    gp_job_request req = {0};
+    req.spec = (gp_job_spec){.id = id, .tenant = "t", .replicas = replicas, .gpus = 1, .checkpoint_grace_s = 30};
+    gp_event ev = {.kind = GP_EV_SUBMIT, .time = 10, .job = &req};
+    apply(r, &ev, GP_APPLY_LIVE, true);
+    gp_replayer_settle(r);
+    gp_event tick = {.kind = GP_EV_TICK, .time = 10};
+    apply(r, &tick, GP_APPLY_LIVE, true);
+    gp_replayer_settle(r);
+    gp_job_info info;
+    assert_int_equal(gp_engine_job_info(r->engine, id, &info, NULL), GP_OK);
+    assert_int_equal(info.state, GP_JOB_RUNNING);
+    return info.bind_time;
+}
+
+static void report_exit(gp_replayer *r, uint64_t id, int replica, int64_t bind_time, int code, bool expect_logged)
+{
+    gp_replica_exit x = {.job_id = id, .replica = replica, .bind_time = bind_time, .exit_code = code};
+    strcpy(x.node, "n0");
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 20, .exit = &x};
+    apply(r, &ev, GP_APPLY_LIVE, expect_logged);
+    gp_replayer_settle(r);
+}
+
+static gp_job_state state_of(gp_replayer *r, uint64_t id)
+{
+    gp_job_info info;
+    return gp_engine_job_info(r->engine, id, &info, NULL) == GP_OK ? info.state : GP_JOB_SUCCEEDED; /* forgotten */
+}
+
+static void a_gang_succeeds_once_every_replica_exited_zero_and_repeats_count_once(void **state)
+{
+    (void)state;
+    gp_replayer r;
+    setup_fleet(&r);
+    int64_t bound = bound_gang(&r, 1, 2);
+    report_exit(&r, 1, 0, bound, 0, true);
+    assert_int_equal(state_of(&r, 1), GP_JOB_RUNNING);
+    report_exit(&r, 1, 0, bound, 0, false); /* sent again: nothing */
+    report_exit(&r, 1, 1, bound - 1, 0, false); /* another run's: stale */
+    assert_int_equal(state_of(&r, 1), GP_JOB_RUNNING);
+    gp_event tick = {.kind = GP_EV_TICK, .time = 20};
+    bool logged;
+    gp_error err = {0};
+    assert_int_equal(gp_replayer_apply(&r, &tick, GP_APPLY_LIVE, &logged, &err), GP_OK);
+    gp_replayer_settle(&r);
+    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound};
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
+    apply(&r, &ev, GP_APPLY_LIVE, true);
+    gp_job_info info;
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    assert_int_equal(info.state, GP_JOB_SUCCEEDED);
+    gp_replayer_settle(&r);
+    report_exit(&r, 1, 1, bound, 0, false); /* the job is gone: nothing */
+    assert_int_equal(r.exits.n, 0);
+    gp_replayer_free(&r);
+}
+
+static void one_failing_replica_fails_the_gang_whole(void **state)
+{
+    (void)state;
+    gp_replayer r;
+    setup_fleet(&r);
+    int64_t bound = bound_gang(&r, 1, 3);
+    gp_replica_exit x = {.job_id = 1, .replica = 2, .bind_time = bound, .exit_code = 3};
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 20, .exit = &x};
+    apply(&r, &ev, GP_APPLY_LIVE, true);
+    gp_job_info info;
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    assert_int_equal(info.state, GP_JOB_FAILED);
+    gp_engine_stats st;
+    gp_engine_stats_get(r.engine, &st);
+    assert_int_equal(st.gpus_allocated, 0); /* all three replicas' GPUs are free */
+    gp_replayer_settle(&r);
+    gp_replayer_free(&r);
+}
+
+static void a_cancelled_gang_ends_when_its_last_replica_is_gone(void **state)
+{
+    (void)state;
+    gp_replayer r;
+    setup_fleet(&r);
+    int64_t bound = bound_gang(&r, 1, 2);
+    gp_event cancel = {.kind = GP_EV_CANCEL, .time = 15, .job_id = 1};
+    apply(&r, &cancel, GP_APPLY_LIVE, true);
+    gp_replayer_settle(&r);
+    assert_int_equal(state_of(&r, 1), GP_JOB_PREEMPTING);
+    report_exit(&r, 1, 0, bound, 0, true); /* exit 0 after the signal: still a stop */
+    assert_int_equal(state_of(&r, 1), GP_JOB_PREEMPTING);
+    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound, .signal = 9,
+                         .reason = GP_EXIT_REASON_KILLED_AFTER_GRACE};
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
+    apply(&r, &ev, GP_APPLY_LIVE, true);
+    gp_job_info info;
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    assert_int_equal(info.state, GP_JOB_CANCELLED); /* before its grace ended at t=45 */
+    gp_replayer_settle(&r);
+    gp_replayer_free(&r);
+}
+
 static void trusted_below_untrusted_is_refused_live_and_inherit_in_replay(void **state)
 {
     (void)state;
@@ -203,6 +305,9 @@ int main(void)
         cmocka_unit_test(events_that_change_nothing_are_not_logged),
         cmocka_unit_test(settle_forgets_final_jobs_and_the_next_id_moves_on),
         cmocka_unit_test(trusted_below_untrusted_is_refused_live_and_inherit_in_replay),
+        cmocka_unit_test(a_gang_succeeds_once_every_replica_exited_zero_and_repeats_count_once),
+        cmocka_unit_test(one_failing_replica_fails_the_gang_whole),
+        cmocka_unit_test(a_cancelled_gang_ends_when_its_last_replica_is_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,105 @@
+/* exits.c - replicas ended, gangs finished (see exits.h for the rule). */
+#include "eventlog/exits.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct gp__exit_record {
+    uint64_t job;
+    int64_t bind_time;
+    int replicas;
+    int ended;
+    unsigned char *ended_mask; /* one byte per replica */
+};
+
+static gp__exit_record *find(gp_exits *x, uint64_t job)
+{
+    for (size_t i = 0; i < x->n; i++)
+        if (x->records[i].job == job)
+            return &x->records[i];
+    return NULL;
+}
+
+static void drop(gp_exits *x, gp__exit_record *rec)
+{
+    free(rec->ended_mask);
+    *rec = x->records[--x->n];
+}
+
+/* The record of this run, made (or remade for a new run) when needed. */
+static gp__exit_record *record_of(gp_exits *x, uint64_t job, const gp_job_info *info)
+{
+    gp__exit_record *rec = find(x, job);
+    if (rec && rec->bind_time != info->bind_time) {
+        drop(x, rec);
+        rec = NULL;
+    }
+    if (rec)
+        return rec;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 16;
+        gp__exit_record *r = realloc(x->records, cap * sizeof *r);
+        if (!r)
+            return NULL;
+        x->records = r;
+        x->cap = cap;
+    }
+    unsigned char *mask = calloc((size_t)info->replicas, 1);
+    if (!mask)
+        return NULL;
+    rec = &x->records[x->n++];
+    *rec = (gp__exit_record){.job = job, .bind_time = info->bind_time, .replicas = info->replicas, .ended_mask = mask};
+    return rec;
+}
+
+static bool placed_and_live(const gp_job_info *info)
+{
+    return (info->state == GP_JOB_ADMITTED || info->state == GP_JOB_RUNNING || info->state == GP_JOB_PREEMPTING) &&
+           info->bind_time >= 0;
+}
+
+gp_err gp_exits_apply(gp_exits *x, gp_engine *e, const gp_replica_exit *report, int64_t now, bool *logged,
+                      gp_error *err)
+{
+    gp_job_info info;
+    *logged = false;
+    if (gp_engine_job_info(e, report->job_id, &info, NULL) != GP_OK || !placed_and_live(&info) ||
+        info.bind_time != report->bind_time || report->replica < 0 || report->replica >= info.replicas)
+        return GP_OK; /* stale or unknown: nothing to count */
+    gp__exit_record *rec = record_of(x, report->job_id, &info);
+    if (!rec)
+        return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
+    if (rec->ended_mask[report->replica])
+        return GP_OK; /* counted already */
+    bool failed = gp_replica_exit_failed(report), all = rec->ended + 1 == rec->replicas;
+    bool finish = info.state == GP_JOB_PREEMPTING ? all : failed || all;
+    gp_exit how = info.state == GP_JOB_PREEMPTING ? GP_EXIT_STOPPED : failed ? GP_EXIT_FAILED : GP_EXIT_SUCCEEDED;
+    if (finish) {
+        gp_err rc = gp_engine_job_finished(e, report->job_id, how, now, err);
+        if (rc)
+            return rc;
+        drop(x, rec);
+    } else {
+        rec->ended_mask[report->replica] = 1;
+        rec->ended++;
+    }
+    *logged = true;
+    return GP_OK;
+}
+
+void gp_exits_settle(gp_exits *x, const gp_engine *e, uint64_t id)
+{
+    gp__exit_record *rec = find(x, id);
+    gp_job_info info;
+    if (rec && (gp_engine_job_info(e, id, &info, NULL) != GP_OK || !placed_and_live(&info) ||
+                info.bind_time != rec->bind_time))
+        drop(x, rec);
+}
+
+void gp_exits_free(gp_exits *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free(x->records[i].ended_mask);
+    free(x->records);
+    memset(x, 0, sizeof *x);
+}

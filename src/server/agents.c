@@ -1,0 +1,424 @@
+/* agents.c - node agents' liveness, assignment versions and waits (see agents.h).
+ *
+ * Example: job 7 (2 replicas) binds on n1 and n2 at t=100: the tick's BIND
+ * marks n1 and n2, the job map notes {7: n1, n2}; after the commit both
+ * versions go up by one and their long-polls answer.  At t=130 job 9
+ * reclaims: PREEMPT 7 marks n1 and n2 again (job 7: stop "preempt" since
+ * 130).  At t=140 n2's agent reports replica 1 gone, then replica 0 from
+ * n1: the job is requeued (TRANSITION preempting -> pending), which marks
+ * n1 and n2 once more and drops job 7 from the map: both agents see that
+ * nothing of job 7 is assigned to them any more.
+ */
+#include "server/agents.h"
+
+#include "eventlog/placement.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct gp__agent_node {
+    char name[GP_NAME_MAX];
+    uint64_t version;
+    bool agent;          /* holds a node credential */
+    bool up;             /* as the engine has it */
+    bool dirty;
+    int64_t last_seen_ms;
+    json_t *running;     /* the last heartbeat's, NULL before one */
+    json_t *gpus;
+};
+
+struct gp__agent_job {
+    uint64_t id;
+    uint32_t *nodes;     /* node indexes of its replicas, each once */
+    size_t n_nodes;
+    gp_agent_stop stop;
+};
+
+void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s)
+{
+    memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->changed, &attr);
+    pthread_condattr_destroy(&attr);
+    a->epoch = epoch;
+    a->lost_after_s = lost_after_s;
+}
+
+void gp_agents_free(gp_agents *a)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        json_decref(a->nodes[i].running);
+        json_decref(a->nodes[i].gpus);
+    }
+    for (size_t i = 0; i < a->n_jobs; i++)
+        free(a->jobs[i].nodes);
+    free(a->nodes);
+    free(a->jobs);
+    free(a->dirty);
+    gp_strmap_free(&a->node_index);
+    gp_u64map_free(&a->job_index);
+    pthread_cond_destroy(&a->changed);
+    pthread_mutex_destroy(&a->lock);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- the node table ---- */
+
+static gp__agent_node *node_find(const gp_agents *a, const char *name)
+{
+    uint32_t i;
+    return name && gp_strmap_get(&a->node_index, name, &i) ? &a->nodes[i] : NULL;
+}
+
+/* The node's entry, made when new (engine thread; takes the lock to grow
+ * the table).  NULL when out of memory. */
+static gp__agent_node *node_entry(gp_agents *a, const char *name)
+{
+    gp__agent_node *n = node_find(a, name);
+    if (n)
+        return n;
+    pthread_mutex_lock(&a->lock);
+    if (a->n_nodes == a->cap_nodes) {
+        size_t cap = a->cap_nodes ? 2 * a->cap_nodes : 64;
+        gp__agent_node *grown = realloc(a->nodes, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&a->lock);
+            return NULL;
+        }
+        a->nodes = grown;
+        a->cap_nodes = cap;
+    }
+    if (!gp_strmap_put(&a->node_index, name, (uint32_t)a->n_nodes)) {
+        pthread_mutex_unlock(&a->lock);
+        return NULL;
+    }
+    n = &a->nodes[a->n_nodes++];
+    memset(n, 0, sizeof *n);
+    snprintf(n->name, sizeof n->name, "%s", name);
+    n->version = (uint64_t)a->epoch << 32;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+static void mark(gp_agents *a, gp__agent_node *n)
+{
+    if (!n || n->dirty)
+        return;
+    if (a->n_dirty == a->cap_dirty) {
+        size_t cap = a->cap_dirty ? 2 * a->cap_dirty : 64;
+        uint32_t *d = realloc(a->dirty, cap * sizeof *d);
+        if (!d)
+            return; /* its next change publishes it */
+        a->dirty = d;
+        a->cap_dirty = cap;
+    }
+    n->dirty = true;
+    a->dirty[a->n_dirty++] = (uint32_t)(n - a->nodes);
+}
+
+static void set_up(gp_agents *a, gp__agent_node *n, bool up)
+{
+    pthread_mutex_lock(&a->lock);
+    n->up = up;
+    pthread_mutex_unlock(&a->lock);
+}
+
+static gp_err load_token(void *ctx, const gp_store_token *t, gp_error *err)
+{
+    void **args = ctx;
+    if (t->revoked >= 0 || strcmp(t->role, "node") != 0)
+        return GP_OK;
+    gp__agent_node *n = node_entry(args[0], t->scope);
+    if (!n)
+        return gp_error_set(err, GP_ERR_NOMEM, "agents", "out of memory");
+    n->agent = true;
+    n->last_seen_ms = *(int64_t *)args[1];
+    return GP_OK;
+}
+
+gp_err gp_agents_load(gp_agents *a, gp_store *store, int64_t now_ms, gp_error *err)
+{
+    void *args[2] = {a, &now_ms};
+    return gp_store_tokens_scan(store, load_token, args, err);
+}
+
+/* ---- the job map ---- */
+
+static gp__agent_job *job_find(const gp_agents *a, uint64_t id)
+{
+    uint32_t i;
+    return gp_u64map_get(&a->job_index, id, &i) ? &a->jobs[i] : NULL;
+}
+
+static void job_drop(gp_agents *a, gp__agent_job *j)
+{
+    size_t i = (size_t)(j - a->jobs);
+    gp_u64map_remove(&a->job_index, j->id);
+    free(j->nodes);
+    a->jobs[i] = a->jobs[--a->n_jobs];
+    if (i < a->n_jobs)
+        gp_u64map_put(&a->job_index, a->jobs[i].id, (uint32_t)i);
+}
+
+static gp__agent_job *job_entry(gp_agents *a, uint64_t id)
+{
+    gp__agent_job *j = job_find(a, id);
+    if (j)
+        return j;
+    if (a->n_jobs == a->cap_jobs) {
+        size_t cap = a->cap_jobs ? 2 * a->cap_jobs : 64;
+        gp__agent_job *grown = realloc(a->jobs, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        a->jobs = grown;
+        a->cap_jobs = cap;
+    }
+    if (!gp_u64map_put(&a->job_index, id, (uint32_t)a->n_jobs))
+        return NULL;
+    j = &a->jobs[a->n_jobs++];
+    memset(j, 0, sizeof *j);
+    j->id = id;
+    return j;
+}
+
+static bool is_placed(gp_job_state s)
+{
+    return s == GP_JOB_ADMITTED || s == GP_JOB_RUNNING || s == GP_JOB_PREEMPTING;
+}
+
+/* The nodes of the job's replicas now, each once, into j. */
+static void job_nodes_now(gp_agents *a, const gp_engine *e, gp__agent_job *j, const gp_job_info *info)
+{
+    json_t *placement = gp_placement_json(e, j->id, info);
+    size_t i;
+    json_t *rep;
+    free(j->nodes);
+    j->n_nodes = 0;
+    j->nodes = calloc(json_array_size(placement) + 1, sizeof *j->nodes);
+    json_array_foreach(placement, i, rep) {
+        gp__agent_node *n = node_entry(a, json_string_value(json_object_get(rep, "node")));
+        if (!n || !j->nodes)
+            continue;
+        uint32_t idx = (uint32_t)(n - a->nodes);
+        bool seen = false;
+        for (size_t k = 0; k < j->n_nodes && !seen; k++)
+            seen = j->nodes[k] == idx;
+        if (!seen)
+            j->nodes[j->n_nodes++] = idx;
+    }
+    json_decref(placement);
+}
+
+static void stop_from(const gp_decision *d, gp_agent_stop *stop)
+{
+    const char *why = d->kind == GP_DEC_PREEMPT                ? "preempt"
+                      : strcmp(d->reason, "time_limit") == 0  ? "time_limit"
+                                                               : "cancel";
+    snprintf(stop->reason, sizeof stop->reason, "%s", why);
+    stop->since = d->time;
+}
+
+/* Re-reads where job id is: marks the nodes it was on and is on. */
+static void job_refresh(gp_agents *a, const gp_engine *e, uint64_t id, const gp_decision *d)
+{
+    gp__agent_job *j = job_find(a, id);
+    for (size_t k = 0; j && k < j->n_nodes; k++)
+        mark(a, &a->nodes[j->nodes[k]]);
+    gp_job_info info;
+    if (gp_engine_job_info(e, id, &info, NULL) != GP_OK || !is_placed(info.state)) {
+        if (j)
+            job_drop(a, j);
+        return;
+    }
+    if (!j && !(j = job_entry(a, id)))
+        return;
+    job_nodes_now(a, e, j, &info);
+    for (size_t k = 0; k < j->n_nodes; k++)
+        mark(a, &a->nodes[j->nodes[k]]);
+    if (info.state != GP_JOB_PREEMPTING)
+        memset(&j->stop, 0, sizeof j->stop);
+    else if (d && (d->kind == GP_DEC_PREEMPT || d->kind == GP_DEC_STOP))
+        stop_from(d, &j->stop);
+}
+
+static const char *event_node(const gp_event *ev)
+{
+    switch (ev->kind) {
+    case GP_EV_NODE_ADD: return ev->node->name;
+    case GP_EV_NODE_LOST:
+    case GP_EV_NODE_DRAIN:
+    case GP_EV_GPU_HEALTH: return ev->name;
+    default: return NULL;
+    }
+}
+
+void gp_agents_observe(void *agents, const gp_engine *e, const gp_event *ev)
+{
+    gp_agents *a = agents;
+    const char *name = event_node(ev);
+    gp__agent_node *n = name ? node_entry(a, name) : NULL;
+    mark(a, n);
+    if (n && (ev->kind == GP_EV_NODE_ADD || ev->kind == GP_EV_NODE_LOST))
+        set_up(a, n, ev->kind == GP_EV_NODE_ADD);
+    if (ev->kind == GP_EV_CHECKPOINTED)
+        job_refresh(a, e, ev->job_id, NULL); /* a checkpoint in a grace moves the kill deadline */
+    size_t count;
+    const gp_decision *ds = gp_engine_decisions(e, &count);
+    for (size_t i = 0; i < count; i++) {
+        if (ds[i].kind == GP_DEC_DRAINED || ds[i].kind == GP_DEC_RECONFIGURE)
+            mark(a, node_entry(a, ds[i].node));
+        else if (ds[i].job_id && ds[i].kind != GP_DEC_USAGE_OPEN && ds[i].kind != GP_DEC_USAGE_CLOSE)
+            job_refresh(a, e, ds[i].job_id, &ds[i]);
+    }
+}
+
+void gp_agents_publish(gp_agents *a)
+{
+    if (a->n_dirty == 0)
+        return;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->n_dirty; i++) {
+        a->nodes[a->dirty[i]].version++;
+        a->nodes[a->dirty[i]].dirty = false;
+    }
+    a->n_dirty = 0;
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+}
+
+void gp_agents_registered(gp_agents *a, const char *node, int64_t now_ms)
+{
+    gp__agent_node *n = node_entry(a, node);
+    if (!n)
+        return;
+    pthread_mutex_lock(&a->lock);
+    n->agent = true;
+    n->last_seen_ms = now_ms;
+    pthread_mutex_unlock(&a->lock);
+}
+
+void gp_agents_silent(gp_agents *a, int64_t now_ms, void (*lost)(void *ctx, const char *node), void *ctx)
+{
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        pthread_mutex_lock(&a->lock);
+        gp__agent_node *n = &a->nodes[i];
+        bool silent = n->agent && n->up && now_ms - n->last_seen_ms > a->lost_after_s * 1000;
+        char name[GP_NAME_MAX];
+        snprintf(name, sizeof name, "%s", n->name);
+        pthread_mutex_unlock(&a->lock);
+        if (silent)
+            lost(ctx, name);
+    }
+}
+
+uint64_t gp_agents_version(const gp_agents *a, const char *node)
+{
+    const gp__agent_node *n = node_find(a, node);
+    return n ? n->version : 0;
+}
+
+size_t gp_agents_jobs_on(const gp_agents *a, const char *node, uint64_t *ids, size_t cap)
+{
+    const gp__agent_node *n = node_find(a, node);
+    size_t count = 0;
+    for (size_t i = 0; n && i < a->n_jobs; i++)
+        for (size_t k = 0; k < a->jobs[i].n_nodes; k++)
+            if (&a->nodes[a->jobs[i].nodes[k]] == n) {
+                if (count < cap)
+                    ids[count] = a->jobs[i].id;
+                count++;
+                break;
+            }
+    return count;
+}
+
+bool gp_agents_stop_of(const gp_agents *a, uint64_t id, gp_agent_stop *out)
+{
+    const gp__agent_job *j = job_find(a, id);
+    if (!j || !j->stop.reason[0])
+        return false;
+    *out = j->stop;
+    return true;
+}
+
+/* ---- any thread ---- */
+
+uint64_t gp_agents_wait(gp_agents *a, const char *node, uint64_t after, int64_t wait_ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (wait_ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    while (n && n->version <= after && !a->stopping) {
+        if (pthread_cond_timedwait(&a->changed, &a->lock, &deadline) != 0)
+            break; /* timed out */
+        n = node_find(a, node); /* the table may have grown */
+    }
+    uint64_t v = n ? n->version : 0;
+    pthread_mutex_unlock(&a->lock);
+    return v;
+}
+
+void gp_agents_stop(gp_agents *a)
+{
+    pthread_mutex_lock(&a->lock);
+    a->stopping = true;
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+}
+
+gp_agent_beat gp_agents_heartbeat(gp_agents *a, const char *node, json_t *running, json_t *gpus, int64_t now_ms,
+                                  uint64_t *version)
+{
+    gp_agent_beat res = GP_AGENT_BEAT_UNKNOWN;
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    if (n && n->agent && !n->up)
+        res = GP_AGENT_BEAT_LOST;
+    else if (n && n->agent) {
+        res = GP_AGENT_BEAT_OK;
+        n->last_seen_ms = now_ms;
+        json_decref(n->running);
+        json_decref(n->gpus);
+        n->running = running;
+        n->gpus = gpus;
+        running = gpus = NULL;
+        *version = n->version;
+    }
+    pthread_mutex_unlock(&a->lock);
+    json_decref(running);
+    json_decref(gpus);
+    return res;
+}
+
+bool gp_agents_has_agent(gp_agents *a, const char *node)
+{
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    bool agent = n && n->agent;
+    pthread_mutex_unlock(&a->lock);
+    return agent;
+}
+
+json_t *gp_agents_view(gp_agents *a, const char *node)
+{
+    json_t *v = NULL;
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    if (n && n->agent)
+        v = json_pack("{s:I, s:O, s:O}", "last_seen", (json_int_t)(n->last_seen_ms / 1000), "running",
+                      n->running ? n->running : json_null(), "gpus", n->gpus ? n->gpus : json_null());
+    pthread_mutex_unlock(&a->lock);
+    return v;
+}

@@ -1,0 +1,115 @@
+/* agents.h - the node agents as gpupoold sees them: which nodes have one,
+ * when each was last heard, what each should run (its assignment version),
+ * and the long-poll waits on those versions.
+ *
+ * Assignment versions: every node has a version that only grows; it starts
+ * at epoch << 32 (the controller epoch, +1 at every start), so it also
+ * grows across restarts.  The engine thread bumps a node's version after
+ * each commit whose events or decisions touch the node (a job bound,
+ * preempted, stopped, finished or checkpointed with a replica there, the
+ * node added, lost, drained or a GPU's health changed), then wakes every
+ * long-poll; GET /v1/agents/{node}/assignments?after=V answers as soon as
+ * the node's version passes V.
+ *
+ * How it learns what a commit touched: gp_agents_observe sees every event
+ * the journal applies (live and during the start-up replay) with the
+ * decisions it caused, and keeps, per live placed job, the nodes its
+ * replicas are on and why it is being stopped (preempt, cancel,
+ * time_limit), so a job that leaves its nodes (requeued, finished) still
+ * marks the nodes it left.  Because the start-up replay feeds it the same
+ * events, all of it is rebuilt at every start.
+ *
+ * Liveness: a node whose agent has registered (it holds a live node
+ * credential: the tokens table, so it survives restarts) is lost once
+ * silent for --node-lost-after seconds; last-seen is in memory only and
+ * starts at gpupoold's start.  Heartbeats (API threads) note last-seen,
+ * the replicas the node runs and its GPUs' telemetry (opaque JSON, kept in
+ * memory for GET /v1/nodes/{name}).
+ *
+ * Threads: the job map and the dirty list are the engine thread's; the
+ * node table is shared: the engine thread writes it under `lock` (and may
+ * read it without, being its only writer), API threads read and note
+ * heartbeats under `lock`.  gp_agents_stop wakes every long-poll (shutdown).
+ *
+ * Ownership: gp_agents owns everything in it; views are new references.
+ */
+#ifndef GP_SERVER_AGENTS_H
+#define GP_SERVER_AGENTS_H
+
+#include "eventlog/event.h"
+#include "store/store.h"
+#include "util/hashmap.h"
+
+#include <jansson.h>
+#include <pthread.h>
+
+typedef struct gp__agent_node gp__agent_node;
+typedef struct gp__agent_job gp__agent_job;
+
+typedef struct gp_agents {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool stopping;
+    int64_t epoch;
+    int64_t lost_after_s;
+    gp_strmap node_index;      /* name -> index into nodes */
+    gp__agent_node *nodes;
+    size_t n_nodes, cap_nodes;
+    /* engine thread only */
+    gp_u64map job_index;       /* job id -> index into jobs */
+    gp__agent_job *jobs;
+    size_t n_jobs, cap_jobs;
+    uint32_t *dirty;           /* nodes touched since the last publish */
+    size_t n_dirty, cap_dirty;
+} gp_agents;
+
+/* Why a job's replicas are told to stop ("" = they run). */
+typedef struct gp_agent_stop {
+    char reason[16];           /* preempt, cancel, time_limit */
+    int64_t since;             /* when the engine decided it */
+} gp_agent_stop;
+
+void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s);
+void gp_agents_free(gp_agents *a);
+/* Marks the nodes that hold a live node credential as agent nodes, last
+ * seen now (start-up). */
+gp_err gp_agents_load(gp_agents *a, gp_store *store, int64_t now_ms, gp_error *err);
+
+/* ---- the engine thread ---- */
+
+/* One event the engine accepted, with its decisions still pending in e. */
+void gp_agents_observe(void *agents, const gp_engine *e, const gp_event *ev);
+/* After a commit: bumps the touched nodes' versions, wakes the waits. */
+void gp_agents_publish(gp_agents *a);
+/* Registered: an agent node, seen now. */
+void gp_agents_registered(gp_agents *a, const char *node, int64_t now_ms);
+/* The agent nodes silent longer than lost_after_s and still up: calls
+ * lost(ctx, name) for each. */
+void gp_agents_silent(gp_agents *a, int64_t now_ms, void (*lost)(void *ctx, const char *node), void *ctx);
+/* The node's version (0 when unknown) and the live jobs with a replica
+ * there (ids written up to cap; returns how many there are). */
+uint64_t gp_agents_version(const gp_agents *a, const char *node);
+size_t gp_agents_jobs_on(const gp_agents *a, const char *node, uint64_t *ids, size_t cap);
+/* Why job id is being stopped; false when it is not. */
+bool gp_agents_stop_of(const gp_agents *a, uint64_t id, gp_agent_stop *out);
+
+/* ---- any thread ---- */
+
+/* Blocks until the node's version is past `after`, wait_ms passed or
+ * gp_agents_stop; returns the version then (0 when the node is unknown). */
+uint64_t gp_agents_wait(gp_agents *a, const char *node, uint64_t after, int64_t wait_ms);
+void gp_agents_stop(gp_agents *a);
+
+typedef enum gp_agent_beat { GP_AGENT_BEAT_OK = 0, GP_AGENT_BEAT_UNKNOWN, GP_AGENT_BEAT_LOST } gp_agent_beat;
+/* Notes a heartbeat (steals running and gpus) and gives the node's
+ * assignment version; UNKNOWN: not an agent node; LOST: the node is not
+ * up (it must register again). */
+gp_agent_beat gp_agents_heartbeat(gp_agents *a, const char *node, json_t *running, json_t *gpus, int64_t now_ms,
+                                  uint64_t *version);
+/* Has the node an agent? */
+bool gp_agents_has_agent(gp_agents *a, const char *node);
+/* {"last_seen": epoch s, "running": [...], "gpus": [...]} of an agent
+ * node, NULL for another. */
+json_t *gp_agents_view(gp_agents *a, const char *node);
+
+#endif

@@ -1,0 +1,614 @@
+/* api_agents.c - the node agents' endpoints (docs/api.md, "Agents").
+ *
+ *   POST /v1/agents:register               join token (or admin): a node's
+ *        inventory in, the node added through the journal, a node
+ *        credential out (shown once; the node's older ones are revoked)
+ *   GET  /v1/agents/{node}/assignments?after=V&wait=S
+ *        long-poll: answers at once when the node's version is past V,
+ *        else when a commit touches the node, else after S seconds; the
+ *        answer is the node's whole desired state (agents.h for versions)
+ *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
+ *   POST /v1/agents/{node}/reports         replicas started/exited,
+ *        checkpoints, GPU health: engine events through the journal
+ * The three node paths take only that node's credential (router.c lets a
+ * node credential call nothing else).
+ *
+ * Example: job 7, 2 replicas x 8 H100 on n1 and n2, bound at t=100;
+ * n2's poll answers {"version": ..., "assignments": [{"job": 7, "replica":
+ * 1, "replicas": 2, "peers": ["n1", "n2"], "gpus": [8 UUIDs], "action":
+ * "run", ...}]}.  Job 9 reclaims at t=130: the same poll answers the same
+ * replica with "action": "stop", "stop_reason": "preempt", "kill_deadline":
+ * 161.  The agent signals it; replica 1 exits; POST .../reports
+ * {"reports": [{"what": "exited", "job": 7, "replica": 1, "bind_time": 100,
+ * "exit_code": 0, "reason": "exited"}]} -- once both replicas are reported
+ * the grace ends (the job is requeued) and job 9 binds at the next pass.
+ */
+#include "server/api.h"
+
+#include "eventlog/placement.h"
+#include "spec/json_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_WAIT_S = 300, MAX_REPORTS = 1000, MAX_JOBS_PER_NODE = 4096 };
+
+/* ---- who may call ---- */
+
+/* A node path is for that node's credential only. */
+static bool node_caller(gp_request *r, const char *node)
+{
+    if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, node) == 0)
+        return true;
+    gp_api_error(r, 403, "forbidden", "node", "only the credential of node %.64s may call its agent endpoints",
+                 node);
+    return false;
+}
+
+/* The engine's node of that name; false when it has none. */
+static bool engine_node(const gp_engine *e, const char *name, gp_node_info *out)
+{
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++)
+        if (gp_engine_node_get(e, i, out) && strcmp(out->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* ---- register ---- */
+
+typedef struct register_arg {
+    gp_node_request node;
+    char secret[GP_TOKEN_SECRET_LEN + 1];
+    char id[GP_TOKEN_ID_LEN + 1];
+    json_t *revoked; /* ids of the node's older credentials */
+} register_arg;
+
+static gp_err revoke_old(void *ctx, const gp_store_token *t, gp_error *err)
+{
+    (void)err;
+    register_arg *a = ctx;
+    if (t->revoked < 0 && strcmp(t->role, "node") == 0 && strcmp(t->scope, a->node.spec.name) == 0)
+        json_array_append_new(a->revoked, json_string(t->id));
+    return GP_OK;
+}
+
+/* A fresh credential of role node for a->node, the older ones revoked. */
+static gp_err node_credential(gp_server *srv, register_arg *a, const gp_op *op, int64_t now, gp_error *err)
+{
+    char hash[65];
+    gp_store_token t = {.id = a->id, .hash_hex = hash, .name = a->node.spec.name, .role = "node",
+                        .scope = a->node.spec.name, .user = "", .created = now, .revoked = -1, .expires = -1,
+                        .last_used = -1, .created_by = op->who->token_id};
+    gp_err rc = gp_store_tokens_scan(srv->store, revoke_old, a, err);
+    size_t i;
+    json_t *id;
+    json_array_foreach(a->revoked, i, id) {
+        if (rc == GP_OK)
+            rc = gp_store_token_revoke(srv->store, json_string_value(id), now, err);
+        if (rc == GP_OK)
+            gp_auth_revoke(&srv->auth, json_string_value(id));
+    }
+    if (rc == GP_OK)
+        rc = gp_token_generate(a->secret, a->id, hash, err);
+    if (rc == GP_OK)
+        rc = gp_store_token_insert(srv->store, &t, err);
+    if (rc == GP_OK)
+        rc = gp_auth_add(&srv->auth, &t, err);
+    return rc;
+}
+
+static void register_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    register_arg *a = op->arg;
+    const char *name = a->node.spec.name;
+    gp_node_info n;
+    gp_error err;
+    if (engine_node(srv->journal.engine, name, &n) && n.up && !gp_agents_has_agent(&srv->agents, name)) {
+        gp_error_set(&err, GP_ERR_CONFLICT, "node.name",
+                     "node %s is up as a static node (--fleet); an agent cannot take it over: take it out of the"
+                     " fleet file first, or register under another name",
+                     name);
+        gp_op_fail(op, &err);
+        return;
+    }
+    gp_err rc = gp_journal_node_add(&srv->journal, &a->node.spec, now, &err);
+    if (rc == GP_OK)
+        rc = node_credential(srv, a, op, now, &err);
+    if (rc != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    gp_agents_registered(&srv->agents, name, gp_wall_ms());
+    int64_t beat = srv->cfg.node_lost_after_s / 4 > 0 ? srv->cfg.node_lost_after_s / 4 : 1;
+    gp_op_reply(op, 201,
+                json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:s}", "node", name, "token", a->secret, "token_id",
+                          a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s", (json_int_t)beat,
+                          "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s, "revoked", a->revoked, "note",
+                          "the credential is shown once; gpupoold keeps only its hash"));
+}
+
+void gp_api_agent_register(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    if (r->who.role != GP_ROLE_JOIN && r->who.role != GP_ROLE_ADMIN) {
+        gp_api_forbidden(r, "register nodes (a join token does: gpupool token create --role join)");
+        return;
+    }
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return;
+    register_arg a = {.revoked = json_array()};
+    gp_error err;
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach(body, key, v) {
+        if (rc == GP_OK && strcmp(key, "node") != 0)
+            rc = gp_json_unknown_field("", key, &err);
+    }
+    if (rc == GP_OK && !json_object_get(body, "node"))
+        rc = gp_error_set(&err, GP_ERR_INVALID, "node", "the body needs the node's inventory under \"node\"");
+    if (rc == GP_OK)
+        rc = gp_node_request_parse(json_object_get(body, "node"), &a.node, &err);
+    json_decref(body);
+    if (rc != GP_OK) {
+        json_decref(a.revoked);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_op op = {.run = register_run, .mutates = true, .arg = &a, .action = "agent.register"};
+    snprintf(op.target, sizeof op.target, "node/%s", a.node.spec.name);
+    gp_api_run_op(r, &op);
+    json_decref(a.revoked);
+}
+
+/* ---- assignments ---- */
+
+typedef struct state_arg {
+    const char *node;
+} state_arg;
+
+static const char *action_of(const gp_agents *a, const gp_job_info *info, json_t *o)
+{
+    if (info->state != GP_JOB_PREEMPTING)
+        return "run";
+    gp_agent_stop stop;
+    bool known = gp_agents_stop_of(a, info->id, &stop);
+    int64_t deadline = info->preempt_deadline;
+    if (known && info->last_checkpoint >= stop.since)
+        deadline = info->last_checkpoint; /* checkpoint done: the grace is over, stop now */
+    json_object_set_new(o, "stop_reason", json_string(known ? stop.reason : "stop"));
+    json_object_set_new(o, "kill_deadline", json_integer(deadline));
+    return "stop";
+}
+
+/* The replicas of job id on node, as the agent runs them (the spec's
+ * fields are added on the API thread, desired_add_specs). */
+static void job_assignments(const gp_server *srv, uint64_t id, const char *node, json_t *out)
+{
+    const gp_engine *e = srv->journal.engine;
+    gp_job_info info;
+    if (gp_engine_job_info(e, id, &info, NULL) != GP_OK)
+        return;
+    json_t *placement = gp_placement_json(e, id, &info);
+    json_t *peers = json_array();
+    size_t r;
+    json_t *rep;
+    json_array_foreach(placement, r, rep) json_array_append(peers, json_object_get(rep, "node"));
+    json_array_foreach(placement, r, rep) {
+        if (strcmp(json_string_value(json_object_get(rep, "node")), node) != 0)
+            continue;
+        json_t *o = json_pack("{s:I, s:i, s:i, s:I, s:O, s:O, s:i, s:o, s:o}", "job", (json_int_t)id, "replica",
+                              (int)r, "replicas", info.replicas, "bind_time", (json_int_t)info.bind_time, "gpus",
+                              json_object_get(rep, "gpus"), "peers", peers, "restart_count", info.preemptions,
+                              "time_limit_s", info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null(),
+                              "last_checkpoint",
+                              info.last_checkpoint >= 0 ? json_integer(info.last_checkpoint) : json_null());
+        if (json_object_get(rep, "slice"))
+            json_object_set(o, "slice", json_object_get(rep, "slice"));
+        json_object_set_new(o, "action", json_string(action_of(&srv->agents, &info, o)));
+        json_array_append_new(out, o);
+    }
+    json_decref(peers);
+    json_decref(placement);
+}
+
+/* On the engine thread, after a commit: the node's version and replicas. */
+static void state_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    state_arg *a = op->arg;
+    uint64_t *ids = malloc(MAX_JOBS_PER_NODE * sizeof *ids);
+    size_t n = ids ? gp_agents_jobs_on(&srv->agents, a->node, ids, MAX_JOBS_PER_NODE) : 0;
+    gp_node_info info;
+    bool up = engine_node(srv->journal.engine, a->node, &info) && info.up;
+    json_t *list = json_array();
+    for (size_t i = 0; i < n && i < MAX_JOBS_PER_NODE; i++)
+        job_assignments(srv, ids[i], a->node, list);
+    free(ids);
+    gp_op_reply(op, 200,
+                json_pack("{s:s, s:I, s:I, s:b, s:b, s:o}", "node", a->node, "epoch", (json_int_t)srv->agents.epoch,
+                          "version", (json_int_t)gp_agents_version(&srv->agents, a->node), "up", up, "draining",
+                          up && info.draining, "assignments", list));
+}
+
+/* The job's spec fields an agent needs, from the job rows. */
+static void desired_add_specs(gp_request *r, json_t *assignments)
+{
+    static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
+                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s"};
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    size_t i;
+    json_t *o;
+    json_array_foreach(assignments, i, o) {
+        json_t *row = NULL;
+        if (!s || gp_store_job_get(s, (uint64_t)json_integer_value(json_object_get(o, "job")), &row, &err) != GP_OK)
+            continue;
+        json_t *spec = json_object_get(row, "spec");
+        for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
+            if (json_object_get(spec, KEYS[k]))
+                json_object_set(o, KEYS[k], json_object_get(spec, KEYS[k]));
+        json_decref(row);
+    }
+    gp_readers_give(&r->srv->readers, s);
+}
+
+void gp_api_agent_assignments(gp_request *r, const char *node)
+{
+    static const char *const allowed[] = {"after", "wait", NULL};
+    int64_t after = 0, wait = 0;
+    if (!gp_api_query_only(r, allowed) || !node_caller(r, node) ||
+        !gp_api_query_int(r, "after", 0, INT64_MAX, &after) || !gp_api_query_int(r, "wait", 0, MAX_WAIT_S, &wait))
+        return;
+    gp_agents_wait(&r->srv->agents, node, (uint64_t)after, wait * 1000);
+    state_arg a = {.node = node};
+    gp_op op = {.run = state_run, .arg = &a};
+    op.who = &r->who;
+    op.request_id = r->request_id;
+    gp_loop_run(&r->srv->loop, &op);
+    if (op.status == 200)
+        desired_add_specs(r, json_object_get(op.reply, "assignments"));
+    gp_api_reply(r, op.status ? op.status : 500, op.reply);
+}
+
+/* ---- heartbeat ---- */
+
+/* {"job": 7, "replica": 0, "pid": 4242, "state": "running"} */
+static gp_err running_entry(const json_t *v, size_t i, gp_error *err)
+{
+    char field[48];
+    snprintf(field, sizeof field, "running[%zu]", i);
+    gp_err rc = gp_json_object(v, field, err);
+    const char *key;
+    json_t *x;
+    int64_t n;
+    char text[GP_NAME_MAX];
+    json_object_foreach((json_t *)v, key, x) {
+        if (rc)
+            break;
+        char name[96];
+        gp_json_field_name(name, sizeof name, field, key);
+        if (strcmp(key, "job") == 0)
+            rc = gp_json_int(x, name, 1, INT64_MAX, &n, err);
+        else if (strcmp(key, "replica") == 0)
+            rc = gp_json_int(x, name, 0, GP_MAX_REPLICAS - 1, &n, err);
+        else if (strcmp(key, "pid") == 0)
+            rc = gp_json_int(x, name, 0, INT32_MAX, &n, err);
+        else if (strcmp(key, "state") == 0)
+            rc = gp_json_string(x, name, sizeof text - 1, text, sizeof text, err);
+        else
+            rc = gp_json_unknown_field(field, key, err);
+    }
+    if (rc == GP_OK && (!json_object_get(v, "job") || !json_object_get(v, "replica")))
+        rc = gp_error_set(err, GP_ERR_INVALID, field, "%s needs job and replica", field);
+    return rc;
+}
+
+static gp_err heartbeat_body(const json_t *body, gp_error *err)
+{
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach((json_t *)body, key, v) {
+        if (rc)
+            break;
+        if ((strcmp(key, "running") == 0 || strcmp(key, "gpus") == 0) && !json_is_array(v))
+            rc = gp_error_set(err, GP_ERR_INVALID, key, "%s must be an array", key);
+        else if (strcmp(key, "running") != 0 && strcmp(key, "gpus") != 0)
+            rc = gp_json_unknown_field("", key, err);
+    }
+    size_t i;
+    json_array_foreach(json_object_get(body, "running"), i, v) {
+        if (rc == GP_OK)
+            rc = running_entry(v, i, err);
+    }
+    return rc;
+}
+
+void gp_api_agent_heartbeat(gp_request *r, const char *node)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed) || !node_caller(r, node))
+        return;
+    json_t *body = r->body_len ? gp_api_body_object(r) : json_object();
+    if (!body)
+        return;
+    gp_error err;
+    if (heartbeat_body(body, &err) != GP_OK) {
+        json_decref(body);
+        gp_api_fail(r, &err);
+        return;
+    }
+    uint64_t version = 0;
+    json_t *running = json_incref(json_object_get(body, "running")), *gpus = json_incref(json_object_get(body, "gpus"));
+    gp_agent_beat beat = gp_agents_heartbeat(&r->srv->agents, node, running ? running : json_array(),
+                                             gpus ? gpus : json_array(), gp_wall_ms(), &version);
+    json_decref(body);
+    if (beat != GP_AGENT_BEAT_OK) {
+        gp_api_error(r, 409, "conflict", "node",
+                     "node %s is %s: register again (POST /v1/agents:register with a join token); its jobs were"
+                     " requeued",
+                     node, beat == GP_AGENT_BEAT_LOST ? "lost (silent past --node-lost-after, or taken down)"
+                                                      : "not registered by an agent");
+        return;
+    }
+    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
+                                   "version", (json_int_t)version));
+}
+
+/* ---- reports ---- */
+
+typedef enum report_what { REPORT_STARTED = 0, REPORT_EXITED, REPORT_CHECKPOINTED, REPORT_GPU_HEALTH } report_what;
+
+typedef struct report {
+    report_what what;
+    gp_replica_exit exit;   /* job_id, replica; exited: the rest */
+    int64_t time;           /* checkpointed: when, on the agent's clock */
+    int gpu;                /* gpu_health */
+    bool healthy;
+} report;
+
+typedef struct reports_arg {
+    const char *node;
+    report *items;
+    size_t n;
+} reports_arg;
+
+static gp_err report_what_parse(const json_t *v, const char *field, report_what *out, gp_error *err)
+{
+    static const char *const NAMES[] = {"started", "exited", "checkpointed", "gpu_health"};
+    char text[16];
+    gp_err rc = gp_json_string(v, field, sizeof text - 1, text, sizeof text, err);
+    for (int k = 0; rc == GP_OK && k < 4; k++)
+        if (strcmp(text, NAMES[k]) == 0) {
+            *out = (report_what)k;
+            return GP_OK;
+        }
+    return rc ? rc : gp_error_set(err, GP_ERR_INVALID, field, "%s must be started, exited, checkpointed or gpu_health",
+                                  field);
+}
+
+/* A report's integer fields and their bounds; false for another key. */
+static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
+{
+    static const struct {
+        const char *key;
+        int64_t min, max;
+    } INTS[] = {{"job", 1, INT64_MAX},      {"replica", 0, GP_MAX_REPLICAS - 1},  {"bind_time", 0, INT64_MAX},
+                {"exit_code", 0, 255},      {"signal", 0, 64},                    {"time", 0, INT64_C(1) << 40},
+                {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}};
+    for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
+        if (strcmp(key, INTS[i].key) == 0) {
+            *min = INTS[i].min;
+            *max = INTS[i].max;
+            return true;
+        }
+    return false;
+}
+
+static void report_int_store(report *out, const char *key, int64_t n)
+{
+    if (strcmp(key, "job") == 0)
+        out->exit.job_id = (uint64_t)n;
+    else if (strcmp(key, "replica") == 0)
+        out->exit.replica = (int)n;
+    else if (strcmp(key, "bind_time") == 0)
+        out->exit.bind_time = n;
+    else if (strcmp(key, "exit_code") == 0)
+        out->exit.exit_code = (int)n;
+    else if (strcmp(key, "signal") == 0)
+        out->exit.signal = (int)n;
+    else if (strcmp(key, "time") == 0)
+        out->time = n;
+    else
+        out->gpu = (int)n;
+}
+
+/* One field of a report into it. */
+static gp_err report_field(const char *key, const json_t *v, const char *name, report *out, gp_error *err)
+{
+    int64_t n = 0, min, max;
+    char reason[32];
+    gp_err rc;
+    if (strcmp(key, "what") == 0)
+        return report_what_parse(v, name, &out->what, err);
+    if (strcmp(key, "healthy") == 0)
+        return gp_json_bool(v, name, &out->healthy, err);
+    if (strcmp(key, "reason") == 0) {
+        rc = gp_json_string(v, name, sizeof reason - 1, reason, sizeof reason, err);
+        if (rc == GP_OK && !gp_exit_reason_parse(reason, &out->exit.reason))
+            rc = gp_error_set(err, GP_ERR_INVALID, name,
+                              "%s must be exited, signalled, oom, killed_after_grace or time_limit", name);
+        return rc;
+    }
+    if (!report_int_bounds(key, &min, &max))
+        return gp_error_set(err, GP_ERR_INVALID, name, "unknown field %s", name);
+    rc = gp_json_int(v, name, min, max, &n, err);
+    if (rc == GP_OK)
+        report_int_store(out, key, n);
+    return rc;
+}
+
+/* The fields each kind of report must carry. */
+static gp_err report_required(const json_t *v, const char *field, report_what what, gp_error *err)
+{
+    static const char *const NEEDS[][4] = {
+        [REPORT_STARTED] = {"job", "replica", NULL},
+        [REPORT_EXITED] = {"job", "replica", "bind_time", "reason"},
+        [REPORT_CHECKPOINTED] = {"job", "time", NULL},
+        [REPORT_GPU_HEALTH] = {"gpu", "healthy", NULL},
+    };
+    for (int k = 0; k < 4 && NEEDS[what][k]; k++)
+        if (!json_object_get(v, NEEDS[what][k]))
+            return gp_error_set(err, GP_ERR_INVALID, field, "%s.%s is required for this report", field,
+                                NEEDS[what][k]);
+    return GP_OK;
+}
+
+static gp_err report_parse(const json_t *v, size_t i, const char *node, report *out, gp_error *err)
+{
+    char field[48];
+    snprintf(field, sizeof field, "reports[%zu]", i);
+    memset(out, 0, sizeof *out);
+    snprintf(out->exit.node, sizeof out->exit.node, "%s", node);
+    gp_err rc = gp_json_object(v, field, err);
+    if (rc == GP_OK && !json_object_get(v, "what"))
+        rc = gp_error_set(err, GP_ERR_INVALID, field, "%s.what is required", field);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        char name[96];
+        gp_json_field_name(name, sizeof name, field, key);
+        if (rc == GP_OK)
+            rc = report_field(key, x, name, out, err);
+    }
+    return rc ? rc : report_required(v, field, out->what, err);
+}
+
+/* Is replica `replica` of the job placed on `node`? (any replica: -1) */
+static bool replica_on(const gp_engine *e, const gp_job_info *info, int replica, const char *node)
+{
+    json_t *placement = gp_placement_json(e, info->id, info);
+    size_t r;
+    json_t *rep;
+    bool on = false;
+    json_array_foreach(placement, r, rep) {
+        if ((replica < 0 || (int)r == replica) && strcmp(json_string_value(json_object_get(rep, "node")), node) == 0)
+            on = true;
+    }
+    json_decref(placement);
+    return on;
+}
+
+/* A report about a job: its replica on this node, else why not. */
+static const char *job_report_refused(const gp_engine *e, const report *rep, const char *node, gp_job_info *info)
+{
+    if (gp_engine_job_info(e, rep->exit.job_id, info, NULL) != GP_OK)
+        return "the job is no longer live";
+    int replica = rep->what == REPORT_CHECKPOINTED ? -1 : rep->exit.replica;
+    if (!replica_on(e, info, replica, node))
+        return "not assigned to this node (any more)";
+    return NULL;
+}
+
+static gp_err apply_gpu_health(gp_server *srv, const reports_arg *a, const report *rep, int64_t now,
+                               const char **note, gp_error *err)
+{
+    gp_node_info n;
+    gp_gpu_info g;
+    if (!engine_node(srv->journal.engine, a->node, &n) || rep->gpu >= n.gpu_count)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu", "node %s has GPUs 0..%d", a->node, n.gpu_count - 1);
+    if (gp_engine_gpu_get(srv->journal.engine, n.gpu_first + (uint32_t)rep->gpu, &g) && g.healthy == rep->healthy) {
+        *note = "no change";
+        return GP_OK;
+    }
+    return gp_journal_gpu_health(&srv->journal, a->node, rep->gpu, rep->healthy, now, err);
+}
+
+/* Applies one report: GP_OK with *note saying why nothing was done, or
+ * the journal's answer. */
+static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, const char **note,
+                           gp_error *err)
+{
+    gp_job_info info;
+    if (rep->what == REPORT_GPU_HEALTH)
+        return apply_gpu_health(srv, a, rep, now, note, err);
+    if ((*note = job_report_refused(srv->journal.engine, rep, a->node, &info)))
+        return GP_OK;
+    if (rep->what == REPORT_STARTED) {
+        *note = "noted";
+        return GP_OK;
+    }
+    if (rep->what == REPORT_CHECKPOINTED && info.last_checkpoint >= rep->time) {
+        *note = "already recorded";
+        return GP_OK;
+    }
+    if (rep->what == REPORT_CHECKPOINTED)
+        return gp_journal_checkpointed(&srv->journal, rep->exit.job_id, now, err);
+    gp_err rc = gp_journal_replica_exit(&srv->journal, &rep->exit, now, err);
+    if (rc == GP_OK && !srv->journal.last_logged)
+        *note = "counted already";
+    return rc;
+}
+
+/* One report's result (applied, or why not) into results. */
+static void report_result(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, json_t *results)
+{
+    const char *note = NULL;
+    gp_error err = {0};
+    gp_err rc = report_apply(srv, a, rep, now, &note, &err);
+    json_t *o = json_pack("{s:b}", "applied", rc == GP_OK && !note);
+    if (rc != GP_OK)
+        json_object_set_new(o, "error", json_string(err.message));
+    else if (note)
+        json_object_set_new(o, "note", json_string(note));
+    gp_job_info info;
+    if (rep->what != REPORT_GPU_HEALTH && gp_engine_job_info(srv->journal.engine, rep->exit.job_id, &info, NULL) == GP_OK)
+        json_object_set_new(o, "job_state", json_string(gp_job_state_name(info.state)));
+    json_array_append_new(results, o);
+}
+
+static void reports_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    reports_arg *a = op->arg;
+    json_t *results = json_array();
+    for (size_t i = 0; i < a->n && !srv->journal.broken; i++)
+        report_result(srv, a, &a->items[i], now, results);
+    gp_op_reply(op, 200, json_pack("{s:o}", "results", results));
+}
+
+void gp_api_agent_reports(gp_request *r, const char *node)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed) || !node_caller(r, node))
+        return;
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return;
+    json_t *list = json_object_get(body, "reports");
+    gp_error err;
+    gp_err rc = GP_OK;
+    if (json_object_size(body) != 1 || !json_is_array(list) || json_array_size(list) > MAX_REPORTS)
+        rc = gp_error_set(&err, GP_ERR_INVALID, "reports", "the body is {\"reports\": [...]} with at most %d reports",
+                          MAX_REPORTS);
+    reports_arg a = {.node = node, .n = json_array_size(list)};
+    a.items = calloc(a.n + 1, sizeof *a.items);
+    if (rc == GP_OK && !a.items)
+        rc = gp_error_set(&err, GP_ERR_NOMEM, "reports", "out of memory");
+    for (size_t i = 0; rc == GP_OK && i < a.n; i++)
+        rc = report_parse(json_array_get(list, i), i, node, &a.items[i], &err);
+    json_decref(body);
+    if (rc != GP_OK) {
+        free(a.items);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_op op = {.run = reports_run, .mutates = true, .arg = &a, .action = "agent.report"};
+    snprintf(op.target, sizeof op.target, "node/%s", node);
+    gp_api_run_op(r, &op);
+    free(a.items);
+}

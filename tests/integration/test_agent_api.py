@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The node agents' HTTP API against a real gpupoold, with a fake agent.
+
+The FakeAgent below speaks the protocol of docs/api.md ("Agents") the way
+gpupool-agent's main loop will: register with a join token, long-poll its
+assignments, heartbeat, report replicas' ends.  Agent nodes here have T4
+GPUs, a type the --fleet file (examples/fleet.yaml) does not have, so jobs
+asking for T4 land only on agent nodes while the fleet's static nodes stay
+up beside them.
+
+Behaviours under test:
+  - a join token registers a node and gets a node credential; a bad or
+    expired join token is 401; join and node tokens get 403 everywhere but
+    their own agent endpoints; re-registering revokes the old credential;
+  - a long-poll answers soon after a bind on its node (well before its
+    wait), with the replicas, GPUs, peers, command and env; a shutdown
+    answers waiting polls at once;
+  - reports: every replica exited 0 -> succeeded (history says so, a resent
+    report changes nothing); one failing replica -> the gang failed whole;
+  - preemption: the victim's node gets "stop" with a kill deadline; a
+    checkpoint ends the grace (the deadline moves to now); the victim's
+    exit report requeues it and the reclaimer binds long before the grace;
+  - a node silent past --node-lost-after is lost (its job requeued onto
+    another agent node), its heartbeat is 409 until it registers again;
+  - kill -9 of gpupoold: the same assignments after restart, a higher
+    epoch and version, the node not lost at once; gpupool-replay of the
+    store finds every decision equal (the agents' event kinds replay).
+"""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpd  # noqa: E402
+
+
+class FakeAgent:
+    def __init__(self, d, name, gpus=2, join=None):
+        self.d, self.name = d, name
+        self.inventory = {"name": name, "gpu_type": "T4", "gpu_count": gpus, "zone": "z1", "block": "blk-t",
+                          "gpu_uuids": ["GPU-%s-%d" % (name, i) for i in range(gpus)], "gpu_mem_mib": 16384,
+                          "cpu_millis": 32000, "mem_mib": 131072}
+        self.token = None
+        self.register(join or join_token(d))
+
+    def register(self, join):
+        out = self.d.ok("POST", "/v1/agents:register", {"node": self.inventory}, token=join)
+        assert out["node"] == self.name and out["token"].startswith("gpt_"), out
+        self.token = out["token"]
+        return out
+
+    def call(self, method, what, body=None):
+        return self.d.call(method, "/v1/agents/%s/%s" % (self.name, what), body, token=self.token)
+
+    def poll(self, after=0, wait=0):
+        status, out = self.call("GET", "assignments?after=%d&wait=%d" % (after, wait))
+        assert status == 200, out
+        return out
+
+    def heartbeat(self, running=()):
+        return self.call("POST", "heartbeat", {"running": list(running), "gpus": [{"index": 0, "sm_util": 0.5}]})
+
+    def report(self, *reports):
+        status, out = self.call("POST", "reports", {"reports": list(reports)})
+        assert status == 200, out
+        return out["results"]
+
+
+def join_token(d, ttl="1h"):
+    out = d.cli("token", "create", "--name", "rack1", "--role", "join", "--ttl", ttl, json_out=True)
+    assert out["role"] == "join" and out["expires"], out
+    return out["token"]
+
+
+def submit(d, tenant="t", replicas=1, gpus=1, grace=30, **extra):
+    body = dict({"tenant": tenant, "replicas": replicas, "gpus": gpus, "gpu_types": ["T4"],
+                 "checkpoint_grace_s": grace, "command": ["python3", "train.py"], "env": {"SEED": "7"}}, **extra)
+    return d.ok("POST", "/v1/jobs", body)["id"]
+
+
+def job(d, job_id):
+    return d.ok("GET", "/v1/jobs/%d" % job_id)
+
+
+def mine(assignments, job_id):
+    return [a for a in assignments["assignments"] if a["job"] == job_id]
+
+
+def exited(a, code=0, signal=0, reason="exited"):
+    return {"what": "exited", "job": a["job"], "replica": a["replica"], "bind_time": a["bind_time"],
+            "exit_code": code, "signal": signal, "reason": reason}
+
+
+def poll_until_closed(agent):
+    """A long wait; the answer or a closed connection, either ends it."""
+    try:
+        agent.call("GET", "assignments?after=%d&wait=60" % (1 << 62))
+    except OSError:
+        pass
+
+
+def test_join_token_registers_and_credentials_reach_only_their_node(d):
+    join = join_token(d)
+    n1, n2 = FakeAgent(d, "t4-1", join=join), FakeAgent(d, "t4-2", join=join)
+    status, out = d.call("POST", "/v1/agents:register", {"node": n1.inventory}, token="gpt_" + "0" * 64)
+    assert status == 401, out
+    short = join_token(d, ttl="1s")
+    time.sleep(2.1)
+    status, out = d.call("POST", "/v1/agents:register", {"node": n1.inventory}, token=short)
+    assert status == 401 and "expired" in out["error"]["message"], out
+    for path in ["/v1/jobs", "/v1/nodes", "/v1/tenants", "/v1/tokens"]:
+        assert d.call("GET", path, token=n1.token)[0] == 403, path
+        assert d.call("GET", path, token=join)[0] == 403, path
+    assert d.call("GET", "/v1/agents/t4-2/assignments", token=n1.token)[0] == 403
+    assert d.call("POST", "/v1/agents/t4-2/heartbeat", {}, token=n1.token)[0] == 403
+    assert d.call("POST", "/v1/agents/t4-2/reports", {"reports": []}, token=n1.token)[0] == 403
+    assert d.call("GET", "/v1/agents/t4-1/assignments", token=join)[0] == 403
+    assert d.call("GET", "/v1/agents/t4-1/assignments", token=d.token)[0] == 403
+    assert n2.poll()["up"] is True
+    status, out = d.call("POST", "/v1/tokens", {"name": "x", "role": "node", "scope": "t4-1"})
+    assert status == 400 and out["error"]["field"] == "role", out
+    old = n1.token
+    out = n1.register(join)  # a restarted agent: same shape, a fresh credential
+    assert out["revoked"] and d.call("GET", "/v1/agents/t4-1/assignments", token=old)[0] == 401
+    assert n1.heartbeat()[0] == 200
+    bigger = dict(n1.inventory, gpu_count=4, gpu_uuids=["u%d" % i for i in range(4)])
+    status, out = d.call("POST", "/v1/agents:register", {"node": bigger}, token=join)
+    assert status == 409, out
+    status, out = d.call("POST", "/v1/agents:register", {"node": dict(n1.inventory, name="h100-a-0")}, token=join)
+    assert status == 409 and "fleet" in out["error"]["message"], out
+
+
+def test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    n1, n2 = FakeAgent(d, "t4-1"), FakeAgent(d, "t4-2")
+    before = {a.name: a.poll()["version"] for a in (n1, n2)}
+    answers = {}
+
+    def wait(agent):
+        t0 = time.time()
+        answers[agent.name] = (agent.poll(after=before[agent.name], wait=20), time.time() - t0)
+
+    threads = [threading.Thread(target=wait, args=(a,)) for a in (n1, n2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    job_id = submit(d, replicas=2, gpus=2, time_limit_s=3600)
+    for t in threads:
+        t.join(30)
+    peers = None
+    for name, (out, took) in answers.items():
+        assert took < 5, "the poll of %s took %.1f s" % (name, took)
+        assert out["version"] > before[name]
+        [a] = mine(out, job_id)
+        assert a["action"] == "run" and a["replicas"] == 2 and a["bind_time"] > 0
+        assert sorted(a["gpus"]) == ["GPU-%s-0" % name, "GPU-%s-1" % name], a
+        assert a["command"] == ["python3", "train.py"] and a["env"] == {"SEED": "7"} and a["tenant"] == "t"
+        assert a["time_limit_s"] == 3600 and a["restart_count"] == 0 and a["checkpoint_grace_s"] == 30
+        assert a["peers"][a["replica"]] == name
+        peers = peers or a["peers"]
+        assert a["peers"] == peers
+    assert sorted(peers) == ["t4-1", "t4-2"]
+    assert "execution" not in job(d, job_id)  # it runs on agent nodes
+    t0 = time.time()
+    waiting = threading.Thread(target=lambda: poll_until_closed(n1))
+    waiting.start()
+    time.sleep(0.3)
+    d.stop()  # a graceful stop answers the waiting poll instead of hanging on it
+    waiting.join(10)
+    assert not waiting.is_alive() and time.time() - t0 < 15
+
+
+def test_replica_reports_finish_the_gang(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    n1, n2 = FakeAgent(d, "t4-1"), FakeAgent(d, "t4-2")
+    ok_job = submit(d, replicas=2, gpus=2)
+    gpd.wait_for(lambda: job(d, ok_job)["state"] == "running", what="gang running")
+    a1, a2 = mine(n1.poll(), ok_job)[0], mine(n2.poll(), ok_job)[0]
+    assert n1.report({"what": "started", "job": ok_job, "replica": a1["replica"]})[0]["note"] == "noted"
+    [r] = n1.report(exited(a1))
+    assert r["applied"] and r["job_state"] == "running", r
+    [r] = n1.report(exited(a1))  # resent after a reconnect: counted once
+    assert not r["applied"] and job(d, ok_job)["state"] == "running", r
+    [r] = n2.report(exited(a2))
+    assert r["applied"], r
+    view = job(d, ok_job)
+    assert view["state"] == "succeeded", view["state"]
+    assert sum(1 for h in view["history"] if h["kind"] == "exit") == 2, view["history"]
+    [r] = n2.report(exited(a2))
+    assert not r["applied"], r
+
+    bad_job = submit(d, replicas=2, gpus=2)
+    gpd.wait_for(lambda: job(d, bad_job)["state"] == "running", what="second gang running")
+    b1 = mine(n1.poll(), bad_job)[0]
+    n1.report(exited(b1, code=3))
+    view = job(d, bad_job)
+    assert view["state"] == "failed", view["state"]
+    assert any("exit code 3" in (h.get("reason") or "") for h in view["history"]), view["history"]
+    assert mine(n2.poll(), bad_job) == [], "the other replica is still assigned"
+    status, out = n1.call("POST", "reports", {"reports": [{"what": "exited", "job": 1}]})
+    assert status == 400 and "replica" in out["error"]["message"], out
+    status, out = n1.call("POST", "reports", {"reports": [dict(exited(b1), reason="crashed")]})
+    assert status == 400 and out["error"]["field"] == "reports[0].reason", out
+
+
+def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
+    n1 = FakeAgent(d, "t4-1")
+    d.ok("PUT", "/v1/tenants/owner", {"guarantee": {"gpu": {"T4": 2}}})
+    d.ok("PUT", "/v1/tenants/borrower", {})
+    victim = submit(d, tenant="borrower", gpus=2, grace=600)
+    gpd.wait_for(lambda: job(d, victim)["state"] == "running", what="borrower running")
+    version = n1.poll()["version"]
+    t0 = time.time()
+    owner = submit(d, tenant="owner", gpus=2, grace=0)
+    out = n1.poll(after=version, wait=20)
+    [a] = mine(out, victim)
+    assert a["action"] == "stop" and a["stop_reason"] == "preempt", a
+    assert t0 + 590 <= a["kill_deadline"] <= time.time() + 605, a
+    [r] = n1.report({"what": "checkpointed", "job": victim, "replica": 0, "time": int(time.time())})
+    assert r["applied"], r
+    [a] = mine(n1.poll(), victim)
+    assert a["kill_deadline"] <= time.time() + 1 and a["last_checkpoint"], a  # checkpoint done: stop now
+    [r] = n1.report({"what": "checkpointed", "job": victim, "replica": 0, "time": int(time.time()) - 5})
+    assert not r["applied"], r
+    [r] = n1.report(exited(a, signal=15, reason="signalled"))
+    assert r["applied"] and r["job_state"] == "pending", r
+    gpd.wait_for(lambda: job(d, owner)["state"] == "running", timeout=10, what="reclaimer bound")
+    assert time.time() - t0 < 60, "the grace was not ended early"
+    view = job(d, victim)
+    assert view["state"] == "pending" and view["preemptions"] == 1, view
+    [a] = mine(n1.poll(), owner)
+    assert a["action"] == "run"
+
+
+def test_a_silent_node_is_lost_and_must_register_again(d):
+    d.stop()
+    d.extra = ["--node-lost-after", "2"]
+    d.start()
+    d.ok("PUT", "/v1/tenants/t", {})
+    join = join_token(d)
+    n1, n2 = FakeAgent(d, "t4-1", join=join), FakeAgent(d, "t4-2", join=join)
+    job_id = submit(d, gpus=2)
+    gpd.wait_for(lambda: job(d, job_id)["state"] == "running", what="job running")
+    first = job(d, job_id)["placement"][0]["node"]
+    silent, alive = (n1, n2) if first == "t4-1" else (n2, n1)
+
+    def lost():
+        alive.heartbeat()
+        return not d.ok("GET", "/v1/nodes/" + silent.name)["up"]
+
+    gpd.wait_for(lost, timeout=15, what="the silent node lost")
+    assert d.ok("GET", "/v1/nodes/" + alive.name)["up"]
+    view = gpd.wait_for(lambda: (lambda v: v if v["state"] == "running" else None)(job(d, job_id)),
+                        what="job requeued and bound again")
+    assert view["placement"][0]["node"] == alive.name, view["placement"]
+    assert any("lost" in (h.get("reason") or "") for h in view["history"]), view["history"]
+    status, out = silent.heartbeat()
+    assert status == 409 and "register again" in out["error"]["message"], out
+    assert mine(silent.poll(), job_id) == []
+    silent.register(join)
+    assert silent.heartbeat()[0] == 200 and d.ok("GET", "/v1/nodes/" + silent.name)["up"]
+
+
+def test_kill9_keeps_assignments_raises_the_epoch_and_replays(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    n1, n2 = FakeAgent(d, "t4-1"), FakeAgent(d, "t4-2")
+    done = submit(d, gpus=2)
+    gpd.wait_for(lambda: job(d, done)["state"] == "running", what="first job")
+    holder = n1 if mine(n1.poll(), done) else n2
+    holder.report(exited(mine(holder.poll(), done)[0]))
+    assert job(d, done)["state"] == "succeeded"
+    running = submit(d, replicas=2, gpus=1)
+    gpd.wait_for(lambda: job(d, running)["state"] == "running", what="gang running")
+    before = {a.name: a.poll() for a in (n1, n2)}
+    n1.heartbeat()
+    d.ok("GET", "/v1/nodes/t4-1")  # the heartbeat's telemetry is shown
+    assert d.ok("GET", "/v1/nodes/t4-1")["agent"]["gpus"] == [{"index": 0, "sm_util": 0.5}]
+    d.kill9()
+    d.start()
+    for a in (n1, n2):
+        after = a.poll()  # the same credential works after the restart
+        assert after["epoch"] == before[a.name]["epoch"] + 1 and after["version"] > before[a.name]["version"]
+        assert after["assignments"] == before[a.name]["assignments"], (after, before[a.name])
+        assert after["up"]
+    used = [g for a in (n1, n2) for x in a.poll()["assignments"] for g in x["gpus"]]
+    assert len(used) == len(set(used)) == 2, used
+    assert d.ok("GET", "/v1/nodes/t4-1")["up"]  # last seen starts at the restart
+    d.stop()
+    p = subprocess.run([os.path.join(gpd.BIN, "gpupool-replay"), os.path.join(d.dir, "gpupool.db")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "all equal" in p.stdout, p.stdout + p.stderr
+    d.start()
+
+
+if __name__ == "__main__":
+    gpd.run([test_join_token_registers_and_credentials_reach_only_their_node,
+             test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas,
+             test_replica_reports_finish_the_gang,
+             test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace,
+             test_a_silent_node_is_lost_and_must_register_again,
+             test_kill9_keeps_assignments_raises_the_epoch_and_replays])
