@@ -282,6 +282,7 @@ typedef struct gp_job_info {
     int preemptions;            /* how many times it was preempted */
     gp_wait wait;
     int64_t time_limit_s;       /* effective (its own or its tenant's default), 0 = none */
+    bool time_limited;          /* PREEMPTING: stopped for running past its time limit */
 } gp_job_info;
 
 typedef struct gp_tenant_info {

@@ -249,6 +249,7 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
     out->preemptions = j->preemptions;
     out->wait = j->wait;
     out->time_limit_s = j->limit;
+    out->time_limited = j->time_limited;
     return GP_OK;
 }
 
