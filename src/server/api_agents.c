@@ -610,15 +610,12 @@ void gp_api_agent_reports(gp_request *r, const char *node)
     static const char *const allowed[] = {NULL};
     if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node))
         return;
-    json_t *body = gp_api_body_object(r);
+    json_t *list;
+    json_t *body = gp_api_body_list(r, "reports", MAX_REPORTS, &list);
     if (!body)
         return;
-    json_t *list = json_object_get(body, "reports");
     gp_error err;
     gp_err rc = GP_OK;
-    if (json_object_size(body) != 1 || !json_is_array(list) || json_array_size(list) > MAX_REPORTS)
-        rc = gp_error_set(&err, GP_ERR_INVALID, "reports", "the body is {\"reports\": [...]} with at most %d reports",
-                          MAX_REPORTS);
     reports_arg a = {.node = node, .n = json_array_size(list)};
     a.items = calloc(a.n + 1, sizeof *a.items);
     if (rc == GP_OK && !a.items)

@@ -274,53 +274,41 @@ static void a_cancelled_gang_ends_when_its_last_replica_is_gone(void **state)
 }
 
 /* Job 1, 2 replicas with a 5 s limit, bound at t=10: the tick at t=15
- * stops it (time_limit, grace 30); its bind time. */
-static int64_t gang_past_its_time_limit(gp_replayer *r)
+ * stops it (time_limit, grace 30); replica 0 exits `code` at t=20, replica
+ * 1 exits 0 at t=21, both within the grace.  The job's state then. */
+static gp_job_state state_after_exits_past_time_limit(int code)
 {
-    int64_t bound = bound_gang(r, 1, 2, 5);
+    gp_replayer r;
+    setup_fleet(&r);
+    int64_t bound = bound_gang(&r, 1, 2, 5);
     gp_event tick = {.kind = GP_EV_TICK, .time = 15};
-    apply(r, &tick, GP_APPLY_LIVE, true);
-    gp_replayer_settle(r);
+    apply(&r, &tick, GP_APPLY_LIVE, true);
+    gp_replayer_settle(&r);
     gp_job_info info;
-    assert_int_equal(gp_engine_job_info(r->engine, 1, &info, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
     assert_int_equal(info.state, GP_JOB_PREEMPTING);
     assert_true(info.time_limited);
-    return bound;
+    report_exit(&r, 1, 0, bound, code, true);
+    assert_int_equal(state_of(&r, 1), GP_JOB_PREEMPTING);
+    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound};
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
+    apply(&r, &ev, GP_APPLY_LIVE, true);
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    gp_replayer_settle(&r);
+    gp_replayer_free(&r);
+    return info.state;
 }
 
 static void a_gang_past_its_time_limit_that_exits_zero_within_the_grace_succeeded(void **state)
 {
     (void)state;
-    gp_replayer r;
-    setup_fleet(&r);
-    int64_t bound = gang_past_its_time_limit(&r);
-    report_exit(&r, 1, 0, bound, 0, true);
-    assert_int_equal(state_of(&r, 1), GP_JOB_PREEMPTING);
-    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound};
-    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
-    apply(&r, &ev, GP_APPLY_LIVE, true);
-    gp_job_info info;
-    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
-    assert_int_equal(info.state, GP_JOB_SUCCEEDED);
-    gp_replayer_settle(&r);
-    gp_replayer_free(&r);
+    assert_int_equal(state_after_exits_past_time_limit(0), GP_JOB_SUCCEEDED);
 }
 
 static void a_gang_past_its_time_limit_with_a_failed_replica_failed(void **state)
 {
     (void)state;
-    gp_replayer r;
-    setup_fleet(&r);
-    int64_t bound = gang_past_its_time_limit(&r);
-    report_exit(&r, 1, 0, bound, 3, true);
-    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound};
-    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
-    apply(&r, &ev, GP_APPLY_LIVE, true);
-    gp_job_info info;
-    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
-    assert_int_equal(info.state, GP_JOB_FAILED);
-    gp_replayer_settle(&r);
-    gp_replayer_free(&r);
+    assert_int_equal(state_after_exits_past_time_limit(3), GP_JOB_FAILED);
 }
 
 static void trusted_below_untrusted_is_refused_live_and_inherit_in_replay(void **state)

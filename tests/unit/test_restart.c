@@ -79,31 +79,30 @@ static void the_backoff_doubles_and_the_last_failure_fails_the_job(void **state)
     assert_non_null(strstr(d->reason, "no restarts left (2 of 2 used)"));
 }
 
+/* Job 1 (1 x 8 GPUs, the kind and policy given) bound at t=0 ends `how`
+ * at t=100: its state then. */
+static gp_job_state state_after(tb_world *w, gp_job_kind kind, gp_restart_policy policy, gp_exit how)
+{
+    base(w);
+    running(w, kind, policy, 0, 1);
+    tb_finish(w, 1, how, 100);
+    return tb_state(w, 1);
+}
+
 static void a_training_job_fails_at_its_first_failure_by_default(void **state)
 {
-    tb_world *w = *state;
-    base(w);
-    running(w, GP_KIND_TRAINING, GP_RESTART_DEFAULT, 0, 1);
-    tb_finish(w, 1, GP_EXIT_FAILED, 100);
-    assert_int_equal(tb_state(w, 1), GP_JOB_FAILED);
+    assert_int_equal(state_after(*state, GP_KIND_TRAINING, GP_RESTART_DEFAULT, GP_EXIT_FAILED), GP_JOB_FAILED);
 }
 
 static void an_inference_job_with_restart_policy_never_fails(void **state)
 {
-    tb_world *w = *state;
-    base(w);
-    running(w, GP_KIND_INFERENCE, GP_RESTART_NEVER, 0, 1);
-    tb_finish(w, 1, GP_EXIT_FAILED, 100);
-    assert_int_equal(tb_state(w, 1), GP_JOB_FAILED);
+    assert_int_equal(state_after(*state, GP_KIND_INFERENCE, GP_RESTART_NEVER, GP_EXIT_FAILED), GP_JOB_FAILED);
 }
 
 static void a_success_is_not_restarted(void **state)
 {
-    tb_world *w = *state;
-    base(w);
-    running(w, GP_KIND_INFERENCE, GP_RESTART_ON_FAILURE, 0, 1);
-    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 100);
-    assert_int_equal(tb_state(w, 1), GP_JOB_SUCCEEDED);
+    assert_int_equal(state_after(*state, GP_KIND_INFERENCE, GP_RESTART_ON_FAILURE, GP_EXIT_SUCCEEDED),
+                     GP_JOB_SUCCEEDED);
 }
 
 static void the_backoff_is_capped_at_five_minutes(void **state)
