@@ -10,7 +10,8 @@ Behaviours under test:
     its time, the history says why; it binds again after the back-off
     with restart_count 1 in its assignments; with no restarts left the
     next failure fails it; gpupool-replay of the store finds every
-    decision equal;
+    decision equal; each run keeps its own log, and `gpupool logs --follow`
+    stays on the run it started on;
   - a job past its time limit whose replicas all exit 0 within the grace
     has succeeded (one that exits non-zero failed);
   - bad restart fields are 400 naming the field.
@@ -22,6 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
 from test_agent_api import FakeAgent, exited, job, join_token, mine, submit  # noqa: E402
+from test_job_logs import entry, read, ship  # noqa: E402
 
 
 def two_nodes(d):
@@ -40,7 +42,13 @@ def test_a_failed_inference_replica_restarts_the_job_whole_after_a_backoff(d):
     gpd.wait_for(lambda: job(d, job_id)["state"] == "running", what="service running")
     first = {n.name: mine(n.poll(), job_id)[0] for n in (n1, n2)}
     assert all(a["restart_count"] == 0 for a in first.values()), first
-    [r] = n1.report(exited(first["t4-1"], code=1))
+    a1 = first["t4-1"]
+    ship(n1, entry(a1, 0, "first\n"))
+    env = dict(os.environ, GPUPOOL_SERVER=d.url, GPUPOOL_TOKEN=d.token, HOME=d.dir)
+    follow = subprocess.Popen([os.path.join(gpd.BIN, "gpupool"), "logs", str(job_id), "--replica",
+                               str(a1["replica"]), "--follow"], env=env, stdout=subprocess.PIPE, text=True)
+    assert follow.stdout.readline() == "first\n"
+    [r] = n1.report(exited(a1, code=1))
     view = job(d, job_id)
     assert view["state"] == "pending" and view["restarts"] == 1, view
     assert view["wait"]["code"] == "backoff" and view["wait"]["time"] >= view["submit_time"] + 10, view["wait"]
@@ -53,6 +61,15 @@ def test_a_failed_inference_replica_restarts_the_job_whole_after_a_backoff(d):
     assert again["bind_time"] >= view["wait"]["time"], (again["bind_time"], view["wait"])
     second = assigned((n1, n2), job_id)
     assert len(second) == 2 and all(a["restart_count"] == 1 for a in second), second
+    # the first run's last bytes still arrive; a follow stays on its run (the next has offsets of its own)
+    ship(n1, entry(a1, 6, "bye\n", eof=True))
+    assert follow.stdout.read() == "bye\n" and follow.wait(timeout=20) == 0
+    a1b = [a for a in second if a["replica"] == a1["replica"]][0]
+    node = n1 if a1b["gpus"][0].startswith("GPU-t4-1") else n2
+    ship(node, entry(a1b, 0, "second\n"))
+    assert d.cli("logs", str(job_id), "--replica", str(a1["replica"])).stdout == "second\n"
+    out, text = read(d, job_id, "?replica=%d&run=%d" % (a1["replica"], a1["bind_time"]))
+    assert text == "first\nbye\n" and out["runs"] == [a1b["bind_time"], a1["bind_time"]], out
     n1.report(exited(second[0], code=0, signal=9, reason="signalled"))
     view = job(d, job_id)
     assert view["state"] == "failed" and "no restarts left (1 of 1 used)" in view["reason"], view
