@@ -27,8 +27,12 @@ const gp_command GP_COMMANDS[] = {
      "                      [--gpu-type T]... [--cpu-millis N] [--mem-mib N] [--topology any|block|nvlink]\n"
      "                      [--isolation exclusive|mig|mps|timeslice] [--mig PROFILE | --mps PERCENT | --timeslice]\n"
      "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
-     "                      [--kind training|inference|interactive] [--user U] [--array N] [-- COMMAND ARGS...]\n"
+     "                      [--kind training|inference|interactive] [--user U] [--array N]\n"
+     "                      [--restart-policy never|on-failure] [--max-restarts N] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
+     "--restart-policy on-failure requeues the whole job when a replica fails, up to --max-restarts times\n"
+     "(default 3) with a back-off (10 s doubling, at most 5 min); the default is on-failure for inference,\n"
+     "never for other kinds.\n"
      "--tenant may be left out with a member token: the job goes to the token's tenant.\n"
      "A file may hold a list of jobs (YAML sequence or JSON array), and --array N submits N copies of the\n"
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
@@ -48,6 +52,16 @@ const gp_command GP_COMMANDS[] = {
     {"cancel", gp_cmd_cancel,
      "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
      "failure.\n"},
+    {"logs", gp_cmd_logs,
+     "usage: gpupool logs ID [--replica N] [--follow]\n"
+     "What a replica of the job wrote (stdout and stderr), from its latest run, as the node agent shipped it\n"
+     "(default replica 0).  --follow (-f) keeps printing new output until the replica's run ended and all of\n"
+     "it arrived, or the job ended.\n"},
+    {"checkpoint", gp_cmd_checkpoint,
+     "usage: gpupool checkpoint\n"
+     "Inside a job: say that it saved a checkpoint (creates $GPUPOOL_CHECKPOINT_DIR/.done).  During a\n"
+     "preemption's grace this ends the grace at once: the job is stopped and requeued, and the work before\n"
+     "the checkpoint is not counted lost.  Outside a job it fails (GPUPOOL_CHECKPOINT_DIR is not set).\n"},
     {"nodes", gp_cmd_nodes,
      "usage: gpupool nodes\nThe fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, state.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
@@ -102,8 +116,8 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants [create|delete], quota set, apply, usage,\n"
-    "          token create|list|revoke, audit [verify], admin export-log, completion.\n"
+    "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
+    "          quota set, apply, usage, token create|list|revoke, audit [verify], admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
