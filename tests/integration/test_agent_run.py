@@ -264,7 +264,95 @@ def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(
         subprocess.run(["rm", "-rf", work])
 
 
+MIG_NODES = """\
+nodes:
+  - name: a100m
+    gpu_type: A100
+    gpus: 2
+    gpu_mem_mib: 81920
+    sharing: mig
+"""
+
+
+def test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy(d):
+    d.stop()
+    d.fleet = None  # agent nodes only: the A100 job lands on the sim node
+    d.start()
+    d.ok("PUT", "/v1/tenants/t", {})
+    work = tempfile.mkdtemp(prefix="gpupool-agent-")
+    os.chmod(work, 0o755)
+    with open(os.path.join(work, "nodes.yaml"), "w") as f:
+        f.write(MIG_NODES)
+    a = Agent(d, work, join_token(d), nodes=["a100m"], extra=["--on-exit", "stop"]).start()
+    try:
+        a.wait_registered(d)
+        j = d.ok("POST", "/v1/jobs", {"tenant": "t", "gpu_types": ["A100"], "share": {"mig": "1g.10gb"},
+                                      "command": ["python3", "-u", "-c", PRINT_ENV + "\nimport time; time.sleep(60)"]})["id"]
+        gpd.wait_for(lambda: "".join(a.replica_logs(j).values()), what="the MIG replica's output")
+        env = json.loads(lines("".join(a.replica_logs(j).values()), "ENV ")[0])
+        assert env["CUDA_VISIBLE_DEVICES"].startswith("MIG-"), env
+        [rep] = job(d, j)["placement"]
+        index = [g["uuid"] for g in d.ok("GET", "/v1/nodes/a100m")["gpus"]].index(rep["gpus"][0])
+        subprocess.run([AGENT, "fault", "--node-file", a.node_file, "--node", "a100m", "--gpu", str(index),
+                        "--xid", "79"], check=True)
+        gpd.wait_for(lambda: not d.ok("GET", "/v1/nodes/a100m")["gpus"][index]["healthy"], what="GPU unhealthy")
+        gpd.wait_for(lambda: "job=%d replica=0 exited" % j in a.read_log(), what="its replica stopped")
+        assert "gpu=%d unhealthy" % index in a.read_log()
+    except BaseException:
+        sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
+        raise
+    finally:
+        a.stop()
+        subprocess.run(["rm", "-rf", work])
+
+
+@with_agent
+def test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw(d, a):
+    a.stop()
+    for node in ("t4-0", "t4-1"):
+        with open(os.path.join(a.state, node, "epoch"), "w") as f:
+            f.write("99\n")
+    a.start()
+    d.ok("PUT", "/v1/tenants/t", {})
+    j = submit(d, ["python3", "-c", PRINT_ENV])
+    gpd.wait_for(lambda: "refused an answer of epoch 1: epoch 99 was seen" in a.read_log(), what="refused")
+    time.sleep(1)
+    assert not a.replica_logs(j) and state_is(d, j, "running"), a.replica_logs(j)
+
+
+def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    work = tempfile.mkdtemp(prefix="gpupool-agent-")
+    os.chmod(work, 0o755)
+    a = Agent(d, work, join_token(d), extra=["--on-exit", "stop"])
+    dead = "http://127.0.0.1:1"
+    a.d = type("D", (), {"url": dead + "," + d.url})  # the first URL never answers
+    a.start()
+    a.d = d
+    try:
+        a.wait_registered(d)
+        j = submit(d, ["python3", "-c", "import time; print('START', flush=True); time.sleep(2)"])
+        gpd.wait_for(lambda: any(lines(t, "START") for t in a.replica_logs(j).values()), what="started")
+        port = d.port
+        d.kill9()  # the replica ends while gpupoold is away; its exit waits on disk
+        time.sleep(3)
+        d.extra = ["--listen", "127.0.0.1:%d" % port]
+        d.start()
+        gpd.wait_for(lambda: state_is(d, j, "succeeded"), timeout=40, what="the exit reported after the restart")
+        assert "reconnected" in a.read_log()
+        assert len(lines("".join(a.replica_logs(j).values()), "START")) == 1
+    except BaseException:
+        sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
+        raise
+    finally:
+        a.stop()
+        subprocess.run(["rm", "-rf", work])
+
+
 if __name__ == "__main__":
     gpd.run([test_a_two_replica_gang_spans_two_nodes_with_the_right_environment,
              test_preemption_signals_the_victim_and_the_handshake_ends_the_grace,
-             test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued])
+             test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued,
+             test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
+             test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
+             test_exits_reach_a_restarted_gpupoold_through_the_next_url])
