@@ -266,11 +266,11 @@ static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline)
                  r->replica, reason ? reason : "stop", (long long)deadline, now ? " (now)" : "");
 }
 
-static void gp__kill(gp_node *n, gp_replica *r)
+static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
     gp_replica_stop(n, r, SIGKILL, 0, GP_STOP_REQUESTED);
     r->stop_deadline = GP_PLAN_KILLED;
-    gp_agent_log(n, "job=%llu replica=%u killed: no longer assigned", (unsigned long long)r->job, r->replica);
+    gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }
 
 /* wants[i] from assignments[i]; gpus point into the JSON. */
@@ -316,7 +316,7 @@ static void gp__forget_finished(gp_node *n, const gp_plan_want *w, size_t nw)
         r->listed = false;
         for (size_t i = 0; i < nw && !r->listed; i++)
             r->listed = w[i].job == r->job && w[i].replica == r->replica && w[i].bind_time == r->bind_time;
-        if (r->ended && r->exit_acked && !r->listed) {
+        if (r->ended && r->exit_acked && !r->listed && gp_replica_log_done(n, r) && !r->log_in_flight) {
             gp_state_remove_dir(r->dir);
             gp_replica_free(r);
         } else {
@@ -329,9 +329,12 @@ static void gp__forget_finished(gp_node *n, const gp_plan_want *w, size_t nw)
 static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, json_t *list, gp_replica **have)
 {
     switch (s->kind) {
-    case GP_PLAN_START: gp__start(n, json_array_get(list, s->want)); break;
+    case GP_PLAN_START:
+        if (!n->shutting_down)
+            gp__start(n, json_array_get(list, s->want));
+        break;
     case GP_PLAN_STOP: gp__stop(n, have[s->have], json_array_get(list, s->want), w[s->want].kill_deadline); break;
-    case GP_PLAN_KILL: gp__kill(n, have[s->have]); break;
+    case GP_PLAN_KILL: gp__kill(n, have[s->have], "no longer assigned"); break;
     }
 }
 
@@ -588,12 +591,13 @@ int64_t gp_node_step(gp_node *n, int64_t now)
             gp__register(n);
         return next;
     }
-    if (!gp_http_call_busy(&n->poll))
+    if (!gp_http_call_busy(&n->poll) && !n->shutting_down)
         gp__poll(n);
     if (now >= n->next_heartbeat_ms && !gp_http_call_busy(&n->heartbeat))
         gp__heartbeat(n, now);
     if (!gp_http_call_busy(&n->reports) && gp__reports_due(n))
         gp__send_reports(n);
+    next = gp__min(next, gp_node_ship_logs(n, now));
     return gp__min(next, n->next_heartbeat_ms);
 }
 
@@ -606,9 +610,11 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r)
 
 void gp_node_kill_all(gp_node *n)
 {
+    n->shutting_down = true;
+    gp_http_call_cancel(n->http, &n->poll);
     for (size_t i = 0; i < n->n_replicas; i++)
         if (!n->replicas[i]->ended)
-            gp__kill(n, n->replicas[i]);
+            gp__kill(n, n->replicas[i], "the agent stops (--on-exit stop)");
 }
 
 bool gp_node_has_live_replicas(const gp_node *n)

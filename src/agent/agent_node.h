@@ -73,9 +73,9 @@ typedef struct gp_replica {
     bool exit_in_flight, exit_acked;
     bool listed;                         /* in the last assignments */
     int64_t stop_deadline;               /* what was sent (agent_plan.h markers) */
-    int64_t log_sent;                    /* bytes gpupoold has of the log */
-    bool log_eof_sent;
-    int64_t next_log_ms;
+    int64_t log_sent;                    /* bytes gpupoold has of the log, -1 unknown (ask) */
+    bool log_eof_sent;                   /* gpupoold has all of it */
+    bool log_in_flight, log_eof_in_flight;
 } gp_replica;
 
 typedef struct gp_agent gp_agent;
@@ -96,7 +96,8 @@ typedef struct gp_node {
     size_t url;                          /* index in opt->urls */
     unsigned failures;
     int64_t next_try_ms;                 /* no call before (back-off) */
-    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms;
+    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms;
+    bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     gp_http_call reg, poll, heartbeat, reports, logs;
     json_t *assignments;                 /* the last accepted answer's list */
     json_t *queue;                       /* reports waiting to be sent (array) */
@@ -104,6 +105,7 @@ typedef struct gp_node {
     gp_replica **replicas;
     size_t n_replicas, cap_replicas;
     int fatal;                           /* != 0: the agent must exit with it */
+    bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
 } gp_node;
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -116,7 +118,8 @@ void gp_node_close(gp_node *n);
 int64_t gp_node_step(gp_node *n, int64_t now_ms);
 /* The replica's supervisor ended (its pidfd polled readable). */
 void gp_node_replica_ended(gp_node *n, gp_replica *r);
-/* --on-exit stop: kill every live replica now. */
+/* --on-exit stop: kill every live replica now; from then on the node
+ * only reports (no poll, no start). */
 void gp_node_kill_all(gp_node *n);
 bool gp_node_has_live_replicas(const gp_node *n);
 
@@ -135,6 +138,12 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 void gp_replica_check_checkpoint(gp_node *n, gp_replica *r);
 pid_t gp_replica_pid(const gp_replica *r);
 void gp_replica_free(gp_replica *r);
+
+/* agent_logs.c: ships new bytes of the replicas' logs (at most every
+ * 500 ms); returns when it next wants to. */
+int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
+/* The replica's log is all with gpupoold, or gpupoold keeps none. */
+bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

@@ -46,6 +46,7 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->bind_time = bind_time;
     r->pidfd = -1;
     r->stop_deadline = INT64_MIN;
+    r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
     gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
     snprintf(r->dir, sizeof r->dir, "%s/replicas/%s", n->dir, r->name);
     snprintf(r->log_path, sizeof r->log_path, "%s/logs/%s.log", n->dir, r->name);
@@ -323,6 +324,7 @@ gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
     if (!r)
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
+    r->log_sent = 0; /* a new run: gpupoold has none of it */
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
     if (rc != GP_OK && r->supervisor <= 0) {
         /* nothing runs: an exit the job's state shows (127, like a shell) */
