@@ -140,6 +140,7 @@ static void gp__on_logs(gp_http_call *call, long status, const char *body, size_
         r->log_in_flight = r->log_eof_in_flight = false;
     }
     json_decref(o);
+    gp_node_forget_finished(n);
     if (n->logs_missing)
         n->next_logs_ms = gp_agent_mono_ms() + GP__LOGS_MISSING_EVERY_MS;
 }

@@ -307,15 +307,22 @@ static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
     }
 }
 
-/* Ended runs whose exit gpupoold has and no longer lists are forgotten. */
-static void gp__forget_finished(gp_node *n, const gp_plan_want *w, size_t nw)
+/* Which replicas the assignments list. */
+static void gp__mark_listed(gp_node *n, const gp_plan_want *w, size_t nw)
 {
-    size_t keep = 0;
     for (size_t j = 0; j < n->n_replicas; j++) {
         gp_replica *r = n->replicas[j];
         r->listed = false;
         for (size_t i = 0; i < nw && !r->listed; i++)
             r->listed = w[i].job == r->job && w[i].replica == r->replica && w[i].bind_time == r->bind_time;
+    }
+}
+
+void gp_node_forget_finished(gp_node *n)
+{
+    size_t keep = 0;
+    for (size_t j = 0; j < n->n_replicas; j++) {
+        gp_replica *r = n->replicas[j];
         if (r->ended && r->exit_acked && !r->listed && gp_replica_log_done(n, r) && !r->log_in_flight) {
             gp_state_remove_dir(r->dir);
             gp_replica_free(r);
@@ -356,7 +363,8 @@ static void gp__reconcile(gp_node *n)
         size_t ns = gp_plan_reconcile(w, nw, h, nh, steps, nw + nh);
         for (size_t i = 0; i < ns; i++)
             gp__apply(n, &steps[i], w, list, have);
-        gp__forget_finished(n, w, nw);
+        gp__mark_listed(n, w, nw);
+        gp_node_forget_finished(n);
     }
     free(w);
     free(h);

@@ -145,6 +145,10 @@ int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
 /* The replica's log is all with gpupoold, or gpupoold keeps none. */
 bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
 
+/* Forgets (state folder and memory) the runs that ended, whose exit and
+ * log gpupoold has, and that the last assignments no longer list. */
+void gp_node_forget_finished(gp_node *n);
+
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);
 /* Appends a report to the node's queue (takes it). */

@@ -47,6 +47,7 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->pidfd = -1;
     r->stop_deadline = INT64_MIN;
     r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
+    r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
     gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
     snprintf(r->dir, sizeof r->dir, "%s/replicas/%s", n->dir, r->name);
     snprintf(r->log_path, sizeof r->log_path, "%s/logs/%s.log", n->dir, r->name);

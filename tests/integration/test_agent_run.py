@@ -13,6 +13,9 @@ Behaviours under test:
   - preemption: the victim is signalled (SIGTERM), keeps its grace, and is
     killed when it ends; touching $GPUPOOL_CHECKPOINT_DIR/.done ends the
     grace early and the reclaimer starts long before it;
+  - the replicas' output reaches `gpupool logs` (once gpupoold has the
+    logs endpoint, issue 13 part B; skipped before), and a run that ended
+    is forgotten once gpupoold has its exit and its log;
   - kill -9 of the agent: its replicas keep running and the agent that
     starts again adopts them (nothing started twice) and reports their
     exits; a node silent past --node-lost-after has its job requeued onto
@@ -264,6 +267,22 @@ def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(
         subprocess.run(["rm", "-rf", work])
 
 
+@with_agent
+def test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten(d, a):
+    if d.cli("logs", "--help", check=False).returncode != 0:
+        print("skip: this gpupoold has no logs endpoint yet (issue 13 part B)")
+        return
+    d.ok("PUT", "/v1/tenants/t", {})
+    script = "import time\nfor i in range(3):\n    print('line', i)\n    time.sleep(0.3)"
+    j = submit(d, ["python3", "-u", "-c", script], replicas=2, gpus=2)
+    gpd.wait_for(lambda: state_is(d, j, "succeeded"), what="the gang to end")
+    for r in (0, 1):
+        gpd.wait_for(lambda: d.cli("logs", str(j), "--replica", str(r)).stdout == "line 0\nline 1\nline 2\n",
+                     what="replica %d's output through gpupool logs" % r)
+    gpd.wait_for(lambda: not glob.glob(os.path.join(a.state, "*", "replicas", "job*")),
+                 what="the finished runs forgotten once gpupoold had their exits and logs")
+
+
 MIG_NODES = """\
 nodes:
   - name: a100m
@@ -355,4 +374,5 @@ if __name__ == "__main__":
              test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued,
              test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
-             test_exits_reach_a_restarted_gpupoold_through_the_next_url])
+             test_exits_reach_a_restarted_gpupoold_through_the_next_url,
+             test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten])
