@@ -54,6 +54,8 @@ typedef struct gp_agent_options {
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
 } gp_agent_options;
 
+typedef struct gp_node gp_node;
+
 /* One run of one replica (agent_replica.c). */
 typedef struct gp_replica {
     uint64_t job;
@@ -66,8 +68,10 @@ typedef struct gp_replica {
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
+    struct gp_node *node;
     pid_t supervisor;
     int pidfd;                           /* the supervisor's; -1 once ended */
+    gp_http_fd watch;                    /* the pidfd in the loop (tag: this replica) */
     bool ended;
     gp_proc_exit exit;
     bool exit_in_flight, exit_acked;
@@ -80,7 +84,7 @@ typedef struct gp_replica {
 
 typedef struct gp_agent gp_agent;
 
-typedef struct gp_node {
+struct gp_node {
     gp_agent *agent;
     const gp_agent_options *opt;
     gp_http *http;
@@ -106,7 +110,7 @@ typedef struct gp_node {
     size_t n_replicas, cap_replicas;
     int fatal;                           /* != 0: the agent must exit with it */
     bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
-} gp_node;
+};
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
  * what its state folder says is running. */
@@ -116,7 +120,8 @@ void gp_node_close(gp_node *n);
 
 /* Starts what is due; returns when the node next wants a step (mono ms). */
 int64_t gp_node_step(gp_node *n, int64_t now_ms);
-/* The replica's supervisor ended (its pidfd polled readable). */
+/* The replica's supervisor ended (its pidfd polled readable; the tag of
+ * its gp_http_fd is the replica). */
 void gp_node_replica_ended(gp_node *n, gp_replica *r);
 /* --on-exit stop: kill every live replica now; from then on the node
  * only reports (no poll, no start). */

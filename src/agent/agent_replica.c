@@ -41,6 +41,7 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     gp_replica *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    r->node = n;
     r->job = job;
     r->replica = replica;
     r->bind_time = bind_time;
@@ -234,6 +235,16 @@ static void gp__checkpoint_dir(const gp_replica *r, const char *user)
         return;
 }
 
+/* The loop wakes when the supervisor exits. */
+static void gp__watch(gp_node *n, gp_replica *r)
+{
+    gp_error err;
+    r->watch = (gp_http_fd){.fd = r->pidfd, .tag = r};
+    if (r->pidfd >= 0 && gp_http_watch(n->http, &r->watch, &err) != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u cannot watch its supervisor: %s", (unsigned long long)r->job,
+                     r->replica, err.message);
+}
+
 /* Forks `gpupool-agent supervise DIR`, SIGUSR1 blocked, stdio /dev/null. */
 static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
 {
@@ -265,6 +276,7 @@ static gp_err gp__spawn(gp_node *n, gp_replica *r, json_t *launch, gp_error *err
     if (r->supervisor < 0)
         return gp_error_set(err, GP_ERR_CONFLICT, "launch", "fork: %s", strerror(errno));
     r->pidfd = gp__pidfd_open(r->supervisor);
+    gp__watch(n, r);
     snprintf(path, sizeof path, "%s/supervisor", r->dir);
     gp_state_supervisor_format(r->supervisor, gp_state_process_start_time(r->supervisor), text, sizeof text);
     return gp_state_write(path, text, 0600, err);
@@ -377,8 +389,10 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
     snprintf(path, sizeof path, "%s/exit", r->dir);
     if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit))
         r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL}; /* its supervisor died */
-    if (r->pidfd >= 0)
+    if (r->pidfd >= 0) {
+        gp_http_unwatch(n->http, &r->watch);
         close(r->pidfd);
+    }
     r->pidfd = -1;
     r->ended = true;
     gp__set_busy(n, r, false);
@@ -442,6 +456,7 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
             close(fd);
     }
     snprintf(path, sizeof path, "%s/exit", r->dir);
+    gp__watch(n, r);
     if (r->pidfd < 0 || access(path, F_OK) == 0)
         gp_replica_collect_exit(n, r);
     else
