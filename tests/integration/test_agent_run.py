@@ -220,7 +220,7 @@ def test_preemption_signals_the_victim_and_the_handshake_ends_the_grace(d, a):
 
 def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(d):
     d.stop()
-    d.extra = ["--node-lost-after", "3"]
+    d.extra = ["--node-lost-after", "5"]
     d.start()
     d.ok("PUT", "/v1/tenants/t", {})
     work = tempfile.mkdtemp(prefix="gpupool-agent-")
