@@ -1,6 +1,8 @@
 /* agent_http.c - libcurl multi over epoll behind gp_http (agent_http.h). */
 #include "agent/agent_http.h"
 
+#include "agent/agent_clock.h"
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdint.h>
@@ -8,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GP__EVENTS_MAX 256
@@ -45,13 +46,6 @@ static void gp__free_dead(gp_http *h)
     h->n_dead = 0;
 }
 
-static int64_t gp__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* libcurl says which events a socket of its waits for. */
 static int gp__on_socket(CURL *e, curl_socket_t s, int what, void *user, void *socketp)
 {
@@ -86,7 +80,7 @@ static int gp__on_timer(CURLM *m, long timeout_ms, void *user)
 {
     (void)m;
     gp_http *h = user;
-    h->timer_at = timeout_ms < 0 ? -1 : gp__now_ms() + timeout_ms;
+    h->timer_at = timeout_ms < 0 ? -1 : gp_agent_mono_ms() + timeout_ms;
     return 0;
 }
 
@@ -261,7 +255,7 @@ static void gp__finished(gp_http *h)
 size_t gp_http_wait(gp_http *h, int timeout_ms, void **ready, size_t cap)
 {
     struct epoll_event ev[GP__EVENTS_MAX];
-    int64_t now = gp__now_ms();
+    int64_t now = gp_agent_mono_ms();
     if (h->timer_at >= 0 && h->timer_at - now < timeout_ms)
         timeout_ms = h->timer_at <= now ? 0 : (int)(h->timer_at - now);
     int n = epoll_wait(h->epoll, ev, GP__EVENTS_MAX, timeout_ms);
@@ -280,7 +274,7 @@ size_t gp_http_wait(gp_http *h, int timeout_ms, void **ready, size_t cap)
                    (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
         curl_multi_socket_action(h->multi, w->fd, mask, &running);
     }
-    if (h->timer_at >= 0 && gp__now_ms() >= h->timer_at) {
+    if (h->timer_at >= 0 && gp_agent_mono_ms() >= h->timer_at) {
         h->timer_at = -1;
         curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     }

@@ -19,20 +19,6 @@
 #define GP__CHECKPOINT_EVERY_MS 1000
 #define GP__CHECKPOINT_GRACE_EVERY_MS 100
 
-int64_t gp_agent_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t gp_agent_real_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gp_agent_log(const gp_node *n, const char *fmt, ...)
 {
     char when[32], text[1024];

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent_clock.h"
 #include "agent/agent_http.h"
 #include "agent/agent_state.h"
 #include "agent/gpu.h"
@@ -128,9 +129,6 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r);
 void gp_node_kill_all(gp_node *n);
 bool gp_node_has_live_replicas(const gp_node *n);
 
-/* Times: the agent's clocks. */
-int64_t gp_agent_mono_ms(void);
-int64_t gp_agent_real_ms(void);
 /* One line to stderr: "2026-11-24T14:00:01Z node=h100-1 " + text. */
 void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -146,21 +146,33 @@ def lines(text, prefix):
     return [line[len(prefix):] for line in text.splitlines() if line.startswith(prefix)]
 
 
+class running_agent:
+    """An agent in a fresh folder for the length of a with block (killing its
+    replicas with --on-exit stop), its log shown when the block fails."""
+
+    def __init__(self, d, node_file_text=NODES, nodes=None):
+        self.d, self.text, self.nodes = d, node_file_text, nodes
+
+    def __enter__(self):
+        self.work = tempfile.mkdtemp(prefix="gpupool-agent-")
+        os.chmod(self.work, 0o755)  # a root agent runs jobs as nobody
+        with open(os.path.join(self.work, "nodes.yaml"), "w") as f:
+            f.write(self.text)
+        self.agent = Agent(self.d, self.work, join_token(self.d), nodes=self.nodes, extra=["--on-exit", "stop"])
+        return self.agent.start().wait_registered(self.d)
+
+    def __exit__(self, kind, value, tb):
+        if kind is not None:
+            sys.stderr.write("---- agent log ----\n" + self.agent.read_log()[-6000:])
+        self.agent.stop()
+        subprocess.run(["rm", "-rf", self.work])
+
+
 def with_agent(test):
-    """Runs test(d, agent) with an agent on both sim nodes, cleaned up after."""
+    """Runs test(d, agent) with an agent on both sim nodes."""
     def wrapped(d):
-        work = tempfile.mkdtemp(prefix="gpupool-agent-")
-        os.chmod(work, 0o755)  # a root agent runs jobs as nobody
-        a = Agent(d, work, join_token(d), extra=["--on-exit", "stop"]).start()
-        try:
-            a.wait_registered(d)
+        with running_agent(d) as a:
             test(d, a)
-        except BaseException:
-            sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
-            raise
-        finally:
-            a.stop()
-            subprocess.run(["rm", "-rf", work])
     wrapped.__name__ = test.__name__
     return wrapped
 
@@ -298,13 +310,7 @@ def test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy(d)
     d.fleet = None  # agent nodes only: the A100 job lands on the sim node
     d.start()
     d.ok("PUT", "/v1/tenants/t", {})
-    work = tempfile.mkdtemp(prefix="gpupool-agent-")
-    os.chmod(work, 0o755)
-    with open(os.path.join(work, "nodes.yaml"), "w") as f:
-        f.write(MIG_NODES)
-    a = Agent(d, work, join_token(d), nodes=["a100m"], extra=["--on-exit", "stop"]).start()
-    try:
-        a.wait_registered(d)
+    with running_agent(d, MIG_NODES, nodes=["a100m"]) as a:
         j = d.ok("POST", "/v1/jobs", {"tenant": "t", "gpu_types": ["A100"], "share": {"mig": "1g.10gb"},
                                       "command": ["python3", "-u", "-c", PRINT_ENV + "\nimport time; time.sleep(60)"]})["id"]
         gpd.wait_for(lambda: "".join(a.replica_logs(j).values()), what="the MIG replica's output")
@@ -317,12 +323,6 @@ def test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy(d)
         gpd.wait_for(lambda: not d.ok("GET", "/v1/nodes/a100m")["gpus"][index]["healthy"], what="GPU unhealthy")
         gpd.wait_for(lambda: "job=%d replica=0 exited" % j in a.read_log(), what="its replica stopped")
         assert "gpu=%d unhealthy" % index in a.read_log()
-    except BaseException:
-        sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
-        raise
-    finally:
-        a.stop()
-        subprocess.run(["rm", "-rf", work])
 
 
 @with_agent
@@ -341,15 +341,11 @@ def test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw(d, a):
 
 def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
     d.ok("PUT", "/v1/tenants/t", {})
-    work = tempfile.mkdtemp(prefix="gpupool-agent-")
-    os.chmod(work, 0o755)
-    a = Agent(d, work, join_token(d), extra=["--on-exit", "stop"])
-    dead = "http://127.0.0.1:1"
-    a.d = type("D", (), {"url": dead + "," + d.url})  # the first URL never answers
-    a.start()
-    a.d = d
-    try:
-        a.wait_registered(d)
+    with running_agent(d) as a:
+        a.stop()
+        a.d = type("D", (), {"url": "http://127.0.0.1:1," + d.url})  # the first URL never answers
+        a.start()
+        a.d = d
         j = submit(d, ["python3", "-c", "import time; print('START', flush=True); time.sleep(2)"])
         gpd.wait_for(lambda: any(lines(t, "START") for t in a.replica_logs(j).values()), what="started")
         port = d.port
@@ -360,13 +356,6 @@ def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
         gpd.wait_for(lambda: state_is(d, j, "succeeded"), timeout=40, what="the exit reported after the restart")
         assert "reconnected" in a.read_log()
         assert len(lines("".join(a.replica_logs(j).values()), "START")) == 1
-    except BaseException:
-        sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
-        raise
-    finally:
-        a.stop()
-        subprocess.run(["rm", "-rf", work])
-
 
 if __name__ == "__main__":
     gpd.run([test_a_two_replica_gang_spans_two_nodes_with_the_right_environment,
