@@ -345,7 +345,8 @@ static void gp__reconcile(gp_node *n)
     if (w && h && wg && hg && steps && have) {
         gp__wants(list, w, wg);
         gp__haves(n, h, hg);
-        memcpy(have, n->replicas, nh * sizeof *have);
+        if (nh > 0)
+            memcpy(have, n->replicas, nh * sizeof *have);
         size_t ns = gp_plan_reconcile(w, nw, h, nh, steps, nw + nh);
         for (size_t i = 0; i < ns; i++)
             gp__apply(n, &steps[i], w, list, have);

@@ -387,8 +387,13 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
 {
     char path[GP_STATE_PATH_MAX], text[128];
     snprintf(path, sizeof path, "%s/exit", r->dir);
-    if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit))
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL}; /* its supervisor died */
+    if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit)) {
+        /* its supervisor died (killed, or the host rebooted): what it left is killed too */
+        pid_t pid = gp_replica_pid(r);
+        if (pid > 1)
+            kill(-pid, SIGKILL);
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL};
+    }
     if (r->pidfd >= 0) {
         gp_http_unwatch(n->http, &r->watch);
         close(r->pidfd);

@@ -1,4 +1,5 @@
 /* supervise.c - the replica's parent process (supervise.h). */
+#define _GNU_SOURCE
 #include "agent/supervise.h"
 
 #include "agent/agent_clock.h"
@@ -124,6 +125,7 @@ static int gp__wait(const char *dir, gp_proc *p, int sfd)
 
 int gp_supervise_main(const char *dir)
 {
+    close_range(3, ~0u, 0); /* nothing of the agent's (its sockets) lives on in us */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);

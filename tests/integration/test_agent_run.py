@@ -336,6 +336,7 @@ def test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw(d, a):
     j = submit(d, ["python3", "-c", PRINT_ENV])
     gpd.wait_for(lambda: "refused an answer of epoch 1: epoch 99 was seen" in a.read_log(), what="refused")
     time.sleep(1)
+    assert a.proc.poll() is None, "the agent exited"
     assert not a.replica_logs(j) and state_is(d, j, "running"), a.replica_logs(j)
 
 
