@@ -226,10 +226,17 @@ static void gp__join(char *out, size_t cap, const gp_replica *r)
         used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "", r->gpus[i]);
 }
 
-/* The checkpoint folder, the job's user's when the agent is root. */
+/* The checkpoint folder, the job's user's when the agent is root.  A
+ * `.done` older than this run is an earlier run's (killed before the agent
+ * saw it): it must not end this run's first grace. */
 static void gp__checkpoint_dir(const gp_replica *r, const char *user)
 {
     gp_state_mkdirs(r->checkpoint_dir, 0755, NULL);
+    char done[GP_STATE_PATH_MAX];
+    struct stat st;
+    snprintf(done, sizeof done, "%s/.done", r->checkpoint_dir);
+    if (stat(done, &st) == 0 && st.st_mtime < r->bind_time)
+        unlink(done);
     struct passwd *pw = user && geteuid() == 0 ? getpwnam(user) : NULL;
     if (pw && chown(r->checkpoint_dir, pw->pw_uid, pw->pw_gid) != 0)
         return;

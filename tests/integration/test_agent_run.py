@@ -16,6 +16,9 @@ Behaviours under test:
   - the replicas' output reaches `gpupool logs` (once gpupoold has the
     logs endpoint, issue 13 part B; skipped before), and a run that ended
     is forgotten once gpupoold has its exit and its log;
+  - a job past its time limit is signalled, killed after its grace, and
+    ends with reason time_limit; a replica whose supervisor dies is killed
+    and its end reported (signal 9);
   - kill -9 of the agent: its replicas keep running and the agent that
     starts again adopts them (nothing started twice) and reports their
     exits; a node silent past --node-lost-after has its job requeued onto
@@ -295,6 +298,45 @@ def test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten(d
                  what="the finished runs forgotten once gpupoold had their exits and logs")
 
 
+IGNORE_TERM = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('START', flush=True)\n"
+               "while True:\n    time.sleep(0.1)")
+
+
+@with_agent
+def test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit(d, a):
+    d.ok("PUT", "/v1/tenants/t", {})
+    j = submit(d, ["python3", "-c", IGNORE_TERM], grace=1, time_limit_s=1)
+    gpd.wait_for(lambda: state_is(d, j, "failed"), timeout=30, what="the job ended by its time limit")
+    log = a.read_log()
+    assert "job=%d replica=0 stopping reason=time_limit" % j in log, log
+    assert "job=%d replica=0 exited reason=time_limit" % j in log, log
+    assert any("time_limit" in (h.get("reason") or "") for h in job(d, j)["history"]), job(d, j)["history"]
+
+
+@with_agent
+def test_a_replica_whose_supervisor_dies_is_killed_and_reported(d, a):
+    d.ok("PUT", "/v1/tenants/t", {})
+    j = submit(d, ["python3", "-c", IGNORE_TERM])
+    gpd.wait_for(lambda: any(lines(t, "START") for t in a.replica_logs(j).values()), what="started")
+    [run] = glob.glob(os.path.join(a.state, "*", "replicas", "job%d-r0-*" % j))
+    with open(os.path.join(run, "supervisor")) as f:
+        supervisor = int(f.read().split()[0])
+    with open(os.path.join(run, "pid")) as f:
+        replica = int(f.read())
+    os.kill(supervisor, signal.SIGKILL)
+    gpd.wait_for(lambda: state_is(d, j, "failed"), what="the job failed")
+    assert "job=%d replica=0 exited reason=signalled code=-1 signal=9" % j in a.read_log(), a.read_log()
+
+    def gone():
+        try:
+            os.kill(replica, 0)
+            with open("/proc/%d/stat" % replica) as f:
+                return f.read().split(") ")[1].startswith("Z")  # a zombie is gone too
+        except OSError:
+            return True
+    gpd.wait_for(gone, what="the replica killed")
+
+
 MIG_NODES = """\
 nodes:
   - name: a100m
@@ -365,4 +407,6 @@ if __name__ == "__main__":
              test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
              test_exits_reach_a_restarted_gpupoold_through_the_next_url,
-             test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten])
+             test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten,
+             test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit,
+             test_a_replica_whose_supervisor_dies_is_killed_and_reported])
