@@ -34,14 +34,14 @@ static const char USAGE[] =
     "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
     "  --seed N                sim telemetry and back-off jitter seed (default 0)\n";
 
-struct gp_agent {
+typedef struct gp_agent {
     gp_agent_options opt;
     const char *only[64]; /* --node names */
     size_t n_only;
     gp_http *http;
     gp_node *nodes;
     size_t n_nodes;
-};
+} gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
 
@@ -225,7 +225,7 @@ static int gp__open_nodes(gp_agent *a, gp_node_file *f)
             continue;
         if (a->opt.device_dir)
             snprintf(f->nodes[i].device_dir, sizeof f->nodes[i].device_dir, "%s", a->opt.device_dir);
-        if (gp_node_open(&a->nodes[a->n_nodes], a, &a->opt, a->http, f, i, a->n_nodes, &err) != GP_OK) {
+        if (gp_node_open(&a->nodes[a->n_nodes], &a->opt, a->http, f, i, a->n_nodes, &err) != GP_OK) {
             fprintf(stderr, "gpupool-agent run: node %s: %s (field %s)\n", f->nodes[i].name, err.message, err.field);
             gp_node_close(&a->nodes[a->n_nodes]);
             return 1;

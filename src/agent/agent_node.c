@@ -62,11 +62,10 @@ static void gp__load_credential(gp_node *n)
         n->token[strcspn(n->token, "\r\n")] = '\0';
 }
 
-gp_err gp_node_open(gp_node *n, gp_agent *agent, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
                     size_t file_index, size_t index, gp_error *err)
 {
     memset(n, 0, sizeof *n);
-    n->agent = agent;
     n->opt = opt;
     n->http = http;
     n->index = index;

@@ -13,8 +13,8 @@
  *   5xx: the next server URL after a back-off (agent_plan.h), running work
  *   untouched.
  *
- * Ownership: gp_agent owns its nodes (gp_node_open/gp_node_close); a node
- * owns its replicas, its GPU backend handle and its JSON.
+ * Ownership: the agent (agent.c) owns its nodes (gp_node_open/gp_node_close);
+ * a node owns its replicas, its GPU backend handle and its JSON.
  */
 #ifndef GP_AGENT_NODE_H
 #define GP_AGENT_NODE_H
@@ -83,10 +83,7 @@ typedef struct gp_replica {
     bool log_in_flight, log_eof_in_flight;
 } gp_replica;
 
-typedef struct gp_agent gp_agent;
-
 struct gp_node {
-    gp_agent *agent;
     const gp_agent_options *opt;
     gp_http *http;
     size_t index;                        /* in the agent, salts the back-off */
@@ -115,7 +112,7 @@ struct gp_node {
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
  * what its state folder says is running. */
-gp_err gp_node_open(gp_node *n, gp_agent *agent, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
                     size_t file_index, size_t index, gp_error *err);
 void gp_node_close(gp_node *n);
 
