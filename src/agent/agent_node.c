@@ -259,7 +259,7 @@ static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 }
 
 /* wants[i] from assignments[i]; gpus point into the JSON. */
-static void gp__wants(json_t *list, gp_plan_want *w, const char **gpus)
+static void gp__wants(json_t *list, gp_plan_want *w, gp_plan_gpu *gpus)
 {
     size_t i, k;
     json_t *a, *g;
@@ -275,12 +275,13 @@ static void gp__wants(json_t *list, gp_plan_want *w, const char **gpus)
         };
         json_array_foreach(json_object_get(a, "gpus"), k, g) {
             if (k < GP_MAX_GPUS_PER_NODE && json_is_string(g))
-                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] = json_string_value(g);
+                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] =
+                    (gp_plan_gpu){.uuid = json_string_value(g), .share = gp_assignment_share(a)};
         }
     }
 }
 
-static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
+static void gp__haves(const gp_node *n, gp_plan_have *h, gp_plan_gpu *gpus)
 {
     for (size_t j = 0; j < n->n_replicas; j++) {
         const gp_replica *r = n->replicas[j];
@@ -288,7 +289,7 @@ static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
                               .stop_deadline = r->stop_deadline, .gpus = gpus + j * GP_MAX_GPUS_PER_NODE,
                               .n_gpus = r->n_gpus};
         for (size_t k = 0; k < r->n_gpus; k++)
-            gpus[j * GP_MAX_GPUS_PER_NODE + k] = r->gpus[k];
+            gpus[j * GP_MAX_GPUS_PER_NODE + k] = (gp_plan_gpu){.uuid = r->gpus[k], .share = r->share};
     }
 }
 
@@ -337,8 +338,8 @@ static void gp__reconcile(gp_node *n)
     size_t nw = json_array_size(list), nh = n->n_replicas;
     gp_plan_want *w = calloc(nw + 1, sizeof *w);
     gp_plan_have *h = calloc(nh + 1, sizeof *h);
-    const char **wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
-    const char **hg = calloc((nh + 1) * GP_MAX_GPUS_PER_NODE, sizeof *hg);
+    gp_plan_gpu *wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
+    gp_plan_gpu *hg = calloc((nh + 1) * GP_MAX_GPUS_PER_NODE, sizeof *hg);
     gp_plan_step *steps = calloc(nw + nh + 1, sizeof *steps);
     gp_replica **have = calloc(nh + 1, sizeof *have);
     if (w && h && wg && hg && steps && have) {

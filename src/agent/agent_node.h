@@ -68,6 +68,7 @@ typedef struct gp_replica {
     char checkpoint_dir[GP_STATE_PATH_MAX];
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
+    int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
     struct gp_node *node;
     pid_t supervisor;
@@ -148,6 +149,10 @@ bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
 /* Forgets (state folder and memory) the runs that ended, whose exit and
  * log gpupoold has, and that the last assignments no longer list. */
 void gp_node_forget_finished(gp_node *n);
+
+/* How an assignment uses its GPUs: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU
+ * or its MIG instance's start (agent_plan.h). */
+int gp_assignment_share(json_t *assignment);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);
