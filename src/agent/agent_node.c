@@ -166,6 +166,11 @@ static bool gp__epoch_ok(gp_node *n, json_t *answer)
 
 /* ---- register ---- */
 
+static int64_t gp__heartbeat_ms(const gp_node *n)
+{
+    return (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+}
+
 static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                             void *ctx)
 {
@@ -197,8 +202,13 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
     snprintf(n->token, sizeof n->token, "%s", token);
     if (!n->opt->heartbeat_s && json_integer_value(json_object_get(o, "heartbeat_s")) > 0)
         n->heartbeat_s = (int)json_integer_value(json_object_get(o, "heartbeat_s"));
-    gp__epoch_ok(n, o);
-    n->next_heartbeat_ms = 0;
+    if (!gp__epoch_ok(n, o)) {
+        n->token[0] = '\0'; /* an older controller's credential: ask the next URL */
+        gp__failed(n, "register", status, "an older epoch");
+        json_decref(o);
+        return;
+    }
+    n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
     json_decref(o);
 }
@@ -448,7 +458,7 @@ static void gp__heartbeat(gp_node *n, int64_t now)
         gp__failed(n, "heartbeat", 0, "cannot start the call");
     free(text);
     json_decref(body);
-    n->next_heartbeat_ms = now + (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+    n->next_heartbeat_ms = now + gp__heartbeat_ms(n);
 }
 
 /* ---- reports ---- */

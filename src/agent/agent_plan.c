@@ -84,6 +84,11 @@ static uint64_t gp__mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
+int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt)
+{
+    return (int64_t)(gp__mix(seed ^ gp__mix(salt)) % (uint64_t)period_ms);
+}
+
 int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt)
 {
     int64_t base = GP_BACKOFF_FIRST_MS;

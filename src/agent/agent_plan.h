@@ -94,4 +94,9 @@ bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
  * so that many nodes of one agent do not retry in step. */
 int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt);
 
+/* Where in a period of period_ms (> 0) a node's heartbeats fall:
+ * [0, period_ms), from (seed, salt), so that the nodes of one agent that
+ * registered together do not heartbeat in step. */
+int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt);
+
 #endif

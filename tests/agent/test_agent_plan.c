@@ -136,6 +136,20 @@ static void backoff_doubles_from_half_a_second_to_ten_with_jitter(void **state)
     assert_true(differ > 10); /* nodes of one agent do not retry in step */
 }
 
+static void heartbeats_of_many_nodes_spread_over_the_period(void **state)
+{
+    (void)state;
+    int buckets[10] = {0};
+    for (uint64_t node = 0; node < 1000; node++) {
+        int64_t at = gp_spread_ms(15000, 7, node);
+        assert_true(at >= 0 && at < 15000);
+        buckets[at / 1500]++;
+    }
+    for (int b = 0; b < 10; b++)
+        assert_true(buckets[b] > 50 && buckets[b] < 150); /* about 100 each, not all at once */
+    assert_int_equal(gp_spread_ms(15000, 7, 3), gp_spread_ms(15000, 7, 3));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +160,7 @@ int main(void)
         cmocka_unit_test(a_stop_for_a_run_not_here_does_nothing),
         cmocka_unit_test(shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them),
         cmocka_unit_test(backoff_doubles_from_half_a_second_to_ten_with_jitter),
+        cmocka_unit_test(heartbeats_of_many_nodes_spread_over_the_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
