@@ -176,14 +176,15 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
 {
     (void)call, (void)len;
     gp_node *n = ctx;
-    if (status == 0 || status >= 500) {
+    bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
+    if (!refused && status != 200 && status != 201) { /* no answer, 429, 5xx: try again */
         gp__failed(n, "register", status, why);
         return;
     }
     gp__answered(n);
     json_t *o = json_loads(body, 0, NULL);
     const char *token = json_string_value(json_object_get(o, "token"));
-    if ((status != 200 && status != 201) || !token || strlen(token) >= sizeof n->token) {
+    if (refused || !token || strlen(token) >= sizeof n->token) {
         char message[512];
         gp__error_message(body, message, sizeof message);
         gp_agent_log(n, "register refused (%ld): %s", status, message);
