@@ -62,12 +62,13 @@ static void gp__load_credential(gp_node *n)
         n->token[strcspn(n->token, "\r\n")] = '\0';
 }
 
-gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
-                    size_t file_index, size_t index, gp_error *err)
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err)
 {
     memset(n, 0, sizeof *n);
     n->opt = opt;
     n->http = http;
+    n->registering = registering;
     n->index = index;
     snprintf(n->name, sizeof n->name, "%s", f->nodes[file_index].name);
     snprintf(n->dir, sizeof n->dir, "%s/%s", opt->state_dir, n->name);
@@ -176,6 +177,7 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
 {
     (void)call, (void)len;
     gp_node *n = ctx;
+    (*n->registering)--;
     bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
     if (!refused && status != 200 && status != 201) { /* no answer, 429, 5xx: try again */
         gp__failed(n, "register", status, why);
@@ -224,6 +226,8 @@ static void gp__register(gp_node *n)
     if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, n->opt->join_token, text, 30, gp__on_register,
                                     n, &err) != GP_OK)
         gp__failed(n, "register", 0, "cannot start the call");
+    else
+        (*n->registering)++;
     free(text);
     json_decref(body);
     json_decref(inv);
@@ -593,7 +597,7 @@ int64_t gp_node_step(gp_node *n, int64_t now)
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {
-        if (!gp_http_call_busy(&n->reg))
+        if (!gp_http_call_busy(&n->reg) && *n->registering < GP_AGENT_REGISTERING_MAX)
             gp__register(n);
         return next;
     }

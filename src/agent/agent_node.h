@@ -33,6 +33,8 @@
 
 #define GP_AGENT_URLS_MAX 8
 #define GP_AGENT_TOKEN_MAX 256
+#define GP_AGENT_REGISTERING_MAX 32 /* registrations in flight per agent: a restart of 6,250 nodes
+                                       is a queue, not a storm on gpupoold */
 
 /* The command line of `gpupool-agent run` (agent.c parses it). */
 typedef struct gp_agent_options {
@@ -87,6 +89,7 @@ typedef struct gp_replica {
 struct gp_node {
     const gp_agent_options *opt;
     gp_http *http;
+    unsigned *registering;               /* the agent's registrations in flight (shared) */
     size_t index;                        /* in the agent, salts the back-off */
     char name[GP_NAME_MAX];
     char dir[GP_STATE_PATH_MAX];         /* STATE/NODE */
@@ -113,8 +116,8 @@ struct gp_node {
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
  * what its state folder says is running. */
-gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
-                    size_t file_index, size_t index, gp_error *err);
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err);
 void gp_node_close(gp_node *n);
 
 /* Starts what is due; returns when the node next wants a step (mono ms). */
