@@ -7,7 +7,10 @@
  *
  * Each replica run's log (STATE/NODE/logs/job7-r0-1795523111.log) is sent
  * from the size gpupoold last said it has: new bytes at most every 500 ms,
- * at most 256 KiB per entry and 64 entries per call, and `eof: true` once
+ * at most 256 KiB per entry, 64 entries and 512 KiB of bytes per call (as
+ * base64 in JSON it stays under gpupoold's default 1 MiB --max-body; a
+ * call refused 413 halves it, down to 4 KiB, for a smaller --max-body),
+ * and `eof: true` once
  * the replica ended and the entry reaches the end of the file.  gpupoold
  * skips bytes it has (offset < size), so a resend after a failure counts
  * once.  A run whose size is unknown (an adopted replica after an agent
@@ -30,6 +33,8 @@
 #define GP__LOGS_MISSING_EVERY_MS 5000
 #define GP__LOG_CHUNK (256 * 1024)
 #define GP__LOG_ENTRIES 64
+#define GP__LOG_CALL_BYTES (512 * 1024)
+#define GP__LOG_CALL_BYTES_MIN (4 * 1024)
 
 static int64_t gp__file_size(const char *path)
 {
@@ -42,14 +47,14 @@ bool gp_replica_log_done(const gp_node *n, const gp_replica *r)
     return r->log_eof_sent || n->logs_missing;
 }
 
-/* Up to GP__LOG_CHUNK bytes of the log from offset, as base64. */
-static json_t *gp__chunk(const gp_replica *r, int64_t offset, int64_t *len)
+/* Up to max (<= GP__LOG_CHUNK) bytes of the log from offset, as base64. */
+static json_t *gp__chunk(const gp_replica *r, int64_t offset, int64_t max, int64_t *len)
 {
     static unsigned char buf[GP__LOG_CHUNK];
     *len = 0;
     int fd = open(r->log_path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        ssize_t got = pread(fd, buf, GP__LOG_CHUNK, offset);
+        ssize_t got = pread(fd, buf, (size_t)max, offset);
         *len = got > 0 ? got : 0;
         close(fd);
     }
@@ -63,8 +68,9 @@ static json_t *gp__chunk(const gp_replica *r, int64_t offset, int64_t *len)
     return s;
 }
 
-/* The replica's entry, or NULL when it has nothing to send. */
-static json_t *gp__entry(gp_replica *r)
+/* The replica's entry of at most *budget bytes (taken from it), or NULL
+ * when it has nothing to send. */
+static json_t *gp__entry(gp_replica *r, int64_t *budget)
 {
     if (r->log_eof_sent)
         return NULL;
@@ -72,9 +78,10 @@ static json_t *gp__entry(gp_replica *r)
     bool probe = r->log_sent < 0;
     if (!probe && size <= r->log_sent && !r->ended)
         return NULL;
-    json_t *data = probe ? json_string("") : gp__chunk(r, offset, &len);
+    json_t *data = probe ? json_string("") : gp__chunk(r, offset, *budget < GP__LOG_CHUNK ? *budget : GP__LOG_CHUNK, &len);
     if (!data)
         return NULL;
+    *budget -= len;
     r->log_eof_in_flight = !probe && r->ended && offset + len >= size;
     r->log_in_flight = true;
     return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b}", "job", (json_int_t)r->job, "replica", (int)r->replica,
@@ -117,6 +124,15 @@ static void gp__refused(gp_node *n, long status, const char *body)
     }
 }
 
+/* gpupoold's --max-body is below the call: send half as much from now on. */
+static void gp__too_large(gp_node *n)
+{
+    int64_t now = n->log_call_bytes ? n->log_call_bytes : GP__LOG_CALL_BYTES;
+    n->log_call_bytes = now / 2 > GP__LOG_CALL_BYTES_MIN ? now / 2 : GP__LOG_CALL_BYTES_MIN;
+    gp_agent_log(n, "log call refused 413 (gpupoold's --max-body): %lld bytes per call from now on",
+                 (long long)n->log_call_bytes);
+}
+
 static void gp__on_logs(gp_http_call *call, long status, const char *body, size_t len, const char *why, void *ctx)
 {
     (void)call, (void)len, (void)why;
@@ -127,6 +143,8 @@ static void gp__on_logs(gp_http_call *call, long status, const char *body, size_
         n->logs_missing = false;
     else if (status == 404 || status == 409)
         gp__refused(n, status, body);
+    else if (status == 413)
+        gp__too_large(n);
     size_t i = 0;
     for (size_t j = 0; j < n->n_replicas; j++) {
         gp_replica *r = n->replicas[j];
@@ -150,8 +168,9 @@ int64_t gp_node_ship_logs(gp_node *n, int64_t now)
     if (gp_http_call_busy(&n->logs) || now < n->next_logs_ms)
         return n->next_logs_ms;
     json_t *list = json_array();
-    for (size_t j = 0; j < n->n_replicas && json_array_size(list) < GP__LOG_ENTRIES; j++) {
-        json_t *e = gp__entry(n->replicas[j]);
+    int64_t budget = n->log_call_bytes ? n->log_call_bytes : GP__LOG_CALL_BYTES;
+    for (size_t j = 0; j < n->n_replicas && json_array_size(list) < GP__LOG_ENTRIES && budget > 0; j++) {
+        json_t *e = gp__entry(n->replicas[j], &budget);
         if (e)
             json_array_append_new(list, e);
     }

@@ -104,6 +104,7 @@ struct gp_node {
     int64_t next_try_ms;                 /* no call before (back-off) */
     int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms;
     bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
+    int64_t log_call_bytes;              /* log bytes per call; 0: the default, halved at a 413 */
     gp_http_call reg, poll, heartbeat, reports, logs;
     json_t *assignments;                 /* the last accepted answer's list */
     json_t *queue;                       /* reports waiting to be sent (array) */

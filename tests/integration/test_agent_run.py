@@ -284,9 +284,6 @@ def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(
 
 @with_agent
 def test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten(d, a):
-    if d.cli("logs", "--help", check=False).returncode != 0:
-        print("skip: this gpupoold has no logs endpoint yet (issue 13 part B)")
-        return
     d.ok("PUT", "/v1/tenants/t", {})
     script = "import time\nfor i in range(3):\n    print('line', i)\n    time.sleep(0.3)"
     j = submit(d, ["python3", "-u", "-c", script], replicas=2, gpus=2)
@@ -296,6 +293,30 @@ def test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten(d
                      what="replica %d's output through gpupool logs" % r)
     gpd.wait_for(lambda: not glob.glob(os.path.join(a.state, "*", "replicas", "job*")),
                  what="the finished runs forgotten once gpupoold had their exits and logs")
+
+
+def test_output_bursts_larger_than_a_request_body_reach_gpupool_logs_whole(_):
+    # 3 MiB written at once, to a gpupoold whose --max-body is 200 kB: the
+    # agent's calls are refused 413 until it sends less per call (a call over
+    # the limit, re-sent as it was, would be refused forever).
+    d = gpd.Daemon(extra=["--max-body", "200000"])
+    try:
+        d.start()
+        with running_agent(d) as a:
+            big_output_reaches_gpupool_logs(d, a)
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def big_output_reaches_gpupool_logs(d, a):
+    d.ok("PUT", "/v1/tenants/t", {})
+    script = "import sys\nsys.stdout.write(('x' * 1023 + '\\n') * 3072)"
+    j = submit(d, ["python3", "-c", script], replicas=1, gpus=1)
+    gpd.wait_for(lambda: state_is(d, j, "succeeded"), what="the job to end")
+    gpd.wait_for(lambda: len(d.cli("logs", str(j)).stdout) == 3 * 1024 * 1024, timeout=30,
+                 what="all 3 MiB through gpupool logs")
+    assert d.cli("logs", str(j)).stdout == ("x" * 1023 + "\n") * 3072
 
 
 IGNORE_TERM = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('START', flush=True)\n"
@@ -411,5 +432,6 @@ if __name__ == "__main__":
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
              test_exits_reach_a_restarted_gpupoold_through_the_next_url,
              test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten,
+             test_output_bursts_larger_than_a_request_body_reach_gpupool_logs_whole,
              test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit,
              test_a_replica_whose_supervisor_dies_is_killed_and_reported])
