@@ -147,11 +147,11 @@ def wait_for(pred, timeout=20, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-def run(tests):
-    """Runs test functions; each gets a fresh started daemon."""
+def run(tests, **daemon_args):
+    """Runs test functions; each gets a fresh started daemon (Daemon(**daemon_args))."""
     failed = 0
     for t in tests:
-        d = Daemon()
+        d = Daemon(**daemon_args)
         t0 = time.time()
         try:
             d.start()
