@@ -27,6 +27,10 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv);
 int gp_cmd_job(gp_client *c, int argc, char **argv);
 int gp_cmd_cancel(gp_client *c, int argc, char **argv);
 
+/* cmd_logs.c */
+int gp_cmd_logs(gp_client *c, int argc, char **argv);
+int gp_cmd_checkpoint(gp_client *c, int argc, char **argv);
+
 /* cmd_why.c */
 int gp_cmd_why(gp_client *c, int argc, char **argv);
 

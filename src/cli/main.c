@@ -48,6 +48,16 @@ const gp_command GP_COMMANDS[] = {
     {"cancel", gp_cmd_cancel,
      "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
      "failure.\n"},
+    {"logs", gp_cmd_logs,
+     "usage: gpupool logs ID [--replica N] [--follow]\n"
+     "What a replica of the job wrote (stdout and stderr), from its latest run, as the node agent shipped it\n"
+     "(default replica 0).  --follow (-f) keeps printing new output until the replica's run ended and all of\n"
+     "it arrived, or the job ended.\n"},
+    {"checkpoint", gp_cmd_checkpoint,
+     "usage: gpupool checkpoint\n"
+     "Inside a job: say that it saved a checkpoint (creates $GPUPOOL_CHECKPOINT_DIR/.done).  During a\n"
+     "preemption's grace this ends the grace at once: the job is stopped and requeued, and the work before\n"
+     "the checkpoint is not counted lost.  Outside a job it fails (GPUPOOL_CHECKPOINT_DIR is not set).\n"},
     {"nodes", gp_cmd_nodes,
      "usage: gpupool nodes\nThe fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, state.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
@@ -102,8 +112,8 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, why, cancel, nodes, drain, tenants [create|delete], quota set, apply, usage,\n"
-    "          token create|list|revoke, audit [verify], admin export-log, completion.\n"
+    "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
+    "          quota set, apply, usage, token create|list|revoke, audit [verify], admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

@@ -4,7 +4,7 @@
  * body, authenticated principal, request id), router.c calls the handler
  * its route names, and http.c sends whatever the handler put into
  * status/reply (api_request.c's helpers put it there).  Handlers
- * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c) run on the API
+ * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c, api_logs.c) run on the API
  * thread: they validate everything they can there, then hand the engine
  * thread an op (gp_api_run_op) for anything that touches the engine or
  * writes the store, or read committed rows through a reader connection.
@@ -98,6 +98,13 @@ void gp_api_run_op(gp_request *r, gp_op *op);
 /* The scopes the caller may see, for store queries: NULL = all. */
 const char *const *gp_api_scopes(gp_request *r, int *n);
 
+/* A job id from a URL: replies 400 (field id) and returns false when it
+ * is not a positive integer. */
+bool gp_api_parse_job_id(gp_request *r, const char *text, uint64_t *id);
+/* An agent endpoint of `node`: true for that node's credential, else
+ * replies 403 and returns false. */
+bool gp_api_node_caller(gp_request *r, const char *node);
+
 /* A job row (store) or live view as the API shows it. */
 json_t *gp_api_job_view(json_t *row);
 
@@ -125,6 +132,8 @@ void gp_api_agent_register(gp_request *r);                       /* api_agents.c
 void gp_api_agent_assignments(gp_request *r, const char *node);
 void gp_api_agent_heartbeat(gp_request *r, const char *node);
 void gp_api_agent_reports(gp_request *r, const char *node);
+void gp_api_agent_logs(gp_request *r, const char *node);        /* api_logs.c */
+void gp_api_job_logs(gp_request *r, const char *id);
 
 void gp_api_audit_list(gp_request *r);
 void gp_api_audit_verify(gp_request *r);

@@ -37,7 +37,7 @@ enum { MAX_WAIT_S = 300, MAX_REPORTS = 1000, MAX_JOBS_PER_NODE = 4096 };
 /* ---- who may call ---- */
 
 /* A node path is for that node's credential only. */
-static bool node_caller(gp_request *r, const char *node)
+bool gp_api_node_caller(gp_request *r, const char *node)
 {
     if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, node) == 0)
         return true;
@@ -261,7 +261,7 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
 {
     static const char *const allowed[] = {"after", "wait", NULL};
     int64_t after = 0, wait = 0;
-    if (!gp_api_query_only(r, allowed) || !node_caller(r, node) ||
+    if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node) ||
         !gp_api_query_int(r, "after", 0, INT64_MAX, &after) || !gp_api_query_int(r, "wait", 0, MAX_WAIT_S, &wait))
         return;
     gp_agents_wait(&r->srv->agents, node, (uint64_t)after, wait * 1000);
@@ -332,7 +332,7 @@ static gp_err heartbeat_body(const json_t *body, gp_error *err)
 void gp_api_agent_heartbeat(gp_request *r, const char *node)
 {
     static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed) || !node_caller(r, node))
+    if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node))
         return;
     json_t *body = r->body_len ? gp_api_body_object(r) : json_object();
     if (!body)
@@ -584,7 +584,7 @@ static void reports_run(gp_server *srv, gp_op *op, int64_t now)
 void gp_api_agent_reports(gp_request *r, const char *node)
 {
     static const char *const allowed[] = {NULL};
-    if (!gp_api_query_only(r, allowed) || !node_caller(r, node))
+    if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node))
         return;
     json_t *body = gp_api_body_object(r);
     if (!body)

@@ -55,7 +55,7 @@ static void add_execution_note(gp_server *srv, json_t *view)
         json_object_set_new(view, "execution", json_string(EXECUTION_NOTE));
 }
 
-static bool parse_id(gp_request *r, const char *text, uint64_t *id)
+bool gp_api_parse_job_id(gp_request *r, const char *text, uint64_t *id)
 {
     char *end;
     errno = 0;
@@ -247,7 +247,7 @@ void gp_api_job_get(gp_request *r, const char *text)
 {
     static const char *const allowed[] = {NULL};
     uint64_t id;
-    if (!gp_api_query_only(r, allowed) || !parse_id(r, text, &id))
+    if (!gp_api_query_only(r, allowed) || !gp_api_parse_job_id(r, text, &id))
         return;
     gp_error err;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
@@ -321,7 +321,7 @@ void gp_api_job_cancel(gp_request *r, const char *text)
 {
     static const char *const allowed[] = {NULL};
     uint64_t id;
-    if (!gp_api_query_only(r, allowed) || !parse_id(r, text, &id))
+    if (!gp_api_query_only(r, allowed) || !gp_api_parse_job_id(r, text, &id))
         return;
     if (r->who.role == GP_ROLE_AUDITOR) {
         gp_api_forbidden(r, "cancel jobs");

@@ -143,6 +143,25 @@ static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *s
 
 /* ---- decisions ---- */
 
+/* A bind: where each replica of this run is (the job_runs rows). */
+static gp_err runs_write(gp_journal *j, uint64_t id, gp_error *err)
+{
+    gp_job_info info;
+    if (gp_engine_job_info(j->engine, id, &info, NULL) != GP_OK || info.bind_time < 0)
+        return GP_OK;
+    json_t *placement = gp_placement_json(j->engine, id, &info);
+    gp_err rc = GP_OK;
+    size_t r;
+    json_t *rep;
+    json_array_foreach(placement, r, rep) {
+        if (rc == GP_OK)
+            rc = gp_store_run_add(j->store, id, info.bind_time, (int)r,
+                                  json_string_value(json_object_get(rep, "node")), err);
+    }
+    json_decref(placement);
+    return rc;
+}
+
 static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
 {
     char text[1024];
@@ -178,8 +197,10 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
     }
     case GP_DEC_USAGE_CLOSE:
         return gp_store_usage_close(j->store, d->usage.interval_id, d->usage.end, err);
+    case GP_DEC_BIND:
+        return runs_write(j, d->job_id, err); /* the placement itself is read back with the row */
     default:
-        return GP_OK; /* BIND is read back with the row; DRAINED, RECONFIGURE: no table (yet) */
+        return GP_OK; /* DRAINED, RECONFIGURE: no table (yet) */
     }
 }
 

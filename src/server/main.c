@@ -39,6 +39,8 @@ static const char USAGE[] =
     "  --member-token-ttl T    expiry of member tokens created without --ttl: 45s, 90m, 12h, 30d, 2w;\n"
     "                          0 = never (default 90d; the bootstrap admin token never expires)\n"
     "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
+    "  --job-logs DIR          where replicas' logs shipped by the agents are kept\n"
+    "                          (default: the SQLite file's path + .logs)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -69,7 +71,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"timeout", required_argument, NULL, 'T'},   {"rate-limit", required_argument, NULL, 'r'},
         {"tick-ms", required_argument, NULL, 'i'},   {"log-level", required_argument, NULL, 'L'},
         {"pass-min-ms", required_argument, NULL, 'm'}, {"member-token-ttl", required_argument, NULL, 'E'},
-        {"node-lost-after", required_argument, NULL, 'N'},
+        {"node-lost-after", required_argument, NULL, 'N'}, {"job-logs", required_argument, NULL, 'J'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -81,6 +83,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'l': cfg->listen = optarg; break;
         case 's': cfg->store_url = optarg; break;
         case 'f': cfg->fleet_path = optarg; break;
+        case 'J': cfg->job_logs = optarg; break;
         case 'c': cfg->tls_cert = optarg; break;
         case 'k': cfg->tls_key = optarg; break;
         case 'P': cfg->allow_plain_remote = true; break;

@@ -11,6 +11,7 @@
  * (/v1/agents...): anything else is 403 for them, whatever the path.
  *
  * Example: "DELETE /v1/jobs/42" -> gp_api_job_cancel(r, "42");
+ *          "GET /v1/jobs/42/logs" -> gp_api_job_logs(r, "42");
  *          "PUT /v1/jobs" -> 405 "PUT is not allowed here; use GET, POST".
  */
 #include "server/api.h"
@@ -27,6 +28,24 @@ static void method_not_allowed(gp_request *r, const char *allowed)
     gp_api_error(r, 405, "method_not_allowed", "method", "%s is not allowed here; use %s", r->method, allowed);
 }
 
+/* "{id}/logs" */
+static void route_job_logs(gp_request *r, const char *rest)
+{
+    char id[32];
+    const char *slash = strchr(rest, '/');
+    size_t n = (size_t)(slash - rest);
+    if (strcmp(slash, "/logs") != 0 || n == 0 || n >= sizeof id) {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+        return;
+    }
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    if (method_is(r, "GET"))
+        gp_api_job_logs(r, id);
+    else
+        method_not_allowed(r, "GET");
+}
+
 static void route_jobs(gp_request *r, const char *rest)
 {
     if (!rest[0]) {
@@ -41,6 +60,8 @@ static void route_jobs(gp_request *r, const char *rest)
             gp_api_jobs_batch(r);
         else
             method_not_allowed(r, "POST");
+    } else if (rest[0] == '/' && strchr(rest + 1, '/')) {
+        route_job_logs(r, rest + 1);
     } else if (rest[0] == '/') {
         if (method_is(r, "GET"))
             gp_api_job_get(r, rest + 1);
@@ -158,13 +179,15 @@ static void route_agent_node(gp_request *r, const char *rest)
             gp_api_agent_assignments(r, node);
         else
             method_not_allowed(r, "GET");
-    } else if (strcmp(what, "heartbeat") == 0 || strcmp(what, "reports") == 0) {
+    } else if (strcmp(what, "heartbeat") == 0 || strcmp(what, "reports") == 0 || strcmp(what, "logs") == 0) {
         if (!method_is(r, "POST"))
             method_not_allowed(r, "POST");
         else if (what[0] == 'h')
             gp_api_agent_heartbeat(r, node);
-        else
+        else if (what[0] == 'r')
             gp_api_agent_reports(r, node);
+        else
+            gp_api_agent_logs(r, node);
     } else {
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
     }

@@ -340,6 +340,18 @@ static gp_err agents_start(gp_server *srv, gp_error *err)
     return gp_agents_load(&srv->agents, srv->store, gp_wall_ms(), err);
 }
 
+/* The replica logs' directory: --job-logs, else next to the SQLite file
+ * (PATH.logs). */
+static gp_err joblogs_start(gp_server *srv, gp_error *err)
+{
+    char dir[4096];
+    if (srv->cfg.job_logs)
+        snprintf(dir, sizeof dir, "%s", srv->cfg.job_logs);
+    else
+        snprintf(dir, sizeof dir, "%s.logs", srv->cfg.store_url + strlen("sqlite:"));
+    return gp_joblogs_init(&srv->joblogs, dir, err);
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -356,6 +368,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK)
         rc = agents_start(srv, err);
+    if (rc == GP_OK)
+        rc = joblogs_start(srv, err);
     if (rc == GP_OK) {
         int64_t t0 = gp_wall_ms();
         gp_engine_config engine_cfg = gp_engine_config_default();
@@ -400,6 +414,8 @@ void gp_server_stop(gp_server *srv)
 {
     if (srv->agents.epoch)
         gp_agents_stop(&srv->agents); /* long-polls answer now, so the HTTP server can stop */
+    if (srv->joblogs.dir[0])
+        gp_joblogs_stop(&srv->joblogs);
     gp_http_stop(srv);
     gp_loop_stop(srv);
     checkpointer_stop(&srv->checkpointer);
@@ -410,5 +426,7 @@ void gp_server_stop(gp_server *srv)
     srv->store = NULL;
     if (srv->agents.epoch)
         gp_agents_free(&srv->agents);
+    if (srv->joblogs.dir[0])
+        gp_joblogs_free(&srv->joblogs);
     gp_auth_free(&srv->auth);
 }

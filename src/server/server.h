@@ -5,6 +5,7 @@
  *   API threads (http.c, api_*)  parse, validate, authenticate; reads from
  *                                a pool of store reader connections
  *   auth                         shared, thread-safe token cache
+ *   joblogs                      replica logs on disk (joblogs.h), any thread
  *
  * Start-up order (server.c): open the store, count the controller epoch
  * up (meta "controller_epoch", committed before anything is served), note
@@ -19,6 +20,7 @@
 
 #include "server/agents.h"
 #include "server/auth.h"
+#include "server/joblogs.h"
 #include "server/journal.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -41,6 +43,7 @@ typedef struct gp_server_config {
     int pass_min_ms;             /* least time between passes triggered by changes */
     int64_t member_token_ttl_s;  /* expiry of a member token created without a TTL; 0 = never */
     int64_t node_lost_after_s;   /* an agent node silent this long is lost */
+    const char *job_logs;        /* replica logs directory; NULL = the SQLite file's path + ".logs" */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -67,6 +70,7 @@ struct gp_server {
     gp_auth auth;
     gp_loop loop;
     gp_agents agents;
+    gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;
     struct MHD_Daemon *http;

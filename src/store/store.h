@@ -40,7 +40,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 2
+#define GP_STORE_SCHEMA_VERSION 3
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -104,6 +104,16 @@ gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err);
 gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err);
 gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
                             const char *to, const char *reason, gp_error *err);
+
+/* Runs: replica `replica` of the job's run bound at bind_time was placed
+ * on `node` (written with the bind; kept after the job ends).
+ * gp_store_run_node: the node into node[cap], "" when no such run;
+ * gp_store_runs_list: the replica's runs' bind times, newest first, up to
+ * cap written, returns how many there are (-1 on a store error). */
+gp_err gp_store_run_add(gp_store *s, uint64_t job, int64_t bind_time, int replica, const char *node, gp_error *err);
+gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
+                         gp_error *err);
+int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap);
 
 /* One job with its history under "history"; *out NULL when absent. */
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err);

@@ -91,6 +91,52 @@ gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char 
     return gp__store_exec_stmt(s, st, "history add", err);
 }
 
+gp_err gp_store_run_add(gp_store *s, uint64_t job, int64_t bind_time, int replica, const char *node, gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_ADD, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(st, 2, bind_time);
+    sqlite3_bind_int(st, 3, replica);
+    gp__store_bind_text(st, 4, node);
+    return gp__store_exec_stmt(s, st, "run add", err);
+}
+
+gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
+                         gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_NODE, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(st, 2, bind_time);
+    sqlite3_bind_int(st, 3, replica);
+    int step = sqlite3_step(st);
+    const unsigned char *text = step == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    snprintf(node, cap, "%s", text ? (const char *)text : "");
+    sqlite3_reset(st);
+    return step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "run node", err);
+}
+
+int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_LIST, NULL);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int(st, 2, replica);
+    int64_t n = 0;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((size_t)n < cap)
+            bind_times[n] = sqlite3_column_int64(st, 0);
+        n++;
+    }
+    sqlite3_reset(st);
+    return step == SQLITE_DONE ? n : -1;
+}
+
 gp_err gp_store_usage_open(gp_store *s, const gp_store_usage *u, gp_error *err)
 {
     sqlite3_stmt *st = gp__store_stmt(s, GP__ST_USAGE_OPEN, err);

@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 2, PRAGMA user_version):
+ * On-disk format (schema version 3, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -15,6 +15,10 @@
  *                                ("a", "a/b", "a/b/c"): subtree listings
  *                                walk one index range, newest first
  *   job_history(seq, job_id, time, kind, from_state, to_state, reason)
+ *   job_runs(job_id, bind_time, replica, node)
+ *                                where each replica of each run (a bind)
+ *                                was placed, kept after the job ends: whose
+ *                                logs a node may ship (server/joblogs.h)
  *   usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,
  *         topology, start, end_time)         end_time NULL while open
  *   tenants(path, spec_json, updated)
@@ -79,6 +83,9 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
     "ALTER TABLE events ADD COLUMN decisions INTEGER;"
     "ALTER TABLE events ADD COLUMN digest TEXT;",
+    /* 2 -> 3: where each replica of each run was placed (issue 13: job logs) */
+    "CREATE TABLE job_runs(job_id INTEGER NOT NULL, bind_time INTEGER NOT NULL, replica INTEGER NOT NULL,"
+    " node TEXT NOT NULL, PRIMARY KEY(job_id, bind_time, replica)) WITHOUT ROWID;",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -95,6 +102,9 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " end_time = ?6, updated = ?7, placement_json = ?8 WHERE id = ?1",
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [GP__ST_RUN_ADD] = "INSERT OR REPLACE INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)",
+    [GP__ST_RUN_NODE] = "SELECT node FROM job_runs WHERE job_id = ?1 AND bind_time = ?2 AND replica = ?3",
+    [GP__ST_RUN_LIST] = "SELECT DISTINCT bind_time FROM job_runs WHERE job_id = ?1 AND replica = ?2 ORDER BY bind_time DESC",
     [GP__ST_USAGE_OPEN] = "INSERT INTO usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,"
                           " topology, start, end_time) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL)",
     [GP__ST_USAGE_CLOSE] = "UPDATE usage SET end_time = ?2 WHERE interval_id = ?1",

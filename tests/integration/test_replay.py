@@ -128,7 +128,7 @@ def test_only_admin_and_auditor_read_the_log(d):
 def test_a_store_written_before_the_codec_still_loads(d):
     """tests/fixtures/store_v1.sql: written by gpupoold at f1442ef (schema 1,
     no decisions recorded).  The tool replays it as it is; gpupoold opens
-    it (migrating it to schema 2) and its new events are compared."""
+    it (migrating it to the current schema) and its new events are compared."""
     import hashlib
     workdir = os.path.join(d.dir, "old")
     os.mkdir(workdir)
@@ -157,7 +157,7 @@ def test_a_store_written_before_the_codec_still_loads(d):
         assert len(jobs) == 11 and {j["state"] for j in jobs} >= {"running", "pending", "cancelled"}, jobs
     finally:
         old.stop()
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 2
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 3
     rc, text = replay(db)
     assert rc == 0 and "all equal" in text and "39 not compared" in text, text
 
