@@ -72,12 +72,13 @@ nodes_up() { [[ "$(gp --json nodes | json 'sum(1 for n in j["nodes"] if n["up"])
 # The log of a job's replica as the agent wrote it (latest run first found).
 replica_log() { ls -t "$VAR"/agent/*/logs/job"$1"-r"$2"-*.log 2>/dev/null | head -1; }
 has_log_line() { local f; f=$(replica_log "$1" "$2"); [[ -n "$f" ]] && grep -q "$3" "$f"; }
+# show_log JOB REPLICA PATTERN: the lines matching PATTERN (the last 4) of what the replica
+# wrote, through gpupoold (gpupool logs), or from the agent's file while gpupoold has none yet.
 show_log() {
-    if gp logs "$1" --replica "${2:-0}" >/dev/null 2>&1; then
-        gp logs "$1" --replica "${2:-0}" | tail -n "${3:-4}" | sed 's/^/    /'
-    else
-        local f; f=$(replica_log "$1" "${2:-0}"); [[ -n "$f" ]] && tail -n "${3:-4}" "$f" | sed 's/^/    /'
-    fi
+    local out f
+    out=$(gp logs "$1" --replica "$2" 2>/dev/null || true)
+    if [[ -z "$out" ]]; then f=$(replica_log "$1" "$2"); [[ -n "$f" ]] && out=$(cat "$f"); fi
+    printf '%s\n' "$out" | { grep -E "$3" || true; } | tail -n 4 | sed 's/^/    /'
 }
 history_of() { gp job "$1" | sed -n '/^history:/,$p' | tail -n +2; }
 
@@ -112,8 +113,8 @@ NOTEBOOK=$(submit --tenant research/vision --name notebook-ana --kind interactiv
            --cpu-millis 1000 --mem-mib 512 --time-limit 3600 -- sh "$JOBS"/notebook.sh)
 for id in "$SERVING" "$RANKER1" "$RANKER2" "$NOTEBOOK"; do until_true 20 "job $id running" is_state "$id" running; done
 until_true 20 "the notebook's first line" has_log_line "$NOTEBOOK" 0 notebook
-echo "job $RANKER1 (ranker-1) says:"; show_log "$RANKER1" 0 1
-echo "job $NOTEBOOK (notebook) says:"; show_log "$NOTEBOOK" 0 1
+echo "job $RANKER1 (ranker-1) says:"; show_log "$RANKER1" 0 "up on"
+echo "job $NOTEBOOK (notebook) says:"; show_log "$NOTEBOOK" 0 notebook
 
 say "research/vision bursts three 8-GPU trainings (grace 60 s): one on its floor, two borrow nlp's idle H100"
 VIT=()
@@ -138,12 +139,12 @@ for id in "${VIT[@]}"; do
     gp --json job "$id" | json 'any(h["kind"] == "preempt" for h in j["history"])' | grep -q True || continue
     echo "job $id (research/vision, preempted) history:"
     history_of "$id" | sed 's/^/  /'
-    echo "  its replica's log:"; show_log "$id" 0 3
+    echo "  its replica's log:"; show_log "$id" 0 "SIGTERM|checkpoint"
 done
 until_true 20 "both ranks' first line" has_log_line "$NLP" 1 rank
 echo "the gang's replicas say:"
-show_log "$NLP" 0 1
-show_log "$NLP" 1 1
+show_log "$NLP" 0 "^job"
+show_log "$NLP" 1 "^job"
 
 say "A GPU fault: XID 79 (fallen off the bus) on the GPU of ranker-1 (job $RANKER1)"
 BIND1=$(gp --json job "$RANKER1" | json 'j["bind_time"]')
@@ -159,7 +160,7 @@ gp nodes
 echo "job $RANKER1 (ranker-1) history:"
 history_of "$RANKER1" | sed 's/^/  /'
 until_true 20 "ranker-1's second start" has_log_line "$RANKER1" 0 "restart 1"
-echo "  and it says:"; show_log "$RANKER1" 0 1
+echo "  and it says:"; show_log "$RANKER1" 0 "up on"
 
 say "Where everything runs now"
 gp jobs
