@@ -70,7 +70,7 @@ until_true() {
 is_state() { [[ "$(state "$1")" == "$2" ]]; }
 nodes_up() { [[ "$(gp --json nodes | json 'sum(1 for n in j["nodes"] if n["up"])')" == "$1" ]]; }
 # The log of a job's replica as the agent wrote it (latest run first found).
-replica_log() { ls -t "$VAR"/agent/*/logs/job"$1"-r"$2"-*.log 2>/dev/null | head -1; }
+replica_log() { { ls -t "$VAR"/agent/*/logs/job"$1"-r"$2"-*.log 2>/dev/null || true; } | head -1; }
 has_log_line() { local f; f=$(replica_log "$1" "$2"); [[ -n "$f" ]] && grep -q "$3" "$f"; }
 # show_log JOB REPLICA PATTERN: the lines matching PATTERN (the last 4) of what the replica
 # wrote, through gpupoold (gpupool logs), or from the agent's file while gpupoold has none yet.

@@ -78,6 +78,16 @@ class Agent:
         logf.close()
         return self
 
+    def wait_up(self, names, timeout=30):
+        """Until gpupoold has every named node up; fails at once, with the agent's log, if it exited."""
+        def up():
+            if self.proc.poll() is not None:
+                raise AssertionError("the agent exited with %d:\n%s" % (self.proc.returncode, self.read_log()[-3000:]))
+            if len(names) > 100:
+                time.sleep(2)  # a big fleet's node list is megabytes: ask less often
+            return nodes_up(self.d, names)
+        gpd.wait_for(up, timeout, "nodes %s up" % ", ".join(names))
+
     def read_log(self):
         try:
             with open(self.log, errors="replace") as f:
@@ -122,10 +132,6 @@ def nodes_up(d, names):
     view = d.ok("GET", "/v1/nodes")
     up = {n["name"] for n in view["nodes"] if n["up"]}
     return set(names) <= up
-
-
-def wait_nodes_up(d, names, timeout=30):
-    gpd.wait_for(lambda: nodes_up(d, names), timeout, "nodes %s up" % ", ".join(names))
 
 
 def alive(pid):

@@ -40,7 +40,7 @@ DAEMON = {"fleet": None, "extra": ["--node-lost-after", "4"]}
 def start_agent(d, nodes, extra=("--no-cgroups",), **kw):
     node_file = write_node_file(d.dir, nodes)
     a = Agent(d, node_file, extra=list(extra), **kw).start()
-    agentproc.wait_nodes_up(d, [n["name"] for n in nodes])
+    a.wait_up([n["name"] for n in nodes])
     d.ok("PUT", "/v1/tenants/t", {})
     return a
 
