@@ -15,7 +15,9 @@ Behaviours under test:
   - a replica can open its own GPU's device node but not another GPU's
     (stand-in nodes made with mknod, --isolate-devices; root only);
   - an agent given a bad or an expired join token exits with the 401
-    message.
+    message;
+  - gpupoold serves a request while more than 1,024 connections are open
+    (thousands of agents hold a long-poll each).
 
 gpupoold runs without --fleet (every node is an agent's) and with a short
 --node-lost-after, so agents heartbeat every second.  The agents run with
@@ -23,7 +25,9 @@ gpupoold runs without --fleet (every node is an agent's) and with a short
 """
 import json
 import os
+import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,7 +38,7 @@ import agentproc  # noqa: E402
 import gpd  # noqa: E402
 from agentproc import Agent, alive, end_replicas, sim_nodes, submit, wait_state, write_node_file  # noqa: E402
 
-DAEMON = {"fleet": None, "extra": ["--node-lost-after", "4"]}
+DAEMON = {"fleet": None, "extra": ["--node-lost-after", "4", "--max-connections", "2000"]}
 
 
 def start_agent(d, nodes, extra=("--no-cgroups",), **kw):
@@ -233,6 +237,27 @@ def test_an_agent_with_a_bad_or_expired_join_token_exits_with_the_401_message(d)
     assert not d.ok("GET", "/v1/nodes")["nodes"], "a refused agent registered a node"
 
 
+def test_gpupoold_holds_more_than_1024_connections_at_once(d):
+    """Every agent holds a long-poll open: socket numbers past select(2)'s FD_SETSIZE must work."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        print("skip: the open-files limit (%d) is below 1400" % hard)
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400) if hard == resource.RLIM_INFINITY else min(hard, 4096), hard))
+    d.stop()
+    d.start()  # again, with this limit
+    held = []
+    try:
+        for _ in range(1100):
+            held.append(socket.create_connection(("127.0.0.1", d.port), timeout=10))
+        status, out = d.call("GET", "/v1/health", token="")
+        assert status == 200, (status, out)
+    finally:
+        for s in held:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 if __name__ == "__main__":
     gpd.run([
         test_an_injected_fault_marks_the_gpu_unhealthy_and_requeues_the_gang_whole,
@@ -240,4 +265,5 @@ if __name__ == "__main__":
         test_a_replica_over_its_memory_limit_fails_with_oom,
         test_a_replica_cannot_open_another_gpus_device_node,
         test_an_agent_with_a_bad_or_expired_join_token_exits_with_the_401_message,
+        test_gpupoold_holds_more_than_1024_connections_at_once,
     ], **DAEMON)
