@@ -1,0 +1,62 @@
+/* agent_http.h - the agent's HTTP client: many requests in flight at once
+ * on one thread (libcurl's multi interface), each ending in a callback.
+ *
+ * One gp_http per agent process drives every node's calls: a node's
+ * long-poll, heartbeat, reports and logs are each one gp_http_call, and
+ * thousands of nodes share the one event loop:
+ *
+ *   gp_http_call_start(h, &node->poll, "GET", url, token, NULL, 40, on_poll, node);
+ *   for (;;) { gp_http_wait(h, fds, n, timeout_ms); gp_http_run(h); }
+ *
+ * gp_http_run calls each finished call's callback with the HTTP status
+ * (0 on a transport error: refused, timed out, reset) and the body.
+ *
+ * Ownership: the caller owns each gp_http_call (usually inside its node)
+ * and must not move or free it while it is in flight (gp_http_call_busy);
+ * gp_http_call_cancel ends a call without its callback.  The body handed
+ * to the callback is valid during the callback only.
+ */
+#ifndef GP_AGENT_HTTP_H
+#define GP_AGENT_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/error.h"
+
+typedef struct gp_http gp_http;
+typedef struct gp_http_call gp_http_call;
+
+/* status: the HTTP status, 0 when no answer came (err says why). */
+typedef void (*gp_http_done)(gp_http_call *call, long status, const char *body, size_t len, const char *err,
+                             void *ctx);
+
+struct gp_http_call {
+    void *easy; /* CURL *, NULL when idle */
+    void *headers;
+    char *request_body;
+    char *response;
+    size_t response_len, response_cap;
+    gp_http_done done;
+    void *ctx;
+    char errbuf[256];
+};
+
+/* cacert: a CA bundle for https (NULL: the system's). */
+gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err);
+void gp_http_close(gp_http *h);
+
+/* Starts method url with a bearer token (NULL: none) and a JSON body
+ * (NULL: none; copied).  timeout_s bounds the whole call. */
+gp_err gp_http_call_start(gp_http *h, gp_http_call *call, const char *method, const char *url, const char *token,
+                          const char *body, long timeout_s, gp_http_done done, void *ctx, gp_error *err);
+bool gp_http_call_busy(const gp_http_call *call);
+void gp_http_call_cancel(gp_http *h, gp_http_call *call);
+
+/* Waits until a call can progress, one of fds (POLLIN) is readable
+ * (revents filled), or timeout_ms passed. */
+void gp_http_wait(gp_http *h, int *fds, short *revents, size_t n, int timeout_ms);
+/* Progresses every call and runs the callbacks of the finished ones. */
+void gp_http_run(gp_http *h);
+
+#endif
