@@ -7,19 +7,23 @@
 # from examples/agent/nodes.yaml: 2+2 x 8 H100 in fabric blocks blk-a and
 # blk-b, 8 A100 in MIG mode, 4 L40S time-sliced.  Then, through `gpupool`:
 #   1. examples/tenants.yaml (two orgs, four teams) once the nodes are up;
-#   2. product/search: an 8-H100 service and two MIG inference services;
+#   2. product/search: an 8-H100 service and two MIG inference services
+#      (3g.40gb, 7g.80gb);
 #      research/vision: a notebook on a time-sliced L40S;
 #   3. research/vision bursts three 8-GPU trainings: one on its floor, two
 #      borrowing research/nlp's idle H100;
-#   4. research/nlp submits a 2 x 8 H100 gang: the borrowers get SIGTERM,
+#   4. research/nlp submits a 2 x 8 H100 gang (any two nodes: vision's floor
+#      job may sit in either block): the borrowers get SIGTERM,
 #      checkpoint (examples/agent/train.py touches $GPUPOOL_CHECKPOINT_DIR/.done),
 #      gpupoold ends their 60 s grace early and the gang starts, its
 #      replicas printing their rank and peers;
 #   5. an injected XID 79 on the GPU of a MIG service marks that GPU
 #      unhealthy; the service is requeued and comes back on another GPU.
 # The processes are real (examples/agent/*.py, *.sh); their logs are under
-# var/agent/NODE/logs/.  The jobs run as the agent's user (the admin token
-# names no user).
+# var/agent/NODE/logs/.  The admin token names no user, so the jobs run as
+# nobody when the agent is root (as the agent's user otherwise); their
+# scripts, working folders and checkpoints are under a /tmp/gpupool-demo.*
+# folder that nobody can reach, removed when the demo ends.
 #
 # DEMO_ONCE=1: stop everything and exit when done.  Otherwise gpupoold and
 # the agent stay up for you to explore with gpupool (the commands are
@@ -31,20 +35,45 @@ cd "$(dirname "$0")/.."
 BIN=./build/bin
 VAR=./var
 NODES=examples/agent/nodes.yaml
-JOBS=$PWD/examples/agent
 mkdir -p "$VAR"
 rm -rf "$VAR"/gpupool.db "$VAR"/gpupool.db-wal "$VAR"/gpupool.db-shm "$VAR"/gpupool.db.logs "$VAR"/admin.token \
        "$VAR"/port "$VAR"/join.token "$VAR"/agent
 : > "$VAR"/gpupoold.log
 : > "$VAR"/agent.log
+# A root agent runs jobs that name no user as nobody, who may not reach this checkout (/root is
+# 0700): the job scripts, working folders and checkpoints go to a folder anyone can read.
+RUN=$(mktemp -d /tmp/gpupool-demo.XXXXXX)
+chmod 755 "$RUN"
+mkdir -p "$RUN"/jobs
+cp examples/agent/*.py examples/agent/*.sh "$RUN"/jobs/
+JOBS=$RUN/jobs
 
 DAEMON='' AGENT=''
+# Stops what the demo started: the jobs first (cancelled, so gpupoold assigns nothing new), then
+# the agent (--on-exit stop kills what still runs), then gpupoold; then any replica left over.
 stop_all() {
-    # The agent first (--on-exit stop: it stops its replicas as it goes), then gpupoold.
-    if [[ -n "$AGENT" ]]; then kill "$AGENT" 2>/dev/null || true; wait "$AGENT" 2>/dev/null || true; fi
-    if [[ -n "$DAEMON" ]]; then kill "$DAEMON" 2>/dev/null || true; wait "$DAEMON" 2>/dev/null || true; fi
+    set +e
+    if [[ -n "$DAEMON" ]] && kill -0 "$DAEMON" 2>/dev/null && [[ -n "${GPUPOOL_SERVER:-}" ]]; then
+        for id in $("$BIN"/gpupool --json jobs --state live 2>/dev/null | json '[x["id"] for x in j["jobs"]]'); do
+            "$BIN"/gpupool cancel "$id" >/dev/null 2>&1
+        done
+        for _ in $(seq 100); do
+            [[ -z "$("$BIN"/gpupool --json jobs --state live 2>/dev/null | json '[x["id"] for x in j["jobs"]]')" ]] && break
+            sleep 0.2
+        done
+    fi
+    if [[ -n "$AGENT" ]]; then kill "$AGENT" 2>/dev/null; wait "$AGENT" 2>/dev/null; fi
+    if [[ -n "$DAEMON" ]]; then kill "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null; fi
+    local f pid
+    for f in "$VAR"/agent/*/replicas/*/pid; do
+        [[ -f "$f" ]] && pid=$(cat "$f") && [[ -n "$pid" ]] || continue
+        grep -qs "$RUN" /proc/"$pid"/cmdline && kill -KILL -- -"$pid" 2>/dev/null
+    done
+    rm -rf "$RUN"
 }
 trap stop_all EXIT
+# json EXPR [ARGS...]: evaluates EXPR (Python) on the JSON read from stdin (j), ARGS in a.
+json() { python3 -c 'import json, sys; j = json.load(sys.stdin); a = sys.argv[2:]; r = eval(sys.argv[1]); print("\n".join(map(str, r)) if isinstance(r, list) else r)' "$@"; }
 
 "$BIN"/gpupoold --listen 127.0.0.1:0 --store "sqlite:$VAR/gpupool.db" --port-file "$VAR"/port \
     --tick-ms 200 --pass-min-ms 0 --node-lost-after 20 2>>"$VAR"/gpupoold.log &
@@ -57,8 +86,6 @@ export GPUPOOL_TOKEN_FILE="$VAR/admin.token"
 gp() { "$BIN"/gpupool "$@"; }
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 fail() { echo "demo: $*" >&2; echo "--- gpupoold.log"; tail -20 "$VAR"/gpupoold.log; echo "--- agent.log"; tail -20 "$VAR"/agent.log; exit 1; }
-# json EXPR [ARGS...]: evaluates EXPR (Python) on the JSON read from stdin (j), ARGS in a.
-json() { python3 -c 'import json, sys; j = json.load(sys.stdin); a = sys.argv[2:]; r = eval(sys.argv[1]); print("\n".join(map(str, r)) if isinstance(r, list) else r)' "$@"; }
 submit() { gp --json submit "$@" | json 'j["jobs"][0]["id"] if "jobs" in j else j["id"]'; }
 state() { gp --json job "$1" | json 'j["state"]'; }
 # until SECONDS WHAT COMMAND...: polls COMMAND every 0.2 s.
@@ -91,7 +118,8 @@ say "One gpupool-agent joins the six sim nodes of $NODES"
 CGROUPS=()
 if [[ "$(id -u)" != 0 || "${DEMO_CGROUPS:-1}" == 0 ]]; then CGROUPS=(--no-cgroups); fi
 "$BIN"/gpupool-agent run --server "$GPUPOOL_SERVER" --join-token-file "$VAR"/join.token \
-    --backend sim --node-file "$NODES" --state-dir "$VAR"/agent --on-exit stop "${CGROUPS[@]}" \
+    --backend sim --node-file "$NODES" --state-dir "$VAR"/agent --work-root "$RUN"/work \
+    --checkpoint-root "$RUN"/checkpoints --on-exit stop "${CGROUPS[@]}" \
     2>>"$VAR"/agent.log &
 AGENT=$!
 until_true 30 "six nodes up" nodes_up 6
@@ -106,7 +134,9 @@ SERVING=$(submit --tenant product/search --name serving --kind inference --gpus 
           --grace 5 -- python3 "$JOBS"/serve.py)
 RANKER1=$(submit --tenant product/search --name ranker-1 --kind inference --gpu-type A100 --mig 3g.40gb \
           --grace 5 -- python3 "$JOBS"/serve.py)
-RANKER2=$(submit --tenant product/search --name ranker-2 --kind inference --gpu-type A100 --mig 3g.40gb \
+# ranker-2 takes a whole-GPU instance (7g.80gb), so it lands on a GPU of its own: the agent does not
+# yet start a second MIG replica on a GPU where another one runs (it compares GPUs, not slices).
+RANKER2=$(submit --tenant product/search --name ranker-2 --kind inference --gpu-type A100 --mig 7g.80gb \
           --grace 5 -- python3 "$JOBS"/serve.py)
 say "research/vision: a notebook on a time-sliced L40S (1 CPU, 512 MiB)"
 NOTEBOOK=$(submit --tenant research/vision --name notebook-ana --kind interactive --gpu-type L40S --timeslice \
@@ -128,7 +158,7 @@ sleep 3   # let them train a few steps
 
 say "research/nlp comes back: a 2 x 8 H100 gang (grace 60 s) inside its guarantee -> the engine reclaims"
 T0=$(date +%s.%N)
-NLP=$(submit --tenant research/nlp --name llm-pretrain --replicas 2 --gpus 8 --gpu-type H100 --topology block \
+NLP=$(submit --tenant research/nlp --name llm-pretrain --replicas 2 --gpus 8 --gpu-type H100 \
       --grace 60 -- python3 "$JOBS"/train.py 600 0.2)
 gp job "$NLP" | sed -n '/^state/,/^reason/p'
 until_true 60 "the gang running" is_state "$NLP" running
@@ -156,11 +186,12 @@ gpu_unhealthy() { gp --json nodes | json 'any(not g["healthy"] for n in j["nodes
 restarted() { gp --json job "$RANKER1" | json 'j["state"] == "running" and j["bind_time"] != int(a[0])' "$BIND1" | grep -q True; }
 until_true 20 "GPU $GPU_INDEX of $NODE unhealthy" gpu_unhealthy
 until_true 30 "ranker-1 running again" restarted
-gp nodes
+gp --json nodes | json '["%s GPU %d: %s" % (a[0], g["index"], "healthy" if g["healthy"] else "UNHEALTHY") for n in j["nodes"] if n["name"] == a[0] for g in n["gpus"]][:3]' "$NODE"
 echo "job $RANKER1 (ranker-1) history:"
 history_of "$RANKER1" | sed 's/^/  /'
-until_true 20 "ranker-1's second start" has_log_line "$RANKER1" 0 "restart 1"
-echo "  and it says:"; show_log "$RANKER1" 0 "up on"
+second_run() { [[ $(ls "$VAR"/agent/*/logs/job"$RANKER1"-r0-*.log 2>/dev/null | wc -l) -ge 2 ]] && has_log_line "$RANKER1" 0 "up on"; }
+until_true 20 "ranker-1's second run" second_run
+echo "  and its second run says:"; show_log "$RANKER1" 0 "up on"
 
 say "Where everything runs now"
 gp jobs

@@ -68,6 +68,9 @@ class Agent:
         return cmd + self.extra
 
     def start(self):
+        # A root agent runs jobs that name no user as nobody: they must reach their working
+        # folder and checkpoint folder under the test's (mkdtemp, 0700) directory.
+        os.chmod(self.d.dir, 0o755)
         if self.join is None:
             self.join = join_token(self.d)
         fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
