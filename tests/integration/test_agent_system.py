@@ -20,7 +20,7 @@ Behaviours under test:
     (thousands of agents hold a long-poll each).
 
 gpupoold runs without --fleet (every node is an agent's) and with a short
---node-lost-after, so agents heartbeat every second.  The agents run with
+--node-lost-after (15 s: agents heartbeat every 3 s).  The agents run with
 --no-cgroups except where a test needs cgroups.
 """
 import json
@@ -39,7 +39,9 @@ import agentproc  # noqa: E402
 import gpd  # noqa: E402
 from agentproc import Agent, alive, end_replicas, sim_nodes, submit, wait_state, write_node_file  # noqa: E402
 
-DAEMON = {"fleet": None, "extra": ["--node-lost-after", "4", "--max-connections", "2000"]}
+# --node-lost-after 15: above the agent's longest retry back-off (10 s), so a restarted gpupoold
+# does not find a node lost only because its agent was waiting out the back-off.
+DAEMON = {"fleet": None, "extra": ["--node-lost-after", "15", "--max-connections", "2000"]}
 
 
 def start_agent(d, nodes, extra=("--no-cgroups",), **kw):
