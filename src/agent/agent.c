@@ -34,14 +34,14 @@ static const char USAGE[] =
     "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
     "  --seed N                sim telemetry and back-off jitter seed (default 0)\n";
 
-struct gp_agent {
+typedef struct gp_agent {
     gp_agent_options opt;
     const char *only[64]; /* --node names */
     size_t n_only;
     gp_http *http;
     gp_node *nodes;
     size_t n_nodes;
-};
+} gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
 
@@ -225,7 +225,7 @@ static int gp__open_nodes(gp_agent *a, gp_node_file *f)
             continue;
         if (a->opt.device_dir)
             snprintf(f->nodes[i].device_dir, sizeof f->nodes[i].device_dir, "%s", a->opt.device_dir);
-        if (gp_node_open(&a->nodes[a->n_nodes], a, &a->opt, a->http, f, i, a->n_nodes, &err) != GP_OK) {
+        if (gp_node_open(&a->nodes[a->n_nodes], &a->opt, a->http, f, i, a->n_nodes, &err) != GP_OK) {
             fprintf(stderr, "gpupool-agent run: node %s: %s (field %s)\n", f->nodes[i].name, err.message, err.field);
             gp_node_close(&a->nodes[a->n_nodes]);
             return 1;
@@ -259,59 +259,12 @@ static int gp__signals(void)
 
 /* ---- the loop ---- */
 
-typedef struct gp__watch {
-    int *fds;
-    short *revents;
-    gp_node **node;
-    size_t n, cap;
-} gp__watch;
+#define GP__READY_MAX 256
 
-static bool gp__watch_add(gp__watch *w, int fd, gp_node *node)
-{
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        int *fds = realloc(w->fds, cap * sizeof *fds);
-        if (fds)
-            w->fds = fds;
-        short *rev = realloc(w->revents, cap * sizeof *rev);
-        if (rev)
-            w->revents = rev;
-        gp_node **nodes = realloc(w->node, cap * sizeof *nodes);
-        if (nodes)
-            w->node = nodes;
-        if (!fds || !rev || !nodes)
-            return false;
-        w->cap = cap;
-    }
-    w->fds[w->n] = fd;
-    w->node[w->n++] = node;
-    return true;
-}
-
-/* The signal pipe, then every live supervisor's pidfd. */
-static void gp__watch_fill(gp__watch *w, gp_agent *a)
-{
-    w->n = 0;
-    gp__watch_add(w, gp__sigpipe[0], NULL);
-    for (size_t i = 0; i < a->n_nodes; i++)
-        for (size_t j = 0; j < a->nodes[i].n_replicas; j++)
-            if (a->nodes[i].replicas[j]->pidfd >= 0)
-                gp__watch_add(w, a->nodes[i].replicas[j]->pidfd, &a->nodes[i]);
-}
-
-/* The supervisor whose pidfd is fd ended. */
-static void gp__ended(gp_node *n, int fd)
-{
-    for (size_t j = 0; j < n->n_replicas; j++) {
-        if (n->replicas[j]->pidfd == fd) {
-            gp_node_replica_ended(n, n->replicas[j]);
-            return;
-        }
-    }
-}
+static gp_http_fd gp__signal_watch;
 
 /* One turn: step the nodes, wait, handle what woke us.  false: stop. */
-static bool gp__turn(gp_agent *a, gp__watch *w, int *status)
+static bool gp__turn(gp_agent *a, int *status)
 {
     int64_t now = gp_agent_mono_ms(), next = now + 1000;
     for (size_t i = 0; i < a->n_nodes; i++) {
@@ -322,22 +275,27 @@ static bool gp__turn(gp_agent *a, gp__watch *w, int *status)
     }
     if (*status)
         return false;
-    gp_http_run(a->http);
-    gp__watch_fill(w, a);
+    void *ready[GP__READY_MAX];
     int64_t wait = next - gp_agent_mono_ms();
-    gp_http_wait(a->http, w->fds, w->revents, w->n, wait < 0 ? 0 : wait > 1000 ? 1000 : (int)wait);
-    bool go_on = w->revents[0] == 0;
-    for (size_t i = 1; i < w->n; i++)
-        if (w->revents[i])
-            gp__ended(w->node[i], w->fds[i]);
-    gp_http_run(a->http);
+    size_t n = gp_http_wait(a->http, wait < 0 ? 0 : wait > 1000 ? 1000 : (int)wait, ready, GP__READY_MAX);
+    bool go_on = true;
+    for (size_t i = 0; i < n; i++) {
+        if (ready[i] == &gp__signal_watch) {
+            unsigned char c[16];
+            go_on = read(gp__sigpipe[0], c, sizeof c) <= 0;
+            continue;
+        }
+        gp_replica *r = ready[i];
+        if (r->pidfd >= 0)
+            gp_node_replica_ended(r->node, r);
+    }
     while (waitpid(-1, NULL, WNOHANG) > 0)
         ;
     return go_on;
 }
 
 /* --on-exit stop: kill every replica, wait for their ends, send them. */
-static void gp__stop_all(gp_agent *a, gp__watch *w)
+static void gp__stop_all(gp_agent *a)
 {
     for (size_t i = 0; i < a->n_nodes; i++)
         gp_node_kill_all(&a->nodes[i]);
@@ -345,7 +303,7 @@ static void gp__stop_all(gp_agent *a, gp__watch *w)
     int status = 0;
     bool live = true;
     while (live && gp_agent_mono_ms() < until) {
-        gp__turn(a, w, &status);
+        gp__turn(a, &status);
         live = false;
         for (size_t i = 0; i < a->n_nodes; i++)
             live |= gp_node_has_live_replicas(&a->nodes[i]);
@@ -354,15 +312,17 @@ static void gp__stop_all(gp_agent *a, gp__watch *w)
 
 static int gp__run(gp_agent *a)
 {
-    gp__watch w = {0};
     int status = 0;
-    while (gp__turn(a, &w, &status))
+    gp_error err;
+    gp__signal_watch = (gp_http_fd){.fd = gp__sigpipe[0], .tag = &gp__signal_watch};
+    if (gp_http_watch(a->http, &gp__signal_watch, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: %s\n", err.message);
+        return 1;
+    }
+    while (gp__turn(a, &status))
         ;
     if (a->opt.stop_on_exit)
-        gp__stop_all(a, &w);
-    free(w.fds);
-    free(w.revents);
-    free(w.node);
+        gp__stop_all(a);
     return status;
 }
 

@@ -1,15 +1,88 @@
-/* agent_http.c - libcurl multi behind gp_http (agent_http.h). */
+/* agent_http.c - libcurl multi over epoll behind gp_http (agent_http.h). */
 #include "agent/agent_http.h"
 
+#include "agent/agent_clock.h"
+
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define GP__EVENTS_MAX 256
 
 struct gp_http {
     CURLM *multi;
     char *cacert;
+    int epoll;
+    int64_t timer_at; /* libcurl's next timeout (monotonic ms), -1 none */
+    gp_http_fd **dead; /* sockets libcurl let go of during a wait: freed after it */
+    size_t n_dead, cap_dead;
 };
+
+/* A socket's record may still be in the events of the current wait: keep
+ * it (marked) until the wait is over. */
+static void gp__bury(gp_http *h, gp_http_fd *w)
+{
+    w->fd = -1;
+    if (h->n_dead == h->cap_dead) {
+        size_t cap = h->cap_dead ? h->cap_dead * 2 : 16;
+        gp_http_fd **bigger = realloc(h->dead, cap * sizeof *bigger);
+        if (!bigger)
+            return; /* leak one small record rather than risk a use after free */
+        h->dead = bigger;
+        h->cap_dead = cap;
+    }
+    h->dead[h->n_dead++] = w;
+}
+
+static void gp__free_dead(gp_http *h)
+{
+    for (size_t i = 0; i < h->n_dead; i++)
+        free(h->dead[i]);
+    h->n_dead = 0;
+}
+
+/* libcurl says which events a socket of its waits for. */
+static int gp__on_socket(CURL *e, curl_socket_t s, int what, void *user, void *socketp)
+{
+    (void)e;
+    gp_http *h = user;
+    gp_http_fd *w = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (w) {
+            epoll_ctl(h->epoll, EPOLL_CTL_DEL, s, NULL);
+            curl_multi_assign(h->multi, s, NULL);
+            gp__bury(h, w);
+        }
+        return 0;
+    }
+    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0)};
+    int op = EPOLL_CTL_MOD;
+    if (!w) {
+        w = calloc(1, sizeof *w);
+        if (!w)
+            return -1;
+        *w = (gp_http_fd){.fd = s, .curl = true};
+        curl_multi_assign(h->multi, s, w);
+        op = EPOLL_CTL_ADD;
+    }
+    ev.data.ptr = w;
+    if (epoll_ctl(h->epoll, op, s, &ev) != 0 && errno == ENOENT)
+        epoll_ctl(h->epoll, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+}
+
+static int gp__on_timer(CURLM *m, long timeout_ms, void *user)
+{
+    (void)m;
+    gp_http *h = user;
+    h->timer_at = timeout_ms < 0 ? -1 : gp_agent_mono_ms() + timeout_ms;
+    return 0;
+}
 
 gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err)
 {
@@ -18,11 +91,17 @@ gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err)
         return gp_error_set(err, GP_ERR_CONFLICT, "http", "libcurl would not start");
     inited = true;
     gp_http *h = calloc(1, sizeof *h);
-    if (!h || !(h->multi = curl_multi_init()) || (cacert && !(h->cacert = strdup(cacert)))) {
+    if (h)
+        h->epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (!h || h->epoll < 0 || !(h->multi = curl_multi_init()) || (cacert && !(h->cacert = strdup(cacert)))) {
         gp_http_close(h);
-        return gp_error_set(err, GP_ERR_NOMEM, "http", "out of memory");
+        return gp_error_set(err, GP_ERR_NOMEM, "http", "out of memory or descriptors");
     }
-    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+    h->timer_at = -1;
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, gp__on_socket);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, gp__on_timer);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
     *out = h;
     return GP_OK;
 }
@@ -33,6 +112,10 @@ void gp_http_close(gp_http *h)
         return;
     if (h->multi)
         curl_multi_cleanup(h->multi);
+    if (h->epoll >= 0)
+        close(h->epoll);
+    gp__free_dead(h);
+    free(h->dead);
     free(h->cacert);
     free(h);
 }
@@ -127,20 +210,6 @@ void gp_http_call_cancel(gp_http *h, gp_http_call *call)
     gp__call_reset(h, call);
 }
 
-void gp_http_wait(gp_http *h, int *fds, short *revents, size_t n, int timeout_ms)
-{
-    struct curl_waitfd stack[64];
-    struct curl_waitfd *w = n <= 64 ? stack : calloc(n, sizeof *w);
-    size_t nw = w ? n : 0;
-    for (size_t i = 0; i < nw; i++)
-        w[i] = (struct curl_waitfd){.fd = fds[i], .events = CURL_WAIT_POLLIN, .revents = 0};
-    curl_multi_poll(h->multi, w, (unsigned)nw, timeout_ms, NULL);
-    for (size_t i = 0; i < n; i++)
-        revents[i] = i < nw ? w[i].revents : 0;
-    if (w != stack)
-        free(w);
-}
-
 /* One finished call: detach it, then run its callback (which may start a
  * new call on the same gp_http_call). */
 static void gp__finish(gp_http *h, CURL *e, CURLcode result)
@@ -160,12 +229,56 @@ static void gp__finish(gp_http *h, CURL *e, CURLcode result)
     free(body);
 }
 
-void gp_http_run(gp_http *h)
+gp_err gp_http_watch(gp_http *h, gp_http_fd *w, gp_error *err)
 {
-    int running = 0, left = 0;
-    curl_multi_perform(h->multi, &running);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = w};
+    w->curl = false;
+    if (epoll_ctl(h->epoll, EPOLL_CTL_ADD, w->fd, &ev) != 0)
+        return gp_error_set(err, GP_ERR_CONFLICT, "http", "epoll: %s", strerror(errno));
+    return GP_OK;
+}
+
+void gp_http_unwatch(gp_http *h, gp_http_fd *w)
+{
+    epoll_ctl(h->epoll, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+static void gp__finished(gp_http *h)
+{
+    int left = 0;
     CURLMsg *m;
     while ((m = curl_multi_info_read(h->multi, &left)) != NULL)
         if (m->msg == CURLMSG_DONE)
             gp__finish(h, m->easy_handle, m->data.result);
+}
+
+size_t gp_http_wait(gp_http *h, int timeout_ms, void **ready, size_t cap)
+{
+    struct epoll_event ev[GP__EVENTS_MAX];
+    int64_t now = gp_agent_mono_ms();
+    if (h->timer_at >= 0 && h->timer_at - now < timeout_ms)
+        timeout_ms = h->timer_at <= now ? 0 : (int)(h->timer_at - now);
+    int n = epoll_wait(h->epoll, ev, GP__EVENTS_MAX, timeout_ms);
+    size_t out = 0;
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        gp_http_fd *w = ev[i].data.ptr;
+        if (w->fd < 0)
+            continue; /* let go of by libcurl during this wait */
+        if (!w->curl) {
+            if (out < cap)
+                ready[out++] = w->tag;
+            continue;
+        }
+        int mask = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) | (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                   (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(h->multi, w->fd, mask, &running);
+    }
+    if (h->timer_at >= 0 && gp_agent_mono_ms() >= h->timer_at) {
+        h->timer_at = -1;
+        curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    gp__finished(h);
+    gp__free_dead(h);
+    return out;
 }

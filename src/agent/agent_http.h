@@ -1,15 +1,20 @@
-/* agent_http.h - the agent's HTTP client: many requests in flight at once
- * on one thread (libcurl's multi interface), each ending in a callback.
+/* agent_http.h - the agent's HTTP client and event loop: many requests in
+ * flight at once on one thread, each ending in a callback, and other file
+ * descriptors (the replicas' pidfds) watched beside them.
  *
  * One gp_http per agent process drives every node's calls: a node's
  * long-poll, heartbeat, reports and logs are each one gp_http_call, and
- * thousands of nodes share the one event loop:
+ * thousands of nodes share the one loop:
  *
  *   gp_http_call_start(h, &node->poll, "GET", url, token, NULL, 40, on_poll, node);
- *   for (;;) { gp_http_wait(h, fds, n, timeout_ms); gp_http_run(h); }
+ *   gp_http_watch(h, &replica->watch);              (a pidfd, tagged)
+ *   for (;;) { n = gp_http_wait(h, timeout_ms, ready, cap); ... ready[i] are tags ... }
  *
- * gp_http_run calls each finished call's callback with the HTTP status
- * (0 on a transport error: refused, timed out, reset) and the body.
+ * It is libcurl's multi interface driven by its socket callbacks over one
+ * epoll set (curl_multi_socket_action), so a wake costs what is ready, not
+ * the number of open connections: 6,250 nodes' long-polls stay cheap.
+ * gp_http_wait runs each finished call's callback with the HTTP status (0
+ * on a transport error: refused, timed out, reset) and the body.
  *
  * Ownership: the caller owns each gp_http_call (usually inside its node)
  * and must not move or free it while it is in flight (gp_http_call_busy);
@@ -53,10 +58,21 @@ gp_err gp_http_call_start(gp_http *h, gp_http_call *call, const char *method, co
 bool gp_http_call_busy(const gp_http_call *call);
 void gp_http_call_cancel(gp_http *h, gp_http_call *call);
 
-/* Waits until a call can progress, one of fds (POLLIN) is readable
- * (revents filled), or timeout_ms passed. */
-void gp_http_wait(gp_http *h, int *fds, short *revents, size_t n, int timeout_ms);
-/* Progresses every call and runs the callbacks of the finished ones. */
-void gp_http_run(gp_http *h);
+/* A descriptor watched for reading; the caller owns it (inside what tag
+ * names) and unwatches it before closing or freeing it. */
+typedef struct gp_http_fd {
+    int fd;
+    void *tag;
+    bool curl; /* private: false for watched descriptors */
+} gp_http_fd;
+
+gp_err gp_http_watch(gp_http *h, gp_http_fd *w, gp_error *err);
+void gp_http_unwatch(gp_http *h, gp_http_fd *w);
+
+/* Waits up to timeout_ms for calls to progress or watched descriptors to
+ * become readable; runs the callbacks of the calls that finished and puts
+ * the tags of the readable descriptors in ready (at most cap); returns
+ * how many. */
+size_t gp_http_wait(gp_http *h, int timeout_ms, void **ready, size_t cap);
 
 #endif

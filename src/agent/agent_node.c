@@ -19,20 +19,6 @@
 #define GP__CHECKPOINT_EVERY_MS 1000
 #define GP__CHECKPOINT_GRACE_EVERY_MS 100
 
-int64_t gp_agent_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t gp_agent_real_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gp_agent_log(const gp_node *n, const char *fmt, ...)
 {
     char when[32], text[1024];
@@ -76,11 +62,10 @@ static void gp__load_credential(gp_node *n)
         n->token[strcspn(n->token, "\r\n")] = '\0';
 }
 
-gp_err gp_node_open(gp_node *n, gp_agent *agent, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
                     size_t file_index, size_t index, gp_error *err)
 {
     memset(n, 0, sizeof *n);
-    n->agent = agent;
     n->opt = opt;
     n->http = http;
     n->index = index;
@@ -266,11 +251,11 @@ static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline)
                  r->replica, reason ? reason : "stop", (long long)deadline, now ? " (now)" : "");
 }
 
-static void gp__kill(gp_node *n, gp_replica *r)
+static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
     gp_replica_stop(n, r, SIGKILL, 0, GP_STOP_REQUESTED);
     r->stop_deadline = GP_PLAN_KILLED;
-    gp_agent_log(n, "job=%llu replica=%u killed: no longer assigned", (unsigned long long)r->job, r->replica);
+    gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }
 
 /* wants[i] from assignments[i]; gpus point into the JSON. */
@@ -307,16 +292,23 @@ static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
     }
 }
 
-/* Ended runs whose exit gpupoold has and no longer lists are forgotten. */
-static void gp__forget_finished(gp_node *n, const gp_plan_want *w, size_t nw)
+/* Which replicas the assignments list. */
+static void gp__mark_listed(gp_node *n, const gp_plan_want *w, size_t nw)
 {
-    size_t keep = 0;
     for (size_t j = 0; j < n->n_replicas; j++) {
         gp_replica *r = n->replicas[j];
         r->listed = false;
         for (size_t i = 0; i < nw && !r->listed; i++)
             r->listed = w[i].job == r->job && w[i].replica == r->replica && w[i].bind_time == r->bind_time;
-        if (r->ended && r->exit_acked && !r->listed) {
+    }
+}
+
+void gp_node_forget_finished(gp_node *n)
+{
+    size_t keep = 0;
+    for (size_t j = 0; j < n->n_replicas; j++) {
+        gp_replica *r = n->replicas[j];
+        if (r->ended && r->exit_acked && !r->listed && gp_replica_log_done(n, r) && !r->log_in_flight) {
             gp_state_remove_dir(r->dir);
             gp_replica_free(r);
         } else {
@@ -329,9 +321,12 @@ static void gp__forget_finished(gp_node *n, const gp_plan_want *w, size_t nw)
 static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, json_t *list, gp_replica **have)
 {
     switch (s->kind) {
-    case GP_PLAN_START: gp__start(n, json_array_get(list, s->want)); break;
+    case GP_PLAN_START:
+        if (!n->shutting_down)
+            gp__start(n, json_array_get(list, s->want));
+        break;
     case GP_PLAN_STOP: gp__stop(n, have[s->have], json_array_get(list, s->want), w[s->want].kill_deadline); break;
-    case GP_PLAN_KILL: gp__kill(n, have[s->have]); break;
+    case GP_PLAN_KILL: gp__kill(n, have[s->have], "no longer assigned"); break;
     }
 }
 
@@ -349,11 +344,13 @@ static void gp__reconcile(gp_node *n)
     if (w && h && wg && hg && steps && have) {
         gp__wants(list, w, wg);
         gp__haves(n, h, hg);
-        memcpy(have, n->replicas, nh * sizeof *have);
+        if (nh > 0)
+            memcpy(have, n->replicas, nh * sizeof *have);
         size_t ns = gp_plan_reconcile(w, nw, h, nh, steps, nw + nh);
         for (size_t i = 0; i < ns; i++)
             gp__apply(n, &steps[i], w, list, have);
-        gp__forget_finished(n, w, nw);
+        gp__mark_listed(n, w, nw);
+        gp_node_forget_finished(n);
     }
     free(w);
     free(h);
@@ -588,12 +585,13 @@ int64_t gp_node_step(gp_node *n, int64_t now)
             gp__register(n);
         return next;
     }
-    if (!gp_http_call_busy(&n->poll))
+    if (!gp_http_call_busy(&n->poll) && !n->shutting_down)
         gp__poll(n);
     if (now >= n->next_heartbeat_ms && !gp_http_call_busy(&n->heartbeat))
         gp__heartbeat(n, now);
     if (!gp_http_call_busy(&n->reports) && gp__reports_due(n))
         gp__send_reports(n);
+    next = gp__min(next, gp_node_ship_logs(n, now));
     return gp__min(next, n->next_heartbeat_ms);
 }
 
@@ -606,9 +604,11 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r)
 
 void gp_node_kill_all(gp_node *n)
 {
+    n->shutting_down = true;
+    gp_http_call_cancel(n->http, &n->poll);
     for (size_t i = 0; i < n->n_replicas; i++)
         if (!n->replicas[i]->ended)
-            gp__kill(n, n->replicas[i]);
+            gp__kill(n, n->replicas[i], "the agent stops (--on-exit stop)");
 }
 
 bool gp_node_has_live_replicas(const gp_node *n)

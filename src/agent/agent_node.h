@@ -13,8 +13,8 @@
  *   5xx: the next server URL after a back-off (agent_plan.h), running work
  *   untouched.
  *
- * Ownership: gp_agent owns its nodes (gp_node_open/gp_node_close); a node
- * owns its replicas, its GPU backend handle and its JSON.
+ * Ownership: the agent (agent.c) owns its nodes (gp_node_open/gp_node_close);
+ * a node owns its replicas, its GPU backend handle and its JSON.
  */
 #ifndef GP_AGENT_NODE_H
 #define GP_AGENT_NODE_H
@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent_clock.h"
 #include "agent/agent_http.h"
 #include "agent/agent_state.h"
 #include "agent/gpu.h"
@@ -54,6 +55,8 @@ typedef struct gp_agent_options {
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
 } gp_agent_options;
 
+typedef struct gp_node gp_node;
+
 /* One run of one replica (agent_replica.c). */
 typedef struct gp_replica {
     uint64_t job;
@@ -66,22 +69,21 @@ typedef struct gp_replica {
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
+    struct gp_node *node;
     pid_t supervisor;
     int pidfd;                           /* the supervisor's; -1 once ended */
+    gp_http_fd watch;                    /* the pidfd in the loop (tag: this replica) */
     bool ended;
     gp_proc_exit exit;
     bool exit_in_flight, exit_acked;
     bool listed;                         /* in the last assignments */
     int64_t stop_deadline;               /* what was sent (agent_plan.h markers) */
-    int64_t log_sent;                    /* bytes gpupoold has of the log */
-    bool log_eof_sent;
-    int64_t next_log_ms;
+    int64_t log_sent;                    /* bytes gpupoold has of the log, -1 unknown (ask) */
+    bool log_eof_sent;                   /* gpupoold has all of it */
+    bool log_in_flight, log_eof_in_flight;
 } gp_replica;
 
-typedef struct gp_agent gp_agent;
-
-typedef struct gp_node {
-    gp_agent *agent;
+struct gp_node {
     const gp_agent_options *opt;
     gp_http *http;
     size_t index;                        /* in the agent, salts the back-off */
@@ -96,7 +98,8 @@ typedef struct gp_node {
     size_t url;                          /* index in opt->urls */
     unsigned failures;
     int64_t next_try_ms;                 /* no call before (back-off) */
-    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms;
+    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms;
+    bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     gp_http_call reg, poll, heartbeat, reports, logs;
     json_t *assignments;                 /* the last accepted answer's list */
     json_t *queue;                       /* reports waiting to be sent (array) */
@@ -104,25 +107,25 @@ typedef struct gp_node {
     gp_replica **replicas;
     size_t n_replicas, cap_replicas;
     int fatal;                           /* != 0: the agent must exit with it */
-} gp_node;
+    bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
+};
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
  * what its state folder says is running. */
-gp_err gp_node_open(gp_node *n, gp_agent *agent, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
                     size_t file_index, size_t index, gp_error *err);
 void gp_node_close(gp_node *n);
 
 /* Starts what is due; returns when the node next wants a step (mono ms). */
 int64_t gp_node_step(gp_node *n, int64_t now_ms);
-/* The replica's supervisor ended (its pidfd polled readable). */
+/* The replica's supervisor ended (its pidfd polled readable; the tag of
+ * its gp_http_fd is the replica). */
 void gp_node_replica_ended(gp_node *n, gp_replica *r);
-/* --on-exit stop: kill every live replica now. */
+/* --on-exit stop: kill every live replica now; from then on the node
+ * only reports (no poll, no start). */
 void gp_node_kill_all(gp_node *n);
 bool gp_node_has_live_replicas(const gp_node *n);
 
-/* Times: the agent's clocks. */
-int64_t gp_agent_mono_ms(void);
-int64_t gp_agent_real_ms(void);
 /* One line to stderr: "2026-11-24T14:00:01Z node=h100-1 " + text. */
 void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -135,6 +138,16 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 void gp_replica_check_checkpoint(gp_node *n, gp_replica *r);
 pid_t gp_replica_pid(const gp_replica *r);
 void gp_replica_free(gp_replica *r);
+
+/* agent_logs.c: ships new bytes of the replicas' logs (at most every
+ * 500 ms); returns when it next wants to. */
+int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
+/* The replica's log is all with gpupoold, or gpupoold keeps none. */
+bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
+
+/* Forgets (state folder and memory) the runs that ended, whose exit and
+ * log gpupoold has, and that the last assignments no longer list. */
+void gp_node_forget_finished(gp_node *n);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

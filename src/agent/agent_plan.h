@@ -20,6 +20,8 @@
  * exit is reported; gpupoold decides what comes next).  A STOP is planned
  * again when the deadline changes (a checkpoint during the grace moves it
  * to now); a KILL is planned once.
+ *
+ * Ownership: the caller's arrays; the plan points into them by index.
  */
 #ifndef GP_AGENT_PLAN_H
 #define GP_AGENT_PLAN_H

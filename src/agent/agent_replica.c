@@ -41,11 +41,14 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     gp_replica *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
+    r->node = n;
     r->job = job;
     r->replica = replica;
     r->bind_time = bind_time;
     r->pidfd = -1;
     r->stop_deadline = INT64_MIN;
+    r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
+    r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
     gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
     snprintf(r->dir, sizeof r->dir, "%s/replicas/%s", n->dir, r->name);
     snprintf(r->log_path, sizeof r->log_path, "%s/logs/%s.log", n->dir, r->name);
@@ -223,13 +226,30 @@ static void gp__join(char *out, size_t cap, const gp_replica *r)
         used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "", r->gpus[i]);
 }
 
-/* The checkpoint folder, the job's user's when the agent is root. */
+/* The checkpoint folder, the job's user's when the agent is root.  A
+ * `.done` older than this run is an earlier run's (killed before the agent
+ * saw it): it must not end this run's first grace. */
 static void gp__checkpoint_dir(const gp_replica *r, const char *user)
 {
     gp_state_mkdirs(r->checkpoint_dir, 0755, NULL);
+    char done[GP_STATE_PATH_MAX];
+    struct stat st;
+    snprintf(done, sizeof done, "%s/.done", r->checkpoint_dir);
+    if (stat(done, &st) == 0 && st.st_mtime < r->bind_time)
+        unlink(done);
     struct passwd *pw = user && geteuid() == 0 ? getpwnam(user) : NULL;
     if (pw && chown(r->checkpoint_dir, pw->pw_uid, pw->pw_gid) != 0)
         return;
+}
+
+/* The loop wakes when the supervisor exits. */
+static void gp__watch(gp_node *n, gp_replica *r)
+{
+    gp_error err;
+    r->watch = (gp_http_fd){.fd = r->pidfd, .tag = r};
+    if (r->pidfd >= 0 && gp_http_watch(n->http, &r->watch, &err) != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u cannot watch its supervisor: %s", (unsigned long long)r->job,
+                     r->replica, err.message);
 }
 
 /* Forks `gpupool-agent supervise DIR`, SIGUSR1 blocked, stdio /dev/null. */
@@ -263,6 +283,7 @@ static gp_err gp__spawn(gp_node *n, gp_replica *r, json_t *launch, gp_error *err
     if (r->supervisor < 0)
         return gp_error_set(err, GP_ERR_CONFLICT, "launch", "fork: %s", strerror(errno));
     r->pidfd = gp__pidfd_open(r->supervisor);
+    gp__watch(n, r);
     snprintf(path, sizeof path, "%s/supervisor", r->dir);
     gp_state_supervisor_format(r->supervisor, gp_state_process_start_time(r->supervisor), text, sizeof text);
     return gp_state_write(path, text, 0600, err);
@@ -323,6 +344,7 @@ gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
     if (!r)
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
+    r->log_sent = 0; /* a new run: gpupoold has none of it */
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
     if (rc != GP_OK && r->supervisor <= 0) {
         /* nothing runs: an exit the job's state shows (127, like a shell) */
@@ -372,10 +394,17 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
 {
     char path[GP_STATE_PATH_MAX], text[128];
     snprintf(path, sizeof path, "%s/exit", r->dir);
-    if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit))
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL}; /* its supervisor died */
-    if (r->pidfd >= 0)
+    if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit)) {
+        /* its supervisor died (killed, or the host rebooted): what it left is killed too */
+        pid_t pid = gp_replica_pid(r);
+        if (pid > 1)
+            kill(-pid, SIGKILL);
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL};
+    }
+    if (r->pidfd >= 0) {
+        gp_http_unwatch(n->http, &r->watch);
         close(r->pidfd);
+    }
     r->pidfd = -1;
     r->ended = true;
     gp__set_busy(n, r, false);
@@ -439,6 +468,7 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
             close(fd);
     }
     snprintf(path, sizeof path, "%s/exit", r->dir);
+    gp__watch(n, r);
     if (r->pidfd < 0 || access(path, F_OK) == 0)
         gp_replica_collect_exit(n, r);
     else

@@ -1,6 +1,8 @@
 /* supervise.c - the replica's parent process (supervise.h). */
+#define _GNU_SOURCE
 #include "agent/supervise.h"
 
+#include "agent/agent_clock.h"
 #include "agent/agent_state.h"
 #include "agent/cgroup.h"
 #include "agent/launch.h"
@@ -13,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GP__ARGS_MAX 512
@@ -36,20 +37,6 @@ static bool gp__strings_of(json_t *array, gp__strings *out)
     }
     out->v[n] = NULL;
     return true;
-}
-
-static int64_t gp__mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t gp__real_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void gp__write_in(const char *dir, const char *name, const char *text)
@@ -103,8 +90,8 @@ static void gp__apply_stop(const char *dir, gp_proc *p)
     snprintf(path, sizeof path, "%s/stop", dir);
     if (!gp_state_read(path, text, sizeof text) || !gp_state_stop_parse(text, &s))
         return;
-    int64_t grace = s.deadline_ms - gp__real_ms();
-    gp_proc_stop(p, s.signal, gp__mono_ms(), grace > 0 ? grace : 0, s.cause);
+    int64_t grace = s.deadline_ms - gp_agent_real_ms();
+    gp_proc_stop(p, s.signal, gp_agent_mono_ms(), grace > 0 ? grace : 0, s.cause);
 }
 
 static void gp__drain_signals(int sfd, const char *dir, gp_proc *p)
@@ -120,12 +107,12 @@ static int gp__wait(const char *dir, gp_proc *p, int sfd)
 {
     gp_proc_exit end;
     gp__apply_stop(dir, p); /* a stop written before we listened */
-    while (!gp_proc_poll(p, gp__mono_ms(), &end)) {
+    while (!gp_proc_poll(p, gp_agent_mono_ms(), &end)) {
         struct pollfd fds[2] = {{.fd = sfd, .events = POLLIN}, {.fd = gp_proc_fd(p), .events = POLLIN}};
         int64_t deadline = gp_proc_deadline(p);
         int timeout = 1000;
         if (deadline >= 0) {
-            int64_t left = deadline - gp__mono_ms();
+            int64_t left = deadline - gp_agent_mono_ms();
             timeout = left < 0 ? 0 : left < 1000 ? (int)left : 1000;
         }
         if (poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout) > 0 && (fds[0].revents & POLLIN))
@@ -138,6 +125,7 @@ static int gp__wait(const char *dir, gp_proc *p, int sfd)
 
 int gp_supervise_main(const char *dir)
 {
+    close_range(3, ~0u, 0); /* nothing of the agent's (its sockets) lives on in us */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
