@@ -1,10 +1,12 @@
 /* cmd_logs.c - `gpupool logs` (a replica's output, through gpupoold) and
  * `gpupool checkpoint` (a job tells gpupoold it saved a checkpoint).
  *
- * logs reads GET /v1/jobs/{id}/logs page by page from offset 0 and writes
- * the bytes to stdout as they are.  --follow goes on long-polling from the
- * next offset (wait=30) until the run ended and everything was shipped
- * (eof), or the job ended and a last wait brought nothing.
+ * logs reads GET /v1/jobs/{id}/logs page by page from offset 0 of the
+ * replica's latest run (pinned once seen: a requeued job's next run has
+ * offsets of its own) and writes the bytes to stdout as they are.
+ * --follow goes on long-polling from the next offset (wait=30) until the
+ * run ended and everything was shipped (eof), or the job ended and a last
+ * wait brought nothing.
  *
  * checkpoint runs inside a job: it creates $GPUPOOL_CHECKPOINT_DIR/.done
  * (a temporary file renamed into place, so the agent never sees half of
@@ -50,11 +52,16 @@ static int print_bytes(const gp_client *c, const json_t *reply)
     return GP_EXIT_OK;
 }
 
-/* One page from `offset`, waiting up to wait s for bytes. */
-static int fetch(gp_client *c, const char *id, const char *replica, long long offset, int wait, gp_response *resp)
+/* One page of run `run` (-1: the latest) from `offset`, waiting up to
+ * wait s for bytes. */
+static int fetch(gp_client *c, const char *id, const char *replica, long long run, long long offset, int wait,
+                 gp_response *resp)
 {
-    char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%.40s/logs?replica=%.12s&offset=%lld&wait=%d", id, replica, offset, wait);
+    char path[256], which[40] = "latest";
+    if (run >= 0)
+        snprintf(which, sizeof which, "%lld", run);
+    snprintf(path, sizeof path, "/v1/jobs/%.40s/logs?replica=%.12s&run=%s&offset=%lld&wait=%d", id, replica, which,
+             offset, wait);
     return gp_client_run(c, "GET", path, NULL, resp);
 }
 
@@ -71,17 +78,21 @@ static bool done(const json_t *reply, bool follow, int waited)
     return job_final(reply) && !got && waited == LAST_WAIT_S;
 }
 
+/* Pages through one run: the latest when the first answer came (a requeue
+ * later starts another run, with offsets of its own). */
 static int logs_loop(gp_client *c, const char *id, const char *replica, bool follow)
 {
-    long long offset = 0;
+    long long offset = 0, run = -1;
     int wait = 0;
     for (;;) {
         gp_response resp;
-        int rc = fetch(c, id, replica, offset, wait, &resp);
+        int rc = fetch(c, id, replica, run, offset, wait, &resp);
         if (rc == GP_EXIT_OK)
             rc = print_bytes(c, resp.body);
         bool stop = rc != GP_EXIT_OK || done(resp.body, follow, wait);
         bool no_run = rc == GP_EXIT_OK && json_is_null(json_object_get(resp.body, "run"));
+        if (rc == GP_EXIT_OK && !no_run)
+            run = json_integer_value(json_object_get(resp.body, "run"));
         if (rc == GP_EXIT_OK) {
             offset = json_integer_value(json_object_get(resp.body, "next"));
             wait = job_final(resp.body) ? LAST_WAIT_S : FOLLOW_WAIT_S;

@@ -83,6 +83,12 @@ static void print_advice(const json_t *job, const json_t *w, int64_t now)
                "to change: accept other GPU types (gpupool nodes lists them) or another isolation\n");
     else if (strcmp(code, "new") == 0)
         printf("blocked:   nothing yet: the next scheduling pass looks at it (within a second)\n");
+    else if (strcmp(code, "backoff") == 0)
+        printf("blocked:   its restart after a failure waits out a back-off (restart %lld of %lld): %s\n"
+               "to change: nothing: it is placed again then; gpupool logs %lld shows why it failed\n",
+               (long long)json_integer_value(json_object_get(w, "restarts")),
+               (long long)json_integer_value(json_object_get(w, "max_restarts")), at,
+               (long long)json_integer_value(json_object_get(job, "id")));
 }
 
 int gp_cmd_why(gp_client *c, int argc, char **argv)

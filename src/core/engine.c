@@ -521,6 +521,24 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
     }
 }
 
+/* A running job failed and its restart_policy restarts it (restart.c):
+ * requeued whole with the same id, placed again after its back-off. */
+static void restart_after_failure(gp_engine *e, uint32_t job)
+{
+    gp__job *j = &e->jobs[job];
+    victim_done(e, j);
+    release(e, job);
+    j->restarts++;
+    j->eligible_at = e->now + gp__restart_backoff(j->restarts);
+    gp__job_transition(e, job, GP_JOB_PENDING,
+                       "requeued: a replica failed; restart %d of %d (restart_policy on-failure), eligible again at "
+                       "t=%lld",
+                       j->restarts, j->max_restarts, (long long)j->eligible_at);
+    j->wait = (gp_wait){.code = GP_WAIT_BACKOFF, .dim = -1, .tenant = GP__NONE, .a = j->restarts,
+                        .b = j->max_restarts, .time = j->eligible_at};
+    gp__queue_insert(e, job);
+}
+
 gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t now, gp_error *err)
 {
     uint32_t job;
@@ -543,10 +561,17 @@ gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t no
         grace_over(e, job, "stopped after its preemption was withdrawn");
         return GP_OK;
     }
+    if (how == GP_EXIT_FAILED && gp__restart_wanted(j)) {
+        restart_after_failure(e, job);
+        return GP_OK;
+    }
     victim_done(e, j);
     release(e, job);
     if (how == GP_EXIT_SUCCEEDED)
         gp__job_transition(e, job, GP_JOB_SUCCEEDED, "finished successfully");
+    else if (how == GP_EXIT_FAILED && j->restart == GP_RESTART_ON_FAILURE)
+        gp__job_transition(e, job, GP_JOB_FAILED, "failed; no restarts left (%d of %d used)", j->restarts,
+                           j->max_restarts);
     else
         gp__job_transition(e, job, GP_JOB_FAILED, how == GP_EXIT_FAILED ? "failed" : "stopped without being asked");
     return GP_OK;
@@ -759,6 +784,10 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     gp__job *j = &e->jobs[job];
     if (j->pass_seen == e->pass)
         return;
+    if (j->eligible_at > e->now) { /* restarting after a failure: its back-off is not over (wait says so) */
+        j->pass_seen = e->pass;
+        return;
+    }
     if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit */
         j->pass_seen = e->pass;
         e->stats.pass_considered++;

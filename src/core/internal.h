@@ -292,6 +292,10 @@ typedef struct gp__job {
     char name[GP_NAME_MAX];
     int64_t limit;        /* time limit from bind, seconds (own or the tenant's default), 0 = none */
     bool time_limited;    /* stopped for running past it: ends failed, never requeued */
+    gp_restart_policy restart; /* resolved: NEVER or ON_FAILURE */
+    int max_restarts;     /* ON_FAILURE: restarts allowed after failures */
+    int restarts;         /* restarts after failures so far */
+    int64_t eligible_at;  /* PENDING after a failure: not placed before this (back-off) */
     bool withdrawn;       /* a PREEMPT reached it since its bind and was withdrawn: if it
                              stops anyway (it may have acted on the signal), it is requeued */
     bool claims_dropped;  /* claims given back for a placement look (gp__claims_drop) */
@@ -666,6 +670,16 @@ void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
  * grace, made conservative by the config's clock_resolution_s; now for
  * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
 int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+
+/* ---- restart.c: restart_policy ---- */
+/* The spec's policy and limit with the defaults filled in (by kind);
+ * GP_ERR_INVALID naming max_restarts when out of range or given to a job
+ * that never restarts. */
+gp_err gp__restart_resolve(const gp_job_spec *s, gp_restart_policy *policy, int *max_restarts, gp_error *err);
+/* Does a failure of this running job requeue it (restarts left)? */
+bool gp__restart_wanted(const gp__job *j);
+/* Seconds a job waits before its n-th restart (n >= 1). */
+int64_t gp__restart_backoff(int n);
 
 /* ---- why.c ---- */
 size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);

@@ -368,12 +368,14 @@ gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *e
 {
     uint32_t tenant;
     int64_t limit;
+    gp_restart_policy policy;
+    int max_restarts;
     gp_err rc;
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
-    if ((rc = check_job_spec(e, s, &tenant, err)))
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)))
         return rc;
-    return resolve_time_limit(e, s, tenant, &limit, err);
+    return gp__restart_resolve(s, &policy, &max_restarts, err);
 }
 
 gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err)
@@ -386,7 +388,10 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     if (now < e->now)
         return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
     int64_t limit = 0;
-    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)))
+    gp_restart_policy policy;
+    int max_restarts;
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
+        (rc = gp__restart_resolve(s, &policy, &max_restarts, err)))
         return rc;
     mask = s->n_gpu_types == 0 ? 0xff : 0;
     for (int i = 0; i < s->n_gpu_types; i++)
@@ -420,6 +425,8 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     j->grace = s->checkpoint_grace_s;
     j->runtime = s->expected_runtime_s;
     j->limit = limit;
+    j->restart = policy;
+    j->max_restarts = max_restarts;
     j->state = GP_JOB_PENDING;
     j->bound_type = -1;
     j->submit_time = now;

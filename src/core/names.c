@@ -1,6 +1,6 @@
 /* names.c - the engine's table of enum names: the one place where a job
  * state, class, topology, isolation, job kind, decision kind, wait code,
- * GPU sharing mode, pool score or tenant trust gets its name.  Callers
+ * GPU sharing mode, pool score, tenant trust or restart policy gets its name.  Callers
  * outside core (server, spec codec, config files, CLI output, simulator)
  * print and parse with these names, both ways; an out-of-range value reads
  * "unknown".
@@ -26,6 +26,7 @@ static const char *const DECISION_KINDS[] = {"transition", "bind",       "preemp
 static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
+static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 
 #define GP__TABLE(t) {t, (int)(sizeof t / sizeof *t)}
 
@@ -37,7 +38,7 @@ static const struct {
     [GP_ENUM_TOPOLOGY] = GP__TABLE(TOPOLOGIES),    [GP_ENUM_ISOLATION] = GP__TABLE(ISOLATIONS),
     [GP_ENUM_JOB_KIND] = GP__TABLE(JOB_KINDS),     [GP_ENUM_DECISION_KIND] = GP__TABLE(DECISION_KINDS),
     [GP_ENUM_SHARING] = GP__TABLE(SHARINGS),       [GP_ENUM_SCORE] = GP__TABLE(SCORES),
-    [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),
+    [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),           [GP_ENUM_RESTART_POLICY] = GP__TABLE(RESTART_POLICIES),
 };
 
 int gp_enum_count(gp_enum which)
@@ -118,10 +119,15 @@ const char *gp_trust_name(gp_trust t)
     return gp_enum_name(GP_ENUM_TRUST, (int)t);
 }
 
+const char *gp_restart_policy_name(gp_restart_policy p)
+{
+    return gp_enum_name(GP_ENUM_RESTART_POLICY, (int)p);
+}
+
 const char *gp_wait_code_name(gp_wait_code c)
 {
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
-                                        "reclaim",     "node_shape", "trust", "sharing_mode"};
+                                        "reclaim",     "node_shape", "trust", "sharing_mode", "backoff"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
 }

@@ -159,6 +159,12 @@ typedef struct gp_share {
     int64_t gpu_mem_mib;       /* isolation mps: memory limit; 0 = the share's part of the GPU's memory */
 } gp_share;
 
+/* What happens when a replica of a running job fails (exit code != 0, a
+ * signal, oom): DEFAULT is on-failure for inference jobs, never for the
+ * other kinds (restart.c). */
+typedef enum gp_restart_policy { GP_RESTART_DEFAULT = 0, GP_RESTART_NEVER, GP_RESTART_ON_FAILURE } gp_restart_policy;
+#define GP_MAX_RESTARTS_MAX 100 /* max_restarts: 1..this */
+
 typedef struct gp_job_spec {
     uint64_t id;               /* caller-chosen, unique, non-zero */
     const char *name;          /* optional */
@@ -178,6 +184,8 @@ typedef struct gp_job_spec {
     int64_t checkpoint_grace_s;/* 0..GP_GRACE_MAX_S */
     int64_t expected_runtime_s;/* 0 = unknown (never backfilled into a reservation) */
     int64_t time_limit_s;      /* 0 = the tenant's default for the kind; stopped ("time_limit") once past it */
+    gp_restart_policy restart_policy;
+    int max_restarts;          /* on-failure: restarts after failures, 1..GP_MAX_RESTARTS_MAX; 0 = default (3) */
 } gp_job_spec;
 
 /* How a running job ended, as its node reports it. */
@@ -204,8 +212,9 @@ typedef enum gp_wait_code {
     GP_WAIT_NODE_SHAPE,     /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
     GP_WAIT_TRUST,          /* the tenant is untrusted and the job asks for mps/timeslice; tenant = where
                                untrusted is set (the job's tenant or an ancestor) */
-    GP_WAIT_SHARING_MODE    /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
+    GP_WAIT_SHARING_MODE,   /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
                                (MIG: with a model that offers its profile); dim = the first accepted type */
+    GP_WAIT_BACKOFF         /* restarting after a failure: a = restarts so far, b = max; eligible at `time` */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -282,6 +291,8 @@ typedef struct gp_job_info {
     int preemptions;            /* how many times it was preempted */
     gp_wait wait;
     int64_t time_limit_s;       /* effective (its own or its tenant's default), 0 = none */
+    bool time_limited;          /* PREEMPTING: stopped for running past its time limit */
+    int restarts;               /* times requeued after a failure (restart_policy on-failure) */
 } gp_job_info;
 
 typedef struct gp_tenant_info {
@@ -369,6 +380,7 @@ typedef enum gp_enum {
     GP_ENUM_SHARING,
     GP_ENUM_SCORE,
     GP_ENUM_TRUST,
+    GP_ENUM_RESTART_POLICY,
     GP_ENUM_COUNT
 } gp_enum;
 
@@ -392,6 +404,7 @@ const char *gp_wait_code_name(gp_wait_code c);
 const char *gp_sharing_name(gp_sharing s);
 const char *gp_score_name(gp_score s);
 const char *gp_trust_name(gp_trust t);
+const char *gp_restart_policy_name(gp_restart_policy p);
 
 /* A tenant's given fair-share weight; 0 means "derived from its guarantee".
  * The floor keeps usage / weight finite (5e-324 made shares infinite). */

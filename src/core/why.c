@@ -191,6 +191,10 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
                          "(%s, ...) is in %s mode; it waits for such a GPU",
                          type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
         break;
+    case GP_WAIT_BACKOFF:
+        n = snprintf(buf, len, "restarting after a failure (restart %lld of %lld, restart_policy on-failure): eligible "
+                     "again at t=%lld", (long long)w->a, (long long)w->b, (long long)w->time);
+        break;
     default:
         n = snprintf(buf, len, "not waiting");
         break;
@@ -249,6 +253,8 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
     out->preemptions = j->preemptions;
     out->wait = j->wait;
     out->time_limit_s = j->limit;
+    out->time_limited = j->time_limited;
+    out->restarts = j->restarts;
     return GP_OK;
 }
 

@@ -9,6 +9,7 @@ struct gp__exit_record {
     int64_t bind_time;
     int replicas;
     int ended;
+    bool failed;               /* a replica ended failed */
     unsigned char *ended_mask; /* one byte per replica */
 };
 
@@ -73,7 +74,9 @@ gp_err gp_exits_apply(gp_exits *x, gp_engine *e, const gp_replica_exit *report, 
         return GP_OK; /* counted already */
     bool failed = gp_replica_exit_failed(report), all = rec->ended + 1 == rec->replicas;
     bool finish = info.state == GP_JOB_PREEMPTING ? all : failed || all;
-    gp_exit how = info.state == GP_JOB_PREEMPTING ? GP_EXIT_STOPPED : failed ? GP_EXIT_FAILED : GP_EXIT_SUCCEEDED;
+    gp_exit how = failed ? GP_EXIT_FAILED : GP_EXIT_SUCCEEDED;
+    if (info.state == GP_JOB_PREEMPTING) /* past its time limit and all exited 0: its work is done */
+        how = info.time_limited && !failed && !rec->failed ? GP_EXIT_SUCCEEDED : GP_EXIT_STOPPED;
     if (finish) {
         gp_err rc = gp_engine_job_finished(e, report->job_id, how, now, err);
         if (rc)
@@ -82,6 +85,7 @@ gp_err gp_exits_apply(gp_exits *x, gp_engine *e, const gp_replica_exit *report, 
     } else {
         rec->ended_mask[report->replica] = 1;
         rec->ended++;
+        rec->failed = rec->failed || failed;
     }
     *logged = true;
     return GP_OK;

@@ -8,7 +8,9 @@
  *   - the job is preempting (preempted, cancelled, past its time limit):
  *     once every replica has ended -> STOPPED (ends its grace early: the
  *     engine requeues a victim, cancels a cancelled job, fails a job past
- *     its limit, and the reclaimer binds at the next pass);
+ *     its limit, and the reclaimer binds at the next pass) -- except a job
+ *     past its time limit whose replicas all exited 0 within the grace:
+ *     its work is done -> SUCCEEDED (docs/scheduling.md, Time limits);
  *   - the job is running: a replica that failed (exit code != 0, a signal,
  *     oom, ...) -> FAILED at once, the gang whole (its other replicas are
  *     no longer assigned and their agents stop them); every replica ended
@@ -20,7 +22,8 @@
  * Example: job 7, 2 replicas, bound at t=100.  replica_exit {7, 0, 100,
  * exit 0} -> recorded, the job runs on; {7, 0, 100, exit 0} again ->
  * nothing; {7, 1, 100, exit 0} -> SUCCEEDED.  Had replica 1 exited 3
- * instead -> FAILED.
+ * instead -> FAILED.  Past its time limit (STOP "time_limit", preempting),
+ * the same two exits 0 -> SUCCEEDED; one exit 3 -> STOPPED, so FAILED.
  *
  * Ownership: gp_exits owns its records; gp_exits_free releases them.
  */

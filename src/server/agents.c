@@ -12,6 +12,7 @@
 #include "server/agents.h"
 
 #include "eventlog/placement.h"
+#include "server/loop.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,14 +351,7 @@ bool gp_agents_stop_of(const gp_agents *a, uint64_t id, gp_agent_stop *out)
 
 uint64_t gp_agents_wait(gp_agents *a, const char *node, uint64_t after, int64_t wait_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (wait_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    struct timespec deadline = gp_deadline_after(CLOCK_MONOTONIC, wait_ms);
     pthread_mutex_lock(&a->lock);
     gp__agent_node *n = node_find(a, node);
     while (n && n->version <= after && !a->stopping) {

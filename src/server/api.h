@@ -75,6 +75,10 @@ bool gp_api_query_only(gp_request *r, const char *const *allowed);
 bool gp_api_query_int(gp_request *r, const char *key, int64_t min, int64_t max, int64_t *out);
 /* Parses the body as a JSON object; replies 400 and returns NULL on error. */
 json_t *gp_api_body_object(gp_request *r);
+/* A body that is {"KEY": [...]} with at most max items: the body (the
+ * caller's to decref) and *list in it; else replies 400 naming KEY and
+ * returns NULL. */
+json_t *gp_api_body_list(gp_request *r, const char *key, size_t max, json_t **list);
 /* Tenant path from a URL or query: replies 400 (field) when malformed. */
 bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
 /* A filter's tenant that names nothing: true when path is in the store's

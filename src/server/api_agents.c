@@ -203,7 +203,7 @@ static void job_assignments(const gp_server *srv, uint64_t id, const char *node,
             continue;
         json_t *o = json_pack("{s:I, s:i, s:i, s:I, s:O, s:O, s:i, s:o, s:o}", "job", (json_int_t)id, "replica",
                               (int)r, "replicas", info.replicas, "bind_time", (json_int_t)info.bind_time, "gpus",
-                              json_object_get(rep, "gpus"), "peers", peers, "restart_count", info.preemptions,
+                              json_object_get(rep, "gpus"), "peers", peers, "restart_count", info.preemptions + info.restarts,
                               "time_limit_s", info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null(),
                               "last_checkpoint",
                               info.last_checkpoint >= 0 ? json_integer(info.last_checkpoint) : json_null());
@@ -368,6 +368,7 @@ typedef struct report {
     report_what what;
     gp_replica_exit exit;   /* job_id, replica; exited: the rest */
     int64_t time;           /* checkpointed: when, on the agent's clock */
+    int64_t pid;            /* started: the replica's pid, 0 = not said */
     int gpu;                /* gpu_health */
     bool healthy;
 } report;
@@ -400,7 +401,7 @@ static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
         int64_t min, max;
     } INTS[] = {{"job", 1, INT64_MAX},      {"replica", 0, GP_MAX_REPLICAS - 1},  {"bind_time", 0, INT64_MAX},
                 {"exit_code", 0, 255},      {"signal", 0, 64},                    {"time", 0, INT64_C(1) << 40},
-                {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}};
+                {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX}};
     for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
         if (strcmp(key, INTS[i].key) == 0) {
             *min = INTS[i].min;
@@ -424,6 +425,8 @@ static void report_int_store(report *out, const char *key, int64_t n)
         out->exit.signal = (int)n;
     else if (strcmp(key, "time") == 0)
         out->time = n;
+    else if (strcmp(key, "pid") == 0)
+        out->pid = n;
     else
         out->gpu = (int)n;
 }
@@ -474,6 +477,7 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
     char field[48];
     snprintf(field, sizeof field, "reports[%zu]", i);
     memset(out, 0, sizeof *out);
+    out->exit.bind_time = -1; /* not given (optional for started) */
     snprintf(out->exit.node, sizeof out->exit.node, "%s", node);
     gp_err rc = gp_json_object(v, field, err);
     if (rc == GP_OK && !json_object_get(v, "what"))
@@ -529,6 +533,28 @@ static gp_err apply_gpu_health(gp_server *srv, const reports_arg *a, const repor
     return gp_journal_gpu_health(&srv->journal, a->node, rep->gpu, rep->healthy, now, err);
 }
 
+/* A replica started: a history row "start" (once per replica run). */
+static gp_err apply_started(gp_server *srv, const report *rep, const gp_job_info *info, int64_t now,
+                            const char **note, gp_error *err)
+{
+    if (rep->exit.bind_time >= 0 && rep->exit.bind_time != info->bind_time) {
+        *note = "not the job's current run";
+        return GP_OK;
+    }
+    bool first;
+    gp_err rc = gp_store_run_started(srv->store, rep->exit.job_id, info->bind_time, rep->exit.replica, rep->pid,
+                                     &first, err);
+    if (rc != GP_OK || !first) {
+        *note = rc == GP_OK ? "already recorded" : NULL;
+        return rc;
+    }
+    char text[GP_NAME_MAX + 96];
+    int n = snprintf(text, sizeof text, "replica %d on %s: started", rep->exit.replica, rep->exit.node);
+    if (rep->pid > 0 && n > 0 && (size_t)n < sizeof text)
+        snprintf(text + n, sizeof text - (size_t)n, ", pid %lld", (long long)rep->pid);
+    return gp_store_history_add(srv->store, rep->exit.job_id, now, "start", NULL, NULL, text, err);
+}
+
 /* Applies one report: GP_OK with *note saying why nothing was done, or
  * the journal's answer. */
 static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, const char **note,
@@ -539,10 +565,8 @@ static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *r
         return apply_gpu_health(srv, a, rep, now, note, err);
     if ((*note = job_report_refused(srv->journal.engine, rep, a->node, &info)))
         return GP_OK;
-    if (rep->what == REPORT_STARTED) {
-        *note = "noted";
-        return GP_OK;
-    }
+    if (rep->what == REPORT_STARTED)
+        return apply_started(srv, rep, &info, now, note, err);
     if (rep->what == REPORT_CHECKPOINTED && info.last_checkpoint >= rep->time) {
         *note = "already recorded";
         return GP_OK;
@@ -586,15 +610,12 @@ void gp_api_agent_reports(gp_request *r, const char *node)
     static const char *const allowed[] = {NULL};
     if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node))
         return;
-    json_t *body = gp_api_body_object(r);
+    json_t *list;
+    json_t *body = gp_api_body_list(r, "reports", MAX_REPORTS, &list);
     if (!body)
         return;
-    json_t *list = json_object_get(body, "reports");
     gp_error err;
     gp_err rc = GP_OK;
-    if (json_object_size(body) != 1 || !json_is_array(list) || json_array_size(list) > MAX_REPORTS)
-        rc = gp_error_set(&err, GP_ERR_INVALID, "reports", "the body is {\"reports\": [...]} with at most %d reports",
-                          MAX_REPORTS);
     reports_arg a = {.node = node, .n = json_array_size(list)};
     a.items = calloc(a.n + 1, sizeof *a.items);
     if (rc == GP_OK && !a.items)

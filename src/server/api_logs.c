@@ -137,16 +137,13 @@ void gp_api_agent_logs(gp_request *r, const char *node)
     static const char *const allowed[] = {NULL};
     if (!gp_api_query_only(r, allowed) || !gp_api_node_caller(r, node))
         return;
-    json_t *body = gp_api_body_object(r);
+    json_t *list;
+    json_t *body = gp_api_body_list(r, "logs", MAX_ENTRIES, &list);
     if (!body)
         return;
-    json_t *list = json_object_get(body, "logs");
     size_t n = json_array_size(list);
     gp_error err;
     gp_err rc = GP_OK;
-    if (json_object_size(body) != 1 || !json_is_array(list) || n > MAX_ENTRIES)
-        rc = gp_error_set(&err, GP_ERR_INVALID, "logs", "the body is {\"logs\": [...]} with at most %d entries",
-                          MAX_ENTRIES);
     log_entry *items = calloc(n + 1, sizeof *items);
     if (rc == GP_OK && !items)
         rc = gp_error_set(&err, GP_ERR_NOMEM, "logs", "out of memory");

@@ -125,6 +125,20 @@ json_t *gp_api_body_object(gp_request *r)
     return v;
 }
 
+json_t *gp_api_body_list(gp_request *r, const char *key, size_t max, json_t **list)
+{
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return NULL;
+    *list = json_object_get(body, key);
+    if (json_object_size(body) != 1 || !json_is_array(*list) || json_array_size(*list) > max) {
+        json_decref(body);
+        gp_api_error(r, 400, "invalid", key, "the body is {\"%s\": [...]} with at most %zu %s", key, max, key);
+        return NULL;
+    }
+    return body;
+}
+
 bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field)
 {
     size_t len = path ? strlen(path) : 0;

@@ -2,6 +2,8 @@
  * offset rule). */
 #include "server/joblogs.h"
 
+#include "server/loop.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -157,14 +159,7 @@ uint64_t gp_joblogs_appends(gp_joblogs *l)
 
 void gp_joblogs_wait(gp_joblogs *l, uint64_t seen, int64_t wait_ms)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (wait_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    struct timespec deadline = gp_deadline_after(CLOCK_MONOTONIC, wait_ms);
     pthread_mutex_lock(&l->lock);
     while (l->appends == seen && !l->stopping)
         if (pthread_cond_timedwait(&l->grew, &l->lock, &deadline) != 0)

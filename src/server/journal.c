@@ -75,7 +75,12 @@ static json_t *wait_json(const gp_engine *e, const gp_wait *w)
     }
     if (w->job)
         json_object_set_new(o, "job", json_integer((json_int_t)w->job));
-    if (w->code == GP_WAIT_RESERVATION || w->code == GP_WAIT_RESERVED || w->code == GP_WAIT_RECLAIM)
+    if (w->code == GP_WAIT_BACKOFF) {
+        json_object_set_new(o, "restarts", json_integer(w->a));
+        json_object_set_new(o, "max_restarts", json_integer(w->b));
+    }
+    if (w->code == GP_WAIT_RESERVATION || w->code == GP_WAIT_RESERVED || w->code == GP_WAIT_RECLAIM ||
+        w->code == GP_WAIT_BACKOFF)
         json_object_set_new(o, "time", w->time > 0 && w->time < INT64_MAX / 2 ? json_integer(w->time) : json_null());
     return o;
 }
@@ -93,6 +98,7 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     json_object_set_new(view, "submit_time", json_integer(info.submit_time));
     json_object_set_new(view, "bind_time", info.bind_time < 0 ? json_null() : json_integer(info.bind_time));
     json_object_set_new(view, "preemptions", json_integer(info.preemptions));
+    json_object_set_new(view, "restarts", json_integer(info.restarts));
     json_object_set_new(view, "effective_time_limit_s",
                         info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null());
     json_object_set_new(view, "placement", gp_placement_json(j->engine, id, &info));

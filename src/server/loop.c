@@ -27,6 +27,19 @@ int64_t gp_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+struct timespec gp_deadline_after(clockid_t clock, int64_t wait_ms)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    ts.tv_sec += wait_ms / 1000;
+    ts.tv_nsec += (wait_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    return ts;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -258,14 +271,7 @@ static size_t take_batch(gp_loop *l, gp_op **ops, bool *stop)
         int64_t due = pass_due(l) - mono_ms();
         if (due <= 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += due / 1000;
-        ts.tv_nsec += (due % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = gp_deadline_after(CLOCK_REALTIME, due);
         pthread_cond_timedwait(&l->wake, &l->lock, &ts);
     }
     size_t n = 0;

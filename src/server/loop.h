@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <time.h>
 
 typedef struct gp_server gp_server;
 typedef struct gp_op gp_op;
@@ -90,5 +91,8 @@ void gp_op_fail(gp_op *op, const gp_error *err);        /* status from err->code
 int gp_status_of(gp_err code);
 
 int64_t gp_wall_ms(void);
+/* The time on `clock` wait_ms from now, for pthread_cond_timedwait (the
+ * waits of the loop, the agents' long-polls and the job logs' share it). */
+struct timespec gp_deadline_after(clockid_t clock, int64_t wait_ms);
 
 #endif

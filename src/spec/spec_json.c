@@ -188,6 +188,16 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
     }
     if (strcmp(key, "time_limit_s") == 0)
         return parse_int_field(x, key, 0, GP_TIME_LIMIT_MAX_S, &s->time_limit_s, err);
+    if (strcmp(key, "restart_policy") == 0) {
+        rc = gp_json_enum(x, key, GP_ENUM_RESTART_POLICY, &choice, err);
+        s->restart_policy = (gp_restart_policy)choice;
+        return rc;
+    }
+    if (strcmp(key, "max_restarts") == 0) {
+        rc = parse_int_field(x, key, 1, GP_MAX_RESTARTS_MAX, &n, err);
+        s->max_restarts = (int)n;
+        return rc;
+    }
     if (strcmp(key, "gpu_types") == 0)
         return parse_gpu_types(x, r, err);
     if (strcmp(key, "share") == 0)
@@ -250,6 +260,10 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
                           "checkpoint_grace_s", (json_int_t)s->checkpoint_grace_s, "expected_runtime_s",
                           (json_int_t)s->expected_runtime_s);
     json_object_set_new(o, "time_limit_s", json_integer(s->time_limit_s));
+    if (s->restart_policy != GP_RESTART_DEFAULT) /* left out when not given: older encodings stay as they were */
+        json_object_set_new(o, "restart_policy", json_string(gp_restart_policy_name(s->restart_policy)));
+    if (s->max_restarts > 0)
+        json_object_set_new(o, "max_restarts", json_integer(s->max_restarts));
     if (s->name)
         json_object_set_new(o, "name", json_string(s->name));
     if (s->user)

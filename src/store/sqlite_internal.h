@@ -21,6 +21,7 @@ typedef enum gp__stmt_id {
     GP__ST_JOB_UPDATE,
     GP__ST_HISTORY_ADD,
     GP__ST_RUN_ADD,
+    GP__ST_RUN_STARTED,
     GP__ST_RUN_NODE,
     GP__ST_RUN_LIST,
     GP__ST_USAGE_OPEN,

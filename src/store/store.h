@@ -111,6 +111,10 @@ gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char 
  * gp_store_runs_list: the replica's runs' bind times, newest first, up to
  * cap written, returns how many there are (-1 on a store error). */
 gp_err gp_store_run_add(gp_store *s, uint64_t job, int64_t bind_time, int replica, const char *node, gp_error *err);
+/* The run's replica started (its agent said so) with pid (0 = not said):
+ * *first false when it was noted already, or there is no such run. */
+gp_err gp_store_run_started(gp_store *s, uint64_t job, int64_t bind_time, int replica, int64_t pid, bool *first,
+                            gp_error *err);
 gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
                          gp_error *err);
 int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap);

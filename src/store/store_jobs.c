@@ -103,6 +103,21 @@ gp_err gp_store_run_add(gp_store *s, uint64_t job, int64_t bind_time, int replic
     return gp__store_exec_stmt(s, st, "run add", err);
 }
 
+gp_err gp_store_run_started(gp_store *s, uint64_t job, int64_t bind_time, int replica, int64_t pid, bool *first,
+                            gp_error *err)
+{
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_STARTED, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(st, 2, bind_time);
+    sqlite3_bind_int(st, 3, replica);
+    sqlite3_bind_int64(st, 4, pid);
+    gp_err rc = gp__store_exec_stmt(s, st, "run started", err);
+    *first = rc == GP_OK && sqlite3_changes(s->db) == 1;
+    return rc;
+}
+
 gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
                          gp_error *err)
 {

@@ -15,10 +15,11 @@
  *                                ("a", "a/b", "a/b/c"): subtree listings
  *                                walk one index range, newest first
  *   job_history(seq, job_id, time, kind, from_state, to_state, reason)
- *   job_runs(job_id, bind_time, replica, node)
+ *   job_runs(job_id, bind_time, replica, node, pid)
  *                                where each replica of each run (a bind)
  *                                was placed, kept after the job ends: whose
- *                                logs a node may ship (server/joblogs.h)
+ *                                logs a node may ship (server/joblogs.h);
+ *                                pid NULL until its agent reported it started
  *   usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,
  *         topology, start, end_time)         end_time NULL while open
  *   tenants(path, spec_json, updated)
@@ -85,7 +86,7 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE events ADD COLUMN digest TEXT;",
     /* 2 -> 3: where each replica of each run was placed (issue 13: job logs) */
     "CREATE TABLE job_runs(job_id INTEGER NOT NULL, bind_time INTEGER NOT NULL, replica INTEGER NOT NULL,"
-    " node TEXT NOT NULL, PRIMARY KEY(job_id, bind_time, replica)) WITHOUT ROWID;",
+    " node TEXT NOT NULL, pid INTEGER, PRIMARY KEY(job_id, bind_time, replica)) WITHOUT ROWID;",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -103,6 +104,8 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_RUN_ADD] = "INSERT OR REPLACE INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)",
+    [GP__ST_RUN_STARTED] = "UPDATE job_runs SET pid = ?4 WHERE job_id = ?1 AND bind_time = ?2 AND replica = ?3"
+                           " AND pid IS NULL",
     [GP__ST_RUN_NODE] = "SELECT node FROM job_runs WHERE job_id = ?1 AND bind_time = ?2 AND replica = ?3",
     [GP__ST_RUN_LIST] = "SELECT DISTINCT bind_time FROM job_runs WHERE job_id = ?1 AND replica = ?2 ORDER BY bind_time DESC",
     [GP__ST_USAGE_OPEN] = "INSERT INTO usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,"

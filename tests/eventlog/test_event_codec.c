@@ -71,6 +71,10 @@ static void job_request(gp_job_request *r, gp_isolation iso)
     s->checkpoint_grace_s = 45;
     s->expected_runtime_s = 3600;
     s->time_limit_s = 7200;
+    static const gp_restart_policy POLICIES[] = {GP_RESTART_DEFAULT, GP_RESTART_ON_FAILURE, GP_RESTART_NEVER,
+                                                 GP_RESTART_ON_FAILURE};
+    s->restart_policy = POLICIES[iso];
+    s->max_restarts = iso == GP_ISO_MIG ? 5 : 0;
     r->command = json_pack("[ss]", "python3", "train.py");
     r->env = json_pack("{ss}", "SEED", "1");
 }
@@ -99,6 +103,8 @@ static void assert_same_job(const gp_job_request *a, const gp_job_request *b)
     assert_int_equal(x->checkpoint_grace_s, y->checkpoint_grace_s);
     assert_int_equal(x->expected_runtime_s, y->expected_runtime_s);
     assert_int_equal(x->time_limit_s, y->time_limit_s);
+    assert_int_equal(x->restart_policy, y->restart_policy);
+    assert_int_equal(x->max_restarts, y->max_restarts);
     assert_true(json_equal(a->command, b->command));
     assert_true(json_equal(a->env, b->env));
 }
@@ -116,6 +122,37 @@ static void a_submit_round_trips_for_every_isolation(void **state)
         gp_event_free(&out);
         gp_job_request_free(&req);
     }
+}
+
+/* A job that says nothing of restarts encodes as before the fields
+ * existed; bad values are refused naming the field. */
+static void restart_fields_are_left_out_by_default_and_checked(void **state)
+{
+    (void)state;
+    gp_job_request req;
+    job_request(&req, GP_ISO_EXCLUSIVE);
+    json_t *o = gp_job_request_to_json(&req);
+    assert_null(json_object_get(o, "restart_policy"));
+    assert_null(json_object_get(o, "max_restarts"));
+    json_object_set_new(o, "restart_policy", json_string("on-failure"));
+    json_object_set_new(o, "max_restarts", json_integer(4));
+    gp_job_request back;
+    gp_error err = {0};
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_OK);
+    assert_int_equal(back.spec.restart_policy, GP_RESTART_ON_FAILURE);
+    assert_int_equal(back.spec.max_restarts, 4);
+    gp_job_request_free(&back);
+    json_object_set_new(o, "restart_policy", json_string("always"));
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "restart_policy");
+    gp_job_request_free(&back);
+    json_object_set_new(o, "restart_policy", json_string("never"));
+    json_object_set_new(o, "max_restarts", json_integer(0));
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "max_restarts");
+    gp_job_request_free(&back);
+    json_decref(o);
+    gp_job_request_free(&req);
 }
 
 static void quota(gp_quota *q, int64_t h100_milli, int64_t cpu)
@@ -386,6 +423,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_submit_round_trips_for_every_isolation),
+        cmocka_unit_test(restart_fields_are_left_out_by_default_and_checked),
         cmocka_unit_test(a_tenant_set_round_trips_to_the_last_bit_of_its_weight),
         cmocka_unit_test(a_node_add_round_trips_with_uuids_and_per_gpu_sharing),
         cmocka_unit_test(a_pool_set_round_trips),

@@ -169,11 +169,13 @@ static void settle_forgets_final_jobs_and_the_next_id_moves_on(void **state)
     gp_replayer_free(&r);
 }
 
-/* Job `id` of `replicas` x 1 GPU submitted and bound at t=10; its bind time. */
-static int64_t bound_gang(gp_replayer *r, uint64_t id, int replicas)
+/* Job `id` of `replicas` x 1 GPU (time limit: 0 = none) submitted and bound
+ * at t=10; its bind time. */
+static int64_t bound_gang(gp_replayer *r, uint64_t id, int replicas, int64_t time_limit_s)
 {
     gp_job_request req = {0};
-    req.spec = (gp_job_spec){.id = id, .tenant = "t", .replicas = replicas, .gpus = 1, .checkpoint_grace_s = 30};
+    req.spec = (gp_job_spec){.id = id, .tenant = "t", .replicas = replicas, .gpus = 1, .checkpoint_grace_s = 30,
+                             .time_limit_s = time_limit_s};
     gp_event ev = {.kind = GP_EV_SUBMIT, .time = 10, .job = &req};
     apply(r, &ev, GP_APPLY_LIVE, true);
     gp_replayer_settle(r);
@@ -206,7 +208,7 @@ static void a_gang_succeeds_once_every_replica_exited_zero_and_repeats_count_onc
     (void)state;
     gp_replayer r;
     setup_fleet(&r);
-    int64_t bound = bound_gang(&r, 1, 2);
+    int64_t bound = bound_gang(&r, 1, 2, 0);
     report_exit(&r, 1, 0, bound, 0, true);
     assert_int_equal(state_of(&r, 1), GP_JOB_RUNNING);
     report_exit(&r, 1, 0, bound, 0, false); /* sent again: nothing */
@@ -234,7 +236,7 @@ static void one_failing_replica_fails_the_gang_whole(void **state)
     (void)state;
     gp_replayer r;
     setup_fleet(&r);
-    int64_t bound = bound_gang(&r, 1, 3);
+    int64_t bound = bound_gang(&r, 1, 3, 0);
     gp_replica_exit x = {.job_id = 1, .replica = 2, .bind_time = bound, .exit_code = 3};
     gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 20, .exit = &x};
     apply(&r, &ev, GP_APPLY_LIVE, true);
@@ -253,7 +255,7 @@ static void a_cancelled_gang_ends_when_its_last_replica_is_gone(void **state)
     (void)state;
     gp_replayer r;
     setup_fleet(&r);
-    int64_t bound = bound_gang(&r, 1, 2);
+    int64_t bound = bound_gang(&r, 1, 2, 0);
     gp_event cancel = {.kind = GP_EV_CANCEL, .time = 15, .job_id = 1};
     apply(&r, &cancel, GP_APPLY_LIVE, true);
     gp_replayer_settle(&r);
@@ -269,6 +271,44 @@ static void a_cancelled_gang_ends_when_its_last_replica_is_gone(void **state)
     assert_int_equal(info.state, GP_JOB_CANCELLED); /* before its grace ended at t=45 */
     gp_replayer_settle(&r);
     gp_replayer_free(&r);
+}
+
+/* Job 1, 2 replicas with a 5 s limit, bound at t=10: the tick at t=15
+ * stops it (time_limit, grace 30); replica 0 exits `code` at t=20, replica
+ * 1 exits 0 at t=21, both within the grace.  The job's state then. */
+static gp_job_state state_after_exits_past_time_limit(int code)
+{
+    gp_replayer r;
+    setup_fleet(&r);
+    int64_t bound = bound_gang(&r, 1, 2, 5);
+    gp_event tick = {.kind = GP_EV_TICK, .time = 15};
+    apply(&r, &tick, GP_APPLY_LIVE, true);
+    gp_replayer_settle(&r);
+    gp_job_info info;
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    assert_int_equal(info.state, GP_JOB_PREEMPTING);
+    assert_true(info.time_limited);
+    report_exit(&r, 1, 0, bound, code, true);
+    assert_int_equal(state_of(&r, 1), GP_JOB_PREEMPTING);
+    gp_replica_exit x = {.job_id = 1, .replica = 1, .bind_time = bound};
+    gp_event ev = {.kind = GP_EV_REPLICA_EXIT, .time = 21, .exit = &x};
+    apply(&r, &ev, GP_APPLY_LIVE, true);
+    assert_int_equal(gp_engine_job_info(r.engine, 1, &info, NULL), GP_OK);
+    gp_replayer_settle(&r);
+    gp_replayer_free(&r);
+    return info.state;
+}
+
+static void a_gang_past_its_time_limit_that_exits_zero_within_the_grace_succeeded(void **state)
+{
+    (void)state;
+    assert_int_equal(state_after_exits_past_time_limit(0), GP_JOB_SUCCEEDED);
+}
+
+static void a_gang_past_its_time_limit_with_a_failed_replica_failed(void **state)
+{
+    (void)state;
+    assert_int_equal(state_after_exits_past_time_limit(3), GP_JOB_FAILED);
 }
 
 static void trusted_below_untrusted_is_refused_live_and_inherit_in_replay(void **state)
@@ -308,6 +348,8 @@ int main(void)
         cmocka_unit_test(a_gang_succeeds_once_every_replica_exited_zero_and_repeats_count_once),
         cmocka_unit_test(one_failing_replica_fails_the_gang_whole),
         cmocka_unit_test(a_cancelled_gang_ends_when_its_last_replica_is_gone),
+        cmocka_unit_test(a_gang_past_its_time_limit_that_exits_zero_within_the_grace_succeeded),
+        cmocka_unit_test(a_gang_past_its_time_limit_with_a_failed_replica_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,8 @@ Behaviours under test:
   - a long-poll answers soon after a bind on its node (well before its
     wait), with the replicas, GPUs, peers, command and env; a shutdown
     answers waiting polls at once;
-  - reports: every replica exited 0 -> succeeded (history says so, a resent
+  - reports: a replica started -> one history row "start" with its node and
+    pid; every replica exited 0 -> succeeded (history says so, a resent
     report changes nothing); one failing replica -> the gang failed whole;
   - preemption: the victim's node gets "stop" with a kill deadline; a
     checkpoint ends the grace (the deadline moves to now); the victim's
@@ -178,7 +179,16 @@ def test_replica_reports_finish_the_gang(d):
     ok_job = submit(d, replicas=2, gpus=2)
     gpd.wait_for(lambda: job(d, ok_job)["state"] == "running", what="gang running")
     a1, a2 = mine(n1.poll(), ok_job)[0], mine(n2.poll(), ok_job)[0]
-    assert n1.report({"what": "started", "job": ok_job, "replica": a1["replica"]})[0]["note"] == "noted"
+    started = {"what": "started", "job": ok_job, "replica": a1["replica"], "bind_time": a1["bind_time"], "pid": 4242}
+    [r] = n1.report(started)  # a history row "start" (it was only noted before issue 13)
+    assert r["applied"] and "note" not in r, r
+    [r] = n1.report(started)  # resent: one row
+    assert not r["applied"] and r["note"] == "already recorded", r
+    [r] = n1.report(dict(started, bind_time=a1["bind_time"] - 1))
+    assert not r["applied"] and r["note"] == "not the job's current run", r
+    starts = [h["reason"] for h in job(d, ok_job)["history"] if h["kind"] == "start"]
+    assert starts == ["replica %d on t4-1: started, pid 4242" % a1["replica"]], starts
+    assert "started, pid 4242" in d.cli("job", str(ok_job)).stdout
     [r] = n1.report(exited(a1))
     assert r["applied"] and r["job_state"] == "running", r
     [r] = n1.report(exited(a1))  # resent after a reconnect: counted once

@@ -295,6 +295,15 @@ static sim_job *pick_job(sim *s, unsigned want)
 
 #define ST(x) (1u << (x))
 
+/* Would a failure of this running job requeue it (core/restart.c)? */
+static bool restarts_left(const sim_job *j)
+{
+    gp_restart_policy p = j->spec.restart_policy;
+    if (p == GP_RESTART_DEFAULT)
+        p = j->spec.kind == GP_KIND_INFERENCE ? GP_RESTART_ON_FAILURE : GP_RESTART_NEVER;
+    return p == GP_RESTART_ON_FAILURE && j->restarts < (j->spec.max_restarts > 0 ? j->spec.max_restarts : 3);
+}
+
 static void ev_finish(sim *s, int64_t t)
 {
     sim_job *j = pick_job(s, ST(GP_JOB_RUNNING) | ST(GP_JOB_PREEMPTING));
@@ -326,6 +335,8 @@ static void ev_finish(sim *s, int64_t t)
     bool check = true;
     if (before == GP_JOB_RUNNING && withdrawn && how == GP_EXIT_STOPPED)
         want = GP_JOB_PENDING; /* it answered a withdrawn preemption: requeued */
+    else if (before == GP_JOB_RUNNING && how == GP_EXIT_FAILED && restarts_left(j))
+        want = GP_JOB_PENDING, j->restarts++; /* restart_policy on-failure */
     else if (before == GP_JOB_RUNNING)
         want = how == GP_EXIT_SUCCEEDED ? GP_JOB_SUCCEEDED : GP_JOB_FAILED;
     else if (how == GP_EXIT_STOPPED && cancelled)

@@ -349,7 +349,7 @@ static void enum_names_round_trip(void **state)
         [GP_ENUM_TOPOLOGY] = GP_TOPO_NVLINK + 1,         [GP_ENUM_ISOLATION] = GP_ISO_TIMESLICE + 1,
         [GP_ENUM_JOB_KIND] = GP_KIND_INTERACTIVE + 1,    [GP_ENUM_DECISION_KIND] = GP_DEC_RECONFIGURE + 1,
         [GP_ENUM_SHARING] = GP_SHARING_TIMESLICE + 1,    [GP_ENUM_SCORE] = GP_SCORE_SPREAD + 1,
-        [GP_ENUM_TRUST] = GP_TRUST_UNTRUSTED + 1,
+        [GP_ENUM_TRUST] = GP_TRUST_UNTRUSTED + 1,        [GP_ENUM_RESTART_POLICY] = GP_RESTART_ON_FAILURE + 1,
     };
     for (int e = 0; e < GP_ENUM_COUNT; e++) {
         assert_int_equal(gp_enum_count((gp_enum)e), counts[e]);
@@ -369,6 +369,7 @@ static void enum_names_round_trip(void **state)
     assert_string_equal(gp_sharing_name(GP_SHARING_TIMESLICE), "timeslice");
     assert_string_equal(gp_score_name(GP_SCORE_FGD), "fgd");
     assert_string_equal(gp_trust_name(GP_TRUST_UNTRUSTED), "untrusted");
+    assert_string_equal(gp_restart_policy_name(GP_RESTART_ON_FAILURE), "on-failure");
     assert_string_equal(gp_job_state_name(GP_JOB_PREEMPTING), "preempting");
 }
 
