@@ -48,7 +48,7 @@ def join_token(d, ttl="1h"):
     return d.cli("token", "create", "--name", "agents", "--role", "join", "--ttl", ttl, json_out=True)["token"]
 
 
-class Agent:
+class Agent(gpd.Process):
     """One `gpupool-agent run` process driving some nodes of a node file."""
 
     def __init__(self, d, node_file, nodes=(), extra=(), join=None, state_dir=None, name="agent"):
@@ -85,23 +85,11 @@ class Agent:
         """Until gpupoold has every named node up; fails at once, with the agent's log, if it exited."""
         def up():
             if self.proc.poll() is not None:
-                raise AssertionError("the agent exited with %d:\n%s" % (self.proc.returncode, self.read_log()[-3000:]))
+                raise AssertionError("the agent exited with %d:\n%s" % (self.proc.returncode, self.read_log()))
             if len(names) > 100:
                 time.sleep(2)  # a big fleet's node list is megabytes: ask less often
             return nodes_up(self.d, names)
         gpd.wait_for(up, timeout, "nodes %s up" % ", ".join(names))
-
-    def read_log(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
 
     def stop(self, timeout=20):
         if self.proc and self.proc.poll() is None:

@@ -226,8 +226,8 @@ def agent_exit(d, join):
         a.proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         a.kill9()
-        raise AssertionError("the agent did not exit on a refused join token:\n" + a.read_log())
-    return a.proc.returncode, a.read_log()
+        raise AssertionError("the agent did not exit on a refused join token:\n" + a.read_log(tail=None))
+    return a.proc.returncode, a.read_log(tail=None)
 
 
 def test_an_agent_with_a_bad_or_expired_join_token_exits_with_the_401_message(d):
