@@ -116,7 +116,14 @@ echo "join token (1 hour) in $VAR/join.token"
 
 say "One gpupool-agent joins the six sim nodes of $NODES"
 CGROUPS=()
-if [[ "$(id -u)" != 0 || "${DEMO_CGROUPS:-1}" == 0 ]]; then CGROUPS=(--no-cgroups); fi
+if [[ "$(id -u)" != 0 || "${DEMO_CGROUPS:-1}" == 0 ]]; then
+    CGROUPS=(--no-cgroups)
+elif [[ -f /sys/fs/cgroup/cgroup.controllers && "$(cat /proc/self/cgroup)" == "0::/" ]]; then
+    # cgroup v2 and we sit in its root: a container's own cgroup, where v2 lets no group both
+    # hold processes and hand controllers down (docs/agent.md).  Run without cgroups here.
+    echo "(cgroup v2 seen from its root, as in a container: the replicas run without cgroups)"
+    CGROUPS=(--no-cgroups)
+fi
 "$BIN"/gpupool-agent run --server "$GPUPOOL_SERVER" --join-token-file "$VAR"/join.token \
     --backend sim --node-file "$NODES" --state-dir "$VAR"/agent --work-root "$RUN"/work \
     --checkpoint-root "$RUN"/checkpoints --on-exit stop "${CGROUPS[@]}" \
