@@ -22,8 +22,9 @@
 # The processes are real (examples/agent/*.py, *.sh); their logs are under
 # var/agent/NODE/logs/.  The admin token names no user, so the jobs run as
 # nobody when the agent is root (as the agent's user otherwise); their
-# scripts, working folders and checkpoints are under a /tmp/gpupool-demo.*
-# folder that nobody can reach, removed when the demo ends.
+# scripts, working folders and checkpoints go to a /tmp/gpupool-demo.*
+# folder that user can reach (this checkout may sit under /root, 0700),
+# removed when the demo ends.
 #
 # DEMO_ONCE=1: stop everything and exit when done.  Otherwise gpupoold and
 # the agent stay up for you to explore with gpupool (the commands are
