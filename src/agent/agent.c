@@ -41,6 +41,7 @@ typedef struct gp_agent {
     gp_http *http;
     gp_node *nodes;
     size_t n_nodes;
+    unsigned registering; /* registrations in flight, of all nodes */
 } gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
@@ -225,7 +226,7 @@ static int gp__open_nodes(gp_agent *a, gp_node_file *f)
             continue;
         if (a->opt.device_dir)
             snprintf(f->nodes[i].device_dir, sizeof f->nodes[i].device_dir, "%s", a->opt.device_dir);
-        if (gp_node_open(&a->nodes[a->n_nodes], &a->opt, a->http, f, i, a->n_nodes, &err) != GP_OK) {
+        if (gp_node_open(&a->nodes[a->n_nodes], &a->opt, a->http, &a->registering, f, i, a->n_nodes, &err) != GP_OK) {
             fprintf(stderr, "gpupool-agent run: node %s: %s (field %s)\n", f->nodes[i].name, err.message, err.field);
             gp_node_close(&a->nodes[a->n_nodes]);
             return 1;
@@ -233,6 +234,14 @@ static int gp__open_nodes(gp_agent *a, gp_node_file *f)
         a->n_nodes++;
     }
     return -1;
+}
+
+/* Each node holds one connection in its long-poll; its other calls are
+ * short and share a pool of a quarter as many, so that gpupoold (a
+ * thread per connection) holds n + n/4 + 16 of them, not 2n or more. */
+static long gp__connections(size_t nodes)
+{
+    return (long)(nodes + nodes / 4 + 16);
 }
 
 /* Many nodes, many sockets: the soft limit of open files up to the hard one. */
@@ -338,7 +347,7 @@ static int gp__start(gp_agent *a)
         return 1;
     }
     gp__raise_fd_limit();
-    if (gp_http_open(a->opt.cacert, &a->http, &err) != GP_OK)
+    if (gp_http_open(a->opt.cacert, gp__connections(a->n_only ? a->n_only : f.n_nodes), &a->http, &err) != GP_OK)
         rc = 1;
     if (rc == -1)
         rc = gp__open_nodes(a, &f);

@@ -84,7 +84,7 @@ static int gp__on_timer(CURLM *m, long timeout_ms, void *user)
     return 0;
 }
 
-gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err)
+gp_err gp_http_open(const char *cacert, long max_connections, gp_http **out, gp_error *err)
 {
     static bool inited;
     if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
@@ -102,6 +102,8 @@ gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err)
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
     curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, gp__on_timer);
     curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max_connections);
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, max_connections);
     *out = h;
     return GP_OK;
 }

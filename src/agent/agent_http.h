@@ -47,8 +47,10 @@ struct gp_http_call {
     char errbuf[256];
 };
 
-/* cacert: a CA bundle for https (NULL: the system's). */
-gp_err gp_http_open(const char *cacert, gp_http **out, gp_error *err);
+/* cacert: a CA bundle for https (NULL: the system's).  max_connections:
+ * the most connections open at once (0: no limit); a call beyond it waits
+ * for one to free up (libcurl's queue). */
+gp_err gp_http_open(const char *cacert, long max_connections, gp_http **out, gp_error *err);
 void gp_http_close(gp_http *h);
 
 /* Starts method url with a bearer token (NULL: none) and a JSON body

@@ -62,12 +62,13 @@ static void gp__load_credential(gp_node *n)
         n->token[strcspn(n->token, "\r\n")] = '\0';
 }
 
-gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
-                    size_t file_index, size_t index, gp_error *err)
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err)
 {
     memset(n, 0, sizeof *n);
     n->opt = opt;
     n->http = http;
+    n->registering = registering;
     n->index = index;
     snprintf(n->name, sizeof n->name, "%s", f->nodes[file_index].name);
     snprintf(n->dir, sizeof n->dir, "%s/%s", opt->state_dir, n->name);
@@ -166,19 +167,26 @@ static bool gp__epoch_ok(gp_node *n, json_t *answer)
 
 /* ---- register ---- */
 
+static int64_t gp__heartbeat_ms(const gp_node *n)
+{
+    return (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+}
+
 static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                             void *ctx)
 {
     (void)call, (void)len;
     gp_node *n = ctx;
-    if (status == 0 || status >= 500) {
+    (*n->registering)--;
+    bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
+    if (!refused && status != 200 && status != 201) { /* no answer, 429, 5xx: try again */
         gp__failed(n, "register", status, why);
         return;
     }
     gp__answered(n);
     json_t *o = json_loads(body, 0, NULL);
     const char *token = json_string_value(json_object_get(o, "token"));
-    if ((status != 200 && status != 201) || !token || strlen(token) >= sizeof n->token) {
+    if (refused || !token || strlen(token) >= sizeof n->token) {
         char message[512];
         gp__error_message(body, message, sizeof message);
         gp_agent_log(n, "register refused (%ld): %s", status, message);
@@ -197,8 +205,13 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
     snprintf(n->token, sizeof n->token, "%s", token);
     if (!n->opt->heartbeat_s && json_integer_value(json_object_get(o, "heartbeat_s")) > 0)
         n->heartbeat_s = (int)json_integer_value(json_object_get(o, "heartbeat_s"));
-    gp__epoch_ok(n, o);
-    n->next_heartbeat_ms = 0;
+    if (!gp__epoch_ok(n, o)) {
+        n->token[0] = '\0'; /* an older controller's credential: ask the next URL */
+        gp__failed(n, "register", status, "an older epoch");
+        json_decref(o);
+        return;
+    }
+    n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
     json_decref(o);
 }
@@ -213,6 +226,8 @@ static void gp__register(gp_node *n)
     if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, n->opt->join_token, text, 30, gp__on_register,
                                     n, &err) != GP_OK)
         gp__failed(n, "register", 0, "cannot start the call");
+    else
+        (*n->registering)++;
     free(text);
     json_decref(body);
     json_decref(inv);
@@ -259,7 +274,7 @@ static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 }
 
 /* wants[i] from assignments[i]; gpus point into the JSON. */
-static void gp__wants(json_t *list, gp_plan_want *w, const char **gpus)
+static void gp__wants(json_t *list, gp_plan_want *w, gp_plan_gpu *gpus)
 {
     size_t i, k;
     json_t *a, *g;
@@ -275,12 +290,13 @@ static void gp__wants(json_t *list, gp_plan_want *w, const char **gpus)
         };
         json_array_foreach(json_object_get(a, "gpus"), k, g) {
             if (k < GP_MAX_GPUS_PER_NODE && json_is_string(g))
-                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] = json_string_value(g);
+                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] =
+                    (gp_plan_gpu){.uuid = json_string_value(g), .share = gp_assignment_share(a)};
         }
     }
 }
 
-static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
+static void gp__haves(const gp_node *n, gp_plan_have *h, gp_plan_gpu *gpus)
 {
     for (size_t j = 0; j < n->n_replicas; j++) {
         const gp_replica *r = n->replicas[j];
@@ -288,7 +304,7 @@ static void gp__haves(const gp_node *n, gp_plan_have *h, const char **gpus)
                               .stop_deadline = r->stop_deadline, .gpus = gpus + j * GP_MAX_GPUS_PER_NODE,
                               .n_gpus = r->n_gpus};
         for (size_t k = 0; k < r->n_gpus; k++)
-            gpus[j * GP_MAX_GPUS_PER_NODE + k] = r->gpus[k];
+            gpus[j * GP_MAX_GPUS_PER_NODE + k] = (gp_plan_gpu){.uuid = r->gpus[k], .share = r->share};
     }
 }
 
@@ -337,8 +353,8 @@ static void gp__reconcile(gp_node *n)
     size_t nw = json_array_size(list), nh = n->n_replicas;
     gp_plan_want *w = calloc(nw + 1, sizeof *w);
     gp_plan_have *h = calloc(nh + 1, sizeof *h);
-    const char **wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
-    const char **hg = calloc((nh + 1) * GP_MAX_GPUS_PER_NODE, sizeof *hg);
+    gp_plan_gpu *wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
+    gp_plan_gpu *hg = calloc((nh + 1) * GP_MAX_GPUS_PER_NODE, sizeof *hg);
     gp_plan_step *steps = calloc(nw + nh + 1, sizeof *steps);
     gp_replica **have = calloc(nh + 1, sizeof *have);
     if (w && h && wg && hg && steps && have) {
@@ -447,7 +463,7 @@ static void gp__heartbeat(gp_node *n, int64_t now)
         gp__failed(n, "heartbeat", 0, "cannot start the call");
     free(text);
     json_decref(body);
-    n->next_heartbeat_ms = now + (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+    n->next_heartbeat_ms = now + gp__heartbeat_ms(n);
 }
 
 /* ---- reports ---- */
@@ -581,7 +597,7 @@ int64_t gp_node_step(gp_node *n, int64_t now)
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {
-        if (!gp_http_call_busy(&n->reg))
+        if (!gp_http_call_busy(&n->reg) && *n->registering < GP_AGENT_REGISTERING_MAX)
             gp__register(n);
         return next;
     }

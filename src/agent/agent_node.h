@@ -33,6 +33,8 @@
 
 #define GP_AGENT_URLS_MAX 8
 #define GP_AGENT_TOKEN_MAX 256
+#define GP_AGENT_REGISTERING_MAX 32 /* registrations in flight per agent: a restart of 6,250 nodes
+                                       is a queue, not a storm on gpupoold */
 
 /* The command line of `gpupool-agent run` (agent.c parses it). */
 typedef struct gp_agent_options {
@@ -68,6 +70,7 @@ typedef struct gp_replica {
     char checkpoint_dir[GP_STATE_PATH_MAX];
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
+    int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
     struct gp_node *node;
     pid_t supervisor;
@@ -86,6 +89,7 @@ typedef struct gp_replica {
 struct gp_node {
     const gp_agent_options *opt;
     gp_http *http;
+    unsigned *registering;               /* the agent's registrations in flight (shared) */
     size_t index;                        /* in the agent, salts the back-off */
     char name[GP_NAME_MAX];
     char dir[GP_STATE_PATH_MAX];         /* STATE/NODE */
@@ -112,8 +116,8 @@ struct gp_node {
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
  * what its state folder says is running. */
-gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, const gp_node_file *f,
-                    size_t file_index, size_t index, gp_error *err);
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err);
 void gp_node_close(gp_node *n);
 
 /* Starts what is due; returns when the node next wants a step (mono ms). */
@@ -148,6 +152,10 @@ bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
 /* Forgets (state folder and memory) the runs that ended, whose exit and
  * log gpupoold has, and that the last assignments no longer list. */
 void gp_node_forget_finished(gp_node *n);
+
+/* How an assignment uses its GPUs: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU
+ * or its MIG instance's start (agent_plan.h). */
+int gp_assignment_share(json_t *assignment);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

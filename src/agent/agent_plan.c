@@ -8,11 +8,20 @@ bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h)
     return w->job == h->job && w->replica == h->replica && w->bind_time == h->bind_time;
 }
 
+bool gp_plan_gpus_clash(const gp_plan_gpu *a, const gp_plan_gpu *b)
+{
+    if (strcmp(a->uuid, b->uuid) != 0)
+        return false;
+    if (a->share == GP_PLAN_WHOLE_GPU || b->share == GP_PLAN_WHOLE_GPU)
+        return true;
+    return a->share >= 0 && a->share == b->share; /* one MIG instance */
+}
+
 static bool gp__shares_gpu(const gp_plan_want *w, const gp_plan_have *h)
 {
     for (size_t i = 0; i < w->n_gpus; i++)
         for (size_t j = 0; j < h->n_gpus; j++)
-            if (strcmp(w->gpus[i], h->gpus[j]) == 0)
+            if (gp_plan_gpus_clash(&w->gpus[i], &h->gpus[j]))
                 return true;
     return false;
 }
@@ -73,6 +82,11 @@ static uint64_t gp__mix(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt)
+{
+    return (int64_t)(gp__mix(seed ^ gp__mix(salt)) % (uint64_t)period_ms);
 }
 
 int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt)

@@ -16,6 +16,11 @@
  *                  dead; the next reconcile after job 8 ended starts it.
  *         job 7 -> nothing  (runs as asked)
  *
+ * GPUs held: a whole-GPU replica holds its GPUs; a MIG replica holds its
+ * instance (its GPU and first memory slice), so two instances of one GPU
+ * run side by side but a whole-GPU replica waits for both; MPS and
+ * time-slice replicas share their GPU with each other by design.
+ *
  * A replica that ended is never started again for the same bind_time (its
  * exit is reported; gpupoold decides what comes next).  A STOP is planned
  * again when the deadline changes (a checkpoint during the grace moves it
@@ -31,6 +36,15 @@
 #include <stdint.h>
 
 #define GP_PLAN_NO_DEADLINE INT64_MIN /* a have not told to stop yet */
+#define GP_PLAN_WHOLE_GPU -1            /* gp_plan_gpu.share: the whole GPU */
+#define GP_PLAN_SHARED_GPU -2           /* an MPS or time-slice share */
+
+/* One GPU a replica uses, and how: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU,
+ * or a MIG instance's first memory slice (>= 0). */
+typedef struct gp_plan_gpu {
+    const char *uuid;
+    int share;
+} gp_plan_gpu;
 #define GP_PLAN_KILLED INT64_MIN + 1  /* a have killed (deadline "at once") */
 
 typedef struct gp_plan_want {
@@ -39,7 +53,7 @@ typedef struct gp_plan_want {
     int64_t bind_time;
     bool stop;                /* action "stop" */
     int64_t kill_deadline;    /* with stop: epoch s */
-    const char *const *gpus;  /* UUIDs the replica uses */
+    const gp_plan_gpu *gpus;  /* the GPUs the replica uses */
     size_t n_gpus;
 } gp_plan_want;
 
@@ -49,7 +63,7 @@ typedef struct gp_plan_have {
     int64_t bind_time;
     bool ended;               /* its exit is known */
     int64_t stop_deadline;    /* the deadline sent, GP_PLAN_NO_DEADLINE or GP_PLAN_KILLED */
-    const char *const *gpus;
+    const gp_plan_gpu *gpus;
     size_t n_gpus;
 } gp_plan_have;
 
@@ -66,6 +80,9 @@ typedef struct gp_plan_step {
 size_t gp_plan_reconcile(const gp_plan_want *want, size_t n_want, const gp_plan_have *have, size_t n_have,
                          gp_plan_step *steps, size_t cap);
 
+/* True when two replicas cannot use these GPUs at once (see above). */
+bool gp_plan_gpus_clash(const gp_plan_gpu *a, const gp_plan_gpu *b);
+
 /* True when the have is the run the want names. */
 bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
 
@@ -76,5 +93,10 @@ bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
  * to 10 s, times a jitter in [0.8, 1.2) drawn from (seed, salt, failures),
  * so that many nodes of one agent do not retry in step. */
 int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt);
+
+/* Where in a period of period_ms (> 0) a node's heartbeats fall:
+ * [0, period_ms), from (seed, salt), so that the nodes of one agent that
+ * registered together do not heartbeat in step. */
+int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt);
 
 #endif

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "agent/agent_node.h"
 
+#include "agent/agent_plan.h"
 #include "agent/launch_env.h"
 
 #include <dirent.h>
@@ -57,8 +58,21 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     return r;
 }
 
+int gp_assignment_share(json_t *assignment)
+{
+    json_t *slice = json_object_get(assignment, "slice");
+    const char *kind = json_string_value(json_object_get(slice, "kind"));
+    if (!kind)
+        return GP_PLAN_WHOLE_GPU;
+    if (strcmp(kind, "mig") != 0)
+        return GP_PLAN_SHARED_GPU;
+    json_int_t start = json_integer_value(json_object_get(slice, "mig_start"));
+    return start >= 0 && start < 64 ? (int)start : 0;
+}
+
 static void gp__replica_gpus(gp_replica *r, json_t *assignment)
 {
+    r->share = gp_assignment_share(assignment);
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(assignment, "gpus"), i, g) {

@@ -8,16 +8,19 @@
 
 #include "agent/agent_plan.h"
 
-static const char *const gpu_a[] = {"GPU-a"};
-static const char *const gpu_b[] = {"GPU-b"};
-static const char *const gpu_c[] = {"GPU-c"};
+static const gp_plan_gpu gpu_a[] = {{"GPU-a", GP_PLAN_WHOLE_GPU}};
+static const gp_plan_gpu gpu_b[] = {{"GPU-b", GP_PLAN_WHOLE_GPU}};
+static const gp_plan_gpu gpu_c[] = {{"GPU-c", GP_PLAN_WHOLE_GPU}};
+static const gp_plan_gpu mig_a0[] = {{"GPU-a", 0}};
+static const gp_plan_gpu mig_a4[] = {{"GPU-a", 4}};
+static const gp_plan_gpu mps_a[] = {{"GPU-a", GP_PLAN_SHARED_GPU}};
 
-static gp_plan_want run(uint64_t job, int64_t bind, const char *const *gpus)
+static gp_plan_want run(uint64_t job, int64_t bind, const gp_plan_gpu *gpus)
 {
     return (gp_plan_want){.job = job, .bind_time = bind, .gpus = gpus, .n_gpus = 1};
 }
 
-static gp_plan_have live(uint64_t job, int64_t bind, const char *const *gpus)
+static gp_plan_have live(uint64_t job, int64_t bind, const gp_plan_gpu *gpus)
 {
     return (gp_plan_have){.job = job, .bind_time = bind, .stop_deadline = GP_PLAN_NO_DEADLINE, .gpus = gpus,
                           .n_gpus = 1};
@@ -96,6 +99,29 @@ static void a_stop_for_a_run_not_here_does_nothing(void **state)
     assert_int_equal(gp_plan_reconcile(want, 1, NULL, 0, steps, 2), 0);
 }
 
+/* How many STARTs the plan has for want (one replica) beside have. */
+static size_t starts_beside(const gp_plan_gpu *want_gpus, const gp_plan_gpu *have_gpus)
+{
+    gp_plan_want want[2] = {run(9, 300, want_gpus), run(8, 200, have_gpus)};
+    gp_plan_have have[1] = {live(8, 200, have_gpus)};
+    gp_plan_step steps[4];
+    size_t n = gp_plan_reconcile(want, 2, have, 1, steps, 4), starts = 0;
+    for (size_t i = 0; i < n; i++)
+        starts += steps[i].kind == GP_PLAN_START;
+    return starts;
+}
+
+static void shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them(void **state)
+{
+    (void)state;
+    assert_int_equal(starts_beside(mig_a4, mig_a0), 1); /* two MIG instances of one GPU */
+    assert_int_equal(starts_beside(mig_a0, mig_a0), 0); /* the same instance: wait */
+    assert_int_equal(starts_beside(mps_a, mps_a), 1);   /* MPS / time-slice shares */
+    assert_int_equal(starts_beside(gpu_a, mig_a0), 0);  /* the whole GPU waits for the slice */
+    assert_int_equal(starts_beside(mps_a, gpu_a), 0);   /* and a share for the whole GPU */
+    assert_int_equal(starts_beside(gpu_b, gpu_a), 1);   /* another GPU */
+}
+
 static void backoff_doubles_from_half_a_second_to_ten_with_jitter(void **state)
 {
     (void)state;
@@ -110,6 +136,20 @@ static void backoff_doubles_from_half_a_second_to_ten_with_jitter(void **state)
     assert_true(differ > 10); /* nodes of one agent do not retry in step */
 }
 
+static void heartbeats_of_many_nodes_spread_over_the_period(void **state)
+{
+    (void)state;
+    int buckets[10] = {0};
+    for (uint64_t node = 0; node < 1000; node++) {
+        int64_t at = gp_spread_ms(15000, 7, node);
+        assert_true(at >= 0 && at < 15000);
+        buckets[at / 1500]++;
+    }
+    for (int b = 0; b < 10; b++)
+        assert_true(buckets[b] > 50 && buckets[b] < 150); /* about 100 each, not all at once */
+    assert_int_equal(gp_spread_ms(15000, 7, 3), gp_spread_ms(15000, 7, 3));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,7 +158,9 @@ int main(void)
         cmocka_unit_test(a_new_bind_of_the_same_job_is_another_run),
         cmocka_unit_test(a_moved_deadline_stops_again_and_the_same_one_does_not),
         cmocka_unit_test(a_stop_for_a_run_not_here_does_nothing),
+        cmocka_unit_test(shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them),
         cmocka_unit_test(backoff_doubles_from_half_a_second_to_ten_with_jitter),
+        cmocka_unit_test(heartbeats_of_many_nodes_spread_over_the_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

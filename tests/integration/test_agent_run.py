@@ -341,7 +341,7 @@ MIG_NODES = """\
 nodes:
   - name: a100m
     gpu_type: A100
-    gpus: 2
+    gpus: 1
     gpu_mem_mib: 81920
     sharing: mig
 """
@@ -353,11 +353,14 @@ def test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy(d)
     d.start()
     d.ok("PUT", "/v1/tenants/t", {})
     with running_agent(d, MIG_NODES, nodes=["a100m"]) as a:
-        j = d.ok("POST", "/v1/jobs", {"tenant": "t", "gpu_types": ["A100"], "share": {"mig": "1g.10gb"},
-                                      "command": ["python3", "-u", "-c", PRINT_ENV + "\nimport time; time.sleep(60)"]})["id"]
-        gpd.wait_for(lambda: "".join(a.replica_logs(j).values()), what="the MIG replica's output")
-        env = json.loads(lines("".join(a.replica_logs(j).values()), "ENV ")[0])
-        assert env["CUDA_VISIBLE_DEVICES"].startswith("MIG-"), env
+        command = ["python3", "-u", "-c", PRINT_ENV + "\nimport time; time.sleep(60)"]
+        j, k = (d.ok("POST", "/v1/jobs", {"tenant": "t", "gpu_types": ["A100"], "share": {"mig": "1g.10gb"},
+                                          "command": command})["id"] for _ in range(2))
+        seen = []
+        for x in (j, k):  # two instances of the one GPU run side by side
+            gpd.wait_for(lambda: "".join(a.replica_logs(x).values()), what="job %d's MIG replica's output" % x)
+            seen.append(json.loads(lines("".join(a.replica_logs(x).values()), "ENV ")[0])["CUDA_VISIBLE_DEVICES"])
+        assert all(v.startswith("MIG-") for v in seen) and seen[0] != seen[1], seen
         [rep] = job(d, j)["placement"]
         index = [g["uuid"] for g in d.ok("GET", "/v1/nodes/a100m")["gpus"]].index(rep["gpus"][0])
         subprocess.run([AGENT, "fault", "--node-file", a.node_file, "--node", "a100m", "--gpu", str(index),
