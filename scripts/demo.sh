@@ -8,8 +8,8 @@
 # blk-b, 8 A100 in MIG mode, 4 L40S time-sliced.  Then, through `gpupool`:
 #   1. examples/tenants.yaml (two orgs, four teams) once the nodes are up;
 #   2. product/search: an 8-H100 service and two MIG inference services
-#      (3g.40gb, 7g.80gb);
-#      research/vision: a notebook on a time-sliced L40S;
+#      (3g.40gb each: two instances of one A100); two notebooks side by
+#      side on a time-sliced L40S;
 #   3. research/vision bursts three 8-GPU trainings: one on its floor, two
 #      borrowing research/nlp's idle H100;
 #   4. research/nlp submits a 2 x 8 H100 gang (any two nodes: vision's floor
@@ -18,7 +18,7 @@
 #      gpupoold ends their 60 s grace early and the gang starts, its
 #      replicas printing their rank and peers;
 #   5. an injected XID 79 on the GPU of a MIG service marks that GPU
-#      unhealthy; the service is requeued and comes back on another GPU.
+#      unhealthy; what ran on it is requeued and comes back on another GPU.
 # The processes are real (examples/agent/*.py, *.sh); their logs are under
 # var/agent/NODE/logs/.  The admin token names no user, so the jobs run as
 # nobody when the agent is root (as the agent's user otherwise); their
@@ -137,22 +137,25 @@ say "Apply the tenant tree (examples/tenants.yaml): two orgs, four teams, produc
 gp apply -f examples/tenants.yaml
 gp tenants
 
-say "product/search: a service on 8 H100 and two inference services on MIG slices of the A100 node"
+say "product/search: a service on 8 H100 and two inference services on MIG instances of the A100 node"
 SERVING=$(submit --tenant product/search --name serving --kind inference --gpus 8 --gpu-type H100 \
           --grace 5 -- python3 "$JOBS"/serve.py)
 RANKER1=$(submit --tenant product/search --name ranker-1 --kind inference --gpu-type A100 --mig 3g.40gb \
           --grace 5 -- python3 "$JOBS"/serve.py)
-# ranker-2 takes a whole-GPU instance (7g.80gb), so it lands on a GPU of its own: the agent does not
-# yet start a second MIG replica on a GPU where another one runs (it compares GPUs, not slices).
-RANKER2=$(submit --tenant product/search --name ranker-2 --kind inference --gpu-type A100 --mig 7g.80gb \
+RANKER2=$(submit --tenant product/search --name ranker-2 --kind inference --gpu-type A100 --mig 3g.40gb \
           --grace 5 -- python3 "$JOBS"/serve.py)
-say "research/vision: a notebook on a time-sliced L40S (1 CPU, 512 MiB)"
+say "Two notebooks on the time-sliced L40S node (1 CPU, 512 MiB each)"
 NOTEBOOK=$(submit --tenant research/vision --name notebook-ana --kind interactive --gpu-type L40S --timeslice \
            --cpu-millis 1000 --mem-mib 512 --time-limit 3600 -- sh "$JOBS"/notebook.sh)
-for id in "$SERVING" "$RANKER1" "$RANKER2" "$NOTEBOOK"; do until_true 20 "job $id running" is_state "$id" running; done
+NOTEBOOK2=$(submit --tenant research/nlp --name notebook-bo --kind interactive --gpu-type L40S --timeslice \
+            --cpu-millis 1000 --mem-mib 512 -- sh "$JOBS"/notebook.sh)
+for id in "$SERVING" "$RANKER1" "$RANKER2" "$NOTEBOOK" "$NOTEBOOK2"; do
+    until_true 20 "job $id running" is_state "$id" running
+done
 until_true 20 "the notebook's first line" has_log_line "$NOTEBOOK" 0 notebook
-echo "job $RANKER1 (ranker-1) says:"; show_log "$RANKER1" 0 "up on"
-echo "job $NOTEBOOK (notebook) says:"; show_log "$NOTEBOOK" 0 notebook
+until_true 20 "the second notebook's first line" has_log_line "$NOTEBOOK2" 0 notebook
+for id in "$RANKER1" "$RANKER2"; do echo "job $id says:"; show_log "$id" 0 "up on"; done
+for id in "$NOTEBOOK" "$NOTEBOOK2"; do echo "job $id says:"; show_log "$id" 0 notebook; done
 
 say "research/vision bursts three 8-GPU trainings (grace 60 s): one on its floor, two borrow nlp's idle H100"
 VIT=()
