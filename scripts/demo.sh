@@ -54,14 +54,11 @@ DAEMON='' AGENT=''
 # the agent (--on-exit stop kills what still runs), then gpupoold; then any replica left over.
 stop_all() {
     set +e
+    # (Ctrl-C reaches gpupoold too: then there is nothing to cancel.)
+    live_ids() { "$BIN"/gpupool --json jobs --state live 2>/dev/null | json '[x["id"] for x in j["jobs"]]' 2>/dev/null; }
     if [[ -n "$DAEMON" ]] && kill -0 "$DAEMON" 2>/dev/null && [[ -n "${GPUPOOL_SERVER:-}" ]]; then
-        for id in $("$BIN"/gpupool --json jobs --state live 2>/dev/null | json '[x["id"] for x in j["jobs"]]'); do
-            "$BIN"/gpupool cancel "$id" >/dev/null 2>&1
-        done
-        for _ in $(seq 100); do
-            [[ -z "$("$BIN"/gpupool --json jobs --state live 2>/dev/null | json '[x["id"] for x in j["jobs"]]')" ]] && break
-            sleep 0.2
-        done
+        for id in $(live_ids); do "$BIN"/gpupool cancel "$id" >/dev/null 2>&1; done
+        for _ in $(seq 100); do [[ -z "$(live_ids)" ]] && break; sleep 0.2; done
     fi
     if [[ -n "$AGENT" ]]; then kill "$AGENT" 2>/dev/null; wait "$AGENT" 2>/dev/null; fi
     if [[ -n "$DAEMON" ]]; then kill "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null; fi
@@ -70,7 +67,7 @@ stop_all() {
         [[ -f "$f" ]] && pid=$(cat "$f") && [[ -n "$pid" ]] || continue
         grep -qs "$RUN" /proc/"$pid"/cmdline && kill -KILL -- -"$pid" 2>/dev/null
     done
-    rm -rf "$RUN"
+    rm -rf "$RUN" 2>/dev/null || { sleep 1; rm -rf "$RUN"; }  # a replica's last files may still land
 }
 trap stop_all EXIT
 # json EXPR [ARGS...]: evaluates EXPR (Python) on the JSON read from stdin (j), ARGS in a.
