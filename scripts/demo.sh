@@ -38,7 +38,7 @@ VAR=./var
 NODES=examples/agent/nodes.yaml
 mkdir -p "$VAR"
 rm -rf "$VAR"/gpupool.db "$VAR"/gpupool.db-wal "$VAR"/gpupool.db-shm "$VAR"/gpupool.db.logs "$VAR"/admin.token \
-       "$VAR"/port "$VAR"/join.token "$VAR"/agent
+       "$VAR"/port "$VAR"/join.token "$VAR"/agent "$VAR"/faults
 : > "$VAR"/gpupoold.log
 : > "$VAR"/agent.log
 # A root agent runs jobs that name no user as nobody, who may not reach this checkout (/root is
@@ -124,7 +124,7 @@ elif [[ -f /sys/fs/cgroup/cgroup.controllers && "$(cat /proc/self/cgroup)" == "0
 fi
 "$BIN"/gpupool-agent run --server "$GPUPOOL_SERVER" --join-token-file "$VAR"/join.token \
     --backend sim --node-file "$NODES" --state-dir "$VAR"/agent --work-root "$RUN"/work \
-    --checkpoint-root "$RUN"/checkpoints --on-exit stop "${CGROUPS[@]}" \
+    --checkpoint-root "$RUN"/checkpoints --fault-file "$VAR"/faults --on-exit stop "${CGROUPS[@]}" \
     2>>"$VAR"/agent.log &
 AGENT=$!
 until_true 30 "six nodes up" nodes_up 6
@@ -188,7 +188,7 @@ say "A GPU fault: XID 79 (fallen off the bus) on the GPU of ranker-1 (job $RANKE
 BIND1=$(gp --json job "$RANKER1" | json 'j["bind_time"]')
 read -r NODE GPU < <(gp --json job "$RANKER1" | json 'j["placement"][0]["node"] + " " + j["placement"][0]["gpus"][0]')
 GPU_INDEX=$(gp --json nodes | json 'next(g["index"] for n in j["nodes"] if n["name"] == a[0] for g in n["gpus"] if g["uuid"] == a[1] or "%s/%s" % (n["name"], g["index"]) == a[1])' "$NODE" "$GPU")
-"$BIN"/gpupool-agent fault --node-file "$NODES" --node "$NODE" --gpu "$GPU_INDEX" --xid 79
+"$BIN"/gpupool-agent fault --node-file "$NODES" --fault-file "$VAR"/faults --node "$NODE" --gpu "$GPU_INDEX" --xid 79
 echo "injected on $NODE GPU $GPU_INDEX"
 gpu_unhealthy() { gp --json nodes | json 'any(not g["healthy"] for n in j["nodes"] if n["name"] == a[0] for g in n["gpus"])' "$NODE" | grep -q True; }
 restarted() { gp --json job "$RANKER1" | json 'j["state"] == "running" and j["bind_time"] != int(a[0])' "$BIND1" | grep -q True; }
@@ -215,6 +215,6 @@ fi
 say "gpupoold and the agent keep running.  In another shell:"
 echo "  export GPUPOOL_SERVER=$GPUPOOL_SERVER GPUPOOL_TOKEN_FILE=$PWD/$VAR/admin.token"
 echo "  ./build/bin/gpupool jobs | nodes | job $NLP | logs $NLP --replica 1 --follow | usage"
-echo "  ./build/bin/gpupool-agent fault --node-file $NODES --node h100-a-0 --gpu 0 --xid 79"
+echo "  ./build/bin/gpupool-agent fault --node-file $NODES --fault-file $VAR/faults --node h100-a-0 --gpu 0 --xid 79"
 echo "Replica logs: $VAR/agent/NODE/logs/; agent log: $VAR/agent.log.  Ctrl-C stops it all."
 wait "$DAEMON"
