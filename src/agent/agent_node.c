@@ -113,7 +113,7 @@ static const char *gp__url(const gp_node *n)
 static void gp__failed(gp_node *n, const char *call, long status, const char *why)
 {
     n->failures++;
-    int64_t wait = gp_backoff_ms(n->failures, n->opt->seed, n->index);
+    int64_t wait = gp_backoff_ms(n->failures, (int64_t)n->heartbeat_s * 1000, n->opt->seed, n->index);
     n->next_try_ms = gp_agent_mono_ms() + wait;
     const char *was = gp__url(n);
     n->url = (n->url + 1) % n->opt->n_urls;

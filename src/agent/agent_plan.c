@@ -89,13 +89,14 @@ int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt)
     return (int64_t)(gp__mix(seed ^ gp__mix(salt)) % (uint64_t)period_ms);
 }
 
-int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt)
+int64_t gp_backoff_ms(unsigned failures, int64_t cap_ms, uint64_t seed, uint64_t salt)
 {
-    int64_t base = GP_BACKOFF_FIRST_MS;
-    for (unsigned i = 1; i < failures && base < GP_BACKOFF_MAX_MS; i++)
+    int64_t max = cap_ms > 0 && cap_ms < GP_BACKOFF_MAX_MS ? cap_ms : GP_BACKOFF_MAX_MS;
+    int64_t base = GP_BACKOFF_FIRST_MS < max ? GP_BACKOFF_FIRST_MS : max;
+    for (unsigned i = 1; i < failures && base < max; i++)
         base *= 2;
-    if (base > GP_BACKOFF_MAX_MS)
-        base = GP_BACKOFF_MAX_MS;
+    if (base > max)
+        base = max;
     uint64_t r = gp__mix(seed ^ gp__mix(salt ^ gp__mix(failures)));
     int64_t permille = 800 + (int64_t)(r % 400); /* [0.8, 1.2) */
     return base * permille / 1000;

@@ -90,9 +90,11 @@ bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
 #define GP_BACKOFF_MAX_MS 10000
 
 /* The wait after the failures-th failure in a row (>= 1): 500 ms doubling
- * to 10 s, times a jitter in [0.8, 1.2) drawn from (seed, salt, failures),
- * so that many nodes of one agent do not retry in step. */
-int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt);
+ * to 10 s or cap_ms if less (the node's heartbeat period: a node waiting
+ * out its back-off must not look silent to a restarted gpupoold; <= 0: no
+ * cap), times a jitter in [0.8, 1.2) drawn from (seed, salt, failures), so
+ * that many nodes of one agent do not retry in step. */
+int64_t gp_backoff_ms(unsigned failures, int64_t cap_ms, uint64_t seed, uint64_t salt);
 
 /* Where in a period of period_ms (> 0) a node's heartbeats fall:
  * [0, period_ms), from (seed, salt), so that the nodes of one agent that

@@ -125,15 +125,27 @@ static void shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them(void **s
 static void backoff_doubles_from_half_a_second_to_ten_with_jitter(void **state)
 {
     (void)state;
-    int64_t first = gp_backoff_ms(1, 0, 0), fifth = gp_backoff_ms(5, 0, 0), many = gp_backoff_ms(40, 0, 0);
+    int64_t first = gp_backoff_ms(1, 0, 0, 0), fifth = gp_backoff_ms(5, 0, 0, 0), many = gp_backoff_ms(40, 0, 0, 0);
     assert_true(first >= 400 && first < 600);
     assert_true(fifth >= 6400 && fifth < 9600);
     assert_true(many >= 8000 && many < 12000);
-    assert_int_equal(gp_backoff_ms(3, 42, 7), gp_backoff_ms(3, 42, 7)); /* the same seed, the same wait */
+    assert_int_equal(gp_backoff_ms(3, 0, 42, 7), gp_backoff_ms(3, 0, 42, 7)); /* the same seed, the same wait */
     int differ = 0;
     for (uint64_t node = 1; node < 20; node++)
-        differ += gp_backoff_ms(3, 42, node) != gp_backoff_ms(3, 42, 0);
+        differ += gp_backoff_ms(3, 0, 42, node) != gp_backoff_ms(3, 0, 42, 0);
     assert_true(differ > 10); /* nodes of one agent do not retry in step */
+}
+
+static void backoff_never_waits_much_past_a_heartbeat_period(void **state)
+{
+    (void)state;
+    /* heartbeat 2 s (--node-lost-after 8): a restarted gpupoold must hear
+     * from the node before it counts it lost */
+    for (unsigned failures = 1; failures < 40; failures++)
+        assert_true(gp_backoff_ms(failures, 2000, 0, failures) < 2400);
+    assert_true(gp_backoff_ms(40, 2000, 0, 0) >= 1600);
+    assert_true(gp_backoff_ms(1, 200, 0, 0) < 240); /* a cap below the first wait */
+    assert_true(gp_backoff_ms(40, 60000, 0, 0) < 12000); /* a cap above 10 s changes nothing */
 }
 
 static void heartbeats_of_many_nodes_spread_over_the_period(void **state)
@@ -160,6 +172,7 @@ int main(void)
         cmocka_unit_test(a_stop_for_a_run_not_here_does_nothing),
         cmocka_unit_test(shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them),
         cmocka_unit_test(backoff_doubles_from_half_a_second_to_ten_with_jitter),
+        cmocka_unit_test(backoff_never_waits_much_past_a_heartbeat_period),
         cmocka_unit_test(heartbeats_of_many_nodes_spread_over_the_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,8 +39,8 @@ import agentproc  # noqa: E402
 import gpd  # noqa: E402
 from agentproc import Agent, alive, end_replicas, sim_nodes, submit, wait_state, write_node_file  # noqa: E402
 
-# --node-lost-after 15: above the agent's longest retry back-off (10 s), so a restarted gpupoold
-# does not find a node lost only because its agent was waiting out the back-off.
+# --node-lost-after 15 (heartbeats every 3 s): the agent's retry back-off is capped at the heartbeat
+# period, so a restarted gpupoold does not find a node lost only because its agent was waiting.
 DAEMON = {"fleet": None, "extra": ["--node-lost-after", "15", "--max-connections", "2000"]}
 
 
