@@ -217,6 +217,7 @@ static void requeue(gp_engine *e, uint32_t job, const char *why)
         return;
     }
     gp__job_transition(e, job, GP_JOB_PENDING, "requeued: %s", why);
+    j->requeues++;
     j->wait = (gp_wait){.code = GP_WAIT_NEW, .dim = -1, .tenant = GP__NONE};
     gp__queue_insert(e, job);
 }

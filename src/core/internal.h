@@ -295,6 +295,7 @@ typedef struct gp__job {
     gp_restart_policy restart; /* resolved: NEVER or ON_FAILURE */
     int max_restarts;     /* ON_FAILURE: restarts allowed after failures */
     int restarts;         /* restarts after failures so far */
+    int requeues;         /* requeued after it ran (preempted, node lost, GPU failed) */
     int64_t eligible_at;  /* PENDING after a failure: not placed before this (back-off) */
     bool withdrawn;       /* a PREEMPT reached it since its bind and was withdrawn: if it
                              stops anyway (it may have acted on the signal), it is requeued */

@@ -293,6 +293,7 @@ typedef struct gp_job_info {
     int64_t time_limit_s;       /* effective (its own or its tenant's default), 0 = none */
     bool time_limited;          /* PREEMPTING: stopped for running past its time limit */
     int restarts;               /* times requeued after a failure (restart_policy on-failure) */
+    int requeues;               /* times requeued after it ran: preempted, its node lost, its GPU failed */
 } gp_job_info;
 
 typedef struct gp_tenant_info {

@@ -255,6 +255,7 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
     out->time_limit_s = j->limit;
     out->time_limited = j->time_limited;
     out->restarts = j->restarts;
+    out->requeues = j->requeues;
     return GP_OK;
 }
 

@@ -203,7 +203,7 @@ static void job_assignments(const gp_server *srv, uint64_t id, const char *node,
             continue;
         json_t *o = json_pack("{s:I, s:i, s:i, s:I, s:O, s:O, s:i, s:o, s:o}", "job", (json_int_t)id, "replica",
                               (int)r, "replicas", info.replicas, "bind_time", (json_int_t)info.bind_time, "gpus",
-                              json_object_get(rep, "gpus"), "peers", peers, "restart_count", info.preemptions + info.restarts,
+                              json_object_get(rep, "gpus"), "peers", peers, "restart_count", info.requeues + info.restarts,
                               "time_limit_s", info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null(),
                               "last_checkpoint",
                               info.last_checkpoint >= 0 ? json_integer(info.last_checkpoint) : json_null());

@@ -98,6 +98,7 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     json_object_set_new(view, "submit_time", json_integer(info.submit_time));
     json_object_set_new(view, "bind_time", info.bind_time < 0 ? json_null() : json_integer(info.bind_time));
     json_object_set_new(view, "preemptions", json_integer(info.preemptions));
+    json_object_set_new(view, "requeues", json_integer(info.requeues));
     json_object_set_new(view, "restarts", json_integer(info.restarts));
     json_object_set_new(view, "effective_time_limit_s",
                         info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null());

@@ -244,6 +244,26 @@ def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
     assert a["action"] == "run"
 
 
+def test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    join = join_token(d)
+    n1, n2 = FakeAgent(d, "t4-1", join=join), FakeAgent(d, "t4-2", join=join)
+    job_id = submit(d, gpus=1)
+    gpd.wait_for(lambda: job(d, job_id)["state"] == "running", what="job running")
+    first = job(d, job_id)["placement"][0]
+    sick = n1 if first["node"] == "t4-1" else n2
+    [a] = mine(sick.poll(), job_id)
+    assert a["restart_count"] == 0, a
+    index = int(first["gpus"][0].rsplit("-", 1)[1])  # the fake agent's UUIDs: GPU-NODE-INDEX
+    [r] = sick.report({"what": "gpu_health", "gpu": index, "healthy": False})
+    assert r["applied"], r
+    view = gpd.wait_for(lambda: (lambda v: v if v["state"] == "running" else None)(job(d, job_id)),
+                        what="job requeued and bound again")
+    [a] = mine((n1 if view["placement"][0]["node"] == "t4-1" else n2).poll(), job_id)
+    assert a["restart_count"] == 1, a
+    assert view["requeues"] == 1 and view["preemptions"] == 0, view
+
+
 def test_a_silent_node_is_lost_and_must_register_again(d):
     d.stop()
     d.extra = ["--node-lost-after", "2"]
@@ -266,6 +286,8 @@ def test_a_silent_node_is_lost_and_must_register_again(d):
                         what="job requeued and bound again")
     assert view["placement"][0]["node"] == alive.name, view["placement"]
     assert any("lost" in (h.get("reason") or "") for h in view["history"]), view["history"]
+    [a] = mine(alive.poll(), job_id)
+    assert a["restart_count"] == 1 and view["requeues"] == 1, (a, view)  # GPUPOOL_RESTART_COUNT: its second run
     status, out = silent.heartbeat()
     assert status == 409 and "register again" in out["error"]["message"], out
     assert mine(silent.poll(), job_id) == []
@@ -309,5 +331,6 @@ if __name__ == "__main__":
              test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas,
              test_replica_reports_finish_the_gang,
              test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace,
+             test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart,
              test_a_silent_node_is_lost_and_must_register_again,
              test_kill9_keeps_assignments_raises_the_epoch_and_replays])
