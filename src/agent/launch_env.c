@@ -159,6 +159,8 @@ static gp_err gp__env_agent_vars(gp_env *env, const gp_replica_desc *d, const ch
     if (rc == GP_OK) rc = gp__env_set_uint(env, "NNODES", d->replicas, err);
     if (rc == GP_OK) rc = gp__env_set_uint(env, "NODE_RANK", d->replica, err);
     if (rc == GP_OK) rc = gp__env_set_uint(env, "WORLD_SIZE", d->replicas, err);
+    if (rc == GP_OK) rc = gp__env_set_uint(env, "RANK", d->replica, err);
+    if (rc == GP_OK) rc = gp_env_set(env, "LOCAL_RANK", "0", err);
     return rc;
 }
 

@@ -17,8 +17,12 @@
  *   NNODES                 2                    (one replica per node)
  *   NODE_RANK              1                    (= GPUPOOL_REPLICA)
  *   WORLD_SIZE             2                    (= GPUPOOL_REPLICAS)
+ *   RANK                   1                    (= GPUPOOL_REPLICA)
+ *   LOCAL_RANK             0                    (one process per replica)
  *
- * so that an unmodified `torchrun` or PyTorch job runs as a gang.  The
+ * so that an unmodified `torchrun` or PyTorch job runs as a gang: RANK and
+ * LOCAL_RANK let a job of one process per node call
+ * init_process_group("nccl") directly (torchrun sets its workers' own).  The
  * agent's values win over a job variable of the same name (a job cannot
  * widen its CUDA_VISIBLE_DEVICES or claim another job id).
  *

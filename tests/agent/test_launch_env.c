@@ -38,6 +38,7 @@ static void a_replica_sees_the_gang_and_torchrun_variables(void **state)
         {"GPUPOOL_RESTART_COUNT", "3"},              {"MASTER_ADDR", "node-a"},
         {"MASTER_PORT", "20042"},                    {"NNODES", "2"},
         {"NODE_RANK", "1"},                          {"WORLD_SIZE", "2"},
+        {"RANK", "1"},                               {"LOCAL_RANK", "0"},
     };
     size_t n = sizeof want / sizeof want[0];
     for (size_t i = 0; i < n; i++) {
@@ -74,7 +75,7 @@ static void the_jobs_variables_are_kept_and_the_agents_win_a_clash(void **state)
     assert_string_equal(gp_env_get(&env, "EMPTY"), "");
     assert_string_equal(gp_env_get(&env, "CUDA_VISIBLE_DEVICES"), "GPU-aaa,GPU-bbb");
     assert_string_equal(gp_env_get(&env, "GPUPOOL_JOB_ID"), "42");
-    assert_int_equal(env.count, 15);
+    assert_int_equal(env.count, 17); /* the agent's 15 and the job's LR and EMPTY */
     gp_env_free(&env);
 }
 

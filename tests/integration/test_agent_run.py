@@ -49,7 +49,7 @@ nodes:
 """
 
 PRINT_ENV = ("import os, json; print('ENV ' + json.dumps({k: v for k, v in os.environ.items() "
-             "if k.startswith(('GPUPOOL_', 'MASTER_', 'NNODES', 'NODE_RANK', 'WORLD_SIZE', 'CUDA_', 'SEED'))}))")
+             "if k.startswith(('GPUPOOL_', 'MASTER_', 'NNODES', 'NODE_RANK', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK', 'CUDA_', 'SEED'))}))")
 
 # Waits for SIGTERM; then, with CKPT=1, checkpoints (touches .done) and waits to be killed.
 WAIT_TERM = """
@@ -194,7 +194,7 @@ def test_a_two_replica_gang_spans_two_nodes_with_the_right_environment(d, a):
     peers = envs[0]["GPUPOOL_PEERS"].split(",")
     assert sorted(peers) == ["t4-0", "t4-1"], peers
     for rank, env in enumerate(envs):
-        assert env["GPUPOOL_REPLICA"] == env["NODE_RANK"] == str(rank), env
+        assert env["GPUPOOL_REPLICA"] == env["NODE_RANK"] == env["RANK"] == str(rank) and env["LOCAL_RANK"] == "0", env
         assert env["GPUPOOL_REPLICAS"] == env["WORLD_SIZE"] == env["NNODES"] == "2", env
         assert env["GPUPOOL_JOB_ID"] == str(job_id) and env["GPUPOOL_TENANT"] == "t", env
         assert env["MASTER_ADDR"] == peers[0] and env["MASTER_PORT"] == str(20000 + job_id % 10000), env
