@@ -432,15 +432,31 @@ static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, 
     }
 }
 
-static json_t *gp__running(const gp_node *n)
+/* What the replica uses of its GPUs or slices: the telemetry's processes
+ * that are its supervisor or its main process. */
+static json_t *gp__replica_use(const gp_replica *r, const gp_telemetry *t)
+{
+    json_t *out = json_array();
+    for (int p = 0; t && p < t->n_processes; p++) {
+        const gp_gpu_process *proc = &t->processes[p];
+        if (proc->pid == r->supervisor || proc->pid == gp_replica_pid(r))
+            json_array_append_new(out, gp_gpu_process_to_json(proc));
+    }
+    return out;
+}
+
+/* The replicas that run, each with its use of its GPUs (t: NULL when the
+ * backend gave no sample). */
+static json_t *gp__running(const gp_node *n, const gp_telemetry *t)
 {
     json_t *out = json_array();
     for (size_t i = 0; i < n->n_replicas; i++) {
         const gp_replica *r = n->replicas[i];
         if (!r->ended)
-            json_array_append_new(out, json_pack("{s:I, s:i, s:i, s:s}", "job", (json_int_t)r->job, "replica",
+            json_array_append_new(out, json_pack("{s:I, s:i, s:i, s:s, s:o}", "job", (json_int_t)r->job, "replica",
                                                  (int)r->replica, "pid", (int)gp_replica_pid(r), "state",
-                                                 r->stop_deadline == GP_PLAN_NO_DEADLINE ? "running" : "stopping"));
+                                                 r->stop_deadline == GP_PLAN_NO_DEADLINE ? "running" : "stopping",
+                                                 "gpus", gp__replica_use(r, t)));
     }
     return out;
 }
@@ -449,12 +465,14 @@ static void gp__heartbeat(gp_node *n, int64_t now)
 {
     static gp_telemetry t;
     json_t *gpus = NULL;
-    if (gp_gpu_telemetry(&n->gpu, gp_agent_real_ms(), &t, NULL) == GP_OK) {
+    bool sampled = gp_gpu_telemetry(&n->gpu, gp_agent_real_ms(), &t, NULL) == GP_OK;
+    if (sampled) {
         json_t *tj = gp_telemetry_to_json(&t);
         gpus = json_incref(json_object_get(tj, "gpus"));
         json_decref(tj);
     }
-    json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n), "gpus", gpus ? gpus : json_array());
+    json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n, sampled ? &t : NULL), "gpus",
+                             gpus ? gpus : json_array());
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
     snprintf(url, sizeof url, "%s/v1/agents/%s/heartbeat", gp__url(n), n->name);
     gp_error err;

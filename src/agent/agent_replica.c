@@ -344,8 +344,14 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_err
     return rc;
 }
 
+/* The backend's telemetry follows what runs: a MIG replica keeps its
+ * instance busy (its compute share), any other its GPUs. */
 static void gp__set_busy(gp_node *n, const gp_replica *r, bool busy)
 {
+    if (r->mig_uuid[0]) {
+        gp_gpu_set_busy(&n->gpu, r->mig_uuid, r->supervisor, busy, gp_agent_real_ms(), NULL);
+        return;
+    }
     for (size_t i = 0; i < r->n_gpus; i++)
         gp_gpu_set_busy(&n->gpu, r->gpus[i], r->supervisor, busy, gp_agent_real_ms(), NULL);
 }

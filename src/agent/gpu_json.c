@@ -64,7 +64,7 @@ static json_t *sample_to_json(const gp_gpu_sample *s)
                      (json_int_t)s->ecc_uncorrected);
 }
 
-static json_t *process_to_json(const gp_gpu_process *p)
+json_t *gp_gpu_process_to_json(const gp_gpu_process *p)
 {
     return json_pack("{s:i, s:s, s:o, s:o}", "pid", p->pid, "uuid", p->uuid, "memory_used_mib",
                      known_int(p->memory_used_mib), "sm_active_pct", known_int(p->sm_active_pct));
@@ -76,6 +76,6 @@ json_t *gp_telemetry_to_json(const gp_telemetry *t)
     for (int g = 0; gpus && g < t->n_gpus; g++)
         json_array_append_new(gpus, sample_to_json(&t->gpus[g]));
     for (int p = 0; procs && p < t->n_processes; p++)
-        json_array_append_new(procs, process_to_json(&t->processes[p]));
+        json_array_append_new(procs, gp_gpu_process_to_json(&t->processes[p]));
     return json_pack("{s:I, s:o, s:o}", "at_ms", (json_int_t)t->at_ms, "gpus", gpus, "processes", procs);
 }

@@ -27,5 +27,7 @@
 
 json_t *gp_inventory_to_json(const gp_node_inventory *inv);
 json_t *gp_telemetry_to_json(const gp_telemetry *t);
+/* One process's use of a GPU or MIG instance: {"pid", "uuid", "memory_used_mib", "sm_active_pct"}. */
+json_t *gp_gpu_process_to_json(const gp_gpu_process *p);
 
 #endif

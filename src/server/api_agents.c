@@ -277,7 +277,9 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
 
 /* ---- heartbeat ---- */
 
-/* {"job": 7, "replica": 0, "pid": 4242, "state": "running"} */
+/* {"job": 7, "replica": 0, "pid": 4242, "state": "running",
+ *  "gpus": [{"uuid": "MIG-...", "memory_used_mib": 9000, "sm_active_pct": 40}]}
+ * (gpus: the replica's use of its GPUs or slices, opaque like the node's) */
 static gp_err running_entry(const json_t *v, size_t i, gp_error *err)
 {
     char field[48];
@@ -300,7 +302,9 @@ static gp_err running_entry(const json_t *v, size_t i, gp_error *err)
             rc = gp_json_int(x, name, 0, INT32_MAX, &n, err);
         else if (strcmp(key, "state") == 0)
             rc = gp_json_string(x, name, sizeof text - 1, text, sizeof text, err);
-        else
+        else if (strcmp(key, "gpus") == 0 && !json_is_array(x))
+            rc = gp_error_set(err, GP_ERR_INVALID, name, "%s must be an array", name);
+        else if (strcmp(key, "gpus") != 0)
             rc = gp_json_unknown_field(field, key, err);
     }
     if (rc == GP_OK && (!json_object_get(v, "job") || !json_object_get(v, "replica")))

@@ -382,6 +382,13 @@ def test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy(d)
             gpd.wait_for(lambda: "".join(a.replica_logs(x).values()), what="job %d's MIG replica's output" % x)
             seen.append(json.loads(lines("".join(a.replica_logs(x).values()), "ENV ")[0])["CUDA_VISIBLE_DEVICES"])
         assert all(v.startswith("MIG-") for v in seen) and seen[0] != seen[1], seen
+
+        def slice_use():  # the heartbeat's use per job and per slice, as GET /v1/nodes shows it
+            running = (d.ok("GET", "/v1/nodes/a100m")["agent"] or {}).get("running") or []
+            use = {e["job"]: [g["uuid"] for g in e.get("gpus") or []] for e in running}
+            return use if use.get(j) and use.get(k) else None
+        use = gpd.wait_for(slice_use, what="each job's use of its slice in a heartbeat")
+        assert (use[j], use[k]) == ([seen[0]], [seen[1]]), (use, seen)
         [rep] = job(d, j)["placement"]
         index = [g["uuid"] for g in d.ok("GET", "/v1/nodes/a100m")["gpus"]].index(rep["gpus"][0])
         subprocess.run([AGENT, "fault", "--node-file", a.node_file, "--node", "a100m", "--gpu", str(index),
