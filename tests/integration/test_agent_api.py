@@ -126,6 +126,12 @@ def test_join_token_registers_and_credentials_reach_only_their_node(d):
     out = n1.register(join)  # a restarted agent: same shape, a fresh credential
     assert out["revoked"] and d.call("GET", "/v1/agents/t4-1/assignments", token=old)[0] == 401
     assert n1.heartbeat()[0] == 200
+    for bad, field in [({"job": 1, "replica": 0, "gpus": {}}, "running[0].gpus"),
+                       ({"job": 1, "replica": 0, "cpu": 3}, "running[0].cpu"), ({"job": 1}, "running[0]")]:
+        status, out = n1.call("POST", "heartbeat", {"running": [bad]})
+        assert status == 400 and out["error"]["field"] == field, (bad, out)
+    status, out = n1.call("POST", "heartbeat", {"running": [{"job": 1, "replica": 0, "gpus": [{"uuid": "GPU-x"}]}]})
+    assert status == 200, out
     bigger = dict(n1.inventory, gpu_count=4, gpu_uuids=["u%d" % i for i in range(4)])
     status, out = d.call("POST", "/v1/agents:register", {"node": bigger}, token=join)
     assert status == 409, out
