@@ -42,7 +42,8 @@ bench: deps build
 	  [ -x "$$f" ] || continue; found=1; \
 	  echo "== $$f"; "$$f" || exit 1; \
 	done; \
-	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"
+	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"; \
+	echo "== bench/agent/run"; ./bench/agent/run
 
 # PREFIX=/usr/local by default: binaries in bin/, man pages in share/man.
 install: build

@@ -38,7 +38,7 @@ struct gp_proc {
     bool reaped;
     int status;
     bool ended;
-    gp_exit end;
+    gp_proc_exit end;
 };
 
 /* What the child needs, all resolved in the parent. */
@@ -462,9 +462,9 @@ static void gp__kill_tree(gp_proc *p)
     }
 }
 
-static gp_exit gp__classify(const gp_proc *p, bool oom)
+static gp_proc_exit gp__classify(const gp_proc *p, bool oom)
 {
-    gp_exit end = {GP_EXIT_EXITED, -1, 0};
+    gp_proc_exit end = {GP_EXIT_EXITED, -1, 0};
     if (WIFEXITED(p->status)) {
         end.code = WEXITSTATUS(p->status);
     } else if (WIFSIGNALED(p->status)) {
@@ -499,7 +499,7 @@ static void gp__finish(gp_proc *p)
     p->ended = true;
 }
 
-bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_exit *out)
+bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_proc_exit *out)
 {
     if (!p->ended && !p->reaped && waitpid(p->pid, &p->status, WNOHANG) == p->pid) {
         p->reaped = true;

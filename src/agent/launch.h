@@ -76,11 +76,11 @@ typedef enum gp_exit_reason {
 
 typedef enum gp_stop_cause { GP_STOP_REQUESTED = 0, GP_STOP_TIME_LIMIT } gp_stop_cause;
 
-typedef struct gp_exit {
+typedef struct gp_proc_exit {
     gp_exit_reason reason;
     int code;   /* exit status when the main process exited, else -1 */
     int signal; /* the signal that ended it, else 0 */
-} gp_exit;
+} gp_proc_exit;
 
 typedef struct gp_proc gp_proc;
 
@@ -113,7 +113,7 @@ int64_t gp_proc_deadline(const gp_proc *p);
 /* Reaps without blocking; kills the tree when the deadline has passed.
  * true once the replica has ended: *out is filled, the tree is gone and
  * the cgroup removed (again true, same *out, on later calls). */
-bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_exit *out);
+bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_proc_exit *out);
 /* Kills what is left, reaps, removes the cgroup, frees p (NULL is fine). */
 void gp_proc_free(gp_proc *p);
 

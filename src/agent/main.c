@@ -8,9 +8,11 @@
  * Exit status: 0 done, 1 the node, its file or the backend refused
  * (the message names the field), 2 a bad command line.
  */
+#include "agent/agent.h"
 #include "agent/gpu.h"
 #include "agent/gpu_json.h"
 #include "agent/gpu_sim.h"
+#include "agent/supervise.h"
 #include "spec/spec_json.h"
 #include "version.h"
 
@@ -26,6 +28,7 @@ static const char USAGE[] =
     "The gpupool node agent.\n"
     "\n"
     "commands:\n"
+    "  run         join gpupoold and run what it assigns (gpupool-agent run --help)\n"
     "  inventory   print the node's GPUs as JSON (what registration sends)\n"
     "  telemetry   print one telemetry sample as JSON\n"
     "  fault       inject a fault into a sim node (appends to its fault file)\n"
@@ -222,6 +225,10 @@ static int cmd_fault(const agent_args *a)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "run") == 0)
+        return gp_agent_run_main(argc - 1, argv + 1);
+    if (argc == 3 && strcmp(argv[1], "supervise") == 0)
+        return gp_supervise_main(argv[2]);
     agent_args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
@@ -231,6 +238,6 @@ int main(int argc, char **argv)
         return cmd_look(&a);
     if (strcmp(a.command, "fault") == 0)
         return cmd_fault(&a);
-    fprintf(stderr, "gpupool-agent: unknown command %s (inventory, telemetry, fault)\n", a.command);
+    fprintf(stderr, "gpupool-agent: unknown command %s (run, inventory, telemetry, fault)\n", a.command);
     return 2;
 }

@@ -9,7 +9,10 @@
  * libmicrohttpd runs one thread per connection (MHD_USE_THREAD_PER_CONNECTION):
  * a handler may block while the engine thread commits its batch, and the
  * number of requests in flight -- hence the group-commit batch size -- is
- * the number of busy connections, bounded by --max-connections.
+ * the number of busy connections, bounded by --max-connections.  Each
+ * connection thread waits with poll(2) (MHD_USE_POLL), not select(2),
+ * whose FD_SETSIZE would refuse every socket numbered 1024 or more: one
+ * gpupoold holds the long-polls of thousands of node agents at once.
  *
  * Limits enforced here, before any handler runs:
  *   target        the URL exactly as sent must be valid (uri.h: no NUL,
@@ -420,7 +423,7 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
         free(cert);
         return err ? err->code : GP_ERR_INVALID;
     }
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
                      (tls ? MHD_USE_TLS : 0);
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},

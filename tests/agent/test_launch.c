@@ -114,9 +114,9 @@ static gp_launch_spec spec_for(fixture *f, char *const *argv)
 }
 
 /* Waits (poll on the pidfd, bounded) until the replica has ended. */
-static gp_exit wait_end(gp_proc *p, int64_t now)
+static gp_proc_exit wait_end(gp_proc *p, int64_t now)
 {
-    gp_exit end;
+    gp_proc_exit end;
     for (int i = 0; i < 600; i++) {
         if (gp_proc_poll(p, now, &end)) {
             return end;
@@ -128,7 +128,7 @@ static gp_exit wait_end(gp_proc *p, int64_t now)
     return end;
 }
 
-static gp_exit run(fixture *f, gp_launch_spec *spec)
+static gp_proc_exit run(fixture *f, gp_launch_spec *spec)
 {
     gp_proc *p = NULL;
     gp_error err;
@@ -136,7 +136,7 @@ static gp_exit run(fixture *f, gp_launch_spec *spec)
         fail_msg("launch: %s (%s)", err.message, err.field);
     }
     (void)f;
-    gp_exit end = wait_end(p, 0);
+    gp_proc_exit end = wait_end(p, 0);
     gp_proc_free(p);
     return end;
 }
@@ -233,7 +233,7 @@ static void a_replica_runs_with_its_environment_in_its_own_working_folder(void *
     setenv("GP_AGENT_ONLY", "secret", 1);
     char *argv[] = {"sh", "-c", "env > env.txt; pwd > pwd.txt", NULL};
     gp_launch_spec spec = spec_for(f, argv);
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.reason, GP_EXIT_EXITED);
     assert_int_equal(end.code, 0);
     char path[256];
@@ -276,7 +276,7 @@ static void no_descriptor_of_the_agent_reaches_the_replica(void **state)
     assert_int_equal(dup2(leak, 77), 77);
     char *argv[] = {"ls", "/proc/self/fd", NULL}; /* ls's own folder descriptor is 3 */
     gp_launch_spec spec = spec_for(f, argv);
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     close(77), close(leak);
     assert_int_equal(end.code, 0);
     char *out = read_text(f->out);
@@ -289,7 +289,7 @@ static void an_exit_code_and_a_fatal_signal_are_reported_as_such(void **state)
     fixture *f = *state;
     char *exit3[] = {"sh", "-c", "exit 3", NULL};
     gp_launch_spec spec = spec_for(f, exit3);
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.reason, GP_EXIT_EXITED);
     assert_int_equal(end.code, 3);
     assert_int_equal(end.signal, 0);
@@ -312,7 +312,7 @@ static void a_replica_that_ignores_its_signal_is_killed_when_the_grace_ends(void
     wait_for_text(f->out, "ready");
     gp_proc_stop(p, SIGTERM, 1000, 5000, GP_STOP_REQUESTED);
     assert_int_equal(gp_proc_deadline(p), 6000);
-    gp_exit end;
+    gp_proc_exit end;
     assert_false(gp_proc_poll(p, 5999, &end)); /* TERM is ignored: still running */
     end = wait_end(p, 6000);
     assert_int_equal(end.reason, GP_EXIT_KILLED_AFTER_GRACE);
@@ -329,7 +329,7 @@ static void a_replica_that_ends_on_its_signal_within_the_grace_is_signalled(void
     gp_proc *p = NULL;
     assert_int_equal(gp_launch(&spec, &p, NULL), GP_OK);
     gp_proc_stop(p, SIGINT, 0, 60000, GP_STOP_REQUESTED);
-    gp_exit end = wait_end(p, 0);
+    gp_proc_exit end = wait_end(p, 0);
     assert_int_equal(end.reason, GP_EXIT_SIGNALLED);
     assert_int_equal(end.signal, SIGINT);
     assert_int_equal(gp_proc_deadline(p), -1);
@@ -346,7 +346,7 @@ static void a_stop_for_the_time_limit_reports_time_limit(void **state)
     gp_proc_stop(p, SIGTERM, 0, 60000, GP_STOP_REQUESTED);
     gp_proc_stop(p, SIGTERM, 10, 0, GP_STOP_TIME_LIMIT);
     assert_int_equal(gp_proc_deadline(p), 10);
-    gp_exit end = wait_end(p, 10);
+    gp_proc_exit end = wait_end(p, 10);
     assert_int_equal(end.reason, GP_EXIT_TIME_LIMIT);
     assert_string_equal(gp_exit_reason_name(end.reason), "time_limit");
     gp_proc_free(p);
@@ -368,7 +368,7 @@ static void run_tree_and_kill(fixture *f, const gp_cgroup_host *cgroups, const c
     snprintf(pids, sizeof pids, "%s/pids", f->workdir);
     wait_for_text(f->out, "ready");
     gp_proc_stop(p, SIGTERM, 0, 0, GP_STOP_REQUESTED);
-    gp_exit end = wait_end(p, 0); /* TERM is ignored by all: the grace of 0 ends in the kill */
+    gp_proc_exit end = wait_end(p, 0); /* TERM is ignored by all: the grace of 0 ends in the kill */
     assert_int_equal(end.reason, GP_EXIT_KILLED_AFTER_GRACE);
     gp_proc_free(p);
     assert_all_gone(pids);
@@ -399,7 +399,7 @@ static void as_root_a_replica_runs_as_the_jobs_user_in_a_folder_it_owns(void **s
     char *argv[] = {"sh", "-c", "id -u; id -g; echo $USER $HOME; touch mine", NULL};
     gp_launch_spec spec = spec_for(f, argv);
     spec.user = "nobody";
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.code, 0);
     char *out = read_text(f->out);
     assert_string_equal(out, "65534\n65534\nnobody /nonexistent\n");
@@ -470,7 +470,7 @@ static void a_replica_over_its_memory_limit_ends_as_oom(void **state)
     gp_launch_spec spec = spec_for(f, argv);
     spec.cgroups = &f->v1;
     spec.limits.mem_mib = 32;
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.reason, GP_EXIT_OOM);
     assert_int_equal(end.signal, SIGKILL);
     assert_string_equal(gp_exit_reason_name(end.reason), "oom");
@@ -486,7 +486,7 @@ static void a_replica_under_its_memory_limit_is_not_oom(void **state)
     gp_launch_spec spec = spec_for(f, argv);
     spec.cgroups = &f->v1;
     spec.limits.mem_mib = 64;
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.reason, GP_EXIT_EXITED);
     assert_int_equal(end.code, 0);
 }
@@ -501,7 +501,7 @@ static void a_replica_cannot_fork_past_its_pids_limit(void **state)
     gp_launch_spec spec = spec_for(f, argv);
     spec.cgroups = &f->v1;
     spec.limits.pids_max = 3;
-    gp_exit end = run(f, &spec);
+    gp_proc_exit end = run(f, &spec);
     assert_int_equal(end.reason, GP_EXIT_EXITED);
     assert_int_not_equal(end.code, 0);
     assert_file_has(f->err, "Cannot fork");

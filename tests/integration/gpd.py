@@ -24,7 +24,27 @@ FLEET = os.path.join(ROOT, "examples", "fleet.yaml")
 TENANTS = os.path.join(ROOT, "examples", "tenants.yaml")
 
 
-class Daemon:
+class Process:
+    """A child process writing to a log file: what Daemon and agentproc.Agent share."""
+    proc = None
+    log = None
+
+    def read_log(self, tail=4000):
+        """The log's last tail characters (all of it for None)."""
+        try:
+            with open(self.log, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return ""
+        return text if tail is None else text[-tail:]
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+
+class Daemon(Process):
     def __init__(self, workdir=None, fleet=FLEET, extra=None):
         self.own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix="gpupool-test-")
@@ -67,18 +87,6 @@ class Daemon:
         with open(os.path.join(self.dir, "admin.token")) as f:
             self.token = f.read().strip()
         return self
-
-    def read_log(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -147,11 +155,11 @@ def wait_for(pred, timeout=20, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-def run(tests):
-    """Runs test functions; each gets a fresh started daemon."""
+def run(tests, **daemon_args):
+    """Runs test functions; each gets a fresh started daemon (Daemon(**daemon_args))."""
     failed = 0
     for t in tests:
-        d = Daemon()
+        d = Daemon(**daemon_args)
         t0 = time.time()
         try:
             d.start()

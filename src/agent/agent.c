@@ -1,0 +1,376 @@
+/* agent.c - `gpupool-agent run`: the options, the nodes and the one
+ * event loop that drives them (agent.h). */
+#define _GNU_SOURCE
+#include "agent/agent.h"
+
+#include "agent/agent_node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define GP__SHUTDOWN_MS 10000
+
+static const char USAGE[] =
+    "usage: gpupool-agent run --server URL[,URL...] (--join-token TOKEN | --join-token-file FILE)\n"
+    "                         --backend sim --node-file FILE [--node NAME]... --state-dir DIR [options]\n"
+    "\n"
+    "  --work-root DIR         replicas' working folders DIR/NODE/job<ID>-r<R> (default STATE/NODE/work)\n"
+    "  --checkpoint-root DIR   GPUPOOL_CHECKPOINT_DIR = DIR/job<ID> (default STATE/checkpoints)\n"
+    "  --cgroup-parent NAME    replicas' cgroups under NAME (default gpupool)\n"
+    "  --no-cgroups            no cgroups: no CPU, memory or pids limits\n"
+    "  --isolate-devices       a replica opens only its own GPUs' device nodes\n"
+    "  --device-dir DIR        sim: the GPUs' device nodes are DIR/nvidiaN\n"
+    "  --heartbeat-s N         heartbeat period (default: what register answered)\n"
+    "  --on-exit keep|stop     on SIGTERM: leave replicas running (default) or kill them\n"
+    "  --cacert FILE           CA bundle for https servers\n"
+    "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
+    "  --seed N                sim telemetry and back-off jitter seed (default 0)\n";
+
+typedef struct gp_agent {
+    gp_agent_options opt;
+    const char *only[64]; /* --node names */
+    size_t n_only;
+    gp_http *http;
+    gp_node *nodes;
+    size_t n_nodes;
+    unsigned registering; /* registrations in flight, of all nodes */
+} gp_agent;
+
+static int gp__sigpipe[2] = {-1, -1};
+
+static void gp__on_signal(int sig)
+{
+    unsigned char c = (unsigned char)sig;
+    if (write(gp__sigpipe[1], &c, 1) < 0)
+        return;
+}
+
+/* ---- options ---- */
+
+static int gp__bad(const char *name, const char *value)
+{
+    fprintf(stderr, "gpupool-agent run: bad value for --%s: %s\n", name, value);
+    return 2;
+}
+
+static int gp__split_urls(gp_agent_options *o, char *list)
+{
+    char *save = NULL;
+    for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+        if (o->n_urls == GP_AGENT_URLS_MAX)
+            return gp__bad("server", "too many URLs");
+        size_t len = strlen(u);
+        while (len > 0 && u[len - 1] == '/')
+            u[--len] = '\0';
+        o->urls[o->n_urls++] = u;
+    }
+    return o->n_urls ? -1 : gp__bad("server", "no URL");
+}
+
+static int gp__token_file(gp_agent_options *o, const char *path)
+{
+    char text[GP_AGENT_TOKEN_MAX + 2];
+    if (!gp_state_read(path, text, sizeof text)) {
+        fprintf(stderr, "gpupool-agent run: cannot read --join-token-file %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    text[strcspn(text, "\r\n")] = '\0';
+    snprintf(o->join_token, sizeof o->join_token, "%s", text);
+    return -1;
+}
+
+static int gp__option(gp_agent *a, int c)
+{
+    gp_agent_options *o = &a->opt;
+    char *end = NULL;
+    switch (c) {
+    case 'S': return gp__split_urls(o, optarg);
+    case 'j': snprintf(o->join_token, sizeof o->join_token, "%s", optarg); return -1;
+    case 'J': return gp__token_file(o, optarg);
+    case 'b': return strcmp(optarg, "sim") == 0 ? -1 : gp__bad("backend", "only sim (nvml comes later)");
+    case 'f': o->node_file = optarg; return -1;
+    case 'n':
+        if (a->n_only == sizeof a->only / sizeof a->only[0])
+            return gp__bad("node", "too many; give none to run every node of the file");
+        a->only[a->n_only++] = optarg;
+        return -1;
+    case 'd': o->state_dir = optarg; return -1;
+    case 'w': snprintf(o->work_root, sizeof o->work_root, "%s", optarg); return -1;
+    case 'c': snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s", optarg); return -1;
+    case 'g': o->cgroup_parent = optarg; return -1;
+    case 'G': o->no_cgroups = true; return -1;
+    case 'i': o->isolate_devices = true; return -1;
+    case 'D': o->device_dir = optarg; return -1;
+    case 'H':
+        o->heartbeat_s = (int)strtol(optarg, &end, 10);
+        return *end || o->heartbeat_s < 1 || o->heartbeat_s > 3600 ? gp__bad("heartbeat-s", optarg) : -1;
+    case 'e':
+        o->stop_on_exit = strcmp(optarg, "stop") == 0;
+        return o->stop_on_exit || strcmp(optarg, "keep") == 0 ? -1 : gp__bad("on-exit", optarg);
+    case 'C': o->cacert = optarg; return -1;
+    case 'F': o->fault_file = optarg; return -1;
+    case 's':
+        o->seed = strtoull(optarg, &end, 10);
+        return *end ? gp__bad("seed", optarg) : -1;
+    case 'h': fputs(USAGE, stdout); return 0;
+    default: fputs(USAGE, stderr); return 2;
+    }
+}
+
+static int gp__required(const gp_agent *a)
+{
+    const gp_agent_options *o = &a->opt;
+    const char *missing = !o->n_urls ? "--server" : !o->join_token[0] ? "--join-token or --join-token-file"
+                          : !o->node_file ? "--node-file" : !o->state_dir ? "--state-dir" : NULL;
+    if (missing) {
+        fprintf(stderr, "gpupool-agent run: %s is required\n%s", missing, USAGE);
+        return 2;
+    }
+    if (o->isolate_devices && o->no_cgroups) {
+        fputs("gpupool-agent run: --isolate-devices needs cgroups (drop --no-cgroups)\n", stderr);
+        return 2;
+    }
+    return -1;
+}
+
+static int gp__parse(int argc, char **argv, gp_agent *a)
+{
+    static const struct option opts[] = {
+        {"server", required_argument, NULL, 'S'},        {"join-token", required_argument, NULL, 'j'},
+        {"join-token-file", required_argument, NULL, 'J'}, {"backend", required_argument, NULL, 'b'},
+        {"node-file", required_argument, NULL, 'f'},     {"node", required_argument, NULL, 'n'},
+        {"state-dir", required_argument, NULL, 'd'},     {"work-root", required_argument, NULL, 'w'},
+        {"checkpoint-root", required_argument, NULL, 'c'}, {"cgroup-parent", required_argument, NULL, 'g'},
+        {"no-cgroups", no_argument, NULL, 'G'},          {"isolate-devices", no_argument, NULL, 'i'},
+        {"device-dir", required_argument, NULL, 'D'},    {"heartbeat-s", required_argument, NULL, 'H'},
+        {"on-exit", required_argument, NULL, 'e'},       {"cacert", required_argument, NULL, 'C'},
+        {"fault-file", required_argument, NULL, 'F'},    {"seed", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
+    };
+    int c, rc = -1;
+    optind = 1;
+    while (rc == -1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+        rc = gp__option(a, c);
+    if (rc == -1 && optind < argc) {
+        fprintf(stderr, "gpupool-agent run: unexpected argument %s\n", argv[optind]);
+        rc = 2;
+    }
+    return rc == -1 ? gp__required(a) : rc;
+}
+
+/* ---- setting up ---- */
+
+/* Absolute state and checkpoint folders, and this binary's path. */
+static int gp__paths(gp_agent_options *o)
+{
+    static char state[GP_STATE_PATH_MAX];
+    gp_error err;
+    if (gp_state_mkdirs(o->state_dir, 0711, &err) != GP_OK || !realpath(o->state_dir, state)) {
+        fprintf(stderr, "gpupool-agent run: --state-dir %s: %s\n", o->state_dir, err.message);
+        return 1;
+    }
+    o->state_dir = state;
+    char ckpt[GP_STATE_PATH_MAX];
+    if (!o->checkpoint_root[0])
+        snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s/checkpoints", state);
+    if (gp_state_mkdirs(o->checkpoint_root, 0755, &err) != GP_OK || !realpath(o->checkpoint_root, ckpt)) {
+        fprintf(stderr, "gpupool-agent run: --checkpoint-root %s: %s\n", o->checkpoint_root, err.message);
+        return 1;
+    }
+    snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s", ckpt);
+    char work[GP_STATE_PATH_MAX];
+    if (o->work_root[0] && gp_state_mkdirs(o->work_root, 0755, &err) == GP_OK && realpath(o->work_root, work))
+        snprintf(o->work_root, sizeof o->work_root, "%s", work);
+    ssize_t len = readlink("/proc/self/exe", o->self_exe, sizeof o->self_exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "gpupool-agent run: cannot find its own binary: %s\n", strerror(errno));
+        return 1;
+    }
+    o->self_exe[len] = '\0';
+    return -1;
+}
+
+static bool gp__chosen(const gp_agent *a, const char *name)
+{
+    if (a->n_only == 0)
+        return true;
+    for (size_t i = 0; i < a->n_only; i++)
+        if (strcmp(a->only[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int gp__open_nodes(gp_agent *a, gp_node_file *f)
+{
+    gp_error err;
+    for (size_t i = 0; i < a->n_only; i++) {
+        size_t index;
+        if (gp_node_file_find(f, a->only[i], &index, &err) != GP_OK) {
+            fprintf(stderr, "gpupool-agent run: %s\n", err.message);
+            return 1;
+        }
+    }
+    a->nodes = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *a->nodes);
+    if (!a->nodes)
+        return 1;
+    for (size_t i = 0; i < f->n_nodes; i++) {
+        if (!gp__chosen(a, f->nodes[i].name))
+            continue;
+        if (a->opt.device_dir)
+            snprintf(f->nodes[i].device_dir, sizeof f->nodes[i].device_dir, "%s", a->opt.device_dir);
+        if (gp_node_open(&a->nodes[a->n_nodes], &a->opt, a->http, &a->registering, f, i, a->n_nodes, &err) != GP_OK) {
+            fprintf(stderr, "gpupool-agent run: node %s: %s (field %s)\n", f->nodes[i].name, err.message, err.field);
+            gp_node_close(&a->nodes[a->n_nodes]);
+            return 1;
+        }
+        a->n_nodes++;
+    }
+    return -1;
+}
+
+/* Each node holds one connection in its long-poll; its other calls are
+ * short and share a pool of a quarter as many, so that gpupoold (a
+ * thread per connection) holds n + n/4 + 16 of them, not 2n or more. */
+static long gp__connections(size_t nodes)
+{
+    return (long)(nodes + nodes / 4 + 16);
+}
+
+/* Many nodes, many sockets: the soft limit of open files up to the hard one. */
+static void gp__raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int gp__signals(void)
+{
+    if (pipe2(gp__sigpipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return 1;
+    struct sigaction sa = {.sa_handler = gp__on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return -1;
+}
+
+/* ---- the loop ---- */
+
+#define GP__READY_MAX 256
+
+static gp_http_fd gp__signal_watch;
+
+/* One turn: step the nodes, wait, handle what woke us.  false: stop. */
+static bool gp__turn(gp_agent *a, int *status)
+{
+    int64_t now = gp_agent_mono_ms(), next = now + 1000;
+    for (size_t i = 0; i < a->n_nodes; i++) {
+        int64_t due = gp_node_step(&a->nodes[i], now);
+        next = due < next ? due : next;
+        if (a->nodes[i].fatal)
+            *status = a->nodes[i].fatal;
+    }
+    if (*status)
+        return false;
+    void *ready[GP__READY_MAX];
+    int64_t wait = next - gp_agent_mono_ms();
+    size_t n = gp_http_wait(a->http, wait < 0 ? 0 : wait > 1000 ? 1000 : (int)wait, ready, GP__READY_MAX);
+    bool go_on = true;
+    for (size_t i = 0; i < n; i++) {
+        if (ready[i] == &gp__signal_watch) {
+            unsigned char c[16];
+            go_on = read(gp__sigpipe[0], c, sizeof c) <= 0;
+            continue;
+        }
+        gp_replica *r = ready[i];
+        if (r->pidfd >= 0)
+            gp_node_replica_ended(r->node, r);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    return go_on;
+}
+
+/* --on-exit stop: kill every replica, wait for their ends, send them. */
+static void gp__stop_all(gp_agent *a)
+{
+    for (size_t i = 0; i < a->n_nodes; i++)
+        gp_node_kill_all(&a->nodes[i]);
+    int64_t until = gp_agent_mono_ms() + GP__SHUTDOWN_MS;
+    int status = 0;
+    bool live = true;
+    while (live && gp_agent_mono_ms() < until) {
+        gp__turn(a, &status);
+        live = false;
+        for (size_t i = 0; i < a->n_nodes; i++)
+            live |= gp_node_has_live_replicas(&a->nodes[i]);
+    }
+}
+
+static int gp__run(gp_agent *a)
+{
+    int status = 0;
+    gp_error err;
+    gp__signal_watch = (gp_http_fd){.fd = gp__sigpipe[0], .tag = &gp__signal_watch};
+    if (gp_http_watch(a->http, &gp__signal_watch, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: %s\n", err.message);
+        return 1;
+    }
+    while (gp__turn(a, &status))
+        ;
+    if (a->opt.stop_on_exit)
+        gp__stop_all(a);
+    return status;
+}
+
+static int gp__start(gp_agent *a)
+{
+    int rc = gp__paths(&a->opt);
+    if (rc != -1)
+        return rc;
+    gp_node_file f;
+    gp_error err;
+    if (gp_node_file_load(a->opt.node_file, &f, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: %s (field %s)\n", err.message, err.field);
+        return 1;
+    }
+    gp__raise_fd_limit();
+    if (gp_http_open(a->opt.cacert, gp__connections(a->n_only ? a->n_only : f.n_nodes), &a->http, &err) != GP_OK)
+        rc = 1;
+    if (rc == -1)
+        rc = gp__open_nodes(a, &f);
+    gp_node_file_free(&f);
+    if (rc == -1)
+        rc = gp__signals();
+    if (rc == -1) {
+        fprintf(stderr, "gpupool-agent: running %zu node(s) against %s\n", a->n_nodes, a->opt.urls[0]);
+        rc = gp__run(a);
+    }
+    for (size_t i = 0; i < a->n_nodes; i++)
+        gp_node_close(&a->nodes[i]);
+    free(a->nodes);
+    gp_http_close(a->http);
+    return rc;
+}
+
+int gp_agent_run_main(int argc, char **argv)
+{
+    static gp_agent a;
+    memset(&a, 0, sizeof a);
+    int rc = gp__parse(argc, argv, &a);
+    if (rc != -1)
+        return rc;
+    return gp__start(&a);
+}

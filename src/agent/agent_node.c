@@ -1,0 +1,636 @@
+/* agent_node.c - one node's calls to gpupoold and its reconcile
+ * (agent_node.h; the protocol is docs/api.md "Agents"). */
+#include "agent/agent_node.h"
+
+#include "agent/agent_plan.h"
+#include "agent/gpu_json.h"
+#include "agent/gpu_sim.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GP__POLL_WAIT_S 30
+#define GP__REPORTS_MAX 1000
+#define GP__EVENTS_EVERY_MS 1000
+#define GP__CHECKPOINT_EVERY_MS 1000
+#define GP__CHECKPOINT_GRACE_EVERY_MS 100
+
+void gp_agent_log(const gp_node *n, const char *fmt, ...)
+{
+    char when[32], text[1024];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s node=%s %s\n", when, n->name, text);
+}
+
+bool gp_node_add_replica(gp_node *n, gp_replica *r)
+{
+    if (n->n_replicas == n->cap_replicas) {
+        size_t cap = n->cap_replicas ? n->cap_replicas * 2 : 8;
+        gp_replica **bigger = realloc(n->replicas, cap * sizeof *bigger);
+        if (!bigger)
+            return false;
+        n->replicas = bigger;
+        n->cap_replicas = cap;
+    }
+    n->replicas[n->n_replicas++] = r;
+    return true;
+}
+
+void gp_node_queue_report(gp_node *n, json_t *report)
+{
+    json_array_append_new(n->queue, report);
+}
+
+/* ---- opening ---- */
+
+static void gp__load_credential(gp_node *n)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/credential", n->dir);
+    if (gp_state_read(path, n->token, sizeof n->token))
+        n->token[strcspn(n->token, "\r\n")] = '\0';
+}
+
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err)
+{
+    memset(n, 0, sizeof *n);
+    n->opt = opt;
+    n->http = http;
+    n->registering = registering;
+    n->index = index;
+    snprintf(n->name, sizeof n->name, "%s", f->nodes[file_index].name);
+    snprintf(n->dir, sizeof n->dir, "%s/%s", opt->state_dir, n->name);
+    n->queue = json_array();
+    n->in_flight = json_array();
+    n->heartbeat_s = opt->heartbeat_s;
+    gp_err rc = gp_state_mkdirs(n->dir, 0711, err); /* the job's user reaches work/ */
+    if (rc == GP_OK)
+        rc = gp_gpu_sim_open_node(f, file_index, opt->node_file, opt->fault_file, opt->seed, &n->gpu, err);
+    if (rc == GP_OK)
+        rc = gp_gpu_inventory(&n->gpu, &n->inventory, err);
+    if (rc != GP_OK)
+        return rc;
+    gp__load_credential(n);
+    n->epoch_max = gp_state_epoch_load(n->dir);
+    gp_replica_adopt_all(n);
+    return GP_OK;
+}
+
+void gp_node_close(gp_node *n)
+{
+    gp_http_call *calls[] = {&n->reg, &n->poll, &n->heartbeat, &n->reports, &n->logs};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        gp_http_call_cancel(n->http, calls[i]);
+    for (size_t i = 0; i < n->n_replicas; i++)
+        gp_replica_free(n->replicas[i]);
+    free(n->replicas);
+    json_decref(n->assignments);
+    json_decref(n->queue);
+    json_decref(n->in_flight);
+    if (n->gpu.ops)
+        gp_gpu_close(&n->gpu);
+}
+
+/* ---- failures, back-off, URLs ---- */
+
+static const char *gp__url(const gp_node *n)
+{
+    return n->opt->urls[n->url];
+}
+
+static void gp__failed(gp_node *n, const char *call, long status, const char *why)
+{
+    n->failures++;
+    int64_t wait = gp_backoff_ms(n->failures, n->opt->seed, n->index);
+    n->next_try_ms = gp_agent_mono_ms() + wait;
+    const char *was = gp__url(n);
+    n->url = (n->url + 1) % n->opt->n_urls;
+    if (n->failures == 1 || n->failures % 10 == 0)
+        gp_agent_log(n, "%s to %s failed (%s%s%ld): retrying at %s in %lld ms", call, was, why ? why : "",
+                     why ? ", status " : "status ", status, gp__url(n), (long long)wait);
+}
+
+static void gp__answered(gp_node *n)
+{
+    if (n->failures > 0)
+        gp_agent_log(n, "reconnected to %s", gp__url(n));
+    n->failures = 0;
+}
+
+/* The credential is refused or the node was lost: register again. */
+static void gp__register_again(gp_node *n, const char *why)
+{
+    gp_agent_log(n, "registering again: %s", why);
+    n->token[0] = '\0';
+    gp_http_call_cancel(n->http, &n->poll);
+    gp_http_call_cancel(n->http, &n->heartbeat);
+}
+
+/* The message of an error answer, for the log. */
+static void gp__error_message(const char *body, char *out, size_t cap)
+{
+    json_t *o = json_loads(body, 0, NULL);
+    const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+    snprintf(out, cap, "%s", m ? m : body);
+    json_decref(o);
+}
+
+/* The epoch of an answer: false (refused) when lower than the highest seen. */
+static bool gp__epoch_ok(gp_node *n, json_t *answer)
+{
+    int64_t epoch = json_integer_value(json_object_get(answer, "epoch"));
+    if (epoch < n->epoch_max) {
+        gp_agent_log(n, "refused an answer of epoch %lld: epoch %lld was seen", (long long)epoch,
+                     (long long)n->epoch_max);
+        return false;
+    }
+    if (epoch > n->epoch_max) {
+        gp_error err;
+        if (gp_state_epoch_store(n->dir, epoch, &err) != GP_OK)
+            gp_agent_log(n, "cannot store epoch: %s", err.message);
+        n->epoch_max = epoch;
+    }
+    return true;
+}
+
+/* ---- register ---- */
+
+static int64_t gp__heartbeat_ms(const gp_node *n)
+{
+    return (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+}
+
+static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
+                            void *ctx)
+{
+    (void)call, (void)len;
+    gp_node *n = ctx;
+    (*n->registering)--;
+    bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
+    if (!refused && status != 200 && status != 201) { /* no answer, 429, 5xx: try again */
+        gp__failed(n, "register", status, why);
+        return;
+    }
+    gp__answered(n);
+    json_t *o = json_loads(body, 0, NULL);
+    const char *token = json_string_value(json_object_get(o, "token"));
+    if (refused || !token || strlen(token) >= sizeof n->token) {
+        char message[512];
+        gp__error_message(body, message, sizeof message);
+        gp_agent_log(n, "register refused (%ld): %s", status, message);
+        fprintf(stderr, "gpupool-agent: node %s: register refused (%ld): %s\n", n->name, status, message);
+        n->fatal = 1;
+        json_decref(o);
+        return;
+    }
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/credential", n->dir);
+    char line[GP_AGENT_TOKEN_MAX + 2];
+    snprintf(line, sizeof line, "%s\n", token);
+    gp_error err;
+    if (gp_state_write(path, line, 0600, &err) != GP_OK)
+        gp_agent_log(n, "cannot store the credential: %s", err.message);
+    snprintf(n->token, sizeof n->token, "%s", token);
+    if (!n->opt->heartbeat_s && json_integer_value(json_object_get(o, "heartbeat_s")) > 0)
+        n->heartbeat_s = (int)json_integer_value(json_object_get(o, "heartbeat_s"));
+    if (!gp__epoch_ok(n, o)) {
+        n->token[0] = '\0'; /* an older controller's credential: ask the next URL */
+        gp__failed(n, "register", status, "an older epoch");
+        json_decref(o);
+        return;
+    }
+    n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
+    gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
+    json_decref(o);
+}
+
+static void gp__register(gp_node *n)
+{
+    json_t *inv = gp_inventory_to_json(&n->inventory);
+    json_t *body = json_pack("{s:O}", "node", json_object_get(inv, "node"));
+    char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
+    snprintf(url, sizeof url, "%s/v1/agents:register", gp__url(n));
+    gp_error err;
+    if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, n->opt->join_token, text, 30, gp__on_register,
+                                    n, &err) != GP_OK)
+        gp__failed(n, "register", 0, "cannot start the call");
+    else
+        (*n->registering)++;
+    free(text);
+    json_decref(body);
+    json_decref(inv);
+}
+
+/* ---- reconcile ---- */
+
+static void gp__start(gp_node *n, json_t *a)
+{
+    gp_replica *r = NULL;
+    gp_error err;
+    gp_err rc = gp_replica_start(n, a, &r, &err);
+    if (!r)
+        return;
+    if (!gp_node_add_replica(n, r)) {
+        gp_replica_free(r);
+        return;
+    }
+    if (rc != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u cannot start (field %s): %s", (unsigned long long)r->job, r->replica,
+                     err.field, err.message);
+    else
+        gp_agent_log(n, "job=%llu replica=%u started supervisor=%d gpus=%zu", (unsigned long long)r->job,
+                     r->replica, (int)r->supervisor, r->n_gpus);
+}
+
+static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline)
+{
+    const char *reason = json_string_value(json_object_get(a, "stop_reason"));
+    int64_t deadline_ms = deadline * 1000;
+    bool now = deadline_ms <= gp_agent_real_ms();
+    gp_replica_stop(n, r, now ? SIGKILL : SIGTERM, deadline_ms,
+                    reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED);
+    r->stop_deadline = deadline;
+    gp_agent_log(n, "job=%llu replica=%u stopping reason=%s kill_deadline=%lld%s", (unsigned long long)r->job,
+                 r->replica, reason ? reason : "stop", (long long)deadline, now ? " (now)" : "");
+}
+
+static void gp__kill(gp_node *n, gp_replica *r, const char *why)
+{
+    gp_replica_stop(n, r, SIGKILL, 0, GP_STOP_REQUESTED);
+    r->stop_deadline = GP_PLAN_KILLED;
+    gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
+}
+
+/* wants[i] from assignments[i]; gpus point into the JSON. */
+static void gp__wants(json_t *list, gp_plan_want *w, gp_plan_gpu *gpus)
+{
+    size_t i, k;
+    json_t *a, *g;
+    json_array_foreach(list, i, a) {
+        const char *action = json_string_value(json_object_get(a, "action"));
+        w[i] = (gp_plan_want){
+            .job = (uint64_t)json_integer_value(json_object_get(a, "job")),
+            .replica = (unsigned)json_integer_value(json_object_get(a, "replica")),
+            .bind_time = json_integer_value(json_object_get(a, "bind_time")),
+            .stop = action && strcmp(action, "stop") == 0,
+            .kill_deadline = json_integer_value(json_object_get(a, "kill_deadline")),
+            .gpus = gpus + i * GP_MAX_GPUS_PER_NODE,
+        };
+        json_array_foreach(json_object_get(a, "gpus"), k, g) {
+            if (k < GP_MAX_GPUS_PER_NODE && json_is_string(g))
+                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] =
+                    (gp_plan_gpu){.uuid = json_string_value(g), .share = gp_assignment_share(a)};
+        }
+    }
+}
+
+static void gp__haves(const gp_node *n, gp_plan_have *h, gp_plan_gpu *gpus)
+{
+    for (size_t j = 0; j < n->n_replicas; j++) {
+        const gp_replica *r = n->replicas[j];
+        h[j] = (gp_plan_have){.job = r->job, .replica = r->replica, .bind_time = r->bind_time, .ended = r->ended,
+                              .stop_deadline = r->stop_deadline, .gpus = gpus + j * GP_MAX_GPUS_PER_NODE,
+                              .n_gpus = r->n_gpus};
+        for (size_t k = 0; k < r->n_gpus; k++)
+            gpus[j * GP_MAX_GPUS_PER_NODE + k] = (gp_plan_gpu){.uuid = r->gpus[k], .share = r->share};
+    }
+}
+
+/* Which replicas the assignments list. */
+static void gp__mark_listed(gp_node *n, const gp_plan_want *w, size_t nw)
+{
+    for (size_t j = 0; j < n->n_replicas; j++) {
+        gp_replica *r = n->replicas[j];
+        r->listed = false;
+        for (size_t i = 0; i < nw && !r->listed; i++)
+            r->listed = w[i].job == r->job && w[i].replica == r->replica && w[i].bind_time == r->bind_time;
+    }
+}
+
+void gp_node_forget_finished(gp_node *n)
+{
+    size_t keep = 0;
+    for (size_t j = 0; j < n->n_replicas; j++) {
+        gp_replica *r = n->replicas[j];
+        if (r->ended && r->exit_acked && !r->listed && gp_replica_log_done(n, r) && !r->log_in_flight) {
+            gp_state_remove_dir(r->dir);
+            gp_replica_free(r);
+        } else {
+            n->replicas[keep++] = r;
+        }
+    }
+    n->n_replicas = keep;
+}
+
+static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, json_t *list, gp_replica **have)
+{
+    switch (s->kind) {
+    case GP_PLAN_START:
+        if (!n->shutting_down)
+            gp__start(n, json_array_get(list, s->want));
+        break;
+    case GP_PLAN_STOP: gp__stop(n, have[s->have], json_array_get(list, s->want), w[s->want].kill_deadline); break;
+    case GP_PLAN_KILL: gp__kill(n, have[s->have], "no longer assigned"); break;
+    }
+}
+
+/* Makes the node run the last accepted assignments. */
+static void gp__reconcile(gp_node *n)
+{
+    json_t *list = n->assignments;
+    size_t nw = json_array_size(list), nh = n->n_replicas;
+    gp_plan_want *w = calloc(nw + 1, sizeof *w);
+    gp_plan_have *h = calloc(nh + 1, sizeof *h);
+    gp_plan_gpu *wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
+    gp_plan_gpu *hg = calloc((nh + 1) * GP_MAX_GPUS_PER_NODE, sizeof *hg);
+    gp_plan_step *steps = calloc(nw + nh + 1, sizeof *steps);
+    gp_replica **have = calloc(nh + 1, sizeof *have);
+    if (w && h && wg && hg && steps && have) {
+        gp__wants(list, w, wg);
+        gp__haves(n, h, hg);
+        if (nh > 0)
+            memcpy(have, n->replicas, nh * sizeof *have);
+        size_t ns = gp_plan_reconcile(w, nw, h, nh, steps, nw + nh);
+        for (size_t i = 0; i < ns; i++)
+            gp__apply(n, &steps[i], w, list, have);
+        gp__mark_listed(n, w, nw);
+        gp_node_forget_finished(n);
+    }
+    free(w);
+    free(h);
+    free(wg);
+    free(hg);
+    free(steps);
+    free(have);
+}
+
+/* ---- the long-poll ---- */
+
+static void gp__on_poll(gp_http_call *call, long status, const char *body, size_t len, const char *why, void *ctx)
+{
+    (void)call, (void)len;
+    gp_node *n = ctx;
+    if (status == 401 || status == 403) {
+        gp__register_again(n, "the credential was refused");
+        return;
+    }
+    json_t *o = status == 200 ? json_loads(body, 0, NULL) : NULL;
+    json_t *list = json_object_get(o, "assignments");
+    if (!o || !json_is_array(list) || !gp__epoch_ok(n, o)) {
+        gp__failed(n, "poll", status, why ? why : o ? "refused" : "no JSON");
+        json_decref(o);
+        return;
+    }
+    gp__answered(n);
+    if (!json_is_true(json_object_get(o, "up"))) {
+        gp__register_again(n, "gpupoold has the node lost");
+        json_array_clear(list);
+    }
+    n->version = json_integer_value(json_object_get(o, "version"));
+    json_decref(n->assignments);
+    n->assignments = json_incref(list);
+    gp__reconcile(n);
+    json_decref(o);
+}
+
+static void gp__poll(gp_node *n)
+{
+    char url[GP_STATE_PATH_MAX];
+    snprintf(url, sizeof url, "%s/v1/agents/%s/assignments?after=%lld&wait=%d", gp__url(n), n->name, n->version,
+             GP__POLL_WAIT_S);
+    gp_error err;
+    if (gp_http_call_start(n->http, &n->poll, "GET", url, n->token, NULL, GP__POLL_WAIT_S + 15, gp__on_poll, n,
+                           &err) != GP_OK)
+        gp__failed(n, "poll", 0, err.message);
+}
+
+/* ---- heartbeat ---- */
+
+static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, size_t len, const char *why,
+                             void *ctx)
+{
+    (void)call, (void)len;
+    gp_node *n = ctx;
+    if (status == 409 || status == 401 || status == 403) {
+        char message[512];
+        gp__error_message(body, message, sizeof message);
+        gp__register_again(n, message);
+    } else if (status != 200) {
+        gp__failed(n, "heartbeat", status, why);
+    }
+}
+
+static json_t *gp__running(const gp_node *n)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        const gp_replica *r = n->replicas[i];
+        if (!r->ended)
+            json_array_append_new(out, json_pack("{s:I, s:i, s:i, s:s}", "job", (json_int_t)r->job, "replica",
+                                                 (int)r->replica, "pid", (int)gp_replica_pid(r), "state",
+                                                 r->stop_deadline == GP_PLAN_NO_DEADLINE ? "running" : "stopping"));
+    }
+    return out;
+}
+
+static void gp__heartbeat(gp_node *n, int64_t now)
+{
+    static gp_telemetry t;
+    json_t *gpus = NULL;
+    if (gp_gpu_telemetry(&n->gpu, gp_agent_real_ms(), &t, NULL) == GP_OK) {
+        json_t *tj = gp_telemetry_to_json(&t);
+        gpus = json_incref(json_object_get(tj, "gpus"));
+        json_decref(tj);
+    }
+    json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n), "gpus", gpus ? gpus : json_array());
+    char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
+    snprintf(url, sizeof url, "%s/v1/agents/%s/heartbeat", gp__url(n), n->name);
+    gp_error err;
+    if (!text || gp_http_call_start(n->http, &n->heartbeat, "POST", url, n->token, text, 20, gp__on_heartbeat, n,
+                                    &err) != GP_OK)
+        gp__failed(n, "heartbeat", 0, "cannot start the call");
+    free(text);
+    json_decref(body);
+    n->next_heartbeat_ms = now + gp__heartbeat_ms(n);
+}
+
+/* ---- reports ---- */
+
+static json_t *gp__exit_report(const gp_replica *r)
+{
+    int code = r->exit.code < 0 ? 0 : r->exit.code > 255 ? 255 : r->exit.code;
+    return json_pack("{s:s, s:I, s:i, s:I, s:i, s:i, s:s}", "what", "exited", "job", (json_int_t)r->job, "replica",
+                     (int)r->replica, "bind_time", (json_int_t)r->bind_time, "exit_code", code, "signal",
+                     r->exit.signal, "reason", gp_exit_reason_name(r->exit.reason));
+}
+
+static bool gp__exit_due(const gp_replica *r)
+{
+    return r->ended && !r->exit_acked && !r->exit_in_flight;
+}
+
+static bool gp__reports_due(const gp_node *n)
+{
+    if (json_array_size(n->queue) > 0)
+        return true;
+    for (size_t i = 0; i < n->n_replicas; i++)
+        if (gp__exit_due(n->replicas[i]))
+            return true;
+    return false;
+}
+
+static void gp__on_reports(gp_http_call *call, long status, const char *body, size_t len, const char *why,
+                           void *ctx)
+{
+    (void)call, (void)body, (void)len;
+    gp_node *n = ctx;
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        gp_replica *r = n->replicas[i];
+        if (r->exit_in_flight)
+            r->exit_acked = status == 200;
+        r->exit_in_flight = false;
+    }
+    if (status == 200) {
+        json_array_clear(n->in_flight);
+        if (n->assignments)
+            gp__reconcile(n); /* forget runs gpupoold has the exit of */
+        return;
+    }
+    json_array_extend(n->in_flight, n->queue); /* keep the order: what was sent first goes again first */
+    json_array_clear(n->queue);
+    json_array_extend(n->queue, n->in_flight);
+    json_array_clear(n->in_flight);
+    if (status == 401 || status == 403)
+        gp__register_again(n, "the credential was refused");
+    else
+        gp__failed(n, "reports", status, why);
+}
+
+static void gp__send_reports(gp_node *n)
+{
+    json_t *batch = json_array();
+    size_t i;
+    for (i = 0; i < n->n_replicas && json_array_size(batch) < GP__REPORTS_MAX; i++) {
+        gp_replica *r = n->replicas[i];
+        if (gp__exit_due(r)) {
+            json_array_append_new(batch, gp__exit_report(r));
+            r->exit_in_flight = true;
+        }
+    }
+    while (json_array_size(n->queue) > 0 && json_array_size(batch) < GP__REPORTS_MAX) {
+        json_array_append(batch, json_array_get(n->queue, 0));
+        json_array_append(n->in_flight, json_array_get(n->queue, 0));
+        json_array_remove(n->queue, 0);
+    }
+    json_t *body = json_pack("{s:o}", "reports", batch);
+    char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
+    snprintf(url, sizeof url, "%s/v1/agents/%s/reports", gp__url(n), n->name);
+    gp_error err;
+    if (!text || gp_http_call_start(n->http, &n->reports, "POST", url, n->token, text, 30, gp__on_reports, n,
+                                    &err) != GP_OK)
+        gp__on_reports(&n->reports, 0, "", 0, "cannot start the call", n);
+    free(text);
+    json_decref(body);
+}
+
+/* ---- GPU health and the checkpoint handshake ---- */
+
+static void gp__gpu_events(gp_node *n)
+{
+    gp_gpu_event ev[32];
+    size_t count = 0;
+    if (gp_gpu_poll_events(&n->gpu, gp_agent_real_ms(), 0, ev, 32, &count, NULL) != GP_OK)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        bool bad = ev[i].kind != GP_GPU_EVENT_ECC || ev[i].ecc_uncorrected > 0;
+        if (!bad)
+            continue;
+        gp_node_queue_report(n, json_pack("{s:s, s:i, s:b}", "what", "gpu_health", "gpu", ev[i].gpu, "healthy", 0));
+        gp_agent_log(n, "gpu=%d unhealthy (%s)", ev[i].gpu,
+                     ev[i].kind == GP_GPU_EVENT_XID ? "xid" : ev[i].kind == GP_GPU_EVENT_LOST ? "lost" : "ecc");
+    }
+}
+
+static int64_t gp__check_checkpoints(gp_node *n, int64_t now)
+{
+    bool grace = false;
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        gp_replica *r = n->replicas[i];
+        if (r->ended)
+            continue;
+        gp_replica_check_checkpoint(n, r);
+        grace |= r->stop_deadline != GP_PLAN_NO_DEADLINE;
+    }
+    return now + (grace ? GP__CHECKPOINT_GRACE_EVERY_MS : GP__CHECKPOINT_EVERY_MS);
+}
+
+/* ---- the step ---- */
+
+static int64_t gp__min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+int64_t gp_node_step(gp_node *n, int64_t now)
+{
+    if (n->fatal)
+        return INT64_MAX;
+    if (now >= n->next_events_ms) {
+        gp__gpu_events(n);
+        n->next_events_ms = now + GP__EVENTS_EVERY_MS;
+    }
+    if (now >= n->next_checkpoint_ms)
+        n->next_checkpoint_ms = gp__check_checkpoints(n, now);
+    int64_t next = gp__min(n->next_events_ms, n->next_checkpoint_ms);
+    if (now < n->next_try_ms)
+        return gp__min(next, n->next_try_ms);
+    if (!n->token[0]) {
+        if (!gp_http_call_busy(&n->reg) && *n->registering < GP_AGENT_REGISTERING_MAX)
+            gp__register(n);
+        return next;
+    }
+    if (!gp_http_call_busy(&n->poll) && !n->shutting_down)
+        gp__poll(n);
+    if (now >= n->next_heartbeat_ms && !gp_http_call_busy(&n->heartbeat))
+        gp__heartbeat(n, now);
+    if (!gp_http_call_busy(&n->reports) && gp__reports_due(n))
+        gp__send_reports(n);
+    next = gp__min(next, gp_node_ship_logs(n, now));
+    return gp__min(next, n->next_heartbeat_ms);
+}
+
+void gp_node_replica_ended(gp_node *n, gp_replica *r)
+{
+    gp_replica_collect_exit(n, r);
+    if (n->assignments)
+        gp__reconcile(n); /* a start waiting for its GPUs may go now */
+}
+
+void gp_node_kill_all(gp_node *n)
+{
+    n->shutting_down = true;
+    gp_http_call_cancel(n->http, &n->poll);
+    for (size_t i = 0; i < n->n_replicas; i++)
+        if (!n->replicas[i]->ended)
+            gp__kill(n, n->replicas[i], "the agent stops (--on-exit stop)");
+}
+
+bool gp_node_has_live_replicas(const gp_node *n)
+{
+    for (size_t i = 0; i < n->n_replicas; i++)
+        if (!n->replicas[i]->ended)
+            return true;
+    return false;
+}

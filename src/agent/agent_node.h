@@ -1,0 +1,165 @@
+/* agent_node.h - one node as `gpupool-agent run` drives it: its calls to
+ * gpupoold (register, long-poll, heartbeat, reports, logs) and its
+ * replicas, as a state machine stepped by the agent's one event loop
+ * (agent.c).  No thread per node: a process drives thousands of them.
+ *
+ * A node's life:
+ *   no credential -> POST /v1/agents:register (join token) -> credential
+ *   stored 0600 -> GET assignments?after=V&wait=30 in a loop, each answer
+ *   reconciled (agent_plan.h) -> replicas started, stopped, killed
+ *   (agent_replica.c) -> their events queued as reports, POSTed until
+ *   answered 200.  Heartbeats every heartbeat_s.  401 on any call, 409 on
+ *   a heartbeat or `up: false` in a poll: register again.  No answer or
+ *   5xx: the next server URL after a back-off (agent_plan.h), running work
+ *   untouched.
+ *
+ * Ownership: the agent (agent.c) owns its nodes (gp_node_open/gp_node_close);
+ * a node owns its replicas, its GPU backend handle and its JSON.
+ */
+#ifndef GP_AGENT_NODE_H
+#define GP_AGENT_NODE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent_clock.h"
+#include "agent/agent_http.h"
+#include "agent/agent_state.h"
+#include "agent/gpu.h"
+#include "agent/launch.h"
+#include "agent/node_file.h"
+
+#define GP_AGENT_URLS_MAX 8
+#define GP_AGENT_TOKEN_MAX 256
+#define GP_AGENT_REGISTERING_MAX 32 /* registrations in flight per agent: a restart of 6,250 nodes
+                                       is a queue, not a storm on gpupoold */
+
+/* The command line of `gpupool-agent run` (agent.c parses it). */
+typedef struct gp_agent_options {
+    const char *urls[GP_AGENT_URLS_MAX];
+    size_t n_urls;
+    char join_token[GP_AGENT_TOKEN_MAX];
+    const char *node_file;
+    const char *state_dir;
+    char work_root[GP_STATE_PATH_MAX];       /* "" = STATE/NODE/work */
+    char checkpoint_root[GP_STATE_PATH_MAX]; /* default STATE/checkpoints */
+    const char *cgroup_parent;               /* NULL: "gpupool" */
+    bool no_cgroups;
+    bool isolate_devices;
+    const char *device_dir;
+    int heartbeat_s;                         /* 0: what register answered */
+    bool stop_on_exit;                       /* --on-exit stop */
+    const char *cacert;
+    const char *fault_file;
+    uint64_t seed;
+    char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
+} gp_agent_options;
+
+typedef struct gp_node gp_node;
+
+/* One run of one replica (agent_replica.c). */
+typedef struct gp_replica {
+    uint64_t job;
+    unsigned replica;
+    int64_t bind_time;
+    char name[96];                       /* "job7-r1-1795523111" */
+    char dir[GP_STATE_PATH_MAX];         /* STATE/NODE/replicas/NAME */
+    char log_path[GP_STATE_PATH_MAX];
+    char checkpoint_dir[GP_STATE_PATH_MAX];
+    size_t n_gpus;
+    char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
+    int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
+    char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
+    struct gp_node *node;
+    pid_t supervisor;
+    int pidfd;                           /* the supervisor's; -1 once ended */
+    gp_http_fd watch;                    /* the pidfd in the loop (tag: this replica) */
+    bool ended;
+    gp_proc_exit exit;
+    bool exit_in_flight, exit_acked;
+    bool listed;                         /* in the last assignments */
+    int64_t stop_deadline;               /* what was sent (agent_plan.h markers) */
+    int64_t log_sent;                    /* bytes gpupoold has of the log, -1 unknown (ask) */
+    bool log_eof_sent;                   /* gpupoold has all of it */
+    bool log_in_flight, log_eof_in_flight;
+} gp_replica;
+
+struct gp_node {
+    const gp_agent_options *opt;
+    gp_http *http;
+    unsigned *registering;               /* the agent's registrations in flight (shared) */
+    size_t index;                        /* in the agent, salts the back-off */
+    char name[GP_NAME_MAX];
+    char dir[GP_STATE_PATH_MAX];         /* STATE/NODE */
+    gp_gpu gpu;
+    gp_node_inventory inventory;
+    char token[GP_AGENT_TOKEN_MAX];      /* "" until registered */
+    int64_t epoch_max;
+    long long version;
+    int heartbeat_s;
+    size_t url;                          /* index in opt->urls */
+    unsigned failures;
+    int64_t next_try_ms;                 /* no call before (back-off) */
+    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms;
+    bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
+    gp_http_call reg, poll, heartbeat, reports, logs;
+    json_t *assignments;                 /* the last accepted answer's list */
+    json_t *queue;                       /* reports waiting to be sent (array) */
+    json_t *in_flight;                   /* reports sent, not yet answered */
+    gp_replica **replicas;
+    size_t n_replicas, cap_replicas;
+    int fatal;                           /* != 0: the agent must exit with it */
+    bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
+};
+
+/* Opens the node (the sim backend on node_file's node index) and adopts
+ * what its state folder says is running. */
+gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
+                    const gp_node_file *f, size_t file_index, size_t index, gp_error *err);
+void gp_node_close(gp_node *n);
+
+/* Starts what is due; returns when the node next wants a step (mono ms). */
+int64_t gp_node_step(gp_node *n, int64_t now_ms);
+/* The replica's supervisor ended (its pidfd polled readable; the tag of
+ * its gp_http_fd is the replica). */
+void gp_node_replica_ended(gp_node *n, gp_replica *r);
+/* --on-exit stop: kill every live replica now; from then on the node
+ * only reports (no poll, no start). */
+void gp_node_kill_all(gp_node *n);
+bool gp_node_has_live_replicas(const gp_node *n);
+
+/* One line to stderr: "2026-11-24T14:00:01Z node=h100-1 " + text. */
+void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* agent_replica.c: a replica's life on the node. */
+gp_err gp_replica_start(gp_node *n, json_t *assignment, gp_replica **out, gp_error *err);
+void gp_replica_adopt_all(gp_node *n);
+void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
+void gp_replica_collect_exit(gp_node *n, gp_replica *r);
+/* Queues `checkpointed` when CHECKPOINT_DIR/.done appeared. */
+void gp_replica_check_checkpoint(gp_node *n, gp_replica *r);
+pid_t gp_replica_pid(const gp_replica *r);
+void gp_replica_free(gp_replica *r);
+
+/* agent_logs.c: ships new bytes of the replicas' logs (at most every
+ * 500 ms); returns when it next wants to. */
+int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
+/* The replica's log is all with gpupoold, or gpupoold keeps none. */
+bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
+
+/* Forgets (state folder and memory) the runs that ended, whose exit and
+ * log gpupoold has, and that the last assignments no longer list. */
+void gp_node_forget_finished(gp_node *n);
+
+/* How an assignment uses its GPUs: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU
+ * or its MIG instance's start (agent_plan.h). */
+int gp_assignment_share(json_t *assignment);
+
+/* Adds r to the node's replicas (takes it); false when out of memory. */
+bool gp_node_add_replica(gp_node *n, gp_replica *r);
+/* Appends a report to the node's queue (takes it). */
+void gp_node_queue_report(gp_node *n, json_t *report);
+
+#endif

@@ -1,0 +1,102 @@
+/* agent_plan.h - what the agent must do to make a node run what gpupoold
+ * assigns: the reconcile plan, and the back-off between failed calls.
+ * Pure: no I/O, no clock (times are arguments).
+ *
+ * Reconcile compares the desired replicas (the assignments' answer, a full
+ * state, never a delta) with the replicas the agent has (live or ended and
+ * not yet forgotten).  A replica is named by (job, replica, bind_time): a
+ * requeued job binds again with another bind_time, and that is another run.
+ *
+ *   want: job 7 r0 bind 100 run  gpus [A]      have: job 7 r0 bind 100 live gpus [A]
+ *         job 9 r0 bind 300 run  gpus [B]            job 8 r0 bind 200 live gpus [B]
+ *         job 5 r1 bind 50  stop deadline 900        job 5 r1 bind 50  live gpus [C]
+ *   plan: job 8 -> KILL     (not listed: stop it at once)
+ *         job 5 -> STOP     (signal now, kill at 900)
+ *         job 9 -> nothing yet: GPU B is still held by job 8, which is not
+ *                  dead; the next reconcile after job 8 ended starts it.
+ *         job 7 -> nothing  (runs as asked)
+ *
+ * GPUs held: a whole-GPU replica holds its GPUs; a MIG replica holds its
+ * instance (its GPU and first memory slice), so two instances of one GPU
+ * run side by side but a whole-GPU replica waits for both; MPS and
+ * time-slice replicas share their GPU with each other by design.
+ *
+ * A replica that ended is never started again for the same bind_time (its
+ * exit is reported; gpupoold decides what comes next).  A STOP is planned
+ * again when the deadline changes (a checkpoint during the grace moves it
+ * to now); a KILL is planned once.
+ *
+ * Ownership: the caller's arrays; the plan points into them by index.
+ */
+#ifndef GP_AGENT_PLAN_H
+#define GP_AGENT_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GP_PLAN_NO_DEADLINE INT64_MIN /* a have not told to stop yet */
+#define GP_PLAN_WHOLE_GPU -1            /* gp_plan_gpu.share: the whole GPU */
+#define GP_PLAN_SHARED_GPU -2           /* an MPS or time-slice share */
+
+/* One GPU a replica uses, and how: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU,
+ * or a MIG instance's first memory slice (>= 0). */
+typedef struct gp_plan_gpu {
+    const char *uuid;
+    int share;
+} gp_plan_gpu;
+#define GP_PLAN_KILLED INT64_MIN + 1  /* a have killed (deadline "at once") */
+
+typedef struct gp_plan_want {
+    uint64_t job;
+    unsigned replica;
+    int64_t bind_time;
+    bool stop;                /* action "stop" */
+    int64_t kill_deadline;    /* with stop: epoch s */
+    const gp_plan_gpu *gpus;  /* the GPUs the replica uses */
+    size_t n_gpus;
+} gp_plan_want;
+
+typedef struct gp_plan_have {
+    uint64_t job;
+    unsigned replica;
+    int64_t bind_time;
+    bool ended;               /* its exit is known */
+    int64_t stop_deadline;    /* the deadline sent, GP_PLAN_NO_DEADLINE or GP_PLAN_KILLED */
+    const gp_plan_gpu *gpus;
+    size_t n_gpus;
+} gp_plan_have;
+
+typedef enum gp_plan_kind { GP_PLAN_START = 0, GP_PLAN_STOP, GP_PLAN_KILL } gp_plan_kind;
+
+typedef struct gp_plan_step {
+    gp_plan_kind kind;
+    size_t want; /* START, STOP: the index in want */
+    size_t have; /* STOP, KILL: the index in have */
+} gp_plan_step;
+
+/* The steps, at most n_want + n_have (cap), into steps; returns how many.
+ * KILLs and STOPs come before STARTs. */
+size_t gp_plan_reconcile(const gp_plan_want *want, size_t n_want, const gp_plan_have *have, size_t n_have,
+                         gp_plan_step *steps, size_t cap);
+
+/* True when two replicas cannot use these GPUs at once (see above). */
+bool gp_plan_gpus_clash(const gp_plan_gpu *a, const gp_plan_gpu *b);
+
+/* True when the have is the run the want names. */
+bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
+
+#define GP_BACKOFF_FIRST_MS 500
+#define GP_BACKOFF_MAX_MS 10000
+
+/* The wait after the failures-th failure in a row (>= 1): 500 ms doubling
+ * to 10 s, times a jitter in [0.8, 1.2) drawn from (seed, salt, failures),
+ * so that many nodes of one agent do not retry in step. */
+int64_t gp_backoff_ms(unsigned failures, uint64_t seed, uint64_t salt);
+
+/* Where in a period of period_ms (> 0) a node's heartbeats fall:
+ * [0, period_ms), from (seed, salt), so that the nodes of one agent that
+ * registered together do not heartbeat in step. */
+int64_t gp_spread_ms(int64_t period_ms, uint64_t seed, uint64_t salt);
+
+#endif

@@ -1,0 +1,511 @@
+/* agent_replica.c - one replica's life on a node: started under its
+ * supervisor (supervise.h), stopped through its stop file, its end read
+ * from its exit file, its checkpoint handshake, and adopted again by a
+ * restarted agent (agent_node.h; the files are in agent_state.h).
+ *
+ * Where a replica's things go, for job 7 replica 1 bound at 1795523111 on
+ * node h100-1:
+ *   STATE/h100-1/replicas/job7-r1-1795523111/   its state folder
+ *   STATE/h100-1/logs/job7-r1-1795523111.log    stdout + stderr
+ *   WORK/h100-1/job7-r1                          working folder
+ *   CHECKPOINTS/job7                             GPUPOOL_CHECKPOINT_DIR
+ * A job without a user runs as "nobody" when the agent is root (never as
+ * root), else as the agent's user.
+ */
+#define _GNU_SOURCE
+#include "agent/agent_node.h"
+
+#include "agent/agent_plan.h"
+#include "agent/launch_env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define GP__NOBODY "nobody"
+
+static int gp__pidfd_open(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, int64_t bind_time)
+{
+    gp_replica *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->node = n;
+    r->job = job;
+    r->replica = replica;
+    r->bind_time = bind_time;
+    r->pidfd = -1;
+    r->stop_deadline = INT64_MIN;
+    r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
+    r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
+    gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
+    snprintf(r->dir, sizeof r->dir, "%s/replicas/%s", n->dir, r->name);
+    snprintf(r->log_path, sizeof r->log_path, "%s/logs/%s.log", n->dir, r->name);
+    snprintf(r->checkpoint_dir, sizeof r->checkpoint_dir, "%s/job%llu", n->opt->checkpoint_root,
+             (unsigned long long)job);
+    return r;
+}
+
+int gp_assignment_share(json_t *assignment)
+{
+    json_t *slice = json_object_get(assignment, "slice");
+    const char *kind = json_string_value(json_object_get(slice, "kind"));
+    if (!kind)
+        return GP_PLAN_WHOLE_GPU;
+    if (strcmp(kind, "mig") != 0)
+        return GP_PLAN_SHARED_GPU;
+    json_int_t start = json_integer_value(json_object_get(slice, "mig_start"));
+    return start >= 0 && start < 64 ? (int)start : 0;
+}
+
+static void gp__replica_gpus(gp_replica *r, json_t *assignment)
+{
+    r->share = gp_assignment_share(assignment);
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(assignment, "gpus"), i, g) {
+        if (r->n_gpus < GP_MAX_GPUS_PER_NODE && json_is_string(g))
+            snprintf(r->gpus[r->n_gpus++], GP_UUID_MAX, "%s", json_string_value(g));
+    }
+}
+
+/* ---- the environment and launch.json ---- */
+
+static const char **gp__string_list(json_t *array, size_t *n)
+{
+    size_t count = json_array_size(array), i;
+    const char **v = calloc(count + 1, sizeof *v);
+    json_t *s;
+    json_array_foreach(array, i, s) {
+        if (v)
+            v[i] = json_is_string(s) ? json_string_value(s) : "";
+    }
+    *n = count;
+    return v;
+}
+
+/* The job's own variables as "NAME=value" (a JSON array). */
+static json_t *gp__job_env(json_t *assignment)
+{
+    json_t *out = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(assignment, "env"), k, v) {
+        if (json_is_string(v))
+            json_array_append_new(out, json_sprintf("%s=%s", k, json_string_value(v)));
+    }
+    return out;
+}
+
+static gp_err gp__replica_env(const gp_replica *r, json_t *a, const char *visible, json_t **out, gp_error *err)
+{
+    size_t n_env, n_peers;
+    json_t *job_env = gp__job_env(a);
+    const char **env = gp__string_list(job_env, &n_env);
+    const char **peers = gp__string_list(json_object_get(a, "peers"), &n_peers);
+    gp_replica_desc desc = {
+        .job_id = r->job, .tenant = json_string_value(json_object_get(a, "tenant")), .replica = r->replica,
+        .replicas = (unsigned)json_integer_value(json_object_get(a, "replicas")), .hosts = peers,
+        .visible_devices = visible, .checkpoint_dir = r->checkpoint_dir,
+        .restart_count = (unsigned)json_integer_value(json_object_get(a, "restart_count")),
+    };
+    if (!desc.tenant)
+        desc.tenant = "";
+    gp_env e = {0};
+    gp_err rc = GP_OK;
+    if (!env || !peers || n_peers != desc.replicas)
+        rc = gp_error_set(err, GP_ERR_INVALID, "peers", "the assignment's peers do not name each replica");
+    else
+        rc = gp_env_for_replica(&e, env, &desc, err);
+    *out = json_array();
+    for (size_t i = 0; rc == GP_OK && i < e.count; i++)
+        json_array_append_new(*out, json_string(e.vars[i]));
+    gp_env_free(&e);
+    free(env);
+    free(peers);
+    json_decref(job_env);
+    return rc;
+}
+
+/* The job's user: its own, "nobody" for a root agent when it names none. */
+static const char *gp__run_as(json_t *a)
+{
+    const char *user = json_string_value(json_object_get(a, "user"));
+    if (user && user[0])
+        return user;
+    return geteuid() == 0 ? GP__NOBODY : NULL;
+}
+
+/* The device nodes of the replica's GPUs (only with --isolate-devices). */
+static json_t *gp__devices(gp_node *n, const gp_replica *r, const char *visible)
+{
+    json_t *out = json_array();
+    if (!n->opt->isolate_devices)
+        return out;
+    const char *uuids[GP_MAX_GPUS_PER_NODE + 1];
+    size_t nu = 0;
+    for (size_t i = 0; i < r->n_gpus; i++)
+        uuids[nu++] = r->gpus[i];
+    if (r->mig_uuid[0])
+        uuids[nu++] = visible;
+    static gp_device_node nodes[GP_GPU_DEVICES_MAX];
+    size_t nn = 0;
+    gp_error err;
+    if (gp_gpu_device_nodes(&n->gpu, uuids, nu, nodes, GP_GPU_DEVICES_MAX, &nn, &err) == GP_OK)
+        for (size_t i = 0; i < nn; i++)
+            json_array_append_new(out, json_string(nodes[i].path));
+    return out;
+}
+
+/* WORK/NODE (or STATE/NODE/work): made 0755 so that the job's user reaches
+ * its own folder in it (the launcher makes that one, the user's). */
+static gp_err gp__workdir(const gp_node *n, const gp_replica *r, char *out, size_t cap, gp_error *err)
+{
+    char parent[GP_STATE_PATH_MAX];
+    if (n->opt->work_root[0])
+        snprintf(parent, sizeof parent, "%s/%s", n->opt->work_root, n->name);
+    else
+        snprintf(parent, sizeof parent, "%s/work", n->dir);
+    snprintf(out, cap, "%s/job%llu-r%u", parent, (unsigned long long)r->job, r->replica);
+    return gp_state_mkdirs(parent, 0755, err);
+}
+
+static json_t *gp__launch_json(gp_node *n, gp_replica *r, json_t *a, json_t *env, const char *visible,
+                               const char *workdir)
+{
+    const gp_agent_options *o = n->opt;
+    const char *user = gp__run_as(a);
+    json_t *argv = json_object_get(a, "command");
+    return json_pack("{s:O, s:o, s:o, s:s, s:s, s:o, s:s, s:I, s:I, s:b, s:o, s:O, s:s}", "argv", argv, "env", env,
+                     "user", user ? json_string(user) : json_null(), "workdir", workdir, "log", r->log_path,
+                     "cgroup_parent",
+                     o->no_cgroups ? json_null() : json_string(o->cgroup_parent ? o->cgroup_parent : "gpupool"),
+                     "cgroup_name", r->name, "cpu_millis", json_integer_value(json_object_get(a, "cpu_millis")),
+                     "mem_mib", json_integer_value(json_object_get(a, "mem_mib")), "isolate_devices",
+                     o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment", a, "visible", visible);
+}
+
+/* ---- starting ---- */
+
+/* The GPU index of uuid in the inventory, or -1. */
+static int gp__gpu_index(const gp_node *n, const char *uuid)
+{
+    for (int g = 0; g < n->inventory.gpu_count; g++)
+        if (strcmp(n->inventory.gpus[g].uuid, uuid) == 0)
+            return g;
+    return -1;
+}
+
+/* A MIG slice: the instance at (gpu, start), made when missing. */
+static gp_err gp__mig_slice(gp_node *n, gp_replica *r, json_t *slice, gp_error *err)
+{
+    const char *profile = json_string_value(json_object_get(slice, "mig_profile"));
+    int start = (int)json_integer_value(json_object_get(slice, "mig_start"));
+    int g = r->n_gpus ? gp__gpu_index(n, r->gpus[0]) : -1;
+    if (g < 0 || !profile)
+        return gp_error_set(err, GP_ERR_INVALID, "slice", "a MIG slice on a GPU this node does not have");
+    gp_mig_instance m;
+    gp_err rc = gp_gpu_mig_create(&n->gpu, g, profile, start, &m, err);
+    if (rc != GP_OK && gp_gpu_inventory(&n->gpu, &n->inventory, NULL) == GP_OK) {
+        for (int i = 0; i < n->inventory.gpus[g].n_mig; i++) { /* made by an earlier agent */
+            const gp_mig_instance *have = &n->inventory.gpus[g].mig[i];
+            if (have->start == start && strcmp(have->profile, profile) == 0) {
+                m = *have;
+                rc = GP_OK;
+            }
+        }
+    }
+    if (rc == GP_OK)
+        snprintf(r->mig_uuid, sizeof r->mig_uuid, "%s", m.uuid);
+    return rc;
+}
+
+static void gp__join(char *out, size_t cap, const gp_replica *r)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < r->n_gpus && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "", r->gpus[i]);
+}
+
+/* The checkpoint folder, the job's user's when the agent is root.  A
+ * `.done` older than this run is an earlier run's (killed before the agent
+ * saw it): it must not end this run's first grace. */
+static void gp__checkpoint_dir(const gp_replica *r, const char *user)
+{
+    gp_state_mkdirs(r->checkpoint_dir, 0755, NULL);
+    char done[GP_STATE_PATH_MAX];
+    struct stat st;
+    snprintf(done, sizeof done, "%s/.done", r->checkpoint_dir);
+    if (stat(done, &st) == 0 && st.st_mtime < r->bind_time)
+        unlink(done);
+    struct passwd *pw = user && geteuid() == 0 ? getpwnam(user) : NULL;
+    if (pw && chown(r->checkpoint_dir, pw->pw_uid, pw->pw_gid) != 0)
+        return;
+}
+
+/* The loop wakes when the supervisor exits. */
+static void gp__watch(gp_node *n, gp_replica *r)
+{
+    gp_error err;
+    r->watch = (gp_http_fd){.fd = r->pidfd, .tag = r};
+    if (r->pidfd >= 0 && gp_http_watch(n->http, &r->watch, &err) != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u cannot watch its supervisor: %s", (unsigned long long)r->job,
+                     r->replica, err.message);
+}
+
+/* Forks `gpupool-agent supervise DIR`, SIGUSR1 blocked, stdio /dev/null. */
+static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; null >= 0 && fd < 3; fd++)
+        dup2(null, fd);
+    char *argv[] = {"gpupool-agent", "supervise", (char *)r->dir, NULL};
+    execv(n->opt->self_exe, argv);
+    _exit(127);
+}
+
+static gp_err gp__spawn(gp_node *n, gp_replica *r, json_t *launch, gp_error *err)
+{
+    char path[GP_STATE_PATH_MAX], text[64];
+    snprintf(path, sizeof path, "%s/launch.json", r->dir);
+    char *dump = json_dumps(launch, JSON_COMPACT);
+    gp_err rc = dump ? gp_state_write(path, dump, 0600, err) : gp_error_set(err, GP_ERR_NOMEM, "launch", "no memory");
+    free(dump);
+    if (rc != GP_OK)
+        return rc;
+    r->supervisor = gp__spawn_supervisor(n, r);
+    if (r->supervisor < 0)
+        return gp_error_set(err, GP_ERR_CONFLICT, "launch", "fork: %s", strerror(errno));
+    r->pidfd = gp__pidfd_open(r->supervisor);
+    gp__watch(n, r);
+    snprintf(path, sizeof path, "%s/supervisor", r->dir);
+    gp_state_supervisor_format(r->supervisor, gp_state_process_start_time(r->supervisor), text, sizeof text);
+    return gp_state_write(path, text, 0600, err);
+}
+
+static json_t *gp__report(const char *what, const gp_replica *r)
+{
+    return json_pack("{s:s, s:I, s:i, s:I}", "what", what, "job", (json_int_t)r->job, "replica", (int)r->replica,
+                     "bind_time", (json_int_t)r->bind_time);
+}
+
+static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_error *err)
+{
+    json_t *slice = json_object_get(a, "slice");
+    const char *kind = json_string_value(json_object_get(slice, "kind"));
+    gp_err rc = gp_state_mkdirs(r->dir, 0700, err);
+    char logs[GP_STATE_PATH_MAX], visible[GP_MAX_GPUS_PER_NODE * GP_UUID_MAX];
+    snprintf(logs, sizeof logs, "%s/logs", n->dir);
+    if (rc == GP_OK)
+        rc = gp_state_mkdirs(logs, 0700, err);
+    if (rc == GP_OK && kind && strcmp(kind, "mig") == 0)
+        rc = gp__mig_slice(n, r, slice, err);
+    if (r->mig_uuid[0])
+        snprintf(visible, sizeof visible, "%s", r->mig_uuid);
+    else
+        gp__join(visible, sizeof visible, r);
+    json_t *env = NULL;
+    if (rc == GP_OK)
+        rc = gp__replica_env(r, a, visible, &env, err);
+    if (rc != GP_OK) {
+        json_decref(env);
+        return rc;
+    }
+    char workdir[GP_STATE_PATH_MAX];
+    rc = gp__workdir(n, r, workdir, sizeof workdir, err);
+    if (rc != GP_OK) {
+        json_decref(env);
+        return rc;
+    }
+    gp__checkpoint_dir(r, gp__run_as(a));
+    json_t *launch = gp__launch_json(n, r, a, env, visible, workdir);
+    rc = launch ? gp__spawn(n, r, launch, err) : gp_error_set(err, GP_ERR_INVALID, "command", "no command");
+    json_decref(launch);
+    return rc;
+}
+
+static void gp__set_busy(gp_node *n, const gp_replica *r, bool busy)
+{
+    for (size_t i = 0; i < r->n_gpus; i++)
+        gp_gpu_set_busy(&n->gpu, r->gpus[i], r->supervisor, busy, gp_agent_real_ms(), NULL);
+}
+
+gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
+{
+    gp_replica *r = gp__replica_new(n, (uint64_t)json_integer_value(json_object_get(a, "job")),
+                                    (unsigned)json_integer_value(json_object_get(a, "replica")),
+                                    json_integer_value(json_object_get(a, "bind_time")));
+    if (!r)
+        return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
+    gp__replica_gpus(r, a);
+    r->log_sent = 0; /* a new run: gpupoold has none of it */
+    gp_err rc = gp__prepare_and_spawn(n, r, a, err);
+    if (rc != GP_OK && r->supervisor <= 0) {
+        /* nothing runs: an exit the job's state shows (127, like a shell) */
+        char text[GP_ERROR_MESSAGE_MAX + 8];
+        snprintf(text, sizeof text, "%s\n", err->message);
+        gp_state_mkdirs(r->dir, 0700, NULL);
+        char path[GP_STATE_PATH_MAX];
+        snprintf(path, sizeof path, "%s/error", r->dir);
+        gp_state_write(path, text, 0600, NULL);
+        r->ended = true;
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0};
+        snprintf(path, sizeof path, "%s/exit", r->dir);
+        gp_state_exit_format(&r->exit, text, sizeof text);
+        gp_state_write(path, text, 0600, NULL);
+    } else {
+        gp__set_busy(n, r, true);
+        gp_node_queue_report(n, gp__report("started", r));
+    }
+    *out = r;
+    return rc;
+}
+
+/* ---- stopping and ending ---- */
+
+void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause)
+{
+    char path[GP_STATE_PATH_MAX], text[128];
+    gp_stop_order s = {.signal = signal, .deadline_ms = deadline_ms, .cause = cause};
+    snprintf(path, sizeof path, "%s/stop", r->dir);
+    gp_state_stop_format(&s, text, sizeof text);
+    gp_error err;
+    if (gp_state_write(path, text, 0600, &err) != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u cannot stop: %s", (unsigned long long)r->job, r->replica, err.message);
+    if (r->pidfd >= 0 && syscall(SYS_pidfd_send_signal, r->pidfd, SIGUSR1, NULL, 0) != 0)
+        gp_agent_log(n, "job=%llu replica=%u supervisor gone: %s", (unsigned long long)r->job, r->replica,
+                     strerror(errno));
+}
+
+pid_t gp_replica_pid(const gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX], text[32];
+    snprintf(path, sizeof path, "%s/pid", r->dir);
+    return gp_state_read(path, text, sizeof text) ? (pid_t)atoi(text) : 0;
+}
+
+void gp_replica_collect_exit(gp_node *n, gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX], text[128];
+    snprintf(path, sizeof path, "%s/exit", r->dir);
+    if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit)) {
+        /* its supervisor died (killed, or the host rebooted): what it left is killed too */
+        pid_t pid = gp_replica_pid(r);
+        if (pid > 1)
+            kill(-pid, SIGKILL);
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL};
+    }
+    if (r->pidfd >= 0) {
+        gp_http_unwatch(n->http, &r->watch);
+        close(r->pidfd);
+    }
+    r->pidfd = -1;
+    r->ended = true;
+    gp__set_busy(n, r, false);
+    if (r->mig_uuid[0])
+        gp_gpu_mig_destroy(&n->gpu, r->mig_uuid, NULL);
+    char why[GP_ERROR_MESSAGE_MAX + 8] = "";
+    snprintf(path, sizeof path, "%s/error", r->dir);
+    if (gp_state_read(path, why, sizeof why))
+        why[strcspn(why, "\n")] = '\0';
+    gp_agent_log(n, "job=%llu replica=%u exited reason=%s code=%d signal=%d%s%s", (unsigned long long)r->job,
+                 r->replica, gp_exit_reason_name(r->exit.reason), r->exit.code, r->exit.signal,
+                 why[0] ? " error=" : "", why);
+}
+
+void gp_replica_check_checkpoint(gp_node *n, gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/.done", r->checkpoint_dir);
+    if (stat(path, &st) != 0 || unlink(path) != 0)
+        return;
+    json_t *rep = gp__report("checkpointed", r);
+    json_object_set_new(rep, "time", json_integer((json_int_t)st.st_mtime));
+    gp_node_queue_report(n, rep);
+    gp_agent_log(n, "job=%llu replica=%u checkpointed", (unsigned long long)r->job, r->replica);
+}
+
+void gp_replica_free(gp_replica *r)
+{
+    if (r && r->pidfd >= 0)
+        close(r->pidfd);
+    free(r);
+}
+
+/* ---- adopting after an agent restart ---- */
+
+/* The replica folder's run: live (its supervisor adopted) or ended. */
+static gp_replica *gp__adopt(gp_node *n, const char *name)
+{
+    uint64_t job;
+    unsigned replica;
+    int64_t bind;
+    if (!gp_state_replica_parse(name, &job, &replica, &bind))
+        return NULL;
+    gp_replica *r = gp__replica_new(n, job, replica, bind);
+    char path[GP_STATE_PATH_MAX], text[256];
+    snprintf(path, sizeof path, "%s/launch.json", r->dir);
+    json_t *launch = json_load_file(path, 0, NULL);
+    gp__replica_gpus(r, json_object_get(launch, "assignment"));
+    const char *visible = json_string_value(json_object_get(launch, "visible"));
+    if (visible && strncmp(visible, "MIG-", 4) == 0)
+        snprintf(r->mig_uuid, sizeof r->mig_uuid, "%s", visible);
+    json_decref(launch);
+    snprintf(path, sizeof path, "%s/supervisor", r->dir);
+    uint64_t started = 0;
+    if (gp_state_read(path, text, sizeof text) && gp_state_supervisor_parse(text, &r->supervisor, &started)) {
+        int fd = gp__pidfd_open(r->supervisor);
+        if (fd >= 0 && gp_state_process_start_time(r->supervisor) == started)
+            r->pidfd = fd;
+        else if (fd >= 0)
+            close(fd);
+    }
+    snprintf(path, sizeof path, "%s/exit", r->dir);
+    gp__watch(n, r);
+    if (r->pidfd < 0 || access(path, F_OK) == 0)
+        gp_replica_collect_exit(n, r);
+    else
+        gp_agent_log(n, "job=%llu replica=%u adopted supervisor=%d", (unsigned long long)job, replica,
+                     (int)r->supervisor);
+    return r;
+}
+
+void gp_replica_adopt_all(gp_node *n)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/replicas", n->dir);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        gp_replica *r = e->d_name[0] == 'j' ? gp__adopt(n, e->d_name) : NULL;
+        if (!r)
+            continue;
+        if (!gp_node_add_replica(n, r)) {
+            gp_replica_free(r);
+            break;
+        }
+    }
+    if (d)
+        closedir(d);
+}
