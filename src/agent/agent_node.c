@@ -17,7 +17,7 @@
 #define GP__REPORTS_MAX 1000
 #define GP__EVENTS_EVERY_MS 1000
 #define GP__CHECKPOINT_EVERY_MS 1000
-#define GP__CHECKPOINT_GRACE_EVERY_MS 100
+#define GP__CHECKPOINT_GRACE_EVERY_MS 20
 
 void gp_agent_log(const gp_node *n, const char *fmt, ...)
 {
@@ -254,23 +254,31 @@ static void gp__start(gp_node *n, json_t *a)
                      r->replica, (int)r->supervisor, r->n_gpus);
 }
 
-static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline)
+static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline_ms)
 {
     const char *reason = json_string_value(json_object_get(a, "stop_reason"));
-    int64_t deadline_ms = deadline * 1000;
     bool now = deadline_ms <= gp_agent_real_ms();
-    gp_replica_stop(n, r, now ? SIGKILL : SIGTERM, deadline_ms,
-                    reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED);
-    r->stop_deadline = deadline;
-    gp_agent_log(n, "job=%llu replica=%u stopping reason=%s kill_deadline=%lld%s", (unsigned long long)r->job,
-                 r->replica, reason ? reason : "stop", (long long)deadline, now ? " (now)" : "");
+    r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
+    gp_replica_stop(n, r, now ? SIGKILL : SIGTERM, deadline_ms, r->stop_cause);
+    r->stop_deadline = deadline_ms;
+    n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
+    gp_agent_log(n, "job=%llu replica=%u stopping reason=%s kill_deadline_ms=%lld%s", (unsigned long long)r->job,
+                 r->replica, reason ? reason : "stop", (long long)deadline_ms, now ? " (now)" : "");
 }
 
 static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
-    gp_replica_stop(n, r, SIGKILL, 0, GP_STOP_REQUESTED);
+    gp_replica_stop(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
     r->stop_deadline = GP_PLAN_KILLED;
     gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
+}
+
+/* When to kill a stopped replica (epoch ms): kill_deadline_ms, or the
+ * whole-second kill_deadline of a gpupoold that predates it. */
+static int64_t gp__kill_deadline_ms(const json_t *a)
+{
+    const json_t *ms = json_object_get(a, "kill_deadline_ms");
+    return json_is_integer(ms) ? json_integer_value(ms) : json_integer_value(json_object_get(a, "kill_deadline")) * 1000;
 }
 
 /* wants[i] from assignments[i]; gpus point into the JSON. */
@@ -285,7 +293,7 @@ static void gp__wants(json_t *list, gp_plan_want *w, gp_plan_gpu *gpus)
             .replica = (unsigned)json_integer_value(json_object_get(a, "replica")),
             .bind_time = json_integer_value(json_object_get(a, "bind_time")),
             .stop = action && strcmp(action, "stop") == 0,
-            .kill_deadline = json_integer_value(json_object_get(a, "kill_deadline")),
+            .kill_deadline = gp__kill_deadline_ms(a),
             .gpus = gpus + i * GP_MAX_GPUS_PER_NODE,
         };
         json_array_foreach(json_object_get(a, "gpus"), k, g) {
@@ -509,10 +517,47 @@ static bool gp__reports_due(const gp_node *n)
     return false;
 }
 
+/* The live replica of that run, NULL when none. */
+static gp_replica *gp__replica_of(const gp_node *n, const json_t *report)
+{
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        gp_replica *r = n->replicas[i];
+        if (!r->ended && r->job == (uint64_t)json_integer_value(json_object_get(report, "job")) &&
+            r->replica == (unsigned)json_integer_value(json_object_get(report, "replica")) &&
+            r->bind_time == json_integer_value(json_object_get(report, "bind_time")))
+            return r;
+    }
+    return NULL;
+}
+
+/* A `checkpointed` report that gpupoold applied while its replica was in a
+ * stop grace ends the grace (gpupoold moves kill_deadline to the
+ * checkpoint): kill now, one long-poll round trip earlier than the stop the
+ * next assignments would carry.  The reports in flight are the last
+ * results of the answer (the batch's exits come first). */
+static void gp__end_graces(gp_node *n, const char *body, size_t len)
+{
+    json_t *answer = json_loadb(body, len, 0, NULL);
+    json_t *results = json_object_get(answer, "results");
+    size_t sent = json_array_size(n->in_flight), got = json_array_size(results);
+    for (size_t k = 0; got >= sent && k < sent; k++) {
+        json_t *rep = json_array_get(n->in_flight, k);
+        const char *what = json_string_value(json_object_get(rep, "what"));
+        if (!what || strcmp(what, "checkpointed") != 0)
+            continue;
+        bool applied = json_is_true(json_object_get(json_array_get(results, got - sent + k), "applied"));
+        gp_replica *r = gp__replica_of(n, rep); /* a live one */
+        gp_plan_have h = {.stop_deadline = r ? r->stop_deadline : GP_PLAN_NO_DEADLINE};
+        if (r && gp_plan_checkpoint_ends_grace(&h, applied))
+            gp__kill(n, r, "checkpoint done in its grace");
+    }
+    json_decref(answer);
+}
+
 static void gp__on_reports(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                            void *ctx)
 {
-    (void)call, (void)body, (void)len;
+    (void)call;
     gp_node *n = ctx;
     for (size_t i = 0; i < n->n_replicas; i++) {
         gp_replica *r = n->replicas[i];
@@ -521,6 +566,7 @@ static void gp__on_reports(gp_http_call *call, long status, const char *body, si
         r->exit_in_flight = false;
     }
     if (status == 200) {
+        gp__end_graces(n, body, len);
         json_array_clear(n->in_flight);
         if (n->assignments)
             gp__reconcile(n); /* forget runs gpupoold has the exit of */

@@ -80,7 +80,8 @@ typedef struct gp_replica {
     gp_proc_exit exit;
     bool exit_in_flight, exit_acked;
     bool listed;                         /* in the last assignments */
-    int64_t stop_deadline;               /* what was sent (agent_plan.h markers) */
+    int64_t stop_deadline;               /* what was sent, epoch ms (agent_plan.h markers) */
+    gp_stop_cause stop_cause;            /* why, with a deadline */
     int64_t log_sent;                    /* bytes gpupoold has of the log, -1 unknown (ask) */
     bool log_eof_sent;                   /* gpupoold has all of it */
     bool log_in_flight, log_eof_in_flight;

@@ -54,6 +54,11 @@ static size_t gp__push(gp_plan_step *steps, size_t n, size_t cap, gp_plan_kind k
     return n;
 }
 
+bool gp_plan_checkpoint_ends_grace(const gp_plan_have *h, bool applied)
+{
+    return applied && !h->ended && h->stop_deadline != GP_PLAN_NO_DEADLINE && h->stop_deadline != GP_PLAN_KILLED;
+}
+
 size_t gp_plan_reconcile(const gp_plan_want *want, size_t n_want, const gp_plan_have *have, size_t n_have,
                          gp_plan_step *steps, size_t cap)
 {

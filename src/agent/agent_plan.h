@@ -52,7 +52,7 @@ typedef struct gp_plan_want {
     unsigned replica;
     int64_t bind_time;
     bool stop;                /* action "stop" */
-    int64_t kill_deadline;    /* with stop: epoch s */
+    int64_t kill_deadline;    /* with stop: epoch ms */
     const gp_plan_gpu *gpus;  /* the GPUs the replica uses */
     size_t n_gpus;
 } gp_plan_want;
@@ -74,6 +74,13 @@ typedef struct gp_plan_step {
     size_t want; /* START, STOP: the index in want */
     size_t have; /* STOP, KILL: the index in have */
 } gp_plan_step;
+
+/* Does a `checkpointed` report of h's run, answered applied (or not) by
+ * gpupoold, end its grace now?  Yes when h is alive and being stopped (a
+ * deadline sent, not killed yet): gpupoold moved its kill deadline to the
+ * checkpoint, so the agent kills it at once rather than one long-poll
+ * later.  A running replica's checkpoint only counts as a checkpoint. */
+bool gp_plan_checkpoint_ends_grace(const gp_plan_have *h, bool applied);
 
 /* The steps, at most n_want + n_have (cap), into steps; returns how many.
  * KILLs and STOPs come before STARTs. */

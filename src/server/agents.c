@@ -26,6 +26,7 @@ struct gp__agent_node {
     bool up;             /* as the engine has it */
     bool dirty;
     int64_t last_seen_ms;
+    pthread_cond_t *wake; /* its long-polls wait here (heap: the table moves) */
     json_t *running;     /* the last heartbeat's, NULL before one */
     json_t *gpus;
 };
@@ -41,11 +42,6 @@ void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s)
 {
     memset(a, 0, sizeof *a);
     pthread_mutex_init(&a->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&a->changed, &attr);
-    pthread_condattr_destroy(&attr);
     a->epoch = epoch;
     a->lost_after_s = lost_after_s;
 }
@@ -55,6 +51,8 @@ void gp_agents_free(gp_agents *a)
     for (size_t i = 0; i < a->n_nodes; i++) {
         json_decref(a->nodes[i].running);
         json_decref(a->nodes[i].gpus);
+        pthread_cond_destroy(a->nodes[i].wake);
+        free(a->nodes[i].wake);
     }
     for (size_t i = 0; i < a->n_jobs; i++)
         free(a->jobs[i].nodes);
@@ -63,7 +61,6 @@ void gp_agents_free(gp_agents *a)
     free(a->dirty);
     gp_strmap_free(&a->node_index);
     gp_u64map_free(&a->job_index);
-    pthread_cond_destroy(&a->changed);
     pthread_mutex_destroy(&a->lock);
     memset(a, 0, sizeof *a);
 }
@@ -76,6 +73,21 @@ static gp__agent_node *node_find(const gp_agents *a, const char *name)
     return name && gp_strmap_get(&a->node_index, name, &i) ? &a->nodes[i] : NULL;
 }
 
+/* A condition on the monotonic clock (the waits' deadlines), NULL when out
+ * of memory.  The caller frees it (pthread_cond_destroy, free). */
+static pthread_cond_t *wake_new(void)
+{
+    pthread_cond_t *c = malloc(sizeof *c);
+    pthread_condattr_t attr;
+    if (!c)
+        return NULL;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return c;
+}
+
 /* The node's entry, made when new (engine thread; takes the lock to grow
  * the table).  NULL when out of memory. */
 static gp__agent_node *node_entry(gp_agents *a, const char *name)
@@ -83,27 +95,32 @@ static gp__agent_node *node_entry(gp_agents *a, const char *name)
     gp__agent_node *n = node_find(a, name);
     if (n)
         return n;
+    pthread_cond_t *wake = wake_new();
+    if (!wake)
+        return NULL;
     pthread_mutex_lock(&a->lock);
     if (a->n_nodes == a->cap_nodes) {
         size_t cap = a->cap_nodes ? 2 * a->cap_nodes : 64;
         gp__agent_node *grown = realloc(a->nodes, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&a->lock);
-            return NULL;
-        }
+        if (!grown)
+            goto fail;
         a->nodes = grown;
         a->cap_nodes = cap;
     }
-    if (!gp_strmap_put(&a->node_index, name, (uint32_t)a->n_nodes)) {
-        pthread_mutex_unlock(&a->lock);
-        return NULL;
-    }
+    if (!gp_strmap_put(&a->node_index, name, (uint32_t)a->n_nodes))
+        goto fail;
     n = &a->nodes[a->n_nodes++];
     memset(n, 0, sizeof *n);
     snprintf(n->name, sizeof n->name, "%s", name);
     n->version = (uint64_t)a->epoch << 32;
+    n->wake = wake;
     pthread_mutex_unlock(&a->lock);
     return n;
+fail:
+    pthread_mutex_unlock(&a->lock);
+    pthread_cond_destroy(wake);
+    free(wake);
+    return NULL;
 }
 
 static void mark(gp_agents *a, gp__agent_node *n)
@@ -222,6 +239,9 @@ static void stop_from(const gp_decision *d, gp_agent_stop *stop)
                                                                : "cancel";
     snprintf(stop->reason, sizeof stop->reason, "%s", why);
     stop->since = d->time;
+    stop->grace_s = d->grace_s;
+    int64_t wall_ms = gp_wall_ms();
+    stop->since_ms = wall_ms / 1000 == d->time ? wall_ms : -1; /* decided in this second: live */
 }
 
 /* Re-reads where job id is: marks the nodes it was on and is on. */
@@ -284,11 +304,12 @@ void gp_agents_publish(gp_agents *a)
         return;
     pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->n_dirty; i++) {
-        a->nodes[a->dirty[i]].version++;
-        a->nodes[a->dirty[i]].dirty = false;
+        gp__agent_node *n = &a->nodes[a->dirty[i]];
+        n->version++;
+        n->dirty = false;
+        pthread_cond_broadcast(n->wake); /* only the touched nodes' long-polls wake */
     }
     a->n_dirty = 0;
-    pthread_cond_broadcast(&a->changed);
     pthread_mutex_unlock(&a->lock);
 }
 
@@ -355,8 +376,9 @@ uint64_t gp_agents_wait(gp_agents *a, const char *node, uint64_t after, int64_t 
     pthread_mutex_lock(&a->lock);
     gp__agent_node *n = node_find(a, node);
     while (n && n->version <= after && !a->stopping) {
-        if (pthread_cond_timedwait(&a->changed, &a->lock, &deadline) != 0)
+        if (pthread_cond_timedwait(n->wake, &a->lock, &deadline) != 0)
             break; /* timed out */
+        a->wakeups++;
         n = node_find(a, node); /* the table may have grown */
     }
     uint64_t v = n ? n->version : 0;
@@ -368,8 +390,17 @@ void gp_agents_stop(gp_agents *a)
 {
     pthread_mutex_lock(&a->lock);
     a->stopping = true;
-    pthread_cond_broadcast(&a->changed);
+    for (size_t i = 0; i < a->n_nodes; i++)
+        pthread_cond_broadcast(a->nodes[i].wake);
     pthread_mutex_unlock(&a->lock);
+}
+
+uint64_t gp_agents_wakeups(gp_agents *a)
+{
+    pthread_mutex_lock(&a->lock);
+    uint64_t w = a->wakeups;
+    pthread_mutex_unlock(&a->lock);
+    return w;
 }
 
 gp_agent_beat gp_agents_heartbeat(gp_agents *a, const char *node, json_t *running, json_t *gpus, int64_t now_ms,

@@ -7,8 +7,9 @@
  * grows across restarts.  The engine thread bumps a node's version after
  * each commit whose events or decisions touch the node (a job bound,
  * preempted, stopped, finished or checkpointed with a replica there, the
- * node added, lost, drained or a GPU's health changed), then wakes every
- * long-poll; GET /v1/agents/{node}/assignments?after=V answers as soon as
+ * node added, lost, drained or a GPU's health changed), then wakes that
+ * node's long-polls (a condition per node: a bind on n1 wakes n1's waiting
+ * thread, not the thousands of other nodes'); GET /v1/agents/{node}/assignments?after=V answers as soon as
  * the node's version passes V.
  *
  * How it learns what a commit touched: gp_agents_observe sees every event
@@ -48,8 +49,8 @@ typedef struct gp__agent_job gp__agent_job;
 
 typedef struct gp_agents {
     pthread_mutex_t lock;
-    pthread_cond_t changed;
     bool stopping;
+    uint64_t wakeups;          /* long-polls woken before their wait ended */
     int64_t epoch;
     int64_t lost_after_s;
     gp_strmap node_index;      /* name -> index into nodes */
@@ -66,7 +67,10 @@ typedef struct gp_agents {
 /* Why a job's replicas are told to stop ("" = they run). */
 typedef struct gp_agent_stop {
     char reason[16];           /* preempt, cancel, time_limit */
-    int64_t since;             /* when the engine decided it */
+    int64_t since;             /* when the engine decided it (engine time, s) */
+    int64_t since_ms;          /* the same in wall-clock ms; -1 when not known
+                                * (a decision of an earlier second: replayed) */
+    int64_t grace_s;           /* the grace it was given */
 } gp_agent_stop;
 
 void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s);
@@ -99,6 +103,9 @@ bool gp_agents_stop_of(const gp_agents *a, uint64_t id, gp_agent_stop *out);
  * gp_agents_stop; returns the version then (0 when the node is unknown). */
 uint64_t gp_agents_wait(gp_agents *a, const char *node, uint64_t after, int64_t wait_ms);
 void gp_agents_stop(gp_agents *a);
+/* How many times a waiting long-poll was woken (a commit touched its node,
+ * or the stop): gpupool_agent_poll_wakeups_total in /metrics. */
+uint64_t gp_agents_wakeups(gp_agents *a);
 
 typedef enum gp_agent_beat { GP_AGENT_BEAT_OK = 0, GP_AGENT_BEAT_UNKNOWN, GP_AGENT_BEAT_LOST } gp_agent_beat;
 /* Notes a heartbeat (steals running and gpus) and gives the node's

@@ -368,14 +368,16 @@ static void metrics_run(gp_server *srv, gp_op *op, int64_t now)
              "# TYPE gpupool_gpus gauge\ngpupool_gpus{kind=\"total\"} %lld\ngpupool_gpus{kind=\"healthy\"} %lld\n"
              "gpupool_gpus{kind=\"allocated\"} %lld\n"
              "# TYPE gpupool_preemptions_total counter\ngpupool_preemptions_total %llu\n"
-             "# TYPE gpupool_tokens gauge\ngpupool_tokens %zu\n",
+             "# TYPE gpupool_tokens gauge\ngpupool_tokens %zu\n"
+             "# TYPE gpupool_agent_poll_wakeups_total counter\ngpupool_agent_poll_wakeups_total %llu\n",
              (unsigned long long)atomic_load(&srv->requests), (unsigned long long)atomic_load(&srv->errors_4xx),
              (unsigned long long)atomic_load(&srv->errors_5xx), (unsigned long long)atomic_load(&srv->submits),
              (unsigned long long)atomic_load(&srv->loop.batches), (unsigned long long)atomic_load(&srv->loop.ops),
              (unsigned long long)atomic_load(&srv->loop.max_batch),
              (double)atomic_load(&srv->loop.commits_ms_total) / 1000.0, (unsigned long long)atomic_load(&srv->loop.ticks), st.pending,
              st.running, st.preempting, (long long)st.gpus_total, (long long)st.gpus_healthy,
-             (long long)st.gpus_allocated, (unsigned long long)st.total_preempted, gp_auth_count(&srv->auth));
+             (long long)st.gpus_allocated, (unsigned long long)st.total_preempted, gp_auth_count(&srv->auth),
+             (unsigned long long)gp_agents_wakeups(&srv->agents));
     op->arg = text;
     op->status = 200;
 }

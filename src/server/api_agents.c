@@ -18,7 +18,9 @@
  * 1, "replicas": 2, "peers": ["n1", "n2"], "gpus": [8 UUIDs], "action":
  * "run", ...}]}.  Job 9 reclaims at t=130: the same poll answers the same
  * replica with "action": "stop", "stop_reason": "preempt", "kill_deadline":
- * 161.  The agent signals it; replica 1 exits; POST .../reports
+ * 161 and "kill_deadline_ms": 160412 (decided at 130.412 s, grace 30 s;
+ * the whole-second deadline has the engine's 1 s resolution added).
+ * The agent signals it; replica 1 exits; POST .../reports
  * {"reports": [{"what": "exited", "job": 7, "replica": 1, "bind_time": 100,
  * "exit_code": 0, "reason": "exited"}]} -- once both replicas are reported
  * the grace ends (the job is requeued) and job 9 binds at the next pass.
@@ -171,6 +173,18 @@ typedef struct state_arg {
     const char *node;
 } state_arg;
 
+/* When the grace ends in wall-clock ms: the decision's real time plus the
+ * grace where that time is known (engine time is whole seconds, so the
+ * engine's deadline is up to a second late), never after the engine's
+ * deadline; a checkpoint in the grace ends it at the checkpoint's time. */
+static int64_t kill_deadline_ms(const gp_job_info *info, const gp_agent_stop *stop, int64_t deadline)
+{
+    if (!stop || stop->since_ms < 0 || deadline != info->preempt_deadline)
+        return deadline * 1000;
+    int64_t ms = stop->since_ms + stop->grace_s * 1000;
+    return ms < deadline * 1000 ? ms : deadline * 1000;
+}
+
 static const char *action_of(const gp_agents *a, const gp_job_info *info, json_t *o)
 {
     if (info->state != GP_JOB_PREEMPTING)
@@ -182,6 +196,7 @@ static const char *action_of(const gp_agents *a, const gp_job_info *info, json_t
         deadline = info->last_checkpoint; /* checkpoint done: the grace is over, stop now */
     json_object_set_new(o, "stop_reason", json_string(known ? stop.reason : "stop"));
     json_object_set_new(o, "kill_deadline", json_integer(deadline));
+    json_object_set_new(o, "kill_deadline_ms", json_integer(kill_deadline_ms(info, known ? &stop : NULL, deadline)));
     return "stop";
 }
 

@@ -52,6 +52,21 @@ static void the_header_example_kills_stops_and_waits_for_gpus(void **state)
     assert_int_equal(steps[0].want, 1);
 }
 
+static void an_applied_checkpoint_ends_a_grace_but_not_a_run(void **state)
+{
+    (void)state;
+    gp_plan_have h = live(7, 100, gpu_a);
+    assert_false(gp_plan_checkpoint_ends_grace(&h, true)); /* running: only a checkpoint */
+    h.stop_deadline = 1795523141412;                        /* SIGTERM sent, in its grace */
+    assert_false(gp_plan_checkpoint_ends_grace(&h, false)); /* not applied (an older one) */
+    assert_true(gp_plan_checkpoint_ends_grace(&h, true));
+    h.stop_deadline = GP_PLAN_KILLED;
+    assert_false(gp_plan_checkpoint_ends_grace(&h, true)); /* killed once */
+    h.stop_deadline = 1795523141412;
+    h.ended = true;
+    assert_false(gp_plan_checkpoint_ends_grace(&h, true));
+}
+
 static void an_ended_run_is_never_started_again(void **state)
 {
     (void)state;
@@ -169,6 +184,7 @@ int main(void)
         cmocka_unit_test(an_ended_run_is_never_started_again),
         cmocka_unit_test(a_new_bind_of_the_same_job_is_another_run),
         cmocka_unit_test(a_moved_deadline_stops_again_and_the_same_one_does_not),
+        cmocka_unit_test(an_applied_checkpoint_ends_a_grace_but_not_a_run),
         cmocka_unit_test(a_stop_for_a_run_not_here_does_nothing),
         cmocka_unit_test(shared_gpus_run_side_by_side_and_a_whole_gpu_waits_for_them),
         cmocka_unit_test(backoff_doubles_from_half_a_second_to_ten_with_jitter),

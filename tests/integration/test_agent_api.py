@@ -14,11 +14,15 @@ Behaviours under test:
     their own agent endpoints; re-registering revokes the old credential;
   - a long-poll answers soon after a bind on its node (well before its
     wait), with the replicas, GPUs, peers, command and env; a shutdown
-    answers waiting polls at once;
+    answers waiting polls at once; a commit touching node A does not wake
+    node B's poll (it answers at the end of its wait, unchanged, and
+    gpupool_agent_poll_wakeups_total does not move), one touching B does;
+  - a heartbeat of 0.9 MB (under --max-body) is taken whole;
   - reports: a replica started -> one history row "start" with its node and
     pid; every replica exited 0 -> succeeded (history says so, a resent
     report changes nothing); one failing replica -> the gang failed whole;
-  - preemption: the victim's node gets "stop" with a kill deadline; a
+  - preemption: the victim's node gets "stop" with a kill deadline (in ms:
+    the grace from the decision's real time); a
     checkpoint ends the grace (the deadline moves to now); the victim's
     exit report requeues it and the reclaimer binds long before the grace;
   - a node silent past --node-lost-after is lost (its job requeued onto
@@ -179,6 +183,49 @@ def test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas(d):
     assert not waiting.is_alive() and time.time() - t0 < 15
 
 
+def poll_wakeups(d):
+    status, text = d.call("GET", "/metrics")
+    assert status == 200, text
+    [line] = [x for x in text.splitlines() if x.startswith("gpupool_agent_poll_wakeups_total ")]
+    return int(line.split()[1])
+
+
+def test_a_commit_on_one_node_wakes_only_that_nodes_poll(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    big, small = FakeAgent(d, "t4-a", gpus=4), FakeAgent(d, "t4-b", gpus=2)
+    version = small.poll()["version"]
+    answer = {}
+    waiting = threading.Thread(target=lambda: answer.update(out=small.poll(after=version, wait=4)))
+    waiting.start()
+    time.sleep(0.5)  # small's poll is waiting
+    woken = poll_wakeups(d)
+    on_big = submit(d, gpus=4)  # fits only t4-a
+    gpd.wait_for(lambda: job(d, on_big)["state"] == "running", what="job on t4-a")
+    [a] = mine(big.poll(), on_big)
+    big.report({"what": "started", "job": on_big, "replica": 0, "bind_time": a["bind_time"], "pid": 7})
+    waiting.join(30)
+    assert answer["out"]["version"] == version and answer["out"]["assignments"] == [], answer
+    assert poll_wakeups(d) == woken, "t4-b's poll was woken by commits on t4-a"
+    waiting = threading.Thread(target=lambda: answer.update(out=small.poll(after=version, wait=20)))
+    waiting.start()
+    time.sleep(0.5)
+    on_small = submit(d, gpus=2)  # t4-a is full
+    waiting.join(30)
+    assert answer["out"]["version"] > version and mine(answer["out"], on_small), answer
+    assert poll_wakeups(d) > woken
+
+
+def test_a_heartbeat_near_max_body_is_taken_whole(d):
+    """Bodies stream through libmicrohttpd's per-connection pool (64 KiB):
+    one of 0.9 MB (--max-body is 1 MiB) arrives whole (test_bad_input.py
+    has the 413 past it)."""
+    n1 = FakeAgent(d, "t4-1")
+    gpus = [{"index": i % 2, "note": "x" * 150} for i in range(5500)]
+    status, out = n1.call("POST", "heartbeat", {"running": [], "gpus": gpus})
+    assert status == 200, out
+    assert d.ok("GET", "/v1/nodes/t4-1")["agent"]["gpus"] == gpus
+
+
 def test_replica_reports_finish_the_gang(d):
     d.ok("PUT", "/v1/tenants/t", {})
     n1, n2 = FakeAgent(d, "t4-1"), FakeAgent(d, "t4-2")
@@ -234,10 +281,16 @@ def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
     [a] = mine(out, victim)
     assert a["action"] == "stop" and a["stop_reason"] == "preempt", a
     assert t0 + 590 <= a["kill_deadline"] <= time.time() + 605, a
+    # to the millisecond: the grace (600 s) from the decision, which came
+    # between the submit and the poll's answer; the whole-second deadline
+    # is up to a second later
+    assert int(t0 * 1000) + 600000 <= a["kill_deadline_ms"] <= time.time() * 1000 + 600000, (t0, a)
+    assert a["kill_deadline_ms"] <= a["kill_deadline"] * 1000, a
     [r] = n1.report({"what": "checkpointed", "job": victim, "replica": 0, "time": int(time.time())})
     assert r["applied"], r
     [a] = mine(n1.poll(), victim)
     assert a["kill_deadline"] <= time.time() + 1 and a["last_checkpoint"], a  # checkpoint done: stop now
+    assert a["kill_deadline_ms"] <= time.time() * 1000, a
     [r] = n1.report({"what": "checkpointed", "job": victim, "replica": 0, "time": int(time.time()) - 5})
     assert not r["applied"], r
     [r] = n1.report(exited(a, signal=15, reason="signalled"))
@@ -335,6 +388,8 @@ def test_kill9_keeps_assignments_raises_the_epoch_and_replays(d):
 if __name__ == "__main__":
     gpd.run([test_join_token_registers_and_credentials_reach_only_their_node,
              test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas,
+             test_a_commit_on_one_node_wakes_only_that_nodes_poll,
+             test_a_heartbeat_near_max_body_is_taken_whole,
              test_replica_reports_finish_the_gang,
              test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace,
              test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart,

@@ -197,7 +197,7 @@ RAW_CASES = [
     ("GET", b"/v1/../v1/jobs", 400, "path"),
     ("GET", b"//v1/jobs", 400, "path"),
     ("GET", b"/v1/jobs#x", 400, "path"),
-    ("GET", b"/v1/jobs?state=" + b"a" * 100000, 414, "url"),
+    ("GET", b"/v1/jobs?state=" + b"a" * 40000, 414, "url"),
 ]
 
 
@@ -281,6 +281,8 @@ def test_raw_targets_and_headers(d):
         err = out.get("error") if isinstance(out, dict) else None
         if st != status or not err or err.get("field") != field:
             failures.append("%s %r: got %d %s, expected %d field %s" % (method, target[:60], st, out, status, field))
+    # past libmicrohttpd's per-connection memory (64 KiB): its own page, the same status
+    assert raw_call(d, "GET", b"/v1/jobs?state=" + b"a" * 100000)[0] == 414
     assert state(d) == before, "state changed"
     assert not failures, "\n".join(failures)
     for row in d.ok("GET", "/v1/audit")["audit"]:
