@@ -522,6 +522,13 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
     }
 }
 
+/* Why a job restarting after a failure waits: its back-off, until eligible_at. */
+static gp_wait backoff_wait(const gp__job *j)
+{
+    return (gp_wait){.code = GP_WAIT_BACKOFF, .dim = -1, .tenant = GP__NONE, .a = j->restarts, .b = j->max_restarts,
+                     .time = j->eligible_at};
+}
+
 /* A running job failed and its restart_policy restarts it (restart.c):
  * requeued whole with the same id, placed again after its back-off. */
 static void restart_after_failure(gp_engine *e, uint32_t job)
@@ -535,8 +542,7 @@ static void restart_after_failure(gp_engine *e, uint32_t job)
                        "requeued: a replica failed; restart %d of %d (restart_policy on-failure), eligible again at "
                        "t=%lld",
                        j->restarts, j->max_restarts, (long long)j->eligible_at);
-    j->wait = (gp_wait){.code = GP_WAIT_BACKOFF, .dim = -1, .tenant = GP__NONE, .a = j->restarts,
-                        .b = j->max_restarts, .time = j->eligible_at};
+    j->wait = backoff_wait(j);
     gp__queue_insert(e, job);
 }
 
@@ -785,15 +791,16 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     gp__job *j = &e->jobs[job];
     if (j->pass_seen == e->pass)
         return;
-    if (j->eligible_at > e->now) { /* restarting after a failure: its back-off is not over (wait says so) */
-        j->pass_seen = e->pass;
-        return;
-    }
-    if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit */
+    if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit: before a back-off, which ends */
         j->pass_seen = e->pass;
         e->stats.pass_considered++;
         gp__claims_forget(e, job); /* GPUs it was reclaiming are nobody's now */
         j->wait = (gp_wait){.code = GP_WAIT_TRUST, .dim = -1, .tenant = gp__trust_source(e, j->tenant)};
+        return;
+    }
+    if (j->eligible_at > e->now) { /* restarting after a failure: its back-off is not over (wait says so) */
+        j->pass_seen = e->pass;
+        j->wait = backoff_wait(j);
         return;
     }
     uint8_t guaranteed = 0, burstable = 0, borrowed_limit = 0;

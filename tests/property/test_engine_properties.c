@@ -295,6 +295,16 @@ static sim_job *pick_job(sim *s, unsigned want)
 
 #define ST(x) (1u << (x))
 
+/* The back-off after the n-th restart (core/restart.c): 10 s, doubling,
+ * at most 5 minutes. */
+static int64_t restart_backoff(int n)
+{
+    int64_t s = 10;
+    for (int i = 1; i < n && s < 300; i++)
+        s *= 2;
+    return s < 300 ? s : 300;
+}
+
 /* Would a failure of this running job requeue it (core/restart.c)? */
 static bool restarts_left(const sim_job *j)
 {
@@ -336,7 +346,7 @@ static void ev_finish(sim *s, int64_t t)
     if (before == GP_JOB_RUNNING && withdrawn && how == GP_EXIT_STOPPED)
         want = GP_JOB_PENDING; /* it answered a withdrawn preemption: requeued */
     else if (before == GP_JOB_RUNNING && how == GP_EXIT_FAILED && restarts_left(j))
-        want = GP_JOB_PENDING, j->restarts++; /* restart_policy on-failure */
+        want = GP_JOB_PENDING, j->restarts++, j->eligible_at = t + restart_backoff(j->restarts); /* on-failure */
     else if (before == GP_JOB_RUNNING)
         want = how == GP_EXIT_SUCCEEDED ? GP_JOB_SUCCEEDED : GP_JOB_FAILED;
     else if (how == GP_EXIT_STOPPED && cancelled)

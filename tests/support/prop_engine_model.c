@@ -914,7 +914,9 @@ static bool eligible_on(const sim *s, const sim_job *j, int type, bool admit)
  *   d) no other pending job that accepts T is guarantee-eligible on any of
  *      its types (nobody can take the capacity ahead of J in phase 1), and
  *      no other pending job that accepts T waits in GP_WAIT_RECLAIM (holds
- *      claims on victims' GPUs).
+ *      claims on victims' GPUs);
+ *   e) J is not restarting within its back-off (restart_policy: passes
+ *      skip it until eligible_at).
  * (lend=0 is not a condition: by the draft, idle guarantee of non-lending
  * tenants is held back from burstable jobs only.)
  * The window opens when C(J) first holds and closes (resets) as soon as it
@@ -992,7 +994,7 @@ void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed)
                 }
             cond = k >= 0;
         }
-        cond = cond && eligible_on(s, j, d, true);
+        cond = cond && eligible_on(s, j, d, true) && s->now >= j->eligible_at;
         cond = cond && elig_accepting[d] == 1 && reclaim_accepting[d] == (j->wait == GP_WAIT_RECLAIM ? 1 : 0);
         if (cond) {
             int mine[PROP_MAX_NODES];

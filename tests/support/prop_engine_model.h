@@ -98,6 +98,7 @@ typedef struct sim_job {
     bool stopping;            /* PREEMPTING because of a STOP */
     bool cancel_asked;        /* a cancel was accepted while it held GPUs */
     int restarts;             /* requeued after failures (restart_policy on-failure) */
+    int64_t eligible_at;      /* after a restart: not placed before (its back-off), else 0 */
     gp_wait_code wait;        /* from gp_engine_job_info while pending */
     bool shared;              /* mig/mps/timeslice: one slice of one GPU per replica */
     int64_t slice_milli;      /* shared: what one replica is charged (MIG c/7, MPS share, 1000/4) */
