@@ -254,12 +254,28 @@ static void gp__start(gp_node *n, json_t *a)
                      r->replica, (int)r->supervisor, r->n_gpus);
 }
 
+/* The job's stop_signal (the spec's names, docs/api.md), SIGTERM when it
+ * names none. */
+static int gp__stop_signal(const json_t *a)
+{
+    static const struct {
+        const char *name;
+        int signal;
+    } SIGNALS[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
+                   {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
+    const char *name = json_string_value(json_object_get(a, "stop_signal"));
+    for (size_t i = 0; name && i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
+        if (strcmp(name, SIGNALS[i].name) == 0)
+            return SIGNALS[i].signal;
+    return SIGTERM;
+}
+
 static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline_ms)
 {
     const char *reason = json_string_value(json_object_get(a, "stop_reason"));
     bool now = deadline_ms <= gp_agent_real_ms();
     r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, now ? SIGKILL : SIGTERM, deadline_ms, r->stop_cause);
+    gp_replica_stop(n, r, now ? SIGKILL : gp__stop_signal(a), deadline_ms, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
     gp_agent_log(n, "job=%llu replica=%u stopping reason=%s kill_deadline_ms=%lld%s", (unsigned long long)r->job,

@@ -193,6 +193,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"mps", required_argument, NULL, 'P'},       {"timeslice", no_argument, NULL, 'S'},
         {"array", required_argument, NULL, 'A'},     {"time-limit", required_argument, NULL, 'L'},
         {"restart-policy", required_argument, NULL, 'Y'}, {"max-restarts", required_argument, NULL, 'X'},
+        {"stop-signal", required_argument, NULL, 'Z'},
         {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *from_file = NULL;
@@ -219,6 +220,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'L': json_object_set_new(job, "time_limit_s", gp_json_number_or_string(optarg)); break;
         case 'k': json_object_set_new(job, "kind", json_string(optarg)); break;
         case 'Y': json_object_set_new(job, "restart_policy", json_string(optarg)); break;
+        case 'Z': json_object_set_new(job, "stop_signal", json_string(optarg)); break;
         case 'X': json_object_set_new(job, "max_restarts", gp_json_number_or_string(optarg)); break;
         case 'u': json_object_set_new(job, "user", json_string(optarg)); break;
         case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;

@@ -27,6 +27,7 @@ static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
+static const char *const STOP_SIGNALS[] = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"};
 
 #define GP__TABLE(t) {t, (int)(sizeof t / sizeof *t)}
 
@@ -39,6 +40,7 @@ static const struct {
     [GP_ENUM_JOB_KIND] = GP__TABLE(JOB_KINDS),     [GP_ENUM_DECISION_KIND] = GP__TABLE(DECISION_KINDS),
     [GP_ENUM_SHARING] = GP__TABLE(SHARINGS),       [GP_ENUM_SCORE] = GP__TABLE(SCORES),
     [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),           [GP_ENUM_RESTART_POLICY] = GP__TABLE(RESTART_POLICIES),
+    [GP_ENUM_STOP_SIGNAL] = GP__TABLE(STOP_SIGNALS),
 };
 
 int gp_enum_count(gp_enum which)

@@ -163,6 +163,16 @@ typedef struct gp_share {
  * signal, oom): DEFAULT is on-failure for inference jobs, never for the
  * other kinds (restart.c). */
 typedef enum gp_restart_policy { GP_RESTART_DEFAULT = 0, GP_RESTART_NEVER, GP_RESTART_ON_FAILURE } gp_restart_policy;
+/* The signal a stop (preemption, cancel, time limit) sends first; the node
+ * agent kills the whole tree when the grace ends.  The engine only keeps it. */
+typedef enum gp_stop_signal {
+    GP_STOP_SIGTERM = 0,
+    GP_STOP_SIGINT,
+    GP_STOP_SIGHUP,
+    GP_STOP_SIGQUIT,
+    GP_STOP_SIGUSR1,
+    GP_STOP_SIGUSR2
+} gp_stop_signal;
 #define GP_MAX_RESTARTS_MAX 100 /* max_restarts: 1..this */
 
 typedef struct gp_job_spec {
@@ -186,6 +196,7 @@ typedef struct gp_job_spec {
     int64_t time_limit_s;      /* 0 = the tenant's default for the kind; stopped ("time_limit") once past it */
     gp_restart_policy restart_policy;
     int max_restarts;          /* on-failure: restarts after failures, 1..GP_MAX_RESTARTS_MAX; 0 = default (3) */
+    gp_stop_signal stop_signal;/* what a stop sends first (default SIGTERM) */
 } gp_job_spec;
 
 /* How a running job ended, as its node reports it. */
@@ -382,6 +393,7 @@ typedef enum gp_enum {
     GP_ENUM_SCORE,
     GP_ENUM_TRUST,
     GP_ENUM_RESTART_POLICY,
+    GP_ENUM_STOP_SIGNAL,
     GP_ENUM_COUNT
 } gp_enum;
 

@@ -254,7 +254,7 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
 static void desired_add_specs(gp_request *r, json_t *assignments)
 {
     static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
-                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s"};
+                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s", "stop_signal"};
     gp_error err;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     size_t i;

@@ -193,6 +193,11 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         s->restart_policy = (gp_restart_policy)choice;
         return rc;
     }
+    if (strcmp(key, "stop_signal") == 0) {
+        rc = gp_json_enum(x, key, GP_ENUM_STOP_SIGNAL, &choice, err);
+        s->stop_signal = (gp_stop_signal)choice;
+        return rc;
+    }
     if (strcmp(key, "max_restarts") == 0) {
         rc = parse_int_field(x, key, 1, GP_MAX_RESTARTS_MAX, &n, err);
         s->max_restarts = (int)n;
@@ -264,6 +269,8 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "restart_policy", json_string(gp_restart_policy_name(s->restart_policy)));
     if (s->max_restarts > 0)
         json_object_set_new(o, "max_restarts", json_integer(s->max_restarts));
+    if (s->stop_signal != GP_STOP_SIGTERM) /* left out for the default, as above */
+        json_object_set_new(o, "stop_signal", json_string(gp_enum_name(GP_ENUM_STOP_SIGNAL, (int)s->stop_signal)));
     if (s->name)
         json_object_set_new(o, "name", json_string(s->name));
     if (s->user)

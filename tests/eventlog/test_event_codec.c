@@ -155,6 +155,30 @@ static void restart_fields_are_left_out_by_default_and_checked(void **state)
     gp_job_request_free(&req);
 }
 
+static void the_stop_signal_is_left_out_by_default_and_round_trips(void **state)
+{
+    (void)state;
+    gp_job_request req;
+    job_request(&req, GP_ISO_EXCLUSIVE);
+    json_t *o = gp_job_request_to_json(&req);
+    assert_null(json_object_get(o, "stop_signal")); /* SIGTERM: older encodings stay as they were */
+    json_object_set_new(o, "stop_signal", json_string("SIGUSR1"));
+    gp_job_request back;
+    gp_error err = {0};
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_OK);
+    assert_int_equal(back.spec.stop_signal, GP_STOP_SIGUSR1);
+    json_t *again = gp_job_request_to_json(&back);
+    assert_string_equal(json_string_value(json_object_get(again, "stop_signal")), "SIGUSR1");
+    json_decref(again);
+    gp_job_request_free(&back);
+    json_object_set_new(o, "stop_signal", json_string("SIGKILL")); /* no grace with a signal nobody can catch */
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "stop_signal");
+    gp_job_request_free(&back);
+    json_decref(o);
+    gp_job_request_free(&req);
+}
+
 static void quota(gp_quota *q, int64_t h100_milli, int64_t cpu)
 {
     q->set = true;
@@ -424,6 +448,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_submit_round_trips_for_every_isolation),
         cmocka_unit_test(restart_fields_are_left_out_by_default_and_checked),
+        cmocka_unit_test(the_stop_signal_is_left_out_by_default_and_round_trips),
         cmocka_unit_test(a_tenant_set_round_trips_to_the_last_bit_of_its_weight),
         cmocka_unit_test(a_node_add_round_trips_with_uuids_and_per_gpu_sharing),
         cmocka_unit_test(a_pool_set_round_trips),

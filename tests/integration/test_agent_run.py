@@ -334,6 +334,25 @@ def test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_li
     assert any("time_limit" in (h.get("reason") or "") for h in job(d, j)["history"]), job(d, j)["history"]
 
 
+USR1_SAYS = ("import signal, sys, time\n"
+             "signal.signal(signal.SIGUSR1, lambda *_: (print('GOT USR1', flush=True), sys.exit(0)))\n"
+             "signal.signal(signal.SIGTERM, lambda *_: (print('GOT TERM', flush=True), sys.exit(0)))\n"
+             "print('START', flush=True)\n"
+             "while True:\n    time.sleep(0.1)")
+
+
+@with_agent
+def test_a_stop_sends_the_jobs_stop_signal(d, a):
+    d.ok("PUT", "/v1/tenants/t", {})
+    status, out = d.call("POST", "/v1/jobs", {"tenant": "t", "gpus": 1, "command": ["true"], "stop_signal": "SIGKILL"})
+    assert status == 400 and out["error"]["field"] == "stop_signal", out
+    j = submit(d, ["python3", "-c", USR1_SAYS], grace=30, stop_signal="SIGUSR1")
+    gpd.wait_for(lambda: any(lines(t, "START") for t in a.replica_logs(j).values()), what="started")
+    d.cli("cancel", str(j))
+    gpd.wait_for(lambda: state_is(d, j, "cancelled"), timeout=20, what="cancelled within its grace")
+    assert lines("".join(a.replica_logs(j).values()), "GOT ") == ["USR1"], a.replica_logs(j)
+
+
 @with_agent
 def test_a_replica_whose_supervisor_dies_is_killed_and_reported(d, a):
     d.ok("PUT", "/v1/tenants/t", {})
@@ -441,4 +460,5 @@ if __name__ == "__main__":
              test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten,
              test_output_bursts_larger_than_a_request_body_reach_gpupool_logs_whole,
              test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit,
+             test_a_stop_sends_the_jobs_stop_signal,
              test_a_replica_whose_supervisor_dies_is_killed_and_reported])
