@@ -2,6 +2,7 @@
 #include "agent/agent_http.h"
 
 #include "agent/agent_clock.h"
+#include "util/bytes.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -126,18 +127,7 @@ static size_t gp__collect(char *data, size_t size, size_t n, void *user)
 {
     gp_http_call *call = user;
     size_t len = size * n;
-    if (call->response_len + len + 1 > call->response_cap) {
-        size_t cap = (call->response_len + len + 1) * 2;
-        char *bigger = realloc(call->response, cap);
-        if (!bigger)
-            return 0;
-        call->response = bigger;
-        call->response_cap = cap;
-    }
-    memcpy(call->response + call->response_len, data, len);
-    call->response_len += len;
-    call->response[call->response_len] = '\0';
-    return len;
+    return gp_bytes_append(&call->response, &call->response_len, &call->response_cap, data, len) ? len : 0;
 }
 
 static void gp__call_reset(gp_http *h, gp_http_call *call)

@@ -1,5 +1,6 @@
 /* client.c - configuration and HTTP calls for the CLI (see client.h). */
 #include "cli/client.h"
+#include "util/bytes.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -148,21 +149,14 @@ void gp_client_close(gp_client *c)
 
 typedef struct buffer {
     char *data;
-    size_t len;
+    size_t len, cap;
 } buffer;
 
 static size_t collect(char *ptr, size_t size, size_t n, void *userdata)
 {
     buffer *b = userdata;
     size_t add = size * n;
-    char *d = realloc(b->data, b->len + add + 1);
-    if (!d)
-        return 0;
-    memcpy(d + b->len, ptr, add);
-    b->data = d;
-    b->len += add;
-    d[b->len] = '\0';
-    return add;
+    return gp_bytes_append(&b->data, &b->len, &b->cap, ptr, add) ? add : 0;
 }
 
 int gp_client_call(gp_client *c, const char *method, const char *path, const char *content_type, const char *body,
@@ -170,7 +164,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
 {
     CURL *curl = c->curl;
     char url[2048], auth[300], ctype[128];
-    buffer b = {NULL, 0};
+    buffer b = {NULL, 0, 0};
     struct curl_slist *headers = NULL;
     snprintf(url, sizeof url, "%s%s", c->server, path);
     curl_easy_reset(curl);

@@ -38,6 +38,7 @@
 #include "server/api.h"
 
 #include "server/uri.h"
+#include "util/bytes.h"
 #include "util/file.h"
 
 #include <arpa/inet.h>
@@ -246,21 +247,10 @@ static bool body_append(gp_request *r, const char *data, size_t len)
         r->body_too_large = true;
         return false;
     }
-    if (r->body_len + len + 1 > r->body_cap) {
-        size_t cap = r->body_cap ? r->body_cap : 4096;
-        while (cap < r->body_len + len + 1)
-            cap *= 2;
-        char *b = realloc(r->body, cap);
-        if (!b) {
-            r->body_too_large = true;
-            return false;
-        }
-        r->body = b;
-        r->body_cap = cap;
+    if (!gp_bytes_append(&r->body, &r->body_len, &r->body_cap, data, len)) {
+        r->body_too_large = true;
+        return false;
     }
-    memcpy(r->body + r->body_len, data, len);
-    r->body_len += len;
-    r->body[r->body_len] = '\0';
     return true;
 }
 
