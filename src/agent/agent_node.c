@@ -634,7 +634,7 @@ static void gp__gpu_events(gp_node *n)
     if (gp_gpu_poll_events(&n->gpu, gp_agent_real_ms(), 0, ev, 32, &count, NULL) != GP_OK)
         return;
     for (size_t i = 0; i < count; i++) {
-        bool bad = ev[i].kind != GP_GPU_EVENT_ECC || ev[i].ecc_uncorrected > 0;
+        bool bad = ev[i].kind == GP_GPU_EVENT_ECC ? ev[i].ecc_uncorrected > 0 : ev[i].kind != GP_GPU_EVENT_RESET;
         if (!bad)
             continue;
         gp_node_queue_report(n, json_pack("{s:s, s:i, s:b}", "what", "gpu_health", "gpu", ev[i].gpu, "healthy", 0));

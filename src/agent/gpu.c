@@ -86,3 +86,8 @@ gp_err gp_gpu_set_busy(gp_gpu *g, const char *uuid, int pid, bool busy, int64_t 
 {
     return g->ops->set_busy(g->state, uuid, pid, busy, now_ms, err);
 }
+
+gp_err gp_gpu_check(gp_gpu *g, int gpu, int64_t now_ms, gp_gpu_health *out, gp_error *err)
+{
+    return g->ops->health(g->state, gpu, now_ms, out, err);
+}

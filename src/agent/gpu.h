@@ -25,6 +25,7 @@
  *   gp_gpu_device_nodes(&g, (const char *[]){mi.uuid}, 1, dev, 16, &n, &err);
  *       // DIR/nvidia3, DIR/nvidiactl, DIR/nvidia-uvm, the instance's two nvidia-caps files
  *   gp_gpu_poll_events(&g, now_ms, 0, ev, 16, &n, &err);   // an injected XID 79 on GPU 2
+ *   gp_gpu_check(&g, 2, now_ms, &h, &err);                 // h.healthy, else h.reason says why
  *   gp_gpu_close(&g);
  *
  * Time is an argument (now_ms: milliseconds on the agent's clock, any
@@ -127,7 +128,9 @@ typedef struct gp_telemetry {
 typedef enum gp_gpu_event_kind {
     GP_GPU_EVENT_XID = 0,                /* a driver XID (e.g. 79: fell off the bus, 48: double-bit ECC) */
     GP_GPU_EVENT_ECC,                    /* ECC errors counted */
-    GP_GPU_EVENT_LOST                    /* the GPU is gone */
+    GP_GPU_EVENT_LOST,                   /* the GPU is gone */
+    GP_GPU_EVENT_RESET                   /* the GPU was reset (sim: a repair): back on the bus, volatile
+                                            ECC counts cleared */
 } gp_gpu_event_kind;
 
 typedef struct gp_gpu_event {
@@ -138,6 +141,21 @@ typedef struct gp_gpu_event {
     int64_t ecc_corrected, ecc_uncorrected; /* ECC: errors added by this event */
     int64_t at_ms;                       /* now_ms of the poll that saw it */
 } gp_gpu_event;
+
+/* One GPU's health as the backend reads it now: a check, not an event.
+ * The counters are -1 where the backend cannot tell (the sim knows only
+ * ECC and lost; NVML may answer NOT_SUPPORTED for some). */
+typedef struct gp_gpu_health {
+    int gpu;                             /* index */
+    bool healthy;
+    char reason[160];                    /* "" when healthy, else why not: "2 uncorrected ECC errors (volatile)",
+                                            "row remapping failed", "fell off the bus", "recovery action: reset" */
+    int64_t ecc_uncorrected;             /* volatile uncorrected ECC errors */
+    int remap_pending, remap_failed;     /* row remapping: 1 = yes, 0 = no */
+    int retired_pages_pending;           /* page retirement pending: 1 = yes, 0 = no */
+    int recovery_action;                 /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 0 none, 1 reset, 2 reboot,
+                                            3 drain P2P, 4 drain and reset */
+} gp_gpu_health;
 
 /* A device node a replica needs. */
 typedef struct gp_device_node {
@@ -169,6 +187,7 @@ typedef struct gp_gpu_ops {
     gp_err (*device_nodes)(void *state, const char *const *uuids, size_t n_uuids, gp_device_node *out, size_t cap,
                            size_t *n, gp_error *err);
     gp_err (*set_busy)(void *state, const char *uuid, int pid, bool busy, int64_t now_ms, gp_error *err);
+    gp_err (*health)(void *state, int gpu, int64_t now_ms, gp_gpu_health *out, gp_error *err);
 } gp_gpu_ops;
 
 typedef struct gp_gpu {
@@ -225,5 +244,12 @@ gp_err gp_gpu_device_nodes(gp_gpu *g, const char *const *uuids, size_t n_uuids, 
  * instance (by UUID).  The sim's telemetry follows it; a backend that sees
  * processes itself (nvml) ignores it.  GP_ERR_NOT_FOUND field "uuid". */
 gp_err gp_gpu_set_busy(gp_gpu *g, const char *uuid, int pid, bool busy, int64_t now_ms, gp_error *err);
+
+/* Checks GPU `gpu` now (the backend's own health reading: ECC, row
+ * remapping, retired pages, the driver's recovery action, lost) and fills
+ * *out.  GP_ERR_INVALID field "gpu" when out of range.  An unhealthy GPU
+ * is GP_OK with out->healthy false; an error means the check could not
+ * be made. */
+gp_err gp_gpu_check(gp_gpu *g, int gpu, int64_t now_ms, gp_gpu_health *out, gp_error *err);
 
 #endif

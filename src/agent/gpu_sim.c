@@ -25,8 +25,10 @@
  *
  * Faults (format in gpu_sim.h): the fault file is read from the offset
  * where the last read stopped, complete lines only; each line for this
- * node updates the state (ECC totals, lost) and, after open, becomes one
- * event.
+ * node updates the state (ECC totals, lost; a reset clears lost and the
+ * volatile ECC count) and, after open, becomes one event.  Health: a GPU
+ * is unhealthy while lost or holding uncorrected ECC errors since its last
+ * reset.
  *
  * MIG: the profile table below is NVIDIA's (the engine's src/core/mig.c
  * has the same, docs/sharing.md shows it; the agent does not link the
@@ -162,6 +164,7 @@ typedef struct sim_gpu {
     double from_sm, from_mem; /* SM % and MiB then */
     bool lost;
     int64_t ecc_corrected, ecc_uncorrected;
+    int64_t ecc_volatile;    /* uncorrected errors since the last reset */
     int n_mig;
     gp_mig_instance mig[GP_GPU_MIG_MAX];
 } sim_gpu;
@@ -310,15 +313,26 @@ static gp_err fault_gpu(const json_t *v, int count, int *gpu, gp_error *err)
     return rc;
 }
 
-/* The fault itself: exactly one of xid, ecc_* or lost. */
+/* A flag field that must be true ("lost", "reset"). */
+static gp_err fault_flag(const json_t *v, const char *field, gp_error *err)
+{
+    bool yes = false;
+    gp_err rc = gp_json_bool(v, field, &yes, err);
+    if (rc == GP_OK && !yes)
+        rc = gp_error_set(err, GP_ERR_INVALID, field, "%s must be true", field);
+    return rc;
+}
+
+/* The fault itself: exactly one of xid, ecc_*, lost or reset. */
 static gp_err fault_kind(const json_t *o, gp_gpu_event *ev, gp_error *err)
 {
     const json_t *xid = json_object_get(o, "xid"), *lost = json_object_get(o, "lost");
+    const json_t *reset = json_object_get(o, "reset");
     const json_t *corrected = json_object_get(o, "ecc_corrected"), *uncorrected = json_object_get(o, "ecc_uncorrected");
-    int kinds = (xid != NULL) + (corrected || uncorrected) + (lost != NULL);
+    int kinds = (xid != NULL) + (corrected || uncorrected) + (lost != NULL) + (reset != NULL);
     if (kinds != 1)
         return gp_error_set(err, GP_ERR_INVALID, "xid",
-                            "a fault is exactly one of xid, ecc_corrected/ecc_uncorrected or lost");
+                            "a fault is exactly one of xid, ecc_corrected/ecc_uncorrected, lost or reset");
     int64_t v = 0;
     gp_err rc = GP_OK;
     if (xid) {
@@ -326,11 +340,11 @@ static gp_err fault_kind(const json_t *o, gp_gpu_event *ev, gp_error *err)
         rc = gp_json_int(xid, "xid", 1, 999, &v, err);
         ev->xid = (int)v;
     } else if (lost) {
-        bool yes = false;
         ev->kind = GP_GPU_EVENT_LOST;
-        rc = gp_json_bool(lost, "lost", &yes, err);
-        if (rc == GP_OK && !yes)
-            rc = gp_error_set(err, GP_ERR_INVALID, "lost", "lost must be true");
+        rc = fault_flag(lost, "lost", err);
+    } else if (reset) {
+        ev->kind = GP_GPU_EVENT_RESET;
+        rc = fault_flag(reset, "reset", err);
     } else {
         ev->kind = GP_GPU_EVENT_ECC;
         if (corrected)
@@ -343,7 +357,7 @@ static gp_err fault_kind(const json_t *o, gp_gpu_event *ev, gp_error *err)
 
 static gp_err fault_known_fields(const json_t *o, gp_error *err)
 {
-    static const char *const known[] = {"node", "gpu", "xid", "ecc_corrected", "ecc_uncorrected", "lost"};
+    static const char *const known[] = {"node", "gpu", "xid", "ecc_corrected", "ecc_uncorrected", "lost", "reset"};
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)o, key, v) {
@@ -383,8 +397,13 @@ static void fault_apply(sim_state *s, gp_gpu_event *ev, int64_t now_ms)
     ev->at_ms = now_ms;
     g->ecc_corrected += ev->ecc_corrected;
     g->ecc_uncorrected += ev->ecc_uncorrected;
+    g->ecc_volatile += ev->ecc_uncorrected;
     if (ev->kind == GP_GPU_EVENT_LOST)
         g->lost = true;
+    if (ev->kind == GP_GPU_EVENT_RESET) {
+        g->lost = false;
+        g->ecc_volatile = 0;
+    }
 }
 
 /* A fault line's error as "FILE:LINE: message". */
@@ -455,6 +474,8 @@ static json_t *fault_to_json(const gp_sim_node *node, const gp_gpu_event *fault)
         json_object_set_new(o, "xid", json_integer(fault->xid));
     else if (fault->kind == GP_GPU_EVENT_LOST)
         json_object_set_new(o, "lost", json_true());
+    else if (fault->kind == GP_GPU_EVENT_RESET)
+        json_object_set_new(o, "reset", json_true());
     if (fault->kind == GP_GPU_EVENT_ECC && fault->ecc_corrected)
         json_object_set_new(o, "ecc_corrected", json_integer(fault->ecc_corrected));
     if (fault->kind == GP_GPU_EVENT_ECC && (fault->ecc_uncorrected || !fault->ecc_corrected))
@@ -834,6 +855,28 @@ static gp_err sim_set_busy(void *state, const char *uuid, int pid, bool busy, in
     return GP_OK;
 }
 
+/* ---- health ---- */
+
+/* Unhealthy while lost or holding uncorrected ECC errors since its last
+ * reset; the sim has no row remapping, retired pages or recovery action. */
+static gp_err sim_health(void *state, int gpu, int64_t now_ms, gp_gpu_health *out, gp_error *err)
+{
+    (void)now_ms;
+    const sim_state *s = state;
+    if (gpu < 0 || gpu >= s->node.gpu_count)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu", "gpu must be 0..%d, got %d", s->node.gpu_count - 1, gpu);
+    const sim_gpu *g = &s->gpus[gpu];
+    *out = (gp_gpu_health){.gpu = gpu, .healthy = !g->lost && g->ecc_volatile == 0, .ecc_uncorrected = g->ecc_volatile,
+                           .remap_pending = -1, .remap_failed = -1, .retired_pages_pending = -1,
+                           .recovery_action = -1};
+    if (g->lost)
+        snprintf(out->reason, sizeof out->reason, "fell off the bus");
+    else if (g->ecc_volatile > 0)
+        snprintf(out->reason, sizeof out->reason, "%lld uncorrected ECC errors (volatile)",
+                 (long long)g->ecc_volatile);
+    return GP_OK;
+}
+
 const gp_gpu_ops gp_gpu_sim_ops = {
     .name = "sim",
     .open = sim_open,
@@ -845,4 +888,5 @@ const gp_gpu_ops gp_gpu_sim_ops = {
     .mig_destroy = sim_mig_destroy,
     .device_nodes = sim_device_nodes,
     .set_busy = sim_set_busy,
+    .health = sim_health,
 };

@@ -11,9 +11,11 @@
  *   {"node": "h100-a-0", "gpu": 3, "xid": 79}
  *   {"node": "h100-a-0", "gpu": 2, "ecc_uncorrected": 1}
  *   {"gpu": 0, "lost": true}               (no node: every node of the file)
+ *   {"node": "h100-a-0", "gpu": 0, "reset": true}   (a repair: back on the bus, volatile ECC cleared)
  *
  * A line holds `gpu` and exactly one of `xid` (1..999), `ecc_corrected` /
- * `ecc_uncorrected` (1..1e9 errors, both may be given) or `lost` (true).
+ * `ecc_uncorrected` (1..1e9 errors, both may be given), `lost` (true) or
+ * `reset` (true).
  * An open backend takes up the lines appended after it opened on its next
  * poll, each once, as health events; the lines already there when it
  * opened count in its state (ECC totals, lost GPUs) but are not delivered

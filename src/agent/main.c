@@ -45,6 +45,7 @@ static const char USAGE[] =
     "  --ecc-corrected N       fault: N corrected ECC errors\n"
     "  --ecc-uncorrected N     fault: N uncorrected ECC errors\n"
     "  --lost                  fault: the GPU is lost\n"
+    "  --reset                 fault: the GPU is reset (a repair: back on the bus, volatile ECC cleared)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -113,6 +114,7 @@ static int parse_option(agent_args *a, int c)
     case 'c': return fault_option(a, GP_GPU_EVENT_ECC, "ecc-corrected", optarg, &a->fault.ecc_corrected);
     case 'u': return fault_option(a, GP_GPU_EVENT_ECC, "ecc-uncorrected", optarg, &a->fault.ecc_uncorrected);
     case 'L': return fault_option(a, GP_GPU_EVENT_LOST, "lost", NULL, NULL);
+    case 'R': return fault_option(a, GP_GPU_EVENT_RESET, "reset", NULL, NULL);
     case 'V': printf("gpupool-agent %s (commit %s)\n", GP_VERSION, GP_GIT_COMMIT); return 0;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
@@ -128,7 +130,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
         {"seed", required_argument, NULL, 's'},     {"at-ms", required_argument, NULL, 'a'},
         {"gpu", required_argument, NULL, 'g'},      {"xid", required_argument, NULL, 'x'},
         {"ecc-corrected", required_argument, NULL, 'c'}, {"ecc-uncorrected", required_argument, NULL, 'u'},
-        {"lost", no_argument, NULL, 'L'},           {"version", no_argument, NULL, 'V'},
+        {"lost", no_argument, NULL, 'L'},           {"reset", no_argument, NULL, 'R'},           {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -201,7 +203,7 @@ static int cmd_look(const agent_args *a)
 static int cmd_fault(const agent_args *a)
 {
     if (a->fault.gpu < 0 || a->fault_kinds != 1) {
-        fputs("gpupool-agent: fault needs --gpu N and one of --xid, --ecc-corrected/--ecc-uncorrected, --lost\n",
+        fputs("gpupool-agent: fault needs --gpu N and one of --xid, --ecc-corrected/--ecc-uncorrected, --lost, --reset\n",
               stderr);
         return 2;
     }

@@ -490,6 +490,50 @@ static void faults_become_health_events_once_each(void **state)
     gp_gpu_close(&g);
 }
 
+static void health_fails_on_lost_or_ecc_until_a_reset(void **state)
+{
+    fixture *f = *state;
+    write_file(f->node_file, FLEET);
+    gp_gpu g;
+    gp_gpu_event ev[8];
+    gp_gpu_health h;
+    size_t n = 0;
+    gp_error err;
+    open_node(f, "h100-a-0", 0, &g);
+    assert_int_equal(gp_gpu_check(&g, 2, 1000, &h, &err), GP_OK);
+    assert_true(h.healthy);
+    assert_string_equal(h.reason, "");
+    fault(f, "h100-a-0", GP_GPU_EVENT_ECC, 2, 3);
+    fault(f, "h100-a-0", GP_GPU_EVENT_LOST, 5, 0);
+    fault(f, "h100-a-0", GP_GPU_EVENT_XID, 1, 13); /* an XID alone: the agent's table judges it */
+    assert_int_equal(gp_gpu_poll_events(&g, 2000, 0, ev, 8, &n, &err), GP_OK);
+    assert_int_equal(gp_gpu_check(&g, 2, 2000, &h, &err), GP_OK);
+    assert_false(h.healthy);
+    assert_int_equal(h.ecc_uncorrected, 3);
+    assert_string_equal(h.reason, "3 uncorrected ECC errors (volatile)");
+    assert_int_equal(gp_gpu_check(&g, 5, 2000, &h, &err), GP_OK);
+    assert_false(h.healthy);
+    assert_string_equal(h.reason, "fell off the bus");
+    assert_int_equal(gp_gpu_check(&g, 1, 2000, &h, &err), GP_OK);
+    assert_true(h.healthy);
+    fault(f, "h100-a-0", GP_GPU_EVENT_RESET, 2, 0);
+    fault(f, "h100-a-0", GP_GPU_EVENT_RESET, 5, 0);
+    assert_int_equal(gp_gpu_poll_events(&g, 3000, 0, ev, 8, &n, &err), GP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ev[0].kind, GP_GPU_EVENT_RESET);
+    assert_int_equal(gp_gpu_check(&g, 2, 3000, &h, &err), GP_OK);
+    assert_true(h.healthy);
+    assert_int_equal(gp_gpu_check(&g, 5, 3000, &h, &err), GP_OK);
+    assert_true(h.healthy);
+    static gp_telemetry t;
+    assert_int_equal(gp_gpu_telemetry(&g, 3000, &t, &err), GP_OK);
+    assert_int_equal(t.gpus[2].ecc_uncorrected, 3); /* the total stays */
+    assert_false(t.gpus[5].lost);
+    assert_int_equal(gp_gpu_check(&g, 8, 3000, &h, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "gpu");
+    gp_gpu_close(&g);
+}
+
 static void faults_written_before_open_count_but_are_not_events(void **state)
 {
     fixture *f = *state;
@@ -706,6 +750,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(telemetry_is_a_function_of_seed_and_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(telemetry_follows_whether_a_process_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(telemetry_of_a_mig_gpu_follows_its_busy_instances, setup, teardown),
+        cmocka_unit_test_setup_teardown(health_fails_on_lost_or_ecc_until_a_reset, setup, teardown),
         cmocka_unit_test_setup_teardown(faults_become_health_events_once_each, setup, teardown),
         cmocka_unit_test_setup_teardown(faults_written_before_open_count_but_are_not_events, setup, teardown),
         cmocka_unit_test_setup_teardown(more_events_than_fit_come_with_the_next_poll, setup, teardown),
