@@ -159,7 +159,7 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
     char reason[32];
     if (sscanf(text, "%31s %d %d", reason, &e->code, &e->signal) != 3)
         return false;
-    for (int r = GP_EXIT_EXITED; r <= GP_EXIT_TIME_LIMIT; r++) {
+    for (int r = GP_EXIT_EXITED; r <= GP_EXIT_GPU_MEMORY; r++) {
         if (strcmp(reason, gp_exit_reason_name((gp_exit_reason)r)) == 0) {
             e->reason = (gp_exit_reason)r;
             return true;
@@ -171,7 +171,7 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap)
 {
     snprintf(out, cap, "%d %" PRId64 " %s\n", s->signal, s->deadline_ms,
-             s->cause == GP_STOP_TIME_LIMIT ? "time_limit" : "requested");
+             s->cause == GP_STOP_TIME_LIMIT ? "time_limit" : s->cause == GP_STOP_GPU_MEMORY ? "gpu_memory" : "requested");
 }
 
 bool gp_state_stop_parse(const char *text, gp_stop_order *s)
@@ -183,6 +183,8 @@ bool gp_state_stop_parse(const char *text, gp_stop_order *s)
     s->deadline_ms = deadline;
     if (strcmp(cause, "time_limit") == 0)
         s->cause = GP_STOP_TIME_LIMIT;
+    else if (strcmp(cause, "gpu_memory") == 0)
+        s->cause = GP_STOP_GPU_MEMORY;
     else if (strcmp(cause, "requested") == 0)
         s->cause = GP_STOP_REQUESTED;
     else

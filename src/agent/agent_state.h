@@ -11,7 +11,10 @@
  *                     tells a live supervisor from a recycled pid)
  *       pid           the replica's pid (the supervisor, after the launch)
  *       stop          "SIGNAL DEADLINE_MS CAUSE": the agent writes it, then
- *                     SIGUSR1s the supervisor (DEADLINE_MS epoch ms)
+ *                     SIGUSR1s the supervisor (DEADLINE_MS epoch ms; CAUSE
+ *                     requested, time_limit or gpu_memory)
+ *       gpu_memory    "USED_MIB SHARE_MIB": the agent, when it kills the
+ *                     replica for its GPU memory (its exit report says so)
  *       exit          "REASON CODE SIGNAL": the supervisor, once the
  *                     replica ended ("exited 0 0", "signalled -1 15")
  *   STATE/NODE/logs/job7-r1-1795523111.log    stdout and stderr of that run

@@ -79,6 +79,8 @@ const char *gp_exit_reason_name(gp_exit_reason reason)
         return "killed_after_grace";
     case GP_EXIT_TIME_LIMIT:
         return "time_limit";
+    case GP_EXIT_GPU_MEMORY:
+        return "gpu_memory";
     }
     return "exited";
 }
@@ -441,7 +443,7 @@ void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop
     if (p->deadline < 0 || deadline < p->deadline) {
         p->deadline = deadline;
     }
-    if (cause == GP_STOP_TIME_LIMIT || !p->stopping) {
+    if (!p->stopping || cause == GP_STOP_GPU_MEMORY || (cause == GP_STOP_TIME_LIMIT && p->cause != GP_STOP_GPU_MEMORY)) {
         p->cause = cause;
     }
     p->stopping = true;
@@ -473,6 +475,8 @@ static gp_proc_exit gp__classify(const gp_proc *p, bool oom)
     }
     if (oom) {
         end.reason = GP_EXIT_OOM;
+    } else if (p->stopping && p->cause == GP_STOP_GPU_MEMORY) {
+        end.reason = GP_EXIT_GPU_MEMORY;
     } else if (p->stopping && p->cause == GP_STOP_TIME_LIMIT) {
         end.reason = GP_EXIT_TIME_LIMIT;
     } else if (p->tree_killed) {

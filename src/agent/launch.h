@@ -34,6 +34,8 @@
  * is left of the tree is killed, and the end's reason is, first match:
  *   oom                the kernel OOM-killed a process of the replica
  *   time_limit         the stop was for the job's time limit
+ *   gpu_memory         the agent killed it for using more GPU memory than
+ *                      its MPS or time-slice share (agent_share.h)
  *   killed_after_grace the grace ran out and the tree was killed
  *   exited             exit(code)
  *   signalled          a signal ended it (signal)
@@ -71,10 +73,13 @@ typedef enum gp_exit_reason {
     GP_EXIT_SIGNALLED,
     GP_EXIT_OOM,
     GP_EXIT_KILLED_AFTER_GRACE,
-    GP_EXIT_TIME_LIMIT
+    GP_EXIT_TIME_LIMIT,
+    GP_EXIT_GPU_MEMORY
 } gp_exit_reason;
 
-typedef enum gp_stop_cause { GP_STOP_REQUESTED = 0, GP_STOP_TIME_LIMIT } gp_stop_cause;
+/* Why a stop was sent: gpupoold asked, the job's time limit, or its GPU
+ * memory over its share (the agent's own kill). */
+typedef enum gp_stop_cause { GP_STOP_REQUESTED = 0, GP_STOP_TIME_LIMIT, GP_STOP_GPU_MEMORY } gp_stop_cause;
 
 typedef struct gp_proc_exit {
     gp_exit_reason reason;
@@ -105,7 +110,8 @@ const gp_cgroup *gp_proc_cgroup(const gp_proc *p);
 gp_err gp_proc_signal(gp_proc *p, int sig, gp_error *err);
 /* Signals the process group with sig and kills the whole tree at
  * now_ms + grace_ms (0: at the next gp_proc_poll).  A second stop keeps the
- * earlier deadline; a time-limit cause sticks.  Times are the caller's
+ * earlier deadline; a time-limit or GPU-memory cause sticks (GPU memory
+ * wins: it is the agent's own kill).  Times are the caller's
  * monotonic milliseconds. */
 void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop_cause cause);
 /* When gp_proc_poll must next be called for a pending kill, or -1. */
@@ -117,7 +123,7 @@ bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_proc_exit *out);
 /* Kills what is left, reaps, removes the cgroup, frees p (NULL is fine). */
 void gp_proc_free(gp_proc *p);
 
-/* "exited", "signalled", "oom", "killed_after_grace", "time_limit". */
+/* "exited", "signalled", "oom", "killed_after_grace", "time_limit", "gpu_memory". */
 const char *gp_exit_reason_name(gp_exit_reason reason);
 
 #endif

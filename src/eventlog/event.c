@@ -22,7 +22,7 @@ static const char *const KIND_NAMES[GP_EV_KINDS] = {
 };
 
 static const char *const EXIT_REASON_NAMES[GP_EXIT_REASONS] = {"exited", "signalled", "oom", "killed_after_grace",
-                                                               "time_limit"};
+                                                               "time_limit", "gpu_memory"};
 
 /* What a decoded event points into. */
 struct gp__event_storage {
@@ -77,9 +77,14 @@ static json_t *replica_exit_payload(const gp_replica_exit *x)
     const char *reason = gp_exit_reason_name(x->reason);
     if (!reason)
         return NULL;
-    return json_pack("{s:I, s:i, s:I, s:s, s:i, s:i, s:s}", "id", (json_int_t)x->job_id, "replica", x->replica,
-                     "bind_time", (json_int_t)x->bind_time, "node", x->node, "exit_code", x->exit_code, "signal",
-                     x->signal, "reason", reason);
+    json_t *o = json_pack("{s:I, s:i, s:I, s:s, s:i, s:i, s:s}", "id", (json_int_t)x->job_id, "replica",
+                          x->replica, "bind_time", (json_int_t)x->bind_time, "node", x->node, "exit_code",
+                          x->exit_code, "signal", x->signal, "reason", reason);
+    if (o && x->reason == GP_EXIT_REASON_GPU_MEMORY) { /* only then: every other payload reads as before */
+        json_object_set_new(o, "gpu_memory_mib", json_integer(x->gpu_memory_mib));
+        json_object_set_new(o, "gpu_memory_share_mib", json_integer(x->gpu_memory_share_mib));
+    }
+    return o;
 }
 
 json_t *gp_event_payload(const gp_event *ev)
@@ -201,12 +206,33 @@ static gp_err decode_gpu_health(const json_t *p, gp_event *ev, gp__event_storage
     return rc;
 }
 
+/* gpu_memory's two numbers: required with that reason, refused with another. */
+static gp_err gpu_memory_fields(const json_t *p, gp_replica_exit *x, gp_error *err)
+{
+    static const char *const KEYS[] = {"gpu_memory_mib", "gpu_memory_share_mib"};
+    int64_t *values[] = {&x->gpu_memory_mib, &x->gpu_memory_share_mib};
+    gp_err rc = GP_OK;
+    for (int k = 0; rc == GP_OK && k < 2; k++) {
+        const json_t *v = json_object_get(p, KEYS[k]);
+        if (x->reason != GP_EXIT_REASON_GPU_MEMORY && v)
+            rc = gp_error_set(err, GP_ERR_INVALID, KEYS[k], "payload.%s is only for reason gpu_memory", KEYS[k]);
+        else if (x->reason == GP_EXIT_REASON_GPU_MEMORY)
+            rc = gp_json_int(v, KEYS[k], 0, INT64_C(1) << 40, values[k], err);
+    }
+    return rc;
+}
+
 gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
 {
     static const char *const KEYS[] = {"id", "replica", "bind_time", "node", "exit_code", "signal", "reason"};
     int64_t id = 0, replica = 0, bind_time = 0, code = 0, sig = 0;
     char reason[32];
-    gp_err rc = expect_keys(p, KEYS, 7, err);
+    json_t *base = json_is_object(p) ? json_copy((json_t *)p) : NULL; /* the keys every reason has */
+    json_object_del(base, "gpu_memory_mib");
+    json_object_del(base, "gpu_memory_share_mib");
+    x->gpu_memory_mib = x->gpu_memory_share_mib = 0;
+    gp_err rc = expect_keys(base ? base : p, KEYS, 7, err);
+    json_decref(base);
     if (rc == GP_OK)
         rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
     if (rc == GP_OK)
@@ -223,7 +249,10 @@ gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
         rc = gp_json_string(json_object_get(p, "reason"), "reason", sizeof reason - 1, reason, sizeof reason, err);
     if (rc == GP_OK && !gp_exit_reason_parse(reason, &x->reason))
         rc = gp_error_set(err, GP_ERR_INVALID, "reason",
-                          "reason must be exited, signalled, oom, killed_after_grace or time_limit, got %s", reason);
+                          "reason must be exited, signalled, oom, killed_after_grace, time_limit or gpu_memory, got %s",
+                          reason);
+    if (rc == GP_OK)
+        rc = gpu_memory_fields(p, x, err);
     x->job_id = (uint64_t)id;
     x->replica = (int)replica;
     x->bind_time = bind_time;

@@ -18,7 +18,8 @@
  *   tick              {}
  *   clock_resolution  {"seconds": 1}
  *   replica_exit      {"id": 7, "replica": 0, "bind_time": 1795517790, "node": "h100-a-0",
- *                      "exit_code": 0, "signal": 0, "reason": "exited"}   (a node agent's report)
+ *                      "exit_code": 0, "signal": 0, "reason": "exited"}   (a node agent's report;
+ *                      reason gpu_memory adds "gpu_memory_mib" and "gpu_memory_share_mib")
  *   checkpointed      {"id": 7}
  *   gpu_health        {"name": "h100-a-0", "gpu": 3, "healthy": false}
  *
@@ -82,6 +83,7 @@ typedef enum gp_exit_reason {
     GP_EXIT_REASON_OOM,                /* killed for going over its memory limit */
     GP_EXIT_REASON_KILLED_AFTER_GRACE, /* asked to stop, still running at the kill deadline */
     GP_EXIT_REASON_TIME_LIMIT,         /* ran past its time limit */
+    GP_EXIT_REASON_GPU_MEMORY,         /* its processes used more GPU memory than its MPS or time-slice share */
     GP_EXIT_REASONS
 } gp_exit_reason;
 
@@ -95,6 +97,8 @@ typedef struct gp_replica_exit {
     int exit_code;                     /* 0..255 */
     int signal;                        /* 0 = none, else 1..64 */
     gp_exit_reason reason;
+    int64_t gpu_memory_mib;            /* gpu_memory: what its processes used (MiB), 0 otherwise */
+    int64_t gpu_memory_share_mib;      /* gpu_memory: its share (MiB), 0 otherwise */
 } gp_replica_exit;
 
 /* Did the replica end in failure (anything but exit code 0 by itself)? */

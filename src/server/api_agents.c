@@ -420,7 +420,8 @@ static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
         int64_t min, max;
     } INTS[] = {{"job", 1, INT64_MAX},      {"replica", 0, GP_MAX_REPLICAS - 1},  {"bind_time", 0, INT64_MAX},
                 {"exit_code", 0, 255},      {"signal", 0, 64},                    {"time", 0, INT64_C(1) << 40},
-                {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX}};
+                {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX},
+                {"gpu_memory_mib", 0, INT64_C(1) << 40}, {"gpu_memory_share_mib", 0, INT64_C(1) << 40}};
     for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
         if (strcmp(key, INTS[i].key) == 0) {
             *min = INTS[i].min;
@@ -446,6 +447,10 @@ static void report_int_store(report *out, const char *key, int64_t n)
         out->time = n;
     else if (strcmp(key, "pid") == 0)
         out->pid = n;
+    else if (strcmp(key, "gpu_memory_mib") == 0)
+        out->exit.gpu_memory_mib = n;
+    else if (strcmp(key, "gpu_memory_share_mib") == 0)
+        out->exit.gpu_memory_share_mib = n;
     else
         out->gpu = (int)n;
 }
@@ -464,7 +469,7 @@ static gp_err report_field(const char *key, const json_t *v, const char *name, r
         rc = gp_json_string(v, name, sizeof reason - 1, reason, sizeof reason, err);
         if (rc == GP_OK && !gp_exit_reason_parse(reason, &out->exit.reason))
             rc = gp_error_set(err, GP_ERR_INVALID, name,
-                              "%s must be exited, signalled, oom, killed_after_grace or time_limit", name);
+                              "%s must be exited, signalled, oom, killed_after_grace, time_limit or gpu_memory", name);
         return rc;
     }
     if (!report_int_bounds(key, &min, &max))
@@ -509,6 +514,10 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
         if (rc == GP_OK)
             rc = report_field(key, x, name, out, err);
     }
+    if (rc == GP_OK && out->exit.reason != GP_EXIT_REASON_GPU_MEMORY &&
+        (json_object_get(v, "gpu_memory_mib") || json_object_get(v, "gpu_memory_share_mib")))
+        rc = gp_error_set(err, GP_ERR_INVALID, field, "%s: gpu_memory_mib and gpu_memory_share_mib are only for reason"
+                          " gpu_memory", field);
     return rc ? rc : report_required(v, field, out->what, err);
 }
 

@@ -232,13 +232,17 @@ static gp_err write_decisions(gp_journal *j, int64_t now, gp_error *err)
 /* A replica's end as its agent reported it, in the job's history. */
 static gp_err exit_history(gp_journal *j, const gp_replica_exit *x, int64_t time, gp_error *err)
 {
-    char text[GP_NAME_MAX + 128];
+    char text[GP_NAME_MAX + 224];
     if (x->signal)
         snprintf(text, sizeof text, "replica %d on %s: killed by signal %d (%s)", x->replica, x->node, x->signal,
                  gp_exit_reason_name(x->reason));
     else
         snprintf(text, sizeof text, "replica %d on %s: exit code %d (%s)", x->replica, x->node, x->exit_code,
                  gp_exit_reason_name(x->reason));
+    size_t used = strlen(text);
+    if (x->reason == GP_EXIT_REASON_GPU_MEMORY)
+        snprintf(text + used, sizeof text - used, ": its processes used %lld MiB of GPU memory, its share is %lld MiB",
+                 (long long)x->gpu_memory_mib, (long long)x->gpu_memory_share_mib);
     return gp_store_history_add(j->store, x->job_id, time, "exit", NULL, NULL, text, err);
 }
 

@@ -25,6 +25,11 @@ static void an_exit_round_trips_and_a_bad_one_is_refused(void **state)
     assert_int_equal(back.reason, e.reason);
     assert_int_equal(back.code, -1);
     assert_int_equal(back.signal, 9);
+    e = (gp_proc_exit){.reason = GP_EXIT_GPU_MEMORY, .code = -1, .signal = 9};
+    gp_state_exit_format(&e, text, sizeof text);
+    assert_string_equal(text, "gpu_memory -1 9\n");
+    assert_true(gp_state_exit_parse(text, &back));
+    assert_int_equal(back.reason, GP_EXIT_GPU_MEMORY);
     assert_false(gp_state_exit_parse("crashed 1 0", &back));
     assert_false(gp_state_exit_parse("exited", &back));
 }
@@ -39,6 +44,11 @@ static void a_stop_order_round_trips_with_its_cause(void **state)
     assert_int_equal(back.signal, 15);
     assert_int_equal(back.deadline_ms, 1795523142000);
     assert_int_equal(back.cause, GP_STOP_TIME_LIMIT);
+    s.cause = GP_STOP_GPU_MEMORY;
+    gp_state_stop_format(&s, text, sizeof text);
+    assert_string_equal(text, "15 1795523142000 gpu_memory\n");
+    assert_true(gp_state_stop_parse(text, &back));
+    assert_int_equal(back.cause, GP_STOP_GPU_MEMORY);
     assert_false(gp_state_stop_parse("0 5 requested", &back));
     assert_false(gp_state_stop_parse("15 5 whenever", &back));
 }

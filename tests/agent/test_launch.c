@@ -352,6 +352,24 @@ static void a_stop_for_the_time_limit_reports_time_limit(void **state)
     gp_proc_free(p);
 }
 
+static void a_kill_for_gpu_memory_reports_gpu_memory_even_in_a_time_limit_grace(void **state)
+{
+    fixture *f = *state;
+    char *argv[] = {"sh", "-c", "trap '' TERM; echo ready; sleep 100 & wait", NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    gp_proc *p = NULL;
+    assert_int_equal(gp_launch(&spec, &p, NULL), GP_OK);
+    wait_for_text(f->out, "ready");
+    gp_proc_stop(p, SIGTERM, 0, 60000, GP_STOP_TIME_LIMIT);
+    gp_proc_stop(p, SIGKILL, 10, 0, GP_STOP_GPU_MEMORY);
+    gp_proc_stop(p, SIGTERM, 20, 0, GP_STOP_TIME_LIMIT); /* a later stop does not undo the agent's kill */
+    gp_proc_exit end = wait_end(p, 20);
+    assert_int_equal(end.reason, GP_EXIT_GPU_MEMORY);
+    assert_int_equal(end.signal, SIGKILL);
+    assert_string_equal(gp_exit_reason_name(end.reason), "gpu_memory");
+    gp_proc_free(p);
+}
+
 /* The grandchildren the shell started die with it (process group; with
  * cgroups, the cgroup). */
 static void run_tree_and_kill(fixture *f, const gp_cgroup_host *cgroups, const char *script)
@@ -580,6 +598,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_replica_that_ends_on_its_signal_within_the_grace_is_signalled, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_stop_for_the_time_limit_reports_time_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_kill_for_gpu_memory_reports_gpu_memory_even_in_a_time_limit_grace, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_stopped_replicas_whole_process_tree_is_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(a_grandchild_that_left_the_process_group_dies_with_the_cgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(as_root_a_replica_runs_as_the_jobs_user_in_a_folder_it_owns, setup, teardown),

@@ -315,6 +315,10 @@ static void a_replica_exit_round_trips_with_every_reason(void **state)
     for (int r = 0; r < GP_EXIT_REASONS; r++) {
         gp_replica_exit x = {.job_id = 7, .replica = 3, .bind_time = 1795517790, .exit_code = 137, .signal = 9,
                              .reason = (gp_exit_reason)r};
+        if (r == GP_EXIT_REASON_GPU_MEMORY) {
+            x.gpu_memory_mib = 9000;
+            x.gpu_memory_share_mib = 8192;
+        }
         strcpy(x.node, "h100-a-0");
         gp_event in = {.kind = GP_EV_REPLICA_EXIT, .time = 12, .exit = &x}, out;
         round_trip(&in, &out);
@@ -325,6 +329,8 @@ static void a_replica_exit_round_trips_with_every_reason(void **state)
         assert_int_equal(out.exit->exit_code, 137);
         assert_int_equal(out.exit->signal, 9);
         assert_int_equal(out.exit->reason, r);
+        assert_int_equal(out.exit->gpu_memory_mib, x.gpu_memory_mib);
+        assert_int_equal(out.exit->gpu_memory_share_mib, x.gpu_memory_share_mib);
         gp_event_free(&out);
     }
 }
@@ -441,6 +447,14 @@ static void bad_payloads_are_errors_naming_the_field(void **state)
                    "\"reason\":\"exited\"}",
                    "exit_code");
     assert_refused("replica_exit", 1, "{\"id\":7}", "replica");
+    assert_refused("replica_exit", 1,
+                   "{\"id\":7,\"replica\":0,\"bind_time\":1,\"node\":\"n\",\"exit_code\":0,\"signal\":9,"
+                   "\"reason\":\"gpu_memory\",\"gpu_memory_mib\":9000}",
+                   "gpu_memory_share_mib");
+    assert_refused("replica_exit", 1,
+                   "{\"id\":7,\"replica\":0,\"bind_time\":1,\"node\":\"n\",\"exit_code\":0,\"signal\":0,"
+                   "\"reason\":\"exited\",\"gpu_memory_mib\":9000}",
+                   "gpu_memory_mib");
 }
 
 int main(void)
