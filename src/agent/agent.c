@@ -32,7 +32,9 @@ static const char USAGE[] =
     "  --on-exit keep|stop     on SIGTERM: leave replicas running (default) or kill them\n"
     "  --cacert FILE           CA bundle for https servers\n"
     "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
-    "  --seed N                sim telemetry and back-off jitter seed (default 0)\n";
+    "  --seed N                sim telemetry and back-off jitter seed (default 0)\n"
+    "  --mps-control CMD       the MPS control command (default nvidia-cuda-mps-control)\n"
+    "  --dcgm-job-map DIR      keep dcgm-exporter's HPC job-mapping files in DIR (one node only)\n";
 
 typedef struct gp_agent {
     gp_agent_options opt;
@@ -120,6 +122,8 @@ static int gp__option(gp_agent *a, int c)
     case 's':
         o->seed = strtoull(optarg, &end, 10);
         return *end ? gp__bad("seed", optarg) : -1;
+    case 'M': o->mps_control = optarg; return -1;
+    case 'm': o->dcgm_job_map = optarg; return -1;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
     }
@@ -153,6 +157,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"device-dir", required_argument, NULL, 'D'},    {"heartbeat-s", required_argument, NULL, 'H'},
         {"on-exit", required_argument, NULL, 'e'},       {"cacert", required_argument, NULL, 'C'},
         {"fault-file", required_argument, NULL, 'F'},    {"seed", required_argument, NULL, 's'},
+        {"mps-control", required_argument, NULL, 'M'},   {"dcgm-job-map", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -211,6 +216,10 @@ static bool gp__chosen(const gp_agent *a, const char *name)
 static int gp__open_nodes(gp_agent *a, gp_node_file *f)
 {
     gp_error err;
+    if (a->opt.dcgm_job_map && (a->n_only ? a->n_only : f->n_nodes) != 1) {
+        fputs("gpupool-agent run: --dcgm-job-map keeps one node's GPUs: give one --node NAME\n", stderr);
+        return 2;
+    }
     for (size_t i = 0; i < a->n_only; i++) {
         size_t index;
         if (gp_node_file_find(f, a->only[i], &index, &err) != GP_OK) {
@@ -317,6 +326,8 @@ static void gp__stop_all(gp_agent *a)
         for (size_t i = 0; i < a->n_nodes; i++)
             live |= gp_node_has_live_replicas(&a->nodes[i]);
     }
+    for (size_t i = 0; i < a->n_nodes; i++)
+        gp_node_mps_sweep(&a->nodes[i]); /* the MPS daemons of the replicas that ended */
 }
 
 static int gp__run(gp_agent *a)

@@ -9,7 +9,8 @@
  * pidfds of the replicas' supervisors at once (agent_http.h), and each
  * node's state machine (agent_node.h) takes its steps.  SIGTERM or SIGINT
  * ends it; the replicas keep running (--on-exit keep, the default: a
- * restarted agent adopts them) or are killed first (--on-exit stop).
+ * restarted agent adopts them, and the MPS daemons they use) or are killed
+ * first and the MPS daemons quit (--on-exit stop).
  *
  * Exit status: 0 stopped by a signal, 1 a node's registration was refused
  * (bad or expired join token: the message says so) or the node file or

@@ -85,6 +85,8 @@ gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsi
     gp__load_credential(n);
     n->epoch_max = gp_state_epoch_load(n->dir);
     gp_replica_adopt_all(n);
+    gp_node_mps_sweep(n);
+    gp_node_dcgm_update(n);
     return GP_OK;
 }
 
@@ -252,6 +254,7 @@ static void gp__start(gp_node *n, json_t *a)
     else
         gp_agent_log(n, "job=%llu replica=%u started supervisor=%d gpus=%zu", (unsigned long long)r->job,
                      r->replica, (int)r->supervisor, r->n_gpus);
+    gp_node_dcgm_update(n);
 }
 
 /* The job's stop_signal (the spec's names, docs/api.md), SIGTERM when it
@@ -494,6 +497,7 @@ static void gp__heartbeat(gp_node *n, int64_t now)
         json_t *tj = gp_telemetry_to_json(&t);
         gpus = json_incref(json_object_get(tj, "gpus"));
         json_decref(tj);
+        gp_node_watch_memory(n, &t);
     }
     json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n, sampled ? &t : NULL), "gpus",
                              gpus ? gpus : json_array());
@@ -513,9 +517,18 @@ static void gp__heartbeat(gp_node *n, int64_t now)
 static json_t *gp__exit_report(const gp_replica *r)
 {
     int code = r->exit.code < 0 ? 0 : r->exit.code > 255 ? 255 : r->exit.code;
-    return json_pack("{s:s, s:I, s:i, s:I, s:i, s:i, s:s}", "what", "exited", "job", (json_int_t)r->job, "replica",
-                     (int)r->replica, "bind_time", (json_int_t)r->bind_time, "exit_code", code, "signal",
-                     r->exit.signal, "reason", gp_exit_reason_name(r->exit.reason));
+    json_t *o = json_pack("{s:s, s:I, s:i, s:I, s:i, s:i, s:s}", "what", "exited", "job", (json_int_t)r->job,
+                          "replica", (int)r->replica, "bind_time", (json_int_t)r->bind_time, "exit_code", code,
+                          "signal", r->exit.signal, "reason", gp_exit_reason_name(r->exit.reason));
+    char path[GP_STATE_PATH_MAX], text[64];
+    long long used, share;
+    snprintf(path, sizeof path, "%s/gpu_memory", r->dir);
+    if (r->exit.reason == GP_EXIT_GPU_MEMORY && gp_state_read(path, text, sizeof text) &&
+        sscanf(text, "%lld %lld", &used, &share) == 2 && used >= 0 && share >= 0) {
+        json_object_set_new(o, "gpu_memory_mib", json_integer(used));
+        json_object_set_new(o, "gpu_memory_share_mib", json_integer(share));
+    }
+    return o;
 }
 
 static bool gp__exit_due(const gp_replica *r)
@@ -673,7 +686,7 @@ int64_t gp_node_step(gp_node *n, int64_t now)
     }
     if (now >= n->next_checkpoint_ms)
         n->next_checkpoint_ms = gp__check_checkpoints(n, now);
-    int64_t next = gp__min(n->next_events_ms, n->next_checkpoint_ms);
+    int64_t next = gp__min(gp__min(n->next_events_ms, n->next_checkpoint_ms), gp_node_memory_step(n, now));
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {
@@ -694,6 +707,8 @@ int64_t gp_node_step(gp_node *n, int64_t now)
 void gp_node_replica_ended(gp_node *n, gp_replica *r)
 {
     gp_replica_collect_exit(n, r);
+    gp_node_mps_sweep(n);
+    gp_node_dcgm_update(n);
     if (n->assignments)
         gp__reconcile(n); /* a start waiting for its GPUs may go now */
 }

@@ -55,6 +55,8 @@ typedef struct gp_agent_options {
     const char *fault_file;
     uint64_t seed;
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
+    const char *mps_control;                 /* --mps-control; NULL: nvidia-cuda-mps-control (agent_mps.h) */
+    const char *dcgm_job_map;                /* --dcgm-job-map DIR; NULL: none (agent_dcgm.h) */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;
@@ -71,6 +73,8 @@ typedef struct gp_replica {
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
     int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
+    gp_sharing slice;                    /* its slice's kind: exclusive (whole GPUs), mig, mps, timeslice */
+    int milli_gpus;                      /* its slice's share of its GPU, 0 for whole GPUs */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
     struct gp_node *node;
     pid_t supervisor;
@@ -103,7 +107,7 @@ struct gp_node {
     size_t url;                          /* index in opt->urls */
     unsigned failures;
     int64_t next_try_ms;                 /* no call before (back-off) */
-    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms;
+    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms, next_memory_ms;
     bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     int64_t log_call_bytes;              /* log bytes per call; 0: the default, halved at a 413 */
     gp_http_call reg, poll, heartbeat, reports, logs;
@@ -158,6 +162,20 @@ void gp_node_forget_finished(gp_node *n);
 /* How an assignment uses its GPUs: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU
  * or its MIG instance's start (agent_plan.h). */
 int gp_assignment_share(json_t *assignment);
+
+/* agent_node_shares.c: MPS daemons, GPU memory shares, the dcgm job map. */
+/* Quits the daemon of each MPS GPU that no live MPS replica uses. */
+void gp_node_mps_sweep(gp_node *n);
+/* Kills (reason gpu_memory) each MPS or time-slice replica whose processes
+ * in sample t hold more than its share. */
+void gp_node_watch_memory(gp_node *n, const gp_telemetry *t);
+/* Samples telemetry and watches when shared replicas run and it is due
+ * (every 2 s); returns when it next wants to. */
+int64_t gp_node_memory_step(gp_node *n, int64_t now_ms);
+/* Rewrites the dcgm job map (--dcgm-job-map) from the live replicas. */
+void gp_node_dcgm_update(gp_node *n);
+/* The GPU memory (MiB) of uuid on this node, 0 when unknown. */
+int64_t gp_node_gpu_memory_mib(const gp_node *n, const char *uuid);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

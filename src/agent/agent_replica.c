@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "agent/agent_node.h"
 
+#include "agent/agent_mps.h"
 #include "agent/agent_plan.h"
 #include "agent/launch_env.h"
 
@@ -73,6 +74,12 @@ int gp_assignment_share(json_t *assignment)
 static void gp__replica_gpus(gp_replica *r, json_t *assignment)
 {
     r->share = gp_assignment_share(assignment);
+    json_t *slice = json_object_get(assignment, "slice");
+    int kind = GP_SHARING_EXCLUSIVE;
+    if (!gp_enum_value(GP_ENUM_SHARING, json_string_value(json_object_get(slice, "kind")), &kind))
+        kind = GP_SHARING_EXCLUSIVE;
+    r->slice = (gp_sharing)kind;
+    r->milli_gpus = (int)json_integer_value(json_object_get(slice, "milli_gpus"));
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(assignment, "gpus"), i, g) {
@@ -129,6 +136,9 @@ static gp_err gp__replica_env(const gp_replica *r, json_t *a, const char *visibl
         rc = gp_error_set(err, GP_ERR_INVALID, "peers", "the assignment's peers do not name each replica");
     else
         rc = gp_env_for_replica(&e, env, &desc, err);
+    if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
+        rc = gp_mps_client_env(&e, r->node->dir, r->gpus[0], r->milli_gpus,
+                               gp_node_gpu_memory_mib(r->node, r->gpus[0]), err);
     *out = json_array();
     for (size_t i = 0; rc == GP_OK && i < e.count; i++)
         json_array_append_new(*out, json_string(e.vars[i]));
@@ -320,6 +330,8 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_err
         rc = gp_state_mkdirs(logs, 0700, err);
     if (rc == GP_OK && kind && strcmp(kind, "mig") == 0)
         rc = gp__mig_slice(n, r, slice, err);
+    if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
+        rc = gp_mps_start(n->opt->mps_control, n->dir, r->gpus[0], err); /* adopts one that answers */
     if (r->mig_uuid[0])
         snprintf(visible, sizeof visible, "%s", r->mig_uuid);
     else

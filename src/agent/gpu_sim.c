@@ -28,7 +28,11 @@
  * node updates the state (ECC totals, lost; a reset clears lost and the
  * volatile ECC count) and, after open, becomes one event.  Health: a GPU
  * is unhealthy while lost or holding uncorrected ECC errors since its last
- * reset.
+ * reset.  A memory line ({"gpu": 0, "pid": 4242, "memory_mib": 9000}) is
+ * state, not an event: from the poll that reads it, telemetry lists
+ * process 4242 on GPU 0 (or on the line's MIG "uuid") holding 9000 MiB,
+ * until a line gives it 0 MiB or the process is gone (kill(pid, 0): the
+ * one look outside the sim, so a job's end ends its use as with NVML).
  *
  * MIG: the profile table below is NVIDIA's (the engine's src/core/mig.c
  * has the same, docs/sharing.md shows it; the agent does not link the
@@ -42,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +180,14 @@ typedef struct sim_process {
     char uuid[GP_UUID_MAX];
 } sim_process;
 
+/* A memory line: process pid holds memory_mib on GPU gpu (or MIG instance uuid). */
+typedef struct sim_memory {
+    int pid;
+    int gpu;
+    char uuid[GP_UUID_MAX];              /* "" = the GPU's */
+    int64_t memory_mib;
+} sim_memory;
+
 typedef struct sim_state {
     gp_sim_node node;
     uint64_t seed; /* the caller's seed mixed with the node name */
@@ -187,6 +200,8 @@ typedef struct sim_state {
     sim_gpu gpus[GP_MAX_GPUS_PER_NODE];
     int n_procs;
     sim_process procs[GP_GPU_PROCS_MAX];
+    int n_memory;
+    sim_memory memory[GP_GPU_PROCS_MAX];
 } sim_state;
 
 enum noise_kind { NOISE_SM = 1, NOISE_MEM, NOISE_POWER, NOISE_TEMP };
@@ -286,6 +301,26 @@ static int procs_on(const sim_state *s, int gpu)
     return n;
 }
 
+static bool process_alive(int pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* The memory lines' processes that still run, as their lines say. */
+static void sample_memory(const sim_state *s, gp_telemetry *t)
+{
+    for (int m = 0; m < s->n_memory && t->n_processes < GP_GPU_PROCS_MAX; m++) {
+        const sim_memory *mem = &s->memory[m];
+        if (!process_alive(mem->pid))
+            continue;
+        gp_gpu_process *out = &t->processes[t->n_processes++];
+        out->pid = mem->pid;
+        snprintf(out->uuid, sizeof out->uuid, "%s", mem->uuid[0] ? mem->uuid : s->gpus[mem->gpu].uuid);
+        out->memory_used_mib = mem->memory_mib;
+        out->sm_active_pct = -1;
+    }
+}
+
 /* Each process gets an equal part of its GPU's activity and memory. */
 static void sample_processes(const sim_state *s, gp_telemetry *t)
 {
@@ -355,9 +390,31 @@ static gp_err fault_kind(const json_t *o, gp_gpu_event *ev, gp_error *err)
     return rc;
 }
 
+/* A memory line: pid (1..2^31-1), memory_mib (0..2^40; 0 ends the use),
+ * optional uuid; nothing else. */
+static gp_err memory_line(const json_t *o, sim_memory *mem, gp_error *err)
+{
+    const json_t *pid = json_object_get(o, "pid"), *mib = json_object_get(o, "memory_mib");
+    const json_t *uuid = json_object_get(o, "uuid");
+    if (json_object_get(o, "xid") || json_object_get(o, "ecc_corrected") || json_object_get(o, "ecc_uncorrected") ||
+        json_object_get(o, "lost") || json_object_get(o, "reset"))
+        return gp_error_set(err, GP_ERR_INVALID, "pid", "a memory line (pid, memory_mib) is not also a fault");
+    int64_t v = 0;
+    gp_err rc = pid ? gp_json_int(pid, "pid", 1, INT32_MAX, &v, err)
+                    : gp_error_set(err, GP_ERR_INVALID, "pid", "a memory line needs pid");
+    mem->pid = (int)v;
+    if (rc == GP_OK)
+        rc = mib ? gp_json_int(mib, "memory_mib", 0, INT64_C(1) << 40, &mem->memory_mib, err)
+                 : gp_error_set(err, GP_ERR_INVALID, "memory_mib", "a memory line needs memory_mib");
+    if (rc == GP_OK && uuid)
+        rc = gp_json_string(uuid, "uuid", GP_UUID_MAX - 1, mem->uuid, sizeof mem->uuid, err);
+    return rc;
+}
+
 static gp_err fault_known_fields(const json_t *o, gp_error *err)
 {
-    static const char *const known[] = {"node", "gpu", "xid", "ecc_corrected", "ecc_uncorrected", "lost", "reset"};
+    static const char *const known[] = {"node", "gpu", "xid", "ecc_corrected", "ecc_uncorrected", "lost", "reset",
+                                        "pid", "memory_mib", "uuid"};
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)o, key, v) {
@@ -370,11 +427,13 @@ static gp_err fault_known_fields(const json_t *o, gp_error *err)
     return GP_OK;
 }
 
-/* One fault line: *mine false when it names another node. */
+/* One line: *mine false when it names another node; a memory line fills
+ * *mem (mem->pid > 0), any other *ev. */
 static gp_err fault_parse(const char *text, size_t len, const gp_sim_node *node, bool *mine, gp_gpu_event *ev,
-                          gp_error *err)
+                          sim_memory *mem, gp_error *err)
 {
     memset(ev, 0, sizeof *ev);
+    memset(mem, 0, sizeof *mem);
     *mine = false;
     json_t *o = json_loadb(text, len, 0, NULL);
     gp_err rc = json_is_object(o) ? fault_known_fields(o, err)
@@ -384,10 +443,28 @@ static gp_err fault_parse(const char *text, size_t len, const gp_sim_node *node,
     if (rc == GP_OK && (v = json_object_get(o, "node")))
         rc = gp_json_string(v, "node", GP_NAME_MAX - 1, name, sizeof name, err);
     *mine = rc == GP_OK && (!name[0] || strcmp(name, node->name) == 0);
+    bool memory = rc == GP_OK && (json_object_get(o, "pid") || json_object_get(o, "memory_mib"));
     if (*mine && (rc = fault_gpu(json_object_get(o, "gpu"), node->gpu_count, &ev->gpu, err)) == GP_OK)
-        rc = fault_kind(o, ev, err);
+        rc = memory ? memory_line(o, mem, err) : fault_kind(o, ev, err);
+    mem->gpu = ev->gpu;
     json_decref(o);
     return rc;
+}
+
+/* A memory line replaces the process's earlier one (0 MiB: removes it). */
+static void memory_apply(sim_state *s, const sim_memory *mem)
+{
+    int m = 0;
+    while (m < s->n_memory && (s->memory[m].pid != mem->pid || s->memory[m].gpu != mem->gpu ||
+                               strcmp(s->memory[m].uuid, mem->uuid) != 0))
+        m++;
+    if (m == s->n_memory && (mem->memory_mib == 0 || s->n_memory == GP_GPU_PROCS_MAX))
+        return;
+    if (m == s->n_memory)
+        s->n_memory++;
+    s->memory[m] = *mem;
+    if (mem->memory_mib == 0)
+        s->memory[m] = s->memory[--s->n_memory];
 }
 
 static void fault_apply(sim_state *s, gp_gpu_event *ev, int64_t now_ms)
@@ -436,15 +513,18 @@ static gp_err faults_read(sim_state *s, int64_t now_ms, gp_gpu_event *out, size_
                     : gp_error_set(err, GP_ERR_INVALID, "fault_file", "%s: cannot seek", s->fault_file);
     while (rc == GP_OK && (len = getline(&line, &line_cap, f)) > 0 && line[len - 1] == '\n') {
         gp_gpu_event ev;
+        sim_memory mem;
         bool mine = false;
         bool blank = strspn(line, " \t\r\n") == (size_t)len;
-        gp_err line_rc = blank ? GP_OK : fault_parse(line, (size_t)len, &s->node, &mine, &ev, err);
-        if (out && mine && line_rc == GP_OK && *n == cap)
+        gp_err line_rc = blank ? GP_OK : fault_parse(line, (size_t)len, &s->node, &mine, &ev, &mem, err);
+        if (out && mine && line_rc == GP_OK && mem.pid == 0 && *n == cap)
             break;
         s->fault_offset += len;
         s->fault_line++;
         if (line_rc) {
             rc = fault_locate(s, line_rc, err);
+        } else if (mine && mem.pid > 0) {
+            memory_apply(s, &mem);
         } else if (mine) {
             fault_apply(s, &ev, now_ms);
             if (out)
@@ -483,17 +563,17 @@ static json_t *fault_to_json(const gp_sim_node *node, const gp_gpu_event *fault)
     return o;
 }
 
-gp_err gp_gpu_sim_fault_append(const gp_sim_node *node, const char *fault_file, const gp_gpu_event *fault,
-                               gp_error *err)
+/* Checks the line o as a poll would, then appends it (takes o). */
+static gp_err append_line(const gp_sim_node *node, const char *fault_file, json_t *o, gp_error *err)
 {
-    json_t *o = fault_to_json(node, fault);
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!text)
         return gp_error_set(err, GP_ERR_NOMEM, "fault_file", "out of memory");
     gp_gpu_event check;
+    sim_memory mem;
     bool mine;
-    gp_err rc = fault_parse(text, strlen(text), node, &mine, &check, err);
+    gp_err rc = fault_parse(text, strlen(text), node, &mine, &check, &mem, err);
     size_t len = strlen(text);
     text[len] = '\n'; /* the line: the NUL becomes its newline */
     int fd = rc ? -1 : open(fault_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -503,6 +583,22 @@ gp_err gp_gpu_sim_fault_append(const gp_sim_node *node, const char *fault_file, 
         close(fd);
     free(text);
     return rc;
+}
+
+gp_err gp_gpu_sim_fault_append(const gp_sim_node *node, const char *fault_file, const gp_gpu_event *fault,
+                               gp_error *err)
+{
+    return append_line(node, fault_file, fault_to_json(node, fault), err);
+}
+
+gp_err gp_gpu_sim_memory_append(const gp_sim_node *node, const char *fault_file, int gpu, int pid,
+                                int64_t memory_mib, const char *uuid, gp_error *err)
+{
+    json_t *o = json_pack("{s:s, s:i, s:i, s:I}", "node", node->name, "gpu", gpu, "pid", pid, "memory_mib",
+                          (json_int_t)memory_mib);
+    if (o && uuid && uuid[0])
+        json_object_set_new(o, "uuid", json_string(uuid));
+    return append_line(node, fault_file, o, err);
 }
 
 /* ---- open and close ---- */
@@ -623,6 +719,7 @@ static gp_err sim_telemetry(void *state, int64_t now_ms, gp_telemetry *out, gp_e
     for (int g = 0; g < s->node.gpu_count; g++)
         sample_gpu(s, g, now_ms, &out->gpus[g]);
     sample_processes(s, out);
+    sample_memory(s, out);
     return GP_OK;
 }
 

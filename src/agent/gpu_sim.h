@@ -15,7 +15,15 @@
  *
  * A line holds `gpu` and exactly one of `xid` (1..999), `ecc_corrected` /
  * `ecc_uncorrected` (1..1e9 errors, both may be given), `lost` (true) or
- * `reset` (true).
+ * `reset` (true); or it is a memory line, state rather than an event:
+ *
+ *   {"node": "h100-a-0", "gpu": 0, "pid": 4242, "memory_mib": 9000}
+ *   {"gpu": 3, "pid": 4242, "memory_mib": 5000, "uuid": "MIG-..."}
+ *
+ * from which telemetry lists process `pid` on that GPU (or on the MIG
+ * instance `uuid`) with `memory_mib` MiB, until a later line gives it 0 or
+ * the process is gone (`gpupool-agent fault --gpu N --pid P --memory-mib M`:
+ * a test job "allocates" GPU memory by running it with its own pid).
  * An open backend takes up the lines appended after it opened on its next
  * poll, each once, as health events; the lines already there when it
  * opened count in its state (ECC totals, lost GPUs) but are not delivered
@@ -48,5 +56,10 @@ void gp_gpu_sim_fault_path(const char *node_file, const char *fault_file, char *
  * GP_ERR_NOT_FOUND field "fault_file" when the file cannot be written. */
 gp_err gp_gpu_sim_fault_append(const gp_sim_node *node, const char *fault_file, const gp_gpu_event *fault,
                                gp_error *err);
+
+/* Appends a memory line (uuid NULL or "": the GPU's own), checked as a
+ * poll would: GP_ERR_INVALID naming "gpu", "pid", "memory_mib" or "uuid". */
+gp_err gp_gpu_sim_memory_append(const gp_sim_node *node, const char *fault_file, int gpu, int pid,
+                                int64_t memory_mib, const char *uuid, gp_error *err);
 
 #endif

@@ -46,6 +46,8 @@ static const char USAGE[] =
     "  --ecc-uncorrected N     fault: N uncorrected ECC errors\n"
     "  --lost                  fault: the GPU is lost\n"
     "  --reset                 fault: the GPU is reset (a repair: back on the bus, volatile ECC cleared)\n"
+    "  --memory-mib M --pid P  fault: process P holds M MiB of the GPU (0: none); state, not an event\n"
+    "  --uuid MIG-...          fault: with --memory-mib, on that MIG instance of the GPU\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -57,6 +59,8 @@ typedef struct agent_args {
     bool at_given;
     gp_gpu_event fault;
     int fault_kinds;
+    int64_t pid, memory_mib;             /* a memory line: --pid, --memory-mib (-1: not given) */
+    const char *uuid;
 } agent_args;
 
 static bool parse_int(const char *text, long long min, long long max, int64_t *out)
@@ -115,6 +119,11 @@ static int parse_option(agent_args *a, int c)
     case 'u': return fault_option(a, GP_GPU_EVENT_ECC, "ecc-uncorrected", optarg, &a->fault.ecc_uncorrected);
     case 'L': return fault_option(a, GP_GPU_EVENT_LOST, "lost", NULL, NULL);
     case 'R': return fault_option(a, GP_GPU_EVENT_RESET, "reset", NULL, NULL);
+    case 'P': return parse_int(optarg, 1, INT32_MAX, &a->pid) ? -1 : bad_option("pid", optarg);
+    case 'M':
+        a->fault_kinds++;
+        return parse_int(optarg, 0, INT64_C(1) << 40, &a->memory_mib) ? -1 : bad_option("memory-mib", optarg);
+    case 'U': a->uuid = optarg; return -1;
     case 'V': printf("gpupool-agent %s (commit %s)\n", GP_VERSION, GP_GIT_COMMIT); return 0;
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
@@ -131,10 +140,13 @@ static int parse_args(int argc, char **argv, agent_args *a)
         {"gpu", required_argument, NULL, 'g'},      {"xid", required_argument, NULL, 'x'},
         {"ecc-corrected", required_argument, NULL, 'c'}, {"ecc-uncorrected", required_argument, NULL, 'u'},
         {"lost", no_argument, NULL, 'L'},           {"reset", no_argument, NULL, 'R'},           {"version", no_argument, NULL, 'V'},
+        {"pid", required_argument, NULL, 'P'},      {"memory-mib", required_argument, NULL, 'M'},
+        {"uuid", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
     a->fault.gpu = -1;
+    a->pid = a->memory_mib = -1;
     while (rc == -1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
         rc = parse_option(a, c);
     if (rc != -1)
@@ -202,8 +214,9 @@ static int cmd_look(const agent_args *a)
 
 static int cmd_fault(const agent_args *a)
 {
-    if (a->fault.gpu < 0 || a->fault_kinds != 1) {
-        fputs("gpupool-agent: fault needs --gpu N and one of --xid, --ecc-corrected/--ecc-uncorrected, --lost, --reset\n",
+    if (a->fault.gpu < 0 || a->fault_kinds != 1 || (a->memory_mib >= 0) != (a->pid > 0)) {
+        fputs("gpupool-agent: fault needs --gpu N and one of --xid, --ecc-corrected/--ecc-uncorrected, --lost, --reset,"
+              " --memory-mib M --pid P\n",
               stderr);
         return 2;
     }
@@ -219,7 +232,9 @@ static int cmd_fault(const agent_args *a)
         return fail(&err);
     gp_err rc = gp_node_file_find(&f, a->gpu.node, &index, &err);
     gp_gpu_sim_fault_path(a->gpu.node_file, a->gpu.fault_file, path, sizeof path);
-    if (rc == GP_OK)
+    if (rc == GP_OK && a->memory_mib >= 0)
+        rc = gp_gpu_sim_memory_append(&f.nodes[index], path, a->fault.gpu, (int)a->pid, a->memory_mib, a->uuid, &err);
+    else if (rc == GP_OK)
         rc = gp_gpu_sim_fault_append(&f.nodes[index], path, &a->fault, &err);
     gp_node_file_free(&f);
     return rc ? fail(&err) : 0;

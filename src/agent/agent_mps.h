@@ -1,0 +1,70 @@
+/* agent_mps.h - one CUDA MPS control daemon per MPS-mode GPU, and what an
+ * MPS client replica is told about it.
+ *
+ * For each GPU in MPS mode that runs MPS replicas the agent runs one
+ * control daemon with folders of its own, so that the GPUs' daemons never
+ * meet:
+ *
+ *   STATE/NODE/mps/GPU-<uuid>/pipe    CUDA_MPS_PIPE_DIRECTORY
+ *   STATE/NODE/mps/GPU-<uuid>/log     CUDA_MPS_LOG_DIRECTORY
+ *
+ * started as `CMD -d` (CMD: --mps-control, default nvidia-cuda-mps-control;
+ * `-d` daemonizes and returns) with CUDA_VISIBLE_DEVICES=<uuid> and those
+ * two variables, when the GPU's first MPS replica starts; stopped with
+ * `echo quit | CMD` (same environment) once the last one has ended, and by
+ * `--on-exit stop`.  A daemon answers when the FIFO PIPE/control (which
+ * the control daemon makes and reads) has a reader; a restarted agent
+ * adopts a daemon that answers instead of starting a second.
+ *
+ * Each MPS client replica's environment gains, for milli_gpus of a GPU of
+ * M MiB (job 7 with 250 mGPU of an 81,559 MiB H100):
+ *
+ *   CUDA_MPS_PIPE_DIRECTORY            STATE/NODE/mps/GPU-.../pipe
+ *   CUDA_MPS_LOG_DIRECTORY             STATE/NODE/mps/GPU-.../log
+ *   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  25      (ceil(milli_gpus / 10))
+ *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   0=20389M (floor(milli_gpus x M / 1000),
+ *                                               device 0: its only visible GPU)
+ *
+ * The pinned limit holds per client process; the sum over a replica's
+ * processes is the agent's watch (agent_share.h).
+ *
+ * Running CMD blocks the caller until CMD returns (`-d` forks and
+ * returns at once); a CMD still running after 10 s is killed and the call
+ * fails.  Errors: GP_ERR_CONFLICT naming "mps_control" with CMD's exit
+ * status or the errno.
+ *
+ * Ownership: callers pass buffers; nothing here allocates what it returns.
+ */
+#ifndef GP_AGENT_MPS_H
+#define GP_AGENT_MPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/launch_env.h"
+#include "util/error.h"
+
+#define GP_MPS_CONTROL_DEFAULT "nvidia-cuda-mps-control"
+
+/* The daemon's folders for GPU uuid under the node's state folder. */
+void gp_mps_dirs(const char *node_dir, const char *uuid, char *pipe, char *log, size_t cap);
+
+/* Does a control daemon read pipe_dir/control? */
+bool gp_mps_answers(const char *pipe_dir);
+
+/* Makes the folders and starts GPU uuid's daemon, unless one answers
+ * (adopted: GP_OK).  control NULL: the default. */
+gp_err gp_mps_start(const char *control, const char *node_dir, const char *uuid, gp_error *err);
+
+/* Sends `quit` to GPU uuid's daemon when one answers (none: GP_OK). */
+gp_err gp_mps_quit(const char *control, const char *node_dir, const char *uuid, gp_error *err);
+
+/* ceil(milli_gpus / 10), 1..100. */
+int gp_mps_thread_percentage(int milli_gpus);
+
+/* Adds the four client variables above to env. */
+gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, int milli_gpus,
+                         int64_t gpu_memory_mib, gp_error *err);
+
+#endif
