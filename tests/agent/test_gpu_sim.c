@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -621,6 +623,62 @@ static void a_fault_is_checked_before_it_is_written(void **state)
     gp_node_file_free(&file);
 }
 
+/* The telemetry's process pid, or NULL. */
+static const gp_gpu_process *process_of(const gp_telemetry *t, int pid)
+{
+    for (int i = 0; i < t->n_processes; i++)
+        if (t->processes[i].pid == pid)
+            return &t->processes[i];
+    return NULL;
+}
+
+static void a_memory_line_lists_its_process_until_zero_or_gone(void **state)
+{
+    fixture *f = *state;
+    write_file(f->node_file, FLEET);
+    gp_node_file file;
+    gp_error err;
+    gp_gpu g;
+    gp_gpu_event ev[4];
+    size_t n = 99;
+    static gp_telemetry t;
+    assert_int_equal(gp_node_file_load(f->node_file, &file, &err), GP_OK);
+    open_node(f, file.nodes[0].name, 0, &g);
+    pid_t child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    int me = (int)getpid();
+    assert_int_equal(gp_gpu_sim_memory_append(&file.nodes[0], f->fault_file, 1, me, 9000, NULL, &err), GP_OK);
+    assert_int_equal(gp_gpu_sim_memory_append(&file.nodes[0], f->fault_file, 1, (int)child, 500, "MIG-x", &err),
+                     GP_OK);
+    assert_int_equal(gp_gpu_telemetry(&g, 1000, &t, &err), GP_OK);
+    assert_null(process_of(&t, me)); /* taken up by the next poll, as every line */
+    assert_int_equal(gp_gpu_poll_events(&g, 1000, 0, ev, 4, &n, &err), GP_OK);
+    assert_int_equal(n, 0); /* state, not events */
+    assert_int_equal(gp_gpu_telemetry(&g, 1000, &t, &err), GP_OK);
+    const gp_gpu_process *p = process_of(&t, me);
+    assert_non_null(p);
+    assert_int_equal(p->memory_used_mib, 9000);
+    assert_string_equal(p->uuid, t.gpus[1].uuid);
+    assert_string_equal(process_of(&t, (int)child)->uuid, "MIG-x");
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(gp_gpu_sim_memory_append(&file.nodes[0], f->fault_file, 1, me, 0, NULL, &err), GP_OK);
+    assert_int_equal(gp_gpu_poll_events(&g, 2000, 0, ev, 4, &n, &err), GP_OK);
+    assert_int_equal(gp_gpu_telemetry(&g, 2000, &t, &err), GP_OK);
+    assert_null(process_of(&t, me));            /* 0 MiB: no longer listed */
+    assert_null(process_of(&t, (int)child));    /* gone */
+    assert_int_equal(gp_gpu_sim_memory_append(&file.nodes[0], f->fault_file, 1, 0, 5, NULL, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "pid");
+    append_file(f->fault_file, "{\"gpu\": 1, \"pid\": 7, \"memory_mib\": 5, \"xid\": 79}\n");
+    assert_int_equal(gp_gpu_poll_events(&g, 3000, 0, ev, 4, &n, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "pid");
+    gp_gpu_close(&g);
+    gp_node_file_free(&file);
+}
+
 /* ---- MIG ---- */
 
 static void mig_instances_honour_profile_placement(void **state)
@@ -756,6 +814,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(more_events_than_fit_come_with_the_next_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(a_bad_fault_line_is_named_and_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(a_fault_is_checked_before_it_is_written, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_memory_line_lists_its_process_until_zero_or_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(mig_instances_honour_profile_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(mig_refuses_an_impossible_profile_or_gpu, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_node_files_fail_naming_the_field, setup, teardown),
