@@ -205,30 +205,28 @@ static void a_control_command_that_fails_is_an_error_naming_it(void **state)
     assert_non_null(strstr(err.message, "exit status 127"));
 }
 
+static void assert_map_file(const char *dir, const char *name, const char *want)
+{
+    char path[192], text[64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_true(gp_state_read(path, text, sizeof text));
+    assert_string_equal(text, want);
+}
+
 static void the_dcgm_job_map_lists_each_gpus_jobs_and_empties_the_rest(void **state)
 {
     fixture *f = *state;
-    char dir[128], path[192], text[64];
+    char dir[128];
     snprintf(dir, sizeof dir, "%s/dcgm", f->root);
     gp_dcgm_use uses[] = {{.gpu = 0, .gi = -1, .job = 7}, {.gpu = 0, .gi = -1, .job = 8},
                           {.gpu = 0, .gi = -1, .job = 7}, {.gpu = 2, .gi = 1, .job = 9}};
     assert_int_equal(gp_dcgm_job_map_write(dir, 3, uses, 4, NULL), GP_OK);
-    snprintf(path, sizeof path, "%s/0", dir);
-    assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "7\n8\n");
-    snprintf(path, sizeof path, "%s/1", dir);
-    assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "");
-    snprintf(path, sizeof path, "%s/2.1", dir);
-    assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "9\n");
+    assert_map_file(dir, "0", "7\n8\n");
+    assert_map_file(dir, "1", "");
+    assert_map_file(dir, "2.1", "9\n");
     assert_int_equal(gp_dcgm_job_map_write(dir, 3, uses, 1, NULL), GP_OK); /* jobs 8 and 9 ended */
-    snprintf(path, sizeof path, "%s/0", dir);
-    assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "7\n");
-    snprintf(path, sizeof path, "%s/2.1", dir);
-    assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "");
+    assert_map_file(dir, "0", "7\n");
+    assert_map_file(dir, "2.1", "");
 }
 
 int main(void)
