@@ -266,6 +266,10 @@ def test_replica_reports_finish_the_gang(d):
     assert status == 400 and "replica" in out["error"]["message"], out
     status, out = n1.call("POST", "reports", {"reports": [dict(exited(b1), reason="crashed")]})
     assert status == 400 and out["error"]["field"] == "reports[0].reason", out
+    status, out = n1.call("POST", "reports", {"reports": [dict(exited(b1), gpu_memory_mib=9000)]})
+    assert status == 400 and out["error"]["field"] == "reports[0]" and "gpu_memory" in out["error"]["message"], out
+    status, out = n1.call("POST", "reports", {"reports": [dict(exited(b1), reason="gpu_memory", gpu_memory_mib=-1)]})
+    assert status == 400 and out["error"]["field"] == "reports[0].gpu_memory_mib", out
 
 
 def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
