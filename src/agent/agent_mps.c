@@ -125,13 +125,13 @@ int gp_mps_thread_percentage(int milli_gpus)
     return pct < 1 ? 1 : pct > 100 ? 100 : pct;
 }
 
-gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, int milli_gpus,
-                         int64_t gpu_memory_mib, gp_error *err)
+gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, int milli_gpus, int64_t share_mib,
+                         gp_error *err)
 {
     char pipe_dir[GP_STATE_PATH_MAX], log_dir[GP_STATE_PATH_MAX], pct[16], limit[40];
     gp_mps_dirs(node_dir, uuid, pipe_dir, log_dir, sizeof pipe_dir);
     snprintf(pct, sizeof pct, "%d", gp_mps_thread_percentage(milli_gpus));
-    snprintf(limit, sizeof limit, "0=%lldM", (long long)gp_share_memory_mib(milli_gpus, gpu_memory_mib));
+    snprintf(limit, sizeof limit, "0=%lldM", (long long)share_mib);
     gp_err rc = gp_env_set(env, "CUDA_MPS_PIPE_DIRECTORY", pipe_dir, err);
     if (rc == GP_OK)
         rc = gp_env_set(env, "CUDA_MPS_LOG_DIRECTORY", log_dir, err);

@@ -16,14 +16,15 @@
  * the control daemon makes and reads) has a reader; a restarted agent
  * adopts a daemon that answers instead of starting a second.
  *
- * Each MPS client replica's environment gains, for milli_gpus of a GPU of
- * M MiB (job 7 with 250 mGPU of an 81,559 MiB H100):
+ * Each MPS client replica's environment gains, for milli_gpus of a GPU and
+ * a memory share of S MiB (the job's own MPS memory limit, else milli_gpus
+ * of the GPU's memory: job 7 with 250 mGPU of an 81,559 MiB H100, S =
+ * 20,389):
  *
  *   CUDA_MPS_PIPE_DIRECTORY            STATE/NODE/mps/GPU-.../pipe
  *   CUDA_MPS_LOG_DIRECTORY             STATE/NODE/mps/GPU-.../log
  *   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  25      (ceil(milli_gpus / 10))
- *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   0=20389M (floor(milli_gpus x M / 1000),
- *                                               device 0: its only visible GPU)
+ *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   0=20389M (S; device 0: its only visible GPU)
  *
  * The pinned limit holds per client process; the sum over a replica's
  * processes is the agent's watch (agent_share.h).
@@ -64,7 +65,7 @@ gp_err gp_mps_quit(const char *control, const char *node_dir, const char *uuid, 
 int gp_mps_thread_percentage(int milli_gpus);
 
 /* Adds the four client variables above to env. */
-gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, int milli_gpus,
-                         int64_t gpu_memory_mib, gp_error *err);
+gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, int milli_gpus, int64_t share_mib,
+                         gp_error *err);
 
 #endif

@@ -75,6 +75,8 @@ typedef struct gp_replica {
     int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
     gp_sharing slice;                    /* its slice's kind: exclusive (whole GPUs), mig, mps, timeslice */
     int milli_gpus;                      /* its slice's share of its GPU, 0 for whole GPUs */
+    int64_t slice_mem_mib;               /* its slice's GPU memory as the engine counts it (an MPS job's own
+                                            limit, else its share of the GPU's); 0 = not said */
     char mig_uuid[GP_UUID_MAX];          /* a MIG instance this agent made, "" none */
     struct gp_node *node;
     pid_t supervisor;
@@ -176,6 +178,9 @@ int64_t gp_node_memory_step(gp_node *n, int64_t now_ms);
 void gp_node_dcgm_update(gp_node *n);
 /* The GPU memory (MiB) of uuid on this node, 0 when unknown. */
 int64_t gp_node_gpu_memory_mib(const gp_node *n, const char *uuid);
+/* An MPS or time-slice replica's GPU memory share: its slice's memory as
+ * the assignment says, else milli_gpus of its GPU's memory. */
+int64_t gp_replica_share_mib(const gp_node *n, const gp_replica *r);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

@@ -31,6 +31,13 @@ int64_t gp_node_gpu_memory_mib(const gp_node *n, const char *uuid)
     return 0;
 }
 
+int64_t gp_replica_share_mib(const gp_node *n, const gp_replica *r)
+{
+    if (r->slice_mem_mib > 0)
+        return r->slice_mem_mib;
+    return gp_share_memory_mib(r->milli_gpus, r->n_gpus ? gp_node_gpu_memory_mib(n, r->gpus[0]) : 0);
+}
+
 static bool gp__shared(const gp_replica *r)
 {
     return (r->slice == GP_SHARING_MPS || r->slice == GP_SHARING_TIMESLICE) && r->n_gpus > 0;
@@ -92,7 +99,7 @@ void gp_node_watch_memory(gp_node *n, const gp_telemetry *t)
         who[k] = r;
         w[k++] = (gp_share_replica){
             .cgroup = n->opt->no_cgroups ? NULL : r->name, .pid = gp_replica_pid(r), .uuid = r->gpus[0],
-            .cap_mib = gp_share_memory_mib(r->milli_gpus, gp_node_gpu_memory_mib(n, r->gpus[0]))};
+            .cap_mib = gp_replica_share_mib(n, r)};
     }
     gp_share_sum("/proc", t, w, k);
     for (size_t i = 0; i < k; i++)

@@ -80,6 +80,7 @@ static void gp__replica_gpus(gp_replica *r, json_t *assignment)
         kind = GP_SHARING_EXCLUSIVE;
     r->slice = (gp_sharing)kind;
     r->milli_gpus = (int)json_integer_value(json_object_get(slice, "milli_gpus"));
+    r->slice_mem_mib = json_integer_value(json_object_get(slice, "gpu_mem_mib"));
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(assignment, "gpus"), i, g) {
@@ -137,8 +138,7 @@ static gp_err gp__replica_env(const gp_replica *r, json_t *a, const char *visibl
     else
         rc = gp_env_for_replica(&e, env, &desc, err);
     if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
-        rc = gp_mps_client_env(&e, r->node->dir, r->gpus[0], r->milli_gpus,
-                               gp_node_gpu_memory_mib(r->node, r->gpus[0]), err);
+        rc = gp_mps_client_env(&e, r->node->dir, r->gpus[0], r->milli_gpus, gp_replica_share_mib(r->node, r), err);
     *out = json_array();
     for (size_t i = 0; rc == GP_OK && i < e.count; i++)
         json_array_append_new(*out, json_string(e.vars[i]));

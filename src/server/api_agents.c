@@ -200,6 +200,21 @@ static const char *action_of(const gp_agents *a, const gp_job_info *info, json_t
     return "stop";
 }
 
+/* A copy of a replica's slice, an MPS one with the GPU memory the engine
+ * counts for it (`gpu_mem_mib`: the job's own limit, else its share of the
+ * GPU's memory), which the agent enforces.  (A time-slice replica is
+ * counted the whole GPU's memory; the agent caps it at its share.) */
+static json_t *slice_with_memory(const gp_engine *e, const gp_job_info *info, int replica, json_t *slice)
+{
+    json_t *o = json_deep_copy(slice);
+    gp_slice *slices = calloc((size_t)info->replicas, sizeof *slices);
+    size_t n = slices ? gp_engine_job_slices(e, info->id, slices, (size_t)info->replicas) : 0;
+    if ((size_t)replica < n && slices[replica].kind == GP_ISO_MPS && slices[replica].gpu_mem_mib > 0)
+        json_object_set_new(o, "gpu_mem_mib", json_integer(slices[replica].gpu_mem_mib));
+    free(slices);
+    return o;
+}
+
 /* The replicas of job id on node, as the agent runs them (the spec's
  * fields are added on the API thread, desired_add_specs). */
 static void job_assignments(const gp_server *srv, uint64_t id, const char *node, json_t *out)
@@ -223,7 +238,7 @@ static void job_assignments(const gp_server *srv, uint64_t id, const char *node,
                               "last_checkpoint",
                               info.last_checkpoint >= 0 ? json_integer(info.last_checkpoint) : json_null());
         if (json_object_get(rep, "slice"))
-            json_object_set(o, "slice", json_object_get(rep, "slice"));
+            json_object_set_new(o, "slice", slice_with_memory(e, &info, (int)r, json_object_get(rep, "slice")));
         json_object_set_new(o, "action", json_string(action_of(&srv->agents, &info, o)));
         json_array_append_new(out, o);
     }

@@ -130,7 +130,7 @@ static void an_mps_client_gets_its_thread_percentage_and_pinned_limit(void **sta
 {
     (void)state;
     gp_env e = {0};
-    assert_int_equal(gp_mps_client_env(&e, "/var/lib/gpupool/h100-1", "GPU-a", 250, 81559, NULL), GP_OK);
+    assert_int_equal(gp_mps_client_env(&e, "/var/lib/gpupool/h100-1", "GPU-a", 250, gp_share_memory_mib(250, 81559), NULL), GP_OK);
     assert_string_equal(gp_env_get(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/GPU-a/pipe");
     assert_string_equal(gp_env_get(&e, "CUDA_MPS_LOG_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/GPU-a/log");
     assert_string_equal(gp_env_get(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
