@@ -654,7 +654,7 @@ static gp_err apply_gpu_health(gp_server *srv, const gp_op *op, const reports_ar
     snprintf(target, sizeof target, "node/%s/gpu/%d", a->node, rep->gpu);
     if (changed)
         rc = gp_journal_gpu_health(&srv->journal, a->node, rep->gpu, rep->healthy, now, err);
-    if (rc == GP_OK && changed)
+    if (rc == GP_OK && (changed || rep->why[0])) /* a GPU still out may say why anew */
         rc = gp_store_gpu_health_set(srv->store, a->node, rep->gpu, rep->healthy, now, rep->why[0] ? rep->why : NULL,
                                      err);
     if (rc == GP_OK && changed)

@@ -201,7 +201,9 @@ gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error
 /* The node's GPU `gpu` (-1: every GPU) checks, newest first, at most limit:
  * {"checks": [{"gpu","at","check","passed","detail","xid","action","duration_ms"}]}. */
 gp_err gp_store_gpu_checks_list(gp_store *s, const char *node, int gpu, int limit, json_t **out, gp_error *err);
-/* The GPU's health changed at `since` (reason: why, NULL none). */
+/* The GPU's health is `healthy` for `reason` (NULL: none): since `since`
+ * when that is a change, else since when it was (the reason is updated:
+ * "... an operator is needed"). */
 gp_err gp_store_gpu_health_set(gp_store *s, const char *node, int gpu, bool healthy, int64_t since,
                                const char *reason, gp_error *err);
 /* Per GPU 0..gpu_count-1 an object {"since", "reason", "last_check",

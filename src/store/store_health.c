@@ -107,8 +107,10 @@ gp_err gp_store_gpu_health_set(gp_store *s, const char *node, int gpu, bool heal
                                const char *reason, gp_error *err)
 {
     sqlite3_stmt *st = gp__prepare(s,
-                                   "INSERT OR REPLACE INTO gpu_health(node, gpu, healthy, since, reason)"
-                                   " VALUES(?1, ?2, ?3, ?4, ?5)",
+                                   "INSERT INTO gpu_health(node, gpu, healthy, since, reason) VALUES(?1, ?2, ?3, ?4, ?5)"
+                                   " ON CONFLICT(node, gpu) DO UPDATE SET reason = excluded.reason,"
+                                   " since = CASE WHEN healthy = excluded.healthy THEN since ELSE excluded.since END,"
+                                   " healthy = excluded.healthy",
                                    err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
