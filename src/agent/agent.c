@@ -34,7 +34,16 @@ static const char USAGE[] =
     "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
     "  --seed N                sim telemetry and back-off jitter seed (default 0)\n"
     "  --mps-control CMD       the MPS control command (default nvidia-cuda-mps-control)\n"
-    "  --dcgm-job-map DIR      keep dcgm-exporter's HPC job-mapping files in DIR (one node only)\n";
+    "  --dcgm-job-map DIR      keep dcgm-exporter's HPC job-mapping files in DIR (one node only)\n"
+    "  --health-every S        check every GPU every S seconds (default 300)\n"
+    "  --health-check NAME=CMD an operator diagnostic run on idle GPUs at each check and at re-validation\n"
+    "                          (repeatable; e.g. gpu-diag='dcgmi diag -r 1'); exit 0 passes\n"
+    "  --health-timeout S      a diagnostic or the repair command is killed (failed) after S seconds (default 600)\n"
+    "  --repair-command CMD    run on an unhealthy GPU once no replica holds it (GPUPOOL_GPU_INDEX, GPUPOOL_GPU_UUID,\n"
+    "                          GPUPOOL_NODE); then re-validation returns the GPU (default: none, re-validate later)\n"
+    "  --repair-attempts N     failed repairs before a GPU stays out for an operator (default 3)\n"
+    "  --xid-actions FILE      JSON or YAML map XID -> ignore|restart_app|reset_gpu|reboot_node|drain over the\n"
+    "                          catalog's table (docs/agent.md)\n";
 
 typedef struct gp_agent {
     gp_agent_options opt;
@@ -89,6 +98,41 @@ static int gp__token_file(gp_agent_options *o, const char *path)
     return -1;
 }
 
+/* --health-check NAME=CMD */
+static int gp__diagnostic(gp_agent_options *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || len == 0 || len >= sizeof o->diagnostics[0].name || !eq[1] || strspn(arg, "abcdefghijklmnopqrstuvwxyz"
+                                                                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                                      "0123456789_-") != len)
+        return gp__bad("health-check", "NAME=COMMAND, NAME of letters, digits, _ and - (at most 31)");
+    if (o->n_diagnostics == GP_AGENT_DIAGNOSTICS_MAX)
+        return gp__bad("health-check", "too many (at most 8)");
+    snprintf(o->diagnostics[o->n_diagnostics].name, sizeof o->diagnostics[0].name, "%.*s", (int)len, arg);
+    o->diagnostics[o->n_diagnostics++].command = eq + 1;
+    return -1;
+}
+
+static int gp__seconds(const char *name, const char *value, int min, int max, int *out)
+{
+    char *end = NULL;
+    long v = strtol(value, &end, 10);
+    if (!value[0] || *end || v < min || v > max)
+        return gp__bad(name, value);
+    *out = (int)v;
+    return -1;
+}
+
+static int gp__xid_actions(gp_agent_options *o, const char *path)
+{
+    gp_error err;
+    if (gp_xid_table_load(&o->xid, path, &err) == GP_OK)
+        return -1;
+    fprintf(stderr, "gpupool-agent run: --xid-actions %s\n", err.message);
+    return 2;
+}
+
 static int gp__option(gp_agent *a, int c)
 {
     gp_agent_options *o = &a->opt;
@@ -124,6 +168,12 @@ static int gp__option(gp_agent *a, int c)
         return *end ? gp__bad("seed", optarg) : -1;
     case 'M': o->mps_control = optarg; return -1;
     case 'm': o->dcgm_job_map = optarg; return -1;
+    case 'E': return gp__seconds("health-every", optarg, 1, 86400, &o->health_every_s);
+    case 'K': return gp__diagnostic(o, optarg);
+    case 'T': return gp__seconds("health-timeout", optarg, 1, 86400, &o->health_timeout_s);
+    case 'r': o->repair_command = optarg[0] ? optarg : NULL; return -1;
+    case 'A': return gp__seconds("repair-attempts", optarg, 1, 1000, &o->repair_attempts);
+    case 'X': return gp__xid_actions(o, optarg);
     case 'h': fputs(USAGE, stdout); return 0;
     default: fputs(USAGE, stderr); return 2;
     }
@@ -158,10 +208,17 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"on-exit", required_argument, NULL, 'e'},       {"cacert", required_argument, NULL, 'C'},
         {"fault-file", required_argument, NULL, 'F'},    {"seed", required_argument, NULL, 's'},
         {"mps-control", required_argument, NULL, 'M'},   {"dcgm-job-map", required_argument, NULL, 'm'},
+        {"health-every", required_argument, NULL, 'E'},  {"health-check", required_argument, NULL, 'K'},
+        {"health-timeout", required_argument, NULL, 'T'}, {"repair-command", required_argument, NULL, 'r'},
+        {"repair-attempts", required_argument, NULL, 'A'}, {"xid-actions", required_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
     optind = 1;
+    a->opt.health_every_s = 300;
+    a->opt.health_timeout_s = 600;
+    a->opt.repair_attempts = 3;
+    gp_xid_table_default(&a->opt.xid);
     while (rc == -1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
         rc = gp__option(a, c);
     if (rc == -1 && optind < argc) {
@@ -303,12 +360,17 @@ static bool gp__turn(gp_agent *a, int *status)
             go_on = read(gp__sigpipe[0], c, sizeof c) <= 0;
             continue;
         }
+        if (ready[i] == &gp_node_child_tag)
+            continue; /* a health check ended: reaped below */
         gp_replica *r = ready[i];
         if (r->pidfd >= 0)
             gp_node_replica_ended(r->node, r);
     }
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    pid_t pid;
+    int child_status;
+    while ((pid = waitpid(-1, &child_status, WNOHANG)) > 0)
+        for (size_t i = 0; i < a->n_nodes && !gp_node_child_reaped(&a->nodes[i], pid, child_status); i++)
+            ;
     return go_on;
 }
 

@@ -82,6 +82,7 @@ gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsi
         rc = gp_gpu_inventory(&n->gpu, &n->inventory, err);
     if (rc != GP_OK)
         return rc;
+    gp_node_health_open(n, gp_agent_mono_ms());
     gp__load_credential(n);
     n->epoch_max = gp_state_epoch_load(n->dir);
     gp_replica_adopt_all(n);
@@ -95,6 +96,7 @@ void gp_node_close(gp_node *n)
     gp_http_call *calls[] = {&n->reg, &n->poll, &n->heartbeat, &n->reports, &n->logs};
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
         gp_http_call_cancel(n->http, calls[i]);
+    gp_node_health_close(n);
     for (size_t i = 0; i < n->n_replicas; i++)
         gp_replica_free(n->replicas[i]);
     free(n->replicas);
@@ -646,14 +648,8 @@ static void gp__gpu_events(gp_node *n)
     size_t count = 0;
     if (gp_gpu_poll_events(&n->gpu, gp_agent_real_ms(), 0, ev, 32, &count, NULL) != GP_OK)
         return;
-    for (size_t i = 0; i < count; i++) {
-        bool bad = ev[i].kind == GP_GPU_EVENT_ECC ? ev[i].ecc_uncorrected > 0 : ev[i].kind != GP_GPU_EVENT_RESET;
-        if (!bad)
-            continue;
-        gp_node_queue_report(n, json_pack("{s:s, s:i, s:b}", "what", "gpu_health", "gpu", ev[i].gpu, "healthy", 0));
-        gp_agent_log(n, "gpu=%d unhealthy (%s)", ev[i].gpu,
-                     ev[i].kind == GP_GPU_EVENT_XID ? "xid" : ev[i].kind == GP_GPU_EVENT_LOST ? "lost" : "ecc");
-    }
+    for (size_t i = 0; i < count; i++)
+        gp_node_health_event(n, &ev[i]);
 }
 
 static int64_t gp__check_checkpoints(gp_node *n, int64_t now)
@@ -686,7 +682,8 @@ int64_t gp_node_step(gp_node *n, int64_t now)
     }
     if (now >= n->next_checkpoint_ms)
         n->next_checkpoint_ms = gp__check_checkpoints(n, now);
-    int64_t next = gp__min(gp__min(n->next_events_ms, n->next_checkpoint_ms), gp_node_memory_step(n, now));
+    int64_t next = gp__min(gp__min(gp__min(n->next_events_ms, n->next_checkpoint_ms), gp_node_memory_step(n, now)),
+                           gp_node_health_step(n, now));
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {

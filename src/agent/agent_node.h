@@ -25,14 +25,17 @@
 #include <sys/types.h>
 
 #include "agent/agent_clock.h"
+#include "agent/agent_health.h"
 #include "agent/agent_http.h"
 #include "agent/agent_state.h"
 #include "agent/gpu.h"
 #include "agent/launch.h"
 #include "agent/node_file.h"
+#include "agent/xid.h"
 
 #define GP_AGENT_URLS_MAX 8
 #define GP_AGENT_TOKEN_MAX 256
+#define GP_AGENT_DIAGNOSTICS_MAX 8 /* --health-check NAME=CMD */
 #define GP_AGENT_REGISTERING_MAX 32 /* registrations in flight per agent: a restart of 6,250 nodes
                                        is a queue, not a storm on gpupoold */
 
@@ -57,9 +60,37 @@ typedef struct gp_agent_options {
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
     const char *mps_control;                 /* --mps-control; NULL: nvidia-cuda-mps-control (agent_mps.h) */
     const char *dcgm_job_map;                /* --dcgm-job-map DIR; NULL: none (agent_dcgm.h) */
+    /* health (agent_checks.c) */
+    int health_every_s;                      /* periodic checks (default 300) */
+    int health_timeout_s;                    /* a diagnostic's or the repair's limit (default 600) */
+    const char *repair_command;              /* NULL: none (re-validate one period later) */
+    int repair_attempts;                     /* default 3 */
+    struct {
+        char name[32];
+        const char *command;                 /* points into argv */
+    } diagnostics[GP_AGENT_DIAGNOSTICS_MAX];
+    int n_diagnostics;
+    gp_xid_table xid;                        /* the catalog's, with --xid-actions applied */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;
+
+/* A health check or repair command running for one GPU (agent_checks.c):
+ * a child of the agent in its own process group, its pidfd in the loop
+ * (tag &gp_node_child_tag: a wake only; its status comes through
+ * gp_node_child_reaped). */
+typedef struct gp_health_child {
+    pid_t pid;                           /* 0: none runs */
+    int pidfd;
+    gp_http_fd watch;
+    bool repair;                         /* the repair command, else diagnostic `name` */
+    char name[32];
+    int64_t started_ms, deadline_ms;     /* mono */
+    bool timed_out;                      /* killed at its deadline */
+    char log[GP_STATE_PATH_MAX];         /* its stdout and stderr */
+} gp_health_child;
+
+extern char gp_node_child_tag;
 
 /* One run of one replica (agent_replica.c). */
 typedef struct gp_replica {
@@ -120,6 +151,8 @@ struct gp_node {
     size_t n_replicas, cap_replicas;
     int fatal;                           /* != 0: the agent must exit with it */
     bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
+    gp_health_gpu health[GP_MAX_GPUS_PER_NODE];
+    gp_health_child checks[GP_MAX_GPUS_PER_NODE];
 };
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -156,6 +189,17 @@ void gp_replica_free(gp_replica *r);
 int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
 /* The replica's log is all with gpupoold, or gpupoold keeps none. */
 bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
+
+/* agent_checks.c: health checks, repair and return (agent_health.h). */
+void gp_node_health_open(gp_node *n, int64_t now_ms);
+/* A health event of the backend (XID, ECC, lost). */
+void gp_node_health_event(gp_node *n, const gp_gpu_event *ev);
+/* Runs what is due; returns when it next wants a step (mono ms). */
+int64_t gp_node_health_step(gp_node *n, int64_t now_ms);
+/* The agent reaped pid with status: true when it was one of n's checks. */
+bool gp_node_child_reaped(gp_node *n, pid_t pid, int status);
+/* Kills the checks still running (the agent stops). */
+void gp_node_health_close(gp_node *n);
 
 /* Forgets (state folder and memory) the runs that ended, whose exit and
  * log gpupoold has, and that the last assignments no longer list. */

@@ -1,4 +1,4 @@
-/* cmd_admin.c - gpupool nodes, drain, tenants, quota set, apply, usage,
+/* cmd_admin.c - gpupool nodes [show NAME], drain, tenants, quota set, apply, usage,
  * token create|list|revoke, audit [verify], admin export-log.
  */
 #include "cli/commands.h"
@@ -45,29 +45,108 @@ static void shared_use(const json_t *node, char *mode, size_t mode_cap, char *us
         snprintf(use, use_cap, "%lld.%03lld/%zu", (long long)(milli / 1000), (long long)(milli % 1000), shared);
 }
 
+/* One GPU's row of `nodes show`: index, uuid, health, since, last check, reason. */
+static void gpu_health_row(gp_table *t, const json_t *g, int64_t now)
+{
+    const json_t *h = json_object_get(g, "health"), *last = json_object_get(h, "last_check");
+    char index[16], since[48] = "-", check[160] = "-";
+    snprintf(index, sizeof index, "%lld", (long long)json_integer_value(json_object_get(g, "index")));
+    if (json_is_integer(json_object_get(h, "since")))
+        gp_time_human(json_integer_value(json_object_get(h, "since")), now, since, sizeof since);
+    if (json_is_object(last)) {
+        char at[48];
+        gp_time_age(json_integer_value(json_object_get(last, "at")), now, at, sizeof at);
+        snprintf(check, sizeof check, "%s %s %s", json_string_value(json_object_get(last, "check")),
+                 json_is_true(json_object_get(last, "passed")) ? "passed" : "failed", at);
+    }
+    const char *reason = json_string_value(json_object_get(h, "reason"));
+    bool healthy = json_is_true(json_object_get(g, "healthy"));
+    const char *cells[] = {index, json_string_value(json_object_get(g, "uuid")), healthy ? "healthy" : "unhealthy",
+                           since, check, healthy || !reason ? "-" : reason};
+    gp_table_add(t, cells);
+}
+
+/* Each GPU's XIDs, newest first: "GPU 1: XID 79 reboot_node 2 minutes ago, ...". */
+static void gpu_xids(const json_t *gpus, int64_t now)
+{
+    size_t i, k;
+    json_t *g, *x;
+    json_array_foreach(gpus, i, g) {
+        const json_t *xids = json_object_get(json_object_get(g, "health"), "xids");
+        if (json_array_size(xids) == 0)
+            continue;
+        printf("GPU %lld XIDs:", (long long)json_integer_value(json_object_get(g, "index")));
+        json_array_foreach(xids, k, x) {
+            char at[48];
+            gp_time_age(json_integer_value(json_object_get(x, "at")), now, at, sizeof at);
+            printf("%s XID %lld %s %s", k ? "," : "", (long long)json_integer_value(json_object_get(x, "xid")),
+                   json_string_value(json_object_get(x, "action")) ? json_string_value(json_object_get(x, "action"))
+                                                                   : "-",
+                   at);
+        }
+        printf("\n");
+    }
+}
+
+/* gpupool nodes show NAME: the node and, per GPU, its health. */
+static int nodes_show(gp_client *c, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/nodes/%.100s", name);
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        const json_t *n = resp.body;
+        int64_t now = (int64_t)time(NULL);
+        printf("node %s: %s x%lld, block %s, %s%s, %lld/%lld GPUs healthy\n", json_string_value(json_object_get(n, "name")),
+               json_string_value(json_object_get(n, "gpu_type")), (long long)json_integer_value(json_object_get(n, "gpu_count")),
+               json_string_value(json_object_get(n, "block")), json_is_true(json_object_get(n, "up")) ? "up" : "down",
+               json_is_true(json_object_get(n, "draining")) ? ", draining" : "",
+               (long long)json_integer_value(json_object_get(n, "gpus_healthy")),
+               (long long)json_integer_value(json_object_get(n, "gpu_count")));
+        static const char *const head[] = {"GPU", "UUID", "HEALTH", "SINCE", "LAST-CHECK", "REASON"};
+        gp_table t;
+        gp_table_init(&t, 6, head);
+        size_t i;
+        json_t *g;
+        json_array_foreach(json_object_get(n, "gpus"), i, g)
+            gpu_health_row(&t, g, now);
+        gp_table_print(&t, stdout);
+        gpu_xids(json_object_get(n, "gpus"), now);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
 int gp_cmd_nodes(gp_client *c, int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "show") == 0)
+        return nodes_show(c, argv[2]);
     if (argc > 1)
-        return gp_usage_error(argv[0], "nodes takes no arguments");
+        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME]");
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
-        static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "SHARING", "SHARED-USE", "STATE"};
+        static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "SHARING", "SHARED-USE", "HEALTH",
+                                           "STATE"};
         gp_table t;
-        gp_table_init(&t, 8, head);
+        gp_table_init(&t, 9, head);
         size_t i;
         json_t *n;
         json_array_foreach(json_object_get(resp.body, "nodes"), i, n) {
-            char gpus[16], free_[16], mode[16], use[32];
+            char gpus[16], free_[16], mode[16], use[32], health[32];
             snprintf(gpus, sizeof gpus, "%lld", (long long)json_integer_value(json_object_get(n, "gpu_count")));
             snprintf(free_, sizeof free_, "%lld", (long long)json_integer_value(json_object_get(n, "gpus_free")));
+            snprintf(health, sizeof health, "%lld/%lld", (long long)json_integer_value(json_object_get(n, "gpus_healthy")),
+                     (long long)json_integer_value(json_object_get(n, "gpu_count")));
             shared_use(n, mode, sizeof mode, use, sizeof use);
             const char *state = !json_is_true(json_object_get(n, "up"))        ? "down"
                                 : json_is_true(json_object_get(n, "draining")) ? "draining"
                                                                                 : "up";
             const char *cells[] = {json_string_value(json_object_get(n, "name")),
                                    json_string_value(json_object_get(n, "block")),
-                                   json_string_value(json_object_get(n, "gpu_type")), gpus, free_, mode, use, state};
+                                   json_string_value(json_object_get(n, "gpu_type")), gpus, free_, mode, use, health,
+                                   state};
             gp_table_add(&t, cells);
         }
         gp_table_print(&t, stdout);

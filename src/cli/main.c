@@ -66,7 +66,11 @@ const gp_command GP_COMMANDS[] = {
      "preemption's grace this ends the grace at once: the job is stopped and requeued, and the work before\n"
      "the checkpoint is not counted lost.  Outside a job it fails (GPUPOOL_CHECKPOINT_DIR is not set).\n"},
     {"nodes", gp_cmd_nodes,
-     "usage: gpupool nodes\nThe fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, state.\n"},
+     "usage: gpupool nodes\n"
+     "       gpupool nodes show NAME\n"
+     "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
+     "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
+     "XIDs.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"

@@ -396,15 +396,32 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
 
 /* ---- reports ---- */
 
-typedef enum report_what { REPORT_STARTED = 0, REPORT_EXITED, REPORT_CHECKPOINTED, REPORT_GPU_HEALTH } report_what;
+typedef enum report_what {
+    REPORT_STARTED = 0,
+    REPORT_EXITED,
+    REPORT_CHECKPOINTED,
+    REPORT_GPU_HEALTH,
+    REPORT_GPU_CHECK,
+} report_what;
+
+#define REPORT_KINDS 5
 
 typedef struct report {
     report_what what;
     gp_replica_exit exit;   /* job_id, replica; exited: the rest */
     int64_t time;           /* checkpointed: when, on the agent's clock */
     int64_t pid;            /* started: the replica's pid, 0 = not said */
-    int gpu;                /* gpu_health */
+    int gpu;                /* gpu_health, gpu_check */
     bool healthy;
+    char why[256];          /* gpu_health: optional */
+    bool drain_node;        /* gpu_health: the agent asks for the node to be drained */
+    char check[64];         /* gpu_check: "sim", "nvml", "xid", "repair", a diagnostic */
+    bool passed;
+    char detail[256];
+    int64_t xid;            /* gpu_check: 0 = none */
+    char action[32];        /* gpu_check: the XID's action, "" = none */
+    int64_t at;             /* gpu_check: epoch seconds, 0 = not said (now) */
+    int64_t duration_ms;    /* gpu_check: -1 = not said */
 } report;
 
 typedef struct reports_arg {
@@ -415,15 +432,15 @@ typedef struct reports_arg {
 
 static gp_err report_what_parse(const json_t *v, const char *field, report_what *out, gp_error *err)
 {
-    static const char *const NAMES[] = {"started", "exited", "checkpointed", "gpu_health"};
+    static const char *const NAMES[REPORT_KINDS] = {"started", "exited", "checkpointed", "gpu_health", "gpu_check"};
     char text[16];
     gp_err rc = gp_json_string(v, field, sizeof text - 1, text, sizeof text, err);
-    for (int k = 0; rc == GP_OK && k < 4; k++)
+    for (int k = 0; rc == GP_OK && k < REPORT_KINDS; k++)
         if (strcmp(text, NAMES[k]) == 0) {
             *out = (report_what)k;
             return GP_OK;
         }
-    return rc ? rc : gp_error_set(err, GP_ERR_INVALID, field, "%s must be started, exited, checkpointed or gpu_health",
+    return rc ? rc : gp_error_set(err, GP_ERR_INVALID, field, "%s must be started, exited, checkpointed, gpu_health or gpu_check",
                                   field);
 }
 
@@ -436,7 +453,9 @@ static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
     } INTS[] = {{"job", 1, INT64_MAX},      {"replica", 0, GP_MAX_REPLICAS - 1},  {"bind_time", 0, INT64_MAX},
                 {"exit_code", 0, 255},      {"signal", 0, 64},                    {"time", 0, INT64_C(1) << 40},
                 {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX},
-                {"gpu_memory_mib", 0, INT64_C(1) << 40}, {"gpu_memory_share_mib", 0, INT64_C(1) << 40}};
+                {"gpu_memory_mib", 0, INT64_C(1) << 40}, {"gpu_memory_share_mib", 0, INT64_C(1) << 40},
+                {"xid", 1, 1023},                      {"at", 0, INT64_C(1) << 40},
+                {"duration_ms", 0, INT64_C(1) << 40}};
     for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
         if (strcmp(key, INTS[i].key) == 0) {
             *min = INTS[i].min;
@@ -466,8 +485,45 @@ static void report_int_store(report *out, const char *key, int64_t n)
         out->exit.gpu_memory_mib = n;
     else if (strcmp(key, "gpu_memory_share_mib") == 0)
         out->exit.gpu_memory_share_mib = n;
+    else if (strcmp(key, "xid") == 0)
+        out->xid = n;
+    else if (strcmp(key, "at") == 0)
+        out->at = n;
+    else if (strcmp(key, "duration_ms") == 0)
+        out->duration_ms = n;
     else
         out->gpu = (int)n;
+}
+
+/* gpu_check's action: a lowercase name ("reset_gpu"); the agent's XID
+ * table (docs/agent.md) says which. */
+static gp_err report_action(const json_t *v, const char *name, report *out, gp_error *err)
+{
+    gp_err rc = gp_json_string(v, name, sizeof out->action - 1, out->action, sizeof out->action, err);
+    if (rc == GP_OK && (!out->action[0] || strspn(out->action, "abcdefghijklmnopqrstuvwxyz_") != strlen(out->action)))
+        rc = gp_error_set(err, GP_ERR_INVALID, name, "%s must be an action name such as reset_gpu", name);
+    return rc;
+}
+
+/* The text and flag fields of gpu_health and gpu_check; false for another key. */
+static bool report_health_field(const char *key, const json_t *v, const char *name, report *out, gp_err *rc,
+                                gp_error *err)
+{
+    if (strcmp(key, "why") == 0)
+        *rc = gp_json_string(v, name, sizeof out->why - 1, out->why, sizeof out->why, err);
+    else if (strcmp(key, "detail") == 0)
+        *rc = gp_json_string(v, name, sizeof out->detail - 1, out->detail, sizeof out->detail, err);
+    else if (strcmp(key, "check") == 0)
+        *rc = gp_json_string(v, name, sizeof out->check - 1, out->check, sizeof out->check, err);
+    else if (strcmp(key, "action") == 0)
+        *rc = report_action(v, name, out, err);
+    else if (strcmp(key, "passed") == 0)
+        *rc = gp_json_bool(v, name, &out->passed, err);
+    else if (strcmp(key, "drain_node") == 0)
+        *rc = gp_json_bool(v, name, &out->drain_node, err);
+    else
+        return false;
+    return true;
 }
 
 /* One field of a report into it. */
@@ -480,6 +536,8 @@ static gp_err report_field(const char *key, const json_t *v, const char *name, r
         return report_what_parse(v, name, &out->what, err);
     if (strcmp(key, "healthy") == 0)
         return gp_json_bool(v, name, &out->healthy, err);
+    if (report_health_field(key, v, name, out, &rc, err))
+        return rc;
     if (strcmp(key, "reason") == 0) {
         rc = gp_json_string(v, name, sizeof reason - 1, reason, sizeof reason, err);
         if (rc == GP_OK && !gp_exit_reason_parse(reason, &out->exit.reason))
@@ -498,11 +556,12 @@ static gp_err report_field(const char *key, const json_t *v, const char *name, r
 /* The fields each kind of report must carry. */
 static gp_err report_required(const json_t *v, const char *field, report_what what, gp_error *err)
 {
-    static const char *const NEEDS[][4] = {
+    static const char *const NEEDS[REPORT_KINDS][4] = {
         [REPORT_STARTED] = {"job", "replica", NULL},
         [REPORT_EXITED] = {"job", "replica", "bind_time", "reason"},
         [REPORT_CHECKPOINTED] = {"job", "time", NULL},
         [REPORT_GPU_HEALTH] = {"gpu", "healthy", NULL},
+        [REPORT_GPU_CHECK] = {"gpu", "check", "passed", NULL},
     };
     for (int k = 0; k < 4 && NEEDS[what][k]; k++)
         if (!json_object_get(v, NEEDS[what][k]))
@@ -517,6 +576,7 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
     snprintf(field, sizeof field, "reports[%zu]", i);
     memset(out, 0, sizeof *out);
     out->exit.bind_time = -1; /* not given (optional for started) */
+    out->duration_ms = -1;
     snprintf(out->exit.node, sizeof out->exit.node, "%s", node);
     gp_err rc = gp_json_object(v, field, err);
     if (rc == GP_OK && !json_object_get(v, "what"))
@@ -562,18 +622,87 @@ static const char *job_report_refused(const gp_engine *e, const report *rep, con
     return NULL;
 }
 
-static gp_err apply_gpu_health(gp_server *srv, const reports_arg *a, const report *rep, int64_t now,
+/* An audit row for a change a node's report made (actor: the node's
+ * credential), in the batch's transaction. */
+static gp_err audit_report_change(gp_server *srv, const gp_op *op, int64_t now, const char *action,
+                                  const char *target, gp_error *err)
+{
+    gp_store_audit row = {.time = now,
+                          .request_id = op->request_id ? op->request_id : "",
+                          .actor = op->who ? op->who->token_id : "gpupoold",
+                          .role = op->who ? gp_role_name(op->who->role) : "system",
+                          .action = action,
+                          .target = target,
+                          .result = "ok"};
+    return gp_store_audit_append(srv->store, &row, err);
+}
+
+/* Drains the node for GPU health (the agent asked, or
+ * --drain-on-gpu-failure) or undoes such a drain once every GPU of the
+ * node is healthy; an operator's drain is never undone (it is not in
+ * health_drains). */
+static gp_err health_drain(gp_server *srv, const gp_op *op, const char *node, const report *rep, int64_t now,
+                           bool *changed, gp_error *err)
+{
+    gp_node_info n;
+    bool by_health = false;
+    char target[GP_NAME_MAX + 8];
+    snprintf(target, sizeof target, "node/%s", node);
+    if (!engine_node(srv->journal.engine, node, &n))
+        return GP_OK;
+    gp_err rc = gp_store_health_drain_get(srv->store, node, &by_health, err);
+    bool drain = !rep->healthy && (rep->drain_node || srv->cfg.drain_on_gpu_failure) && !n.draining;
+    bool undrain = rep->healthy && by_health && n.gpus_healthy == n.gpu_count;
+    if (rc != GP_OK || (!drain && !undrain))
+        return rc;
+    if (drain || n.draining)
+        rc = gp_journal_node_drain(&srv->journal, node, drain, now, err);
+    if (rc == GP_OK)
+        rc = gp_store_health_drain_set(srv->store, node, drain, now, err);
+    if (rc == GP_OK)
+        rc = audit_report_change(srv, op, now, drain ? "node.drain" : "node.undrain", target, err);
+    *changed = rc == GP_OK;
+    return rc;
+}
+
+static gp_err apply_gpu_health(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
                                const char **note, gp_error *err)
 {
     gp_node_info n;
     gp_gpu_info g;
     if (!engine_node(srv->journal.engine, a->node, &n) || rep->gpu >= n.gpu_count)
         return gp_error_set(err, GP_ERR_INVALID, "gpu", "node %s has GPUs 0..%d", a->node, n.gpu_count - 1);
-    if (gp_engine_gpu_get(srv->journal.engine, n.gpu_first + (uint32_t)rep->gpu, &g) && g.healthy == rep->healthy) {
+    bool changed = !gp_engine_gpu_get(srv->journal.engine, n.gpu_first + (uint32_t)rep->gpu, &g) ||
+                   g.healthy != rep->healthy;
+    gp_err rc = GP_OK;
+    char target[GP_NAME_MAX + 24];
+    snprintf(target, sizeof target, "node/%s/gpu/%d", a->node, rep->gpu);
+    if (changed)
+        rc = gp_journal_gpu_health(&srv->journal, a->node, rep->gpu, rep->healthy, now, err);
+    if (rc == GP_OK && (changed || rep->why[0])) /* a GPU still out may say why anew */
+        rc = gp_store_gpu_health_set(srv->store, a->node, rep->gpu, rep->healthy, now, rep->why[0] ? rep->why : NULL,
+                                     err);
+    if (rc == GP_OK && changed)
+        rc = audit_report_change(srv, op, now, rep->healthy ? "gpu.healthy" : "gpu.unhealthy", target, err);
+    bool drained = false;
+    if (rc == GP_OK)
+        rc = health_drain(srv, op, a->node, rep, now, &drained, err);
+    if (rc == GP_OK && !changed && !drained)
         *note = "no change";
-        return GP_OK;
-    }
-    return gp_journal_gpu_health(&srv->journal, a->node, rep->gpu, rep->healthy, now, err);
+    return rc;
+}
+
+/* A check's result: a row of gpu_checks (no engine event). */
+static gp_err apply_gpu_check(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, gp_error *err)
+{
+    gp_node_info n;
+    if (!engine_node(srv->journal.engine, a->node, &n) || rep->gpu >= n.gpu_count)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu", "node %s has GPUs 0..%d", a->node, n.gpu_count - 1);
+    gp_store_gpu_check c = {.node = a->node, .gpu = rep->gpu, .at = rep->at > 0 ? rep->at : now,
+                            .check = rep->check, .passed = rep->passed, .detail = rep->detail[0] ? rep->detail : NULL,
+                            .xid = (int)rep->xid, .action = rep->action[0] ? rep->action : NULL,
+                            .duration_ms = rep->duration_ms};
+    return gp_store_gpu_check_add(srv->store, &c, err);
 }
 
 /* A replica started: a history row "start" (once per replica run). */
@@ -600,12 +729,14 @@ static gp_err apply_started(gp_server *srv, const report *rep, const gp_job_info
 
 /* Applies one report: GP_OK with *note saying why nothing was done, or
  * the journal's answer. */
-static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, const char **note,
-                           gp_error *err)
+static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
+                           const char **note, gp_error *err)
 {
     gp_job_info info;
     if (rep->what == REPORT_GPU_HEALTH)
-        return apply_gpu_health(srv, a, rep, now, note, err);
+        return apply_gpu_health(srv, op, a, rep, now, note, err);
+    if (rep->what == REPORT_GPU_CHECK)
+        return apply_gpu_check(srv, a, rep, now, err);
     if ((*note = job_report_refused(srv->journal.engine, rep, a->node, &info)))
         return GP_OK;
     if (rep->what == REPORT_STARTED)
@@ -623,18 +754,19 @@ static gp_err report_apply(gp_server *srv, const reports_arg *a, const report *r
 }
 
 /* One report's result (applied, or why not) into results. */
-static void report_result(gp_server *srv, const reports_arg *a, const report *rep, int64_t now, json_t *results)
+static void report_result(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
+                          json_t *results)
 {
     const char *note = NULL;
     gp_error err = {0};
-    gp_err rc = report_apply(srv, a, rep, now, &note, &err);
+    gp_err rc = report_apply(srv, op, a, rep, now, &note, &err);
     json_t *o = json_pack("{s:b}", "applied", rc == GP_OK && !note);
     if (rc != GP_OK)
         json_object_set_new(o, "error", json_string(err.message));
     else if (note)
         json_object_set_new(o, "note", json_string(note));
     gp_job_info info;
-    if (rep->what != REPORT_GPU_HEALTH && gp_engine_job_info(srv->journal.engine, rep->exit.job_id, &info, NULL) == GP_OK)
+    if (rep->what != REPORT_GPU_HEALTH && rep->what != REPORT_GPU_CHECK && gp_engine_job_info(srv->journal.engine, rep->exit.job_id, &info, NULL) == GP_OK)
         json_object_set_new(o, "job_state", json_string(gp_job_state_name(info.state)));
     json_array_append_new(results, o);
 }
@@ -644,7 +776,7 @@ static void reports_run(gp_server *srv, gp_op *op, int64_t now)
     reports_arg *a = op->arg;
     json_t *results = json_array();
     for (size_t i = 0; i < a->n && !srv->journal.broken; i++)
-        report_result(srv, a, &a->items[i], now, results);
+        report_result(srv, op, a, &a->items[i], now, results);
     gp_op_reply(op, 200, json_pack("{s:o}", "results", results));
 }
 

@@ -1,9 +1,12 @@
-/* api_fleet.c - GET /v1/nodes, GET /v1/nodes/{name}, POST
- * /v1/nodes/{name}/drain, GET /v1/usage.
+/* api_fleet.c - GET /v1/nodes, GET /v1/nodes/{name}, GET
+ * /v1/nodes/{name}/checks, POST /v1/nodes/{name}/drain, GET /v1/usage.
  *
  * Nodes are the engine's view of the fleet: the nodes of --fleet and the
  * nodes node agents registered; one node's view adds what its agent said
- * in its last heartbeat (what runs, the GPUs' telemetry).  Every role may list them -- capacity is not
+ * in its last heartbeat (what runs, the GPUs' telemetry) and each GPU's
+ * health: since when, why, its last check and its XIDs (the checks
+ * themselves are .../checks?gpu=N&limit=L, newest first, 50 by default).
+ * Every role may list them -- capacity is not
  * a secret -- but which job holds a GPU is shown only to roles that see
  * every tenant.  Draining is for admin and operator.
  *
@@ -74,26 +77,56 @@ void gp_api_nodes_list(gp_request *r)
     gp_api_run_op(r, &op);
 }
 
+/* The engine's node called name, else a 404 answer. */
+static bool node_find(const gp_engine *e, gp_op *op, const char *name, gp_node_info *out)
+{
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++)
+        if (gp_engine_node_get(e, i, out) && strcmp(out->name, name) == 0)
+            return true;
+    gp_error err;
+    gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
+    gp_op_fail(op, &err);
+    return false;
+}
+
+/* Each GPU's "health": healthy (the engine's), since, reason, last_check
+ * and xids (the store's records, store.h). */
+static gp_err gpus_health(gp_server *srv, const gp_node_info *n, json_t *gpus, gp_error *err)
+{
+    json_t *records = NULL;
+    gp_err rc = gp_store_gpu_health_view(srv->store, n->name, n->gpu_count, &records, err);
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g) {
+        if (rc != GP_OK || !json_is_object(g))
+            continue;
+        json_t *h = json_incref(json_array_get(records, i));
+        json_object_set_new(h, "healthy", json_incref(json_object_get(g, "healthy")));
+        json_object_set_new(g, "health", h);
+    }
+    json_decref(records);
+    return rc;
+}
+
 /* One node, with what its agent last said (agents.h) under "agent"
- * (null for a node without one). */
+ * (null for a node without one) and each GPU's health. */
 static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
     const gp_engine *e = srv->journal.engine;
-    const char *name = op->arg;
-    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
-        gp_node_info n;
-        if (!gp_engine_node_get(e, i, &n) || strcmp(n.name, name) != 0)
-            continue;
-        json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
-        json_t *agent = gp_agents_view(&srv->agents, name);
-        json_object_set_new(view, "agent", agent ? agent : json_null());
-        gp_op_reply(op, 200, view);
+    gp_node_info n;
+    gp_error err;
+    if (!node_find(e, op, op->arg, &n))
+        return;
+    json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
+    json_t *agent = gp_agents_view(&srv->agents, n.name);
+    json_object_set_new(view, "agent", agent ? agent : json_null());
+    if (gpus_health(srv, &n, json_object_get(view, "gpus"), &err) != GP_OK) {
+        json_decref(view);
+        gp_op_fail(op, &err);
         return;
     }
-    gp_error err;
-    gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
-    gp_op_fail(op, &err);
+    gp_op_reply(op, 200, view);
 }
 
 void gp_api_node_get(gp_request *r, const char *name)
@@ -102,6 +135,44 @@ void gp_api_node_get(gp_request *r, const char *name)
     if (!gp_api_query_only(r, allowed))
         return;
     gp_op op = {.run = node_get_run, .arg = (void *)name};
+    gp_api_run_op(r, &op);
+}
+
+typedef struct checks_arg {
+    const char *name;
+    int64_t gpu, limit;
+} checks_arg;
+
+static void checks_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    checks_arg *a = op->arg;
+    gp_node_info n;
+    gp_error err;
+    json_t *out = NULL;
+    if (!node_find(srv->journal.engine, op, a->name, &n))
+        return;
+    if (a->gpu >= n.gpu_count) {
+        gp_error_set(&err, GP_ERR_INVALID, "gpu", "node %s has GPUs 0..%d", n.name, n.gpu_count - 1);
+        gp_op_fail(op, &err);
+        return;
+    }
+    if (gp_store_gpu_checks_list(srv->store, n.name, (int)a->gpu, (int)a->limit, &out, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    json_object_set_new(out, "node", json_string(n.name));
+    gp_op_reply(op, 200, out);
+}
+
+void gp_api_node_checks(gp_request *r, const char *name)
+{
+    static const char *const allowed[] = {"gpu", "limit", NULL};
+    checks_arg a = {.name = name, .gpu = -1, .limit = 50};
+    if (!gp_api_query_only(r, allowed) || !gp_api_query_int(r, "gpu", 0, GP_MAX_GPUS_PER_NODE - 1, &a.gpu) ||
+        !gp_api_query_int(r, "limit", 1, 1000, &a.limit))
+        return;
+    gp_op op = {.run = checks_run, .arg = &a};
     gp_api_run_op(r, &op);
 }
 
@@ -114,7 +185,9 @@ static void drain_run(gp_server *srv, gp_op *op, int64_t now)
 {
     drain_arg *a = op->arg;
     gp_error err;
-    if (gp_journal_node_drain(&srv->journal, a->name, a->drain, now, &err) != GP_OK) {
+    /* an operator's drain or undrain is the operator's: health never undoes it */
+    if (gp_journal_node_drain(&srv->journal, a->name, a->drain, now, &err) != GP_OK ||
+        gp_store_health_drain_set(srv->store, a->name, false, now, &err) != GP_OK) {
         gp_op_fail(op, &err);
         return;
     }

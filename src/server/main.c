@@ -41,6 +41,8 @@ static const char USAGE[] =
     "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
     "  --job-logs DIR          where replicas' logs shipped by the agents are kept\n"
     "                          (default: the SQLite file's path + .logs)\n"
+    "  --drain-on-gpu-failure  a GPU an agent reports unhealthy drains its node; the drain is undone\n"
+    "                          when the node's GPUs are all healthy again (an operator's drain never is)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -72,6 +74,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"tick-ms", required_argument, NULL, 'i'},   {"log-level", required_argument, NULL, 'L'},
         {"pass-min-ms", required_argument, NULL, 'm'}, {"member-token-ttl", required_argument, NULL, 'E'},
         {"node-lost-after", required_argument, NULL, 'N'}, {"job-logs", required_argument, NULL, 'J'},
+        {"drain-on-gpu-failure", no_argument, NULL, 'G'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -84,6 +87,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 's': cfg->store_url = optarg; break;
         case 'f': cfg->fleet_path = optarg; break;
         case 'J': cfg->job_logs = optarg; break;
+        case 'G': cfg->drain_on_gpu_failure = true; break;
         case 'c': cfg->tls_cert = optarg; break;
         case 'k': cfg->tls_key = optarg; break;
         case 'P': cfg->allow_plain_remote = true; break;

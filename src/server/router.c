@@ -104,9 +104,20 @@ static void route_tenants(gp_request *r, const char *rest)
     }
 }
 
+/* "/NAME/ACTION" (action: "/drain"): true with NAME in name; false for
+ * another path or a name too long for a node (no such endpoint). */
+static bool node_action(const char *rest, const char *action, char *name, size_t cap)
+{
+    size_t n = strlen(rest), len = strlen(action);
+    if (rest[0] != '/' || n <= len + 1 || n - len - 1 >= cap || strcmp(rest + n - len, action) != 0)
+        return false;
+    snprintf(name, cap, "%.*s", (int)(n - len - 1), rest + 1);
+    return true;
+}
+
 static void route_nodes(gp_request *r, const char *rest)
 {
-    size_t n = strlen(rest);
+    char name[GP_NAME_MAX + 1];
     if (!rest[0]) {
         if (method_is(r, "GET"))
             gp_api_nodes_list(r);
@@ -117,18 +128,16 @@ static void route_nodes(gp_request *r, const char *rest)
             gp_api_node_get(r, rest + 1);
         else
             method_not_allowed(r, "GET");
-    } else if (rest[0] == '/' && n > 7 && strcmp(rest + n - 6, "/drain") == 0) {
-        char name[GP_NAME_MAX + 1];
-        if (n - 7 >= sizeof name) {
-            gp_api_error(r, 404, "not_found", "node", "no such node");
-            return;
-        }
-        memcpy(name, rest + 1, n - 7);
-        name[n - 7] = '\0';
+    } else if (node_action(rest, "/drain", name, sizeof name)) {
         if (method_is(r, "POST"))
             gp_api_node_drain(r, name);
         else
             method_not_allowed(r, "POST");
+    } else if (node_action(rest, "/checks", name, sizeof name)) {
+        if (method_is(r, "GET"))
+            gp_api_node_checks(r, name);
+        else
+            method_not_allowed(r, "GET");
     } else {
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
     }

@@ -40,7 +40,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 3
+#define GP_STORE_SCHEMA_VERSION 4
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -180,6 +180,39 @@ gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error 
 gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err);
 typedef gp_err (*gp_store_token_fn)(void *ctx, const gp_store_token *t, gp_error *err);
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err);
+
+/* ---- GPU health (store_health.c) ---- */
+
+/* One check a node agent reported (docs/api.md, report gpu_check). */
+typedef struct gp_store_gpu_check {
+    const char *node;
+    int gpu;
+    int64_t at;              /* epoch seconds */
+    const char *check;       /* "sim", "nvml", "xid", "repair", a diagnostic's name */
+    bool passed;
+    const char *detail;      /* NULL: none */
+    int xid;                 /* 0: none */
+    const char *action;      /* the XID's action, NULL: none */
+    int64_t duration_ms;     /* -1: not said */
+} gp_store_gpu_check;
+
+/* Appends the check; keeps the last 1,000 of its GPU. */
+gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error *err);
+/* The node's GPU `gpu` (-1: every GPU) checks, newest first, at most limit:
+ * {"checks": [{"gpu","at","check","passed","detail","xid","action","duration_ms"}]}. */
+gp_err gp_store_gpu_checks_list(gp_store *s, const char *node, int gpu, int limit, json_t **out, gp_error *err);
+/* The GPU's health is `healthy` for `reason` (NULL: none): since `since`
+ * when that is a change, else since when it was (the reason is updated:
+ * "... an operator is needed"). */
+gp_err gp_store_gpu_health_set(gp_store *s, const char *node, int gpu, bool healthy, int64_t since,
+                               const char *reason, gp_error *err);
+/* Per GPU 0..gpu_count-1 an object {"since", "reason", "last_check",
+ * "xids": [{"xid","action","at"}] (newest first, at most 20)}; since,
+ * reason and last_check null where nothing is recorded. */
+gp_err gp_store_gpu_health_view(gp_store *s, const char *node, int gpu_count, json_t **out, gp_error *err);
+/* The node is drained for GPU health (true) or not. */
+gp_err gp_store_health_drain_set(gp_store *s, const char *node, bool drained, int64_t since, gp_error *err);
+gp_err gp_store_health_drain_get(gp_store *s, const char *node, bool *drained, gp_error *err);
 
 /* ---- audit chain ---- */
 

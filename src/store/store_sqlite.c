@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 3, PRAGMA user_version):
+ * On-disk format (schema version 4, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -28,6 +28,13 @@
  *                                never used, else best effort (auth.h)
  *   audit(seq, time, request_id, actor, role, action, target, result,
  *         prev_hash, hash)
+ *   gpu_checks(seq, node, gpu, at, check_name, passed, detail, xid,
+ *              action, duration_ms)   what node agents reported of their
+ *                                GPUs' checks (store_health.c): the last
+ *                                1,000 per GPU
+ *   gpu_health(node, gpu, healthy, since, reason)  each GPU's last change
+ *   health_drains(node, since)   drains gpupoold made for GPU health (an
+ *                                operator's own drain is never listed)
  *
  * Invariants: every row of the materialized tables was written in the
  * transaction that appended the event which caused it, so after any crash
@@ -87,6 +94,13 @@ static const char *const MIGRATIONS[] = {
     /* 2 -> 3: where each replica of each run was placed (issue 13: job logs) */
     "CREATE TABLE job_runs(job_id INTEGER NOT NULL, bind_time INTEGER NOT NULL, replica INTEGER NOT NULL,"
     " node TEXT NOT NULL, pid INTEGER, PRIMARY KEY(job_id, bind_time, replica)) WITHOUT ROWID;",
+    /* 3 -> 4: GPU checks, health and the drains health made (issue 14) */
+    "CREATE TABLE gpu_checks(seq INTEGER PRIMARY KEY, node TEXT NOT NULL, gpu INTEGER NOT NULL, at INTEGER NOT NULL,"
+    " check_name TEXT NOT NULL, passed INTEGER NOT NULL, detail TEXT, xid INTEGER, action TEXT, duration_ms INTEGER);"
+    "CREATE INDEX gpu_checks_by_gpu ON gpu_checks(node, gpu, seq);"
+    "CREATE TABLE gpu_health(node TEXT NOT NULL, gpu INTEGER NOT NULL, healthy INTEGER NOT NULL,"
+    " since INTEGER NOT NULL, reason TEXT, PRIMARY KEY(node, gpu)) WITHOUT ROWID;"
+    "CREATE TABLE health_drains(node TEXT PRIMARY KEY, since INTEGER NOT NULL);",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {

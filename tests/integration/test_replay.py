@@ -157,7 +157,7 @@ def test_a_store_written_before_the_codec_still_loads(d):
         assert len(jobs) == 11 and {j["state"] for j in jobs} >= {"running", "pending", "cancelled"}, jobs
     finally:
         old.stop()
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 3
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 4
     rc, text = replay(db)
     assert rc == 0 and "all equal" in text and "39 not compared" in text, text
 
