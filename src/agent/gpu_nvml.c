@@ -606,10 +606,20 @@ static gp_err nvml_inventory(void *state, gp_node_inventory *out, gp_error *err)
 
 /* ---- telemetry ---- */
 
-/* A reading that NVML may not give: -1 unless the call succeeded. */
+/* A reading that NVML may not give: -1 unless the call succeeded (the
+ * call is made before: C leaves the order of arguments open). */
 static int64_t reading(nvml_state *s, int g, nvmlReturn_t rc, int64_t value)
 {
     return seen(s, g, rc) == NVML_SUCCESS ? value : -1;
+}
+
+static int64_t ecc_total(nvml_state *s, int g, nvmlMemoryErrorType_t type)
+{
+    unsigned long long count = 0;
+    if (!s->f.nvmlDeviceGetTotalEccErrors)
+        return -1;
+    nvmlReturn_t rc = s->f.nvmlDeviceGetTotalEccErrors(s->gpus[g].dev, type, NVML_VOLATILE_ECC, &count);
+    return reading(s, g, rc, (int64_t)count);
 }
 
 static void sample_gpu(nvml_state *s, int g, gp_gpu_sample *out)
@@ -618,26 +628,22 @@ static void sample_gpu(nvml_state *s, int g, gp_gpu_sample *out)
     nvmlUtilization_t util = {0};
     nvmlMemory_t mem = {0};
     unsigned power = 0, temp = 0;
-    unsigned long long corrected = 0, uncorrected = 0;
-    nvmlReturn_t none = NVML_ERROR_NOT_SUPPORTED;
+    nvmlReturn_t rc;
     memset(out, 0, sizeof *out);
     out->index = g;
     snprintf(out->uuid, sizeof out->uuid, "%s", gpu->uuid);
-    out->sm_active_pct = (int)reading(
-        s, g, s->f.nvmlDeviceGetUtilizationRates ? s->f.nvmlDeviceGetUtilizationRates(gpu->dev, &util) : none, util.gpu);
-    out->memory_used_mib = reading(s, g, s->f.nvmlDeviceGetMemoryInfo(gpu->dev, &mem), (int64_t)(mem.used / MIB));
-    out->power_w = (int)reading(s, g, s->f.nvmlDeviceGetPowerUsage ? s->f.nvmlDeviceGetPowerUsage(gpu->dev, &power) : none,
-                                (power + 500) / 1000);
-    out->temperature_c = (int)reading(
-        s, g, s->f.nvmlDeviceGetTemperature ? s->f.nvmlDeviceGetTemperature(gpu->dev, NVML_TEMPERATURE_GPU, &temp) : none,
-        temp);
-    gp_nvml_fn_nvmlDeviceGetTotalEccErrors ecc = s->f.nvmlDeviceGetTotalEccErrors;
-    out->ecc_corrected = reading(
-        s, g, ecc ? ecc(gpu->dev, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &corrected) : none,
-        (int64_t)corrected);
-    out->ecc_uncorrected = reading(
-        s, g, ecc ? ecc(gpu->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &uncorrected) : none,
-        (int64_t)uncorrected);
+    rc = s->f.nvmlDeviceGetUtilizationRates ? s->f.nvmlDeviceGetUtilizationRates(gpu->dev, &util)
+                                            : NVML_ERROR_NOT_SUPPORTED;
+    out->sm_active_pct = (int)reading(s, g, rc, util.gpu);
+    rc = s->f.nvmlDeviceGetMemoryInfo(gpu->dev, &mem);
+    out->memory_used_mib = reading(s, g, rc, (int64_t)(mem.used / MIB));
+    rc = s->f.nvmlDeviceGetPowerUsage ? s->f.nvmlDeviceGetPowerUsage(gpu->dev, &power) : NVML_ERROR_NOT_SUPPORTED;
+    out->power_w = (int)reading(s, g, rc, (power + 500) / 1000);
+    rc = s->f.nvmlDeviceGetTemperature ? s->f.nvmlDeviceGetTemperature(gpu->dev, NVML_TEMPERATURE_GPU, &temp)
+                                       : NVML_ERROR_NOT_SUPPORTED;
+    out->temperature_c = (int)reading(s, g, rc, temp);
+    out->ecc_corrected = ecc_total(s, g, NVML_MEMORY_ERROR_TYPE_CORRECTED);
+    out->ecc_uncorrected = ecc_total(s, g, NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
     out->lost = gpu->lost;
     if (gpu->lost) {
         out->sm_active_pct = out->power_w = out->temperature_c = -1;
@@ -792,25 +798,22 @@ static gp_err nvml_poll_events(void *state, int64_t now_ms, int timeout_ms, gp_g
 static void read_health(nvml_state *s, int g, gp_gpu_health *out)
 {
     nvmlDevice_t dev = s->gpus[g].dev;
-    unsigned long long ecc = 0;
     unsigned corr = 0, unc = 0, pending = 0, failed = 0;
     nvmlEnableState_t retired = NVML_FEATURE_DISABLED;
     nvmlFieldValue_t field = {.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
-    nvmlReturn_t none = NVML_ERROR_NOT_SUPPORTED, rc;
+    nvmlMemory_t mem;
+    nvmlReturn_t rc;
     if (!s->gpus[g].lost)
-        seen(s, g, s->f.nvmlDeviceGetMemoryInfo(dev, &(nvmlMemory_t){0}));
-    out->ecc_uncorrected = reading(
-        s, g,
-        s->f.nvmlDeviceGetTotalEccErrors
-            ? s->f.nvmlDeviceGetTotalEccErrors(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc)
-            : none,
-        (int64_t)ecc);
-    rc = s->f.nvmlDeviceGetRemappedRows ? s->f.nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failed) : none;
+        seen(s, g, s->f.nvmlDeviceGetMemoryInfo(dev, &mem));
+    out->ecc_uncorrected = ecc_total(s, g, NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
+    rc = s->f.nvmlDeviceGetRemappedRows ? s->f.nvmlDeviceGetRemappedRows(dev, &corr, &unc, &pending, &failed)
+                                        : NVML_ERROR_NOT_SUPPORTED;
     out->remap_pending = (int)reading(s, g, rc, pending != 0);
     out->remap_failed = (int)reading(s, g, rc, failed != 0);
-    rc = s->f.nvmlDeviceGetRetiredPagesPendingStatus ? s->f.nvmlDeviceGetRetiredPagesPendingStatus(dev, &retired) : none;
+    rc = s->f.nvmlDeviceGetRetiredPagesPendingStatus ? s->f.nvmlDeviceGetRetiredPagesPendingStatus(dev, &retired)
+                                                     : NVML_ERROR_NOT_SUPPORTED;
     out->retired_pages_pending = (int)reading(s, g, rc, retired == NVML_FEATURE_ENABLED);
-    rc = s->f.nvmlDeviceGetFieldValues ? s->f.nvmlDeviceGetFieldValues(dev, 1, &field) : none;
+    rc = s->f.nvmlDeviceGetFieldValues ? s->f.nvmlDeviceGetFieldValues(dev, 1, &field) : NVML_ERROR_NOT_SUPPORTED;
     out->recovery_action = (int)reading(s, g, rc == NVML_SUCCESS ? field.nvmlReturn : rc, field.value.uiVal);
 }
 
