@@ -107,7 +107,8 @@ typedef struct gp_gpu_sample {
     int64_t memory_used_mib;
     int power_w;
     int temperature_c;
-    int64_t ecc_corrected, ecc_uncorrected; /* totals since the backend opened its state */
+    int64_t ecc_corrected, ecc_uncorrected; /* totals since the backend opened its state (nvml: the driver's
+                                               volatile counts, since its last load or reset) */
 } gp_gpu_sample;
 
 /* A process using a GPU or a MIG instance. */
