@@ -175,7 +175,7 @@ typedef struct gp_gpu_options {
     const char *nvml_library;            /* nvml: NULL = $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1 */
     const char *device_dir;              /* nvml: where the device nodes are (NULL: /dev) */
     const char *proc_dir;                /* nvml: the proc root (NULL: /proc), for the MIG access files */
-    const char *zone, *block, *pool;     /* nvml: the node's place in the fleet (NULL: "") */
+    const char *zone, *block, *pool;     /* nvml: the node's place in the fleet (NULL: "default") */
 } gp_gpu_options;
 
 /* A backend: every function gets the state its open made. */

@@ -353,9 +353,9 @@ static gp_err nvml_open(const gp_gpu_options *opt, void **state, gp_error *err)
     if (gethostname(host, sizeof host - 1) != 0)
         snprintf(host, sizeof host, "localhost");
     copy_option(s->node, sizeof s->node, opt->node, host);
-    copy_option(s->zone, sizeof s->zone, opt->zone, "");
-    copy_option(s->block, sizeof s->block, opt->block, "");
-    copy_option(s->pool, sizeof s->pool, opt->pool, "");
+    copy_option(s->zone, sizeof s->zone, opt->zone, "default"); /* the node codec's defaults */
+    copy_option(s->block, sizeof s->block, opt->block, "default");
+    copy_option(s->pool, sizeof s->pool, opt->pool, "default");
     copy_option(s->device_dir, sizeof s->device_dir, opt->device_dir, "/dev");
     copy_option(s->proc_dir, sizeof s->proc_dir, opt->proc_dir, "/proc");
     gp_err rc = open_library(s, opt, err);

@@ -2,7 +2,8 @@
  * NVML (libnvidia-ml.so.1, loaded with dlopen when the backend opens).
  *
  * gp_gpu_open("nvml", &opt, ...) opens this host as one node: opt.node its
- * name (NULL: the host name), opt.zone/block/pool its place in the fleet,
+ * name (NULL: the host name), opt.zone/block/pool its place in the fleet
+ * (NULL: "default", as the node codec has it),
  * opt.nvml_library the library (NULL: $GPUPOOL_NVML_LIBRARY, else
  * libnvidia-ml.so.1), opt.device_dir and opt.proc_dir the /dev and /proc
  * roots (tests point them at a temp tree).  Without a driver the open
