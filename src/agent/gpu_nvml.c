@@ -543,7 +543,7 @@ static void nvlink_join(nvml_state *s, int g, int *parent, char remotes[][NVML_D
 static int nvlink_domains(nvml_state *s, gp_node_inventory *inv)
 {
     int parent[GP_MAX_GPUS_PER_NODE], root_domain[GP_MAX_GPUS_PER_NODE], domains = 0;
-    static char remotes[GP_MAX_GPUS_PER_NODE * NVML_NVLINK_MAX_LINKS][NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+    char remotes[GP_MAX_GPUS_PER_NODE * NVML_NVLINK_MAX_LINKS][NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
     int remote_gpu[GP_MAX_GPUS_PER_NODE * NVML_NVLINK_MAX_LINKS], n_remotes = 0;
     for (int g = 0; g < s->count; g++)
         parent[g] = g;
@@ -686,8 +686,8 @@ static nvmlReturn_t running_processes(nvml_state *s, int g, nvmlProcessInfo_t *p
 
 static void sample_processes(nvml_state *s, int g, gp_telemetry *t)
 {
-    static nvmlProcessInfo_t procs[GP_GPU_PROCS_MAX];
-    static nvmlProcessUtilizationSample_t samples[UTIL_SAMPLES_MAX];
+    nvmlProcessInfo_t procs[GP_GPU_PROCS_MAX];
+    nvmlProcessUtilizationSample_t samples[UTIL_SAMPLES_MAX];
     unsigned n = GP_GPU_PROCS_MAX;
     if (running_processes(s, g, procs, &n) != NVML_SUCCESS)
         return;
