@@ -21,13 +21,16 @@
 static const char USAGE[] =
     "usage: gpupool-agent run --server URL[,URL...] (--join-token TOKEN | --join-token-file FILE)\n"
     "                         --backend sim --node-file FILE [--node NAME]... --state-dir DIR [options]\n"
+    "       gpupool-agent run ... --backend nvml [--node NAME] --state-dir DIR [options]\n"
     "\n"
+    "  --nvml-library PATH     nvml: the NVML library (default $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1)\n"
+    "  --zone Z, --block B, --pool P   nvml: the node's place in the fleet (the sim's come from its file)\n"
     "  --work-root DIR         replicas' working folders DIR/NODE/job<ID>-r<R> (default STATE/NODE/work)\n"
     "  --checkpoint-root DIR   GPUPOOL_CHECKPOINT_DIR = DIR/job<ID> (default STATE/checkpoints)\n"
     "  --cgroup-parent NAME    replicas' cgroups under NAME (default gpupool)\n"
     "  --no-cgroups            no cgroups: no CPU, memory or pids limits\n"
     "  --isolate-devices       a replica opens only its own GPUs' device nodes\n"
-    "  --device-dir DIR        sim: the GPUs' device nodes are DIR/nvidiaN\n"
+    "  --device-dir DIR        the GPUs' device nodes are DIR/nvidiaN (nvml default /dev)\n"
     "  --heartbeat-s N         heartbeat period (default: what register answered)\n"
     "  --on-exit keep|stop     on SIGTERM: leave replicas running (default) or kill them\n"
     "  --cacert FILE           CA bundle for https servers\n"
@@ -133,6 +136,15 @@ static int gp__xid_actions(gp_agent_options *o, const char *path)
     return 2;
 }
 
+/* Options without a short letter. */
+enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL };
+
+static int gp__backend(gp_agent_options *o, const char *name)
+{
+    o->nvml = strcmp(name, "nvml") == 0;
+    return o->nvml || strcmp(name, "sim") == 0 ? -1 : gp__bad("backend", "sim or nvml");
+}
+
 static int gp__option(gp_agent *a, int c)
 {
     gp_agent_options *o = &a->opt;
@@ -141,7 +153,11 @@ static int gp__option(gp_agent *a, int c)
     case 'S': return gp__split_urls(o, optarg);
     case 'j': snprintf(o->join_token, sizeof o->join_token, "%s", optarg); return -1;
     case 'J': return gp__token_file(o, optarg);
-    case 'b': return strcmp(optarg, "sim") == 0 ? -1 : gp__bad("backend", "only sim (nvml comes later)");
+    case 'b': return gp__backend(o, optarg);
+    case GP__OPT_NVML_LIBRARY: o->nvml_library = optarg; return -1;
+    case GP__OPT_ZONE: o->zone = optarg; return -1;
+    case GP__OPT_BLOCK: o->block = optarg; return -1;
+    case GP__OPT_POOL: o->pool = optarg; return -1;
     case 'f': o->node_file = optarg; return -1;
     case 'n':
         if (a->n_only == sizeof a->only / sizeof a->only[0])
@@ -183,9 +199,13 @@ static int gp__required(const gp_agent *a)
 {
     const gp_agent_options *o = &a->opt;
     const char *missing = !o->n_urls ? "--server" : !o->join_token[0] ? "--join-token or --join-token-file"
-                          : !o->node_file ? "--node-file" : !o->state_dir ? "--state-dir" : NULL;
+                          : !o->node_file && !o->nvml ? "--node-file" : !o->state_dir ? "--state-dir" : NULL;
     if (missing) {
         fprintf(stderr, "gpupool-agent run: %s is required\n%s", missing, USAGE);
+        return 2;
+    }
+    if (o->nvml && a->n_only > 1) {
+        fputs("gpupool-agent run: --backend nvml runs this host as one node: give at most one --node\n", stderr);
         return 2;
     }
     if (o->isolate_devices && o->no_cgroups) {
@@ -211,6 +231,9 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"health-every", required_argument, NULL, 'E'},  {"health-check", required_argument, NULL, 'K'},
         {"health-timeout", required_argument, NULL, 'T'}, {"repair-command", required_argument, NULL, 'r'},
         {"repair-attempts", required_argument, NULL, 'A'}, {"xid-actions", required_argument, NULL, 'X'},
+        {"nvml-library", required_argument, NULL, GP__OPT_NVML_LIBRARY},
+        {"zone", required_argument, NULL, GP__OPT_ZONE},  {"block", required_argument, NULL, GP__OPT_BLOCK},
+        {"pool", required_argument, NULL, GP__OPT_POOL},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -299,6 +322,30 @@ static int gp__open_nodes(gp_agent *a, gp_node_file *f)
         }
         a->n_nodes++;
     }
+    return -1;
+}
+
+/* --backend nvml: this host as one node. */
+static int gp__open_nvml_node(gp_agent *a)
+{
+    const gp_agent_options *o = &a->opt;
+    gp_gpu_options go = {.node = a->n_only ? a->only[0] : NULL, .nvml_library = o->nvml_library,
+                         .device_dir = o->device_dir, .zone = o->zone, .block = o->block, .pool = o->pool};
+    gp_gpu gpu;
+    gp_error err;
+    a->nodes = calloc(1, sizeof *a->nodes);
+    if (!a->nodes)
+        return 1;
+    if (gp_gpu_open("nvml", &go, &gpu, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: %s\n", err.message);
+        return 1;
+    }
+    if (gp_node_open_gpu(&a->nodes[0], &a->opt, a->http, &a->registering, &gpu, 0, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: node %s: %s (field %s)\n", a->nodes[0].name, err.message, err.field);
+        gp_node_close(&a->nodes[0]);
+        return 1;
+    }
+    a->n_nodes = 1;
     return -1;
 }
 
@@ -408,23 +455,33 @@ static int gp__run(gp_agent *a)
     return status;
 }
 
-static int gp__start(gp_agent *a)
+/* Opens the node file's nodes (sim) or this host (nvml). */
+static int gp__open(gp_agent *a)
 {
-    int rc = gp__paths(&a->opt);
-    if (rc != -1)
-        return rc;
-    gp_node_file f;
     gp_error err;
+    if (a->opt.nvml)
+        return gp_http_open(a->opt.cacert, gp__connections(1), &a->http, &err) != GP_OK ? 1 : gp__open_nvml_node(a);
+    gp_node_file f;
     if (gp_node_file_load(a->opt.node_file, &f, &err) != GP_OK) {
         fprintf(stderr, "gpupool-agent run: %s (field %s)\n", err.message, err.field);
         return 1;
     }
-    gp__raise_fd_limit();
+    int rc = -1;
     if (gp_http_open(a->opt.cacert, gp__connections(a->n_only ? a->n_only : f.n_nodes), &a->http, &err) != GP_OK)
         rc = 1;
     if (rc == -1)
         rc = gp__open_nodes(a, &f);
     gp_node_file_free(&f);
+    return rc;
+}
+
+static int gp__start(gp_agent *a)
+{
+    int rc = gp__paths(&a->opt);
+    if (rc != -1)
+        return rc;
+    gp__raise_fd_limit();
+    rc = gp__open(a);
     if (rc == -1)
         rc = gp__signals();
     if (rc == -1) {

@@ -65,21 +65,33 @@ static void gp__load_credential(gp_node *n)
 gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
                     const gp_node_file *f, size_t file_index, size_t index, gp_error *err)
 {
+    gp_gpu gpu;
+    gp_err rc = gp_gpu_sim_open_node(f, file_index, opt->node_file, opt->fault_file, opt->seed, &gpu, err);
+    if (rc != GP_OK) {
+        memset(n, 0, sizeof *n);
+        return rc;
+    }
+    return gp_node_open_gpu(n, opt, http, registering, &gpu, index, err);
+}
+
+gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering, gp_gpu *gpu,
+                        size_t index, gp_error *err)
+{
     memset(n, 0, sizeof *n);
+    n->gpu = *gpu;
+    memset(gpu, 0, sizeof *gpu);
     n->opt = opt;
     n->http = http;
     n->registering = registering;
     n->index = index;
-    snprintf(n->name, sizeof n->name, "%s", f->nodes[file_index].name);
-    snprintf(n->dir, sizeof n->dir, "%s/%s", opt->state_dir, n->name);
     n->queue = json_array();
     n->in_flight = json_array();
     n->heartbeat_s = opt->heartbeat_s;
-    gp_err rc = gp_state_mkdirs(n->dir, 0711, err); /* the job's user reaches work/ */
+    gp_err rc = gp_gpu_inventory(&n->gpu, &n->inventory, err);
+    snprintf(n->name, sizeof n->name, "%s", n->inventory.name);
+    snprintf(n->dir, sizeof n->dir, "%s/%s", opt->state_dir, n->name);
     if (rc == GP_OK)
-        rc = gp_gpu_sim_open_node(f, file_index, opt->node_file, opt->fault_file, opt->seed, &n->gpu, err);
-    if (rc == GP_OK)
-        rc = gp_gpu_inventory(&n->gpu, &n->inventory, err);
+        rc = gp_state_mkdirs(n->dir, 0711, err); /* the job's user reaches work/ */
     if (rc != GP_OK)
         return rc;
     gp_node_health_open(n, gp_agent_mono_ms());

@@ -71,6 +71,9 @@ typedef struct gp_agent_options {
     } diagnostics[GP_AGENT_DIAGNOSTICS_MAX];
     int n_diagnostics;
     gp_xid_table xid;                        /* the catalog's, with --xid-actions applied */
+    bool nvml;                               /* --backend nvml: this host, one node */
+    const char *nvml_library;                /* --nvml-library (NULL: the driver's) */
+    const char *zone, *block, *pool;         /* nvml: the node's place in the fleet */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;
@@ -159,6 +162,10 @@ struct gp_node {
  * what its state folder says is running. */
 gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
                     const gp_node_file *f, size_t file_index, size_t index, gp_error *err);
+/* The same with a GPU backend already open (nvml): the node takes gpu
+ * (closes it, also when the open fails) and is named as its inventory. */
+gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering, gp_gpu *gpu,
+                        size_t index, gp_error *err);
 void gp_node_close(gp_node *n);
 
 /* Starts what is due; returns when the node next wants a step (mono ms). */

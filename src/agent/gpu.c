@@ -6,11 +6,16 @@
  */
 #include "agent/gpu.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
+#include "agent/gpu_nvml.h"
 #include "agent/gpu_sim.h"
 
-static const gp_gpu_ops *const backends[] = {&gp_gpu_sim_ops};
+static const gp_gpu_ops *const backends[] = {&gp_gpu_sim_ops, &gp_gpu_nvml_ops};
 
 const gp_gpu_ops *gp_gpu_backend(const char *name)
 {
@@ -25,7 +30,7 @@ gp_err gp_gpu_open(const char *backend, const gp_gpu_options *opt, gp_gpu *out, 
     const gp_gpu_ops *ops = gp_gpu_backend(backend);
     memset(out, 0, sizeof *out);
     if (!ops)
-        return gp_error_set(err, GP_ERR_INVALID, "backend", "unknown GPU backend %s (known: sim)",
+        return gp_error_set(err, GP_ERR_INVALID, "backend", "unknown GPU backend %s (known: sim, nvml)",
                             backend ? backend : "(none)");
     return gp_gpu_open_with(ops, opt, out, err);
 }
@@ -90,4 +95,28 @@ gp_err gp_gpu_set_busy(gp_gpu *g, const char *uuid, int pid, bool busy, int64_t 
 gp_err gp_gpu_check(gp_gpu *g, int gpu, int64_t now_ms, gp_gpu_health *out, gp_error *err)
 {
     return g->ops->health(g->state, gpu, now_ms, out, err);
+}
+
+gp_err gp_gpu_add_device_node(const char *dir, const char *name, gp_device_node *out, size_t cap, size_t *n,
+                              gp_error *err)
+{
+    char path[GP_GPU_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(out[i].path, path) == 0)
+            return GP_OK;
+    if (*n == cap)
+        return gp_error_set(err, GP_ERR_INVALID, "uuids", "more than %zu device nodes", cap);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "device_dir", "%s: %s", path, strerror(errno));
+    if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
+        return gp_error_set(err, GP_ERR_INVALID, "device_dir", "%s is neither a character device nor a file", path);
+    gp_device_node *d = &out[(*n)++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->path, sizeof d->path, "%s", path);
+    d->is_char = S_ISCHR(st.st_mode);
+    d->major = d->is_char ? major(st.st_rdev) : 0;
+    d->minor = d->is_char ? minor(st.st_rdev) : 0;
+    return GP_OK;
 }

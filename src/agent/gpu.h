@@ -7,7 +7,8 @@
  *
  *   gpu_sim.c   "sim": GPUs described by a node file, simulated telemetry,
  *               faults injected through a fault file (docs/agent.md)
- *   gpu_nvml.c  "nvml": the real driver through NVML (next issue)
+ *   gpu_nvml.c  "nvml": the real driver through NVML, loaded with dlopen
+ *               (nvml_api.h declares the part used; docs/agent.md)
  *
  * Nothing above this header knows which backend runs.  What the backend
  * cannot know it leaves at its "unknown" value (-1 for numbers, "" for
@@ -106,7 +107,8 @@ typedef struct gp_gpu_sample {
     int64_t memory_used_mib;
     int power_w;
     int temperature_c;
-    int64_t ecc_corrected, ecc_uncorrected; /* totals since the backend opened its state */
+    int64_t ecc_corrected, ecc_uncorrected; /* totals since the backend opened its state (nvml: the driver's
+                                               volatile counts, since its last load or reset) */
 } gp_gpu_sample;
 
 /* A process using a GPU or a MIG instance. */
@@ -170,6 +172,10 @@ typedef struct gp_gpu_options {
     const char *node_file;               /* sim: required */
     const char *fault_file;              /* sim: NULL = NODE_FILE.faults */
     uint64_t seed;                       /* sim: telemetry seed */
+    const char *nvml_library;            /* nvml: NULL = $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1 */
+    const char *device_dir;              /* nvml: where the device nodes are (NULL: /dev) */
+    const char *proc_dir;                /* nvml: the proc root (NULL: /proc), for the MIG access files */
+    const char *zone, *block, *pool;     /* nvml: the node's place in the fleet (NULL: "default") */
 } gp_gpu_options;
 
 /* A backend: every function gets the state its open made. */
@@ -244,6 +250,13 @@ gp_err gp_gpu_device_nodes(gp_gpu *g, const char *const *uuids, size_t n_uuids, 
  * instance (by UUID).  The sim's telemetry follows it; a backend that sees
  * processes itself (nvml) ignores it.  GP_ERR_NOT_FOUND field "uuid". */
 gp_err gp_gpu_set_busy(gp_gpu *g, const char *uuid, int pid, bool busy, int64_t now_ms, gp_error *err);
+
+/* For backends: appends DIR/NAME to out (once) after stat'ing it: a
+ * character device (its major and minor) or, in tests, a plain file.
+ * GP_ERR_NOT_FOUND field "device_dir" when missing, GP_ERR_INVALID field
+ * "uuids" when out (cap entries, *n used) is full. */
+gp_err gp_gpu_add_device_node(const char *dir, const char *name, gp_device_node *out, size_t cap, size_t *n,
+                              gp_error *err);
 
 /* Checks GPU `gpu` now (the backend's own health reading: ECC, row
  * remapping, retired pages, the driver's recovery action, lost) and fills

@@ -57,11 +57,11 @@ json_t *gp_inventory_to_json(const gp_node_inventory *inv)
 
 static json_t *sample_to_json(const gp_gpu_sample *s)
 {
-    return json_pack("{s:i, s:s, s:b, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "index", s->index, "uuid", s->uuid, "lost",
+    return json_pack("{s:i, s:s, s:b, s:o, s:o, s:o, s:o, s:{s:o, s:o}}", "index", s->index, "uuid", s->uuid, "lost",
                      s->lost, "sm_active_pct", known_int(s->sm_active_pct), "memory_used_mib",
                      known_int(s->memory_used_mib), "power_w", known_int(s->power_w), "temperature_c",
-                     known_int(s->temperature_c), "ecc", "corrected", (json_int_t)s->ecc_corrected, "uncorrected",
-                     (json_int_t)s->ecc_uncorrected);
+                     known_int(s->temperature_c), "ecc", "corrected", known_int(s->ecc_corrected), "uncorrected",
+                     known_int(s->ecc_uncorrected));
 }
 
 json_t *gp_gpu_process_to_json(const gp_gpu_process *p)

@@ -50,8 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "spec/json_input.h"
@@ -867,25 +865,7 @@ static unsigned cap_minor_gi(int gpu_minor, int gi_id)
 static gp_err add_device(const sim_state *s, const char *name, gp_device_node *out, size_t cap, size_t *n,
                          gp_error *err)
 {
-    char path[GP_GPU_PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", s->node.device_dir, name);
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(out[i].path, path) == 0)
-            return GP_OK;
-    if (*n == cap)
-        return gp_error_set(err, GP_ERR_INVALID, "uuids", "more than %zu device nodes", cap);
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return gp_error_set(err, GP_ERR_NOT_FOUND, "device_dir", "%s: %s", path, strerror(errno));
-    if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
-        return gp_error_set(err, GP_ERR_INVALID, "device_dir", "%s is neither a character device nor a file", path);
-    gp_device_node *d = &out[(*n)++];
-    memset(d, 0, sizeof *d);
-    snprintf(d->path, sizeof d->path, "%s", path);
-    d->is_char = S_ISCHR(st.st_mode);
-    d->major = d->is_char ? major(st.st_rdev) : 0;
-    d->minor = d->is_char ? minor(st.st_rdev) : 0;
-    return GP_OK;
+    return gp_gpu_add_device_node(s->node.device_dir, name, out, cap, n, err);
 }
 
 static gp_err add_devices_of(const sim_state *s, const char *uuid, gp_device_node *out, size_t cap, size_t *n,

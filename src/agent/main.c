@@ -1,8 +1,9 @@
 /* main.c - gpupool-agent: the node agent's command line.
  *
- * For now the commands that look at a node through the GPU interface
- * (gpu.h): `inventory` prints what registration will send, `telemetry` one
- * sample, and `fault` appends a fault to a sim node's fault file.  Joining
+ * The commands that look at a node through the GPU interface (gpu.h):
+ * `inventory` prints what registration will send, `telemetry` one sample
+ * (sim or nvml; nvml without a driver: "no NVIDIA driver: ...", exit 1),
+ * and `fault` appends a fault to a sim node's fault file.  Joining
  * gpupoold and running work come later (docs/agent.md).
  *
  * Exit status: 0 done, 1 the node, its file or the backend refused
@@ -34,9 +35,11 @@ static const char USAGE[] =
     "  fault       inject a fault into a sim node (appends to its fault file)\n"
     "\n"
     "options:\n"
-    "  --backend NAME          GPU backend: sim (inventory, telemetry)\n"
+    "  --backend NAME          GPU backend: sim or nvml (inventory, telemetry)\n"
     "  --node-file FILE        sim: the node file (YAML or JSON)\n"
-    "  --node NAME             sim: the node of the file (needed when it lists several)\n"
+    "  --node NAME             sim: the node of the file (needed when it lists several);\n"
+    "                          nvml: the node's name (default: the host name)\n"
+    "  --nvml-library PATH     nvml: the NVML library (default $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1)\n"
     "  --fault-file FILE       sim: the fault file (default NODE_FILE.faults)\n"
     "  --seed N                sim: telemetry seed (default 0)\n"
     "  --at-ms MS              telemetry: the time of the sample, ms (default: now)\n"
@@ -89,6 +92,8 @@ static int fault_option(agent_args *a, gp_gpu_event_kind kind, const char *name,
     return -1;
 }
 
+enum { OPT_NVML_LIBRARY = 1400 };
+
 static int parse_option(agent_args *a, int c)
 {
     int64_t v = 0;
@@ -97,6 +102,7 @@ static int parse_option(agent_args *a, int c)
     case 'f': a->gpu.node_file = optarg; return -1;
     case 'n': a->gpu.node = optarg; return -1;
     case 'F': a->gpu.fault_file = optarg; return -1;
+    case OPT_NVML_LIBRARY: a->gpu.nvml_library = optarg; return -1;
     case 's':
         if (!parse_int(optarg, 0, INT64_MAX, &v))
             return bad_option("seed", optarg);
@@ -142,6 +148,7 @@ static int parse_args(int argc, char **argv, agent_args *a)
         {"lost", no_argument, NULL, 'L'},           {"reset", no_argument, NULL, 'R'},           {"version", no_argument, NULL, 'V'},
         {"pid", required_argument, NULL, 'P'},      {"memory-mib", required_argument, NULL, 'M'},
         {"uuid", required_argument, NULL, 'U'},
+        {"nvml-library", required_argument, NULL, OPT_NVML_LIBRARY},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -193,7 +200,7 @@ static int64_t clock_ms(void)
 static int cmd_look(const agent_args *a)
 {
     if (!a->backend) {
-        fputs("gpupool-agent: --backend is required (sim)\n", stderr);
+        fputs("gpupool-agent: --backend is required (sim or nvml)\n", stderr);
         return 2;
     }
     gp_gpu g;
