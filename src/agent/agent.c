@@ -25,6 +25,7 @@ static const char USAGE[] =
     "\n"
     "  --nvml-library PATH     nvml: the NVML library (default $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1)\n"
     "  --zone Z, --block B, --pool P   nvml: the node's place in the fleet (the sim's come from its file)\n"
+    "  --sharing MODE          nvml: exclusive (default), mps or timeslice for GPUs not in MIG mode\n"
     "  --work-root DIR         replicas' working folders DIR/NODE/job<ID>-r<R> (default STATE/NODE/work)\n"
     "  --checkpoint-root DIR   GPUPOOL_CHECKPOINT_DIR = DIR/job<ID> (default STATE/checkpoints)\n"
     "  --cgroup-parent NAME    replicas' cgroups under NAME (default gpupool)\n"
@@ -137,7 +138,17 @@ static int gp__xid_actions(gp_agent_options *o, const char *path)
 }
 
 /* Options without a short letter. */
-enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL };
+enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING };
+
+/* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
+static int gp__sharing(gp_agent_options *o, const char *name)
+{
+    int v = 0;
+    if (!gp_enum_value(GP_ENUM_SHARING, name, &v) || v == GP_SHARING_MIG)
+        return gp__bad("sharing", "exclusive, mps or timeslice (a GPU in MIG mode is mig by itself)");
+    o->sharing = (gp_sharing)v;
+    return -1;
+}
 
 static int gp__backend(gp_agent_options *o, const char *name)
 {
@@ -158,6 +169,7 @@ static int gp__option(gp_agent *a, int c)
     case GP__OPT_ZONE: o->zone = optarg; return -1;
     case GP__OPT_BLOCK: o->block = optarg; return -1;
     case GP__OPT_POOL: o->pool = optarg; return -1;
+    case GP__OPT_SHARING: return gp__sharing(o, optarg);
     case 'f': o->node_file = optarg; return -1;
     case 'n':
         if (a->n_only == sizeof a->only / sizeof a->only[0])
@@ -233,7 +245,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"repair-attempts", required_argument, NULL, 'A'}, {"xid-actions", required_argument, NULL, 'X'},
         {"nvml-library", required_argument, NULL, GP__OPT_NVML_LIBRARY},
         {"zone", required_argument, NULL, GP__OPT_ZONE},  {"block", required_argument, NULL, GP__OPT_BLOCK},
-        {"pool", required_argument, NULL, GP__OPT_POOL},
+        {"pool", required_argument, NULL, GP__OPT_POOL}, {"sharing", required_argument, NULL, GP__OPT_SHARING},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -330,7 +342,8 @@ static int gp__open_nvml_node(gp_agent *a)
 {
     const gp_agent_options *o = &a->opt;
     gp_gpu_options go = {.node = a->n_only ? a->only[0] : NULL, .nvml_library = o->nvml_library,
-                         .device_dir = o->device_dir, .zone = o->zone, .block = o->block, .pool = o->pool};
+                         .device_dir = o->device_dir, .zone = o->zone, .block = o->block, .pool = o->pool,
+                         .sharing = o->sharing};
     gp_gpu gpu;
     gp_error err;
     a->nodes = calloc(1, sizeof *a->nodes);

@@ -74,6 +74,7 @@ typedef struct gp_agent_options {
     bool nvml;                               /* --backend nvml: this host, one node */
     const char *nvml_library;                /* --nvml-library (NULL: the driver's) */
     const char *zone, *block, *pool;         /* nvml: the node's place in the fleet */
+    gp_sharing sharing;                      /* nvml: --sharing, the mode of GPUs not in MIG mode */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;

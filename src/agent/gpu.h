@@ -176,6 +176,8 @@ typedef struct gp_gpu_options {
     const char *device_dir;              /* nvml: where the device nodes are (NULL: /dev) */
     const char *proc_dir;                /* nvml: the proc root (NULL: /proc), for the MIG access files */
     const char *zone, *block, *pool;     /* nvml: the node's place in the fleet (NULL: "default") */
+    gp_sharing sharing;                  /* nvml: the mode of GPUs not in MIG mode (exclusive, mps, timeslice);
+                                            a GPU in MIG mode is always mig */
 } gp_gpu_options;
 
 /* A backend: every function gets the state its open made. */

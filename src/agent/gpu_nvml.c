@@ -181,6 +181,7 @@ typedef struct nvml_state {
     bool initialised;
     char node[GP_NAME_MAX], zone[GP_NAME_MAX], block[GP_NAME_MAX], pool[GP_NAME_MAX];
     char device_dir[GP_GPU_PATH_MAX], proc_dir[GP_GPU_PATH_MAX];
+    gp_sharing sharing; /* of GPUs not in MIG mode */
     int count;
     nvml_gpu gpus[GP_MAX_GPUS_PER_NODE];
     nvmlEventSet_t events; /* NULL: no event support */
@@ -358,7 +359,11 @@ static gp_err nvml_open(const gp_gpu_options *opt, void **state, gp_error *err)
     copy_option(s->pool, sizeof s->pool, opt->pool, "default");
     copy_option(s->device_dir, sizeof s->device_dir, opt->device_dir, "/dev");
     copy_option(s->proc_dir, sizeof s->proc_dir, opt->proc_dir, "/proc");
-    gp_err rc = open_library(s, opt, err);
+    s->sharing = opt->sharing;
+    gp_err rc = s->sharing == GP_SHARING_MIG
+                    ? gp_error_set(err, GP_ERR_INVALID, "sharing",
+                                   "sharing mig comes from the GPU's MIG mode; give exclusive, mps or timeslice")
+                    : open_library(s, opt, err);
     for (int g = 0; rc == GP_OK && g < s->count; g++)
         rc = open_gpu(s, g, err);
     if (rc) {
@@ -576,7 +581,7 @@ static gp_err inventory_gpu(nvml_state *s, int g, gp_node_gpu *out, gp_error *er
     snprintf(out->device_path, sizeof out->device_path, "%s/nvidia%d", s->device_dir, gpu->minor);
     snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "%s", gpu->bus_id);
     snprintf(out->block, sizeof out->block, "%s", s->block);
-    out->sharing = mig_enabled(s, g) ? GP_SHARING_MIG : GP_SHARING_EXCLUSIVE;
+    out->sharing = mig_enabled(s, g) ? GP_SHARING_MIG : s->sharing;
     return mig_list(s, g, out->mig, &out->n_mig, err);
 }
 

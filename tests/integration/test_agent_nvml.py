@@ -11,7 +11,15 @@ Behaviours under test:
     block; a job runs there with CUDA_VISIBLE_DEVICES = its GPU's UUID, and
     the process NVML lists for it (the stub's processes file, written by
     the job with its own pid) reaches the heartbeat with its memory and SM;
-  - a GPU the stub makes lost is reported unhealthy to gpupoold.
+  - a GPU the stub makes lost is reported unhealthy to gpupoold;
+  - XIDs from the stub's event set are judged by the XID table: one the
+    catalog says only restarts the application leaves the GPU in service
+    (and in its XID history); one that needs a GPU reset takes it out and,
+    with --drain-on-gpu-failure, drains the node; the repair command mends
+    the stub's GPU, re-validation through NVML passes, the GPU returns and
+    the node is undrained;
+  - on a GPU in MIG mode a MIG job's instance is created through NVML, the
+    job sees only its instance's UUID, and the instance is destroyed after.
 """
 import json
 import os
@@ -41,25 +49,25 @@ while True:
 class NvmlAgent(agentproc.Agent):
     """`gpupool-agent run --backend nvml` on the stub."""
 
-    def __init__(self, d, stub_dir, node="nvml-1"):
-        super().__init__(d, None, name="nvml-agent")
+    def __init__(self, d, stub_dir, node="nvml-1", extra=()):
+        super().__init__(d, None, name="nvml-agent", extra=extra)
         self.stub_dir, self.node = stub_dir, node
 
     def command(self):
         return [AGENT, "run", "--server", self.d.url, "--join-token-file", self.token_file, "--backend", "nvml",
                 "--nvml-library", STUB, "--node", self.node, "--zone", "z1", "--block", "blk-n",
-                "--state-dir", self.state_dir, "--on-exit", "stop", "--no-cgroups", "--heartbeat-s", "1"]
+                "--state-dir", self.state_dir, "--on-exit", "stop", "--no-cgroups", "--heartbeat-s", "1"] + self.extra
 
     def start(self):
         os.environ["GPUPOOL_NVML_STUB"] = self.stub_dir  # the agent inherits it
         return super().start()
 
 
-def stub_dir(d):
+def stub_dir(d, **gpu):
     path = os.path.join(d.dir, "stub")
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "gpus.json"), "w") as f:
-        json.dump([{"uuid": u, "name": "NVIDIA H100 80GB HBM3"} for u in UUIDS], f)
+        json.dump([dict({"uuid": u, "name": "NVIDIA H100 80GB HBM3"}, **gpu) for u in UUIDS], f)
     open(os.path.join(path, "processes"), "w").close()
     os.chmod(os.path.join(path, "processes"), 0o666)  # a root agent runs the job as nobody
     return path
@@ -110,6 +118,85 @@ def test_the_stub_gpus_register_and_a_job_runs_on_its_uuid(d):
         a.stop()
 
 
+def append(path, text):
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def health_audit(d, node):
+    rows = d.ok("GET", "/v1/audit?limit=1000")["audit"]
+    return [r["action"] for r in rows if r["target"].startswith("node/" + node) and not r["action"].startswith("agent.")]
+
+
+def test_stub_xids_are_judged_by_the_catalog_and_a_reset_one_drains_repairs_and_returns(d):
+    d.extra = d.extra + ["--drain-on-gpu-failure"]
+    d.stop()
+    d.start()
+    stub = stub_dir(d)
+    health = os.path.join(stub, "health")
+    # The repair: what a GPU reset does to the stub's GPU (its volatile ECC count cleared), noted.
+    repair = "echo \"$GPUPOOL_GPU_INDEX ecc_volatile_uncorrected 0\" >> %s && echo reset" % health
+    a = NvmlAgent(d, stub, extra=["--health-every", "1", "--repair-command", repair]).start()
+    try:
+        a.wait_up(["nvml-1"])
+        append(os.path.join(stub, "events"), "0 13\n")  # Graphics Engine Exception: restart the application
+
+        def xids(gpu):
+            return [x["xid"] for x in d.ok("GET", "/v1/nodes/nvml-1")["gpus"][gpu]["health"]["xids"]]
+        gpd.wait_for(lambda: xids(0) == [13], 20, "XID 13 in GPU 0's history")
+        node = d.ok("GET", "/v1/nodes/nvml-1")
+        assert node["gpus"][0]["healthy"] and not node["draining"], node
+        append(os.path.join(stub, "events"), "1 48\n")  # Double Bit ECC Error: reset the GPU
+        gpd.wait_for(lambda: health_audit(d, "nvml-1") == ["gpu.unhealthy", "node.drain", "gpu.healthy",
+                                                           "node.undrain"], 40, "out, drained, repaired, returned")
+        node = d.ok("GET", "/v1/nodes/nvml-1")
+        assert node["gpus"][1]["healthy"] and not node["draining"], node
+        assert xids(1) == [48], xids(1)
+        checks = d.ok("GET", "/v1/nodes/nvml-1/checks?gpu=1&limit=100")["checks"]
+        kinds = {(c["check"], c["passed"]) for c in checks}
+        assert ("xid", False) in kinds and ("repair", True) in kinds and ("nvml", True) in kinds, checks
+    finally:
+        a.stop()
+
+
+def test_a_mig_job_gets_an_instance_made_through_nvml(d):
+    stub = stub_dir(d, mig_mode=1)
+    d.ok("PUT", "/v1/tenants/t", {})
+    a = NvmlAgent(d, stub).start()
+    try:
+        a.wait_up(["nvml-1"])
+        assert [g["sharing"] for g in d.ok("GET", "/v1/nodes/nvml-1")["gpus"]] == ["mig", "mig"]
+        j = d.ok("POST", "/v1/jobs", {"tenant": "t", "share": {"mig": "3g.40gb"}, "gpu_types": ["H100"],
+                                      "command": ["sh", "-c", "echo GPU $CUDA_VISIBLE_DEVICES; "
+                                                  "while [ ! -e release ]; do sleep 0.1; done"]})["id"]
+
+        def visible():
+            logs = a.replica_logs(j)
+            text = open(logs[-1], errors="replace").read() if logs else ""
+            return [line[4:] for line in text.splitlines() if line.startswith("GPU ")]
+        [uuid] = gpd.wait_for(visible, 20, "the job's GPU")
+        assert uuid.startswith("MIG-"), uuid
+        with open(os.path.join(stub, "mig.json")) as f:
+            made = json.load(f)
+        assert uuid in json.dumps(made), made
+        inventory = json.loads(subprocess.run([AGENT, "inventory", "--backend", "nvml", "--nvml-library", STUB],
+                                              capture_output=True, text=True, timeout=30,
+                                              env=dict(os.environ, GPUPOOL_NVML_STUB=stub)).stdout)
+        instances = [m for g in inventory["gpus"] for m in g.get("mig") or []]
+        assert [(m["uuid"], m["profile"]) for m in instances] == [(uuid, "3g.40gb")], instances
+        open(os.path.join(a.state_dir, "nvml-1", "work", "job%d-r0" % j, "release"), "w").close()
+        gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % j)["state"] == "succeeded", 20, "the job done")
+
+        def instances_left():
+            inv = json.loads(subprocess.run([AGENT, "inventory", "--backend", "nvml", "--nvml-library", STUB],
+                                            capture_output=True, text=True, timeout=30,
+                                            env=dict(os.environ, GPUPOOL_NVML_STUB=stub)).stdout)
+            return [m for g in inv["gpus"] for m in g.get("mig") or []]
+        gpd.wait_for(lambda: instances_left() == [], 20, "the instance destroyed")
+    finally:
+        a.stop()
+
+
 def job_gpus(d, job_id):
     placement = d.ok("GET", "/v1/jobs/%d" % job_id).get("placement") or [{}]
     return placement[0].get("gpus")
@@ -132,4 +219,6 @@ def test_a_lost_gpu_is_reported_unhealthy(d):
 if __name__ == "__main__":
     gpd.run([test_without_a_driver_each_command_says_so_in_one_line,
              test_the_stub_gpus_register_and_a_job_runs_on_its_uuid,
-             test_a_lost_gpu_is_reported_unhealthy], fleet=None)
+             test_a_lost_gpu_is_reported_unhealthy,
+             test_stub_xids_are_judged_by_the_catalog_and_a_reset_one_drains_repairs_and_returns,
+             test_a_mig_job_gets_an_instance_made_through_nvml], fleet=None)
