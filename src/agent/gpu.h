@@ -57,6 +57,7 @@
 #define GP_GPU_PROFILE_MAX 16   /* "7g.141gb" */
 #define GP_GPU_MIG_MAX 7        /* instances on one GPU */
 #define GP_GPU_PROCS_MAX 64     /* processes one telemetry sample lists */
+#define GP_GPU_CPULIST_MAX 128  /* a GPU's CPU affinity as a CPU list */
 #define GP_GPU_DEVICES_MAX (2 * GP_MAX_GPUS_PER_NODE * GP_GPU_MIG_MAX + 8) /* device nodes one call returns */
 
 /* One MIG instance (a GPU instance with one compute instance over all of
@@ -78,6 +79,7 @@ typedef struct gp_node_gpu {
     int minor;                           /* char minor of its device node: /dev/nvidiaMINOR */
     char device_path[GP_GPU_PATH_MAX];   /* "" when the backend has no device node for it */
     char pci_bus_id[32];                 /* "00000000:18:00.0" */
+    char cpu_affinity[GP_GPU_CPULIST_MAX]; /* the CPUs near it, as a CPU list "0-47,96-143"; "" unknown */
     int nvlink_domain;                   /* 0..nvlink_domains-1: GPUs of one domain are NVLinked */
     char block[GP_NAME_MAX];             /* fabric block (InfiniBand leaf / NVLink fabric clique) */
     gp_sharing sharing;                  /* exclusive | mig | mps | timeslice */

@@ -26,11 +26,11 @@ static json_t *gpu_to_json(const gp_node_gpu *g)
     json_t *mig = json_array();
     for (int i = 0; mig && i < g->n_mig; i++)
         json_array_append_new(mig, mig_to_json(&g->mig[i]));
-    return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:i, s:o, s:s, s:o}", "index", g->index, "uuid", g->uuid,
+    return json_pack("{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:o, s:s, s:o}", "index", g->index, "uuid", g->uuid,
                      "memory_mib", known_int(g->memory_mib), "minor", known_int(g->minor), "device",
-                     known_string(g->device_path), "pci_bus_id", known_string(g->pci_bus_id), "nvlink_domain",
-                     g->nvlink_domain, "block", known_string(g->block), "sharing", gp_sharing_name(g->sharing),
-                     "mig", mig);
+                     known_string(g->device_path), "pci_bus_id", known_string(g->pci_bus_id), "cpu_affinity",
+                     known_string(g->cpu_affinity), "nvlink_domain", g->nvlink_domain, "block",
+                     known_string(g->block), "sharing", gp_sharing_name(g->sharing), "mig", mig);
 }
 
 json_t *gp_inventory_to_json(const gp_node_inventory *inv)

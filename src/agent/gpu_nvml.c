@@ -72,6 +72,7 @@ typedef struct nvml_fns {
     gp_nvml_fn_nvmlDeviceGetPciInfo_v3 nvmlDeviceGetPciInfo_v3;
     gp_nvml_fn_nvmlDeviceGetMinorNumber nvmlDeviceGetMinorNumber;
     gp_nvml_fn_nvmlDeviceGetMemoryInfo nvmlDeviceGetMemoryInfo;
+    gp_nvml_fn_nvmlDeviceGetCpuAffinity nvmlDeviceGetCpuAffinity;
     gp_nvml_fn_nvmlDeviceGetNvLinkState nvmlDeviceGetNvLinkState;
     gp_nvml_fn_nvmlDeviceGetNvLinkRemotePciInfo_v2 nvmlDeviceGetNvLinkRemotePciInfo_v2;
     gp_nvml_fn_nvmlDeviceGetUtilizationRates nvmlDeviceGetUtilizationRates;
@@ -128,6 +129,7 @@ static const nvml_symbol symbols[] = {
     SYMBOL(nvmlDeviceGetPciInfo_v3, REQUIRED),
     SYMBOL(nvmlDeviceGetMinorNumber, REQUIRED),
     SYMBOL(nvmlDeviceGetMemoryInfo, REQUIRED),
+    SYMBOL(nvmlDeviceGetCpuAffinity, OPTIONAL),
     SYMBOL(nvmlDeviceGetNvLinkState, OPTIONAL),
     SYMBOL(nvmlDeviceGetNvLinkRemotePciInfo_v2, OPTIONAL),
     SYMBOL(nvmlDeviceGetUtilizationRates, OPTIONAL),
@@ -171,6 +173,7 @@ typedef struct nvml_gpu {
     char bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
     int minor;
     int64_t memory_mib;
+    char cpus[GP_GPU_CPULIST_MAX];   /* its CPU affinity as a CPU list, "" unknown */
     unsigned long long util_seen_us; /* the newest process utilization sample read */
     bool lost, lost_told;            /* a call answered GPU_IS_LOST; the LOST event went out */
 } nvml_gpu;
@@ -250,6 +253,41 @@ static gp_err load_symbols(nvml_state *s, gp_error *err)
     return GP_OK;
 }
 
+/* The set bits of a CPU mask as a CPU list ("0-47,96-143"), as the kernel
+ * writes cpusets; "" when it does not fit. */
+static void cpu_list(const unsigned long *mask, unsigned words, char *out, size_t cap)
+{
+    const unsigned bits = words * 8 * sizeof *mask;
+    size_t used = 0;
+    out[0] = '\0';
+    for (unsigned cpu = 0; cpu < bits; cpu++) {
+        if (!(mask[cpu / (8 * sizeof *mask)] >> (cpu % (8 * sizeof *mask)) & 1UL))
+            continue;
+        unsigned last = cpu;
+        while (last + 1 < bits && mask[(last + 1) / (8 * sizeof *mask)] >> ((last + 1) % (8 * sizeof *mask)) & 1UL)
+            last++;
+        int n = last > cpu ? snprintf(out + used, cap - used, "%s%u-%u", used ? "," : "", cpu, last)
+                           : snprintf(out + used, cap - used, "%s%u", used ? "," : "", cpu);
+        if (n < 0 || (size_t)n >= cap - used) {
+            out[0] = '\0';
+            return;
+        }
+        used += (size_t)n;
+        cpu = last;
+    }
+}
+
+/* The CPUs NVML says are near the GPU (nvmlDeviceGetCpuAffinity), up to
+ * 1024 CPUs; unknown ("") where the driver cannot tell. */
+static void read_cpu_affinity(const nvml_state *s, nvml_gpu *gpu)
+{
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    const unsigned words = sizeof mask / sizeof *mask;
+    gpu->cpus[0] = '\0';
+    if (s->f.nvmlDeviceGetCpuAffinity && s->f.nvmlDeviceGetCpuAffinity(gpu->dev, words, mask) == NVML_SUCCESS)
+        cpu_list(mask, words, gpu->cpus, sizeof gpu->cpus);
+}
+
 static gp_err open_gpu(nvml_state *s, int g, gp_error *err)
 {
     nvml_gpu *gpu = &s->gpus[g];
@@ -280,6 +318,7 @@ static gp_err open_gpu(nvml_state *s, int g, gp_error *err)
     snprintf(gpu->bus_id, sizeof gpu->bus_id, "%s", pci.busId);
     gpu->minor = (int)minor;
     gpu->memory_mib = (int64_t)(mem.total / MIB);
+    read_cpu_affinity(s, gpu);
     return GP_OK;
 }
 
@@ -580,6 +619,7 @@ static gp_err inventory_gpu(nvml_state *s, int g, gp_node_gpu *out, gp_error *er
     out->minor = gpu->minor;
     snprintf(out->device_path, sizeof out->device_path, "%s/nvidia%d", s->device_dir, gpu->minor);
     snprintf(out->pci_bus_id, sizeof out->pci_bus_id, "%s", gpu->bus_id);
+    snprintf(out->cpu_affinity, sizeof out->cpu_affinity, "%s", gpu->cpus);
     snprintf(out->block, sizeof out->block, "%s", s->block);
     out->sharing = mig_enabled(s, g) ? GP_SHARING_MIG : s->sharing;
     return mig_list(s, g, out->mig, &out->n_mig, err);

@@ -252,6 +252,8 @@ typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetUUID)(nvmlDevice_t device, char *
 typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetName)(nvmlDevice_t device, char *name, unsigned int length);
 typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetPciInfo_v3)(nvmlDevice_t device, nvmlPciInfo_t *pci);
 typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetMinorNumber)(nvmlDevice_t device, unsigned int *minorNumber);
+typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetCpuAffinity)(nvmlDevice_t device, unsigned int cpuSetSize,
+                                                           unsigned long *cpuSet);
 typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetMemoryInfo)(nvmlDevice_t device, nvmlMemory_t *memory);
 typedef nvmlReturn_t (*gp_nvml_fn_nvmlDeviceGetNvLinkState)(nvmlDevice_t device, unsigned int link,
                                                             nvmlEnableState_t *isActive);

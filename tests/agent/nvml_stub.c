@@ -8,6 +8,7 @@
  *   gpus.json   read at nvmlInit_v2 (missing: NVML_ERROR_DRIVER_NOT_LOADED):
  *               [{"uuid", "name", "memory_mib", "pci_bus_id", "minor",
  *                 "mig_mode": 0|1, "nvlink_peers": [index...],
+ *                 "cpus": [cpu...] (its CPU affinity; none: NOT_SUPPORTED),
  *                 "ecc_volatile_uncorrected", "ecc_volatile_corrected",
  *                 "remap_pending", "remap_failed", "retired_pending",
  *                 "recovery_action" (-1: the field is NOT_SUPPORTED),
@@ -89,6 +90,7 @@ typedef struct stub_gpu {
     unsigned long long memory_mib;
     unsigned mig_mode;
     int peers[NVML_NVLINK_MAX_LINKS], n_peers;
+    int cpus[256], n_cpus;
     long long health[N_HEALTH];
     stub_instance inst[STUB_MIG];
 } stub_gpu;
@@ -300,6 +302,10 @@ static void gpu_load(int g, const json_t *o)
         if (gpu->n_peers < NVML_NVLINK_MAX_LINKS)
             gpu->peers[gpu->n_peers++] = (int)json_integer_value(p);
     }
+    json_array_foreach(json_object_get(o, "cpus"), i, p) {
+        if (gpu->n_cpus < 256)
+            gpu->cpus[gpu->n_cpus++] = (int)json_integer_value(p);
+    }
     stub.dev[g] = (struct nvmlDevice_st){.gpu = g, .slot = -1};
     for (int s = 0; s < STUB_MIG; s++) {
         stub.mig_dev[g][s] = (struct nvmlDevice_st){.gpu = g, .slot = s};
@@ -428,6 +434,22 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNu
     nvmlReturn_t rc = enter("nvmlDeviceGetMinorNumber", device);
     if (rc == NVML_SUCCESS)
         *minorNumber = stub.gpus[device->gpu].minor;
+    return rc;
+}
+
+STUB_API nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet);
+nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet)
+{
+    nvmlReturn_t rc = enter("nvmlDeviceGetCpuAffinity", device);
+    const stub_gpu *gpu = rc == NVML_SUCCESS ? &stub.gpus[device->gpu] : NULL;
+    if (gpu && gpu->n_cpus == 0)
+        rc = NVML_ERROR_NOT_SUPPORTED;
+    const unsigned bits = 8 * sizeof *cpuSet;
+    for (unsigned w = 0; rc == NVML_SUCCESS && w < cpuSetSize; w++)
+        cpuSet[w] = 0;
+    for (int i = 0; rc == NVML_SUCCESS && i < gpu->n_cpus; i++)
+        if ((unsigned)gpu->cpus[i] < cpuSetSize * bits)
+            cpuSet[gpu->cpus[i] / bits] |= 1UL << (gpu->cpus[i] % bits);
     return rc;
 }
 

@@ -96,7 +96,7 @@ static void open_nvml(const fixture *f, gp_gpu *g)
 
 static const char TWO_H100[] = "[{\"uuid\": \"GPU-aaaaaaaa-0000-4000-8000-000000000000\", \"minor\": 0},"
                                " {\"uuid\": \"GPU-bbbbbbbb-0000-4000-8000-000000000001\", \"minor\": 3,"
-                               "  \"pci_bus_id\": \"00000000:9A:00.0\"}]";
+                               "  \"pci_bus_id\": \"00000000:9A:00.0\", \"cpus\": [0, 1, 2, 3, 64, 65, 127, 200]}]";
 
 static const char MIG_H100[] = "[{\"uuid\": \"GPU-cccccccc-0000-4000-8000-000000000000\", \"mig_mode\": 1},"
                                " {\"uuid\": \"GPU-dddddddd-0000-4000-8000-000000000001\"}]";
@@ -128,6 +128,8 @@ static void inventory_lists_gpus_as_nvml_gives_them(void **state)
     assert_string_equal(inv.gpus[1].device_path, "/dev/nvidia3");
     assert_string_equal(inv.gpus[1].pci_bus_id, "00000000:9A:00.0");
     assert_string_equal(inv.gpus[1].block, "b1");
+    assert_string_equal(inv.gpus[1].cpu_affinity, "0-3,64-65,127,200"); /* nvmlDeviceGetCpuAffinity's mask */
+    assert_string_equal(inv.gpus[0].cpu_affinity, "");                  /* NOT_SUPPORTED: unknown */
     assert_int_equal(inv.gpus[0].sharing, GP_SHARING_EXCLUSIVE);
     assert_int_equal(inv.gpus[0].n_mig, 0);
     /* no NVLink (NOT_SUPPORTED, as on a PCIe H100): each GPU its own domain */
