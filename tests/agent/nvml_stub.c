@@ -22,9 +22,10 @@
  *               utilization sample at every query; without, none
  *               (nvmlDeviceGetProcessUtilization answers NOT_FOUND when no
  *               process of the GPU has one).
- *   events      lines "GPU XID", delivered in order, each once, by
- *               nvmlEventSetWait_v2 (to a set the GPU registered XIDs
- *               with); none left: NVML_ERROR_TIMEOUT at once.
+ *   events      lines "GPU XID", "GPU ecc_double" or "GPU ecc_single",
+ *               delivered in order, each once, by nvmlEventSetWait_v2 (to a
+ *               set the GPU registered that event type with); none left:
+ *               NVML_ERROR_TIMEOUT at once.
  *   errors      re-read at every call: lines "FUNCTION NVML_ERROR_NAME
  *               [GPU]": that function answers that error (for that GPU
  *               only, when given), e.g.
@@ -706,15 +707,23 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
     bool delivered = false;
     while (f && !delivered && fgets(line, sizeof line, f)) {
         int gpu;
-        unsigned long long xid;
+        char what[32];
         if (number++ < stub.events_read)
             continue;
         stub.events_read++;
-        if (sscanf(line, "%d %llu", &gpu, &xid) != 2 || gpu < 0 || gpu >= stub.count ||
-            !(set->types[gpu] & nvmlEventTypeXidCriticalError))
+        unsigned long long type = nvmlEventTypeXidCriticalError, xid = 0;
+        if (sscanf(line, "%d %31s", &gpu, what) != 2 || gpu < 0 || gpu >= stub.count)
             continue;
-        *data = (nvmlEventData_t){.device = &stub.dev[gpu], .eventType = nvmlEventTypeXidCriticalError,
-                                  .eventData = xid, .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu};
+        if (strcmp(what, "ecc_double") == 0)
+            type = nvmlEventTypeDoubleBitEccError;
+        else if (strcmp(what, "ecc_single") == 0)
+            type = nvmlEventTypeSingleBitEccError;
+        else
+            xid = strtoull(what, NULL, 10);
+        if (!(set->types[gpu] & type))
+            continue;
+        *data = (nvmlEventData_t){.device = &stub.dev[gpu], .eventType = type, .eventData = xid,
+                                  .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu};
         delivered = true;
     }
     if (f)

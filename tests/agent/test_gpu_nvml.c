@@ -338,7 +338,7 @@ static void an_unsupported_process_list_is_empty_and_a_missing_sample_unknown(vo
 
 /* ---- events and lost GPUs ---- */
 
-static void xid_events_arrive_once_each(void **state)
+static void xid_and_ecc_events_arrive_once_each(void **state)
 {
     fixture *f = *state;
     write_file(f, "gpus.json", TWO_H100);
@@ -361,6 +361,18 @@ static void xid_events_arrive_once_each(void **state)
     assert_int_equal(gp_gpu_poll_events(&g, 7000, 0, ev, 1, &n, NULL), GP_OK);
     assert_int_equal(n, 1);
     assert_int_equal(ev[0].xid, 48);
+    /* ECC events: a double-bit error is one uncorrected, a single-bit one one corrected */
+    write_at(f, "events", "a", "1 ecc_double\n0 ecc_single\n");
+    assert_int_equal(gp_gpu_poll_events(&g, 8000, 0, ev, 4, &n, NULL), GP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ev[0].kind, GP_GPU_EVENT_ECC);
+    assert_int_equal(ev[0].gpu, 1);
+    assert_int_equal(ev[0].ecc_uncorrected, 1);
+    assert_int_equal(ev[0].ecc_corrected, 0);
+    assert_int_equal(ev[1].kind, GP_GPU_EVENT_ECC);
+    assert_int_equal(ev[1].gpu, 0);
+    assert_int_equal(ev[1].ecc_corrected, 1);
+    assert_int_equal(ev[1].ecc_uncorrected, 0);
     gp_gpu_close(&g);
 }
 
@@ -592,7 +604,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(mig_destroy_conflicts_while_a_process_runs_on_it, setup, teardown),
         cmocka_unit_test_setup_teardown(telemetry_lists_processes_with_memory_and_sm, setup, teardown),
         cmocka_unit_test_setup_teardown(an_unsupported_process_list_is_empty_and_a_missing_sample_unknown, setup, teardown),
-        cmocka_unit_test_setup_teardown(xid_events_arrive_once_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(xid_and_ecc_events_arrive_once_each, setup, teardown),
         cmocka_unit_test_setup_teardown(a_lost_gpu_gives_one_lost_event_and_reads_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(gpu_is_lost_from_any_call_is_one_lost_event, setup, teardown),
         cmocka_unit_test_setup_teardown(health_reads_ecc_remapping_retirement_and_recovery, setup, teardown),
