@@ -25,6 +25,8 @@ PACKAGES=(
     libgnutls28-dev
     libyaml-dev
     gnuplot-nox
+    # /metrics checked by promtool, a real Prometheus scraping gpupoold
+    prometheus
 )
 
 missing=()

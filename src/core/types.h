@@ -323,6 +323,7 @@ typedef struct gp_tenant_info {
     bool untrusted;
     int pending_jobs;           /* this tenant only */
     int running_jobs;
+    int64_t oldest_pending_submit; /* submit time of its longest-waiting pending job, -1 when none */
     int64_t time_limit_s[3];    /* effective default per gp_job_kind (own or inherited), 0 = none */
 } gp_tenant_info;
 

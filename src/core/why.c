@@ -360,6 +360,12 @@ bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *ou
     out->untrusted = t->untrusted;
     out->pending_jobs = (int)t->n_pending;
     out->running_jobs = t->running;
+    out->oldest_pending_submit = -1;
+    for (size_t i = 0; i < t->n_pending; i++) {
+        int64_t submit = e->jobs[t->pending[i]].submit_time;
+        if (out->oldest_pending_submit < 0 || submit < out->oldest_pending_submit)
+            out->oldest_pending_submit = submit;
+    }
     for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
         out->time_limit_s[k] = gp__tenant_time_limit(e, index, (gp_job_kind)k);
     return true;

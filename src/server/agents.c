@@ -427,6 +427,15 @@ gp_agent_beat gp_agents_heartbeat(gp_agents *a, const char *node, json_t *runnin
     return res;
 }
 
+void gp_agents_each_seen(gp_agents *a, void (*seen)(void *ctx, const char *node, int64_t last_seen_ms), void *ctx)
+{
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->n_nodes; i++)
+        if (a->nodes[i].agent && a->nodes[i].up)
+            seen(ctx, a->nodes[i].name, a->nodes[i].last_seen_ms);
+    pthread_mutex_unlock(&a->lock);
+}
+
 bool gp_agents_has_agent(gp_agents *a, const char *node)
 {
     pthread_mutex_lock(&a->lock);

@@ -113,6 +113,9 @@ typedef enum gp_agent_beat { GP_AGENT_BEAT_OK = 0, GP_AGENT_BEAT_UNKNOWN, GP_AGE
  * up (it must register again). */
 gp_agent_beat gp_agents_heartbeat(gp_agents *a, const char *node, json_t *running, json_t *gpus, int64_t now_ms,
                                   uint64_t *version);
+/* Calls seen(ctx, name, last_seen_ms) for every agent node that is up
+ * (under the lock: seen must not call back in). */
+void gp_agents_each_seen(gp_agents *a, void (*seen)(void *ctx, const char *node, int64_t last_seen_ms), void *ctx);
 /* Has the node an agent? */
 bool gp_agents_has_agent(gp_agents *a, const char *node);
 /* {"last_seen": epoch s, "running": [...], "gpus": [...]} of an agent

@@ -58,6 +58,9 @@ void gp_http_stop(gp_server *srv);
  * gp_api_route answers every other path (404 / 405 when unknown). */
 bool gp_api_route_public(gp_request *r);
 void gp_api_route(gp_request *r);
+/* The route a path is answered by, as a static pattern for metrics:
+ * "/v1/jobs/42" -> "/v1/jobs/{id}"; "unknown" for a path no route takes. */
+const char *gp_api_route_pattern(const char *url);
 
 /* The request helpers (api_request.c). */
 void gp_api_reply(gp_request *r, int status, json_t *reply);

@@ -1,5 +1,5 @@
-/* api_admin.c - tokens, the audit log, the event log, /metrics and the
- * dashboard page.
+/* api_admin.c - tokens, the audit log, the event log and the dashboard
+ * page.
  *
  * Tokens: an admin creates any token; a tenant-admin of S creates
  * tenant-admin and member tokens scoped inside S; the secret is returned
@@ -339,66 +339,6 @@ void gp_api_audit_verify(gp_request *r)
     gp_readers_give(&r->srv->readers, s);
     gp_api_reply(r, 200, json_pack("{s:b, s:I, s:o}", "ok", broken == 0, "checked", (json_int_t)checked,
                                    "first_broken", broken ? json_integer(broken) : json_null()));
-}
-
-/* ---- metrics ---- */
-
-static void metrics_run(gp_server *srv, gp_op *op, int64_t now)
-{
-    (void)now;
-    gp_engine_stats st;
-    gp_engine_stats_get(srv->journal.engine, &st);
-    char *text = malloc(4096);
-    if (!text) {
-        op->status = 503;
-        return;
-    }
-    snprintf(text, 4096,
-             "# TYPE gpupool_requests_total counter\ngpupool_requests_total %llu\n"
-             "# TYPE gpupool_request_errors_total counter\n"
-             "gpupool_request_errors_total{class=\"4xx\"} %llu\ngpupool_request_errors_total{class=\"5xx\"} %llu\n"
-             "# TYPE gpupool_submits_total counter\ngpupool_submits_total %llu\n"
-             "# TYPE gpupool_batches_total counter\ngpupool_batches_total %llu\n"
-             "# TYPE gpupool_batch_ops_total counter\ngpupool_batch_ops_total %llu\n"
-             "# TYPE gpupool_batch_max gauge\ngpupool_batch_max %llu\n"
-             "# TYPE gpupool_batch_seconds_total counter\ngpupool_batch_seconds_total %.3f\n"
-             "# TYPE gpupool_passes_total counter\ngpupool_passes_total %llu\n"
-             "# TYPE gpupool_jobs gauge\ngpupool_jobs{state=\"pending\"} %zu\ngpupool_jobs{state=\"running\"} %zu\n"
-             "gpupool_jobs{state=\"preempting\"} %zu\n"
-             "# TYPE gpupool_gpus gauge\ngpupool_gpus{kind=\"total\"} %lld\ngpupool_gpus{kind=\"healthy\"} %lld\n"
-             "gpupool_gpus{kind=\"allocated\"} %lld\n"
-             "# TYPE gpupool_preemptions_total counter\ngpupool_preemptions_total %llu\n"
-             "# TYPE gpupool_tokens gauge\ngpupool_tokens %zu\n"
-             "# TYPE gpupool_agent_poll_wakeups_total counter\ngpupool_agent_poll_wakeups_total %llu\n",
-             (unsigned long long)atomic_load(&srv->requests), (unsigned long long)atomic_load(&srv->errors_4xx),
-             (unsigned long long)atomic_load(&srv->errors_5xx), (unsigned long long)atomic_load(&srv->submits),
-             (unsigned long long)atomic_load(&srv->loop.batches), (unsigned long long)atomic_load(&srv->loop.ops),
-             (unsigned long long)atomic_load(&srv->loop.max_batch),
-             (double)atomic_load(&srv->loop.commits_ms_total) / 1000.0, (unsigned long long)atomic_load(&srv->loop.ticks), st.pending,
-             st.running, st.preempting, (long long)st.gpus_total, (long long)st.gpus_healthy,
-             (long long)st.gpus_allocated, (unsigned long long)st.total_preempted, gp_auth_count(&srv->auth),
-             (unsigned long long)gp_agents_wakeups(&srv->agents));
-    op->arg = text;
-    op->status = 200;
-}
-
-void gp_api_metrics(gp_request *r)
-{
-    if (!gp_principal_sees_all(&r->who)) {
-        gp_api_forbidden(r, "read metrics");
-        return;
-    }
-    gp_op op = {.run = metrics_run};
-    op.who = &r->who;
-    op.request_id = r->request_id;
-    gp_loop_run(&r->srv->loop, &op);
-    if (op.status != 200 || !op.arg) {
-        gp_api_error(r, 503, "unavailable", "", "metrics are not available");
-        return;
-    }
-    r->status = 200;
-    r->text_reply = op.arg;
-    r->content_type = "text/plain; version=0.0.4";
 }
 
 /* ---- dashboard ---- */

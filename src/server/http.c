@@ -288,9 +288,13 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     }
     if (r->status != 500 || r->reply) /* answered already (413 at the headers) */
         return MHD_YES;
-    int64_t t0 = gp_wall_ms();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     handle(r);
-    log_request(r, gp_wall_ms() - t0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    gp_metrics_request(&srv->metrics, gp_api_route_pattern(url), method, r->status, seconds);
+    log_request(r, (int64_t)(seconds * 1000));
     return send_reply(r);
 }
 

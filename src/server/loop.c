@@ -47,6 +47,13 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int gp_status_of(gp_err code)
 {
     switch (code) {
@@ -159,7 +166,9 @@ static void audit_op(gp_server *srv, gp_op *op, int64_t now)
 static void tick(gp_server *srv, int64_t now)
 {
     gp_error err;
+    double t0 = mono_seconds();
     gp_err rc = gp_journal_tick(&srv->journal, now, &err);
+    gp_metrics_pass(&srv->metrics, mono_seconds() - t0);
     srv->loop.last_tick_ms = mono_ms();
     srv->loop.dirty = false;
     atomic_fetch_add(&srv->loop.ticks, 1);
@@ -247,8 +256,10 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         if (ops[i]->finish && ops[i]->status < 400)
             ops[i]->finish(srv, ops[i], now);
     flush_last_used(srv);
+    double c0 = mono_seconds();
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);
+    gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
     gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
     atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
     for (size_t i = 0; i < m; i++)

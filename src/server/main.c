@@ -43,6 +43,9 @@ static const char USAGE[] =
     "                          (default: the SQLite file's path + .logs)\n"
     "  --drain-on-gpu-failure  a GPU an agent reports unhealthy drains its node; the drain is undone\n"
     "                          when the node's GPUs are all healthy again (an operator's drain never is)\n"
+    "  --metrics-tenants N     /metrics: the N tenants using or guaranteed the most GPUs get their own\n"
+    "                          label, the rest count as tenant=\"other\" (default 50; 0 = all other)\n"
+    "  --metrics-open          serve /metrics without a token (default: admin, operator or auditor)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -75,6 +78,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"pass-min-ms", required_argument, NULL, 'm'}, {"member-token-ttl", required_argument, NULL, 'E'},
         {"node-lost-after", required_argument, NULL, 'N'}, {"job-logs", required_argument, NULL, 'J'},
         {"drain-on-gpu-failure", no_argument, NULL, 'G'},
+        {"metrics-tenants", required_argument, NULL, 'M'}, {"metrics-open", no_argument, NULL, 'O'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -88,6 +92,12 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'f': cfg->fleet_path = optarg; break;
         case 'J': cfg->job_logs = optarg; break;
         case 'G': cfg->drain_on_gpu_failure = true; break;
+        case 'O': cfg->metrics_open = true; break;
+        case 'M':
+            if (!parse_long(optarg, 0, 100000, &v))
+                return bad_option("metrics-tenants", optarg);
+            cfg->metrics_tenants = (int)v;
+            break;
         case 'c': cfg->tls_cert = optarg; break;
         case 'k': cfg->tls_key = optarg; break;
         case 'P': cfg->allow_plain_remote = true; break;

@@ -4,7 +4,8 @@
  * It owns the table of endpoints (docs/api.md lists them): a path it does
  * not know is 404 naming the path, a known path asked with another method
  * is 405 naming the methods it takes.  http.c calls gp_api_route_public
- * before authentication (/v1/health and the dashboard page need no token)
+ * before authentication (/v1/health, the dashboard page and, with
+ * --metrics-open, /metrics need no token)
  * and gp_api_route after it.
  *
  * Join tokens and node credentials reach nothing but the agent endpoints
@@ -226,12 +227,66 @@ static bool starts(const char *url, const char *prefix, const char **rest)
     return true;
 }
 
+/* ---- route patterns, for the request metrics (metrics.h) ---- */
+
+static const char *const EXACT_ROUTES[] = {
+    "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
+    "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
+    "/v1/agents:register",
+};
+
+/* A path below a collection: its pattern by the collection and the last
+ * segment ("/v1/nodes/n1/drain" -> "/v1/nodes/{name}/drain"). */
+typedef struct nested_route {
+    const char *prefix;  /* "/v1/nodes/" */
+    const char *action;  /* last segment after the name; NULL = the name alone */
+    const char *pattern;
+} nested_route;
+
+static const nested_route NESTED_ROUTES[] = {
+    {"/v1/jobs/", "logs", "/v1/jobs/{id}/logs"},
+    {"/v1/jobs/", NULL, "/v1/jobs/{id}"},
+    {"/v1/tenants/", NULL, "/v1/tenants/{path}"},
+    {"/v1/nodes/", "drain", "/v1/nodes/{name}/drain"},
+    {"/v1/nodes/", "checks", "/v1/nodes/{name}/checks"},
+    {"/v1/nodes/", NULL, "/v1/nodes/{name}"},
+    {"/v1/tokens/", NULL, "/v1/tokens/{id}"},
+    {"/v1/agents/", "assignments", "/v1/agents/{node}/assignments"},
+    {"/v1/agents/", "heartbeat", "/v1/agents/{node}/heartbeat"},
+    {"/v1/agents/", "reports", "/v1/agents/{node}/reports"},
+    {"/v1/agents/", "logs", "/v1/agents/{node}/logs"},
+};
+
+static bool nested_matches(const nested_route *n, const char *url)
+{
+    size_t len = strlen(n->prefix);
+    if (strncmp(url, n->prefix, len) != 0 || !url[len])
+        return false;
+    const char *slash = strrchr(url + len, '/');
+    if (!n->action) /* tenants nest: their path may hold '/' */
+        return !slash || strcmp(n->prefix, "/v1/tenants/") == 0;
+    return slash && slash > url + len && strcmp(slash + 1, n->action) == 0;
+}
+
+const char *gp_api_route_pattern(const char *url)
+{
+    for (size_t i = 0; i < sizeof EXACT_ROUTES / sizeof *EXACT_ROUTES; i++)
+        if (strcmp(url, EXACT_ROUTES[i]) == 0)
+            return EXACT_ROUTES[i];
+    for (size_t i = 0; i < sizeof NESTED_ROUTES / sizeof *NESTED_ROUTES; i++)
+        if (nested_matches(&NESTED_ROUTES[i], url))
+            return NESTED_ROUTES[i].pattern;
+    return "unknown";
+}
+
 bool gp_api_route_public(gp_request *r)
 {
     if (strcmp(r->url, "/v1/health") == 0)
         route_simple(r, "GET", health);
     else if (strcmp(r->url, "/") == 0)
         route_simple(r, "GET", gp_api_dashboard);
+    else if (strcmp(r->url, "/metrics") == 0 && r->srv->cfg.metrics_open)
+        route_simple(r, "GET", gp_api_metrics); /* --metrics-open: no token */
     else
         return false;
     return true;

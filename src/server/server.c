@@ -39,6 +39,7 @@ gp_server_config gp_server_config_default(void)
         .pass_min_ms = 20,
         .member_token_ttl_s = 90 * 86400,
         .node_lost_after_s = 60,
+        .metrics_tenants = 50,
     };
     return c;
 }
@@ -352,6 +353,17 @@ static gp_err joblogs_start(gp_server *srv, gp_error *err)
     return gp_joblogs_init(&srv->joblogs, dir, err);
 }
 
+/* The journal's observer: the agents learn what each event touched; the
+ * metrics count the preemptions of live events (not the start-up replay's,
+ * which happened before this process). */
+static void observe(void *ctx, const gp_engine *e, const gp_event *ev)
+{
+    gp_server *srv = ctx;
+    gp_agents_observe(&srv->agents, e, ev);
+    if (srv->loop.started)
+        gp_metrics_observe(&srv->metrics, e);
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -359,6 +371,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     srv->listen_fd = -1;
     gp_auth_init(&srv->auth, cfg->rate_limit);
     gp_loop_init(&srv->loop, cfg->tick_ms, cfg->pass_min_ms);
+    gp_metrics_init(&srv->metrics);
     pthread_mutex_init(&srv->readers.lock, NULL);
     srv->readers.url = cfg->store_url;
     gp_err rc = gp_http_check(cfg, err);
@@ -373,7 +386,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     if (rc == GP_OK) {
         int64_t t0 = gp_wall_ms();
         gp_engine_config engine_cfg = gp_engine_config_default();
-        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, gp_agents_observe, &srv->agents, err);
+        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, observe, srv, err);
         if (rc == GP_OK)
             rc = set_clock_resolution(srv, err);
         gp_engine_stats st;
@@ -429,4 +442,5 @@ void gp_server_stop(gp_server *srv)
     if (srv->joblogs.dir[0])
         gp_joblogs_free(&srv->joblogs);
     gp_auth_free(&srv->auth);
+    gp_metrics_destroy(&srv->metrics);
 }

@@ -24,6 +24,7 @@
 #include "server/journal.h"
 #include "server/log.h"
 #include "server/loop.h"
+#include "server/metrics.h"
 
 #include <stdatomic.h>
 
@@ -45,6 +46,8 @@ typedef struct gp_server_config {
     int64_t node_lost_after_s;   /* an agent node silent this long is lost */
     const char *job_logs;        /* replica logs directory; NULL = the SQLite file's path + ".logs" */
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */
+    int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
+    bool metrics_open;           /* /metrics without a token */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -74,6 +77,7 @@ struct gp_server {
     gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;
+    gp_metrics metrics;
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;
