@@ -43,7 +43,8 @@ bench: deps build
 	  echo "== $$f"; "$$f" || exit 1; \
 	done; \
 	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"; \
-	echo "== bench/agent/run"; ./bench/agent/run
+	echo "== bench/agent/run"; ./bench/agent/run; \
+	echo "== bench/metrics/run"; ./bench/metrics/run
 
 # PREFIX=/usr/local by default: binaries in bin/, man pages in share/man.
 install: build
