@@ -264,6 +264,10 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_audit_verify);
     else if (strcmp(r->url, "/v1/log") == 0)
         route_simple(r, "GET", gp_api_log_list);
+    else if (strcmp(r->url, "/v1/ledger") == 0)
+        route_simple(r, "GET", gp_api_ledger_list);
+    else if (strcmp(r->url, "/v1/ledger/verify") == 0)
+        route_simple(r, "GET", gp_api_ledger_verify);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
     else if (strcmp(r->url, "/metrics") == 0)
