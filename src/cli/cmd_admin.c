@@ -621,6 +621,22 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
 
 /* ---- audit ---- */
 
+/* --after SEQ and --limit N onto path's query; false on anything else. */
+static bool page_query(gp_client *c, int argc, char **argv, char *path, size_t cap)
+{
+    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch != 'a' && ch != 'l')
+            return false;
+        gp_query_add(c, path, cap, ch == 'a' ? "after" : "limit", optarg);
+    }
+    return optind == argc;
+}
+
 int gp_cmd_audit(gp_client *c, int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "verify") == 0) {
@@ -637,18 +653,8 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv)
         gp_response_free(&resp);
         return rc;
     }
-    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
-                                         {"limit", required_argument, NULL, 'l'},
-                                         {NULL, 0, NULL, 0}};
     char path[512] = "/v1/audit";
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch != 'a' && ch != 'l')
-            return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
-        gp_query_add(c, path, sizeof path, ch == 'a' ? "after" : "limit", optarg);
-    }
-    if (optind != argc)
+    if (!page_query(c, argc, argv, path, sizeof path))
         return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
     gp_response resp;
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
@@ -705,18 +711,8 @@ int gp_cmd_ledger(gp_client *c, int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "verify") == 0)
         return ledger_verify(c);
-    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
-                                         {"limit", required_argument, NULL, 'l'},
-                                         {NULL, 0, NULL, 0}};
     char path[512] = "/v1/ledger";
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch != 'a' && ch != 'l')
-            return gp_usage_error("ledger", "%s", LEDGER_USAGE);
-        gp_query_add(c, path, sizeof path, ch == 'a' ? "after" : "limit", optarg);
-    }
-    if (optind != argc)
+    if (!page_query(c, argc, argv, path, sizeof path))
         return gp_usage_error("ledger", "%s", LEDGER_USAGE);
     gp_response resp;
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
