@@ -621,6 +621,22 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
 
 /* ---- audit ---- */
 
+/* --after SEQ and --limit N onto path's query; false on anything else. */
+static bool page_query(gp_client *c, int argc, char **argv, char *path, size_t cap)
+{
+    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
+                                         {"limit", required_argument, NULL, 'l'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch != 'a' && ch != 'l')
+            return false;
+        gp_query_add(c, path, cap, ch == 'a' ? "after" : "limit", optarg);
+    }
+    return optind == argc;
+}
+
 int gp_cmd_audit(gp_client *c, int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "verify") == 0) {
@@ -637,18 +653,8 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv)
         gp_response_free(&resp);
         return rc;
     }
-    static const struct option opts[] = {{"after", required_argument, NULL, 'a'},
-                                         {"limit", required_argument, NULL, 'l'},
-                                         {NULL, 0, NULL, 0}};
     char path[512] = "/v1/audit";
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch != 'a' && ch != 'l')
-            return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
-        gp_query_add(c, path, sizeof path, ch == 'a' ? "after" : "limit", optarg);
-    }
-    if (optind != argc)
+    if (!page_query(c, argc, argv, path, sizeof path))
         return gp_usage_error("audit", "usage: gpupool audit [--after SEQ] [--limit N] | gpupool audit verify");
     gp_response resp;
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
@@ -670,6 +676,55 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv)
             gp_table_add(&t, cells);
         }
         gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+/* ---- ledger ---- */
+
+static const char LEDGER_USAGE[] = "usage: gpupool ledger verify | gpupool ledger [--after SEQ] [--limit N]";
+
+static int ledger_verify(gp_client *c)
+{
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/ledger/verify", NULL, &resp);
+    json_t *b = resp.body;
+    if (rc == GP_EXIT_OK && !json_is_true(json_object_get(b, "ok"))) {
+        fprintf(stderr, "gpupool: usage ledger broken at record %lld: %s\n",
+                (long long)json_integer_value(json_object_get(b, "first_bad")),
+                json_string_value(json_object_get(b, "why")));
+        rc = GP_EXIT_ERROR;
+    } else if (rc == GP_EXIT_OK && !c->json) {
+        json_t *head = json_object_get(b, "head");
+        printf("usage ledger ok: %lld records verified; head seq %lld hash %s\n",
+               (long long)json_integer_value(json_object_get(b, "records")),
+               (long long)json_integer_value(json_object_get(head, "seq")),
+               json_string_value(json_object_get(head, "hash")));
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+/* The records as JSON, one per line (for export); --json prints the page as the API answers it. */
+int gp_cmd_ledger(gp_client *c, int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "verify") == 0)
+        return ledger_verify(c);
+    char path[512] = "/v1/ledger";
+    if (!page_query(c, argc, argv, path, sizeof path))
+        return gp_usage_error("ledger", "%s", LEDGER_USAGE);
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(resp.body, "records"), i, r) {
+            char *line = json_dumps(json_object_get(r, "record"), JSON_COMPACT | JSON_SORT_KEYS);
+            if (line)
+                puts(line);
+            free(line);
+        }
     }
     gp_response_free(&resp);
     return rc;

@@ -109,6 +109,10 @@ const gp_command GP_COMMANDS[] = {
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
+    {"ledger", gp_cmd_ledger,
+     "usage: gpupool ledger verify\n       gpupool ledger [--after SEQ] [--limit N]\n"
+     "Recompute the usage ledger's hash chain (admin and auditor; exit 1 naming the first bad record and why),\n"
+     "or print its records, one canonical JSON line each (docs/metering.md).\n"},
     {"admin", gp_cmd_admin,
      "usage: gpupool admin export-log --out FILE\n"
      "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"
@@ -124,7 +128,8 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
-    "          quota set, apply, usage, token create|list|revoke, audit [verify], admin export-log, completion.\n"
+    "          quota set, apply, usage, token create|list|revoke, audit [verify], ledger [verify],\n"
+    "          admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

@@ -146,6 +146,8 @@ void gp_api_job_logs(gp_request *r, const char *id);
 void gp_api_audit_list(gp_request *r);
 void gp_api_audit_verify(gp_request *r);
 void gp_api_log_list(gp_request *r);
+void gp_api_ledger_list(gp_request *r);
+void gp_api_ledger_verify(gp_request *r);
 void gp_api_tokens_create(gp_request *r);
 void gp_api_tokens_list(gp_request *r);
 void gp_api_token_revoke(gp_request *r, const char *id);

@@ -25,6 +25,12 @@
  * Audit: admin and auditor read the chain and ask for a verification,
  * which recomputes every hash and names the first broken link.
  *
+ * Usage ledger: admin and auditor page through it (GET /v1/ledger?after=
+ * SEQ&limit=N) and verify it (GET /v1/ledger/verify), which recomputes
+ * the whole chain on a reader connection: {"ok": true, "records": N,
+ * "head": {"seq", "hash"}} or {"ok": false, "records": N, "first_bad":
+ * SEQ, "why": "..."} (store_ledger.c says what each why means).
+ *
  * Event log: admin and auditor page through it (GET /v1/log?after=SEQ&
  * limit=N), each event with its payload and the record of its decisions,
  * which is what `gpupool admin export-log` writes for gpupool-replay.
@@ -339,6 +345,40 @@ void gp_api_audit_verify(gp_request *r)
     gp_readers_give(&r->srv->readers, s);
     gp_api_reply(r, 200, json_pack("{s:b, s:I, s:o}", "ok", broken == 0, "checked", (json_int_t)checked,
                                    "first_broken", broken ? json_integer(broken) : json_null()));
+}
+
+/* ---- usage ledger ---- */
+
+void gp_api_ledger_list(gp_request *r)
+{
+    reader_page(r, "read the usage ledger", gp_store_ledger_list);
+}
+
+static json_t *ledger_check_json(const gp_store_ledger_check *c)
+{
+    if (c->first_bad)
+        return json_pack("{s:b, s:I, s:I, s:s}", "ok", 0, "records", (json_int_t)c->records, "first_bad",
+                         (json_int_t)c->first_bad, "why", c->why);
+    return json_pack("{s:b, s:I, s:{s:I, s:s}}", "ok", 1, "records", (json_int_t)c->records, "head", "seq",
+                     (json_int_t)c->head_seq, "hash", c->head_hash);
+}
+
+void gp_api_ledger_verify(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed) || !audit_reader(r, "verify the usage ledger"))
+        return;
+    gp_error err;
+    gp_store_ledger_check check;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    if (!s || gp_store_ledger_verify(s, &check, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_readers_give(&r->srv->readers, s);
+    gp_ledger_verified(&r->srv->ledger, &check, gp_wall_ms() / 1000);
+    gp_api_reply(r, 200, ledger_check_json(&check));
 }
 
 /* ---- dashboard ---- */

@@ -217,6 +217,24 @@ static void write_daemon(FILE *f, gp_server *srv, const snapshot *s)
     fprintf(f, "gpupool_agent_poll_wakeups_total %llu\n", (unsigned long long)s->wakeups);
 }
 
+/* The usage ledger: the last verification (at start and at each GET
+ * /v1/ledger/verify) and the head as last logged. */
+static void write_ledger(FILE *f, gp_ledger_state *l)
+{
+    pthread_mutex_lock(&l->lock);
+    int ok = l->verify_ok;
+    int64_t at = l->verified_at, head = l->head_seq;
+    pthread_mutex_unlock(&l->lock);
+    if (ok >= 0) {
+        header(f, "gpupool_ledger_verify_ok", "gauge", "1 when the usage ledger's chain verified, 0 when not");
+        fprintf(f, "gpupool_ledger_verify_ok %d\n", ok);
+        header(f, "gpupool_ledger_verified_timestamp_seconds", "gauge", "when the ledger was last verified");
+        fprintf(f, "gpupool_ledger_verified_timestamp_seconds %lld\n", (long long)at);
+    }
+    header(f, "gpupool_ledger_head_seq", "gauge", "the ledger head's sequence number as last logged");
+    fprintf(f, "gpupool_ledger_head_seq %lld\n", (long long)head);
+}
+
 static void write_fleet(FILE *f, const snapshot *s)
 {
     header(f, "gpupool_gpus", "gauge", "GPUs by model, sharing mode and health");
@@ -351,6 +369,7 @@ static char *metrics_text(gp_server *srv, snapshot *s)
         return NULL;
     qsort(s->tenants, s->n_tenants, sizeof *s->tenants, rank_cmp);
     write_daemon(f, srv, s);
+    write_ledger(f, &srv->ledger);
     write_fleet(f, s);
     write_tenants(f, s, (size_t)(srv->cfg.metrics_tenants > 0 ? srv->cfg.metrics_tenants : 0));
     write_counters(f, &s->counters);

@@ -6,7 +6,8 @@
  *         | accepted
  *     if it belongs in the log: append (kind, now, canonical payload,
  *         version, decision count and digest); its own rows (job, tenant)
- *     for each decision: history rows, usage intervals
+ *     for each decision: history rows, usage intervals and their ledger
+ *         records (ledger.h)
  *     for each job the decisions touched: rewrite its row from the engine
  *     settle: forget the jobs that reached a final state, clear decisions
  *
@@ -27,6 +28,7 @@
 #include "server/journal.h"
 
 #include "eventlog/placement.h"
+#include "server/ledger.h"
 #include "server/log.h"
 
 #include <stdio.h>
@@ -211,18 +213,22 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
     }
 }
 
-/* Writes what the last event decided: history, usage, the touched rows. */
-static gp_err write_decisions(gp_journal *j, int64_t now, gp_error *err)
+/* Writes what the last event decided: history, usage and the ledger, the
+ * touched rows. */
+static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
 {
     size_t n;
     const gp_decision *ds = gp_engine_decisions(j->engine, &n);
     gp_err rc = GP_OK;
-    for (size_t i = 0; i < n && rc == GP_OK; i++)
+    for (size_t i = 0; i < n && rc == GP_OK; i++) {
         rc = materialize(j, &ds[i], err);
+        if (rc == GP_OK && (ds[i].kind == GP_DEC_USAGE_OPEN || ds[i].kind == GP_DEC_USAGE_CLOSE))
+            rc = gp_ledger_write(j->store, j->engine, ev, ds, n, i, err);
+    }
     for (size_t i = 0; i < j->replayer.n_touched && rc == GP_OK; i++) {
         gp_job_info info;
         if (gp_engine_job_info(j->engine, j->replayer.touched[i], &info, NULL) == GP_OK)
-            rc = update_row(j, j->replayer.touched[i], &info, now, err);
+            rc = update_row(j, j->replayer.touched[i], &info, ev->time, err);
     }
     return rc;
 }
@@ -298,7 +304,7 @@ static gp_err journal_event(gp_journal *j, const gp_event *ev, gp_error *err)
     if (logged)
         rc = append(j, ev, err);
     if (rc == GP_OK)
-        rc = write_decisions(j, ev->time, err);
+        rc = write_decisions(j, ev, err);
     gp_replayer_settle(&j->replayer);
     j->broken = j->broken || rc != GP_OK;
     return rc;

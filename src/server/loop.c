@@ -261,6 +261,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         store_fatal("commit", &err);
     gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
     gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
+    gp_ledger_head_log(&srv->ledger, srv->store, mono_ms()); /* hourly */
     atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
     for (size_t i = 0; i < m; i++)
         sem_post(&ops[i]->done);

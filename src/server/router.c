@@ -232,7 +232,7 @@ static bool starts(const char *url, const char *prefix, const char **rest)
 static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
-    "/v1/agents:register",
+    "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -319,6 +319,10 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_audit_verify);
     else if (strcmp(r->url, "/v1/log") == 0)
         route_simple(r, "GET", gp_api_log_list);
+    else if (strcmp(r->url, "/v1/ledger") == 0)
+        route_simple(r, "GET", gp_api_ledger_list);
+    else if (strcmp(r->url, "/v1/ledger/verify") == 0)
+        route_simple(r, "GET", gp_api_ledger_verify);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
     else if (strcmp(r->url, "/metrics") == 0)

@@ -364,6 +364,19 @@ static void observe(void *ctx, const gp_engine *e, const gp_event *ev)
         gp_metrics_observe(&srv->metrics, e);
 }
 
+/* The usage ledger at start: verified whole (a broken chain is logged at
+ * error level and shown by GET /v1/ledger/verify; gpupoold still serves).
+ * The engine thread's first batch logs its head. */
+static gp_err ledger_start(gp_server *srv, gp_error *err)
+{
+    gp_store_ledger_check check;
+    gp_err rc = gp_store_ledger_verify(srv->store, &check, err);
+    if (rc)
+        return rc;
+    gp_ledger_verified(&srv->ledger, &check, gp_wall_ms() / 1000);
+    return GP_OK;
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -373,6 +386,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_loop_init(&srv->loop, cfg->tick_ms, cfg->pass_min_ms);
     gp_metrics_init(&srv->metrics);
     pthread_mutex_init(&srv->readers.lock, NULL);
+    gp_ledger_state_init(&srv->ledger);
     srv->readers.url = cfg->store_url;
     gp_err rc = gp_http_check(cfg, err);
     if (rc == GP_OK)
@@ -397,6 +411,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
                    (unsigned long long)srv->journal.replayer.next_job_id, (long long)(gp_wall_ms() - t0));
         }
     }
+    if (rc == GP_OK)
+        rc = ledger_start(srv, err);
     if (rc == GP_OK)
         rc = load_fleet(srv, err);
     if (rc == GP_OK)

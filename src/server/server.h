@@ -22,6 +22,7 @@
 #include "server/auth.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
+#include "server/ledger.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -78,6 +79,7 @@ struct gp_server {
     gp_readers readers;
     gp_checkpointer checkpointer;
     gp_metrics metrics;
+    gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

@@ -30,8 +30,20 @@ typedef enum gp__stmt_id {
     GP__ST_TENANT_DELETE,
     GP__ST_AUDIT_APPEND,
     GP__ST_AUDIT_LAST,
+    GP__ST_LEDGER_APPEND,
+    GP__ST_LEDGER_LAST,
+    GP__ST_LEDGER_OPEN_GET,
+    GP__ST_JOB_USER,
     GP__ST_COUNT
 } gp__stmt_id;
+
+/* A hash chain's head (last seq and hash) as the writer caches it, loaded
+ * lazily and forgotten on rollback: the audit chain and the ledger. */
+typedef struct gp__chain_head {
+    bool loaded;
+    int64_t seq;
+    char hash[65];
+} gp__chain_head;
 
 struct gp_store {
     sqlite3 *db;
@@ -39,11 +51,16 @@ struct gp_store {
     bool in_tx;
     int schema;           /* PRAGMA user_version once open (a reader may see an older one) */
     sqlite3_stmt *stmt[GP__ST_COUNT];
-    /* audit chain head, cached by the writer (loaded lazily) */
-    bool audit_head_loaded;
-    int64_t audit_seq;
-    char audit_hash[65];
+    gp__chain_head audit, ledger;
 };
+
+/* The hash before the first record of a chain: 64 zeros. */
+extern const char GP__ZERO_HASH[65];
+/* SHA-256 of len bytes as lowercase hex (store_audit.c). */
+void gp__store_sha256_hex(const void *data, size_t len, char out[65]);
+/* Loads h from statement `last` (SELECT seq, hash ... ORDER BY seq DESC
+ * LIMIT 1) unless loaded already: seq 0 and the zero hash when empty. */
+gp_err gp__store_head_load(gp_store *s, gp__stmt_id last, gp__chain_head *h, gp_error *err);
 
 /* Prepared statement by id (prepared on first use); NULL on error. */
 sqlite3_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err);

@@ -8,9 +8,10 @@
  *                   order.  The engine is deterministic, so replaying the
  *                   log into a fresh engine rebuilds the exact state.
  *   materialized    jobs (state, class, reason, placement, history),
- *   tables          tenants, usage intervals, tokens, the audit chain: what
- *                   the API reads without going through the engine, and
- *                   what a restart checks the replayed engine against.
+ *   tables          tenants, usage intervals and their ledger, tokens, the
+ *                   audit chain: what the API reads without going through
+ *                   the engine, and what a restart checks the replayed
+ *                   engine against.
  *
  * The payloads are JSON text the daemon writes and reads back; the store
  * does not interpret them.  Reads hand rows back as jansson objects whose
@@ -40,7 +41,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 4
+#define GP_STORE_SCHEMA_VERSION 5
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -118,6 +119,9 @@ gp_err gp_store_run_started(gp_store *s, uint64_t job, int64_t bind_time, int re
 gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
                          gp_error *err);
 int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap);
+
+/* The job's user into user[cap], "" when it has none or there is no such job. */
+gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err);
 
 /* One job with its history under "history"; *out NULL when absent. */
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err);
@@ -229,5 +233,31 @@ gp_err gp_store_audit_list(gp_store *s, int64_t after, int limit, json_t **out, 
 /* Recomputes the chain.  *first_broken = seq of the first row whose hash
  * does not match (0 when the chain is whole); *checked = rows read. */
 gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broken, gp_error *err);
+
+/* ---- usage ledger (store_ledger.c) ---- */
+
+/* Appends a record: the caller's fields (with "interval" and "kind") plus
+ * "seq" and "prev", which the store sets in `record` itself; its canonical
+ * text and that text's SHA-256 are stored (see store_ledger.c). */
+gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err);
+/* The newest "open" record of the interval, *out NULL when there is none
+ * (a new reference). */
+gp_err gp_store_ledger_open_get(gp_store *s, uint64_t interval, json_t **out, gp_error *err);
+/* The last record's seq and hash (0 and 64 zeros when empty). */
+gp_err gp_store_ledger_head(gp_store *s, int64_t *seq, char hash[65], gp_error *err);
+/* Records with seq > after, oldest first, at most limit (1..1000):
+ * {"records": [{"seq", "record" (JSON), "hash"}], "next": seq|null}. */
+gp_err gp_store_ledger_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
+
+typedef struct gp_store_ledger_check {
+    int64_t records;       /* rows read */
+    int64_t first_bad;     /* 0 when the chain is whole */
+    char why[160];         /* what is wrong with first_bad */
+    int64_t head_seq;      /* the last good record, and its hash */
+    char head_hash[65];
+} gp_store_ledger_check;
+
+/* Recomputes the chain from the first record. */
+gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *out, gp_error *err);
 
 #endif

@@ -14,7 +14,8 @@
  * deleted row and counts as a broken link too.
  *
  * The writer caches the head (last seq and hash) so appending costs one
- * hash and one insert.
+ * hash and one insert.  The chain helpers (the zero hash, SHA-256 as hex,
+ * the cached head) live here and serve the ledger too (store_ledger.c).
  */
 #include "store/sqlite_internal.h"
 
@@ -23,7 +24,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char ZERO_HASH[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+const char GP__ZERO_HASH[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+
+void gp__store_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char digest[32];
+    gnutls_hash_fast(GNUTLS_DIG_SHA256, data, len, digest);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}
 
 typedef struct record {
     char buf[4096];
@@ -62,41 +71,38 @@ static void chain_hash(const char *prev, int64_t seq, const gp_store_audit *a, c
     record_add(&r, a->action);
     record_add(&r, a->target);
     record_add(&r, a->result);
-    unsigned char digest[32];
-    gnutls_hash_fast(GNUTLS_DIG_SHA256, r.buf, r.len, digest);
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+    gp__store_sha256_hex(r.buf, r.len, out);
 }
 
-static gp_err load_head(gp_store *s, gp_error *err)
+gp_err gp__store_head_load(gp_store *s, gp__stmt_id last, gp__chain_head *h, gp_error *err)
 {
-    if (s->audit_head_loaded)
+    if (h->loaded)
         return GP_OK;
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_LAST, err);
+    sqlite3_stmt *st = gp__store_stmt(s, last, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    s->audit_seq = 0;
-    memcpy(s->audit_hash, ZERO_HASH, sizeof ZERO_HASH);
+    h->seq = 0;
+    memcpy(h->hash, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        s->audit_seq = sqlite3_column_int64(st, 0);
-        snprintf(s->audit_hash, sizeof s->audit_hash, "%s", (const char *)sqlite3_column_text(st, 1));
+        h->seq = sqlite3_column_int64(st, 0);
+        snprintf(h->hash, sizeof h->hash, "%s", (const char *)sqlite3_column_text(st, 1));
     }
     sqlite3_reset(st);
-    s->audit_head_loaded = true;
+    h->loaded = true;
     return GP_OK;
 }
 
 gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err)
 {
-    gp_err rc = load_head(s, err);
+    gp_err rc = gp__store_head_load(s, GP__ST_AUDIT_LAST, &s->audit, err);
     if (rc)
         return rc;
     sqlite3_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_APPEND, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    int64_t seq = s->audit_seq + 1;
+    int64_t seq = s->audit.seq + 1;
     char hash[65];
-    chain_hash(s->audit_hash, seq, a, hash);
+    chain_hash(s->audit.hash, seq, a, hash);
     sqlite3_bind_int64(st, 1, seq);
     sqlite3_bind_int64(st, 2, a->time);
     sqlite3_bind_text(st, 3, a->request_id, -1, SQLITE_STATIC);
@@ -105,12 +111,12 @@ gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err
     sqlite3_bind_text(st, 6, a->action, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, a->target, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 8, a->result, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, s->audit_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, s->audit.hash, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 10, hash, -1, SQLITE_STATIC);
     rc = gp__store_exec_stmt(s, st, "audit append", err);
     if (rc == GP_OK) {
-        s->audit_seq = seq;
-        memcpy(s->audit_hash, hash, sizeof hash);
+        s->audit.seq = seq;
+        memcpy(s->audit.hash, hash, sizeof hash);
     }
     return rc;
 }
@@ -161,7 +167,7 @@ gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broke
                            -1, &st, NULL) != SQLITE_OK)
         return gp__store_fail(s, "audit verify", err);
     char prev[65];
-    memcpy(prev, ZERO_HASH, sizeof ZERO_HASH);
+    memcpy(prev, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
     int64_t expect_seq = 1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t seq = sqlite3_column_int64(st, 0);

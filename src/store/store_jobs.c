@@ -420,3 +420,17 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
     *out = json_pack("{s:o, s:I, s:I}", "usage", rows, "from", (json_int_t)from, "to", (json_int_t)to);
     return GP_OK;
 }
+
+gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err)
+{
+    user[0] = '\0';
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_USER, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(user, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return GP_OK;
+}

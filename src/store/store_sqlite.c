@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 4, PRAGMA user_version):
+ * On-disk format (schema version 5, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -35,10 +35,15 @@
  *   gpu_health(node, gpu, healthy, since, reason)  each GPU's last change
  *   health_drains(node, since)   drains gpupoold made for GPU health (an
  *                                operator's own drain is never listed)
+ *   ledger(seq, interval_id, kind, record, hash)
+ *                                the append-only, hash-chained usage
+ *                                ledger (store_ledger.c): one record per
+ *                                usage interval opened or closed
  *
  * Invariants: every row of the materialized tables was written in the
  * transaction that appended the event which caused it, so after any crash
- * the log and the tables agree; events.seq and audit.seq only grow.
+ * the log and the tables agree; events.seq, audit.seq and ledger.seq only
+ * grow, and ledger rows are never updated or deleted.
  *
  * Durability: WAL mode with synchronous=FULL: each COMMIT fsyncs the WAL
  * before it returns, so an acknowledged request survives kill -9 and power
@@ -101,6 +106,10 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE gpu_health(node TEXT NOT NULL, gpu INTEGER NOT NULL, healthy INTEGER NOT NULL,"
     " since INTEGER NOT NULL, reason TEXT, PRIMARY KEY(node, gpu)) WITHOUT ROWID;"
     "CREATE TABLE health_drains(node TEXT PRIMARY KEY, since INTEGER NOT NULL);",
+    /* 4 -> 5: the hash-chained usage ledger (issue 15) */
+    "CREATE TABLE ledger(seq INTEGER PRIMARY KEY, interval_id INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " record TEXT NOT NULL, hash TEXT NOT NULL);"
+    "CREATE INDEX ledger_by_interval ON ledger(interval_id, kind);",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -132,6 +141,11 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_AUDIT_APPEND] = "INSERT INTO audit(seq, time, request_id, actor, role, action, target, result,"
                             " prev_hash, hash) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [GP__ST_AUDIT_LAST] = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+    [GP__ST_LEDGER_APPEND] = "INSERT INTO ledger(seq, interval_id, kind, record, hash) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [GP__ST_LEDGER_LAST] = "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1",
+    [GP__ST_LEDGER_OPEN_GET] = "SELECT record FROM ledger WHERE interval_id = ?1 AND kind = 'open'"
+                               " ORDER BY seq DESC LIMIT 1",
+    [GP__ST_JOB_USER] = "SELECT user FROM jobs WHERE id = ?1",
 };
 
 /* ---- helpers shared by the backend's files ---- */
@@ -334,7 +348,8 @@ void gp_store_rollback(gp_store *s)
 {
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     s->in_tx = false;
-    s->audit_head_loaded = false; /* the cached chain head may be gone */
+    s->audit.loaded = false; /* the cached chain heads may be gone */
+    s->ledger.loaded = false;
 }
 
 /* ---- meta ---- */

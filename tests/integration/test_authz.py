@@ -72,6 +72,8 @@ def cases(d, toks, ids):
         ("usage other", "GET", "/v1/usage?tenant=product/search", None, dict(all_read, **{T: 404, M: 404})),
         ("audit", "GET", "/v1/audit", None, {A: 200, O: 403, U: 200, T: 403, M: 403, N: 401, R: 401}),
         ("audit verify", "GET", "/v1/audit/verify", None, {A: 200, O: 403, U: 200, T: 403, M: 403, N: 401, R: 401}),
+        ("ledger", "GET", "/v1/ledger", None, {A: 200, O: 403, U: 200, T: 403, M: 403, N: 401, R: 401}),
+        ("ledger verify", "GET", "/v1/ledger/verify", None, {A: 200, O: 403, U: 200, T: 403, M: 403, N: 401, R: 401}),
         ("tokens list", "GET", "/v1/tokens", None, all_read),
         ("token create member", "POST", "/v1/tokens",
          {"name": "x", "role": "member", "scope": "research/nlp", "user": "x"},

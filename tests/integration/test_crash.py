@@ -5,7 +5,7 @@ hits gpupoold at random moments; the daemon is restarted each time.
 Afterwards: every acknowledged submit is there exactly once (each request
 carries a unique name; no name appears twice), every acknowledged cancel
 is cancelled, no GPU is held by two live jobs, the restart's own replay
-check passed, and the audit chain verifies.
+check passed, and the audit chain and the usage ledger verify.
 
 GP_CRASH_ROUNDS (default 8) and GP_CRASH_CLIENTS (default 4) size it.
 """
@@ -84,6 +84,8 @@ def check(d, clients):
                     assert g not in owner, "GPU %s held by jobs %d and %d" % (g, owner[g], j["id"])
                     owner[g] = j["id"]
     v = d.ok("GET", "/v1/audit/verify")
+    assert v["ok"], v
+    v = d.ok("GET", "/v1/ledger/verify")  # no acknowledged record lost, none half-written
     assert v["ok"], v
     return acked, len(jobs), len(owner)
 

@@ -1,0 +1,59 @@
+/* ledger.h - the usage ledger's records, built from the engine's decisions.
+ *
+ * The journal calls gp_ledger_write for each USAGE_OPEN and USAGE_CLOSE
+ * decision, inside the transaction of the event that decided it; the store
+ * chains and keeps the record (store_ledger.c).  docs/metering.md lists
+ * the fields.
+ *
+ * gpupoold also keeps the ledger's state (gp_ledger_state): the head it
+ * last logged and the last verification, for the API and /metrics.  The
+ * head (seq and hash) is logged at start and then every hour,
+ *     event=ledger_head seq=812 hash=3f1c...
+ * so a copy kept outside can pin history: a ledger that later verifies
+ * but no longer holds that seq with that hash was cut or rewritten.
+ *
+ * Threads: the engine thread writes records and logs the head; any thread
+ * reads or records the state, under its lock.
+ * Ownership: nothing is kept; the store copies the record.
+ */
+#ifndef GP_SERVER_LEDGER_H
+#define GP_SERVER_LEDGER_H
+
+#include "eventlog/event.h"
+#include "store/store.h"
+
+#include <pthread.h>
+
+/* Writes the record of decision ds[i] (a USAGE_OPEN or USAGE_CLOSE) of the
+ * event ev; ds[0..n) are all of the event's decisions (a close's reason is
+ * read from the ones after it). */
+gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, const gp_decision *ds, size_t n,
+                       size_t i, gp_error *err);
+
+/* Why an interval closed, from what the event decided next for its job:
+ * "finished", "failed", "cancelled", "time_limit", "preempted",
+ * "node_lost", "gpu_failed", or "reclassified" (it continues as another
+ * class in a new interval). */
+const char *gp_ledger_close_reason(const gp_event *ev, const gp_decision *ds, size_t n, size_t i);
+
+#define GP_LEDGER_HEAD_LOG_MS (3600 * 1000)
+
+typedef struct gp_ledger_state {
+    pthread_mutex_t lock;
+    int64_t head_seq;        /* as last logged */
+    char head_hash[65];
+    int verify_ok;           /* the last verification: 1 whole, 0 broken, -1 none yet */
+    int64_t first_bad;       /* its first bad record, 0 when whole */
+    int64_t verified_at;     /* epoch seconds, 0 = never */
+    int64_t head_due_ms;     /* monotonic ms when the head is logged next */
+} gp_ledger_state;
+
+void gp_ledger_state_init(gp_ledger_state *l);
+/* Logs the writer's head when it is due (now_ms monotonic, never 0; the
+ * first call always logs).  A store error is logged, not fatal. */
+void gp_ledger_head_log(gp_ledger_state *l, gp_store *writer, int64_t now_ms);
+/* Records a verification's result (at: epoch seconds) and logs a broken
+ * chain at error level. */
+void gp_ledger_verified(gp_ledger_state *l, const gp_store_ledger_check *c, int64_t at);
+
+#endif

@@ -1,0 +1,181 @@
+/* store_ledger.c - the usage ledger: append-only, hash-chained records.
+ *
+ * Every usage interval the engine opens or closes leaves one record,
+ * written in the transaction of the decision (server/ledger.c builds the
+ * fields).  A closed interval is a new record of kind "close", never an
+ * update of its "open" one.  Rows are only ever inserted.
+ *
+ * The record is canonical JSON text: compact, keys sorted, integers and
+ * strings only (no floating point), with the store's two chain fields
+ * added to the caller's:
+ *
+ *     "seq"   its place in the ledger, consecutive from 1
+ *     "prev"  the hash of record seq - 1 (64 zeros for the first)
+ *
+ * and hash = SHA-256 of exactly that text, as lowercase hex, stored beside
+ * it.  So record n commits to its own content, to its position and, via
+ * prev, to every record before it.
+ *
+ * Example: the first two records of a fresh store
+ *     seq 1  {"class":"burstable",...,"kind":"open","prev":"0000...0000","seq":1,...}
+ *            hash 3f1c...
+ *     seq 2  {...,"kind":"close","prev":"3f1c...","seq":2,...}
+ *
+ * Verify walks the rows in seq order and names the first bad one: a gap in
+ * seq (a deleted record), text that does not parse or is not canonical, a
+ * record whose own "seq" is not its row's (reordered), a "prev" that is not
+ * the previous hash, a hash that is not SHA-256 of the text (edited).
+ * Deleting the newest records leaves a shorter chain that still verifies:
+ * the head the daemon logs every hour (seq and hash) is what an outside
+ * copy compares against.
+ */
+#include "store/sqlite_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEDGER_JSON_FLAGS (JSON_COMPACT | JSON_SORT_KEYS)
+
+gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
+{
+    gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);
+    if (rc)
+        return rc;
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_APPEND, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    int64_t seq = s->ledger.seq + 1;
+    json_object_set_new(record, "seq", json_integer(seq));
+    json_object_set_new(record, "prev", json_string(s->ledger.hash));
+    char *text = json_dumps(record, LEDGER_JSON_FLAGS);
+    if (!text)
+        return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+    char hash[65];
+    gp__store_sha256_hex(text, strlen(text), hash);
+    sqlite3_bind_int64(st, 1, seq);
+    sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(record, "interval")));
+    gp__store_bind_text(st, 3, json_string_value(json_object_get(record, "kind")));
+    sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
+    rc = gp__store_exec_stmt(s, st, "ledger append", err);
+    free(text);
+    if (rc == GP_OK) {
+        s->ledger.seq = seq;
+        memcpy(s->ledger.hash, hash, sizeof hash);
+    }
+    return rc;
+}
+
+gp_err gp_store_ledger_open_get(gp_store *s, uint64_t interval, json_t **out, gp_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_OPEN_GET, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)interval);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        *out = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger read", err);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+gp_err gp_store_ledger_head(gp_store *s, int64_t *seq, char hash[65], gp_error *err)
+{
+    gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);
+    if (rc == GP_OK) {
+        *seq = s->ledger.seq;
+        memcpy(hash, s->ledger.hash, 65);
+    }
+    return rc;
+}
+
+gp_err gp_store_ledger_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT seq, record, hash FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2", -1,
+                           &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "ledger list", err);
+    sqlite3_bind_int64(st, 1, after);
+    sqlite3_bind_int(st, 2, limit);
+    json_t *records = json_array();
+    int64_t last = 0;
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        json_t *rec = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        json_array_append_new(records, json_pack("{s:I, s:o, s:s}", "seq", (json_int_t)sqlite3_column_int64(st, 0),
+                                                 "record", rec ? rec : json_null(), "hash",
+                                                 (const char *)sqlite3_column_text(st, 2)));
+        last = sqlite3_column_int64(st, 0);
+        n++;
+    }
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o, s:o}", "records", records, "next", n == limit ? json_integer(last) : json_null());
+    return GP_OK;
+}
+
+/* ---- verify ---- */
+
+static bool check_fail(gp_store_ledger_check *c, int64_t seq, const char *why)
+{
+    c->first_bad = seq;
+    snprintf(c->why, sizeof c->why, "%s", why);
+    return false;
+}
+
+/* One row against the chain so far (c->head_*): true when it holds. */
+static bool check_row(gp_store_ledger_check *c, int64_t seq, const char *text, const char *hash)
+{
+    char why[160];
+    if (seq != c->head_seq + 1) {
+        snprintf(why, sizeof why, "record %lld is missing (the next is %lld)", (long long)c->head_seq + 1,
+                 (long long)seq);
+        return check_fail(c, c->head_seq + 1, why);
+    }
+    json_t *rec = text ? json_loads(text, 0, NULL) : NULL;
+    char *canon = json_is_object(rec) ? json_dumps(rec, LEDGER_JSON_FLAGS) : NULL;
+    bool canonical = canon && strcmp(canon, text) == 0;
+    json_int_t own_seq = json_integer_value(json_object_get(rec, "seq"));
+    const char *prev = json_string_value(json_object_get(rec, "prev"));
+    bool prev_ok = prev && strcmp(prev, c->head_hash) == 0;
+    free(canon);
+    json_decref(rec);
+    char recomputed[65];
+    gp__store_sha256_hex(text ? text : "", text ? strlen(text) : 0, recomputed);
+    if (!canonical)
+        return check_fail(c, seq, "its text is not the canonical JSON of a record");
+    if (own_seq != seq) {
+        snprintf(why, sizeof why, "it says it is record %lld: records were reordered", (long long)own_seq);
+        return check_fail(c, seq, why);
+    }
+    if (!prev_ok)
+        return check_fail(c, seq, "its prev is not the hash of the record before it");
+    if (!hash || strcmp(hash, recomputed) != 0)
+        return check_fail(c, seq, "its hash is not the SHA-256 of its text: it was edited");
+    c->head_seq = seq;
+    memcpy(c->head_hash, recomputed, sizeof recomputed);
+    return true;
+}
+
+gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *err)
+{
+    sqlite3_stmt *st;
+    memset(c, 0, sizeof *c);
+    memcpy(c->head_hash, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
+    if (sqlite3_prepare_v2(s->db, "SELECT seq, record, hash FROM ledger ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "ledger verify", err);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        c->records++;
+        if (!check_row(c, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+                       (const char *)sqlite3_column_text(st, 2)))
+            break;
+    }
+    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger verify", err);
+    sqlite3_finalize(st);
+    return rc;
+}
