@@ -14,6 +14,8 @@ PACKAGES=(
     # the TLS test's certificate (the test is skipped without it)
     python3
     openssl
+    # `gpupool top` on a terminal, tested in a tmux pane (send-keys, capture-pane)
+    tmux
     # libFuzzer fuzz targets and sanitizer runtime
     clang
     libclang-rt-14-dev

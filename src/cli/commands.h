@@ -34,6 +34,9 @@ int gp_cmd_checkpoint(gp_client *c, int argc, char **argv);
 /* cmd_why.c */
 int gp_cmd_why(gp_client *c, int argc, char **argv);
 
+/* top.c */
+int gp_cmd_top(gp_client *c, int argc, char **argv);
+
 /* completion.c */
 int gp_cmd_completion(gp_client *c, int argc, char **argv);
 

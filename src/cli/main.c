@@ -99,6 +99,11 @@ const gp_command GP_COMMANDS[] = {
      "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), ISO 8601 with a zone\n"
      "(2024-11-24T06:30:00Z, 2024-11-24T08:30+02:00), a relative time (-24h or 24h: that long ago;\n"
      "+2h: from now; units s, m, h, d, w) or epoch seconds.\n"},
+    {"top", gp_cmd_top,
+     "usage: gpupool top [--interval S]\n"
+     "A live view of the fleet: occupancy per GPU type, the top tenants by GPUs in use against their guarantee,\n"
+     "the oldest pending jobs with why they wait and the latest preemptions with why.  Redraws every S seconds\n"
+     "(default 2) until q or Ctrl-C; when stdout is not a terminal (or with --json) it prints one snapshot.\n"},
     {"token", gp_cmd_token,
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
      "                            [--user U] [--ttl DURATION]\n"
@@ -128,7 +133,7 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
-    "          quota set, apply, usage, token create|list|revoke, audit [verify], ledger [verify],\n"
+    "          quota set, apply, usage, top, token create|list|revoke, audit [verify], ledger [verify],\n"
     "          admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"

@@ -9,7 +9,9 @@
  * The draw function prints one refresh and returns an exit code; it sets
  * *done when there is nothing more to wait for (a watched job ended).  The
  * watch ends then, on a draw error (its code is returned) or when the user
- * interrupts it.
+ * interrupts it: on a terminal q (read from stdin without Enter) or
+ * Ctrl-C ends it cleanly (echo, line mode and the cursor are restored;
+ * exit 0).
  */
 #ifndef GP_CLI_WATCH_H
 #define GP_CLI_WATCH_H

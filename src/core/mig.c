@@ -251,3 +251,27 @@ void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len)
         used += (size_t)n;
     }
 }
+
+/* The smallest share that would have held what a job used (see types.h):
+ * the first profile of the model's table (they grow in compute, then
+ * memory) whose compute sevenths cover sm_pct and whose memory slices
+ * cover mem_mib; an MPS percentage, a multiple of 5, covering both. */
+bool gp_share_fit(const char *gpu_type, int64_t gpu_mem_mib, int sm_pct, int64_t mem_mib, gp_share_fit_out *out)
+{
+    memset(out, 0, sizeof *out);
+    if (gpu_mem_mib <= 0 || sm_pct < 0 || mem_mib < 0)
+        return false;
+    int64_t mem_pct = (mem_mib * 100 + gpu_mem_mib - 1) / gpu_mem_mib;
+    int64_t need = sm_pct > mem_pct ? sm_pct : mem_pct;
+    need = (need + 4) / 5 * 5;
+    out->mps_pct = (int)(need < 5 ? 5 : need > 100 ? 100 : need);
+    int m = gp__mig_model_find(gpu_type, gpu_mem_mib);
+    for (int p = 0; m >= 0 && p < MIG_PROFILES; p++) {
+        const mig_profile *pr = &models[m].profiles[p];
+        if (pr->compute * 100 >= sm_pct * 7 && gpu_mem_mib * pr->size / 8 >= mem_mib) {
+            snprintf(out->mig, sizeof out->mig, "%s", pr->name);
+            break;
+        }
+    }
+    return true;
+}

@@ -420,6 +420,21 @@ const char *gp_score_name(gp_score s);
 const char *gp_trust_name(gp_trust t);
 const char *gp_restart_policy_name(gp_restart_policy p);
 
+/* The smallest share that would fit what a job used on one GPU of
+ * gpu_type (gpu_mem_mib of memory): its peak SM activity (percent of the
+ * GPU) and peak memory.  mig: the smallest MIG profile of the model whose
+ * compute and memory cover both ("" when the model has no MIG or none
+ * fits); mps_pct: an MPS share (5..100, a multiple of 5) covering both.
+ * False on bad input (gpu_mem_mib <= 0, negatives).  Example (H100 80 GiB):
+ * peak 9 % SM and 6,000 MiB -> mig 1g.10gb (1/7 = 14 % SM, 10 GiB),
+ * mps 10 %; peak 20 % and 30,000 MiB -> mig 3g.40gb, mps 40 %.  For the
+ * under-driven jobs of `gpupool usage` (allocated vs used, issue 15). */
+typedef struct gp_share_fit_out {
+    char mig[16];
+    int mps_pct;
+} gp_share_fit_out;
+bool gp_share_fit(const char *gpu_type, int64_t gpu_mem_mib, int sm_pct, int64_t mem_mib, gp_share_fit_out *out);
+
 /* A tenant's given fair-share weight; 0 means "derived from its guarantee".
  * The floor keeps usage / weight finite (5e-324 made shares infinite). */
 #define GP_WEIGHT_MIN 0.001

@@ -1,5 +1,6 @@
 /* api_fleet.c - GET /v1/nodes, GET /v1/nodes/{name}, GET
- * /v1/nodes/{name}/checks, POST /v1/nodes/{name}/drain, GET /v1/usage.
+ * /v1/nodes/{name}/checks, POST /v1/nodes/{name}/drain, GET /v1/usage,
+ * GET /v1/preemptions.
  *
  * Nodes are the engine's view of the fleet: the nodes of --fleet and the
  * nodes node agents registered; one node's view adds what its agent said
@@ -17,6 +18,9 @@
  * why (not 404: the caller's pending reasons name it):
  *   member of ml/train, GET /v1/usage?tenant=ml -> 403 "tenant ml is above
  *   this token's scope ml/train: its limits hold the jobs of ml/train ..."
+ *
+ * Preemptions are the newest job history rows of kind "preempt" (when,
+ * which job, its tenant, why), scoped like jobs: `gpupool top` shows them.
  */
 #include "server/api.h"
 
@@ -282,6 +286,26 @@ void gp_api_usage(gp_request *r)
     gp_readers_give(&r->srv->readers, s);
     if (unknown) {
         json_decref(out);
+        return;
+    }
+    gp_api_reply(r, 200, out);
+}
+
+void gp_api_preemptions(gp_request *r)
+{
+    static const char *const allowed[] = {"limit", NULL};
+    int64_t limit = 20;
+    if (!gp_api_query_only(r, allowed) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
+        return;
+    int n_scopes;
+    const char *const *scopes = gp_api_scopes(r, &n_scopes);
+    gp_error err;
+    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    json_t *out = NULL;
+    gp_err rc = s ? gp_store_preemptions_list(s, scopes, n_scopes, (int)limit, &out, &err) : err.code;
+    gp_readers_give(&r->srv->readers, s);
+    if (rc != GP_OK) {
+        gp_api_fail(r, &err);
         return;
     }
     gp_api_reply(r, 200, out);

@@ -313,6 +313,8 @@ void gp_api_route(gp_request *r)
         route_nodes(r, rest);
     else if (strcmp(r->url, "/v1/usage") == 0)
         route_simple(r, "GET", gp_api_usage);
+    else if (strcmp(r->url, "/v1/preemptions") == 0)
+        route_simple(r, "GET", gp_api_preemptions);
     else if (strcmp(r->url, "/v1/audit") == 0)
         route_simple(r, "GET", gp_api_audit_list);
     else if (strcmp(r->url, "/v1/audit/verify") == 0)

@@ -159,6 +159,12 @@ gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_e
 gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant,
                             int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err);
 
+/* The newest `limit` preemptions (job history rows of kind "preempt") of
+ * the jobs in scope, newest first: {"preemptions": [{"time", "job",
+ * "tenant", "reason"}]}. */
+gp_err gp_store_preemptions_list(gp_store *s, const char *const *scopes, int n_scopes, int limit, json_t **out,
+                                 gp_error *err);
+
 /* ---- tenants (the specs as last set) ---- */
 
 gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err);

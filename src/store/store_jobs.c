@@ -434,3 +434,25 @@ gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_e
     sqlite3_clear_bindings(st);
     return GP_OK;
 }
+
+gp_err gp_store_preemptions_list(gp_store *s, const char *const *scopes, int n_scopes, int limit, json_t **out,
+                                 gp_error *err)
+{
+    where w = {0};
+    *out = NULL;
+    where_add(&w, "SELECT h.time, h.job_id AS job, j.tenant, h.reason FROM job_history h JOIN jobs j ON j.id = h.job_id");
+    where_scopes(&w, "j.tenant", scopes, n_scopes, NULL);
+    char tail[96];
+    snprintf(tail, sizeof tail, " AND h.kind = 'preempt' ORDER BY h.seq DESC LIMIT %d", limit);
+    where_add(&w, tail);
+    sqlite3_stmt *st;
+    gp_err rc = where_prepare(s, &w, &st, err);
+    if (rc)
+        return rc;
+    json_t *rows = json_array();
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(rows, gp__store_row_json(st));
+    sqlite3_finalize(st);
+    *out = json_pack("{s:o}", "preemptions", rows);
+    return GP_OK;
+}

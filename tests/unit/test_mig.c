@@ -689,6 +689,38 @@ static void an_untrusted_tenants_mig_claim_keeps_others_off_the_gpu(void **state
     sb_assert_sharing_consistent(w, SB_H100_MIB);
 }
 
+static void share_fit_suggests_the_smallest_mig_profile_and_mps_share_that_cover_use(void **state)
+{
+    (void)state;
+    gp_share_fit_out f;
+    assert_true(gp_share_fit("H100", SB_H100_MIB, 9, 6000, &f));
+    assert_string_equal(f.mig, "1g.10gb");
+    assert_int_equal(f.mps_pct, 10);
+    /* 20 % SM needs 2 sevenths; 30,000 MiB needs 4 memory slices: 3g.40gb */
+    assert_true(gp_share_fit("H100", SB_H100_MIB, 20, 30000, &f));
+    assert_string_equal(f.mig, "3g.40gb");
+    assert_int_equal(f.mps_pct, 40);
+    /* a busy job fits only the whole GPU */
+    assert_true(gp_share_fit("H100", SB_H100_MIB, 95, 1000, &f));
+    assert_string_equal(f.mig, "7g.80gb");
+    assert_int_equal(f.mps_pct, 95);
+    /* an idle job still gets the smallest share, never 0 */
+    assert_true(gp_share_fit("H100", SB_H100_MIB, 0, 0, &f));
+    assert_string_equal(f.mig, "1g.10gb");
+    assert_int_equal(f.mps_pct, 5);
+}
+
+static void share_fit_offers_no_mig_profile_on_a_gpu_without_mig_and_refuses_bad_input(void **state)
+{
+    (void)state;
+    gp_share_fit_out f;
+    assert_true(gp_share_fit("L40S", 46068, 12, 2000, &f));
+    assert_string_equal(f.mig, "");
+    assert_int_equal(f.mps_pct, 15);
+    assert_false(gp_share_fit("H100", 0, 10, 10, &f));
+    assert_false(gp_share_fit("H100", SB_H100_MIB, -1, 10, &f));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -721,6 +753,8 @@ int main(void)
         TB_TEST(a_reclaimer_binds_on_its_claim_even_where_a_fresh_look_would_not),
         cmocka_unit_test(a_layout_change_that_would_delay_a_claim_waits_for_its_grace_end),
         TB_TEST(an_untrusted_tenants_mig_claim_keeps_others_off_the_gpu),
+        cmocka_unit_test(share_fit_suggests_the_smallest_mig_profile_and_mps_share_that_cover_use),
+        cmocka_unit_test(share_fit_offers_no_mig_profile_on_a_gpu_without_mig_and_refuses_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
