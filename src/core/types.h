@@ -364,6 +364,7 @@ typedef struct gp_node_info {
     uint32_t gpu_first;         /* global index of GPU 0 of this node */
     bool up, draining;
     int64_t cpu_millis, cpu_used, mem_mib, mem_used;
+    int64_t gpu_mem_mib;        /* memory of one of its GPUs */
 } gp_node_info;
 
 typedef struct gp_engine_stats {

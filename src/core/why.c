@@ -400,6 +400,7 @@ bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out)
     out->cpu_used = n->cpu_used;
     out->mem_mib = n->mem_cap;
     out->mem_used = n->mem_used;
+    out->gpu_mem_mib = n->gpu_mem_mib;
     return true;
 }
 

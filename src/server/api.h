@@ -135,6 +135,7 @@ void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
 void gp_api_node_checks(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
+void gp_api_usage_underdriven(gp_request *r); /* GET /v1/usage/underdriven?sm=PCT&for=S */
 void gp_api_preemptions(gp_request *r); /* GET /v1/preemptions?limit=N */
 
 void gp_api_agent_register(gp_request *r);                       /* api_agents.c */

@@ -378,9 +378,12 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
         return;
     }
     uint64_t version = 0;
+    int64_t now_ms = gp_wall_ms();
     json_t *running = json_incref(json_object_get(body, "running")), *gpus = json_incref(json_object_get(body, "gpus"));
     gp_agent_beat beat = gp_agents_heartbeat(&r->srv->agents, node, running ? running : json_array(),
-                                             gpus ? gpus : json_array(), gp_wall_ms(), &version);
+                                             gpus ? gpus : json_array(), now_ms, &version);
+    if (beat == GP_AGENT_BEAT_OK) /* allocated vs used (use.h) */
+        gp_use_beat(&r->srv->use, node, json_object_get(body, "running"), now_ms);
     json_decref(body);
     if (beat != GP_AGENT_BEAT_OK) {
         gp_api_error(r, 409, "conflict", "node",

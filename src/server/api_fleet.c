@@ -19,6 +19,16 @@
  *   member of ml/train, GET /v1/usage?tenant=ml -> 403 "tenant ml is above
  *   this token's scope ml/train: its limits hold the jobs of ml/train ..."
  *
+ * Allocated vs used (use.h): /v1/usage adds "allocated_vs_used", per
+ * tenant and GPU type allocated, used (driven), lost-to-preemption and
+ * idle-held (allocated - used) GPU-hours; used and lost count the jobs'
+ * whole runs (the period cuts only allocated).  GET
+ * /v1/usage/underdriven?sm=10&for=1800 lists the running jobs every GPU
+ * sample of which was below sm % for at least `for` seconds, with the
+ * smallest MIG profile and MPS share that would hold their peaks
+ * (gp_share_fit): job 7 on an H100, peaks 6 % SM and 6,000 MiB, below
+ * 10 % for 40 min -> {"job": 7, "suggest": {"mig": "1g.10gb", "mps_pct": 10}}.
+ *
  * Preemptions are the newest job history rows of kind "preempt" (when,
  * which job, its tenant, why), scoped like jobs: `gpupool top` shows them.
  */
@@ -249,6 +259,45 @@ static void usage_refuse(gp_request *r, const char *tenant)
                  tenant, r->who.scope, r->who.scope, tenant);
 }
 
+/* One row per tenant and GPU type of the allocation rows (classes
+ * summed) and of the used rows ({"tenant": {"type": [used_s, lost_s]}}). */
+static json_t *allocated_vs_used(const json_t *usage, json_t *use)
+{
+    json_t *alloc = json_object(), *rows = json_array(), *v, *types, *x;
+    size_t i;
+    const char *t, *type;
+    json_array_foreach(usage, i, v) {
+        t = json_string_value(json_object_get(v, "tenant"));
+        if (!(types = json_object_get(alloc, t)))
+            json_object_set_new(alloc, t, types = json_object());
+        type = json_string_value(json_object_get(v, "gpu_type"));
+        double s = json_real_value(json_object_get(types, type)) +
+                   json_number_value(json_object_get(v, "gpu_seconds"));
+        json_object_set_new(types, type, json_real(s));
+        if (!json_object_get(use, t))
+            json_object_set_new(use, t, json_object());
+    }
+    json_object_foreach(use, t, types) {
+        json_object_foreach(types, type, x) {
+            double a = json_number_value(json_object_get(json_object_get(alloc, t), type));
+            double u = json_number_value(json_array_get(x, 0)), lost = json_number_value(json_array_get(x, 1));
+            json_array_append_new(rows, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f}", "tenant", t, "gpu_type", type,
+                                                  "allocated_gpu_hours", a / 3600.0, "used_gpu_hours", u / 3600.0,
+                                                  "lost_gpu_hours", lost / 3600.0, "idle_held_gpu_hours",
+                                                  (a > u ? a - u : 0) / 3600.0));
+        }
+        json_object_foreach(json_object_get(alloc, t), type, x) {
+            if (!json_object_get(types, type))
+                json_array_append_new(rows, json_pack("{s:s, s:s, s:f, s:f, s:f, s:f}", "tenant", t, "gpu_type", type,
+                                                      "allocated_gpu_hours", json_real_value(x) / 3600.0,
+                                                      "used_gpu_hours", 0.0, "lost_gpu_hours", 0.0,
+                                                      "idle_held_gpu_hours", json_real_value(x) / 3600.0));
+        }
+    }
+    json_decref(alloc);
+    return rows;
+}
+
 void gp_api_usage(gp_request *r)
 {
     static const char *const allowed[] = {"tenant", "from", "to", NULL};
@@ -280,6 +329,15 @@ void gp_api_usage(gp_request *r)
         gp_api_fail(r, &err);
         return;
     }
+    json_t *use = NULL;
+    if (gp_store_use_query(s, scopes, n_scopes, tenant, &use, &err) != GP_OK) {
+        gp_readers_give(&r->srv->readers, s);
+        json_decref(out);
+        gp_api_fail(r, &err);
+        return;
+    }
+    json_object_set_new(out, "allocated_vs_used", allocated_vs_used(json_object_get(out, "usage"), use));
+    json_decref(use);
     /* as for jobs: no usage of a tenant that does not exist is a typo */
     bool unknown = tenant && json_array_size(json_object_get(out, "usage")) == 0 &&
                    !gp_api_tenant_known(r, s, tenant, "tenant");
@@ -289,6 +347,73 @@ void gp_api_usage(gp_request *r)
         return;
     }
     gp_api_reply(r, 200, out);
+}
+
+typedef struct underdriven_ctx {
+    const gp_engine *e;
+    const gp_principal *who;
+    int sm;
+    int64_t for_s, now;
+    json_t *jobs;
+} underdriven_ctx;
+
+/* The memory of one GPU of the job (its first), 0 when not placed. */
+static int64_t job_gpu_mem(const gp_engine *e, uint64_t job)
+{
+    uint32_t g;
+    gp_gpu_info gi;
+    gp_node_info n;
+    if (gp_engine_job_gpus(e, job, &g, 1) == 0 || !gp_engine_gpu_get(e, g, &gi) ||
+        !gp_engine_node_get(e, gi.node, &n))
+        return 0;
+    return n.gpu_mem_mib;
+}
+
+static void underdriven_job(void *arg, const gp_store_job_use *c)
+{
+    underdriven_ctx *x = arg;
+    gp_job_info info;
+    gp_tenant_info t;
+    int64_t since = c->below_since[x->sm];
+    if (since == 0 || x->now - since < x->for_s || gp_engine_job_info(x->e, c->job_id, &info, NULL) != GP_OK ||
+        info.state != GP_JOB_RUNNING || !gp_engine_tenant_get(x->e, info.tenant, &t) ||
+        !gp_principal_sees(x->who, t.path))
+        return;
+    const char *type = gp_engine_gpu_type_name(x->e, info.gpu_type);
+    gp_share_fit_out fit;
+    json_t *suggest = json_null();
+    if (type && gp_share_fit(type, job_gpu_mem(x->e, c->job_id), c->peak_sm, c->peak_memory_mib, &fit))
+        suggest = json_pack("{s:s?, s:i}", "mig", fit.mig[0] ? fit.mig : NULL, "mps_pct", fit.mps_pct);
+    json_array_append_new(x->jobs, json_pack("{s:I, s:s, s:s?, s:i, s:i, s:I, s:I, s:I, s:o}", "job",
+                                             (json_int_t)c->job_id, "tenant", t.path, "gpu_type", type, "gpus",
+                                             info.replicas * info.gpus, "peak_sm_pct", c->peak_sm,
+                                             "peak_memory_mib", (json_int_t)c->peak_memory_mib, "below_since",
+                                             (json_int_t)since, "below_s", (json_int_t)(x->now - since),
+                                             "suggest", suggest));
+}
+
+static void underdriven_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)now;
+    underdriven_ctx *x = op->arg;
+    x->e = srv->journal.engine;
+    x->who = op->who;
+    x->now = gp_wall_ms() / 1000; /* the samples' clock */
+    x->jobs = json_array();
+    gp_use_each(&srv->use, underdriven_job, x);
+    gp_op_reply(op, 200, json_pack("{s:o, s:i, s:I}", "jobs", x->jobs, "sm", x->sm, "for", (json_int_t)x->for_s));
+}
+
+void gp_api_usage_underdriven(gp_request *r)
+{
+    static const char *const allowed[] = {"sm", "for", NULL};
+    int64_t sm = 10, for_s = 1800;
+    if (!gp_api_query_only(r, allowed) || !gp_api_query_int(r, "sm", 1, 100, &sm) ||
+        !gp_api_query_int(r, "for", 0, INT64_C(1) << 32, &for_s))
+        return;
+    underdriven_ctx x = {.sm = (int)sm, .for_s = for_s};
+    gp_op op = {.run = underdriven_run, .arg = &x};
+    gp_api_run_op(r, &op);
 }
 
 void gp_api_preemptions(gp_request *r)

@@ -171,6 +171,17 @@ static gp_err runs_write(gp_journal *j, uint64_t id, gp_error *err)
     return rc;
 }
 
+/* The job's allocated-vs-used row (store_use.c): the milli-GPUs on each
+ * of the GPUs its replicas report telemetry for. */
+static gp_err use_open(gp_journal *j, const gp_usage *u, gp_error *err)
+{
+    gp_job_info info;
+    int64_t entries = 1;
+    if (gp_engine_job_info(j->engine, u->job_id, &info, NULL) == GP_OK && info.replicas * info.gpus > 0)
+        entries = (int64_t)info.replicas * info.gpus;
+    return gp_store_job_use_open(j->store, u->job_id, u->tenant, u->gpu_type, u->milli_gpus / entries, err);
+}
+
 static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
 {
     char text[1024];
@@ -188,7 +199,9 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
             snprintf(text, sizeof text, "%s; by job %llu of %s, guarantee of %s; grace %llds; %lld GPU-s lost",
                      d->reason, (unsigned long long)d->by_job, d->by_tenant, d->guarantee_of, (long long)d->grace_s,
                      (long long)d->work_lost_gpu_s);
-        return gp_store_history_add(j->store, d->job_id, d->time, "preempt", NULL, NULL, text, err);
+        if (gp_store_history_add(j->store, d->job_id, d->time, "preempt", NULL, NULL, text, err) != GP_OK)
+            return err ? err->code : GP_ERR_INVALID;
+        return gp_store_job_use_lost(j->store, d->job_id, d->work_lost_gpu_s, err);
     case GP_DEC_STOP:
         snprintf(text, sizeof text, "%s (grace %llds)", d->reason, (long long)d->grace_s);
         return gp_store_history_add(j->store, d->job_id, d->time, "stop", NULL, NULL, text, err);
@@ -202,7 +215,9 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
                             .milli_gpus = d->usage.milli_gpus,
                             .start = d->usage.start,
                             .end = -1};
-        return gp_store_usage_open(j->store, &u, err);
+        if (gp_store_usage_open(j->store, &u, err) != GP_OK)
+            return err ? err->code : GP_ERR_INVALID;
+        return use_open(j, &d->usage, err);
     }
     case GP_DEC_USAGE_CLOSE:
         return gp_store_usage_close(j->store, d->usage.interval_id, d->usage.end, err);

@@ -216,6 +216,16 @@ static void flush_last_used(gp_server *srv)
         gp_log(GP_LOG_WARN, "token_last_used", "error=%s", gp_log_quote(err.message, q, sizeof q));
 }
 
+/* Allocated vs used (use.h): the changed counters every few seconds, in
+ * this batch's transaction; best effort like the tokens' last uses. */
+static void flush_use(gp_server *srv)
+{
+    gp_error err;
+    char q[300];
+    if (gp_use_flush(&srv->use, srv->store, gp_wall_ms(), false, &err) != GP_OK)
+        gp_log(GP_LOG_WARN, "job_use_flush", "error=%s", gp_log_quote(err.message, q, sizeof q));
+}
+
 /* Moves the mutating ops to the front, keeping arrival order within each
  * group; returns how many mutate.  Done before anything is answered: an
  * answered op belongs to its caller again and may be gone. */
@@ -256,6 +266,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         if (ops[i]->finish && ops[i]->status < 400)
             ops[i]->finish(srv, ops[i], now);
     flush_last_used(srv);
+    flush_use(srv);
     double c0 = mono_seconds();
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);

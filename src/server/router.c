@@ -233,6 +233,7 @@ static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
+    "/v1/usage/underdriven",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -313,6 +314,8 @@ void gp_api_route(gp_request *r)
         route_nodes(r, rest);
     else if (strcmp(r->url, "/v1/usage") == 0)
         route_simple(r, "GET", gp_api_usage);
+    else if (strcmp(r->url, "/v1/usage/underdriven") == 0)
+        route_simple(r, "GET", gp_api_usage_underdriven);
     else if (strcmp(r->url, "/v1/preemptions") == 0)
         route_simple(r, "GET", gp_api_preemptions);
     else if (strcmp(r->url, "/v1/audit") == 0)

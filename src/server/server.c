@@ -413,6 +413,10 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     }
     if (rc == GP_OK)
         rc = ledger_start(srv, err);
+    if (rc == GP_OK) {
+        gp_use_init(&srv->use, srv->cfg.node_lost_after_s);
+        rc = gp_use_load(&srv->use, srv->store, err);
+    }
     if (rc == GP_OK)
         rc = load_fleet(srv, err);
     if (rc == GP_OK)
@@ -439,6 +443,19 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     return GP_OK;
 }
 
+/* The last telemetry counters (the engine thread has stopped: the
+ * writer is this thread's), then the map. */
+static void use_stop(gp_server *srv)
+{
+    gp_error err;
+    char q[300];
+    if (srv->store && (gp_store_begin(srv->store, &err) != GP_OK ||
+                       gp_use_flush(&srv->use, srv->store, gp_wall_ms(), true, &err) != GP_OK ||
+                       gp_store_commit(srv->store, &err) != GP_OK))
+        gp_log(GP_LOG_WARN, "job_use_flush", "error=%s", gp_log_quote(err.message, q, sizeof q));
+    gp_use_free(&srv->use);
+}
+
 void gp_server_stop(gp_server *srv)
 {
     if (srv->agents.epoch)
@@ -449,6 +466,8 @@ void gp_server_stop(gp_server *srv)
     gp_loop_stop(srv);
     checkpointer_stop(&srv->checkpointer);
     readers_close(&srv->readers);
+    if (srv->use.cap_s)
+        use_stop(srv);
     if (srv->journal.engine)
         gp_journal_close(&srv->journal);
     gp_store_close(srv->store);

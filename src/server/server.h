@@ -19,6 +19,7 @@
 #define GP_SERVER_SERVER_H
 
 #include "server/agents.h"
+#include "server/use.h"
 #include "server/auth.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
@@ -80,6 +81,7 @@ struct gp_server {
     gp_checkpointer checkpointer;
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
+    gp_use use;              /* allocated vs used: what each job drove (use.h) */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

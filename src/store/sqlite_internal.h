@@ -34,6 +34,9 @@ typedef enum gp__stmt_id {
     GP__ST_LEDGER_LAST,
     GP__ST_LEDGER_OPEN_GET,
     GP__ST_JOB_USER,
+    GP__ST_USE_OPEN,
+    GP__ST_USE_LOST,
+    GP__ST_USE_SAMPLE,
     GP__ST_COUNT
 } gp__stmt_id;
 

@@ -41,7 +41,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 5
+#define GP_STORE_SCHEMA_VERSION 6
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -265,5 +265,37 @@ typedef struct gp_store_ledger_check {
 
 /* Recomputes the chain from the first record. */
 gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *out, gp_error *err);
+
+/* ---- allocated vs used (store_use.c) ---- */
+
+/* Levels of SM activity a job's "below since" is kept for: 0..100 %. */
+#define GP_STORE_USE_LEVELS 101
+
+/* What the agents' telemetry says one job drove (server/use.h). */
+typedef struct gp_store_job_use {
+    uint64_t job_id;
+    double busy_gpu_s;        /* sum over its GPUs of SM activity x seconds (a whole GPU busy 1 s = 1) */
+    int peak_sm;              /* percent, the highest sample of any of its GPUs */
+    int64_t peak_memory_mib;  /* the highest sample of one GPU */
+    int64_t below_since[GP_STORE_USE_LEVELS]; /* [L]: epoch s since every sample was below L %, 0 = not */
+    int64_t updated;          /* epoch s of the last sample */
+} gp_store_job_use;
+
+/* The job's row (when its usage interval opens, in the decision's
+ * transaction): tenant, GPU type and milli-GPUs held on each of its GPUs. */
+gp_err gp_store_job_use_open(gp_store *s, uint64_t job, const char *tenant, const char *gpu_type,
+                             int64_t milli_per_gpu, gp_error *err);
+/* Adds GPU-seconds lost to a preemption (work since the last checkpoint). */
+gp_err gp_store_job_use_lost(gp_store *s, uint64_t job, int64_t gpu_s, gp_error *err);
+/* Writes the telemetry counters of a job that has a row (else nothing). */
+gp_err gp_store_job_use_sample(gp_store *s, const gp_store_job_use *u, gp_error *err);
+/* Calls fn for every row's counters (start-up: server/use.c reloads them). */
+typedef void (*gp_store_job_use_fn)(void *ctx, const gp_store_job_use *u);
+gp_err gp_store_job_use_scan(gp_store *s, gp_store_job_use_fn fn, void *ctx, gp_error *err);
+/* Used and lost GPU-seconds by tenant and GPU type (whole runs of the jobs,
+ * not cut to a period): {"tenant": {"gpu_type": [used, lost]}} in *out
+ * (a new reference).  Scoped like gp_store_usage_query. */
+gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, json_t **out,
+                          gp_error *err);
 
 #endif

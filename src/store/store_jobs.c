@@ -421,6 +421,32 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
     return GP_OK;
 }
 
+gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, json_t **out,
+                          gp_error *err)
+{
+    where w = {0};
+    *out = NULL;
+    where_add(&w, "SELECT tenant, gpu_type, SUM(busy_gpu_s * milli_per_gpu) / 1000.0, SUM(lost_gpu_s) FROM job_use");
+    where_scopes(&w, "tenant", scopes, n_scopes, tenant);
+    where_add(&w, " GROUP BY tenant, gpu_type");
+    sqlite3_stmt *st;
+    gp_err rc = where_prepare(s, &w, &st, err);
+    if (rc)
+        return rc;
+    json_t *byt = json_object();
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        json_t *types = json_object_get(byt, t);
+        if (!types)
+            json_object_set_new(byt, t, types = json_object());
+        json_object_set_new(types, (const char *)sqlite3_column_text(st, 1),
+                            json_pack("[f, I]", sqlite3_column_double(st, 2), (json_int_t)sqlite3_column_int64(st, 3)));
+    }
+    sqlite3_finalize(st);
+    *out = byt;
+    return GP_OK;
+}
+
 gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err)
 {
     user[0] = '\0';

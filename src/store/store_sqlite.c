@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 5, PRAGMA user_version):
+ * On-disk format (schema version 6, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -39,6 +39,11 @@
  *                                the append-only, hash-chained usage
  *                                ledger (store_ledger.c): one record per
  *                                usage interval opened or closed
+ *   job_use(job_id, tenant, gpu_type, milli_per_gpu, busy_gpu_s,
+ *           lost_gpu_s, peak_sm, peak_memory_mib, below_since, updated)
+ *                                allocated vs used (store_use.c): what
+ *                                the agents' telemetry says each job
+ *                                drove, flushed every few seconds
  *
  * Invariants: every row of the materialized tables was written in the
  * transaction that appended the event which caused it, so after any crash
@@ -110,6 +115,12 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE ledger(seq INTEGER PRIMARY KEY, interval_id INTEGER NOT NULL, kind TEXT NOT NULL,"
     " record TEXT NOT NULL, hash TEXT NOT NULL);"
     "CREATE INDEX ledger_by_interval ON ledger(interval_id, kind);",
+    /* 5 -> 6: allocated vs used, per job (issue 15) */
+    "CREATE TABLE job_use(job_id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, gpu_type TEXT NOT NULL,"
+    " milli_per_gpu INTEGER NOT NULL, busy_gpu_s REAL NOT NULL DEFAULT 0, lost_gpu_s INTEGER NOT NULL DEFAULT 0,"
+    " peak_sm INTEGER NOT NULL DEFAULT 0, peak_memory_mib INTEGER NOT NULL DEFAULT 0, below_since BLOB,"
+    " updated INTEGER);"
+    "CREATE INDEX job_use_by_tenant ON job_use(tenant);",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -146,6 +157,12 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_LEDGER_OPEN_GET] = "SELECT record FROM ledger WHERE interval_id = ?1 AND kind = 'open'"
                                " ORDER BY seq DESC LIMIT 1",
     [GP__ST_JOB_USER] = "SELECT user FROM jobs WHERE id = ?1",
+    [GP__ST_USE_OPEN] = "INSERT INTO job_use(job_id, tenant, gpu_type, milli_per_gpu) VALUES(?1, ?2, ?3, ?4)"
+                        " ON CONFLICT(job_id) DO UPDATE SET tenant = excluded.tenant, gpu_type = excluded.gpu_type,"
+                        " milli_per_gpu = excluded.milli_per_gpu",
+    [GP__ST_USE_LOST] = "UPDATE job_use SET lost_gpu_s = lost_gpu_s + ?2 WHERE job_id = ?1",
+    [GP__ST_USE_SAMPLE] = "UPDATE job_use SET busy_gpu_s = ?2, peak_sm = ?3, peak_memory_mib = ?4,"
+                          " below_since = ?5, updated = ?6 WHERE job_id = ?1",
 };
 
 /* ---- helpers shared by the backend's files ---- */
