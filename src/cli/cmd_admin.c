@@ -472,20 +472,125 @@ int gp_cmd_apply(gp_client *c, int argc, char **argv)
     return rc;
 }
 
+/* Allocated, used (driven), lost-to-preemption and idle-held GPU-hours
+ * per tenant and type (GET /v1/usage's allocated_vs_used). */
+static void usage_used_table(const json_t *rows)
+{
+    static const char *const head[] = {"TENANT", "GPU", "ALLOCATED", "USED", "LOST", "IDLE-HELD"};
+    static const char *const keys[] = {"allocated_gpu_hours", "used_gpu_hours", "lost_gpu_hours",
+                                       "idle_held_gpu_hours"};
+    gp_table t;
+    gp_table_init(&t, 6, head);
+    size_t i;
+    json_t *u;
+    json_array_foreach(rows, i, u) {
+        char cells_h[4][32];
+        for (int k = 0; k < 4; k++)
+            snprintf(cells_h[k], sizeof cells_h[k], "%.3f", json_number_value(json_object_get(u, keys[k])));
+        const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
+                               json_string_value(json_object_get(u, "gpu_type")), cells_h[0], cells_h[1], cells_h[2],
+                               cells_h[3]};
+        gp_table_add(&t, cells);
+    }
+    printf("\nallocated vs used (GPU-hours):\n");
+    gp_table_print(&t, stdout);
+}
+
+/* The under-driven jobs (GET /v1/usage/underdriven) with their suggestion. */
+static void usage_under_table(const json_t *out)
+{
+    static const char *const head[] = {"JOB", "TENANT", "GPU", "GPUS", "PEAK-SM", "PEAK-MEM", "BELOW-FOR", "SUGGEST"};
+    gp_table t;
+    gp_table_init(&t, 8, head);
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(out, "jobs"), i, j) {
+        char id[24], gpus[16], sm[16], mem[24], below[24], suggest[64];
+        const json_t *s = json_object_get(j, "suggest");
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "job")));
+        snprintf(gpus, sizeof gpus, "%lld", (long long)json_integer_value(json_object_get(j, "gpus")));
+        snprintf(sm, sizeof sm, "%lld%%", (long long)json_integer_value(json_object_get(j, "peak_sm_pct")));
+        snprintf(mem, sizeof mem, "%lld MiB", (long long)json_integer_value(json_object_get(j, "peak_memory_mib")));
+        snprintf(below, sizeof below, "%llds", (long long)json_integer_value(json_object_get(j, "below_s")));
+        if (json_is_string(json_object_get(s, "mig")))
+            snprintf(suggest, sizeof suggest, "MIG %s or MPS %lld%%", json_string_value(json_object_get(s, "mig")),
+                     (long long)json_integer_value(json_object_get(s, "mps_pct")));
+        else
+            snprintf(suggest, sizeof suggest, s && !json_is_null(s) ? "MPS %lld%%" : "-",
+                     (long long)json_integer_value(json_object_get(s, "mps_pct")));
+        const char *cells[] = {id, json_string_value(json_object_get(j, "tenant")),
+                               json_string_value(json_object_get(j, "gpu_type")), gpus, sm, mem, below, suggest};
+        gp_table_add(&t, cells);
+    }
+    printf("\nunder-driven (below %lld%% SM for %llds or more):\n",
+           (long long)json_integer_value(json_object_get(out, "sm")),
+           (long long)json_integer_value(json_object_get(out, "for")));
+    gp_table_print(&t, stdout);
+}
+
+static void usage_table(const json_t *body)
+{
+    static const char *const head[] = {"TENANT", "GPU", "CLASS", "GPU-HOURS"};
+    gp_table t;
+    gp_table_init(&t, 4, head);
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(body, "usage"), i, u) {
+        char hours[32];
+        snprintf(hours, sizeof hours, "%.3f", json_number_value(json_object_get(u, "gpu_seconds")) / 3600.0);
+        const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
+                               json_string_value(json_object_get(u, "gpu_type")),
+                               json_string_value(json_object_get(u, "class")), hours};
+        gp_table_add(&t, cells);
+    }
+    gp_table_print(&t, stdout);
+    if (json_array_size(json_object_get(body, "allocated_vs_used")))
+        usage_used_table(json_object_get(body, "allocated_vs_used"));
+}
+
+static const char USAGE_USAGE[] = "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]"
+                                  " [--under-sm PCT] [--under-for DURATION]";
+
+/* --under-sm / --under-for: the under-driven query; false on a bad value. */
+static bool usage_under_arg(gp_client *c, int ch, const char *arg, char *under, size_t cap)
+{
+    int64_t v;
+    char *end;
+    char num[32];
+    if (ch == 'S') {
+        v = strtoll(arg, &end, 10);
+        if (*arg == '\0' || *end != '\0' || v < 1 || v > 100)
+            return false;
+    } else if (!gp_duration_parse(arg, &v)) {
+        return false;
+    }
+    snprintf(num, sizeof num, "%lld", (long long)v);
+    gp_query_add(c, under, cap, ch == 'S' ? "sm" : "for", num);
+    return true;
+}
+
 int gp_cmd_usage(gp_client *c, int argc, char **argv)
 {
     static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
                                          {"from", required_argument, NULL, 'f'},
                                          {"to", required_argument, NULL, 'T'},
+                                         {"under-sm", required_argument, NULL, 'S'},
+                                         {"under-for", required_argument, NULL, 'F'},
                                          {NULL, 0, NULL, 0}};
-    static const char USAGE_USAGE[] = "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]";
-    char path[1024] = "/v1/usage";
+    char path[1024] = "/v1/usage", under[256] = "/v1/usage/underdriven";
     int ch;
     optind = 0;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *key = ch == 't' ? "tenant" : ch == 'f' ? "from" : ch == 'T' ? "to" : NULL;
         int64_t t;
         char epoch[32];
+        if (ch == 'S' || ch == 'F') {
+            if (!usage_under_arg(c, ch, optarg, under, sizeof under))
+                return gp_usage_error("usage", ch == 'S' ? "--under-sm: expected a percent 1..100; got %s"
+                                                         : "--under-for: expected a duration like 30m; got %s",
+                                      optarg);
+            continue;
+        }
         if (!key)
             return gp_usage_error("usage", "%s", USAGE_USAGE);
         if (ch == 't') {
@@ -499,25 +604,19 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
         snprintf(epoch, sizeof epoch, "%lld", (long long)t);
         gp_query_add(c, path, sizeof path, key, epoch);
     }
-    gp_response resp;
+    bool want_under = strcmp(under, "/v1/usage/underdriven") != 0;
+    gp_response resp, uresp = {0};
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && want_under)
+        rc = gp_client_run(c, "GET", under, NULL, &uresp);
     if (rc == GP_EXIT_OK && !c->json) {
-        static const char *const head[] = {"TENANT", "GPU", "CLASS", "GPU-HOURS"};
-        gp_table t;
-        gp_table_init(&t, 4, head);
-        size_t i;
-        json_t *u;
-        json_array_foreach(json_object_get(resp.body, "usage"), i, u) {
-            char hours[32];
-            snprintf(hours, sizeof hours, "%.3f", json_number_value(json_object_get(u, "gpu_seconds")) / 3600.0);
-            const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
-                                   json_string_value(json_object_get(u, "gpu_type")),
-                                   json_string_value(json_object_get(u, "class")), hours};
-            gp_table_add(&t, cells);
-        }
-        gp_table_print(&t, stdout);
+        usage_table(resp.body);
+        if (want_under)
+            usage_under_table(uresp.body);
     }
     gp_response_free(&resp);
+    if (want_under)
+        gp_response_free(&uresp);
     return rc;
 }
 

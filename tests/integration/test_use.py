@@ -94,6 +94,11 @@ def test_underdriven_lists_the_idle_job_with_a_share_that_fits(d):
     both = d.ok("GET", "/v1/usage/underdriven?sm=95&for=1")["jobs"]
     assert {x["job"] for x in both} == set(jobs.values()), both
     assert d.ok("GET", "/v1/usage/underdriven?sm=10&for=3600")["jobs"] == []
+    text = d.cli("usage", "--under-sm", "10", "--under-for", "1s").stdout
+    assert "IDLE-HELD" in text and "under-driven (below 10% SM for 1s or more)" in text, text
+    line = [x for x in text.splitlines() if x.split()[:2] == [str(jobs["idle"]), "idle"]]
+    assert line and line[0].endswith("MPS 10%"), text
+    assert not [x for x in text.splitlines() if x.split()[:2] == [str(jobs["busy"]), "busy"]], text
     status, err = d.call("GET", "/v1/usage/underdriven?sm=0")
     assert status == 400 and err["error"]["field"] == "sm", err
 
