@@ -169,6 +169,14 @@ static void node_lost(world *w, const char *name, int64_t now)
     commit(w, rc, &err, "node lost");
 }
 
+static void gpu_failed(world *w, const char *name, int index, int64_t now)
+{
+    gp_error err;
+    gp_error_clear(&err);
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_journal_gpu_health(&w->journal, name, index, false, now, &err), &err, "gpu health");
+}
+
 /* The agent reports the job's only replica exited 0 (on node). */
 static void exit_ok(world *w, uint64_t id, const char *node_name, int64_t now)
 {
@@ -348,6 +356,51 @@ static void job_on_a_lost_node_closes_node_lost_when_the_node_is_lost(void **sta
     assert_ledger(w, expected, 2);
 }
 
+/* frank's job (limit 600 s, grace 0) runs from t=100; the pass at t=700
+ * finds it past its limit and stops it: closed "time_limit" at 700. */
+static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
+    tenant(w, "lab", "{}", 0);
+    uint64_t id = submit(w, "{\"tenant\": \"lab\", \"user\": \"frank\", \"time_limit_s\": 600,"
+                            " \"checkpoint_grace_s\": 0}", 100);
+    assert_int_equal(job_state(w, id), GP_JOB_RUNNING);
+    tick(w, 700);
+    assert_int_equal(gp_engine_job_info(w->journal.engine, id, &(gp_job_info){0}, NULL), GP_ERR_NOT_FOUND);
+#define LIMITED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"           \
+                " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"        \
+                " \"share\": \"whole\", \"start\": 100, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"frank\""
+    const char *const expected[] = {
+        "{\"kind\": \"open\", " LIMITED "}",
+        "{\"kind\": \"close\", " LIMITED ", \"end\": 700, \"closed\": \"time_limit\", \"open_seq\": 1}",
+    };
+#undef LIMITED
+    assert_ledger(w, expected, 2);
+}
+
+/* grace's job runs on h0's only GPU from t=0; the GPU fails at t=300: the
+ * interval closes "gpu_failed" and the job waits again. */
+static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
+    tenant(w, "lab", "{}", 0);
+    uint64_t id = submit(w, "{\"tenant\": \"lab\", \"user\": \"grace\"}", 0);
+    assert_int_equal(job_state(w, id), GP_JOB_RUNNING);
+    gpu_failed(w, "h0", 0, 300);
+    assert_int_equal(job_state(w, id), GP_JOB_PENDING);
+#define FAILED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"            \
+               " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"         \
+               " \"share\": \"whole\", \"start\": 0, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"grace\""
+    const char *const expected[] = {
+        "{\"kind\": \"open\", " FAILED "}",
+        "{\"kind\": \"close\", " FAILED ", \"end\": 300, \"closed\": \"gpu_failed\", \"open_seq\": 1}",
+    };
+#undef FAILED
+    assert_ledger(w, expected, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +412,9 @@ int main(void)
                                         world_teardown),
         cmocka_unit_test_setup_teardown(job_on_a_lost_node_closes_node_lost_when_the_node_is_lost, world_setup,
                                         world_teardown),
+        cmocka_unit_test_setup_teardown(job_past_its_time_limit_closes_time_limit_when_stopped, world_setup,
+                                        world_teardown),
+        cmocka_unit_test_setup_teardown(job_on_a_failed_gpu_closes_gpu_failed, world_setup, world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
