@@ -131,6 +131,13 @@ static void pool(world *w, const char *spec_text, int64_t now)
     json_decref(body);
 }
 
+/* Node h0 with one whole H100 (GPU-h0-0) and tenant lab (no guarantee), at t=0. */
+static void one_h100_and_lab(world *w)
+{
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
+    tenant(w, "lab", "{}", 0);
+}
+
 /* Submits the job and runs the scheduling pass of its batch; its id. */
 static uint64_t submit(world *w, const char *job_text, int64_t now)
 {
@@ -247,6 +254,19 @@ static void assert_ledger(world *w, const char *const *expected, size_t n)
     assert_string_equal(c.head_hash, prev);
 }
 
+/* The ledger holds exactly one interval: its open record with `fields`
+ * (JSON members, without kind, seq and prev) and its close record, the
+ * same fields with end, why it closed and open_seq 1. */
+static void assert_one_interval(world *w, const char *fields, int64_t end, const char *closed)
+{
+    char open[2048], close[2048];
+    snprintf(open, sizeof open, "{\"kind\": \"open\", %s}", fields);
+    snprintf(close, sizeof close, "{\"kind\": \"close\", %s, \"end\": %lld, \"closed\": \"%s\", \"open_seq\": 1}", fields,
+             (long long)end, closed);
+    const char *const expected[] = {open, close};
+    assert_ledger(w, expected, 2);
+}
+
 /* vision holds one H100 as guarantee; alice's job takes a 1g.10gb slice of
  * the MIG H100 (1 of 7 compute slices: floor(1000 / 7) = 142 milli-GPUs,
  * within the guarantee) at t=1000 and exits 0 at t=6400: 90 minutes. */
@@ -267,12 +287,8 @@ static void mig_slice_held_90_minutes_is_142_milli_gpus_for_5400_seconds_finishe
                    " \"slice\": {\"kind\": \"mig\", \"milli_gpus\": 142, \"mig_profile\": \"1g.10gb\","         \
                    " \"mig_start\": 6}}], \"share\": \"mig\", \"start\": 1000, \"tenant\": \"vision\","         \
                    " \"topology\": \"any\", \"user\": \"alice\""
-    const char *const expected[] = {
-        "{\"kind\": \"open\", " MIG_COMMON "}",
-        "{\"kind\": \"close\", " MIG_COMMON ", \"end\": 6400, \"closed\": \"finished\", \"open_seq\": 1}",
-    };
+    assert_one_interval(w, MIG_COMMON, 6400, "finished");
 #undef MIG_COMMON
-    assert_ledger(w, expected, 2);
 }
 
 /* bob's job of lab (no guarantee) borrows owner's idle H100 at t=0 as
@@ -282,9 +298,8 @@ static void mig_slice_held_90_minutes_is_142_milli_gpus_for_5400_seconds_finishe
 static void burst_job_preempted_mid_hour_closes_preempted_at_the_reclaim(void **state)
 {
     world *w = *state;
-    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
+    one_h100_and_lab(w);
     tenant(w, "owner", "{\"guarantee\": {\"gpu\": {\"H100\": 1}}}", 0);
-    tenant(w, "lab", "{}", 0);
     uint64_t burst = submit(w, "{\"tenant\": \"lab\", \"user\": \"bob\", \"checkpoint_grace_s\": 0}", 0);
     assert_int_equal(job_state(w, burst), GP_JOB_RUNNING);
     uint64_t owner = submit(w, "{\"tenant\": \"owner\", \"user\": \"carol\", \"checkpoint_grace_s\": 0}", 1800);
@@ -324,12 +339,8 @@ static void timeslice_replica_is_a_third_of_the_gpu_when_three_share_it(void **s
            " \"placement\": [{\"node\": \"t0\", \"gpus\": [\"GPU-t0-0\"], \"slice\": {\"kind\": \"timeslice\","   \
            " \"milli_gpus\": 333}}], \"share\": \"timeslice\", \"start\": 50, \"tenant\": \"serve\","           \
            " \"topology\": \"any\", \"user\": \"dan\""
-    const char *const expected[] = {
-        "{\"kind\": \"open\", " TS "}",
-        "{\"kind\": \"close\", " TS ", \"end\": 950, \"closed\": \"finished\", \"open_seq\": 1}",
-    };
+    assert_one_interval(w, TS, 950, "finished");
 #undef TS
-    assert_ledger(w, expected, 2);
 }
 
 /* eve's 2-GPU job runs on n0 from t=10; n0 is lost at t=610: the interval
@@ -348,12 +359,8 @@ static void job_on_a_lost_node_closes_node_lost_when_the_node_is_lost(void **sta
 #define LOST "\"class\": \"burstable\", \"gpu_type\": \"A100\", \"interval\": 1, \"job\": 1, \"milli_gpus\": 2000," \
              " \"placement\": [{\"node\": \"n0\", \"gpus\": [\"GPU-n0-1\", \"GPU-n0-0\"]}], \"share\": \"whole\"," \
              " \"start\": 10, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"eve\""
-    const char *const expected[] = {
-        "{\"kind\": \"open\", " LOST "}",
-        "{\"kind\": \"close\", " LOST ", \"end\": 610, \"closed\": \"node_lost\", \"open_seq\": 1}",
-    };
+    assert_one_interval(w, LOST, 610, "node_lost");
 #undef LOST
-    assert_ledger(w, expected, 2);
 }
 
 /* frank's job (limit 600 s, grace 0) runs from t=100; the pass at t=700
@@ -361,8 +368,7 @@ static void job_on_a_lost_node_closes_node_lost_when_the_node_is_lost(void **sta
 static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
 {
     world *w = *state;
-    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
-    tenant(w, "lab", "{}", 0);
+    one_h100_and_lab(w);
     uint64_t id = submit(w, "{\"tenant\": \"lab\", \"user\": \"frank\", \"time_limit_s\": 600,"
                             " \"checkpoint_grace_s\": 0}", 100);
     assert_int_equal(job_state(w, id), GP_JOB_RUNNING);
@@ -371,12 +377,8 @@ static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
 #define LIMITED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"           \
                 " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"        \
                 " \"share\": \"whole\", \"start\": 100, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"frank\""
-    const char *const expected[] = {
-        "{\"kind\": \"open\", " LIMITED "}",
-        "{\"kind\": \"close\", " LIMITED ", \"end\": 700, \"closed\": \"time_limit\", \"open_seq\": 1}",
-    };
+    assert_one_interval(w, LIMITED, 700, "time_limit");
 #undef LIMITED
-    assert_ledger(w, expected, 2);
 }
 
 /* grace's job runs on h0's only GPU from t=0; the GPU fails at t=300: the
@@ -384,8 +386,7 @@ static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
 static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
 {
     world *w = *state;
-    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
-    tenant(w, "lab", "{}", 0);
+    one_h100_and_lab(w);
     uint64_t id = submit(w, "{\"tenant\": \"lab\", \"user\": \"grace\"}", 0);
     assert_int_equal(job_state(w, id), GP_JOB_RUNNING);
     gpu_failed(w, "h0", 0, 300);
@@ -393,12 +394,8 @@ static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
 #define FAILED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"            \
                " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"         \
                " \"share\": \"whole\", \"start\": 0, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"grace\""
-    const char *const expected[] = {
-        "{\"kind\": \"open\", " FAILED "}",
-        "{\"kind\": \"close\", " FAILED ", \"end\": 300, \"closed\": \"gpu_failed\", \"open_seq\": 1}",
-    };
+    assert_one_interval(w, FAILED, 300, "gpu_failed");
 #undef FAILED
-    assert_ledger(w, expected, 2);
 }
 
 int main(void)
