@@ -4,6 +4,7 @@
 #include "agent/agent.h"
 
 #include "agent/agent_node.h"
+#include "util/listen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,9 @@ static const char USAGE[] =
     "                          GPUPOOL_NODE); then re-validation returns the GPU (default: none, re-validate later)\n"
     "  --repair-attempts N     failed repairs before a GPU stays out for an operator (default 3)\n"
     "  --xid-actions FILE      JSON or YAML map XID -> ignore|restart_app|reset_gpu|reboot_node|drain over the\n"
-    "                          catalog's table (docs/agent.md)\n";
+    "                          catalog's table (docs/agent.md)\n"
+    "  --metrics-listen HOST:PORT  serve GET /metrics: the nodes' GPUs under dcgm-exporter's names and labels,\n"
+    "                          with tenant and job (docs/metrics.md); default: not served\n";
 
 typedef struct gp_agent {
     gp_agent_options opt;
@@ -57,6 +60,8 @@ typedef struct gp_agent {
     gp_node *nodes;
     size_t n_nodes;
     unsigned registering; /* registrations in flight, of all nodes */
+    const char *metrics_listen; /* --metrics-listen HOST:PORT, NULL none */
+    gp_agent_metrics *metrics;
 } gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
@@ -138,7 +143,7 @@ static int gp__xid_actions(gp_agent_options *o, const char *path)
 }
 
 /* Options without a short letter. */
-enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING };
+enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING, GP__OPT_METRICS_LISTEN };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
 static int gp__sharing(gp_agent_options *o, const char *name)
@@ -156,6 +161,17 @@ static int gp__backend(gp_agent_options *o, const char *name)
     return o->nvml || strcmp(name, "sim") == 0 ? -1 : gp__bad("backend", "sim or nvml");
 }
 
+/* --metrics-listen HOST:PORT: checked now, served once the nodes are open. */
+static int gp__metrics_listen(gp_agent *a, const char *listen)
+{
+    struct sockaddr_in addr;
+    gp_error err;
+    if (gp_listen_parse(listen, "metrics-listen", &addr, &err) != GP_OK)
+        return gp__bad("metrics-listen", err.message);
+    a->metrics_listen = listen;
+    return -1;
+}
+
 static int gp__option(gp_agent *a, int c)
 {
     gp_agent_options *o = &a->opt;
@@ -170,6 +186,7 @@ static int gp__option(gp_agent *a, int c)
     case GP__OPT_BLOCK: o->block = optarg; return -1;
     case GP__OPT_POOL: o->pool = optarg; return -1;
     case GP__OPT_SHARING: return gp__sharing(o, optarg);
+    case GP__OPT_METRICS_LISTEN: return gp__metrics_listen(a, optarg);
     case 'f': o->node_file = optarg; return -1;
     case 'n':
         if (a->n_only == sizeof a->only / sizeof a->only[0])
@@ -246,6 +263,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"nvml-library", required_argument, NULL, GP__OPT_NVML_LIBRARY},
         {"zone", required_argument, NULL, GP__OPT_ZONE},  {"block", required_argument, NULL, GP__OPT_BLOCK},
         {"pool", required_argument, NULL, GP__OPT_POOL}, {"sharing", required_argument, NULL, GP__OPT_SHARING},
+        {"metrics-listen", required_argument, NULL, GP__OPT_METRICS_LISTEN},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -488,6 +506,21 @@ static int gp__open(gp_agent *a)
     return rc;
 }
 
+/* --metrics-listen: the server, and each node publishing to it. */
+static int gp__serve_metrics(gp_agent *a)
+{
+    gp_error err;
+    if (!a->metrics_listen)
+        return -1;
+    if (gp_agent_metrics_start(a->metrics_listen, a->n_nodes, &a->metrics, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: %s\n", err.message);
+        return 1;
+    }
+    for (size_t i = 0; i < a->n_nodes; i++)
+        a->nodes[i].metrics = a->metrics;
+    return -1;
+}
+
 static int gp__start(gp_agent *a)
 {
     int rc = gp__paths(&a->opt);
@@ -496,11 +529,14 @@ static int gp__start(gp_agent *a)
     gp__raise_fd_limit();
     rc = gp__open(a);
     if (rc == -1)
+        rc = gp__serve_metrics(a);
+    if (rc == -1)
         rc = gp__signals();
     if (rc == -1) {
         fprintf(stderr, "gpupool-agent: running %zu node(s) against %s\n", a->n_nodes, a->opt.urls[0]);
         rc = gp__run(a);
     }
+    gp_agent_metrics_stop(a->metrics); /* its thread ends before the nodes close */
     for (size_t i = 0; i < a->n_nodes; i++)
         gp_node_close(&a->nodes[i]);
     free(a->nodes);

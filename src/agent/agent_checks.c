@@ -99,6 +99,7 @@ void gp_node_health_event(gp_node *n, const gp_gpu_event *ev)
     if (ev->gpu < 0 || ev->gpu >= n->inventory.gpu_count || ev->kind == GP_GPU_EVENT_RESET)
         return;
     if (ev->kind == GP_GPU_EVENT_XID) {
+        n->last_xid[ev->gpu] = ev->xid;
         gp__xid_event(n, ev);
         return;
     }

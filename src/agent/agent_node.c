@@ -512,6 +512,7 @@ static void gp__heartbeat(gp_node *n, int64_t now)
         gpus = json_incref(json_object_get(tj, "gpus"));
         json_decref(tj);
         gp_node_watch_memory(n, &t);
+        gp_node_metrics_publish(n, &t);
     }
     json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n, sampled ? &t : NULL), "gpus",
                              gpus ? gpus : json_array());

@@ -27,6 +27,7 @@
 #include "agent/agent_clock.h"
 #include "agent/agent_health.h"
 #include "agent/agent_http.h"
+#include "agent/agent_metrics.h"
 #include "agent/agent_state.h"
 #include "agent/gpu.h"
 #include "agent/launch.h"
@@ -100,6 +101,7 @@ extern char gp_node_child_tag;
 typedef struct gp_replica {
     uint64_t job;
     unsigned replica;
+    char tenant[GP_PATH_MAX];            /* its job's tenant path, as the assignment says */
     int64_t bind_time;
     char name[96];                       /* "job7-r1-1795523111" */
     char dir[GP_STATE_PATH_MAX];         /* STATE/NODE/replicas/NAME */
@@ -157,6 +159,9 @@ struct gp_node {
     bool shutting_down;                  /* --on-exit stop: kill, report, start nothing */
     gp_health_gpu health[GP_MAX_GPUS_PER_NODE];
     gp_health_child checks[GP_MAX_GPUS_PER_NODE];
+    int last_xid[GP_MAX_GPUS_PER_NODE];  /* the last XID each GPU raised, 0 none (DCGM_FI_DEV_XID_ERRORS) */
+    gp_agent_metrics *metrics;           /* --metrics-listen: where each heartbeat's sample goes (the agent's,
+                                            shared); NULL none */
 };
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -233,6 +238,10 @@ int64_t gp_node_gpu_memory_mib(const gp_node *n, const char *uuid);
 /* An MPS or time-slice replica's GPU memory share: its slice's memory as
  * the assignment says, else milli_gpus of its GPU's memory. */
 int64_t gp_replica_share_mib(const gp_node *n, const gp_replica *r);
+
+/* agent_node_metrics.c: publishes the node's GPUs, as sample t and its
+ * replicas show them, to n->metrics (agent_metrics.h); nothing without. */
+void gp_node_metrics_publish(gp_node *n, const gp_telemetry *t);
 
 /* Adds r to the node's replicas (takes it); false when out of memory. */
 bool gp_node_add_replica(gp_node *n, gp_replica *r);

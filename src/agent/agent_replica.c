@@ -81,6 +81,8 @@ static void gp__replica_gpus(gp_replica *r, json_t *assignment)
     r->slice = (gp_sharing)kind;
     r->milli_gpus = (int)json_integer_value(json_object_get(slice, "milli_gpus"));
     r->slice_mem_mib = json_integer_value(json_object_get(slice, "gpu_mem_mib"));
+    const char *tenant = json_string_value(json_object_get(assignment, "tenant"));
+    snprintf(r->tenant, sizeof r->tenant, "%s", tenant ? tenant : "");
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(assignment, "gpus"), i, g) {

@@ -40,6 +40,7 @@
 #include "server/uri.h"
 #include "util/bytes.h"
 #include "util/file.h"
+#include "util/listen.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -350,32 +351,10 @@ static char *read_file(const char *path, gp_error *err)
     return text;
 }
 
-static gp_err parse_listen(const char *listen, struct sockaddr_in *addr, gp_error *err)
-{
-    char host[64];
-    const char *colon = strrchr(listen, ':');
-    memset(addr, 0, sizeof *addr);
-    addr->sin_family = AF_INET;
-    if (!colon || (size_t)(colon - listen) >= sizeof host)
-        return gp_error_set(err, GP_ERR_INVALID, "listen", "--listen must be HOST:PORT, got %s", listen);
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (!colon[1] || *end || port < 0 || port > 65535)
-        return gp_error_set(err, GP_ERR_INVALID, "listen", "bad port in %s", listen);
-    if (strcmp(host, "localhost") == 0)
-        snprintf(host, sizeof host, "127.0.0.1");
-    if (inet_pton(AF_INET, host, &addr->sin_addr) != 1)
-        return gp_error_set(err, GP_ERR_INVALID, "listen", "%s is not an IPv4 address", host);
-    addr->sin_port = htons((uint16_t)port);
-    return GP_OK;
-}
-
 gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
 {
     struct sockaddr_in addr;
-    gp_err rc = parse_listen(cfg->listen, &addr, err);
+    gp_err rc = gp_listen_parse(cfg->listen, "listen", &addr, err);
     if (rc)
         return rc;
     bool tls = cfg->tls_cert && cfg->tls_key;
@@ -393,7 +372,7 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
 gp_err gp_http_bind(gp_server *srv, gp_error *err)
 {
     struct sockaddr_in addr;
-    gp_err rc = parse_listen(srv->cfg.listen, &addr, err);
+    gp_err rc = gp_listen_parse(srv->cfg.listen, "listen", &addr, err);
     if (rc)
         return rc;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -415,7 +394,7 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
     struct sockaddr_in addr;
     gp_err rc = gp_http_check(&srv->cfg, err);
     if (rc == GP_OK)
-        rc = parse_listen(srv->cfg.listen, &addr, err);
+        rc = gp_listen_parse(srv->cfg.listen, "listen", &addr, err);
     if (rc == GP_OK && srv->listen_fd < 0)
         rc = gp_http_bind(srv, err);
     if (rc)

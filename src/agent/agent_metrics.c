@@ -1,0 +1,226 @@
+/* agent_metrics.c - the agent's GET /metrics (agent_metrics.h): the
+ * snapshots the loop publishes, their exposition text, and the
+ * libmicrohttpd server that answers scrapes on its own thread. */
+#define _GNU_SOURCE
+#include "agent/agent_metrics.h"
+
+#include "util/listen.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gp_agent_metrics {
+    pthread_mutex_t lock;    /* guards nodes */
+    gp_metrics_node *nodes;
+    size_t n_nodes;
+    struct MHD_Daemon *http;
+};
+
+/* ---- the text ---- */
+
+typedef enum gp__field {
+    GP__UTIL = 0,
+    GP__FB_USED,
+    GP__FB_FREE,
+    GP__POWER,
+    GP__TEMP,
+    GP__XID,
+    GP__SM_ACTIVE,
+} gp__field;
+
+/* dcgm-exporter's names and help texts (its default counters). */
+static const struct {
+    gp__field field;
+    const char *name, *help;
+} GP__FAMILIES[] = {
+    {GP__UTIL, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."},
+    {GP__FB_USED, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
+    {GP__FB_FREE, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
+    {GP__POWER, "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
+    {GP__TEMP, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
+    {GP__XID, "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
+    {GP__SM_ACTIVE, "DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned (0..1)."},
+};
+
+/* The row's value of field into out; false when unknown. */
+static bool gp__value(const gp_metrics_row *r, gp__field field, char *out, size_t cap)
+{
+    long long v = -1;
+    switch (field) {
+    case GP__UTIL: v = r->util_pct; break;
+    case GP__FB_USED: v = r->fb_used_mib; break;
+    case GP__FB_FREE: v = r->fb_free_mib; break;
+    case GP__POWER: v = r->power_w; break;
+    case GP__TEMP: v = r->temp_c; break;
+    case GP__XID: v = r->xid; break;
+    case GP__SM_ACTIVE:
+        if (r->sm_active_pct < 0)
+            return false;
+        snprintf(out, cap, "%g", r->sm_active_pct / 100.0);
+        return true;
+    }
+    if (v < 0)
+        return false;
+    snprintf(out, cap, "%lld", v);
+    return true;
+}
+
+/* A label value as the text format quotes it: \\, \" and \n escaped. */
+static void gp__label(FILE *f, const char *name, const char *value, bool first)
+{
+    fprintf(f, "%s%s=\"", first ? "" : ",", name);
+    for (const char *c = value; *c; c++) {
+        if (*c == '\\' || *c == '"')
+            fprintf(f, "\\%c", *c);
+        else if (*c == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static void gp__labels(FILE *f, const gp_metrics_node *n, const gp_metrics_row *r)
+{
+    char gpu[16], device[24], gi[16];
+    snprintf(gpu, sizeof gpu, "%d", r->gpu);
+    snprintf(device, sizeof device, "nvidia%d", r->gpu);
+    fputc('{', f);
+    gp__label(f, "gpu", gpu, true);
+    gp__label(f, "UUID", r->uuid, false);
+    if (r->pci_bus_id[0])
+        gp__label(f, "pci_bus_id", r->pci_bus_id, false);
+    gp__label(f, "device", device, false);
+    gp__label(f, "modelName", n->model, false);
+    gp__label(f, "Hostname", n->name, false);
+    if (r->gi_id >= 0) {
+        snprintf(gi, sizeof gi, "%d", r->gi_id);
+        gp__label(f, "GPU_I_PROFILE", r->mig_profile, false);
+        gp__label(f, "GPU_I_ID", gi, false);
+    }
+    gp__label(f, "node", n->name, false);
+    gp__label(f, "tenant", r->tenant, false);
+    gp__label(f, "job", r->job, false);
+    fputc('}', f);
+}
+
+static void gp__family(FILE *f, size_t k, const gp_metrics_node *nodes, size_t n_nodes)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", GP__FAMILIES[k].name, GP__FAMILIES[k].help, GP__FAMILIES[k].name);
+    for (size_t i = 0; i < n_nodes; i++)
+        for (size_t j = 0; j < nodes[i].n_rows; j++) {
+            char value[32];
+            if (!gp__value(&nodes[i].rows[j], GP__FAMILIES[k].field, value, sizeof value))
+                continue;
+            fputs(GP__FAMILIES[k].name, f);
+            gp__labels(f, &nodes[i], &nodes[i].rows[j]);
+            fprintf(f, " %s\n", value);
+        }
+}
+
+char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    for (size_t k = 0; k < sizeof GP__FAMILIES / sizeof GP__FAMILIES[0]; k++)
+        gp__family(f, k, nodes, n_nodes);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- the server ---- */
+
+static enum MHD_Result gp__reply(struct MHD_Connection *conn, unsigned status, char *text, const char *type)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                   const char *version, const char *upload, size_t *upload_size, void **state)
+{
+    (void)version, (void)upload, (void)state;
+    gp_agent_metrics *m = cls;
+    if (*upload_size) /* a body: ignored */
+        return (*upload_size = 0), MHD_YES;
+    if (strcmp(url, "/metrics") != 0)
+        return gp__reply(conn, MHD_HTTP_NOT_FOUND, strdup("not found: the agent serves GET /metrics only\n"),
+                         "text/plain");
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return gp__reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("method not allowed: GET /metrics\n"),
+                         "text/plain");
+    pthread_mutex_lock(&m->lock);
+    char *text = gp_agent_metrics_render(m->nodes, m->n_nodes);
+    pthread_mutex_unlock(&m->lock);
+    if (!text)
+        return gp__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, strdup("out of memory\n"), "text/plain");
+    return gp__reply(conn, MHD_HTTP_OK, text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+gp_err gp_agent_metrics_start(const char *listen, size_t n_nodes, gp_agent_metrics **out, gp_error *err)
+{
+    struct sockaddr_in addr;
+    *out = NULL;
+    gp_err rc = gp_listen_parse(listen, "metrics-listen", &addr, err);
+    if (rc != GP_OK)
+        return rc;
+    gp_agent_metrics *m = calloc(1, sizeof *m);
+    if (!m || !(m->nodes = calloc(n_nodes ? n_nodes : 1, sizeof *m->nodes))) {
+        free(m);
+        return gp_error_set(err, GP_ERR_NOMEM, "metrics-listen", "out of memory");
+    }
+    m->n_nodes = n_nodes;
+    pthread_mutex_init(&m->lock, NULL);
+    m->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, ntohs(addr.sin_port), NULL, NULL,
+                               gp__handler, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (!m->http) {
+        gp_agent_metrics_stop(m);
+        return gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "cannot serve on %s (in use?)", listen);
+    }
+    *out = m;
+    return GP_OK;
+}
+
+void gp_agent_metrics_publish(gp_agent_metrics *m, size_t index, gp_metrics_node *node)
+{
+    if (!m || index >= m->n_nodes) {
+        free(node->rows);
+        node->rows = NULL;
+        return;
+    }
+    pthread_mutex_lock(&m->lock);
+    gp_metrics_row *old = m->nodes[index].rows;
+    m->nodes[index] = *node;
+    pthread_mutex_unlock(&m->lock);
+    node->rows = NULL;
+    free(old);
+}
+
+void gp_agent_metrics_stop(gp_agent_metrics *m)
+{
+    if (!m)
+        return;
+    if (m->http)
+        MHD_stop_daemon(m->http);
+    for (size_t i = 0; i < m->n_nodes; i++)
+        free(m->nodes[i].rows);
+    free(m->nodes);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}

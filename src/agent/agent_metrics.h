@@ -1,0 +1,78 @@
+/* agent_metrics.h - the agent's GET /metrics: its nodes' GPUs in the
+ * Prometheus text format (0.0.4) under dcgm-exporter's metric names and
+ * labels, so that dashboards and alerts built for dcgm-exporter work on a
+ * gpupool node unchanged (docs/metrics.md "The agent's /metrics").
+ *
+ * `gpupool-agent run --metrics-listen HOST:PORT` starts a libmicrohttpd
+ * server with its own thread.  The agent's one loop publishes each node's
+ * snapshot (agent_node_metrics.c builds it from a heartbeat's telemetry
+ * sample) under the mutex; a scrape renders what was last published under
+ * the same mutex and never touches a node, a backend or the loop.
+ *
+ * One row is one series per metric: a GPU (gi_id -1) or a MIG instance of
+ * it (GPU_I_PROFILE, GPU_I_ID), with the tenant and job of the replica
+ * on it; a GPU shared by several replicas (MPS, time-slicing) is a row per
+ * replica with the same values (as dcgm-exporter does with several HPC
+ * jobs on one GPU), an idle one a row with tenant="" and job="".  Each
+ * value is -1 when unknown and then its line is left out.  Example, one
+ * T4 running job 7 of tenant ml/vision on node t4-0:
+ *
+ *   # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
+ *   # TYPE DCGM_FI_DEV_GPU_UTIL gauge
+ *   DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",pci_bus_id="00000000:18:00.0",device="nvidia0",
+ *       modelName="T4",Hostname="t4-0",node="t4-0",tenant="ml/vision",job="7"} 63
+ *
+ * Ownership: gp_agent_metrics_start allocates the server, stop frees it
+ * (NULL is fine); publish takes the node's rows (the caller's pointer is
+ * cleared); render returns a malloc'd string the caller frees.
+ */
+#ifndef GP_AGENT_METRICS_H
+#define GP_AGENT_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/gpu.h"
+#include "core/types.h"
+#include "util/error.h"
+
+typedef struct gp_metrics_row {
+    int gpu;                              /* index on its node */
+    char uuid[GP_UUID_MAX];               /* the GPU's (dcgm-exporter's UUID label is the parent GPU's) */
+    char pci_bus_id[32];                  /* "" unknown: left out */
+    char mig_profile[GP_GPU_PROFILE_MAX]; /* "" for a whole GPU */
+    int gi_id;                            /* the MIG GPU instance id; -1 for a whole GPU */
+    char tenant[GP_PATH_MAX];             /* of the replica on it, "" idle */
+    char job[24];                         /* its job id, "" idle */
+    /* values, -1 unknown */
+    int util_pct;                         /* DCGM_FI_DEV_GPU_UTIL */
+    int64_t fb_used_mib, fb_free_mib;     /* DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_FB_FREE */
+    int power_w;                          /* DCGM_FI_DEV_POWER_USAGE */
+    int temp_c;                           /* DCGM_FI_DEV_GPU_TEMP */
+    int xid;                              /* DCGM_FI_DEV_XID_ERRORS: the last XID seen, 0 none */
+    int sm_active_pct;                    /* DCGM_FI_PROF_SM_ACTIVE, written as a ratio 0..1 */
+} gp_metrics_row;
+
+typedef struct gp_metrics_node {
+    char name[GP_NAME_MAX];               /* Hostname and node labels */
+    char model[GP_NAME_MAX];              /* modelName */
+    size_t n_rows;
+    gp_metrics_row *rows;                 /* malloc'd, owned by the node snapshot */
+} gp_metrics_node;
+
+typedef struct gp_agent_metrics gp_agent_metrics;
+
+/* Serves GET /metrics on listen (HOST:PORT) for n_nodes nodes, each empty
+ * until published.  GP_ERR_INVALID field "metrics-listen" for a bad
+ * address or one that cannot be bound. */
+gp_err gp_agent_metrics_start(const char *listen, size_t n_nodes, gp_agent_metrics **out, gp_error *err);
+/* Replaces node index's snapshot with *node (takes its rows; node->rows is
+ * NULL afterwards).  m NULL: frees the rows. */
+void gp_agent_metrics_publish(gp_agent_metrics *m, size_t index, gp_metrics_node *node);
+void gp_agent_metrics_stop(gp_agent_metrics *m);
+
+/* The exposition text of these nodes: each metric's HELP and TYPE once,
+ * then its samples over every node.  NULL when out of memory. */
+char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes);
+
+#endif
