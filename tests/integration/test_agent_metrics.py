@@ -145,6 +145,9 @@ def test_the_agent_serves_dcgm_metrics_with_tenant_and_job_of_each_replica(d):
         idle = 1 - busy
         gpd.wait_for(lambda: series(samples(scrape(port)), "DCGM_FI_DEV_FB_USED", tenant="nlp"), 30,
                      "the MIG replica's series")
+        # gpupoold says running at the bind; the agent labels a GPU once its replica started there
+        gpd.wait_for(lambda: series(samples(scrape(port)), "DCGM_FI_DEV_GPU_TEMP", tenant="ml"), 30,
+                     "the T4 replica's series")
         text = wait_consistent(d, port, busy, idle)
         promtool_check(text)
         rows = samples(text)
