@@ -17,8 +17,10 @@
 #      checkpoint (examples/agent/train.py touches $GPUPOOL_CHECKPOINT_DIR/.done),
 #      gpupoold ends their 60 s grace early and the gang starts, its
 #      replicas printing their rank and peers;
-#   5. an injected XID 79 on the GPU of a MIG service marks that GPU
-#      unhealthy; what ran on it is requeued and comes back on another GPU.
+#   5. an injected XID 48 (double-bit ECC; NVIDIA's catalog: reset the
+#      GPU) on the GPU of a MIG service marks that GPU unhealthy; what ran
+#      on it is requeued and comes back on another GPU.  (An XID 79, fallen
+#      off the bus, would drain the whole node: the catalog says reboot it.)
 # The processes are real (examples/agent/*.py, *.sh); their logs are under
 # var/agent/NODE/logs/.  The admin token names no user, so the jobs run as
 # nobody when the agent is root (as the agent's user otherwise); their
@@ -184,11 +186,11 @@ echo "the gang's replicas say:"
 show_log "$NLP" 0 "^job"
 show_log "$NLP" 1 "^job"
 
-say "A GPU fault: XID 79 (fallen off the bus) on the GPU of ranker-1 (job $RANKER1)"
+say "A GPU fault: XID 48 (double-bit ECC: reset the GPU) on the GPU of ranker-1 (job $RANKER1)"
 BIND1=$(gp --json job "$RANKER1" | json 'j["bind_time"]')
 read -r NODE GPU < <(gp --json job "$RANKER1" | json 'j["placement"][0]["node"] + " " + j["placement"][0]["gpus"][0]')
 GPU_INDEX=$(gp --json nodes | json 'next(g["index"] for n in j["nodes"] if n["name"] == a[0] for g in n["gpus"] if g["uuid"] == a[1] or "%s/%s" % (n["name"], g["index"]) == a[1])' "$NODE" "$GPU")
-"$BIN"/gpupool-agent fault --node-file "$NODES" --fault-file "$VAR"/faults --node "$NODE" --gpu "$GPU_INDEX" --xid 79
+"$BIN"/gpupool-agent fault --node-file "$NODES" --fault-file "$VAR"/faults --node "$NODE" --gpu "$GPU_INDEX" --xid 48
 echo "injected on $NODE GPU $GPU_INDEX"
 gpu_unhealthy() { gp --json nodes | json 'any(not g["healthy"] for n in j["nodes"] if n["name"] == a[0] for g in n["gpus"])' "$NODE" | grep -q True; }
 restarted() { gp --json job "$RANKER1" | json 'j["state"] == "running" and j["bind_time"] != int(a[0])' "$BIND1" | grep -q True; }
