@@ -40,18 +40,17 @@ struct timespec gp_deadline_after(clockid_t clock, int64_t wait_ms)
     return ts;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
+/* The monotonic clock in seconds (the metrics' histograms) and in ms. */
 static double mono_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t mono_ms(void)
+{
+    return (int64_t)(mono_seconds() * 1000.0);
 }
 
 int gp_status_of(gp_err code)
