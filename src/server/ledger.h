@@ -30,12 +30,6 @@
 gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, const gp_decision *ds, size_t n,
                        size_t i, gp_error *err);
 
-/* Why an interval closed, from what the event decided next for its job:
- * "finished", "failed", "cancelled", "time_limit", "preempted",
- * "node_lost", "gpu_failed", or "reclassified" (it continues as another
- * class in a new interval). */
-const char *gp_ledger_close_reason(const gp_event *ev, const gp_decision *ds, size_t n, size_t i);
-
 #define GP_LEDGER_HEAD_LOG_MS (3600 * 1000)
 
 typedef struct gp_ledger_state {
