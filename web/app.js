@@ -313,18 +313,19 @@ function drawSummary() {
   for (const [, list] of view.data) {
     for (const n of list) {
       nodes += 1;
-      const t = n.node.gpu_type;
-      const s = byType.get(t) || { gpus: 0, free: 0, unhealthy: 0 };
+      const s = byType.get(n.node.gpu_type) || { gpus: 0, used: 0, unhealthy: 0, down: 0 };
       for (const m of n.gpus) {
         s.gpus += 1;
-        if (m.state === 'free') s.free += 1;
+        if (m.state === 'allocated' || m.state === 'partial') s.used += 1;
         if (m.state === 'unhealthy') s.unhealthy += 1;
+        if (m.state === 'down') s.down += 1;
       }
-      byType.set(t, s);
+      byType.set(n.node.gpu_type, s);
     }
   }
-  const parts = [...byType].map(([t, s]) => `${t}: ${s.gpus - s.free} of ${s.gpus} in use` +
-                                            (s.unhealthy ? `, ${s.unhealthy} unhealthy` : ''));
+  const parts = [...byType].map(([t, s]) => `${t}: ${s.used} of ${s.gpus} in use` +
+                                            (s.unhealthy ? `, ${s.unhealthy} unhealthy` : '') +
+                                            (s.down ? `, ${s.down} on nodes down` : ''));
   $('fleet-summary').textContent = `${nodes} nodes in ${view.data.length} blocks. ${parts.join(' · ')}`;
 }
 
@@ -346,7 +347,7 @@ function blockTile(name, list) {
   const types = [...new Set(list.map((n) => n.node.gpu_type))].join(', ');
   return el('div', { class: 'block-tile', dataset: { block: name }, title: 'open ' + name, onclick: () => openBlock(name) },
             el('div', { class: 'name' }, name),
-            el('div', { class: 'meta' }, `${list.length} nodes · ${total} ${types} · ${busy} in use`), bar);
+            el('div', { class: 'meta' }, `${list.length} nodes · ${types} · ${busy}/${total} in use`), bar);
 }
 
 /* One MIG instance as a GPU model of its own: the live job that holds it
