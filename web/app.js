@@ -283,7 +283,9 @@ function fleetModel(nodes, jobs) {
     if (!blocks.has(name)) blocks.set(name, []);
     blocks.get(name).push({ node: n, gpus: n.gpus.map((g) => gpuModel(n, g, holders)) });
   }
-  return [...blocks.entries()].sort((a, b) => a[0].localeCompare(b[0], 'en', { numeric: true }));
+  const byName = (a, b) => a.localeCompare(b, 'en', { numeric: true });
+  for (const list of blocks.values()) list.sort((a, b) => byName(a.node.name, b.node.name));
+  return [...blocks.entries()].sort((a, b) => byName(a[0], b[0]));
 }
 
 async function loadFleet() {
@@ -601,7 +603,7 @@ async function loadBill() {
   const parts = [
     el('div', { class: 'bill-meta' }, `From ${fmtTime(bill.from)} to ${fmtTime(bill.to)}, as of ${fmtTime(bill.as_of)} ` +
                                       '(your local time). Amounts are exact, in ' + bill.currency + '.'),
-    table([['tenant / line'], ['mode'], ['amount', 'num'], ['subtotal', 'num'], ['due', 'num']], rows,
+    table([['tenant / line'], ['mode / GPU-hours'], ['amount', 'num'], ['subtotal', 'num'], ['due', 'num']], rows,
           'Nothing billed this month.'),
   ];
   if (bill.fleet) parts.push(billFleet(bill.fleet));
