@@ -29,6 +29,10 @@ PACKAGES=(
     gnuplot-nox
     # /metrics checked by promtool, a real Prometheus scraping gpupoold
     prometheus
+    # the web dashboard tested in headless Chromium over the DevTools protocol (tests/web)
+    chromium
+    nodejs
+    node-ws
 )
 
 missing=()

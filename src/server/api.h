@@ -38,10 +38,11 @@ typedef struct gp_request {
     int status;
     json_t *reply;
     const char *content_type; /* of the reply; NULL = application/json */
-    char *text_reply;         /* non-JSON replies (metrics, dashboard) */
+    char *text_reply;         /* non-JSON replies (metrics, the dashboard's files) */
     const char *scopes[1];    /* gp_api_scopes */
     char *raw_url;            /* the request target exactly as sent (uri.h); owned */
     bool started;             /* the access handler has seen the request */
+    bool web_file;            /* a dashboard file: sent with its caching and security headers */
 } gp_request;
 
 /* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS
@@ -54,7 +55,7 @@ gp_err gp_http_start(gp_server *srv, gp_error *err);
 void gp_http_stop(gp_server *srv);
 
 /* The router (router.c).  gp_api_route_public answers the paths that need
- * no token (/v1/health, the dashboard) and returns true, else false;
+ * no token (/v1/health, the dashboard's files) and returns true, else false;
  * gp_api_route answers every other path (404 / 405 when unknown). */
 bool gp_api_route_public(gp_request *r);
 void gp_api_route(gp_request *r);
@@ -153,7 +154,16 @@ void gp_api_ledger_verify(gp_request *r);
 void gp_api_tokens_create(gp_request *r);
 void gp_api_tokens_list(gp_request *r);
 void gp_api_token_revoke(gp_request *r, const char *id);
+void gp_api_whoami(gp_request *r); /* GET /v1/whoami: the caller's own token */
 void gp_api_metrics(gp_request *r);
-void gp_api_dashboard(gp_request *r);
+
+/* The dashboard's static files (api_web.c): name is the path below the web
+ * root ("index.html", "app.js"), read from srv->cfg.web_root; GET only. */
+void gp_api_web_file(gp_request *r, const char *name);
+/* The web root when --web-root is not given: the installed share folder
+ * when it holds index.html, else the source tree's web/ (a static string). */
+const char *gp_web_root_default(void);
+/* A --web-root must hold index.html (field "web_root" otherwise). */
+gp_err gp_web_root_check(const char *dir, gp_error *err);
 
 #endif

@@ -1,5 +1,5 @@
-/* api_admin.c - tokens, the audit log, the event log and the dashboard
- * page.
+/* api_admin.c - tokens (and who the caller's token is), the audit log,
+ * the usage ledger and the event log.
  *
  * Tokens: an admin creates any token; a tenant-admin of S creates
  * tenant-admin and member tokens scoped inside S; the secret is returned
@@ -15,6 +15,10 @@
  * "member", "scope": "ml/train", "user": "alice", "ttl_s": 2592000}
  * answers "expires": created + 30 days; from then on it gets 401 "token
  * alice-ci (id ...) expired at 2026-12-24T10:00:00Z; ...".
+ *
+ * GET /v1/whoami answers the caller's own token as the server reads it (no
+ * secret): {"id", "name", "role", "scope", "user", "expires"} -- what the
+ * dashboard shows and how it knows which panels the role may read.
  *
  * A join token (role "join", admin only) registers node agents and does
  * nothing else; without ttl_s it expires after JOIN_TOKEN_TTL_S (1 hour),
@@ -264,6 +268,18 @@ static void token_revoke_run(gp_server *srv, gp_op *op, int64_t now)
     gp_op_reply(op, 200, json_pack("{s:s, s:I}", "revoked", a->id, "time", (json_int_t)now));
 }
 
+void gp_api_whoami(gp_request *r)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    const gp_principal *w = &r->who;
+    gp_api_reply(r, 200,
+                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "id", w->token_id, "name", w->name, "role",
+                           gp_role_name(w->role), "scope", w->scope, "user", w->user, "expires",
+                           time_or_null(w->expires)));
+}
+
 void gp_api_token_revoke(gp_request *r, const char *id)
 {
     static const char *const allowed[] = {NULL};
@@ -379,33 +395,4 @@ void gp_api_ledger_verify(gp_request *r)
     gp_readers_give(&r->srv->readers, s);
     gp_ledger_verified(&r->srv->ledger, &check, gp_wall_ms() / 1000);
     gp_api_reply(r, 200, ledger_check_json(&check));
-}
-
-/* ---- dashboard ---- */
-
-static const char DASHBOARD[] =
-    "<!doctype html><html><head><meta charset=utf-8><title>gpupool</title><style>"
-    "body{font:14px sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
-    "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}</style></head><body>"
-    "<h1>gpupool</h1><p>Token: <input id=t size=72> <button onclick=load()>show</button>"
-    " (nothing leaves this page but requests to this gpupoold)</p>"
-    "<h2>Tenants</h2><table id=tenants></table><h2>Jobs</h2><table id=jobs></table>"
-    "<h2>Nodes</h2><table id=nodes></table><script>"
-    "function esc(s){return String(s).replace(/[&<>\"]/g,c=>'&#'+c.charCodeAt(0)+';')}"
-    "async function get(p){const r=await fetch(p,{headers:{Authorization:'Bearer '+"
-    "document.getElementById('t').value}});return r.json()}"
-    "function table(id,cols,rows){let h='<tr>'+cols.map(c=>'<th>'+esc(c)+'</th>').join('')+'</tr>';"
-    "for(const r of rows)h+='<tr>'+cols.map(c=>'<td>'+esc(typeof r[c]==='object'?JSON.stringify(r[c]):r[c])"
-    "+'</td>').join('')+'</tr>';document.getElementById(id).innerHTML=h}"
-    "async function load(){const t=await get('/v1/tenants');table('tenants',['path','guarantee','limit','usage',"
-    "'pending_jobs','running_jobs'],t.tenants||[]);const j=await get('/v1/jobs?limit=200');"
-    "table('jobs',['id','tenant','name','state','class','reason'],j.jobs||[]);const n=await get('/v1/nodes');"
-    "table('nodes',['name','block','gpu_type','gpu_count','gpus_free','draining'],n.nodes||[])}"
-    "</script></body></html>";
-
-void gp_api_dashboard(gp_request *r)
-{
-    r->status = 200;
-    r->text_reply = strdup(DASHBOARD);
-    r->content_type = "text/html; charset=utf-8";
 }

@@ -49,6 +49,8 @@ static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
                           "nvlink_domain", gi.nvlink_domain, "sharing", gp_sharing_name(gi.sharing));
     if (gi.sharing != GP_SHARING_EXCLUSIVE)
         json_object_set_new(o, "used_milli_gpus", json_integer(gi.used_milli));
+    if (gi.sharing == GP_SHARING_MIG) /* its instances, "3g.40gb@0,3g.40gb@4": the dashboard draws them */
+        json_object_set_new(o, "mig_layout", json_string(gi.mig_layout));
     if (show_jobs)
         json_object_set_new(o, "job", gi.job ? json_integer((json_int_t)gi.job) : json_null());
     else

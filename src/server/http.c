@@ -30,7 +30,7 @@
  *   content type  bodies must be application/json (apply also takes YAML,
  *                 PATCH also application/merge-patch+json);
  *   tokens        401 without a known, unexpired bearer token (only
- *                 /v1/health and the dashboard page are public), with where
+ *                 /v1/health and the dashboard's files are public), with where
  *                 to set one; 429 when its bucket is empty;
  *   idle time     connections idle for --timeout seconds are closed.
  * JSON depth, field types and lengths are checked by the handlers' parsers.
@@ -221,6 +221,12 @@ static enum MHD_Result send_reply(gp_request *r)
     MHD_add_response_header(resp, "X-Request-Id", r->request_id);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->web_file) { /* api_web.c: the page loads nothing but this daemon's files and API */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+    }
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     return ret;

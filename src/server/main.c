@@ -46,6 +46,8 @@ static const char USAGE[] =
     "  --metrics-tenants N     /metrics: the N tenants using or guaranteed the most GPUs get their own\n"
     "                          label, the rest count as tenant=\"other\" (default 50; 0 = all other)\n"
     "  --metrics-open          serve /metrics without a token (default: admin, operator or auditor)\n"
+    "  --web-root DIR          the web dashboard's files, served at / (default: the installed\n"
+    "                          share/gpupool/web, else the source tree's web/)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -79,6 +81,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"node-lost-after", required_argument, NULL, 'N'}, {"job-logs", required_argument, NULL, 'J'},
         {"drain-on-gpu-failure", no_argument, NULL, 'G'},
         {"metrics-tenants", required_argument, NULL, 'M'}, {"metrics-open", no_argument, NULL, 'O'},
+        {"web-root", required_argument, NULL, 'W'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -93,6 +96,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'J': cfg->job_logs = optarg; break;
         case 'G': cfg->drain_on_gpu_failure = true; break;
         case 'O': cfg->metrics_open = true; break;
+        case 'W': cfg->web_root = optarg; break;
         case 'M':
             if (!parse_long(optarg, 0, 100000, &v))
                 return bad_option("metrics-tenants", optarg);

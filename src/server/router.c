@@ -4,8 +4,8 @@
  * It owns the table of endpoints (docs/api.md lists them): a path it does
  * not know is 404 naming the path, a known path asked with another method
  * is 405 naming the methods it takes.  http.c calls gp_api_route_public
- * before authentication (/v1/health, the dashboard page and, with
- * --metrics-open, /metrics need no token)
+ * before authentication (/v1/health, the dashboard's files -- / and
+ * /web/NAME, api_web.c -- and, with --metrics-open, /metrics need no token)
  * and gp_api_route after it.
  *
  * Join tokens and node credentials reach nothing but the agent endpoints
@@ -233,7 +233,7 @@ static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
-    "/v1/usage/underdriven",
+    "/v1/usage/underdriven", "/v1/whoami",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -256,6 +256,7 @@ static const nested_route NESTED_ROUTES[] = {
     {"/v1/agents/", "heartbeat", "/v1/agents/{node}/heartbeat"},
     {"/v1/agents/", "reports", "/v1/agents/{node}/reports"},
     {"/v1/agents/", "logs", "/v1/agents/{node}/logs"},
+    {"/web/", NULL, "/web/{file}"},
 };
 
 static bool nested_matches(const nested_route *n, const char *url)
@@ -264,8 +265,8 @@ static bool nested_matches(const nested_route *n, const char *url)
     if (strncmp(url, n->prefix, len) != 0 || !url[len])
         return false;
     const char *slash = strrchr(url + len, '/');
-    if (!n->action) /* tenants nest: their path may hold '/' */
-        return !slash || strcmp(n->prefix, "/v1/tenants/") == 0;
+    if (!n->action) /* tenants and web files nest: their path may hold '/' */
+        return !slash || strcmp(n->prefix, "/v1/tenants/") == 0 || strcmp(n->prefix, "/web/") == 0;
     return slash && slash > url + len && strcmp(slash + 1, n->action) == 0;
 }
 
@@ -285,7 +286,9 @@ bool gp_api_route_public(gp_request *r)
     if (strcmp(r->url, "/v1/health") == 0)
         route_simple(r, "GET", health);
     else if (strcmp(r->url, "/") == 0)
-        route_simple(r, "GET", gp_api_dashboard);
+        gp_api_web_file(r, "index.html");
+    else if (strncmp(r->url, "/web/", 5) == 0)
+        gp_api_web_file(r, r->url + 5);
     else if (strcmp(r->url, "/metrics") == 0 && r->srv->cfg.metrics_open)
         route_simple(r, "GET", gp_api_metrics); /* --metrics-open: no token */
     else
@@ -330,6 +333,8 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_ledger_verify);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
+    else if (strcmp(r->url, "/v1/whoami") == 0)
+        route_simple(r, "GET", gp_api_whoami);
     else if (strcmp(r->url, "/metrics") == 0)
         route_simple(r, "GET", gp_api_metrics);
     else

@@ -389,6 +389,10 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_ledger_state_init(&srv->ledger);
     srv->readers.url = cfg->store_url;
     gp_err rc = gp_http_check(cfg, err);
+    if (rc == GP_OK && cfg->web_root)
+        rc = gp_web_root_check(cfg->web_root, err);
+    else if (!cfg->web_root)
+        srv->cfg.web_root = gp_web_root_default();
     if (rc == GP_OK)
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
     if (rc == GP_OK)

@@ -50,6 +50,7 @@ typedef struct gp_server_config {
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */
     int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
     bool metrics_open;           /* /metrics without a token */
+    const char *web_root;        /* the dashboard's files; NULL = gp_web_root_default() (api.h) */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+/* dashboard.js - open the gpupool dashboard in headless Chromium as one
+ * token, report what it shows, save a screenshot.
+ *
+ *   node dashboard.js --url http://127.0.0.1:PORT/ --token gpt_... --png out.png
+ *                     [--tz Asia/Kathmandu] [--open-block blk-7] [--colour-by tenant]
+ *                     [--width 1400] [--max-height 6000]
+ *
+ * It types the token into the page (as a person does), waits until every
+ * panel has loaded once, optionally opens a block of the fleet, and prints
+ * one JSON object: {"report": what each panel shows (rows' jobs and
+ * tenants, the fleet's tiles, nodes, GPU cells and MIG slices, the usage
+ * charts, the bill), "errors": [every JavaScript exception, console error,
+ * failed or 4xx/5xx request, each with its URL]}.  test_dashboard.py judges
+ * both against the API.  Exit 0 when it could report, 1 when the browser
+ * or the page could not be driven (the message on stderr).
+ */
+'use strict';
+const fs = require('fs');
+const { launch } = require('./cdp');
+
+function args(argv) {
+  const out = {};
+  for (let i = 2; i < argv.length; i += 2) out[argv[i].replace(/^--/, '')] = argv[i + 1];
+  if (!out.url || !out.token || !out.png) throw new Error('usage: dashboard.js --url URL --token T --png FILE');
+  return out;
+}
+
+/* Runs in the page: what a person would see, as data. */
+function pageReport() {
+  const all = (sel) => [...document.querySelectorAll(sel)];
+  const rows = (sel) => all(sel).map((tr) => ({ job: Number(tr.dataset.job), tenant: tr.dataset.tenant }));
+  const count = (list, key) => list.reduce((a, x) => { a[x[key]] = (a[x[key]] || 0) + 1; return a; }, {});
+  const gpus = all('.gpu').map((g) => ({ state: g.dataset.state, sharing: g.dataset.sharing, tenant: g.dataset.tenant }));
+  const firstTime = document.querySelector('#preemptions-body time, #queue-body time');
+  return {
+    who: document.getElementById('who').textContent,
+    role: document.getElementById('who').dataset.role,
+    loaded: Number(document.body.dataset.loaded || 0),
+    failed_panels: all('.panel .failed').map((p) => ({ panel: p.closest('.panel').id, text: p.textContent })),
+    queue: rows('#queue-body tbody tr'),
+    preemptions: rows('#preemptions-body tbody tr'),
+    usage_charts: all('.chart').map((c) => ({ tenant: c.dataset.tenant, type: c.dataset.type,
+                                             guarantee: !!c.querySelector('.guarantee'), limit: !!c.querySelector('.limit') })),
+    fleet: {
+      summary: document.getElementById('fleet-summary').textContent,
+      tiles: all('.block-tile').map((t) => t.dataset.block),
+      blocks_shown: all('.block-nodes').map((b) => b.dataset.block),
+      nodes: all('.node').map((n) => n.dataset.node),
+      gpus: gpus.length,
+      gpu_states: count(gpus, 'state'),
+      gpu_sharing: count(gpus, 'sharing'),
+      gpu_tenants: count(gpus.filter((g) => g.tenant), 'tenant'),
+      mig_slices: all('.gpu .slice[data-profile]').map((s) => ({ profile: s.dataset.profile, tenant: s.dataset.tenant })),
+      legend: all('#fleet-legend .key').map((k) => k.dataset.key),
+    },
+    bill: {
+      tenants: all('#bill-body tr.total').map((t) => t.dataset.tenant),
+      lines: all('#bill-body tr.line').length,
+      fleet: !!document.querySelector('#bill-body h3'),
+    },
+    first_time: firstTime ? { epoch: Number(firstTime.dataset.epoch), text: firstTime.textContent } : null,
+    status: document.getElementById('status').textContent,
+  };
+}
+
+async function screenshot(b, file, maxHeight) {
+  const m = await b.send('Page.getLayoutMetrics');
+  const size = m.cssContentSize || m.contentSize;
+  const height = Math.min(Math.ceil(size.height), maxHeight);
+  const shot = await b.send('Page.captureScreenshot', {
+    format: 'png', captureBeyondViewport: true, clip: { x: 0, y: 0, width: Math.ceil(size.width), height, scale: 1 },
+  });
+  fs.writeFileSync(file, Buffer.from(shot.data, 'base64'));
+}
+
+async function main() {
+  const a = args(process.argv);
+  const b = await launch({ width: Number(a.width || 1400), height: 900 });
+  const errors = [];
+  try {
+    b.on('Runtime.exceptionThrown', (p) => errors.push({ kind: 'exception', text: p.exceptionDetails.exception
+      ? p.exceptionDetails.exception.description : p.exceptionDetails.text, url: p.exceptionDetails.url || '' }));
+    b.on('Runtime.consoleAPICalled', (p) => {
+      if (p.type === 'error' || p.type === 'assert') {
+        errors.push({ kind: 'console', text: p.args.map((x) => x.value || x.description).join(' '), url: '' });
+      }
+    });
+    b.on('Log.entryAdded', (p) => {
+      if (p.entry.level === 'error') errors.push({ kind: 'log', text: p.entry.text, url: p.entry.url || '' });
+    });
+    const requests = new Map();
+    b.on('Network.requestWillBeSent', (p) => requests.set(p.requestId, p.request.url));
+    b.on('Network.responseReceived', (p) => {
+      if (p.response.status >= 400) {
+        errors.push({ kind: 'http', text: `${p.response.status} ${p.response.statusText}`, url: p.response.url });
+      }
+    });
+    b.on('Network.loadingFailed', (p) => {
+      errors.push({ kind: 'network', text: p.errorText, url: requests.get(p.requestId) || '' });
+    });
+    await Promise.all(['Runtime.enable', 'Log.enable', 'Network.enable', 'Page.enable'].map((m) => b.send(m)));
+    if (a.tz) await b.send('Emulation.setTimezoneOverride', { timezoneId: a.tz });
+    const loaded = new Promise((r) => b.on('Page.loadEventFired', r));
+    await b.send('Page.navigate', { url: a.url });
+    await loaded;
+    await b.waitFor("document.getElementById('login') && !document.getElementById('login').hidden", 'the token form');
+    await b.evaluate(`(() => { document.getElementById('token').value = ${JSON.stringify(a.token)};
+                               document.getElementById('login-form').requestSubmit(); return true; })()`);
+    await b.waitFor("Number(document.body.dataset.loaded || 0) >= 1", 'every panel loaded', 120000);
+    if (a['colour-by']) {
+      await b.evaluate(`(() => { const s = document.getElementById('colour-by'); s.value = ${JSON.stringify(a['colour-by'])};
+                                 s.dispatchEvent(new Event('change')); return true; })()`);
+    }
+    if (a['open-block']) {
+      const sel = JSON.stringify(`.block-tile[data-block="${a['open-block']}"]`);
+      await b.waitFor(`!!document.querySelector(${sel})`, 'the block tile');
+      await b.evaluate(`(() => { document.querySelector(${sel}).click(); return true; })()`);
+      await b.waitFor(`!!document.querySelector('.block-nodes[data-block="${a['open-block']}"]')`, 'the block opened');
+    }
+    const report = await b.evaluate(`(${pageReport.toString()})()`);
+    await screenshot(b, a.png, Number(a['max-height'] || 6000));
+    process.stdout.write(JSON.stringify({ report, errors }) + '\n');
+  } finally {
+    await b.close();
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`dashboard.js: ${e.stack || e}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The web dashboard end to end in headless Chromium (issue 15, section 5).
+
+A demo-like system -- gpupoold with examples/fleet-mixed.yaml (H100 blocks,
+a MIG A100 node, time-sliced and MPS L40S nodes), one simulated node agent
+(sim backend) with two L4 nodes of its own block running a real process,
+examples/tenants.yaml and a workload with borrowing, a reclaim (so
+preemptions), a waiting gang and MIG instances -- and the dashboard opened
+by tests/web/dashboard.js (Chromium over the DevTools protocol, Debian's
+node-ws) with an admin token and with a member token:
+
+  - nothing goes wrong in the page: no JavaScript exception, no console
+    error, no failed request and no 4xx/5xx answer;
+  - the admin sees every node and GPU, which tenant holds each (MIG
+    instances drawn with their tenant), the whole queue and every
+    preemption as the API lists them, every tenant's usage chart, and the
+    bill with its fleet section;
+  - a member of research/vision sees its tenant only: its queue, its
+    preemptions, its chart, its bill without a fleet section; GPUs of others
+    are just "other tenants";
+  - times are the viewer's local time (the browser's time zone set to
+    Asia/Kathmandu, UTC+05:45);
+  - a 6,250-node fleet is drawn as one tile per block, no GPU cell until a
+    block is opened; opening one draws its 32 nodes and their 256 GPUs.
+
+Screenshots go to $GP_WEB_SHOTS (the build's web-screenshots/).  The bill
+panel reads GET /v1/bill (part B of issue 15, branch i15-bill): until that
+endpoint exists this test fails on the bill panel only, and says so.
+Exit 77 (skipped) when chromium, node or node-ws is not installed.
+"""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zoneinfo
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+import agentproc  # noqa: E402
+import gpd  # noqa: E402
+
+CHROMIUM = os.environ.get("GP_CHROMIUM", "/usr/bin/chromium")
+NODE_WS = "/usr/share/nodejs/ws"
+SHOTS = os.environ.get("GP_WEB_SHOTS", os.path.join(gpd.ROOT, "build", "web-screenshots"))
+TZ = "Asia/Kathmandu"
+BILL_NOTE = "GET /v1/bill is part B of issue 15 (branch i15-bill); this panel passes once it is merged"
+
+
+def open_dashboard(d, token, png, **opts):
+    """What the page shows to token, and what went wrong in it (dashboard.js)."""
+    cmd = ["node", os.path.join(HERE, "dashboard.js"), "--url", d.url + "/", "--token", token,
+           "--png", os.path.join(SHOTS, png), "--tz", TZ]
+    for k, v in opts.items():
+        cmd += ["--" + k.replace("_", "-"), str(v)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        raise AssertionError("dashboard.js failed:\n" + p.stderr[-4000:])
+    out = json.loads(p.stdout)
+    return out["report"], out["errors"]
+
+
+def split_bill(errors, report):
+    """(errors of everything but the bill panel, what is wrong with the bill panel)."""
+    bill = [e for e in errors if "/v1/bill" in e["url"]]
+    bill += [{"kind": "panel", "text": p["text"], "url": ""} for p in report["failed_panels"] if p["panel"] == "bill"]
+    others = [e for e in errors if "/v1/bill" not in e["url"]]
+    failed = [p for p in report["failed_panels"] if p["panel"] != "bill"]
+    assert not failed, failed
+    return others, bill
+
+
+def assert_bill_shown(bill_errors, bill, tenants, fleet):
+    """The bill panel drew without a failure: these tenants (None: some), a fleet section or not."""
+    if bill_errors:
+        raise AssertionError("bill panel: %s (%s)" % (bill_errors, BILL_NOTE))
+    assert bill["tenants"] and (tenants is None or bill["tenants"] == tenants), bill
+    assert bill["fleet"] == fleet, bill
+
+
+def local(epoch):
+    return datetime.datetime.fromtimestamp(epoch, zoneinfo.ZoneInfo(TZ)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def demo_system(d):
+    """The fleet, a sim agent's nodes, the tenants and a workload; the agent (to stop)."""
+    d.cli("apply", "-f", gpd.TENANTS)
+    node_file = agentproc.write_node_file(d.dir, agentproc.sim_nodes("l4-e", 2, gpus=2, gpu_type="L4", block="blk-e"))
+    agent = agentproc.Agent(d, node_file, extra=["--no-cgroups"]).start()
+    agent.wait_up(["l4-e-0", "l4-e-1"])
+    on_agent = agentproc.submit(d, tenant="research/nlp", gpu_types=["L4"], name="on-agent")
+    d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 8, "gpu_types": ["H100"], "name": "vit-floor"})
+    for i in range(4):
+        d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 4, "gpu_types": ["H100"], "name": "vit-%d" % i,
+                                  "checkpoint_grace_s": 1})
+    for profile in ("3g.40gb", "1g.10gb"):
+        d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 1, "gpu_types": ["A100"], "name": "rank",
+                                  "share": {"mig": profile}})
+    d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 1, "gpu_types": ["L40S"], "name": "notebook",
+                              "kind": "interactive", "share": {"timeslice": True}})
+    nlp = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "replicas": 2, "gpus": 8, "gpu_types": ["H100"],
+                                    "name": "llm"})
+    gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % nlp["id"])["state"] == "running", timeout=20, what="reclaim")
+    d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                              "name": "too-big"})
+    agentproc.wait_state(d, on_agent, "running")
+    gpd.wait_for(lambda: agent.starts(on_agent), what="the agent's replica started")
+    return agent, on_agent
+
+
+def ids(rows):
+    return sorted(r["job"] for r in rows)
+
+
+def api_jobs(d, token, state):
+    return d.ok("GET", "/v1/jobs?state=%s&limit=1000" % state, token=token)["jobs"]
+
+
+def check_admin(d, agent):
+    report, errors = open_dashboard(d, d.token, "dashboard-admin.png")
+    others, bill = split_bill(errors, report)
+    assert not others, others
+    assert report["role"] == "admin" and report["loaded"] >= 1, report
+    nodes = d.ok("GET", "/v1/nodes")["nodes"]
+    fleet = report["fleet"]
+    assert sorted(fleet["nodes"]) == sorted(n["name"] for n in nodes), fleet["nodes"]
+    assert fleet["gpus"] == sum(n["gpu_count"] for n in nodes), fleet
+    assert "blk-e" in fleet["blocks_shown"], fleet  # the agent's nodes
+    assert {"research/nlp", "research/vision"} <= set(fleet["gpu_tenants"]), fleet["gpu_tenants"]
+    assert fleet["gpu_sharing"].keys() >= {"exclusive", "mig", "timeslice", "mps"}, fleet["gpu_sharing"]
+    slices = sorted((s["profile"], s["tenant"]) for s in fleet["mig_slices"])
+    assert slices == [("1g.10gb", "product/search"), ("3g.40gb", "product/search")], slices
+    assert ids(report["queue"]) == sorted(j["id"] for j in api_jobs(d, d.token, "pending")), report["queue"]
+    preempted = d.ok("GET", "/v1/preemptions?limit=20")["preemptions"]
+    assert len(preempted) >= 2 and ids(report["preemptions"]) == sorted(p["job"] for p in preempted), report
+    charts = {(c["tenant"], c["type"]) for c in report["usage_charts"]}
+    assert {("research", "H100"), ("research/nlp", "H100"), ("research/vision", "H100"), ("product/search", "A100"),
+            ("research/nlp", "L4")} <= charts, charts
+    h100 = {c["tenant"]: c for c in report["usage_charts"] if c["type"] == "H100"}
+    assert h100["research/nlp"]["guarantee"] and not h100["research/nlp"]["limit"], h100
+    assert h100["research/vision"]["guarantee"] and h100["research/vision"]["limit"], h100
+    t = report["first_time"]
+    assert t and t["text"] == local(t["epoch"]), t  # Kathmandu time, not UTC
+    assert t["text"] != datetime.datetime.fromtimestamp(t["epoch"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    assert "Katmandu" in report["status"] or "Kathmandu" in report["status"], report["status"]  # ICU's old name
+    return bill, report
+
+
+def check_member(d):
+    member = d.ok("POST", "/v1/tokens", {"name": "ana", "role": "member", "scope": "research/vision",
+                                         "user": "ana"})["token"]
+    report, errors = open_dashboard(d, member, "dashboard-member.png", colour_by="tenant")
+    others, bill = split_bill(errors, report)
+    assert not others, others
+    assert report["role"] == "member" and "research/vision" in report["who"], report["who"]
+    assert report["queue"] and all(r["tenant"] == "research/vision" for r in report["queue"]), report["queue"]
+    assert ids(report["queue"]) == sorted(j["id"] for j in api_jobs(d, member, "pending")), report["queue"]
+    assert report["preemptions"] and all(p["tenant"] == "research/vision" for p in report["preemptions"]), report
+    assert {c["tenant"] for c in report["usage_charts"]} == {"research/vision"}, report["usage_charts"]
+    fleet = report["fleet"]
+    # the whole fleet's capacity, but no other tenant's name: their GPUs are "other tenants"
+    assert fleet["gpus"] == sum(n["gpu_count"] for n in d.ok("GET", "/v1/nodes")["nodes"]), fleet
+    assert set(fleet["gpu_tenants"]) == {"research/vision", "other tenants"}, fleet["gpu_tenants"]
+    assert {s["tenant"] for s in fleet["mig_slices"]} == {"other tenants"}, fleet["mig_slices"]
+    assert "research/nlp" not in fleet["legend"] and "product/search" not in fleet["legend"], fleet["legend"]
+    return bill, report
+
+
+def test_admin_and_member_see_what_their_roles_may_read(d):
+    agent, on_agent = demo_system(d)
+    try:
+        admin_bill, admin = check_admin(d, agent)
+        member_bill, member = check_member(d)
+    finally:
+        agent.stop()
+        agentproc.end_replicas([agent], [on_agent])
+    # last, so that everything above is checked while GET /v1/bill is still to come (BILL_NOTE)
+    assert_bill_shown(admin_bill, admin["bill"], None, True)
+    assert_bill_shown(member_bill, member["bill"], ["research/vision"], False)
+
+
+def big_fleet_file(directory, nodes=6250, per_block=32):
+    """Blocks of 32 H100 nodes; the last, smaller block holds the A100 and L40S the tenants guarantee."""
+    entries = []
+    for b in range((nodes + per_block - 1) // per_block):
+        count = min(per_block, nodes - b * per_block)
+        shape = {"block": "blk-%d" % b, "zone": "z1", "gpus": 8, "gpu_mem_mib": 81920, "cpu_millis": 192000,
+                 "mem_mib": 2097152}
+        if count == per_block:
+            entries.append(dict(shape, name="n%03d" % b, count=count, gpu_type="H100"))
+        else:
+            entries.append(dict(shape, name="a%03d" % b, count=count // 2, gpu_type="A100"))
+            entries.append(dict(shape, name="l%03d" % b, count=count - count // 2, gpu_type="L40S"))
+    path = os.path.join(directory, "fleet-6250.json")
+    with open(path, "w") as f:
+        json.dump({"pools": [{"name": "default", "score": "default"}], "nodes": entries}, f)
+    return path, len({e["block"] for e in entries})
+
+
+def test_a_6250_node_fleet_is_drawn_per_block_and_zooms_into_one(d):
+    path, blocks = big_fleet_file(d.dir)
+    big = gpd.Daemon(fleet=path)  # a fleet of its own: d's nodes would stay known, lost
+    try:
+        big.start(timeout=120)
+        check_big_fleet(big, blocks)
+        big.stop()
+    finally:
+        big.cleanup()
+
+
+def check_big_fleet(d, blocks):
+    d.cli("apply", "-f", gpd.TENANTS)
+    for _ in range(3):
+        d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "replicas": 2, "gpus": 8, "gpu_types": ["H100"]})
+    report, errors = open_dashboard(d, d.token, "dashboard-6250-blocks.png")
+    others, _ = split_bill(errors, report)
+    assert not others, others
+    fleet = report["fleet"]
+    assert len(fleet["tiles"]) == blocks == 196 and fleet["nodes"] == [] and fleet["gpus"] == 0, \
+        {k: (v if not isinstance(v, list) else len(v)) for k, v in fleet.items()}
+    assert fleet["summary"].startswith("6250 nodes in 196 blocks") and "H100: 48 of 49920 in use" in fleet["summary"], \
+        fleet["summary"]
+    report, errors = open_dashboard(d, d.token, "dashboard-6250-block.png", open_block="blk-7")
+    others, _ = split_bill(errors, report)
+    assert not others, others
+    fleet = report["fleet"]
+    assert fleet["blocks_shown"] == ["blk-7"] and len(fleet["nodes"]) == 32 and fleet["gpus"] == 256, fleet["nodes"]
+    assert fleet["nodes"][0].startswith("n007-"), fleet["nodes"][:3]
+
+
+def main():
+    missing = [what for what, ok in (("chromium", os.access(CHROMIUM, os.X_OK)), ("node", shutil.which("node")),
+                                     ("node-ws", os.path.isdir(NODE_WS))) if not ok]
+    if missing:
+        print("skip: %s not installed (Debian packages chromium, nodejs, node-ws)" % ", ".join(missing))
+        sys.exit(77)
+    os.makedirs(SHOTS, exist_ok=True)
+    gpd.run([test_admin_and_member_see_what_their_roles_may_read,
+             test_a_6250_node_fleet_is_drawn_per_block_and_zooms_into_one],
+            fleet=os.path.join(gpd.ROOT, "examples", "fleet-mixed.yaml"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,637 @@
+/* app.js - the gpupool dashboard: five panels drawn from gpupoold's JSON API.
+ *
+ * The viewer types a token once; it is kept in sessionStorage (this tab
+ * only, gone when it closes) and sent as "Authorization: Bearer" to this
+ * gpupoold and nowhere else.  Every panel reads what the token's role may
+ * read (docs/api.md "Roles"), so a member sees its own tenant's jobs, usage
+ * and bill, and the fleet's GPUs as free or allocated; an admin sees which
+ * job and tenant holds each GPU.
+ *
+ *   panel         reads
+ *   fleet         GET /v1/nodes, GET /v1/jobs?state=live (pages of 1000)
+ *   usage         GET /v1/tenants; GET /v1/usage?from=&to= for each of the
+ *                 last 24 hours (GPU-seconds / seconds = average GPUs)
+ *   queue         GET /v1/jobs?state=pending
+ *   preemptions   GET /v1/preemptions
+ *   bill          GET /v1/bill?period=YYYY-MM (this UTC month)
+ *
+ * The fleet is drawn per block: a tile per block with a bar of its GPUs by
+ * colour, and a click zooms into the block, one cell per GPU (MIG GPUs
+ * split into their 8 memory slices, each instance drawn where it sits).
+ * A small fleet (at most 64 nodes) shows every block's nodes at once; 6,250
+ * nodes in ~200 blocks stay ~200 tiles until one is opened.
+ *
+ * Times are the viewer's local time (fmtTime); money is shown as the exact
+ * decimal strings the API sends, never turned into floating point.
+ */
+'use strict';
+
+const TOKEN_KEY = 'gpupool.token';
+const REFRESH_MS = 30000;
+const SMALL_FLEET_NODES = 64;
+const JOB_PAGES_MAX = 20;
+
+const view = { block: null, colourBy: 'state', data: null, loading: false, loads: 0 };
+
+/* ---- small helpers ---- */
+
+function $(id) { return document.getElementById(id); }
+
+/* el('td', {class: 'num', dataset: {job: 4}}, 'text', child, ...) */
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'dataset') Object.assign(e.dataset, v);
+    else if (k === 'style') Object.assign(e.style, v);
+    else if (k === 'onclick') e.addEventListener('click', v);
+    else if (v !== null && v !== undefined && v !== false) e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+function pad2(n) { return String(n).padStart(2, '0'); }
+
+/* Epoch seconds as the viewer's local time: "2026-11-24 14:05:09". */
+function fmtTime(epoch) {
+  if (epoch === null || epoch === undefined) return '';
+  const d = new Date(epoch * 1000);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
+         `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+function timeCell(epoch) {
+  return el('td', {}, el('time', { datetime: new Date(epoch * 1000).toISOString(), dataset: { epoch } },
+                         fmtTime(epoch)));
+}
+
+function fmtSpan(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+function fmtGpus(x) {
+  return Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 2 : 1);
+}
+
+/* A stable colour per tenant path. */
+function tenantColour(path) {
+  let h = 0;
+  for (const c of path) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return `hsl(${h % 360}, 60%, ${42 + (h >> 9) % 16}%)`;
+}
+
+function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+
+/* ---- the API ---- */
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const resp = await fetch(path, { headers: { Authorization: 'Bearer ' + token } });
+  let body = null;
+  try { body = await resp.json(); } catch (e) { body = null; }
+  if (!resp.ok) {
+    const msg = body && body.error ? body.error.message : resp.statusText;
+    throw new ApiError(resp.status, `${path}: ${resp.status} ${msg}`);
+  }
+  return body;
+}
+
+/* Every page of GET /v1/jobs?QUERY (at most JOB_PAGES_MAX pages of 1000). */
+async function jobsAll(query) {
+  const jobs = [];
+  let before = null;
+  for (let i = 0; i < JOB_PAGES_MAX; i++) {
+    const page = await api(`/v1/jobs?${query}&limit=1000` + (before ? `&before=${before}` : ''));
+    jobs.push(...page.jobs);
+    if (page.next === null || page.next === undefined) break;
+    before = page.next;
+  }
+  return jobs;
+}
+
+/* ---- sign in and out ---- */
+
+function showLogin(message) {
+  $('dash').hidden = true;
+  $('refresh').hidden = true;
+  $('signout').hidden = true;
+  $('who').textContent = '';
+  $('login').hidden = false;
+  $('login-error').textContent = message || '';
+  $('token').focus();
+}
+
+function signOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  showLogin('');
+}
+
+async function signIn(token) {
+  sessionStorage.setItem(TOKEN_KEY, token);
+  let me;
+  try {
+    me = await api('/v1/whoami');
+  } catch (e) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showLogin(e.status === 401 ? 'That token is unknown, revoked or expired.' : e.message);
+    return;
+  }
+  view.me = me;
+  const scope = me.scope ? ` of ${me.scope}` : '';
+  $('who').textContent = `${me.name} (${me.role}${scope})`;
+  $('who').dataset.role = me.role;
+  $('login').hidden = true;
+  $('dash').hidden = false;
+  $('refresh').hidden = false;
+  $('signout').hidden = false;
+  await refresh();
+}
+
+/* ---- loading ---- */
+
+/* Runs one panel's loader; a failure is shown in that panel only. */
+async function panel(bodyId, loader) {
+  try {
+    await loader();
+  } catch (e) {
+    if (e.status === 401) throw e;
+    $(bodyId).replaceChildren(el('p', { class: 'failed' }, e.message));
+  }
+}
+
+async function refresh() {
+  if (view.loading) return;
+  view.loading = true;
+  try {
+    await Promise.all([
+      panel('fleet-view', loadFleet),
+      panel('usage-charts', loadUsage),
+      panel('queue-body', loadQueue),
+      panel('preemptions-body', loadPreemptions),
+      panel('bill-body', loadBill),
+    ]);
+    view.loads += 1;
+    document.body.dataset.loaded = String(view.loads);
+    $('status').textContent = `Updated ${fmtTime(Date.now() / 1000 | 0)} (your local time, ` +
+      `${Intl.DateTimeFormat().resolvedOptions().timeZone}); refreshes every ${REFRESH_MS / 1000} s.`;
+  } catch (e) {
+    if (e.status === 401) signOut();
+    else throw e;
+  } finally {
+    view.loading = false;
+  }
+}
+
+/* ---- fleet ---- */
+
+const STATE_KEYS = [
+  ['free', 'free', '--free'], ['allocated', 'allocated', '--busy'], ['partial', 'shared, partly used', '--partial'],
+  ['unhealthy', 'unhealthy', '--bad'], ['draining', 'draining', '--drain'], ['down', 'node down', '--down'],
+];
+const SHARING_KEYS = [
+  ['exclusive', 'exclusive', '--excl'], ['mig', 'MIG', '--mig'], ['mps', 'MPS', '--mps'],
+  ['timeslice', 'time-sliced', '--ts'],
+];
+
+/* The memory slices (of 8) an instance takes, by its compute slices. */
+const MIG_SIZE = { 1: 1, 2: 2, 3: 4, 4: 4, 7: 8 };
+
+function migInstances(layout) {
+  if (!layout) return [];
+  return layout.split(',').filter(Boolean).map((item) => {
+    const [profile, start] = item.split('@');
+    const compute = parseInt(profile, 10);
+    return { profile, start: parseInt(start, 10), size: MIG_SIZE[compute] || 1 };
+  });
+}
+
+/* What holds each GPU: uuid -> [{job, tenant, slice}] from the live jobs' placements. */
+function holdersByGpu(jobs) {
+  const holders = new Map();
+  for (const j of jobs) {
+    for (const rep of j.placement || []) {
+      for (const uuid of rep.gpus || []) {
+        if (!holders.has(uuid)) holders.set(uuid, []);
+        holders.get(uuid).push({ job: j.id, tenant: j.tenant, slice: rep.slice || null });
+      }
+    }
+  }
+  return holders;
+}
+
+function gpuState(node, g) {
+  if (!node.up) return 'down';
+  if (!g.healthy) return 'unhealthy';
+  const shared = g.sharing !== 'exclusive';
+  const used = shared ? (g.used_milli_gpus || 0) > 0 : (g.job !== undefined ? g.job !== null : g.allocated);
+  if (shared && used) return g.used_milli_gpus >= 1000 ? 'allocated' : 'partial';
+  if (used) return 'allocated';
+  return node.draining ? 'draining' : 'free';
+}
+
+/* Each GPU as the fleet view draws it. */
+function gpuModel(node, g, holders) {
+  const held = holders.get(g.uuid) || [];
+  let tenant = held.length ? held[0].tenant : null;
+  if (!tenant && g.job) tenant = 'job ' + g.job; /* a job this token may not list */
+  const state = gpuState(node, g);
+  if (!tenant && (state === 'allocated' || state === 'partial')) tenant = 'other tenants';
+  return { g, state, tenant, held, sharing: g.sharing, mig: migInstances(g.mig_layout) };
+}
+
+function colourOf(model) {
+  if (view.colourBy === 'sharing') return cssVar(SHARING_KEYS.find((k) => k[0] === model.sharing)[2]);
+  if (view.colourBy === 'tenant') {
+    if (model.tenant === 'other tenants') return cssVar('--down');
+    if (model.tenant) return tenantColour(model.tenant);
+    return cssVar(model.state === 'unhealthy' ? '--bad' : '--free');
+  }
+  return cssVar(STATE_KEYS.find((k) => k[0] === model.state)[2]);
+}
+
+/* The key a GPU counts under in a block's bar and the legend. */
+function keyOf(model) {
+  if (view.colourBy === 'sharing') return model.sharing;
+  if (view.colourBy === 'tenant') return model.tenant || (model.state === 'unhealthy' ? 'unhealthy' : 'free');
+  return model.state;
+}
+
+function fleetModel(nodes, jobs) {
+  const holders = holdersByGpu(jobs);
+  const blocks = new Map();
+  for (const n of nodes) {
+    const name = n.block || '(no block)';
+    if (!blocks.has(name)) blocks.set(name, []);
+    blocks.get(name).push({ node: n, gpus: n.gpus.map((g) => gpuModel(n, g, holders)) });
+  }
+  const byName = (a, b) => a.localeCompare(b, 'en', { numeric: true });
+  for (const list of blocks.values()) list.sort((a, b) => byName(a.node.name, b.node.name));
+  return [...blocks.entries()].sort((a, b) => byName(a[0], b[0]));
+}
+
+async function loadFleet() {
+  const [nodes, jobs] = await Promise.all([api('/v1/nodes'), jobsAll('state=live')]);
+  view.data = fleetModel(nodes.nodes, jobs);
+  drawFleet();
+}
+
+function drawLegend() {
+  const keys = new Map();
+  if (view.colourBy === 'state') STATE_KEYS.forEach(([k, label, v]) => keys.set(label, cssVar(v)));
+  else if (view.colourBy === 'sharing') SHARING_KEYS.forEach(([k, label, v]) => keys.set(label, cssVar(v)));
+  else {
+    const seen = new Set();
+    for (const [, nodes] of view.data) for (const n of nodes) for (const m of n.gpus) if (m.tenant) seen.add(m.tenant);
+    keys.set('free', cssVar('--free'));
+    [...seen].sort().forEach((t) => keys.set(t, t === 'other tenants' ? cssVar('--down') : tenantColour(t)));
+  }
+  $('fleet-legend').replaceChildren(...[...keys].map(([label, colour]) =>
+    el('span', { class: 'key', dataset: { key: label } },
+       el('span', { class: 'swatch', style: { background: colour } }), label)));
+}
+
+function drawSummary() {
+  const byType = new Map();
+  let nodes = 0;
+  for (const [, list] of view.data) {
+    for (const n of list) {
+      nodes += 1;
+      const s = byType.get(n.node.gpu_type) || { gpus: 0, used: 0, unhealthy: 0, down: 0 };
+      for (const m of n.gpus) {
+        s.gpus += 1;
+        if (m.state === 'allocated' || m.state === 'partial') s.used += 1;
+        if (m.state === 'unhealthy') s.unhealthy += 1;
+        if (m.state === 'down') s.down += 1;
+      }
+      byType.set(n.node.gpu_type, s);
+    }
+  }
+  const parts = [...byType].map(([t, s]) => `${t}: ${s.used} of ${s.gpus} in use` +
+                                            (s.unhealthy ? `, ${s.unhealthy} unhealthy` : '') +
+                                            (s.down ? `, ${s.down} on nodes down` : ''));
+  $('fleet-summary').textContent = `${nodes} nodes in ${view.data.length} blocks. ${parts.join(' · ')}`;
+}
+
+function blockTile(name, list) {
+  const counts = new Map();
+  let total = 0;
+  const colours = new Map();
+  for (const n of list) {
+    for (const m of n.gpus) {
+      const k = keyOf(m);
+      counts.set(k, (counts.get(k) || 0) + 1);
+      colours.set(k, colourOf(m));
+      total += 1;
+    }
+  }
+  const busy = list.reduce((a, n) => a + n.gpus.filter((m) => m.state === 'allocated' || m.state === 'partial').length, 0);
+  const bar = el('div', { class: 'bar' }, [...counts].map(([k, c]) =>
+    el('span', { title: `${k}: ${c}`, style: { width: `${(100 * c) / total}%`, background: colours.get(k) } })));
+  const types = [...new Set(list.map((n) => n.node.gpu_type))].join(', ');
+  return el('div', { class: 'block-tile', dataset: { block: name }, title: 'open ' + name, onclick: () => openBlock(name) },
+            el('div', { class: 'name' }, name),
+            el('div', { class: 'meta' }, `${list.length} nodes · ${types} · ${busy}/${total} in use`), bar);
+}
+
+/* One MIG instance as a GPU model of its own: the live job that holds it
+ * (by its placement's mig_start), or free; a token that does not see every
+ * job cannot tell another tenant's instance from an empty one, and the
+ * GPU's used share says which: what it does not hold itself is others'. */
+function migSlice(m, inst) {
+  const holder = m.held.find((h) => h.slice && h.slice.mig_start === inst.start);
+  if (holder) return { ...m, state: 'allocated', tenant: holder.tenant, job: holder.job };
+  const ownMilli = m.held.reduce((a, h) => a + (h.slice ? h.slice.milli_gpus : 0), 0);
+  const others = m.g.job === undefined && (m.g.used_milli_gpus || 0) > ownMilli;
+  return { ...m, state: others ? 'allocated' : 'free', tenant: others ? 'other tenants' : null, job: null };
+}
+
+function gpuCell(m) {
+  const g = m.g;
+  const title = [`GPU ${g.index} (${g.uuid})`, m.state, g.sharing];
+  if (m.tenant) title.push(m.tenant);
+  for (const h of m.held) title.push(`job ${h.job}` + (h.slice && h.slice.mig_profile ? ` ${h.slice.mig_profile}` : ''));
+  const cell = el('div', {
+    class: 'gpu' + (m.state === 'unhealthy' ? ' unhealthy' : ''), title: title.join(' · '),
+    dataset: { gpu: g.uuid, state: m.state, sharing: g.sharing, tenant: m.tenant || '' },
+  });
+  if (g.sharing === 'mig' && m.mig.length) {
+    cell.style.background = cssVar('--free');
+    let at = 0;
+    for (const inst of [...m.mig].sort((a, b) => a.start - b.start)) {
+      if (inst.start > at) cell.append(el('span', { class: 'slice gap', style: { flex: String(inst.start - at) } }));
+      const s = migSlice(m, inst);
+      cell.append(el('span', {
+        class: 'slice', title: `${inst.profile}@${inst.start}` + (s.job ? ` · job ${s.job}` : '') +
+                               (s.tenant ? ` · ${s.tenant}` : ''),
+        dataset: { profile: inst.profile, start: inst.start, tenant: s.tenant || '' },
+        style: { flex: String(inst.size), background: colourOf(s) },
+      }));
+      at = inst.start + inst.size;
+    }
+    if (at < 8) cell.append(el('span', { class: 'slice gap', style: { flex: String(8 - at) } }));
+  } else {
+    cell.style.background = colourOf(m);
+  }
+  return cell;
+}
+
+function nodeCard(n) {
+  const node = n.node;
+  const flags = [node.up ? null : 'down', node.draining ? 'draining' : null].filter(Boolean);
+  return el('div', { class: 'node' + (node.up ? '' : ' down') + (node.draining ? ' draining' : ''),
+                     dataset: { node: node.name } },
+            el('div', { class: 'title' }, el('span', { class: 'name' }, node.name),
+               el('span', { class: 'meta' }, `${node.gpu_type} · ${node.gpus_free}/${node.gpu_count} free` +
+                                             (flags.length ? ' · ' + flags.join(', ') : ''))),
+            el('div', { class: 'gpus' }, n.gpus.map(gpuCell)));
+}
+
+function blockNodes(name, list) {
+  return el('div', { class: 'block-nodes', dataset: { block: name } }, el('h3', {}, name),
+            el('div', { class: 'nodes' }, list.map(nodeCard)));
+}
+
+function drawFleet() {
+  if (!view.data) return;
+  drawLegend();
+  drawSummary();
+  const total = view.data.reduce((a, [, list]) => a + list.length, 0);
+  const crumb = $('fleet-crumb');
+  const open = view.block && view.data.find(([name]) => name === view.block);
+  if (open) {
+    crumb.replaceChildren(el('a', { onclick: () => openBlock(null) }, 'All blocks'), ` › ${open[0]}`);
+    $('fleet-view').replaceChildren(blockNodes(open[0], open[1]));
+  } else if (total <= SMALL_FLEET_NODES) {
+    crumb.replaceChildren();
+    $('fleet-view').replaceChildren(...view.data.map(([name, list]) => blockNodes(name, list)));
+  } else {
+    crumb.replaceChildren(`${view.data.length} blocks: open one to see its nodes and GPUs`);
+    $('fleet-view').replaceChildren(el('div', { class: 'blocks' }, view.data.map(([name, list]) => blockTile(name, list))));
+  }
+}
+
+function openBlock(name) {
+  view.block = name;
+  drawFleet();
+}
+
+/* ---- usage against guarantee and limit ---- */
+
+/* GPU amounts of a tenant's view ({"gpu": {"H100": 16}}), null-safe. */
+function gpuMap(x) { return (x && x.gpu) || {}; }
+
+async function loadUsage() {
+  const now = Date.now() / 1000 | 0;
+  const hour0 = Math.floor(now / 3600) * 3600 - 23 * 3600;
+  const hours = [];
+  for (let i = 0; i < 24; i++) hours.push({ from: hour0 + i * 3600, to: Math.min(hour0 + (i + 1) * 3600, now) });
+  const [tenants, ...usages] = await Promise.all([
+    api('/v1/tenants'),
+    ...hours.map((h) => api(`/v1/usage?from=${h.from}&to=${h.to}`)),
+  ]);
+  drawUsage(tenants.tenants, hours, usages);
+}
+
+/* Average GPUs of each (tenant subtree, type) in each hour. */
+function usageSeries(tenants, hours, usages) {
+  const series = new Map();
+  for (const t of tenants) {
+    const types = new Set([...Object.keys(gpuMap(t.guarantee)), ...Object.keys(gpuMap(t.limit))]);
+    for (const u of usages) for (const row of u.usage) if (row.tenant === t.path || row.tenant.startsWith(t.path + '/')) types.add(row.gpu_type);
+    for (const type of types) {
+      const values = hours.map((h, i) => {
+        let seconds = 0;
+        for (const row of usages[i].usage) {
+          if (row.gpu_type === type && (row.tenant === t.path || row.tenant.startsWith(t.path + '/'))) seconds += row.gpu_seconds;
+        }
+        return h.to > h.from ? seconds / (h.to - h.from) : 0;
+      });
+      const guarantee = gpuMap(t.guarantee)[type] || 0;
+      const limit = gpuMap(t.limit)[type];
+      const now = gpuMap(t.usage)[type] || 0;
+      if (guarantee || limit !== undefined || now || values.some((v) => v > 0)) {
+        series.set(`${t.path} ${type}`, { tenant: t.path, type, values, guarantee, limit, now });
+      }
+    }
+  }
+  return [...series.values()];
+}
+
+function usageChart(s, hours) {
+  const W = 300, H = 90, L = 26, B = 14, T = 4;
+  const points = [...s.values, s.now]; /* each hour's average, then what runs now */
+  const top = Math.max(1, s.guarantee, s.limit || 0, ...points) * 1.1;
+  const x = (i) => L + (i * (W - L - 4)) / hours.length;
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const area = `M${x(0)},${y(0)} ` + points.map((v, i) => `L${x(i)},${y(v)}`).join(' ') +
+               ` L${x(hours.length)},${y(0)} Z`;
+  const colour = tenantColour(s.tenant);
+  const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' },
+    svg('path', { d: area, fill: colour, 'fill-opacity': '0.35', stroke: colour, 'stroke-width': '1.5' }),
+    svg('line', { x1: L, x2: W - 4, y1: y(0), y2: y(0), stroke: '#ccd' }),
+    svg('text', { x: 2, y: y(top / 1.1) + 8 }, fmtGpus(Math.round(top / 1.1 * 10) / 10)),
+    svg('text', { x: 2, y: y(0) }, '0'));
+  if (s.guarantee) {
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.guarantee), y2: y(s.guarantee), stroke: '#1e8449',
+                           'stroke-dasharray': '4 3', 'stroke-width': '1.5', class: 'guarantee' }));
+  }
+  if (s.limit !== undefined) {
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.limit), y2: y(s.limit), stroke: cssVar('--bad'),
+                           'stroke-width': '1.2', class: 'limit' }));
+  }
+  for (let i = 0; i < hours.length; i += 6) {
+    const d = new Date(hours[i].from * 1000);
+    g.append(svg('text', { x: x(i), y: H - 2 }, `${pad2(d.getHours())}:00`));
+  }
+  g.append(svg('text', { x: x(hours.length) - 16, y: H - 2 }, 'now'));
+  const bits = [`now ${fmtGpus(s.now)}`];
+  if (s.guarantee) bits.push(`guarantee ${fmtGpus(s.guarantee)}`);
+  if (s.limit !== undefined) bits.push(`limit ${fmtGpus(s.limit)}`);
+  return el('div', { class: 'chart', dataset: { tenant: s.tenant, type: s.type } },
+            el('div', { class: 'title' }, el('span', { class: 'name' }, `${s.tenant} · ${s.type}`),
+               el('span', { class: 'now' }, bits.join(' · '))), g);
+}
+
+function drawUsage(tenants, hours, usages) {
+  const series = usageSeries(tenants, hours, usages);
+  $('usage-legend').replaceChildren(
+    el('span', { class: 'key' }, el('span', { class: 'swatch', style: { background: '#8fb3ec' } }),
+       'GPUs in use (the tenant and its subtree): each hour\'s average, then now'),
+    el('span', { class: 'key' }, el('span', { class: 'swatch dashed' }), 'guarantee'),
+    el('span', { class: 'key' }, el('span', { class: 'swatch limit' }), 'limit'));
+  if (!series.length) {
+    $('usage-charts').replaceChildren(el('p', { class: 'empty' }, 'No usage, guarantee or limit to show.'));
+    return;
+  }
+  $('usage-charts').replaceChildren(...series.map((s) => usageChart(s, hours)));
+}
+
+/* ---- the pending queue and recent preemptions ---- */
+
+function table(head, rows, emptyText) {
+  if (!rows.length) return el('p', { class: 'empty' }, emptyText);
+  return el('table', {}, el('thead', {}, el('tr', {}, head.map(([label, cls]) => el('th', { class: cls }, label)))),
+            el('tbody', {}, rows));
+}
+
+function jobGpus(j) {
+  const type = (j.gpu_types || []).join('|') || 'any';
+  const share = j.share || {};
+  const what = share.mig ? `MIG ${share.mig}` : share.mps ? `MPS ${share.mps}%` : share.timeslice ? 'time-sliced' : '';
+  const count = what ? `1 ${type} ${what}` : `${j.gpus} ${type}`;
+  return (j.replicas > 1 ? `${j.replicas} × ` : '') + count;
+}
+
+async function loadQueue() {
+  const page = await api('/v1/jobs?state=pending&limit=200');
+  const now = Date.now() / 1000;
+  const rows = page.jobs.slice().sort((a, b) => a.submit_time - b.submit_time).map((j) =>
+    el('tr', { dataset: { job: j.id, tenant: j.tenant } },
+       el('td', { class: 'num' }, j.id), el('td', {}, j.tenant), el('td', {}, j.name || ''),
+       el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - j.submit_time)),
+       el('td', { class: 'reason' }, j.reason || '')));
+  $('queue-body').replaceChildren(table(
+    [['job', 'num'], ['tenant'], ['name'], ['GPUs'], ['submitted'], ['waiting', 'num'], ['reason']], rows,
+    'Nothing is waiting.'));
+}
+
+async function loadPreemptions() {
+  const page = await api('/v1/preemptions?limit=20');
+  const rows = page.preemptions.map((p) =>
+    el('tr', { dataset: { job: p.job, tenant: p.tenant } }, timeCell(p.time), el('td', { class: 'num' }, p.job),
+       el('td', {}, p.tenant), el('td', { class: 'reason' }, p.reason)));
+  $('preemptions-body').replaceChildren(table([['when'], ['job', 'num'], ['tenant'], ['reason']], rows,
+                                              'No preemptions.'));
+}
+
+/* ---- the viewer's bill ---- */
+
+function thisPeriod() {
+  const d = new Date();
+  return `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}`;
+}
+
+/* milli-GPU-seconds (an exact integer) as GPU-hours with 2 decimals, in BigInt. */
+function gpuHours(milliSeconds) {
+  const hundredths = (BigInt(milliSeconds) * 100n + 1800000n) / 3600000n;
+  return `${hundredths / 100n}.${String(hundredths % 100n).padStart(2, '0')}`;
+}
+
+function billTenantRows(t) {
+  const head = el('tr', { class: 'total', dataset: { tenant: t.tenant } },
+                  el('td', {}, t.tenant), el('td', {}, t.mode), el('td', { class: 'num' }, t.amount),
+                  el('td', { class: 'num' }, t.subtotal), el('td', { class: 'num' }, t.due));
+  const lines = (t.lines || []).map((l) =>
+    el('tr', { class: 'line', dataset: { tenant: t.tenant, kind: l.kind } },
+       el('td', {}, `${l.kind} · ${l.gpu_type}` + (l.topology && l.topology !== 'any' ? ` · ${l.topology}` : '')),
+       el('td', {}, `${l.gpu_hours} GPU-h`), el('td', { class: 'num' }, l.amount), el('td', {}), el('td', {})));
+  return [head, ...lines];
+}
+
+function billFleet(fleet) {
+  const cols = ['physical', 'whole', 'mig', 'mps', 'timeslice', 'idle_in_guarantees', 'idle_unowned'];
+  const rows = fleet.map((f) => el('tr', { dataset: { type: f.gpu_type } }, el('td', {}, f.gpu_type),
+                                   cols.map((c) => el('td', { class: 'num' }, gpuHours(f[c])))));
+  return el('div', {}, el('h3', {}, 'Fleet (GPU-hours)'),
+            table([['GPU type'], ...cols.map((c) => [c.replace(/_/g, ' '), 'num'])], rows, 'No fleet records.'));
+}
+
+async function loadBill() {
+  const period = thisPeriod();
+  const bill = await api(`/v1/bill?period=${period}`);
+  $('bill-period').textContent = `${bill.period} (${bill.currency})`;
+  const rows = bill.tenants.flatMap(billTenantRows);
+  const parts = [
+    el('div', { class: 'bill-meta' }, `From ${fmtTime(bill.from)} to ${fmtTime(bill.to)}, as of ${fmtTime(bill.as_of)} ` +
+                                      '(your local time). Amounts are exact, in ' + bill.currency + '.'),
+    table([['tenant / line'], ['mode / GPU-hours'], ['amount', 'num'], ['subtotal', 'num'], ['due', 'num']], rows,
+          'Nothing billed this month.'),
+  ];
+  if (bill.fleet) parts.push(billFleet(bill.fleet));
+  $('bill-body').replaceChildren(...parts);
+}
+
+/* ---- start ---- */
+
+function tick() {
+  $('clock').textContent = fmtTime(Date.now() / 1000 | 0);
+}
+
+function start() {
+  $('login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const token = $('token').value.trim();
+    $('token').value = '';
+    if (token) signIn(token);
+  });
+  $('signout').addEventListener('click', signOut);
+  $('refresh').addEventListener('click', refresh);
+  $('colour-by').addEventListener('change', (ev) => { view.colourBy = ev.target.value; drawFleet(); });
+  tick();
+  setInterval(tick, 1000);
+  setInterval(() => { if (!$('dash').hidden) refresh(); }, REFRESH_MS);
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) signIn(token);
+  else showLogin('');
+}
+
+start();
