@@ -45,6 +45,7 @@
 #include "config/fleet_file.h"
 #include "config/tenant_file.h"
 #include "core/engine.h"
+#include "sim/fairness.h"
 #include "sim/trace.h"
 
 typedef enum gp_sim_policy_kind { GP_SIM_GPUPOOL = 0, GP_SIM_STATIC, GP_SIM_FIFO } gp_sim_policy_kind;
@@ -116,6 +117,9 @@ typedef struct gp_sim_result {
     size_t n_groups;
     uint32_t *job_group;       /* n_jobs */
     int64_t *group_guarantee_milli;
+    double *group_entitlement; /* n_groups: the share of the fleet each is entitled to (fairness.h) */
+    gp_sim_fair_hour *fair_hours; /* every full hour of the run: backlogged groups, Jain's index */
+    size_t n_fair_hours;
     gp_sim_sample *samples;
     size_t n_samples;
     int64_t *group_usage;      /* n_samples x n_groups, milli-GPUs */
@@ -124,6 +128,7 @@ typedef struct gp_sim_result {
     int64_t capacity_milli;    /* healthy GPUs of the fleet */
     int64_t t_first_arrival, t_last_arrival, t_end;
     double allocated_gpu_s;    /* integral of allocation over [first, last arrival] */
+    double delivered_gpu_s;    /* integral of allocation over the whole run (work lost later included) */
     uint64_t events, ticks, preemptions;
     size_t rejected;
     char first_rejection[GP_ERROR_MESSAGE_MAX];
