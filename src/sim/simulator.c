@@ -449,10 +449,23 @@ static bool deliver_until(sim *s, int64_t tick_at)
     return pass;
 }
 
+/* Tell the caller where the run is, every PROGRESS_STEPS steps of the loop. */
+static void report_progress(const sim *s, uint64_t step)
+{
+    enum { PROGRESS_STEPS = 16 };
+    if (!s->opt->progress || step % PROGRESS_STEPS)
+        return;
+    gp_sim_point at = {.now = s->now, .t_first_arrival = s->r->t_first_arrival,
+                       .t_last_arrival = s->r->t_last_arrival, .events = s->r->events};
+    s->opt->progress(s->opt->progress_ctx, &at);
+}
+
 static gp_err run_loop(sim *s, gp_error *err)
 {
     bool any;
+    uint64_t step = 0;
     for (int64_t t = next_time(s, &any); any && !s->oom; t = next_time(s, &any)) {
+        report_progress(s, step++);
         int64_t q = s->opt->quantum_s;
         int64_t tick_at = q > 0 ? (t + q - 1) / q * q : t;
         if (!deliver_until(s, tick_at))

@@ -60,6 +60,12 @@ typedef struct gp_sim_policy {
 /* "gpupool", "static", "fifo", or a score name; false when unknown. */
 bool gp_sim_policy_parse(const char *name, gp_sim_policy *out);
 
+/* Where a run is, reported to gp_sim_options.progress (progress.h draws it). */
+typedef struct gp_sim_point {
+    int64_t now, t_first_arrival, t_last_arrival;
+    uint64_t events;
+} gp_sim_point;
+
 typedef struct gp_sim_options {
     int64_t quantum_s;             /* 0: tick at every event time; q: at most one tick per q seconds */
     int64_t checkpoint_interval_s; /* running jobs checkpoint this often; 0: never (restart from scratch) */
@@ -68,6 +74,8 @@ typedef struct gp_sim_options {
     bool record_arrivals;          /* keep (arrived, allocated) after every tick with an arrival */
     int64_t sample_interval_s;     /* time series step; 0: about 400 samples over the run */
     uint64_t seed;                 /* seed of the random placement score */
+    void (*progress)(void *ctx, const gp_sim_point *at); /* NULL, or called every few steps of the loop */
+    void *progress_ctx;
     gp_engine_config engine;
 } gp_sim_options;
 
