@@ -521,14 +521,11 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     for (int ty = 0; ty < GP_MAX_GPU_TYPES; ty++)
         r->capacity_milli += cap.v[ty];
     r->t_first_arrival = t->n_jobs ? t->jobs[0].submit : 0;
-    rc = gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, gp_engine_gpu_type_count(s->e),
-                              cap.v, r->t_first_arrival, err);
-    if (rc)
-        return rc;
     r->t_last_arrival = t->n_jobs ? t->jobs[t->n_jobs - 1].submit : 0;
     s->now = r->t_first_arrival;
     s->next_sample = r->t_first_arrival;
-    return GP_OK;
+    return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, gp_engine_gpu_type_count(s->e), cap.v,
+                                r->t_first_arrival, err);
 }
 
 /* Jobs never placed wait until the end of the run. */
