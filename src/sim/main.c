@@ -18,6 +18,7 @@
 #include "sim/fgd_experiment.h"
 #include "sim/metrics.h"
 #include "sim/plots.h"
+#include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
 #include "sim/sizing.h"
@@ -33,7 +34,7 @@ typedef struct cli {
     size_t n_traces;
     char policy_list[512];
     uint64_t seed;
-    bool strict, no_plots, fgd, whole_gpus_only;
+    bool strict, no_plots, fgd, whole_gpus_only, quiet;
     size_t max_warnings;
     double ratio, size_percentile;
     int gpus_per_node;
@@ -92,6 +93,7 @@ static void usage(FILE *out)
             "outputs\n"
             "  --out DIR                   report.json, CSV files, plots (PNG, SVG), inputs used\n"
             "  --no-plots                  do not run gnuplot\n"
+            "  --quiet                     no progress line on stderr (shown only on a terminal)\n"
             "\n"
             "synthetic generator (--trace synthetic)\n");
     gp_synth_help(out);
@@ -195,8 +197,10 @@ static int parse_cli(cli *c, int argc, char **argv)
             usage(stdout);
             return -1;
         }
-        if (strcmp(a, "--strict") == 0 || strcmp(a, "--no-plots") == 0 || strcmp(a, "--whole-gpus-only") == 0) {
+        if (strcmp(a, "--strict") == 0 || strcmp(a, "--no-plots") == 0 || strcmp(a, "--whole-gpus-only") == 0 ||
+            strcmp(a, "--quiet") == 0) {
             c->strict = c->strict || strcmp(a, "--strict") == 0;
+            c->quiet = c->quiet || strcmp(a, "--quiet") == 0;
             c->no_plots = c->no_plots || strcmp(a, "--no-plots") == 0;
             c->whole_gpus_only = c->whole_gpus_only || strcmp(a, "--whole-gpus-only") == 0;
             continue;
@@ -367,6 +371,9 @@ static void print_run(const gp_sim_result *r, const gp_trace *t)
            "lost %8.1f GPU-h  done %zu/%zu  (%.2f s, %llu events)\n",
            r->policy.name, m.allocation_pct, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_p99_wait_s,
            m.lost_gpu_h, m.done, m.jobs, r->wall_s, (unsigned long long)r->events);
+    printf("%-10s fairness: Jain mean %.3f min %.3f over %zu hours with >= 2 backlogged teams (%zu skipped)  "
+           "lost %.3f%% of delivered  most preemptions of one job %d\n",
+           "", m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped, m.lost_pct, m.max_preemptions);
     if (r->rejected)
         printf("%-10s %zu jobs refused by the engine, first: %s\n", "", r->rejected, r->first_rejection);
 }
@@ -381,8 +388,16 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     gp_error err;
     size_t done = 0;
     int status = 0;
+    gp_sim_progress progress;
+    opt.progress = gp_sim_progress_update;
+    opt.progress_ctx = &progress;
     for (; done < n_pol; done++) {
-        if (gp_sim_run(&setup, &pol[done], &opt, &results[done], &err) != GP_OK) {
+        char label[64];
+        snprintf(label, sizeof label, "%s (%zu/%zu)", pol[done].name, done + 1, n_pol);
+        gp_sim_progress_begin(&progress, gp_sim_progress_wanted(stderr, c->quiet) ? stderr : NULL, label);
+        gp_err rc = gp_sim_run(&setup, &pol[done], &opt, &results[done], &err);
+        gp_sim_progress_end(&progress);
+        if (rc != GP_OK) {
             fprintf(stderr, "gpupool-sim: %s: %s: %s\n", pol[done].name, err.field, err.message);
             status = 1;
             break;

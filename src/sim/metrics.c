@@ -71,6 +71,8 @@ static void count_outcomes(const gp_sim_result *r, size_t group, gp_sim_metrics 
         const gp_sim_job_result *jr = &r->jobs[j];
         m->jobs++;
         m->preemptions += (uint64_t)jr->preemptions;
+        if (jr->preemptions > m->max_preemptions)
+            m->max_preemptions = jr->preemptions;
         m->lost_gpu_h += (double)jr->lost_gpu_s / 3600.0;
         if (jr->outcome == GP_SIM_DONE)
             m->done++;
@@ -83,6 +85,24 @@ static void count_outcomes(const gp_sim_result *r, size_t group, gp_sim_metrics 
         if (jr->outcome == GP_SIM_DONE)
             *jct_sum += (double)jr->end;
     }
+}
+
+/* Mean and minimum of the measured hours' index (fairness.h). */
+static void fairness_summary(const gp_sim_result *r, gp_sim_metrics *m)
+{
+    double sum = 0;
+    m->jain_min = 1;
+    for (size_t h = 0; h < r->n_fair_hours; h++) {
+        double j = r->fair_hours[h].jain;
+        if (j < 0) {
+            m->fair_hours_skipped++;
+            continue;
+        }
+        m->fair_hours++;
+        sum += j;
+        m->jain_min = j < m->jain_min ? j : m->jain_min;
+    }
+    m->jain_mean = m->fair_hours ? sum / (double)m->fair_hours : 1;
 }
 
 gp_err gp_sim_metrics_compute(const gp_sim_result *r, const gp_trace *t, size_t group, gp_sim_metrics *m,
@@ -126,6 +146,8 @@ gp_err gp_sim_metrics_compute(const gp_sim_result *r, const gp_trace *t, size_t 
                                                : 0;
         for (size_t g = 0; g < r->n_groups; g++)
             m->guarantee_gpus += (double)r->group_guarantee_milli[g] / 1000.0;
+        m->lost_pct = r->delivered_gpu_s > 0 ? 100.0 * m->lost_gpu_h * 3600.0 / r->delivered_gpu_s : 0;
+        fairness_summary(r, m);
     } else {
         m->guarantee_gpus = (double)r->group_guarantee_milli[group] / 1000.0;
     }

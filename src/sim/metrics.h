@@ -11,7 +11,14 @@
  *               policies are compared over the same span of offered load;
  *   usage       a group's time-averaged GPUs in use over the same window;
  *   lost        GPU-hours of work lost to preemption (since the last
- *               checkpoint of each preempted run);
+ *               checkpoint of each preempted run), also as a % of the
+ *               GPU-hours delivered (allocation over the whole run, the
+ *               lost work included; all groups only);
+ *   max preemptions  the most times any one job was preempted;
+ *   fairness    Jain's index over the backlogged groups, hour by hour
+ *               (fairness.h): its mean and minimum over the hours with at
+ *               least 2 backlogged groups, and how many hours were
+ *               measured and skipped (all groups only);
  *   within-guarantee p99 wait: over the jobs marked within_guarantee
  *               (simulator.h): the promise gpupool makes to a team;
  *   the FGD curve: allocation % after each arrival, averaged per 1 % bin
@@ -39,7 +46,11 @@ typedef struct gp_sim_metrics {
     double mean_usage_gpus;
     double guarantee_gpus;
     double lost_gpu_h;
+    double lost_pct;           /* all groups only: lost / delivered GPU-hours x 100 */
     uint64_t preemptions;
+    int32_t max_preemptions;   /* of any one job */
+    double jain_mean, jain_min; /* all groups only; 1 when no hour was measured */
+    size_t fair_hours, fair_hours_skipped;
 } gp_sim_metrics;
 
 /* group: an index into r->groups, or GP_SIM_ALL_GROUPS. */

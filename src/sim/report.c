@@ -48,12 +48,16 @@ static void metrics_json(FILE *out, const gp_sim_metrics *m, bool overall)
             "\"jobs\":%zu,\"done\":%zu,\"failed\":%zu,\"unfinished\":%zu,\"rejected\":%zu,"
             "\"mean_wait_s\":%.1f,\"p50_wait_s\":%.1f,\"p99_wait_s\":%.1f,\"mean_jct_s\":%.1f,"
             "\"within_guarantee_jobs\":%zu,\"within_guarantee_p99_wait_s\":%.1f,"
-            "\"mean_usage_gpus\":%.3f,\"guarantee_gpus\":%.3f,\"lost_gpu_h\":%.3f,\"preemptions\":%llu",
+            "\"mean_usage_gpus\":%.3f,\"guarantee_gpus\":%.3f,\"lost_gpu_h\":%.3f,\"preemptions\":%llu,"
+            "\"max_preemptions\":%d",
             m->jobs, m->done, m->failed, m->unfinished, m->rejected, m->mean_wait_s, m->p50_wait_s, m->p99_wait_s,
             m->mean_jct_s, m->within_jobs, m->within_p99_wait_s, m->mean_usage_gpus, m->guarantee_gpus,
-            m->lost_gpu_h, (unsigned long long)m->preemptions);
+            m->lost_gpu_h, (unsigned long long)m->preemptions, m->max_preemptions);
     if (overall)
-        fprintf(out, ",\"allocation_pct\":%.3f", m->allocation_pct);
+        fprintf(out,
+                ",\"allocation_pct\":%.3f,\"lost_pct\":%.4f,\"jain_mean\":%.4f,\"jain_min\":%.4f,"
+                "\"fair_hours\":%zu,\"fair_hours_skipped\":%zu",
+                m->allocation_pct, m->lost_pct, m->jain_mean, m->jain_min, m->fair_hours, m->fair_hours_skipped);
 }
 
 static void run_json(FILE *out, const gp_sim_result *r, const gp_sim_metrics *m)
@@ -103,7 +107,7 @@ static gp_err groups_json(FILE *out, const gp_sim_run_set *rs, const gp_sim_resu
             return rc;
         fprintf(out, "%s\n    {\"group\":", g ? "," : "");
         gp_sim_json_string(out, r->groups[g]);
-        fprintf(out, ",");
+        fprintf(out, ",\"entitlement\":%.6f,", r->group_entitlement[g]);
         metrics_json(out, &m, false);
         fprintf(out, "}");
     }
@@ -152,15 +156,17 @@ static gp_err write_summary_csv(const char *dir, const gp_sim_run_set *rs, gp_er
     if (!f)
         return GP_ERR_INVALID;
     fprintf(f, "policy,jobs,done,unfinished,mean_wait_s,p99_wait_s,mean_jct_s,allocation_pct,lost_gpu_h,"
-               "within_guarantee_jobs,within_guarantee_p99_wait_s,preemptions\n");
+               "within_guarantee_jobs,within_guarantee_p99_wait_s,preemptions,lost_pct,max_preemptions,jain_mean,"
+               "jain_min,fair_hours,fair_hours_skipped\n");
     gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < rs->n_results; i++) {
         gp_sim_metrics m;
         if ((rc = gp_sim_metrics_compute(&rs->results[i], rs->trace, GP_SIM_ALL_GROUPS, &m, err)))
             break;
-        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu\n", rs->results[i].policy.name, m.jobs,
-                m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.allocation_pct, m.lost_gpu_h,
-                m.within_jobs, m.within_p99_wait_s, (unsigned long long)m.preemptions);
+        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu,%.4f,%d,%.4f,%.4f,%zu,%zu\n",
+                rs->results[i].policy.name, m.jobs, m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s,
+                m.allocation_pct, m.lost_gpu_h, m.within_jobs, m.within_p99_wait_s, (unsigned long long)m.preemptions,
+                m.lost_pct, m.max_preemptions, m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped);
     }
     fclose(f);
     return rc;
@@ -183,6 +189,26 @@ static gp_err write_timeseries(const char *dir, const gp_sim_result *r, gp_error
                 100.0 * (double)p->allocated_milli / cap, (double)p->demand_milli / 1000.0,
                 100.0 * (double)p->demand_milli / cap, (double)p->arrived_milli / 1000.0,
                 (double)p->stranded_milli / 1000.0, 100.0 * (double)p->stranded_milli / cap, p->pending, p->running);
+    }
+    fclose(f);
+    return GP_OK;
+}
+
+/* fairness-POLICY.csv: every full hour, its backlogged groups and Jain's index (empty: skipped). */
+static gp_err write_fairness(const char *dir, const gp_sim_result *r, gp_error *err)
+{
+    char name[96];
+    snprintf(name, sizeof name, "fairness-%s.csv", r->policy.name);
+    FILE *f = gp_sim_open_out(dir, name, err);
+    if (!f)
+        return GP_ERR_INVALID;
+    fprintf(f, "t_h,backlogged,jain\n");
+    for (size_t h = 0; h < r->n_fair_hours; h++) {
+        const gp_sim_fair_hour *fh = &r->fair_hours[h];
+        fprintf(f, "%.4f,%d,", (double)(fh->start - r->t_first_arrival) / 3600.0, fh->backlogged);
+        if (fh->jain >= 0)
+            fprintf(f, "%.4f", fh->jain);
+        fprintf(f, "\n");
     }
     fclose(f);
     return GP_OK;
@@ -278,15 +304,17 @@ static gp_err write_groups_csv(const char *dir, const gp_sim_run_set *rs, const 
     if (!f)
         return GP_ERR_INVALID;
     fprintf(f, "group,jobs,done,unfinished,mean_wait_s,p99_wait_s,mean_jct_s,within_guarantee_jobs,"
-               "within_guarantee_p99_wait_s,mean_usage_gpus,guarantee_gpus,lost_gpu_h,preemptions\n");
+               "within_guarantee_p99_wait_s,mean_usage_gpus,guarantee_gpus,lost_gpu_h,preemptions,max_preemptions,"
+               "entitlement\n");
     gp_err rc = GP_OK;
     for (size_t g = 0; rc == GP_OK && g < r->n_groups; g++) {
         gp_sim_metrics m;
         if ((rc = gp_sim_metrics_compute(r, rs->trace, g, &m, err)))
             break;
-        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%zu,%.1f,%.3f,%.3f,%.3f,%llu\n", r->groups[g], m.jobs, m.done,
-                m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_jobs, m.within_p99_wait_s,
-                m.mean_usage_gpus, m.guarantee_gpus, m.lost_gpu_h, (unsigned long long)m.preemptions);
+        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%zu,%.1f,%.3f,%.3f,%.3f,%llu,%d,%.6f\n", r->groups[g], m.jobs,
+                m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_jobs, m.within_p99_wait_s,
+                m.mean_usage_gpus, m.guarantee_gpus, m.lost_gpu_h, (unsigned long long)m.preemptions,
+                m.max_preemptions, r->group_entitlement[g]);
     }
     fclose(f);
     return rc;
@@ -431,7 +459,8 @@ gp_err gp_sim_report_write(const char *dir, const gp_sim_run_set *rs, gp_error *
             return gp_error_set(err, GP_ERR_NOMEM, "report", "out of memory");
         top_groups(r, order, &n_top);
         if ((rc = write_timeseries(dir, r, err)) == GP_OK && (rc = write_waits(dir, r, err)) == GP_OK &&
-            (rc = write_usage(dir, r, order, n_top, err)) == GP_OK && (rc = write_groups_csv(dir, rs, r, err)) == GP_OK)
+            (rc = write_usage(dir, r, order, n_top, err)) == GP_OK && (rc = write_groups_csv(dir, rs, r, err)) == GP_OK &&
+            (rc = write_fairness(dir, r, err)) == GP_OK)
             rc = plot_team_usage(dir, r, order, n_top, err);
         free(order);
     }

@@ -11,6 +11,7 @@
  *                  GPUs, queue), usage-POLICY.csv (GPUs per team over
  *                  time, stacked), waits-POLICY.csv (the wait CDF),
  *                  groups-POLICY.csv (per-team figures),
+ *                  fairness-POLICY.csv (Jain's index per hour, fairness.h),
  *                  alloc_vs_load.csv (allocation per 5 % bin of demand);
  *   plots          PNG and SVG by gnuplot (plots.h).
  *

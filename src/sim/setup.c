@@ -14,6 +14,13 @@
  * under the group's guarantee at its submit time: the jobs gpupool
  * promises to start promptly.  This depends on the trace only, so every
  * policy is judged on the same jobs.
+ *
+ * A group's entitlement (fairness.h) is its guarantee as a dominant share
+ * of the fleet; without a guarantee, its weight share among all groups.
+ * Example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2}: max(4/8,
+ * 2/8) = 0.5.  Groups b (no guarantee, weight 1) and c (no guarantee,
+ * weight 3) next to a (default weight 6 = its guaranteed GPUs): b's is
+ * 1 / 10, c's 3 / 10.
  */
 #include "sim/setup.h"
 
@@ -249,4 +256,48 @@ gp_err gp__sim_groups(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err
         r->job_group[j] = tenant_group[t->jobs[j].tenant];
     free(tenant_group);
     return mark_within_guarantee(t, r, err);
+}
+
+/* ---- entitlements ---- */
+
+/* The weight the engine gives a tenant (scheduling.md): the file's, else
+ * its guaranteed GPUs (at least 1), else 1. */
+static double group_weight(const gp_tenant_entry *te, int64_t guarantee)
+{
+    if (te && te->spec.weight > 0)
+        return te->spec.weight;
+    return guarantee > 1000 ? (double)guarantee / 1000.0 : 1.0;
+}
+
+/* Largest share of a GPU type of the fleet the guarantee holds; 0 without one. */
+static double guarantee_share(const gp_tenant_entry *te, const gp_engine *e, const gp_res *cap)
+{
+    double best = 0;
+    for (int i = 0; te && te->spec.guarantee.set && i < te->spec.guarantee.n_gpu; i++)
+        for (int ty = 0; ty < gp_engine_gpu_type_count(e); ty++)
+            if (cap->v[ty] > 0 && strcmp(gp_engine_gpu_type_name(e, ty), te->spec.guarantee.gpu[i].type) == 0) {
+                double share = (double)te->spec.guarantee.gpu[i].milli / (double)cap->v[ty];
+                best = share > best ? share : best;
+            }
+    return best;
+}
+
+gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_engine *e, gp_sim_result *r, gp_error *err)
+{
+    r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
+    if (!r->group_entitlement)
+        return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
+    gp_res cap;
+    gp_engine_fleet_capacity(e, &cap);
+    double weights = 0;
+    for (size_t g = 0; g < r->n_groups; g++) {
+        const gp_tenant_entry *te = find_entry(setup->tenants, r->groups[g], strlen(r->groups[g]));
+        weights += group_weight(te, r->group_guarantee_milli[g]);
+    }
+    for (size_t g = 0; g < r->n_groups; g++) {
+        const gp_tenant_entry *te = find_entry(setup->tenants, r->groups[g], strlen(r->groups[g]));
+        double share = guarantee_share(te, e, &cap);
+        r->group_entitlement[g] = share > 0 ? share : group_weight(te, r->group_guarantee_milli[g]) / weights;
+    }
+    return GP_OK;
 }

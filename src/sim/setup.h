@@ -18,4 +18,8 @@ gp_err gp__sim_engine_new(const gp_sim_setup *setup, const gp_sim_policy *policy
  * within_guarantee (policy-independent: from the trace and tenant file). */
 gp_err gp__sim_groups(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err);
 
+/* Fill r->group_entitlement (after gp__sim_groups; fairness.h defines it)
+ * from the tenant file and the engine's fleet capacity. */
+gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_engine *e, gp_sim_result *r, gp_error *err);
+
 #endif

@@ -25,8 +25,11 @@
  * binds a.  b lost 0 GPU-seconds; its wait restarts at 5520.
  *
  * Allocation is integrated from USAGE_OPEN/CLOSE decisions (milli-GPUs
- * times seconds) over the arrival window; samples of the state are taken
- * every sample_interval_s for the time series.
+ * times seconds) over the arrival window (and over the whole run, the
+ * GPU-hours delivered); samples of the state are taken every
+ * sample_interval_s for the time series.  The fairness tracker
+ * (fairness.h) follows each group's usage per GPU type and its pending
+ * jobs, and closes an hour whenever the clock passes one.
  */
 #include "sim/simulator.h"
 
@@ -60,6 +63,7 @@ typedef struct sim {
     int64_t now;
     int64_t allocated_milli, arrived_milli, demand_milli;
     int64_t *group_usage;           /* current, per group */
+    gp_sim_fairness fair;
     int64_t next_sample;
     size_t cap_samples, cap_arrivals;
     size_t batch_first, batch_end;  /* arrivals of the current batch (fail_unplaced) */
@@ -152,6 +156,9 @@ static void advance(sim *s, int64_t t)
     int64_t to = t < r->t_last_arrival ? t : r->t_last_arrival;
     if (to > from)
         r->allocated_gpu_s += (double)s->allocated_milli * (double)(to - from) / 1000.0;
+    r->delivered_gpu_s += (double)s->allocated_milli * (double)(t - s->now) / 1000.0;
+    if (!gp_sim_fairness_advance(&s->fair, t))
+        s->oom = true;
     while (s->next_sample < t && s->next_sample <= r->t_last_arrival) {
         take_sample(s, s->next_sample);
         s->next_sample += s->opt->sample_interval_s;
@@ -181,6 +188,12 @@ static void record_arrival_point(sim *s)
 
 /* ---- decisions ---- */
 
+/* Job j's group has one pending job more (+1) or less (-1). */
+static void note_pending(sim *s, uint32_t j, int delta)
+{
+    gp_sim_fairness_pending(&s->fair, s->now, s->r->job_group[j], delta);
+}
+
 static void push(sim *s, int64_t time, gp_event_kind kind, uint32_t job)
 {
     if (!gp_event_push(&s->q, time, kind, job, s->jobs[job].epoch))
@@ -194,6 +207,7 @@ static void on_bind(sim *s, uint32_t j)
     if (sj->state != JOB_PENDING)
         return;
     res->wait_s += s->now - sj->pending_since;
+    note_pending(s, j, -1);
     if (res->first_start < 0)
         res->first_start = s->now;
     sj->state = JOB_RUNNING;
@@ -243,14 +257,27 @@ static void on_requeue(sim *s, uint32_t j)
     sj->epoch++;
     sj->state = JOB_PENDING;
     sj->pending_since = s->now;
+    note_pending(s, j, +1);
+}
+
+/* The engine's index of a GPU type name; -1 if it has none. */
+static int gpu_type_index(const gp_engine *e, const char *name)
+{
+    for (int ty = 0; ty < gp_engine_gpu_type_count(e); ty++)
+        if (strcmp(gp_engine_gpu_type_name(e, ty), name) == 0)
+            return ty;
+    return -1;
 }
 
 static void on_usage(sim *s, const gp_usage *u, int sign)
 {
     s->allocated_milli += sign * u->milli_gpus;
     uint64_t j = u->job_id - 1;
-    if (j < s->r->n_jobs)
-        s->group_usage[s->r->job_group[j]] += sign * u->milli_gpus;
+    if (j >= s->r->n_jobs)
+        return;
+    s->group_usage[s->r->job_group[j]] += sign * u->milli_gpus;
+    gp_sim_fairness_usage(&s->fair, s->now, s->r->job_group[j], gpu_type_index(s->e, u->gpu_type),
+                          sign * u->milli_gpus);
 }
 
 static void carry_out(sim *s)
@@ -289,6 +316,8 @@ static void carry_out(sim *s)
 
 static void finish(sim *s, uint32_t j, gp_sim_outcome outcome)
 {
+    if (s->jobs[j].state == JOB_PENDING)
+        note_pending(s, j, -1);
     s->jobs[j].state = JOB_OVER;
     s->r->jobs[j].outcome = (uint8_t)outcome;
     s->r->jobs[j].end = s->now;
@@ -342,6 +371,7 @@ static void arrive(sim *s, uint32_t j)
     s->jobs[j].state = JOB_PENDING;
     s->jobs[j].pending_since = s->now;
     s->jobs[j].remaining = tj->duration;
+    note_pending(s, j, +1);
     carry_out(s);
 }
 
@@ -419,10 +449,23 @@ static bool deliver_until(sim *s, int64_t tick_at)
     return pass;
 }
 
+/* Tell the caller where the run is, every PROGRESS_STEPS steps of the loop. */
+static void report_progress(const sim *s, uint64_t step)
+{
+    enum { PROGRESS_STEPS = 16 };
+    if (!s->opt->progress || step % PROGRESS_STEPS)
+        return;
+    gp_sim_point at = {.now = s->now, .t_first_arrival = s->r->t_first_arrival,
+                       .t_last_arrival = s->r->t_last_arrival, .events = s->r->events};
+    s->opt->progress(s->opt->progress_ctx, &at);
+}
+
 static gp_err run_loop(sim *s, gp_error *err)
 {
     bool any;
+    uint64_t step = 0;
     for (int64_t t = next_time(s, &any); any && !s->oom; t = next_time(s, &any)) {
+        report_progress(s, step++);
         int64_t q = s->opt->quantum_s;
         int64_t tick_at = q > 0 ? (t + q - 1) / q * q : t;
         if (!deliver_until(s, tick_at))
@@ -469,6 +512,8 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     if (!s->group_usage)
         return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
     rc = gp__sim_engine_new(setup, policy, s->opt, &s->e, &s->tenant_of, err);
+    if (rc == GP_OK)
+        rc = gp__sim_entitlements(setup, s->e, r, err);
     if (rc)
         return rc;
     gp_res cap;
@@ -479,7 +524,8 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     r->t_last_arrival = t->n_jobs ? t->jobs[t->n_jobs - 1].submit : 0;
     s->now = r->t_first_arrival;
     s->next_sample = r->t_first_arrival;
-    return GP_OK;
+    return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, gp_engine_gpu_type_count(s->e), cap.v,
+                                r->t_first_arrival, err);
 }
 
 /* Jobs never placed wait until the end of the run. */
@@ -512,12 +558,14 @@ gp_err gp_sim_run(const gp_sim_setup *setup, const gp_sim_policy *policy, const 
     if (rc == GP_OK) {
         close_waits(&s);
         out->t_end = s.now;
+        out->fair_hours = gp_sim_fairness_take_hours(&s.fair, &out->n_fair_hours);
     }
     gp_engine_free(s.e);
     gp_event_queue_free(&s.q);
     free(s.jobs);
     free(s.group_usage);
     free(s.tenant_of);
+    gp_sim_fairness_free(&s.fair);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (rc)
@@ -531,6 +579,8 @@ void gp_sim_result_free(gp_sim_result *r)
     free(r->groups);
     free(r->job_group);
     free(r->group_guarantee_milli);
+    free(r->group_entitlement);
+    free(r->fair_hours);
     free(r->samples);
     free(r->group_usage);
     free(r->arrival_arrived);

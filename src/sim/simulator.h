@@ -45,6 +45,7 @@
 #include "config/fleet_file.h"
 #include "config/tenant_file.h"
 #include "core/engine.h"
+#include "sim/fairness.h"
 #include "sim/trace.h"
 
 typedef enum gp_sim_policy_kind { GP_SIM_GPUPOOL = 0, GP_SIM_STATIC, GP_SIM_FIFO } gp_sim_policy_kind;
@@ -59,6 +60,12 @@ typedef struct gp_sim_policy {
 /* "gpupool", "static", "fifo", or a score name; false when unknown. */
 bool gp_sim_policy_parse(const char *name, gp_sim_policy *out);
 
+/* Where a run is, reported to gp_sim_options.progress (progress.h draws it). */
+typedef struct gp_sim_point {
+    int64_t now, t_first_arrival, t_last_arrival;
+    uint64_t events;
+} gp_sim_point;
+
 typedef struct gp_sim_options {
     int64_t quantum_s;             /* 0: tick at every event time; q: at most one tick per q seconds */
     int64_t checkpoint_interval_s; /* running jobs checkpoint this often; 0: never (restart from scratch) */
@@ -67,6 +74,8 @@ typedef struct gp_sim_options {
     bool record_arrivals;          /* keep (arrived, allocated) after every tick with an arrival */
     int64_t sample_interval_s;     /* time series step; 0: about 400 samples over the run */
     uint64_t seed;                 /* seed of the random placement score */
+    void (*progress)(void *ctx, const gp_sim_point *at); /* NULL, or called every few steps of the loop */
+    void *progress_ctx;
     gp_engine_config engine;
 } gp_sim_options;
 
@@ -116,6 +125,9 @@ typedef struct gp_sim_result {
     size_t n_groups;
     uint32_t *job_group;       /* n_jobs */
     int64_t *group_guarantee_milli;
+    double *group_entitlement; /* n_groups: the share of the fleet each is entitled to (fairness.h) */
+    gp_sim_fair_hour *fair_hours; /* every full hour of the run: backlogged groups, Jain's index */
+    size_t n_fair_hours;
     gp_sim_sample *samples;
     size_t n_samples;
     int64_t *group_usage;      /* n_samples x n_groups, milli-GPUs */
@@ -124,6 +136,7 @@ typedef struct gp_sim_result {
     int64_t capacity_milli;    /* healthy GPUs of the fleet */
     int64_t t_first_arrival, t_last_arrival, t_end;
     double allocated_gpu_s;    /* integral of allocation over [first, last arrival] */
+    double delivered_gpu_s;    /* integral of allocation over the whole run (work lost later included) */
     uint64_t events, ticks, preemptions;
     size_t rejected;
     char first_rejection[GP_ERROR_MESSAGE_MAX];

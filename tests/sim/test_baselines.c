@@ -17,6 +17,17 @@
  * t=1) is the head and holds the node from 100; C (2 GPUs, 50 s, t=2) fits
  * before 100 and is backfilled; D (2 GPUs, 200 s, t=3) would delay B, so
  * it waits for B (100..110) and runs 110..310.
+ *
+ * Fairness and lost work (sim/fairness.h, sim/metrics.h).  In the reclaim
+ * scenario under gpupool, 40 GPU-s lost of 1,040 delivered (b1 400, b2
+ * 40 + 400, a 200) = 3.846 %, one job preempted once.  Three 4-GPU jobs of
+ * 2 h per team, all at t=0, a's first (entitlement 0.5 each):
+ *   fifo     a1, a2 run 0..2h; a3, b1 2..4h; b2, b3 4..6h.  Hours 0-1: both
+ *            backlogged, a holds 8 (x = 2), b none (x = 0): Jain 0.5.
+ *            Hours 2-5: only b (or nobody) waits: skipped.
+ *   gpupool  DRF alternates: a1, b1 0..2h; a2, b2 2..4h; a3, b3 4..6h.
+ *            Hours 0-3: both backlogged at 4 GPUs each: Jain 1; 4-5 skipped.
+ * And an entitlement from a weight: setup.c's example.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +39,7 @@
 
 #include <cmocka.h>
 
+#include "sim/metrics.h"
 #include "sim/simulator.h"
 #include "sim/sizing.h"
 
@@ -155,6 +167,84 @@ static void gpupool_reclaims(void **state)
     assert_int_equal(r.jobs[1].preemptions, 1);
     assert_int_equal(r.jobs[1].lost_gpu_s, 40);
     assert_int_equal(r.preemptions, 1);
+    gp_sim_metrics m;
+    assert_int_equal(gp_sim_metrics_compute(&r, &w.trace, GP_SIM_ALL_GROUPS, &m, NULL), GP_OK);
+    assert_float_equal(m.lost_pct, 100.0 * 40 / 1040, 1e-9);
+    assert_int_equal(m.max_preemptions, 1);
+    assert_int_equal(m.fair_hours + m.fair_hours_skipped, 0); /* shorter than an hour */
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void three_jobs_each(tiny *w)
+{
+    tiny_init(w, two_teams);
+    for (int i = 0; i < 3; i++)
+        tiny_job(w, "a", 0, 4, 7200);
+    for (int i = 0; i < 3; i++)
+        tiny_job(w, "b", 0, 4, 7200);
+}
+
+/* The run's overall metrics; both teams are entitled to half the fleet. */
+static void fairness_run(const char *policy, gp_sim_metrics *m)
+{
+    tiny w;
+    three_jobs_each(&w);
+    gp_sim_result r;
+    run(&w, policy, &r);
+    assert_int_equal(r.n_groups, 2);
+    assert_float_equal(r.group_entitlement[0], 0.5, 1e-12);
+    assert_float_equal(r.group_entitlement[1], 0.5, 1e-12);
+    assert_int_equal(gp_sim_metrics_compute(&r, &w.trace, GP_SIM_ALL_GROUPS, m, NULL), GP_OK);
+    gp_sim_result_free(&r);
+    tiny_free(&w);
+}
+
+static void fifo_starves_the_later_team(void **state)
+{
+    (void)state;
+    gp_sim_metrics m;
+    fairness_run("fifo", &m);
+    assert_int_equal(m.fair_hours, 2);
+    assert_int_equal(m.fair_hours_skipped, 4);
+    assert_float_equal(m.jain_mean, 0.5, 1e-9);
+    assert_float_equal(m.jain_min, 0.5, 1e-9);
+}
+
+static void gpupool_shares_by_entitlement(void **state)
+{
+    (void)state;
+    gp_sim_metrics m;
+    fairness_run("gpupool", &m);
+    assert_int_equal(m.fair_hours, 4);
+    assert_int_equal(m.fair_hours_skipped, 2);
+    assert_float_equal(m.jain_mean, 1.0, 1e-9);
+    assert_float_equal(m.jain_min, 1.0, 1e-9);
+    assert_int_equal(m.max_preemptions, 0);
+    assert_float_equal(m.lost_pct, 0, 1e-12);
+}
+
+/* setup.c's example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2}
+ * (0.5); b has no tenant entry (weight 1), c a weight of 3 and no
+ * guarantee; a's default weight is its 6 guaranteed GPUs. */
+static void a_team_without_guarantee_is_entitled_to_its_weight_share(void **state)
+{
+    (void)state;
+    const char *fleet = "nodes:\n  - {name: h, gpu_type: H100, gpus: 8}\n  - {name: x, gpu_type: A100, gpus: 8}\n";
+    tiny w;
+    tiny_init(&w, "tenants:\n  - {path: a, guarantee: {gpu: {H100: 4, A100: 2}}}\n  - {path: c, weight: 3}\n");
+    gp_fleet_file_free(&w.fleet);
+    assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w.fleet, NULL), GP_OK);
+    tiny_job(&w, "a", 0, 1, 10);
+    tiny_job(&w, "b", 0, 1, 10);
+    tiny_job(&w, "c", 0, 1, 10);
+    gp_sim_result r;
+    run(&w, "gpupool", &r);
+    assert_int_equal(r.n_groups, 3);
+    assert_string_equal(r.groups[1], "b");
+    assert_float_equal(r.group_entitlement[0], 0.5, 1e-12);
+    assert_float_equal(r.group_entitlement[1], 0.1, 1e-12);
+    assert_float_equal(r.group_entitlement[2], 0.3, 1e-12);
     gp_sim_result_free(&r);
     tiny_free(&w);
 }
@@ -265,7 +355,9 @@ int main(void)
         cmocka_unit_test(static_partitioning), cmocka_unit_test(fifo_queue),
         cmocka_unit_test(gpupool_reclaims),    cmocka_unit_test(fifo_backfill),
         cmocka_unit_test(checkpoints_limit_lost_work), cmocka_unit_test(sizing_rule),
-        cmocka_unit_test(policy_names),
+        cmocka_unit_test(policy_names),        cmocka_unit_test(fifo_starves_the_later_team),
+        cmocka_unit_test(gpupool_shares_by_entitlement),
+        cmocka_unit_test(a_team_without_guarantee_is_entitled_to_its_weight_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

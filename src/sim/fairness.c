@@ -1,0 +1,154 @@
+/* fairness.c - the hourly Jain index over backlogged groups (see fairness.h).
+ *
+ * Cells are settled lazily: usage_since / pending_since say up to when a
+ * cell's area / pending time is counted; a change settles that cell, an
+ * hour boundary settles them all.  Work per event is O(1), per hour
+ * O(groups x types).
+ */
+#include "sim/fairness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+double gp_sim_jain(const double *x, size_t n)
+{
+    double sum = 0, sum_sq = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += x[i];
+        sum_sq += x[i] * x[i];
+    }
+    return n == 0 || sum_sq == 0 ? 1.0 : sum * sum / ((double)n * sum_sq);
+}
+
+gp_err gp_sim_fairness_init(gp_sim_fairness *f, size_t n_groups, const double *entitlement, int n_types,
+                            const int64_t *capacity_milli, int64_t t0, gp_error *err)
+{
+    memset(f, 0, sizeof *f);
+    size_t ng = n_groups ? n_groups : 1, cells = ng * (size_t)(n_types > 0 ? n_types : 1);
+    f->n_groups = n_groups;
+    f->n_types = n_types < GP_MAX_GPU_TYPES ? n_types : GP_MAX_GPU_TYPES;
+    memcpy(f->capacity_milli, capacity_milli, (size_t)f->n_types * sizeof *capacity_milli);
+    f->entitlement = malloc(ng * sizeof *f->entitlement);
+    f->usage = calloc(cells, sizeof *f->usage);
+    f->usage_since = malloc(cells * sizeof *f->usage_since);
+    f->area = calloc(cells, sizeof *f->area);
+    f->pending = calloc(ng, sizeof *f->pending);
+    f->pending_since = malloc(ng * sizeof *f->pending_since);
+    f->pending_s = calloc(ng, sizeof *f->pending_s);
+    f->x = malloc(ng * sizeof *f->x);
+    if (!f->entitlement || !f->usage || !f->usage_since || !f->area || !f->pending || !f->pending_since ||
+        !f->pending_s || !f->x) {
+        gp_sim_fairness_free(f);
+        return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
+    }
+    memcpy(f->entitlement, entitlement, n_groups * sizeof *entitlement);
+    for (size_t c = 0; c < cells; c++)
+        f->usage_since[c] = t0;
+    for (size_t g = 0; g < ng; g++)
+        f->pending_since[g] = t0;
+    f->hour_start = t0;
+    return GP_OK;
+}
+
+static void settle_usage(gp_sim_fairness *f, size_t cell, int64_t to)
+{
+    f->area[cell] += (double)f->usage[cell] * (double)(to - f->usage_since[cell]);
+    f->usage_since[cell] = to;
+}
+
+static void settle_pending(gp_sim_fairness *f, size_t g, int64_t to)
+{
+    if (f->pending[g] > 0)
+        f->pending_s[g] += to - f->pending_since[g];
+    f->pending_since[g] = to;
+}
+
+void gp_sim_fairness_usage(gp_sim_fairness *f, int64_t now, size_t g, int type, int64_t delta_milli)
+{
+    if (g >= f->n_groups || type < 0 || type >= f->n_types)
+        return;
+    size_t cell = g * (size_t)f->n_types + (size_t)type;
+    settle_usage(f, cell, now);
+    f->usage[cell] += delta_milli;
+}
+
+void gp_sim_fairness_pending(gp_sim_fairness *f, int64_t now, size_t g, int delta)
+{
+    if (g >= f->n_groups)
+        return;
+    settle_pending(f, g, now);
+    f->pending[g] += delta;
+}
+
+/* Group g's dominant share over the hour just settled, and reset its cells. */
+static double hour_dominant_share(gp_sim_fairness *f, size_t g)
+{
+    double best = 0;
+    for (int t = 0; t < f->n_types; t++) {
+        size_t cell = g * (size_t)f->n_types + (size_t)t;
+        if (f->capacity_milli[t] > 0) {
+            double share = f->area[cell] / GP_SIM_FAIR_HOUR_S / (double)f->capacity_milli[t];
+            best = share > best ? share : best;
+        }
+        f->area[cell] = 0;
+    }
+    return best;
+}
+
+static bool close_hour(gp_sim_fairness *f)
+{
+    if (f->n_hours == f->cap_hours) {
+        size_t cap = f->cap_hours ? f->cap_hours * 2 : 256;
+        gp_sim_fair_hour *h = realloc(f->hours, cap * sizeof *h);
+        if (!h)
+            return false;
+        f->hours = h;
+        f->cap_hours = cap;
+    }
+    int64_t end = f->hour_start + GP_SIM_FAIR_HOUR_S;
+    size_t n = 0;
+    for (size_t g = 0; g < f->n_groups; g++) {
+        for (int t = 0; t < f->n_types; t++)
+            settle_usage(f, g * (size_t)f->n_types + (size_t)t, end);
+        settle_pending(f, g, end);
+        double share = hour_dominant_share(f, g);
+        if (f->pending_s[g] >= GP_SIM_BACKLOG_MIN_S && f->entitlement[g] > 0)
+            f->x[n++] = share / f->entitlement[g];
+        f->pending_s[g] = 0;
+    }
+    f->hours[f->n_hours++] = (gp_sim_fair_hour){.start = f->hour_start, .backlogged = (int32_t)n,
+                                                 .jain = n >= 2 ? gp_sim_jain(f->x, n) : -1};
+    f->hour_start = end;
+    return true;
+}
+
+bool gp_sim_fairness_advance(gp_sim_fairness *f, int64_t now)
+{
+    while (f->hour_start + GP_SIM_FAIR_HOUR_S <= now)
+        if (!close_hour(f))
+            return false;
+    return true;
+}
+
+gp_sim_fair_hour *gp_sim_fairness_take_hours(gp_sim_fairness *f, size_t *n)
+{
+    gp_sim_fair_hour *h = f->hours;
+    *n = f->n_hours;
+    f->hours = NULL;
+    f->n_hours = f->cap_hours = 0;
+    return h;
+}
+
+void gp_sim_fairness_free(gp_sim_fairness *f)
+{
+    free(f->entitlement);
+    free(f->usage);
+    free(f->usage_since);
+    free(f->area);
+    free(f->pending);
+    free(f->pending_since);
+    free(f->pending_s);
+    free(f->x);
+    free(f->hours);
+    memset(f, 0, sizeof *f);
+}
