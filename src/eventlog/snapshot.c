@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define MAGIC "gpupool-snapshot"
-#define HEADER_LEN 72
+#define HEADER_LEN 80
 
 gp_err gp_replayer_snapshot_take(const gp_replayer *r, int64_t seq, const json_t *daemon, gp_snapshot_parts *out,
                                  gp_error *err)

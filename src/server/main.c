@@ -46,6 +46,9 @@ static const char USAGE[] =
     "  --metrics-tenants N     /metrics: the N tenants using or guaranteed the most GPUs get their own\n"
     "                          label, the rest count as tenant=\"other\" (default 50; 0 = all other)\n"
     "  --metrics-open          serve /metrics without a token (default: admin, operator or auditor)\n"
+    "  --snapshot-every-events N  an engine snapshot every N events logged, so a restart replays\n"
+    "                          only the log after it (default 10000; 0 = none)\n"
+    "  --snapshot-every-s S    ... or every S seconds when events were logged since (default 300)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -79,6 +82,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"node-lost-after", required_argument, NULL, 'N'}, {"job-logs", required_argument, NULL, 'J'},
         {"drain-on-gpu-failure", no_argument, NULL, 'G'},
         {"metrics-tenants", required_argument, NULL, 'M'}, {"metrics-open", no_argument, NULL, 'O'},
+        {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'W'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -132,6 +136,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             if (!parse_long(optarg, 0, 60000, &v))
                 return bad_option("pass-min-ms", optarg);
             cfg->pass_min_ms = (int)v;
+            break;
+        case 'S':
+            if (!parse_long(optarg, 0, 1000000000L, &v))
+                return bad_option("snapshot-every-events", optarg);
+            cfg->snapshot_every_events = v;
+            break;
+        case 'W':
+            if (!parse_long(optarg, 1, 86400, &v))
+                return bad_option("snapshot-every-s", optarg);
+            cfg->snapshot_every_s = v;
             break;
         case 'N':
             if (!parse_long(optarg, 1, 86400, &v))

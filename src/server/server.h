@@ -28,6 +28,8 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 
+#include "server/snapshots.h"
+
 #include <stdatomic.h>
 
 typedef struct gp_server_config {
@@ -50,6 +52,8 @@ typedef struct gp_server_config {
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */
     int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
     bool metrics_open;           /* /metrics without a token */
+    int64_t snapshot_every_events; /* an engine snapshot every N events logged (0 = none) */
+    int64_t snapshot_every_s;    /* ... or every M seconds with events since (snapshots.h) */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -79,6 +83,7 @@ struct gp_server {
     gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;
+    gp_snapshots snapshots;  /* engine snapshots: when, and their writer thread */
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
     gp_use use;              /* allocated vs used: what each job drove (use.h) */

@@ -100,6 +100,8 @@ gp_err gp_store_event_append(gp_store *s, const gp_store_event *ev, gp_error *er
 typedef gp_err (*gp_store_event_fn)(void *ctx, const gp_store_event *ev, gp_error *err);
 /* Calls fn for every event in order; stops at the first error fn returns. */
 gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err);
+/* The seq of the last event logged, 0 when none. */
+int64_t gp_store_last_seq(gp_store *s);
 /* The same for the events with seq > after (the log's tail after a snapshot). */
 gp_err gp_store_events_scan_after(gp_store *s, int64_t after, gp_store_event_fn fn, void *ctx, gp_error *err);
 /* Events with seq > after, oldest first, at most limit (1..1000):

@@ -436,6 +436,18 @@ static void events_select(const gp_store *s, const char *payload_alias, const ch
              s->schema >= 2 ? "version, decisions, digest" : "1 AS version, NULL AS decisions, NULL AS digest", tail);
 }
 
+int64_t gp_store_last_seq(gp_store *s)
+{
+    sqlite3_stmt *st;
+    int64_t seq = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT max(seq) FROM events", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        seq = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return seq;
+}
+
 gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err)
 {
     return gp_store_events_scan_after(s, 0, fn, ctx, err);
