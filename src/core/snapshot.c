@@ -180,7 +180,8 @@ static bool get(reader *r, void *p, size_t n)
         r->failed = true;
         return false;
     }
-    memcpy(p, r->buf + r->pos, n);
+    if (n > 0)
+        memcpy(p, r->buf + r->pos, n);
     r->pos += n;
     return true;
 }
