@@ -46,22 +46,28 @@ gp_engine_config gp_engine_config_default(void)
     return c;
 }
 
+gp_engine_config gp__config_resolve(const gp_engine_config *cfg)
+{
+    gp_engine_config c = cfg ? *cfg : gp_engine_config_default();
+    if (c.preempt_cooldown_s < 0)
+        c.preempt_cooldown_s = 0;
+    if (c.max_reclaim_searches < 1)
+        c.max_reclaim_searches = 1;
+    if (c.overdue_grace_s < 1)
+        c.overdue_grace_s = 1;
+    if (c.mig_reconfigure_interval_s < 0)
+        c.mig_reconfigure_interval_s = 0;
+    if (c.clock_resolution_s < 0)
+        c.clock_resolution_s = 0;
+    return c;
+}
+
 gp_engine *gp_engine_new(const gp_engine_config *cfg)
 {
     gp_engine *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    e->cfg = cfg ? *cfg : gp_engine_config_default();
-    if (e->cfg.preempt_cooldown_s < 0)
-        e->cfg.preempt_cooldown_s = 0;
-    if (e->cfg.max_reclaim_searches < 1)
-        e->cfg.max_reclaim_searches = 1;
-    if (e->cfg.overdue_grace_s < 1)
-        e->cfg.overdue_grace_s = 1;
-    if (e->cfg.mig_reconfigure_interval_s < 0)
-        e->cfg.mig_reconfigure_interval_s = 0;
-    if (e->cfg.clock_resolution_s < 0)
-        e->cfg.clock_resolution_s = 0;
+    e->cfg = gp__config_resolve(cfg);
     gp__fleet_init(&e->fleet);
     if (gp__pool_get(e, "default") == GP__NONE) {
         gp_engine_free(e);

@@ -158,6 +158,29 @@ const char *gp_engine_gpu_type_name(const gp_engine *e, int type); /* NULL when 
 /* Healthy, schedulable capacity of the fleet per dimension. */
 void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out);
 
+/* ---- snapshots (snapshot.c) ---- */
+
+/* The format this build writes and reads (bumped when a field of the
+ * engine's state changes meaning). */
+#define GP_ENGINE_SNAPSHOT_VERSION 1
+
+/* The whole state of e (fleet, tenants, jobs, reservations, usage and
+ * fair-share books, cool-downs, counters and ids) into *buf, *len bytes;
+ * the caller frees *buf with free().  Taken between events: refused
+ * (GP_ERR_CONFLICT, field "decisions") while decisions are pending.
+ * The format is this build's own and carries no checksum: seal it
+ * (eventlog/snapshot.h) before it leaves memory. */
+gp_err gp_engine_snapshot_write(const gp_engine *e, unsigned char **buf, size_t *len, gp_error *err);
+/* A new engine from a snapshot, the same state machine as the one written:
+ * the same events give the same decisions.  cfg (NULL: defaults) must be
+ * the settings it was taken under (else GP_ERR_CONFLICT, field "config").
+ * Refused with GP_ERR_INVALID: another format version (field "version"),
+ * another build's layout ("layout"), a truncated, over-long or malformed
+ * buffer ("snapshot").  *out is the caller's (gp_engine_free); NULL on
+ * error. */
+gp_err gp_engine_snapshot_read(const unsigned char *buf, size_t len, const gp_engine_config *cfg, gp_engine **out,
+                               gp_error *err);
+
 /* Recompute every invariant from first principles (GPU ownership, usage
  * sums, quotas, gang completeness).  GP_OK, or the first violation found.
  * For tests and the daemon's self-check; O(fleet + jobs). */

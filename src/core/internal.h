@@ -25,6 +25,7 @@
  *   invariants.c the self-check the tests run after every event
  *   engine.c     every event that reaches jobs (job, fleet and tenant
  *                events) and the scheduling pass that ties them together
+ *   snapshot.c   the whole state into a buffer and back (restarts)
  *
  * Lower files keep their own books and never call up: fleet.c and
  * tenants.c do not stop, requeue, demote or preempt jobs; they return what
@@ -365,6 +366,8 @@ typedef struct gp__scratch {
     size_t cap_out;
 } gp__scratch;
 
+/* A pointer added here or to the structs above is an array that
+ * snapshot.c must write and read too. */
 struct gp_engine {
     gp_engine_config cfg;
     int64_t now;
@@ -426,6 +429,11 @@ struct gp_engine {
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
 };
+
+/* ---- engine.c ---- */
+/* The caller's settings (NULL: the defaults) with out-of-range values
+ * brought into range, as gp_engine_new keeps them. */
+gp_engine_config gp__config_resolve(const gp_engine_config *cfg);
 
 /* ---- resources (tenants.c) ---- */
 void gp__res_zero(gp_res *r);

@@ -100,6 +100,44 @@ void gp_exits_settle(gp_exits *x, const gp_engine *e, uint64_t id)
         drop(x, rec);
 }
 
+json_t *gp_exits_to_json(const gp_exits *x)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; out && i < x->n; i++) {
+        const gp__exit_record *rec = &x->records[i];
+        json_t *ended = json_array();
+        for (int k = 0; k < rec->replicas; k++)
+            json_array_append_new(ended, json_boolean(rec->ended_mask[k]));
+        json_array_append_new(out, json_pack("{s:I, s:I, s:b, s:o}", "job", (json_int_t)rec->job, "bind_time",
+                                             (json_int_t)rec->bind_time, "failed", rec->failed, "ended", ended));
+    }
+    return out;
+}
+
+gp_err gp_exits_from_json(gp_exits *x, const json_t *records, gp_error *err)
+{
+    size_t i;
+    const json_t *o;
+    json_array_foreach(records, i, o) {
+        const json_t *ended = json_object_get(o, "ended");
+        size_t replicas = json_array_size(ended);
+        if (!json_is_integer(json_object_get(o, "job")) || replicas < 1 || replicas > GP_MAX_REPLICAS)
+            return gp_error_set(err, GP_ERR_INVALID, "exits", "exit record %zu is malformed", i);
+        gp_job_info info = {.bind_time = json_integer_value(json_object_get(o, "bind_time")),
+                            .replicas = (int)replicas};
+        gp__exit_record *rec = record_of(x, (uint64_t)json_integer_value(json_object_get(o, "job")), &info);
+        if (!rec)
+            return gp_error_set(err, GP_ERR_NOMEM, "exits", "out of memory");
+        rec->failed = json_is_true(json_object_get(o, "failed"));
+        for (size_t k = 0; k < replicas; k++)
+            if (json_is_true(json_array_get(ended, k))) {
+                rec->ended_mask[k] = 1;
+                rec->ended++;
+            }
+    }
+    return GP_OK;
+}
+
 void gp_exits_free(gp_exits *x)
 {
     for (size_t i = 0; i < x->n; i++)

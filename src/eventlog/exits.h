@@ -46,5 +46,9 @@ gp_err gp_exits_apply(gp_exits *x, gp_engine *e, const gp_replica_exit *report, 
 /* Forgets the record of job id when the engine no longer runs it. */
 void gp_exits_settle(gp_exits *x, const gp_engine *e, uint64_t id);
 void gp_exits_free(gp_exits *x);
+/* The records as JSON (a snapshot keeps them: eventlog/snapshot.h), a new
+ * reference, and back into an empty x. */
+json_t *gp_exits_to_json(const gp_exits *x);
+gp_err gp_exits_from_json(gp_exits *x, const json_t *records, gp_error *err);
 
 #endif

@@ -298,6 +298,53 @@ void gp_agents_observe(void *agents, const gp_engine *e, const gp_event *ev)
     }
 }
 
+json_t *gp_agents_saved(const gp_agents *a)
+{
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < a->n_jobs; i++) {
+        const gp_agent_stop *st = &a->jobs[i].stop;
+        json_t *o = json_pack("{s:I}", "id", (json_int_t)a->jobs[i].id);
+        if (st->reason[0])
+            json_object_set_new(o, "stop", json_pack("{s:s, s:I, s:I}", "reason", st->reason, "since",
+                                                     (json_int_t)st->since, "grace_s", (json_int_t)st->grace_s));
+        json_array_append_new(jobs, o);
+    }
+    return json_pack("{s:o}", "agent_jobs", jobs);
+}
+
+void gp_agents_restore(void *agents, const gp_engine *e, const json_t *saved)
+{
+    gp_agents *a = agents;
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
+        gp_node_info info;
+        gp__agent_node *n = gp_engine_node_get(e, i, &info) ? node_entry(a, info.name) : NULL;
+        if (n)
+            set_up(a, n, info.up);
+        mark(a, n);
+    }
+    size_t i;
+    const json_t *o;
+    json_array_foreach(json_object_get(saved, "agent_jobs"), i, o) {
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(o, "id"));
+        job_refresh(a, e, id, NULL);
+        gp__agent_job *j = job_find(a, id);
+        const json_t *st = json_object_get(o, "stop");
+        if (!j || !st)
+            continue;
+        snprintf(j->stop.reason, sizeof j->stop.reason, "%s", json_string_value(json_object_get(st, "reason")));
+        j->stop.since = json_integer_value(json_object_get(st, "since"));
+        j->stop.grace_s = json_integer_value(json_object_get(st, "grace_s"));
+        j->stop.since_ms = -1; /* decided before this process */
+    }
+}
+
+void gp_agents_reset_jobs(void *agents)
+{
+    gp_agents *a = agents;
+    while (a->n_jobs > 0)
+        job_drop(a, &a->jobs[a->n_jobs - 1]);
+}
+
 void gp_agents_publish(gp_agents *a)
 {
     if (a->n_dirty == 0)

@@ -83,6 +83,16 @@ gp_err gp_agents_load(gp_agents *a, gp_store *store, int64_t now_ms, gp_error *e
 
 /* One event the engine accepted, with its decisions still pending in e. */
 void gp_agents_observe(void *agents, const gp_engine *e, const gp_event *ev);
+/* Snapshots (server/snapshots.h): what the job map holds that the engine
+ * does not (which jobs it lists, why and since when each is stopped), a
+ * new reference; gp_agents_restore fills the table from a restored engine
+ * and that object (before the log's tail is observed), and
+ * gp_agents_reset_jobs empties the job map for a full replay.  The void *
+ * is a gp_agents * (the journal's hooks). */
+json_t *gp_agents_saved(const gp_agents *a);
+void gp_agents_restore(void *agents, const gp_engine *e, const json_t *saved);
+void gp_agents_reset_jobs(void *agents);
+
 /* After a commit: bumps the touched nodes' versions, wakes the waits. */
 void gp_agents_publish(gp_agents *a);
 /* Registered: an agent node, seen now. */

@@ -313,8 +313,8 @@ static gp_err journal_event(gp_journal *j, const gp_event *ev, gp_error *err)
     gp_err rc = gp_replayer_apply(&j->replayer, ev, GP_APPLY_LIVE, &logged, err);
     if (rc)
         return rc;
-    if (j->observe)
-        j->observe(j->observe_ctx, j->engine, ev);
+    if (j->hooks.observe)
+        j->hooks.observe(j->hooks.ctx, j->engine, ev);
     j->last_logged = logged;
     if (logged)
         rc = append(j, ev, err);
@@ -429,8 +429,8 @@ static gp_err replay_one(void *ctx, const gp_store_event *row, gp_error *err)
     gp_err rc = gp_event_decode(row->kind, row->version, row->payload, row->time, &ev, err);
     if (rc == GP_OK)
         rc = gp_replayer_apply(&j->replayer, &ev, GP_APPLY_REPLAY, &logged, err);
-    if (rc == GP_OK && j->observe)
-        j->observe(j->observe_ctx, j->engine, &ev);
+    if (rc == GP_OK && j->hooks.observe)
+        j->hooks.observe(j->hooks.ctx, j->engine, &ev);
     if (rc == GP_OK && j->replayer.trust_floor_applied) {
         char quoted[GP_PATH_MAX + 8];
         gp_log(GP_LOG_WARN, "replay_trust_floor", "tenant=%s note=\"trusted below an untrusted ancestor; replayed as inherit\"",
@@ -455,27 +455,93 @@ static gp_err verify(gp_journal *j, gp_error *err)
     return rc ? rc : gp_replayer_check_totals(&j->replayer, err);
 }
 
-gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_journal_observer observe,
-                       void *observe_ctx, gp_error *err)
+/* The events after `after` into the engine, then the check. */
+static gp_err replay_tail(gp_journal *j, int64_t after, gp_error *err)
 {
-    memset(j, 0, sizeof *j);
-    j->store = store;
-    j->observe = observe;
-    j->observe_ctx = observe_ctx;
-    gp_err rc = gp_replayer_init(&j->replayer, cfg, err);
-    if (rc)
-        return rc;
-    j->engine = j->replayer.engine;
-    rc = gp_store_events_scan(store, replay_one, j, err);
+    gp_err rc = gp_store_events_scan_after(j->store, after, replay_one, j, err);
     if (rc)
         return rc;
     if (j->events_differing > 0)
         gp_log(GP_LOG_WARN, "replay_differs", "events=%lld first_seq=%lld note=\"decisions differ from the recorded"
                " ones; gpupool-replay shows how\"", (long long)j->events_differing, (long long)j->first_differing);
-    int64_t stored_next = gp_store_meta_get(store, "next_job_id", 1);
+    int64_t stored_next = gp_store_meta_get(j->store, "next_job_id", 1);
     if ((uint64_t)stored_next > j->replayer.next_job_id)
         j->replayer.next_job_id = (uint64_t)stored_next;
     return verify(j, err);
+}
+
+/* A fresh replayer for another try (after a snapshot that did not hold). */
+static gp_err journal_reset(gp_journal *j, const gp_engine_config *cfg, gp_error *err)
+{
+    gp_replayer_free(&j->replayer);
+    j->events_replayed = j->events_differing = j->first_differing = 0;
+    if (j->hooks.reset)
+        j->hooks.reset(j->hooks.ctx);
+    gp_err rc = gp_replayer_init(&j->replayer, cfg, err);
+    j->engine = j->replayer.engine;
+    return rc;
+}
+
+static void snapshot_invalid(int64_t seq, const char *why, const gp_error *err)
+{
+    char quoted[GP_ERROR_MESSAGE_MAX + 8];
+    gp_log(GP_LOG_WARN, "snapshot_invalid", "seq=%lld stage=%s error=%s", (long long)seq, why,
+           gp_log_quote(err->message, quoted, sizeof quoted));
+}
+
+/* The snapshot of event seq and the log after it; GP_OK when they hold
+ * (the engine agrees with the job table), else said in the log. */
+static gp_err start_from_snapshot(gp_journal *j, const gp_engine_config *cfg, int64_t seq, gp_error *err)
+{
+    unsigned char *bytes;
+    size_t len;
+    int64_t covered;
+    json_t *saved = NULL;
+    gp_err rc = gp_store_snapshot_get(j->store, seq, &bytes, &len, err);
+    if (rc == GP_OK)
+        rc = gp_replayer_snapshot_restore(&j->replayer, bytes, len, cfg, &covered, &saved, err);
+    if (rc == GP_OK && covered != seq)
+        rc = gp_error_set(err, GP_ERR_INVALID, "seq", "snapshot row %lld holds a snapshot of event %lld",
+                          (long long)seq, (long long)covered);
+    free(bytes);
+    j->engine = j->replayer.engine;
+    if (rc) {
+        snapshot_invalid(seq, "load", err);
+        json_decref(saved);
+        return rc;
+    }
+    if (j->hooks.restored)
+        j->hooks.restored(j->hooks.ctx, j->engine, saved);
+    json_decref(saved);
+    rc = replay_tail(j, seq, err);
+    if (rc)
+        snapshot_invalid(seq, "check", err);
+    return rc;
+}
+
+gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, const gp_journal_hooks *hooks,
+                       gp_error *err)
+{
+    memset(j, 0, sizeof *j);
+    j->store = store;
+    if (hooks)
+        j->hooks = *hooks;
+    gp_err rc = gp_replayer_init(&j->replayer, cfg, err);
+    if (rc)
+        return rc;
+    j->engine = j->replayer.engine;
+    int64_t seqs[8];
+    size_t n = 0;
+    rc = gp_store_snapshots_list(store, seqs, 8, &n, err);
+    for (size_t i = 0; rc == GP_OK && i < n; i++) {
+        gp_error tried;
+        if (start_from_snapshot(j, cfg, seqs[i], &tried) == GP_OK) {
+            j->snapshot_seq = seqs[i];
+            return GP_OK;
+        }
+        rc = journal_reset(j, cfg, err);
+    }
+    return rc ? rc : replay_tail(j, 0, err);
 }
 
 void gp_journal_close(gp_journal *j)

@@ -29,11 +29,25 @@
 #define GP_SERVER_JOURNAL_H
 
 #include "eventlog/replayer.h"
+#include "eventlog/snapshot.h"
 #include "store/store.h"
 
 /* Sees every event the engine accepted, live and in the start-up replay,
  * with its decisions still pending (agents.h). */
 typedef void (*gp_journal_observer)(void *ctx, const gp_engine *e, const gp_event *ev);
+
+/* What the daemon does beside the engine at start and on every event. */
+typedef struct gp_journal_hooks {
+    gp_journal_observer observe;  /* NULL = none */
+    /* The engine was restored from a snapshot, before the log's tail is
+     * replayed: saved is the object the daemon kept with it (NULL when
+     * none; server/snapshots.h). */
+    void (*restored)(void *ctx, const gp_engine *e, const json_t *saved);
+    /* A start from a snapshot did not hold: forget what restored and
+     * observe learned, a full replay follows. */
+    void (*reset)(void *ctx);
+    void *ctx;
+} gp_journal_hooks;
 
 typedef struct gp_journal {
     gp_replayer replayer;  /* the engine and the apply rules; replayer.next_job_id is the next id */
@@ -45,16 +59,21 @@ typedef struct gp_journal {
     int64_t events_differing; /* at open: events whose decisions differ from the recorded ones */
     int64_t first_differing;  /* the seq of the first of them, 0 when none */
     bool last_logged;         /* the last accepted event went into the log (false: it changed nothing) */
-    gp_journal_observer observe; /* NULL = none */
-    void *observe_ctx;
+    int64_t snapshot_seq;     /* at open: the snapshot the start used (its last event), 0 = a full replay */
+    gp_journal_hooks hooks;
 } gp_journal;
 
 /* Creates the engine, replays the store's event log into it and checks the
  * result against the materialized tables and the engine's invariants.
  * Events whose decisions differ from the recorded ones are counted
- * (events_differing) and logged, not refused: the tables decide. */
-gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, gp_journal_observer observe,
-                       void *observe_ctx, gp_error *err);
+ * (events_differing) and logged, not refused: the tables decide.
+ * With snapshots in the store (eventlog/snapshot.h) the newest that loads
+ * is restored and only the log after it replayed; one that does not load
+ * (corrupt, truncated, another build's) or whose result fails the check is
+ * logged (event=snapshot_invalid seq=... stage=load|check) and the next
+ * older one tried, then a full replay.  hooks may be NULL. */
+gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, const gp_journal_hooks *hooks,
+                       gp_error *err);
 void gp_journal_close(gp_journal *j);
 
 /* Each needs an open store transaction.  On error nothing changed -- unless

@@ -240,6 +240,13 @@ static size_t partition(gp_op **ops, size_t n, gp_op **scratch)
     return m;
 }
 
+/* What a snapshot keeps beside the engine (snapshots.h). */
+static json_t *agents_saved(void *ctx)
+{
+    gp_server *srv = ctx;
+    return gp_agents_saved(&srv->agents);
+}
+
 static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
 {
     gp_error err;
@@ -271,6 +278,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         store_fatal("commit", &err);
     gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
     gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
+    gp_snapshots_after_commit(&srv->snapshots, srv->store, &srv->journal.replayer, agents_saved, srv);
     gp_ledger_head_log(&srv->ledger, srv->store, mono_ms()); /* hourly */
     atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
     for (size_t i = 0; i < m; i++)

@@ -48,6 +48,9 @@ static const char USAGE[] =
     "  --metrics-open          serve /metrics without a token (default: admin, operator or auditor)\n"
     "  --web-root DIR          the web dashboard's files, served at / (default: the installed\n"
     "                          share/gpupool/web, else the source tree's web/)\n"
+    "  --snapshot-every-events N  an engine snapshot every N events logged, so a restart replays\n"
+    "                          only the log after it (default 10000; 0 = none)\n"
+    "  --snapshot-every-s S    ... or every S seconds when events were logged since (default 300)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -82,6 +85,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"drain-on-gpu-failure", no_argument, NULL, 'G'},
         {"metrics-tenants", required_argument, NULL, 'M'}, {"metrics-open", no_argument, NULL, 'O'},
         {"web-root", required_argument, NULL, 'W'},
+        {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'A'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -136,6 +140,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             if (!parse_long(optarg, 0, 60000, &v))
                 return bad_option("pass-min-ms", optarg);
             cfg->pass_min_ms = (int)v;
+            break;
+        case 'S':
+            if (!parse_long(optarg, 0, 1000000000L, &v))
+                return bad_option("snapshot-every-events", optarg);
+            cfg->snapshot_every_events = v;
+            break;
+        case 'A':
+            if (!parse_long(optarg, 1, 86400, &v))
+                return bad_option("snapshot-every-s", optarg);
+            cfg->snapshot_every_s = v;
             break;
         case 'N':
             if (!parse_long(optarg, 1, 86400, &v))

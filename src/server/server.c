@@ -39,6 +39,8 @@ gp_server_config gp_server_config_default(void)
         .pass_min_ms = 20,
         .member_token_ttl_s = 90 * 86400,
         .node_lost_after_s = 60,
+        .snapshot_every_events = 10000,
+        .snapshot_every_s = 300,
         .metrics_tenants = 50,
     };
     return c;
@@ -377,6 +379,40 @@ static gp_err ledger_start(gp_server *srv, gp_error *err)
     return GP_OK;
 }
 
+/* The journal's snapshot hooks: the agents' table is part of what a
+ * start restores (agents.h). */
+static void restored(void *ctx, const gp_engine *e, const json_t *saved)
+{
+    gp_server *srv = ctx;
+    gp_agents_restore(&srv->agents, e, saved);
+}
+
+static void reset(void *ctx)
+{
+    gp_server *srv = ctx;
+    gp_agents_reset_jobs(&srv->agents);
+}
+
+/* Replays the log (from the newest snapshot that holds) and logs how. */
+static gp_err journal_start(gp_server *srv, gp_error *err)
+{
+    int64_t t0 = gp_wall_ms();
+    gp_engine_config engine_cfg = gp_engine_config_default();
+    gp_journal_hooks hooks = {.observe = observe, .restored = restored, .reset = reset, .ctx = srv};
+    gp_err rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, &hooks, err);
+    if (rc == GP_OK)
+        rc = set_clock_resolution(srv, err);
+    if (rc)
+        return rc;
+    gp_engine_stats st;
+    gp_engine_stats_get(srv->journal.engine, &st);
+    gp_log(GP_LOG_INFO, "replay", "snapshot_seq=%lld events=%lld live_jobs=%zu next_job_id=%llu ms=%lld",
+           (long long)srv->journal.snapshot_seq, (long long)srv->journal.events_replayed, st.jobs,
+           (unsigned long long)srv->journal.replayer.next_job_id, (long long)(gp_wall_ms() - t0));
+    return gp_snapshots_start(&srv->snapshots, srv->cfg.store_url, srv->cfg.snapshot_every_events,
+                              srv->cfg.snapshot_every_s, srv->journal.snapshot_seq, err);
+}
+
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
 {
     memset(srv, 0, sizeof *srv);
@@ -401,20 +437,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = agents_start(srv, err);
     if (rc == GP_OK)
         rc = joblogs_start(srv, err);
-    if (rc == GP_OK) {
-        int64_t t0 = gp_wall_ms();
-        gp_engine_config engine_cfg = gp_engine_config_default();
-        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, observe, srv, err);
-        if (rc == GP_OK)
-            rc = set_clock_resolution(srv, err);
-        gp_engine_stats st;
-        if (rc == GP_OK) {
-            gp_engine_stats_get(srv->journal.engine, &st);
-            gp_log(GP_LOG_INFO, "replay", "events=%lld live_jobs=%zu next_job_id=%llu ms=%lld",
-                   (long long)srv->journal.events_replayed, st.jobs,
-                   (unsigned long long)srv->journal.replayer.next_job_id, (long long)(gp_wall_ms() - t0));
-        }
-    }
+    if (rc == GP_OK)
+        rc = journal_start(srv, err);
     if (rc == GP_OK)
         rc = ledger_start(srv, err);
     if (rc == GP_OK) {
@@ -468,6 +492,7 @@ void gp_server_stop(gp_server *srv)
         gp_joblogs_stop(&srv->joblogs);
     gp_http_stop(srv);
     gp_loop_stop(srv);
+    gp_snapshots_stop(&srv->snapshots);
     checkpointer_stop(&srv->checkpointer);
     readers_close(&srv->readers);
     if (srv->use.cap_s)

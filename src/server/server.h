@@ -28,6 +28,8 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 
+#include "server/snapshots.h"
+
 #include <stdatomic.h>
 
 typedef struct gp_server_config {
@@ -51,6 +53,8 @@ typedef struct gp_server_config {
     int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
     bool metrics_open;           /* /metrics without a token */
     const char *web_root;        /* the dashboard's files; NULL = gp_web_root_default() (api.h) */
+    int64_t snapshot_every_events; /* an engine snapshot every N events logged (0 = none) */
+    int64_t snapshot_every_s;    /* ... or every M seconds with events since (snapshots.h) */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -80,6 +84,7 @@ struct gp_server {
     gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;
+    gp_snapshots snapshots;  /* engine snapshots: when, and their writer thread */
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
     gp_use use;              /* allocated vs used: what each job drove (use.h) */

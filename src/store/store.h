@@ -41,7 +41,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 6
+#define GP_STORE_SCHEMA_VERSION 8
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -61,6 +61,22 @@ gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
 gp_err gp_store_begin(gp_store *s, gp_error *err);
 gp_err gp_store_commit(gp_store *s, gp_error *err);
 void gp_store_rollback(gp_store *s);
+
+/* ---- engine snapshots (store_snapshot.c) ---- */
+
+/* Stores a sealed snapshot covering the log up to event seq (bytes as
+ * eventlog/snapshot.h seals them), in parts of 1 MiB, each part its own
+ * short transaction so that a writer on another connection never waits
+ * long; then marks it complete and deletes all but the newest `keep`
+ * complete snapshots.  Not inside a transaction of the caller's; meant
+ * for a connection of its own (server/snapshots.h). */
+#define GP_STORE_SNAPSHOTS_KEPT 2
+gp_err gp_store_snapshot_put(gp_store *s, int64_t seq, int64_t created, const unsigned char *bytes, size_t len,
+                             int keep, gp_error *err);
+/* The complete snapshots' seqs, newest first (at most cap; *n how many). */
+gp_err gp_store_snapshots_list(gp_store *s, int64_t *seqs, size_t cap, size_t *n, gp_error *err);
+/* One snapshot's bytes into a new buffer (the caller frees it). */
+gp_err gp_store_snapshot_get(gp_store *s, int64_t seq, unsigned char **bytes, size_t *len, gp_error *err);
 
 /* Small integer settings (next job id, ...). */
 int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback);
@@ -84,6 +100,10 @@ gp_err gp_store_event_append(gp_store *s, const gp_store_event *ev, gp_error *er
 typedef gp_err (*gp_store_event_fn)(void *ctx, const gp_store_event *ev, gp_error *err);
 /* Calls fn for every event in order; stops at the first error fn returns. */
 gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_error *err);
+/* The seq of the last event logged, 0 when none. */
+int64_t gp_store_last_seq(gp_store *s);
+/* The same for the events with seq > after (the log's tail after a snapshot). */
+gp_err gp_store_events_scan_after(gp_store *s, int64_t after, gp_store_event_fn fn, void *ctx, gp_error *err);
 /* Events with seq > after, oldest first, at most limit (1..1000):
  * {"events": [{"seq", "time", "kind", "version", "payload" (JSON),
  * "decisions" (null when not recorded), "digest"}], "next": seq|null}. */

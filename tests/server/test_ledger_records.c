@@ -53,7 +53,7 @@ static int world_setup(void **state)
     gp_error_clear(&err);
     check(gp_store_open(url, false, &w->store, &err), &err, "store open");
     gp_engine_config cfg = gp_engine_config_default();
-    check(gp_journal_open(&w->journal, w->store, &cfg, NULL, NULL, &err), &err, "journal open");
+    check(gp_journal_open(&w->journal, w->store, &cfg, NULL, &err), &err, "journal open");
     *state = w;
     return 0;
 }

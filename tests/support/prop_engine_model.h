@@ -131,6 +131,8 @@ typedef struct sim {
     prop_rng rng;
     uint64_t seed;
     int event_index;
+    int snapshot_at;          /* the event after which the engine is swapped for a
+                                 restore of its snapshot; -1 = never */
     int64_t now;
     uint64_t hash;
     bool verbose;

@@ -1,0 +1,125 @@
+/* snapshot.c - sealed replayer snapshots (see snapshot.h for the format). */
+#include "eventlog/snapshot.h"
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAGIC "gpupool-snapshot"
+#define HEADER_LEN 80
+
+gp_err gp_replayer_snapshot_take(const gp_replayer *r, int64_t seq, const json_t *daemon, gp_snapshot_parts *out,
+                                 gp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->seq = seq;
+    gp_err rc = gp_engine_snapshot_write(r->engine, &out->engine, &out->engine_len, err);
+    if (rc)
+        return rc;
+    json_t *extras = json_pack("{s:I, s:O, s:o, s:O?}", "next_job_id", (json_int_t)r->next_job_id, "pools",
+                               r->pools, "exits", gp_exits_to_json(&r->exits), "daemon", daemon);
+    out->extras = extras ? json_dumps(extras, JSON_COMPACT) : NULL;
+    json_decref(extras);
+    if (!out->extras) {
+        gp_snapshot_parts_free(out);
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "out of memory");
+    }
+    return GP_OK;
+}
+
+void gp_snapshot_parts_free(gp_snapshot_parts *p)
+{
+    free(p->engine);
+    free(p->extras);
+    memset(p, 0, sizeof *p);
+}
+
+gp_err gp_snapshot_seal(const gp_snapshot_parts *p, unsigned char **out, size_t *len, gp_error *err)
+{
+    uint64_t engine_len = p->engine_len, extras_len = strlen(p->extras);
+    uint32_t version = GP_SNAPSHOT_VERSION, reserved = 0;
+    *len = HEADER_LEN + engine_len + extras_len;
+    unsigned char *b = *out = malloc(*len);
+    if (!b)
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "out of memory");
+    memcpy(b, MAGIC, 16);
+    memcpy(b + 16, &version, 4);
+    memcpy(b + 20, &reserved, 4);
+    memcpy(b + 24, &p->seq, 8);
+    memcpy(b + 32, &engine_len, 8);
+    memcpy(b + 40, &extras_len, 8);
+    memcpy(b + HEADER_LEN, p->engine, engine_len);
+    memcpy(b + HEADER_LEN + engine_len, p->extras, extras_len);
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, b + HEADER_LEN, *len - HEADER_LEN, b + 40 + 8) < 0) {
+        free(b);
+        *out = NULL;
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "SHA-256 failed");
+    }
+    return GP_OK;
+}
+
+/* The header's parts, checked against the buffer: lengths and checksum. */
+static gp_err unseal(const unsigned char *b, size_t len, int64_t *seq, size_t *engine_len, size_t *extras_len,
+                     gp_error *err)
+{
+    uint32_t version;
+    uint64_t el, xl;
+    unsigned char sum[32];
+    if (len < HEADER_LEN || memcmp(b, MAGIC, 16) != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "snapshot", "not a snapshot (%zu bytes)", len);
+    memcpy(&version, b + 16, 4);
+    memcpy(seq, b + 24, 8);
+    memcpy(&el, b + 32, 8);
+    memcpy(&xl, b + 40, 8);
+    if (version != GP_SNAPSHOT_VERSION)
+        return gp_error_set(err, GP_ERR_INVALID, "version", "snapshot version %u, this build reads %d", version,
+                            GP_SNAPSHOT_VERSION);
+    if (el > len - HEADER_LEN || xl != len - HEADER_LEN - el)
+        return gp_error_set(err, GP_ERR_INVALID, "snapshot", "snapshot is truncated or too long: %zu bytes, header"
+                            " says %llu", len, (unsigned long long)(HEADER_LEN + el + xl));
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, b + HEADER_LEN, len - HEADER_LEN, sum) < 0 ||
+        memcmp(sum, b + 48, sizeof sum) != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "checksum", "snapshot of event %lld does not match its SHA-256",
+                            (long long)*seq);
+    *engine_len = (size_t)el;
+    *extras_len = (size_t)xl;
+    return GP_OK;
+}
+
+/* next_job_id, pools and exits from the extras into r. */
+static gp_err extras_apply(gp_replayer *r, const json_t *x, gp_error *err)
+{
+    const json_t *next = json_object_get(x, "next_job_id"), *pools = json_object_get(x, "pools");
+    if (!json_is_integer(next) || json_integer_value(next) < 1 || !json_is_object(pools))
+        return gp_error_set(err, GP_ERR_INVALID, "snapshot", "snapshot's replayer state is malformed");
+    r->next_job_id = (uint64_t)json_integer_value(next);
+    json_decref(r->pools);
+    r->pools = json_deep_copy(pools);
+    return gp_exits_from_json(&r->exits, json_object_get(x, "exits"), err);
+}
+
+gp_err gp_replayer_snapshot_restore(gp_replayer *r, const unsigned char *buf, size_t len, const gp_engine_config *cfg,
+                                    int64_t *seq, json_t **daemon, gp_error *err)
+{
+    size_t engine_len = 0, extras_len = 0;
+    *daemon = NULL;
+    gp_err rc = unseal(buf, len, seq, &engine_len, &extras_len, err);
+    if (rc)
+        return rc;
+    json_error_t jerr;
+    json_t *x = json_loadb((const char *)buf + HEADER_LEN + engine_len, extras_len, 0, &jerr);
+    if (!x)
+        return gp_error_set(err, GP_ERR_INVALID, "snapshot", "snapshot's replayer state: %s", jerr.text);
+    gp_engine *e;
+    rc = gp_engine_snapshot_read(buf + HEADER_LEN, engine_len, cfg, &e, err);
+    if (rc == GP_OK) {
+        gp_engine_free(r->engine);
+        r->engine = e;
+        rc = extras_apply(r, x, err);
+    }
+    if (rc == GP_OK && json_is_object(json_object_get(x, "daemon")))
+        *daemon = json_incref(json_object_get(x, "daemon"));
+    json_decref(x);
+    return rc;
+}

@@ -1,0 +1,135 @@
+/* snapshots.c - when to snapshot, and the writer thread (see snapshots.h). */
+#include "server/snapshots.h"
+
+#include "server/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Seals and stores one copy; logs it. */
+static void write_one(gp_snapshots *sn, gp_snapshot_parts *p)
+{
+    int64_t t0 = mono_ms();
+    unsigned char *sealed = NULL;
+    size_t len = 0;
+    gp_error err;
+    gp_err rc = gp_snapshot_seal(p, &sealed, &len, &err);
+    if (rc == GP_OK)
+        rc = gp_store_snapshot_put(sn->store, p->seq, time(NULL), sealed, len, GP_STORE_SNAPSHOTS_KEPT, &err);
+    free(sealed);
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_WARN, "snapshot_failed", "seq=%lld error=\"%s\"", (long long)p->seq, err.message);
+        return;
+    }
+    atomic_fetch_add(&sn->written, 1);
+    gp_log(GP_LOG_INFO, "snapshot_written", "seq=%lld bytes=%zu write_ms=%lld", (long long)p->seq, len,
+           (long long)(mono_ms() - t0));
+}
+
+static void *writer_thread(void *arg)
+{
+    gp_snapshots *sn = arg;
+    pthread_mutex_lock(&sn->lock);
+    for (;;) {
+        while (!sn->busy && !sn->stopping)
+            pthread_cond_wait(&sn->wake, &sn->lock);
+        if (!sn->busy)
+            break;
+        gp_snapshot_parts p = sn->parts;
+        pthread_mutex_unlock(&sn->lock);
+        write_one(sn, &p);
+        gp_snapshot_parts_free(&p);
+        pthread_mutex_lock(&sn->lock);
+        memset(&sn->parts, 0, sizeof sn->parts);
+        sn->busy = false;
+    }
+    pthread_mutex_unlock(&sn->lock);
+    return NULL;
+}
+
+gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every_events, int64_t every_s,
+                          int64_t covered, gp_error *err)
+{
+    memset(sn, 0, sizeof *sn);
+    sn->every_events = every_events;
+    sn->every_ms = every_s * 1000;
+    sn->last_seq = covered;
+    sn->last_ms = mono_ms();
+    if (every_events <= 0)
+        return GP_OK;
+    gp_err rc = gp_store_open(store_url, false, &sn->store, err);
+    if (rc)
+        return rc;
+    pthread_mutex_init(&sn->lock, NULL);
+    pthread_cond_init(&sn->wake, NULL);
+    if (pthread_create(&sn->thread, NULL, writer_thread, sn) != 0) {
+        gp_store_close(sn->store);
+        return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot start the snapshot writer");
+    }
+    sn->started = true;
+    return GP_OK;
+}
+
+static bool due(const gp_snapshots *sn, int64_t seq, int64_t now_ms)
+{
+    int64_t events = seq - sn->last_seq;
+    return events >= sn->every_events || (events > 0 && now_ms - sn->last_ms >= sn->every_ms);
+}
+
+void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,
+                               json_t *(*daemon)(void *ctx), void *ctx)
+{
+    if (!sn->started)
+        return;
+    int64_t now_ms = mono_ms(), seq = gp_store_last_seq(store);
+    if (!due(sn, seq, now_ms))
+        return;
+    pthread_mutex_lock(&sn->lock);
+    bool busy = sn->busy;
+    pthread_mutex_unlock(&sn->lock);
+    if (busy)
+        return; /* the previous one is still being written: the next commit asks again */
+    int64_t t0 = mono_ms();
+    json_t *extra = daemon ? daemon(ctx) : NULL;
+    gp_snapshot_parts p;
+    gp_error err;
+    gp_err rc = gp_replayer_snapshot_take(r, seq, extra, &p, &err);
+    json_decref(extra);
+    if (rc != GP_OK) {
+        gp_log(GP_LOG_WARN, "snapshot_failed", "seq=%lld error=\"%s\"", (long long)seq, err.message);
+        sn->last_ms = now_ms; /* not again at once */
+        return;
+    }
+    gp_log(GP_LOG_INFO, "snapshot", "seq=%lld bytes=%zu take_ms=%lld", (long long)seq, p.engine_len,
+           (long long)(mono_ms() - t0));
+    sn->last_seq = seq;
+    sn->last_ms = now_ms;
+    pthread_mutex_lock(&sn->lock);
+    sn->parts = p;
+    sn->busy = true;
+    pthread_cond_signal(&sn->wake);
+    pthread_mutex_unlock(&sn->lock);
+}
+
+void gp_snapshots_stop(gp_snapshots *sn)
+{
+    if (!sn->started)
+        return;
+    pthread_mutex_lock(&sn->lock);
+    sn->stopping = true;
+    pthread_cond_signal(&sn->wake);
+    pthread_mutex_unlock(&sn->lock);
+    pthread_join(sn->thread, NULL);
+    gp_store_close(sn->store);
+    pthread_mutex_destroy(&sn->lock);
+    pthread_cond_destroy(&sn->wake);
+    sn->started = false;
+}

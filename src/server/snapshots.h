@@ -1,0 +1,58 @@
+/* snapshots.h - gpupoold writes engine snapshots every N events or M
+ * seconds, without stalling its engine thread.
+ *
+ * After a commit the engine thread asks gp_snapshots_after_commit whether
+ * one is due: N events logged since the last one, or M seconds passed and
+ * at least one event.  If so (and the writer is not still busy with the
+ * previous one: then it waits for the next commit) it copies the state
+ * (gp_replayer_snapshot_take: the engine's arrays, a memcpy each) and
+ * hands the copy over; the writer thread seals it (SHA-256) and stores it
+ * on its own connection in 1 MiB parts (store.h), so the engine thread
+ * pays only the copy.  The log says each one: event=snapshot seq=...
+ * bytes=... take_ms=... (the engine thread's part) write_ms=....
+ *
+ * Example: --snapshot-every-events 10000: the commit that logs event
+ * 10,000 (or the first after it) takes a snapshot covering the log up to
+ * it; a restart then loads it and replays only what came after.
+ *
+ * Threads: gp_snapshots_after_commit from the engine thread only; the
+ * writer is the module's own thread.
+ * Ownership: the module owns its connection and the copy in flight.
+ */
+#ifndef GP_SERVER_SNAPSHOTS_H
+#define GP_SERVER_SNAPSHOTS_H
+
+#include "eventlog/snapshot.h"
+#include "store/store.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct gp_snapshots {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool started, stopping;
+    gp_store *store;            /* the writer thread's connection */
+    gp_snapshot_parts parts;    /* the copy in flight (under lock) */
+    bool busy;                  /* parts taken, not yet stored */
+    int64_t every_events;       /* 0 = never */
+    int64_t every_ms;
+    /* engine thread */
+    int64_t last_seq;           /* the last event the newest snapshot covers */
+    int64_t last_ms;            /* monotonic ms of the newest snapshot */
+    atomic_uint_least64_t written;
+} gp_snapshots;
+
+/* Starts the writer (no thread when every_events is 0); covered: the seq
+ * the start's snapshot covered (0 when none). */
+gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every_events, int64_t every_s,
+                          int64_t covered, gp_error *err);
+/* daemon: what the caller saves beside the replayer (a new reference,
+ * consumed; may be NULL), asked for only when a snapshot is due. */
+void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,
+                               json_t *(*daemon)(void *ctx), void *ctx);
+/* Waits for the snapshot in flight, stops the writer. */
+void gp_snapshots_stop(gp_snapshots *sn);
+
+#endif
