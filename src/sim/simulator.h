@@ -45,6 +45,7 @@
 #include "config/fleet_file.h"
 #include "config/tenant_file.h"
 #include "core/engine.h"
+#include "sim/ledger.h"
 #include "sim/trace.h"
 
 typedef enum gp_sim_policy_kind { GP_SIM_GPUPOOL = 0, GP_SIM_STATIC, GP_SIM_FIFO } gp_sim_policy_kind;
@@ -68,6 +69,7 @@ typedef struct gp_sim_options {
     int64_t sample_interval_s;     /* time series step; 0: about 400 samples over the run */
     uint64_t seed;                 /* seed of the random placement score */
     gp_engine_config engine;
+    gp_sim_ledger *ledger;         /* where the run's usage ledger goes (sim/ledger.h); NULL: nowhere */
 } gp_sim_options;
 
 gp_sim_options gp_sim_options_default(void);
