@@ -319,6 +319,8 @@ static gp_job_spec job_spec(const sim *s, uint32_t j)
     spec.isolation = tj->isolation;
     if (tj->isolation == GP_ISO_MPS)
         spec.share.mps_milli = tj->gpu_milli;
+    if (tj->isolation == GP_ISO_MIG)
+        snprintf(spec.share.mig_profile, sizeof spec.share.mig_profile, "%s", tj->mig_profile);
     spec.priority = fifo ? 0 : tj->priority;
     spec.checkpoint_grace_s = tj->grace_s;
     spec.expected_runtime_s = tj->duration > 0 ? tj->duration : 0;
