@@ -30,8 +30,8 @@ Example: research {H100: 24 GPUs}, research/nlp {H100: 16}, H100 at
 
 Choices where the spec leaves room (docs/metering.md lists them too):
   - a tenant is listed when a usage interval of it overlaps [from, as_of)
-    or a guarantee record of it is in force during [from, as_of), plus
-    its ancestors; a line is listed only when its milli_gpu_seconds > 0;
+    or a guarantee record of it with milli_gpus > 0 is in force during
+    [from, as_of), plus its ancestors; a line is listed only when its milli_gpu_seconds > 0;
   - "unpriced" sums the unpriced floor and usage (both classes) seconds;
   - the offline --as-of is clipped to [from, to];
   - the fleet section is printed by the offline tool (it reads the whole
@@ -285,12 +285,12 @@ def tenant_lines(intervals, gstate, g_tenants, versions, lo, hi):
 
 
 def listed_tenants(intervals, gstate, lo, hi):
-    """Tenants with usage in [lo, hi) or a guarantee record in force then, and their ancestors."""
+    """Tenants with usage in [lo, hi) or a guarantee > 0 in force then, and their ancestors."""
     names = {iv[0] for iv in intervals if min(iv[7], hi) > max(iv[6], lo)}
     for (path, _), ch in gstate.changes.items():
-        for i, (start, _, _) in enumerate(ch):
+        for i, (start, _, g) in enumerate(ch):
             until = ch[i + 1][0] if i + 1 < len(ch) else None
-            if start < hi and (until is None or until > lo):
+            if g > 0 and start < hi and (until is None or until > lo):
                 names.add(path)
     for n in list(names):
         names.update(ancestors(n))

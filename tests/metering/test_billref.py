@@ -219,6 +219,18 @@ class HandComputedBills(unittest.TestCase):
         b = billref.bill(lg.records(), PRICES, "2026-11", tenant="research")
         self.assertEqual([t["tenant"] for t in b["tenants"]], ["research", "research/cv", "research/nlp"])
 
+    def test_a_tenant_is_listed_for_usage_or_a_guarantee_in_the_period_not_for_older_records(self):
+        # old/x: used and guaranteed in October only (guarantee removed Oct 31) -> not in November
+        # new/y: guarantee from Nov 20 -> listed, with its ancestor
+        lg = Ledger()
+        lg.usage("old/x", "H100", 1000, NOV - 10 * H, NOV - 9 * H)
+        lg.guarantee("old/x", "H100", 1000, start=NOV - 40 * 86400)
+        lg.guarantee("old/x", "H100", 0, start=NOV - 86400)
+        lg.guarantee("new/y", "H100", 1000, start=NOV + 19 * 86400)
+        b = billref.bill(lg.records(), PRICES, "2026-11")
+        self.assertEqual([t["tenant"] for t in b["tenants"]], ["new", "new/y"])
+        self.assertEqual(line(b, "new/y", "floor", "H100")["gpu_hours"], "264.000000")
+
     def test_lines_are_sorted_by_kind_then_gpu_type_then_topology(self):
         lg = Ledger()
         lg.guarantee("a/x", "H100", 1000)
