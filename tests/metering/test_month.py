@@ -157,6 +157,9 @@ def check_as_of(records):
 
 def compare_with_c_bill(tmp, ledger, prices_path, bill_plain, bill_hourly):
     gpupool = os.path.join(BIN, "gpupool")
+    if not os.path.exists(gpupool):
+        check(False, f"{gpupool} is not built: the C bill was not compared")
+        return False
     for extra, want in (([], bill_plain), (["--hourly"], bill_hourly)):
         p = subprocess.run([gpupool, "bill", "--ledger", ledger, "--prices", prices_path, "--period", "2026-11",
                             "-o", "json"] + extra, capture_output=True, text=True)
