@@ -16,6 +16,7 @@
 #include "config/fleet_file.h"
 #include "config/tenant_file.h"
 #include "sim/fgd_experiment.h"
+#include "sim/ledger.h"
 #include "sim/metrics.h"
 #include "sim/plots.h"
 #include "sim/progress.h"
@@ -30,6 +31,8 @@
 
 typedef struct cli {
     const char *fleet, *tenants, *out;
+    const char *ledger;     /* --ledger FILE */
+    int64_t epoch;          /* --epoch: the ledger's time of simulated second 0 */
     const char *traces[MAX_TRACES];
     size_t n_traces;
     char policy_list[512];
@@ -94,6 +97,9 @@ static void usage(FILE *out)
             "  --out DIR                   report.json, CSV files, plots (PNG, SVG), inputs used\n"
             "  --no-plots                  do not run gnuplot\n"
             "  --quiet                     no progress line on stderr (shown only on a terminal)\n"
+            "  --ledger FILE               the usage ledger as JSON lines (one policy; docs/metering.md)\n"
+            "  --epoch T                   ledger time of simulated second 0 (default 1793491200,\n"
+            "                              2026-11-01T00:00:00Z: a 30-day run is the month 2026-11)\n"
             "\n"
             "synthetic generator (--trace synthetic)\n");
     gp_synth_help(out);
@@ -141,6 +147,10 @@ static bool parse_flag(cli *c, const char *flag, const char *v)
         c->tenants = v;
     else if (strcmp(flag, "--out") == 0)
         c->out = v;
+    else if (strcmp(flag, "--ledger") == 0)
+        c->ledger = v;
+    else if (strcmp(flag, "--epoch") == 0)
+        return parse_i64(v, 0, &c->epoch);
     else if (strcmp(flag, "--trace") == 0 && c->n_traces < MAX_TRACES)
         c->traces[c->n_traces++] = v;
     else if (strcmp(flag, "--policy") == 0)
@@ -187,6 +197,7 @@ static int parse_cli(cli *c, int argc, char **argv)
     c->size_percentile = -1;
     c->gpus_per_node = 8;
     c->gpu_type = "GPU";
+    c->epoch = GP_SIM_LEDGER_EPOCH;
     snprintf(c->policy_list, sizeof c->policy_list, "gpupool");
     snprintf(c->seeds_text, sizeof c->seeds_text, "42-51");
     c->opt = gp_sim_options_default();
@@ -391,6 +402,10 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     gp_sim_progress progress;
     opt.progress = gp_sim_progress_update;
     opt.progress_ctx = &progress;
+    if (c->ledger && gp_sim_ledger_open(c->ledger, c->epoch, &opt.ledger, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-sim: %s\n", err.message);
+        return 2;
+    }
     for (; done < n_pol; done++) {
         char label[64];
         snprintf(label, sizeof label, "%s (%zu/%zu)", pol[done].name, done + 1, n_pol);
@@ -403,6 +418,16 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
             break;
         }
         print_run(&results[done], &in->trace);
+    }
+    if (opt.ledger) {
+        int64_t records = gp_sim_ledger_records(opt.ledger);
+        if (gp_sim_ledger_close(opt.ledger, &err) != GP_OK) {
+            fprintf(stderr, "gpupool-sim: %s\n", err.message);
+            status = 1;
+        } else {
+            printf("ledger: %lld records in %s\n", (long long)records, c->ledger);
+        }
+        opt.ledger = NULL;
     }
     gp_sim_run_set rs = {.trace_desc = in->trace_desc, .fleet_desc = c->fleet ? c->fleet : "generated",
                          .seed = c->seed, .trace = &in->trace, .options = &opt, .results = results,
@@ -459,6 +484,10 @@ int main(int argc, char **argv)
     size_t n_pol = parse_policies(c.policy_list, pol);
     if (n_pol == 0)
         return 2;
+    if (c.ledger && (n_pol != 1 || c.fgd)) {
+        fprintf(stderr, "gpupool-sim: --ledger takes one policy and no --experiment\n");
+        return 2;
+    }
     printf("gpupool-sim: seed %llu\n", (unsigned long long)c.seed);
     inputs in;
     memset(&in, 0, sizeof in);

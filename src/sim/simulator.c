@@ -284,6 +284,8 @@ static void carry_out(sim *s)
 {
     size_t n;
     const gp_decision *d = gp_engine_decisions(s->e, &n);
+    if (s->opt->ledger)
+        gp_sim_ledger_decisions(s->opt->ledger, s->e, d, n);
     for (size_t i = 0; i < n; i++) {
         uint32_t j = (uint32_t)(d[i].job_id - 1);
         switch (d[i].kind) {
@@ -346,6 +348,8 @@ static gp_job_spec job_spec(const sim *s, uint32_t j)
     spec.isolation = tj->isolation;
     if (tj->isolation == GP_ISO_MPS)
         spec.share.mps_milli = tj->gpu_milli;
+    if (tj->isolation == GP_ISO_MIG)
+        snprintf(spec.share.mig_profile, sizeof spec.share.mig_profile, "%s", tj->mig_profile);
     spec.priority = fifo ? 0 : tj->priority;
     spec.checkpoint_grace_s = tj->grace_s;
     spec.expected_runtime_s = tj->duration > 0 ? tj->duration : 0;
@@ -524,6 +528,9 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     r->t_last_arrival = t->n_jobs ? t->jobs[t->n_jobs - 1].submit : 0;
     s->now = r->t_first_arrival;
     s->next_sample = r->t_first_arrival;
+    if (s->opt->ledger) /* the world exists from simulated time 0 (or the first arrival, when earlier) */
+        gp_sim_ledger_start(s->opt->ledger, s->e, policy->kind == GP_SIM_FIFO ? NULL : setup->tenants,
+                            r->t_first_arrival < 0 ? r->t_first_arrival : 0);
     return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, gp_engine_gpu_type_count(s->e), cap.v,
                                 r->t_first_arrival, err);
 }

@@ -46,6 +46,7 @@
 #include "config/tenant_file.h"
 #include "core/engine.h"
 #include "sim/fairness.h"
+#include "sim/ledger.h"
 #include "sim/trace.h"
 
 typedef enum gp_sim_policy_kind { GP_SIM_GPUPOOL = 0, GP_SIM_STATIC, GP_SIM_FIFO } gp_sim_policy_kind;
@@ -77,6 +78,7 @@ typedef struct gp_sim_options {
     void (*progress)(void *ctx, const gp_sim_point *at); /* NULL, or called every few steps of the loop */
     void *progress_ctx;
     gp_engine_config engine;
+    gp_sim_ledger *ledger;         /* where the run's usage ledger goes (sim/ledger.h); NULL: nowhere */
 } gp_sim_options;
 
 gp_sim_options gp_sim_options_default(void);

@@ -13,6 +13,9 @@
  * 8 h), 45 % single-node training (median 2 h), 30 % inference services of
  * 1-4 MPS shares of 25 or 50 % (median 8 h), 20 % time-sliced notebooks
  * (median 3 h); durations log-normal with sigma 1.0, capped at 14 days.
+ * With --synth-a100-mig F, a fraction F of the A100 nodes is MIG-partitioned
+ * and a fraction F of the inference services runs on them as 1g.10gb or
+ * 3g.40gb instances instead of MPS shares (default 0: no MIG).
  * Offered load over 30 days: about 0.8 of the H100 and A100 GPUs and 0.5
  * of the L40S (0.75 of the fleet; MPS GPUs about 0.6); with shares 0 the
  * L40S are overloaded.
@@ -44,6 +47,7 @@ static const param_def params[] = {
     {"nodes-per-block", P(nodes_per_block), 1, 4096, "nodes per fabric block"},
     {"l40s-mps", P(l40s_mps), 0, 1, "fraction of L40S nodes shared by MPS"},
     {"l40s-timeslice", P(l40s_timeslice), 0, 1, "fraction of L40S nodes time-sliced"},
+    {"a100-mig", P(a100_mig), 0, 1, "fraction of A100 nodes MIG-partitioned, and of inference jobs on them"},
     {"orgs", P(orgs), 1, 1000, "organisations (top-level tenants)"},
     {"teams", P(teams), 1, 10000, "teams (spread over the orgs; they hold the guarantees)"},
     {"projects-per-team", P(projects_per_team), 1, 16, "projects per team (the leaves jobs go to)"},
@@ -173,7 +177,9 @@ static char *fleet_yaml(const gp_synth_params *p, const fleet_shape *s)
     if (mps + ts > s->nodes[2])
         ts = s->nodes[2] - mps;
     fleet_entries(&b, p, s, 0, GP_SHARING_EXCLUSIVE, s->nodes[0], &block_no);
-    fleet_entries(&b, p, s, 1, GP_SHARING_EXCLUSIVE, s->nodes[1], &block_no);
+    int mig = (int)lround(s->nodes[1] * p->a100_mig);
+    fleet_entries(&b, p, s, 1, GP_SHARING_EXCLUSIVE, s->nodes[1] - mig, &block_no);
+    fleet_entries(&b, p, s, 1, GP_SHARING_MIG, mig, &block_no);
     fleet_entries(&b, p, s, 2, GP_SHARING_EXCLUSIVE, s->nodes[2] - mps - ts, &block_no);
     fleet_entries(&b, p, s, 2, GP_SHARING_MPS, mps, &block_no);
     fleet_entries(&b, p, s, 2, GP_SHARING_TIMESLICE, ts, &block_no);
@@ -302,6 +308,17 @@ static int64_t draw_duration(const gp_synth_params *p, gp_rng *r, double median_
     return (int64_t)(d < 60 ? 60 : d > cap ? cap : d);
 }
 
+/* An inference service on MIG A100s (--synth-a100-mig): its 25 % share
+ * becomes a 1g.10gb instance (142 milli-GPUs), its 50 % a 3g.40gb (428). */
+static void mig_inference(gp_trace_job *j)
+{
+    bool small = j->gpu_milli <= 250;
+    snprintf(j->mig_profile, sizeof j->mig_profile, "%s", small ? "1g.10gb" : "3g.40gb");
+    j->gpu_milli = small ? 142 : 428;
+    j->isolation = GP_ISO_MIG;
+    j->type_mask = 2;
+}
+
 /* Shape, types and duration of one job of `kind` (tenant and time are set by the caller). */
 static void job_shape(const world *w, gp_rng *r, int kind, gp_trace_job *j)
 {
@@ -341,6 +358,8 @@ static void job_shape(const world *w, gp_rng *r, int kind, gp_trace_job *j)
         j->priority = 100;
         j->grace_s = 30;
         j->duration = draw_duration(p, r, p->inference_hours);
+        if (p->a100_mig > 0 && p->shares > 0 && gp_rng_uniform(r) < p->a100_mig)
+            mig_inference(j);
     } else {
         j->gpus = 1;
         j->gpu_milli = p->shares > 0 ? 250 : 0;

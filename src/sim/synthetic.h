@@ -5,7 +5,8 @@
  * ~30,000 jobs a day; this generator makes that world from a seed:
  *
  *   fleet    H100 / A100 / L40S nodes of 8 GPUs in fabric blocks; part of
- *            the L40S nodes shared by MPS or time-slicing;
+ *            the L40S nodes shared by MPS or time-slicing, optionally part
+ *            of the A100 nodes partitioned by MIG;
  *   tenants  orgs -> teams -> projects; guarantees on teams, Zipf-skewed
  *            sizes, summing to a fraction of the fleet;
  *   jobs     a mix of training gangs (8-512 GPUs, checkpoint grace),
@@ -39,6 +40,7 @@ typedef struct gp_synth_params {
     double gpus_per_node;
     double nodes_per_block;
     double l40s_mps, l40s_timeslice; /* fractions of L40S nodes shared */
+    double a100_mig;           /* fraction of A100 nodes partitioned by MIG (and of inference jobs on them) */
     /* tenants */
     double orgs, teams, projects_per_team;
     double guaranteed;         /* sum of team guarantees / fleet */

@@ -6,7 +6,7 @@
  *
  * A job is what the engine will be asked to run: replicas x gpus whole
  * GPUs (gpus = 0: a CPU-only pod), or one fractional share per replica
- * (gpu_milli 1..999 with isolation mps or timeslice), GPU types it
+ * (gpu_milli 1..999 with isolation mps or timeslice, or a MIG profile), GPU types it
  * accepts, CPU and memory per replica, its tenant (an index into the
  * trace's tenant table), and when it arrives and how long it works.
  * duration < 0 means it never ends by itself (the FGD experiment has no
@@ -40,7 +40,8 @@ typedef struct gp_trace_job {
     int replicas;
     int gpus;                    /* whole GPUs per replica; 0 = CPU-only, or 1 with a share */
     int gpu_milli;               /* 1..999: a fractional share per replica; 0 = whole GPUs */
-    gp_isolation isolation;      /* exclusive, or mps/timeslice for shares */
+    gp_isolation isolation;      /* exclusive, or mig/mps/timeslice for shares */
+    char mig_profile[16];        /* isolation mig: the GPU-instance profile ("1g.10gb"); gpu_milli is its share */
     uint8_t type_mask;           /* accepted GPU types (bits into trace.types); 0 = any */
     uint16_t tenant;             /* index into trace.tenants */
     gp_job_kind kind;
