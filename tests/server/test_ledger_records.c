@@ -8,7 +8,9 @@
  * 142), the time-slice share (floor(1000 / 3) = 333), the start and end,
  * the class and why the interval closed.  The chain is recomputed here too
  * (SHA-256 of each record's canonical text, prev = the hash before) and by
- * gp_store_ledger_verify.
+ * gp_store_ledger_verify.  Before the usage records come the capacity
+ * record of each node add and the guarantee record of each tenant change
+ * that moved a guarantee (ledger.h: gp_ledger_sync).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -254,18 +256,31 @@ static void assert_ledger(world *w, const char *const *expected, size_t n)
     assert_string_equal(c.head_hash, prev);
 }
 
-/* The ledger holds exactly one interval: its open record with `fields`
- * (JSON members, without kind, seq and prev) and its close record, the
- * same fields with end, why it closed and open_seq 1. */
-static void assert_one_interval(world *w, const char *fields, int64_t end, const char *closed)
+/* The ledger holds the capacity and guarantee records `before` (as the
+ * node and tenant changes wrote them), then exactly one interval: its open
+ * record with `fields` (JSON members, without kind, seq and prev) and its
+ * close record, the same fields with end, why it closed and open_seq. */
+static void assert_one_interval(world *w, const char *before, const char *fields, int64_t end, const char *closed)
 {
     char open[2048], close[2048];
+    json_t *pre = parse(before);
+    size_t n = json_array_size(pre);
     snprintf(open, sizeof open, "{\"kind\": \"open\", %s}", fields);
-    snprintf(close, sizeof close, "{\"kind\": \"close\", %s, \"end\": %lld, \"closed\": \"%s\", \"open_seq\": 1}", fields,
-             (long long)end, closed);
-    const char *const expected[] = {open, close};
-    assert_ledger(w, expected, 2);
+    snprintf(close, sizeof close, "{\"kind\": \"close\", %s, \"end\": %lld, \"closed\": \"%s\", \"open_seq\": %zu}",
+             fields, (long long)end, closed, n + 1);
+    const char *expected[8];
+    char *texts[8];
+    for (size_t i = 0; i < n && i < 6; i++)
+        expected[i] = texts[i] = json_dumps(json_array_get(pre, i), 0);
+    expected[n] = open;
+    expected[n + 1] = close;
+    assert_ledger(w, expected, n + 2);
+    for (size_t i = 0; i < n && i < 6; i++)
+        free(texts[i]);
+    json_decref(pre);
 }
+
+#define H100_1 "{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 0}"
 
 /* vision holds one H100 as guarantee; alice's job takes a 1g.10gb slice of
  * the MIG H100 (1 of 7 compute slices: floor(1000 / 7) = 142 milli-GPUs,
@@ -287,7 +302,11 @@ static void mig_slice_held_90_minutes_is_142_milli_gpus_for_5400_seconds_finishe
                    " \"slice\": {\"kind\": \"mig\", \"milli_gpus\": 142, \"mig_profile\": \"1g.10gb\","         \
                    " \"mig_start\": 6}}], \"share\": \"mig\", \"start\": 1000, \"tenant\": \"vision\","         \
                    " \"topology\": \"any\", \"user\": \"alice\""
-    assert_one_interval(w, MIG_COMMON, 6400, "finished");
+    assert_one_interval(w,
+                        "[{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 1000},"
+                        " {\"kind\": \"guarantee\", \"tenant\": \"vision\", \"gpu_type\": \"H100\","
+                        " \"milli_gpus\": 1000, \"start\": 1000}]",
+                        MIG_COMMON, 6400, "finished");
 #undef MIG_COMMON
 }
 
@@ -312,14 +331,16 @@ static void burst_job_preempted_mid_hour_closes_preempted_at_the_reclaim(void **
 #define BURST "\"class\": \"burstable\", \"interval\": 1, \"job\": 1, \"start\": 0, \"tenant\": \"lab\","        \
               " \"user\": \"bob\", " PLACED
     const char *const expected[] = {
+        H100_1,
+        "{\"kind\": \"guarantee\", \"tenant\": \"owner\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 0}",
         "{\"kind\": \"open\", " BURST "}",
-        "{\"kind\": \"close\", " BURST ", \"end\": 1800, \"closed\": \"preempted\", \"open_seq\": 1}",
+        "{\"kind\": \"close\", " BURST ", \"end\": 1800, \"closed\": \"preempted\", \"open_seq\": 3}",
         "{\"kind\": \"open\", \"class\": \"guaranteed\", \"interval\": 2, \"job\": 2, \"start\": 1800,"
         " \"tenant\": \"owner\", \"user\": \"carol\", " PLACED "}",
     };
 #undef BURST
 #undef PLACED
-    assert_ledger(w, expected, 3);
+    assert_ledger(w, expected, 5);
 }
 
 /* The default pool time-slices each GPU into 3 replicas: a replica holds
@@ -339,7 +360,8 @@ static void timeslice_replica_is_a_third_of_the_gpu_when_three_share_it(void **s
            " \"placement\": [{\"node\": \"t0\", \"gpus\": [\"GPU-t0-0\"], \"slice\": {\"kind\": \"timeslice\","   \
            " \"milli_gpus\": 333}}], \"share\": \"timeslice\", \"start\": 50, \"tenant\": \"serve\","           \
            " \"topology\": \"any\", \"user\": \"dan\""
-    assert_one_interval(w, TS, 950, "finished");
+    assert_one_interval(w, "[{\"kind\": \"capacity\", \"gpu_type\": \"L40S\", \"milli_gpus\": 1000, \"start\": 0}]", TS,
+                        950, "finished");
 #undef TS
 }
 
@@ -359,7 +381,8 @@ static void job_on_a_lost_node_closes_node_lost_when_the_node_is_lost(void **sta
 #define LOST "\"class\": \"burstable\", \"gpu_type\": \"A100\", \"interval\": 1, \"job\": 1, \"milli_gpus\": 2000," \
              " \"placement\": [{\"node\": \"n0\", \"gpus\": [\"GPU-n0-1\", \"GPU-n0-0\"]}], \"share\": \"whole\"," \
              " \"start\": 10, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"eve\""
-    assert_one_interval(w, LOST, 610, "node_lost");
+    assert_one_interval(w, "[{\"kind\": \"capacity\", \"gpu_type\": \"A100\", \"milli_gpus\": 2000, \"start\": 0}]", LOST,
+                        610, "node_lost");
 #undef LOST
 }
 
@@ -377,7 +400,7 @@ static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
 #define LIMITED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"           \
                 " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"        \
                 " \"share\": \"whole\", \"start\": 100, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"frank\""
-    assert_one_interval(w, LIMITED, 700, "time_limit");
+    assert_one_interval(w, "[" H100_1 "]", LIMITED, 700, "time_limit");
 #undef LIMITED
 }
 
@@ -394,7 +417,7 @@ static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
 #define FAILED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"            \
                " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"         \
                " \"share\": \"whole\", \"start\": 0, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"grace\""
-    assert_one_interval(w, FAILED, 300, "gpu_failed");
+    assert_one_interval(w, "[" H100_1 "]", FAILED, 300, "gpu_failed");
 #undef FAILED
 }
 
