@@ -322,19 +322,34 @@ static int by_start_seq(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Drops the open records whose interval has a close record. */
-static void drop_closed_opens(gp_bill *b)
+/* Drops the open records whose interval has a close record: the open
+ * ones are few, the closed ones many, so the open ids go into a map and
+ * the closed ones are looked up there, unsorted. */
+static bool drop_closed_opens(gp_bill *b)
 {
-    int64_t *closed = b->closed.v;
-    qsort(closed, b->closed.n, sizeof *closed, by_int64);
+    gp_u64map open = {0};
     interval *iv = b->ivs.v;
+    bool ok = true;
+    for (size_t i = 0; ok && i < b->ivs.n; i++)
+        if (iv[i].end < 0)
+            ok = gp_u64map_put(&open, (uint64_t)iv[i].id + 1, 0); /* + 1: key 0 is not allowed */
+    const int64_t *closed = b->closed.v;
+    for (size_t i = 0; ok && open.live > 0 && i < b->closed.n; i++) {
+        uint32_t ignored;
+        if (gp_u64map_get(&open, (uint64_t)closed[i] + 1, &ignored))
+            gp_u64map_put(&open, (uint64_t)closed[i] + 1, 1);
+    }
     size_t kept = 0;
-    for (size_t i = 0; i < b->ivs.n; i++) {
-        if (iv[i].end < 0 && bsearch(&iv[i].id, closed, b->closed.n, sizeof *closed, by_int64))
+    for (size_t i = 0; ok && i < b->ivs.n; i++) {
+        uint32_t was_closed = 0;
+        if (iv[i].end < 0 && gp_u64map_get(&open, (uint64_t)iv[i].id + 1, &was_closed) && was_closed)
             continue;
         iv[kept++] = iv[i];
     }
-    b->ivs.n = kept;
+    if (ok)
+        b->ivs.n = kept;
+    gp_u64map_free(&open);
+    return ok;
 }
 
 /* Every tenant's ancestors are tenants; parent[] and which are listed. */
@@ -639,7 +654,8 @@ static gp_err compute(gp_bill *b, gp_error *err)
 {
     if (b->computed)
         return GP_OK;
-    drop_closed_opens(b);
+    if (!drop_closed_opens(b))
+        return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
     qsort(b->guar.v, b->guar.n, sizeof(step), by_start_seq);
     qsort(b->caps.v, b->caps.n, sizeof(step), by_start_seq);
     link_next(b);

@@ -201,12 +201,14 @@ gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *e
                      " end_time"
 
 /* The records a bill of [from, as_of) needs: usage that overlaps it (a
- * close that ends after from, an open with no close yet), every guarantee
- * and capacity record before as_of. */
+ * close that ends after from: the covering index ledger_bill; an open with
+ * no close yet: its interval's usage row is still open, written in the
+ * same transactions as the ledger), every guarantee and capacity record
+ * before as_of. */
 static const char *const BILL_QUERIES[] = {
     "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND end_time > ?1 AND start < ?2",
-    "SELECT " BILL_COLUMNS " FROM ledger AS o WHERE kind = 'open' AND start < ?2 AND NOT EXISTS"
-    " (SELECT 1 FROM ledger AS c WHERE c.interval_id = o.interval_id AND c.kind = 'close')",
+    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?2 AND interval_id IN"
+    " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
     "SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?2",
 };
 

@@ -43,7 +43,11 @@
  *                                guarantee and capacity change; the
  *                                columns after hash repeat the record's
  *                                fields (NULL where it has none) so a
- *                                bill reads rows, not JSON
+ *                                bill reads rows, not JSON: the index
+ *                                ledger_bill covers a month's closes, and
+ *                                usage_open (usage rows with end_time NULL)
+ *                                finds the open records that have no
+ *                                close yet without a probe per interval
  *   prices(effective, currency, version_json, created)
  *                                the price table's versions (store_prices.c)
  *   bill_modes(org, mode, updated)  chargeback or showback per org
@@ -147,8 +151,10 @@ static const char *const MIGRATIONS[] = {
     " milli_gpus = json_extract(record, '$.milli_gpus'), share = json_extract(record, '$.share'),"
     " class = json_extract(record, '$.class'), topology = json_extract(record, '$.topology'),"
     " start = json_extract(record, '$.start'), end_time = json_extract(record, '$.end');"
-    "CREATE INDEX ledger_by_end ON ledger(kind, end_time);"
+    "CREATE INDEX ledger_bill ON ledger(kind, end_time, start, seq, interval_id, job, tenant, user, gpu_type, share,"
+    " class, topology, milli_gpus);"
     "CREATE INDEX ledger_by_key ON ledger(kind, tenant, gpu_type, seq);"
+    "CREATE INDEX usage_open ON usage(interval_id) WHERE end_time IS NULL;"
     "CREATE TABLE prices(effective INTEGER PRIMARY KEY, currency TEXT NOT NULL, version_json TEXT NOT NULL,"
     " created INTEGER NOT NULL);"
     "CREATE TABLE bill_modes(org TEXT PRIMARY KEY, mode TEXT NOT NULL, updated INTEGER NOT NULL);",
