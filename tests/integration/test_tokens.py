@@ -167,6 +167,9 @@ def test_version_1_store_migrates(d):
             c.execute("DROP TABLE " + table)
         c.execute("DROP TABLE ledger")  # schema 5
         c.execute("DROP TABLE job_use")  # schema 6
+        for table in ("prices", "bill_modes"):  # schema 7 (and the index on usage below)
+            c.execute("DROP TABLE " + table)
+        c.execute("DROP INDEX usage_open")
         c.execute("PRAGMA user_version = 1")
     d.start()
     with sqlite3.connect(db) as c:
