@@ -112,6 +112,8 @@ struct gp_bill {
     line *lines;      /* [tenant][kind][type][topo] */
     int64_t *gused;   /* [segment][tenant][type] guaranteed-class mgs */
     int64_t *fleet;   /* [hour][type][field] */
+    int64_t *price;   /* [version][type] units, -1 unpriced */
+    int64_t *premium; /* [version][topo] units */
 };
 
 /* ---- small containers ---- */
@@ -294,9 +296,9 @@ gp_err gp_bill_add(gp_bill *b, const gp_bill_record *r, gp_error *err)
 {
     if (b->computed)
         return gp_error_set(err, GP_ERR_CONFLICT, "bill", "the bill was computed already");
-    bool guarantee = strcmp(r->kind, "guarantee") == 0;
-    if (strcmp(r->kind, "open") == 0 || strcmp(r->kind, "close") == 0)
+    if ((r->kind[0] == 'o' && strcmp(r->kind, "open") == 0) || (r->kind[0] == 'c' && strcmp(r->kind, "close") == 0))
         return add_usage(b, r, err);
+    bool guarantee = strcmp(r->kind, "guarantee") == 0;
     if ((!guarantee && strcmp(r->kind, "capacity") != 0) || r->start >= b->as_of)
         return GP_OK;
     step s = {.seq = r->seq, .start = r->start, .value = r->milli_gpus, .next_start = -1, .tenant = NONE};
@@ -449,12 +451,30 @@ static line *line_at(gp_bill *b, uint32_t tenant, int kind, uint32_t type, int t
 /* The price units of the type in version v, -1 when unpriced. */
 static int64_t price_units(const gp_bill *b, int v, uint32_t type)
 {
-    return v < 0 ? -1 : gp_price_of(&b->prices->versions[v], b->types.v[type]);
+    return v < 0 ? -1 : b->price[(size_t)v * b->n_type + type];
 }
 
 static int64_t premium_units(const gp_bill *b, int v, int topo)
 {
-    return gp_price_premium(&b->prices->versions[v], TOPO_NAMES[topo]);
+    return b->premium[(size_t)v * TOPOS + (size_t)topo];
+}
+
+/* Every version's price of every model and premium of every topology,
+ * looked up once rather than per segment of every interval. */
+static bool build_prices(gp_bill *b)
+{
+    size_t nv = b->prices->n_versions;
+    b->price = malloc((nv * b->n_type + 1) * sizeof *b->price);
+    b->premium = malloc((nv * TOPOS + 1) * sizeof *b->premium);
+    if (!b->price || !b->premium)
+        return false;
+    for (size_t v = 0; v < nv; v++) {
+        for (uint32_t t = 0; t < b->n_type; t++)
+            b->price[v * b->n_type + t] = gp_price_of(&b->prices->versions[v], b->types.v[t]);
+        for (int topo = 0; topo < TOPOS; topo++)
+            b->premium[v * TOPOS + (size_t)topo] = gp_price_premium(&b->prices->versions[v], TOPO_NAMES[topo]);
+    }
+    return true;
 }
 
 /* Adds mgs of (tenant, kind, type, topo) in version v to its line, or to
@@ -659,8 +679,8 @@ static gp_err compute(gp_bill *b, gp_error *err)
     qsort(b->guar.v, b->guar.n, sizeof(step), by_start_seq);
     qsort(b->caps.v, b->caps.n, sizeof(step), by_start_seq);
     link_next(b);
-    bool ok = build_tree(b) && build_segments(b);
     b->n_type = b->types.n;
+    bool ok = build_tree(b) && build_segments(b) && build_prices(b);
     if (ok) {
         b->lines = calloc(b->n_ten * KINDS * b->n_type * TOPOS + 1, sizeof *b->lines);
         b->gused = calloc(b->n_seg * b->n_ten * b->n_type + 1, sizeof *b->gused);
@@ -997,5 +1017,7 @@ void gp_bill_free(gp_bill *b)
     free(b->lines);
     free(b->gused);
     free(b->fleet);
+    free(b->price);
+    free(b->premium);
     free(b);
 }
