@@ -182,27 +182,22 @@ static gp_err feed(void *ctx, const gp_bill_record *r, gp_error *err)
     return gp_bill_add(ctx, r, err);
 }
 
-/* What GET /v1/bill does, on a reader connection. */
+static gp_err store_source(void *ctx, gp_bill *b, int64_t from, int64_t as_of, gp_error *err)
+{
+    return gp_store_bill_records(ctx, from, as_of, feed, b, err);
+}
+
+/* What GET /v1/bill does (api_bill.c), on a reader connection. */
 static json_t *bill(const char *url, gp_error *err)
 {
     gp_store *s;
     if (gp_store_open(url, true, &s, err) != GP_OK)
         return NULL;
-    json_t *table_json = NULL, *out = NULL;
-    gp_price_table table;
-    gp_bill *b = NULL;
-    if (gp_store_prices_get(s, &table_json, err) == GP_OK && gp_price_table_parse(table_json, &table, err) == GP_OK) {
-        gp_bill_query q = {.period = "2026-11", .as_of = T0 + MONTH, .fleet = true};
-        int64_t from, as_of;
-        if (gp_bill_new(&table, &q, &b, err) == GP_OK) {
-            gp_bill_window(b, &from, &as_of);
-            if (gp_store_bill_records(s, from, as_of, feed, b, err) == GP_OK)
-                out = gp_bill_json(b, err);
-        }
-        gp_bill_free(b);
-        gp_price_table_free(&table);
-    }
-    json_decref(table_json);
+    json_t *prices = NULL, *out = NULL;
+    gp_bill_query q = {.period = "2026-11", .as_of = T0 + MONTH, .fleet = true};
+    if (gp_store_prices_get(s, &prices, err) == GP_OK)
+        gp_bill_run(prices, &q, store_source, s, &out, NULL, err);
+    json_decref(prices);
     gp_store_close(s);
     return out;
 }

@@ -257,9 +257,12 @@ static bool bill_parse(int argc, char **argv, bill_args *a)
     return optind == argc && a->period && output_ok && !a->ledger == !a->prices && (a->ledger || !a->has_as_of);
 }
 
-/* Feeds every line of the ledger export to the bill. */
-static gp_err ledger_feed(gp_bill *b, const char *path, gp_error *err)
+/* Feeds every line of the ledger export (path ctx) to the bill. */
+static gp_err ledger_source(void *ctx, gp_bill *b, int64_t from, int64_t as_of, gp_error *err)
 {
+    (void)from; /* the file's every record: the bill keeps what matters */
+    (void)as_of;
+    const char *path = ctx;
     FILE *f = fopen(path, "r");
     if (!f)
         return gp_error_set(err, GP_ERR_NOT_FOUND, "ledger", "cannot open %s", path);
@@ -289,28 +292,15 @@ static gp_err ledger_feed(gp_bill *b, const char *path, gp_error *err)
 static gp_err bill_offline(const bill_args *a, json_t **json, char **csv, gp_error *err)
 {
     json_error_t jerr;
-    json_t *table_json = json_load_file(a->prices, 0, &jerr);
-    if (!table_json)
+    json_t *prices = json_load_file(a->prices, 0, &jerr);
+    if (!prices)
         return gp_error_set(err, GP_ERR_INVALID, "prices", "%s: %s", a->prices, jerr.text);
-    gp_price_table table;
-    gp_err rc = gp_price_table_parse(table_json, &table, err);
-    json_decref(table_json);
-    if (rc)
-        return rc;
     int64_t from = 0, to = 0;
     gp_price_month_parse(a->period, &from, &to, NULL);
     gp_bill_query q = {.period = a->period, .as_of = a->has_as_of ? a->as_of : to, .tenant = a->tenant,
                        .fleet = true, .hourly = a->hourly};
-    gp_bill *b = NULL;
-    rc = gp_bill_new(&table, &q, &b, err);
-    if (rc == GP_OK)
-        rc = ledger_feed(b, a->ledger, err);
-    if (rc == GP_OK && csv)
-        rc = (*csv = gp_bill_csv(b, err)) ? GP_OK : err->code;
-    else if (rc == GP_OK)
-        rc = (*json = gp_bill_json(b, err)) ? GP_OK : err->code;
-    gp_bill_free(b);
-    gp_price_table_free(&table);
+    gp_err rc = gp_bill_run(prices, &q, ledger_source, (void *)a->ledger, json, csv, err);
+    json_decref(prices);
     return rc;
 }
 

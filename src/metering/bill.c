@@ -1021,3 +1021,23 @@ void gp_bill_free(gp_bill *b)
     free(b->premium);
     free(b);
 }
+
+gp_err gp_bill_run(const json_t *prices, const gp_bill_query *q, gp_bill_source source, void *ctx, json_t **json,
+                   char **csv, gp_error *err)
+{
+    gp_price_table table;
+    gp_err rc = gp_price_table_parse(prices, &table, err);
+    if (rc)
+        return rc;
+    gp_bill *b = NULL;
+    rc = gp_bill_new(&table, q, &b, err);
+    if (rc == GP_OK)
+        rc = source(ctx, b, b->from, b->as_of, err);
+    if (rc == GP_OK && csv)
+        rc = (*csv = gp_bill_csv(b, err)) ? GP_OK : err->code;
+    else if (rc == GP_OK)
+        rc = (*json = gp_bill_json(b, err)) ? GP_OK : err->code;
+    gp_bill_free(b);
+    gp_price_table_free(&table);
+    return rc;
+}

@@ -72,4 +72,13 @@ json_t *gp_bill_json(gp_bill *b, gp_error *err);
 char *gp_bill_csv(gp_bill *b, gp_error *err);
 void gp_bill_free(gp_bill *b);
 
+/* Where the records come from: adds to b those of [from, as_of) (at
+ * least; more do no harm). */
+typedef gp_err (*gp_bill_source)(void *ctx, gp_bill *b, int64_t from, int64_t as_of, gp_error *err);
+/* The whole bill, as GET /v1/bill and the offline CLI make it: the price
+ * table as GET /v1/prices answers it, the query, the records from source
+ * -> the JSON in *json, or (csv not NULL) the CSV in *csv. */
+gp_err gp_bill_run(const json_t *prices, const gp_bill_query *q, gp_bill_source source, void *ctx, json_t **json,
+                   char **csv, gp_error *err);
+
 #endif

@@ -10,6 +10,8 @@
  */
 #include "metering/price.h"
 
+#include "util/civil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,18 +54,6 @@ gp_err gp_price_decimal_parse(const json_t *value, const char *field, int64_t ma
     return GP_OK;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 static bool days_in_month_ok(int y, int m, int d)
 {
     static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -82,7 +72,7 @@ gp_err gp_price_time_parse(const json_t *value, const char *field, int64_t *out,
     if (s && strlen(s) == 20 && sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &n) == 6 &&
         n == 20 && y >= 1970 && mo >= 1 && mo <= 12 && days_in_month_ok(y, mo, d) && h < 24 && mi < 60 && se < 60 &&
         h >= 0 && mi >= 0 && se >= 0) {
-        *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+        *out = gp_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
         return GP_OK;
     }
     return gp_error_set(err, GP_ERR_INVALID, field,
@@ -96,8 +86,8 @@ gp_err gp_price_month_parse(const char *period, int64_t *from, int64_t *to, gp_e
         m < 1 || m > 12)
         return gp_error_set(err, GP_ERR_INVALID, "period", "period must be a month YYYY-MM, got \"%s\"",
                             period ? period : "");
-    *from = days_from_civil(y, m, 1) * 86400;
-    *to = days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400;
+    *from = gp_days_from_civil(y, m, 1) * 86400;
+    *to = gp_days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400;
     return GP_OK;
 }
 

@@ -188,31 +188,21 @@ static gp_err feed(void *ctx, const gp_bill_record *rec, gp_error *err)
     return gp_bill_add(ctx, rec, err);
 }
 
+/* The period's rows of the reader connection ctx. */
+static gp_err store_source(void *ctx, gp_bill *b, int64_t from, int64_t as_of, gp_error *err)
+{
+    return gp_store_bill_records(ctx, from, as_of, feed, b, err);
+}
+
 /* The bill from the reader's committed state: JSON, or CSV text in *csv. */
 static gp_err bill_compute(gp_store *s, const gp_bill_query *q, bool want_csv, json_t **out, char **csv,
                            gp_error *err)
 {
-    json_t *table_json = NULL;
-    gp_price_table table;
-    gp_err rc = gp_store_prices_get(s, &table_json, err);
+    json_t *prices = NULL;
+    gp_err rc = gp_store_prices_get(s, &prices, err);
     if (rc == GP_OK)
-        rc = gp_price_table_parse(table_json, &table, err);
-    json_decref(table_json);
-    if (rc)
-        return rc;
-    gp_bill *b = NULL;
-    int64_t from, as_of;
-    rc = gp_bill_new(&table, q, &b, err);
-    if (rc == GP_OK) {
-        gp_bill_window(b, &from, &as_of);
-        rc = gp_store_bill_records(s, from, as_of, feed, b, err);
-    }
-    if (rc == GP_OK && want_csv)
-        rc = (*csv = gp_bill_csv(b, err)) ? GP_OK : err->code;
-    else if (rc == GP_OK)
-        rc = (*out = gp_bill_json(b, err)) ? GP_OK : err->code;
-    gp_bill_free(b);
-    gp_price_table_free(&table);
+        rc = gp_bill_run(prices, q, store_source, s, out, want_csv ? csv : NULL, err);
+    json_decref(prices);
     return rc;
 }
 

@@ -31,10 +31,17 @@ def rounded(x):
     return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(MICRO, rounding=ROUND_HALF_EVEN))
 
 
-def prices_from_month_start(d, start):
+def billed_world(d, chargeback_org):
+    """examples/tenants.yaml, prices from the month's start, one org in
+    chargeback, some work done; the month as "YYYY-MM" and its start."""
+    period, start = month()
+    d.cli("apply", "-f", gpd.TENANTS)
     d.ok("PUT", "/v1/prices?backdate=true", {"effective": start, "gpu_types": {"H100": "2.50", "A100": "1.20",
                                                                               "L40S": "0.90"},
                                              "premium": {"nvlink": "1.10", "block": "1.25"}})
+    d.ok("PUT", "/v1/prices/modes/" + chargeback_org, {"mode": "chargeback"})
+    run_some_work(d)
+    return period, start
 
 
 def member(d, scope, user="alice"):
@@ -107,11 +114,7 @@ def line(bill, tenant, kind, gpu_type):
 
 
 def test_bill_json_and_csv_add_up_and_a_member_sees_its_subtree(d):
-    period, start = month()
-    d.cli("apply", "-f", gpd.TENANTS)
-    prices_from_month_start(d, start)
-    d.ok("PUT", "/v1/prices/modes/research", {"mode": "chargeback"})
-    run_some_work(d)
+    period, start = billed_world(d, "research")
     bill = d.ok("GET", "/v1/bill?period=%s&hourly=1" % period)
     assert bill["period"] == period and bill["from"] == start and bill["currency"] == "USD", bill
     paths = [t["tenant"] for t in bill["tenants"]]
@@ -159,11 +162,7 @@ def test_bill_json_and_csv_add_up_and_a_member_sees_its_subtree(d):
 
 
 def test_offline_bill_from_the_export_equals_the_daemons(d):
-    period, start = month()
-    d.cli("apply", "-f", gpd.TENANTS)
-    prices_from_month_start(d, start)
-    d.ok("PUT", "/v1/prices/modes/product", {"mode": "chargeback"})
-    run_some_work(d)
+    period, _ = billed_world(d, "product")
     online = d.ok("GET", "/v1/bill?period=%s" % period)
     ledger = os.path.join(d.dir, "ledger.jsonl")
     with open(ledger, "w") as f:
