@@ -271,6 +271,9 @@ static int name_index(const char *const *list, int n, const char *s)
 
 static gp_err add_usage(gp_bill *b, const gp_bill_record *r, gp_error *err)
 {
+    if (!r->tenant || !r->gpu_type || !r->cls || !r->topology)
+        return gp_error_set(err, GP_ERR_INVALID, "record", "ledger record %lld lacks its tenant, model, class or topology",
+                            (long long)r->seq);
     bool open = r->kind[0] == 'o';
     if (!open && !vec_push(&b->closed, &r->interval, sizeof r->interval))
         return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
@@ -301,6 +304,9 @@ gp_err gp_bill_add(gp_bill *b, const gp_bill_record *r, gp_error *err)
     bool guarantee = strcmp(r->kind, "guarantee") == 0;
     if ((!guarantee && strcmp(r->kind, "capacity") != 0) || r->start >= b->as_of)
         return GP_OK;
+    if (!r->gpu_type || (guarantee && !r->tenant))
+        return gp_error_set(err, GP_ERR_INVALID, "record", "ledger record %lld lacks its %s", (long long)r->seq,
+                            r->gpu_type ? "tenant" : "gpu_type");
     step s = {.seq = r->seq, .start = r->start, .value = r->milli_gpus, .next_start = -1, .tenant = NONE};
     if ((guarantee && !intern(&b->tenants, r->tenant, &s.tenant)) || !intern(&b->types, r->gpu_type, &s.type) ||
         !vec_push(guarantee ? &b->guar : &b->caps, &s, sizeof s))

@@ -20,6 +20,8 @@
 
 #include "world.h"
 
+#include "server/ledger.h"
+
 #include <gnutls/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +251,32 @@ static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
 #undef FAILED
 }
 
+/* Guarantee records follow the tenant's own guarantee: set (1 H100 at
+ * t=0), changed (2 at t=100), removed with the tenant (0 at t=200); a
+ * change that moves no guarantee (a weight) and a start with nothing new
+ * (gp_ledger_sync, as gpupoold runs it at start) write none. */
+static void guarantee_records_follow_each_change_and_a_start_adds_none(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 2}", 0);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 1}}}", 0);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}}", 100);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}, \"weight\": 3}", 150);
+    gp_error err;
+    gp_error_clear(&err);
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_journal_tenant_remove(&w->journal, "lab", 200, &err), &err, "tenant remove");
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_ledger_sync(w->store, w->journal.engine, true, true, 300, &err), &err, "sync");
+#define G(m, t) "{\"kind\": \"guarantee\", \"tenant\": \"lab\", \"gpu_type\": \"H100\", \"milli_gpus\": " #m ", \"start\": " #t "}"
+    const char *const expected[] = {
+        "{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 2000, \"start\": 0}",
+        G(1000, 0), G(2000, 100), G(0, 200),
+    };
+#undef G
+    assert_ledger(w, expected, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +291,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(job_past_its_time_limit_closes_time_limit_when_stopped, world_setup,
                                         world_teardown),
         cmocka_unit_test_setup_teardown(job_on_a_failed_gpu_closes_gpu_failed, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(guarantee_records_follow_each_change_and_a_start_adds_none, world_setup,
+                                        world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
