@@ -155,6 +155,13 @@ static bool intern(names *t, const char *s, uint32_t *out)
     return true;
 }
 
+/* qsort, which may not be given a NULL array even of 0 items. */
+static void sort_items(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(v, n, size, cmp);
+}
+
 static void names_free(names *t)
 {
     for (size_t i = 0; i < t->n; i++)
@@ -428,7 +435,7 @@ static bool build_segments(gp_bill *b)
         return false;
     }
     int64_t *t = cuts.v;
-    qsort(t, cuts.n, sizeof *t, by_int64);
+    sort_items(t, cuts.n, sizeof *t, by_int64);
     size_t n = 0;
     for (size_t i = 0; i < cuts.n; i++)
         if (n == 0 || t[i] != t[n - 1])
@@ -682,8 +689,8 @@ static gp_err compute(gp_bill *b, gp_error *err)
         return GP_OK;
     if (!drop_closed_opens(b))
         return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
-    qsort(b->guar.v, b->guar.n, sizeof(step), by_start_seq);
-    qsort(b->caps.v, b->caps.n, sizeof(step), by_start_seq);
+    sort_items(b->guar.v, b->guar.n, sizeof(step), by_start_seq);
+    sort_items(b->caps.v, b->caps.n, sizeof(step), by_start_seq);
     link_next(b);
     b->n_type = b->types.n;
     bool ok = build_tree(b) && build_segments(b) && build_prices(b);
@@ -764,7 +771,7 @@ static json_t *lines_json(gp_bill *b, uint32_t x, gp_i128 *own)
                 if (l->mgs != 0)
                     refs[n++] = (line_ref){.b = b, .kind = kind, .topo = topo, .type = t, .l = l};
             }
-    qsort(refs, n, sizeof *refs, by_line_order);
+    sort_items(refs, n, sizeof *refs, by_line_order);
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}", "kind", KIND_NAMES[refs[i].kind],
@@ -989,7 +996,7 @@ char *gp_bill_csv(gp_bill *b, gp_error *err)
     size_t len = 0;
     FILE *f = ok ? open_memstream(&text, &len) : NULL;
     if (f) {
-        qsort(rows.v, rows.n, sizeof(csv_row), by_seq_from);
+        sort_items(rows.v, rows.n, sizeof(csv_row), by_seq_from);
         fputs("seq,kind,tenant,job,user,gpu_type,share,class,topology,milli_gpus,start,end,billed_from,billed_to,"
               "milli_gpu_seconds,price,premium,amount\n", f);
         for (size_t i = 0; i < rows.n; i++)
