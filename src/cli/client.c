@@ -193,6 +193,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
     curl_slist_free_all(headers);
     out->status = 0;
     out->body = NULL;
+    out->text = NULL;
     out->client = c;
     if (rc != CURLE_OK) {
         fprintf(stderr, "gpupool: cannot reach %s: %s\n", c->server, curl_easy_strerror(rc));
@@ -201,7 +202,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
     out->body = b.data ? json_loads(b.data, JSON_DECODE_ANY, NULL) : NULL;
-    free(b.data);
+    out->text = b.data;
     return GP_EXIT_OK;
 }
 
@@ -268,6 +269,8 @@ void gp_response_free(gp_response *r)
 {
     json_decref(r->body);
     r->body = NULL;
+    free(r->text);
+    r->text = NULL;
 }
 
 int gp_client_run(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out)

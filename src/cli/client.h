@@ -57,6 +57,7 @@ typedef struct gp_client {
 typedef struct gp_response {
     long status;
     json_t *body;          /* NULL when the answer was not JSON */
+    char *text;            /* the answer as it came (a CSV export reads it); NULL when empty */
     const gp_client *client; /* who asked (for the messages of gp_client_check) */
 } gp_response;
 

@@ -37,6 +37,10 @@ int gp_cmd_why(gp_client *c, int argc, char **argv);
 /* top.c */
 int gp_cmd_top(gp_client *c, int argc, char **argv);
 
+/* cmd_bill.c */
+int gp_cmd_prices(gp_client *c, int argc, char **argv);
+int gp_cmd_bill(gp_client *c, int argc, char **argv);
+
 /* completion.c */
 int gp_cmd_completion(gp_client *c, int argc, char **argv);
 

@@ -122,6 +122,24 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool ledger verify\n       gpupool ledger [--after SEQ] [--limit N]\n"
      "Recompute the usage ledger's hash chain (admin and auditor; exit 1 naming the first bad record and why),\n"
      "or print its records, one canonical JSON line each (docs/metering.md).\n"},
+    {"prices", gp_cmd_prices,
+     "usage: gpupool prices\n"
+     "       gpupool prices set --effective TIME --gpu MODEL=PRICE[,MODEL=PRICE...] [--premium nvlink=F,block=F]\n"
+     "                          [--currency CUR] [--backdate]\n"
+     "       gpupool prices mode ORG chargeback|showback\n"
+     "The price table: per GPU model a price per GPU-hour (an exact decimal, at most 6 decimals) and the\n"
+     "nvlink/block premium factors, versioned by the time they take effect; and each org's billing mode.\n"
+     "set (admin) adds a version (TIME in the past needs --backdate); mode (admin) sets an org's mode.\n"},
+    {"bill", gp_cmd_bill,
+     "usage: gpupool bill --period YYYY-MM [--tenant PATH] [--hourly] [-o table|csv|json]\n"
+     "       gpupool bill --ledger FILE.jsonl --prices FILE.json --period YYYY-MM [--as-of EPOCH] [--tenant PATH]\n"
+     "                    [--hourly] [-o table|csv|json]\n"
+     "A month's bill (docs/metering.md): per tenant its floor (its own guarantee, paid used or not), the\n"
+     "topology surcharge of its guaranteed work, its burst work, and anything unpriced; amount, subtotal of\n"
+     "its subtree and what is due (chargeback orgs).  Admins, operators and auditors also get the fleet's\n"
+     "GPU-hours (physical = allocated shares + idle in guarantees + idle unowned; --hourly: per hour).\n"
+     "-o csv: one line per ledger record billed.  With --ledger (an export of `gpupool ledger`) and --prices\n"
+     "(GET /v1/prices) it computes the same bill offline, without a server (--as-of: default the month's end).\n"},
     {"admin", gp_cmd_admin,
      "usage: gpupool admin export-log --out FILE\n"
      "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"
@@ -138,7 +156,7 @@ static const char USAGE[] =
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
     "          quota set, apply, usage, top, token create|list|revoke, audit [verify], ledger [verify],\n"
-    "          admin export-log, completion.\n"
+    "          prices [set|mode], bill, admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

@@ -1,6 +1,7 @@
 /* timefmt.c - local date-times and ages for the CLI (see timefmt.h). */
 #include "cli/timefmt.h"
 
+#include "util/civil.h"
 #include "util/duration.h"
 
 #include <errno.h>
@@ -102,18 +103,6 @@ static bool parse_relative(const char *text, int64_t now, int64_t *out)
     return true;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil), for times that name their own zone. */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* A zone suffix: "Z", "+HH:MM", "+HHMM", "+HH" (or '-'), as seconds east
  * of UTC; false when text is not one. */
 static bool parse_zone(const char *text, int64_t *east)
@@ -149,8 +138,8 @@ static bool parse_date_time(const char *text, int64_t *out)
         return false;
     int year = tm.tm_year, month = tm.tm_mon, day = tm.tm_mday;
     if (zoned) {
-        int64_t first = days_from_civil(year, month, 1);
-        int64_t next = days_from_civil(year + (month == 12), month % 12 + 1, 1);
+        int64_t first = gp_days_from_civil(year, month, 1);
+        int64_t next = gp_days_from_civil(year + (month == 12), month % 12 + 1, 1);
         if (day > next - first)
             return false; /* 2024-02-30 */
         int64_t days = first + day - 1;

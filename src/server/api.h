@@ -4,7 +4,7 @@
  * body, authenticated principal, request id), router.c calls the handler
  * its route names, and http.c sends whatever the handler put into
  * status/reply (api_request.c's helpers put it there).  Handlers
- * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c, api_logs.c) run on the API
+ * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c, api_logs.c, api_bill.c) run on the API
  * thread: they validate everything they can there, then hand the engine
  * thread an op (gp_api_run_op) for anything that touches the engine or
  * writes the store, or read committed rows through a reader connection.
@@ -165,5 +165,10 @@ void gp_api_web_file(gp_request *r, const char *name);
 const char *gp_web_root_default(void);
 /* A --web-root must hold index.html (field "web_root" otherwise). */
 gp_err gp_web_root_check(const char *dir, gp_error *err);
+
+void gp_api_prices_get(gp_request *r);                       /* api_bill.c */
+void gp_api_prices_put(gp_request *r);                       /* PUT /v1/prices[?backdate=true] */
+void gp_api_prices_mode_put(gp_request *r, const char *org); /* PUT /v1/prices/modes/{org} */
+void gp_api_bill(gp_request *r);                             /* GET /v1/bill?period=YYYY-MM[&tenant][&hourly][&format] */
 
 #endif

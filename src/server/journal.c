@@ -7,7 +7,8 @@
  *     if it belongs in the log: append (kind, now, canonical payload,
  *         version, decision count and digest); its own rows (job, tenant)
  *     for each decision: history rows, usage intervals and their ledger
- *         records (ledger.h)
+ *         records (ledger.h); after a tenant change or a node add, the
+ *         guarantee or capacity records that changed (gp_ledger_sync)
  *     for each job the decisions touched: rewrite its row from the engine
  *     settle: forget the jobs that reached a final state, clear decisions
  *
@@ -320,6 +321,9 @@ static gp_err journal_event(gp_journal *j, const gp_event *ev, gp_error *err)
         rc = append(j, ev, err);
     if (rc == GP_OK)
         rc = write_decisions(j, ev, err);
+    bool tenants = ev->kind == GP_EV_TENANT_SET || ev->kind == GP_EV_TENANT_REMOVE;
+    if (rc == GP_OK && (tenants || ev->kind == GP_EV_NODE_ADD))
+        rc = gp_ledger_sync(j->store, j->engine, tenants, !tenants, ev->time, err);
     gp_replayer_settle(&j->replayer);
     j->broken = j->broken || rc != GP_OK;
     return rc;

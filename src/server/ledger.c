@@ -11,6 +11,13 @@
  * its open record.
  *
  * Why it closed: gp_ledger_close_reason (eventlog/ledger_record.c).
+ *
+ * Guarantee and capacity records (gp_ledger_sync) are written by
+ * difference: the engine's state against the last records of the ledger,
+ * so a restart, a migration or a change that moves nothing writes none.
+ * Example: PUT research {guarantee 24 H100} at t, then research/nlp {16}:
+ *     {"gpu_type":"H100","kind":"guarantee","milli_gpus":24000,"start":t,"tenant":"research"}
+ *     {"gpu_type":"H100","kind":"guarantee","milli_gpus":16000,"start":t2,"tenant":"research/nlp"}
  */
 #include "server/ledger.h"
 
@@ -69,6 +76,96 @@ gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, cons
     if (d->kind == GP_DEC_USAGE_OPEN)
         return open_record(s, e, &d->usage, err);
     return close_record(s, &d->usage, gp_ledger_close_reason(ev, ds, n, i), err);
+}
+
+/* ---- guarantee and capacity records ---- */
+
+/* What the ledger says is in force: "tenant\tTYPE" -> guarantee and
+ * "TYPE" -> capacity, in milli-GPUs. */
+typedef struct levels {
+    json_t *guarantee, *capacity;
+} levels;
+
+static void level_seen(void *ctx, const char *kind, const char *tenant, const char *gpu_type, int64_t milli)
+{
+    levels *l = ctx;
+    char key[GP_PATH_MAX + GP_NAME_MAX + 2];
+    bool guarantee = strcmp(kind, "guarantee") == 0;
+    snprintf(key, sizeof key, "%s%s%s", guarantee ? tenant : "", guarantee ? "\t" : "", gpu_type);
+    json_object_set_new(guarantee ? l->guarantee : l->capacity, key, json_integer(milli));
+}
+
+static int64_t level_of(json_t *map, const char *key)
+{
+    return json_integer_value(json_object_get(map, key)); /* absent: 0 */
+}
+
+static gp_err append_new(gp_store *s, json_t *rec, gp_error *err)
+{
+    gp_err rc = rec ? gp_store_ledger_append(s, rec, err) : gp_error_set(err, GP_ERR_NOMEM, "ledger", "out of memory");
+    json_decref(rec);
+    return rc;
+}
+
+static gp_err sync_guarantees(gp_store *s, const gp_engine *e, json_t *recorded, int64_t now, gp_error *err)
+{
+    gp_err rc = GP_OK;
+    int types = gp_engine_gpu_type_count(e);
+    for (uint32_t i = 0; rc == GP_OK && i < gp_engine_tenant_count(e); i++) {
+        gp_tenant_info t;
+        if (!gp_engine_tenant_get(e, i, &t))
+            continue;
+        for (int d = 0; rc == GP_OK && d < types && d < GP_MAX_GPU_TYPES; d++) {
+            const char *type = gp_engine_gpu_type_name(e, d);
+            char key[GP_PATH_MAX + GP_NAME_MAX + 2];
+            snprintf(key, sizeof key, "%s\t%s", t.path, type);
+            int64_t g = t.has_guarantee && t.guarantee.v[d] != GP_UNLIMITED ? t.guarantee.v[d] : 0;
+            if (g != level_of(recorded, key))
+                rc = append_new(s, gp_ledger_guarantee_record(t.path, type, g, now), err);
+            json_object_del(recorded, key);
+        }
+    }
+    const char *key; /* what is left: tenants the engine no longer has */
+    json_t *v;
+    json_object_foreach(recorded, key, v) {
+        const char *tab = strchr(key, '\t');
+        if (rc == GP_OK && json_integer_value(v) != 0 && tab) {
+            char path[GP_PATH_MAX];
+            snprintf(path, sizeof path, "%.*s", (int)(tab - key), key);
+            rc = append_new(s, gp_ledger_guarantee_record(path, tab + 1, 0, now), err);
+        }
+    }
+    return rc;
+}
+
+static gp_err sync_capacity(gp_store *s, const gp_engine *e, json_t *recorded, int64_t now, gp_error *err)
+{
+    int64_t milli[GP_MAX_GPU_TYPES] = {0};
+    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
+        gp_node_info n;
+        if (gp_engine_node_get(e, i, &n) && n.type >= 0 && n.type < GP_MAX_GPU_TYPES)
+            milli[n.type] += (int64_t)n.gpu_count * 1000;
+    }
+    gp_err rc = GP_OK;
+    for (int d = 0; rc == GP_OK && d < gp_engine_gpu_type_count(e) && d < GP_MAX_GPU_TYPES; d++) {
+        const char *type = gp_engine_gpu_type_name(e, d);
+        if (milli[d] != level_of(recorded, type))
+            rc = append_new(s, gp_ledger_capacity_record(type, milli[d], now), err);
+    }
+    return rc;
+}
+
+gp_err gp_ledger_sync(gp_store *s, const gp_engine *e, bool tenants, bool capacity, int64_t now, gp_error *err)
+{
+    levels l = {json_object(), json_object()};
+    gp_err rc = gp_store_ledger_levels(s, level_seen, &l, err);
+    if (rc == GP_OK && tenants)
+        rc = sync_guarantees(s, e, l.guarantee, now, err);
+    if (rc == GP_OK && capacity)
+        rc = sync_capacity(s, e, l.capacity, now, err);
+    json_decref(l.guarantee);
+    json_decref(l.capacity);
+    return rc;
 }
 
 /* ---- the daemon's view: head log, last verification ---- */

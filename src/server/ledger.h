@@ -1,8 +1,10 @@
 /* ledger.h - the usage ledger's records, built from the engine's decisions.
  *
  * The journal calls gp_ledger_write for each USAGE_OPEN and USAGE_CLOSE
- * decision, inside the transaction of the event that decided it; the store
- * chains and keeps the record (store_ledger.c).  docs/metering.md lists
+ * decision, inside the transaction of the event that decided it, and
+ * gp_ledger_sync after each tenant change and node add (guarantee and
+ * capacity records); the store chains and keeps the record
+ * (store_ledger.c).  docs/metering.md lists
  * the fields.
  *
  * gpupoold also keeps the ledger's state (gp_ledger_state): the head it
@@ -29,6 +31,16 @@
  * read from the ones after it). */
 gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, const gp_decision *ds, size_t n,
                        size_t i, gp_error *err);
+
+/* The guarantee and capacity records (docs/metering.md): compares what
+ * the engine has now -- each tenant's own configured guarantee per GPU
+ * type (tenants: true), the GPUs of every node it knows per type, lost or
+ * draining included (capacity: true) -- with the last such records of the
+ * ledger, and appends a record, starting at now, for each that differs (a
+ * removed tenant's guarantee becomes 0).  The journal calls it in the
+ * transaction of every tenant change and node add; gpupoold at start, so
+ * a store that had no such records gets its baseline. */
+gp_err gp_ledger_sync(gp_store *s, const gp_engine *e, bool tenants, bool capacity, int64_t now, gp_error *err);
 
 #define GP_LEDGER_HEAD_LOG_MS (3600 * 1000)
 

@@ -152,6 +152,24 @@ static void route_simple(gp_request *r, const char *method, void (*handler)(gp_r
         method_not_allowed(r, method);
 }
 
+static void route_simple_arg(gp_request *r, const char *method, void (*handler)(gp_request *, const char *),
+                             const char *arg)
+{
+    if (method_is(r, method))
+        handler(r, arg);
+    else
+        method_not_allowed(r, method);
+}
+
+static bool starts(const char *url, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(url, prefix, n) != 0)
+        return false;
+    *rest = url + n;
+    return true;
+}
+
 static void route_tokens(gp_request *r, const char *rest)
 {
     if (!rest[0]) {
@@ -213,18 +231,27 @@ static void route_agents(gp_request *r, const char *rest)
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
 }
 
+/* "/v1/prices", "/v1/prices/modes/{org}" */
+static void route_prices(gp_request *r, const char *rest)
+{
+    const char *org;
+    if (!rest[0]) {
+        if (method_is(r, "GET"))
+            gp_api_prices_get(r);
+        else if (method_is(r, "PUT"))
+            gp_api_prices_put(r);
+        else
+            method_not_allowed(r, "GET, PUT");
+    } else if (starts(rest, "/modes/", &org) && org[0]) {
+        route_simple_arg(r, "PUT", gp_api_prices_mode_put, org);
+    } else {
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+    }
+}
+
 static void health(gp_request *r)
 {
     gp_api_reply(r, 200, json_pack("{s:s}", "status", "ok"));
-}
-
-static bool starts(const char *url, const char *prefix, const char **rest)
-{
-    size_t n = strlen(prefix);
-    if (strncmp(url, prefix, n) != 0)
-        return false;
-    *rest = url + n;
-    return true;
 }
 
 /* ---- route patterns, for the request metrics (metrics.h) ---- */
@@ -233,7 +260,7 @@ static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
-    "/v1/usage/underdriven", "/v1/whoami",
+    "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -252,6 +279,7 @@ static const nested_route NESTED_ROUTES[] = {
     {"/v1/nodes/", "checks", "/v1/nodes/{name}/checks"},
     {"/v1/nodes/", NULL, "/v1/nodes/{name}"},
     {"/v1/tokens/", NULL, "/v1/tokens/{id}"},
+    {"/v1/prices/modes/", NULL, "/v1/prices/modes/{org}"},
     {"/v1/agents/", "assignments", "/v1/agents/{node}/assignments"},
     {"/v1/agents/", "heartbeat", "/v1/agents/{node}/heartbeat"},
     {"/v1/agents/", "reports", "/v1/agents/{node}/reports"},
@@ -331,6 +359,10 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_ledger_list);
     else if (strcmp(r->url, "/v1/ledger/verify") == 0)
         route_simple(r, "GET", gp_api_ledger_verify);
+    else if (starts(r->url, "/v1/prices", &rest))
+        route_prices(r, rest);
+    else if (strcmp(r->url, "/v1/bill") == 0)
+        route_simple(r, "GET", gp_api_bill);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
     else if (strcmp(r->url, "/v1/whoami") == 0)

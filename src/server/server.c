@@ -316,6 +316,22 @@ static gp_err set_clock_resolution(gp_server *srv, gp_error *err)
     return rc;
 }
 
+/* The guarantee and capacity records as the replayed engine has them:
+ * none on a start that changed nothing; on a store that had none (the
+ * first start after schema 7) the baseline of every guarantee and model. */
+static gp_err ledger_baseline(gp_server *srv, gp_error *err)
+{
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    gp_err rc = gp_store_begin(srv->store, err);
+    if (rc == GP_OK)
+        rc = gp_ledger_sync(srv->store, srv->journal.engine, true, true, now, err);
+    if (rc == GP_OK)
+        rc = gp_store_commit(srv->store, err);
+    else
+        gp_store_rollback(srv->store);
+    return rc;
+}
+
 /* The controller epoch: one more than the last start's, on disk before
  * anything is served (agents refuse orders of a lower one). */
 static gp_err next_epoch(gp_server *srv, int64_t *epoch, gp_error *err)
@@ -402,6 +418,8 @@ static gp_err journal_start(gp_server *srv, gp_error *err)
     gp_err rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, &hooks, err);
     if (rc == GP_OK)
         rc = set_clock_resolution(srv, err);
+    if (rc == GP_OK)
+        rc = ledger_baseline(srv, err);
     if (rc)
         return rc;
     gp_engine_stats st;

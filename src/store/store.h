@@ -32,6 +32,7 @@
 #ifndef GP_STORE_STORE_H
 #define GP_STORE_STORE_H
 
+#include "metering/bill.h"
 #include "util/error.h"
 
 #include <jansson.h>
@@ -274,6 +275,32 @@ gp_err gp_store_ledger_head(gp_store *s, int64_t *seq, char hash[65], gp_error *
 /* Records with seq > after, oldest first, at most limit (1..1000):
  * {"records": [{"seq", "record" (JSON), "hash"}], "next": seq|null}. */
 gp_err gp_store_ledger_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err);
+
+/* The ledger's records a bill of [from, as_of) needs (metering/bill.h:
+ * the usage that overlaps it, open ones only while no close exists, and
+ * every guarantee and capacity record before as_of), read from the typed
+ * columns; fn's record lives during the call only. */
+typedef gp_err (*gp_store_bill_fn)(void *ctx, const gp_bill_record *r, gp_error *err);
+gp_err gp_store_bill_records(gp_store *s, int64_t from, int64_t as_of, gp_store_bill_fn fn, void *ctx, gp_error *err);
+/* The last guarantee record of every (tenant, GPU type) and capacity
+ * record of every type (tenant NULL): what the ledger says is in force. */
+typedef void (*gp_store_level_fn)(void *ctx, const char *kind, const char *tenant, const char *gpu_type,
+                                  int64_t milli_gpus);
+gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_error *err);
+
+/* ---- prices and billing modes (store_prices.c) ---- */
+
+/* Adds the price version effective at `effective` (version_json: its
+ * canonical JSON, metering/price.h); GP_ERR_EXISTS when one is. */
+gp_err gp_store_price_add(gp_store *s, int64_t effective, const char *currency, const char *version_json,
+                          int64_t created, gp_error *err);
+/* The latest version's effective time, -1 when there is none, and its
+ * currency into currency[cap] ("" when none). */
+gp_err gp_store_price_latest(gp_store *s, int64_t *effective, char *currency, size_t cap, gp_error *err);
+gp_err gp_store_bill_mode_set(gp_store *s, const char *org, const char *mode, int64_t time, gp_error *err);
+/* The price table as GET /v1/prices answers it (metering/price.h):
+ * {"currency", "versions": [...] by effective, "modes": {org: mode}}. */
+gp_err gp_store_prices_get(gp_store *s, json_t **out, gp_error *err);
 
 typedef struct gp_store_ledger_check {
     int64_t records;       /* rows read */

@@ -37,6 +37,20 @@
 
 #define LEDGER_JSON_FLAGS (JSON_COMPACT | JSON_SORT_KEYS)
 
+/* The typed columns (6..15): the record's own fields, NULL where it has none. */
+static void bind_typed(sqlite3_stmt *st, const json_t *record)
+{
+    static const char *const fields[] = {"job", "tenant", "user", "gpu_type", "milli_gpus", "share", "class",
+                                         "topology", "start", "end"};
+    for (int i = 0; i < (int)(sizeof fields / sizeof fields[0]); i++) {
+        json_t *v = json_object_get(record, fields[i]);
+        if (json_is_integer(v))
+            sqlite3_bind_int64(st, 6 + i, json_integer_value(v));
+        else
+            gp__store_bind_text(st, 6 + i, json_string_value(v));
+    }
+}
+
 gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
 {
     gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);
@@ -58,6 +72,7 @@ gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
     gp__store_bind_text(st, 3, json_string_value(json_object_get(record, "kind")));
     sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
+    bind_typed(st, record);
     rc = gp__store_exec_stmt(s, st, "ledger append", err);
     free(text);
     if (rc == GP_OK) {
@@ -176,6 +191,86 @@ gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *e
             break;
     }
     gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger verify", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* ---- typed reads: what a bill and the guarantee/capacity records need ---- */
+
+#define BILL_COLUMNS "seq, kind, interval_id, job, tenant, user, gpu_type, share, class, topology, milli_gpus, start," \
+                     " end_time"
+
+/* The records a bill of [from, as_of) needs: usage that overlaps it (a
+ * close that ends after from: the covering index ledger_bill; an open with
+ * no close yet: its interval's usage row is still open, written in the
+ * same transactions as the ledger), every guarantee and capacity record
+ * before as_of. */
+static const char *const BILL_QUERIES[] = {
+    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND end_time > ?1 AND start < ?2",
+    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?2 AND interval_id IN"
+    " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
+    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?2",
+};
+
+static const char *column_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+static gp_err bill_query(gp_store *s, const char *sql, int64_t from, int64_t as_of, gp_store_bill_fn fn, void *ctx,
+                         gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "bill records", err);
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, as_of);
+    gp_err rc = GP_OK;
+    int step = SQLITE_DONE;
+    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        gp_bill_record r = {
+            .seq = sqlite3_column_int64(st, 0),
+            .kind = column_text(st, 1),
+            .interval = sqlite3_column_int64(st, 2),
+            .job = sqlite3_column_int64(st, 3),
+            .tenant = column_text(st, 4),
+            .user = column_text(st, 5),
+            .gpu_type = column_text(st, 6),
+            .share = column_text(st, 7),
+            .cls = column_text(st, 8),
+            .topology = column_text(st, 9),
+            .milli_gpus = sqlite3_column_int64(st, 10),
+            .start = sqlite3_column_int64(st, 11),
+            .end = sqlite3_column_type(st, 12) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 12),
+        };
+        rc = fn(ctx, &r, err);
+    }
+    if (rc == GP_OK && step != SQLITE_DONE)
+        rc = gp__store_fail(s, "bill records", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+gp_err gp_store_bill_records(gp_store *s, int64_t from, int64_t as_of, gp_store_bill_fn fn, void *ctx, gp_error *err)
+{
+    gp_err rc = GP_OK;
+    for (size_t i = 0; rc == GP_OK && i < sizeof BILL_QUERIES / sizeof BILL_QUERIES[0]; i++)
+        rc = bill_query(s, BILL_QUERIES[i], from, as_of, fn, ctx, err);
+    return rc;
+}
+
+gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_error *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT kind, tenant, gpu_type, milli_gpus, max(seq) FROM ledger"
+                           " WHERE kind IN ('guarantee', 'capacity') GROUP BY kind, tenant, gpu_type",
+                           -1, &st, NULL) != SQLITE_OK)
+        return gp__store_fail(s, "ledger levels", err);
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW)
+        fn(ctx, column_text(st, 0), column_text(st, 1), column_text(st, 2), sqlite3_column_int64(st, 3));
+    gp_err rc = step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger levels", err);
     sqlite3_finalize(st);
     return rc;
 }

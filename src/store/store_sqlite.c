@@ -35,10 +35,22 @@
  *   gpu_health(node, gpu, healthy, since, reason)  each GPU's last change
  *   health_drains(node, since)   drains gpupoold made for GPU health (an
  *                                operator's own drain is never listed)
- *   ledger(seq, interval_id, kind, record, hash)
+ *   ledger(seq, interval_id, kind, record, hash, job, tenant, user,
+ *          gpu_type, milli_gpus, share, class, topology, start, end_time)
  *                                the append-only, hash-chained usage
  *                                ledger (store_ledger.c): one record per
- *                                usage interval opened or closed
+ *                                usage interval opened or closed, per
+ *                                guarantee and capacity change; the
+ *                                columns after hash repeat the record's
+ *                                fields (NULL where it has none) so a
+ *                                bill reads rows, not JSON: the index
+ *                                ledger_bill covers a month's closes, and
+ *                                usage_open (usage rows with end_time NULL)
+ *                                finds the open records that have no
+ *                                close yet without a probe per interval
+ *   prices(effective, currency, version_json, created)
+ *                                the price table's versions (store_prices.c)
+ *   bill_modes(org, mode, updated)  chargeback or showback per org
  *   job_use(job_id, tenant, gpu_type, milli_per_gpu, busy_gpu_s,
  *           lost_gpu_s, peak_sm, peak_memory_mib, below_since, updated)
  *                                allocated vs used (store_use.c): what
@@ -127,9 +139,31 @@ static const char *const MIGRATIONS[] = {
     " peak_sm INTEGER NOT NULL DEFAULT 0, peak_memory_mib INTEGER NOT NULL DEFAULT 0, below_since BLOB,"
     " updated INTEGER);"
     "CREATE INDEX job_use_by_tenant ON job_use(tenant);",
-    /* 6 -> 7: reserved for prices and bills (issue 16, another branch):
-     * the merge puts that migration here */
-    "SELECT 1;",
+    /* 6 -> 7: prices and bills (issue 15): the ledger's fields a bill
+     * reads as typed columns (filled on insert, backfilled here), the
+     * versioned price table and each org's billing mode */
+    "ALTER TABLE ledger ADD COLUMN job INTEGER;"
+    "ALTER TABLE ledger ADD COLUMN tenant TEXT;"
+    "ALTER TABLE ledger ADD COLUMN user TEXT;"
+    "ALTER TABLE ledger ADD COLUMN gpu_type TEXT;"
+    "ALTER TABLE ledger ADD COLUMN milli_gpus INTEGER;"
+    "ALTER TABLE ledger ADD COLUMN share TEXT;"
+    "ALTER TABLE ledger ADD COLUMN class TEXT;"
+    "ALTER TABLE ledger ADD COLUMN topology TEXT;"
+    "ALTER TABLE ledger ADD COLUMN start INTEGER;"
+    "ALTER TABLE ledger ADD COLUMN end_time INTEGER;"
+    "UPDATE ledger SET job = json_extract(record, '$.job'), tenant = json_extract(record, '$.tenant'),"
+    " user = json_extract(record, '$.user'), gpu_type = json_extract(record, '$.gpu_type'),"
+    " milli_gpus = json_extract(record, '$.milli_gpus'), share = json_extract(record, '$.share'),"
+    " class = json_extract(record, '$.class'), topology = json_extract(record, '$.topology'),"
+    " start = json_extract(record, '$.start'), end_time = json_extract(record, '$.end');"
+    "CREATE INDEX ledger_bill ON ledger(kind, end_time, start, seq, interval_id, job, tenant, user, gpu_type, share,"
+    " class, topology, milli_gpus);"
+    "CREATE INDEX ledger_by_key ON ledger(kind, tenant, gpu_type, seq);"
+    "CREATE INDEX usage_open ON usage(interval_id) WHERE end_time IS NULL;"
+    "CREATE TABLE prices(effective INTEGER PRIMARY KEY, currency TEXT NOT NULL, version_json TEXT NOT NULL,"
+    " created INTEGER NOT NULL);"
+    "CREATE TABLE bill_modes(org TEXT PRIMARY KEY, mode TEXT NOT NULL, updated INTEGER NOT NULL);",
     /* 7 -> 8: engine snapshots (issue 16, store_snapshot.c) */
     "CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, created INTEGER NOT NULL, bytes INTEGER NOT NULL,"
     " parts INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 0);"
@@ -166,7 +200,9 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_AUDIT_APPEND] = "INSERT INTO audit(seq, time, request_id, actor, role, action, target, result,"
                             " prev_hash, hash) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [GP__ST_AUDIT_LAST] = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-    [GP__ST_LEDGER_APPEND] = "INSERT INTO ledger(seq, interval_id, kind, record, hash) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [GP__ST_LEDGER_APPEND] = "INSERT INTO ledger(seq, interval_id, kind, record, hash, job, tenant, user, gpu_type,"
+                             " milli_gpus, share, class, topology, start, end_time)"
+                             " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [GP__ST_LEDGER_LAST] = "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1",
     [GP__ST_LEDGER_OPEN_GET] = "SELECT record FROM ledger WHERE interval_id = ?1 AND kind = 'open'"
                                " ORDER BY seq DESC LIMIT 1",

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The usage ledger (docs/metering.md): a record per usage interval opened
-or closed, written with the decision, hash-chained; GET /v1/ledger/verify
+or closed (and per capacity and guarantee change), written with the
+decision, hash-chained; GET /v1/ledger/verify
 and `gpupool ledger verify` name the first bad record after an edit, a
 deletion or a reordering of a stopped daemon's SQLite file."""
 import hashlib
@@ -13,6 +14,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
 
 
+def usage_records(d):
+    """The open and close records (the fleet's capacity and the tenants' guarantee records come first)."""
+    return [r["record"] for r in d.ok("GET", "/v1/ledger")["records"] if r["record"]["kind"] in ("open", "close")]
+
+
 def run_and_cancel(d):
     """A 2-GPU job of alice, cancelled with no grace: its open and close records."""
     d.cli("apply", "-f", gpd.TENANTS)
@@ -20,7 +26,7 @@ def run_and_cancel(d):
                                       "checkpoint_grace_s": 0})
     assert whole["state"] == "running", whole
     d.ok("DELETE", "/v1/jobs/%d" % whole["id"])
-    gpd.wait_for(lambda: len(d.ok("GET", "/v1/ledger")["records"]) == 2, what="the close record")
+    gpd.wait_for(lambda: len(usage_records(d)) == 2, what="the close record")
     return whole
 
 
@@ -31,13 +37,16 @@ def db(d):
 def test_records_are_written_and_chained(d):
     whole = run_and_cancel(d)
     page = d.ok("GET", "/v1/ledger")
-    opened, closed = [r["record"] for r in page["records"]]
+    first = page["records"][0]["record"]
+    assert first["kind"] == "capacity" and first["seq"] == 1 and first["prev"] == "0" * 64, first
+    assert any(r["record"]["kind"] == "guarantee" and r["record"]["tenant"] == "research/nlp"
+               for r in page["records"]), page
+    opened, closed = usage_records(d)
     assert opened["kind"] == "open" and opened["job"] == whole["id"], opened
     assert opened["tenant"] == "research/nlp" and opened["user"] == "alice" and opened["gpu_type"] == "H100"
     assert opened["milli_gpus"] == 2000 and opened["share"] == "whole" and opened["class"] == "guaranteed"
     assert opened["placement"] == whole["placement"], (opened, whole)
-    assert opened["seq"] == 1 and opened["prev"] == "0" * 64
-    assert closed["kind"] == "close" and closed["closed"] == "cancelled" and closed["open_seq"] == 1, closed
+    assert closed["kind"] == "close" and closed["closed"] == "cancelled" and closed["open_seq"] == opened["seq"]
     assert closed["interval"] == opened["interval"] and closed["start"] == opened["start"]
     assert closed["end"] >= closed["start"] and closed["placement"] == opened["placement"]
     # the chain: each hash is SHA-256 of the canonical text, each prev the hash before
@@ -49,22 +58,26 @@ def test_records_are_written_and_chained(d):
         assert text == json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert rec["prev"] == prev and hashlib.sha256(text.encode()).hexdigest() == h
         prev = h
+    n = len(rows)
     v = d.ok("GET", "/v1/ledger/verify")
-    assert v == {"ok": True, "records": 2, "head": {"seq": 2, "hash": prev}}, v
+    assert v == {"ok": True, "records": n, "head": {"seq": n, "hash": prev}}, v
     out = d.cli("ledger", "verify").stdout
-    assert "2 records verified" in out and prev in out, out
-    lines = d.cli("ledger", "--after", "1").stdout.splitlines()
+    assert "%d records verified" % n in out and prev in out, out
+    lines = d.cli("ledger", "--after", str(n - 1)).stdout.splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["kind"] == "close", lines
     assert "event=ledger_head" in d.read_log(None)
 
 
-def tamper(d, sql, first_bad, why):
+def tamper(d, sql, why):
+    """sql(S) changes the stopped daemon's ledger around S, the seq of the
+    close record; verify must name S."""
     run_and_cancel(d)
     d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 1, "gpu_types": ["H100"]})
-    gpd.wait_for(lambda: len(d.ok("GET", "/v1/ledger")["records"]) == 3, what="a third record")
+    gpd.wait_for(lambda: len(usage_records(d)) == 3, what="a third usage record")
+    first_bad = usage_records(d)[1]["seq"]
     d.stop()
     with db(d) as c:
-        for stmt in sql:
+        for stmt in sql(first_bad):
             c.execute(stmt)
     d.start()
     v = d.ok("GET", "/v1/ledger/verify")
@@ -75,17 +88,18 @@ def tamper(d, sql, first_bad, why):
 
 
 def test_an_edit_is_detected(d):
-    tamper(d, ["UPDATE ledger SET record = replace(record, '\"milli_gpus\":2000', '\"milli_gpus\":1000')"
-               " WHERE seq = 2"], 2, "edited")
+    tamper(d, lambda s: ["UPDATE ledger SET record = replace(record, '\"milli_gpus\":2000', '\"milli_gpus\":1000')"
+                         " WHERE seq = %d" % s], "edited")
 
 
 def test_a_deletion_is_detected(d):
-    tamper(d, ["DELETE FROM ledger WHERE seq = 2"], 2, "missing")
+    tamper(d, lambda s: ["DELETE FROM ledger WHERE seq = %d" % s], "missing")
 
 
 def test_a_reordering_is_detected(d):
-    tamper(d, ["UPDATE ledger SET seq = -1 WHERE seq = 2", "UPDATE ledger SET seq = 2 WHERE seq = 3",
-               "UPDATE ledger SET seq = 3 WHERE seq = -1"], 2, "reordered")
+    tamper(d, lambda s: ["UPDATE ledger SET seq = -1 WHERE seq = %d" % s,
+                         "UPDATE ledger SET seq = %d WHERE seq = %d" % (s, s + 1),
+                         "UPDATE ledger SET seq = %d WHERE seq = -1" % (s + 1)], "reordered")
 
 
 def test_readers_other_than_admin_and_auditor_are_refused(d):

@@ -8,7 +8,9 @@
  * 142), the time-slice share (floor(1000 / 3) = 333), the start and end,
  * the class and why the interval closed.  The chain is recomputed here too
  * (SHA-256 of each record's canonical text, prev = the hash before) and by
- * gp_store_ledger_verify.
+ * gp_store_ledger_verify.  Before the usage records come the capacity
+ * record of each node add and the guarantee record of each tenant change
+ * that moved a guarantee (ledger.h: gp_ledger_sync).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +18,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "server/journal.h"
-#include "spec/spec_json.h"
+#include "world.h"
+
+#include "server/ledger.h"
 
 #include <gnutls/crypto.h>
 #include <stdio.h>
@@ -27,182 +30,11 @@
 
 #define ZERO_HASH "0000000000000000000000000000000000000000000000000000000000000000"
 
-typedef struct world {
-    char dir[64];
-    char path[96];
-    gp_store *store;
-    gp_journal journal;
-} world;
-
-static void check(gp_err rc, const gp_error *err, const char *what)
-{
-    if (rc != GP_OK)
-        fail_msg("%s: %s (%s: %s)", what, gp_err_name(rc), err->field, err->message);
-}
-
-static int world_setup(void **state)
-{
-    world *w = calloc(1, sizeof *w);
-    assert_non_null(w);
-    snprintf(w->dir, sizeof w->dir, "/tmp/gp_ledger_XXXXXX");
-    assert_non_null(mkdtemp(w->dir));
-    snprintf(w->path, sizeof w->path, "%s/gpupool.db", w->dir);
-    char url[128];
-    snprintf(url, sizeof url, "sqlite:%s", w->path);
-    gp_error err;
-    gp_error_clear(&err);
-    check(gp_store_open(url, false, &w->store, &err), &err, "store open");
-    gp_engine_config cfg = gp_engine_config_default();
-    check(gp_journal_open(&w->journal, w->store, &cfg, NULL, &err), &err, "journal open");
-    *state = w;
-    return 0;
-}
-
-static int world_teardown(void **state)
-{
-    world *w = *state;
-    gp_journal_close(&w->journal);
-    gp_store_close(w->store);
-    char file[128];
-    static const char *const suffixes[] = {"", "-wal", "-shm"};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(file, sizeof file, "%s%s", w->path, suffixes[i]);
-        unlink(file);
-    }
-    rmdir(w->dir);
-    free(w);
-    return 0;
-}
-
-/* ---- events, each in its own transaction ---- */
-
-static void commit(world *w, gp_err rc, gp_error *err, const char *what)
-{
-    if (rc != GP_OK) {
-        gp_store_rollback(w->store);
-        check(rc, err, what);
-    }
-    check(gp_store_commit(w->store, err), err, "commit");
-}
-
-static json_t *parse(const char *text)
-{
-    json_error_t jerr;
-    json_t *body = json_loads(text, 0, &jerr);
-    if (!body)
-        fail_msg("bad JSON in the test: %s", jerr.text);
-    return body;
-}
-
-static void tenant(world *w, const char *path, const char *spec_text, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    json_t *body = parse(spec_text);
-    gp_tenant_spec spec;
-    check(gp_tenant_spec_parse(body, &spec, &err), &err, "tenant spec");
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_tenant_set(&w->journal, path, &spec, now, &err), &err, "tenant set");
-    json_decref(body);
-}
-
-static void node(world *w, const char *spec_text, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    json_t *body = parse(spec_text);
-    gp_node_request req;
-    check(gp_node_request_parse(body, &req, &err), &err, "node spec");
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_node_add(&w->journal, &req.spec, now, &err), &err, "node add");
-    json_decref(body);
-}
-
-static void pool(world *w, const char *spec_text, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    json_t *body = parse(spec_text);
-    char name[GP_NAME_MAX];
-    gp_pool_spec spec;
-    check(gp_pool_parse(body, name, &spec, &err), &err, "pool spec");
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_pool_set(&w->journal, name, &spec, now, &err), &err, "pool set");
-    json_decref(body);
-}
-
 /* Node h0 with one whole H100 (GPU-h0-0) and tenant lab (no guarantee), at t=0. */
 static void one_h100_and_lab(world *w)
 {
     node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 1, \"gpu_uuids\": [\"GPU-h0-0\"]}", 0);
     tenant(w, "lab", "{}", 0);
-}
-
-/* Submits the job and runs the scheduling pass of its batch; its id. */
-static uint64_t submit(world *w, const char *job_text, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    json_t *body = parse(job_text);
-    gp_job_request req;
-    check(gp_job_request_parse(body, false, &req, &err), &err, "job spec");
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    gp_err rc = gp_journal_submit(&w->journal, &req, now, &err);
-    if (rc == GP_OK)
-        rc = gp_journal_tick(&w->journal, now, &err);
-    commit(w, rc, &err, "submit");
-    uint64_t id = req.spec.id;
-    gp_job_request_free(&req);
-    json_decref(body);
-    return id;
-}
-
-static void tick(world *w, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_tick(&w->journal, now, &err), &err, "tick");
-}
-
-static void node_lost(world *w, const char *name, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    gp_err rc = gp_journal_node_lost(&w->journal, name, now, &err);
-    if (rc == GP_OK)
-        rc = gp_journal_tick(&w->journal, now, &err);
-    commit(w, rc, &err, "node lost");
-}
-
-static void gpu_failed(world *w, const char *name, int index, int64_t now)
-{
-    gp_error err;
-    gp_error_clear(&err);
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_gpu_health(&w->journal, name, index, false, now, &err), &err, "gpu health");
-}
-
-/* The agent reports the job's only replica exited 0 (on node). */
-static void exit_ok(world *w, uint64_t id, const char *node_name, int64_t now)
-{
-    gp_job_info info;
-    assert_int_equal(gp_engine_job_info(w->journal.engine, id, &info, NULL), GP_OK);
-    gp_replica_exit x = {.job_id = id, .replica = 0, .bind_time = info.bind_time, .exit_code = 0,
-                         .reason = GP_EXIT_REASON_EXITED};
-    snprintf(x.node, sizeof x.node, "%s", node_name);
-    gp_error err;
-    gp_error_clear(&err);
-    check(gp_store_begin(w->store, &err), &err, "begin");
-    commit(w, gp_journal_replica_exit(&w->journal, &x, now, &err), &err, "replica exit");
-}
-
-static gp_job_state job_state(world *w, uint64_t id)
-{
-    gp_job_info info;
-    assert_int_equal(gp_engine_job_info(w->journal.engine, id, &info, NULL), GP_OK);
-    return info.state;
 }
 
 /* ---- the ledger against the records written by hand ---- */
@@ -254,18 +86,31 @@ static void assert_ledger(world *w, const char *const *expected, size_t n)
     assert_string_equal(c.head_hash, prev);
 }
 
-/* The ledger holds exactly one interval: its open record with `fields`
- * (JSON members, without kind, seq and prev) and its close record, the
- * same fields with end, why it closed and open_seq 1. */
-static void assert_one_interval(world *w, const char *fields, int64_t end, const char *closed)
+/* The ledger holds the capacity and guarantee records `before` (as the
+ * node and tenant changes wrote them), then exactly one interval: its open
+ * record with `fields` (JSON members, without kind, seq and prev) and its
+ * close record, the same fields with end, why it closed and open_seq. */
+static void assert_one_interval(world *w, const char *before, const char *fields, int64_t end, const char *closed)
 {
     char open[2048], close[2048];
+    json_t *pre = parse(before);
+    size_t n = json_array_size(pre);
     snprintf(open, sizeof open, "{\"kind\": \"open\", %s}", fields);
-    snprintf(close, sizeof close, "{\"kind\": \"close\", %s, \"end\": %lld, \"closed\": \"%s\", \"open_seq\": 1}", fields,
-             (long long)end, closed);
-    const char *const expected[] = {open, close};
-    assert_ledger(w, expected, 2);
+    snprintf(close, sizeof close, "{\"kind\": \"close\", %s, \"end\": %lld, \"closed\": \"%s\", \"open_seq\": %zu}",
+             fields, (long long)end, closed, n + 1);
+    const char *expected[8];
+    char *texts[8];
+    for (size_t i = 0; i < n && i < 6; i++)
+        expected[i] = texts[i] = json_dumps(json_array_get(pre, i), 0);
+    expected[n] = open;
+    expected[n + 1] = close;
+    assert_ledger(w, expected, n + 2);
+    for (size_t i = 0; i < n && i < 6; i++)
+        free(texts[i]);
+    json_decref(pre);
 }
+
+#define H100_1 "{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 0}"
 
 /* vision holds one H100 as guarantee; alice's job takes a 1g.10gb slice of
  * the MIG H100 (1 of 7 compute slices: floor(1000 / 7) = 142 milli-GPUs,
@@ -287,7 +132,11 @@ static void mig_slice_held_90_minutes_is_142_milli_gpus_for_5400_seconds_finishe
                    " \"slice\": {\"kind\": \"mig\", \"milli_gpus\": 142, \"mig_profile\": \"1g.10gb\","         \
                    " \"mig_start\": 6}}], \"share\": \"mig\", \"start\": 1000, \"tenant\": \"vision\","         \
                    " \"topology\": \"any\", \"user\": \"alice\""
-    assert_one_interval(w, MIG_COMMON, 6400, "finished");
+    assert_one_interval(w,
+                        "[{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 1000},"
+                        " {\"kind\": \"guarantee\", \"tenant\": \"vision\", \"gpu_type\": \"H100\","
+                        " \"milli_gpus\": 1000, \"start\": 1000}]",
+                        MIG_COMMON, 6400, "finished");
 #undef MIG_COMMON
 }
 
@@ -312,14 +161,16 @@ static void burst_job_preempted_mid_hour_closes_preempted_at_the_reclaim(void **
 #define BURST "\"class\": \"burstable\", \"interval\": 1, \"job\": 1, \"start\": 0, \"tenant\": \"lab\","        \
               " \"user\": \"bob\", " PLACED
     const char *const expected[] = {
+        H100_1,
+        "{\"kind\": \"guarantee\", \"tenant\": \"owner\", \"gpu_type\": \"H100\", \"milli_gpus\": 1000, \"start\": 0}",
         "{\"kind\": \"open\", " BURST "}",
-        "{\"kind\": \"close\", " BURST ", \"end\": 1800, \"closed\": \"preempted\", \"open_seq\": 1}",
+        "{\"kind\": \"close\", " BURST ", \"end\": 1800, \"closed\": \"preempted\", \"open_seq\": 3}",
         "{\"kind\": \"open\", \"class\": \"guaranteed\", \"interval\": 2, \"job\": 2, \"start\": 1800,"
         " \"tenant\": \"owner\", \"user\": \"carol\", " PLACED "}",
     };
 #undef BURST
 #undef PLACED
-    assert_ledger(w, expected, 3);
+    assert_ledger(w, expected, 5);
 }
 
 /* The default pool time-slices each GPU into 3 replicas: a replica holds
@@ -339,7 +190,8 @@ static void timeslice_replica_is_a_third_of_the_gpu_when_three_share_it(void **s
            " \"placement\": [{\"node\": \"t0\", \"gpus\": [\"GPU-t0-0\"], \"slice\": {\"kind\": \"timeslice\","   \
            " \"milli_gpus\": 333}}], \"share\": \"timeslice\", \"start\": 50, \"tenant\": \"serve\","           \
            " \"topology\": \"any\", \"user\": \"dan\""
-    assert_one_interval(w, TS, 950, "finished");
+    assert_one_interval(w, "[{\"kind\": \"capacity\", \"gpu_type\": \"L40S\", \"milli_gpus\": 1000, \"start\": 0}]", TS,
+                        950, "finished");
 #undef TS
 }
 
@@ -359,7 +211,8 @@ static void job_on_a_lost_node_closes_node_lost_when_the_node_is_lost(void **sta
 #define LOST "\"class\": \"burstable\", \"gpu_type\": \"A100\", \"interval\": 1, \"job\": 1, \"milli_gpus\": 2000," \
              " \"placement\": [{\"node\": \"n0\", \"gpus\": [\"GPU-n0-1\", \"GPU-n0-0\"]}], \"share\": \"whole\"," \
              " \"start\": 10, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"eve\""
-    assert_one_interval(w, LOST, 610, "node_lost");
+    assert_one_interval(w, "[{\"kind\": \"capacity\", \"gpu_type\": \"A100\", \"milli_gpus\": 2000, \"start\": 0}]", LOST,
+                        610, "node_lost");
 #undef LOST
 }
 
@@ -377,7 +230,7 @@ static void job_past_its_time_limit_closes_time_limit_when_stopped(void **state)
 #define LIMITED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"           \
                 " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"        \
                 " \"share\": \"whole\", \"start\": 100, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"frank\""
-    assert_one_interval(w, LIMITED, 700, "time_limit");
+    assert_one_interval(w, "[" H100_1 "]", LIMITED, 700, "time_limit");
 #undef LIMITED
 }
 
@@ -394,8 +247,34 @@ static void job_on_a_failed_gpu_closes_gpu_failed(void **state)
 #define FAILED "\"class\": \"burstable\", \"gpu_type\": \"H100\", \"interval\": 1, \"job\": 1,"            \
                " \"milli_gpus\": 1000, \"placement\": [{\"node\": \"h0\", \"gpus\": [\"GPU-h0-0\"]}],"         \
                " \"share\": \"whole\", \"start\": 0, \"tenant\": \"lab\", \"topology\": \"any\", \"user\": \"grace\""
-    assert_one_interval(w, FAILED, 300, "gpu_failed");
+    assert_one_interval(w, "[" H100_1 "]", FAILED, 300, "gpu_failed");
 #undef FAILED
+}
+
+/* Guarantee records follow the tenant's own guarantee: set (1 H100 at
+ * t=0), changed (2 at t=100), removed with the tenant (0 at t=200); a
+ * change that moves no guarantee (a weight) and a start with nothing new
+ * (gp_ledger_sync, as gpupoold runs it at start) write none. */
+static void guarantee_records_follow_each_change_and_a_start_adds_none(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 2}", 0);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 1}}}", 0);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}}", 100);
+    tenant(w, "lab", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}, \"weight\": 3}", 150);
+    gp_error err;
+    gp_error_clear(&err);
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_journal_tenant_remove(&w->journal, "lab", 200, &err), &err, "tenant remove");
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_ledger_sync(w->store, w->journal.engine, true, true, 300, &err), &err, "sync");
+#define G(m, t) "{\"kind\": \"guarantee\", \"tenant\": \"lab\", \"gpu_type\": \"H100\", \"milli_gpus\": " #m ", \"start\": " #t "}"
+    const char *const expected[] = {
+        "{\"kind\": \"capacity\", \"gpu_type\": \"H100\", \"milli_gpus\": 2000, \"start\": 0}",
+        G(1000, 0), G(2000, 100), G(0, 200),
+    };
+#undef G
+    assert_ledger(w, expected, 4);
 }
 
 int main(void)
@@ -412,6 +291,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(job_past_its_time_limit_closes_time_limit_when_stopped, world_setup,
                                         world_teardown),
         cmocka_unit_test_setup_teardown(job_on_a_failed_gpu_closes_gpu_failed, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(guarantee_records_follow_each_change_and_a_start_adds_none, world_setup,
+                                        world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
