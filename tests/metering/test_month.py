@@ -19,10 +19,9 @@ billref.py (the independent reference) then checks:
   - chargeback orgs owe their subtotal, showback orgs nothing;
   - a bill as of mid-month bills less than the month and never more per line.
 
-Then, when this build's gpupool has `bill --ledger` (gpupoold's bill, part
-B of issue 15), its JSON must equal billref's field for field, with and
-without --hourly.  Until then that comparison is skipped with a message
-(GP_REQUIRE_C_BILL=1 makes the skip a failure).
+Then gpupool's offline bill (`gpupool bill --ledger`, the same C code as
+gpupoold's GET /v1/bill) must print billref's JSON field for field, with
+and without --hourly.
 """
 
 import json
@@ -163,11 +162,6 @@ def compare_with_c_bill(tmp, ledger, prices_path, bill_plain, bill_hourly):
     for extra, want in (([], bill_plain), (["--hourly"], bill_hourly)):
         p = subprocess.run([gpupool, "bill", "--ledger", ledger, "--prices", prices_path, "--period", "2026-11",
                             "-o", "json"] + extra, capture_output=True, text=True)
-        if "unknown command bill" in p.stderr:
-            msg = "SKIPPED: this gpupool has no `bill --ledger` (issue 15 part B); the C bill was not compared"
-            print(msg)
-            check(os.environ.get("GP_REQUIRE_C_BILL") != "1", msg)
-            return False
         check(p.returncode == 0, f"gpupool bill {extra}: exit {p.returncode}: {p.stderr.strip()}")
         if p.returncode == 0:
             got = json.loads(p.stdout)
