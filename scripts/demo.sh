@@ -206,6 +206,14 @@ echo "  and its second run says:"; show_log "$RANKER1" 0 "up on"
 say "Where everything runs now"
 gp jobs
 
+say "The month's bill, from the hash-chained usage ledger: floors held, burst used, idle GPU-hours"
+MONTH=$(date -u +%Y-%m)
+gp prices set --effective "$MONTH-01T00:00:00Z" --backdate --gpu H100=2.50,A100=1.20,L40S=0.80 \
+    --premium nvlink=1.10,block=1.25 >/dev/null
+gp prices mode research chargeback >/dev/null
+gp bill --period "$MONTH"
+gp ledger verify
+
 say "The audit log: every change above, hash-chained"
 gp audit --limit 5
 gp audit verify
