@@ -1,17 +1,21 @@
 /* bench_snapshot.c - what an engine snapshot costs the daemon's engine
- * thread at fleet scale: gp_engine_snapshot_write (the copy gpupoold makes
- * after a commit, server/snapshots.h) and gp_engine_snapshot_read (the
- * restore at start), with the snapshot's size.
+ * thread at fleet scale: the stall (gp_replayer_snapshot_fork, what
+ * gpupoold's engine thread pays: the fork of a child that copies the state
+ * from its copy-on-write image, server/snapshots.h), the child's time
+ * until its copy is read back in the parent (gp_snapshot_child_collect),
+ * the copy itself in-process (gp_engine_snapshot_write) and the restore at
+ * start (gp_engine_snapshot_read), with the snapshot's size.
  *
  * The world: --gpus / 8 nodes of 8 H100 in blocks of 32 nodes, one tenant
  * per 1,000 GPUs, --jobs 1-GPU jobs (expected runtime 1 h) submitted and
  * ticked until the fleet is full, so the engine holds --gpus running jobs
  * and the rest pending (defaults: 50,000 GPUs, 100,000 live jobs).  Each
- * figure is the median of --rounds.
+ * figure is the median of --rounds; the last line is JSON.
  *
  *     build/bin/bench_snapshot [--gpus N] [--jobs N] [--rounds N]
  */
 #include "core/engine.h"
+#include "eventlog/snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +74,28 @@ static gp_engine *build(long gpus, long jobs)
     return e;
 }
 
+/* One snapshot as gpupoold takes it: *stall the fork (the engine
+ * thread's part), *child until the parts are read back. */
+static int fork_round(const gp_replayer *rp, double *stall, double *child)
+{
+    gp_snapshot_child c;
+    gp_snapshot_parts p;
+    gp_error err;
+    double t0 = now_ms();
+    gp_err rc = gp_replayer_snapshot_fork(rp, 1, NULL, &c, &err);
+    double t1 = now_ms();
+    if (rc == GP_OK)
+        rc = gp_snapshot_child_collect(&c, &p, &err);
+    if (rc != GP_OK) {
+        fprintf(stderr, "bench_snapshot: %s\n", err.message);
+        return 1;
+    }
+    *stall = t1 - t0;
+    *child = now_ms() - t1;
+    gp_snapshot_parts_free(&p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long gpus = 50000, jobs = 100000, rounds = 5;
@@ -92,10 +118,17 @@ int main(int argc, char **argv)
     }
     gp_engine_stats st;
     gp_engine_stats_get(e, &st);
-    double w[100], r[100];
-    size_t len = 0;
+    gp_replayer rp;
     gp_error err;
+    if (gp_replayer_init(&rp, NULL, &err) != GP_OK)
+        return 1;
+    gp_engine_free(rp.engine);
+    rp.engine = e; /* the replayer owns it now */
+    double w[100], r[100], stall[100], child[100];
+    size_t len = 0;
     for (long k = 0; k < rounds; k++) {
+        if (fork_round(&rp, &stall[k], &child[k]) != 0)
+            return 1;
         unsigned char *buf;
         double t0 = now_ms();
         if (gp_engine_snapshot_write(e, &buf, &len, &err) != GP_OK)
@@ -112,9 +145,12 @@ int main(int argc, char **argv)
     }
     qsort(w, (size_t)rounds, sizeof w[0], cmp);
     qsort(r, (size_t)rounds, sizeof r[0], cmp);
+    qsort(stall, (size_t)rounds, sizeof stall[0], cmp);
+    qsort(child, (size_t)rounds, sizeof child[0], cmp);
     printf("{\"bench\":\"snapshot\",\"gpus\":%ld,\"live_jobs\":%zu,\"running\":%zu,\"bytes\":%zu,"
-           "\"write_ms\":%.1f,\"read_ms\":%.1f}\n",
-           gpus, st.jobs, st.running, len, w[rounds / 2], r[rounds / 2]);
-    gp_engine_free(e);
+           "\"stall_ms\":%.2f,\"stall_max_ms\":%.2f,\"child_ms\":%.1f,\"write_ms\":%.1f,\"read_ms\":%.1f}\n",
+           gpus, st.jobs, st.running, len, stall[rounds / 2], stall[rounds - 1], child[rounds / 2], w[rounds / 2],
+           r[rounds / 2]);
+    gp_replayer_free(&rp);
     return 0;
 }

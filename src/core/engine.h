@@ -162,7 +162,7 @@ void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out);
 
 /* The format this build writes and reads (bumped when a field of the
  * engine's state changes meaning). */
-#define GP_ENGINE_SNAPSHOT_VERSION 1
+#define GP_ENGINE_SNAPSHOT_VERSION 2
 
 /* The whole state of e (fleet, tenants, jobs, reservations, usage and
  * fair-share books, cool-downs, counters and ids) into *buf, *len bytes;

@@ -19,7 +19,9 @@
  *     body_len       uint64  bytes that follow
  *     body           struct gp_engine as it is, then every array it points
  *                    to, each as (uint64 count, count x element), in the
- *                    fixed order of engine_put below
+ *                    fixed order of engine_put below; the jobs' history
+ *                    lines alone are packed (histories_put: only the
+ *                    lines kept, each only as long as its reason)
  *
  * What is left out: the decisions (a snapshot is taken between events, once
  * they were handled; write refuses pending ones), the per-call scratch
@@ -115,6 +117,36 @@ static void tenants_put(writer *w, const gp_engine *e)
     put_array(w, e->users, e->n_users, sizeof *e->users);
 }
 
+/* Each job's kept history lines, oldest first, only as long as their
+ * reasons: (uint8 count, then per line int64 time, from, to, uint16
+ * length, the reason's bytes).  The ring of GP__HISTORY fixed 192-byte
+ * reasons was two thirds of a snapshot; restored, the same lines sit at
+ * the same ring positions (read below), so gp_engine_why and
+ * gp_engine_job_history answer as before.  A free slot has none. */
+static size_t history_kept(const gp__job *j)
+{
+    return !j->used ? 0 : j->n_history < GP__HISTORY ? (size_t)j->n_history : GP__HISTORY;
+}
+
+static void histories_put(writer *w, const gp_engine *e)
+{
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        const gp__job *j = &e->jobs[i];
+        uint8_t kept = (uint8_t)history_kept(j);
+        put(w, &kept, sizeof kept);
+        for (size_t k = (size_t)j->n_history - kept; k < (size_t)j->n_history; k++) {
+            const gp_history_entry *h = &e->histories[i].entry[k % GP__HISTORY];
+            const char *end = memchr(h->reason, '\0', sizeof h->reason);
+            uint16_t n = (uint16_t)(end ? end - h->reason : 0);
+            put(w, &h->time, sizeof h->time);
+            put(w, &h->from, sizeof h->from);
+            put(w, &h->to, sizeof h->to);
+            put(w, &n, sizeof n);
+            put(w, h->reason, n);
+        }
+    }
+}
+
 static void jobs_put(writer *w, const gp_engine *e)
 {
     put_array(w, e->jobs, e->n_jobs, sizeof *e->jobs);
@@ -125,7 +157,7 @@ static void jobs_put(writer *w, const gp_engine *e)
         put_array(w, j->claimed, j->n_claimed, sizeof *j->claimed);
         put_array(w, j->victims, j->n_victims, sizeof *j->victims);
     }
-    put_array(w, e->histories, e->n_jobs, sizeof *e->histories);
+    histories_put(w, e);
     put_array(w, e->free_slots, e->n_free_slots, sizeof *e->free_slots);
     put_array(w, e->running, e->n_running, sizeof *e->running);
 }
@@ -320,6 +352,30 @@ static bool tenants_get(reader *r, gp_engine *e, bool *nomem)
     return true;
 }
 
+/* histories_put's lines back into their ring positions (zeroed rings,
+ * one per job slot). */
+static bool histories_get(reader *r, gp_engine *e, bool *nomem)
+{
+    if (e->n_jobs > 0 && !(e->histories = calloc(e->n_jobs, sizeof *e->histories)))
+        return !(*nomem = true);
+    e->cap_histories = e->n_jobs;
+    for (size_t i = 0; i < e->n_jobs; i++) {
+        const gp__job *j = &e->jobs[i];
+        uint8_t kept;
+        if (!get(r, &kept, sizeof kept) || kept != history_kept(j))
+            return !(r->failed = true);
+        for (size_t k = (size_t)j->n_history - kept; k < (size_t)j->n_history; k++) {
+            gp_history_entry *h = &e->histories[i].entry[k % GP__HISTORY];
+            uint16_t n;
+            if (!get(r, &h->time, sizeof h->time) || !get(r, &h->from, sizeof h->from) ||
+                !get(r, &h->to, sizeof h->to) || !get(r, &n, sizeof n) || n >= sizeof h->reason ||
+                !get(r, h->reason, n))
+                return !(r->failed = true);
+        }
+    }
+    return true;
+}
+
 static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
 {
     if (!get_array(r, (void **)&e->jobs, &e->n_jobs, &e->cap_jobs, sizeof *e->jobs, nomem))
@@ -342,13 +398,10 @@ static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
         if (j->used && !gp_u64map_put(&e->job_by_id, j->id, (uint32_t)i))
             return !(*nomem = true);
     }
-    size_t n_histories;
-    if (!get_array(r, (void **)&e->histories, &n_histories, &e->cap_histories, sizeof *e->histories, nomem) ||
+    if (!histories_get(r, e, nomem) ||
         !get_array(r, (void **)&e->free_slots, &e->n_free_slots, &e->cap_free_slots, sizeof *e->free_slots, nomem) ||
         !get_array(r, (void **)&e->running, &e->n_running, &e->cap_running, sizeof *e->running, nomem))
         return false;
-    if (n_histories != e->n_jobs)
-        return !(r->failed = true);
     return true;
 }
 

@@ -1,10 +1,15 @@
 /* snapshot.c - sealed replayer snapshots (see snapshot.h for the format). */
+#define _GNU_SOURCE /* pipe2 */
 #include "eventlog/snapshot.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MAGIC "gpupool-snapshot"
 #define HEADER_LEN 80
@@ -33,6 +38,124 @@ void gp_snapshot_parts_free(gp_snapshot_parts *p)
     free(p->engine);
     free(p->extras);
     memset(p, 0, sizeof *p);
+}
+
+/* ---- taking the parts in a child process ---- */
+
+/* What the child writes first down the pipe; the engine and the extras
+ * follow. */
+typedef struct child_head {
+    int64_t seq;
+    uint64_t engine_len, extras_len;
+} child_head;
+
+enum { CHILD_REFUSED = 2, CHILD_SHORT_WRITE = 3 };
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    while (n > 0) {
+        ssize_t k = write(fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+static bool read_all(int fd, void *p, size_t n)
+{
+    unsigned char *b = p;
+    while (n > 0) {
+        ssize_t k = read(fd, b, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* The child: the parts down the pipe, then _exit (no atexit handler, no
+ * stdio buffer of the parent's flushed twice). */
+static void child_take(const gp_replayer *r, int64_t seq, const json_t *daemon, int fd)
+{
+    gp_snapshot_parts p;
+    gp_error err;
+    if (gp_replayer_snapshot_take(r, seq, daemon, &p, &err) != GP_OK)
+        _exit(CHILD_REFUSED);
+    child_head h = {.seq = seq, .engine_len = p.engine_len, .extras_len = strlen(p.extras)};
+    bool ok = write_all(fd, &h, sizeof h) && write_all(fd, p.engine, p.engine_len) &&
+              write_all(fd, p.extras, h.extras_len);
+    _exit(ok ? 0 : CHILD_SHORT_WRITE);
+}
+
+gp_err gp_replayer_snapshot_fork(const gp_replayer *r, int64_t seq, const json_t *daemon, gp_snapshot_child *out,
+                                 gp_error *err)
+{
+    int fds[2];
+    out->pid = -1;
+    out->fd = -1;
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_take(r, seq, daemon, fds[1]);
+    }
+    close(fds[1]);
+    out->pid = pid;
+    out->fd = fds[0];
+    return GP_OK;
+}
+
+/* The parts as the child wrote them; false when short or out of memory. */
+static bool parts_read(int fd, gp_snapshot_parts *out, bool *nomem)
+{
+    child_head h;
+    if (!read_all(fd, &h, sizeof h))
+        return false;
+    out->seq = h.seq;
+    out->engine_len = (size_t)h.engine_len;
+    out->engine = malloc(h.engine_len ? (size_t)h.engine_len : 1);
+    out->extras = malloc((size_t)h.extras_len + 1);
+    if (!out->engine || !out->extras)
+        return !(*nomem = true);
+    out->extras[h.extras_len] = '\0';
+    return read_all(fd, out->engine, out->engine_len) && read_all(fd, out->extras, (size_t)h.extras_len);
+}
+
+gp_err gp_snapshot_child_collect(gp_snapshot_child *c, gp_snapshot_parts *out, gp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    bool nomem = false, ok = parts_read(c->fd, out, &nomem);
+    close(c->fd); /* a child still writing (we ran out of memory) gets EPIPE and ends */
+    int status = 0;
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    c->pid = -1;
+    c->fd = -1;
+    if (ok && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return GP_OK;
+    gp_snapshot_parts_free(out);
+    if (nomem)
+        return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "out of memory");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_REFUSED)
+        return gp_error_set(err, GP_ERR_CONFLICT, "snapshot", "the engine refused the snapshot (decisions pending)");
+    return gp_error_set(err, GP_ERR_CONFLICT, "snapshot", "the snapshot child failed (%s %d)",
+                        WIFSIGNALED(status) ? "signal" : "exit status",
+                        WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 gp_err gp_snapshot_seal(const gp_snapshot_parts *p, unsigned char **out, size_t *len, gp_error *err)

@@ -23,9 +23,15 @@
  * machine kind that wrote it (the engine part refuses any other layout), a
  * cache of the log, never the truth.
  *
- * Sealing (the SHA-256) costs more than the engine copy, so the daemon
- * takes the parts in its engine thread (gp_replayer_snapshot_take) and
- * seals and stores them in another (gp_snapshot_seal).
+ * Even the copy stalls an engine thread for a second at 100,000 live jobs,
+ * so the daemon does not copy: gp_replayer_snapshot_fork forks a child
+ * (copy-on-write, as Redis's BGSAVE), which takes the parts from its frozen
+ * image of the replayer and writes them down a pipe; the engine thread
+ * pays only the fork (page tables: milliseconds), and another thread reads
+ * the parts (gp_snapshot_child_collect), seals them (gp_snapshot_seal) and
+ * stores them.  The child runs only the pure core's copy, jansson and
+ * write(2) -- no lock another thread may have held at the fork, no log, no
+ * store -- then _exit()s.
  *
  * Ownership: every buffer returned is the caller's (free()); json results
  * are new references.
@@ -34,6 +40,8 @@
 #define GP_EVENTLOG_SNAPSHOT_H
 
 #include "eventlog/replayer.h"
+
+#include <sys/types.h>
 
 #define GP_SNAPSHOT_VERSION 1
 
@@ -49,6 +57,24 @@ typedef struct gp_snapshot_parts {
 gp_err gp_replayer_snapshot_take(const gp_replayer *r, int64_t seq, const json_t *daemon, gp_snapshot_parts *out,
                                  gp_error *err);
 void gp_snapshot_parts_free(gp_snapshot_parts *p);
+
+/* A child taking the parts after event seq (as gp_replayer_snapshot_take,
+ * daemon included) while the caller goes on; call from the thread that
+ * owns r, between events.  The caller must collect it (one child at a
+ * time per caller; the pipe and the process are its until then). */
+typedef struct gp_snapshot_child {
+    pid_t pid;
+    int fd;                    /* the pipe's reading end */
+} gp_snapshot_child;
+
+/* Refused with GP_ERR_NOMEM when no pipe or process could be made. */
+gp_err gp_replayer_snapshot_fork(const gp_replayer *r, int64_t seq, const json_t *daemon, gp_snapshot_child *out,
+                                 gp_error *err);
+/* Reads the child's parts into *out and reaps it (any thread; blocks until
+ * the child is done).  Refused with GP_ERR_CONFLICT when the child failed
+ * (the message says how: the engine refused, e.g. decisions pending, or a
+ * short write) and GP_ERR_NOMEM when out of memory; *out is then empty. */
+gp_err gp_snapshot_child_collect(gp_snapshot_child *c, gp_snapshot_parts *out, gp_error *err);
 
 /* The parts into one checksummed buffer. */
 gp_err gp_snapshot_seal(const gp_snapshot_parts *p, unsigned char **out, size_t *len, gp_error *err);

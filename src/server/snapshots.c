@@ -14,10 +14,9 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Seals and stores one copy; logs it. */
-static void write_one(gp_snapshots *sn, gp_snapshot_parts *p)
+/* Seals and stores one copy; logs it (write_ms from t0, the child's start). */
+static void write_one(gp_snapshots *sn, gp_snapshot_parts *p, int64_t t0)
 {
-    int64_t t0 = mono_ms();
     unsigned char *sealed = NULL;
     size_t len = 0;
     gp_error err;
@@ -34,6 +33,20 @@ static void write_one(gp_snapshots *sn, gp_snapshot_parts *p)
            (long long)(mono_ms() - t0));
 }
 
+/* Reads the child's parts, then seals and stores them. */
+static void collect_one(gp_snapshots *sn, gp_snapshot_child *c, int64_t seq)
+{
+    int64_t t0 = mono_ms();
+    gp_snapshot_parts p;
+    gp_error err;
+    if (gp_snapshot_child_collect(c, &p, &err) != GP_OK) {
+        gp_log(GP_LOG_WARN, "snapshot_failed", "seq=%lld error=\"%s\"", (long long)seq, err.message);
+        return;
+    }
+    write_one(sn, &p, t0);
+    gp_snapshot_parts_free(&p);
+}
+
 static void *writer_thread(void *arg)
 {
     gp_snapshots *sn = arg;
@@ -43,12 +56,11 @@ static void *writer_thread(void *arg)
             pthread_cond_wait(&sn->wake, &sn->lock);
         if (!sn->busy)
             break;
-        gp_snapshot_parts p = sn->parts;
+        gp_snapshot_child c = sn->child;
+        int64_t seq = sn->child_seq;
         pthread_mutex_unlock(&sn->lock);
-        write_one(sn, &p);
-        gp_snapshot_parts_free(&p);
+        collect_one(sn, &c, seq);
         pthread_mutex_lock(&sn->lock);
-        memset(&sn->parts, 0, sizeof sn->parts);
         sn->busy = false;
     }
     pthread_mutex_unlock(&sn->lock);
@@ -97,23 +109,25 @@ void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_repla
     pthread_mutex_unlock(&sn->lock);
     if (busy)
         return; /* the previous one is still being written: the next commit asks again */
-    int64_t t0 = mono_ms();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     json_t *extra = daemon ? daemon(ctx) : NULL;
-    gp_snapshot_parts p;
+    gp_snapshot_child c;
     gp_error err;
-    gp_err rc = gp_replayer_snapshot_take(r, seq, extra, &p, &err);
+    gp_err rc = gp_replayer_snapshot_fork(r, seq, extra, &c, &err);
     json_decref(extra);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sn->last_ms = now_ms; /* after a failure too: not again at once */
     if (rc != GP_OK) {
         gp_log(GP_LOG_WARN, "snapshot_failed", "seq=%lld error=\"%s\"", (long long)seq, err.message);
-        sn->last_ms = now_ms; /* not again at once */
         return;
     }
-    gp_log(GP_LOG_INFO, "snapshot", "seq=%lld bytes=%zu take_ms=%lld", (long long)seq, p.engine_len,
-           (long long)(mono_ms() - t0));
+    gp_log(GP_LOG_INFO, "snapshot", "seq=%lld child=%d stall_us=%lld", (long long)seq, (int)c.pid,
+           (long long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
     sn->last_seq = seq;
-    sn->last_ms = now_ms;
     pthread_mutex_lock(&sn->lock);
-    sn->parts = p;
+    sn->child = c;
+    sn->child_seq = seq;
     sn->busy = true;
     pthread_cond_signal(&sn->wake);
     pthread_mutex_unlock(&sn->lock);

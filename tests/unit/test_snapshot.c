@@ -79,6 +79,84 @@ static void test_restored_engine_holds_the_same_jobs_and_goes_on(void **state)
     tb_free(w);
 }
 
+/* Job 3 fails and restarts four times: more history lines than the ring
+ * keeps, so it has wrapped. */
+static tb_world *restart_often(void)
+{
+    tb_world *w = tb_new();
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "acme", "H100", 8, -1);
+    gp_job_spec s = tb_job(3, "acme", 0);
+    s.replicas = 1;
+    s.gpus = 8;
+    s.restart_policy = GP_RESTART_ON_FAILURE;
+    s.max_restarts = 10;
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_OK);
+    for (int64_t t = 100; t <= 4100; t += 1000) {
+        tb_tick(w, t, GP_DEC_BIND);
+        assert_int_equal(gp_engine_job_finished(w->e, 3, GP_EXIT_FAILED, t + 10, &err), GP_OK);
+    }
+    gp_engine_decisions_clear(w->e);
+    return w;
+}
+
+static void expect_same_history(const gp_engine *a, const gp_engine *b, uint64_t id)
+{
+    gp_history_entry ha[8], hb[8];
+    size_t n = gp_engine_job_history(a, id, ha, 8);
+    assert_true(n > 0);
+    assert_int_equal(gp_engine_job_history(b, id, hb, 8), n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(hb[i].time, ha[i].time);
+        assert_int_equal(hb[i].from, ha[i].from);
+        assert_int_equal(hb[i].to, ha[i].to);
+        assert_string_equal(hb[i].reason, ha[i].reason);
+    }
+    char wa[256], wb[256];
+    gp_engine_why(a, id, wa, sizeof wa);
+    gp_engine_why(b, id, wb, sizeof wb);
+    assert_string_equal(wb, wa);
+}
+
+static void test_restored_engine_keeps_each_jobs_history_lines(void **state)
+{
+    (void)state;
+    tb_world *w = restart_often();
+    gp_history_entry h[8];
+    assert_int_equal(gp_engine_job_history(w->e, 3, h, 8), 6); /* the ring is full */
+    unsigned char *buf;
+    size_t len;
+    snapshot_of(w, &buf, &len);
+    gp_engine *r;
+    gp_error err;
+    assert_int_equal(read_back(buf, len, &r, &err), GP_OK);
+    free(buf);
+    expect_same_history(w->e, r, 3);
+    gp_engine_free(r);
+    tb_free(w);
+}
+
+/* The history lines are packed: each job costs the snapshot less than
+ * the six 192-byte reasons its ring holds (they were two thirds of it). */
+static void test_a_jobs_history_costs_the_snapshot_only_its_lines(void **state)
+{
+    (void)state;
+    tb_world *w = busy_world();
+    unsigned char *buf;
+    size_t before, after;
+    snapshot_of(w, &buf, &before);
+    free(buf);
+    for (uint64_t id = 10; id < 110; id++)
+        tb_submit(w, id, "acme", 1, 8, 30);
+    assert_int_equal(gp_engine_tick(w->e, 30, &(gp_error){0}), GP_OK);
+    gp_engine_decisions_clear(w->e);
+    snapshot_of(w, &buf, &after);
+    free(buf);
+    assert_true((after - before) / 100 < 6 * GP_REASON_MAX);
+    tb_free(w);
+}
+
 static void test_snapshot_with_pending_decisions_is_refused(void **state)
 {
     (void)state;
@@ -188,6 +266,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_restored_engine_holds_the_same_jobs_and_goes_on),
+        cmocka_unit_test(test_restored_engine_keeps_each_jobs_history_lines),
+        cmocka_unit_test(test_a_jobs_history_costs_the_snapshot_only_its_lines),
         cmocka_unit_test(test_snapshot_with_pending_decisions_is_refused),
         cmocka_unit_test(test_snapshot_of_another_version_is_refused),
         cmocka_unit_test(test_snapshot_of_another_layout_is_refused),
