@@ -89,8 +89,8 @@ static void price_set_run(gp_server *srv, gp_op *op, int64_t now)
 static json_t *canonical_version(json_t *body, int64_t effective)
 {
     json_t *premium = json_object_get(body, "premium");
-    return json_pack("{s:I, s:O, s:O}", "effective", (json_int_t)effective, "gpu_types",
-                     json_object_get(body, "gpu_types"), "premium", premium ? premium : json_object());
+    return json_pack("{s:I, s:O, s:o}", "effective", (json_int_t)effective, "gpu_types",
+                     json_object_get(body, "gpu_types"), "premium", premium ? json_incref(premium) : json_object());
 }
 
 void gp_api_prices_put(gp_request *r)
