@@ -975,10 +975,10 @@ static bench_pass run_pass(bench *b, int pass_number)
         fprintf(stderr,
                 "pass %4d t=%-7" PRId64 " tick %7.2f ms  pending %6" PRId64 " running %6" PRId64
                 "  placed %4" PRId64 " preempted %3" PRId64 " released %3" PRId64
-                "  considered %6zu searches %3zu reservations %zu  alloc %.1f%%\n",
+                "  considered %6zu searches %3zu (known %3zu) reservations %zu  alloc %.1f%%\n",
                 pass_number, b->now, out.tick_ms, out.pending, out.running, out.placed, out.preempted,
                 b->released_victims - released_before, st.pass_considered, st.pass_reclaim_searches,
-                st.pass_reservations, 100.0 * (double)st.gpus_allocated / (double)(st.gpus_healthy ? st.gpus_healthy : 1));
+                st.pass_reclaim_remembered, st.pass_reservations, 100.0 * (double)st.gpus_allocated / (double)(st.gpus_healthy ? st.gpus_healthy : 1));
     }
     return out;
 }
@@ -1191,9 +1191,9 @@ int main(int argc, char **argv)
            preempted_total, passes_with_preempt, b.released_victims, b.wave_jobs);
     gp_engine_stats_get(b.engine, &st);
     printf("engine:  %zu jobs held, %" PRIu64 " passes, last pass considered %zu, placed %zu, "
-           "reclaim searches %zu, reservations %zu\n",
+           "reclaim searches %zu (%zu known to find nothing), reservations %zu\n",
            st.jobs, st.total_passes, st.pass_considered, st.pass_placed, st.pass_reclaim_searches,
-           st.pass_reservations);
+           st.pass_reclaim_remembered, st.pass_reservations);
     printf("check:   invariants hold (%.1f ms)\n", check_ms);
     summarize_waits(&b);
     printf("memory:  %" PRId64 " MiB peak resident (VmHWM)\n", rss);

@@ -465,6 +465,9 @@ size_t gp__fleet_types_format(const gp__fleet *f, char *buf, size_t len);
 /* The type's index, registering the name if new; -1 when the table is full. */
 int gp__fleet_type_intern(gp__fleet *f, const char *name);
 void gp__node_reindex(gp__fleet *f, uint32_t node);
+/* Move an indexed node to the head of its list, as a change of its free
+ * count and the change's undo leave it (reclaim.c). */
+void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */

@@ -219,6 +219,12 @@ static int by_size(uint32_t ia, uint32_t ib, const void *ctx)
     return ia < ib ? -1 : ia > ib;
 }
 
+static int by_last_run(uint32_t a, uint32_t b, const void *ctx)
+{
+    const uint64_t *last = ctx;
+    return last[a] < last[b] ? -1 : last[a] > last[b];
+}
+
 /* Which running jobs may be victims for a reclaiming job. */
 typedef bool (*victim_filter)(const gp_engine *e, const gp__job *reclaimer, const gp__job *v, int type);
 
@@ -477,14 +483,50 @@ static bool capacity_add(search *s, size_t i)
     return fits;
 }
 
-/* A search already known to find nothing still leaves its trace: its
- * pretend frees move nodes within the free-capacity index (to the head of
- * their lists), and later placements walk those lists.  So it is replayed
- * in full, in the same order, but without the placement looks. */
-static bool replay_add(search *s, size_t i)
+/* A search already known to find nothing still leaves a trace that later
+ * placements see: the order of the free-capacity lists.  It pretends every
+ * candidate gone, then takes them back in victim order; a node where that
+ * frees GPUs leaves its list at the first pretend free and comes back to
+ * the head of it when the last candidate freeing GPUs there is taken back
+ * (a held, down or draining node stays out of the lists throughout).  So
+ * the lists end as if each such node were moved to the front, in the order
+ * of its last such candidate: that is what the replay does, without the
+ * pretend frees and the placement looks.  False when out of memory. */
+static bool replay_failed(gp_engine *e, const victims *vs)
 {
-    pretend_free(s->e, s->vs.cand[i], true);
-    return false;
+    gp__fleet *f = &e->fleet;
+    uint64_t *last = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *last); /* per node: its last freeing run + 1 */
+    uint32_t *moved = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *moved);
+    size_t n_moved = 0;
+    uint64_t run = 0;
+    for (size_t c = 0; last && moved && c < vs->n; c++) {
+        const gp__job *v = &e->jobs[vs->cand[c]];
+        size_t n = (size_t)v->replicas * v->gpus;
+        bool frees = false;
+        for (size_t i = 0; i < n; i++) { /* runs of GPUs on one node, as pretend_free reindexes them */
+            gp__gpu *g = &f->gpus[v->placed[i]];
+            const gp__node *node = &f->nodes[g->node];
+            uint32_t owner = g->owner;
+            g->owner = 0;
+            frees |= gp__gpu_is_free(g);
+            g->owner = owner;
+            if (i + 1 < n && f->gpus[v->placed[i + 1]].node == g->node)
+                continue;
+            run++;
+            if (frees && node->up && !node->draining && !node->held) {
+                if (!last[g->node])
+                    moved[n_moved++] = g->node;
+                last[g->node] = run;
+            }
+            frees = false;
+        }
+    }
+    bool ok = last && moved && gp_sort_indexes(moved, n_moved, by_last_run, last);
+    for (size_t i = 0; ok && i < n_moved; i++)
+        gp__node_to_front(f, moved[i]);
+    free(last);
+    free(moved);
+    return ok;
 }
 
 static void capacity_undo(search *s, size_t i)
@@ -751,8 +793,9 @@ static bool search_begin(search *s, gp_engine *e, uint32_t job, int type, victim
  * again in the search.  A job cooling down has fewer candidates (not the
  * jobs it was preempted for): its failures are not remembered.  Nothing is
  * left out of the pass's bookkeeping: a remembered failure is still a
- * search (max_reclaim_searches, stats) and is replayed without its looks
- * (replay_add).
+ * search (max_reclaim_searches, stats), and what it would leave behind, the
+ * order of the free-capacity lists, is made without its pretend frees and
+ * looks (replay_failed).
  *
  * Example: 64 H100 nodes, every GPU held by single-GPU jobs, half of them
  * burstable, each node's CPU full; a guaranteed 1x8 job finds no node with
@@ -825,12 +868,11 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     bool ok = search_begin(&s, e, job, type, frees_capacity);
     s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) -
                 (gp__job_shared(j) ? 0 : e->fleet.free[type] * 1000);
-    s.add = known ? replay_add : capacity_add;
+    s.add = capacity_add;
     s.drop = capacity_drop;
     s.undo = capacity_undo;
-    if (ok && known) {
+    if (ok && known && replay_failed(e, &s.vs)) {
         e->stats.pass_reclaim_remembered++;
-        choose_until_met(&s);
         return false;
     }
     size_t count = 0, n_plan = gp__placed_count(j);
