@@ -57,6 +57,9 @@
  * (the numbers CI and the docs quote).  placements counts BIND decisions of
  * the measured passes, preemptions PREEMPT decisions; placements_per_s
  * divides the placements by the summed tick time of the same passes.
+ * The digest line (and decisions_digest) hashes every decision of the run
+ * with the GPUs of every bind: two builds that print the same digest for
+ * the same options decided alike (scripts/decisions-compare).
  * --verbose prints one line per pass on stderr; --check-every N runs the
  * engine's invariant check every N passes (outside the timed section).
  */
@@ -318,7 +321,34 @@ typedef struct bench {
 
     /* counters since the last reset (reset when the measured passes start) */
     int64_t released_victims, finished, submitted, wave_jobs, stops;
+    uint64_t digest;    /* FNV-1a over every decision of the run and the GPUs of every bind */
 } bench;
+
+static void digest_add(uint64_t *h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        *h = (*h ^ p[i]) * 1099511628211u;
+}
+
+/* What two engines that decide alike agree on: a decision's kind, time,
+ * job, states, grace, reclaimer and reason, and where a bound job runs. */
+static void digest_decision(bench *b, const gp_decision *d)
+{
+    digest_add(&b->digest, &d->kind, sizeof d->kind);
+    digest_add(&b->digest, &d->time, sizeof d->time);
+    digest_add(&b->digest, &d->job_id, sizeof d->job_id);
+    digest_add(&b->digest, &d->from, sizeof d->from);
+    digest_add(&b->digest, &d->to, sizeof d->to);
+    digest_add(&b->digest, &d->grace_s, sizeof d->grace_s);
+    digest_add(&b->digest, &d->by_job, sizeof d->by_job);
+    digest_add(&b->digest, d->reason, strlen(d->reason));
+    if (d->kind == GP_DEC_BIND) {
+        uint32_t gpus[4096];
+        size_t n = gp_engine_job_gpus(b->engine, d->job_id, gpus, sizeof gpus / sizeof gpus[0]);
+        digest_add(&b->digest, gpus, n * sizeof gpus[0]);
+    }
+}
 
 static void die(const char *what, const gp_error *err)
 {
@@ -871,6 +901,7 @@ static void read_decisions(bench *b, int64_t *binds, int64_t *preempts)
     const gp_decision *d = gp_engine_decisions(b->engine, &n);
     for (size_t i = 0; i < n; i++) {
         bench_job *j = d[i].job_id < b->cap_jobs ? &b->jobs[d[i].job_id] : NULL;
+        digest_decision(b, &d[i]);
         switch (d[i].kind) {
         case GP_DEC_BIND:
             (*binds)++;
@@ -944,10 +975,10 @@ static bench_pass run_pass(bench *b, int pass_number)
         fprintf(stderr,
                 "pass %4d t=%-7" PRId64 " tick %7.2f ms  pending %6" PRId64 " running %6" PRId64
                 "  placed %4" PRId64 " preempted %3" PRId64 " released %3" PRId64
-                "  considered %6zu searches %3zu reservations %zu  alloc %.1f%%\n",
+                "  considered %6zu searches %3zu (known %3zu) reservations %zu  alloc %.1f%%\n",
                 pass_number, b->now, out.tick_ms, out.pending, out.running, out.placed, out.preempted,
                 b->released_victims - released_before, st.pass_considered, st.pass_reclaim_searches,
-                st.pass_reservations, 100.0 * (double)st.gpus_allocated / (double)(st.gpus_healthy ? st.gpus_healthy : 1));
+                st.pass_reclaim_remembered, st.pass_reservations, 100.0 * (double)st.gpus_allocated / (double)(st.gpus_healthy ? st.gpus_healthy : 1));
     }
     return out;
 }
@@ -1023,6 +1054,7 @@ static double percentile(const double *sorted, size_t n, double p)
 int main(int argc, char **argv)
 {
     bench b = {0};
+    b.digest = 14695981039346656037u; /* FNV-1a offset basis */
     int parsed = parse_options(argc, argv, &b.opt);
     if (parsed != 0)
         return parsed == 1 ? 0 : 2;
@@ -1159,12 +1191,14 @@ int main(int argc, char **argv)
            preempted_total, passes_with_preempt, b.released_victims, b.wave_jobs);
     gp_engine_stats_get(b.engine, &st);
     printf("engine:  %zu jobs held, %" PRIu64 " passes, last pass considered %zu, placed %zu, "
-           "reclaim searches %zu, reservations %zu\n",
+           "reclaim searches %zu (%zu known to find nothing), reservations %zu\n",
            st.jobs, st.total_passes, st.pass_considered, st.pass_placed, st.pass_reclaim_searches,
-           st.pass_reservations);
+           st.pass_reclaim_remembered, st.pass_reservations);
     printf("check:   invariants hold (%.1f ms)\n", check_ms);
     summarize_waits(&b);
     printf("memory:  %" PRId64 " MiB peak resident (VmHWM)\n", rss);
+    printf("digest:  %016" PRIx64 " (every decision and bind placement of the run: equal digests, equal decisions)\n",
+           b.digest);
     bool ok_p50 = p50 <= 20.0, ok_rate = placements_per_s >= 10000.0, ok_rss = rss >= 0 && rss <= 256;
     printf("targets: pass p50 <= 20 ms %s, >= 10000 placements/s %s, <= 256 MiB %s%s\n",
            ok_p50 ? "ok" : "MISSED", ok_rate ? "ok" : "MISSED", ok_rss ? "ok" : "MISSED",
@@ -1176,10 +1210,10 @@ int main(int argc, char **argv)
            "\"pass_ms_p50\":%.3f,\"pass_ms_p99\":%.3f,\"pass_ms_max\":%.3f,\"pass_ms_mean\":%.3f,\"pass_cpu_ms_p50\":%.3f,"
            "\"placements_per_s\":%.0f,\"placements_total\":%" PRId64 ",\"preemptions_total\":%" PRId64 ","
            "\"gpu_alloc_pct\":%.1f,\"fleet_setup_ms\":%.0f,\"rss_mib\":%" PRId64 ",\"seed\":%" PRIu64 ","
-           "\"hot_tenant_pct\":%d}\n",
+           "\"hot_tenant_pct\":%d,\"decisions_digest\":\"%016" PRIx64 "\"}\n",
            b.opt.mixed ? "true" : "false", total_gpus, b.nodes, b.n_projects, b.tenant_nodes, mean_pending, mean_running, b.opt.passes,
            b.opt.step_s, p50, p99, pmax, mean_ms, cpu_p50, placements_per_s, placed_total, preempted_total,
-           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed, b.opt.hot_pct);
+           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed, b.opt.hot_pct, b.digest);
 
     gp_engine_free(b.engine);
     free(passes);

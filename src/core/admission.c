@@ -137,6 +137,8 @@ static void reclassify(gp_engine *e, uint32_t job, gp_class to)
     gp__usage_close(e, job);
     gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
     j->cls = to;
+    if (to == GP_CLASS_BURSTABLE) /* a possible victim now */
+        gp__reclaim_room(e, j->bound_type);
     gp__tenant_charge(e, j->tenant, &demand, j->cls, +1);
     gp__usage_open(e, job);
 }

@@ -193,6 +193,7 @@ static void release(gp_engine *e, uint32_t job)
     gp__tenant_charge(e, j->tenant, &demand, j->cls, -1);
     user_charge(e, j, &demand, -1);
     e->n_miss = 0; /* room again */
+    gp__reclaim_room(e, j->bound_type);
     gp__running_remove(e, job);
     gp__node_tag(e, j, -1);
     gp__place_release(e, job);
@@ -298,8 +299,10 @@ gp_err gp_engine_node_add(gp_engine *e, const gp_node_spec *spec, int64_t now, g
         return rc;
     bool up = false;
     rc = gp__fleet_node_add(e, spec, &up, err);
-    if (rc == GP_OK && up)
+    if (rc == GP_OK && up) {
         e->now = now;
+        gp__reclaim_room(e, -1);
+    }
     return rc;
 }
 
@@ -325,6 +328,7 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *name, bool drain, int64_t 
     if (rc)
         return rc;
     gp__fleet_node_drain(e, n, drain);
+    gp__reclaim_room(e, -1);
     return GP_OK;
 }
 
@@ -341,6 +345,7 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
         return rc;
     if (!gp__fleet_gpu_health(&e->fleet, n, gpu_index, healthy))
         return GP_OK;
+    gp__reclaim_room(e, -1);
     const gp__node *node = &e->fleet.nodes[n];
     const gp__gpu *g = &e->fleet.gpus[node->gpu_first + gpu_index];
     if (!healthy && (g->owner || g->jobs)) {
@@ -908,7 +913,7 @@ static void run_pass(gp_engine *e)
 {
     e->pass++;
     e->stats.pass_considered = e->stats.pass_placed = e->stats.pass_preempted = 0;
-    e->stats.pass_reclaim_searches = e->stats.pass_reservations = 0;
+    e->stats.pass_reclaim_searches = e->stats.pass_reservations = e->stats.pass_reclaim_remembered = 0;
     e->reclaim_searches = 0;
     memset(e->reserve_tries, 0, sizeof e->reserve_tries);
     e->n_miss = 0;

@@ -130,6 +130,16 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
         index_insert(f, n, k);
 }
 
+void gp__node_to_front(gp__fleet *f, uint32_t n)
+{
+    int k = f->nodes[n].indexed;
+    f->nodes[n].stamp++;
+    if (k == 0)
+        return;
+    index_remove(f, n);
+    index_insert(f, n, k);
+}
+
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
 {
     f->nodes[node].held = held;

@@ -45,6 +45,7 @@
 #define GP__HISTORY 6
 #define GP__TAGS 16       /* kinds of task the clustering score tells apart */
 #define GP__MISSES 64
+#define GP__NOFITS 64     /* reclaim searches that found nothing, remembered */
 
 /* ---- fleet ---- */
 
@@ -367,7 +368,9 @@ typedef struct gp__scratch {
 } gp__scratch;
 
 /* A pointer added here or to the structs above is an array that
- * snapshot.c must write and read too. */
+ * snapshot.c must write and read too.  Derived state (what the engine can
+ * find again, such as the remembered reclaim failures) is not restored:
+ * snapshot.c clears it on read. */
 struct gp_engine {
     gp_engine_config cfg;
     int64_t now;
@@ -428,6 +431,18 @@ struct gp_engine {
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
+    /* reclaim.c: whole-GPU capacity reclaims that found nothing, kept
+     * across passes until room may have come (derived state: snapshot.c
+     * restores it empty) */
+    struct gp__nofit {
+        uint8_t type, topology;
+        int gpus, replicas;
+        int64_t cpu, mem;     /* per replica */
+        uint64_t room;        /* room[type] when it found nothing */
+        uint64_t held;        /* the type's held nodes then (reclaim.c: held_signature) */
+    } nofit[GP__NOFITS];
+    size_t n_nofit, nofit_next;
+    uint64_t room[GP_MAX_GPU_TYPES]; /* bumped by whatever may give a reclaim of the type more room */
 };
 
 /* ---- engine.c ---- */
@@ -450,6 +465,9 @@ size_t gp__fleet_types_format(const gp__fleet *f, char *buf, size_t len);
 /* The type's index, registering the name if new; -1 when the table is full. */
 int gp__fleet_type_intern(gp__fleet *f, const char *name);
 void gp__node_reindex(gp__fleet *f, uint32_t node);
+/* Move an indexed node to the head of its list, as a change of its free
+ * count and the change's undo leave it (reclaim.c). */
+void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
@@ -583,6 +601,10 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
 /* A victim whose shares covered an MPS claim leaves its GPUs (released):
  * the claim no longer counts on them. */
 void gp__claims_uncover(gp_engine *e, uint32_t victim);
+/* Room may have come for reclaims of `type` (-1: every type): GPUs, CPU or
+ * memory freed, a running job became a possible victim, a claim given up,
+ * a node back: the searches that found nothing there are forgotten. */
+void gp__reclaim_room(gp_engine *e, int type);
 
 /* ---- metering.c ---- */
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);

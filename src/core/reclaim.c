@@ -219,6 +219,12 @@ static int by_size(uint32_t ia, uint32_t ib, const void *ctx)
     return ia < ib ? -1 : ia > ib;
 }
 
+static int by_last_run(uint32_t a, uint32_t b, const void *ctx)
+{
+    const uint64_t *last = ctx;
+    return last[a] < last[b] ? -1 : last[a] > last[b];
+}
+
 /* Which running jobs may be victims for a reclaiming job. */
 typedef bool (*victim_filter)(const gp_engine *e, const gp__job *reclaimer, const gp__job *v, int type);
 
@@ -335,6 +341,10 @@ struct search {
     bool (*add)(search *s, size_t i);     /* choose i; true when the need is now met */
     bool (*drop)(search *s, size_t i);    /* unchoose i if the need stays met, true if so */
     void (*undo)(search *s, size_t i);    /* unchoose i, the need unmet */
+    /* capacity reclaim: candidates added so far, and whether the job does
+     * not fit with all of them gone (known once the last one is added) */
+    size_t added;
+    bool nothing_fits;
     /* limit reclaim: per ancestor, what must still go, per dimension */
     size_t depth;
     uint32_t anc[GP_MAX_TENANT_DEPTH];
@@ -467,7 +477,56 @@ static bool capacity_add(search *s, size_t i)
 {
     pretend_free(s->e, s->vs.cand[i], true);
     const gp__job *j = &s->e->jobs[s->job];
-    return worth_a_look(s->e, j, s->type, s->vs.cand[i]) && gp__place_find(s->e, j, s->type, false);
+    bool fits = worth_a_look(s->e, j, s->type, s->vs.cand[i]) && gp__place_find(s->e, j, s->type, false);
+    if (++s->added == s->vs.n) /* every candidate gone: a look only to learn it (looks change nothing) */
+        s->nothing_fits = !fits && !gp__place_find(s->e, j, s->type, false);
+    return fits;
+}
+
+/* A search already known to find nothing still leaves a trace that later
+ * placements see: the order of the free-capacity lists.  It pretends every
+ * candidate gone, then takes them back in victim order; a node where that
+ * frees GPUs leaves its list at the first pretend free and comes back to
+ * the head of it when the last candidate freeing GPUs there is taken back
+ * (a held, down or draining node stays out of the lists throughout).  So
+ * the lists end as if each such node were moved to the front, in the order
+ * of its last such candidate: that is what the replay does, without the
+ * pretend frees and the placement looks.  False when out of memory. */
+static bool replay_failed(gp_engine *e, const victims *vs)
+{
+    gp__fleet *f = &e->fleet;
+    uint64_t *last = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *last); /* per node: its last freeing run + 1 */
+    uint32_t *moved = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *moved);
+    size_t n_moved = 0;
+    uint64_t run = 0;
+    for (size_t c = 0; last && moved && c < vs->n; c++) {
+        const gp__job *v = &e->jobs[vs->cand[c]];
+        size_t n = (size_t)v->replicas * v->gpus;
+        bool frees = false;
+        for (size_t i = 0; i < n; i++) { /* runs of GPUs on one node, as pretend_free reindexes them */
+            gp__gpu *g = &f->gpus[v->placed[i]];
+            const gp__node *node = &f->nodes[g->node];
+            uint32_t owner = g->owner;
+            g->owner = 0;
+            frees |= gp__gpu_is_free(g);
+            g->owner = owner;
+            if (i + 1 < n && f->gpus[v->placed[i + 1]].node == g->node)
+                continue;
+            run++;
+            if (frees && node->up && !node->draining && !node->held) {
+                if (!last[g->node])
+                    moved[n_moved++] = g->node;
+                last[g->node] = run;
+            }
+            frees = false;
+        }
+    }
+    bool ok = last && moved && gp_sort_indexes(moved, n_moved, by_last_run, last);
+    for (size_t i = 0; ok && i < n_moved; i++)
+        gp__node_to_front(f, moved[i]);
+    free(last);
+    free(moved);
+    return ok;
 }
 
 static void capacity_undo(search *s, size_t i)
@@ -719,6 +778,82 @@ static bool search_begin(search *s, gp_engine *e, uint32_t job, int type, victim
     return victim_candidates(e, job, type, accept, &s->vs);
 }
 
+/* ---- searches that found nothing ----
+ * A capacity reclaim of whole GPUs that found nothing usually finds
+ * nothing again in the next pass, and a search pretends every borrower
+ * gone with a placement look after each.  It fails exactly when the job
+ * does not fit with every candidate gone (placement of whole GPUs is a
+ * complete search: more free GPUs, CPU or memory never make a fit fail),
+ * so the failure holds, for its shape and every larger one, until room may
+ * have come on its type: GPUs, CPU or memory released, a running job that
+ * became a possible victim (demoted, or its preemption withdrawn), a claim
+ * given up, a node back or undrained, a GPU healthy (gp__reclaim_room), or
+ * other nodes held for the type's reservation.  Binding never brings room:
+ * a borrower that binds is a candidate, and what it took counts as free
+ * again in the search.  A job cooling down has fewer candidates (not the
+ * jobs it was preempted for): its failures are not remembered.  Nothing is
+ * left out of the pass's bookkeeping: a remembered failure is still a
+ * search (max_reclaim_searches, stats), and what it would leave behind, the
+ * order of the free-capacity lists, is made without its pretend frees and
+ * looks (replay_failed).
+ *
+ * Example: 64 H100 nodes, every GPU held by single-GPU jobs, half of them
+ * burstable, each node's CPU full; a guaranteed 1x8 job finds no node with
+ * 8 GPUs and the CPU for them even with all borrowers gone.  The next pass
+ * replays the search without its 64 x 32 looks; a borrower that finishes
+ * (its GPUs and CPU released) makes the next search a real one. */
+
+void gp__reclaim_room(gp_engine *e, int type)
+{
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        if (type < 0 || t == type)
+            e->room[t]++;
+}
+
+/* The type's held nodes, as a hash (0 when none are held). */
+static uint64_t held_signature(const gp_engine *e, int type)
+{
+    const gp__reservation *r = gp__reservation_for(e, type);
+    uint64_t h = 0;
+    for (size_t i = 0; r && i < r->n_nodes; i++)
+        h = (h ^ r->nodes[i]) * 1099511628211u + 1;
+    return h;
+}
+
+static bool nofit_applies(const gp_engine *e, const gp__job *j)
+{
+    return !gp__job_shared(j) && j->gpus > 0 && !gp__scored_applies(e, j);
+}
+
+static bool nofit_known(const gp_engine *e, const gp__job *j, int type)
+{
+    if (!nofit_applies(e, j))
+        return false;
+    uint64_t held = held_signature(e, type);
+    for (size_t i = 0; i < e->n_nofit; i++) {
+        const struct gp__nofit *m = &e->nofit[i];
+        if (m->type == type && m->room == e->room[type] && m->held == held && m->topology == j->topology &&
+            m->gpus == j->gpus && j->replicas >= m->replicas && j->cpu >= m->cpu && j->mem >= m->mem)
+            return true;
+    }
+    return false;
+}
+
+static void nofit_note(gp_engine *e, const gp__job *j, int type)
+{
+    if (!nofit_applies(e, j) || in_cooldown(e, j))
+        return;
+    size_t slot = e->n_nofit < GP__NOFITS ? e->n_nofit++ : e->nofit_next++ % GP__NOFITS;
+    for (size_t i = 0; i < e->n_nofit; i++)
+        if (e->nofit[i].room != e->room[e->nofit[i].type]) { /* outdated: reuse */
+            slot = i;
+            break;
+        }
+    e->nofit[slot] = (struct gp__nofit){.type = (uint8_t)type, .topology = (uint8_t)j->topology, .gpus = j->gpus,
+                                        .replicas = j->replicas, .cpu = j->cpu, .mem = j->mem,
+                                        .room = e->room[type], .held = held_signature(e, type)};
+}
+
 bool gp__reclaim(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
@@ -728,6 +863,7 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     if (e->reclaim_searches >= e->cfg.max_reclaim_searches ||
         (!gp__job_shared(j) && e->borrowed[type] + e->fleet.free[type] < need) || !guarantee_has_room(e, j, type))
         return false;
+    bool known = nofit_known(e, j, type);
     search s;
     bool ok = search_begin(&s, e, job, type, frees_capacity);
     s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) -
@@ -735,6 +871,10 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     s.add = capacity_add;
     s.drop = capacity_drop;
     s.undo = capacity_undo;
+    if (ok && known && replay_failed(e, &s.vs)) {
+        e->stats.pass_reclaim_remembered++;
+        return false;
+    }
     size_t count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
     int8_t *slot = malloc(n_plan * sizeof *slot);
@@ -749,6 +889,8 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
                 pretend_free(e, s.vs.cand[i], false);
         preempt_chosen(e, job, type, &s.vs, count);
         claim_plan(e, job, plan, slot, n_plan);
+    } else if (ok && plan && slot && nofit_applies(e, j) && (s.nothing_fits || (s.vs.n == 0 && !gp__place_find(e, j, type, false)))) {
+        nofit_note(e, j, type);
     }
     free(plan);
     free(slot);
@@ -910,6 +1052,7 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
         gp__job_transition(e, vi, GP_JOB_RUNNING, "preemption withdrawn: job %llu %s", (unsigned long long)j->id,
                            why);
         v->withdrawn = true;
+        gp__reclaim_room(e, v->bound_type); /* a possible victim again */
         if (v->cls == GP_CLASS_BURSTABLE)
             e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
     }
@@ -954,8 +1097,10 @@ void gp__claims_retake(gp_engine *e, uint32_t job)
         claim_one(e, job, &j->claimed[i]);
         j->claimed[kept++] = j->claimed[i];
     }
-    if (kept != j->n_claimed)
+    if (kept != j->n_claimed) {
         e->changes++; /* a claim went to someone else: silent, but it matters */
+        gp__reclaim_room(e, -1);
+    }
     j->n_claimed = kept;
     j->claims_dropped = false;
 }
@@ -965,6 +1110,7 @@ void gp__claims_forget(gp_engine *e, uint32_t job)
     if (e->jobs[job].n_claimed > 0 || e->jobs[job].victims_left > 0) {
         e->n_miss = 0; /* claimed capacity is free again */
         e->changes++;  /* no decision says so, but later placements see it */
+        gp__reclaim_room(e, -1);
     }
     gp__claims_drop(e, job);
     gp__job *j = &e->jobs[job];

@@ -123,6 +123,7 @@ gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *sp
         return gp_error_set(err, GP_ERR_CONFLICT, "timeslice_replicas",
                             "pool %s has time-sliced replicas running; change the factor once they are gone", pool);
     pl->spec = *spec;
+    gp__reclaim_room(e, -1); /* placement may look differently now */
     if (pl->spec.timeslice_replicas == 0)
         pl->spec.timeslice_replicas = 4;
     e->fleet.all_paper_scores = e->fleet.all_spread = true;

@@ -285,6 +285,7 @@ static void engine_detach(gp_engine *e)
     memset(&e->user_by_key, 0, sizeof e->user_by_key);
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
     memset(&e->scratch, 0, sizeof e->scratch);
+    e->n_nofit = e->nofit_next = 0; /* derived (reclaim.c): remembered failures start forgotten */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
         e->reservation[t].n_nodes = e->reservation[t].cap_nodes = 0;

@@ -376,6 +376,7 @@ typedef struct gp_engine_stats {
     size_t pass_placed;
     size_t pass_preempted;      /* victims chosen */
     size_t pass_reclaim_searches;
+    size_t pass_reclaim_remembered; /* of those, known to find nothing: replayed without placement looks */
     size_t pass_reservations;
     /* since the engine started */
     uint64_t total_placed, total_preempted, total_passes;

@@ -740,10 +740,73 @@ static void preempt_names_reclaimer_guarantee_and_work_lost(void **state)
     assert_true(p->reason[0] != '\0');
 }
 
+/* ---- searches that found nothing ----
+ * Three nodes of 8 H100; the owner (floor 23) runs a 1x5 job on each, a
+ * borrower the 9 GPUs left, 3 per node.  The owner's 1x8 job finds no
+ * node with 8 GPUs even with every borrower gone: the search finds
+ * nothing, and the next passes know it without looking.  When one of the
+ * owner's 1x5 jobs finishes, that node could hold the 1x8 once its 3
+ * borrowers go: the next pass searches again and preempts them. */
+
+static void owner_gang_blocked_by_its_own_jobs(tb_world *w)
+{
+    tb_add_nodes(w, 3, "H100", 8, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 23, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    for (uint64_t id = 1; id <= 3; id++)
+        submit_full(w, id, "owner", 1, 5, 60, 0, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 3);
+    for (uint64_t id = 11; id <= 19; id++)
+        submit_full(w, id, "borrower", 1, 1, 60, 0, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 9);
+    submit_full(w, OWNER_JOB, "owner", 1, 8, 60, 0, 20);
+}
+
+static gp_engine_stats stats(const tb_world *w)
+{
+    gp_engine_stats st;
+    gp_engine_stats_get(w->e, &st);
+    return st;
+}
+
+static void reclaim_that_found_nothing_is_remembered_until_room_comes(void **state)
+{
+    tb_world *w = *state;
+    owner_gang_blocked_by_its_own_jobs(w);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_searches, 1);
+    assert_int_equal(stats(w).pass_reclaim_remembered, 0); /* the first search looks */
+    for (int64_t t = 30; t <= 50; t += 10) {
+        assert_int_equal(tb_tick(w, t, GP_DEC_PREEMPT), 0);
+        assert_int_equal(stats(w).pass_reclaim_searches, 1);
+        assert_int_equal(stats(w).pass_reclaim_remembered, 1);
+    }
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 55);
+    assert_int_equal(tb_tick(w, 60, GP_DEC_PREEMPT), 3);
+    assert_int_equal(stats(w).pass_reclaim_remembered, 0);
+}
+
+/* Binding a borrower does not bring room (the search counts it as gone),
+ * but a borrower finishing does: its GPUs are free even without reclaim. */
+static void remembered_reclaim_is_searched_again_after_a_release(void **state)
+{
+    tb_world *w = *state;
+    owner_gang_blocked_by_its_own_jobs(w);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_PREEMPT), 0);
+    tb_finish(w, 11, GP_EXIT_SUCCEEDED, 25);
+    submit_full(w, 20, "borrower", 1, 1, 60, 0, 25);
+    assert_int_equal(tb_tick(w, 30, GP_DEC_BIND), 1); /* the new borrower takes the freed GPU */
+    assert_int_equal(stats(w).pass_reclaim_remembered, 0); /* searched again after the release */
+    assert_int_equal(tb_tick(w, 40, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_remembered, 1); /* the bind brought no room */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TB_TEST(victim_keeps_its_gpus_during_grace),
+        TB_TEST(reclaim_that_found_nothing_is_remembered_until_room_comes),
+        TB_TEST(remembered_reclaim_is_searched_again_after_a_release),
         TB_TEST(guaranteed_job_reclaims_a_limit_filled_by_borrowers),
         TB_TEST(limit_below_the_guarantees_under_it_is_refused),
         TB_TEST(reclaimer_is_placed_at_the_deadline_and_not_before),
