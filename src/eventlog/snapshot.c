@@ -1,5 +1,5 @@
 /* snapshot.c - sealed replayer snapshots (see snapshot.h for the format). */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, close_range */
 #include "eventlog/snapshot.h"
 
 #include <errno.h>
@@ -111,7 +111,12 @@ gp_err gp_replayer_snapshot_fork(const gp_replayer *r, int64_t seq, const json_t
         return gp_error_set(err, GP_ERR_NOMEM, "snapshot", "fork: %s", strerror(e));
     }
     if (pid == 0) {
+        /* keep only the pipe: a child still writing must not hold the
+         * daemon's listening socket (a restart would find the port in use)
+         * or its store files open */
         close(fds[0]);
+        close_range(3, (unsigned)fds[1] - 1, 0);
+        close_range((unsigned)fds[1] + 1, ~0U, 0);
         child_take(r, seq, daemon, fds[1]);
     }
     close(fds[1]);
