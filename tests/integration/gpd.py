@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.error
 import urllib.request
 
@@ -168,7 +169,10 @@ def run(tests, **daemon_args):
             print("ok   %s (%.1fs)" % (t.__name__, time.time() - t0), flush=True)
         except Exception as e:  # noqa: BLE001 - report every failure and go on
             failed += 1
-            print("FAIL %s: %s\n--- daemon log ---\n%s" % (t.__name__, e, d.read_log()), flush=True)
+            where = traceback.extract_tb(e.__traceback__)[-1]  # a bare assert names no cause: say its line
+            print("FAIL %s: %s (%s:%d: %s)\n--- daemon log ---\n%s"
+                  % (t.__name__, e, os.path.basename(where.filename), where.lineno, where.line, d.read_log()),
+                  flush=True)
         finally:
             d.cleanup()
     sys.exit(1 if failed else 0)

@@ -68,18 +68,18 @@ def test_used_follows_sm_activity_and_survives_a_restart(d):
     assert out["usage"] and "gpu_seconds" in out["usage"][0], out  # the old rows stay
     r = rows(d)
     busy, idle = r["busy"], r["idle"]
-    assert busy["gpu_type"] == "T4" and idle["gpu_type"] == "T4"
+    assert busy["gpu_type"] == "T4" and idle["gpu_type"] == "T4", r
     assert busy["used_gpu_hours"] * 3600 <= 0.9 * span + 1e-6, busy
     assert 0 < idle["used_gpu_hours"] * 3600 <= 0.03 * span + 1e-6, idle
     for x in (busy, idle):
         assert abs(x["idle_held_gpu_hours"] - (x["allocated_gpu_hours"] - x["used_gpu_hours"])) < 1e-6, x
         assert x["lost_gpu_hours"] == 0
-    assert idle["idle_held_gpu_hours"] > busy["idle_held_gpu_hours"]
+    assert idle["idle_held_gpu_hours"] > busy["idle_held_gpu_hours"], r
     d.stop()
     d.start()
     after = rows(d)
     assert abs(after["busy"]["used_gpu_hours"] - busy["used_gpu_hours"]) < 1e-9, (after, busy)
-    assert abs(after["idle"]["used_gpu_hours"] - idle["used_gpu_hours"]) < 1e-9
+    assert abs(after["idle"]["used_gpu_hours"] - idle["used_gpu_hours"]) < 1e-9, (after, idle)
 
 
 def test_underdriven_lists_the_idle_job_with_a_share_that_fits(d):
