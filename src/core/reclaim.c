@@ -10,6 +10,8 @@
  * that job runs to its end, and the reclaimer takes other victims or waits
  * for room.  Every PREEMPT counts (reclaim, untrusted tenant), even one
  * withdrawn later; node loss and GPU failure do not (nobody chose them).
+ * The cap limits reclaim only: an untrusted tenant's shared work is still
+ * preempted (engine.c, enforce_trust).
  *
  * Which victims.  Every victim set is minimal (no victim can be dropped
  * with the need still met) and, among minimal sets, the cheapest:
