@@ -213,6 +213,7 @@ typedef struct gp__tenant {
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
     uint32_t *pending;
     size_t n_pending, cap_pending;
+    size_t n_pending_gpuless; /* of them, jobs that ask for no GPU (jobs.c): they may fit a used-up guarantee */
     int running;
     /* scheduling pass */
     size_t cursor;
@@ -548,7 +549,7 @@ void gp__demote_over_guarantee(gp_engine *e);
 /* ---- fairshare.c ---- */
 void gp__fair_begin(gp_engine *e);
 /* Next job in fair order for this pass, or GP__NONE when all were seen. */
-uint32_t gp__fair_next(gp_engine *e);
+uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
 
 /* ---- placement.c ---- */
 /* Find GPUs for job on type (held nodes usable when use_held); on success the
