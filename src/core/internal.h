@@ -523,6 +523,8 @@ void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char 
 void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool gp__queue_insert(gp_engine *e, uint32_t job);
 void gp__queue_remove(gp_engine *e, uint32_t job);
+/* A job whose demand on every GPU type is 0 (CPU-only work; jobs.c). */
+bool gp__job_asks_no_gpu(const gp_engine *e, const gp__job *j);
 /* Releases t's queue array (whose start lies pending_front before pending). */
 void gp__queue_free(gp__tenant *t);
 bool gp__running_add(gp_engine *e, uint32_t job);

@@ -142,7 +142,7 @@ static gp_err check_tenants(const gp_engine *e, const gp_res *usage, const gp_re
         }
         size_t gpuless = 0;
         for (size_t k = 0; k < t->n_pending; k++)
-            gpuless += e->jobs[t->pending[k]].replicas <= 0 || gp__replica_milli(e, &e->jobs[t->pending[k]], NULL) <= 0;
+            gpuless += gp__job_asks_no_gpu(e, &e->jobs[t->pending[k]]);
         if (gpuless != t->n_pending_gpuless)
             return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "queue of %s counts %zu jobs without GPU, holds %zu",
                                 t->path, t->n_pending_gpuless, gpuless);

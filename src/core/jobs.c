@@ -140,8 +140,7 @@ static bool queue_recenter(gp__tenant *t)
     return true;
 }
 
-/* A job whose demand on every GPU type is 0 (CPU-only work). */
-static bool asks_no_gpu(const gp_engine *e, const gp__job *j)
+bool gp__job_asks_no_gpu(const gp_engine *e, const gp__job *j)
 {
     return j->replicas <= 0 || gp__replica_milli(e, j, NULL) <= 0;
 }
@@ -163,7 +162,7 @@ bool gp__queue_insert(gp_engine *e, uint32_t job)
     }
     t->pending[lo] = job;
     t->n_pending++;
-    t->n_pending_gpuless += asks_no_gpu(e, &e->jobs[job]);
+    t->n_pending_gpuless += gp__job_asks_no_gpu(e, &e->jobs[job]);
     if (lo < t->cursor)
         t->cursor++; /* keep the pass cursor on the same job */
     return true;
@@ -183,7 +182,7 @@ void gp__queue_remove(gp_engine *e, uint32_t job)
         memmove(&t->pending[lo], &t->pending[lo + 1], (t->n_pending - lo - 1) * sizeof *t->pending);
     }
     t->n_pending--;
-    t->n_pending_gpuless -= asks_no_gpu(e, &e->jobs[job]);
+    t->n_pending_gpuless -= gp__job_asks_no_gpu(e, &e->jobs[job]);
     if (lo < t->cursor)
         t->cursor--;
 }
