@@ -72,6 +72,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { N_TYPES = 3, N_ORGS = 6, TEAMS_PER_ORG = 10, PROJECTS_PER_TEAM = 5 };
 enum { GPUS_PER_NODE = 8, NODES_PER_BLOCK = 32, N_ZONES = 4 };
@@ -101,6 +103,7 @@ typedef struct bench_options {
     bool mixed;      /* MIG, MPS and time-sliced GPUs and fractional jobs */
     int hot_pct;     /* percentage of refill jobs that go to the hot project (0 = none) */
     int max_preemptions; /* the engine's preemption cap (0 = none) */
+    bool sweep;      /* --pending-sweep: one run per level of SWEEP_LEVELS, a curve */
 } bench_options;
 
 static void usage(FILE *out)
@@ -109,6 +112,7 @@ static void usage(FILE *out)
             "usage: bench_engine [--seed N] [--passes N] [--warmup N] [--gpus N] [--pending N]\n"
             "                    [--step SECONDS] [--wave-every N] [--wave-size N] [--check-every N]\n"
             "                    [--hot-tenant PCT] [--max-preemptions N]\n"
+            "                    [--pending-sweep]\n"
             "  --seed        PRNG seed (default 1)\n"
             "  --passes      measured scheduling passes (default 200)\n"
             "  --warmup      unmeasured passes after the fill (default 20)\n"
@@ -121,7 +125,9 @@ static void usage(FILE *out)
             "  --hot-tenant  percentage of submitted jobs that go to one project, org1/team0/proj0 (default 0)\n"
             "  --max-preemptions  a job preempted N times is no longer a victim (default 3; 0: no cap)\n"
             "  --verbose     one line per pass on stderr\n"
-            "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n");
+            "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n"
+            "  --pending-sweep  one run each at 10000, 25000, 50000 and 100000 pending (other options\n"
+            "                kept), then the curve: pass p50/p99, CPU p50 and peak memory per level\n");
 }
 
 static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -153,6 +159,10 @@ static int parse_options(int argc, char **argv, bench_options *o)
         }
         if (strcmp(flag, "--verbose") == 0 || strcmp(flag, "-v") == 0) {
             o->verbose = true;
+            continue;
+        }
+        if (strcmp(flag, "--pending-sweep") == 0) {
+            o->sweep = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -1057,13 +1067,11 @@ static double percentile(const double *sorted, size_t n, double p)
     return sorted[rank - 1];
 }
 
-int main(int argc, char **argv)
+static int bench_run(const bench_options *opt)
 {
     bench b = {0};
     b.digest = 14695981039346656037u; /* FNV-1a offset basis */
-    int parsed = parse_options(argc, argv, &b.opt);
-    if (parsed != 0)
-        return parsed == 1 ? 0 : 2;
+    b.opt = *opt;
     double wall0 = monotonic_ms();
     rng_seed(&b.rng, b.opt.seed);
     b.now = 1000;
@@ -1232,4 +1240,84 @@ int main(int argc, char **argv)
     free(b.active_cum);
     free(b.active_idx);
     return 0;
+}
+
+/* ---- --pending-sweep ------------------------------------------------- */
+
+static const int64_t SWEEP_LEVELS[] = {10000, 25000, 50000, 100000};
+
+/* The number after "\"key\":" in a JSON line, or NAN. */
+static double json_number(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(line, pat);
+    return at ? strtod(at + strlen(pat), NULL) : NAN;
+}
+
+/* One run at `pending` in a child process (its peak memory is its own);
+ * its report is copied through and its JSON line kept in `json`. */
+static bool sweep_one(const bench_options *opt, int64_t pending, char *json, size_t cap)
+{
+    int fd[2];
+    fflush(stdout);
+    if (pipe(fd) != 0)
+        return false;
+    pid_t pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], STDOUT_FILENO);
+        bench_options o = *opt;
+        o.pending = pending;
+        o.sweep = false;
+        int rc = bench_run(&o);
+        fflush(stdout);
+        _exit(rc);
+    }
+    close(fd[1]);
+    FILE *in = fdopen(fd[0], "r");
+    char line[4096];
+    json[0] = '\0';
+    while (in && fgets(line, sizeof line, in)) {
+        fputs(line, stdout);
+        if (line[0] == '{')
+            snprintf(json, cap, "%s", line);
+    }
+    if (in)
+        fclose(in);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && json[0];
+}
+
+static int pending_sweep(const bench_options *opt)
+{
+    enum { N = sizeof SWEEP_LEVELS / sizeof SWEEP_LEVELS[0] };
+    char json[N][4096];
+    for (int i = 0; i < N; i++)
+        if (!sweep_one(opt, SWEEP_LEVELS[i], json[i], sizeof json[i])) {
+            fprintf(stderr, "bench_engine: the run at %" PRId64 " pending failed\n", SWEEP_LEVELS[i]);
+            return 1;
+        }
+    printf("\ncurve (%" PRId64 " GPUs%s, seed %" PRIu64 "):\n", opt->gpus, opt->mixed ? ", mixed" : "", opt->seed);
+    printf("  pending  pass p50 ms  pass p99 ms  CPU p50 ms  peak MiB  digest\n");
+    for (int i = 0; i < N; i++) {
+        const char *d = strstr(json[i], "\"decisions_digest\":\"");
+        printf("  %7" PRId64 "  %11.2f  %11.2f  %10.2f  %8.0f  %.16s\n", SWEEP_LEVELS[i],
+               json_number(json[i], "pass_ms_p50"), json_number(json[i], "pass_ms_p99"),
+               json_number(json[i], "pass_cpu_ms_p50"), json_number(json[i], "rss_mib"),
+               d ? d + strlen("\"decisions_digest\":\"") : "?");
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_options opt;
+    int parsed = parse_options(argc, argv, &opt);
+    if (parsed != 0)
+        return parsed == 1 ? 0 : 2;
+    return opt.sweep ? pending_sweep(&opt) : bench_run(&opt);
 }

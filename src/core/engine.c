@@ -935,7 +935,7 @@ static void run_pass(gp_engine *e)
     for (int i = 0; i < 2; i++) {
         p.phase = phases[i];
         gp__fair_begin(e);
-        for (uint32_t job; (job = gp__fair_next(e)) != GP__NONE;)
+        for (uint32_t job; (job = gp__fair_next(e, p.phase == GP_CLASS_GUARANTEED)) != GP__NONE;)
             consider(e, job, &p);
     }
     gp__reservations_clear(e);

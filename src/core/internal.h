@@ -213,6 +213,7 @@ typedef struct gp__tenant {
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
     uint32_t *pending;
     size_t n_pending, cap_pending;
+    size_t n_pending_gpuless; /* of them, jobs that ask for no GPU (jobs.c): they may fit a used-up guarantee */
     int running;
     /* scheduling pass */
     size_t cursor;
@@ -522,6 +523,8 @@ void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char 
 void gp__job_note(gp_engine *e, uint32_t job, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool gp__queue_insert(gp_engine *e, uint32_t job);
 void gp__queue_remove(gp_engine *e, uint32_t job);
+/* A job whose demand on every GPU type is 0 (CPU-only work; jobs.c). */
+bool gp__job_asks_no_gpu(const gp_engine *e, const gp__job *j);
 /* Releases t's queue array (whose start lies pending_front before pending). */
 void gp__queue_free(gp__tenant *t);
 bool gp__running_add(gp_engine *e, uint32_t job);
@@ -548,7 +551,7 @@ void gp__demote_over_guarantee(gp_engine *e);
 /* ---- fairshare.c ---- */
 void gp__fair_begin(gp_engine *e);
 /* Next job in fair order for this pass, or GP__NONE when all were seen. */
-uint32_t gp__fair_next(gp_engine *e);
+uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
 
 /* ---- placement.c ---- */
 /* Find GPUs for job on type (held nodes usable when use_held); on success the

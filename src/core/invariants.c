@@ -140,6 +140,12 @@ static gp_err check_tenants(const gp_engine *e, const gp_res *usage, const gp_re
                     return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "queue of %s is out of order", t->path);
             }
         }
+        size_t gpuless = 0;
+        for (size_t k = 0; k < t->n_pending; k++)
+            gpuless += gp__job_asks_no_gpu(e, &e->jobs[t->pending[k]]);
+        if (gpuless != t->n_pending_gpuless)
+            return gp_error_set(err, GP_ERR_CONFLICT, "tenant", "queue of %s counts %zu jobs without GPU, holds %zu",
+                                t->path, t->n_pending_gpuless, gpuless);
         queued += t->n_pending;
     }
     if (queued != e->n_pending)

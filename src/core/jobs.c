@@ -140,6 +140,11 @@ static bool queue_recenter(gp__tenant *t)
     return true;
 }
 
+bool gp__job_asks_no_gpu(const gp_engine *e, const gp__job *j)
+{
+    return j->replicas <= 0 || gp__replica_milli(e, j, NULL) <= 0;
+}
+
 bool gp__queue_insert(gp_engine *e, uint32_t job)
 {
     gp__tenant *t = &e->tenants[e->jobs[job].tenant];
@@ -157,6 +162,7 @@ bool gp__queue_insert(gp_engine *e, uint32_t job)
     }
     t->pending[lo] = job;
     t->n_pending++;
+    t->n_pending_gpuless += gp__job_asks_no_gpu(e, &e->jobs[job]);
     if (lo < t->cursor)
         t->cursor++; /* keep the pass cursor on the same job */
     return true;
@@ -176,6 +182,7 @@ void gp__queue_remove(gp_engine *e, uint32_t job)
         memmove(&t->pending[lo], &t->pending[lo + 1], (t->n_pending - lo - 1) * sizeof *t->pending);
     }
     t->n_pending--;
+    t->n_pending_gpuless -= gp__job_asks_no_gpu(e, &e->jobs[job]);
     if (lo < t->cursor)
         t->cursor--;
 }
@@ -185,7 +192,7 @@ void gp__queue_free(gp__tenant *t)
     if (t->pending)
         free(t->pending - t->pending_front);
     t->pending = NULL;
-    t->n_pending = t->cap_pending = t->pending_front = 0;
+    t->n_pending = t->cap_pending = t->pending_front = t->n_pending_gpuless = 0;
 }
 
 bool gp__running_add(gp_engine *e, uint32_t job)

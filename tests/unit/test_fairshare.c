@@ -13,7 +13,8 @@
  * GPU even though all of a's waiting jobs are older.
  *
  * No tenant has a guarantee, so every job is burstable and nothing is ever
- * preempted: what these tests see is ordering alone.
+ * preempted: what these tests see is ordering alone; the last test gives
+ * one a guarantee, to see phase 1 skip only what it may.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -237,6 +238,25 @@ static void priority_does_not_override_fair_share_between_teams(void **state)
     assert_int_equal(tb_jobs_holding(w, "org/b"), 4);
 }
 
+/* Phase 1 passes over a team whose GPU guarantee is used up (fairshare.c):
+ * none of its GPU jobs fits the guarantee.  A CPU-only job still does, so
+ * the team is not passed over while it has one waiting. */
+static void cpu_only_job_still_runs_guaranteed_when_the_gpu_guarantee_is_used_up(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "org", "H100", -1, -1);
+    tb_tenant(w, "org/a", "H100", 8, -1);
+    tb_submit(w, 1, "org/a", 1, 8, 0);
+    assert_int_equal(tb_tick(w, 1, GP_DEC_BIND), 1);
+    assert_int_equal(tb_info(w, 1).cls, GP_CLASS_GUARANTEED);
+    tb_submit(w, 2, "org/a", 1, 8, 2); /* no guarantee left: burstable */
+    tb_submit(w, 3, "org/a", 1, 0, 3); /* CPU-only: within the guarantee */
+    assert_int_equal(tb_tick(w, 4, GP_DEC_BIND), 2);
+    assert_int_equal(tb_info(w, 2).cls, GP_CLASS_BURSTABLE);
+    assert_int_equal(tb_info(w, 3).cls, GP_CLASS_GUARANTEED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +269,7 @@ int main(void)
         TB_TEST(older_job_goes_first_at_equal_priority),
         TB_TEST(lower_id_breaks_a_tie_of_submit_time),
         TB_TEST(priority_does_not_override_fair_share_between_teams),
+        TB_TEST(cpu_only_job_still_runs_guaranteed_when_the_gpu_guarantee_is_used_up),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
