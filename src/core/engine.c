@@ -40,7 +40,6 @@
 gp_engine_config gp_engine_config_default(void)
 {
     gp_engine_config c = {.preempt_cooldown_s = 600,
-                          .max_preemptions = 3,
                           .max_reclaim_searches = 256,
                           .overdue_grace_s = 300,
                           .mig_reconfigure_interval_s = 60};
@@ -52,8 +51,6 @@ gp_engine_config gp__config_resolve(const gp_engine_config *cfg)
     gp_engine_config c = cfg ? *cfg : gp_engine_config_default();
     if (c.preempt_cooldown_s < 0)
         c.preempt_cooldown_s = 0;
-    if (c.max_preemptions < 0)
-        c.max_preemptions = 0;
     if (c.max_reclaim_searches < 1)
         c.max_reclaim_searches = 1;
     if (c.overdue_grace_s < 1)
