@@ -7,6 +7,7 @@
 #ifndef GP_STORE_SQLITE_INTERNAL_H
 #define GP_STORE_SQLITE_INTERNAL_H
 
+#include "store/db.h"
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -49,7 +50,8 @@ typedef struct gp__chain_head {
 } gp__chain_head;
 
 struct gp_store {
-    sqlite3 *db;
+    gp_db *conn;  /* the connection (db.h) */
+    sqlite3 *db;  /* conn's SQLite handle, for code not yet on db.h */
     bool readonly;
     bool in_tx;
     int schema;           /* PRAGMA user_version once open (a reader may see an older one) */

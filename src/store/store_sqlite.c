@@ -80,6 +80,7 @@
  * migrates: it reads what the file's schema has (events of schema 1 have
  * version 1 and no decisions).
  */
+#include "store/db_internal.h"
 #include "store/sqlite_internal.h"
 
 #include <stdio.h>
@@ -350,16 +351,12 @@ gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *e
     if (!s)
         return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
     s->readonly = readonly;
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    flags |= SQLITE_OPEN_NOMUTEX;
-    gp_err rc = GP_OK;
-    if (sqlite3_open_v2(url + 7, &s->db, flags, NULL) != SQLITE_OK) {
-        rc = gp_error_set(err, GP_ERR_INVALID, "store", "cannot open %s: %s", url + 7,
-                          s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        gp_store_close(s);
+    gp_err rc = gp_db_open(url, readonly, &s->conn, err);
+    if (rc != GP_OK) {
+        free(s);
         return rc;
     }
-    sqlite3_busy_timeout(s->db, 10000);
+    s->db = gp__db_sqlite_handle(s->conn);
     if (!readonly) {
         sqlite3_wal_autocheckpoint(s->db, 0); /* gp_store_checkpoint does it, off the commit path */
         rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
@@ -384,7 +381,7 @@ void gp_store_close(gp_store *s)
         return;
     for (int i = 0; i < GP__ST_COUNT; i++)
         sqlite3_finalize(s->stmt[i]);
-    sqlite3_close(s->db);
+    gp_db_close(s->conn);
     free(s);
 }
 

@@ -1,0 +1,58 @@
+/* db.c - db.h's entry points: picks the driver by the URL and forwards
+ * each call to the connection's table of operations (db_internal.h).
+ *
+ * Example: "sqlite:/tmp/s.db" -> db_sqlite.c.
+ */
+#include "store/db_internal.h"
+
+#include <string.h>
+
+gp_err gp_db_open(const char *url, bool readonly, gp_db **out, gp_error *err)
+{
+    *out = NULL;
+    if (url && strncmp(url, "sqlite:", 7) == 0 && url[7] != '\0')
+        return gp__db_open_sqlite(url + 7, readonly, out, err);
+    return gp_error_set(err, GP_ERR_INVALID, "store", "store must be sqlite:PATH, got %s",
+                        url ? url : "(null)");
+}
+
+void gp_db_close(gp_db *db)
+{
+    if (db)
+        db->ops->close(db);
+}
+
+gp_db_dialect gp_db_dialect_of(const gp_db *db) { return db->dialect; }
+bool gp_db_broken(const gp_db *db) { return db->broken; }
+gp_err gp_db_exec(gp_db *db, const char *sql, gp_error *err) { return db->ops->exec(db, sql, err); }
+gp_err gp_db_begin(gp_db *db, bool write, gp_error *err) { return db->ops->begin(db, write, err); }
+gp_err gp_db_commit(gp_db *db, gp_error *err) { return db->ops->exec(db, "COMMIT", err); }
+void gp_db_rollback(gp_db *db) { db->ops->exec(db, "ROLLBACK", NULL); }
+int64_t gp_db_changes(gp_db *db) { return db->ops->changes(db); }
+
+gp_err gp_db_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err)
+{
+    *out = NULL;
+    return db->ops->prepare(db, sql, flags, out, err);
+}
+
+void gp_db_finalize(gp_db_stmt *st)
+{
+    if (st)
+        st->db->ops->finalize(st);
+}
+
+void gp_db_bind_int64(gp_db_stmt *st, int i, int64_t v) { st->db->ops->bind_int64(st, i, v); }
+void gp_db_bind_double(gp_db_stmt *st, int i, double v) { st->db->ops->bind_double(st, i, v); }
+void gp_db_bind_text(gp_db_stmt *st, int i, const char *text) { st->db->ops->bind_text(st, i, text); }
+void gp_db_bind_blob(gp_db_stmt *st, int i, const void *data, size_t len) { st->db->ops->bind_blob(st, i, data, len); }
+void gp_db_bind_null(gp_db_stmt *st, int i) { st->db->ops->bind_null(st, i); }
+int gp_db_step(gp_db_stmt *st, gp_error *err) { return st->db->ops->step(st, err); }
+void gp_db_reset(gp_db_stmt *st) { st->db->ops->reset(st); }
+int gp_db_column_count(gp_db_stmt *st) { return st->db->ops->column_count(st); }
+const char *gp_db_column_name(gp_db_stmt *st, int c) { return st->db->ops->column_name(st, c); }
+gp_db_type gp_db_column_type(gp_db_stmt *st, int c) { return st->db->ops->column_type(st, c); }
+int64_t gp_db_column_int64(gp_db_stmt *st, int c) { return st->db->ops->column_int64(st, c); }
+double gp_db_column_double(gp_db_stmt *st, int c) { return st->db->ops->column_double(st, c); }
+const char *gp_db_column_text(gp_db_stmt *st, int c) { return st->db->ops->column_text(st, c); }
+const void *gp_db_column_blob(gp_db_stmt *st, int c, size_t *len) { return st->db->ops->column_blob(st, c, len); }
