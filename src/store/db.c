@@ -29,6 +29,7 @@ gp_err gp_db_begin(gp_db *db, bool write, gp_error *err) { return db->ops->begin
 gp_err gp_db_commit(gp_db *db, gp_error *err) { return db->ops->exec(db, "COMMIT", err); }
 void gp_db_rollback(gp_db *db) { db->ops->exec(db, "ROLLBACK", NULL); }
 int64_t gp_db_changes(gp_db *db) { return db->ops->changes(db); }
+gp_err gp_db_checkpoint(gp_db *db, gp_error *err) { return db->ops->checkpoint(db, err); }
 
 gp_err gp_db_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err)
 {

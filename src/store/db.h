@@ -62,7 +62,7 @@ typedef enum gp_db_type { GP_DB_NULL, GP_DB_INT, GP_DB_REAL, GP_DB_TEXT, GP_DB_B
 #define GP_DB_STREAM 1u
 
 /* url: "sqlite:PATH" (readonly: open an existing file read-only; else
- * create it when missing) or a libpq connection string: "postgres://...",
+ * create it when missing, in WAL mode with synchronous=FULL) or a libpq connection string: "postgres://...",
  * "postgresql://..." or "host=... dbname=..." (keyword form; multi-host
  * and target_session_attrs as libpq takes them).  Opens the connection
  * only: the schema is the store's business. */
@@ -81,6 +81,9 @@ gp_err gp_db_exec(gp_db *db, const char *sql, gp_error *err);
 gp_err gp_db_begin(gp_db *db, bool write, gp_error *err);
 gp_err gp_db_commit(gp_db *db, gp_error *err);
 void gp_db_rollback(gp_db *db);
+/* SQLite: a passive WAL checkpoint (never blocks the writer or readers;
+ * the writer does not checkpoint by itself).  PostgreSQL: nothing to do. */
+gp_err gp_db_checkpoint(gp_db *db, gp_error *err);
 /* Rows the last INSERT, UPDATE or DELETE stepped on this connection
  * changed. */
 int64_t gp_db_changes(gp_db *db);

@@ -57,6 +57,13 @@ static gp_err sq_begin(gp_db *db, bool write, gp_error *err) { return sq_exec(db
 
 static int64_t sq_changes(gp_db *db) { return sqlite3_changes64(handle_of(db)); }
 
+static gp_err sq_checkpoint(gp_db *db, gp_error *err)
+{
+    if (sqlite3_wal_checkpoint_v2(handle_of(db), NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
+        return fail(db, "checkpoint", err);
+    return GP_OK;
+}
+
 static gp_err sq_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err)
 {
     (void)flags; /* SQLite always steps one row at a time */
@@ -142,6 +149,7 @@ static const gp__db_ops SQLITE_OPS = {
     .exec = sq_exec,
     .begin = sq_begin,
     .changes = sq_changes,
+    .checkpoint = sq_checkpoint,
     .prepare = sq_prepare,
     .finalize = sq_finalize,
     .bind_int64 = sq_bind_int64,
@@ -176,6 +184,14 @@ gp_err gp__db_open_sqlite(const char *path, bool readonly, gp_db **out, gp_error
     sqlite3_busy_timeout(db->handle, 10000);
     db->base.ops = &SQLITE_OPS;
     db->base.dialect = GP_DB_SQLITE;
+    if (!readonly) {
+        sqlite3_wal_autocheckpoint(db->handle, 0); /* gp_db_checkpoint does it, off the commit path */
+        gp_err rc = sq_exec(&db->base, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
+        if (rc != GP_OK) {
+            sq_close(&db->base);
+            return rc;
+        }
+    }
     *out = &db->base;
     return GP_OK;
 }

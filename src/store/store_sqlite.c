@@ -358,10 +358,7 @@ gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *e
     }
     s->db = gp__db_sqlite_handle(s->conn);
     if (!readonly) {
-        sqlite3_wal_autocheckpoint(s->db, 0); /* gp_store_checkpoint does it, off the commit path */
-        rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err);
-        if (rc == GP_OK)
-            rc = migrate(s, err);
+        rc = migrate(s, err);
     } else if (user_version(s) < 1 || user_version(s) > GP_STORE_SCHEMA_VERSION) {
         rc = gp_error_set(err, GP_ERR_CONFLICT, "store", "store %s has schema version %d, this build reads 1..%d",
                           url + 7, user_version(s), GP_STORE_SCHEMA_VERSION);
@@ -387,9 +384,7 @@ void gp_store_close(gp_store *s)
 
 gp_err gp_store_checkpoint(gp_store *s, gp_error *err)
 {
-    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "checkpoint", err);
-    return GP_OK;
+    return gp_db_checkpoint(s->conn, err);
 }
 
 gp_err gp_store_begin(gp_store *s, gp_error *err)
