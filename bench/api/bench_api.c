@@ -15,7 +15,9 @@
  * The last line is one JSON object with every figure.  Environment:
  * BENCH_CLIENTS (default 32), BENCH_SECONDS (default 10), BENCH_JOBS
  * (jobs stored for the list phase, default 100000), BENCH_PASS_MIN_MS
- * (gpupoold --pass-min-ms, default 20).  Jobs are 1 GPU with an expected
+ * (gpupoold --pass-min-ms, default 20), BENCH_STORE (gpupoold --store: an
+ * empty PostgreSQL database's URL, say; default the fresh SQLite file;
+ * bench/ha/run makes one).  Jobs are 1 GPU with an expected
  * runtime of an hour; once the 10,000 GPUs are booked they queue.
  */
 #include <curl/curl.h>
@@ -142,7 +144,7 @@ static double pct(double *v, size_t n, double p)
 
 static pid_t start_daemon(const char *bin_dir, const char *dir)
 {
-    char fleet[PATH_MAX], store[PATH_MAX + 16], portf[PATH_MAX], exe[PATH_MAX], log[PATH_MAX];
+    char fleet[PATH_MAX], store[PATH_MAX + 16], portf[PATH_MAX], exe[PATH_MAX], log[PATH_MAX], tokf[PATH_MAX];
     snprintf(fleet, sizeof fleet, "%s/fleet.yaml", dir);
     FILE *f = fopen(fleet, "w");
     if (!f)
@@ -150,8 +152,12 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
     fprintf(f, "nodes:\n  - name: gpu\n    count: 6250\n    block: b0\n    gpu_type: H100\n    gpus: 8\n"
                "    cpu_millis: 192000\n    mem_mib: 2097152\n");
     fclose(f);
-    snprintf(store, sizeof store, "sqlite:%s/bench.db", dir);
+    if (getenv("BENCH_STORE"))
+        snprintf(store, sizeof store, "%s", getenv("BENCH_STORE"));
+    else
+        snprintf(store, sizeof store, "sqlite:%s/bench.db", dir);
     snprintf(portf, sizeof portf, "%s/port", dir);
+    snprintf(tokf, sizeof tokf, "%s/admin.token", dir);
     snprintf(exe, sizeof exe, "%s/gpupoold", bin_dir);
     snprintf(log, sizeof log, "%s/gpupoold.log", dir);
     pid_t pid = fork();
@@ -160,6 +166,7 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
         (void)l;
         const char *pass = getenv("BENCH_PASS_MIN_MS") ? getenv("BENCH_PASS_MIN_MS") : "20";
         execl(exe, exe, "--listen", "127.0.0.1:0", "--store", store, "--fleet", fleet, "--port-file", portf,
+              "--token-file", tokf,
               "--rate-limit", "0", "--log-level", "warn", "--max-connections", "512", "--pass-min-ms", pass,
               (char *)NULL);
         _exit(127);
@@ -170,8 +177,6 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
         if (p && fscanf(p, "%d", &port) == 1 && port > 0) {
             fclose(p);
             snprintf(g_url, sizeof g_url, "http://127.0.0.1:%d", port);
-            char tokf[PATH_MAX];
-            snprintf(tokf, sizeof tokf, "%s/admin.token", dir);
             FILE *t = fopen(tokf, "r");
             if (t && fscanf(t, "%127s", g_token) == 1) {
                 fclose(t);
@@ -292,8 +297,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_api: gpupoold did not start (see %s/gpupoold.log)\n", dir);
         return 1;
     }
-    printf("bench_api: gpupoold %s, store %s/bench.db (WAL, synchronous=FULL), %d clients, %.0f s (%s)\n", g_url,
-           dir, n_clients, seconds, argv[0]);
+    if (getenv("BENCH_STORE"))
+        printf("bench_api: gpupoold %s, store %s, %d clients, %.0f s (%s)\n", g_url, getenv("BENCH_STORE"),
+               n_clients, seconds, argv[0]);
+    else
+        printf("bench_api: gpupoold %s, store %s/bench.db (WAL, synchronous=FULL), %d clients, %.0f s (%s)\n",
+               g_url, dir, n_clients, seconds, argv[0]);
     phase s = submit_phase(n_clients, seconds, 0);
     printf("submit: %ld durable submits in %.1f s = %.0f submits/s; latency p50 %.2f ms, p99 %.2f ms, max %.2f ms;"
            " %ld failed\n",
