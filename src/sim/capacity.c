@@ -78,7 +78,7 @@ void gp_sim_whole_gpus_only(gp_trace *t, gp_fleet_file *fleet)
         tj->mig_profile[0] = '\0';
     }
     for (size_t n = 0; n < fleet->n_nodes; n++) {
-        memset(&fleet->nodes[n].sharing, 0, sizeof fleet->nodes[n].sharing);
+        fleet->nodes[n].sharing = GP_SHARING_EXCLUSIVE;
         fleet->nodes[n].gpu_sharing = NULL;
     }
 }
