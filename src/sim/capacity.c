@@ -49,13 +49,21 @@ gp_err gp_sim_bisect(int64_t lo, int64_t hi, int64_t max, gp_sim_meets_fn meets,
     return GP_OK;
 }
 
+/* First and last arrival (0, 0 for an empty trace). */
+static void arrival_window(const gp_trace *t, int64_t *from, int64_t *to)
+{
+    *from = t->n_jobs ? INT64_MAX : 0;
+    *to = t->n_jobs ? INT64_MIN : 0;
+    for (size_t j = 0; j < t->n_jobs; j++) {
+        *from = t->jobs[j].submit < *from ? t->jobs[j].submit : *from;
+        *to = t->jobs[j].submit > *to ? t->jobs[j].submit : *to;
+    }
+}
+
 double gp_sim_offered_gpu_s(const gp_trace *t)
 {
-    int64_t from = INT64_MAX, to = INT64_MIN;
-    for (size_t j = 0; j < t->n_jobs; j++) {
-        from = t->jobs[j].submit < from ? t->jobs[j].submit : from;
-        to = t->jobs[j].submit > to ? t->jobs[j].submit : to;
-    }
+    int64_t from, to;
+    arrival_window(t, &from, &to);
     double work = 0;
     for (size_t j = 0; j < t->n_jobs; j++) {
         const gp_trace_job *tj = &t->jobs[j];
@@ -299,15 +307,6 @@ static int64_t nodes_for(const gp_fleet_file *base, int64_t milli)
     return nodes > 0 ? nodes : 1;
 }
 
-static void row_figures(gp_sim_capacity_row *row, double offered, double window, double alloc_gpu_s,
-                        double alloc_cap_s, double worst_mean, double worst_p99)
-{
-    row->utilization_pct = row->gpus > 0 && window > 0 ? 100.0 * offered / ((double)row->gpus * window) : 0;
-    row->allocation_pct = alloc_cap_s > 0 ? 100.0 * alloc_gpu_s / alloc_cap_s : 0;
-    row->worst_mean_wait_s = worst_mean;
-    row->worst_within_p99_s = worst_p99;
-}
-
 static int64_t fleet_gpus(const gp_fleet_file *base, int64_t n)
 {
     int64_t gpus = 0;
@@ -316,84 +315,65 @@ static int64_t fleet_gpus(const gp_fleet_file *base, int64_t n)
     return gpus;
 }
 
-static double window_of(const gp_trace *t)
-{
-    int64_t from = INT64_MAX, to = INT64_MIN;
-    for (size_t j = 0; j < t->n_jobs; j++) {
-        from = t->jobs[j].submit < from ? t->jobs[j].submit : from;
-        to = t->jobs[j].submit > to ? t->jobs[j].submit : to;
-    }
-    return t->n_jobs ? (double)(to - from) : 0;
-}
+/* What the runs at the fleets found add up to. */
+typedef struct tally {
+    double gpu_s, cap_s;         /* allocation: GPU-seconds in use, GPUs x window (metrics.h) */
+    double worst_mean, worst_p99;
+} tally;
 
-/* One run's allocation numerator and denominator (metrics.h's window). */
-static void alloc_parts(const gp_sim_result *r, double *gpu_s, double *cap_s)
+static gp_err tally_add(probe *p, tally *t, gp_error *err)
 {
-    *gpu_s += r->allocated_gpu_s;
-    *cap_s += (double)r->capacity_milli / 1000.0 * (double)(r->t_last_arrival - r->t_first_arrival);
+    const gp_sim_result *r = &p->last;
+    t->gpu_s += r->allocated_gpu_s;
+    t->cap_s += (double)r->capacity_milli / 1000.0 * (double)(r->t_last_arrival - r->t_first_arrival);
+    double mean, p99;
+    bool meets;
+    gp_err rc = judge(p, &p->last, &meets, &mean, &p99, err);
+    t->worst_mean = mean > t->worst_mean ? mean : t->worst_mean;
+    t->worst_p99 = p99 > t->worst_p99 ? p99 : t->worst_p99;
+    return rc;
 }
 
 static gp_err run_static(const gp_sim_capacity_config *c, const gp_sim_policy *policy, const gp_sim_result *marks,
-                         gp_sim_capacity_row *row, double *alloc_gpu_s, double *alloc_cap_s, double *worst_mean,
-                         double *worst_p99, gp_error *err)
+                         bool *within, gp_sim_capacity_row *row, tally *t, gp_error *err)
 {
-    bool *within = calloc(c->trace->n_jobs + 1, sizeof *within);
-    if (!within)
-        return gp_error_set(err, GP_ERR_NOMEM, "capacity", "out of memory");
     gp_err rc = GP_OK;
-    row->nodes = row->gpus = 0;
     for (uint32_t g = 0; rc == GP_OK && g < marks->n_groups; g++) {
         gp_trace team;
         rc = team_trace(c->trace, marks, g, &team, within, err);
         probe p = {.c = c, .policy = policy, .trace = &team, .within = within, .label = marks->groups[g]};
         int64_t nodes = -1, promise = marks->group_guarantee_milli[g];
         int probes = 0;
-        if (rc == GP_OK && team.n_jobs > 0)
+        if (rc == GP_OK)
             rc = search(&p, 4 * nodes_for(c->base, promise > 0 ? promise : 8000), &nodes, &probes, err);
         row->probes += probes;
-        if (rc == GP_OK && team.n_jobs > 0 && (nodes < 0 || row->nodes < 0)) {
+        if (rc == GP_OK && (nodes < 0 || row->nodes < 0)) {
             row->nodes = row->gpus = -1;
-        } else if (rc == GP_OK && team.n_jobs > 0) {
+        } else if (rc == GP_OK) {
             row->nodes += nodes;
             row->gpus += fleet_gpus(c->base, nodes);
-            alloc_parts(&p.last, alloc_gpu_s, alloc_cap_s);
-            double m = 0, q = 0;
-            bool ok;
-            rc = judge(&p, &p.last, &ok, &m, &q, err);
-            *worst_mean = m > *worst_mean ? m : *worst_mean;
-            *worst_p99 = q > *worst_p99 ? q : *worst_p99;
+            rc = tally_add(&p, t, err);
         }
         if (c->log && rc == GP_OK)
             fprintf(c->log, "capacity static: team %s needs %lld nodes\n", marks->groups[g], (long long)nodes);
         gp_sim_result_free(&p.last);
         gp_trace_free(&team);
     }
-    free(within);
     return rc;
 }
 
 static gp_err run_pooled(const gp_sim_capacity_config *c, const gp_sim_policy *policy, const gp_sim_result *marks,
-                         gp_sim_capacity_row *row, double *alloc_gpu_s, double *alloc_cap_s, double *worst_mean,
-                         double *worst_p99, gp_error *err)
+                         bool *within, gp_sim_capacity_row *row, tally *t, gp_error *err)
 {
-    bool *within = calloc(c->trace->n_jobs + 1, sizeof *within);
-    if (!within)
-        return gp_error_set(err, GP_ERR_NOMEM, "capacity", "out of memory");
     for (size_t j = 0; j < c->trace->n_jobs; j++)
         within[j] = marks->jobs[j].within_guarantee;
     probe p = {.c = c, .policy = policy, .trace = c->trace, .within = within, .with_tenants = true,
                .label = policy->name};
     gp_err rc = search(&p, (int64_t)c->base->n_nodes, &row->nodes, &row->probes, err);
-    if (rc == GP_OK && row->nodes > 0) {
-        row->gpus = fleet_gpus(c->base, row->nodes);
-        alloc_parts(&p.last, alloc_gpu_s, alloc_cap_s);
-        bool ok;
-        rc = judge(&p, &p.last, &ok, worst_mean, worst_p99, err);
-    } else if (rc == GP_OK) {
-        row->gpus = -1;
-    }
+    row->gpus = row->nodes > 0 ? fleet_gpus(c->base, row->nodes) : -1;
+    if (rc == GP_OK && row->nodes > 0)
+        rc = tally_add(&p, t, err);
     gp_sim_result_free(&p.last);
-    free(within);
     return rc;
 }
 
@@ -406,16 +386,26 @@ gp_err gp_sim_capacity_run(const gp_sim_capacity_config *c, const gp_sim_policy 
         return gp_error_set(err, GP_ERR_INVALID, "capacity", "the capacity experiment needs a fleet and jobs");
     gp_sim_result marks;
     gp_err rc = promise_marks(c, &marks, err);
-    double gpu_s = 0, cap_s = 0, worst_mean = 0, worst_p99 = 0;
+    bool *within = calloc(c->trace->n_jobs, sizeof *within);
+    if (rc == GP_OK && !within)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "capacity", "out of memory");
+    tally t = {0};
     if (rc == GP_OK && policy->kind == GP_SIM_STATIC)
-        rc = run_static(c, policy, &marks, row, &gpu_s, &cap_s, &worst_mean, &worst_p99, err);
+        rc = run_static(c, policy, &marks, within, row, &t, err);
     else if (rc == GP_OK)
-        rc = run_pooled(c, policy, &marks, row, &gpu_s, &cap_s, &worst_mean, &worst_p99, err);
+        rc = run_pooled(c, policy, &marks, within, row, &t, err);
     gp_sim_result_free(&marks);
+    free(within);
     if (rc)
         return rc;
+    int64_t from, to;
+    arrival_window(c->trace, &from, &to);
+    double window = (double)(to - from);
     double offered = c->offered_gpu_s > 0 ? c->offered_gpu_s : gp_sim_offered_gpu_s(c->trace);
-    row_figures(row, offered, window_of(c->trace), gpu_s, cap_s, worst_mean, worst_p99);
+    row->utilization_pct = row->gpus > 0 && window > 0 ? 100.0 * offered / ((double)row->gpus * window) : 0;
+    row->allocation_pct = t.cap_s > 0 ? 100.0 * t.gpu_s / t.cap_s : 0;
+    row->worst_mean_wait_s = t.worst_mean;
+    row->worst_within_p99_s = t.worst_p99;
     return GP_OK;
 }
 
