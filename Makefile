@@ -45,7 +45,8 @@ bench: deps build
 	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"; \
 	echo "== bench/agent/run"; ./bench/agent/run; \
 	echo "== bench/metrics/run"; ./bench/metrics/run; \
-	echo "== bench/restart/run"; ./bench/restart/run
+	echo "== bench/restart/run"; ./bench/restart/run; \
+	echo "== bench/capacity/run"; ./bench/capacity/run
 
 # PREFIX=/usr/local by default: binaries in bin/, man pages in share/man.
 install: build

@@ -15,6 +15,7 @@
 
 #include "config/fleet_file.h"
 #include "config/tenant_file.h"
+#include "sim/capacity.h"
 #include "sim/fgd_experiment.h"
 #include "sim/ledger.h"
 #include "sim/metrics.h"
@@ -38,6 +39,8 @@ typedef struct cli {
     char policy_list[512];
     uint64_t seed;
     bool strict, no_plots, fgd, whole_gpus_only, quiet;
+    bool capacity, no_sharing;   /* --capacity, --no-sharing */
+    gp_sim_slo slo;
     size_t max_warnings;
     double ratio, size_percentile;
     int gpus_per_node;
@@ -86,6 +89,13 @@ static void usage(FILE *out)
             "  --checkpoint-interval S     running jobs checkpoint every S s (default 3600; 0: never)\n"
             "  --checkpoint-save S         grace needed to save a checkpoint when preempted (default 60)\n"
             "  --sample S                  time series step (default: ~400 samples)\n"
+            "\n"
+            "the capacity experiment (docs/simulator.md, capacity)\n"
+            "  --capacity                  per policy, the smallest fleet (8-GPU nodes of the fleet's mix) on\n"
+            "                              which every team meets the service level; static: one cluster per team\n"
+            "  --slo-p99-wait-guaranteed S p99 wait of jobs within their team's guarantee (default 600)\n"
+            "  --slo-mean-wait S           mean wait of each team's jobs (default 3600)\n"
+            "  --no-sharing                every GPU share becomes a whole GPU, every node unshared\n"
             "\n"
             "the FGD experiment (Weng et al., ATC'23)\n"
             "  --experiment fgd            inflate the pods, no departures, unplaceable pods fail\n"
@@ -169,6 +179,10 @@ static bool parse_flag(cli *c, const char *flag, const char *v)
         return parse_i64(v, 1, &c->opt.sample_interval_s);
     else if (strcmp(flag, "--experiment") == 0 && strcmp(v, "fgd") == 0)
         c->fgd = true;
+    else if (strcmp(flag, "--slo-p99-wait-guaranteed") == 0)
+        return parse_i64(v, 0, &c->slo.p99_wait_guaranteed_s);
+    else if (strcmp(flag, "--slo-mean-wait") == 0)
+        return parse_i64(v, 0, &c->slo.mean_wait_s);
     else if (strcmp(flag, "--ratio") == 0)
         return parse_double(v, 0.01, 100, &c->ratio);
     else if (strcmp(flag, "--seeds") == 0)
@@ -197,6 +211,7 @@ static int parse_cli(cli *c, int argc, char **argv)
     c->size_percentile = -1;
     c->gpus_per_node = 8;
     c->gpu_type = "GPU";
+    c->slo = (gp_sim_slo){.p99_wait_guaranteed_s = 600, .mean_wait_s = 3600};
     c->epoch = GP_SIM_LEDGER_EPOCH;
     snprintf(c->policy_list, sizeof c->policy_list, "gpupool");
     snprintf(c->seeds_text, sizeof c->seeds_text, "42-51");
@@ -209,7 +224,9 @@ static int parse_cli(cli *c, int argc, char **argv)
             return -1;
         }
         if (strcmp(a, "--strict") == 0 || strcmp(a, "--no-plots") == 0 || strcmp(a, "--whole-gpus-only") == 0 ||
-            strcmp(a, "--quiet") == 0) {
+            strcmp(a, "--quiet") == 0 || strcmp(a, "--capacity") == 0 || strcmp(a, "--no-sharing") == 0) {
+            c->capacity = c->capacity || strcmp(a, "--capacity") == 0;
+            c->no_sharing = c->no_sharing || strcmp(a, "--no-sharing") == 0;
             c->strict = c->strict || strcmp(a, "--strict") == 0;
             c->quiet = c->quiet || strcmp(a, "--quiet") == 0;
             c->no_plots = c->no_plots || strcmp(a, "--no-plots") == 0;
@@ -474,6 +491,55 @@ static int run_fgd(const cli *c, inputs *in, const gp_sim_policy *pol, size_t n_
     return status;
 }
 
+/* The capacity experiment (capacity.h): a row per policy, a table, the
+ * CSV and plot with --out, and the rows as the last JSON line. */
+static int run_capacity(const cli *c, inputs *in, const gp_sim_policy *pol, size_t n_pol)
+{
+    if (!in->have_tenants) {
+        fprintf(stderr, "gpupool-sim: --capacity needs guarantees (--tenants, --size-fleet or a synthetic trace)\n");
+        return 2;
+    }
+    gp_sim_capacity_config cfg = {.base = &in->fleet, .promises = &in->tenants, .trace = &in->trace, .slo = c->slo,
+                                  .opt = c->opt, .offered_gpu_s = gp_sim_offered_gpu_s(&in->trace),
+                                  .log = c->quiet ? NULL : stderr};
+    cfg.opt.seed = c->seed;
+    if (c->no_sharing)
+        gp_sim_whole_gpus_only(&in->trace, &in->fleet);
+    gp_sim_capacity_row rows[MAX_POLICIES];
+    gp_error err;
+    printf("capacity: service level p99 wait within guarantee <= %lld s, mean wait <= %lld s, every team%s\n",
+           (long long)c->slo.p99_wait_guaranteed_s, (long long)c->slo.mean_wait_s,
+           c->no_sharing ? "; whole GPUs only" : "");
+    printf("%-10s %7s %7s %8s %8s %12s %14s %6s\n", "policy", "nodes", "GPUs", "util %", "alloc %", "mean wait s",
+           "in-g p99 wait s", "runs");
+    for (size_t i = 0; i < n_pol; i++) {
+        if (gp_sim_capacity_run(&cfg, &pol[i], &rows[i], &err) != GP_OK) {
+            fprintf(stderr, "gpupool-sim: capacity %s: %s\n", pol[i].name, err.message);
+            return 1;
+        }
+        const gp_sim_capacity_row *r = &rows[i];
+        printf("%-10s %7lld %7lld %8.2f %8.2f %12.0f %14.0f %6d%s\n", r->policy, (long long)r->nodes,
+               (long long)r->gpus, r->utilization_pct, r->allocation_pct, r->worst_mean_wait_s, r->worst_within_p99_s,
+               r->probes, r->nodes < 0 ? "  (not met at 64x the start)" : "");
+    }
+    char label[128];
+    snprintf(label, sizeof label, "%zu jobs of %zu trace tenants%s", in->trace.n_jobs, in->trace.n_tenants,
+             c->no_sharing ? ", whole GPUs only" : "");
+    if (c->out && gp_sim_capacity_write(c->out, label, rows, n_pol, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-sim: capacity: %s\n", err.message);
+        return 1;
+    }
+    if (c->out && !c->no_plots)
+        gp_sim_plots_run(c->out, stderr);
+    printf("{\"capacity\":[");
+    for (size_t i = 0; i < n_pol; i++)
+        printf("%s{\"policy\":\"%s\",\"nodes\":%lld,\"gpus\":%lld,\"utilization_pct\":%.3f,"
+               "\"allocation_pct\":%.3f}", i ? "," : "", rows[i].policy, (long long)rows[i].nodes,
+               (long long)rows[i].gpus, rows[i].utilization_pct, rows[i].allocation_pct);
+    printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cli c;
@@ -506,7 +572,9 @@ int main(int argc, char **argv)
     }
     if (c.out)
         save_generated(c.out, &in);
-    status = c.fgd ? run_fgd(&c, &in, pol, n_pol) : run_policies(&c, &in, pol, n_pol);
+    status = c.fgd        ? run_fgd(&c, &in, pol, n_pol)
+             : c.capacity ? run_capacity(&c, &in, pol, n_pol)
+                          : run_policies(&c, &in, pol, n_pol);
     free_inputs(&in);
     return status;
 }
