@@ -286,6 +286,7 @@ static CURLcode at_replica(gp_client *c, const char *base, const request *rq, gp
         remember_leader(c, out);
         gp_response_free(out);
         copy(url, sizeof url, location);
+        copy(c->answered, sizeof c->answered, c->leader[0] ? c->leader : location);
     }
 }
 
