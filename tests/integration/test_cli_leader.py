@@ -1,7 +1,8 @@
 """test_cli_leader.py - the CLI and the agent with several gpupoold URLs, following the leader.
 
 Rules (src/cli/client.h, src/agent/agent_node.h, docs/cli.md "Several replicas"):
-  - --server takes a comma-separated list; a URL that cannot be reached: the next one.
+  - --server (GPUPOOL_SERVER, server = in the config file) takes a comma-separated list; a URL that
+    cannot be reached: the next one.
   - A follower's 307 is followed with the same method, body and token to its Location (http(s) only,
     at most 5 hops), and the leader it names is remembered for the rest of the command.
   - A 503 with Retry-After (no leader yet) is waited out and retried, up to --wait-leader seconds,
@@ -111,6 +112,18 @@ def test_a_dead_url_first_in_the_list_is_skipped(d):
     assert json.loads(p.stdout)["id"] in jobs_on(d)
     p = cli(d, server, "jobs")
     assert p.returncode == 0, p.stderr
+    # the same list from GPUPOOL_SERVER and from the config file
+    bare = [os.path.join(gpd.BIN, "gpupool"), "jobs"]
+    env = dict(os.environ, GPUPOOL_TOKEN=d.token, HOME=d.dir, GPUPOOL_SERVER=server)
+    p = subprocess.run(bare, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    os.makedirs(os.path.join(d.dir, ".config", "gpupool"), exist_ok=True)
+    with open(os.path.join(d.dir, ".config", "gpupool", "config"), "w") as f:
+        f.write("server = %s\n" % server)
+    env.pop("GPUPOOL_SERVER")
+    p = subprocess.run(bare, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    os.unlink(os.path.join(d.dir, ".config", "gpupool", "config"))
     p = cli(d, dead_url() + "," + dead_url(), "jobs")
     assert p.returncode == 3 and p.stderr.count("127.0.0.1") == 2, (p.returncode, p.stderr)
 
