@@ -5,6 +5,7 @@
 
 #include "agent/agent_node.h"
 #include "util/listen.h"
+#include "util/server_url.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,17 +82,15 @@ static int gp__bad(const char *name, const char *value)
     return 2;
 }
 
+/* --server URL[,URL...] (repeatable): the URLs add up. */
 static int gp__split_urls(gp_agent_options *o, char *list)
 {
-    char *save = NULL;
-    for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
-        if (o->n_urls == GP_AGENT_URLS_MAX)
-            return gp__bad("server", "too many URLs");
-        size_t len = strlen(u);
-        while (len > 0 && u[len - 1] == '/')
-            u[--len] = '\0';
-        o->urls[o->n_urls++] = u;
-    }
+    char *urls[GP_AGENT_URLS_MAX];
+    int n = gp_server_urls_split(list, urls, GP_AGENT_URLS_MAX - o->n_urls);
+    if (n < 0)
+        return gp__bad("server", "too many URLs");
+    for (int i = 0; i < n; i++)
+        o->urls[o->n_urls++] = urls[i];
     return o->n_urls ? -1 : gp__bad("server", "no URL");
 }
 

@@ -209,8 +209,12 @@ static void gp__finish(gp_http *h, CURL *e, CURLcode result)
     gp_http_call *call = NULL;
     curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&call);
     long status = 0;
-    if (result == CURLE_OK)
+    curl_off_t retry_after = 0;
+    if (result == CURLE_OK) {
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &retry_after);
+    }
+    call->retry_after_s = (long)retry_after;
     char *body = call->response;
     size_t len = call->response_len;
     char why[256];

@@ -14,7 +14,10 @@
  * epoll set (curl_multi_socket_action), so a wake costs what is ready, not
  * the number of open connections: 6,250 nodes' long-polls stay cheap.
  * gp_http_wait runs each finished call's callback with the HTTP status (0
- * on a transport error: refused, timed out, reset) and the body.
+ * on a transport error: refused, timed out, reset) and the body; the
+ * call's retry_after_s holds the answer's Retry-After (a follower's 503).
+ * Redirects are not followed here: the node follows a 307 to the leader
+ * itself and remembers it (agent_node.h).
  *
  * Ownership: the caller owns each gp_http_call (usually inside its node)
  * and must not move or free it while it is in flight (gp_http_call_busy);
@@ -45,6 +48,7 @@ struct gp_http_call {
     gp_http_done done;
     void *ctx;
     char errbuf[256];
+    long retry_after_s; /* the answer's Retry-After in seconds, 0 none: set before the callback runs */
 };
 
 /* cacert: a CA bundle for https (NULL: the system's).  max_connections:

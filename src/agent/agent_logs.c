@@ -135,7 +135,7 @@ static void gp__too_large(gp_node *n)
 
 static void gp__on_logs(gp_http_call *call, long status, const char *body, size_t len, const char *why, void *ctx)
 {
-    (void)call, (void)len, (void)why;
+    (void)len, (void)why;
     gp_node *n = ctx;
     json_t *o = status == 200 ? json_loads(body, 0, NULL) : NULL;
     json_t *results = json_object_get(o, "results");
@@ -145,6 +145,8 @@ static void gp__on_logs(gp_http_call *call, long status, const char *body, size_
         gp__refused(n, status, body);
     else if (status == 413)
         gp__too_large(n);
+    else if (gp_node_leader_moved(n, call, status, body))
+        n->next_logs_ms = n->next_try_ms; /* the same bytes go again, to the leader */
     size_t i = 0;
     for (size_t j = 0; j < n->n_replicas; j++) {
         gp_replica *r = n->replicas[j];
@@ -178,7 +180,7 @@ int64_t gp_node_ship_logs(gp_node *n, int64_t now)
     if (json_array_size(list) > 0) {
         json_t *body = json_pack("{s:o}", "logs", list);
         char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
-        snprintf(url, sizeof url, "%s/v1/agents/%s/logs", n->opt->urls[n->url], n->name);
+        snprintf(url, sizeof url, "%s/v1/agents/%s/logs", gp_node_url(n), n->name);
         gp_error err;
         if (!text || gp_http_call_start(n->http, &n->logs, "POST", url, n->token, text, 30, gp__on_logs, n, &err))
             gp__on_logs(&n->logs, 0, "", 0, "cannot start the call", n);

@@ -5,6 +5,7 @@
 #include "agent/agent_plan.h"
 #include "agent/gpu_json.h"
 #include "agent/gpu_sim.h"
+#include "util/server_url.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #define GP__POLL_WAIT_S 30
+#define GP__LEADER_HOPS_MAX 5 /* 307s followed in a row before backing off */
 #define GP__REPORTS_MAX 1000
 #define GP__EVENTS_EVERY_MS 1000
 #define GP__CHECKPOINT_EVERY_MS 1000
@@ -121,28 +123,79 @@ void gp_node_close(gp_node *n)
 
 /* ---- failures, back-off, URLs ---- */
 
-static const char *gp__url(const gp_node *n)
+const char *gp_node_url(const gp_node *n)
 {
-    return n->opt->urls[n->url];
+    return n->leader[0] ? n->leader : n->opt->urls[n->url];
 }
 
 static void gp__failed(gp_node *n, const char *call, long status, const char *why)
 {
     n->failures++;
+    n->hops = 0;
     int64_t wait = gp_backoff_ms(n->failures, (int64_t)n->heartbeat_s * 1000, n->opt->seed, n->index);
     n->next_try_ms = gp_agent_mono_ms() + wait;
-    const char *was = gp__url(n);
+    char was[sizeof n->leader];
+    snprintf(was, sizeof was, "%s", gp_node_url(n));
+    n->leader[0] = '\0'; /* a leader that fails is looked for again through the list */
     n->url = (n->url + 1) % n->opt->n_urls;
     if (n->failures == 1 || n->failures % 10 == 0)
         gp_agent_log(n, "%s to %s failed (%s%s%ld): retrying at %s in %lld ms", call, was, why ? why : "",
-                     why ? ", status " : "status ", status, gp__url(n), (long long)wait);
+                     why ? ", status " : "status ", status, gp_node_url(n), (long long)wait);
 }
 
 static void gp__answered(gp_node *n)
 {
     if (n->failures > 0)
-        gp_agent_log(n, "reconnected to %s", gp__url(n));
+        gp_agent_log(n, "reconnected to %s", gp_node_url(n));
     n->failures = 0;
+    n->hops = n->waits = 0;
+}
+
+/* The leader a follower's 307 names (its JSON error's "leader"), when it
+ * is a URL to follow. */
+static bool gp__leader_of(const char *body, char *out, size_t cap)
+{
+    json_t *o = json_loads(body, 0, NULL);
+    const char *leader = json_string_value(json_object_get(json_object_get(o, "error"), "leader"));
+    bool ok = leader && strlen(leader) < cap && gp_server_url_followable(leader);
+    if (ok)
+        snprintf(out, cap, "%s", leader);
+    json_decref(o);
+    return ok;
+}
+
+bool gp_node_leader_moved(gp_node *n, const gp_http_call *call, long status, const char *body)
+{
+    if (status == 503 && call->retry_after_s > 0) { /* no leader yet: as the replica asks */
+        char was[sizeof n->leader];
+        snprintf(was, sizeof was, "%s", gp_node_url(n));
+        n->leader[0] = '\0';
+        n->url = (n->url + 1) % n->opt->n_urls;
+        n->next_try_ms = gp_agent_mono_ms() + call->retry_after_s * 1000;
+        n->failures = 0; /* a replica answered: no back-off on the next URL */
+        if (++n->waits % 10 == 1)
+            gp_agent_log(n, "%s knows no leader (503): retrying at %s in %ld s", was, gp_node_url(n),
+                         call->retry_after_s);
+        return true;
+    }
+    char leader[sizeof n->leader];
+    if (status != 307 || n->hops >= GP__LEADER_HOPS_MAX || !gp__leader_of(body, leader, sizeof leader))
+        return false;
+    n->hops++;
+    if (strcmp(leader, n->leader) != 0)
+        gp_agent_log(n, "%s is a follower: following the leader %s", gp_node_url(n), leader);
+    snprintf(n->leader, sizeof n->leader, "%s", leader);
+    n->next_try_ms = 0; /* at once */
+    return true;
+}
+
+/* A call without the answer it wanted: a follower's 307 or 503 is
+ * followed, anything else backs off to the next URL. */
+static void gp__unanswered(gp_node *n, const char *what, const gp_http_call *call, long status, const char *body,
+                           const char *why)
+{
+    if (!gp_node_leader_moved(n, call, status, body))
+        gp__failed(n, what, status, why);
 }
 
 /* The credential is refused or the node was lost: register again. */
@@ -191,12 +244,12 @@ static int64_t gp__heartbeat_ms(const gp_node *n)
 static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                             void *ctx)
 {
-    (void)call, (void)len;
+    (void)len;
     gp_node *n = ctx;
     (*n->registering)--;
     bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
-    if (!refused && status != 200 && status != 201) { /* no answer, 429, 5xx: try again */
-        gp__failed(n, "register", status, why);
+    if (!refused && status != 200 && status != 201) { /* no answer, 307, 429, 5xx: try again */
+        gp__unanswered(n, "register", call, status, body, why);
         return;
     }
     gp__answered(n);
@@ -237,7 +290,7 @@ static void gp__register(gp_node *n)
     json_t *inv = gp_inventory_to_json(&n->inventory);
     json_t *body = json_pack("{s:O}", "node", json_object_get(inv, "node"));
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
-    snprintf(url, sizeof url, "%s/v1/agents:register", gp__url(n));
+    snprintf(url, sizeof url, "%s/v1/agents:register", gp_node_url(n));
     gp_error err;
     if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, n->opt->join_token, text, 30, gp__on_register,
                                     n, &err) != GP_OK)
@@ -421,7 +474,7 @@ static void gp__reconcile(gp_node *n)
 
 static void gp__on_poll(gp_http_call *call, long status, const char *body, size_t len, const char *why, void *ctx)
 {
-    (void)call, (void)len;
+    (void)len;
     gp_node *n = ctx;
     if (status == 401 || status == 403) {
         gp__register_again(n, "the credential was refused");
@@ -430,7 +483,7 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
     json_t *o = status == 200 ? json_loads(body, 0, NULL) : NULL;
     json_t *list = json_object_get(o, "assignments");
     if (!o || !json_is_array(list) || !gp__epoch_ok(n, o)) {
-        gp__failed(n, "poll", status, why ? why : o ? "refused" : "no JSON");
+        gp__unanswered(n, "poll", call, status, body, why ? why : o ? "refused" : "no JSON");
         json_decref(o);
         return;
     }
@@ -449,7 +502,7 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
 static void gp__poll(gp_node *n)
 {
     char url[GP_STATE_PATH_MAX];
-    snprintf(url, sizeof url, "%s/v1/agents/%s/assignments?after=%lld&wait=%d", gp__url(n), n->name, n->version,
+    snprintf(url, sizeof url, "%s/v1/agents/%s/assignments?after=%lld&wait=%d", gp_node_url(n), n->name, n->version,
              GP__POLL_WAIT_S);
     gp_error err;
     if (gp_http_call_start(n->http, &n->poll, "GET", url, n->token, NULL, GP__POLL_WAIT_S + 15, gp__on_poll, n,
@@ -462,14 +515,14 @@ static void gp__poll(gp_node *n)
 static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                              void *ctx)
 {
-    (void)call, (void)len;
+    (void)len;
     gp_node *n = ctx;
     if (status == 409 || status == 401 || status == 403) {
         char message[512];
         gp__error_message(body, message, sizeof message);
         gp__register_again(n, message);
     } else if (status != 200) {
-        gp__failed(n, "heartbeat", status, why);
+        gp__unanswered(n, "heartbeat", call, status, body, why);
     }
 }
 
@@ -517,7 +570,7 @@ static void gp__heartbeat(gp_node *n, int64_t now)
     json_t *body = json_pack("{s:o, s:o}", "running", gp__running(n, sampled ? &t : NULL), "gpus",
                              gpus ? gpus : json_array());
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
-    snprintf(url, sizeof url, "%s/v1/agents/%s/heartbeat", gp__url(n), n->name);
+    snprintf(url, sizeof url, "%s/v1/agents/%s/heartbeat", gp_node_url(n), n->name);
     gp_error err;
     if (!text || gp_http_call_start(n->http, &n->heartbeat, "POST", url, n->token, text, 20, gp__on_heartbeat, n,
                                     &err) != GP_OK)
@@ -601,7 +654,6 @@ static void gp__end_graces(gp_node *n, const char *body, size_t len)
 static void gp__on_reports(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                            void *ctx)
 {
-    (void)call;
     gp_node *n = ctx;
     for (size_t i = 0; i < n->n_replicas; i++) {
         gp_replica *r = n->replicas[i];
@@ -623,7 +675,7 @@ static void gp__on_reports(gp_http_call *call, long status, const char *body, si
     if (status == 401 || status == 403)
         gp__register_again(n, "the credential was refused");
     else
-        gp__failed(n, "reports", status, why);
+        gp__unanswered(n, "reports", call, status, body, why);
 }
 
 static void gp__send_reports(gp_node *n)
@@ -644,7 +696,7 @@ static void gp__send_reports(gp_node *n)
     }
     json_t *body = json_pack("{s:o}", "reports", batch);
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
-    snprintf(url, sizeof url, "%s/v1/agents/%s/reports", gp__url(n), n->name);
+    snprintf(url, sizeof url, "%s/v1/agents/%s/reports", gp_node_url(n), n->name);
     gp_error err;
     if (!text || gp_http_call_start(n->http, &n->reports, "POST", url, n->token, text, 30, gp__on_reports, n,
                                     &err) != GP_OK)

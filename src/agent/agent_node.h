@@ -11,7 +11,9 @@
  *   answered 200.  Heartbeats every heartbeat_s.  401 on any call, 409 on
  *   a heartbeat or `up: false` in a poll: register again.  No answer or
  *   5xx: the next server URL after a back-off (agent_plan.h), running work
- *   untouched.
+ *   untouched.  A follower's 307: every call goes to the leader it names
+ *   from then on, at once (until a call to it fails); its 503 with
+ *   Retry-After (no leader yet): the next URL after that many seconds.
  *
  * Ownership: the agent (agent.c) owns its nodes (gp_node_open/gp_node_close);
  * a node owns its replicas, its GPU backend handle and its JSON.
@@ -144,6 +146,10 @@ struct gp_node {
     long long version;
     int heartbeat_s;
     size_t url;                          /* index in opt->urls */
+    char leader[512];                    /* the leader a follower's 307 named, "" none: calls go there
+                                            until one fails */
+    unsigned hops;                       /* 307s followed since the last answer */
+    unsigned waits;                      /* 503s (no leader) waited out since the last answer */
     unsigned failures;
     int64_t next_try_ms;                 /* no call before (back-off) */
     int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms, next_memory_ms;
@@ -183,6 +189,15 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r);
  * only reports (no poll, no start). */
 void gp_node_kill_all(gp_node *n);
 bool gp_node_has_live_replicas(const gp_node *n);
+
+/* The base URL the node's calls go to: the leader a 307 named, else its
+ * --server URL in turn. */
+const char *gp_node_url(const gp_node *n);
+/* A follower's answer to a call of the node: 307 (the leader its JSON
+ * error names, an http(s) URL, at most 5 in a row) -> calls go there at
+ * once; 503 with Retry-After (no leader yet) -> the next URL after that
+ * wait.  False for any other answer (the caller backs off). */
+bool gp_node_leader_moved(gp_node *n, const gp_http_call *call, long status, const char *body);
 
 /* One line to stderr: "2026-11-24T14:00:01Z node=h100-1 " + text. */
 void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

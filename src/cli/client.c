@@ -1,11 +1,15 @@
 /* client.c - configuration and HTTP calls for the CLI (see client.h). */
 #include "cli/client.h"
 #include "util/bytes.h"
+#include "util/server_url.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define GP__HOPS_MAX 5 /* 307s followed for one call */
 
 static void copy(char *out, size_t cap, const char *v)
 {
@@ -101,8 +105,40 @@ static int read_config_file(gp_client *c, bool want_server, bool want_token)
     return rc;
 }
 
+/* The server list into c->urls (client.h). */
+static int split_servers(gp_client *c)
+{
+    char list[sizeof c->server], *urls[GP_CLIENT_URLS_MAX];
+    copy(list, sizeof list, c->server);
+    int n = gp_server_urls_split(list, urls, GP_CLIENT_URLS_MAX);
+    for (int i = 0; i < n; i++) {
+        if (strlen(urls[i]) >= GP_CLIENT_URL_MAX) {
+            fprintf(stderr, "gpupool: server URL too long: %.60s...\n", urls[i]);
+            return GP_EXIT_USAGE;
+        }
+        copy(c->urls[i], GP_CLIENT_URL_MAX, urls[i]);
+    }
+    if (n <= 0)
+        fprintf(stderr, "gpupool: the server \"%s\" %s\n", c->server,
+                n < 0 ? "lists more than 8 URLs" : "names no URL");
+    c->n_urls = n > 0 ? (size_t)n : 0;
+    return n > 0 ? GP_EXIT_OK : GP_EXIT_USAGE;
+}
+
+static int parse_wait_leader(gp_client *c, const char *value)
+{
+    char *end = NULL;
+    long s = value ? strtol(value, &end, 10) : 15;
+    if (value && (!value[0] || *end || s < 0 || s > 86400)) {
+        fprintf(stderr, "gpupool: --wait-leader takes whole seconds from 0 to 86400, not \"%s\"\n", value);
+        return GP_EXIT_USAGE;
+    }
+    c->wait_leader_s = (int)s;
+    return GP_EXIT_OK;
+}
+
 int gp_client_configure(gp_client *c, const char *server, const char *token, const char *token_file,
-                        const char *cacert)
+                        const char *cacert, const char *wait_leader)
 {
     const char *env_server = getenv("GPUPOOL_SERVER"), *env_token = getenv("GPUPOOL_TOKEN");
     const char *env_token_file = getenv("GPUPOOL_TOKEN_FILE");
@@ -130,10 +166,14 @@ int gp_client_configure(gp_client *c, const char *server, const char *token, con
         snprintf(source, cap, "GPUPOOL_TOKEN_FILE=%s", env_token_file);
     }
     int rc = read_config_file(c, !c->server[0], !c->token[0]);
+    if (rc == GP_EXIT_OK)
+        rc = parse_wait_leader(c, wait_leader);
     if (rc != GP_EXIT_OK)
         return rc;
     if (!c->server[0])
         copy(c->server, sizeof c->server, "http://127.0.0.1:8750");
+    if ((rc = split_servers(c)) != GP_EXIT_OK)
+        return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c->curl = curl_easy_init();
     return c->curl ? GP_EXIT_OK : GP_EXIT_ERROR;
@@ -159,17 +199,24 @@ static size_t collect(char *ptr, size_t size, size_t n, void *userdata)
     return gp_bytes_append(&b->data, &b->len, &b->cap, ptr, add) ? add : 0;
 }
 
-int gp_client_call(gp_client *c, const char *method, const char *path, const char *content_type, const char *body,
-                   size_t body_len, gp_response *out)
+/* What one call sends, whichever replica gets it. */
+typedef struct request {
+    const char *method, *path, *content_type, *body;
+    size_t body_len;
+} request;
+
+/* One exchange with url: the answer in out (0 on success), else curl's
+ * error.  location: the answer's Location, "" none. */
+static CURLcode perform(gp_client *c, const char *url, const request *rq, gp_response *out, char *location,
+                        size_t cap, long *retry_after_s)
 {
     CURL *curl = c->curl;
-    char url[2048], auth[300], ctype[128];
+    char auth[300], ctype[128];
     buffer b = {NULL, 0, 0};
     struct curl_slist *headers = NULL;
-    snprintf(url, sizeof url, "%s%s", c->server, path);
     curl_easy_reset(curl);
     curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, rq->method);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
@@ -182,28 +229,146 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
     }
     if (c->header)
         headers = curl_slist_append(headers, c->header);
-    if (body) {
-        snprintf(ctype, sizeof ctype, "Content-Type: %s", content_type ? content_type : "application/json");
+    if (rq->body) {
+        snprintf(ctype, sizeof ctype, "Content-Type: %s", rq->content_type ? rq->content_type : "application/json");
         headers = curl_slist_append(headers, ctype);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)body_len);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, rq->body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)rq->body_len);
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     CURLcode rc = curl_easy_perform(curl);
     curl_slist_free_all(headers);
-    out->status = 0;
-    out->body = NULL;
-    out->text = NULL;
-    out->client = c;
+    *out = (gp_response){.client = c};
+    location[0] = '\0';
+    *retry_after_s = 0;
     if (rc != CURLE_OK) {
-        fprintf(stderr, "gpupool: cannot reach %s: %s\n", c->server, curl_easy_strerror(rc));
         free(b.data);
-        return GP_EXIT_CONNECT;
+        return rc;
     }
+    char *redirect = NULL;
+    curl_off_t retry_after = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &redirect);
+    curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after);
+    if (redirect)
+        snprintf(location, cap, "%s", redirect);
+    *retry_after_s = (long)retry_after;
     out->body = b.data ? json_loads(b.data, JSON_DECODE_ANY, NULL) : NULL;
     out->text = b.data;
-    return GP_EXIT_OK;
+    return CURLE_OK;
+}
+
+/* A 307 names the leader in its JSON error: the command's next writes go
+ * there first. */
+static void remember_leader(gp_client *c, const gp_response *r)
+{
+    const char *leader = json_string_value(json_object_get(json_object_get(r->body, "error"), "leader"));
+    if (leader && strlen(leader) < sizeof c->leader && gp_server_url_followable(leader))
+        copy(c->leader, sizeof c->leader, leader);
+}
+
+/* The call at one replica (base URL), following its 307s. */
+static CURLcode at_replica(gp_client *c, const char *base, const request *rq, gp_response *out,
+                           long *retry_after_s)
+{
+    char url[2048], location[2048];
+    snprintf(url, sizeof url, "%s%s", base, rq->path);
+    copy(c->answered, sizeof c->answered, base);
+    for (int hops = 0;; hops++) {
+        CURLcode rc = perform(c, url, rq, out, location, sizeof location, retry_after_s);
+        if (rc != CURLE_OK || out->status != 307 || !location[0])
+            return rc;
+        if (hops == GP__HOPS_MAX || !gp_server_url_followable(location)) {
+            fprintf(stderr, "gpupool: %s sent %s on to %s: not followed (%s)\n", c->answered, rq->path, location,
+                    hops == GP__HOPS_MAX ? "5 hops already" : "not an http(s) URL");
+            return rc;
+        }
+        remember_leader(c, out);
+        gp_response_free(out);
+        copy(url, sizeof url, location);
+        copy(c->answered, sizeof c->answered, c->leader[0] ? c->leader : location);
+    }
+}
+
+/* One pass over the replicas: writes to the known leader first, then the
+ * list from the URL that answered last.  GP_EXIT_OK: an answer (not a
+ * 503 with Retry-After) in out; GP_EXIT_RETRY: no leader yet, *wait_s
+ * the shortest Retry-After, the last such answer in out;
+ * GP_EXIT_CONNECT: no replica could be reached. */
+static int one_pass(gp_client *c, const request *rq, gp_response *out, long *wait_s, char *errors, size_t cap)
+{
+    bool write = strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0;
+    size_t leader_first = write && c->leader[0] ? 1 : 0;
+    int result = GP_EXIT_CONNECT;
+    *out = (gp_response){.client = c};
+    for (size_t k = 0; k < leader_first + c->n_urls; k++) {
+        bool to_leader = k < leader_first;
+        size_t i = to_leader ? 0 : (c->first + k - leader_first) % c->n_urls;
+        gp_response r;
+        long retry_after = 0;
+        CURLcode rc = at_replica(c, to_leader ? c->leader : c->urls[i], rq, &r, &retry_after);
+        if (rc != CURLE_OK) {
+            size_t used = strlen(errors);
+            snprintf(errors + used, cap - used, "%s%s: %s", used ? ", " : "", c->answered, curl_easy_strerror(rc));
+            if (to_leader)
+                c->leader[0] = '\0';
+            continue;
+        }
+        gp_response_free(out);
+        *out = r;
+        if (r.status == 503 && retry_after > 0) {
+            *wait_s = result == GP_EXIT_RETRY && *wait_s < retry_after ? *wait_s : retry_after;
+            result = GP_EXIT_RETRY;
+            continue;
+        }
+        if (!to_leader)
+            c->first = i;
+        return GP_EXIT_OK;
+    }
+    return result;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* No leader came in time: what the last 503 said. */
+static int no_leader(gp_client *c, gp_response *out)
+{
+    json_t *e = json_object_get(out->body, "error");
+    const char *message = json_string_value(json_object_get(e, "message"));
+    fprintf(stderr, "gpupool: no leader: %s answered 503 %s (%s) for %d s (--wait-leader); try again later\n",
+            c->server, json_string_value(json_object_get(e, "code")) ? json_string_value(json_object_get(e, "code"))
+                                                                     : "",
+            message ? message : "no message", c->wait_leader_s);
+    gp_response_free(out);
+    return GP_EXIT_RETRY;
+}
+
+int gp_client_call(gp_client *c, const char *method, const char *path, const char *content_type, const char *body,
+                   size_t body_len, gp_response *out)
+{
+    request rq = {method, path, content_type, body, body_len};
+    double deadline = now_s() + c->wait_leader_s;
+    for (;;) {
+        char errors[2048] = "";
+        long wait_s = 0;
+        int rc = one_pass(c, &rq, out, &wait_s, errors, sizeof errors);
+        if (rc == GP_EXIT_CONNECT)
+            fprintf(stderr, "gpupool: cannot reach %s\n", errors);
+        if (rc != GP_EXIT_RETRY)
+            return rc;
+        double left = deadline - now_s();
+        if (left <= 0)
+            return no_leader(c, out);
+        gp_response_free(out);
+        double nap = (double)wait_s < left ? (double)wait_s : left;
+        struct timespec t = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+        nanosleep(&t, NULL);
+    }
 }
 
 static int exit_code_of(long status)
@@ -249,7 +414,7 @@ int gp_client_check(const gp_response *r)
     if (!looks_like_gpupool(r)) {
         fprintf(stderr, "gpupool: %s does not look like a gpupool server (HTTP %ld without gpupool's JSON answer);"
                         " check --server, GPUPOOL_SERVER or server = in the config file\n",
-                r->client ? r->client->server : "the server", r->status);
+                r->client ? r->client->answered : "the server", r->status);
         return GP_EXIT_CONNECT;
     }
     int code = exit_code_of(r->status);

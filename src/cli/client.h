@@ -13,6 +13,18 @@
  *   4. server http://127.0.0.1:8750, no token
  * A 401 is printed with where the token came from (or how to set one).
  *
+ * Several replicas (docs/operations.md, "High availability"): the server
+ * may be a comma-separated list of URLs, in any of the three places:
+ *   --server http://gp-a:8750,http://gp-b:8750,http://gp-c:8750
+ * A URL that cannot be reached: the next one.  Reads go to the first URL
+ * that answers (and keep going there).  A follower's 307 is followed:
+ * the same method, body and headers to its Location (http and https
+ * only, at most 5 hops), and the leader its JSON names is remembered, so
+ * the command's next writes go there first.  A 503 with Retry-After (no
+ * leader yet, a failover under way): wait that long, then all URLs again,
+ * up to --wait-leader SECONDS (default 15) in all; then "no leader: ..."
+ * and exit 8.
+ *
  * Exit codes (what scripts can rely on), from the server's answer:
  *   0 success          4 401/403 not authenticated / not allowed
  *   1 other error      5 404 not found
@@ -43,8 +55,17 @@ enum {
     GP_EXIT_RETRY = 8
 };
 
+#define GP_CLIENT_URLS_MAX 8
+#define GP_CLIENT_URL_MAX 512
+
 typedef struct gp_client {
-    char server[512];
+    char server[2048];     /* the URL list as configured (messages) */
+    char urls[GP_CLIENT_URLS_MAX][GP_CLIENT_URL_MAX]; /* server split: the replicas */
+    size_t n_urls;
+    size_t first;          /* the URL that answered last: where the next call starts */
+    char leader[GP_CLIENT_URL_MAX]; /* the leader a 307 named, "" none: writes go there first */
+    char answered[GP_CLIENT_URL_MAX]; /* the URL of the last answer (messages) */
+    int wait_leader_s;     /* --wait-leader: the most seconds spent waiting out 503s */
     char token[256];
     char cacert[512];
     char token_source[1100]; /* "GPUPOOL_TOKEN", "--token-file F", ...; "" = no token */
@@ -61,13 +82,17 @@ typedef struct gp_response {
     const gp_client *client; /* who asked (for the messages of gp_client_check) */
 } gp_response;
 
-/* Fills server/token/cacert from flags (may be NULL), environment, file. */
+/* Fills server/token/cacert from flags (may be NULL), environment, file;
+ * wait_leader: --wait-leader's value (NULL: 15).  A bad URL list or
+ * --wait-leader: the message printed, GP_EXIT_USAGE. */
 int gp_client_configure(gp_client *c, const char *server, const char *token, const char *token_file,
-                        const char *cacert);
+                        const char *cacert, const char *wait_leader);
 void gp_client_close(gp_client *c);
 
 /* One request.  body may be NULL.  Returns GP_EXIT_OK when an HTTP answer
- * came back (any status), GP_EXIT_CONNECT otherwise (message printed). */
+ * came back (any status), GP_EXIT_CONNECT when no URL could be reached,
+ * GP_EXIT_RETRY when no leader came within --wait-leader (message
+ * printed; out then holds no answer). */
 int gp_client_call(gp_client *c, const char *method, const char *path, const char *content_type, const char *body,
                    size_t body_len, gp_response *out);
 /* GP_EXIT_OK for 2xx; otherwise prints the server's error and returns the

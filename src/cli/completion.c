@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char GLOBAL_FLAGS[] = "--server --token --token-file --cacert --json --help --version";
+static const char GLOBAL_FLAGS[] = "--server --token --token-file --cacert --wait-leader --json --help --version";
 
 /* The subcommand words of one usage line "... gpupool CMD WORD[|WORD...]". */
 static void print_line_subcommands(const char *line, size_t len, const char *cmd)
@@ -67,7 +67,7 @@ static void print_bash(void)
            "    local cur=${COMP_WORDS[COMP_CWORD]} cmd= i\n"
            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
            "        case ${COMP_WORDS[i]} in\n"
-           "            --server|--token|--token-file|--cacert) ((i++)) ;;\n"
+           "            --server|--token|--token-file|--cacert|--wait-leader) ((i++)) ;;\n"
            "            -*) ;;\n"
            "            *) cmd=${COMP_WORDS[i]}; break ;;\n"
            "        esac\n"

@@ -1,7 +1,8 @@
 /* main.c - gpupool, the command line client of gpupoold.
  *
  * gpupool [GLOBAL FLAGS] COMMAND [ARGS] [GLOBAL FLAGS]
- *   global flags: --server URL, --token T | --token-file F, --cacert F, --json
+ *   global flags: --server URL[,URL...], --token T | --token-file F, --cacert F, --wait-leader S,
+ *   --json
  * gpupool --version: the version and the git commit it was built from
  *
  * Global flags may stand before or after the command, as with kubectl
@@ -150,7 +151,8 @@ const gp_command GP_COMMANDS[] = {
 };
 
 static const char USAGE[] =
-    "usage: gpupool [--server URL] [--token TOKEN | --token-file FILE] [--cacert FILE] [--json] COMMAND [ARGS]\n"
+    "usage: gpupool [--server URL[,URL...]] [--token TOKEN | --token-file FILE] [--cacert FILE]\n"
+    "               [--wait-leader SECONDS] [--json] COMMAND [ARGS]\n"
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
@@ -162,6 +164,8 @@ static const char USAGE[] =
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
     "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE;\n"
     "# comments; any other line is an error naming the file and line).\n"
+    "Several replicas: a comma-separated list of URLs; writes follow the leader (307), and while none\n"
+    "leads (503) the CLI waits up to --wait-leader seconds (default 15).\n"
     "\n"
     "Exit codes: 0 ok, 1 error, 2 bad command line, 3 cannot connect, 4 not authenticated/allowed,\n"
     "            5 not found, 6 invalid request, 7 conflict, 8 rate limited or server error.\n";
@@ -237,7 +241,7 @@ static bool wants_help(int argc, char **argv)
 
 /* The global flags, as found anywhere on the command line. */
 typedef struct globals {
-    const char *server, *token, *token_file, *cacert;
+    const char *server, *token, *token_file, *cacert, *wait_leader;
     bool json, help, version;
 } globals;
 
@@ -249,7 +253,7 @@ static const char **value_slot(globals *g, const char *name, size_t len)
         const char *name;
         const char **slot;
     } flags[] = {{"--server", &g->server}, {"--token", &g->token}, {"--token-file", &g->token_file},
-                 {"--cacert", &g->cacert}};
+                 {"--cacert", &g->cacert}, {"--wait-leader", &g->wait_leader}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
             return flags[i].slot;
@@ -372,7 +376,7 @@ int main(int argc, char **argv)
         fputs(cmd->usage, stdout);
         return GP_EXIT_OK;
     }
-    rc = gp_client_configure(&c, g.server, g.token, g.token_file, g.cacert);
+    rc = gp_client_configure(&c, g.server, g.token, g.token_file, g.cacert, g.wait_leader);
     if (rc == GP_EXIT_OK)
         rc = cmd->run(&c, sub_argc, sub_argv);
     gp_client_close(&c);
