@@ -407,6 +407,11 @@ struct gp_engine {
     gp__scratch scratch;
     uint64_t pass;
     uint64_t changes;     /* see gp_engine_changes */
+    uint64_t shares_updated; /* tenant shares recomputed (tenants.c), ever */
+    /* fairshare.c: the leaf the last descent of the fair order reached, and
+     * shares_updated then; GP__NONE at each phase's start */
+    uint32_t fair_leaf;
+    uint64_t fair_leaf_shares;
     gp__preemption *recent; /* owned: preemptions of the last cool-down */
     size_t n_recent, cap_recent;
     uint32_t last_placed_tenant;

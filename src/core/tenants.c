@@ -302,6 +302,7 @@ void gp__tenant_update_share(gp_engine *e, uint32_t t)
         }
     }
     ten->share = share / gp__tenant_weight(e, ten);
+    e->shares_updated++;
 }
 
 void gp__tenant_charge(gp_engine *e, uint32_t t, const gp_res *demand, gp_class cls, int sign)
