@@ -32,7 +32,7 @@
 
 #include <stdlib.h>
 
-bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand)
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type)
 {
     bool any = false;
     for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
@@ -40,7 +40,7 @@ bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *deman
         if (!t->has_guarantee)
             continue;
         any = true;
-        if (gp__res_exceeds(&t->guaranteed, demand, &t->guarantee) >= 0)
+        if (gp__res_exceeds_job(&t->guaranteed, demand, &t->guarantee, type) >= 0)
             return false;
     }
     return any;
@@ -54,12 +54,12 @@ static gp_wait wait_of(gp_wait_code code, uint32_t tenant, int dim, int64_t a, i
 
 /* Whether a limit refusal of a guaranteed-eligible job is only borrowed
  * usage: at every tenant, guaranteed usage + demand fits the limit. */
-static bool limit_is_borrowed(const gp_engine *e, const gp__job *j, const gp_res *demand)
+static bool limit_is_borrowed(const gp_engine *e, const gp__job *j, const gp_res *demand, int type)
 {
-    if (j->isolation == GP_ISO_TIMESLICE || !gp__fits_guarantee(e, j->tenant, demand))
+    if (j->isolation == GP_ISO_TIMESLICE || !gp__fits_guarantee(e, j->tenant, demand, type))
         return false;
     for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent)
-        if (gp__res_exceeds(&e->tenants[a].guaranteed, demand, &e->tenants[a].limit) >= 0)
+        if (gp__res_exceeds_job(&e->tenants[a].guaranteed, demand, &e->tenants[a].limit, type) >= 0)
             return false;
     return true;
 }
@@ -72,21 +72,21 @@ gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls,
     *borrowed_limit = false;
     for (uint32_t a = j->tenant; a != GP__NONE; a = e->tenants[a].parent) {
         const gp__tenant *t = &e->tenants[a];
-        int d = gp__res_exceeds(&t->usage, &demand, &t->limit);
+        int d = gp__res_exceeds_job(&t->usage, &demand, &t->limit, type);
         if (d >= 0) {
-            *borrowed_limit = limit_is_borrowed(e, j, &demand);
+            *borrowed_limit = limit_is_borrowed(e, j, &demand, type);
             return wait_of(GP_WAIT_LIMIT, a, d, t->usage.v[d], demand.v[d], t->limit.v[d]);
         }
         if (!user_checked && t->has_user_limit) {
             user_checked = true;
             const gp_res *u = &e->users[j->user].usage;
-            d = gp__res_exceeds(u, &demand, &t->user_limit);
+            d = gp__res_exceeds_job(u, &demand, &t->user_limit, type);
             if (d >= 0)
                 return wait_of(GP_WAIT_USER_LIMIT, a, d, u->v[d], demand.v[d], t->user_limit.v[d]);
         }
     }
     /* time-sliced work is best effort: always burstable */
-    *cls = j->isolation != GP_ISO_TIMESLICE && gp__fits_guarantee(e, j->tenant, &demand) ? GP_CLASS_GUARANTEED
+    *cls = j->isolation != GP_ISO_TIMESLICE && gp__fits_guarantee(e, j->tenant, &demand, type) ? GP_CLASS_GUARANTEED
                                                                                          : GP_CLASS_BURSTABLE;
     return wait_of(GP_WAIT_NONE, GP__NONE, -1, 0, 0, 0);
 }
@@ -180,7 +180,7 @@ void gp__promote(gp_engine *e)
         gp__job *j = &e->jobs[cand[i]];
         gp_res demand;
         gp__job_demand(e, j, j->bound_type, &demand);
-        if (!gp__fits_guarantee(e, j->tenant, &demand))
+        if (!gp__fits_guarantee(e, j->tenant, &demand, j->bound_type))
             continue;
         reclassify(e, cand[i], GP_CLASS_GUARANTEED);
         gp__job_note(e, cand[i], "promoted to guaranteed: %s has guarantee free again", e->tenants[j->tenant].path);

@@ -462,6 +462,9 @@ void gp__res_fill(gp_res *r, int64_t v);
 void gp__res_add(gp_res *a, const gp_res *b);
 /* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
+/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
+ * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
+int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
 
 /* ---- fleet.c ---- */
 /* The type's index (names match without regard to case), or -1. */
@@ -545,7 +548,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
 /* *borrowed_limit: refused at a limit only because of borrowed usage (the
  * job fits its guarantees, and guaranteed usage + demand fits the limit). */
 gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
-bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand);
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 /* The part of that reserve (GPUs of `type`) held by tenant's own outermost
  * non-lending ancestor (or itself): it never blocks the tenant. */
