@@ -220,6 +220,13 @@ typedef struct gp__tenant {
     uint32_t active;      /* leaves below (or itself) with untried jobs */
     int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
     size_t pending_front; /* free slots before pending[0]; cap_pending counts the whole array (jobs.c) */
+    /* admission.c: the least room left on the path, as of shares_updated
+     * = room_stamp - 1 (0: never computed) */
+    uint64_t room_stamp;
+    gp_res room;            /* least limit - usage; GP_UNLIMITED where no limit */
+    gp_res guarantee_room;  /* least guarantee - guaranteed over tenants with a guarantee */
+    bool room_guaranteed;   /* a tenant on the path has a guarantee */
+    bool room_user_limited; /* a tenant on the path has a user limit */
 } gp__tenant;
 
 typedef struct gp__user {
@@ -547,7 +554,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
 /* *borrowed_limit: refused at a limit only because of borrowed usage (the
  * job fits its guarantees, and guaranteed usage + demand fits the limit). */
-gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
+gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
 bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 /* The part of that reserve (GPUs of `type`) held by tenant's own outermost
