@@ -914,6 +914,7 @@ static void run_pass(gp_engine *e)
     e->pass++;
     e->stats.pass_considered = e->stats.pass_placed = e->stats.pass_preempted = 0;
     e->stats.pass_reclaim_searches = e->stats.pass_reservations = e->stats.pass_reclaim_remembered = 0;
+    e->stats.pass_held_looks = 0;
     e->reclaim_searches = 0;
     memset(e->reserve_tries, 0, sizeof e->reserve_tries);
     e->n_miss = 0;

@@ -220,6 +220,13 @@ typedef struct gp__tenant {
     uint32_t active;      /* leaves below (or itself) with untried jobs */
     int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
     size_t pending_front; /* free slots before pending[0]; cap_pending counts the whole array (jobs.c) */
+    /* admission.c: the least room left on the path, as of shares_updated
+     * = room_stamp - 1 (0: never computed) */
+    uint64_t room_stamp;
+    gp_res room;            /* least limit - usage; GP_UNLIMITED where no limit */
+    gp_res guarantee_room;  /* least guarantee - guaranteed over tenants with a guarantee */
+    bool room_guaranteed;   /* a tenant on the path has a guarantee */
+    bool room_user_limited; /* a tenant on the path has a user limit */
 } gp__tenant;
 
 typedef struct gp__user {
@@ -407,6 +414,11 @@ struct gp_engine {
     gp__scratch scratch;
     uint64_t pass;
     uint64_t changes;     /* see gp_engine_changes */
+    uint64_t shares_updated; /* tenant shares recomputed (tenants.c), ever */
+    /* fairshare.c: the leaf the last descent of the fair order reached, and
+     * shares_updated then; GP__NONE at each phase's start */
+    uint32_t fair_leaf;
+    uint64_t fair_leaf_shares;
     gp__preemption *recent; /* owned: preemptions of the last cool-down */
     size_t n_recent, cap_recent;
     uint32_t last_placed_tenant;
@@ -457,6 +469,9 @@ void gp__res_fill(gp_res *r, int64_t v);
 void gp__res_add(gp_res *a, const gp_res *b);
 /* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
 int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
+/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
+ * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
+int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
 
 /* ---- fleet.c ---- */
 /* The type's index (names match without regard to case), or -1. */
@@ -539,8 +554,8 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
 /* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
 /* *borrowed_limit: refused at a limit only because of borrowed usage (the
  * job fits its guarantees, and guaranteed usage + demand fits the limit). */
-gp_wait gp__admit(const gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
-bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand);
+gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
 void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 /* The part of that reserve (GPUs of `type`) held by tenant's own outermost
  * non-lending ancestor (or itself): it never blocks the tenant. */

@@ -286,6 +286,7 @@ static void engine_detach(gp_engine *e)
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
     memset(&e->scratch, 0, sizeof e->scratch);
     e->n_nofit = e->nofit_next = 0; /* derived (reclaim.c): remembered failures start forgotten */
+    e->fair_leaf = GP__NONE;        /* derived (fairshare.c): the next pick descends */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
         e->reservation[t].n_nodes = e->reservation[t].cap_nodes = 0;
@@ -332,6 +333,7 @@ static bool tenants_get(reader *r, gp_engine *e, bool *nomem)
         gp__tenant *t = &e->tenants[i];
         t->children = t->pending = NULL;
         t->n_children = t->cap_children = t->n_pending = t->cap_pending = t->pending_front = 0;
+        t->room_stamp = 0; /* derived (admission.c): worked out again when first asked */
     }
     for (size_t i = 0; i < e->n_tenants; i++) {
         gp__tenant *t = &e->tenants[i];

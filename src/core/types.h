@@ -378,6 +378,7 @@ typedef struct gp_engine_stats {
     size_t pass_reclaim_searches;
     size_t pass_reclaim_remembered; /* of those, known to find nothing: replayed without placement looks */
     size_t pass_reservations;
+    size_t pass_held_looks;     /* looks that put the held nodes back for a job ending before the reservation */
     /* since the engine started */
     uint64_t total_placed, total_preempted, total_passes;
 } gp_engine_stats;

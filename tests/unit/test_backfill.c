@@ -213,6 +213,53 @@ static void overdue_running_job_is_assumed_to_end_within_overdue_grace(void **st
     assert_int_equal(tb_info(w, LONG_JOB).wait.code, GP_WAIT_RESERVATION);
 }
 
+/* Held nodes that cannot take a replica of a short job stay held: the
+ * short job's look does not put them back (and finds what it would have
+ * found), while one they could take is put back and placed there.
+ * 2 nodes x 8 H100, each runs a 7-GPU job of small until t=1000; big's
+ * 2x8 gang holds both from t=1000; each node has 1 GPU free. */
+static size_t held_looks(tb_world *w)
+{
+    gp_engine_stats st;
+    gp_engine_stats_get(w->e, &st);
+    return st.pass_held_looks;
+}
+
+static void gang_holds_two_nodes_with_one_gpu_free_each(tb_world *w)
+{
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    teams(w);
+    submit_runtime(w, 1, "small", 1, 7, 1000, 0);
+    submit_runtime(w, 2, "small", 1, 7, 1000, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    submit_runtime(w, GANG, "big", 2, 8, 5000, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 0);
+    assert_int_equal(tb_info(w, GANG).wait.code, GP_WAIT_RESERVED);
+    assert_int_equal(tb_info(w, GANG).wait.a, 2); /* nodes held */
+}
+
+static void short_job_too_big_for_any_held_node_leaves_them_held(void **state)
+{
+    tb_world *w = *state;
+    gang_holds_two_nodes_with_one_gpu_free_each(w);
+    submit_runtime(w, SHORT_JOB, "small", 1, 2, 100, 20); /* ends at 120 <= 1000, needs 2 on one node */
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 0);
+    assert_int_equal(held_looks(w), 0);
+    assert_waits_for_gang(w, SHORT_JOB);
+    tb_assert_gpus_consistent(w);
+}
+
+static void short_job_a_held_node_can_take_is_placed_there(void **state)
+{
+    tb_world *w = *state;
+    gang_holds_two_nodes_with_one_gpu_free_each(w);
+    submit_runtime(w, SHORT_JOB, "small", 1, 1, 100, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    assert_int_equal(held_looks(w), 1);
+    assert_non_null(tb_find(w, SHORT_JOB, GP_DEC_BIND));
+    tb_assert_gpus_consistent(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +271,8 @@ int main(void)
         TB_TEST(gang_starts_when_running_jobs_end_despite_a_stream),
         TB_TEST(job_off_the_held_nodes_is_placed_freely),
         TB_TEST(overdue_running_job_is_assumed_to_end_within_overdue_grace),
+        TB_TEST(short_job_too_big_for_any_held_node_leaves_them_held),
+        TB_TEST(short_job_a_held_node_can_take_is_placed_there),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
