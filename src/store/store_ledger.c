@@ -202,22 +202,28 @@ gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *e
  * close that ends after from: the covering index ledger_bill; an open with
  * no close yet: its interval's usage row is still open, written in the
  * same transactions as the ledger), every guarantee and capacity record
- * before as_of. */
-static const char *const BILL_QUERIES[] = {
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND end_time > ?1 AND start < ?2",
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?2 AND interval_id IN"
-    " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?2",
+ * before as_of.  ?1 is as_of, ?2 from (only the closes need it: a
+ * parameter a statement does not use has no type on PostgreSQL). */
+static const struct bill_query {
+    const char *sql;
+    bool from;
+} BILL_QUERIES[] = {
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND start < ?1 AND end_time > ?2", true},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?1 AND interval_id IN"
+     " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
+     false},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?1", false},
 };
 
-static gp_err bill_query(gp_store *s, const char *sql, int64_t from, int64_t as_of, gp_store_bill_fn fn, void *ctx,
-                         gp_error *err)
+static gp_err bill_query(gp_store *s, const struct bill_query *q, int64_t from, int64_t as_of, gp_store_bill_fn fn,
+                         void *ctx, gp_error *err)
 {
-    gp_db_stmt *st = gp__store_prepare(s, sql, GP_DB_STREAM, "bill records", err);
+    gp_db_stmt *st = gp__store_prepare(s, q->sql, GP_DB_STREAM, "bill records", err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp_db_bind_int64(st, 1, from);
-    gp_db_bind_int64(st, 2, as_of);
+    gp_db_bind_int64(st, 1, as_of);
+    if (q->from)
+        gp_db_bind_int64(st, 2, from);
     gp_err rc = GP_OK;
     int step = GP_DB_DONE;
     while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW) {
@@ -248,7 +254,7 @@ gp_err gp_store_bill_records(gp_store *s, int64_t from, int64_t as_of, gp_store_
 {
     gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < sizeof BILL_QUERIES / sizeof BILL_QUERIES[0]; i++)
-        rc = bill_query(s, BILL_QUERIES[i], from, as_of, fn, ctx, err);
+        rc = bill_query(s, &BILL_QUERIES[i], from, as_of, fn, ctx, err);
     return rc;
 }
 
