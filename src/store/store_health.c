@@ -22,14 +22,6 @@ static gp_db_stmt *gp__prepare(gp_store *s, const char *sql, gp_error *err)
     return gp__store_prepare(s, sql, 0, "prepare", err);
 }
 
-/* Steps a statement that returns no rows, then finalizes it. */
-static gp_err gp__run(gp_db_stmt *st, const char *what, gp_error *err)
-{
-    gp_err rc = gp__store_exec_stmt(st, what, err);
-    gp_db_finalize(st);
-    return rc;
-}
-
 gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error *err)
 {
     gp_db_stmt *st = gp__prepare(s,
@@ -49,7 +41,7 @@ gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error
     gp_db_bind_text(st, 8, c->action);
     if (c->duration_ms >= 0)
         gp_db_bind_int64(st, 9, c->duration_ms);
-    gp_err rc = gp__run(st, "gpu check", err);
+    gp_err rc = gp__store_exec_once(st, "gpu check", err);
     if (rc != GP_OK)
         return rc;
     st = gp__prepare(s,
@@ -61,7 +53,7 @@ gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error
     gp_db_bind_text(st, 1, c->node);
     gp_db_bind_int64(st, 2, c->gpu);
     gp_db_bind_int64(st, 3, GP__CHECKS_KEPT);
-    return gp__run(st, "gpu check", err);
+    return gp__store_exec_once(st, "gpu check", err);
 }
 
 #define GP__CHECK_COLUMNS "gpu, at, check_name AS \"check\", passed, detail, xid, action, duration_ms"
@@ -114,7 +106,7 @@ gp_err gp_store_gpu_health_set(gp_store *s, const char *node, int gpu, bool heal
     gp_db_bind_int64(st, 3, healthy);
     gp_db_bind_int64(st, 4, since);
     gp_db_bind_text(st, 5, reason);
-    return gp__run(st, "gpu health", err);
+    return gp__store_exec_once(st, "gpu health", err);
 }
 
 /* Fills each GPU's object from one query's rows: fill(row, view[gpu]). */
@@ -194,7 +186,7 @@ gp_err gp_store_health_drain_set(gp_store *s, const char *node, bool drained, in
     gp_db_bind_text(st, 1, node);
     if (drained)
         gp_db_bind_int64(st, 2, since);
-    return gp__run(st, "health drain", err);
+    return gp__store_exec_once(st, "health drain", err);
 }
 
 gp_err gp_store_health_drain_get(gp_store *s, const char *node, bool *drained, gp_error *err)

@@ -79,6 +79,8 @@ gp_db_stmt *gp__store_prepare(gp_store *s, const char *sql, unsigned flags, cons
 /* Steps a bound statement that returns no rows (or whose rows are not
  * wanted), then resets it; err names `what`. */
 gp_err gp__store_exec_stmt(gp_db_stmt *st, const char *what, gp_error *err);
+/* gp__store_exec_stmt, then finalizes st: a one-off statement. */
+gp_err gp__store_exec_once(gp_db_stmt *st, const char *what, gp_error *err);
 /* After a db.h call failed into err: prefixes its message with `what`
  * and returns its code (GP_ERR_INVALID when err is NULL). */
 gp_err gp__store_failed(gp_error *err, const char *what);

@@ -30,8 +30,7 @@ gp_err gp_store_price_add(gp_store *s, int64_t effective, const char *currency, 
     gp_db_bind_text(st, 2, currency);
     gp_db_bind_text(st, 3, version_json);
     gp_db_bind_int64(st, 4, created);
-    gp_err rc = gp__store_exec_stmt(st, "price add", err);
-    gp_db_finalize(st);
+    gp_err rc = gp__store_exec_once(st, "price add", err);
     if (rc == GP_OK && gp_db_changes(s->conn) == 0)
         rc = gp_error_set(err, GP_ERR_EXISTS, "effective", "a price version is effective at %lld already",
                           (long long)effective);
@@ -67,9 +66,7 @@ gp_err gp_store_bill_mode_set(gp_store *s, const char *org, const char *mode, in
     gp_db_bind_text(st, 1, org);
     gp_db_bind_text(st, 2, mode);
     gp_db_bind_int64(st, 3, time);
-    gp_err rc = gp__store_exec_stmt(st, "bill mode", err);
-    gp_db_finalize(st);
-    return rc;
+    return gp__store_exec_once(st, "bill mode", err);
 }
 
 static gp_err rows(gp_store *s, const char *sql, json_t *into, bool keyed, gp_error *err)

@@ -28,9 +28,7 @@ static gp_err run(gp_store *s, const char *sql, int64_t a, int64_t b, const void
     gp_db_bind_int64(st, 2, b);
     if (blob)
         gp_db_bind_blob(st, 3, blob, len);
-    gp_err rc = gp__store_exec_stmt(st, "snapshot", err);
-    gp_db_finalize(st);
-    return rc;
+    return gp__store_exec_once(st, "snapshot", err);
 }
 
 /* One statement in a transaction of its own. */

@@ -101,6 +101,13 @@ gp_err gp__store_exec_stmt(gp_db_stmt *st, const char *what, gp_error *err)
     return out;
 }
 
+gp_err gp__store_exec_once(gp_db_stmt *st, const char *what, gp_error *err)
+{
+    gp_err rc = gp__store_exec_stmt(st, what, err);
+    gp_db_finalize(st);
+    return rc;
+}
+
 int64_t gp__store_int_or_none(gp_db_stmt *st, int i)
 {
     return gp_db_column_type(st, i) == GP_DB_NULL ? -1 : gp_db_column_int64(st, i);
@@ -367,15 +374,6 @@ gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
 
 /* ---- tokens ---- */
 
-/* A one-off statement: prepared, bound by the caller, stepped once and
- * finalized by finish(). */
-static gp_err finish(gp_db_stmt *st, const char *what, gp_error *err)
-{
-    gp_err rc = gp__store_exec_stmt(st, what, err);
-    gp_db_finalize(st);
-    return rc;
-}
-
 gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err)
 {
     gp_db_stmt *st = gp__store_prepare(s,
@@ -394,7 +392,7 @@ gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err
     gp_db_bind_int64(st, 7, t->created);
     gp_db_bind_text(st, 8, t->created_by);
     gp__store_bind_int_or_null(st, 9, t->expires);
-    return finish(st, "token insert", err);
+    return gp__store_exec_once(st, "token insert", err);
 }
 
 gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err)
@@ -405,7 +403,7 @@ gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error
         return err ? err->code : GP_ERR_INVALID;
     gp_db_bind_text(st, 1, id);
     gp_db_bind_int64(st, 2, time);
-    gp_err rc = finish(st, "token revoke", err);
+    gp_err rc = gp__store_exec_once(st, "token revoke", err);
     if (rc == GP_OK && gp_db_changes(s->conn) == 0)
         rc = gp_error_set(err, GP_ERR_NOT_FOUND, "id", "no live token %s", id);
     return rc;
@@ -420,7 +418,7 @@ gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error 
         return err ? err->code : GP_ERR_INVALID;
     gp_db_bind_text(st, 1, id);
     gp_db_bind_int64(st, 2, time);
-    return finish(st, "token last use", err);
+    return gp__store_exec_once(st, "token last use", err);
 }
 
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err)
