@@ -47,8 +47,4 @@ struct gp_db_stmt {
 /* The drivers' constructors (db.c picks one by the URL). */
 gp_err gp__db_open_sqlite(const char *path, bool readonly, gp_db **out, gp_error *err);
 
-/* The sqlite3 * under a SQLite connection (for what only SQLite has: WAL
- * checkpoints), NULL on another database. */
-void *gp__db_sqlite_handle(gp_db *db);
-
 #endif

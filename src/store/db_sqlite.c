@@ -195,8 +195,3 @@ gp_err gp__db_open_sqlite(const char *path, bool readonly, gp_db **out, gp_error
     *out = &db->base;
     return GP_OK;
 }
-
-void *gp__db_sqlite_handle(gp_db *db)
-{
-    return db->dialect == GP_DB_SQLITE ? handle_of(db) : NULL;
-}

@@ -26,7 +26,7 @@
  * time).  A gp_store is not shared between threads.
  *
  * Ownership: gp_store_open allocates, gp_store_close frees.  Strings passed
- * in are copied by SQLite during the call.  json_t results are new
+ * in are used during the call only.  json_t results are new
  * references the caller must json_decref.
  */
 #ifndef GP_STORE_STORE_H

@@ -17,7 +17,7 @@
  * hash and one insert.  The chain helpers (the zero hash, SHA-256 as hex,
  * the cached head) live here and serve the ledger too (store_ledger.c).
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -78,16 +78,16 @@ gp_err gp__store_head_load(gp_store *s, gp__stmt_id last, gp__chain_head *h, gp_
 {
     if (h->loaded)
         return GP_OK;
-    sqlite3_stmt *st = gp__store_stmt(s, last, err);
+    gp_db_stmt *st = gp__store_stmt(s, last, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
     h->seq = 0;
     memcpy(h->hash, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        h->seq = sqlite3_column_int64(st, 0);
-        snprintf(h->hash, sizeof h->hash, "%s", (const char *)sqlite3_column_text(st, 1));
+    if (gp_db_step(st, NULL) == GP_DB_ROW) {
+        h->seq = gp_db_column_int64(st, 0);
+        snprintf(h->hash, sizeof h->hash, "%s", gp_db_column_text(st, 1));
     }
-    sqlite3_reset(st);
+    gp_db_reset(st);
     h->loaded = true;
     return GP_OK;
 }
@@ -97,23 +97,23 @@ gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err
     gp_err rc = gp__store_head_load(s, GP__ST_AUDIT_LAST, &s->audit, err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_APPEND, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_AUDIT_APPEND, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
     int64_t seq = s->audit.seq + 1;
     char hash[65];
     chain_hash(s->audit.hash, seq, a, hash);
-    sqlite3_bind_int64(st, 1, seq);
-    sqlite3_bind_int64(st, 2, a->time);
-    sqlite3_bind_text(st, 3, a->request_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, a->actor, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, a->role, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, a->action, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, a->target, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, a->result, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, s->audit.hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 10, hash, -1, SQLITE_STATIC);
-    rc = gp__store_exec_stmt(s, st, "audit append", err);
+    gp_db_bind_int64(st, 1, seq);
+    gp_db_bind_int64(st, 2, a->time);
+    gp_db_bind_text(st, 3, a->request_id);
+    gp_db_bind_text(st, 4, a->actor);
+    gp_db_bind_text(st, 5, a->role);
+    gp_db_bind_text(st, 6, a->action);
+    gp_db_bind_text(st, 7, a->target);
+    gp_db_bind_text(st, 8, a->result);
+    gp_db_bind_text(st, 9, s->audit.hash);
+    gp_db_bind_text(st, 10, hash);
+    rc = gp__store_exec_stmt(st, "audit append", err);
     if (rc == GP_OK) {
         s->audit.seq = seq;
         memcpy(s->audit.hash, hash, sizeof hash);
@@ -123,21 +123,21 @@ gp_err gp_store_audit_append(gp_store *s, const gp_store_audit *a, gp_error *err
 
 gp_err gp_store_audit_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st;
     *out = NULL;
     if (limit < 1 || limit > 1000)
         limit = 1000;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT seq, time, request_id, actor, role, action, target, result, hash FROM audit"
-                           " WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "audit list", err);
-    sqlite3_bind_int64(st, 1, after);
-    sqlite3_bind_int(st, 2, limit + 1);
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT seq, time, request_id, actor, role, action, target, result, hash"
+                                       " FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                                       0, "audit list", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, after);
+    gp_db_bind_int64(st, 2, limit + 1);
     json_t *rows = json_array();
     json_t *next = json_null();
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
         if (n++ == limit) {
             json_decref(next);
             next = json_integer(json_integer_value(json_object_get(json_array_get(rows, limit - 1), "seq")));
@@ -145,33 +145,34 @@ gp_err gp_store_audit_list(gp_store *s, int64_t after, int limit, json_t **out, 
         }
         json_array_append_new(rows, gp__store_row_json(st));
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o, s:o}", "audit", rows, "next", next);
     return GP_OK;
 }
 
-static const char *col(sqlite3_stmt *st, int i)
+static const char *col(gp_db_stmt *st, int i)
 {
-    const char *t = (const char *)sqlite3_column_text(st, i);
+    const char *t = gp_db_column_text(st, i);
     return t ? t : "";
 }
 
 gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broken, gp_error *err)
 {
-    sqlite3_stmt *st;
     *checked = 0;
     *first_broken = 0;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT seq, time, request_id, actor, role, action, target, result, prev_hash, hash"
-                           " FROM audit ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "audit verify", err);
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT seq, time, request_id, actor, role, action, target, result, prev_hash,"
+                                       " hash FROM audit ORDER BY seq",
+                                       GP_DB_STREAM, "audit verify", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     char prev[65];
     memcpy(prev, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
     int64_t expect_seq = 1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t seq = sqlite3_column_int64(st, 0);
-        gp_store_audit a = {.time = sqlite3_column_int64(st, 1),
+    int step;
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW) {
+        int64_t seq = gp_db_column_int64(st, 0);
+        gp_store_audit a = {.time = gp_db_column_int64(st, 1),
                             .request_id = col(st, 2),
                             .actor = col(st, 3),
                             .role = col(st, 4),
@@ -188,6 +189,7 @@ gp_err gp_store_audit_verify(gp_store *s, int64_t *checked, int64_t *first_broke
         memcpy(prev, hash, sizeof hash);
         expect_seq++;
     }
-    sqlite3_finalize(st);
-    return GP_OK;
+    gp_err rc = step == GP_DB_ERROR ? gp__store_failed(err, "audit verify") : GP_OK;
+    gp_db_finalize(st);
+    return rc;
 }

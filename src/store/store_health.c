@@ -8,7 +8,7 @@
  * GPU keeps its last 1,000 checks: at 8 GPUs checked every 5 minutes that
  * is three days and a half of history, XIDs included.
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,44 +17,31 @@
 #define GP__XIDS_SHOWN 20
 
 /* Prepares sql (not cached: these run a few times per report batch). */
-static sqlite3_stmt *gp__prepare(gp_store *s, const char *sql, gp_error *err)
+static gp_db_stmt *gp__prepare(gp_store *s, const char *sql, gp_error *err)
 {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        gp__store_fail(s, "prepare", err);
-        return NULL;
-    }
-    return st;
-}
-
-/* Steps a statement that returns no rows, then finalizes it. */
-static gp_err gp__run(gp_store *s, sqlite3_stmt *st, const char *what, gp_error *err)
-{
-    gp_err rc = gp__store_exec_stmt(s, st, what, err);
-    sqlite3_finalize(st);
-    return rc;
+    return gp__store_prepare(s, sql, 0, "prepare", err);
 }
 
 gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s,
+    gp_db_stmt *st = gp__prepare(s,
                                    "INSERT INTO gpu_checks(node, gpu, at, check_name, passed, detail, xid, action,"
                                    " duration_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                                    err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, c->node);
-    sqlite3_bind_int(st, 2, c->gpu);
-    sqlite3_bind_int64(st, 3, c->at);
-    gp__store_bind_text(st, 4, c->check);
-    sqlite3_bind_int(st, 5, c->passed);
-    gp__store_bind_text(st, 6, c->detail);
+    gp_db_bind_text(st, 1, c->node);
+    gp_db_bind_int64(st, 2, c->gpu);
+    gp_db_bind_int64(st, 3, c->at);
+    gp_db_bind_text(st, 4, c->check);
+    gp_db_bind_int64(st, 5, c->passed);
+    gp_db_bind_text(st, 6, c->detail);
     if (c->xid > 0)
-        sqlite3_bind_int(st, 7, c->xid);
-    gp__store_bind_text(st, 8, c->action);
+        gp_db_bind_int64(st, 7, c->xid);
+    gp_db_bind_text(st, 8, c->action);
     if (c->duration_ms >= 0)
-        sqlite3_bind_int64(st, 9, c->duration_ms);
-    gp_err rc = gp__run(s, st, "gpu check", err);
+        gp_db_bind_int64(st, 9, c->duration_ms);
+    gp_err rc = gp__store_exec_once(st, "gpu check", err);
     if (rc != GP_OK)
         return rc;
     st = gp__prepare(s,
@@ -63,16 +50,16 @@ gp_err gp_store_gpu_check_add(gp_store *s, const gp_store_gpu_check *c, gp_error
                      err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, c->node);
-    sqlite3_bind_int(st, 2, c->gpu);
-    sqlite3_bind_int(st, 3, GP__CHECKS_KEPT);
-    return gp__run(s, st, "gpu check", err);
+    gp_db_bind_text(st, 1, c->node);
+    gp_db_bind_int64(st, 2, c->gpu);
+    gp_db_bind_int64(st, 3, GP__CHECKS_KEPT);
+    return gp__store_exec_once(st, "gpu check", err);
 }
 
 #define GP__CHECK_COLUMNS "gpu, at, check_name AS \"check\", passed, detail, xid, action, duration_ms"
 
 /* A row of GP__CHECK_COLUMNS with passed as a boolean. */
-static json_t *gp__check_row(sqlite3_stmt *st)
+static json_t *gp__check_row(gp_db_stmt *st)
 {
     json_t *row = gp__store_row_json(st);
     json_object_set_new(row, "passed", json_boolean(json_integer_value(json_object_get(row, "passed"))));
@@ -81,23 +68,23 @@ static json_t *gp__check_row(sqlite3_stmt *st)
 
 gp_err gp_store_gpu_checks_list(gp_store *s, const char *node, int gpu, int limit, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s,
+    gp_db_stmt *st = gp__prepare(s,
                                    "SELECT " GP__CHECK_COLUMNS " FROM gpu_checks WHERE node = ?1 AND (?2 < 0 OR gpu = ?2)"
                                    " ORDER BY seq DESC LIMIT ?3",
                                    err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, node);
-    sqlite3_bind_int(st, 2, gpu);
-    sqlite3_bind_int(st, 3, limit);
+    gp_db_bind_text(st, 1, node);
+    gp_db_bind_int64(st, 2, gpu);
+    gp_db_bind_int64(st, 3, limit);
     json_t *checks = json_array();
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    while ((rc = gp_db_step(st, err)) == GP_DB_ROW)
         json_array_append_new(checks, gp__check_row(st));
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    gp_db_finalize(st);
+    if (rc != GP_DB_DONE) {
         json_decref(checks);
-        return gp__store_fail(s, "gpu checks", err);
+        return gp__store_failed(err, "gpu checks");
     }
     *out = json_pack("{s:o}", "checks", checks);
     return GP_OK;
@@ -106,61 +93,60 @@ gp_err gp_store_gpu_checks_list(gp_store *s, const char *node, int gpu, int limi
 gp_err gp_store_gpu_health_set(gp_store *s, const char *node, int gpu, bool healthy, int64_t since,
                                const char *reason, gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s,
+    gp_db_stmt *st = gp__prepare(s,
                                    "INSERT INTO gpu_health(node, gpu, healthy, since, reason) VALUES(?1, ?2, ?3, ?4, ?5)"
                                    " ON CONFLICT(node, gpu) DO UPDATE SET reason = excluded.reason,"
-                                   " since = CASE WHEN healthy = excluded.healthy THEN since ELSE excluded.since END,"
-                                   " healthy = excluded.healthy",
+                                   " since = CASE WHEN gpu_health.healthy = excluded.healthy THEN gpu_health.since"
+                                   " ELSE excluded.since END, healthy = excluded.healthy",
                                    err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, node);
-    sqlite3_bind_int(st, 2, gpu);
-    sqlite3_bind_int(st, 3, healthy);
-    sqlite3_bind_int64(st, 4, since);
-    gp__store_bind_text(st, 5, reason);
-    return gp__run(s, st, "gpu health", err);
+    gp_db_bind_text(st, 1, node);
+    gp_db_bind_int64(st, 2, gpu);
+    gp_db_bind_int64(st, 3, healthy);
+    gp_db_bind_int64(st, 4, since);
+    gp_db_bind_text(st, 5, reason);
+    return gp__store_exec_once(st, "gpu health", err);
 }
 
 /* Fills each GPU's object from one query's rows: fill(row, view[gpu]). */
 static gp_err gp__per_gpu(gp_store *s, const char *sql, const char *node, int gpu_count, json_t *views,
-                          void (*fill)(sqlite3_stmt *st, json_t *view), gp_error *err)
+                          void (*fill)(gp_db_stmt *st, json_t *view), gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s, sql, err);
+    gp_db_stmt *st = gp__prepare(s, sql, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, node);
+    gp_db_bind_text(st, 1, node);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int gpu = sqlite3_column_int(st, 0);
+    while ((rc = gp_db_step(st, err)) == GP_DB_ROW) {
+        int64_t gpu = gp_db_column_int64(st, 0);
         if (gpu >= 0 && gpu < gpu_count)
             fill(st, json_array_get(views, (size_t)gpu));
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? GP_OK : gp__store_fail(s, "gpu health", err);
+    gp_db_finalize(st);
+    return rc == GP_DB_DONE ? GP_OK : gp__store_failed(err, "gpu health");
 }
 
-static void gp__fill_health(sqlite3_stmt *st, json_t *view)
+static void gp__fill_health(gp_db_stmt *st, json_t *view)
 {
-    json_object_set_new(view, "since", json_integer(sqlite3_column_int64(st, 1)));
-    const char *reason = (const char *)sqlite3_column_text(st, 2);
+    json_object_set_new(view, "since", json_integer(gp_db_column_int64(st, 1)));
+    const char *reason = gp_db_column_text(st, 2);
     json_object_set_new(view, "reason", reason && reason[0] ? json_string(reason) : json_null());
 }
 
-static void gp__fill_last_check(sqlite3_stmt *st, json_t *view)
+static void gp__fill_last_check(gp_db_stmt *st, json_t *view)
 {
     json_t *row = gp__check_row(st);
     json_object_del(row, "gpu");
     json_object_set_new(view, "last_check", row);
 }
 
-static void gp__fill_xid(sqlite3_stmt *st, json_t *view)
+static void gp__fill_xid(gp_db_stmt *st, json_t *view)
 {
     json_t *xids = json_object_get(view, "xids");
     if (json_array_size(xids) < GP__XIDS_SHOWN)
-        json_array_append_new(xids, json_pack("{s:i, s:s?, s:I}", "xid", sqlite3_column_int(st, 1), "action",
-                                              (const char *)sqlite3_column_text(st, 2), "at",
-                                              (json_int_t)sqlite3_column_int64(st, 3)));
+        json_array_append_new(xids, json_pack("{s:i, s:s?, s:I}", "xid", (int)gp_db_column_int64(st, 1), "action",
+                                              gp_db_column_text(st, 2), "at", (json_int_t)gp_db_column_int64(st, 3)));
 }
 
 gp_err gp_store_gpu_health_view(gp_store *s, const char *node, int gpu_count, json_t **out, gp_error *err)
@@ -190,26 +176,27 @@ gp_err gp_store_gpu_health_view(gp_store *s, const char *node, int gpu_count, js
 
 gp_err gp_store_health_drain_set(gp_store *s, const char *node, bool drained, int64_t since, gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s,
-                                   drained ? "INSERT OR REPLACE INTO health_drains(node, since) VALUES(?1, ?2)"
+    gp_db_stmt *st = gp__prepare(s,
+                                   drained ? "INSERT INTO health_drains(node, since) VALUES(?1, ?2)"
+                                             " ON CONFLICT(node) DO UPDATE SET since = excluded.since"
                                            : "DELETE FROM health_drains WHERE node = ?1",
                                    err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, node);
+    gp_db_bind_text(st, 1, node);
     if (drained)
-        sqlite3_bind_int64(st, 2, since);
-    return gp__run(s, st, "health drain", err);
+        gp_db_bind_int64(st, 2, since);
+    return gp__store_exec_once(st, "health drain", err);
 }
 
 gp_err gp_store_health_drain_get(gp_store *s, const char *node, bool *drained, gp_error *err)
 {
-    sqlite3_stmt *st = gp__prepare(s, "SELECT 1 FROM health_drains WHERE node = ?1", err);
+    gp_db_stmt *st = gp__prepare(s, "SELECT 1 FROM health_drains WHERE node = ?1", err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    gp__store_bind_text(st, 1, node);
-    int rc = sqlite3_step(st);
-    *drained = rc == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? GP_OK : gp__store_fail(s, "health drain", err);
+    gp_db_bind_text(st, 1, node);
+    int rc = gp_db_step(st, err);
+    *drained = rc == GP_DB_ROW;
+    gp_db_finalize(st);
+    return rc != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "health drain");
 }

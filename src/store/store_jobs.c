@@ -11,7 +11,7 @@
  * backwards.  Usage sums use the range ("a/b/", "a/b0") -- '0' is the
  * character after '/' -- which needs no LIKE escaping.
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,163 +19,167 @@
 
 /* ---- writes ---- */
 
-static void bind_times(sqlite3_stmt *st, int first, const gp_store_job *j)
+static void bind_times(gp_db_stmt *st, int first, const gp_store_job *j)
 {
     int64_t t[3] = {j->bind_time, j->end_time, j->updated};
-    for (int i = 0; i < 3; i++) {
-        if (t[i] < 0)
-            sqlite3_bind_null(st, first + i);
-        else
-            sqlite3_bind_int64(st, first + i, t[i]);
-    }
+    for (int i = 0; i < 3; i++)
+        gp__store_bind_int_or_null(st, first + i, t[i]);
 }
 
 gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_INSERT, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_INSERT, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    gp__store_bind_text(st, 2, j->tenant);
-    gp__store_bind_text(st, 3, j->user);
-    gp__store_bind_text(st, 4, j->name);
-    gp__store_bind_text(st, 5, j->state);
-    gp__store_bind_text(st, 6, j->cls);
-    gp__store_bind_text(st, 7, j->reason);
-    sqlite3_bind_int64(st, 8, j->submit_time);
+    gp_db_bind_int64(st, 1, (int64_t)j->id);
+    gp_db_bind_text(st, 2, j->tenant);
+    gp_db_bind_text(st, 3, j->user);
+    gp_db_bind_text(st, 4, j->name);
+    gp_db_bind_text(st, 5, j->state);
+    gp_db_bind_text(st, 6, j->cls);
+    gp_db_bind_text(st, 7, j->reason);
+    gp_db_bind_int64(st, 8, j->submit_time);
     bind_times(st, 9, j);
-    gp__store_bind_text(st, 12, j->spec_json);
-    gp__store_bind_text(st, 13, j->placement_json);
-    gp_err rc = gp__store_exec_stmt(s, st, "job insert", err);
+    gp_db_bind_text(st, 12, j->spec_json);
+    gp_db_bind_text(st, 13, j->placement_json);
+    gp_err rc = gp__store_exec_stmt(st, "job insert", err);
     /* one job_scope row per prefix: "a", "a/b", ... the tenant itself */
+    char prefix[256];
     size_t len = strlen(j->tenant);
+    if (rc != GP_OK)
+        return rc;
+    if (len >= sizeof prefix)
+        return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant path longer than %zu", sizeof prefix - 1);
+    memcpy(prefix, j->tenant, len + 1);
     for (size_t i = 1; rc == GP_OK && i <= len; i++) {
         if (j->tenant[i] != '/' && j->tenant[i] != '\0')
             continue;
-        sqlite3_stmt *sc = gp__store_stmt(s, GP__ST_JOB_SCOPE, err);
+        gp_db_stmt *sc = gp__store_stmt(s, GP__ST_JOB_SCOPE, err);
         if (!sc)
             return err ? err->code : GP_ERR_INVALID;
-        sqlite3_bind_text(sc, 1, j->tenant, (int)i, SQLITE_STATIC);
-        sqlite3_bind_int64(sc, 2, (sqlite3_int64)j->id);
-        rc = gp__store_exec_stmt(s, sc, "job scope", err);
+        prefix[i] = '\0';
+        gp_db_bind_text(sc, 1, prefix);
+        gp_db_bind_int64(sc, 2, (int64_t)j->id);
+        rc = gp__store_exec_stmt(sc, "job scope", err);
+        prefix[i] = j->tenant[i];
     }
     return rc;
 }
 
 gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_UPDATE, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_UPDATE, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    gp__store_bind_text(st, 2, j->state);
-    gp__store_bind_text(st, 3, j->cls);
-    gp__store_bind_text(st, 4, j->reason);
+    gp_db_bind_int64(st, 1, (int64_t)j->id);
+    gp_db_bind_text(st, 2, j->state);
+    gp_db_bind_text(st, 3, j->cls);
+    gp_db_bind_text(st, 4, j->reason);
     bind_times(st, 5, j);
-    gp__store_bind_text(st, 8, j->placement_json);
-    return gp__store_exec_stmt(s, st, "job update", err);
+    gp_db_bind_text(st, 8, j->placement_json);
+    return gp__store_exec_stmt(st, "job update", err);
 }
 
 gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
                             const char *to, const char *reason, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_HISTORY_ADD, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_HISTORY_ADD, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(st, 2, time);
-    gp__store_bind_text(st, 3, kind);
-    gp__store_bind_text(st, 4, from);
-    gp__store_bind_text(st, 5, to);
-    gp__store_bind_text(st, 6, reason);
-    return gp__store_exec_stmt(s, st, "history add", err);
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    gp_db_bind_int64(st, 2, time);
+    gp_db_bind_text(st, 3, kind);
+    gp_db_bind_text(st, 4, from);
+    gp_db_bind_text(st, 5, to);
+    gp_db_bind_text(st, 6, reason);
+    return gp__store_exec_stmt(st, "history add", err);
 }
 
 gp_err gp_store_run_add(gp_store *s, uint64_t job, int64_t bind_time, int replica, const char *node, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_ADD, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_RUN_ADD, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(st, 2, bind_time);
-    sqlite3_bind_int(st, 3, replica);
-    gp__store_bind_text(st, 4, node);
-    return gp__store_exec_stmt(s, st, "run add", err);
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    gp_db_bind_int64(st, 2, bind_time);
+    gp_db_bind_int64(st, 3, replica);
+    gp_db_bind_text(st, 4, node);
+    return gp__store_exec_stmt(st, "run add", err);
 }
 
 gp_err gp_store_run_started(gp_store *s, uint64_t job, int64_t bind_time, int replica, int64_t pid, bool *first,
                             gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_STARTED, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_RUN_STARTED, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(st, 2, bind_time);
-    sqlite3_bind_int(st, 3, replica);
-    sqlite3_bind_int64(st, 4, pid);
-    gp_err rc = gp__store_exec_stmt(s, st, "run started", err);
-    *first = rc == GP_OK && sqlite3_changes(s->db) == 1;
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    gp_db_bind_int64(st, 2, bind_time);
+    gp_db_bind_int64(st, 3, replica);
+    gp_db_bind_int64(st, 4, pid);
+    gp_err rc = gp__store_exec_stmt(st, "run started", err);
+    *first = rc == GP_OK && gp_db_changes(s->conn) == 1;
     return rc;
 }
 
 gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int replica, char *node, size_t cap,
                          gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_NODE, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_RUN_NODE, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    sqlite3_bind_int64(st, 2, bind_time);
-    sqlite3_bind_int(st, 3, replica);
-    int step = sqlite3_step(st);
-    const unsigned char *text = step == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
-    snprintf(node, cap, "%s", text ? (const char *)text : "");
-    sqlite3_reset(st);
-    return step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "run node", err);
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    gp_db_bind_int64(st, 2, bind_time);
+    gp_db_bind_int64(st, 3, replica);
+    int step = gp_db_step(st, err);
+    const char *text = step == GP_DB_ROW ? gp_db_column_text(st, 0) : NULL;
+    snprintf(node, cap, "%s", text ? text : "");
+    gp_db_reset(st);
+    return step != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "run node");
 }
 
 int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_RUN_LIST, NULL);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_RUN_LIST, NULL);
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    sqlite3_bind_int(st, 2, replica);
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    gp_db_bind_int64(st, 2, replica);
     int64_t n = 0;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = gp_db_step(st, NULL)) == GP_DB_ROW) {
         if ((size_t)n < cap)
-            bind_times[n] = sqlite3_column_int64(st, 0);
+            bind_times[n] = gp_db_column_int64(st, 0);
         n++;
     }
-    sqlite3_reset(st);
-    return step == SQLITE_DONE ? n : -1;
+    gp_db_reset(st);
+    return step == GP_DB_DONE ? n : -1;
 }
 
 gp_err gp_store_usage_open(gp_store *s, const gp_store_usage *u, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_USAGE_OPEN, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_USAGE_OPEN, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)u->interval_id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)u->job_id);
-    gp__store_bind_text(st, 3, u->tenant);
-    gp__store_bind_text(st, 4, u->gpu_type);
-    sqlite3_bind_int64(st, 5, u->milli_gpus);
-    gp__store_bind_text(st, 6, u->cls);
-    gp__store_bind_text(st, 7, u->topology);
-    sqlite3_bind_int64(st, 8, u->start);
-    return gp__store_exec_stmt(s, st, "usage open", err);
+    gp_db_bind_int64(st, 1, (int64_t)u->interval_id);
+    gp_db_bind_int64(st, 2, (int64_t)u->job_id);
+    gp_db_bind_text(st, 3, u->tenant);
+    gp_db_bind_text(st, 4, u->gpu_type);
+    gp_db_bind_int64(st, 5, u->milli_gpus);
+    gp_db_bind_text(st, 6, u->cls);
+    gp_db_bind_text(st, 7, u->topology);
+    gp_db_bind_int64(st, 8, u->start);
+    return gp__store_exec_stmt(st, "usage open", err);
 }
 
 gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_USAGE_CLOSE, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_USAGE_CLOSE, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)interval_id);
-    sqlite3_bind_int64(st, 2, end);
-    return gp__store_exec_stmt(s, st, "usage close", err);
+    gp_db_bind_int64(st, 1, (int64_t)interval_id);
+    gp_db_bind_int64(st, 2, end);
+    return gp__store_exec_stmt(st, "usage close", err);
 }
 
 /* ---- scoped queries ---- */
@@ -225,9 +229,9 @@ static void where_subtree(where *w, const char *column, const char *path)
 
 static void where_scopes(where *w, const char *column, const char *const *scopes, int n_scopes, const char *tenant)
 {
-    where_add(w, " WHERE 1");
+    where_add(w, " WHERE 1 = 1");
     if (scopes) {
-        where_add(w, " AND (0");
+        where_add(w, " AND (1 = 0");
         for (int i = 0; i < n_scopes; i++) {
             where_add(w, " OR ");
             where_subtree(w, column, scopes[i]);
@@ -240,54 +244,55 @@ static void where_scopes(where *w, const char *column, const char *const *scopes
     }
 }
 
-static gp_err where_prepare(gp_store *s, where *w, sqlite3_stmt **st, gp_error *err)
+static gp_err where_prepare(gp_store *s, where *w, gp_db_stmt **st, gp_error *err)
 {
     if (w->overflow)
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "too many tenant scopes in one query");
-    if (sqlite3_prepare_v2(s->db, w->sql, (int)w->len, st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "query", err);
+    *st = gp__store_prepare(s, w->sql, 0, "query", err);
+    if (!*st)
+        return err ? err->code : GP_ERR_INVALID;
     for (int i = 0; i < w->n; i++)
-        sqlite3_bind_text(*st, i + 1, w->text[i], -1, SQLITE_STATIC);
+        gp_db_bind_text(*st, i + 1, w->text[i]);
     return GP_OK;
 }
 
 static json_t *history_of(gp_store *s, uint64_t id)
 {
-    sqlite3_stmt *st;
     json_t *list = json_array();
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT time, kind, from_state AS 'from', to_state AS 'to', reason FROM job_history"
-                           " WHERE job_id = ?1 ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT time, kind, from_state AS \"from\", to_state AS \"to\", reason FROM"
+                                       " job_history WHERE job_id = ?1 ORDER BY seq",
+                                       0, "history", NULL);
+    if (!st)
         return list;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    while (sqlite3_step(st) == SQLITE_ROW)
+    gp_db_bind_int64(st, 1, (int64_t)id);
+    while (gp_db_step(st, NULL) == GP_DB_ROW)
         json_array_append_new(list, gp__store_row_json(st));
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     return list;
 }
 
 #define JOB_COLUMNS                                                                                              \
-    "SELECT id, tenant, user, name, state, class, reason, submit_time, bind_time, end_time, updated,"            \
+    "SELECT id, tenant, \"user\", name, state, class, reason, submit_time, bind_time, end_time, updated,"            \
     " spec_json, placement_json FROM jobs"
 
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st;
     *out = NULL;
-    if (sqlite3_prepare_v2(s->db, JOB_COLUMNS " WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "job get", err);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    if (sqlite3_step(st) == SQLITE_ROW)
+    gp_db_stmt *st = gp__store_prepare(s, JOB_COLUMNS " WHERE id = ?1", 0, "job get", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, (int64_t)id);
+    if (gp_db_step(st, NULL) == GP_DB_ROW)
         *out = gp__store_row_json(st);
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     if (*out)
         json_object_set_new(*out, "history", history_of(s, id));
     return GP_OK;
 }
 
 #define JOB_COLUMNS_J                                                                                            \
-    "SELECT j.id, j.tenant, j.user, j.name, j.state, j.class, j.reason, j.submit_time, j.bind_time, j.end_time,"  \
+    "SELECT j.id, j.tenant, j.\"user\", j.name, j.state, j.class, j.reason, j.submit_time, j.bind_time, j.end_time,"  \
     " j.updated, j.spec_json, j.placement_json"
 
 static bool covers(const char *scope, const char *path)
@@ -326,10 +331,10 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
         snprintf(frag, sizeof frag, " WHERE s.prefix = ?%d", where_param(&w, prefix, ""));
         where_add(&w, frag);
     } else {
-        where_add(&w, JOB_COLUMNS_J " FROM jobs j WHERE 1");
+        where_add(&w, JOB_COLUMNS_J " FROM jobs j WHERE 1 = 1");
     }
     if (empty)
-        where_add(&w, " AND 0");
+        where_add(&w, " AND 1 = 0");
     if (f->state && strcmp(f->state, "live") == 0) {
         where_add(&w, " AND j.state IN ('pending', 'admitted', 'running', 'preempting')");
     } else if (f->state) {
@@ -339,7 +344,7 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
     }
     if (f->user) {
         char frag[64];
-        snprintf(frag, sizeof frag, " AND j.user = ?%d", where_param(&w, f->user, ""));
+        snprintf(frag, sizeof frag, " AND j.\"user\" = ?%d", where_param(&w, f->user, ""));
         where_add(&w, frag);
     }
     if (f->before > 0) {
@@ -351,14 +356,14 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
     char tail[64];
     snprintf(tail, sizeof tail, " ORDER BY %s DESC LIMIT %d", prefix ? "s.job_id" : "j.id", limit + 1);
     where_add(&w, tail);
-    sqlite3_stmt *st;
+    gp_db_stmt *st;
     gp_err rc = where_prepare(s, &w, &st, err);
     if (rc)
         return rc;
     json_t *jobs = json_array();
     json_t *next = json_null();
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
         if (n++ == limit) {
             json_decref(next);
             next = json_integer(json_integer_value(json_object_get(json_array_get(jobs, limit - 1), "id")));
@@ -366,24 +371,26 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
         }
         json_array_append_new(jobs, gp__store_row_json(st));
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o, s:o}", "jobs", jobs, "next", next);
     return GP_OK;
 }
 
 gp_err gp_store_live_jobs_scan(gp_store *s, gp_store_job_fn fn, void *ctx, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT id, state, placement_json FROM jobs"
-                           " WHERE state IN ('pending', 'admitted', 'running', 'preempting') ORDER BY id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "live jobs", err);
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT id, state, placement_json FROM jobs"
+                                       " WHERE state IN ('pending', 'admitted', 'running', 'preempting') ORDER BY id",
+                                       GP_DB_STREAM, "live jobs", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     gp_err rc = GP_OK;
-    while (rc == GP_OK && sqlite3_step(st) == SQLITE_ROW)
-        rc = fn(ctx, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
-                (const char *)sqlite3_column_text(st, 2), err);
-    sqlite3_finalize(st);
+    int step;
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW)
+        rc = fn(ctx, (uint64_t)gp_db_column_int64(st, 0), gp_db_column_text(st, 1), gp_db_column_text(st, 2), err);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "live jobs");
+    gp_db_finalize(st);
     return rc;
 }
 
@@ -391,32 +398,37 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
                             int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err)
 {
     where w = {0};
-    char head[512];
+    char head[768];
     *out = NULL;
+    /* each interval's overlap with [from, to), an open one's up to now:
+     * min(end, to) - max(start, from), in CASE (min/max of two values are
+     * not portable SQL) */
     snprintf(head, sizeof head,
-             "SELECT tenant, gpu_type, class, SUM(MAX(0, MIN(COALESCE(end_time, %lld), %lld) - MAX(start, %lld))"
-             " * milli_gpus) AS milli_gpu_seconds FROM usage",
-             (long long)now, (long long)to, (long long)from);
+             "SELECT tenant, gpu_type, class, CAST(SUM(CASE WHEN e > b THEN (e - b) * milli_gpus ELSE 0 END) AS BIGINT)"
+             " AS milli_gpu_seconds FROM (SELECT tenant, gpu_type, class, milli_gpus,"
+             " CASE WHEN COALESCE(end_time, %lld) < %lld THEN COALESCE(end_time, %lld) ELSE %lld END AS e,"
+             " CASE WHEN start > %lld THEN start ELSE %lld END AS b FROM usage",
+             (long long)now, (long long)to, (long long)now, (long long)to, (long long)from, (long long)from);
     where_add(&w, head);
     where_scopes(&w, "tenant", scopes, n_scopes, tenant);
     char tail[256];
     snprintf(tail, sizeof tail,
-             " AND start < %lld AND COALESCE(end_time, %lld) > %lld GROUP BY tenant, gpu_type, class"
+             " AND start < %lld AND COALESCE(end_time, %lld) > %lld) u GROUP BY tenant, gpu_type, class"
              " ORDER BY tenant, gpu_type, class",
              (long long)to, (long long)now, (long long)from);
     where_add(&w, tail);
-    sqlite3_stmt *st;
+    gp_db_stmt *st;
     gp_err rc = where_prepare(s, &w, &st, err);
     if (rc)
         return rc;
     json_t *rows = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t milli = sqlite3_column_int64(st, 3);
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f}", "tenant", sqlite3_column_text(st, 0),
-                                              "gpu_type", sqlite3_column_text(st, 1), "class",
-                                              sqlite3_column_text(st, 2), "gpu_seconds", (double)milli / 1000.0));
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
+        int64_t milli = gp_db_column_int64(st, 3);
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f}", "tenant", gp_db_column_text(st, 0),
+                                              "gpu_type", gp_db_column_text(st, 1), "class",
+                                              gp_db_column_text(st, 2), "gpu_seconds", (double)milli / 1000.0));
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o, s:I, s:I}", "usage", rows, "from", (json_int_t)from, "to", (json_int_t)to);
     return GP_OK;
 }
@@ -426,23 +438,24 @@ gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, 
 {
     where w = {0};
     *out = NULL;
-    where_add(&w, "SELECT tenant, gpu_type, SUM(busy_gpu_s * milli_per_gpu) / 1000.0, SUM(lost_gpu_s) FROM job_use");
+    where_add(&w, "SELECT tenant, gpu_type, SUM(busy_gpu_s * milli_per_gpu) / 1000.0, CAST(SUM(lost_gpu_s) AS BIGINT)"
+                  " FROM job_use");
     where_scopes(&w, "tenant", scopes, n_scopes, tenant);
     where_add(&w, " GROUP BY tenant, gpu_type");
-    sqlite3_stmt *st;
+    gp_db_stmt *st;
     gp_err rc = where_prepare(s, &w, &st, err);
     if (rc)
         return rc;
     json_t *byt = json_object();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(st, 0);
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
+        const char *t = gp_db_column_text(st, 0);
         json_t *types = json_object_get(byt, t);
         if (!types)
             json_object_set_new(byt, t, types = json_object());
-        json_object_set_new(types, (const char *)sqlite3_column_text(st, 1),
-                            json_pack("[f, I]", sqlite3_column_double(st, 2), (json_int_t)sqlite3_column_int64(st, 3)));
+        json_object_set_new(types, gp_db_column_text(st, 1),
+                            json_pack("[f, I]", gp_db_column_double(st, 2), (json_int_t)gp_db_column_int64(st, 3)));
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = byt;
     return GP_OK;
 }
@@ -450,14 +463,13 @@ gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, 
 gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err)
 {
     user[0] = '\0';
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_JOB_USER, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_USER, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(user, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    gp_db_bind_int64(st, 1, (int64_t)job);
+    if (gp_db_step(st, NULL) == GP_DB_ROW && gp_db_column_text(st, 0))
+        snprintf(user, cap, "%s", gp_db_column_text(st, 0));
+    gp_db_reset(st);
     return GP_OK;
 }
 
@@ -471,14 +483,14 @@ gp_err gp_store_preemptions_list(gp_store *s, const char *const *scopes, int n_s
     char tail[96];
     snprintf(tail, sizeof tail, " AND h.kind = 'preempt' ORDER BY h.seq DESC LIMIT %d", limit);
     where_add(&w, tail);
-    sqlite3_stmt *st;
+    gp_db_stmt *st;
     gp_err rc = where_prepare(s, &w, &st, err);
     if (rc)
         return rc;
     json_t *rows = json_array();
-    while (sqlite3_step(st) == SQLITE_ROW)
+    while (gp_db_step(st, NULL) == GP_DB_ROW)
         json_array_append_new(rows, gp__store_row_json(st));
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o}", "preemptions", rows);
     return GP_OK;
 }

@@ -29,7 +29,7 @@
  * the head the daemon logs every hour (seq and hash) is what an outside
  * copy compares against.
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,16 +38,16 @@
 #define LEDGER_JSON_FLAGS (JSON_COMPACT | JSON_SORT_KEYS)
 
 /* The typed columns (6..15): the record's own fields, NULL where it has none. */
-static void bind_typed(sqlite3_stmt *st, const json_t *record)
+static void bind_typed(gp_db_stmt *st, const json_t *record)
 {
     static const char *const fields[] = {"job", "tenant", "user", "gpu_type", "milli_gpus", "share", "class",
                                          "topology", "start", "end"};
     for (int i = 0; i < (int)(sizeof fields / sizeof fields[0]); i++) {
         json_t *v = json_object_get(record, fields[i]);
         if (json_is_integer(v))
-            sqlite3_bind_int64(st, 6 + i, json_integer_value(v));
+            gp_db_bind_int64(st, 6 + i, json_integer_value(v));
         else
-            gp__store_bind_text(st, 6 + i, json_string_value(v));
+            gp_db_bind_text(st, 6 + i, json_string_value(v));
     }
 }
 
@@ -56,7 +56,7 @@ gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
     gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);
     if (rc)
         return rc;
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_APPEND, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_APPEND, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
     int64_t seq = s->ledger.seq + 1;
@@ -67,13 +67,13 @@ gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
         return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
     char hash[65];
     gp__store_sha256_hex(text, strlen(text), hash);
-    sqlite3_bind_int64(st, 1, seq);
-    sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(record, "interval")));
-    gp__store_bind_text(st, 3, json_string_value(json_object_get(record, "kind")));
-    sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
+    gp_db_bind_int64(st, 1, seq);
+    gp_db_bind_int64(st, 2, json_integer_value(json_object_get(record, "interval")));
+    gp_db_bind_text(st, 3, json_string_value(json_object_get(record, "kind")));
+    gp_db_bind_text(st, 4, text);
+    gp_db_bind_text(st, 5, hash);
     bind_typed(st, record);
-    rc = gp__store_exec_stmt(s, st, "ledger append", err);
+    rc = gp__store_exec_stmt(st, "ledger append", err);
     free(text);
     if (rc == GP_OK) {
         s->ledger.seq = seq;
@@ -85,16 +85,15 @@ gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
 gp_err gp_store_ledger_open_get(gp_store *s, uint64_t interval, json_t **out, gp_error *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_OPEN_GET, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_LEDGER_OPEN_GET, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)interval);
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW)
-        *out = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
-    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger read", err);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    gp_db_bind_int64(st, 1, (int64_t)interval);
+    int step = gp_db_step(st, err);
+    if (step == GP_DB_ROW)
+        *out = json_loads(gp_db_column_text(st, 0), 0, NULL);
+    gp_err rc = step != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "ledger read");
+    gp_db_reset(st);
     return rc;
 }
 
@@ -110,25 +109,24 @@ gp_err gp_store_ledger_head(gp_store *s, int64_t *seq, char hash[65], gp_error *
 
 gp_err gp_store_ledger_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st;
     *out = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT seq, record, hash FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2", -1,
-                           &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "ledger list", err);
-    sqlite3_bind_int64(st, 1, after);
-    sqlite3_bind_int(st, 2, limit);
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT seq, record, hash FROM ledger WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                                       0, "ledger list", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, after);
+    gp_db_bind_int64(st, 2, limit);
     json_t *records = json_array();
     int64_t last = 0;
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        json_t *rec = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
-        json_array_append_new(records, json_pack("{s:I, s:o, s:s}", "seq", (json_int_t)sqlite3_column_int64(st, 0),
-                                                 "record", rec ? rec : json_null(), "hash",
-                                                 (const char *)sqlite3_column_text(st, 2)));
-        last = sqlite3_column_int64(st, 0);
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
+        json_t *rec = json_loads(gp_db_column_text(st, 1), 0, NULL);
+        json_array_append_new(records, json_pack("{s:I, s:o, s:s}", "seq", (json_int_t)gp_db_column_int64(st, 0),
+                                                 "record", rec ? rec : json_null(), "hash", gp_db_column_text(st, 2)));
+        last = gp_db_column_int64(st, 0);
         n++;
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o, s:o}", "records", records, "next", n == limit ? json_integer(last) : json_null());
     return GP_OK;
 }
@@ -178,76 +176,77 @@ static bool check_row(gp_store_ledger_check *c, int64_t seq, const char *text, c
 
 gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *err)
 {
-    sqlite3_stmt *st;
     memset(c, 0, sizeof *c);
     memcpy(c->head_hash, GP__ZERO_HASH, sizeof GP__ZERO_HASH);
-    if (sqlite3_prepare_v2(s->db, "SELECT seq, record, hash FROM ledger ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "ledger verify", err);
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT seq, record, hash FROM ledger ORDER BY seq", GP_DB_STREAM,
+                                       "ledger verify", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW) {
         c->records++;
-        if (!check_row(c, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
-                       (const char *)sqlite3_column_text(st, 2)))
+        if (!check_row(c, gp_db_column_int64(st, 0), gp_db_column_text(st, 1), gp_db_column_text(st, 2)))
             break;
     }
-    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger verify", err);
-    sqlite3_finalize(st);
+    gp_err rc = step != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "ledger verify");
+    gp_db_finalize(st);
     return rc;
 }
 
 /* ---- typed reads: what a bill and the guarantee/capacity records need ---- */
 
-#define BILL_COLUMNS "seq, kind, interval_id, job, tenant, user, gpu_type, share, class, topology, milli_gpus, start," \
-                     " end_time"
+#define BILL_COLUMNS                                                                                             \
+    "seq, kind, interval_id, job, tenant, \"user\", gpu_type, share, class, topology, milli_gpus, start, end_time"
 
 /* The records a bill of [from, as_of) needs: usage that overlaps it (a
  * close that ends after from: the covering index ledger_bill; an open with
  * no close yet: its interval's usage row is still open, written in the
  * same transactions as the ledger), every guarantee and capacity record
- * before as_of. */
-static const char *const BILL_QUERIES[] = {
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND end_time > ?1 AND start < ?2",
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?2 AND interval_id IN"
-    " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
-    "SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?2",
+ * before as_of.  ?1 is as_of, ?2 from (only the closes need it: a
+ * parameter a statement does not use has no type on PostgreSQL). */
+static const struct bill_query {
+    const char *sql;
+    bool from;
+} BILL_QUERIES[] = {
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND start < ?1 AND end_time > ?2", true},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?1 AND interval_id IN"
+     " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
+     false},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?1", false},
 };
 
-static const char *column_text(sqlite3_stmt *st, int i)
+static gp_err bill_query(gp_store *s, const struct bill_query *q, int64_t from, int64_t as_of, gp_store_bill_fn fn,
+                         void *ctx, gp_error *err)
 {
-    return (const char *)sqlite3_column_text(st, i);
-}
-
-static gp_err bill_query(gp_store *s, const char *sql, int64_t from, int64_t as_of, gp_store_bill_fn fn, void *ctx,
-                         gp_error *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "bill records", err);
-    sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, as_of);
+    gp_db_stmt *st = gp__store_prepare(s, q->sql, GP_DB_STREAM, "bill records", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, as_of);
+    if (q->from)
+        gp_db_bind_int64(st, 2, from);
     gp_err rc = GP_OK;
-    int step = SQLITE_DONE;
-    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    int step = GP_DB_DONE;
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW) {
         gp_bill_record r = {
-            .seq = sqlite3_column_int64(st, 0),
-            .kind = column_text(st, 1),
-            .interval = sqlite3_column_int64(st, 2),
-            .job = sqlite3_column_int64(st, 3),
-            .tenant = column_text(st, 4),
-            .user = column_text(st, 5),
-            .gpu_type = column_text(st, 6),
-            .share = column_text(st, 7),
-            .cls = column_text(st, 8),
-            .topology = column_text(st, 9),
-            .milli_gpus = sqlite3_column_int64(st, 10),
-            .start = sqlite3_column_int64(st, 11),
-            .end = sqlite3_column_type(st, 12) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 12),
+            .seq = gp_db_column_int64(st, 0),
+            .kind = gp_db_column_text(st, 1),
+            .interval = gp_db_column_int64(st, 2),
+            .job = gp_db_column_int64(st, 3),
+            .tenant = gp_db_column_text(st, 4),
+            .user = gp_db_column_text(st, 5),
+            .gpu_type = gp_db_column_text(st, 6),
+            .share = gp_db_column_text(st, 7),
+            .cls = gp_db_column_text(st, 8),
+            .topology = gp_db_column_text(st, 9),
+            .milli_gpus = gp_db_column_int64(st, 10),
+            .start = gp_db_column_int64(st, 11),
+            .end = gp__store_int_or_none(st, 12),
         };
         rc = fn(ctx, &r, err);
     }
-    if (rc == GP_OK && step != SQLITE_DONE)
-        rc = gp__store_fail(s, "bill records", err);
-    sqlite3_finalize(st);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "bill records");
+    gp_db_finalize(st);
     return rc;
 }
 
@@ -255,22 +254,25 @@ gp_err gp_store_bill_records(gp_store *s, int64_t from, int64_t as_of, gp_store_
 {
     gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < sizeof BILL_QUERIES / sizeof BILL_QUERIES[0]; i++)
-        rc = bill_query(s, BILL_QUERIES[i], from, as_of, fn, ctx, err);
+        rc = bill_query(s, &BILL_QUERIES[i], from, as_of, fn, ctx, err);
     return rc;
 }
 
 gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT kind, tenant, gpu_type, milli_gpus, max(seq) FROM ledger"
-                           " WHERE kind IN ('guarantee', 'capacity') GROUP BY kind, tenant, gpu_type",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "ledger levels", err);
+    /* the newest record of each (kind, tenant, gpu_type) */
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT l.kind, l.tenant, l.gpu_type, l.milli_gpus FROM ledger l JOIN"
+                                       " (SELECT max(seq) AS seq FROM ledger WHERE kind IN ('guarantee', 'capacity')"
+                                       " GROUP BY kind, tenant, gpu_type) newest ON l.seq = newest.seq",
+                                       GP_DB_STREAM, "ledger levels", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW)
-        fn(ctx, column_text(st, 0), column_text(st, 1), column_text(st, 2), sqlite3_column_int64(st, 3));
-    gp_err rc = step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "ledger levels", err);
-    sqlite3_finalize(st);
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW)
+        fn(ctx, gp_db_column_text(st, 0), gp_db_column_text(st, 1), gp_db_column_text(st, 2),
+           gp_db_column_int64(st, 3));
+    gp_err rc = step == GP_DB_DONE ? GP_OK : gp__store_failed(err, "ledger levels");
+    gp_db_finalize(st);
     return rc;
 }

@@ -10,7 +10,7 @@
  *     prices(1793491200, "USD", {"effective":1793491200,"gpu_types":{"H100":"2.50"},...})
  *     prices(1794787200, "USD", {"effective":1794787200,"gpu_types":{"H100":"3.00"},...})
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,74 +18,72 @@
 gp_err gp_store_price_add(gp_store *s, int64_t effective, const char *currency, const char *version_json,
                           int64_t created, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "INSERT INTO prices(effective, currency, version_json, created) VALUES(?1, ?2, ?3, ?4)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "price add", err);
-    sqlite3_bind_int64(st, 1, effective);
-    sqlite3_bind_text(st, 2, currency, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, version_json, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, created);
-    int step = sqlite3_step(st);
-    gp_err rc = GP_OK;
-    if (step == SQLITE_CONSTRAINT)
+    /* an existing version is kept (rows are only inserted): no row changed
+     * says the time is taken */
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "INSERT INTO prices(effective, currency, version_json, created)"
+                                       " VALUES(?1, ?2, ?3, ?4) ON CONFLICT(effective) DO NOTHING",
+                                       0, "price add", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, effective);
+    gp_db_bind_text(st, 2, currency);
+    gp_db_bind_text(st, 3, version_json);
+    gp_db_bind_int64(st, 4, created);
+    gp_err rc = gp__store_exec_once(st, "price add", err);
+    if (rc == GP_OK && gp_db_changes(s->conn) == 0)
         rc = gp_error_set(err, GP_ERR_EXISTS, "effective", "a price version is effective at %lld already",
                           (long long)effective);
-    else if (step != SQLITE_DONE)
-        rc = gp__store_fail(s, "price add", err);
-    sqlite3_finalize(st);
     return rc;
 }
 
 gp_err gp_store_price_latest(gp_store *s, int64_t *effective, char *currency, size_t cap, gp_error *err)
 {
-    sqlite3_stmt *st;
     *effective = -1;
     currency[0] = '\0';
-    if (sqlite3_prepare_v2(s->db, "SELECT effective, currency FROM prices ORDER BY effective DESC LIMIT 1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return gp__store_fail(s, "prices", err);
-    int step = sqlite3_step(st);
-    if (step == SQLITE_ROW) {
-        *effective = sqlite3_column_int64(st, 0);
-        snprintf(currency, cap, "%s", (const char *)sqlite3_column_text(st, 1));
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT effective, currency FROM prices ORDER BY effective DESC LIMIT 1",
+                                       0, "prices", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    int step = gp_db_step(st, err);
+    if (step == GP_DB_ROW) {
+        *effective = gp_db_column_int64(st, 0);
+        snprintf(currency, cap, "%s", gp_db_column_text(st, 1));
     }
-    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "prices", err);
-    sqlite3_finalize(st);
+    gp_err rc = step != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "prices");
+    gp_db_finalize(st);
     return rc;
 }
 
 gp_err gp_store_bill_mode_set(gp_store *s, const char *org, const char *mode, int64_t time, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO bill_modes(org, mode, updated) VALUES(?1, ?2, ?3) ON CONFLICT(org)"
-                           " DO UPDATE SET mode = excluded.mode, updated = excluded.updated",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "bill mode", err);
-    sqlite3_bind_text(st, 1, org, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, mode, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, time);
-    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "bill mode", err);
-    sqlite3_finalize(st);
-    return rc;
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "INSERT INTO bill_modes(org, mode, updated) VALUES(?1, ?2, ?3) ON CONFLICT(org)"
+                                       " DO UPDATE SET mode = excluded.mode, updated = excluded.updated",
+                                       0, "bill mode", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, org);
+    gp_db_bind_text(st, 2, mode);
+    gp_db_bind_int64(st, 3, time);
+    return gp__store_exec_once(st, "bill mode", err);
 }
 
 static gp_err rows(gp_store *s, const char *sql, json_t *into, bool keyed, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "prices", err);
+    gp_db_stmt *st = gp__store_prepare(s, sql, 0, "prices", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *a = (const char *)sqlite3_column_text(st, 0);
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW) {
+        const char *a = gp_db_column_text(st, 0);
         if (keyed)
-            json_object_set_new(into, a, json_string((const char *)sqlite3_column_text(st, 1)));
+            json_object_set_new(into, a, json_string(gp_db_column_text(st, 1)));
         else
             json_array_append_new(into, json_loads(a, 0, NULL));
     }
-    gp_err rc = step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "prices", err);
-    sqlite3_finalize(st);
+    gp_err rc = step == GP_DB_DONE ? GP_OK : gp__store_failed(err, "prices");
+    gp_db_finalize(st);
     return rc;
 }
 

@@ -11,7 +11,7 @@
  * parts 0, 1, 2, then complete = 1 and the complete ones older than the
  * newest two are deleted with their parts.
  */
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +21,14 @@ enum { PART_BYTES = 1 << 20 };
 
 static gp_err run(gp_store *s, const char *sql, int64_t a, int64_t b, const void *blob, size_t len, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "snapshot", err);
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
+    gp_db_stmt *st = gp__store_prepare(s, sql, 0, "snapshot", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, a);
+    gp_db_bind_int64(st, 2, b);
     if (blob)
-        sqlite3_bind_blob(st, 3, blob, (int)len, SQLITE_STATIC);
-    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "snapshot", err);
-    sqlite3_finalize(st);
-    return rc;
+        gp_db_bind_blob(st, 3, blob, len);
+    return gp__store_exec_once(st, "snapshot", err);
 }
 
 /* One statement in a transaction of its own. */
@@ -47,11 +45,11 @@ static gp_err run_tx(gp_store *s, const char *sql, int64_t a, int64_t b, const v
 }
 
 /* Drops incomplete snapshots other than seq, and complete ones beyond the
- * newest keep. */
+ * newest keep (those with keep or more complete ones newer). */
 static gp_err prune(gp_store *s, int64_t seq, int keep, gp_error *err)
 {
-    const char *doomed = "SELECT seq FROM snapshots WHERE (complete = 0 AND seq <> ?1) OR seq IN"
-                         " (SELECT seq FROM snapshots WHERE complete = 1 ORDER BY seq DESC LIMIT -1 OFFSET ?2)";
+    const char *doomed = "SELECT o.seq FROM snapshots o WHERE (o.complete = 0 AND o.seq <> ?1) OR (o.complete = 1 AND"
+                         " (SELECT count(*) FROM snapshots n WHERE n.complete = 1 AND n.seq > o.seq) >= ?2)";
     char sql[512];
     snprintf(sql, sizeof sql, "DELETE FROM snapshot_parts WHERE seq IN (%s)", doomed);
     gp_err rc = run(s, sql, seq, keep, NULL, 0, err);
@@ -68,7 +66,8 @@ gp_err gp_store_snapshot_put(gp_store *s, int64_t seq, int64_t created, const un
         return rc;
     rc = run(s, "DELETE FROM snapshot_parts WHERE seq = ?1", seq, 0, NULL, 0, err);
     if (rc == GP_OK)
-        rc = run(s, "INSERT OR REPLACE INTO snapshots(seq, created, bytes, parts, complete) VALUES (?1, ?2, 0, 0, 0)",
+        rc = run(s, "INSERT INTO snapshots(seq, created, bytes, parts, complete) VALUES (?1, ?2, 0, 0, 0)"
+                    " ON CONFLICT(seq) DO UPDATE SET created = excluded.created, bytes = 0, parts = 0, complete = 0",
                  seq, created, NULL, 0, err);
     if (rc == GP_OK)
         rc = gp_store_commit(s, err);
@@ -99,15 +98,15 @@ gp_err gp_store_snapshots_list(gp_store *s, int64_t *seqs, size_t cap, size_t *n
     *n = 0;
     if (s->schema < 8)
         return GP_OK; /* a reader of an older store: none */
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT seq FROM snapshots WHERE complete = 1 ORDER BY seq DESC", -1, &st, NULL) !=
-        SQLITE_OK)
-        return gp__store_fail(s, "snapshots list", err);
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT seq FROM snapshots WHERE complete = 1 ORDER BY seq DESC", 0,
+                                       "snapshots list", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && *n < cap)
-        seqs[(*n)++] = sqlite3_column_int64(st, 0);
-    gp_err rc = step == SQLITE_ROW || step == SQLITE_DONE ? GP_OK : gp__store_fail(s, "snapshots list", err);
-    sqlite3_finalize(st);
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW && *n < cap)
+        seqs[(*n)++] = gp_db_column_int64(st, 0);
+    gp_err rc = step != GP_DB_ERROR ? GP_OK : gp__store_failed(err, "snapshots list");
+    gp_db_finalize(st);
     return rc;
 }
 
@@ -115,19 +114,20 @@ gp_err gp_store_snapshot_get(gp_store *s, int64_t seq, unsigned char **bytes, si
 {
     *bytes = NULL;
     *len = 0;
-    sqlite3_stmt *st;
     const char *sql = "SELECT s.bytes, p.data FROM snapshots s JOIN snapshot_parts p ON p.seq = s.seq"
                       " WHERE s.seq = ?1 ORDER BY p.part";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "snapshot get", err);
-    sqlite3_bind_int64(st, 1, seq);
+    gp_db_stmt *st = gp__store_prepare(s, sql, GP_DB_STREAM, "snapshot get", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, seq);
     gp_err rc = GP_OK;
     size_t total = 0;
     int step;
-    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW) {
+        size_t n;
+        const void *part = gp_db_column_blob(st, 1, &n);
         if (!*bytes) {
-            total = (size_t)sqlite3_column_int64(st, 0);
+            total = (size_t)gp_db_column_int64(st, 0);
             *bytes = malloc(total ? total : 1);
             if (!*bytes)
                 rc = gp_error_set(err, GP_ERR_NOMEM, "snapshot", "out of memory");
@@ -135,13 +135,13 @@ gp_err gp_store_snapshot_get(gp_store *s, int64_t seq, unsigned char **bytes, si
         if (rc == GP_OK && n > total - *len)
             n = total - *len; /* more than the row says: the seal's check refuses it */
         if (rc == GP_OK) {
-            memcpy(*bytes + *len, sqlite3_column_blob(st, 1), n);
+            memcpy(*bytes + *len, part, n);
             *len += n;
         }
     }
-    if (rc == GP_OK && step != SQLITE_DONE)
-        rc = gp__store_fail(s, "snapshot get", err);
-    sqlite3_finalize(st);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "snapshot get");
+    gp_db_finalize(st);
     if (rc == GP_OK && !*bytes)
         rc = gp_error_set(err, GP_ERR_NOT_FOUND, "snapshot", "no snapshot of event %lld", (long long)seq);
     if (rc) {

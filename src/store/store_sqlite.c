@@ -1,176 +1,24 @@
-/* store_sqlite.c - the SQLite backend: connection, schema, event log,
- * tenants and tokens.
- *
- * On-disk format (schema version 8, PRAGMA user_version):
- *
- *   meta(key, value)             next_job_id and other counters
- *   events(seq, time, kind, payload, version, decisions, digest)
- *                                the append-only event log; version: the
- *                                payload's format; decisions, digest: the
- *                                count and SHA-256 of what the engine
- *                                decided (NULL in rows written by schema 1)
- *   jobs(id, tenant, user, name, state, class, reason, submit_time,
- *        bind_time, end_time, updated, spec_json, placement_json)
- *   job_scope(prefix, job_id)    one row per ancestor of the job's tenant
- *                                ("a", "a/b", "a/b/c"): subtree listings
- *                                walk one index range, newest first
- *   job_history(seq, job_id, time, kind, from_state, to_state, reason)
- *   job_runs(job_id, bind_time, replica, node, pid)
- *                                where each replica of each run (a bind)
- *                                was placed, kept after the job ends: whose
- *                                logs a node may ship (server/joblogs.h);
- *                                pid NULL until its agent reported it started
- *   usage(interval_id, job_id, tenant, gpu_type, milli_gpus, class,
- *         topology, start, end_time)         end_time NULL while open
- *   tenants(path, spec_json, updated)
- *   tokens(id, hash, name, role, scope, user, created, created_by, revoked,
- *          expires, last_used)   expires NULL = never; last_used NULL =
- *                                never used, else best effort (auth.h)
- *   audit(seq, time, request_id, actor, role, action, target, result,
- *         prev_hash, hash)
- *   gpu_checks(seq, node, gpu, at, check_name, passed, detail, xid,
- *              action, duration_ms)   what node agents reported of their
- *                                GPUs' checks (store_health.c): the last
- *                                1,000 per GPU
- *   gpu_health(node, gpu, healthy, since, reason)  each GPU's last change
- *   health_drains(node, since)   drains gpupoold made for GPU health (an
- *                                operator's own drain is never listed)
- *   ledger(seq, interval_id, kind, record, hash, job, tenant, user,
- *          gpu_type, milli_gpus, share, class, topology, start, end_time)
- *                                the append-only, hash-chained usage
- *                                ledger (store_ledger.c): one record per
- *                                usage interval opened or closed, per
- *                                guarantee and capacity change; the
- *                                columns after hash repeat the record's
- *                                fields (NULL where it has none) so a
- *                                bill reads rows, not JSON: the index
- *                                ledger_bill covers a month's closes, and
- *                                usage_open (usage rows with end_time NULL)
- *                                finds the open records that have no
- *                                close yet without a probe per interval
- *   prices(effective, currency, version_json, created)
- *                                the price table's versions (store_prices.c)
- *   bill_modes(org, mode, updated)  chargeback or showback per org
- *   job_use(job_id, tenant, gpu_type, milli_per_gpu, busy_gpu_s,
- *           lost_gpu_s, peak_sm, peak_memory_mib, below_since, updated)
- *                                allocated vs used (store_use.c): what
- *                                the agents' telemetry says each job
- *                                drove, flushed every few seconds
- *   snapshots(seq, created, bytes, parts, complete)
- *   snapshot_parts(seq, part, data)
- *                                sealed engine snapshots (store_snapshot.c):
- *                                each covers the log up to event seq, in
- *                                parts of 1 MiB, usable once complete; the
- *                                newest two are kept
+/* store_sqlite.c - the store's connection, transactions, event log,
+ * tenants and tokens, on db.h (SQLite or PostgreSQL; the schema is
+ * store_schema.c's).
  *
  * Invariants: every row of the materialized tables was written in the
  * transaction that appended the event which caused it, so after any crash
  * the log and the tables agree; events.seq, audit.seq and ledger.seq only
  * grow, and ledger rows are never updated or deleted.
  *
- * Durability: WAL mode with synchronous=FULL: each COMMIT fsyncs the WAL
+ * Durability (SQLite): WAL mode with synchronous=FULL: each COMMIT fsyncs the WAL
  * before it returns, so an acknowledged request survives kill -9 and power
  * loss alike (on a disk that honours fsync).  Checkpoints into the main
  * file run on their own connection (gp_store_checkpoint), so they never
  * stall a commit.  The daemon commits a batch
  * of requests at once (group commit), so the fsync is paid per batch.
- *
- * Migrations: MIGRATIONS[i] takes user_version i to i + 1; a writer opening
- * an older file runs the missing ones in one transaction.  A reader never
- * migrates: it reads what the file's schema has (events of schema 1 have
- * version 1 and no decisions).
  */
-#include "store/db_internal.h"
-#include "store/sqlite_internal.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const MIGRATIONS[] = {
-    /* 0 -> 1 */
-    "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "CREATE TABLE events(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, kind TEXT NOT NULL,"
-    " payload TEXT NOT NULL);"
-    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, user TEXT, name TEXT,"
-    " state TEXT NOT NULL, class TEXT, reason TEXT, submit_time INTEGER, bind_time INTEGER,"
-    " end_time INTEGER, updated INTEGER, spec_json TEXT NOT NULL, placement_json TEXT);"
-    "CREATE INDEX jobs_by_tenant ON jobs(tenant, id);"
-    "CREATE TABLE job_scope(prefix TEXT NOT NULL, job_id INTEGER NOT NULL, PRIMARY KEY(prefix, job_id))"
-    " WITHOUT ROWID;"
-    "CREATE INDEX jobs_by_state ON jobs(state, id);"
-    "CREATE TABLE job_history(seq INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, time INTEGER NOT NULL,"
-    " kind TEXT NOT NULL, from_state TEXT, to_state TEXT, reason TEXT);"
-    "CREATE INDEX job_history_by_job ON job_history(job_id, seq);"
-    "CREATE TABLE usage(interval_id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, tenant TEXT NOT NULL,"
-    " gpu_type TEXT NOT NULL, milli_gpus INTEGER NOT NULL, class TEXT NOT NULL, topology TEXT NOT NULL,"
-    " start INTEGER NOT NULL, end_time INTEGER);"
-    "CREATE INDEX usage_by_tenant ON usage(tenant, start);"
-    "CREATE TABLE tenants(path TEXT PRIMARY KEY, spec_json TEXT NOT NULL, updated INTEGER NOT NULL);"
-    "CREATE TABLE tokens(id TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, name TEXT NOT NULL,"
-    " role TEXT NOT NULL, scope TEXT NOT NULL, user TEXT NOT NULL, created INTEGER NOT NULL,"
-    " created_by TEXT NOT NULL, revoked INTEGER);"
-    "CREATE TABLE audit(seq INTEGER PRIMARY KEY, time INTEGER NOT NULL, request_id TEXT NOT NULL,"
-    " actor TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,"
-    " result TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);",
-    /* 1 -> 2: token expiry and last use (issue 12); the payload's format
-     * version and the record of each event's decisions (issue 11) */
-    "ALTER TABLE tokens ADD COLUMN expires INTEGER;"
-    "ALTER TABLE tokens ADD COLUMN last_used INTEGER;"
-    "ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
-    "ALTER TABLE events ADD COLUMN decisions INTEGER;"
-    "ALTER TABLE events ADD COLUMN digest TEXT;",
-    /* 2 -> 3: where each replica of each run was placed (issue 13: job logs) */
-    "CREATE TABLE job_runs(job_id INTEGER NOT NULL, bind_time INTEGER NOT NULL, replica INTEGER NOT NULL,"
-    " node TEXT NOT NULL, pid INTEGER, PRIMARY KEY(job_id, bind_time, replica)) WITHOUT ROWID;",
-    /* 3 -> 4: GPU checks, health and the drains health made (issue 14) */
-    "CREATE TABLE gpu_checks(seq INTEGER PRIMARY KEY, node TEXT NOT NULL, gpu INTEGER NOT NULL, at INTEGER NOT NULL,"
-    " check_name TEXT NOT NULL, passed INTEGER NOT NULL, detail TEXT, xid INTEGER, action TEXT, duration_ms INTEGER);"
-    "CREATE INDEX gpu_checks_by_gpu ON gpu_checks(node, gpu, seq);"
-    "CREATE TABLE gpu_health(node TEXT NOT NULL, gpu INTEGER NOT NULL, healthy INTEGER NOT NULL,"
-    " since INTEGER NOT NULL, reason TEXT, PRIMARY KEY(node, gpu)) WITHOUT ROWID;"
-    "CREATE TABLE health_drains(node TEXT PRIMARY KEY, since INTEGER NOT NULL);",
-    /* 4 -> 5: the hash-chained usage ledger (issue 15) */
-    "CREATE TABLE ledger(seq INTEGER PRIMARY KEY, interval_id INTEGER NOT NULL, kind TEXT NOT NULL,"
-    " record TEXT NOT NULL, hash TEXT NOT NULL);"
-    "CREATE INDEX ledger_by_interval ON ledger(interval_id, kind);",
-    /* 5 -> 6: allocated vs used, per job (issue 15) */
-    "CREATE TABLE job_use(job_id INTEGER PRIMARY KEY, tenant TEXT NOT NULL, gpu_type TEXT NOT NULL,"
-    " milli_per_gpu INTEGER NOT NULL, busy_gpu_s REAL NOT NULL DEFAULT 0, lost_gpu_s INTEGER NOT NULL DEFAULT 0,"
-    " peak_sm INTEGER NOT NULL DEFAULT 0, peak_memory_mib INTEGER NOT NULL DEFAULT 0, below_since BLOB,"
-    " updated INTEGER);"
-    "CREATE INDEX job_use_by_tenant ON job_use(tenant);",
-    /* 6 -> 7: prices and bills (issue 15): the ledger's fields a bill
-     * reads as typed columns (filled on insert, backfilled here), the
-     * versioned price table and each org's billing mode */
-    "ALTER TABLE ledger ADD COLUMN job INTEGER;"
-    "ALTER TABLE ledger ADD COLUMN tenant TEXT;"
-    "ALTER TABLE ledger ADD COLUMN user TEXT;"
-    "ALTER TABLE ledger ADD COLUMN gpu_type TEXT;"
-    "ALTER TABLE ledger ADD COLUMN milli_gpus INTEGER;"
-    "ALTER TABLE ledger ADD COLUMN share TEXT;"
-    "ALTER TABLE ledger ADD COLUMN class TEXT;"
-    "ALTER TABLE ledger ADD COLUMN topology TEXT;"
-    "ALTER TABLE ledger ADD COLUMN start INTEGER;"
-    "ALTER TABLE ledger ADD COLUMN end_time INTEGER;"
-    "UPDATE ledger SET job = json_extract(record, '$.job'), tenant = json_extract(record, '$.tenant'),"
-    " user = json_extract(record, '$.user'), gpu_type = json_extract(record, '$.gpu_type'),"
-    " milli_gpus = json_extract(record, '$.milli_gpus'), share = json_extract(record, '$.share'),"
-    " class = json_extract(record, '$.class'), topology = json_extract(record, '$.topology'),"
-    " start = json_extract(record, '$.start'), end_time = json_extract(record, '$.end');"
-    "CREATE INDEX ledger_bill ON ledger(kind, end_time, start, seq, interval_id, job, tenant, user, gpu_type, share,"
-    " class, topology, milli_gpus);"
-    "CREATE INDEX ledger_by_key ON ledger(kind, tenant, gpu_type, seq);"
-    "CREATE INDEX usage_open ON usage(interval_id) WHERE end_time IS NULL;"
-    "CREATE TABLE prices(effective INTEGER PRIMARY KEY, currency TEXT NOT NULL, version_json TEXT NOT NULL,"
-    " created INTEGER NOT NULL);"
-    "CREATE TABLE bill_modes(org TEXT PRIMARY KEY, mode TEXT NOT NULL, updated INTEGER NOT NULL);",
-    /* 7 -> 8: engine snapshots (issue 16, store_snapshot.c) */
-    "CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, created INTEGER NOT NULL, bytes INTEGER NOT NULL,"
-    " parts INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE snapshot_parts(seq INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,"
-    " PRIMARY KEY(seq, part));",
-};
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
@@ -178,7 +26,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [GP__ST_EVENT_APPEND] = "INSERT INTO events(time, kind, payload, version, decisions, digest)"
                             " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-    [GP__ST_JOB_INSERT] = "INSERT INTO jobs(id, tenant, user, name, state, class, reason, submit_time,"
+    [GP__ST_JOB_INSERT] = "INSERT INTO jobs(id, tenant, \"user\", name, state, class, reason, submit_time,"
                           " bind_time, end_time, updated, spec_json, placement_json)"
                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [GP__ST_JOB_SCOPE] = "INSERT INTO job_scope(prefix, job_id) VALUES(?1, ?2)",
@@ -186,7 +34,8 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " end_time = ?6, updated = ?7, placement_json = ?8 WHERE id = ?1",
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-    [GP__ST_RUN_ADD] = "INSERT OR REPLACE INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)",
+    [GP__ST_RUN_ADD] = "INSERT INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)"
+                       " ON CONFLICT(job_id, bind_time, replica) DO UPDATE SET node = excluded.node, pid = NULL",
     [GP__ST_RUN_STARTED] = "UPDATE job_runs SET pid = ?4 WHERE job_id = ?1 AND bind_time = ?2 AND replica = ?3"
                            " AND pid IS NULL",
     [GP__ST_RUN_NODE] = "SELECT node FROM job_runs WHERE job_id = ?1 AND bind_time = ?2 AND replica = ?3",
@@ -201,13 +50,13 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_AUDIT_APPEND] = "INSERT INTO audit(seq, time, request_id, actor, role, action, target, result,"
                             " prev_hash, hash) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [GP__ST_AUDIT_LAST] = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
-    [GP__ST_LEDGER_APPEND] = "INSERT INTO ledger(seq, interval_id, kind, record, hash, job, tenant, user, gpu_type,"
+    [GP__ST_LEDGER_APPEND] = "INSERT INTO ledger(seq, interval_id, kind, record, hash, job, tenant, \"user\", gpu_type,"
                              " milli_gpus, share, class, topology, start, end_time)"
                              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [GP__ST_LEDGER_LAST] = "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1",
     [GP__ST_LEDGER_OPEN_GET] = "SELECT record FROM ledger WHERE interval_id = ?1 AND kind = 'open'"
                                " ORDER BY seq DESC LIMIT 1",
-    [GP__ST_JOB_USER] = "SELECT user FROM jobs WHERE id = ?1",
+    [GP__ST_JOB_USER] = "SELECT \"user\" FROM jobs WHERE id = ?1",
     [GP__ST_USE_OPEN] = "INSERT INTO job_use(job_id, tenant, gpu_type, milli_per_gpu) VALUES(?1, ?2, ?3, ?4)"
                         " ON CONFLICT(job_id) DO UPDATE SET tenant = excluded.tenant, gpu_type = excluded.gpu_type,"
                         " milli_per_gpu = excluded.milli_per_gpu",
@@ -216,62 +65,76 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " below_since = ?5, updated = ?6 WHERE job_id = ?1",
 };
 
-/* ---- helpers shared by the backend's files ---- */
+/* ---- helpers shared by the store's files ---- */
 
-gp_err gp__store_fail(gp_store *s, const char *what, gp_error *err)
+gp_err gp__store_failed(gp_error *err, const char *what)
 {
-    int code = sqlite3_errcode(s->db);
-    gp_err rc = GP_ERR_INVALID;
-    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-        rc = GP_ERR_CONFLICT;
-    else if (code == SQLITE_NOMEM)
-        rc = GP_ERR_NOMEM;
-    return gp_error_set(err, rc, "store", "%s: %s", what, sqlite3_errmsg(s->db));
+    if (!err)
+        return GP_ERR_INVALID;
+    char msg[GP_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s: %s", what, err->message);
+    memcpy(err->message, msg, sizeof msg);
+    return err->code;
 }
 
-sqlite3_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
+gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 {
-    if (!s->stmt[id] && sqlite3_prepare_v3(s->db, STATEMENTS[id], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[id],
-                                           NULL) != SQLITE_OK) {
-        gp__store_fail(s, "prepare", err);
+    if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], 0, &s->stmt[id], err) != GP_OK)
         return NULL;
-    }
     return s->stmt[id];
 }
 
-gp_err gp__store_exec_stmt(gp_store *s, sqlite3_stmt *st, const char *what, gp_error *err)
+gp_db_stmt *gp__store_prepare(gp_store *s, const char *sql, unsigned flags, const char *what, gp_error *err)
 {
-    int rc = sqlite3_step(st);
-    gp_err out = GP_OK;
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        out = gp__store_fail(s, what, err);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    gp_db_stmt *st;
+    if (gp_db_prepare(s->conn, sql, flags, &st, err) != GP_OK) {
+        gp__store_failed(err, what);
+        return NULL;
+    }
+    return st;
+}
+
+gp_err gp__store_exec_stmt(gp_db_stmt *st, const char *what, gp_error *err)
+{
+    gp_err out = gp_db_step(st, err) == GP_DB_ERROR ? gp__store_failed(err, what) : GP_OK;
+    gp_db_reset(st);
     return out;
 }
 
-void gp__store_bind_text(sqlite3_stmt *st, int index, const char *text)
+gp_err gp__store_exec_once(gp_db_stmt *st, const char *what, gp_error *err)
 {
-    if (text)
-        sqlite3_bind_text(st, index, text, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, index);
+    gp_err rc = gp__store_exec_stmt(st, what, err);
+    gp_db_finalize(st);
+    return rc;
 }
 
-json_t *gp__store_row_json(sqlite3_stmt *st)
+int64_t gp__store_int_or_none(gp_db_stmt *st, int i)
+{
+    return gp_db_column_type(st, i) == GP_DB_NULL ? -1 : gp_db_column_int64(st, i);
+}
+
+void gp__store_bind_int_or_null(gp_db_stmt *st, int index, int64_t v)
+{
+    if (v >= 0)
+        gp_db_bind_int64(st, index, v);
+    else
+        gp_db_bind_null(st, index);
+}
+
+json_t *gp__store_row_json(gp_db_stmt *st)
 {
     json_t *row = json_object();
-    int n = sqlite3_column_count(st);
+    int n = gp_db_column_count(st);
     for (int i = 0; i < n; i++) {
-        const char *name = sqlite3_column_name(st, i);
+        const char *name = gp_db_column_name(st, i);
         size_t len = strlen(name);
         json_t *v;
-        switch (sqlite3_column_type(st, i)) {
-        case SQLITE_INTEGER: v = json_integer(sqlite3_column_int64(st, i)); break;
-        case SQLITE_FLOAT: v = json_real(sqlite3_column_double(st, i)); break;
-        case SQLITE_NULL: v = json_null(); break;
+        switch (gp_db_column_type(st, i)) {
+        case GP_DB_INT: v = json_integer(gp_db_column_int64(st, i)); break;
+        case GP_DB_REAL: v = json_real(gp_db_column_double(st, i)); break;
+        case GP_DB_NULL: v = json_null(); break;
         default: {
-            const char *text = (const char *)sqlite3_column_text(st, i);
+            const char *text = gp_db_column_text(st, i);
             if (len > 5 && strcmp(name + len - 5, "_json") == 0) {
                 v = json_loads(text ? text : "null", JSON_DECODE_ANY, NULL);
                 if (!v)
@@ -291,62 +154,11 @@ json_t *gp__store_row_json(sqlite3_stmt *st)
     return row;
 }
 
-static gp_err exec_sql(gp_store *s, const char *sql, gp_error *err)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        gp_err rc = gp_error_set(err, GP_ERR_INVALID, "store", "%s", msg ? msg : "sqlite error");
-        sqlite3_free(msg);
-        return rc;
-    }
-    return GP_OK;
-}
-
-/* ---- open, schema ---- */
-
-static int user_version(gp_store *s)
-{
-    sqlite3_stmt *st;
-    int v = -1;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-    }
-    return v;
-}
-
-static gp_err migrate(gp_store *s, gp_error *err)
-{
-    int have = user_version(s);
-    int want = (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]);
-    if (have < 0)
-        return gp__store_fail(s, "read schema version", err);
-    if (have > want)
-        return gp_error_set(err, GP_ERR_CONFLICT, "store",
-                            "store schema version %d is newer than this gpupoold (%d)", have, want);
-    if (have == want)
-        return GP_OK;
-    gp_err rc = exec_sql(s, "BEGIN IMMEDIATE", err);
-    for (int v = have; rc == GP_OK && v < want; v++)
-        rc = exec_sql(s, MIGRATIONS[v], err);
-    if (rc == GP_OK) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", want);
-        rc = exec_sql(s, sql, err);
-    }
-    if (rc == GP_OK)
-        rc = exec_sql(s, "COMMIT", err);
-    else
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
-}
+/* ---- open, transactions ---- */
 
 gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err)
 {
     *out = NULL;
-    if (!url || strncmp(url, "sqlite:", 7) != 0 || url[7] == '\0')
-        return gp_error_set(err, GP_ERR_INVALID, "store", "store must be sqlite:PATH, got %s", url ? url : "(null)");
     gp_store *s = calloc(1, sizeof *s);
     if (!s)
         return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
@@ -356,14 +168,7 @@ gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *e
         free(s);
         return rc;
     }
-    s->db = gp__db_sqlite_handle(s->conn);
-    if (!readonly) {
-        rc = migrate(s, err);
-    } else if (user_version(s) < 1 || user_version(s) > GP_STORE_SCHEMA_VERSION) {
-        rc = gp_error_set(err, GP_ERR_CONFLICT, "store", "store %s has schema version %d, this build reads 1..%d",
-                          url + 7, user_version(s), GP_STORE_SCHEMA_VERSION);
-    }
-    s->schema = user_version(s);
+    rc = gp__schema_open(s->conn, readonly, &s->schema, err);
     if (rc != GP_OK) {
         gp_store_close(s);
         return rc;
@@ -377,7 +182,7 @@ void gp_store_close(gp_store *s)
     if (!s)
         return;
     for (int i = 0; i < GP__ST_COUNT; i++)
-        sqlite3_finalize(s->stmt[i]);
+        gp_db_finalize(s->stmt[i]);
     gp_db_close(s->conn);
     free(s);
 }
@@ -389,14 +194,14 @@ gp_err gp_store_checkpoint(gp_store *s, gp_error *err)
 
 gp_err gp_store_begin(gp_store *s, gp_error *err)
 {
-    gp_err rc = exec_sql(s, s->readonly ? "BEGIN" : "BEGIN IMMEDIATE", err);
+    gp_err rc = gp_db_begin(s->conn, !s->readonly, err);
     s->in_tx = rc == GP_OK;
     return rc;
 }
 
 gp_err gp_store_commit(gp_store *s, gp_error *err)
 {
-    gp_err rc = exec_sql(s, "COMMIT", err);
+    gp_err rc = gp_db_commit(s->conn, err);
     if (rc != GP_OK)
         gp_store_rollback(s);
     s->in_tx = false;
@@ -405,7 +210,7 @@ gp_err gp_store_commit(gp_store *s, gp_error *err)
 
 void gp_store_rollback(gp_store *s)
 {
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    gp_db_rollback(s->conn);
     s->in_tx = false;
     s->audit.loaded = false; /* the cached chain heads may be gone */
     s->ledger.loaded = false;
@@ -415,45 +220,41 @@ void gp_store_rollback(gp_store *s)
 
 int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_META_GET, NULL);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_META_GET, NULL);
     if (!st)
         return fallback;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    gp_db_bind_text(st, 1, key);
     int64_t v = fallback;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
+    if (gp_db_step(st, NULL) == GP_DB_ROW)
+        v = gp_db_column_int64(st, 0);
+    gp_db_reset(st);
     return v;
 }
 
 gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_META_SET, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_META_SET, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, value);
-    return gp__store_exec_stmt(s, st, "meta set", err);
+    gp_db_bind_text(st, 1, key);
+    gp_db_bind_int64(st, 2, value);
+    return gp__store_exec_stmt(st, "meta set", err);
 }
 
 /* ---- event log ---- */
 
 gp_err gp_store_event_append(gp_store *s, const gp_store_event *ev, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_EVENT_APPEND, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_EVENT_APPEND, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_int64(st, 1, ev->time);
-    sqlite3_bind_text(st, 2, ev->kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, ev->payload, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 4, ev->version);
-    if (ev->decisions >= 0)
-        sqlite3_bind_int64(st, 5, ev->decisions);
-    else
-        sqlite3_bind_null(st, 5);
-    gp__store_bind_text(st, 6, ev->digest);
-    return gp__store_exec_stmt(s, st, "event append", err);
+    gp_db_bind_int64(st, 1, ev->time);
+    gp_db_bind_text(st, 2, ev->kind);
+    gp_db_bind_text(st, 3, ev->payload);
+    gp_db_bind_int64(st, 4, ev->version);
+    gp__store_bind_int_or_null(st, 5, ev->decisions);
+    gp_db_bind_text(st, 6, ev->digest);
+    return gp__store_exec_stmt(st, "event append", err);
 }
 
 /* SELECT of events with the columns as this file's schema has them, then
@@ -466,13 +267,13 @@ static void events_select(const gp_store *s, const char *payload_alias, const ch
 
 int64_t gp_store_last_seq(gp_store *s)
 {
-    sqlite3_stmt *st;
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT max(seq) FROM events", 0, "last seq", NULL);
     int64_t seq = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT max(seq) FROM events", -1, &st, NULL) != SQLITE_OK)
+    if (!st)
         return 0;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        seq = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (gp_db_step(st, NULL) == GP_DB_ROW)
+        seq = gp_db_column_int64(st, 0);
+    gp_db_finalize(st);
     return seq;
 }
 
@@ -483,52 +284,52 @@ gp_err gp_store_events_scan(gp_store *s, gp_store_event_fn fn, void *ctx, gp_err
 
 gp_err gp_store_events_scan_after(gp_store *s, int64_t after, gp_store_event_fn fn, void *ctx, gp_error *err)
 {
-    sqlite3_stmt *st;
     char sql[256];
     events_select(s, "", "WHERE seq > ?1 ORDER BY seq", sql, sizeof sql);
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "events scan", err);
-    sqlite3_bind_int64(st, 1, after);
+    gp_db_stmt *st = gp__store_prepare(s, sql, GP_DB_STREAM, "events scan", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, after);
     gp_err rc = GP_OK;
     int step;
-    while (rc == GP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW) {
         gp_store_event ev = {
-            .seq = sqlite3_column_int64(st, 0),
-            .time = sqlite3_column_int64(st, 1),
-            .kind = (const char *)sqlite3_column_text(st, 2),
-            .payload = (const char *)sqlite3_column_text(st, 3),
-            .version = sqlite3_column_int(st, 4),
-            .decisions = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5),
-            .digest = (const char *)sqlite3_column_text(st, 6),
+            .seq = gp_db_column_int64(st, 0),
+            .time = gp_db_column_int64(st, 1),
+            .kind = gp_db_column_text(st, 2),
+            .payload = gp_db_column_text(st, 3),
+            .version = (int)gp_db_column_int64(st, 4),
+            .decisions = gp__store_int_or_none(st, 5),
+            .digest = gp_db_column_text(st, 6),
         };
         rc = fn(ctx, &ev, err);
     }
-    if (rc == GP_OK && step != SQLITE_DONE)
-        rc = gp__store_fail(s, "events scan", err);
-    sqlite3_finalize(st);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "events scan");
+    gp_db_finalize(st);
     return rc;
 }
 
 gp_err gp_store_events_list(gp_store *s, int64_t after, int limit, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st;
     char sql[256];
     *out = NULL;
     /* the payload is embedded as JSON (store.h: a column named x_json) */
     events_select(s, " AS payload_json", "WHERE seq > ?1 ORDER BY seq LIMIT ?2", sql, sizeof sql);
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "events list", err);
-    sqlite3_bind_int64(st, 1, after);
-    sqlite3_bind_int(st, 2, limit);
+    gp_db_stmt *st = gp__store_prepare(s, sql, 0, "events list", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, after);
+    gp_db_bind_int64(st, 2, limit);
     json_t *events = json_array();
     int64_t last = 0;
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
         json_array_append_new(events, gp__store_row_json(st));
-        last = sqlite3_column_int64(st, 0);
+        last = gp_db_column_int64(st, 0);
         n++;
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = json_pack("{s:o, s:o}", "events", events, "next", n == limit ? json_integer(last) : json_null());
     return GP_OK;
 }
@@ -537,36 +338,36 @@ gp_err gp_store_events_list(gp_store *s, int64_t after, int limit, json_t **out,
 
 gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_TENANT_PUT, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_TENANT_PUT, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, time);
-    return gp__store_exec_stmt(s, st, "tenant put", err);
+    gp_db_bind_text(st, 1, path);
+    gp_db_bind_text(st, 2, spec_json);
+    gp_db_bind_int64(st, 3, time);
+    return gp__store_exec_stmt(st, "tenant put", err);
 }
 
 gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err)
 {
-    sqlite3_stmt *st = gp__store_stmt(s, GP__ST_TENANT_DELETE, err);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_TENANT_DELETE, err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
-    return gp__store_exec_stmt(s, st, "tenant delete", err);
+    gp_db_bind_text(st, 1, path);
+    return gp__store_exec_stmt(st, "tenant delete", err);
 }
 
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
 {
-    sqlite3_stmt *st;
     *out = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT path, spec_json FROM tenants ORDER BY path", -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "tenants", err);
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT path, spec_json FROM tenants ORDER BY path", 0, "tenants", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     json_t *all = json_object();
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        json_t *spec = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
-        json_object_set_new(all, (const char *)sqlite3_column_text(st, 0), spec ? spec : json_null());
+    while (gp_db_step(st, NULL) == GP_DB_ROW) {
+        json_t *spec = json_loads(gp_db_column_text(st, 1), 0, NULL);
+        json_object_set_new(all, gp_db_column_text(st, 0), spec ? spec : json_null());
     }
-    sqlite3_finalize(st);
+    gp_db_finalize(st);
     *out = all;
     return GP_OK;
 }
@@ -575,88 +376,79 @@ gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
 
 gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO tokens(id, hash, name, role, scope, user, created, created_by, revoked,"
-                           " expires, last_used) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "token insert", err);
-    sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, t->hash_hex, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, t->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, t->role, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, t->scope, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, t->user, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, t->created);
-    sqlite3_bind_text(st, 8, t->created_by, -1, SQLITE_STATIC);
-    if (t->expires >= 0)
-        sqlite3_bind_int64(st, 9, t->expires);
-    else
-        sqlite3_bind_null(st, 9);
-    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token insert", err);
-    sqlite3_finalize(st);
-    return rc;
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "INSERT INTO tokens(id, hash, name, role, scope, \"user\", created,"
+                                       " created_by, revoked, expires, last_used)"
+                                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)",
+                                       0, "token insert", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, t->id);
+    gp_db_bind_text(st, 2, t->hash_hex);
+    gp_db_bind_text(st, 3, t->name);
+    gp_db_bind_text(st, 4, t->role);
+    gp_db_bind_text(st, 5, t->scope);
+    gp_db_bind_text(st, 6, t->user);
+    gp_db_bind_int64(st, 7, t->created);
+    gp_db_bind_text(st, 8, t->created_by);
+    gp__store_bind_int_or_null(st, 9, t->expires);
+    return gp__store_exec_once(st, "token insert", err);
 }
 
 gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "UPDATE tokens SET revoked = ?2 WHERE id = ?1 AND revoked IS NULL", -1, &st,
-                           NULL) != SQLITE_OK)
-        return gp__store_fail(s, "token revoke", err);
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, time);
-    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token revoke", err);
-    if (rc == GP_OK && sqlite3_changes(s->db) == 0)
+    gp_db_stmt *st = gp__store_prepare(s, "UPDATE tokens SET revoked = ?2 WHERE id = ?1 AND revoked IS NULL", 0,
+                                       "token revoke", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, id);
+    gp_db_bind_int64(st, 2, time);
+    gp_err rc = gp__store_exec_once(st, "token revoke", err);
+    if (rc == GP_OK && gp_db_changes(s->conn) == 0)
         rc = gp_error_set(err, GP_ERR_NOT_FOUND, "id", "no live token %s", id);
-    sqlite3_finalize(st);
     return rc;
 }
 
 gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "UPDATE tokens SET last_used = ?2 WHERE id = ?1 AND (last_used IS NULL OR last_used < ?2)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "token last use", err);
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, time);
-    gp_err rc = sqlite3_step(st) == SQLITE_DONE ? GP_OK : gp__store_fail(s, "token last use", err);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int64_t column_or_none(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+    gp_db_stmt *st = gp__store_prepare(
+        s, "UPDATE tokens SET last_used = ?2 WHERE id = ?1 AND (last_used IS NULL OR last_used < ?2)", 0,
+        "token last use", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, id);
+    gp_db_bind_int64(st, 2, time);
+    return gp__store_exec_once(st, "token last use", err);
 }
 
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT id, hash, name, role, scope, user, created, created_by, revoked, expires,"
-                           " last_used FROM tokens ORDER BY created, id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return gp__store_fail(s, "tokens scan", err);
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT id, hash, name, role, scope, \"user\", created, created_by, revoked,"
+                                       " expires, last_used FROM tokens ORDER BY created, id",
+                                       GP_DB_STREAM, "tokens scan", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
     gp_err rc = GP_OK;
-    while (rc == GP_OK && sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW) {
         gp_store_token t = {
-            .id = (const char *)sqlite3_column_text(st, 0),
-            .hash_hex = (const char *)sqlite3_column_text(st, 1),
-            .name = (const char *)sqlite3_column_text(st, 2),
-            .role = (const char *)sqlite3_column_text(st, 3),
-            .scope = (const char *)sqlite3_column_text(st, 4),
-            .user = (const char *)sqlite3_column_text(st, 5),
-            .created = sqlite3_column_int64(st, 6),
-            .created_by = (const char *)sqlite3_column_text(st, 7),
-            .revoked = column_or_none(st, 8),
-            .expires = column_or_none(st, 9),
-            .last_used = column_or_none(st, 10),
+            .id = gp_db_column_text(st, 0),
+            .hash_hex = gp_db_column_text(st, 1),
+            .name = gp_db_column_text(st, 2),
+            .role = gp_db_column_text(st, 3),
+            .scope = gp_db_column_text(st, 4),
+            .user = gp_db_column_text(st, 5),
+            .created = gp_db_column_int64(st, 6),
+            .created_by = gp_db_column_text(st, 7),
+            .revoked = gp__store_int_or_none(st, 8),
+            .expires = gp__store_int_or_none(st, 9),
+            .last_used = gp__store_int_or_none(st, 10),
         };
         rc = fn(ctx, &t, err);
     }
-    sqlite3_finalize(st);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "tokens scan");
+    gp_db_finalize(st);
     return rc;
 }
