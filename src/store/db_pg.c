@@ -23,6 +23,8 @@
  *                 a connection gone (status bad, SQLSTATE 08xxx or 57P0x:
  *                 a backend terminated, the server shutting down) marks
  *                 the connection broken (gp_db_broken) -> GP_ERR_INVALID.
+ *                 COMMIT of a transaction a failed statement aborted (which
+ *                 PostgreSQL answers with "ROLLBACK", no error) fails too.
  *
  * Every connection runs with synchronous_commit = on (a COMMIT returns
  * once the WAL is flushed: as durable as SQLite's synchronous=FULL) and
@@ -131,6 +133,10 @@ static gp_err pg_exec(gp_db *db, const char *sql, gp_error *err)
 {
     PGresult *res = PQexec(conn_of(db), sql);
     gp_err rc = res && result_ok(res) ? GP_OK : fail(db, res, "exec", err);
+    /* COMMIT of a transaction an error aborted answers "ROLLBACK", not an error */
+    if (rc == GP_OK && strcmp(sql, "COMMIT") == 0 && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+        rc = gp_error_set(err, GP_ERR_INVALID, "store",
+                          "commit: PostgreSQL rolled the transaction back (a statement in it failed)");
     PQclear(res);
     return rc;
 }

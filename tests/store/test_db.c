@@ -334,6 +334,24 @@ static void a_rolled_back_transaction_leaves_nothing(void **state)
     assert_int_equal(query_int(db, "SELECT max(i) FROM t"), 2);
 }
 
+/* SQLite keeps what came before a failed statement; PostgreSQL aborts the
+ * whole transaction: either way a successful commit has the row, and a
+ * commit that lost it says so. */
+static void a_commit_never_claims_rows_it_did_not_keep(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
+    exec_ok(db, "INSERT INTO t(i) VALUES(1)");
+    assert_int_equal(gp_db_exec(db, "INSERT INTO no_such_table VALUES(1)", &err), GP_ERR_INVALID);
+    gp_err rc = gp_db_commit(db, &err);
+    if (rc != GP_OK)
+        gp_db_rollback(db);
+    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), rc == GP_OK ? 1 : 0);
+    if (on_postgres())
+        assert_int_not_equal(rc, GP_OK);
+}
+
 static void a_readonly_connection_refuses_writes(void **state)
 {
     (void)state;
@@ -436,6 +454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(changes_counts_the_last_statements_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(a_syntax_error_says_so, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rolled_back_transaction_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_commit_never_claims_rows_it_did_not_keep, setup, teardown),
         cmocka_unit_test_setup_teardown(a_readonly_connection_refuses_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(an_unknown_url_is_refused_clearly, setup, teardown),
         cmocka_unit_test_setup_teardown(a_serialization_failure_is_a_conflict, setup, teardown),
