@@ -267,7 +267,8 @@ static void pg_reset(gp_db_stmt *base)
     struct gp__stmt_pg *st = pg_st(base);
     drain(st);
     clear_result(st);
-    memset(st->params, 0, (size_t)st->n_params * sizeof *st->params);
+    if (st->n_params > 0)
+        memset(st->params, 0, (size_t)st->n_params * sizeof *st->params);
     st->executed = false;
     st->row = 0;
 }
@@ -520,6 +521,14 @@ static const gp__db_ops PG_OPS = {
 
 /* ---- open ---- */
 
+/* NOTICEs ("table t does not exist, skipping") are not errors and not
+ * ours to print: libpq's default writes them to stderr. */
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 /* The session settings every connection runs with (see the header). */
 static gp_err configure(gp_db *db, bool readonly, gp_error *err)
 {
@@ -549,6 +558,7 @@ gp_err gp__db_open_pg(const char *conninfo, bool readonly, gp_db **out, gp_error
         pg_close(&db->base);
         return rc;
     }
+    PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
     gp_err rc = configure(&db->base, readonly, err);
     if (rc != GP_OK) {
         pg_close(&db->base);
