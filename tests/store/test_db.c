@@ -9,6 +9,7 @@
  * Example: ?2 bound before ?1, a '?1' inside a literal left alone, a row
  * of INT64_MIN, 0.1, "it's", a blob of zero bytes read back exactly.
  */
+#include "dbtest.h"
 #include "store/db.h"
 
 #include <math.h>
@@ -28,31 +29,6 @@ static char g_url[512];
 
 static bool on_postgres(void) { return strncmp(g_url, "sqlite:", 7) != 0; }
 
-static gp_db *open_db(bool readonly)
-{
-    gp_db *db = NULL;
-    gp_error err = {0};
-    if (gp_db_open(g_url, readonly, &db, &err) != GP_OK)
-        fail_msg("open %s: %s", g_url, err.message);
-    return db;
-}
-
-static void exec_ok(gp_db *db, const char *sql)
-{
-    gp_error err = {0};
-    if (gp_db_exec(db, sql, &err) != GP_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
-
-static gp_db_stmt *prepare_ok(gp_db *db, const char *sql, unsigned flags)
-{
-    gp_db_stmt *st = NULL;
-    gp_error err = {0};
-    if (gp_db_prepare(db, sql, flags, &st, &err) != GP_OK)
-        fail_msg("prepare %s: %s", sql, err.message);
-    return st;
-}
-
 static void step_done(gp_db_stmt *st)
 {
     gp_error err = {0};
@@ -61,21 +37,12 @@ static void step_done(gp_db_stmt *st)
         fail_msg("step: %d %s", rc, err.message);
 }
 
-static int64_t query_int(gp_db *db, const char *sql)
-{
-    gp_db_stmt *st = prepare_ok(db, sql, 0);
-    assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
-    int64_t v = gp_db_column_int64(st, 0);
-    gp_db_finalize(st);
-    return v;
-}
-
 /* A fresh table t(i, r, s, b) for each case. */
 static int setup(void **state)
 {
-    gp_db *db = open_db(false);
-    exec_ok(db, "DROP TABLE IF EXISTS t");
-    exec_ok(db, on_postgres() ? "CREATE TABLE t(i BIGINT, r DOUBLE PRECISION, s TEXT, b BYTEA)"
+    gp_db *db = dbtest_open(g_url, false);
+    dbtest_exec(db, "DROP TABLE IF EXISTS t");
+    dbtest_exec(db, on_postgres() ? "CREATE TABLE t(i BIGINT, r DOUBLE PRECISION, s TEXT, b BYTEA)"
                               : "CREATE TABLE t(i INTEGER, r REAL, s TEXT, b BLOB)");
     *state = db;
     return 0;
@@ -90,13 +57,13 @@ static int teardown(void **state)
 static void placeholders_bind_by_number_and_skip_literals(void **state)
 {
     gp_db *db = *state;
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(s, i) VALUES(?2, ?1)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(s, i) VALUES(?2, ?1)", 0);
     gp_db_bind_int64(ins, 1, 7);
     gp_db_bind_text(ins, 2, "seven");
     step_done(ins);
     gp_db_finalize(ins);
 
-    gp_db_stmt *st = prepare_ok(db, "SELECT s, '?1' AS lit, \"i\" FROM t WHERE i = ?1 AND s <> '?2'", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT s, '?1' AS lit, \"i\" FROM t WHERE i = ?1 AND s <> '?2'", 0);
     gp_db_bind_int64(st, 1, 7);
     assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
     assert_string_equal(gp_db_column_text(st, 0), "seven");
@@ -109,21 +76,21 @@ static void placeholders_bind_by_number_and_skip_literals(void **state)
 static void a_reset_statement_runs_again_with_new_bindings(void **state)
 {
     gp_db *db = *state;
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i) VALUES(?1)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i) VALUES(?1)", 0);
     for (int i = 1; i <= 3; i++) {
         gp_db_bind_int64(ins, 1, i);
         step_done(ins);
         gp_db_reset(ins);
     }
     gp_db_finalize(ins);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), 3);
-    assert_int_equal(query_int(db, "SELECT max(i) FROM t"), 3);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 3);
+    assert_int_equal(dbtest_int(db, "SELECT max(i) FROM t", NULL, NULL), 3);
 }
 
 static void nulls_read_back_as_null(void **state)
 {
     gp_db *db = *state;
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i, r, s, b) VALUES(?1, ?2, ?3, ?4)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, r, s, b) VALUES(?1, ?2, ?3, ?4)", 0);
     gp_db_bind_null(ins, 1);
     gp_db_bind_null(ins, 2);
     gp_db_bind_text(ins, 3, NULL);
@@ -131,7 +98,7 @@ static void nulls_read_back_as_null(void **state)
     step_done(ins);
     gp_db_finalize(ins);
 
-    gp_db_stmt *st = prepare_ok(db, "SELECT i, r, s, b FROM t", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT i, r, s, b FROM t", 0);
     assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
     for (int c = 0; c < 4; c++)
         assert_int_equal(gp_db_column_type(st, c), GP_DB_NULL);
@@ -148,7 +115,7 @@ static void int64_extremes_round_trip(void **state)
 {
     gp_db *db = *state;
     const int64_t values[] = {INT64_MIN, INT64_MAX, 0, -1, 1};
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i, s) VALUES(?1, ?2)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, s) VALUES(?1, ?2)", 0);
     for (size_t k = 0; k < 5; k++) {
         char tag[8];
         snprintf(tag, sizeof tag, "%zu", k);
@@ -158,7 +125,7 @@ static void int64_extremes_round_trip(void **state)
         gp_db_reset(ins);
     }
     gp_db_finalize(ins);
-    gp_db_stmt *st = prepare_ok(db, "SELECT i FROM t WHERE s = ?1", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT i FROM t WHERE s = ?1", 0);
     for (size_t k = 0; k < 5; k++) {
         char tag[8];
         snprintf(tag, sizeof tag, "%zu", k);
@@ -175,7 +142,7 @@ static void doubles_round_trip_exactly(void **state)
 {
     gp_db *db = *state;
     const double values[] = {0.1, -1e300, 1.0 / 3.0, 5e-324, 123456.789};
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i, r) VALUES(?1, ?2)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, r) VALUES(?1, ?2)", 0);
     for (int k = 0; k < 5; k++) {
         gp_db_bind_int64(ins, 1, k);
         gp_db_bind_double(ins, 2, values[k]);
@@ -183,7 +150,7 @@ static void doubles_round_trip_exactly(void **state)
         gp_db_reset(ins);
     }
     gp_db_finalize(ins);
-    gp_db_stmt *st = prepare_ok(db, "SELECT r FROM t ORDER BY i", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT r FROM t ORDER BY i", 0);
     for (int k = 0; k < 5; k++) {
         assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
         assert_int_equal(gp_db_column_type(st, 0), GP_DB_REAL);
@@ -196,7 +163,7 @@ static void text_with_quotes_and_utf8_round_trips(void **state)
 {
     gp_db *db = *state;
     const char *texts[] = {"it's \"quoted\"; -- not a comment ? ?1 $1", "Gr\xc3\xbc\xc3\x9f" "e, \xe6\x9d\xb1\xe4\xba\xac \xf0\x9f\x9a\x80", ""};
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i, s) VALUES(?1, ?2)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, s) VALUES(?1, ?2)", 0);
     for (int k = 0; k < 3; k++) {
         gp_db_bind_int64(ins, 1, k);
         gp_db_bind_text(ins, 2, texts[k]);
@@ -204,7 +171,7 @@ static void text_with_quotes_and_utf8_round_trips(void **state)
         gp_db_reset(ins);
     }
     gp_db_finalize(ins);
-    gp_db_stmt *st = prepare_ok(db, "SELECT s FROM t ORDER BY i", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT s FROM t ORDER BY i", 0);
     for (int k = 0; k < 3; k++) {
         assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
         assert_int_equal(gp_db_column_type(st, 0), GP_DB_TEXT);
@@ -219,7 +186,7 @@ static void blobs_with_zero_bytes_round_trip(void **state)
     unsigned char bytes[600];
     for (size_t k = 0; k < sizeof bytes; k++)
         bytes[k] = (unsigned char)(k % 3 == 0 ? 0 : k);
-    gp_db_stmt *ins = prepare_ok(db, "INSERT INTO t(i, b) VALUES(?1, ?2)", 0);
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, b) VALUES(?1, ?2)", 0);
     gp_db_bind_int64(ins, 1, 1);
     gp_db_bind_blob(ins, 2, bytes, sizeof bytes);
     step_done(ins);
@@ -229,7 +196,7 @@ static void blobs_with_zero_bytes_round_trip(void **state)
     step_done(ins);
     gp_db_finalize(ins);
 
-    gp_db_stmt *st = prepare_ok(db, "SELECT b, b FROM t ORDER BY i", 0);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT b, b FROM t ORDER BY i", 0);
     assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
     assert_int_equal(gp_db_column_type(st, 0), GP_DB_BLOB);
     size_t len = 0, len2 = 0;
@@ -248,8 +215,8 @@ static void blobs_with_zero_bytes_round_trip(void **state)
 static void column_names_and_types_follow_the_select(void **state)
 {
     gp_db *db = *state;
-    exec_ok(db, "INSERT INTO t(i, r, s) VALUES(1, 2.5, 'x')");
-    gp_db_stmt *st = prepare_ok(db, "SELECT i AS id, r, s AS name_json, count(*) AS n FROM t GROUP BY i, r, s", 0);
+    dbtest_exec(db, "INSERT INTO t(i, r, s) VALUES(1, 2.5, 'x')");
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT i AS id, r, s AS name_json, count(*) AS n FROM t GROUP BY i, r, s", 0);
     assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
     assert_int_equal(gp_db_column_count(st), 4);
     assert_string_equal(gp_db_column_name(st, 0), "id");
@@ -264,9 +231,9 @@ static void column_names_and_types_follow_the_select(void **state)
 static void streaming_reads_100000_rows_in_order(void **state)
 {
     gp_db *db = *state;
-    exec_ok(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000)"
+    dbtest_exec(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000)"
                 " INSERT INTO t(i, s) SELECT x, 'row' FROM c");
-    gp_db_stmt *st = prepare_ok(db, "SELECT i, s FROM t WHERE i > ?1 ORDER BY i", GP_DB_STREAM);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT i, s FROM t WHERE i > ?1 ORDER BY i", GP_DB_STREAM);
     gp_db_bind_int64(st, 1, 0);
     int64_t n = 0, sum = 0;
     gp_error err = {0};
@@ -287,20 +254,20 @@ static void streaming_reads_100000_rows_in_order(void **state)
     assert_int_equal(gp_db_step(st, &err), GP_DB_ROW);
     assert_int_equal(gp_db_column_int64(st, 0), 50001);
     gp_db_reset(st);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), 100000);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 100000);
     gp_db_finalize(st);
 }
 
 static void changes_counts_the_last_statements_rows(void **state)
 {
     gp_db *db = *state;
-    exec_ok(db, "INSERT INTO t(i) VALUES(1), (2), (3)");
-    gp_db_stmt *up = prepare_ok(db, "UPDATE t SET s = 'big' WHERE i > ?1", 0);
+    dbtest_exec(db, "INSERT INTO t(i) VALUES(1), (2), (3)");
+    gp_db_stmt *up = dbtest_prepare(db, "UPDATE t SET s = 'big' WHERE i > ?1", 0);
     gp_db_bind_int64(up, 1, 1);
     step_done(up);
     assert_int_equal(gp_db_changes(db), 2);
     gp_db_finalize(up);
-    gp_db_stmt *del = prepare_ok(db, "DELETE FROM t WHERE i > ?1", 0);
+    gp_db_stmt *del = dbtest_prepare(db, "DELETE FROM t WHERE i > ?1", 0);
     gp_db_bind_int64(del, 1, 10);
     step_done(del);
     assert_int_equal(gp_db_changes(db), 0);
@@ -317,7 +284,7 @@ static void a_syntax_error_says_so(void **state)
     assert_string_equal(err.field, "store");
     assert_non_null(strstr(err.message, "syntax error"));
     assert_false(gp_db_broken(db));
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), 0); /* the connection still works */
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 0); /* the connection still works */
 }
 
 static void a_rolled_back_transaction_leaves_nothing(void **state)
@@ -325,13 +292,13 @@ static void a_rolled_back_transaction_leaves_nothing(void **state)
     gp_db *db = *state;
     gp_error err = {0};
     assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
-    exec_ok(db, "INSERT INTO t(i) VALUES(1)");
+    dbtest_exec(db, "INSERT INTO t(i) VALUES(1)");
     gp_db_rollback(db);
     assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
-    exec_ok(db, "INSERT INTO t(i) VALUES(2)");
+    dbtest_exec(db, "INSERT INTO t(i) VALUES(2)");
     assert_int_equal(gp_db_commit(db, &err), GP_OK);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), 1);
-    assert_int_equal(query_int(db, "SELECT max(i) FROM t"), 2);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1);
+    assert_int_equal(dbtest_int(db, "SELECT max(i) FROM t", NULL, NULL), 2);
 }
 
 /* SQLite keeps what came before a failed statement; PostgreSQL aborts the
@@ -342,12 +309,12 @@ static void a_commit_never_claims_rows_it_did_not_keep(void **state)
     gp_db *db = *state;
     gp_error err = {0};
     assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
-    exec_ok(db, "INSERT INTO t(i) VALUES(1)");
+    dbtest_exec(db, "INSERT INTO t(i) VALUES(1)");
     assert_int_equal(gp_db_exec(db, "INSERT INTO no_such_table VALUES(1)", &err), GP_ERR_INVALID);
     gp_err rc = gp_db_commit(db, &err);
     if (rc != GP_OK)
         gp_db_rollback(db);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t"), rc == GP_OK ? 1 : 0);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), rc == GP_OK ? 1 : 0);
     if (on_postgres())
         assert_int_not_equal(rc, GP_OK);
 }
@@ -355,8 +322,8 @@ static void a_commit_never_claims_rows_it_did_not_keep(void **state)
 static void a_readonly_connection_refuses_writes(void **state)
 {
     (void)state;
-    gp_db *ro = open_db(true);
-    assert_int_equal(query_int(ro, "SELECT count(*) FROM t"), 0);
+    gp_db *ro = dbtest_open(g_url, true);
+    assert_int_equal(dbtest_int(ro, "SELECT count(*) FROM t", NULL, NULL), 0);
     gp_error err = {0};
     gp_db_stmt *st = NULL;
     gp_err rc = gp_db_prepare(ro, "INSERT INTO t(i) VALUES(1)", 0, &st, &err);
@@ -388,19 +355,19 @@ static void a_serialization_failure_is_a_conflict(void **state)
 {
     if (!on_postgres())
         skip();
-    gp_db *a = *state, *b = open_db(false);
-    exec_ok(a, "INSERT INTO t(i) VALUES(1)");
-    exec_ok(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
-    assert_int_equal(query_int(a, "SELECT i FROM t"), 1); /* a's snapshot is taken */
-    exec_ok(b, "UPDATE t SET i = 2");
-    gp_db_stmt *st = prepare_ok(a, "UPDATE t SET i = 3", 0);
+    gp_db *a = *state, *b = dbtest_open(g_url, false);
+    dbtest_exec(a, "INSERT INTO t(i) VALUES(1)");
+    dbtest_exec(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_int_equal(dbtest_int(a, "SELECT i FROM t", NULL, NULL), 1); /* a's snapshot is taken */
+    dbtest_exec(b, "UPDATE t SET i = 2");
+    gp_db_stmt *st = dbtest_prepare(a, "UPDATE t SET i = 3", 0);
     gp_error err = {0};
     assert_int_equal(gp_db_step(st, &err), GP_DB_ERROR);
     assert_int_equal(err.code, GP_ERR_CONFLICT);
     assert_false(gp_db_broken(a));
     gp_db_finalize(st);
     gp_db_rollback(a);
-    assert_int_equal(query_int(a, "SELECT i FROM t"), 2);
+    assert_int_equal(dbtest_int(a, "SELECT i FROM t", NULL, NULL), 2);
     gp_db_close(b);
 }
 
@@ -410,11 +377,13 @@ static void a_terminated_backend_breaks_the_connection(void **state)
         skip();
     gp_db *killer = *state;
     setenv("GP_PG_APPNAME", "gp-test-db-victim", 1);
-    gp_db *victim = open_db(false);
+    gp_db *victim = dbtest_open(g_url, false);
     unsetenv("GP_PG_APPNAME");
-    gp_db_stmt *st = prepare_ok(victim, "SELECT count(*) FROM t", 0);
-    assert_int_equal(query_int(killer, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                       " WHERE application_name = 'gp-test-db-victim'"),
+    gp_db_stmt *st = dbtest_prepare(victim, "SELECT count(*) FROM t", 0);
+    assert_int_equal(dbtest_int(killer,
+                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                " WHERE application_name = 'gp-test-db-victim'",
+                                NULL, NULL),
                      1);
     gp_error err = {0};
     int rc = GP_DB_ROW;

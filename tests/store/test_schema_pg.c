@@ -8,6 +8,7 @@
  * lease row (1, '', '', 0, 0); the same tables and columns as a new SQLite
  * store, with PostgreSQL's types; a database at version 10 is refused.
  */
+#include "dbtest.h"
 #include "store/db.h"
 #include "store/store.h"
 #include "store/store_schema_pg.h"
@@ -25,44 +26,10 @@
 
 static const char *g_url;
 
-static gp_db *open_db(bool readonly)
-{
-    gp_db *db = NULL;
-    gp_error err = {0};
-    if (gp_db_open(g_url, readonly, &db, &err) != GP_OK)
-        fail_msg("open %s: %s", g_url, err.message);
-    return db;
-}
-
-static void exec_ok(gp_db *db, const char *sql)
-{
-    gp_error err = {0};
-    if (gp_db_exec(db, sql, &err) != GP_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
-
-/* The first column of the first row as an integer; p1, p2 bind ?1, ?2 (NULL: not bound). */
-static int64_t query_int(gp_db *db, const char *sql, const char *p1, const char *p2)
-{
-    gp_db_stmt *st = NULL;
-    gp_error err = {0};
-    if (gp_db_prepare(db, sql, 0, &st, &err) != GP_OK)
-        fail_msg("prepare %s: %s", sql, err.message);
-    if (p1)
-        gp_db_bind_text(st, 1, p1);
-    if (p2)
-        gp_db_bind_text(st, 2, p2);
-    if (gp_db_step(st, &err) != GP_DB_ROW)
-        fail_msg("%s: no row %s", sql, err.message);
-    int64_t v = gp_db_column_int64(st, 0);
-    gp_db_finalize(st);
-    return v;
-}
-
 static int empty_database(void **state)
 {
-    gp_db *db = open_db(false);
-    exec_ok(db, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    gp_db *db = dbtest_open(g_url, false);
+    dbtest_exec(db, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
     *state = db;
     return 0;
 }
@@ -75,7 +42,7 @@ static int close_database(void **state)
 
 static void open_writer_ok(int *version)
 {
-    gp_db *db = open_db(false);
+    gp_db *db = dbtest_open(g_url, false);
     gp_error err = {0};
     if (gp__schema_open_pg(db, false, version, &err) != GP_OK)
         fail_msg("schema open: %s", err.message);
@@ -88,8 +55,8 @@ static void an_empty_database_gets_schema_9_with_the_lease_row(void **state)
     int version = -1;
     open_writer_ok(&version);
     assert_int_equal(version, 9);
-    assert_int_equal(query_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 9);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM leader_lease WHERE id = 1 AND holder = '' AND url = ''"
+    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 9);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM leader_lease WHERE id = 1 AND holder = '' AND url = ''"
                                    " AND epoch = 0 AND expires_ms = 0",
                                NULL, NULL),
                      1);
@@ -102,13 +69,13 @@ static void the_store_sequences_number_rows_themselves(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    exec_ok(db, "INSERT INTO events(time, kind, payload) VALUES(1, 'a', '{}'), (2, 'b', '{}')");
-    exec_ok(db, "INSERT INTO job_history(job_id, time, kind) VALUES(1, 1, 'submit')");
-    exec_ok(db, "INSERT INTO gpu_checks(node, gpu, at, check_name, passed) VALUES('n', 0, 1, 'sim', 1)");
-    assert_int_equal(query_int(db, "SELECT max(seq) FROM events", NULL, NULL), 2);
-    assert_int_equal(query_int(db, "SELECT version FROM events WHERE seq = 1", NULL, NULL), 1);
-    assert_int_equal(query_int(db, "SELECT max(seq) FROM job_history", NULL, NULL), 1);
-    assert_int_equal(query_int(db, "SELECT max(seq) FROM gpu_checks", NULL, NULL), 1);
+    dbtest_exec(db, "INSERT INTO events(time, kind, payload) VALUES(1, 'a', '{}'), (2, 'b', '{}')");
+    dbtest_exec(db, "INSERT INTO job_history(job_id, time, kind) VALUES(1, 1, 'submit')");
+    dbtest_exec(db, "INSERT INTO gpu_checks(node, gpu, at, check_name, passed) VALUES('n', 0, 1, 'sim', 1)");
+    assert_int_equal(dbtest_int(db, "SELECT max(seq) FROM events", NULL, NULL), 2);
+    assert_int_equal(dbtest_int(db, "SELECT version FROM events WHERE seq = 1", NULL, NULL), 1);
+    assert_int_equal(dbtest_int(db, "SELECT max(seq) FROM job_history", NULL, NULL), 1);
+    assert_int_equal(dbtest_int(db, "SELECT max(seq) FROM gpu_checks", NULL, NULL), 1);
 }
 
 /* A new SQLite store's (table, column, declared type) rows, and its index names. */
@@ -178,7 +145,7 @@ static void every_sqlite_table_column_and_index_exists_on_postgres(void **state)
                                    &idx, NULL),
                      GP_OK);
     while (gp_db_step(idx, NULL) == GP_DB_ROW)
-        if (query_int(db, "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1",
+        if (dbtest_int(db, "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1",
                       gp_db_column_text(idx, 0), NULL) != 1)
             fail_msg("index %s missing on PostgreSQL", gp_db_column_text(idx, 0));
     gp_db_finalize(idx);
@@ -190,7 +157,7 @@ static void every_sqlite_table_column_and_index_exists_on_postgres(void **state)
                                    0, &tables, NULL),
                      GP_OK);
     while (gp_db_step(tables, NULL) == GP_DB_ROW)
-        if (query_int(lite, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        if (dbtest_int(lite, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
                       gp_db_column_text(tables, 0), NULL) != 1)
             fail_msg("table %s only on PostgreSQL", gp_db_column_text(tables, 0));
     gp_db_finalize(tables);
@@ -204,7 +171,7 @@ static void ordered_text_columns_compare_bytes(void **state)
     open_writer_ok(&version);
     const char *columns[][2] = {{"tenants", "path"}, {"job_scope", "prefix"}, {"tokens", "id"}, {"jobs", "tenant"}};
     for (size_t i = 0; i < 4; i++)
-        if (query_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()"
+        if (dbtest_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()"
                           " AND table_name = ?1 AND column_name = ?2 AND collation_name = 'C'",
                       columns[i][0], columns[i][1]) != 1)
             fail_msg("%s.%s does not collate as bytes", columns[i][0], columns[i][1]);
@@ -215,12 +182,12 @@ static void reopening_migrates_nothing_and_keeps_rows(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    exec_ok(db, "INSERT INTO meta(key, value) VALUES('next_job_id', 41)");
+    dbtest_exec(db, "INSERT INTO meta(key, value) VALUES('next_job_id', 41)");
     open_writer_ok(&version);
     assert_int_equal(version, 9);
-    assert_int_equal(query_int(db, "SELECT value FROM meta WHERE key = 'next_job_id'", NULL, NULL), 41);
+    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'next_job_id'", NULL, NULL), 41);
 
-    gp_db *ro = open_db(true);
+    gp_db *ro = dbtest_open(g_url, true);
     gp_error err = {0};
     assert_int_equal(gp__schema_open_pg(ro, true, &version, &err), GP_OK);
     assert_int_equal(version, 9);
@@ -232,28 +199,28 @@ static void a_newer_database_is_refused_and_left_alone(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    exec_ok(db, "UPDATE meta SET value = 10 WHERE key = 'schema_version'");
+    dbtest_exec(db, "UPDATE meta SET value = 10 WHERE key = 'schema_version'");
     for (int readonly = 0; readonly <= 1; readonly++) {
-        gp_db *other = open_db(readonly);
+        gp_db *other = dbtest_open(g_url, readonly);
         gp_error err = {0};
         assert_int_equal(gp__schema_open_pg(other, readonly, &version, &err), GP_ERR_CONFLICT);
         assert_string_equal(err.field, "store");
         assert_non_null(strstr(err.message, "newer than this gpupoold"));
         gp_db_close(other);
     }
-    assert_int_equal(query_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 10);
+    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 10);
 }
 
 static void a_reader_refuses_a_database_without_schema(void **state)
 {
     gp_db *db = *state;
-    gp_db *ro = open_db(true);
+    gp_db *ro = dbtest_open(g_url, true);
     int version = -1;
     gp_error err = {0};
     assert_int_equal(gp__schema_open_pg(ro, true, &version, &err), GP_ERR_CONFLICT);
     assert_non_null(strstr(err.message, "no gpupool schema"));
     gp_db_close(ro);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM information_schema.tables WHERE table_schema ="
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM information_schema.tables WHERE table_schema ="
                                    " current_schema()",
                                NULL, NULL),
                      0);
@@ -269,7 +236,7 @@ struct racer {
 static void *race(void *arg)
 {
     struct racer *r = arg;
-    gp_db *db = open_db(false);
+    gp_db *db = dbtest_open(g_url, false);
     gp_error err = {0};
     pthread_barrier_wait(r->start);
     r->rc = gp__schema_open_pg(db, false, &r->version, &err);

@@ -12,6 +12,7 @@
  * under scope "a" but not under "ab"; an audit row edited afterwards is
  * the first broken link verify names.
  */
+#include "dbtest.h"
 #include "store/db.h"
 #include "store/store.h"
 
@@ -33,22 +34,11 @@ typedef struct fixture {
 
 static bool on_postgres(const fixture *f) { return strncmp(f->url, "sqlite:", 7) != 0; }
 
-/* db.h under the store, for what store.h does not offer (closed by the caller). */
-static gp_db *raw_db(const fixture *f)
-{
-    gp_db *db = NULL;
-    gp_error err = {0};
-    if (gp_db_open(f->url, false, &db, &err) != GP_OK)
-        fail_msg("open %s: %s", f->url, err.message);
-    return db;
-}
-
+/* db.h under the store, for what store.h does not offer. */
 static void raw_exec(const fixture *f, const char *sql)
 {
-    gp_db *db = raw_db(f);
-    gp_error err = {0};
-    if (gp_db_exec(db, sql, &err) != GP_OK)
-        fail_msg("%s: %s", sql, err.message);
+    gp_db *db = dbtest_open(f->url, false);
+    dbtest_exec(db, sql);
     gp_db_close(db);
 }
 
