@@ -380,6 +380,13 @@ static int step_stream(struct gp__stmt_pg *st, gp_error *err)
     return step_error(st, "step", err);
 }
 
+/* A command whose row count is db.h's "changes" (a SELECT's is not). */
+static bool changes_rows(const char *status)
+{
+    return strncmp(status, "INSERT ", 7) == 0 || strncmp(status, "UPDATE ", 7) == 0 ||
+           strncmp(status, "DELETE ", 7) == 0 || strncmp(status, "MERGE ", 6) == 0;
+}
+
 static int step_first(struct gp__stmt_pg *st, gp_error *err)
 {
     struct gp__db_pg *db = (struct gp__db_pg *)st->base.db;
@@ -394,9 +401,8 @@ static int step_first(struct gp__stmt_pg *st, gp_error *err)
     }
     if (!st->res || !result_ok(st->res))
         return step_error(st, "step", err);
-    const char *tuples = PQcmdTuples(st->res);
-    if (*tuples)
-        db->changes = strtoll(tuples, NULL, 10);
+    if (changes_rows(PQcmdStatus(st->res)))
+        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
     return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
 }
 

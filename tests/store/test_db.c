@@ -266,6 +266,8 @@ static void changes_counts_the_last_statements_rows(void **state)
     gp_db_bind_int64(up, 1, 1);
     step_done(up);
     assert_int_equal(gp_db_changes(db), 2);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 3); /* a SELECT changes nothing */
+    assert_int_equal(gp_db_changes(db), 2);
     gp_db_finalize(up);
     gp_db_stmt *del = dbtest_prepare(db, "DELETE FROM t WHERE i > ?1", 0);
     gp_db_bind_int64(del, 1, 10);
