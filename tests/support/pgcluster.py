@@ -14,7 +14,8 @@ Example:
     url = pg.url()           # postgresql://gpupool@127.0.0.1:PORT/gpupool
     pg.psql("SELECT 1")      # '1'
     standby = pg.make_standby(other_dir)   # streaming replica, started
-    pg.kill9(); standby.promote()
+    both = PgCluster.multi_host_url([pg, standby])   # ...?target_session_attrs=read-write
+    pg.kill9(); standby.promote()          # `both` now reaches the standby
     pg.stop()                # also at exit: call stop() in a finally
 
 available() is False when the binaries (or, as root, the postgres user)
@@ -198,10 +199,21 @@ class PgCluster:
     def url(self, dbname="gpupool"):
         return f"postgresql://{self.USER}@127.0.0.1:{self.port}/{dbname}"
 
+    @staticmethod
+    def multi_host_url(clusters, dbname="gpupool"):
+        """One URL naming every cluster, answered by the one that takes writes
+        (libpq tries the hosts in order): how gpupoold follows a promoted standby."""
+        hosts = ",".join(f"127.0.0.1:{c.port}" for c in clusters)
+        return f"postgresql://{PgCluster.USER}@{hosts}/{dbname}?target_session_attrs=read-write"
+
     def psql(self, sql, dbname="gpupool"):
-        psql = shutil.which("psql") or self._bin("psql")
-        r = subprocess.run([psql, "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
-                            str(self.port), "-U", self.USER, "-d", dbname, "-c", sql],
+        return PgCluster.query(self.url(dbname), sql)
+
+    @staticmethod
+    def query(url, sql):
+        """psql -c sql on url; its output, stripped (rows one a line, columns |-separated)."""
+        psql = shutil.which("psql") or os.path.join(_bindir() or "", "psql")
+        r = subprocess.run([psql, "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
                            capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
             raise RuntimeError(f"psql failed ({sql}): {r.stderr.strip()}")

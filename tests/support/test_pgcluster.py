@@ -3,7 +3,8 @@
 A cluster starts and answers; a committed row survives kill -9 of the
 whole server (fsync on) and a restart; terminate_backends ends exactly the
 backends of one application_name; a standby streams the primary's rows
-and, promoted, takes writes.  Exits 77 (skip) without PostgreSQL.
+and, promoted, takes writes; a multi-host URL (target_session_attrs=
+read-write) reaches the primary, then the promoted standby.  Exits 77 (skip) without PostgreSQL.
 """
 
 import os
@@ -62,12 +63,16 @@ def check_standby_promote(pg, workdir):
     standby = pg.make_standby(os.path.join(workdir, "standby"))
     try:
         assert standby.in_recovery()
+        both = PgCluster.multi_host_url([standby, pg])  # the standby first: libpq must skip it
+        port = "SELECT inet_server_port()"
+        assert PgCluster.query(both, port) == str(pg.port)
         pg.psql("INSERT INTO t VALUES (7)")
         wait_for("replication", lambda: standby.psql("SELECT count(*) FROM t") == "2")
         pg.kill9()
         standby.promote()
         wait_for("promotion", lambda: not standby.in_recovery())
-        standby.psql("INSERT INTO t VALUES (8)")
+        assert PgCluster.query(both, port) == str(standby.port)
+        PgCluster.query(both, "INSERT INTO t VALUES (8)")
         assert standby.psql("SELECT count(*) FROM t") == "3"
     finally:
         standby.stop("immediate")
