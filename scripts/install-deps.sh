@@ -22,6 +22,9 @@ PACKAGES=(
     # later phases (daemon, CLI, agent, simulator)
     libjansson-dev
     libsqlite3-dev
+    # the PostgreSQL store (libpq) and the throw-away clusters its tests start
+    libpq-dev
+    postgresql
     libmicrohttpd-dev
     libcurl4-gnutls-dev
     libgnutls28-dev

@@ -1,18 +1,34 @@
 /* db.c - db.h's entry points: picks the driver by the URL and forwards
  * each call to the connection's table of operations (db_internal.h).
  *
- * Example: "sqlite:/tmp/s.db" -> db_sqlite.c.
+ * Example: "sqlite:/tmp/s.db" -> db_sqlite.c; "postgresql://gpupool@db1,db2/
+ * gpupool?target_session_attrs=read-write" and "host=db1 dbname=gpupool"
+ * -> db_pg.c (libpq reads the rest).
  */
 #include "store/db_internal.h"
 
 #include <string.h>
+
+static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* A libpq connection string: a URI, or the keyword form naming a host,
+ * a database or a service (libpq checks the rest when it connects). */
+static bool is_postgres(const char *url)
+{
+    return starts_with(url, "postgres://") || starts_with(url, "postgresql://") || starts_with(url, "host=") ||
+           starts_with(url, "hostaddr=") || starts_with(url, "dbname=") || starts_with(url, "service=") ||
+           (strchr(url, '=') && (strstr(url, " host=") || strstr(url, " dbname=") || strstr(url, " service=")));
+}
 
 gp_err gp_db_open(const char *url, bool readonly, gp_db **out, gp_error *err)
 {
     *out = NULL;
     if (url && strncmp(url, "sqlite:", 7) == 0 && url[7] != '\0')
         return gp__db_open_sqlite(url + 7, readonly, out, err);
-    return gp_error_set(err, GP_ERR_INVALID, "store", "store must be sqlite:PATH, got %s",
+    if (url && is_postgres(url))
+        return gp__db_open_pg(url, readonly, out, err);
+    return gp_error_set(err, GP_ERR_INVALID, "store",
+                        "store must be sqlite:PATH or a PostgreSQL URL (postgresql://..., host=...), got %s",
                         url ? url : "(null)");
 }
 

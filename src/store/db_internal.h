@@ -1,7 +1,7 @@
 /* db_internal.h - private to the drivers behind db.h: the table of
  * operations each database fills in, and the base structs a driver's own
  * connection and statement structs begin with.  Nothing outside the
- * driver files (db.c, db_sqlite.c) includes this.
+ * driver files (db.c, db_sqlite.c, db_pg.c) includes this.
  */
 #ifndef GP_STORE_DB_INTERNAL_H
 #define GP_STORE_DB_INTERNAL_H
@@ -46,5 +46,7 @@ struct gp_db_stmt {
 
 /* The drivers' constructors (db.c picks one by the URL). */
 gp_err gp__db_open_sqlite(const char *path, bool readonly, gp_db **out, gp_error *err);
+/* conninfo: a libpq URI or keyword string, passed to libpq as it is. */
+gp_err gp__db_open_pg(const char *conninfo, bool readonly, gp_db **out, gp_error *err);
 
 #endif

@@ -71,6 +71,7 @@
  * migrations of the same tables.
  */
 #include "store/store_internal.h"
+#include "store/store_schema_pg.h"
 
 #include <stdio.h>
 
@@ -215,8 +216,8 @@ gp_err gp__schema_open(gp_db *db, bool readonly, int *version, gp_error *err)
     switch (gp_db_dialect_of(db)) {
     case GP_DB_SQLITE:
         return schema_open_sqlite(db, readonly, version, err);
-    case GP_DB_POSTGRES: /* Part P: gp__schema_open_pg (store_schema_pg.c) */
-        return gp_error_set(err, GP_ERR_INVALID, "store", "PostgreSQL schema not built");
+    case GP_DB_POSTGRES:
+        return gp__schema_open_pg(db, readonly, version, err);
     }
     return gp_error_set(err, GP_ERR_INVALID, "store", "unknown database dialect");
 }

@@ -1,0 +1,575 @@
+/* db_pg.c - db.h on PostgreSQL, through libpq.
+ *
+ * What the driver does to make PostgreSQL look like db.h:
+ *
+ *   placeholders  ?N is rewritten to $N when a statement is prepared
+ *                 (outside '...' literals and "..." identifiers), then the
+ *                 statement is prepared once on the server under a name of
+ *                 this connection's ("gp1", "gp2", ...) and deallocated by
+ *                 gp_db_finalize.
+ *   parameters    sent as text (integers and doubles printed here), except
+ *                 blobs, sent in binary so zero bytes pass as they are; the
+ *                 server infers each parameter's type from the statement.
+ *   rows          asked for in text; a column's type comes from its OID
+ *                 (int2/4/8, oid, bool -> INT; float4/8, numeric -> REAL;
+ *                 bytea -> BLOB, unescaped from hex; anything else TEXT).
+ *   stepping      the first gp_db_step executes the statement and fetches
+ *                 all its rows; with GP_DB_STREAM it sends the query in
+ *                 single-row mode instead and each step fetches one row
+ *                 (reset or finalize before the end drains the rest, so a
+ *                 transaction around it stays usable).
+ *   errors        SQLSTATE 40001 (serialization), 40P01 (deadlock), 55P03
+ *                 (lock not available) -> GP_ERR_CONFLICT; 53200 -> NOMEM;
+ *                 a connection gone (status bad, SQLSTATE 08xxx or 57P0x:
+ *                 a backend terminated, the server shutting down) marks
+ *                 the connection broken (gp_db_broken) -> GP_ERR_INVALID.
+ *                 COMMIT of a transaction a failed statement aborted (which
+ *                 PostgreSQL answers with "ROLLBACK", no error) fails too.
+ *
+ * Every connection runs with synchronous_commit = on (a COMMIT returns
+ * once the WAL is flushed: as durable as SQLite's synchronous=FULL) and
+ * application_name = $GP_PG_APPNAME (else "gpupool" unless the URL names
+ * one), so an operator or a test can find gpupoold's backends in
+ * pg_stat_activity.  A readonly connection sets
+ * default_transaction_read_only = on.
+ *
+ * Example: gp_db_prepare(db, "SELECT name FROM tenants WHERE path = ?1 AND
+ * note <> '?2'", ...) prepares "SELECT name FROM tenants WHERE path = $1
+ * AND note <> '?2'" as "gp7" with one parameter.
+ */
+#include "store/db_internal.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* PostgreSQL's type OIDs (pg_type.dat), stable across versions. */
+#define GP__OID_BOOL 16
+#define GP__OID_BYTEA 17
+#define GP__OID_INT8 20
+#define GP__OID_INT2 21
+#define GP__OID_INT4 23
+#define GP__OID_OID 26
+#define GP__OID_FLOAT4 700
+#define GP__OID_FLOAT8 701
+#define GP__OID_NUMERIC 1700
+
+#define GP__PG_MAX_PARAMS 1000
+
+struct gp__db_pg {
+    gp_db base;
+    PGconn *conn;
+    int64_t changes;
+    unsigned next_name;
+};
+
+/* A bytea column's bytes (PQunescapeBytea's, freed with PQfreemem). */
+struct gp__pg_blob {
+    unsigned char *bytes;
+    size_t len;
+};
+
+/* A parameter: text points at the caller's text or at num. */
+struct gp__pg_param {
+    const char *value;
+    int length;
+    int format; /* 0 text, 1 binary */
+    char num[32];
+};
+
+struct gp__stmt_pg {
+    gp_db_stmt base;
+    char name[16];
+    unsigned flags;
+    int n_params;
+    struct gp__pg_param *params;
+    PGresult *res;        /* the rows fetched (all, or the current one when streaming) */
+    int row;              /* the current row of res */
+    bool executed;        /* stepped since the last reset */
+    bool streaming;       /* a GP_DB_STREAM query is still sending rows */
+    struct gp__pg_blob *blobs; /* per column: the current row's bytea, unescaped when read */
+};
+
+static PGconn *conn_of(gp_db *db) { return ((struct gp__db_pg *)db)->conn; }
+static struct gp__stmt_pg *pg_st(gp_db_stmt *st) { return (struct gp__stmt_pg *)st; }
+
+/* ---- errors ---- */
+
+static bool sqlstate_is(const char *state, const char *prefix)
+{
+    return state && strncmp(state, prefix, strlen(prefix)) == 0;
+}
+
+/* The error of res (or of the connection when res is NULL) into err. */
+static gp_err fail(gp_db *db, const PGresult *res, const char *what, gp_error *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorMessage(res) : "";
+    if (!msg || !*msg)
+        msg = PQerrorMessage(conn_of(db));
+    if (PQstatus(conn_of(db)) == CONNECTION_BAD || sqlstate_is(state, "08") || sqlstate_is(state, "57P0"))
+        db->broken = true;
+    gp_err rc = GP_ERR_INVALID;
+    if (sqlstate_is(state, "40001") || sqlstate_is(state, "40P01") || sqlstate_is(state, "55P03"))
+        rc = GP_ERR_CONFLICT;
+    else if (sqlstate_is(state, "53200"))
+        rc = GP_ERR_NOMEM;
+    int len = (int)strcspn(msg, "\n"); /* libpq's messages end in a newline, some have a DETAIL line */
+    if (db->broken)
+        return gp_error_set(err, rc, "store", "%s: connection to PostgreSQL lost: %.*s", what, len, msg);
+    return gp_error_set(err, rc, "store", "%s: %.*s", what, len, msg);
+}
+
+static bool result_ok(const PGresult *res)
+{
+    ExecStatusType s = PQresultStatus(res);
+    return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_SINGLE_TUPLE;
+}
+
+/* ---- the connection ---- */
+
+static gp_err pg_exec(gp_db *db, const char *sql, gp_error *err)
+{
+    PGresult *res = PQexec(conn_of(db), sql);
+    gp_err rc = res && result_ok(res) ? GP_OK : fail(db, res, "exec", err);
+    /* COMMIT of a transaction an error aborted answers "ROLLBACK", not an error */
+    if (rc == GP_OK && strcmp(sql, "COMMIT") == 0 && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+        rc = gp_error_set(err, GP_ERR_INVALID, "store",
+                          "commit: PostgreSQL rolled the transaction back (a statement in it failed)");
+    PQclear(res);
+    return rc;
+}
+
+static void pg_close(gp_db *db)
+{
+    PQfinish(conn_of(db));
+    free(db);
+}
+
+/* A writer's transaction is READ COMMITTED (the default; the lease fences
+ * writers); a reader's sees one snapshot, as a SQLite read transaction does. */
+static gp_err pg_begin(gp_db *db, bool write, gp_error *err)
+{
+    return pg_exec(db, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", err);
+}
+
+static int64_t pg_changes(gp_db *db) { return ((struct gp__db_pg *)db)->changes; }
+
+static gp_err pg_checkpoint(gp_db *db, gp_error *err)
+{
+    (void)db; /* PostgreSQL checkpoints by itself */
+    (void)err;
+    return GP_OK;
+}
+
+/* ---- statements ---- */
+
+/* sql with ?N -> $N outside quotes into a new string; *n_params = the
+ * highest N.  NULL when out of memory or N is out of range. */
+static char *rewrite_placeholders(const char *sql, int *n_params)
+{
+    size_t len = strlen(sql);
+    char *out = malloc(len + 1); /* "$N" is as long as "?N" */
+    if (!out)
+        return NULL;
+    char quote = 0;
+    size_t o = 0;
+    *n_params = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = sql[i];
+        if (quote) {
+            if (c == quote)
+                quote = 0; /* '' and "" re-enter at once: same result */
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+        } else if (c == '?' && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+            long n = strtol(sql + i + 1, NULL, 10);
+            if (n < 1 || n > GP__PG_MAX_PARAMS) {
+                free(out);
+                return NULL;
+            }
+            if (n > *n_params)
+                *n_params = (int)n;
+            c = '$';
+        }
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void clear_blobs(struct gp__stmt_pg *st)
+{
+    if (!st->res || !st->blobs)
+        return;
+    for (int c = 0; c < PQnfields(st->res); c++) {
+        PQfreemem(st->blobs[c].bytes);
+        st->blobs[c] = (struct gp__pg_blob){0};
+    }
+}
+
+static void clear_result(struct gp__stmt_pg *st)
+{
+    clear_blobs(st);
+    free(st->blobs);
+    st->blobs = NULL;
+    PQclear(st->res);
+    st->res = NULL;
+}
+
+/* Reads what is left of a streaming query, so the connection is free. */
+static void drain(struct gp__stmt_pg *st)
+{
+    PGresult *res;
+    while (st->streaming && (res = PQgetResult(conn_of(st->base.db))) != NULL)
+        PQclear(res);
+    st->streaming = false;
+}
+
+static gp_err pg_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err)
+{
+    struct gp__db_pg *pdb = (struct gp__db_pg *)db;
+    int n = 0;
+    char *text = rewrite_placeholders(sql, &n);
+    if (!text)
+        return gp_error_set(err, GP_ERR_INVALID, "store", "prepare: placeholders must be ?1..?%d (or out of memory)",
+                            GP__PG_MAX_PARAMS);
+    struct gp__stmt_pg *st = calloc(1, sizeof *st);
+    if (st && n > 0 && !(st->params = calloc((size_t)n, sizeof *st->params))) {
+        free(st);
+        st = NULL;
+    }
+    if (!st) {
+        free(text);
+        return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+    }
+    st->base.db = db;
+    st->flags = flags;
+    st->n_params = n;
+    snprintf(st->name, sizeof st->name, "gp%u", ++pdb->next_name);
+    PGresult *res = PQprepare(pdb->conn, st->name, text, 0, NULL);
+    free(text);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+        gp_err rc = fail(db, res, "prepare", err);
+        PQclear(res);
+        free(st->params);
+        free(st);
+        return rc;
+    }
+    PQclear(res);
+    *out = &st->base;
+    return GP_OK;
+}
+
+static void pg_reset(gp_db_stmt *base)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    drain(st);
+    clear_result(st);
+    if (st->n_params > 0)
+        memset(st->params, 0, (size_t)st->n_params * sizeof *st->params);
+    st->executed = false;
+    st->row = 0;
+}
+
+static void pg_finalize(gp_db_stmt *base)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    pg_reset(base);
+    if (!st->base.db->broken) {
+        char sql[40];
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
+        PQclear(PQexec(conn_of(st->base.db), sql)); /* fails only in an aborted transaction: it goes with the connection */
+    }
+    free(st->params);
+    free(st);
+}
+
+static struct gp__pg_param *param(gp_db_stmt *base, int i)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    return i >= 1 && i <= st->n_params ? &st->params[i - 1] : NULL;
+}
+
+static void pg_bind_int64(gp_db_stmt *st, int i, int64_t v)
+{
+    struct gp__pg_param *p = param(st, i);
+    if (p) {
+        *p = (struct gp__pg_param){.format = 0};
+        snprintf(p->num, sizeof p->num, "%lld", (long long)v);
+        p->value = p->num;
+    }
+}
+
+static void pg_bind_double(gp_db_stmt *st, int i, double v)
+{
+    struct gp__pg_param *p = param(st, i);
+    if (p) {
+        *p = (struct gp__pg_param){.format = 0};
+        snprintf(p->num, sizeof p->num, "%.17g", v);
+        p->value = p->num;
+    }
+}
+
+static void pg_bind_text(gp_db_stmt *st, int i, const char *text)
+{
+    struct gp__pg_param *p = param(st, i);
+    if (p)
+        *p = (struct gp__pg_param){.value = text, .format = 0};
+}
+
+static void pg_bind_blob(gp_db_stmt *st, int i, const void *data, size_t len)
+{
+    struct gp__pg_param *p = param(st, i);
+    if (p)
+        *p = (struct gp__pg_param){.value = data ? data : "", .length = (int)len, .format = 1};
+}
+
+static void pg_bind_null(gp_db_stmt *st, int i)
+{
+    struct gp__pg_param *p = param(st, i);
+    if (p)
+        *p = (struct gp__pg_param){0};
+}
+
+/* Sends (stream) or runs the statement with its parameters. */
+static PGresult *execute(struct gp__stmt_pg *st, bool *sent)
+{
+    const char *values[GP__PG_MAX_PARAMS];
+    int lengths[GP__PG_MAX_PARAMS], formats[GP__PG_MAX_PARAMS];
+    for (int i = 0; i < st->n_params; i++) {
+        values[i] = st->params[i].value;
+        lengths[i] = st->params[i].length;
+        formats[i] = st->params[i].format;
+    }
+    PGconn *conn = conn_of(st->base.db);
+    if (st->flags & GP_DB_STREAM) {
+        *sent = PQsendQueryPrepared(conn, st->name, st->n_params, values, lengths, formats, 0) == 1;
+        if (*sent)
+            PQsetSingleRowMode(conn);
+        return NULL;
+    }
+    return PQexecPrepared(conn, st->name, st->n_params, values, lengths, formats, 0);
+}
+
+static int step_error(struct gp__stmt_pg *st, const char *what, gp_error *err)
+{
+    fail(st->base.db, st->res, what, err);
+    drain(st);
+    return GP_DB_ERROR;
+}
+
+/* Streaming: the next single-row result, or the end. */
+static int step_stream(struct gp__stmt_pg *st, gp_error *err)
+{
+    clear_result(st);
+    st->res = PQgetResult(conn_of(st->base.db));
+    if (!st->res) {
+        st->streaming = false;
+        return GP_DB_DONE;
+    }
+    ExecStatusType s = PQresultStatus(st->res);
+    if (s == PGRES_SINGLE_TUPLE)
+        return GP_DB_ROW;
+    if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+        clear_result(st);
+        drain(st);
+        return GP_DB_DONE;
+    }
+    return step_error(st, "step", err);
+}
+
+/* A command whose row count is db.h's "changes" (a SELECT's is not). */
+static bool changes_rows(const char *status)
+{
+    return strncmp(status, "INSERT ", 7) == 0 || strncmp(status, "UPDATE ", 7) == 0 ||
+           strncmp(status, "DELETE ", 7) == 0 || strncmp(status, "MERGE ", 6) == 0;
+}
+
+static int step_first(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = (struct gp__db_pg *)st->base.db;
+    bool sent = false;
+    st->executed = true;
+    st->res = execute(st, &sent);
+    if (st->flags & GP_DB_STREAM) {
+        if (!sent)
+            return step_error(st, "step", err);
+        st->streaming = true;
+        return step_stream(st, err);
+    }
+    if (!st->res || !result_ok(st->res))
+        return step_error(st, "step", err);
+    if (changes_rows(PQcmdStatus(st->res)))
+        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
+    return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
+}
+
+static int pg_step(gp_db_stmt *base, gp_error *err)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    if (!st->executed)
+        return step_first(st, err);
+    if (st->flags & GP_DB_STREAM)
+        return st->streaming ? step_stream(st, err) : GP_DB_DONE;
+    clear_blobs(st);
+    if (!st->res || st->row + 1 >= PQntuples(st->res))
+        return GP_DB_DONE;
+    st->row++;
+    return GP_DB_ROW;
+}
+
+/* ---- columns ---- */
+
+static bool has_value(struct gp__stmt_pg *st, int c)
+{
+    return st->res && c >= 0 && c < PQnfields(st->res) && st->row < PQntuples(st->res) &&
+           !PQgetisnull(st->res, st->row, c);
+}
+
+static int pg_column_count(gp_db_stmt *base)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    return st->res ? PQnfields(st->res) : 0;
+}
+
+static const char *pg_column_name(gp_db_stmt *base, int c)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    return st->res ? PQfname(st->res, c) : NULL;
+}
+
+static gp_db_type pg_column_type(gp_db_stmt *base, int c)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    if (!has_value(st, c))
+        return GP_DB_NULL;
+    switch (PQftype(st->res, c)) {
+    case GP__OID_BOOL:
+    case GP__OID_INT2:
+    case GP__OID_INT4:
+    case GP__OID_INT8:
+    case GP__OID_OID: return GP_DB_INT;
+    case GP__OID_FLOAT4:
+    case GP__OID_FLOAT8:
+    case GP__OID_NUMERIC: return GP_DB_REAL;
+    case GP__OID_BYTEA: return GP_DB_BLOB;
+    default: return GP_DB_TEXT;
+    }
+}
+
+static const char *pg_column_text(gp_db_stmt *base, int c)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    return has_value(st, c) ? PQgetvalue(st->res, st->row, c) : NULL;
+}
+
+static int64_t pg_column_int64(gp_db_stmt *base, int c)
+{
+    const char *text = pg_column_text(base, c);
+    if (!text)
+        return 0;
+    if (PQftype(pg_st(base)->res, c) == GP__OID_BOOL)
+        return text[0] == 't';
+    return strtoll(text, NULL, 10);
+}
+
+static double pg_column_double(gp_db_stmt *base, int c)
+{
+    const char *text = pg_column_text(base, c);
+    return text ? strtod(text, NULL) : 0.0;
+}
+
+static const void *pg_column_blob(gp_db_stmt *base, int c, size_t *len)
+{
+    struct gp__stmt_pg *st = pg_st(base);
+    const char *text = pg_column_text(base, c);
+    *len = 0;
+    if (!text)
+        return NULL;
+    if (PQftype(st->res, c) != GP__OID_BYTEA) {
+        *len = strlen(text);
+        return *len ? text : NULL;
+    }
+    if (!st->blobs && !(st->blobs = calloc((size_t)PQnfields(st->res), sizeof *st->blobs)))
+        return NULL;
+    struct gp__pg_blob *b = &st->blobs[c];
+    if (!b->bytes && !(b->bytes = PQunescapeBytea((const unsigned char *)text, &b->len)))
+        return NULL;
+    *len = b->len;
+    return b->len ? b->bytes : NULL;
+}
+
+static const gp__db_ops PG_OPS = {
+    .close = pg_close,
+    .exec = pg_exec,
+    .begin = pg_begin,
+    .changes = pg_changes,
+    .checkpoint = pg_checkpoint,
+    .prepare = pg_prepare,
+    .finalize = pg_finalize,
+    .bind_int64 = pg_bind_int64,
+    .bind_double = pg_bind_double,
+    .bind_text = pg_bind_text,
+    .bind_blob = pg_bind_blob,
+    .bind_null = pg_bind_null,
+    .step = pg_step,
+    .reset = pg_reset,
+    .column_count = pg_column_count,
+    .column_name = pg_column_name,
+    .column_type = pg_column_type,
+    .column_int64 = pg_column_int64,
+    .column_double = pg_column_double,
+    .column_text = pg_column_text,
+    .column_blob = pg_column_blob,
+};
+
+/* ---- open ---- */
+
+/* NOTICEs ("table t does not exist, skipping") are not errors and not
+ * ours to print: libpq's default writes them to stderr. */
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* The session settings every connection runs with (see the header). */
+static gp_err configure(gp_db *db, bool readonly, gp_error *err)
+{
+    gp_err rc = pg_exec(db, "SET synchronous_commit = on", err);
+    if (rc == GP_OK && readonly)
+        rc = pg_exec(db, "SET default_transaction_read_only = on", err);
+    return rc;
+}
+
+gp_err gp__db_open_pg(const char *conninfo, bool readonly, gp_db **out, gp_error *err)
+{
+    struct gp__db_pg *db = calloc(1, sizeof *db);
+    if (!db)
+        return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+    const char *appname = getenv("GP_PG_APPNAME");
+    /* later keywords win over what the connection string says */
+    const char *keys[] = {"fallback_application_name", "dbname", "client_encoding",
+                          appname && *appname ? "application_name" : NULL, NULL};
+    const char *values[] = {"gpupool", conninfo, "UTF8", appname, NULL};
+    db->conn = PQconnectdbParams(keys, values, 1);
+    db->base.ops = &PG_OPS;
+    db->base.dialect = GP_DB_POSTGRES;
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+        const char *msg = db->conn ? PQerrorMessage(db->conn) : "out of memory";
+        gp_err rc = gp_error_set(err, GP_ERR_INVALID, "store", "cannot connect to PostgreSQL: %.*s",
+                                 (int)strcspn(msg, "\n"), msg);
+        pg_close(&db->base);
+        return rc;
+    }
+    PQsetNoticeProcessor(db->conn, ignore_notice, NULL);
+    gp_err rc = configure(&db->base, readonly, err);
+    if (rc != GP_OK) {
+        pg_close(&db->base);
+        return rc;
+    }
+    *out = &db->base;
+    return GP_OK;
+}
