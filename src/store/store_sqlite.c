@@ -1,7 +1,7 @@
 /* store_sqlite.c - the SQLite backend: connection, schema, event log,
  * tenants and tokens.
  *
- * On-disk format (schema version 8, PRAGMA user_version):
+ * On-disk format (schema version 9, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -62,6 +62,9 @@
  *                                each covers the log up to event seq, in
  *                                parts of 1 MiB, usable once complete; the
  *                                newest two are kept
+ *   leader_lease(id, holder, url, epoch, expires_ms)
+ *                                one row (id 1): who leads, its epoch and
+ *                                until when (store_lease.c)
  *
  * Invariants: every row of the materialized tables was written in the
  * transaction that appended the event which caused it, so after any crash
@@ -170,6 +173,13 @@ static const char *const MIGRATIONS[] = {
     " parts INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE snapshot_parts(seq INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,"
     " PRIMARY KEY(seq, part));",
+    /* 8 -> 9: the leader lease (issue 16, store_lease.c); its epoch is the
+     * controller epoch, which meta "controller_epoch" held until now */
+    "CREATE TABLE leader_lease(id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, url TEXT NOT NULL,"
+    " epoch INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
+    "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
+    " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
+    "DELETE FROM meta WHERE key = 'controller_epoch';",
 };
 
 static const char *const STATEMENTS[GP__ST_COUNT] = {
@@ -241,6 +251,12 @@ sqlite3_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 
 gp_err gp__store_exec_stmt(gp_store *s, sqlite3_stmt *st, const char *what, gp_error *err)
 {
+    if (s->fence_epoch && !s->in_tx) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return gp_error_set(err, GP_ERR_CONFLICT, "lease", "%s: a fenced connection writes only in a transaction",
+                            what);
+    }
     int rc = sqlite3_step(st);
     gp_err out = GP_OK;
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -391,6 +407,11 @@ gp_err gp_store_begin(gp_store *s, gp_error *err)
 {
     gp_err rc = exec_sql(s, s->readonly ? "BEGIN" : "BEGIN IMMEDIATE", err);
     s->in_tx = rc == GP_OK;
+    if (rc == GP_OK && s->fence_epoch) {
+        rc = gp__store_fence_check(s, err);
+        if (rc != GP_OK)
+            gp_store_rollback(s);
+    }
     return rc;
 }
 
