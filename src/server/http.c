@@ -178,7 +178,7 @@ static void handle(gp_request *r)
     request_id(r);
     if (!request_ok(r))
         return;
-    if (gp_api_route_public(r))
+    if (gp_api_route_public(r) || gp_api_follower_redirect(r))
         return;
     if (r->body_too_large) {
         gp_api_error(r, 413, "too_large", "body", "the body is larger than %zu bytes", r->srv->cfg.max_body);
@@ -221,6 +221,10 @@ static enum MHD_Result send_reply(gp_request *r)
     MHD_add_response_header(resp, "X-Request-Id", r->request_id);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->location)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (r->retry_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (r->web_file) { /* api_web.c: the page loads nothing but this daemon's files and API */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -332,6 +336,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
     free(r->body);
     free(r->text_reply);
     free(r->raw_url);
+    free(r->location);
     free(r);
     *con_cls = NULL;
 }

@@ -95,6 +95,10 @@ gp_err gp_store_lease_acquire(gp_store *s, const char *holder, const char *url, 
  * the row is no longer holder's at epoch (lost). */
 gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int64_t ttl_ms, int64_t now_ms,
                             gp_error *err);
+/* Ends holder's lease at epoch now (a leader stopping cleanly), so that
+ * a follower need not wait for it to expire; nothing when it is not
+ * holder's any more. */
+gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp_error *err);
 /* The row as it is (holder "" before anyone led). */
 gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_error *err);
 /* Fences this (writer) connection at epoch: from now on every

@@ -172,6 +172,23 @@ gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int6
     return finish(s, rc, err);
 }
 
+gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp_error *err)
+{
+    gp_err rc = check_holder(holder, err);
+    if (rc)
+        return rc;
+    int64_t changed = 0;
+    gp_db_stmt *st;
+    rc = gp_db_prepare(s->conn, "UPDATE leader_lease SET expires_ms = 0 WHERE id = 1 AND holder = ?1 AND epoch = ?2",
+                       0, &st, err);
+    if (rc == GP_OK) {
+        gp_db_bind_text(st, 1, holder);
+        gp_db_bind_int64(st, 2, epoch);
+        rc = step_update(s, st, &changed, err);
+    }
+    return rc;
+}
+
 gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_error *err)
 {
     memset(out, 0, sizeof *out);

@@ -167,7 +167,7 @@ def test_version_1_store_migrates(d):
             c.execute("DROP TABLE " + table)
         c.execute("DROP TABLE ledger")  # schema 5
         c.execute("DROP TABLE job_use")  # schema 6
-        for table in ("prices", "bill_modes", "snapshots", "snapshot_parts"):  # schemas 7 and 8
+        for table in ("prices", "bill_modes", "snapshots", "snapshot_parts", "leader_lease"):  # schemas 7, 8, 9
             c.execute("DROP TABLE " + table)
         c.execute("DROP INDEX usage_open")  # schema 7
         c.execute("PRAGMA user_version = 1")

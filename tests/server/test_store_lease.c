@@ -103,6 +103,21 @@ static void the_holder_itself_takes_its_lease_again_with_a_new_epoch(void **stat
     assert_int_equal(e2, e1 + 1);
 }
 
+static void a_released_lease_is_free_at_once(void **state)
+{
+    two *t = *state;
+    gp_error err;
+    int64_t ea, eb;
+    a_leads_at_1000(t, &ea);
+    assert_int_equal(gp_store_lease_acquire(t->b, "b", "http://b", 3000, 1500, &eb, &err), GP_ERR_CONFLICT);
+    check(gp_store_lease_release(t->a, "a", ea, &err), &err, "a releases");
+    check(gp_store_lease_acquire(t->b, "b", "http://b", 3000, 1500, &eb, &err), &err, "b takes it");
+    assert_int_equal(eb, ea + 1);
+    /* a's late release does not end b's lease */
+    check(gp_store_lease_release(t->a, "a", ea, &err), &err, "a releases again");
+    assert_int_equal(gp_store_lease_acquire(t->a, "a", "http://a", 3000, 1600, &ea, &err), GP_ERR_CONFLICT);
+}
+
 static void a_renew_after_a_takeover_fails(void **state)
 {
     two *t = *state;
@@ -183,6 +198,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(another_holder_is_refused_until_the_lease_expires, two_setup, two_teardown),
         cmocka_unit_test_setup_teardown(the_holder_itself_takes_its_lease_again_with_a_new_epoch, two_setup,
                                         two_teardown),
+        cmocka_unit_test_setup_teardown(a_released_lease_is_free_at_once, two_setup, two_teardown),
         cmocka_unit_test_setup_teardown(a_renew_after_a_takeover_fails, two_setup, two_teardown),
         cmocka_unit_test_setup_teardown(a_fenced_writer_commits_while_its_epoch_holds, two_setup, two_teardown),
         cmocka_unit_test_setup_teardown(a_fenced_writer_commits_nothing_after_a_takeover, two_setup, two_teardown),
