@@ -56,6 +56,9 @@ gp_err gp_lease_open(gp_lease *l, const char *store_url, const char *holder, con
         snprintf(l->holder, sizeof l->holder, "%s:%ld", host, (long)getpid());
     }
     snprintf(l->self_url, sizeof l->self_url, "%s", self_url);
+    char app[300]; /* the PostgreSQL driver names every connection of this process so */
+    snprintf(app, sizeof app, "gpupoold-%s", l->holder);
+    setenv("GP_PG_APPNAME", app, 1);
     return gp_store_open(store_url, false, &l->store, err);
 }
 
@@ -98,7 +101,7 @@ static gp_err take(gp_lease *l, const gp_store_lease *row, gp_error *err)
     gp_err rc = gp_store_lease_acquire(l->store, l->holder, l->self_url, l->ttl_ms, now, &epoch, err);
     if (rc)
         return rc;
-    atomic_store(&l->trusted_until, sent + l->ttl_ms - l->ttl_ms / 5);
+    gp_lease_renewed(l, sent);
     atomic_store(&l->epoch, epoch);
     atomic_store(&l->won, true);
     pthread_mutex_lock(&l->lock);
@@ -135,14 +138,28 @@ void gp_lease_leader(gp_lease *l, char *url, size_t cap, int64_t *epoch)
     pthread_mutex_unlock(&l->lock);
 }
 
+bool gp_lease_renew_due(gp_lease *l, int64_t *sent)
+{
+    *sent = mono_ms();
+    return atomic_load(&l->won) && *sent - atomic_load(&l->renew_sent) >= l->ttl_ms / 4;
+}
+
+void gp_lease_renewed(gp_lease *l, int64_t sent)
+{
+    atomic_store(&l->renew_sent, sent);
+    atomic_store(&l->trusted_until, sent + l->ttl_ms - l->ttl_ms / 5);
+}
+
 static void renew(gp_lease *l)
 {
     gp_error err;
     char q[400];
     int64_t sent = mono_ms();
+    if (sent - atomic_load(&l->renew_sent) < l->ttl_ms / 3)
+        return; /* the engine thread renewed it lately */
     gp_err rc = gp_store_lease_renew(l->store, l->holder, atomic_load(&l->epoch), l->ttl_ms, gp_wall_ms(), &err);
     if (rc == GP_OK) {
-        atomic_store(&l->trusted_until, sent + l->ttl_ms - l->ttl_ms / 5);
+        gp_lease_renewed(l, sent);
         return;
     }
     if (rc == GP_ERR_CONFLICT && strcmp(err.field, "lease") == 0)

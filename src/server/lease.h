@@ -6,7 +6,8 @@
  * serve reads, send writers to the leader: api_leader.c).  A thread of
  * its own, on a store connection of its own, every ttl/3:
  *
- *   leading    renews the lease.  The leader trusts its lead only until
+ *   leading    renews the lease, unless the engine thread did in a
+ *              batch less than ttl/3 ago.  The leader trusts its lead only until
  *              (monotonic time the last successful renew was sent) + ttl
  *              - ttl/5: the safety margin covers clocks that drift apart
  *              by up to a fifth of the lease.  gp_lease_trusted says so;
@@ -55,6 +56,7 @@ typedef struct gp_lease {
     atomic_bool won;             /* this replica holds the lease (its start may not be done) */
     atomic_int_least64_t epoch;  /* ours once won */
     atomic_int_least64_t trusted_until; /* monotonic ms */
+    atomic_int_least64_t renew_sent;    /* monotonic ms the last successful renew was sent */
     /* the leader as last read (under lock) */
     char leader_url[1024];
     int64_t leader_epoch;
@@ -62,7 +64,11 @@ typedef struct gp_lease {
     void *ctx;
 } gp_lease;
 
-/* Opens the lease's connection; holder "" = host:pid. */
+/* Opens the lease's connection; holder "" = host:pid.  Sets GP_PG_APPNAME
+ * to gpupoold-HOLDER first, so that every PostgreSQL connection this
+ * process opens after it carries that application_name (an operator or a
+ * test finds them in pg_stat_activity).  Call it before any other
+ * gp_store_open. */
 gp_err gp_lease_open(gp_lease *l, const char *store_url, const char *holder, const char *self_url, int64_t ttl_ms,
                      gp_error *err);
 /* One try at the lease now: GP_OK and l->won when taken, GP_ERR_CONFLICT
@@ -73,6 +79,12 @@ gp_err gp_lease_start(gp_lease *l, void (*on_won)(void *ctx), void *ctx, gp_erro
 void gp_lease_stop(gp_lease *l);
 void gp_lease_close(gp_lease *l);
 
+/* The engine thread renews in its batches (lease.h: a busy leader's
+ * writer holds the write lock most of the time): due when ttl/4 passed
+ * since the last renew (*sent: now, monotonic); gp_lease_renewed once the
+ * batch with the renew committed. */
+bool gp_lease_renew_due(gp_lease *l, int64_t *sent);
+void gp_lease_renewed(gp_lease *l, int64_t sent);
 /* Leading and still inside the trusted time. */
 bool gp_lease_trusted(gp_lease *l);
 /* The leader as last seen: its URL into url ("" when none is known, or it

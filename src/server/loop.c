@@ -260,6 +260,11 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     size_t m = partition(ops, n, scratch);
     if (gp_store_begin(srv->store, &err) != GP_OK)
         store_fatal("begin", &err);
+    int64_t renew_sent;
+    bool renewing = gp_lease_renew_due(&srv->lease, &renew_sent);
+    if (renewing && gp_store_lease_renew(srv->store, srv->lease.holder, atomic_load(&srv->lease.epoch),
+                                         srv->lease.ttl_ms, gp_wall_ms(), &err) != GP_OK)
+        store_fatal("lease_renew", &err);
     for (size_t i = 0; i < m; i++) {
         ops[i]->run(srv, ops[i], now);
         if (srv->journal.broken)
@@ -284,6 +289,8 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     double c0 = mono_seconds();
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);
+    if (renewing)
+        gp_lease_renewed(&srv->lease, renew_sent);
     gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
     gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
     gp_snapshots_after_commit(&srv->snapshots, srv->store, &srv->journal.replayer, agents_saved, srv);

@@ -70,7 +70,9 @@ void gp_store_rollback(gp_store *s);
  * until when the lease holds.  Time is epoch milliseconds by the
  * database's clock on PostgreSQL (now_ms is ignored there) and by the
  * caller's wall clock on SQLite (now_ms; one host).  Each call runs its
- * own short transaction: not inside one of the caller's.
+ * own short transaction -- but gp_store_lease_renew on a connection with
+ * a transaction open runs inside it (a busy leader renews in its own
+ * batches instead of queueing for the write lock beside them).
  *
  * Example, ttl 3000: A acquires at 1000 (epoch 5 -> 6, expires 4000),
  * renews at 2000 (expires 5000); B's acquire at 4500 is refused

@@ -152,8 +152,8 @@ gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int6
     if (rc)
         return rc;
     int64_t now = 0, changed = 0;
-    rc = gp_db_begin(s->conn, true, err);
-    if (rc)
+    bool own = !s->in_tx; /* else inside the caller's transaction (a leader's batch) */
+    if (own && (rc = gp_db_begin(s->conn, true, err)) != GP_OK)
         return rc;
     rc = lease_now(s, now_ms, &now, err);
     gp_db_stmt *st = NULL;
@@ -169,7 +169,7 @@ gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int6
     if (rc == GP_OK && changed != 1)
         rc = gp_error_set(err, GP_ERR_CONFLICT, "lease", "the lease of %s at epoch %lld was taken", holder,
                           (long long)epoch);
-    return finish(s, rc, err);
+    return own ? finish(s, rc, err) : rc;
 }
 
 gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp_error *err)
