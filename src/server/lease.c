@@ -124,6 +124,17 @@ gp_err gp_lease_try(gp_lease *l, gp_error *err)
     return rc;
 }
 
+gp_err gp_lease_renew_now(gp_lease *l, gp_store *writer, gp_error *err)
+{
+    int64_t sent = mono_ms();
+    gp_err rc = gp_store_lease_renew(writer, l->holder, atomic_load(&l->epoch), l->ttl_ms, gp_wall_ms(), err);
+    if (rc == GP_ERR_CONFLICT && strcmp(err->field, "lease") == 0)
+        gp_lease_step_down(err->message);
+    if (rc == GP_OK)
+        gp_lease_renewed(l, sent);
+    return rc;
+}
+
 bool gp_lease_trusted(gp_lease *l)
 {
     return atomic_load(&l->won) && mono_ms() < atomic_load(&l->trusted_until);
@@ -144,10 +155,19 @@ bool gp_lease_renew_due(gp_lease *l, int64_t *sent)
     return atomic_load(&l->won) && *sent - atomic_load(&l->renew_sent) >= l->ttl_ms / 4;
 }
 
+/* *v = max(*v, x): a renew that waited long (for the write lock) must
+ * not move the trust back behind a later one's. */
+static void store_max(atomic_int_least64_t *v, int64_t x)
+{
+    int64_t old = atomic_load(v);
+    while (old < x && !atomic_compare_exchange_weak(v, &old, x))
+        ;
+}
+
 void gp_lease_renewed(gp_lease *l, int64_t sent)
 {
-    atomic_store(&l->renew_sent, sent);
-    atomic_store(&l->trusted_until, sent + l->ttl_ms - l->ttl_ms / 5);
+    store_max(&l->renew_sent, sent);
+    store_max(&l->trusted_until, sent + l->ttl_ms - l->ttl_ms / 5);
 }
 
 static void renew(gp_lease *l)
@@ -165,7 +185,7 @@ static void renew(gp_lease *l)
     if (rc == GP_ERR_CONFLICT && strcmp(err.field, "lease") == 0)
         gp_lease_step_down(err.message);
     gp_log(GP_LOG_WARN, "lease_renew", "error=%s", gp_log_quote(err.message, q, sizeof q));
-    if (mono_ms() >= atomic_load(&l->trusted_until))
+    if (atomic_load(&l->leading) && mono_ms() >= atomic_load(&l->trusted_until))
         gp_lease_step_down("the lease could not be renewed in time");
 }
 

@@ -11,8 +11,10 @@
  *              (monotonic time the last successful renew was sent) + ttl
  *              - ttl/5: the safety margin covers clocks that drift apart
  *              by up to a fifth of the lease.  gp_lease_trusted says so;
- *              the engine thread asks before every commit.  A renew that
- *              finds the lease taken steps down at once.
+ *              the engine thread asks before every commit, and once the
+ *              leader's start is done a renew that failed past that time
+ *              steps down.  A renew that finds the lease taken steps down
+ *              at once.
  *   following  reads the row (who leads, where), and takes the lease once
  *              it has expired; then calls `won` (the server finishes its
  *              leader's start on the engine thread, server.c) and renews
@@ -85,6 +87,12 @@ void gp_lease_close(gp_lease *l);
  * batch with the renew committed. */
 bool gp_lease_renew_due(gp_lease *l, int64_t *sent);
 void gp_lease_renewed(gp_lease *l, int64_t sent);
+/* The leader's start (fleet file, baselines: long transactions that may
+ * keep the lease thread's renew waiting for the write lock past the
+ * trusted time) is not held to the trusted time -- nothing is served yet,
+ * and the fence checked each of its transactions under the lock -- but
+ * ends with this renew on the writer: taken meanwhile, it steps down. */
+gp_err gp_lease_renew_now(gp_lease *l, gp_store *writer, gp_error *err);
 /* Leading and still inside the trusted time. */
 bool gp_lease_trusted(gp_lease *l);
 /* The leader as last seen: its URL into url ("" when none is known, or it

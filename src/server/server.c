@@ -492,6 +492,8 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
     if (rc == GP_OK)
         rc = checkpointer_start(&srv->checkpointer, srv->cfg.store_url, err);
     if (rc == GP_OK)
+        rc = gp_lease_renew_now(&srv->lease, srv->store, err);
+    if (rc == GP_OK)
         atomic_store(&srv->lease.leading, true);
     return rc;
 }
@@ -527,12 +529,14 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     if (rc == GP_OK)
         rc = gp_auth_reload(&srv->auth, srv->store, err);
     bool leads = atomic_load(&srv->lease.won);
+    if (rc == GP_OK) /* renews through the leader's start (a follower's takeover waits for the loop) */
+        rc = gp_lease_start(&srv->lease, lease_won, srv, err);
     if (rc == GP_OK && leads)
         rc = gp_server_lead(srv, err);
+    if (rc == GP_ERR_CONFLICT && strcmp(err->field, "lease") == 0)
+        gp_lease_step_down(err->message); /* taken during the start: come back as a follower */
     if (rc == GP_OK)
         rc = gp_loop_start(srv, !leads, err);
-    if (rc == GP_OK)
-        rc = gp_lease_start(&srv->lease, lease_won, srv, err);
     if (rc == GP_OK)
         rc = gp_http_start(srv, err);
     if (rc == GP_OK)
