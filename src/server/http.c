@@ -44,6 +44,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,12 +381,32 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
     return GP_OK;
 }
 
+/* The socket a step-down kept open for this image (lease.h), when it
+ * listens on addr's address (and port, unless that is 0); else -1. */
+static int kept_listen_fd(const struct sockaddr_in *addr)
+{
+    const char *text = getenv("GP_LISTEN_FD");
+    if (!text)
+        return -1;
+    int fd = atoi(text);
+    unsetenv("GP_LISTEN_FD");
+    struct sockaddr_in got;
+    socklen_t len = sizeof got;
+    if (fd <= 2 || getsockname(fd, (struct sockaddr *)&got, &len) != 0 || got.sin_family != AF_INET ||
+        got.sin_addr.s_addr != addr->sin_addr.s_addr || (addr->sin_port && got.sin_port != addr->sin_port))
+        return -1;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+}
+
 gp_err gp_http_bind(gp_server *srv, gp_error *err)
 {
     struct sockaddr_in addr;
     gp_err rc = gp_listen_parse(srv->cfg.listen, "listen", &addr, err);
     if (rc)
         return rc;
+    if ((srv->listen_fd = kept_listen_fd(&addr)) >= 0)
+        return GP_OK;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||

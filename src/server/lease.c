@@ -7,6 +7,7 @@
 #include "server/loop.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 static char **saved_argv;
+static int kept_fd = -1;
 
 static int64_t mono_ms(void)
 {
@@ -28,10 +30,28 @@ void gp_lease_set_argv(char **argv)
     saved_argv = argv;
 }
 
+void gp_lease_keep_fd(int fd)
+{
+    kept_fd = fd;
+}
+
+/* The listening socket stays open across the execv (GP_LISTEN_FD names it
+ * to the next image, http.c): the port stays, and connections that arrive
+ * meanwhile wait in its backlog instead of being refused. */
+static void keep_listening(void)
+{
+    char text[16];
+    if (kept_fd < 0 || fcntl(kept_fd, F_SETFD, 0) != 0)
+        return;
+    snprintf(text, sizeof text, "%d", kept_fd);
+    setenv("GP_LISTEN_FD", text, 1);
+}
+
 _Noreturn void gp_lease_step_down(const char *why)
 {
     char q[400];
     gp_log(GP_LOG_WARN, "step_down", "reason=%s action=reexec", gp_log_quote(why, q, sizeof q));
+    keep_listening();
     if (saved_argv)
         execv("/proc/self/exe", saved_argv);
     gp_log(GP_LOG_ERROR, "step_down", "error=\"cannot re-execute: %s\" action=exit", strerror(errno));

@@ -101,6 +101,9 @@ void gp_lease_leader(gp_lease *l, char *url, size_t cap, int64_t *epoch);
 
 /* main's argv, for the re-execution of a step-down (kept, not copied). */
 void gp_lease_set_argv(char **argv);
+/* The listening socket, kept open across that re-execution (http.c takes
+ * it back from GP_LISTEN_FD): same port, and no connection refused. */
+void gp_lease_keep_fd(int fd);
 /* Logs event=step_down with why and re-executes this program; exits 70
  * when that fails. */
 _Noreturn void gp_lease_step_down(const char *why);

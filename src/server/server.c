@@ -516,8 +516,10 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         srv->cfg.web_root = gp_web_root_default();
     if (rc == GP_OK)
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
-    if (rc == GP_OK)
+    if (rc == GP_OK) {
+        gp_lease_keep_fd(srv->listen_fd);
         rc = lease_open(srv, err);
+    }
     if (rc == GP_OK)
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK)
