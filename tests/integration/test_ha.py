@@ -38,7 +38,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -60,26 +59,21 @@ CLIENTS = 8
 TENANTS = ["research/nlp", "research/vision", "product/search", "product/ads"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Replica(gpd.Daemon):
-    """One gpupoold of the group: a fixed port (kept across its
-    re-executions), its own log and port file, the group's store."""
+    """One gpupoold of the group: any free port (--listen :0; a step-down
+    keeps its socket, so the port stays), its own log and port file, the
+    group's store."""
 
     def __init__(self, group, name):
         super().__init__(workdir=group.dir, fleet=gpd.FLEET)
-        self.group, self.name, self.port = group, name, free_port()
+        self.group, self.name = group, name
         self.log = os.path.join(group.dir, name + ".log")
         self.port_file = os.path.join(group.dir, name + ".port")
 
     def start(self, timeout=30):
         if os.path.exists(self.port_file):
             os.unlink(self.port_file)
-        args = [os.path.join(gpd.BIN, "gpupoold"), "--listen", "127.0.0.1:%d" % self.port,
+        args = [os.path.join(gpd.BIN, "gpupoold"), "--listen", "127.0.0.1:0",
                 "--store", self.group.store_url, "--port-file", self.port_file,
                 "--token-file", os.path.join(self.group.dir, "admin.token"),
                 "--job-logs", os.path.join(self.group.dir, "logs"), "--holder", self.name,
@@ -91,12 +85,17 @@ class Replica(gpd.Daemon):
                      "%s to listen" % self.name)
         if self.proc.poll() is not None:
             raise RuntimeError("%s exited with %d:\n%s" % (self.name, self.proc.returncode, self.read_log()))
+        self.port = self.bound_port()
         token_file = os.path.join(self.group.dir, "admin.token")
         gpd.wait_for(lambda: os.path.exists(token_file) and open(token_file).read().strip(), timeout,
                      "the bootstrap token")
         with open(token_file) as f:
             self.token = f.read().strip()
         return self
+
+    def bound_port(self):
+        with open(self.port_file) as f:
+            return int(f.read())
 
     def leader(self):
         """GET /v1/leader, or None when the replica does not answer."""
@@ -343,6 +342,7 @@ def test_a_stopped_leader_commits_nothing_and_steps_down(g):
     assert view["role"] == "follower" and view["leader"] == new.url, view
     assert answer.get("reply", (None,))[0] in (None, 307, 503), answer  # never acknowledged
     assert r0.proc.poll() is None, "it re-executed in place (same process)"
+    assert r0.bound_port() == r0.port, "the step-down kept its listening socket"
     # nothing of the stale request anywhere
     jobs = all_jobs(new)
     assert "stale" not in [j["name"] for j in jobs]
