@@ -46,6 +46,16 @@ void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s)
     a->lost_after_s = lost_after_s;
 }
 
+void gp_agents_set_epoch(gp_agents *a, int64_t epoch)
+{
+    pthread_mutex_lock(&a->lock);
+    a->epoch = epoch;
+    for (size_t i = 0; i < a->n_nodes; i++)
+        if (a->nodes[i].version < (uint64_t)epoch << 32)
+            a->nodes[i].version = (uint64_t)epoch << 32;
+    pthread_mutex_unlock(&a->lock);
+}
+
 void gp_agents_free(gp_agents *a)
 {
     for (size_t i = 0; i < a->n_nodes; i++) {

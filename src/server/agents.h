@@ -74,6 +74,9 @@ typedef struct gp_agent_stop {
 } gp_agent_stop;
 
 void gp_agents_init(gp_agents *a, int64_t epoch, int64_t lost_after_s);
+/* A follower that takes the lead (server/lease.h): its epoch from now on;
+ * every node's version moves up to epoch << 32. */
+void gp_agents_set_epoch(gp_agents *a, int64_t epoch);
 void gp_agents_free(gp_agents *a);
 /* Marks the nodes that hold a live node credential as agent nodes, last
  * seen now (start-up). */

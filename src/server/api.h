@@ -43,6 +43,8 @@ typedef struct gp_request {
     char *raw_url;            /* the request target exactly as sent (uri.h); owned */
     bool started;             /* the access handler has seen the request */
     bool web_file;            /* a dashboard file: sent with its caching and security headers */
+    char *location;           /* a follower's 307: the leader's URL for this request; owned */
+    bool retry_after;         /* a follower's 503 while no leader is known: Retry-After: 1 */
 } gp_request;
 
 /* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS
@@ -62,6 +64,12 @@ void gp_api_route(gp_request *r);
 /* The route a path is answered by, as a static pattern for metrics:
  * "/v1/jobs/42" -> "/v1/jobs/{id}"; "unknown" for a path no route takes. */
 const char *gp_api_route_pattern(const char *url);
+
+/* The lead (api_leader.c): GET /v1/leader; a follower's answer to a
+ * request that writes (307 to the leader, 503 while none is known):
+ * true when it answered. */
+void gp_api_leader(gp_request *r);
+bool gp_api_follower_redirect(gp_request *r);
 
 /* The request helpers (api_request.c). */
 void gp_api_reply(gp_request *r, int status, json_t *reply);

@@ -68,6 +68,24 @@ gp_err gp_auth_load(gp_auth *a, gp_store *store, gp_error *err)
     return gp_store_tokens_scan(store, load_one, a, err);
 }
 
+gp_err gp_auth_reload(gp_auth *a, gp_store *store, gp_error *err)
+{
+    gp_auth fresh;
+    gp_auth_init(&fresh, a->rate_per_s);
+    gp_err rc = gp_auth_load(&fresh, store, err);
+    if (rc == GP_OK) {
+        pthread_mutex_lock(&a->lock);
+        gp_auth_entry *old = a->entries;
+        a->entries = fresh.entries;
+        a->n = fresh.n;
+        a->cap = fresh.cap;
+        fresh.entries = old;
+        pthread_mutex_unlock(&a->lock);
+    }
+    gp_auth_free(&fresh);
+    return rc;
+}
+
 gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
 {
     gp_role role;

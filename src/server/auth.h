@@ -82,6 +82,10 @@ void gp_auth_init(gp_auth *a, double rate_per_s);
 void gp_auth_free(gp_auth *a);
 /* Loads the live tokens of the store into the cache. */
 gp_err gp_auth_load(gp_auth *a, gp_store *store, gp_error *err);
+/* Replaces the cache with the store's live tokens (a follower, which
+ * does not see the leader's token changes otherwise); rate buckets and
+ * unsaved last uses start over. */
+gp_err gp_auth_reload(gp_auth *a, gp_store *store, gp_error *err);
 /* Adds a token record (as written to the store). */
 gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err);
 void gp_auth_revoke(gp_auth *a, const char *token_id);

@@ -44,6 +44,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +179,7 @@ static void handle(gp_request *r)
     request_id(r);
     if (!request_ok(r))
         return;
-    if (gp_api_route_public(r))
+    if (gp_api_route_public(r) || gp_api_follower_redirect(r))
         return;
     if (r->body_too_large) {
         gp_api_error(r, 413, "too_large", "body", "the body is larger than %zu bytes", r->srv->cfg.max_body);
@@ -221,6 +222,10 @@ static enum MHD_Result send_reply(gp_request *r)
     MHD_add_response_header(resp, "X-Request-Id", r->request_id);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (r->location)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (r->retry_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (r->web_file) { /* api_web.c: the page loads nothing but this daemon's files and API */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -332,6 +337,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
     free(r->body);
     free(r->text_reply);
     free(r->raw_url);
+    free(r->location);
     free(r);
     *con_cls = NULL;
 }
@@ -375,12 +381,32 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
     return GP_OK;
 }
 
+/* The socket a step-down kept open for this image (lease.h), when it
+ * listens on addr's address (and port, unless that is 0); else -1. */
+static int kept_listen_fd(const struct sockaddr_in *addr)
+{
+    const char *text = getenv("GP_LISTEN_FD");
+    if (!text)
+        return -1;
+    int fd = atoi(text);
+    unsetenv("GP_LISTEN_FD");
+    struct sockaddr_in got;
+    socklen_t len = sizeof got;
+    if (fd <= 2 || getsockname(fd, (struct sockaddr *)&got, &len) != 0 || got.sin_family != AF_INET ||
+        got.sin_addr.s_addr != addr->sin_addr.s_addr || (addr->sin_port && got.sin_port != addr->sin_port))
+        return -1;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+}
+
 gp_err gp_http_bind(gp_server *srv, gp_error *err)
 {
     struct sockaddr_in addr;
     gp_err rc = gp_listen_parse(srv->cfg.listen, "listen", &addr, err);
     if (rc)
         return rc;
+    if ((srv->listen_fd = kept_listen_fd(&addr)) >= 0)
+        return GP_OK;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||

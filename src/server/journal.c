@@ -444,6 +444,8 @@ static gp_err replay_one(void *ctx, const gp_store_event *row, gp_error *err)
         rc = compare_decisions(j, row, err);
     gp_replayer_settle(&j->replayer);
     gp_event_free(&ev);
+    if (rc == GP_OK)
+        j->last_seq = row->seq;
     if (rc != GP_OK && err) {
         char msg[GP_ERROR_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "replay of event %lld (%s) failed: %s", (long long)row->seq, row->kind, err->message);
@@ -455,6 +457,7 @@ static gp_err replay_one(void *ctx, const gp_store_event *row, gp_error *err)
 
 static gp_err verify(gp_journal *j, gp_error *err)
 {
+    j->replayer.rows_checked = 0; /* a follower's takeover checks again */
     gp_err rc = gp_store_live_jobs_scan(j->store, gp_replayer_check_job, &j->replayer, err);
     return rc ? rc : gp_replayer_check_totals(&j->replayer, err);
 }
@@ -474,11 +477,17 @@ static gp_err replay_tail(gp_journal *j, int64_t after, gp_error *err)
     return verify(j, err);
 }
 
+gp_err gp_journal_follow(gp_journal *j, bool check, gp_error *err)
+{
+    return check ? replay_tail(j, j->last_seq, err)
+                 : gp_store_events_scan_after(j->store, j->last_seq, replay_one, j, err);
+}
+
 /* A fresh replayer for another try (after a snapshot that did not hold). */
 static gp_err journal_reset(gp_journal *j, const gp_engine_config *cfg, gp_error *err)
 {
     gp_replayer_free(&j->replayer);
-    j->events_replayed = j->events_differing = j->first_differing = 0;
+    j->events_replayed = j->events_differing = j->first_differing = j->last_seq = 0;
     if (j->hooks.reset)
         j->hooks.reset(j->hooks.ctx);
     gp_err rc = gp_replayer_init(&j->replayer, cfg, err);
@@ -517,6 +526,7 @@ static gp_err start_from_snapshot(gp_journal *j, const gp_engine_config *cfg, in
     if (j->hooks.restored)
         j->hooks.restored(j->hooks.ctx, j->engine, saved);
     json_decref(saved);
+    j->last_seq = seq;
     rc = replay_tail(j, seq, err);
     if (rc)
         snapshot_invalid(seq, "check", err);

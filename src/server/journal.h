@@ -60,6 +60,7 @@ typedef struct gp_journal {
     int64_t first_differing;  /* the seq of the first of them, 0 when none */
     bool last_logged;         /* the last accepted event went into the log (false: it changed nothing) */
     int64_t snapshot_seq;     /* at open: the snapshot the start used (its last event), 0 = a full replay */
+    int64_t last_seq;         /* the last event replayed into the engine (open, gp_journal_follow) */
     gp_journal_hooks hooks;
 } gp_journal;
 
@@ -75,6 +76,10 @@ typedef struct gp_journal {
 gp_err gp_journal_open(gp_journal *j, gp_store *store, const gp_engine_config *cfg, const gp_journal_hooks *hooks,
                        gp_error *err);
 void gp_journal_close(gp_journal *j);
+/* A follower (server/lease.h): replays the events other replicas logged
+ * after last_seq, writing nothing; with check, then checks the engine
+ * against the tables as the open does (a takeover, before it leads). */
+gp_err gp_journal_follow(gp_journal *j, bool check, gp_error *err);
 
 /* Each needs an open store transaction.  On error nothing changed -- unless
  * j->broken is set afterwards: then the engine took the event but the store

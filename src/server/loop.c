@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_BATCH = 1024 };
+enum { MAX_BATCH = 1024, FOLLOW_EVERY_MS = 100, AUTH_RELOAD_EVERY = 10 };
 
 int64_t gp_wall_ms(void)
 {
@@ -96,6 +96,8 @@ void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms)
  * the timer. */
 static int64_t pass_due(const gp_loop *l)
 {
+    if (atomic_load(&l->following))
+        return l->last_tick_ms + FOLLOW_EVERY_MS;
     return l->last_tick_ms + (l->dirty ? l->pass_min_ms : l->tick_ms);
 }
 
@@ -130,6 +132,8 @@ void gp_loop_run(gp_loop *l, gp_op *op)
 static _Noreturn void store_fatal(const char *what, const gp_error *err)
 {
     char q[300];
+    if (strcmp(err->field, "lease") == 0) /* another replica leads now */
+        gp_lease_step_down(err->message);
     gp_log(GP_LOG_ERROR, "store_fatal", "step=%s error=%s action=exit", what, gp_log_quote(err->message, q, sizeof q));
     _exit(70);
 }
@@ -256,6 +260,11 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     size_t m = partition(ops, n, scratch);
     if (gp_store_begin(srv->store, &err) != GP_OK)
         store_fatal("begin", &err);
+    int64_t renew_sent;
+    bool renewing = gp_lease_renew_due(&srv->lease, &renew_sent);
+    if (renewing && gp_store_lease_renew(srv->store, srv->lease.holder, atomic_load(&srv->lease.epoch),
+                                         srv->lease.ttl_ms, gp_wall_ms(), &err) != GP_OK)
+        store_fatal("lease_renew", &err);
     for (size_t i = 0; i < m; i++) {
         ops[i]->run(srv, ops[i], now);
         if (srv->journal.broken)
@@ -273,9 +282,15 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
             ops[i]->finish(srv, ops[i], now);
     flush_last_used(srv);
     flush_use(srv);
+    if (!gp_lease_trusted(&srv->lease)) {
+        gp_store_rollback(srv->store);
+        gp_lease_step_down("the lease was not renewed in time; nothing of this batch is committed");
+    }
     double c0 = mono_seconds();
     if (gp_store_commit(srv->store, &err) != GP_OK)
         store_fatal("commit", &err);
+    if (renewing)
+        gp_lease_renewed(&srv->lease, renew_sent);
     gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
     gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
     gp_snapshots_after_commit(&srv->snapshots, srv->store, &srv->journal.replayer, agents_saved, srv);
@@ -293,11 +308,66 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
         atomic_store(&srv->loop.max_batch, n);
 }
 
+/* ---- a follower's batch ---- */
+
+/* The log's tail into the engine; the tokens now and then.  A tail that
+ * does not apply is a follower that can no longer trust its engine: it
+ * starts over (re-executes, as a step-down does). */
+static void follow(gp_server *srv)
+{
+    gp_error err;
+    char q[300];
+    if (gp_journal_follow(&srv->journal, false, &err) != GP_OK)
+        gp_lease_step_down(err.message);
+    if (++srv->loop.follows % AUTH_RELOAD_EVERY == 0 && gp_auth_reload(&srv->auth, srv->store, &err) != GP_OK)
+        gp_log(GP_LOG_WARN, "token_reload", "error=%s", gp_log_quote(err.message, q, sizeof q));
+    srv->loop.last_tick_ms = mono_ms();
+}
+
+/* Reads are answered from the follower's engine; a write that got here
+ * (the lead changed while it was queued) is told to try again. */
+static void follow_batch(gp_server *srv, gp_op **ops, size_t n)
+{
+    if (mono_ms() >= pass_due(&srv->loop))
+        follow(srv);
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->mutates)
+            gp_op_reply(ops[i], 503,
+                        json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "no_leader", "field", "leader", "message",
+                                  "this replica does not lead; try again"));
+        else
+            ops[i]->run(srv, ops[i], now);
+        sem_post(&ops[i]->done);
+    }
+}
+
+/* The lease was taken: the leader's start, on this thread (it owns the
+ * engine and the writer).  One that fails starts over as a follower. */
+static void take_lead(gp_server *srv)
+{
+    gp_error err;
+    if (gp_server_lead(srv, &err) != GP_OK)
+        gp_lease_step_down(err.message);
+    srv->loop.last_tick_ms = mono_ms();
+    atomic_store(&srv->loop.following, false);
+    gp_log(GP_LOG_INFO, "lead", "epoch=%lld note=\"took over from a follower\"",
+           (long long)atomic_load(&srv->lease.epoch));
+}
+
+void gp_loop_takeover(gp_loop *l)
+{
+    pthread_mutex_lock(&l->lock);
+    atomic_store(&l->takeover, true);
+    pthread_cond_signal(&l->wake);
+    pthread_mutex_unlock(&l->lock);
+}
+
 /* Takes up to MAX_BATCH queued ops; waits for one or the timer. */
 static size_t take_batch(gp_loop *l, gp_op **ops, bool *stop)
 {
     pthread_mutex_lock(&l->lock);
-    while (!l->head && !l->stopping) {
+    while (!l->head && !l->stopping && !atomic_load(&l->takeover)) {
         int64_t due = pass_due(l) - mono_ms();
         if (due <= 0)
             break;
@@ -327,16 +397,21 @@ static void *engine_thread(void *arg)
     }
     while (!stop) {
         size_t n = take_batch(&srv->loop, ops, &stop);
-        if (n > 0 || !stop)
+        if (atomic_exchange(&srv->loop.takeover, false))
+            take_lead(srv);
+        if (atomic_load(&srv->loop.following))
+            follow_batch(srv, ops, n);
+        else if (n > 0 || !stop)
             run_batch(srv, ops, ops + MAX_BATCH, n);
     }
     free(ops);
     return NULL;
 }
 
-gp_err gp_loop_start(gp_server *srv, gp_error *err)
+gp_err gp_loop_start(gp_server *srv, bool following, gp_error *err)
 {
     srv->loop.last_tick_ms = mono_ms();
+    atomic_store(&srv->loop.following, following);
     if (pthread_create(&srv->loop.thread, NULL, engine_thread, srv) != 0)
         return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot start the engine thread");
     srv->loop.started = true;

@@ -19,6 +19,13 @@
  *     wake every mutating op's caller
  *     for each read-only op: op->run, wake its caller
  *
+ * Before the COMMIT the leader asks whether its lease is still trusted
+ * (lease.h); when not, or when the store refuses the transaction for the
+ * lease (a fenced BEGIN, field "lease"), it commits nothing and steps
+ * down.  A follower's thread runs no transaction: it answers the reads
+ * and tails the event log into its engine (gp_journal_follow) every
+ * FOLLOW_EVERY_MS, and reloads the tokens every tenth time.
+ *
  * So a request is acknowledged only once it (and the decisions it caused)
  * are durable, and many requests share one fsync.  Reads run after the
  * commit and see exactly the committed state.  A failed COMMIT leaves the
@@ -76,10 +83,18 @@ typedef struct gp_loop {
     /* counters for /metrics */
     atomic_uint_least64_t batches, ops, commits_ms_total, ticks; /* commits_ms_total: whole batches, ms */
     atomic_uint_least64_t max_batch;
+    /* a follower (server/lease.h): no transactions; the log's tail every
+     * FOLLOW_EVERY_MS instead of passes; takeover: the lease was taken */
+    atomic_bool following, takeover;
+    int follows;             /* tails done (engine thread only) */
 } gp_loop;
 
 void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms);
-gp_err gp_loop_start(gp_server *srv, gp_error *err);
+/* following: the replica follows until gp_loop_takeover. */
+gp_err gp_loop_start(gp_server *srv, bool following, gp_error *err);
+/* The lease is ours: the engine thread does the leader's start
+ * (gp_server_lead) before its next batch, then leads. */
+void gp_loop_takeover(gp_loop *l);
 /* Drains the queue, stops the thread. */
 void gp_loop_stop(gp_server *srv);
 /* Queues op and waits for its answer (op->status, op->reply). */

@@ -51,6 +51,11 @@ static const char USAGE[] =
     "  --snapshot-every-events N  an engine snapshot every N events logged, so a restart replays\n"
     "                          only the log after it (default 10000; 0 = none)\n"
     "  --snapshot-every-s S    ... or every S seconds when events were logged since (default 300)\n"
+    "  --advertise-url URL     where the other replicas send writers while this one leads\n"
+    "                          (default http://LISTEN, https with --tls-cert)\n"
+    "  --lease-ms MS           the leader lease: renewed every MS/3, a follower takes over once it\n"
+    "                          expired (default 3000; at least 300)\n"
+    "  --holder NAME           this replica's name in the lease (default HOST:PID)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -86,6 +91,8 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"metrics-tenants", required_argument, NULL, 'M'}, {"metrics-open", no_argument, NULL, 'O'},
         {"web-root", required_argument, NULL, 'W'},
         {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'A'},
+        {"advertise-url", required_argument, NULL, 'U'}, {"lease-ms", required_argument, NULL, 'D'},
+        {"holder", required_argument, NULL, 'H'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -101,6 +108,13 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'G': cfg->drain_on_gpu_failure = true; break;
         case 'O': cfg->metrics_open = true; break;
         case 'W': cfg->web_root = optarg; break;
+        case 'U': cfg->advertise_url = optarg; break;
+        case 'H': cfg->holder = optarg; break;
+        case 'D':
+            if (!parse_long(optarg, 300, 600000, &v))
+                return bad_option("lease-ms", optarg);
+            cfg->lease_ms = v;
+            break;
         case 'M':
             if (!parse_long(optarg, 0, 100000, &v))
                 return bad_option("metrics-tenants", optarg);
@@ -183,6 +197,7 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &cfg);
     if (rc >= 0)
         return rc;
+    gp_lease_set_argv(argv); /* a step-down re-executes gpupoold with the same arguments (lease.h) */
     /* Signals go to this thread only (sigwait below); threads inherit the mask. */
     sigset_t stop;
     sigemptyset(&stop);

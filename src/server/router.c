@@ -4,7 +4,7 @@
  * It owns the table of endpoints (docs/api.md lists them): a path it does
  * not know is 404 naming the path, a known path asked with another method
  * is 405 naming the methods it takes.  http.c calls gp_api_route_public
- * before authentication (/v1/health, the dashboard's files -- / and
+ * before authentication (/v1/health, /v1/leader, the dashboard's files -- / and
  * /web/NAME, api_web.c -- and, with --metrics-open, /metrics need no token)
  * and gp_api_route after it.
  *
@@ -257,7 +257,7 @@ static void health(gp_request *r)
 /* ---- route patterns, for the request metrics (metrics.h) ---- */
 
 static const char *const EXACT_ROUTES[] = {
-    "/", "/metrics", "/v1/health", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
+    "/", "/metrics", "/v1/health", "/v1/leader", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
     "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill",
@@ -313,6 +313,8 @@ bool gp_api_route_public(gp_request *r)
 {
     if (strcmp(r->url, "/v1/health") == 0)
         route_simple(r, "GET", health);
+    else if (strcmp(r->url, "/v1/leader") == 0)
+        route_simple(r, "GET", gp_api_leader);
     else if (strcmp(r->url, "/") == 0)
         gp_api_web_file(r, "index.html");
     else if (strncmp(r->url, "/web/", 5) == 0)

@@ -18,6 +18,7 @@
 #include "server/api.h"
 #include "util/hashmap.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ gp_server_config gp_server_config_default(void)
         .snapshot_every_events = 10000,
         .snapshot_every_s = 300,
         .metrics_tenants = 50,
+        .lease_ms = 3000,
     };
     return c;
 }
@@ -332,30 +334,14 @@ static gp_err ledger_baseline(gp_server *srv, gp_error *err)
     return rc;
 }
 
-/* The controller epoch: one more than the last start's, on disk before
- * anything is served (agents refuse orders of a lower one). */
-static gp_err next_epoch(gp_server *srv, int64_t *epoch, gp_error *err)
-{
-    *epoch = gp_store_meta_get(srv->store, "controller_epoch", 0) + 1;
-    gp_err rc = gp_store_begin(srv->store, err);
-    if (rc == GP_OK)
-        rc = gp_store_meta_set(srv->store, "controller_epoch", *epoch, err);
-    if (rc == GP_OK)
-        rc = gp_store_commit(srv->store, err);
-    else
-        gp_store_rollback(srv->store);
-    return rc;
-}
-
-/* The agents' table, before the replay that fills it. */
+/* The agents' table, before the replay that fills it: at the lease's
+ * epoch (a follower's is the leader's until it takes the lead). */
 static gp_err agents_start(gp_server *srv, gp_error *err)
 {
+    char url[8];
     int64_t epoch;
-    gp_err rc = next_epoch(srv, &epoch, err);
-    if (rc)
-        return rc;
+    gp_lease_leader(&srv->lease, url, sizeof url, &epoch);
     gp_agents_init(&srv->agents, epoch, srv->cfg.node_lost_after_s);
-    gp_log(GP_LOG_INFO, "epoch", "controller_epoch=%lld", (long long)epoch);
     return gp_agents_load(&srv->agents, srv->store, gp_wall_ms(), err);
 }
 
@@ -378,7 +364,7 @@ static void observe(void *ctx, const gp_engine *e, const gp_event *ev)
 {
     gp_server *srv = ctx;
     gp_agents_observe(&srv->agents, e, ev);
-    if (srv->loop.started)
+    if (srv->loop.started && !atomic_load(&srv->loop.following))
         gp_metrics_observe(&srv->metrics, e);
 }
 
@@ -416,10 +402,6 @@ static gp_err journal_start(gp_server *srv, gp_error *err)
     gp_engine_config engine_cfg = gp_engine_config_default();
     gp_journal_hooks hooks = {.observe = observe, .restored = restored, .reset = reset, .ctx = srv};
     gp_err rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, &hooks, err);
-    if (rc == GP_OK)
-        rc = set_clock_resolution(srv, err);
-    if (rc == GP_OK)
-        rc = ledger_baseline(srv, err);
     if (rc)
         return rc;
     gp_engine_stats st;
@@ -427,8 +409,93 @@ static gp_err journal_start(gp_server *srv, gp_error *err)
     gp_log(GP_LOG_INFO, "replay", "snapshot_seq=%lld events=%lld live_jobs=%zu next_job_id=%llu ms=%lld",
            (long long)srv->journal.snapshot_seq, (long long)srv->journal.events_replayed, st.jobs,
            (unsigned long long)srv->journal.replayer.next_job_id, (long long)(gp_wall_ms() - t0));
-    return gp_snapshots_start(&srv->snapshots, srv->cfg.store_url, srv->cfg.snapshot_every_events,
-                              srv->cfg.snapshot_every_s, srv->journal.snapshot_seq, err);
+    return GP_OK;
+}
+
+/* The writers a leader starts with the lease's epoch: its engine
+ * snapshots' connection is fenced like the engine's. */
+static gp_err snapshots_start(gp_server *srv, int64_t epoch, gp_error *err)
+{
+    gp_err rc = gp_snapshots_start(&srv->snapshots, srv->cfg.store_url, srv->cfg.snapshot_every_events,
+                                   srv->cfg.snapshot_every_s, srv->journal.snapshot_seq, err);
+    if (rc == GP_OK && srv->snapshots.store)
+        rc = gp_store_fence(srv->snapshots.store, epoch, srv->cfg.lease_ms, err);
+    return rc;
+}
+
+/* The replica's URL for the others: --advertise-url, else its listen
+ * address with the port it bound. */
+static void self_url(gp_server *srv, char *out, size_t cap)
+{
+    if (srv->cfg.advertise_url) {
+        snprintf(out, cap, "%s", srv->cfg.advertise_url);
+        return;
+    }
+    struct sockaddr_in addr;
+    socklen_t len = sizeof addr;
+    int port = getsockname(srv->listen_fd, (struct sockaddr *)&addr, &len) == 0 ? ntohs(addr.sin_port) : 0;
+    const char *colon = strrchr(srv->cfg.listen, ':');
+    snprintf(out, cap, "%s://%.*s:%d", srv->cfg.tls_cert ? "https" : "http", (int)(colon - srv->cfg.listen),
+             srv->cfg.listen, port);
+}
+
+/* Opens the lease and tries it once: a replica that does not get it
+ * follows (not an error). */
+static gp_err lease_open(gp_server *srv, gp_error *err)
+{
+    char url[1024];
+    self_url(srv, url, sizeof url);
+    gp_err rc = gp_lease_open(&srv->lease, srv->cfg.store_url, srv->cfg.holder, url, srv->cfg.lease_ms, err);
+    if (rc == GP_OK)
+        rc = gp_lease_try(&srv->lease, err);
+    return rc == GP_ERR_CONFLICT ? GP_OK : rc;
+}
+
+/* The lease thread took the lead: the engine thread does the rest. */
+static void lease_won(void *ctx)
+{
+    gp_server *srv = ctx;
+    gp_loop_takeover(&srv->loop);
+}
+
+gp_err gp_server_lead(gp_server *srv, gp_error *err)
+{
+    int64_t epoch = atomic_load(&srv->lease.epoch);
+    gp_err rc = gp_store_fence(srv->store, epoch, srv->cfg.lease_ms, err);
+    if (rc == GP_OK)
+        rc = gp_journal_follow(&srv->journal, true, err);
+    if (rc)
+        return rc;
+    gp_agents_set_epoch(&srv->agents, epoch);
+    gp_log(GP_LOG_INFO, "epoch", "controller_epoch=%lld", (long long)epoch);
+    rc = gp_agents_load(&srv->agents, srv->store, gp_wall_ms(), err); /* agents' last seen: now */
+    if (rc == GP_OK)
+        rc = set_clock_resolution(srv, err);
+    if (rc == GP_OK)
+        rc = ledger_baseline(srv, err);
+    if (rc == GP_OK)
+        rc = snapshots_start(srv, epoch, err);
+    if (rc == GP_OK)
+        rc = ledger_start(srv, err);
+    if (rc == GP_OK) {
+        gp_use_init(&srv->use, srv->cfg.node_lost_after_s);
+        rc = gp_use_load(&srv->use, srv->store, err);
+    }
+    if (rc == GP_OK)
+        rc = load_fleet(srv, err);
+    if (rc == GP_OK)
+        gp_agents_publish(&srv->agents);
+    if (rc == GP_OK)
+        rc = gp_auth_reload(&srv->auth, srv->store, err);
+    if (rc == GP_OK)
+        rc = bootstrap_token(srv, err);
+    if (rc == GP_OK)
+        rc = checkpointer_start(&srv->checkpointer, srv->cfg.store_url, err);
+    if (rc == GP_OK)
+        rc = gp_lease_renew_now(&srv->lease, srv->store, err);
+    if (rc == GP_OK)
+        atomic_store(&srv->lease.leading, true);
+    return rc;
 }
 
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err)
@@ -449,6 +516,10 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         srv->cfg.web_root = gp_web_root_default();
     if (rc == GP_OK)
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
+    if (rc == GP_OK) {
+        gp_lease_keep_fd(srv->listen_fd);
+        rc = lease_open(srv, err);
+    }
     if (rc == GP_OK)
         rc = gp_store_open(cfg->store_url, false, &srv->store, err);
     if (rc == GP_OK)
@@ -458,23 +529,16 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     if (rc == GP_OK)
         rc = journal_start(srv, err);
     if (rc == GP_OK)
-        rc = ledger_start(srv, err);
-    if (rc == GP_OK) {
-        gp_use_init(&srv->use, srv->cfg.node_lost_after_s);
-        rc = gp_use_load(&srv->use, srv->store, err);
-    }
+        rc = gp_auth_reload(&srv->auth, srv->store, err);
+    bool leads = atomic_load(&srv->lease.won);
+    if (rc == GP_OK) /* renews through the leader's start (a follower's takeover waits for the loop) */
+        rc = gp_lease_start(&srv->lease, lease_won, srv, err);
+    if (rc == GP_OK && leads)
+        rc = gp_server_lead(srv, err);
+    if (rc == GP_ERR_CONFLICT && strcmp(err->field, "lease") == 0)
+        gp_lease_step_down(err->message); /* taken during the start: come back as a follower */
     if (rc == GP_OK)
-        rc = load_fleet(srv, err);
-    if (rc == GP_OK)
-        gp_agents_publish(&srv->agents);
-    if (rc == GP_OK)
-        rc = gp_auth_load(&srv->auth, srv->store, err);
-    if (rc == GP_OK)
-        rc = bootstrap_token(srv, err);
-    if (rc == GP_OK)
-        rc = checkpointer_start(&srv->checkpointer, cfg->store_url, err);
-    if (rc == GP_OK)
-        rc = gp_loop_start(srv, err);
+        rc = gp_loop_start(srv, !leads, err);
     if (rc == GP_OK)
         rc = gp_http_start(srv, err);
     if (rc == GP_OK)
@@ -484,8 +548,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         return rc;
     }
     const char *colon = strrchr(cfg->listen, ':');
-    gp_log(GP_LOG_INFO, "listening", "url=%s://%.*s:%d store=%s", cfg->tls_cert ? "https" : "http",
-           (int)(colon - cfg->listen), cfg->listen, srv->port, cfg->store_url);
+    gp_log(GP_LOG_INFO, "listening", "url=%s://%.*s:%d store=%s role=%s", cfg->tls_cert ? "https" : "http",
+           (int)(colon - cfg->listen), cfg->listen, srv->port, cfg->store_url, leads ? "leader" : "follower");
     return GP_OK;
 }
 
@@ -509,6 +573,7 @@ void gp_server_stop(gp_server *srv)
     if (srv->joblogs.dir[0])
         gp_joblogs_stop(&srv->joblogs);
     gp_http_stop(srv);
+    gp_lease_stop(&srv->lease);
     gp_loop_stop(srv);
     gp_snapshots_stop(&srv->snapshots);
     checkpointer_stop(&srv->checkpointer);
@@ -519,6 +584,7 @@ void gp_server_stop(gp_server *srv)
         gp_journal_close(&srv->journal);
     gp_store_close(srv->store);
     srv->store = NULL;
+    gp_lease_close(&srv->lease); /* a leader ends its lease: a follower need not wait for it */
     if (srv->agents.epoch)
         gp_agents_free(&srv->agents);
     if (srv->joblogs.dir[0])

@@ -7,13 +7,18 @@
  *   auth                         shared, thread-safe token cache
  *   joblogs                      replica logs on disk (joblogs.h), any thread
  *
- * Start-up order (server.c): open the store, count the controller epoch
- * up (meta "controller_epoch", committed before anything is served), note
- * the nodes that hold a node credential (agents.h), replay the log into a
- * fresh engine and check it, bring the fleet file's nodes up (and lose the
- * nodes it no longer lists, but never a node an agent registered), create
- * the bootstrap admin token on first start, start the engine thread, then
- * the HTTP server.
+ * Start-up order (server.c): open the store, try to take the leader
+ * lease (lease.h; its epoch is the controller epoch, one more at every
+ * start or takeover), note the nodes that hold a node credential
+ * (agents.h), replay the log into a fresh engine and check it; then the
+ * leader's start (gp_server_lead): fence the writer at the epoch, bring
+ * the fleet file's nodes up (and lose the nodes it no longer lists, but
+ * never a node an agent registered), create the bootstrap admin token on
+ * first start; start the engine thread, the lease thread, then the HTTP
+ * server.  A replica that did not get the lease skips the leader's start
+ * and follows: its engine thread tails the event log, it serves reads and
+ * sends writers to the leader (api_leader.c); when it takes the lease its
+ * engine thread replays the tail, checks, and does the leader's start.
  */
 #ifndef GP_SERVER_SERVER_H
 #define GP_SERVER_SERVER_H
@@ -23,6 +28,7 @@
 #include "server/auth.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
+#include "server/lease.h"
 #include "server/ledger.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -55,6 +61,9 @@ typedef struct gp_server_config {
     const char *web_root;        /* the dashboard's files; NULL = gp_web_root_default() (api.h) */
     int64_t snapshot_every_events; /* an engine snapshot every N events logged (0 = none) */
     int64_t snapshot_every_s;    /* ... or every M seconds with events since (snapshots.h) */
+    const char *advertise_url;   /* where other replicas send writers; NULL = http(s)://LISTEN */
+    int64_t lease_ms;            /* the leader lease's time (lease.h) */
+    const char *holder;          /* this replica's name in the lease; NULL = host:pid */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -88,6 +97,7 @@ struct gp_server {
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
+    gp_lease lease;          /* leader or follower (lease.h) */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;
@@ -97,6 +107,10 @@ struct gp_server {
 gp_server_config gp_server_config_default(void);
 /* Everything up to a running HTTP server. */
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err);
+/* The leader's start, once the lease is taken (at start on the main
+ * thread, on a takeover on the engine thread): fences the writer, replays
+ * the log's tail and checks, and everything only a leader does. */
+gp_err gp_server_lead(gp_server *srv, gp_error *err);
 void gp_server_stop(gp_server *srv);
 
 /* A reader connection for this thread's request; give it back after. */

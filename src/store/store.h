@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 8
+#define GP_STORE_SCHEMA_VERSION 9
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -62,6 +62,55 @@ gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
 gp_err gp_store_begin(gp_store *s, gp_error *err);
 gp_err gp_store_commit(gp_store *s, gp_error *err);
 void gp_store_rollback(gp_store *s);
+
+/* ---- the leader lease and fencing (store_lease.c) ----
+ *
+ * One row, leader_lease(holder, url, epoch, expires_ms): which gpupoold
+ * leads, where it answers, its epoch (the controller epoch agents see) and
+ * until when the lease holds.  Time is epoch milliseconds by the
+ * database's clock on PostgreSQL (now_ms is ignored there) and by the
+ * caller's wall clock on SQLite (now_ms; one host).  Each call runs its
+ * own short transaction -- but gp_store_lease_renew on a connection with
+ * a transaction open runs inside it (a busy leader renews in its own
+ * batches instead of queueing for the write lock beside them).
+ *
+ * Example, ttl 3000: A acquires at 1000 (epoch 5 -> 6, expires 4000),
+ * renews at 2000 (expires 5000); B's acquire at 4500 is refused
+ * (GP_ERR_CONFLICT); A stops; B's acquire at 5001 wins (epoch 7); A's
+ * next renew and A's fenced connections' next gp_store_begin fail with
+ * GP_ERR_CONFLICT, field "lease". */
+typedef struct gp_store_lease {
+    char holder[256];
+    char url[1024];
+    int64_t epoch;
+    int64_t expires_ms;
+    int64_t now_ms; /* the lease's clock when read: expired when expires_ms <= now_ms */
+} gp_store_lease;
+
+/* Takes the lease for holder (answering at url) until now + ttl_ms when it
+ * is free, expired, or holder's already; *epoch = the row's epoch + 1, in
+ * the same transaction.  GP_ERR_CONFLICT when another holder's lease has
+ * not expired. */
+gp_err gp_store_lease_acquire(gp_store *s, const char *holder, const char *url, int64_t ttl_ms, int64_t now_ms,
+                              int64_t *epoch, gp_error *err);
+/* Extends the lease to now + ttl_ms; GP_ERR_CONFLICT (field "lease") when
+ * the row is no longer holder's at epoch (lost). */
+gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int64_t ttl_ms, int64_t now_ms,
+                            gp_error *err);
+/* Ends holder's lease at epoch now (a leader stopping cleanly), so that
+ * a follower need not wait for it to expire; nothing when it is not
+ * holder's any more. */
+gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp_error *err);
+/* The row as it is (holder "" before anyone led). */
+gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_error *err);
+/* Fences this (writer) connection at epoch: from now on every
+ * gp_store_begin first checks the lease row's epoch (PostgreSQL: under a
+ * shared row lock, held to the commit, so a takeover waits for it) and
+ * fails with GP_ERR_CONFLICT, field "lease", when it is not epoch; and a
+ * mutating cached statement outside a transaction is refused the same way.
+ * On PostgreSQL it also sets idle_in_transaction_session_timeout to ttl_ms,
+ * so a stopped leader's transaction is aborted and its row lock freed. */
+gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err);
 
 /* ---- engine snapshots (store_snapshot.c) ---- */
 

@@ -55,7 +55,13 @@ struct gp_store {
     int schema;           /* the schema version once open (a reader may see an older one) */
     gp_db_stmt *stmt[GP__ST_COUNT];
     gp__chain_head audit, ledger;
+    int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
 };
+
+/* The fence check of a fenced connection inside its open transaction
+ * (store_lease.c): GP_ERR_CONFLICT, field "lease", when the lease row's
+ * epoch is not s->fence_epoch. */
+gp_err gp__store_fence_check(gp_store *s, gp_error *err);
 
 /* The hash before the first record of a chain: 64 zeros. */
 extern const char GP__ZERO_HASH[65];

@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 8, PRAGMA user_version):
+ * On-disk format (schema version 9, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -62,6 +62,9 @@
  *                                each covers the log up to event seq, in
  *                                parts of 1 MiB, usable once complete; the
  *                                newest two are kept
+ *   leader_lease(id, holder, url, epoch, expires_ms)
+ *                                one row (id 1): who leads, its epoch and
+ *                                until when (store_lease.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -158,6 +161,13 @@ static const char *const MIGRATIONS[] = {
     " parts INTEGER NOT NULL, complete INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE snapshot_parts(seq INTEGER NOT NULL, part INTEGER NOT NULL, data BLOB NOT NULL,"
     " PRIMARY KEY(seq, part));",
+    /* 8 -> 9: the leader lease (issue 16, store_lease.c); its epoch is the
+     * controller epoch, which meta "controller_epoch" held until now */
+    "CREATE TABLE leader_lease(id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, url TEXT NOT NULL,"
+    " epoch INTEGER NOT NULL, expires_ms INTEGER NOT NULL);"
+    "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
+    " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
+    "DELETE FROM meta WHERE key = 'controller_epoch';",
 };
 
 static int user_version(gp_db *db)

@@ -77,8 +77,20 @@ gp_err gp__store_failed(gp_error *err, const char *what)
     return err->code;
 }
 
+/* A fenced connection (store_lease.c) writes only inside a transaction,
+ * where gp_store_begin has checked its epoch: a statement that writes is
+ * refused outside one. */
+static gp_err unfenced_write(const gp_store *s, const char *sql, const char *what, gp_error *err)
+{
+    if (!s->fence_epoch || s->in_tx || strncmp(sql, "SELECT", 6) == 0)
+        return GP_OK;
+    return gp_error_set(err, GP_ERR_CONFLICT, "lease", "%s: a fenced connection writes only in a transaction", what);
+}
+
 gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 {
+    if (unfenced_write(s, STATEMENTS[id], "store", err) != GP_OK)
+        return NULL;
     if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], 0, &s->stmt[id], err) != GP_OK)
         return NULL;
     return s->stmt[id];
@@ -87,6 +99,8 @@ gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 gp_db_stmt *gp__store_prepare(gp_store *s, const char *sql, unsigned flags, const char *what, gp_error *err)
 {
     gp_db_stmt *st;
+    if (unfenced_write(s, sql, what, err) != GP_OK)
+        return NULL;
     if (gp_db_prepare(s->conn, sql, flags, &st, err) != GP_OK) {
         gp__store_failed(err, what);
         return NULL;
@@ -196,6 +210,11 @@ gp_err gp_store_begin(gp_store *s, gp_error *err)
 {
     gp_err rc = gp_db_begin(s->conn, !s->readonly, err);
     s->in_tx = rc == GP_OK;
+    if (rc == GP_OK && s->fence_epoch) {
+        rc = gp__store_fence_check(s, err);
+        if (rc != GP_OK)
+            gp_store_rollback(s);
+    }
     return rc;
 }
 
