@@ -204,6 +204,8 @@ static void renew(gp_lease *l)
     }
     if (rc == GP_ERR_CONFLICT && strcmp(err.field, "lease") == 0)
         gp_lease_step_down(err.message);
+    if (gp_store_broken(l->store))
+        gp_lease_step_down("the lease's database connection was lost");
     gp_log(GP_LOG_WARN, "lease_renew", "error=%s", gp_log_quote(err.message, q, sizeof q));
     if (atomic_load(&l->leading) && mono_ms() >= atomic_load(&l->trusted_until))
         gp_lease_step_down("the lease could not be renewed in time");
@@ -224,6 +226,8 @@ static void follow(gp_lease *l)
     }
     if (rc != GP_OK && rc != GP_ERR_CONFLICT)
         gp_log(GP_LOG_WARN, "lease_watch", "error=%s", gp_log_quote(err.message, q, sizeof q));
+    if (rc != GP_OK && gp_store_broken(l->store)) /* it would watch nothing again: start over */
+        gp_lease_step_down("the lease's database connection was lost");
 }
 
 static void *lease_thread(void *arg)

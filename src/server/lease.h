@@ -25,7 +25,11 @@
  * event=step_down and re-executes itself (execv of /proc/self/exe with
  * the argv main gave gp_lease_set_argv), so it comes back as a follower
  * with an engine rebuilt from the durable log -- nothing of what it held
- * in memory survives.
+ * in memory survives.  A replica whose database connection is lost
+ * (PostgreSQL restarted, its backend terminated, the primary gone) steps
+ * down the same way, leader or follower: the new image waits for the
+ * database (server.c, event=store_wait) and follows, or leads once the
+ * lease is free.
  *
  * Example, --lease-ms 3000: renews every 1000 ms; a renew sent at
  * monotonic 50,000 ms that succeeds makes the lead trusted until 52,400;

@@ -129,11 +129,18 @@ void gp_loop_run(gp_loop *l, gp_op *op)
 
 /* ---- one batch ---- */
 
-static _Noreturn void store_fatal(const char *what, const gp_error *err)
+/* A write that failed: nothing of the batch is committed nor answered.
+ * Another replica leading, or the database connection lost (PostgreSQL
+ * restarted, the backend terminated, the primary gone): step down and
+ * come back (as a follower until the lease is taken again).  Anything
+ * else: exit, as on SQLite. */
+static _Noreturn void store_fatal(gp_server *srv, const char *what, const gp_error *err)
 {
     char q[300];
     if (strcmp(err->field, "lease") == 0) /* another replica leads now */
         gp_lease_step_down(err->message);
+    if (strcmp(err->field, GP_STORE_CONNECTION_FIELD) == 0 || gp_store_broken(srv->store))
+        gp_lease_step_down("the database connection was lost; nothing of this batch is committed");
     gp_log(GP_LOG_ERROR, "store_fatal", "step=%s error=%s action=exit", what, gp_log_quote(err->message, q, sizeof q));
     _exit(70);
 }
@@ -162,7 +169,7 @@ static void audit_op(gp_server *srv, gp_op *op, int64_t now)
                         .result = result};
     gp_error err;
     if (gp_store_audit_append(srv->store, &a, &err) != GP_OK)
-        store_fatal("audit", &err); /* the change may not commit without its audit row */
+        store_fatal(srv, "audit", &err); /* the change may not commit without its audit row */
 }
 
 
@@ -176,9 +183,9 @@ static void tick(gp_server *srv, int64_t now)
     srv->loop.dirty = false;
     atomic_fetch_add(&srv->loop.ticks, 1);
     if (rc != GP_OK && rc != GP_ERR_TIME)
-        store_fatal("tick", &err);
+        store_fatal(srv, "tick", &err);
     if (srv->journal.broken)
-        store_fatal("tick", &(gp_error){.message = "a store write failed during the pass"});
+        store_fatal(srv, "tick", &(gp_error){.message = "a store write failed during the pass"});
 }
 
 typedef struct silent_ctx {
@@ -196,7 +203,7 @@ static void node_silent(void *arg, const char *node)
     char target[GP_NAME_MAX + 8], q[300];
     if (gp_journal_node_lost(&c->srv->journal, node, c->now, &err) != GP_OK) {
         if (c->srv->journal.broken)
-            store_fatal("node_lost", &err);
+            store_fatal(c->srv, "node_lost", &err);
         gp_log(GP_LOG_WARN, "node_lost", "node=%s error=%s", node, gp_log_quote(err.message, q, sizeof q));
         return;
     }
@@ -259,16 +266,16 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     int64_t t0 = mono_ms();
     size_t m = partition(ops, n, scratch);
     if (gp_store_begin(srv->store, &err) != GP_OK)
-        store_fatal("begin", &err);
+        store_fatal(srv, "begin", &err);
     int64_t renew_sent;
     bool renewing = gp_lease_renew_due(&srv->lease, &renew_sent);
     if (renewing && gp_store_lease_renew(srv->store, srv->lease.holder, atomic_load(&srv->lease.epoch),
                                          srv->lease.ttl_ms, gp_wall_ms(), &err) != GP_OK)
-        store_fatal("lease_renew", &err);
+        store_fatal(srv, "lease_renew", &err);
     for (size_t i = 0; i < m; i++) {
         ops[i]->run(srv, ops[i], now);
         if (srv->journal.broken)
-            store_fatal(ops[i]->action, &(gp_error){.message = "a store write failed after the engine took the event"});
+            store_fatal(srv, ops[i]->action, &(gp_error){.message = "a store write failed after the engine took the event"});
         audit_op(srv, ops[i], now);
         changed = changed || ops[i]->status < 400;
     }
@@ -288,7 +295,7 @@ static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
     }
     double c0 = mono_seconds();
     if (gp_store_commit(srv->store, &err) != GP_OK)
-        store_fatal("commit", &err);
+        store_fatal(srv, "commit", &err);
     if (renewing)
         gp_lease_renewed(&srv->lease, renew_sent);
     gp_metrics_commit(&srv->metrics, mono_seconds() - c0);

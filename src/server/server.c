@@ -10,7 +10,14 @@
  *
  * The bootstrap admin token is made when the store holds no token at all
  * (a fresh store): written to --token-file (default: admin.token next to
- * the SQLite file) with mode 0600, and its path is logged.
+ * the SQLite file) with mode 0600, and its path is logged.  On PostgreSQL
+ * there is no file to put things next to: --token-file and --job-logs are
+ * required.
+ *
+ * A database that is away (PostgreSQL restarting, a standby not promoted
+ * yet) is waited for: the start tries to connect with a backoff, logging
+ * event=store_wait for each failed try, and a start that loses its
+ * connection half-way re-executes and waits again (lease.h's step-down).
  */
 #include "server/server.h"
 
@@ -66,6 +73,10 @@ void gp_readers_give(gp_readers *r, gp_store *s)
 {
     if (!s)
         return;
+    if (gp_store_broken(s)) { /* the database restarted: the next take opens a fresh one */
+        gp_store_close(s);
+        return;
+    }
     pthread_mutex_lock(&r->lock);
     if (r->n_free < (int)(sizeof r->free_list / sizeof r->free_list[0])) {
         r->free_list[r->n_free++] = s;
@@ -439,6 +450,49 @@ static void self_url(gp_server *srv, char *out, size_t cap)
              srv->cfg.listen, port);
 }
 
+/* ---- waiting for the database ---- */
+
+enum { STORE_WAIT_FIRST_MS = 100, STORE_WAIT_MAX_MS = 2000 };
+
+static bool is_sqlite(const char *store_url)
+{
+    return strncmp(store_url, "sqlite:", strlen("sqlite:")) == 0;
+}
+
+/* Paths a SQLite store gives defaults for; a PostgreSQL one has none. */
+static gp_err paths_check(const gp_server_config *cfg, gp_error *err)
+{
+    if (is_sqlite(cfg->store_url))
+        return GP_OK;
+    if (!cfg->token_file)
+        return gp_error_set(err, GP_ERR_INVALID, "token_file",
+                            "--token-file is required with a PostgreSQL store (where the bootstrap admin token goes)");
+    if (!cfg->job_logs)
+        return gp_error_set(err, GP_ERR_INVALID, "job_logs",
+                            "--job-logs is required with a PostgreSQL store (the replica logs' directory)");
+    return GP_OK;
+}
+
+/* Until the database takes a connection: a try, then event=store_wait
+ * with the error and a pause doubling from 100 ms to 2 s.  Any other
+ * error (a schema newer than this gpupoold) ends the wait. */
+static gp_err wait_for_store(const char *store_url, gp_error *err)
+{
+    char q[400];
+    for (int64_t pause_ms = STORE_WAIT_FIRST_MS;; pause_ms = pause_ms * 2 > STORE_WAIT_MAX_MS ? STORE_WAIT_MAX_MS
+                                                                                          : pause_ms * 2) {
+        gp_store *s = NULL;
+        gp_err rc = gp_store_open(store_url, false, &s, err);
+        gp_store_close(s);
+        if (rc == GP_OK || strcmp(err->field, GP_STORE_CONNECTION_FIELD) != 0)
+            return rc;
+        gp_log(GP_LOG_WARN, "store_wait", "error=%s retry_ms=%lld", gp_log_quote(err->message, q, sizeof q),
+               (long long)pause_ms);
+        struct timespec ts = {.tv_sec = pause_ms / 1000, .tv_nsec = pause_ms % 1000 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Opens the lease and tries it once: a replica that does not get it
  * follows (not an error). */
 static gp_err lease_open(gp_server *srv, gp_error *err)
@@ -515,7 +569,11 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     else if (!cfg->web_root)
         srv->cfg.web_root = gp_web_root_default();
     if (rc == GP_OK)
+        rc = paths_check(cfg, err);
+    if (rc == GP_OK)
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
+    if (rc == GP_OK)
+        rc = wait_for_store(cfg->store_url, err);
     if (rc == GP_OK) {
         gp_lease_keep_fd(srv->listen_fd);
         rc = lease_open(srv, err);
@@ -537,6 +595,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = gp_server_lead(srv, err);
     if (rc == GP_ERR_CONFLICT && strcmp(err->field, "lease") == 0)
         gp_lease_step_down(err->message); /* taken during the start: come back as a follower */
+    if (rc != GP_OK && strcmp(err->field, GP_STORE_CONNECTION_FIELD) == 0)
+        gp_lease_step_down(err->message); /* the database went away during the start: wait for it again */
     if (rc == GP_OK)
         rc = gp_loop_start(srv, !leads, err);
     if (rc == GP_OK)

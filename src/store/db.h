@@ -29,6 +29,9 @@
  *   GP_ERR_NOMEM     out of memory;
  *   GP_ERR_INVALID   anything else (bad SQL, a constraint, the connection
  *                    lost: see gp_db_broken).
+ * except that a connection that cannot be opened or is lost (PostgreSQL)
+ * fills field GP_DB_CONNECTION_FIELD ("store_connection") instead: the
+ * database is away, not the request wrong, and trying again later helps.
  *
  * Threads: a gp_db is one connection, used by one thread at a time.
  *
@@ -57,6 +60,9 @@ typedef enum gp_db_type { GP_DB_NULL, GP_DB_INT, GP_DB_REAL, GP_DB_TEXT, GP_DB_B
 #define GP_DB_ROW 1
 #define GP_DB_DONE 0
 #define GP_DB_ERROR (-1)
+
+/* err->field of a connection that cannot be opened or was lost. */
+#define GP_DB_CONNECTION_FIELD "store_connection"
 
 /* gp_db_prepare's flags. */
 #define GP_DB_STREAM 1u

@@ -22,7 +22,10 @@
  *                 (lock not available) -> GP_ERR_CONFLICT; 53200 -> NOMEM;
  *                 a connection gone (status bad, SQLSTATE 08xxx or 57P0x:
  *                 a backend terminated, the server shutting down) marks
- *                 the connection broken (gp_db_broken) -> GP_ERR_INVALID.
+ *                 the connection broken (gp_db_broken) -> GP_ERR_INVALID,
+ *                 field "store_connection" (so is a connection that cannot
+ *                 be opened): gpupoold waits for the database or steps
+ *                 down and reconnects instead of exiting.
  *                 COMMIT of a transaction a failed statement aborted (which
  *                 PostgreSQL answers with "ROLLBACK", no error) fails too.
  *
@@ -117,7 +120,8 @@ static gp_err fail(gp_db *db, const PGresult *res, const char *what, gp_error *e
         rc = GP_ERR_NOMEM;
     int len = (int)strcspn(msg, "\n"); /* libpq's messages end in a newline, some have a DETAIL line */
     if (db->broken)
-        return gp_error_set(err, rc, "store", "%s: connection to PostgreSQL lost: %.*s", what, len, msg);
+        return gp_error_set(err, rc, GP_DB_CONNECTION_FIELD, "%s: connection to PostgreSQL lost: %.*s", what, len,
+                            msg);
     return gp_error_set(err, rc, "store", "%s: %.*s", what, len, msg);
 }
 
@@ -559,7 +563,7 @@ gp_err gp__db_open_pg(const char *conninfo, bool readonly, gp_db **out, gp_error
     db->base.dialect = GP_DB_POSTGRES;
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
         const char *msg = db->conn ? PQerrorMessage(db->conn) : "out of memory";
-        gp_err rc = gp_error_set(err, GP_ERR_INVALID, "store", "cannot connect to PostgreSQL: %.*s",
+        gp_err rc = gp_error_set(err, GP_ERR_INVALID, GP_DB_CONNECTION_FIELD, "cannot connect to PostgreSQL: %.*s",
                                  (int)strcspn(msg, "\n"), msg);
         pg_close(&db->base);
         return rc;

@@ -50,6 +50,13 @@ typedef struct gp_store gp_store;
  * old stores as they are). */
 gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err);
 void gp_store_close(gp_store *s);
+/* The connection is gone (PostgreSQL: the server restarted, the backend
+ * was terminated): nothing on it will work again; close it and open
+ * another.  Always false on SQLite.  A failed call on such a connection,
+ * or an open that could not connect, fills err->field
+ * GP_STORE_CONNECTION_FIELD. */
+bool gp_store_broken(const gp_store *s);
+#define GP_STORE_CONNECTION_FIELD "store_connection" /* db.h's GP_DB_CONNECTION_FIELD */
 
 /* Checkpointing: the writer does not checkpoint the WAL itself (that
  * would stall a commit now and then); a separate connection calls

@@ -201,6 +201,11 @@ void gp_store_close(gp_store *s)
     free(s);
 }
 
+bool gp_store_broken(const gp_store *s)
+{
+    return s && gp_db_broken(s->conn);
+}
+
 gp_err gp_store_checkpoint(gp_store *s, gp_error *err)
 {
     return gp_db_checkpoint(s->conn, err);
