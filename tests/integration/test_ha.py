@@ -26,12 +26,16 @@ transaction keeps the write lock, so nobody can take over until it runs
 again (on PostgreSQL, idle_in_transaction_session_timeout frees it); the
 SIGSTOP case therefore stops the leader again if no follower took over.
 
-With GP_HA_PG=1 the same cases run on a PostgreSQL cluster started by
-tests/support/pgcluster.py, followed by the PostgreSQL-only ones
-(pg_terminate_backend of the leader's connections, PostgreSQL restarted
-under load, a standby promoted behind a multi-host URL).  The ctest
+With --pg the same cases run on a PostgreSQL cluster started by
+tests/support/pgcluster.py, followed by the PostgreSQL-only ones:
+pg_terminate_backend of the leader's connections; PostgreSQL restarted
+under load (every replica rides through: a lost connection steps down
+and reconnects, none exits, nothing acknowledged is lost); a replica
+started while PostgreSQL is down waits for it (event=store_wait);
+--token-file and --job-logs are required on PostgreSQL; a standby
+promoted behind a multi-host URL (the replicas follow it).  The ctest
 integration_ha_pg runs `test_ha.py --pg`, which exits 77 (skipped) when
-GP_HA_PG is not set or PostgreSQL's binaries are missing.
+PostgreSQL's binaries are missing.
 """
 import json
 import os
@@ -373,22 +377,79 @@ def test_pg_terminate_backend_of_the_leader(g):
     assert pg_backends(g, "r0") > 0
     clients = under_load(g, lambda: g.pg.terminate_backends(application_name="gpupoold-r0"))
     assert test_crash.check(g.wait_leader(g.replicas, 15), clients)[0] > 0
+    rode_through(g)  # r0 stepped down and came back
+
+
+def rode_through(g, timeout=20):
+    """Every replica is still running (none exited: a lost connection
+    steps down and reconnects) and answers again."""
+    for r in g.replicas:
+        gpd.wait_for(lambda: r.proc.poll() is not None or r.leader(), timeout, r.name + " to answer")
+        assert r.proc.poll() is None, "%s exited:\n%s" % (r.name, r.read_log())
+        assert "action=exit" not in r.read_log(None), r.read_log()
+
+
+def first_ack_after(clients, t):
+    return min([w for c in clients for w, _ in c.ack_times if w > t] or [float("inf")]) - t
 
 
 def test_pg_restarted_under_load(g):
     g.replicas[0].cli("apply", "-f", gpd.TENANTS)
-    clients = under_load(g, g.pg.restart)
-    assert test_crash.check(g.wait_leader(g.replicas, 20), clients)[0] > 0
+    back = []
+
+    def restart():
+        g.pg.restart()
+        back.append(time.time())
+    clients = under_load(g, restart, after=6.0)
+    leader = g.wait_leader(g.replicas, 20)
+    assert test_crash.check(leader, clients)[0] > 0
+    rode_through(g)
+    assert any("event=step_down" in r.read_log(None) for r in g.replicas), g.logs()
+    took = first_ack_after(clients, back[0])
+    assert took < 6.0, "no submit acknowledged after PostgreSQL came back"
+    print("     first submit on %s %.2f s after PostgreSQL was back" % (leader.name, took))
+
+
+def test_pg_a_replica_waits_for_the_database_at_start(g):
+    g.pg.stop()
+    late = Replica(g, "r3")
+    started = {}
+    t = threading.Thread(target=lambda: started.update(r=late.start()), daemon=True)
+    t.start()
+    try:
+        gpd.wait_for(lambda: "event=store_wait" in late.read_log(None), 10, "r3 to wait for the database")
+        assert late.proc.poll() is None, late.read_log()
+        g.pg.start()
+        t.join(timeout=30)
+        assert started.get("r") and late.leader()["role"] in ("leader", "follower"), late.read_log()
+        g.replicas.append(late)  # checked and cleaned up with the others
+        rode_through(g)
+    finally:
+        late.kill9()
+
+
+def test_pg_paths_are_required(g):
+    """No SQLite file to put them next to: --token-file and --job-logs are asked for."""
+    base = [os.path.join(gpd.BIN, "gpupoold"), "--listen", "127.0.0.1:0", "--store", g.store_url]
+    for args, flag in ((["--job-logs", g.dir], "--token-file"), (["--token-file", os.path.join(g.dir, "t")],
+                                                                  "--job-logs")):
+        p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0 and flag + " is required with a PostgreSQL store" in p.stdout + p.stderr, \
+            (p.returncode, p.stdout, p.stderr)
 
 
 def test_pg_standby_promoted_behind_a_multi_host_url(g):
     g.replicas[0].cli("apply", "-f", gpd.TENANTS)
+    promoted = []
 
     def promote():
         g.pg.stop(mode="immediate")
         g.standby.promote()
-    under_load(g, promote, after=5.0)
+        promoted.append(time.time())
+    clients = under_load(g, promote, after=6.0)
     leader = g.wait_leader(g.replicas, 30)
+    rode_through(g)
+    print("     first submit on %s %.2f s after the promotion" % (leader.name, first_ack_after(clients, promoted[0])))
     # the standby replays asynchronously: what it holds is checked (chains, no double booking, new submits),
     # not every acknowledgement of the lost primary
     st, _ = post_following([leader.url], "/v1/jobs", {"tenant": "research/nlp", "name": "promoted", "gpus": 1},
@@ -400,7 +461,8 @@ def test_pg_standby_promoted_behind_a_multi_host_url(g):
 
 SQLITE_CASES = [test_one_leads_the_others_redirect, test_kill9_of_the_leader_under_load,
                 test_a_stopped_leader_commits_nothing_and_steps_down]
-PG_CASES = [test_pg_terminate_backend_of_the_leader, test_pg_restarted_under_load]
+PG_CASES = [test_pg_terminate_backend_of_the_leader, test_pg_restarted_under_load,
+            test_pg_a_replica_waits_for_the_database_at_start, test_pg_paths_are_required]
 
 
 def pg_group():
