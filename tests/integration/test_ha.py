@@ -375,9 +375,16 @@ def pg_backends(g, holder):
 def test_pg_terminate_backend_of_the_leader(g):
     g.replicas[0].cli("apply", "-f", gpd.TENANTS)
     assert pg_backends(g, "r0") > 0
-    clients = under_load(g, lambda: g.pg.terminate_backends(application_name="gpupoold-r0"))
-    assert test_crash.check(g.wait_leader(g.replicas, 15), clients)[0] > 0
+    killed = []
+
+    def terminate():
+        killed.append(time.time())
+        g.pg.terminate_backends(application_name="gpupoold-r0")
+    clients = under_load(g, terminate)
+    leader = g.wait_leader(g.replicas, 15)
+    assert test_crash.check(leader, clients)[0] > 0
     rode_through(g)  # r0 stepped down and came back
+    print("     no submit acknowledged for at most %.2f s after the termination" % longest_gap_after(clients, killed[0]))
 
 
 def rode_through(g, timeout=20):
@@ -387,6 +394,12 @@ def rode_through(g, timeout=20):
         gpd.wait_for(lambda: r.proc.poll() is not None or r.leader(), timeout, r.name + " to answer")
         assert r.proc.poll() is None, "%s exited:\n%s" % (r.name, r.read_log())
         assert "action=exit" not in r.read_log(None), r.read_log()
+
+
+def longest_gap_after(clients, t):
+    """The longest time without an acknowledged submit, from t on."""
+    times = sorted([t] + [w for c in clients for w, _ in c.ack_times if w > t])
+    return max(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else float("inf")
 
 
 def first_ack_after(clients, t):
