@@ -365,7 +365,7 @@ def test_a_stopped_leader_commits_nothing_and_steps_down(g):
     assert st == 201
 
 
-# ---- PostgreSQL only (GP_HA_PG=1; tests/support/pgcluster.py) ----
+# ---- PostgreSQL only (--pg; tests/support/pgcluster.py) ----
 
 def pg_backends(g, holder):
     out = g.pg.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gpupoold-%s'" % holder)

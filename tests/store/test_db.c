@@ -349,6 +349,7 @@ static void an_unknown_url_is_refused_clearly(void **state)
                      GP_ERR_INVALID);
     assert_null(db);
     assert_non_null(strstr(err.message, "cannot connect to PostgreSQL"));
+    assert_string_equal(err.field, GP_DB_CONNECTION_FIELD); /* gpupoold waits for the database */
 }
 
 /* ---- PostgreSQL only ---- */
@@ -397,6 +398,7 @@ static void a_terminated_backend_breaks_the_connection(void **state)
     assert_int_equal(rc, GP_DB_ERROR);
     assert_true(gp_db_broken(victim));
     assert_non_null(strstr(err.message, "connection to PostgreSQL lost"));
+    assert_string_equal(err.field, GP_DB_CONNECTION_FIELD); /* gpupoold steps down and reconnects */
     gp_db_finalize(st);
     gp_db_close(victim);
 }
