@@ -473,12 +473,15 @@ static gp_err paths_check(const gp_server_config *cfg, gp_error *err)
     return GP_OK;
 }
 
-/* Until the database takes a connection: a try, then event=store_wait
+/* Until PostgreSQL takes a connection: a try, then event=store_wait
  * with the error and a pause doubling from 100 ms to 2 s.  Any other
- * error (a schema newer than this gpupoold) ends the wait. */
+ * error (a schema newer than this gpupoold) ends the wait.  A SQLite file
+ * is there or not: nothing to wait for. */
 static gp_err wait_for_store(const char *store_url, gp_error *err)
 {
     char q[400];
+    if (is_sqlite(store_url))
+        return GP_OK;
     for (int64_t pause_ms = STORE_WAIT_FIRST_MS;; pause_ms = pause_ms * 2 > STORE_WAIT_MAX_MS ? STORE_WAIT_MAX_MS
                                                                                           : pause_ms * 2) {
         gp_store *s = NULL;
