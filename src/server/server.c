@@ -482,8 +482,8 @@ static gp_err wait_for_store(const char *store_url, gp_error *err)
     char q[400];
     if (is_sqlite(store_url))
         return GP_OK;
-    for (int64_t pause_ms = STORE_WAIT_FIRST_MS;; pause_ms = pause_ms * 2 > STORE_WAIT_MAX_MS ? STORE_WAIT_MAX_MS
-                                                                                          : pause_ms * 2) {
+    int64_t pause_ms = STORE_WAIT_FIRST_MS;
+    for (;;) {
         gp_store *s = NULL;
         gp_err rc = gp_store_open(store_url, false, &s, err);
         gp_store_close(s);
@@ -493,6 +493,7 @@ static gp_err wait_for_store(const char *store_url, gp_error *err)
                (long long)pause_ms);
         struct timespec ts = {.tv_sec = pause_ms / 1000, .tv_nsec = pause_ms % 1000 * 1000000L};
         nanosleep(&ts, NULL);
+        pause_ms = pause_ms * 2 < STORE_WAIT_MAX_MS ? pause_ms * 2 : STORE_WAIT_MAX_MS;
     }
 }
 
