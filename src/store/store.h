@@ -78,8 +78,8 @@ void gp_store_rollback(gp_store *s);
  * database's clock on PostgreSQL (now_ms is ignored there) and by the
  * caller's wall clock on SQLite (now_ms; one host).  Each call runs its
  * own short transaction -- but gp_store_lease_renew on a connection with
- * a transaction open runs inside it (a busy leader renews in its own
- * batches instead of queueing for the write lock beside them).
+ * a transaction open runs inside it (a batch that ran long renews at its
+ * end instead of queueing for the write lock beside it).
  *
  * Example, ttl 3000: A acquires at 1000 (epoch 5 -> 6, expires 4000),
  * renews at 2000 (expires 5000); B's acquire at 4500 is refused
@@ -111,12 +111,15 @@ gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp
 /* The row as it is (holder "" before anyone led). */
 gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_error *err);
 /* Fences this (writer) connection at epoch: from now on every
- * gp_store_begin first checks the lease row's epoch (PostgreSQL: under a
- * shared row lock, held to the commit, so a takeover waits for it) and
- * fails with GP_ERR_CONFLICT, field "lease", when it is not epoch; and a
- * mutating cached statement outside a transaction is refused the same way.
+ * gp_store_begin first checks the lease row's epoch and fails with
+ * GP_ERR_CONFLICT, field "lease", when it is not epoch; on PostgreSQL
+ * gp_store_commit checks it again under a shared row lock just before
+ * COMMIT (a takeover's UPDATE waits for the commit; the commit fails after
+ * a takeover), so the row is locked only for the commit; on SQLite BEGIN
+ * IMMEDIATE's write lock excludes a takeover for the whole transaction.  A
+ * statement that writes outside a transaction is refused the same way.
  * On PostgreSQL it also sets idle_in_transaction_session_timeout to ttl_ms,
- * so a stopped leader's transaction is aborted and its row lock freed. */
+ * so a stopped leader's transaction is aborted and its locks freed. */
 gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err);
 
 /* ---- engine snapshots (store_snapshot.c) ---- */

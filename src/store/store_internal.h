@@ -58,10 +58,14 @@ struct gp_store {
     int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
 };
 
-/* The fence check of a fenced connection inside its open transaction
+/* The fence of a fenced connection inside its open transaction
  * (store_lease.c): GP_ERR_CONFLICT, field "lease", when the lease row's
- * epoch is not s->fence_epoch. */
+ * epoch is not s->fence_epoch.  gp__store_fence_check reads the row (at
+ * BEGIN: fail early); gp__store_fence_lock reads it FOR SHARE (PostgreSQL,
+ * just before COMMIT: a takeover's UPDATE then waits for the commit, and
+ * the row is locked only for as long as the commit takes). */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
+gp_err gp__store_fence_lock(gp_store *s, gp_error *err);
 
 /* The hash before the first record of a chain: 64 zeros. */
 extern const char GP__ZERO_HASH[65];

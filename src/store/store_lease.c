@@ -8,14 +8,16 @@
  * row is locked for the call's transaction: SQLite's BEGIN IMMEDIATE
  * takes the write lock; PostgreSQL's SELECT ... FOR UPDATE locks the row.
  *
- * The fence (gp__store_fence_check) runs first in every transaction a
- * fenced connection begins: the row's epoch must still be the one the
- * connection was fenced at.  On PostgreSQL it reads the row FOR SHARE, so
- * a takeover's UPDATE waits until that transaction ends (or the server
- * aborts it: idle_in_transaction_session_timeout); on SQLite the write
- * lock of BEGIN IMMEDIATE already excludes the takeover's transaction.
- * Either way a transaction that passed the check commits before any new
- * epoch exists, and none that starts after it can pass.
+ * The fence: every transaction a fenced connection begins first reads
+ * the row (gp__store_fence_check: its epoch must still be the one the
+ * connection was fenced at), and on PostgreSQL reads it again FOR SHARE
+ * just before COMMIT (gp__store_fence_lock), so a takeover's UPDATE waits
+ * for that commit and the commit fails if a takeover came first.  The row
+ * is locked only for the commit, not the whole batch, so the lease
+ * thread's renew and a follower's look never wait behind a long batch.
+ * On SQLite the write lock of BEGIN IMMEDIATE already excludes the
+ * takeover's transaction for the whole batch.  Either way a transaction
+ * commits only while its epoch is the lease's, and none after a takeover.
  */
 #include "store/store_internal.h"
 
@@ -213,15 +215,22 @@ gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err)
     return GP_OK;
 }
 
-gp_err gp__store_fence_check(gp_store *s, gp_error *err)
+static gp_err fence_read(gp_store *s, const char *sql, gp_error *err)
 {
     int64_t epoch = 0;
-    gp_err rc = query_int(s,
-                          on_pg(s) ? "SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE"
-                                   : "SELECT epoch FROM leader_lease WHERE id = 1",
-                          &epoch, err);
+    gp_err rc = query_int(s, sql, &epoch, err);
     if (rc == GP_OK && epoch != s->fence_epoch)
         rc = gp_error_set(err, GP_ERR_CONFLICT, "lease", "the lease moved to epoch %lld; this leader's is %lld",
                           (long long)epoch, (long long)s->fence_epoch);
     return rc;
+}
+
+gp_err gp__store_fence_check(gp_store *s, gp_error *err)
+{
+    return fence_read(s, "SELECT epoch FROM leader_lease WHERE id = 1", err);
+}
+
+gp_err gp__store_fence_lock(gp_store *s, gp_error *err)
+{
+    return fence_read(s, "SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE", err);
 }

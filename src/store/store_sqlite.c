@@ -225,7 +225,11 @@ gp_err gp_store_begin(gp_store *s, gp_error *err)
 
 gp_err gp_store_commit(gp_store *s, gp_error *err)
 {
-    gp_err rc = gp_db_commit(s->conn, err);
+    gp_err rc = GP_OK;
+    if (s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_POSTGRES)
+        rc = gp__store_fence_lock(s, err);
+    if (rc == GP_OK)
+        rc = gp_db_commit(s->conn, err);
     if (rc != GP_OK)
         gp_store_rollback(s);
     s->in_tx = false;
