@@ -173,7 +173,7 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
               (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 2400; i++) { /* 120 s: a first start on PostgreSQL writes the fleet slowly */
         FILE *p = fopen(portf, "r");
         int port = 0;
         if (p && fscanf(p, "%d", &port) == 1 && port > 0) {
