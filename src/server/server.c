@@ -380,15 +380,33 @@ static void observe(void *ctx, const gp_engine *e, const gp_event *ev)
 }
 
 /* The usage ledger at start: verified whole (a broken chain is logged at
- * error level and shown by GET /v1/ledger/verify; gpupoold still serves).
- * The engine thread's first batch logs its head. */
+ * error level and shown by GET /v1/ledger/verify; gpupoold still serves),
+ * on a reader connection in a thread of its own, so that neither a start
+ * nor a takeover waits for it (1.2 s of a 1.6 s takeover with 100,000
+ * jobs on PostgreSQL); the gauge says "not yet" (-1) until it is done.
+ * The engine thread's first batch logs the ledger's head. */
+static void *ledger_verify_thread(void *arg)
+{
+    gp_server *srv = arg;
+    gp_error err;
+    char q[300];
+    gp_store_ledger_check check;
+    gp_store *r = gp_readers_take(&srv->readers, &err);
+    gp_err rc = r ? gp_store_ledger_verify(r, &check, &err) : err.code;
+    if (r)
+        gp_readers_give(&srv->readers, r);
+    if (rc == GP_OK)
+        gp_ledger_verified(&srv->ledger, &check, gp_wall_ms() / 1000);
+    else
+        gp_log(GP_LOG_WARN, "ledger_verify", "error=%s", gp_log_quote(err.message, q, sizeof q));
+    return NULL;
+}
+
 static gp_err ledger_start(gp_server *srv, gp_error *err)
 {
-    gp_store_ledger_check check;
-    gp_err rc = gp_store_ledger_verify(srv->store, &check, err);
-    if (rc)
-        return rc;
-    gp_ledger_verified(&srv->ledger, &check, gp_wall_ms() / 1000);
+    if (pthread_create(&srv->ledger_verifier, NULL, ledger_verify_thread, srv) != 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot start the ledger's verification");
+    srv->ledger_verifying = true;
     return GP_OK;
 }
 
@@ -516,12 +534,35 @@ static void lease_won(void *ctx)
     gp_loop_takeover(&srv->loop);
 }
 
+static int64_t lead_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The steps of a leader's start that a takeover waits for, timed for the
+ * log (event=lead_steps). */
+typedef struct lead_times {
+    int64_t follow, use, fleet, rest;
+} lead_times;
+
+static gp_err lead_step(gp_err rc, int64_t *ms, int64_t *t)
+{
+    int64_t now = lead_ms();
+    *ms += now - *t;
+    *t = now;
+    return rc;
+}
+
 gp_err gp_server_lead(gp_server *srv, gp_error *err)
 {
+    lead_times lt = {0};
+    int64_t t = lead_ms(), t0 = t;
     int64_t epoch = atomic_load(&srv->lease.epoch);
     gp_err rc = gp_store_fence(srv->store, epoch, srv->cfg.lease_ms, err);
     if (rc == GP_OK)
-        rc = gp_journal_follow(&srv->journal, true, err);
+        rc = lead_step(gp_journal_follow(&srv->journal, true, err), &lt.follow, &t);
     if (rc)
         return rc;
     gp_agents_set_epoch(&srv->agents, epoch);
@@ -535,12 +576,13 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
         rc = snapshots_start(srv, epoch, err);
     if (rc == GP_OK)
         rc = ledger_start(srv, err);
+    lead_step(rc, &lt.rest, &t);
     if (rc == GP_OK) {
         gp_use_init(&srv->use, srv->cfg.node_lost_after_s);
-        rc = gp_use_load(&srv->use, srv->store, err);
+        rc = lead_step(gp_use_load(&srv->use, srv->store, err), &lt.use, &t);
     }
     if (rc == GP_OK)
-        rc = load_fleet(srv, err);
+        rc = lead_step(load_fleet(srv, err), &lt.fleet, &t);
     if (rc == GP_OK)
         gp_agents_publish(&srv->agents);
     if (rc == GP_OK)
@@ -551,8 +593,11 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
         rc = checkpointer_start(&srv->checkpointer, srv->cfg.store_url, err);
     if (rc == GP_OK)
         rc = gp_lease_renew_now(&srv->lease, srv->store, err);
+    lead_step(rc, &lt.rest, &t);
     if (rc == GP_OK)
         atomic_store(&srv->lease.leading, true);
+    gp_log(GP_LOG_INFO, "lead_steps", "ms=%lld tail_and_check=%lld job_use=%lld fleet=%lld rest=%lld",
+           (long long)(t - t0), (long long)lt.follow, (long long)lt.use, (long long)lt.fleet, (long long)lt.rest);
     return rc;
 }
 
@@ -641,6 +686,8 @@ void gp_server_stop(gp_server *srv)
     gp_loop_stop(srv);
     gp_snapshots_stop(&srv->snapshots);
     checkpointer_stop(&srv->checkpointer);
+    if (srv->ledger_verifying)
+        pthread_join(srv->ledger_verifier, NULL);
     readers_close(&srv->readers);
     if (srv->use.cap_s)
         use_stop(srv);

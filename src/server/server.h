@@ -96,6 +96,8 @@ struct gp_server {
     gp_snapshots snapshots;  /* engine snapshots: when, and their writer thread */
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
+    pthread_t ledger_verifier; /* the start's verification of the ledger (server.c) */
+    bool ledger_verifying;
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
     struct MHD_Daemon *http;
