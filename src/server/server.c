@@ -430,7 +430,14 @@ static gp_err journal_start(gp_server *srv, gp_error *err)
     int64_t t0 = gp_wall_ms();
     gp_engine_config engine_cfg = gp_engine_config_default();
     gp_journal_hooks hooks = {.observe = observe, .restored = restored, .reset = reset, .ctx = srv};
-    gp_err rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, &hooks, err);
+    /* A follower reads the log and checks it against the job table while
+     * the leader commits: both at one moment of the database. */
+    bool follower = !atomic_load(&srv->lease.won);
+    gp_err rc = follower ? gp_store_begin_snapshot(srv->store, err) : GP_OK;
+    if (rc == GP_OK)
+        rc = gp_journal_open(&srv->journal, srv->store, &engine_cfg, &hooks, err);
+    if (follower && srv->store)
+        gp_store_rollback(srv->store);
     if (rc)
         return rc;
     gp_engine_stats st;

@@ -68,6 +68,13 @@ gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
  * transaction rolled back. */
 gp_err gp_store_begin(gp_store *s, gp_error *err);
 gp_err gp_store_commit(gp_store *s, gp_error *err);
+/* A transaction that only reads, all of it at one moment of the database
+ * while other connections commit (PostgreSQL: REPEATABLE READ READ ONLY;
+ * SQLite: a deferred BEGIN, fixed at its first read).  End it with
+ * gp_store_rollback.  A follower's start reads the log and the job table
+ * in one: the check of one against the other must not see a commit land
+ * between them. */
+gp_err gp_store_begin_snapshot(gp_store *s, gp_error *err);
 void gp_store_rollback(gp_store *s);
 
 /* ---- the leader lease and fencing (store_lease.c) ----

@@ -223,6 +223,16 @@ gp_err gp_store_begin(gp_store *s, gp_error *err)
     return rc;
 }
 
+gp_err gp_store_begin_snapshot(gp_store *s, gp_error *err)
+{
+    gp_err rc = gp_db_exec(s->conn,
+                           gp_db_dialect_of(s->conn) == GP_DB_POSTGRES ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                                                                       : "BEGIN",
+                           err);
+    s->in_tx = rc == GP_OK;
+    return rc;
+}
+
 gp_err gp_store_commit(gp_store *s, gp_error *err)
 {
     gp_err rc = GP_OK;
