@@ -105,14 +105,12 @@ static const gp__tenant *leaf_room(gp_engine *e, uint32_t leaf)
     return l;
 }
 
-/* Like gp__res_exceeds_job < 0 with usage 0 and the room as the limit. */
+/* The demand fits the room: gp__res_exceeds_job with nothing used yet and
+ * the room as the limit. */
 static bool fits_room(const gp_res *room, const gp_res *demand, int type)
 {
-    const int dims[3] = {type, GP_DIM_CPU, GP_DIM_MEM};
-    for (int i = 0; i < 3; i++)
-        if (demand->v[dims[i]] > 0 && demand->v[dims[i]] > room->v[dims[i]])
-            return false;
-    return true;
+    static const gp_res nothing;
+    return gp__res_exceeds_job(&nothing, demand, room, type) < 0;
 }
 
 gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit)
