@@ -91,8 +91,9 @@ void gp_store_rollback(gp_store *s);
  * Example, ttl 3000: A acquires at 1000 (epoch 5 -> 6, expires 4000),
  * renews at 2000 (expires 5000); B's acquire at 4500 is refused
  * (GP_ERR_CONFLICT); A stops; B's acquire at 5001 wins (epoch 7); A's
- * next renew and A's fenced connections' next gp_store_begin fail with
- * GP_ERR_CONFLICT, field "lease". */
+ * next renew and A's fenced connections' next transaction fail with
+ * GP_ERR_CONFLICT, field "lease" (at BEGIN on SQLite, at COMMIT on
+ * PostgreSQL). */
 typedef struct gp_store_lease {
     char holder[256];
     char url[1024];
@@ -117,13 +118,13 @@ gp_err gp_store_lease_renew(gp_store *s, const char *holder, int64_t epoch, int6
 gp_err gp_store_lease_release(gp_store *s, const char *holder, int64_t epoch, gp_error *err);
 /* The row as it is (holder "" before anyone led). */
 gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_error *err);
-/* Fences this (writer) connection at epoch: from now on every
- * gp_store_begin first checks the lease row's epoch and fails with
- * GP_ERR_CONFLICT, field "lease", when it is not epoch; on PostgreSQL
- * gp_store_commit checks it again under a shared row lock just before
- * COMMIT (a takeover's UPDATE waits for the commit; the commit fails after
- * a takeover), so the row is locked only for the commit; on SQLite BEGIN
- * IMMEDIATE's write lock excludes a takeover for the whole transaction.  A
+/* Fences this (writer) connection at epoch: from now on every write
+ * transaction checks the lease row's epoch once and fails with
+ * GP_ERR_CONFLICT, field "lease", when it is not epoch -- on SQLite in
+ * gp_store_begin (BEGIN IMMEDIATE's write lock then excludes a takeover
+ * to the end), on PostgreSQL in gp_store_commit, under a shared row lock
+ * just before COMMIT (a takeover's UPDATE waits for the commit; the commit
+ * fails after a takeover), so the row is locked only for the commit.  A
  * statement that writes outside a transaction is refused the same way.
  * On PostgreSQL it also sets idle_in_transaction_session_timeout to ttl_ms,
  * so a stopped leader's transaction is aborted and its locks freed. */

@@ -56,16 +56,17 @@ struct gp_store {
     gp_db_stmt *stmt[GP__ST_COUNT];
     gp__chain_head audit, ledger;
     int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
+    gp_db_stmt *fence;    /* its check (store_lease.c), prepared by gp_store_fence */
 };
 
 /* The fence of a fenced connection inside its open transaction
- * (store_lease.c): GP_ERR_CONFLICT, field "lease", when the lease row's
- * epoch is not s->fence_epoch.  gp__store_fence_check reads the row (at
- * BEGIN: fail early); gp__store_fence_lock reads it FOR SHARE (PostgreSQL,
- * just before COMMIT: a takeover's UPDATE then waits for the commit, and
- * the row is locked only for as long as the commit takes). */
+ * (store_lease.c), checked once per transaction where the database holds
+ * the lease row against a takeover until the commit: SQLite right after
+ * BEGIN IMMEDIATE (its write lock lasts to the end), PostgreSQL just
+ * before COMMIT (reading the row FOR SHARE, so it is locked only for the
+ * commit).  GP_ERR_CONFLICT, field "lease", when the row's epoch is not
+ * s->fence_epoch. */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
-gp_err gp__store_fence_lock(gp_store *s, gp_error *err);
 
 /* The hash before the first record of a chain: 64 zeros. */
 extern const char GP__ZERO_HASH[65];

@@ -8,16 +8,17 @@
  * row is locked for the call's transaction: SQLite's BEGIN IMMEDIATE
  * takes the write lock; PostgreSQL's SELECT ... FOR UPDATE locks the row.
  *
- * The fence: every transaction a fenced connection begins first reads
- * the row (gp__store_fence_check: its epoch must still be the one the
- * connection was fenced at), and on PostgreSQL reads it again FOR SHARE
- * just before COMMIT (gp__store_fence_lock), so a takeover's UPDATE waits
- * for that commit and the commit fails if a takeover came first.  The row
- * is locked only for the commit, not the whole batch, so the lease
- * thread's renew and a follower's look never wait behind a long batch.
- * On SQLite the write lock of BEGIN IMMEDIATE already excludes the
- * takeover's transaction for the whole batch.  Either way a transaction
- * commits only while its epoch is the lease's, and none after a takeover.
+ * The fence: once per transaction of a fenced connection, where the
+ * database holds the lease row against a takeover until the commit, the
+ * row's epoch must still be the one the connection was fenced at.  SQLite:
+ * right after BEGIN IMMEDIATE, whose write lock excludes the takeover's
+ * transaction to the end.  PostgreSQL: just before COMMIT, reading the
+ * row FOR SHARE, so a takeover's UPDATE waits for that commit and the
+ * commit fails if a takeover came first; the row is locked only for the
+ * commit, so the lease thread's renew and a follower's look never wait
+ * behind a long batch.  Either way a transaction commits only while its
+ * epoch is the lease's, and none after a takeover.  The check is one
+ * statement prepared once (gp_store_fence), a round trip per batch.
  */
 #include "store/store_internal.h"
 
@@ -211,26 +212,27 @@ gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err)
         if (rc)
             return rc;
     }
+    if (!s->fence) {
+        gp_err rc = gp_db_prepare(s->conn,
+                                  on_pg(s) ? "SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE"
+                                           : "SELECT epoch FROM leader_lease WHERE id = 1",
+                                  0, &s->fence, err);
+        if (rc)
+            return rc;
+    }
     s->fence_epoch = epoch;
     return GP_OK;
 }
 
-static gp_err fence_read(gp_store *s, const char *sql, gp_error *err)
-{
-    int64_t epoch = 0;
-    gp_err rc = query_int(s, sql, &epoch, err);
-    if (rc == GP_OK && epoch != s->fence_epoch)
-        rc = gp_error_set(err, GP_ERR_CONFLICT, "lease", "the lease moved to epoch %lld; this leader's is %lld",
-                          (long long)epoch, (long long)s->fence_epoch);
-    return rc;
-}
-
 gp_err gp__store_fence_check(gp_store *s, gp_error *err)
 {
-    return fence_read(s, "SELECT epoch FROM leader_lease WHERE id = 1", err);
-}
-
-gp_err gp__store_fence_lock(gp_store *s, gp_error *err)
-{
-    return fence_read(s, "SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE", err);
+    int step = gp_db_step(s->fence, err);
+    int64_t epoch = step == GP_DB_ROW ? gp_db_column_int64(s->fence, 0) : 0;
+    gp_db_reset(s->fence);
+    if (step == GP_DB_ERROR)
+        return err ? err->code : GP_ERR_INVALID;
+    if (epoch != s->fence_epoch)
+        return gp_error_set(err, GP_ERR_CONFLICT, "lease", "the lease moved to epoch %lld; this leader's is %lld",
+                            (long long)epoch, (long long)s->fence_epoch);
+    return GP_OK;
 }

@@ -197,6 +197,7 @@ void gp_store_close(gp_store *s)
         return;
     for (int i = 0; i < GP__ST_COUNT; i++)
         gp_db_finalize(s->stmt[i]);
+    gp_db_finalize(s->fence);
     gp_db_close(s->conn);
     free(s);
 }
@@ -215,7 +216,7 @@ gp_err gp_store_begin(gp_store *s, gp_error *err)
 {
     gp_err rc = gp_db_begin(s->conn, !s->readonly, err);
     s->in_tx = rc == GP_OK;
-    if (rc == GP_OK && s->fence_epoch) {
+    if (rc == GP_OK && s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_SQLITE) {
         rc = gp__store_fence_check(s, err);
         if (rc != GP_OK)
             gp_store_rollback(s);
@@ -237,7 +238,7 @@ gp_err gp_store_commit(gp_store *s, gp_error *err)
 {
     gp_err rc = GP_OK;
     if (s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_POSTGRES)
-        rc = gp__store_fence_lock(s, err);
+        rc = gp__store_fence_check(s, err);
     if (rc == GP_OK)
         rc = gp_db_commit(s->conn, err);
     if (rc != GP_OK)
