@@ -33,10 +33,21 @@
  * (n00 among equals) with no known start, and the GPUs freed there would
  * wait for it.
  *
+ * What a sweep costs: it reads only the running whole-GPU jobs of its
+ * type (engine->type_running, kept on bind and release), one expected end
+ * each, into a binary heap keyed by (end, place in engine->running); it
+ * pops them in that order and reads a popped job's GPUs only then, so a
+ * sweep that finds its start after k releases sorts and reads k of them,
+ * not all.  The key's last part is the tie-break of a stable sort of
+ * engine->running by end, so the order is exactly that sort's.  The jobs
+ * that nothing bounds are ordered (by node) only when the sweep gets to
+ * them.  Example: 6,000 running jobs of the type, a 2x8 gang that fits
+ * once the third ends: 6,000 ends read, a heap built in O(6,000), 3 pops.
+ *
  * A sweep that finds no time at all (the domain's GPUs are held by shared
  * jobs, or CPU or memory block it) is tried by only the first
- * GP__RESERVE_TRIES blocked jobs of a type in a pass: each sweep walks
- * every running job.
+ * GP__RESERVE_TRIES blocked jobs of a type in a pass: such a sweep pops
+ * every running job of the type.
  *
  * Holds last one pass: each pass clears them and computes them again from
  * the state it finds, so they follow the fleet as it changes.
@@ -98,79 +109,149 @@ static int64_t expected_end(const gp_engine *e, const gp__job *j)
     return end < bound ? end : bound;
 }
 
-/* GPUs of type `type` that each running job gives back, node by node,
- * sorted by time.  Claimed GPUs are not given back to the general pool. */
-static release *collect_releases(const gp_engine *e, int type, size_t *count)
+/* A running job's turn in the sweep: by expected end, then by place in
+ * engine->running.  That is the order a stable sort of engine->running by
+ * time kept, so the heap below pops the releases in the same order while
+ * sorting only the few that a sweep reads. */
+typedef struct turn {
+    int64_t time;
+    uint32_t pos;
+    uint32_t job;
+} turn;
+
+static bool turn_before(const turn *a, const turn *b)
 {
-    size_t cap = 0;
-    for (size_t i = 0; i < e->n_running; i++) {
-        const gp__job *j = &e->jobs[e->running[i]];
-        if (j->bound_type == type && !gp__job_shared(j))
-            cap += (size_t)j->replicas;
+    return a->time != b->time ? a->time < b->time : a->pos < b->pos;
+}
+
+static void heap_down(turn *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && turn_before(&h[l], &h[least]))
+            least = l;
+        if (r < n && turn_before(&h[r], &h[least]))
+            least = r;
+        if (least == i)
+            return;
+        turn t = h[i];
+        h[i] = h[least];
+        h[least] = t;
+        i = least;
     }
-    release *rel = malloc((cap ? cap : 1) * sizeof *rel);
-    size_t n = 0;
-    for (size_t i = 0; rel && i < e->n_running; i++) {
-        const gp__job *j = &e->jobs[e->running[i]];
+}
+
+/* The earliest turn, taken off the heap of n. */
+static turn heap_pop(turn *h, size_t *n)
+{
+    turn top = h[0];
+    h[0] = h[--*n];
+    heap_down(h, *n, 0);
+    return top;
+}
+
+/* The type's running jobs: those with a known end on a heap (returned,
+ * *n_known of them), those that nothing bounds in *unbounded_jobs (in the
+ * caller's buffer, *n_unbounded).  NULL when out of memory. */
+static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_jobs, size_t *n_known,
+                           size_t *n_unbounded)
+{
+    size_t n_jobs = e->n_type_running[type];
+    turn *h = malloc((n_jobs ? n_jobs : 1) * sizeof *h);
+    size_t n = 0, u = 0;
+    for (size_t i = 0; h && i < n_jobs; i++) {
+        uint32_t job = e->type_running[type][i];
+        const gp__job *j = &e->jobs[job];
         int64_t end = expected_end(e, j);
-        if (j->bound_type != type || !j->placed || gp__job_shared(j) || j->gpus == 0)
-            continue;
-        for (int r = 0; r < j->replicas; r++) {
-            int gpus = 0;
-            uint32_t node = e->fleet.gpus[j->placed[(size_t)r * j->gpus]].node;
-            for (int k = 0; k < j->gpus; k++) {
-                const gp__gpu *g = &e->fleet.gpus[j->placed[(size_t)r * j->gpus + k]];
-                gpus += g->healthy && g->claim == 0;
-            }
-            if (gpus > 0)
-                rel[n++] = (release){end, node, gpus};
-        }
+        if (end == GP__START_UNKNOWN)
+            unbounded_jobs[u++] = job;
+        else
+            h[n++] = (turn){end, j->running_pos, job};
     }
-    *count = n;
+    for (size_t i = n / 2; i-- > 0;)
+        heap_down(h, n, i);
+    *n_known = n;
+    *n_unbounded = u;
+    return h;
+}
+
+/* What replica r of a running job gives back: its node and its GPUs there
+ * that are healthy and not claimed (claimed GPUs are not given back to the
+ * general pool). */
+static release replica_release(const gp_engine *e, const gp__job *j, int64_t time, int r)
+{
+    release rel = {time, e->fleet.gpus[j->placed[(size_t)r * j->gpus]].node, 0};
+    for (int k = 0; k < j->gpus; k++) {
+        const gp__gpu *g = &e->fleet.gpus[j->placed[(size_t)r * j->gpus + k]];
+        rel.gpus += g->healthy && g->claim == 0;
+    }
     return rel;
 }
 
-typedef struct release_order {
-    const release *rel;
-    const int *unbounded; /* per node: GPUs held by jobs that nothing bounds */
-} release_order;
+typedef struct unbounded_release {
+    release rel;
+    uint32_t pos; /* the job's place in engine->running */
+    int replica;
+} unbounded_release;
 
-/* By time; releases of unknown time last, node by node, the nodes with the
- * fewest unbounded GPUs first (they need the fewest unknown ends), then in
- * fleet order. */
-static int by_time(uint32_t a, uint32_t b, const void *ctx)
+typedef struct unbounded_order {
+    const unbounded_release *rel;
+    const int *unbounded; /* per node: GPUs held by jobs that nothing bounds */
+} unbounded_order;
+
+/* Releases of unknown time, node by node, the nodes with the fewest
+ * unbounded GPUs first (they need the fewest unknown ends), then in fleet
+ * order; on one node in engine->running order. */
+static int by_node(uint32_t a, uint32_t b, const void *ctx)
 {
-    const release_order *o = ctx;
-    const release *x = &o->rel[a], *y = &o->rel[b];
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    if (x->time != GP__START_UNKNOWN || x->node == y->node)
-        return 0;
-    int ux = o->unbounded[x->node], uy = o->unbounded[y->node];
+    const unbounded_order *o = ctx;
+    const unbounded_release *x = &o->rel[a], *y = &o->rel[b];
+    int ux = o->unbounded[x->rel.node], uy = o->unbounded[y->rel.node];
     if (ux != uy)
         return ux < uy ? -1 : 1;
-    return x->node < y->node ? -1 : 1;
+    if (x->rel.node != y->rel.node)
+        return x->rel.node < y->rel.node ? -1 : 1;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return x->replica < y->replica ? -1 : x->replica > y->replica;
 }
 
-/* The releases in sweep order, or NULL when out of memory. */
-static uint32_t *order_releases(const gp_engine *e, const release *rel, size_t n_rel)
+/* The releases of the jobs that nothing bounds, in sweep order (*out, with
+ * *order; the caller frees both), *count of them; false when out of memory. */
+static bool unbounded_releases(const gp_engine *e, const uint32_t *jobs, size_t n_jobs, unbounded_release **out,
+                               uint32_t **order, size_t *count)
 {
-    uint32_t *order = malloc((n_rel ? n_rel : 1) * sizeof *order);
+    size_t cap = 0;
+    for (size_t i = 0; i < n_jobs; i++)
+        cap += (size_t)e->jobs[jobs[i]].replicas;
+    unbounded_release *rel = malloc((cap ? cap : 1) * sizeof *rel);
+    uint32_t *idx = malloc((cap ? cap : 1) * sizeof *idx);
     int *unbounded = calloc(e->fleet.n_nodes ? e->fleet.n_nodes : 1, sizeof *unbounded);
-    bool ok = order && unbounded;
-    for (size_t i = 0; ok && i < n_rel; i++) {
-        order[i] = (uint32_t)i;
-        if (rel[i].time == GP__START_UNKNOWN)
-            unbounded[rel[i].node] += rel[i].gpus;
+    bool ok = rel && idx && unbounded;
+    size_t n = 0;
+    for (size_t i = 0; ok && i < n_jobs; i++) {
+        const gp__job *j = &e->jobs[jobs[i]];
+        for (int r = 0; r < j->replicas; r++) {
+            release one = replica_release(e, j, GP__START_UNKNOWN, r);
+            if (one.gpus == 0)
+                continue;
+            unbounded[one.node] += one.gpus;
+            idx[n] = (uint32_t)n;
+            rel[n++] = (unbounded_release){one, j->running_pos, r};
+        }
     }
-    release_order o = {rel, unbounded};
-    ok = ok && gp_sort_indexes(order, n_rel, by_time, &o);
+    unbounded_order o = {rel, unbounded};
+    ok = ok && gp_sort_indexes(idx, n, by_node, &o);
     free(unbounded);
     if (!ok) {
-        free(order);
-        return NULL;
+        free(rel);
+        free(idx);
+        return false;
     }
-    return order;
+    *out = rel;
+    *order = idx;
+    *count = n;
+    return true;
 }
 
 /* Domain of a node for this topology: 0 for any, block, or node. */
@@ -197,6 +278,23 @@ typedef struct sweep {
     int64_t start;
 } sweep;
 
+/* One release in the sweep: its GPUs come back on its node (a node out of
+ * service takes none).  True when that makes the job's domain hold it. */
+static bool sweep_release(const gp_engine *e, const gp__job *j, sweep *s, release r)
+{
+    if (r.gpus == 0 || s->avail[r.node] < 0)
+        return false;
+    uint32_t d = domain_of(e, j, r.node);
+    s->capacity[d] -= replicas_on(j, s->avail[r.node]);
+    s->avail[r.node] += r.gpus;
+    s->capacity[d] += replicas_on(j, s->avail[r.node]);
+    if (s->capacity[d] < j->replicas)
+        return false;
+    s->domain = d;
+    s->start = r.time;
+    return true;
+}
+
 static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
 {
     const gp__fleet *f = &e->fleet;
@@ -214,26 +312,24 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
                 return false; /* GPUs are there: CPU or memory blocks it, waiting won't help */
         }
     }
-    size_t n_rel;
-    release *rel = collect_releases(e, type, &n_rel);
-    uint32_t *order = rel ? order_releases(e, rel, n_rel) : NULL;
-    bool found = false;
-    if (rel && order) {
-        for (size_t i = 0; i < n_rel && !found; i++) {
-            const release *r = &rel[order[i]];
-            if (s->avail[r->node] < 0)
-                continue;
-            uint32_t d = domain_of(e, j, r->node);
-            s->capacity[d] -= replicas_on(j, s->avail[r->node]);
-            s->avail[r->node] += r->gpus;
-            s->capacity[d] += replicas_on(j, s->avail[r->node]);
-            if (s->capacity[d] >= j->replicas) {
-                s->domain = d;
-                s->start = r->time;
-                found = true;
-            }
-        }
+    size_t n_known = 0, n_unknown = 0;
+    uint32_t *unbounded_jobs = malloc((e->n_type_running[type] ? e->n_type_running[type] : 1) * sizeof *unbounded_jobs);
+    turn *heap = unbounded_jobs ? collect_turns(e, type, unbounded_jobs, &n_known, &n_unknown) : NULL;
+    bool ok = heap != NULL, found = false;
+    while (ok && n_known > 0 && !found) {
+        turn t = heap_pop(heap, &n_known);
+        const gp__job *jt = &e->jobs[t.job];
+        for (int r = 0; r < jt->replicas && !found; r++)
+            found = sweep_release(e, j, s, replica_release(e, jt, t.time, r));
     }
+    unbounded_release *rel = NULL;
+    uint32_t *order = NULL;
+    size_t n_rel = 0;
+    ok = ok && !found && n_unknown > 0 && unbounded_releases(e, unbounded_jobs, n_unknown, &rel, &order, &n_rel);
+    for (size_t i = 0; ok && i < n_rel && !found; i++)
+        found = sweep_release(e, j, s, rel[order[i]].rel);
+    free(unbounded_jobs);
+    free(heap);
     free(rel);
     free(order);
     return found;

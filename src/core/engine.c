@@ -129,7 +129,7 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
     size_t n = gp__placed_count(j);
     j->placed = malloc((n ? n : 1) * sizeof *j->placed);
     j->slot = gp__job_shared(j) ? malloc(n * sizeof *j->slot) : NULL;
-    if (!j->placed || (gp__job_shared(j) && !j->slot) || !gp__running_add(e, job)) {
+    if (!j->placed || (gp__job_shared(j) && !j->slot) || !gp__running_add(e, job, type)) {
         free(j->placed);
         free(j->slot);
         j->placed = NULL;

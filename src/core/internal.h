@@ -283,6 +283,7 @@ typedef struct gp__job {
     int preemptions;
     bool cancel_requested;
     uint32_t running_pos; /* index in engine->running, GP__NONE when not listed */
+    uint32_t type_pos;    /* index in engine->type_running[bound_type], GP__NONE when not listed */
     uint64_t interval_id; /* open usage interval, 0 when none */
     int64_t interval_start;
 
@@ -403,6 +404,11 @@ struct gp_engine {
     gp_u64map job_by_id;
     uint32_t *running;    /* running and preempting job indexes */
     size_t n_running, cap_running;
+    /* the whole-GPU jobs of running, per bound type, in no order: what a
+     * reservation sweep reads (backfill.c); derived, rebuilt when a
+     * snapshot is read */
+    uint32_t *type_running[GP_MAX_GPU_TYPES];
+    size_t n_type_running[GP_MAX_GPU_TYPES], cap_type_running[GP_MAX_GPU_TYPES];
     size_t n_pending;
 
     gp_decision *decisions;
@@ -542,8 +548,12 @@ void gp__queue_remove(gp_engine *e, uint32_t job);
 bool gp__job_asks_no_gpu(const gp_engine *e, const gp__job *j);
 /* Releases t's queue array (whose start lies pending_front before pending). */
 void gp__queue_free(gp__tenant *t);
-bool gp__running_add(gp_engine *e, uint32_t job);
+/* List a job as running on GPU type `type` (also in type_running when it
+ * holds whole GPUs); false, nothing listed, when out of memory. */
+bool gp__running_add(gp_engine *e, uint32_t job, int type);
 void gp__running_remove(gp_engine *e, uint32_t job);
+/* Rebuild type_running from running (snapshot.c); false when out of memory. */
+bool gp__type_running_rebuild(gp_engine *e);
 void gp__job_release_slot(gp_engine *e, uint32_t job);
 void gp__jobs_free(gp_engine *e);
 /* gp_engine_job_submit's books (engine.c owns the event): validate the

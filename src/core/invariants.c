@@ -14,7 +14,8 @@
  *   - tenant usage and guaranteed usage are the sums over running jobs of
  *     their subtree, and guaranteed usage fits every guarantee;
  *   - pending queues hold exactly the pending jobs, in queue order, and the
- *     running list exactly the placed ones;
+ *     running list exactly the placed ones, and the per-type lists exactly
+ *     its whole-GPU jobs of that type;
  *   - claims: only pending jobs hold them; a whole GPU claimed names its
  *     claimer; the claimed amounts of a shared GPU (replicas, shares, MPS
  *     memory and covers, MIG slices) are the sums over its claimers; an
@@ -72,9 +73,22 @@ static gp_err check_gang(const gp_engine *e, uint32_t job, gp_error *err)
     return GP_OK;
 }
 
+/* A running job holds whole GPUs exactly when it is listed under its type. */
+static bool type_listed(const gp_engine *e, uint32_t job)
+{
+    const gp__job *j = &e->jobs[job];
+    bool whole = !gp__job_shared(j) && j->gpus > 0;
+    if (j->type_pos == GP__NONE)
+        return !whole;
+    return whole && j->type_pos < e->n_type_running[j->bound_type] &&
+           e->type_running[j->bound_type][j->type_pos] == job;
+}
+
 static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, gp_error *err)
 {
-    size_t owned = 0, placed = 0, listed = 0, pending = 0;
+    size_t owned = 0, placed = 0, listed = 0, pending = 0, type_listed_count = 0, type_lists = 0;
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        type_lists += e->n_type_running[t];
     for (size_t g = 0; g < e->fleet.n_gpus; g++)
         owned += e->fleet.gpus[g].owner != 0;
     for (size_t i = 0; i < e->n_jobs; i++) {
@@ -91,6 +105,10 @@ static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, 
         listed++;
         if (!gp__job_shared(j))
             placed += (size_t)j->replicas * j->gpus;
+        if (!type_listed(e, (uint32_t)i))
+            return gp_error_set(err, GP_ERR_CONFLICT, "job", "job %llu is not in the running list of its GPU type",
+                                (unsigned long long)j->id);
+        type_listed_count += j->type_pos != GP__NONE;
         gp_err rc = check_gang(e, (uint32_t)i, err);
         if (rc)
             return rc;
@@ -104,7 +122,7 @@ static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, 
     }
     if (owned != placed)
         return gp_error_set(err, GP_ERR_CONFLICT, "gpu", "%zu GPUs owned but jobs hold %zu", owned, placed);
-    if (listed != e->n_running || pending != e->n_pending)
+    if (listed != e->n_running || pending != e->n_pending || type_listed_count != type_lists)
         return gp_error_set(err, GP_ERR_CONFLICT, "job", "running list or pending count out of step");
     return GP_OK;
 }

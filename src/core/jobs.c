@@ -29,7 +29,8 @@
  * re-centred in the array, which first doubles while more than half full.
  * Example: a queue of 50,000 jobs binds its 10th: 9 jobs move one slot
  * towards the tail (a memmove of the 49,990 after it, before).  Running and preempting jobs are in one flat list
- * (engine->running) that timers, reclaim and backfill walk.
+ * (engine->running) that timers and reclaim walk; the whole-GPU ones are
+ * also listed per GPU type (engine->type_running), which backfill reads.
  */
 #include "core/internal.h"
 
@@ -195,9 +196,28 @@ void gp__queue_free(gp__tenant *t)
     t->n_pending = t->cap_pending = t->pending_front = t->n_pending_gpuless = 0;
 }
 
-bool gp__running_add(gp_engine *e, uint32_t job)
+/* Whole-GPU work: the only kind whose releases a reservation sweeps. */
+static bool holds_whole_gpus(const gp__job *j)
 {
-    if (!GP__GROW(e->running, e->n_running, e->cap_running))
+    return !gp__job_shared(j) && j->gpus > 0;
+}
+
+static bool type_running_add(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    j->type_pos = GP__NONE;
+    if (!holds_whole_gpus(j))
+        return true;
+    if (!GP__GROW(e->type_running[type], e->n_type_running[type], e->cap_type_running[type]))
+        return false;
+    j->type_pos = (uint32_t)e->n_type_running[type];
+    e->type_running[type][e->n_type_running[type]++] = job;
+    return true;
+}
+
+bool gp__running_add(gp_engine *e, uint32_t job, int type)
+{
+    if (!GP__GROW(e->running, e->n_running, e->cap_running) || !type_running_add(e, job, type))
         return false;
     e->jobs[job].running_pos = (uint32_t)e->n_running;
     e->running[e->n_running++] = job;
@@ -215,6 +235,21 @@ void gp__running_remove(gp_engine *e, uint32_t job)
     e->jobs[last].running_pos = j->running_pos;
     j->running_pos = GP__NONE;
     e->tenants[j->tenant].running--;
+    if (j->type_pos != GP__NONE) {
+        int t = j->bound_type;
+        last = e->type_running[t][--e->n_type_running[t]];
+        e->type_running[t][j->type_pos] = last;
+        e->jobs[last].type_pos = j->type_pos;
+        j->type_pos = GP__NONE;
+    }
+}
+
+bool gp__type_running_rebuild(gp_engine *e)
+{
+    for (size_t i = 0; i < e->n_running; i++)
+        if (!type_running_add(e, e->running[i], e->jobs[e->running[i]].bound_type))
+            return false;
+    return true;
 }
 
 /* The share a mig/mps/timeslice job asks for, and who may ask for it. */
@@ -441,6 +476,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     j->last_checkpoint = -1;
     j->last_preempted = -1;
     j->running_pos = GP__NONE;
+    j->type_pos = GP__NONE;
     j->wait.code = GP_WAIT_NEW;
     j->wait.dim = -1;
     j->wait.tenant = GP__NONE;
@@ -481,5 +517,7 @@ void gp__jobs_free(gp_engine *e)
     free(e->histories);
     free(e->free_slots);
     free(e->running);
+    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+        free(e->type_running[t]);
     gp_u64map_free(&e->job_by_id);
 }

@@ -290,6 +290,8 @@ static void engine_detach(gp_engine *e)
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
         e->reservation[t].n_nodes = e->reservation[t].cap_nodes = 0;
+        e->type_running[t] = NULL; /* derived (jobs.c): rebuilt from running */
+        e->n_type_running[t] = e->cap_type_running[t] = 0;
     }
 }
 
@@ -405,6 +407,8 @@ static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
         !get_array(r, (void **)&e->free_slots, &e->n_free_slots, &e->cap_free_slots, sizeof *e->free_slots, nomem) ||
         !get_array(r, (void **)&e->running, &e->n_running, &e->cap_running, sizeof *e->running, nomem))
         return false;
+    if (!gp__type_running_rebuild(e))
+        return !(*nomem = true);
     return true;
 }
 

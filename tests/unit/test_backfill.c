@@ -260,6 +260,34 @@ static void short_job_a_held_node_can_take_is_placed_there(void **state)
     tb_assert_gpus_consistent(w);
 }
 
+/* Releases at the same expected time are swept in running-list order (the
+ * order a stable sort by time keeps), not fleet order.  3 nodes x 2 H100:
+ * jobs 1, 2, 3 (1 GPU, ending at 1000) on n00, n01, n02; job 1 ends at
+ * once, so job 3 moves to its place in the running list, before job 2;
+ * jobs 4 and 5 (ending at 3000) fill n00.  A 1x2 gang's sweep meets job 3's
+ * release first: it holds n02, and a long job takes n01's free GPU. */
+static void releases_at_one_time_are_swept_in_running_order(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 3, "H100", 2, "b0", "z0"); /* n00..n02 */
+    teams(w);
+    place_on(w, 1, 1000, "n00");
+    place_on(w, 2, 1000, "n01");
+    place_on(w, 3, 1000, "n02");
+    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 0);
+    place_on(w, 4, 3000, "n00");
+    place_on(w, 5, 3000, "n00");
+    submit_runtime(w, GANG, "big", 1, 2, 5000, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 0);
+    assert_int_equal(tb_info(w, GANG).wait.code, GP_WAIT_RESERVED);
+    assert_int_equal(tb_info(w, GANG).wait.time, 1000);
+    assert_int_equal(tb_info(w, GANG).wait.a, 1); /* one node held */
+    submit_runtime(w, LONG_JOB, "small", 1, 1, 2000, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    assert_int_equal(tb_job_node(w, LONG_JOB), tb_node_index(w, "n01"));
+    tb_assert_gpus_consistent(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -273,6 +301,7 @@ int main(void)
         TB_TEST(overdue_running_job_is_assumed_to_end_within_overdue_grace),
         TB_TEST(short_job_too_big_for_any_held_node_leaves_them_held),
         TB_TEST(short_job_a_held_node_can_take_is_placed_there),
+        TB_TEST(releases_at_one_time_are_swept_in_running_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
