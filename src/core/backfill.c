@@ -116,7 +116,9 @@ static int64_t expected_end(const gp_engine *e, const gp__job *j)
 typedef struct turn {
     int64_t time;
     uint32_t pos;
-    uint32_t job;
+    int replicas, gpus;
+    const uint32_t *placed; /* the job's GPUs, copied here with the fields above
+                               while its record is in cache: a pop reads no job */
 } turn;
 
 static bool turn_before(const turn *a, const turn *b)
@@ -166,7 +168,7 @@ static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_job
         if (end == GP__START_UNKNOWN)
             unbounded_jobs[u++] = job;
         else
-            h[n++] = (turn){end, j->running_pos, job};
+            h[n++] = (turn){end, j->running_pos, j->replicas, j->gpus, j->placed};
     }
     for (size_t i = n / 2; i-- > 0;)
         heap_down(h, n, i);
@@ -175,14 +177,14 @@ static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_job
     return h;
 }
 
-/* What replica r of a running job gives back: its node and its GPUs there
- * that are healthy and not claimed (claimed GPUs are not given back to the
- * general pool). */
-static release replica_release(const gp_engine *e, const gp__job *j, int64_t time, int r)
+/* What replica r of a running job (its GPUs `placed`, `gpus` a replica)
+ * gives back: its node and its GPUs there that are healthy and not
+ * claimed (claimed GPUs are not given back to the general pool). */
+static release replica_release(const gp_engine *e, const uint32_t *placed, int gpus, int64_t time, int r)
 {
-    release rel = {time, e->fleet.gpus[j->placed[(size_t)r * j->gpus]].node, 0};
-    for (int k = 0; k < j->gpus; k++) {
-        const gp__gpu *g = &e->fleet.gpus[j->placed[(size_t)r * j->gpus + k]];
+    release rel = {time, e->fleet.gpus[placed[(size_t)r * gpus]].node, 0};
+    for (int k = 0; k < gpus; k++) {
+        const gp__gpu *g = &e->fleet.gpus[placed[(size_t)r * gpus + k]];
         rel.gpus += g->healthy && g->claim == 0;
     }
     return rel;
@@ -232,7 +234,7 @@ static bool unbounded_releases(const gp_engine *e, const uint32_t *jobs, size_t 
     for (size_t i = 0; ok && i < n_jobs; i++) {
         const gp__job *j = &e->jobs[jobs[i]];
         for (int r = 0; r < j->replicas; r++) {
-            release one = replica_release(e, j, GP__START_UNKNOWN, r);
+            release one = replica_release(e, j->placed, j->gpus, GP__START_UNKNOWN, r);
             if (one.gpus == 0)
                 continue;
             unbounded[one.node] += one.gpus;
@@ -318,9 +320,10 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     bool ok = heap != NULL, found = false;
     while (ok && n_known > 0 && !found) {
         turn t = heap_pop(heap, &n_known);
-        const gp__job *jt = &e->jobs[t.job];
-        for (int r = 0; r < jt->replicas && !found; r++)
-            found = sweep_release(e, j, s, replica_release(e, jt, t.time, r));
+        if (n_known > 0)
+            __builtin_prefetch(heap[0].placed); /* likely the next pop: read while this one's GPUs are */
+        for (int r = 0; r < t.replicas && !found; r++)
+            found = sweep_release(e, j, s, replica_release(e, t.placed, t.gpus, t.time, r));
     }
     unbounded_release *rel = NULL;
     uint32_t *order = NULL;
