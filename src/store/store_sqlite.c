@@ -65,6 +65,19 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " below_since = ?5, updated = ?6 WHERE job_id = ?1",
 };
 
+/* The writes of the log and of the tables it materializes: no rows back,
+ * nobody reads their changes, and a failure fails the daemon's whole batch
+ * (journal.c, the audit row).  On PostgreSQL they are queued, not waited
+ * for, until the transaction's next read or its commit (db.h). */
+static const unsigned FLAGS[GP__ST_COUNT] = {
+    [GP__ST_META_SET] = GP_DB_DEFER,     [GP__ST_EVENT_APPEND] = GP_DB_DEFER, [GP__ST_JOB_INSERT] = GP_DB_DEFER,
+    [GP__ST_JOB_SCOPE] = GP_DB_DEFER,    [GP__ST_JOB_UPDATE] = GP_DB_DEFER,   [GP__ST_HISTORY_ADD] = GP_DB_DEFER,
+    [GP__ST_RUN_ADD] = GP_DB_DEFER,      [GP__ST_USAGE_OPEN] = GP_DB_DEFER,   [GP__ST_USAGE_CLOSE] = GP_DB_DEFER,
+    [GP__ST_TENANT_PUT] = GP_DB_DEFER,   [GP__ST_TENANT_DELETE] = GP_DB_DEFER, [GP__ST_AUDIT_APPEND] = GP_DB_DEFER,
+    [GP__ST_LEDGER_APPEND] = GP_DB_DEFER, [GP__ST_USE_OPEN] = GP_DB_DEFER,    [GP__ST_USE_LOST] = GP_DB_DEFER,
+    [GP__ST_USE_SAMPLE] = GP_DB_DEFER,
+};
+
 /* ---- helpers shared by the store's files ---- */
 
 gp_err gp__store_failed(gp_error *err, const char *what)
@@ -91,7 +104,7 @@ gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 {
     if (unfenced_write(s, STATEMENTS[id], "store", err) != GP_OK)
         return NULL;
-    if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], 0, &s->stmt[id], err) != GP_OK)
+    if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], FLAGS[id], &s->stmt[id], err) != GP_OK)
         return NULL;
     return s->stmt[id];
 }
