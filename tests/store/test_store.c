@@ -670,6 +670,41 @@ static void bill_records_come_from_the_typed_columns(void **state)
     assert_int_equal(level, 8000);
 }
 
+static void append_guarantee(gp_store *s, int64_t milli)
+{
+    append_record(s, "{s:I, s:s, s:s, s:s, s:I, s:I}", "interval", (json_int_t)0, "kind", "guarantee", "tenant", "a",
+                  "gpu_type", "H100", "milli_gpus", (json_int_t)milli, "start", (json_int_t)10);
+}
+
+static int64_t level_of_a(gp_store *s)
+{
+    int64_t level = -1;
+    OK(gp_store_ledger_levels(s, level_seen, &level, &e_));
+    return level;
+}
+
+/* A transaction reads the levels once and its appends keep them current
+ * (the first start asks before each of thousands of capacity records);
+ * what a rollback undid is not in force afterwards. */
+static void ledger_levels_follow_the_transactions_appends_and_its_rollback(void **state)
+{
+    fixture *f = *state;
+    OK(gp_store_begin(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), -1);
+    append_guarantee(f->s, 1000);
+    assert_int_equal(level_of_a(f->s), 1000);
+    append_guarantee(f->s, 2000);
+    assert_int_equal(level_of_a(f->s), 2000);
+    OK(gp_store_commit(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), 2000);
+    OK(gp_store_begin(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), 2000);
+    append_guarantee(f->s, 5000);
+    assert_int_equal(level_of_a(f->s), 5000);
+    gp_store_rollback(f->s);
+    assert_int_equal(level_of_a(f->s), 2000);
+}
+
 static void prices_and_billing_modes_are_kept(void **state)
 {
     fixture *f = *state;
@@ -912,6 +947,7 @@ int main(void)
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
         CASE(the_ledger_chains_lists_and_verifies),
         CASE(bill_records_come_from_the_typed_columns),
+        CASE(ledger_levels_follow_the_transactions_appends_and_its_rollback),
         CASE(prices_and_billing_modes_are_kept),
         CASE(gpu_checks_health_and_drains_are_kept),
         CASE(job_use_counters_are_kept_and_summed),
