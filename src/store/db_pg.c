@@ -159,9 +159,11 @@ static bool result_ok(const PGresult *res)
 static struct gp__db_pg *pg_db(gp_db *db) { return (struct gp__db_pg *)db; }
 
 /* Reads the answers up to the Sync: the first error into the connection's
- * deferred error.  Each queued statement ends with a NULL result, the Sync
- * with PGRES_PIPELINE_SYNC; a connection gone ends it early. */
-static void read_queue(struct gp__db_pg *db)
+ * deferred error, except that the last statement's result goes to *last
+ * when last is not NULL (a statement that waits, sent behind the queue).
+ * Each queued statement ends with a NULL result, the Sync with
+ * PGRES_PIPELINE_SYNC; a connection gone ends it early. */
+static void read_queue(struct gp__db_pg *db, PGresult **last)
 {
     int ends = 0;
     for (;;) {
@@ -176,6 +178,10 @@ static void read_queue(struct gp__db_pg *db)
             PQclear(res);
             break;
         }
+        if (last && ends == db->queued - 1 && s != PGRES_PIPELINE_ABORTED && !*last) {
+            *last = res;
+            continue;
+        }
         if (s != PGRES_PIPELINE_ABORTED && !result_ok(res) && !db->has_deferred_error) {
             fail(&db->base, res, "deferred statement", &db->deferred_error);
             db->has_deferred_error = true;
@@ -185,13 +191,14 @@ static void read_queue(struct gp__db_pg *db)
 }
 
 /* Ends the queue (one round trip) and reports its first error, or one an
- * earlier call could not report.  err may be NULL: the error waits. */
-static gp_err flush_queue(gp_db *base, gp_error *err)
+ * earlier call could not report.  err may be NULL: the error waits.  last:
+ * see read_queue. */
+static gp_err end_queue(gp_db *base, PGresult **last, gp_error *err)
 {
     struct gp__db_pg *db = pg_db(base);
     if (db->queued > 0) {
         if (PQpipelineSync(db->conn) == 1)
-            read_queue(db);
+            read_queue(db, last);
         if (PQexitPipelineMode(db->conn) != 1 && !db->has_deferred_error) {
             fail(base, NULL, "deferred statement", &db->deferred_error);
             db->has_deferred_error = true;
@@ -205,6 +212,8 @@ static gp_err flush_queue(gp_db *base, gp_error *err)
     db->has_deferred_error = false;
     return err->code;
 }
+
+static gp_err flush_queue(gp_db *base, gp_error *err) { return end_queue(base, NULL, err); }
 
 /* ---- the connection ---- */
 
@@ -507,6 +516,34 @@ static int step_deferred(struct gp__stmt_pg *st, gp_error *err)
     return GP_DB_DONE;
 }
 
+/* A statement that waits, behind a queue: sent after it, before the Sync,
+ * so the queue and the statement take one round trip together.  GP_OK and
+ * st->res its result (an error result included), or the queue's error. */
+static gp_err run_behind_queue(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    bool sent = false;
+    execute(st, true, &sent);
+    if (!sent)
+        return flush_queue(&db->base, err); /* then it runs alone, as always */
+    db->queued++;
+    gp_err rc = end_queue(&db->base, &st->res, err);
+    if (rc == GP_OK && !st->res)
+        rc = fail(&db->base, NULL, "step", err);
+    return rc;
+}
+
+/* The first step's answer from a statement's result. */
+static int finish_first(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    if (!st->res || !result_ok(st->res))
+        return step_error(st, "step", err);
+    if (changes_rows(PQcmdStatus(st->res)))
+        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
+    return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
+}
+
 static int step_first(struct gp__stmt_pg *st, gp_error *err)
 {
     struct gp__db_pg *db = (struct gp__db_pg *)st->base.db;
@@ -514,6 +551,15 @@ static int step_first(struct gp__stmt_pg *st, gp_error *err)
     if (deferrable(st))
         return step_deferred(st, err);
     st->executed = true;
+    if (db->queued > 0 && !(st->flags & GP_DB_STREAM)) {
+        if (run_behind_queue(st, err) != GP_OK) {
+            clear_result(st);
+            return GP_DB_ERROR;
+        }
+        if (!st->res)
+            st->res = execute(st, false, &sent);
+        return finish_first(st, err);
+    }
     if (flush_queue(&db->base, err) != GP_OK)
         return GP_DB_ERROR;
     st->res = execute(st, (st->flags & GP_DB_STREAM) != 0, &sent);
@@ -523,11 +569,7 @@ static int step_first(struct gp__stmt_pg *st, gp_error *err)
         st->streaming = true;
         return step_stream(st, err);
     }
-    if (!st->res || !result_ok(st->res))
-        return step_error(st, "step", err);
-    if (changes_rows(PQcmdStatus(st->res)))
-        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
-    return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
+    return finish_first(st, err);
 }
 
 static int pg_step(gp_db_stmt *base, gp_error *err)

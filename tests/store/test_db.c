@@ -435,17 +435,25 @@ static void a_deferred_error_seen_by_finalize_fails_the_commit(void **state)
 }
 
 /* 1,200 deferred rows (the queue is read at most 512 at a time), an
- * UPDATE of them, then a read in the same transaction and after it. */
+ * UPDATE of them, then reads in the same transaction (the first one sent
+ * behind the queue, the others after it) and after it. */
 static void reads_after_deferred_writes_see_them(void **state)
 {
     gp_db *db = *state;
     gp_error err = {0};
     gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, s) VALUES(?1, 'row')", GP_DB_DEFER);
     gp_db_stmt *up = dbtest_prepare(db, "UPDATE t SET s = 'seven' WHERE i = ?1", GP_DB_DEFER);
+    gp_db_stmt *sum = dbtest_prepare(db, "SELECT count(*), sum(i) FROM t WHERE i <= ?1", 0);
     assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
     for (int i = 1; i <= 1200; i++)
         assert_int_equal(step_insert(ins, i, &err), GP_DB_DONE);
     assert_int_equal(step_insert(up, 7, &err), GP_DB_DONE);
+    gp_db_bind_int64(sum, 1, 1000);
+    assert_int_equal(gp_db_step(sum, &err), GP_DB_ROW);
+    assert_int_equal(gp_db_column_int64(sum, 0), 1000);
+    assert_int_equal(gp_db_column_int64(sum, 1), 1000 * 1001 / 2);
+    assert_int_equal(gp_db_step(sum, &err), GP_DB_DONE);
+    gp_db_finalize(sum);
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1200);
     assert_int_equal(dbtest_int(db, "SELECT sum(i) FROM t", NULL, NULL), 1200 * 1201 / 2);
     assert_int_equal(dbtest_int(db, "SELECT i FROM t WHERE s = 'seven'", NULL, NULL), 7);
@@ -454,6 +462,32 @@ static void reads_after_deferred_writes_see_them(void **state)
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1201);
     gp_db_finalize(up);
     gp_db_finalize(ins);
+}
+
+/* A read sent behind queued writes fails on its own error: so does the
+ * commit. */
+static void a_read_that_fails_behind_deferred_writes_says_why(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
+    gp_db_stmt *bad = dbtest_prepare(db, "SELECT count(*) FROM t WHERE i = 1 / (?1 - 1)", 0);
+    assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
+    assert_int_equal(step_insert(ins, 1, &err), GP_DB_DONE);
+    gp_db_bind_int64(bad, 1, 1);
+    int rc = gp_db_step(bad, &err);
+    gp_db_finalize(bad);
+    gp_db_finalize(ins);
+    if (!on_postgres()) { /* SQLite's division by zero is NULL, no error */
+        gp_db_rollback(db);
+        return;
+    }
+    assert_int_equal(rc, GP_DB_ERROR);
+    assert_non_null(strstr(err.message, "division by zero"));
+    assert_false(gp_db_broken(db));
+    assert_int_not_equal(gp_db_commit(db, &err), GP_OK);
+    gp_db_rollback(db);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 0);
 }
 
 /* Outside a transaction there is nothing to fail later: it runs at once. */
@@ -585,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_deferred_error_fails_the_next_statement_that_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(a_deferred_error_seen_by_finalize_fails_the_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(reads_after_deferred_writes_see_them, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_read_that_fails_behind_deferred_writes_says_why, setup, teardown),
         cmocka_unit_test_setup_teardown(a_deferred_statement_outside_a_transaction_runs_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(a_terminated_backend_mid_pipeline_breaks_the_connection, setup, teardown),
     };
