@@ -82,12 +82,6 @@ static void levels_update(gp_store *s, const json_t *record)
                    json_integer_value(json_object_get(record, "milli_gpus")));
 }
 
-void gp__store_levels_forget(gp_store *s)
-{
-    json_decref(s->levels);
-    s->levels = NULL;
-}
-
 gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
 {
     gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);

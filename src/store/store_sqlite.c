@@ -211,7 +211,7 @@ void gp_store_close(gp_store *s)
     for (int i = 0; i < GP__ST_COUNT; i++)
         gp_db_finalize(s->stmt[i]);
     gp_db_finalize(s->fence);
-    json_decref(s->levels);
+    gp__store_tx_forget(s);
     gp_db_close(s->conn);
     free(s);
 }
@@ -258,7 +258,7 @@ gp_err gp_store_commit(gp_store *s, gp_error *err)
     if (rc != GP_OK)
         gp_store_rollback(s);
     s->in_tx = false;
-    gp__store_levels_forget(s);
+    gp__store_tx_forget(s);
     return rc;
 }
 
@@ -268,7 +268,15 @@ void gp_store_rollback(gp_store *s)
     s->in_tx = false;
     s->audit.loaded = false; /* the cached chain heads may be gone */
     s->ledger.loaded = false;
-    gp__store_levels_forget(s);
+    gp__store_tx_forget(s);
+}
+
+void gp__store_tx_forget(gp_store *s)
+{
+    json_decref(s->levels);
+    s->levels = NULL;
+    json_decref(s->users);
+    s->users = NULL;
 }
 
 /* ---- meta ---- */
