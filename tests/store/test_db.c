@@ -528,20 +528,33 @@ static void a_serialization_failure_is_a_conflict(void **state)
     gp_db_close(b);
 }
 
+/* A connection named appname in pg_stat_activity, and its end: the
+ * killer terminates its backend and waits until it is gone. */
+static gp_db *open_victim(const char *appname)
+{
+    setenv("GP_PG_APPNAME", appname, 1);
+    gp_db *victim = dbtest_open(g_url, false);
+    unsetenv("GP_PG_APPNAME");
+    return victim;
+}
+
+static void terminate_victim(gp_db *killer, const char *appname)
+{
+    assert_int_equal(dbtest_int(killer,
+                                "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
+                                " WHERE application_name = ?1",
+                                appname, NULL),
+                     1);
+}
+
 static void a_terminated_backend_breaks_the_connection(void **state)
 {
     if (!on_postgres())
         skip();
     gp_db *killer = *state;
-    setenv("GP_PG_APPNAME", "gp-test-db-victim", 1);
-    gp_db *victim = dbtest_open(g_url, false);
-    unsetenv("GP_PG_APPNAME");
+    gp_db *victim = open_victim("gp-test-db-victim");
     gp_db_stmt *st = dbtest_prepare(victim, "SELECT count(*) FROM t", 0);
-    assert_int_equal(dbtest_int(killer,
-                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                " WHERE application_name = 'gp-test-db-victim'",
-                                NULL, NULL),
-                     1);
+    terminate_victim(killer, "gp-test-db-victim");
     gp_error err = {0};
     int rc = GP_DB_ROW;
     for (int tries = 0; tries < 50 && rc != GP_DB_ERROR; tries++) { /* the backend may take a moment to go */
@@ -564,18 +577,12 @@ static void a_terminated_backend_mid_pipeline_breaks_the_connection(void **state
     if (!on_postgres())
         skip();
     gp_db *killer = *state;
-    setenv("GP_PG_APPNAME", "gp-test-db-pipeline-victim", 1);
-    gp_db *victim = dbtest_open(g_url, false);
-    unsetenv("GP_PG_APPNAME");
+    gp_db *victim = open_victim("gp-test-db-pipeline-victim");
     gp_db_stmt *ins = dbtest_prepare(victim, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
     gp_error err = {0};
     assert_int_equal(gp_db_begin(victim, true, &err), GP_OK);
     assert_int_equal(step_insert(ins, 1, &err), GP_DB_DONE);
-    assert_int_equal(dbtest_int(killer,
-                                "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
-                                " WHERE application_name = 'gp-test-db-pipeline-victim'",
-                                NULL, NULL),
-                     1);
+    terminate_victim(killer, "gp-test-db-pipeline-victim");
     step_insert(ins, 2, &err); /* queued, or refused by a socket already closed */
     assert_int_not_equal(gp_db_commit(victim, &err), GP_OK);
     assert_true(gp_db_broken(victim));
