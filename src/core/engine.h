@@ -157,6 +157,10 @@ int gp_engine_gpu_type_count(const gp_engine *e);
 const char *gp_engine_gpu_type_name(const gp_engine *e, int type); /* NULL when out of range */
 /* Healthy, schedulable capacity of the fleet per dimension. */
 void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out);
+/* GPUs of every node, up or not, per GPU type (out[type], the caller's
+ * GP_MAX_GPU_TYPES entries): the capacity the ledger records.  One pass
+ * without copying each node (gp_engine_node_get), as cheap as the fleet. */
+void gp_engine_gpus_by_type(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 
 /* ---- snapshots (snapshot.c) ---- */
 

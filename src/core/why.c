@@ -442,3 +442,13 @@ void gp_engine_fleet_capacity(const gp_engine *e, gp_res *out)
     if (e && out)
         *out = e->fleet.capacity;
 }
+
+void gp_engine_gpus_by_type(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES])
+{
+    memset(out, 0, GP_MAX_GPU_TYPES * sizeof *out);
+    for (uint32_t i = 0; e && i < e->fleet.n_nodes; i++) {
+        const gp__node *n = &e->fleet.nodes[i];
+        if (n->type < GP_MAX_GPU_TYPES)
+            out[n->type] += n->gpu_count;
+    }
+}

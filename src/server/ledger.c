@@ -140,17 +140,13 @@ static gp_err sync_guarantees(gp_store *s, const gp_engine *e, json_t *recorded,
 
 static gp_err sync_capacity(gp_store *s, const gp_engine *e, json_t *recorded, int64_t now, gp_error *err)
 {
-    int64_t milli[GP_MAX_GPU_TYPES] = {0};
-    for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
-        gp_node_info n;
-        if (gp_engine_node_get(e, i, &n) && n.type >= 0 && n.type < GP_MAX_GPU_TYPES)
-            milli[n.type] += (int64_t)n.gpu_count * 1000;
-    }
+    int64_t gpus[GP_MAX_GPU_TYPES]; /* per node add, so one pass without copying nodes */
+    gp_engine_gpus_by_type(e, gpus);
     gp_err rc = GP_OK;
     for (int d = 0; rc == GP_OK && d < gp_engine_gpu_type_count(e) && d < GP_MAX_GPU_TYPES; d++) {
         const char *type = gp_engine_gpu_type_name(e, d);
-        if (milli[d] != level_of(recorded, type))
-            rc = append_new(s, gp_ledger_capacity_record(type, milli[d], now), err);
+        if (gpus[d] * 1000 != level_of(recorded, type))
+            rc = append_new(s, gp_ledger_capacity_record(type, gpus[d] * 1000, now), err);
     }
     return rc;
 }

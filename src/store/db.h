@@ -23,6 +23,18 @@
  * rows arrive one at a time, and no other statement may run on the
  * connection until it is done or reset).
  *
+ * Deferred writes (GP_DB_DEFER): a statement that returns no rows and
+ * whose outcome the caller does not read at once (an INSERT or UPDATE
+ * inside a transaction that fails as a whole if it fails).  On PostgreSQL,
+ * inside a transaction, its step sends it without waiting and answers
+ * GP_DB_DONE; the server's answers to all the statements queued so come
+ * back in one round trip at the connection's next call that waits (a step
+ * of a statement without the flag, exec, begin, commit, prepare).  An
+ * error of a deferred statement fails that call with the statement's
+ * message, and the transaction with it: its commit fails, nothing of it is
+ * kept.  gp_db_changes does not count deferred statements.  On SQLite, and
+ * outside a transaction, the flag changes nothing.
+ *
  * Errors: a failing call fills err with field "store" and returns
  *   GP_ERR_CONFLICT  busy, locked, a serialization failure or deadlock:
  *                    the transaction may be retried;
@@ -66,6 +78,7 @@ typedef enum gp_db_type { GP_DB_NULL, GP_DB_INT, GP_DB_REAL, GP_DB_TEXT, GP_DB_B
 
 /* gp_db_prepare's flags. */
 #define GP_DB_STREAM 1u
+#define GP_DB_DEFER 2u
 
 /* url: "sqlite:PATH" (readonly: open an existing file read-only; else
  * create it when missing, in WAL mode with synchronous=FULL) or a libpq connection string: "postgres://...",
@@ -91,7 +104,7 @@ void gp_db_rollback(gp_db *db);
  * the writer does not checkpoint by itself).  PostgreSQL: nothing to do. */
 gp_err gp_db_checkpoint(gp_db *db, gp_error *err);
 /* Rows the last INSERT, UPDATE or DELETE stepped on this connection
- * changed. */
+ * changed (not counting GP_DB_DEFER statements). */
 int64_t gp_db_changes(gp_db *db);
 
 gp_err gp_db_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err);

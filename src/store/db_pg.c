@@ -28,6 +28,20 @@
  *                 down and reconnects instead of exiting.
  *                 COMMIT of a transaction a failed statement aborted (which
  *                 PostgreSQL answers with "ROLLBACK", no error) fails too.
+ *   deferring     a GP_DB_DEFER statement stepped inside a transaction is
+ *                 sent in libpq's pipeline mode and not waited for: its
+ *                 step answers DONE at once.  The answers of the queued
+ *                 statements are read at the connection's next call that
+ *                 waits for the server (a step of any other statement,
+ *                 exec, BEGIN/COMMIT/ROLLBACK, prepare, finalize), after a
+ *                 Sync: one round trip for the whole queue.  The first
+ *                 error among them fails that call (PostgreSQL has aborted
+ *                 the transaction, so COMMIT fails too and nothing of it is
+ *                 kept); a call that cannot report it (finalize) leaves it
+ *                 for the next one that can; ROLLBACK forgets it.  At most
+ *                 GP__PG_MAX_QUEUED statements wait at a time (their
+ *                 answers must fit the socket's buffer: the client sends
+ *                 without reading, blocking, and so must the server).
  *
  * Every connection runs with synchronous_commit = on (a COMMIT returns
  * once the WAL is flushed: as durable as SQLite's synchronous=FULL) and
@@ -59,12 +73,21 @@
 #define GP__OID_NUMERIC 1700
 
 #define GP__PG_MAX_PARAMS 1000
+#define GP__PG_MAX_QUEUED 512
+
+/* The example of the header, deferred: BEGIN; step "INSERT INTO jobs ..."
+ * (sent, DONE), step "INSERT INTO job_scope ..." (sent, DONE), step
+ * "SELECT \"user\" FROM jobs WHERE id = 7" (Sync sent, the two inserts'
+ * answers read, then the SELECT run as always); COMMIT. */
 
 struct gp__db_pg {
     gp_db base;
     PGconn *conn;
     int64_t changes;
     unsigned next_name;
+    int queued;            /* deferred statements sent, their answers not read (pipeline mode while > 0) */
+    bool has_deferred_error;
+    gp_error deferred_error; /* the first error of the queue, not yet reported */
 };
 
 /* A bytea column's bytes (PQunescapeBytea's, freed with PQfreemem). */
@@ -131,10 +154,77 @@ static bool result_ok(const PGresult *res)
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_SINGLE_TUPLE;
 }
 
+/* ---- the queue of deferred statements ---- */
+
+static struct gp__db_pg *pg_db(gp_db *db) { return (struct gp__db_pg *)db; }
+
+/* Reads the answers up to the Sync: the first error into the connection's
+ * deferred error, except that the last statement's result goes to *last
+ * when last is not NULL (a statement that waits, sent behind the queue).
+ * Each queued statement ends with a NULL result, the Sync with
+ * PGRES_PIPELINE_SYNC; a connection gone ends it early. */
+static void read_queue(struct gp__db_pg *db, PGresult **last)
+{
+    int ends = 0;
+    for (;;) {
+        PGresult *res = PQgetResult(db->conn);
+        if (!res) {
+            if (PQstatus(db->conn) == CONNECTION_BAD || ++ends > db->queued)
+                break;
+            continue;
+        }
+        ExecStatusType s = PQresultStatus(res);
+        if (s == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        if (last && ends == db->queued - 1 && s != PGRES_PIPELINE_ABORTED && !*last) {
+            *last = res;
+            continue;
+        }
+        if (s != PGRES_PIPELINE_ABORTED && !result_ok(res) && !db->has_deferred_error) {
+            fail(&db->base, res, "deferred statement", &db->deferred_error);
+            db->has_deferred_error = true;
+        }
+        PQclear(res);
+    }
+}
+
+/* Ends the queue (one round trip) and reports its first error, or one an
+ * earlier call could not report.  err may be NULL: the error waits.  last:
+ * see read_queue. */
+static gp_err end_queue(gp_db *base, PGresult **last, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(base);
+    if (db->queued > 0) {
+        if (PQpipelineSync(db->conn) == 1)
+            read_queue(db, last);
+        if (PQexitPipelineMode(db->conn) != 1 && !db->has_deferred_error) {
+            fail(base, NULL, "deferred statement", &db->deferred_error);
+            db->has_deferred_error = true;
+            base->broken = true; /* still in pipeline mode: no other call can work */
+        }
+        db->queued = 0;
+    }
+    if (!db->has_deferred_error || !err)
+        return db->has_deferred_error ? db->deferred_error.code : GP_OK;
+    *err = db->deferred_error;
+    db->has_deferred_error = false;
+    return err->code;
+}
+
+static gp_err flush_queue(gp_db *base, gp_error *err) { return end_queue(base, NULL, err); }
+
 /* ---- the connection ---- */
 
 static gp_err pg_exec(gp_db *db, const char *sql, gp_error *err)
 {
+    bool rollback = strcmp(sql, "ROLLBACK") == 0;
+    gp_err queued = flush_queue(db, rollback ? NULL : err);
+    if (rollback)
+        pg_db(db)->has_deferred_error = false; /* what the rollback discards */
+    else if (queued != GP_OK)
+        return queued;
     PGresult *res = PQexec(conn_of(db), sql);
     gp_err rc = res && result_ok(res) ? GP_OK : fail(db, res, "exec", err);
     /* COMMIT of a transaction an error aborted answers "ROLLBACK", not an error */
@@ -252,10 +342,11 @@ static gp_err pg_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt 
     st->flags = flags;
     st->n_params = n;
     snprintf(st->name, sizeof st->name, "gp%u", ++pdb->next_name);
-    PGresult *res = PQprepare(pdb->conn, st->name, text, 0, NULL);
+    gp_err queued = flush_queue(db, err);
+    PGresult *res = queued == GP_OK ? PQprepare(pdb->conn, st->name, text, 0, NULL) : NULL;
     free(text);
     if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
-        gp_err rc = fail(db, res, "prepare", err);
+        gp_err rc = queued != GP_OK ? queued : fail(db, res, "prepare", err);
         PQclear(res);
         free(st->params);
         free(st);
@@ -281,6 +372,7 @@ static void pg_finalize(gp_db_stmt *base)
 {
     struct gp__stmt_pg *st = pg_st(base);
     pg_reset(base);
+    flush_queue(st->base.db, NULL); /* an error waits for the next call that can report it */
     if (!st->base.db->broken) {
         char sql[40];
         snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
@@ -337,8 +429,9 @@ static void pg_bind_null(gp_db_stmt *st, int i)
         *p = (struct gp__pg_param){0};
 }
 
-/* Sends (stream) or runs the statement with its parameters. */
-static PGresult *execute(struct gp__stmt_pg *st, bool *sent)
+/* Sends (send: *sent says whether it went; a stream is put in single-row
+ * mode) or runs the statement with its parameters. */
+static PGresult *execute(struct gp__stmt_pg *st, bool send, bool *sent)
 {
     const char *values[GP__PG_MAX_PARAMS];
     int lengths[GP__PG_MAX_PARAMS], formats[GP__PG_MAX_PARAMS];
@@ -348,9 +441,9 @@ static PGresult *execute(struct gp__stmt_pg *st, bool *sent)
         formats[i] = st->params[i].format;
     }
     PGconn *conn = conn_of(st->base.db);
-    if (st->flags & GP_DB_STREAM) {
+    if (send) {
         *sent = PQsendQueryPrepared(conn, st->name, st->n_params, values, lengths, formats, 0) == 1;
-        if (*sent)
+        if (*sent && (st->flags & GP_DB_STREAM))
             PQsetSingleRowMode(conn);
         return NULL;
     }
@@ -391,23 +484,92 @@ static bool changes_rows(const char *status)
            strncmp(status, "DELETE ", 7) == 0 || strncmp(status, "MERGE ", 6) == 0;
 }
 
+/* A GP_DB_DEFER statement inside a transaction (or behind others already
+ * queued) is queued instead of run. */
+static bool deferrable(struct gp__stmt_pg *st)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    return (st->flags & GP_DB_DEFER) &&
+           (db->queued > 0 || PQtransactionStatus(db->conn) == PQTRANS_INTRANS);
+}
+
+/* Queues the statement (pipeline mode from the first one on): DONE without
+ * waiting, unless the queue is full and its answers say otherwise. */
+static int step_deferred(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    bool sent = false;
+    st->executed = true;
+    if (db->queued == 0 && PQenterPipelineMode(db->conn) != 1)
+        return step_error(st, "step", err);
+    execute(st, true, &sent);
+    if (!sent) {
+        int rc = step_error(st, "step", err);
+        if (db->queued == 0)
+            PQexitPipelineMode(db->conn);
+        else
+            flush_queue(&db->base, NULL); /* the queue's own error, if any, waits */
+        return rc;
+    }
+    if (++db->queued >= GP__PG_MAX_QUEUED && flush_queue(&db->base, err) != GP_OK)
+        return GP_DB_ERROR;
+    return GP_DB_DONE;
+}
+
+/* A statement that waits, behind a queue: sent after it, before the Sync,
+ * so the queue and the statement take one round trip together.  GP_OK and
+ * st->res its result (an error result included), or the queue's error. */
+static gp_err run_behind_queue(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    bool sent = false;
+    execute(st, true, &sent);
+    if (!sent)
+        return flush_queue(&db->base, err); /* then it runs alone, as always */
+    db->queued++;
+    gp_err rc = end_queue(&db->base, &st->res, err);
+    if (rc == GP_OK && !st->res)
+        rc = fail(&db->base, NULL, "step", err);
+    return rc;
+}
+
+/* The first step's answer from a statement's result. */
+static int finish_first(struct gp__stmt_pg *st, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(st->base.db);
+    if (!st->res || !result_ok(st->res))
+        return step_error(st, "step", err);
+    if (changes_rows(PQcmdStatus(st->res)))
+        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
+    return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
+}
+
 static int step_first(struct gp__stmt_pg *st, gp_error *err)
 {
     struct gp__db_pg *db = (struct gp__db_pg *)st->base.db;
     bool sent = false;
+    if (deferrable(st))
+        return step_deferred(st, err);
     st->executed = true;
-    st->res = execute(st, &sent);
+    if (db->queued > 0 && !(st->flags & GP_DB_STREAM)) {
+        if (run_behind_queue(st, err) != GP_OK) {
+            clear_result(st);
+            return GP_DB_ERROR;
+        }
+        if (!st->res)
+            st->res = execute(st, false, &sent);
+        return finish_first(st, err);
+    }
+    if (flush_queue(&db->base, err) != GP_OK)
+        return GP_DB_ERROR;
+    st->res = execute(st, (st->flags & GP_DB_STREAM) != 0, &sent);
     if (st->flags & GP_DB_STREAM) {
         if (!sent)
             return step_error(st, "step", err);
         st->streaming = true;
         return step_stream(st, err);
     }
-    if (!st->res || !result_ok(st->res))
-        return step_error(st, "step", err);
-    if (changes_rows(PQcmdStatus(st->res)))
-        db->changes = strtoll(PQcmdTuples(st->res), NULL, 10);
-    return PQntuples(st->res) > 0 ? GP_DB_ROW : GP_DB_DONE;
+    return finish_first(st, err);
 }
 
 static int pg_step(gp_db_stmt *base, gp_error *err)

@@ -55,6 +55,10 @@ struct gp_store {
     int schema;           /* the schema version once open (a reader may see an older one) */
     gp_db_stmt *stmt[GP__ST_COUNT];
     gp__chain_head audit, ledger;
+    json_t *levels;       /* gp_store_ledger_levels' rows, read once per transaction and kept up to date by its
+                             appends (store_ledger.c): "kind\ttenant\ttype" -> [kind, tenant, type, milli] */
+    json_t *users;        /* the user of each job inserted in this transaction ("id" -> user): the ledger's open
+                             record asks for it (gp_store_job_user) right after the insert, in the same batch */
     int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
     gp_db_stmt *fence;    /* its check (store_lease.c), prepared by gp_store_fence */
 };
@@ -67,6 +71,10 @@ struct gp_store {
  * commit).  GP_ERR_CONFLICT, field "lease", when the row's epoch is not
  * s->fence_epoch. */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
+
+/* Drops what a transaction keeps of its own writes (levels, users): at
+ * its commit or rollback, so the next transaction reads the tables. */
+void gp__store_tx_forget(gp_store *s);
 
 /* The hash before the first record of a chain: 64 zeros. */
 extern const char GP__ZERO_HASH[65];

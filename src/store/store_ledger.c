@@ -51,6 +51,37 @@ static void bind_typed(gp_db_stmt *st, const json_t *record)
     }
 }
 
+/* ---- the levels in force (gp_store_ledger_levels) ----
+ *
+ * The newest guarantee record of each (tenant, type) and capacity record
+ * of each type.  PostgreSQL has no loose index scan: the query reads every
+ * such record, and a first start that adds 12,500 nodes appends a capacity
+ * record per node, in one transaction, and asks for the levels before
+ * each.  So a transaction reads them once and its own appends keep them
+ * current (the writer is the only one appending: the lease fences it);
+ * commit and rollback forget them. */
+
+static bool is_level(const char *kind)
+{
+    return kind && (strcmp(kind, "guarantee") == 0 || strcmp(kind, "capacity") == 0);
+}
+
+static void levels_put(json_t *levels, const char *kind, const char *tenant, const char *type, int64_t milli)
+{
+    char key[600];
+    snprintf(key, sizeof key, "%s\t%s\t%s", kind, tenant ? tenant : "", type ? type : "");
+    json_object_set_new(levels, key, json_pack("[s, s?, s?, I]", kind, tenant, type, (json_int_t)milli));
+}
+
+static void levels_update(gp_store *s, const json_t *record)
+{
+    const char *kind = json_string_value(json_object_get(record, "kind"));
+    if (s->levels && is_level(kind))
+        levels_put(s->levels, kind, json_string_value(json_object_get(record, "tenant")),
+                   json_string_value(json_object_get(record, "gpu_type")),
+                   json_integer_value(json_object_get(record, "milli_gpus")));
+}
+
 gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
 {
     gp_err rc = gp__store_head_load(s, GP__ST_LEDGER_LAST, &s->ledger, err);
@@ -78,6 +109,7 @@ gp_err gp_store_ledger_append(gp_store *s, json_t *record, gp_error *err)
     if (rc == GP_OK) {
         s->ledger.seq = seq;
         memcpy(s->ledger.hash, hash, sizeof hash);
+        levels_update(s, record);
     }
     return rc;
 }
@@ -258,7 +290,7 @@ gp_err gp_store_bill_records(gp_store *s, int64_t from, int64_t as_of, gp_store_
     return rc;
 }
 
-gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_error *err)
+static gp_err levels_read(gp_store *s, json_t *levels, gp_error *err)
 {
     /* the newest record of each (kind, tenant, gpu_type) */
     gp_db_stmt *st = gp__store_prepare(s,
@@ -270,9 +302,26 @@ gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_e
         return err ? err->code : GP_ERR_INVALID;
     int step;
     while ((step = gp_db_step(st, err)) == GP_DB_ROW)
-        fn(ctx, gp_db_column_text(st, 0), gp_db_column_text(st, 1), gp_db_column_text(st, 2),
-           gp_db_column_int64(st, 3));
+        levels_put(levels, gp_db_column_text(st, 0), gp_db_column_text(st, 1), gp_db_column_text(st, 2),
+                   gp_db_column_int64(st, 3));
     gp_err rc = step == GP_DB_DONE ? GP_OK : gp__store_failed(err, "ledger levels");
     gp_db_finalize(st);
+    return rc;
+}
+
+gp_err gp_store_ledger_levels(gp_store *s, gp_store_level_fn fn, void *ctx, gp_error *err)
+{
+    json_t *levels = s->levels ? json_incref(s->levels) : json_object();
+    gp_err rc = s->levels ? GP_OK : levels_read(s, levels, err);
+    if (rc == GP_OK && s->in_tx && !s->levels)
+        s->levels = json_incref(levels);
+    const char *key;
+    json_t *row;
+    json_object_foreach(levels, key, row) {
+        if (rc == GP_OK)
+            fn(ctx, json_string_value(json_array_get(row, 0)), json_string_value(json_array_get(row, 1)),
+               json_string_value(json_array_get(row, 2)), json_integer_value(json_array_get(row, 3)));
+    }
+    json_decref(levels);
     return rc;
 }

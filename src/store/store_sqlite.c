@@ -65,6 +65,19 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " below_since = ?5, updated = ?6 WHERE job_id = ?1",
 };
 
+/* The writes of the log and of the tables it materializes: no rows back,
+ * nobody reads their changes, and a failure fails the daemon's whole batch
+ * (journal.c, the audit row).  On PostgreSQL they are queued, not waited
+ * for, until the transaction's next read or its commit (db.h). */
+static const unsigned FLAGS[GP__ST_COUNT] = {
+    [GP__ST_META_SET] = GP_DB_DEFER,     [GP__ST_EVENT_APPEND] = GP_DB_DEFER, [GP__ST_JOB_INSERT] = GP_DB_DEFER,
+    [GP__ST_JOB_SCOPE] = GP_DB_DEFER,    [GP__ST_JOB_UPDATE] = GP_DB_DEFER,   [GP__ST_HISTORY_ADD] = GP_DB_DEFER,
+    [GP__ST_RUN_ADD] = GP_DB_DEFER,      [GP__ST_USAGE_OPEN] = GP_DB_DEFER,   [GP__ST_USAGE_CLOSE] = GP_DB_DEFER,
+    [GP__ST_TENANT_PUT] = GP_DB_DEFER,   [GP__ST_TENANT_DELETE] = GP_DB_DEFER, [GP__ST_AUDIT_APPEND] = GP_DB_DEFER,
+    [GP__ST_LEDGER_APPEND] = GP_DB_DEFER, [GP__ST_USE_OPEN] = GP_DB_DEFER,    [GP__ST_USE_LOST] = GP_DB_DEFER,
+    [GP__ST_USE_SAMPLE] = GP_DB_DEFER,
+};
+
 /* ---- helpers shared by the store's files ---- */
 
 gp_err gp__store_failed(gp_error *err, const char *what)
@@ -91,7 +104,7 @@ gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err)
 {
     if (unfenced_write(s, STATEMENTS[id], "store", err) != GP_OK)
         return NULL;
-    if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], 0, &s->stmt[id], err) != GP_OK)
+    if (!s->stmt[id] && gp_db_prepare(s->conn, STATEMENTS[id], FLAGS[id], &s->stmt[id], err) != GP_OK)
         return NULL;
     return s->stmt[id];
 }
@@ -198,6 +211,7 @@ void gp_store_close(gp_store *s)
     for (int i = 0; i < GP__ST_COUNT; i++)
         gp_db_finalize(s->stmt[i]);
     gp_db_finalize(s->fence);
+    gp__store_tx_forget(s);
     gp_db_close(s->conn);
     free(s);
 }
@@ -244,6 +258,7 @@ gp_err gp_store_commit(gp_store *s, gp_error *err)
     if (rc != GP_OK)
         gp_store_rollback(s);
     s->in_tx = false;
+    gp__store_tx_forget(s);
     return rc;
 }
 
@@ -253,6 +268,15 @@ void gp_store_rollback(gp_store *s)
     s->in_tx = false;
     s->audit.loaded = false; /* the cached chain heads may be gone */
     s->ledger.loaded = false;
+    gp__store_tx_forget(s);
+}
+
+void gp__store_tx_forget(gp_store *s)
+{
+    json_decref(s->levels);
+    s->levels = NULL;
+    json_decref(s->users);
+    s->users = NULL;
 }
 
 /* ---- meta ---- */

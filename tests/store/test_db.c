@@ -352,6 +352,160 @@ static void an_unknown_url_is_refused_clearly(void **state)
     assert_string_equal(err.field, GP_DB_CONNECTION_FIELD); /* gpupoold waits for the database */
 }
 
+/* ---- deferred writes (GP_DB_DEFER) ---- */
+
+/* Steps ins (a deferred INSERT of i) with i bound: DONE, or on SQLite,
+ * where nothing is deferred, whatever the insert answers at once. */
+static int step_insert(gp_db_stmt *ins, int64_t i, gp_error *err)
+{
+    gp_db_bind_int64(ins, 1, i);
+    int rc = gp_db_step(ins, err);
+    gp_db_reset(ins);
+    return rc;
+}
+
+/* BEGIN, then deferred inserts of 1 and of 1 again (a unique index says
+ * no): PostgreSQL has not answered yet, SQLite has. */
+static gp_db_stmt *begin_with_a_duplicate(gp_db *db, gp_error *err)
+{
+    dbtest_exec(db, "CREATE UNIQUE INDEX t_i ON t(i)");
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
+    assert_int_equal(gp_db_begin(db, true, err), GP_OK);
+    assert_int_equal(step_insert(ins, 1, err), GP_DB_DONE);
+    assert_int_equal(step_insert(ins, 1, err), on_postgres() ? GP_DB_DONE : GP_DB_ERROR);
+    return ins;
+}
+
+static void a_deferred_error_fails_the_commit_and_nothing_is_kept(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *ins = begin_with_a_duplicate(db, &err);
+    if (on_postgres()) { /* SQLite answered at the step (above) */
+        assert_int_equal(step_insert(ins, 2, &err), GP_DB_DONE);
+        assert_int_equal(gp_db_commit(db, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "store");
+        assert_non_null(strstr(err.message, "duplicate key"));
+    }
+    gp_db_rollback(db);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 0);
+    /* the rollback forgot the error: the next transaction commits */
+    assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
+    assert_int_equal(step_insert(ins, 3, &err), GP_DB_DONE);
+    assert_int_equal(gp_db_commit(db, &err), GP_OK);
+    assert_int_equal(dbtest_int(db, "SELECT max(i) FROM t", NULL, NULL), 3);
+    gp_db_finalize(ins);
+}
+
+static void a_deferred_error_fails_the_next_statement_that_waits(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *count = dbtest_prepare(db, "SELECT count(*) FROM t", 0);
+    gp_db_stmt *ins = begin_with_a_duplicate(db, &err);
+    if (on_postgres()) {
+        memset(&err, 0, sizeof err);
+        assert_int_equal(gp_db_step(count, &err), GP_DB_ERROR);
+        assert_non_null(strstr(err.message, "duplicate key"));
+        assert_false(gp_db_broken(db));
+    }
+    gp_db_reset(count);
+    gp_db_rollback(db);
+    assert_int_equal(gp_db_step(count, &err), GP_DB_ROW);
+    assert_int_equal(gp_db_column_int64(count, 0), 0);
+    gp_db_finalize(count);
+    gp_db_finalize(ins);
+}
+
+/* finalize cannot report an error: the commit after it does. */
+static void a_deferred_error_seen_by_finalize_fails_the_commit(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *ins = begin_with_a_duplicate(db, &err);
+    gp_db_finalize(ins);
+    gp_err rc = gp_db_commit(db, &err);
+    if (rc != GP_OK)
+        gp_db_rollback(db);
+    if (on_postgres()) {
+        assert_int_equal(rc, GP_ERR_INVALID);
+        assert_non_null(strstr(err.message, "duplicate key"));
+    }
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), rc == GP_OK ? 1 : 0);
+}
+
+/* 1,200 deferred rows (the queue is read at most 512 at a time), an
+ * UPDATE of them, then reads in the same transaction (the first one sent
+ * behind the queue, the others after it) and after it. */
+static void reads_after_deferred_writes_see_them(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i, s) VALUES(?1, 'row')", GP_DB_DEFER);
+    gp_db_stmt *up = dbtest_prepare(db, "UPDATE t SET s = 'seven' WHERE i = ?1", GP_DB_DEFER);
+    gp_db_stmt *sum = dbtest_prepare(db, "SELECT count(*), sum(i) FROM t WHERE i <= ?1", 0);
+    assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
+    for (int i = 1; i <= 1200; i++)
+        assert_int_equal(step_insert(ins, i, &err), GP_DB_DONE);
+    assert_int_equal(step_insert(up, 7, &err), GP_DB_DONE);
+    gp_db_bind_int64(sum, 1, 1000);
+    assert_int_equal(gp_db_step(sum, &err), GP_DB_ROW);
+    assert_int_equal(gp_db_column_int64(sum, 0), 1000);
+    assert_int_equal(gp_db_column_int64(sum, 1), 1000 * 1001 / 2);
+    assert_int_equal(gp_db_step(sum, &err), GP_DB_DONE);
+    gp_db_finalize(sum);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1200);
+    assert_int_equal(dbtest_int(db, "SELECT sum(i) FROM t", NULL, NULL), 1200 * 1201 / 2);
+    assert_int_equal(dbtest_int(db, "SELECT i FROM t WHERE s = 'seven'", NULL, NULL), 7);
+    assert_int_equal(step_insert(ins, 1201, &err), GP_DB_DONE);
+    assert_int_equal(gp_db_commit(db, &err), GP_OK);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1201);
+    gp_db_finalize(up);
+    gp_db_finalize(ins);
+}
+
+/* A read sent behind queued writes fails on its own error: so does the
+ * commit. */
+static void a_read_that_fails_behind_deferred_writes_says_why(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
+    gp_db_stmt *bad = dbtest_prepare(db, "SELECT count(*) FROM t WHERE i = 1 / (?1 - 1)", 0);
+    assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
+    assert_int_equal(step_insert(ins, 1, &err), GP_DB_DONE);
+    gp_db_bind_int64(bad, 1, 1);
+    int rc = gp_db_step(bad, &err);
+    gp_db_finalize(bad);
+    gp_db_finalize(ins);
+    if (!on_postgres()) { /* SQLite's division by zero is NULL, no error */
+        gp_db_rollback(db);
+        return;
+    }
+    assert_int_equal(rc, GP_DB_ERROR);
+    assert_non_null(strstr(err.message, "division by zero"));
+    assert_false(gp_db_broken(db));
+    assert_int_not_equal(gp_db_commit(db, &err), GP_OK);
+    gp_db_rollback(db);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 0);
+}
+
+/* Outside a transaction there is nothing to fail later: it runs at once. */
+static void a_deferred_statement_outside_a_transaction_runs_at_once(void **state)
+{
+    gp_db *db = *state;
+    gp_error err = {0};
+    dbtest_exec(db, "CREATE UNIQUE INDEX t_i ON t(i)");
+    gp_db_stmt *ins = dbtest_prepare(db, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
+    int first = step_insert(ins, 1, &err);
+    if (first != GP_DB_DONE)
+        fail_msg("first insert: %s", err.message);
+    assert_int_equal(step_insert(ins, 1, &err), GP_DB_ERROR);
+    assert_non_null(strstr(err.message, on_postgres() ? "duplicate key" : "UNIQUE"));
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1);
+    gp_db_finalize(ins);
+}
+
 /* ---- PostgreSQL only ---- */
 
 static void a_serialization_failure_is_a_conflict(void **state)
@@ -374,20 +528,33 @@ static void a_serialization_failure_is_a_conflict(void **state)
     gp_db_close(b);
 }
 
+/* A connection named appname in pg_stat_activity, and its end: the
+ * killer terminates its backend and waits until it is gone. */
+static gp_db *open_victim(const char *appname)
+{
+    setenv("GP_PG_APPNAME", appname, 1);
+    gp_db *victim = dbtest_open(g_url, false);
+    unsetenv("GP_PG_APPNAME");
+    return victim;
+}
+
+static void terminate_victim(gp_db *killer, const char *appname)
+{
+    assert_int_equal(dbtest_int(killer,
+                                "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity"
+                                " WHERE application_name = ?1",
+                                appname, NULL),
+                     1);
+}
+
 static void a_terminated_backend_breaks_the_connection(void **state)
 {
     if (!on_postgres())
         skip();
     gp_db *killer = *state;
-    setenv("GP_PG_APPNAME", "gp-test-db-victim", 1);
-    gp_db *victim = dbtest_open(g_url, false);
-    unsetenv("GP_PG_APPNAME");
+    gp_db *victim = open_victim("gp-test-db-victim");
     gp_db_stmt *st = dbtest_prepare(victim, "SELECT count(*) FROM t", 0);
-    assert_int_equal(dbtest_int(killer,
-                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                " WHERE application_name = 'gp-test-db-victim'",
-                                NULL, NULL),
-                     1);
+    terminate_victim(killer, "gp-test-db-victim");
     gp_error err = {0};
     int rc = GP_DB_ROW;
     for (int tries = 0; tries < 50 && rc != GP_DB_ERROR; tries++) { /* the backend may take a moment to go */
@@ -401,6 +568,29 @@ static void a_terminated_backend_breaks_the_connection(void **state)
     assert_string_equal(err.field, GP_DB_CONNECTION_FIELD); /* gpupoold steps down and reconnects */
     gp_db_finalize(st);
     gp_db_close(victim);
+}
+
+/* The backend dies while deferred inserts wait: the commit says the
+ * connection is lost, and nothing of the transaction is there. */
+static void a_terminated_backend_mid_pipeline_breaks_the_connection(void **state)
+{
+    if (!on_postgres())
+        skip();
+    gp_db *killer = *state;
+    gp_db *victim = open_victim("gp-test-db-pipeline-victim");
+    gp_db_stmt *ins = dbtest_prepare(victim, "INSERT INTO t(i) VALUES(?1)", GP_DB_DEFER);
+    gp_error err = {0};
+    assert_int_equal(gp_db_begin(victim, true, &err), GP_OK);
+    assert_int_equal(step_insert(ins, 1, &err), GP_DB_DONE);
+    terminate_victim(killer, "gp-test-db-pipeline-victim");
+    step_insert(ins, 2, &err); /* queued, or refused by a socket already closed */
+    assert_int_not_equal(gp_db_commit(victim, &err), GP_OK);
+    assert_true(gp_db_broken(victim));
+    assert_string_equal(err.field, GP_DB_CONNECTION_FIELD);
+    assert_non_null(strstr(err.message, "connection to PostgreSQL lost"));
+    gp_db_finalize(ins);
+    gp_db_close(victim);
+    assert_int_equal(dbtest_int(killer, "SELECT count(*) FROM t", NULL, NULL), 0);
 }
 
 int main(void)
@@ -432,6 +622,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(an_unknown_url_is_refused_clearly, setup, teardown),
         cmocka_unit_test_setup_teardown(a_serialization_failure_is_a_conflict, setup, teardown),
         cmocka_unit_test_setup_teardown(a_terminated_backend_breaks_the_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_deferred_error_fails_the_commit_and_nothing_is_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_deferred_error_fails_the_next_statement_that_waits, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_deferred_error_seen_by_finalize_fails_the_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(reads_after_deferred_writes_see_them, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_read_that_fails_behind_deferred_writes_says_why, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_deferred_statement_outside_a_transaction_runs_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_terminated_backend_mid_pipeline_breaks_the_connection, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,32 @@ static void a_job_is_inserted_updated_and_read_with_its_history(void **state)
     assert_string_equal(user, "");
 }
 
+/* A job's user read in the transaction that inserted it (the ledger's
+ * open record does, in the batch of the submit), after its commit, and
+ * after a rollback that undid the insert. */
+static void a_jobs_user_reads_the_same_in_its_transaction_and_after(void **state)
+{
+    fixture *f = *state;
+    char user[16];
+    OK(gp_store_begin(f->s, &e_));
+    insert_job(f->s, 7, "a", "ann", "pending");
+    insert_job(f->s, 9, "a", NULL, "pending");
+    OK(gp_store_job_user(f->s, 7, user, sizeof user, &e_));
+    assert_string_equal(user, "ann");
+    OK(gp_store_job_user(f->s, 9, user, sizeof user, &e_));
+    assert_string_equal(user, "");
+    OK(gp_store_commit(f->s, &e_));
+    OK(gp_store_job_user(f->s, 7, user, sizeof user, &e_));
+    assert_string_equal(user, "ann");
+    OK(gp_store_begin(f->s, &e_));
+    insert_job(f->s, 8, "a", "bob", "pending");
+    OK(gp_store_job_user(f->s, 8, user, sizeof user, &e_));
+    assert_string_equal(user, "bob");
+    gp_store_rollback(f->s);
+    OK(gp_store_job_user(f->s, 8, user, sizeof user, &e_));
+    assert_string_equal(user, "");
+}
+
 /* The ids a listing returned, newest first, into ids; how many. */
 static size_t list_ids(gp_store *s, const gp_store_job_filter *filter, uint64_t *ids, size_t cap, int64_t *next)
 {
@@ -670,6 +696,41 @@ static void bill_records_come_from_the_typed_columns(void **state)
     assert_int_equal(level, 8000);
 }
 
+static void append_guarantee(gp_store *s, int64_t milli)
+{
+    append_record(s, "{s:I, s:s, s:s, s:s, s:I, s:I}", "interval", (json_int_t)0, "kind", "guarantee", "tenant", "a",
+                  "gpu_type", "H100", "milli_gpus", (json_int_t)milli, "start", (json_int_t)10);
+}
+
+static int64_t level_of_a(gp_store *s)
+{
+    int64_t level = -1;
+    OK(gp_store_ledger_levels(s, level_seen, &level, &e_));
+    return level;
+}
+
+/* A transaction reads the levels once and its appends keep them current
+ * (the first start asks before each of thousands of capacity records);
+ * what a rollback undid is not in force afterwards. */
+static void ledger_levels_follow_the_transactions_appends_and_its_rollback(void **state)
+{
+    fixture *f = *state;
+    OK(gp_store_begin(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), -1);
+    append_guarantee(f->s, 1000);
+    assert_int_equal(level_of_a(f->s), 1000);
+    append_guarantee(f->s, 2000);
+    assert_int_equal(level_of_a(f->s), 2000);
+    OK(gp_store_commit(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), 2000);
+    OK(gp_store_begin(f->s, &e_));
+    assert_int_equal(level_of_a(f->s), 2000);
+    append_guarantee(f->s, 5000);
+    assert_int_equal(level_of_a(f->s), 5000);
+    gp_store_rollback(f->s);
+    assert_int_equal(level_of_a(f->s), 2000);
+}
+
 static void prices_and_billing_modes_are_kept(void **state)
 {
     fixture *f = *state;
@@ -912,6 +973,8 @@ int main(void)
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
         CASE(the_ledger_chains_lists_and_verifies),
         CASE(bill_records_come_from_the_typed_columns),
+        CASE(ledger_levels_follow_the_transactions_appends_and_its_rollback),
+        CASE(a_jobs_user_reads_the_same_in_its_transaction_and_after),
         CASE(prices_and_billing_modes_are_kept),
         CASE(gpu_checks_health_and_drains_are_kept),
         CASE(job_use_counters_are_kept_and_summed),

@@ -291,6 +291,21 @@ static void fleet_capacity_excludes_unhealthy_gpus_and_down_nodes(void **state)
     assert_int_equal(cap.v[GP_DIM_MEM], TB_NODE_MEM_MIB);
 }
 
+/* What the ledger records as capacity: every node's GPUs, down or not. */
+static void gpus_by_type_count_every_node_up_or_down(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_add_nodes(w, 1, "A100", 4, "b1", "z0");
+    assert_int_equal(gp_engine_gpu_health(w->e, "n00", 2, false, 0, NULL), GP_OK);
+    assert_int_equal(gp_engine_node_lost(w->e, "n01", 0, NULL), GP_OK);
+    int64_t gpus[GP_MAX_GPU_TYPES];
+    gp_engine_gpus_by_type(w->e, gpus);
+    assert_int_equal(gpus[0], 16);
+    assert_int_equal(gpus[1], 4);
+    assert_int_equal(gpus[2], 0);
+}
+
 static void returning_node_keeps_its_gpu_health(void **state)
 {
     tb_world *w = *state;
@@ -349,6 +364,7 @@ int main(void)
         TB_TEST(unhealthy_gpu_under_a_job_requeues_it),
         TB_TEST(health_change_of_a_free_gpu_stops_nothing),
         TB_TEST(fleet_capacity_excludes_unhealthy_gpus_and_down_nodes),
+        TB_TEST(gpus_by_type_count_every_node_up_or_down),
         TB_TEST(returning_node_keeps_its_gpu_health),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
