@@ -40,6 +40,7 @@
 gp_engine_config gp_engine_config_default(void)
 {
     gp_engine_config c = {.preempt_cooldown_s = 600,
+                          .max_preemptions = 3,
                           .max_reclaim_searches = 256,
                           .overdue_grace_s = 300,
                           .mig_reconfigure_interval_s = 60};
@@ -51,6 +52,8 @@ gp_engine_config gp__config_resolve(const gp_engine_config *cfg)
     gp_engine_config c = cfg ? *cfg : gp_engine_config_default();
     if (c.preempt_cooldown_s < 0)
         c.preempt_cooldown_s = 0;
+    if (c.max_preemptions < 0)
+        c.max_preemptions = 0;
     if (c.max_reclaim_searches < 1)
         c.max_reclaim_searches = 1;
     if (c.overdue_grace_s < 1)
@@ -173,7 +176,7 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
     gp__usage_open(e, job);
     j->wait = (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};
     e->last_placed_tenant = j->tenant;
-    if (cls == GP_CLASS_BURSTABLE && !gp__job_shared(j))
+    if (!gp__job_shared(j) && gp__borrows_reclaimably(e, j))
         e->borrowed[type] += (int64_t)j->replicas * j->gpus;
     e->stats.pass_placed++;
     e->stats.total_placed++;
@@ -924,7 +927,7 @@ static void run_pass(gp_engine *e)
     memset(e->borrowed, 0, sizeof e->borrowed);
     for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
-        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE)
+        if (j->state == GP_JOB_RUNNING && gp__borrows_reclaimably(e, j))
             e->borrowed[j->bound_type] += (int64_t)j->replicas * j->gpus;
     }
     pass_ctx p;

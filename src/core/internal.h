@@ -609,6 +609,11 @@ bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
 /* GPU-seconds of j's work since its last checkpoint (or bind): what a
  * preemption now would lose. */
 int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
+/* May running job j be a reclaim victim (burstable, not preempted
+ * max_preemptions times)?  e->borrowed counts the GPUs of those: a
+ * whole-GPU reclaim that needs more than they and the free GPUs hold is
+ * not searched. */
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
 void gp__claims_drop(gp_engine *e, uint32_t job);
 void gp__claims_retake(gp_engine *e, uint32_t job);
 void gp__claims_forget(gp_engine *e, uint32_t job);

@@ -5,7 +5,13 @@
  * its guarantee but an ancestor's limit is full of borrowed work, the
  * quota is (limit reclaim).  Victims are running burstable jobs, whole
  * jobs only, never a job the reclaimer was itself preempted for within the
- * cool-down (that would undo the first preemption: a loop).
+ * cool-down (that would undo the first preemption: a loop), nor a job the
+ * engine already preempted max_preemptions times (default 3; 0 = no cap):
+ * that job runs to its end, and the reclaimer takes other victims or waits
+ * for room.  Every PREEMPT counts (reclaim, untrusted tenant), even one
+ * withdrawn later; node loss and GPU failure do not (nobody chose them).
+ * The cap limits reclaim only: an untrusted tenant's shared work is still
+ * preempted (engine.c, enforce_trust).
  *
  * Which victims.  Every victim set is minimal (no victim can be dropped
  * with the need still met) and, among minimal sets, the cheapest:
@@ -87,6 +93,17 @@
 static bool in_cooldown(const gp_engine *e, const gp__job *j)
 {
     return j->last_preempted >= 0 && e->now - j->last_preempted < e->cfg.preempt_cooldown_s;
+}
+
+/* Preempted max_preemptions times already (0 = no cap): no victim. */
+static bool preemption_capped(const gp_engine *e, const gp__job *j)
+{
+    return e->cfg.max_preemptions > 0 && j->preemptions >= e->cfg.max_preemptions;
+}
+
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j)
+{
+    return j->cls == GP_CLASS_BURSTABLE && !preemption_capped(e, j);
 }
 
 int64_t gp__work_lost(const gp_engine *e, const gp__job *j)
@@ -309,7 +326,7 @@ static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filte
     bool ok = (by || !in_cooldown(e, j)) && search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
     for (size_t i = 0; ok && i < e->n_running; i++) {
         const gp__job *v = &e->jobs[e->running[i]];
-        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && e->running[i] != job &&
+        if (v->state == GP_JOB_RUNNING && gp__borrows_reclaimably(e, v) && e->running[i] != job &&
             !listed(by, n_by, v->id) && accept(e, j, v, type)) {
             keys[n] = key_of(e, v, type, excess);
             order[n] = (uint32_t)n;
@@ -1053,7 +1070,7 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
                            why);
         v->withdrawn = true;
         gp__reclaim_room(e, v->bound_type); /* a possible victim again */
-        if (v->cls == GP_CLASS_BURSTABLE)
+        if (gp__borrows_reclaimably(e, v))
             e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
     }
     j->victims_left = 0;

@@ -431,7 +431,8 @@ static bool engine_get(reader *r, gp_engine *e, bool *nomem)
  * changes only the clock resolution, an event). */
 static bool same_config(const gp_engine_config *a, const gp_engine_config *b)
 {
-    return a->preempt_cooldown_s == b->preempt_cooldown_s && a->max_reclaim_searches == b->max_reclaim_searches &&
+    return a->preempt_cooldown_s == b->preempt_cooldown_s && a->max_preemptions == b->max_preemptions &&
+           a->max_reclaim_searches == b->max_reclaim_searches &&
            a->overdue_grace_s == b->overdue_grace_s && a->mig_reconfigure_interval_s == b->mig_reconfigure_interval_s;
 }
 

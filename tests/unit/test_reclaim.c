@@ -801,6 +801,88 @@ static void remembered_reclaim_is_searched_again_after_a_release(void **state)
     assert_int_equal(stats(w).pass_reclaim_remembered, 1); /* the bind brought no room */
 }
 
+/* ---- the preemption cap (max_preemptions, default 3) ----
+ *
+ * One node of 2 H100; "owner" is guaranteed 1 GPU it does not use.
+ * Borrower job 2 (priority -5, so always the first victim) is preempted
+ * for owner jobs 101, 102, 103 (grace 0) and runs again after each ends:
+ * three preemptions.  The fourth owner job cannot take it any more. */
+
+static void engine_with_cap(tb_world *w, int max_preemptions)
+{
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.max_preemptions = max_preemptions;
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(&cfg);
+    assert_non_null(w->e);
+}
+
+/* The other GPU's job: a second borrower (`guaranteed` false) or a job of
+ * "other" within its 1-GPU guarantee, which is never a victim. */
+static void capped_scenario(tb_world *w, bool guaranteed)
+{
+    tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 1, -1);
+    tb_tenant(w, "other", "H100", 1, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, guaranteed ? "other" : "borrower", 1, 1, 0, 0, 0);
+    submit_full(w, 2, "borrower", 1, 1, 0, -5, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    for (uint64_t k = 0; k < 3; k++) {
+        int64_t t = 100 + 200 * (int64_t)k;
+        submit_full(w, 101 + k, "owner", 1, 1, 0, 0, t);
+        assert_int_equal(tb_tick(w, t, GP_DEC_PREEMPT), 1);
+        assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+        tb_finish(w, 101 + k, GP_EXIT_SUCCEEDED, t + 100);
+        assert_int_equal(tb_tick(w, t + 100, GP_DEC_BIND), 1);
+        assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    }
+    submit_full(w, 104, "owner", 1, 1, 0, 0, 700);
+}
+
+static void job_preempted_three_times_is_no_victim_the_next_goes(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, false);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+}
+
+static void reclaimer_waits_when_only_capped_jobs_borrow(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, 104), GP_JOB_PENDING);
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 800); /* it ran to its end: the owner is placed */
+    assert_int_equal(tb_tick(w, 800, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 104), GP_JOB_RUNNING);
+}
+
+/* The capped job's GPU is no borrowed GPU a reclaim could take: the
+ * owner's job is not searched for pass after pass (no candidate list, no
+ * placement looks), it simply waits. */
+static void reclaim_with_only_capped_borrowers_is_not_searched(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_searches, 0);
+    assert_int_equal(tb_tick(w, 710, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_searches, 0);
+}
+
+static void cap_zero_preempts_a_job_any_number_of_times(void **state)
+{
+    tb_world *w = *state;
+    engine_with_cap(w, 0);
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -835,6 +917,10 @@ int main(void)
         TB_TEST(reclaimer_no_longer_guaranteed_withdraws_its_preemptions),
         TB_TEST(withdrawal_leaves_a_cancelled_victim_stopping),
         TB_TEST(victim_node_lost_during_grace_reclaims_elsewhere),
+        TB_TEST(job_preempted_three_times_is_no_victim_the_next_goes),
+        TB_TEST(reclaimer_waits_when_only_capped_jobs_borrow),
+        TB_TEST(reclaim_with_only_capped_borrowers_is_not_searched),
+        TB_TEST(cap_zero_preempts_a_job_any_number_of_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
