@@ -175,6 +175,7 @@ typedef struct gp__fleet {
     uint32_t head[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
+    uint64_t moves;                       /* nodes taken out of or put into a list, ever */
     /* what the healthy schedulable fleet could hold if it were empty, per
      * type: replicas of g GPUs in the whole fleet / in the best block, and
      * the largest NVLink domain (for wait reasons and fast rejection) */
@@ -435,12 +436,25 @@ struct gp_engine {
         int64_t cpu, mem; /* per replica; mem includes an MPS memory limit */
     } miss[GP__MISSES];
     size_t n_miss;
-    /* GPUs per type that running burstable jobs hold (kept during a pass):
-     * the most that reclaim could free */
+    /* GPUs per type that running burstable jobs not preemption-capped hold
+     * (kept during a pass): the most that reclaim could free */
     int64_t borrowed[GP_MAX_GPU_TYPES];
     gp_engine_stats stats;
     unsigned char *reclaim_buf; /* reclaim.c: the arrays of one victim search, reused (owned) */
     size_t cap_reclaim_buf;
+    /* reclaim.c: reclaim_buf holds the sorted capacity candidates of this
+     * type and isolation, built when nothing had changed that they depend
+     * on (pass, changes, shares_updated); a remembered failure reuses them
+     * (derived state: snapshot.c restores it invalid) */
+    struct gp__cand_memo {
+        bool valid;
+        int type;
+        uint8_t isolation;
+        uint64_t pass, changes, shares;
+        size_t n;
+        bool replayed;    /* the lists are as a failed search of the list left them, */
+        uint64_t moves;   /* if fleet.moves is still this */
+    } cand_memo;
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */

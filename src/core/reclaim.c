@@ -312,17 +312,56 @@ static victim_key key_of(const gp_engine *e, const gp__job *v, int type, double 
     return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, size};
 }
 
+/* The capacity candidates of one type and isolation are the same for
+ * every reclaimer not cooling down (which excludes none of its own) until
+ * a decision is made or a share recomputed: the running jobs, their
+ * classes, preemption counts and cool-downs, and their tenants' usage are
+ * what the list and its order are made of, and within a pass each of them
+ * changes only with a decision (changes) or a share (shares_updated).  A
+ * capacity search leaves the list in reclaim_buf as it found it (it marks
+ * only `chosen`, and unmarks every mark when it fails), so the next such
+ * search in the pass takes it from there instead of scanning every running
+ * job again.  Under the preemption cap, guaranteed jobs whose borrowers
+ * are capped search every pass and find nothing (remembered or not):
+ * bench_engine made 256 such searches a pass, each a scan of 7,000 running
+ * jobs and a sort. */
+static bool memo_applies(const gp_engine *e, const gp__job *j, int type, victim_filter accept)
+{
+    return accept == frees_capacity && !in_cooldown(e, j) && e->cand_memo.type == type &&
+           e->cand_memo.isolation == j->isolation;
+}
+
+static bool memo_current(const gp_engine *e)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    return m->valid && m->pass == e->pass && m->changes == e->changes && m->shares == e->shares_updated;
+}
+
+static void memo_keep(gp_engine *e, const gp__job *j, int type, victim_filter accept, size_t n)
+{
+    e->cand_memo = (struct gp__cand_memo){.valid = accept == frees_capacity && !in_cooldown(e, j), .type = type,
+                                          .isolation = (uint8_t)j->isolation, .pass = e->pass,
+                                          .changes = e->changes, .shares = e->shares_updated, .n = n};
+}
+
 /* Running burstable jobs the filter accepts, sorted into victim order.
  * False when out of memory. */
 static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filter accept, victims *vs)
 {
     size_t n_by = 0, n = 0;
     const gp__job *j = &e->jobs[job];
-    uint64_t *by = preempted_for(e, j, &n_by);
     victim_key *keys;
     uint32_t *cand, *order;
     double *excess;
     memset(vs, 0, sizeof *vs);
+    if (memo_current(e) && memo_applies(e, j, type, accept) &&
+        search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess)) {
+        vs->n = e->cand_memo.n;
+        memset(vs->chosen, 0, vs->n * sizeof *vs->chosen);
+        return true;
+    }
+    e->cand_memo.valid = false;
+    uint64_t *by = preempted_for(e, j, &n_by);
     bool ok = (by || !in_cooldown(e, j)) && search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
     for (size_t i = 0; ok && i < e->n_running; i++) {
         const gp__job *v = &e->jobs[e->running[i]];
@@ -340,6 +379,8 @@ static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filte
         vs->chosen[i] = false;
     }
     vs->n = ok ? n : 0;
+    if (ok)
+        memo_keep(e, j, type, accept, n);
     free(by);
     return ok;
 }
@@ -871,6 +912,97 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
                                         .room = e->room[type], .held = held_signature(e, type)};
 }
 
+/* The free-capacity histograms with every candidate gone, without the
+ * pretend frees: their GPUs are unowned for a moment, each node they touch
+ * is counted as gp__node_reindex would count it, and the type's histogram
+ * (and each block's) is adjusted by those nodes.  A whole-GPU look starts
+ * by asking those histograms whether the replicas could fit by GPU count
+ * (placement.c); when even that fails, the search would pretend every
+ * candidate gone, look after each and find nothing: its outcome and its
+ * trace are a remembered failure's (replay_failed), at the cost of one
+ * walk over the candidates' GPUs.  The bench's capped borrowers made most
+ * of its 1x8 and block gangs' searches such ones (bench/RESULTS.md).
+ * Example: 1x8 wanted; every H100 node holds a capped borrower's GPU and
+ * uncapped 1-GPU borrowers on the other 7: no node reaches 8 free, so
+ * nothing is searched. */
+static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, const victims *vs)
+{
+    gp__fleet *f = &e->fleet;
+    if (!nofit_applies(e, j) || j->topology == GP_TOPO_NVLINK || vs->n == 0)
+        return false;
+    uint8_t *seen = calloc(f->n_nodes ? f->n_nodes : 1, 1);
+    uint32_t *touched = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *touched);
+    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1);
+    uint32_t (*bhist)[GP_MAX_GPUS_PER_NODE + 1] = malloc((f->n_blocks ? f->n_blocks : 1) * sizeof *bhist);
+    bool none = seen && touched && count && bhist;
+    size_t n_touched = 0;
+    for (int owner = 0; none && owner < 2; owner++) /* 0: unown the candidates' GPUs, 1: give them back */
+        for (size_t c = 0; c < vs->n; c++) {
+            const gp__job *v = &e->jobs[vs->cand[c]];
+            for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
+                gp__gpu *g = &f->gpus[v->placed[i]];
+                g->owner = owner ? vs->cand[c] + 1 : 0;
+                if (!owner && !seen[g->node]) {
+                    seen[g->node] = 1;
+                    touched[n_touched++] = g->node;
+                }
+            }
+            if (owner == 1)
+                continue;
+            for (size_t k = 0; c + 1 == vs->n && k < n_touched; k++) { /* all unowned: count */
+                const gp__node *node = &f->nodes[touched[k]];
+                int free = 0;
+                for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
+                    free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+                count[touched[k]] = (uint8_t)free;
+            }
+        }
+    uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
+    memcpy(hist, f->hist[type], sizeof hist);
+    for (size_t b = 0; none && b < f->n_blocks; b++)
+        memcpy(bhist[b], f->blocks[b].hist[type], sizeof bhist[b]);
+    for (size_t k = 0; none && k < n_touched; k++) {
+        const gp__node *node = &f->nodes[touched[k]];
+        if (node->indexed > 0) {
+            hist[node->indexed]--;
+            bhist[node->block][node->indexed]--;
+        }
+        if (count[touched[k]] > 0) {
+            hist[count[touched[k]]]++;
+            bhist[node->block][count[touched[k]]]++;
+        }
+    }
+    none = none && gp__replica_capacity(hist, j->gpus) < j->replicas;
+    for (size_t b = 0; !none && j->topology == GP_TOPO_BLOCK && b < f->n_blocks; b++)
+        if (gp__replica_capacity(bhist[b], j->gpus) >= j->replicas)
+            break;
+        else if (b + 1 == f->n_blocks)
+            none = true;
+    free(seen);
+    free(touched);
+    free(count);
+    free(bhist);
+    return none;
+}
+
+/* A replay moves the nodes its candidates free GPUs on to the front of
+ * their lists, in one order that only the candidate list decides.  Done
+ * again with the same list (cand_memo current) and no node moved since
+ * (fleet.moves), it moves each node to where it already is: it is skipped.
+ * A failed search of the list leaves the lists as its replay would, so it
+ * counts as done too.  The memo's list is this search's (search_begin). */
+static bool replay_needless(const gp_engine *e)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    return m->valid && m->replayed && m->moves == e->fleet.moves;
+}
+
+static void replay_done(gp_engine *e)
+{
+    e->cand_memo.replayed = e->cand_memo.valid;
+    e->cand_memo.moves = e->fleet.moves;
+}
+
 bool gp__reclaim(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
@@ -888,14 +1020,23 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     s.add = capacity_add;
     s.drop = capacity_drop;
     s.undo = capacity_undo;
-    if (ok && known && replay_failed(e, &s.vs)) {
+    if (ok && known && (replay_needless(e) || replay_failed(e, &s.vs))) {
+        replay_done(e);
         e->stats.pass_reclaim_remembered++;
+        return false;
+    }
+    if (ok && count_says_nothing_fits(e, j, type, &s.vs) && (replay_needless(e) || replay_failed(e, &s.vs))) {
+        replay_done(e);
+        nofit_note(e, j, type);
         return false;
     }
     size_t count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
     int8_t *slot = malloc(n_plan * sizeof *slot);
-    if (ok && plan && slot && choose_until_met(&s)) {
+    bool met = ok && plan && slot && choose_until_met(&s);
+    if (ok && plan && slot && !met)
+        replay_done(e); /* a failed search leaves the lists as its replay would */
+    if (met) {
         keep_plan_block(&s);
         count = prune(&s);
         gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out (and .slot) */

@@ -286,6 +286,7 @@ static void engine_detach(gp_engine *e)
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
     memset(&e->scratch, 0, sizeof e->scratch);
     e->n_nofit = e->nofit_next = 0; /* derived (reclaim.c): remembered failures start forgotten */
+    e->cand_memo.valid = false;     /* derived (reclaim.c): reclaim_buf is not restored */
     e->fair_leaf = GP__NONE;        /* derived (fairshare.c): the next pick descends */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
