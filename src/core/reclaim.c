@@ -1,4 +1,6 @@
-/* reclaim.c - taking borrowed capacity back for a guaranteed job.
+/* reclaim.c - taking borrowed capacity back for a guaranteed job, or for
+ * a burstable one whose tenant is below its fair share ("fair share",
+ * below the capacity reclaim).
  *
  * When a job that runs within its tenant's guarantee cannot be placed, the
  * capacity it is owed is held by borrowers (capacity reclaim); when it fits
