@@ -102,6 +102,8 @@ typedef struct bench_options {
     bool verbose;    /* one line per pass on stderr */
     bool mixed;      /* MIG, MPS and time-sliced GPUs and fractional jobs */
     int hot_pct;     /* percentage of refill jobs that go to the hot project (0 = none) */
+    int max_preemptions; /* the engine's preemption cap (0 = none) */
+    bool fair_share;     /* the engine's fair-share reclaim */
     bool sweep;      /* --pending-sweep: one run per level of SWEEP_LEVELS, a curve */
 } bench_options;
 
@@ -110,7 +112,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: bench_engine [--seed N] [--passes N] [--warmup N] [--gpus N] [--pending N]\n"
             "                    [--step SECONDS] [--wave-every N] [--wave-size N] [--check-every N]\n"
-            "                    [--hot-tenant PCT] [--pending-sweep]\n"
+            "                    [--hot-tenant PCT] [--max-preemptions N] [--fair-share-reclaim 0|1]\n"
+            "                    [--pending-sweep]\n"
             "  --seed        PRNG seed (default 1)\n"
             "  --passes      measured scheduling passes (default 200)\n"
             "  --warmup      unmeasured passes after the fill (default 20)\n"
@@ -121,6 +124,8 @@ static void usage(FILE *out)
             "  --wave-size   projects that wake up (and fall dormant) per wave (default 3)\n"
             "  --check-every run the engine's invariant check every N passes (default 0: end only)\n"
             "  --hot-tenant  percentage of submitted jobs that go to one project, org1/team0/proj0 (default 0)\n"
+            "  --max-preemptions  a job preempted N times is no longer a victim (default 3; 0: no cap)\n"
+            "  --fair-share-reclaim  1: tenants below their fair share reclaim from those above (default 1)\n"
             "  --verbose     one line per pass on stderr\n"
             "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n"
             "  --pending-sweep  one run each at 10000, 25000, 50000 and 100000 pending (other options\n"
@@ -142,7 +147,9 @@ static bool parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 static int parse_options(int argc, char **argv, bench_options *o)
 {
     *o = (bench_options){.seed = 1, .passes = 200, .warmup = 20, .gpus = 50000, .pending = 10000,
-                         .step_s = 10, .wave_every = 10, .wave_size = 3, .check_every = 0};
+                         .step_s = 10, .wave_every = 10, .wave_size = 3, .check_every = 0,
+                         .max_preemptions = gp_engine_config_default().max_preemptions,
+                         .fair_share = gp_engine_config_default().fair_share_reclaim};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -198,6 +205,12 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (strcmp(flag, "--hot-tenant") == 0) {
             ok = parse_int(value, 0, 100, &v);
             o->hot_pct = (int)v;
+        } else if (strcmp(flag, "--max-preemptions") == 0) {
+            ok = parse_int(value, 0, 1000000, &v);
+            o->max_preemptions = (int)v;
+        } else if (strcmp(flag, "--fair-share-reclaim") == 0) {
+            ok = parse_int(value, 0, 1, &v);
+            o->fair_share = v == 1;
         } else {
             fprintf(stderr, "bench_engine: unknown flag %s\n", flag);
             usage(stderr);
@@ -1069,7 +1082,10 @@ static int bench_run(const bench_options *opt)
     rng_seed(&b.rng, b.opt.seed);
     b.now = 1000;
     b.next_id = 1;
-    b.engine = gp_engine_new(NULL);
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.max_preemptions = b.opt.max_preemptions;
+    cfg.fair_share_reclaim = b.opt.fair_share;
+    b.engine = gp_engine_new(&cfg);
     if (!b.engine) {
         fprintf(stderr, "bench_engine: gp_engine_new: out of memory\n");
         return 1;

@@ -40,6 +40,8 @@
 gp_engine_config gp_engine_config_default(void)
 {
     gp_engine_config c = {.preempt_cooldown_s = 600,
+                          .max_preemptions = 3,
+                          .fair_share_reclaim = true,
                           .max_reclaim_searches = 256,
                           .overdue_grace_s = 300,
                           .mig_reconfigure_interval_s = 60};
@@ -51,6 +53,8 @@ gp_engine_config gp__config_resolve(const gp_engine_config *cfg)
     gp_engine_config c = cfg ? *cfg : gp_engine_config_default();
     if (c.preempt_cooldown_s < 0)
         c.preempt_cooldown_s = 0;
+    if (c.max_preemptions < 0)
+        c.max_preemptions = 0;
     if (c.max_reclaim_searches < 1)
         c.max_reclaim_searches = 1;
     if (c.overdue_grace_s < 1)
@@ -89,6 +93,8 @@ void gp_engine_free(gp_engine *e)
     gp__scratch_free(&e->scratch);
     free(e->recent);
     free(e->reclaim_buf);
+    free(e->pool);
+    free(e->ent);
     free(e->reclaiming);
     free(e->decisions);
     free(e);
@@ -173,8 +179,10 @@ static bool bind(gp_engine *e, uint32_t job, int type, gp_class cls)
     gp__usage_open(e, job);
     j->wait = (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};
     e->last_placed_tenant = j->tenant;
-    if (cls == GP_CLASS_BURSTABLE && !gp__job_shared(j))
+    if (!gp__job_shared(j) && gp__borrows_reclaimably(e, j))
         e->borrowed[type] += (int64_t)j->replicas * j->gpus;
+    if (cls == GP_CLASS_BURSTABLE)
+        e->pool_pass = 0; /* a possible victim the pass's list lacks: made again if a search follows */
     e->stats.pass_placed++;
     e->stats.total_placed++;
     if (j->victims_left > 0) /* placed without the victims still in grace */
@@ -797,6 +805,30 @@ static void reclaim_quota(gp_engine *e, uint32_t job, uint8_t types, const gp_wa
     j->wait = *limit;
 }
 
+/* Preempt victims for the job on the first of its types where `reclaim`
+ * finds some; victims without grace are gone at once, and then it is
+ * placed if it fits.  False when no victims were found. */
+static bool reclaim_then_place(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx *p, bool *lend_blocked,
+                               bool (*reclaim)(gp_engine *, uint32_t, int))
+{
+    gp__job *j = &e->jobs[job];
+    for (int t = 0; t < e->fleet.n_types; t++) {
+        if (!(types & (1u << t)) || !reclaim(e, job, t))
+            continue;
+        end_zero_grace_victims(e, j);
+        if (j->victims_left == 0) {
+            gp__claims_drop(e, job);
+            if (try_types(e, job, types, p, lend_blocked)) {
+                gp__claims_forget(e, job);
+                return true;
+            }
+            gp__claims_forget(e, job);
+        }
+        return true;
+    }
+    return false;
+}
+
 static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
 {
     gp__job *j = &e->jobs[job];
@@ -842,9 +874,9 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     j->pass_seen = e->pass;
     e->stats.pass_considered++;
     uint8_t types = p->phase == GP_CLASS_GUARANTEED ? guaranteed : burstable;
-    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0)) {
-        /* claims and victims serve a guaranteed placement only; this job is no longer one */
-        gp__reclaim_withdraw(e, job, "no longer runs within a guarantee");
+    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0) && (!j->fair_reclaim || !types)) {
+        /* claims and victims serve a guaranteed placement, or a fair-share one of a job still admissible */
+        gp__reclaim_withdraw(e, job, j->fair_reclaim ? "is no longer admissible" : "no longer runs within a guarantee");
         gp__claims_forget(e, job);
     }
     if (!types) {
@@ -881,21 +913,11 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         j->wait = possible;
         return;
     }
-    if (p->phase == GP_CLASS_GUARANTEED)
-        for (int t = 0; t < e->fleet.n_types; t++) {
-            if (!(types & (1u << t)) || !gp__reclaim(e, job, t))
-                continue;
-            end_zero_grace_victims(e, j);
-            if (j->victims_left == 0) {
-                gp__claims_drop(e, job);
-                if (try_types(e, job, types, p, &lend_blocked)) {
-                    gp__claims_forget(e, job);
-                    return;
-                }
-                gp__claims_forget(e, job);
-            }
-            return;
-        }
+    if (p->phase == GP_CLASS_GUARANTEED && reclaim_then_place(e, job, types, p, &lend_blocked, gp__reclaim))
+        return;
+    if (p->phase == GP_CLASS_BURSTABLE && !lend_blocked &&
+        reclaim_then_place(e, job, types, p, &lend_blocked, gp__reclaim_fair))
+        return;
     if (lend_blocked) {
         int t = 0;
         while (!(types & (1u << t)))
@@ -924,7 +946,7 @@ static void run_pass(gp_engine *e)
     memset(e->borrowed, 0, sizeof e->borrowed);
     for (size_t i = 0; i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
-        if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE)
+        if (j->state == GP_JOB_RUNNING && gp__borrows_reclaimably(e, j))
             e->borrowed[j->bound_type] += (int64_t)j->replicas * j->gpus;
     }
     pass_ctx p;

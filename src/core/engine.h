@@ -28,6 +28,10 @@ typedef struct gp_engine gp_engine;
 
 typedef struct gp_engine_config {
     int64_t preempt_cooldown_s;    /* a job preempted less than this ago is a victim of last resort (default 600) */
+    int max_preemptions;           /* a job the engine already preempted this often is no reclaim victim:
+                                      it runs to its end (default 3; 0 = no cap) */
+    bool fair_share_reclaim;       /* a burstable job of a tenant below its fair share preempts borrowers
+                                      of tenants that stay above it (docs/scheduling.md; default true) */
     int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
     int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
     int64_t mig_reconfigure_interval_s; /* a MIG GPU's layout changes at most this often (default 60) */
@@ -166,7 +170,7 @@ void gp_engine_gpus_by_type(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 
 /* The format this build writes and reads (bumped when a field of the
  * engine's state changes meaning). */
-#define GP_ENGINE_SNAPSHOT_VERSION 2
+#define GP_ENGINE_SNAPSHOT_VERSION 3
 
 /* The whole state of e (fleet, tenants, jobs, reservations, usage and
  * fair-share books, cool-downs, counters and ids) into *buf, *len bytes;

@@ -90,6 +90,7 @@ static void index_remove(gp__fleet *f, uint32_t n)
         f->nodes[node->next].prev = node->prev;
     f->hist[t][k]--;
     f->free[t] -= k;
+    f->moves++;
     gp__block *b = &f->blocks[node->block];
     b->hist[t][k]--;
     b->free[t] -= k;
@@ -108,6 +109,7 @@ static void index_insert(gp__fleet *f, uint32_t n, int k)
     f->head[t][k] = n;
     f->hist[t][k]++;
     f->free[t] += k;
+    f->moves++;
     gp__block *b = &f->blocks[node->block];
     b->hist[t][k]++;
     b->free[t] += k;

@@ -175,6 +175,7 @@ typedef struct gp__fleet {
     uint32_t head[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
+    uint64_t moves;                       /* nodes taken out of or put into a list, ever */
     /* what the healthy schedulable fleet could hold if it were empty, per
      * type: replicas of g GPUs in the whole fleet / in the best block, and
      * the largest NVLink domain (for wait reasons and fast rejection) */
@@ -209,6 +210,7 @@ typedef struct gp__tenant {
     bool untrusted;       /* effective */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
+    uint64_t fair_pass;   /* reclaim.c: the pass a job of this leaf last searched for fair share */
     bool promote_dirty;   /* guaranteed usage dropped or guarantee grew: look for promotions */
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
     uint32_t *pending;
@@ -311,6 +313,8 @@ typedef struct gp__job {
     bool withdrawn;       /* a PREEMPT reached it since its bind and was withdrawn: if it
                              stops anyway (it may have acted on the signal), it is requeued */
     bool claims_dropped;  /* claims given back for a placement look (gp__claims_drop) */
+    bool fair_reclaim;    /* its victims were taken for fair share (reclaim.c), not for a
+                             guarantee: phase 2 keeps them and its claims */
     uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
 } gp__job;
 
@@ -441,12 +445,36 @@ struct gp_engine {
         int64_t cpu, mem; /* per replica; mem includes an MPS memory limit */
     } miss[GP__MISSES];
     size_t n_miss;
-    /* GPUs per type that running burstable jobs hold (kept during a pass):
-     * the most that reclaim could free */
+    /* GPUs per type that running burstable jobs not preemption-capped hold
+     * (kept during a pass): the most that reclaim could free */
     int64_t borrowed[GP_MAX_GPU_TYPES];
     gp_engine_stats stats;
     unsigned char *reclaim_buf; /* reclaim.c: the arrays of one victim search, reused (owned) */
     size_t cap_reclaim_buf;
+    /* reclaim.c: the running burstable jobs not capped when the pass's
+     * first search made the list (owned; derived state: snapshot.c
+     * restores it empty); reclaims search only in phase 1, where jobs bind
+     * guaranteed, so the list holds every possible victim of the pass */
+    uint32_t *pool;
+    size_t n_pool, cap_pool;
+    double *ent;          /* reclaim.c: each tenant's entitlement (fraction of the fleet DRF
+                             gives it), worked out once in ent_pass (owned; derived) */
+    size_t cap_ent;
+    uint64_t ent_pass;
+    uint64_t pool_pass;   /* the pass it was made in (0: none) */
+    /* reclaim.c: reclaim_buf holds the sorted capacity candidates of this
+     * type and isolation, built when nothing had changed that they depend
+     * on (pass, changes, shares_updated); a remembered failure reuses them
+     * (derived state: snapshot.c restores it invalid) */
+    struct gp__cand_memo {
+        bool valid;
+        int type;
+        uint8_t isolation;
+        uint64_t pass, changes, shares;
+        size_t n;
+        bool replayed;    /* the lists are as a failed search of the list left them, */
+        uint64_t moves;   /* if fleet.moves is still this */
+    } cand_memo;
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
@@ -616,9 +644,18 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type);
 /* Preempt borrowers under a full ancestor limit that keeps a guaranteed
  * job out; true if victims were chosen (no claims: it frees quota). */
 bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
+/* Fair share: a burstable job of a leaf below its fair share preempts
+ * borrowers of tenants that stay at least as far above theirs; true if
+ * victims were chosen (PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type);
 /* GPU-seconds of j's work since its last checkpoint (or bind): what a
  * preemption now would lose. */
 int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
+/* May running job j be a reclaim victim (burstable, not preempted
+ * max_preemptions times)?  e->borrowed counts the GPUs of those: a
+ * whole-GPU reclaim that needs more than they and the free GPUs hold is
+ * not searched. */
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
 void gp__claims_drop(gp_engine *e, uint32_t job);
 void gp__claims_retake(gp_engine *e, uint32_t job);
 void gp__claims_forget(gp_engine *e, uint32_t job);

@@ -1,11 +1,19 @@
-/* reclaim.c - taking borrowed capacity back for a guaranteed job.
+/* reclaim.c - taking borrowed capacity back for a guaranteed job, or for
+ * a burstable one whose tenant is below its fair share ("fair share",
+ * below the capacity reclaim).
  *
  * When a job that runs within its tenant's guarantee cannot be placed, the
  * capacity it is owed is held by borrowers (capacity reclaim); when it fits
  * its guarantee but an ancestor's limit is full of borrowed work, the
  * quota is (limit reclaim).  Victims are running burstable jobs, whole
  * jobs only, never a job the reclaimer was itself preempted for within the
- * cool-down (that would undo the first preemption: a loop).
+ * cool-down (that would undo the first preemption: a loop), nor a job the
+ * engine already preempted max_preemptions times (default 3; 0 = no cap):
+ * that job runs to its end, and the reclaimer takes other victims or waits
+ * for room.  Every PREEMPT counts (reclaim, untrusted tenant), even one
+ * withdrawn later; node loss and GPU failure do not (nobody chose them).
+ * The cap limits reclaim only: an untrusted tenant's shared work is still
+ * preempted (engine.c, enforce_trust).
  *
  * Which victims.  Every victim set is minimal (no victim can be dropped
  * with the need still met) and, among minimal sets, the cheapest:
@@ -87,6 +95,17 @@
 static bool in_cooldown(const gp_engine *e, const gp__job *j)
 {
     return j->last_preempted >= 0 && e->now - j->last_preempted < e->cfg.preempt_cooldown_s;
+}
+
+/* Preempted max_preemptions times already (0 = no cap): no victim. */
+static bool preemption_capped(const gp_engine *e, const gp__job *j)
+{
+    return e->cfg.max_preemptions > 0 && j->preemptions >= e->cfg.max_preemptions;
+}
+
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j)
+{
+    return j->cls == GP_CLASS_BURSTABLE && !preemption_capped(e, j);
 }
 
 int64_t gp__work_lost(const gp_engine *e, const gp__job *j)
@@ -295,25 +314,83 @@ static victim_key key_of(const gp_engine *e, const gp__job *v, int type, double 
     return (victim_key){v->priority, in_cooldown(e, v), cost, v->bind_time, v->id, size};
 }
 
+/* Every possible victim of the pass, made by its first search: running
+ * burstable jobs not capped.  Searches then read it instead of every
+ * running job (7,000 on bench_engine, of which a third borrow).  False
+ * when out of memory. */
+static bool pool_make(gp_engine *e)
+{
+    if (e->pool_pass == e->pass)
+        return true;
+    if (!gp__grow((void **)&e->pool, &e->cap_pool, e->n_running ? e->n_running : 1, sizeof *e->pool))
+        return false;
+    e->n_pool = 0;
+    for (size_t i = 0; i < e->n_running; i++)
+        if (gp__borrows_reclaimably(e, &e->jobs[e->running[i]]))
+            e->pool[e->n_pool++] = e->running[i];
+    e->pool_pass = e->pass;
+    return true;
+}
+
+/* The capacity candidates of one type and isolation are the same for
+ * every reclaimer not cooling down (which excludes none of its own) until
+ * a decision is made or a share recomputed: the running jobs, their
+ * classes, preemption counts and cool-downs, and their tenants' usage are
+ * what the list and its order are made of, and within a pass each of them
+ * changes only with a decision (changes) or a share (shares_updated).  A
+ * capacity search leaves the list in reclaim_buf as it found it (it marks
+ * only `chosen`, and unmarks every mark when it fails), so the next such
+ * search in the pass takes it from there instead of scanning every running
+ * job again.  Under the preemption cap, guaranteed jobs whose borrowers
+ * are capped search every pass and find nothing (remembered or not):
+ * bench_engine made 256 such searches a pass, each a scan of 7,000 running
+ * jobs and a sort. */
+static bool memo_applies(const gp_engine *e, const gp__job *j, int type, victim_filter accept)
+{
+    return accept == frees_capacity && !in_cooldown(e, j) && e->cand_memo.type == type &&
+           e->cand_memo.isolation == j->isolation;
+}
+
+static bool memo_current(const gp_engine *e)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    return m->valid && m->pass == e->pass && m->changes == e->changes && m->shares == e->shares_updated;
+}
+
+static void memo_keep(gp_engine *e, const gp__job *j, int type, victim_filter accept, size_t n)
+{
+    e->cand_memo = (struct gp__cand_memo){.valid = accept == frees_capacity && !in_cooldown(e, j), .type = type,
+                                          .isolation = (uint8_t)j->isolation, .pass = e->pass,
+                                          .changes = e->changes, .shares = e->shares_updated, .n = n};
+}
+
 /* Running burstable jobs the filter accepts, sorted into victim order.
  * False when out of memory. */
 static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filter accept, victims *vs)
 {
     size_t n_by = 0, n = 0;
     const gp__job *j = &e->jobs[job];
-    uint64_t *by = preempted_for(e, j, &n_by);
     victim_key *keys;
     uint32_t *cand, *order;
     double *excess;
     memset(vs, 0, sizeof *vs);
-    bool ok = (by || !in_cooldown(e, j)) && search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
-    for (size_t i = 0; ok && i < e->n_running; i++) {
-        const gp__job *v = &e->jobs[e->running[i]];
-        if (v->state == GP_JOB_RUNNING && v->cls == GP_CLASS_BURSTABLE && e->running[i] != job &&
+    if (memo_current(e) && memo_applies(e, j, type, accept) &&
+        search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess)) {
+        vs->n = e->cand_memo.n;
+        memset(vs->chosen, 0, vs->n * sizeof *vs->chosen);
+        return true;
+    }
+    e->cand_memo.valid = false;
+    uint64_t *by = preempted_for(e, j, &n_by);
+    bool ok = (by || !in_cooldown(e, j)) && pool_make(e) &&
+              search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
+    for (size_t i = 0; ok && i < e->n_pool; i++) { /* the order is total: where they come from does not matter */
+        const gp__job *v = &e->jobs[e->pool[i]];
+        if (v->state == GP_JOB_RUNNING && gp__borrows_reclaimably(e, v) && e->pool[i] != job &&
             !listed(by, n_by, v->id) && accept(e, j, v, type)) {
             keys[n] = key_of(e, v, type, excess);
             order[n] = (uint32_t)n;
-            cand[n++] = e->running[i];
+            cand[n++] = e->pool[i];
         }
     }
     ok = ok && gp_sort_indexes(order, n, victim_order, keys);
@@ -323,6 +400,8 @@ static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filte
         vs->chosen[i] = false;
     }
     vs->n = ok ? n : 0;
+    if (ok)
+        memo_keep(e, j, type, accept, n);
     free(by);
     return ok;
 }
@@ -584,7 +663,7 @@ static bool reclaiming_count(gp_engine *e)
     for (size_t t = 0; t < e->n_tenants; t++)
         for (size_t k = 0; k < e->tenants[t].n_pending; k++) {
             const gp__job *j = &e->jobs[e->tenants[t].pending[k]];
-            if (j->victims_left > 0 && j->wait.code == GP_WAIT_RECLAIM)
+            if (j->victims_left > 0 && j->wait.code == GP_WAIT_RECLAIM && !j->fair_reclaim)
                 reclaiming_add(e, j, j->wait.dim);
         }
     e->reclaiming_pass = e->pass;
@@ -719,7 +798,8 @@ static void claim_plan(gp_engine *e, uint32_t job, const uint32_t *plan, const i
 static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
 {
     gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
-    uint32_t holder = guarantee_holder(e, j->tenant);
+    uint32_t holder = j->fair_reclaim ? j->tenant : guarantee_holder(e, j->tenant);
+    const char *what = j->fair_reclaim ? "is below its fair share and takes borrowed GPUs back" : "reclaims its guarantee";
     int64_t lost = gp__work_lost(e, v);
     gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, v->id);
     if (d) {
@@ -728,12 +808,12 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
         snprintf(d->by_tenant, sizeof d->by_tenant, "%s", e->tenants[j->tenant].path);
         snprintf(d->guarantee_of, sizeof d->guarantee_of, "%s", e->tenants[holder].path);
         d->work_lost_gpu_s = lost;
-        snprintf(d->reason, sizeof d->reason, "%s reclaims its guarantee for job %llu", e->tenants[holder].path,
+        snprintf(d->reason, sizeof d->reason, "%s %s for job %llu", e->tenants[holder].path, what,
                  (unsigned long long)j->id);
     }
     gp__job_transition(e, victim, GP_JOB_PREEMPTING,
-                       "preempted: %s reclaims its guarantee for job %llu of %s; %lld GPU-s since the last checkpoint",
-                       e->tenants[holder].path, (unsigned long long)j->id, e->tenants[j->tenant].path,
+                       "preempted: %s %s for job %llu of %s; %lld GPU-s since the last checkpoint",
+                       e->tenants[holder].path, what, (unsigned long long)j->id, e->tenants[j->tenant].path,
                        (long long)lost);
     v->deadline = gp__grace_deadline(e, v->grace);
     v->last_preempted = e->now;
@@ -757,9 +837,11 @@ static void preempt_chosen(gp_engine *e, uint32_t job, int type, const victims *
     for (size_t i = 0; i < vs->n; i++)
         if (vs->chosen[i])
             preempt(e, job, vs->cand[i]);
-    reclaiming_add(e, j, type);
-    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = guarantee_holder(e, j->tenant),
-                        .a = (int64_t)count, .time = e->now};
+    if (!j->fair_reclaim)
+        reclaiming_add(e, j, type);
+    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type,
+                        .tenant = j->fair_reclaim ? j->tenant : guarantee_holder(e, j->tenant),
+                        .a = (int64_t)count, .b = j->fair_reclaim, .time = e->now};
     for (size_t i = 0; i < e->n_running; i++) { /* the last deadline among its victims */
         const gp__job *v = &e->jobs[e->running[i]];
         if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
@@ -854,6 +936,116 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
                                         .room = e->room[type], .held = held_signature(e, type)};
 }
 
+/* The free-capacity histograms with every candidate gone, without the
+ * pretend frees: their GPUs are unowned for a moment, each node they touch
+ * is counted as gp__node_reindex would count it, and the type's histogram
+ * (and each block's) is adjusted by those nodes.  A whole-GPU look starts
+ * by asking those histograms whether the replicas could fit by GPU count
+ * (placement.c); when even that fails, the search would pretend every
+ * candidate gone, look after each and find nothing: its outcome and its
+ * trace are a remembered failure's (replay_failed), at the cost of one
+ * walk over the candidates' GPUs.  The bench's capped borrowers made most
+ * of its 1x8 and block gangs' searches such ones (bench/RESULTS.md).
+ * Example: 1x8 wanted; every H100 node holds a capped borrower's GPU and
+ * uncapped 1-GPU borrowers on the other 7: no node reaches 8 free, so
+ * nothing is searched. */
+static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, const victims *vs)
+{
+    gp__fleet *f = &e->fleet;
+    if (!nofit_applies(e, j) || j->topology == GP_TOPO_NVLINK || vs->n == 0)
+        return false;
+    uint8_t *seen = calloc(f->n_nodes ? f->n_nodes : 1, 1);
+    uint32_t *touched = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *touched);
+    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1);
+    uint32_t (*bhist)[GP_MAX_GPUS_PER_NODE + 1] = malloc((f->n_blocks ? f->n_blocks : 1) * sizeof *bhist);
+    bool none = seen && touched && count && bhist;
+    size_t n_touched = 0;
+    for (int owner = 0; none && owner < 2; owner++) /* 0: unown the candidates' GPUs, 1: give them back */
+        for (size_t c = 0; c < vs->n; c++) {
+            const gp__job *v = &e->jobs[vs->cand[c]];
+            for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
+                gp__gpu *g = &f->gpus[v->placed[i]];
+                g->owner = owner ? vs->cand[c] + 1 : 0;
+                if (!owner && !seen[g->node]) {
+                    seen[g->node] = 1;
+                    touched[n_touched++] = g->node;
+                }
+            }
+            if (owner == 1)
+                continue;
+            for (size_t k = 0; c + 1 == vs->n && k < n_touched; k++) { /* all unowned: count */
+                const gp__node *node = &f->nodes[touched[k]];
+                int free = 0;
+                for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
+                    free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+                count[touched[k]] = (uint8_t)free;
+            }
+        }
+    uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
+    memcpy(hist, f->hist[type], sizeof hist);
+    for (size_t b = 0; none && b < f->n_blocks; b++)
+        memcpy(bhist[b], f->blocks[b].hist[type], sizeof bhist[b]);
+    for (size_t k = 0; none && k < n_touched; k++) {
+        const gp__node *node = &f->nodes[touched[k]];
+        if (node->indexed > 0) {
+            hist[node->indexed]--;
+            bhist[node->block][node->indexed]--;
+        }
+        if (count[touched[k]] > 0) {
+            hist[count[touched[k]]]++;
+            bhist[node->block][count[touched[k]]]++;
+        }
+    }
+    none = none && gp__replica_capacity(hist, j->gpus) < j->replicas;
+    for (size_t b = 0; !none && j->topology == GP_TOPO_BLOCK && b < f->n_blocks; b++)
+        if (gp__replica_capacity(bhist[b], j->gpus) >= j->replicas)
+            break;
+        else if (b + 1 == f->n_blocks)
+            none = true;
+    free(seen);
+    free(touched);
+    free(count);
+    free(bhist);
+    return none;
+}
+
+/* A replay moves the nodes its candidates free GPUs on to the front of
+ * their lists, in one order that only the candidate list decides.  Done
+ * again with the same list (cand_memo current) and no node moved since
+ * (fleet.moves), it moves each node to where it already is: it is skipped.
+ * A failed search of the list leaves the lists as its replay would, so it
+ * counts as done too.  The memo's list is this search's (search_begin). */
+static bool replay_needless(const gp_engine *e)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    return m->valid && m->replayed && m->moves == e->fleet.moves;
+}
+
+static void replay_done(gp_engine *e)
+{
+    e->cand_memo.replayed = e->cand_memo.valid;
+    e->cand_memo.moves = e->fleet.moves;
+}
+
+/* The need is met with the chosen victims: make the set minimal, preempt
+ * it and claim the plan.  Returns how many victims. */
+static size_t preempt_plan(search *s, uint32_t *plan, int8_t *slot, size_t n_plan)
+{
+    gp_engine *e = s->e;
+    const gp__job *j = &e->jobs[s->job];
+    keep_plan_block(s);
+    size_t count = prune(s);
+    gp__place_find(e, j, s->type, false); /* the plan with the minimal set, into scratch.out (and .slot) */
+    memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
+    memcpy(slot, e->scratch.slot, (gp__job_shared(j) ? n_plan : 0) * sizeof *slot);
+    for (size_t i = 0; i < s->vs.n; i++)
+        if (s->vs.chosen[i])
+            pretend_free(e, s->vs.cand[i], false);
+    preempt_chosen(e, s->job, s->type, &s->vs, count);
+    claim_plan(e, s->job, plan, slot, n_plan);
+    return count;
+}
+
 bool gp__reclaim(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
@@ -871,26 +1063,156 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     s.add = capacity_add;
     s.drop = capacity_drop;
     s.undo = capacity_undo;
-    if (ok && known && replay_failed(e, &s.vs)) {
+    if (ok && known && (replay_needless(e) || replay_failed(e, &s.vs))) {
+        replay_done(e);
         e->stats.pass_reclaim_remembered++;
+        return false;
+    }
+    if (ok && count_says_nothing_fits(e, j, type, &s.vs) && (replay_needless(e) || replay_failed(e, &s.vs))) {
+        replay_done(e);
+        nofit_note(e, j, type);
         return false;
     }
     size_t count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
     int8_t *slot = malloc(n_plan * sizeof *slot);
-    if (ok && plan && slot && choose_until_met(&s)) {
-        keep_plan_block(&s);
-        count = prune(&s);
-        gp__place_find(e, j, type, false); /* the plan with the minimal set, into scratch.out (and .slot) */
-        memcpy(plan, e->scratch.out, n_plan * sizeof *plan);
-        memcpy(slot, e->scratch.slot, (gp__job_shared(j) ? n_plan : 0) * sizeof *slot);
-        for (size_t i = 0; i < s.vs.n; i++)
-            if (s.vs.chosen[i])
-                pretend_free(e, s.vs.cand[i], false);
-        preempt_chosen(e, job, type, &s.vs, count);
-        claim_plan(e, job, plan, slot, n_plan);
+    bool met = ok && plan && slot && choose_until_met(&s);
+    if (ok && plan && slot && !met)
+        replay_done(e); /* a failed search leaves the lists as its replay would */
+    if (met) {
+        count = preempt_plan(&s, plan, slot, n_plan);
     } else if (ok && plan && slot && nofit_applies(e, j) && (s.nothing_fits || (s.vs.n == 0 && !gp__place_find(e, j, type, false)))) {
         nofit_note(e, j, type);
+    }
+    free(plan);
+    free(slot);
+    return count > 0;
+}
+
+/* ---- fair share ----
+ * Guarantees are floors; what is borrowed above them is shared by
+ * fairness.  A burstable job of a leaf below its fair share (dominant
+ * usage / entitlement < 1, the ratio of the excess above) that finds no
+ * room may preempt borrowers of other tenants that stay at least as far
+ * above their fair share as the leaf will be once the job runs, like
+ * Kueue's fair sharing ("preempt while the preemptor's final share is at
+ * most the target's").  So the borrowed capacity drifts from the tenants
+ * furthest above their share to those below theirs, and never back in a
+ * loop: a victim's tenant stays at or above the reclaimer's.  Victims are
+ * whole-GPU borrowers only, chosen and pruned as for a guarantee (lowest
+ * priority, fewest GPUs over the need, cheapest), never capped ones; the
+ * preemption cap, the cool-down and one such search per leaf per pass keep
+ * it from storming.  The job waits for the victims' grace on the GPUs it
+ * claimed and binds burstable.
+ *
+ * Example: 16 H100 in two nodes; a and b (weight 1 each, entitlement 8
+ * GPUs each).  b borrows all 16 with 1-GPU jobs; a submits a 1x8 job.  a
+ * is at 0 (below 1) and would be at 8/8 = 1 once it runs; b is at 16/8 = 2
+ * and, even without 8 of its GPUs, at 1 >= 1: eight of b's jobs on one node
+ * are preempted and a's job waits for their grace.  A second 1x8 job of a
+ * would bring a to 2 and b to 0: no preemption, it waits.
+ */
+
+static void ent_fill(gp_engine *e, const uint32_t *kids, size_t n, double share)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += gp__tenant_weight(e, &e->tenants[kids[i]]);
+    for (size_t i = 0; i < n; i++) {
+        gp__tenant *t = &e->tenants[kids[i]];
+        e->ent[kids[i]] = sum > 0 ? share * gp__tenant_weight(e, t) / sum : share;
+        ent_fill(e, t->children, t->n_children, e->ent[kids[i]]);
+    }
+}
+
+/* Every tenant's entitlement, once a pass (weights change only between
+ * passes).  False when out of memory. */
+static bool entitlements(gp_engine *e)
+{
+    if (e->ent_pass == e->pass)
+        return true;
+    if (!gp__grow((void **)&e->ent, &e->cap_ent, e->n_tenants ? e->n_tenants : 1, sizeof *e->ent))
+        return false;
+    ent_fill(e, e->roots, e->n_roots, 1.0);
+    e->ent_pass = e->pass;
+    return true;
+}
+
+static double dominant(const gp_engine *e, const gp_res *r)
+{
+    double most = 0;
+    for (int d = 0; d < GP_DIMS; d++) {
+        int64_t cap = e->fleet.capacity.v[d];
+        if (cap > 0 && (double)r->v[d] / (double)cap > most)
+            most = (double)r->v[d] / (double)cap;
+    }
+    return most;
+}
+
+/* Tenant t's dominant usage plus `delta` (a dominant share), over its
+ * entitlement. */
+static double fair_ratio(const gp_engine *e, uint32_t t, double delta)
+{
+    double ent = e->ent[t];
+    double usage = dominant(e, &e->tenants[t].usage) + delta;
+    return ent > 0 ? usage / ent : usage * 1e9;
+}
+
+static double demand_share(const gp_engine *e, const gp__job *j, int type)
+{
+    gp_res d;
+    gp__job_demand(e, j, type, &d);
+    return dominant(e, &d);
+}
+
+/* A borrower of the type whose tenant, without this victim's GPUs or the
+ * reclaimer's whole demand (whichever is more), stays at or above the
+ * reclaimer's leaf once the reclaimer runs. */
+static bool frees_fairly(const gp_engine *e, const gp__job *j, const gp__job *v, int type)
+{
+    if (!frees_capacity(e, j, v, type) || v->tenant == j->tenant)
+        return false;
+    double need = demand_share(e, j, type), gone = demand_share(e, v, v->bound_type);
+    return fair_ratio(e, v->tenant, -(gone > need ? gone : need)) >= fair_ratio(e, j->tenant, need);
+}
+
+/* Is any tenant with borrowed work at or above this ratio?  If not, no
+ * borrower may be taken (frees_fairly), and the search is not made: a
+ * 512-GPU gang of a team entitled to 19 GPUs would end at 27 times its
+ * share, and nobody is that far above theirs. */
+static bool someone_above(const gp_engine *e, double ratio)
+{
+    for (size_t t = 0; t < e->n_tenants; t++) {
+        const gp__tenant *x = &e->tenants[t];
+        if (!x->removed && x->n_children == 0 && fair_ratio(e, (uint32_t)t, 0) >= ratio)
+            return true;
+    }
+    return false;
+}
+
+bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    gp__tenant *leaf = &e->tenants[j->tenant];
+    if (!e->cfg.fair_share_reclaim || !nofit_applies(e, j) || leaf->fair_pass == e->pass || e->reclaim_searches >= e->cfg.max_reclaim_searches ||
+        e->borrowed[type] + e->fleet.free[type] < (int64_t)j->replicas * j->gpus || !entitlements(e) ||
+        fair_ratio(e, j->tenant, 0) >= 1.0)
+        return false;
+    leaf->fair_pass = e->pass;
+    if (!someone_above(e, fair_ratio(e, j->tenant, demand_share(e, j, type))))
+        return false;
+    search s;
+    bool ok = search_begin(&s, e, job, type, frees_fairly);
+    s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) - e->fleet.free[type] * 1000;
+    s.add = capacity_add;
+    s.drop = capacity_drop;
+    s.undo = capacity_undo;
+    size_t count = 0, n_plan = gp__placed_count(j);
+    uint32_t *plan = malloc(n_plan * sizeof *plan);
+    int8_t *slot = malloc(n_plan * sizeof *slot);
+    if (ok && plan && slot && !count_says_nothing_fits(e, j, type, &s.vs) && choose_until_met(&s)) {
+        j->fair_reclaim = true;
+        count = preempt_plan(&s, plan, slot, n_plan);
     }
     free(plan);
     free(slot);
@@ -1053,10 +1375,11 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
                            why);
         v->withdrawn = true;
         gp__reclaim_room(e, v->bound_type); /* a possible victim again */
-        if (v->cls == GP_CLASS_BURSTABLE)
+        if (gp__borrows_reclaimably(e, v))
             e->borrowed[v->bound_type] += (int64_t)v->replicas * v->gpus;
     }
     j->victims_left = 0;
+    j->fair_reclaim = false;
     covers_recount(e, job);
 }
 
@@ -1117,4 +1440,5 @@ void gp__claims_forget(gp_engine *e, uint32_t job)
     j->n_claimed = 0;
     j->victims_left = 0;
     j->claims_dropped = false;
+    j->fair_reclaim = false;
 }

@@ -276,6 +276,8 @@ static void engine_detach(gp_engine *e)
     e->decisions = NULL;
     e->recent = NULL;
     e->reclaim_buf = NULL;
+    e->pool = NULL;
+    e->ent = NULL;
     e->reclaiming = NULL;
     e->n_tenants = e->cap_tenants = e->n_roots = e->cap_roots = e->n_users = e->cap_users = 0;
     e->n_jobs = e->cap_jobs = e->cap_histories = e->n_free_slots = e->cap_free_slots = 0;
@@ -286,6 +288,8 @@ static void engine_detach(gp_engine *e)
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
     memset(&e->scratch, 0, sizeof e->scratch);
     e->n_nofit = e->nofit_next = 0; /* derived (reclaim.c): remembered failures start forgotten */
+    e->cand_memo.valid = false;     /* derived (reclaim.c): reclaim_buf is not restored */
+    e->n_pool = e->cap_pool = e->pool_pass = e->cap_ent = e->ent_pass = 0; /* derived (reclaim.c): made again by the next search */
     e->fair_leaf = GP__NONE;        /* derived (fairshare.c): the next pick descends */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
@@ -435,7 +439,9 @@ static bool engine_get(reader *r, gp_engine *e, bool *nomem)
  * changes only the clock resolution, an event). */
 static bool same_config(const gp_engine_config *a, const gp_engine_config *b)
 {
-    return a->preempt_cooldown_s == b->preempt_cooldown_s && a->max_reclaim_searches == b->max_reclaim_searches &&
+    return a->preempt_cooldown_s == b->preempt_cooldown_s && a->max_preemptions == b->max_preemptions &&
+           a->fair_share_reclaim == b->fair_share_reclaim &&
+           a->max_reclaim_searches == b->max_reclaim_searches &&
            a->overdue_grace_s == b->overdue_grace_s && a->mig_reconfigure_interval_s == b->mig_reconfigure_interval_s;
 }
 

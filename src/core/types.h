@@ -219,7 +219,8 @@ typedef enum gp_wait_code {
     GP_WAIT_LENDING,        /* idle capacity is held for non-lending tenants: a = free, b = held */
     GP_WAIT_RESERVATION,    /* would delay reserved head job `job` (starts at `time`) */
     GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
-    GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time` */
+    GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time`; b = 1: for fair
+                               share (tenant = the job's leaf), 0: for a guarantee (tenant = its holder) */
     GP_WAIT_NODE_SHAPE,     /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
     GP_WAIT_TRUST,          /* the tenant is untrusted and the job asks for mps/timeslice; tenant = where
                                untrusted is set (the job's tenant or an ancestor) */

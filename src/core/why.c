@@ -168,8 +168,13 @@ size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, c
                          (long long)w->a, noun(w->a, "node", "nodes"), (long long)w->time);
         break;
     case GP_WAIT_RECLAIM:
-        n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing %s preempted, grace ends at t=%lld",
-                     tenant_name(e, w->tenant), (long long)w->a, noun(w->a, "job", "jobs"), (long long)w->time);
+        if (w->b) /* for fair share (reclaim.c) */
+            n = snprintf(buf, len, "%s is below its fair share: %lld borrowing %s of tenants above theirs preempted, "
+                         "grace ends at t=%lld", tenant_name(e, w->tenant), (long long)w->a,
+                         noun(w->a, "job", "jobs"), (long long)w->time);
+        else
+            n = snprintf(buf, len, "reclaiming the guarantee of %s: %lld borrowing %s preempted, grace ends at t=%lld",
+                         tenant_name(e, w->tenant), (long long)w->a, noun(w->a, "job", "jobs"), (long long)w->time);
         break;
     case GP_WAIT_TRUST:
         if (w->tenant == j->tenant)

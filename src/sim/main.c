@@ -86,6 +86,10 @@ static void usage(FILE *out)
             "                              clustering, packing, spread (default gpupool)\n"
             "  --seed N                    seed of everything random (default 1; printed)\n"
             "  --quantum S                 at most one scheduling pass per S seconds (default 0: each event time)\n"
+            "  --max-preemptions N         a job preempted N times is no longer a reclaim victim\n"
+            "                              (default 3; 0: no cap; docs/scheduling.md)\n"
+            "  --fair-share-reclaim 0|1    burstable jobs of tenants below their fair share preempt\n"
+            "                              borrowers of tenants above theirs (default 1; docs/scheduling.md)\n"
             "  --checkpoint-interval S     running jobs checkpoint every S s (default 3600; 0: never)\n"
             "  --checkpoint-save S         grace needed to save a checkpoint when preempted (default 60)\n"
             "  --sample S                  time series step (default: ~400 samples)\n"
@@ -171,6 +175,10 @@ static bool parse_flag(cli *c, const char *flag, const char *v)
         c->max_warnings = (size_t)n;
     else if (strcmp(flag, "--quantum") == 0)
         return parse_i64(v, 0, &c->opt.quantum_s);
+    else if (strcmp(flag, "--max-preemptions") == 0 && parse_i64(v, 0, &n) && n <= 1000000)
+        c->opt.engine.max_preemptions = (int)n;
+    else if (strcmp(flag, "--fair-share-reclaim") == 0 && parse_i64(v, 0, &n) && n <= 1)
+        c->opt.engine.fair_share_reclaim = n == 1;
     else if (strcmp(flag, "--checkpoint-interval") == 0)
         return parse_i64(v, 0, &c->opt.checkpoint_interval_s);
     else if (strcmp(flag, "--checkpoint-save") == 0)

@@ -27,7 +27,9 @@
  *                >= S was taken while a job of the same or a lower tier
  *                (priority, then cool-down) that holds between S GPUs and
  *                fewer than the victim kept running (skipped, as minimal is,
- *                after a pass that made a reservation);
+ *                after a pass that made a reservation, and for a reclaim for
+ *                fair share, whose candidates the tenants' shares filter:
+ *                reclaim.c, not modelled here);
  *   invariants   gp_engine_check_invariants() == GP_OK.
  *
  * The state before and after the tick stands in, conservatively, for the
@@ -330,7 +332,7 @@ static void check_idle(world *s, const gp_job_info *b, const uint64_t *v, int nv
 {
     gp_engine_stats st;
     gp_engine_stats_get(s->w->e, &st);
-    if (b->gpus != 1 || st.pass_reservations > 0 || !claims_any(s, b->id))
+    if (b->gpus != 1 || st.pass_reservations > 0 || !claims_any(s, b->id) || b->wait.b != 0)
         return;
     int avail[NODES], free_gpus = 0;
     free_for(s, b->id, avail);

@@ -432,6 +432,10 @@ static void on_preempt(sim *s, sim_job *j, const gp_decision *d)
                  gp_job_state_name(j->state), j->bound);
     if (j->preempted || j->stopping)
         pe_sim_fail(s, "PREEMPT of job %" PRIu64 " that is already preempting", j->id);
+    if (d->by_job != 0 && j->preemptions >= PROP_MAX_PREEMPTIONS)
+        pe_sim_fail(s, "reclaim PREEMPT of job %" PRIu64 " already preempted %d times (the cap is %d)", j->id,
+                    j->preemptions, PROP_MAX_PREEMPTIONS);
+    j->preemptions++;
     if (d->by_job == 0) { /* not a reclaim: its tenant became untrusted */
         if (!j->shared || !pe_untrusted(s, j->tenant) || strstr(d->reason, "untrusted") == NULL)
             pe_sim_fail(s, "PREEMPT of %s job %" PRIu64 " (tenant %s untrusted=%d) by no job: %s",
@@ -904,7 +908,8 @@ static bool eligible_on(const sim *s, const sim_job *j, int type, bool admit)
  *   c) J would fit if every burstable job were gone: with c_n = GPUs of node
  *      n in exclusive mode (shared-mode GPUs are not counted) that are of
  *      type T, healthy, on an up, not draining node, and free,
- *      or held by a running burstable job, or held by a preempting job that
+ *      or held by a running burstable job preempted fewer than
+ *      PROP_MAX_PREEMPTIONS times, or held by a preempting job that
  *      J itself preempted (their deadline is at most PROP_GRACE_MAX after
  *      J's reclaim), the sum over nodes of floor(c_n / gpus) is at least
  *      replicas (node CPU and memory are sized so that they never bind
@@ -948,7 +953,8 @@ void pe_check_guarantee_progress(sim *s, bool is_tick, bool changed)
             if (!s->gpu_healthy[gi])
                 continue;
             const sim_job *h = job_by_id(s, s->owner[gi]);
-            if (h == NULL || (h->cls == GP_CLASS_BURSTABLE && h->state == GP_JOB_RUNNING))
+            if (h == NULL || (h->cls == GP_CLASS_BURSTABLE && h->state == GP_JOB_RUNNING &&
+                              h->preemptions < PROP_MAX_PREEMPTIONS))
                 cap[k]++;
         }
     }

@@ -37,6 +37,7 @@
 #define PROP_MAX_JOB_GPUS (PROP_MAX_REPLICAS * PROP_MAX_NODE_GPUS)
 #define PROP_GRACE_MAX 120   /* largest checkpoint_grace_s we submit */
 #define PROP_COOLDOWN 600    /* gp_engine_config_default().preempt_cooldown_s */
+#define PROP_MAX_PREEMPTIONS 3 /* gp_engine_config_default().max_preemptions */
 #define PROP_LOG_LINES 40
 #define PROP_LOG_LEN 256
 #define PROP_MAX_CONFLICTS 256
@@ -94,6 +95,7 @@ typedef struct sim_job {
     int64_t open_milli;
     int64_t deadline;         /* PREEMPTING: decision time + grace */
     bool preempted;           /* PREEMPTING because of a PREEMPT */
+    int preemptions;          /* PREEMPTs of it so far (reclaim and trust) */
     uint64_t preempted_by;    /* its PREEMPT's by_job */
     bool stopping;            /* PREEMPTING because of a STOP */
     bool cancel_asked;        /* a cancel was accepted while it held GPUs */

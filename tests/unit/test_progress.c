@@ -18,7 +18,10 @@
  * freed GPU went to a queued small job and the gang never started; now
  * n00 (the first of two equally busy nodes) is held: the GPUs freed on
  * n01 go to small jobs, those freed on n00 wait, and the gang binds on n00
- * at the tick where n00's last original job ends.
+ * at the tick where n00's last original job ends. *
+ * Fair-share reclaim (reclaim.c) is off here: with it, big (at 0 of its
+ * half of the fleet) would take 8 of small's 16 GPUs back at once, which
+ * is test_reclaim's matter; these tests isolate the reservation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +35,20 @@
 #include "support/fleet_builder.h"
 
 enum { GANG = 100, LATE = 200 };
+
+/* Each test's engine, without fair-share reclaim (see above). */
+#define PROGRESS_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup_without_fair_share, tb_teardown)
+
+static int setup_without_fair_share(void **state)
+{
+    int rc = tb_setup(state);
+    tb_world *w = *state;
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.fair_share_reclaim = false;
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(&cfg);
+    return rc == 0 && w->e ? 0 : -1;
+}
 
 static void submit_gang(tb_world *w, const char *tenant, int64_t now)
 {
@@ -196,12 +213,12 @@ static void held_capacity_is_not_lent_when_the_head_could_not_reclaim_it(void **
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TB_TEST(gang_is_not_starved_by_later_small_jobs_without_estimates),
-        TB_TEST(head_waiting_on_unbounded_jobs_has_no_start_time),
-        TB_TEST(job_with_an_estimate_does_not_take_capacity_held_without_a_start),
-        TB_TEST(capacity_off_the_held_nodes_still_goes_to_later_jobs),
-        TB_TEST(held_capacity_is_lent_to_burstable_work_of_a_guaranteed_head),
-        TB_TEST(held_capacity_is_not_lent_when_the_head_could_not_reclaim_it),
+        PROGRESS_TEST(gang_is_not_starved_by_later_small_jobs_without_estimates),
+        PROGRESS_TEST(head_waiting_on_unbounded_jobs_has_no_start_time),
+        PROGRESS_TEST(job_with_an_estimate_does_not_take_capacity_held_without_a_start),
+        PROGRESS_TEST(capacity_off_the_held_nodes_still_goes_to_later_jobs),
+        PROGRESS_TEST(held_capacity_is_lent_to_burstable_work_of_a_guaranteed_head),
+        PROGRESS_TEST(held_capacity_is_not_lent_when_the_head_could_not_reclaim_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -238,15 +238,67 @@ static void guaranteed_jobs_are_never_preempted(void **state)
         assert_int_equal(tb_state(w, id), GP_JOB_RUNNING);
 }
 
+/* A burstable job reclaims nothing for a guarantee.  Fair share (below)
+ * lets it preempt only while the victims' tenant stays at or above it:
+ * owner (weight 4, entitled to 4/5 of 8 GPUs) with all 8 GPUs would be at
+ * 1.25 times its share, borrower without them at 0: nothing is taken.
+ * (Before fair share this test asked 6 GPUs; fair share now takes those,
+ * fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share.) */
 static void burstable_job_never_preempts(void **state)
 {
     tb_world *w = *state;
     owner_and_borrower(w, 1, 8);
     tb_submit_many(w, 1, 8, "borrower", 0);
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
-    submit_full(w, OWNER_JOB, "owner", 1, 6, 0, 0, 100); /* 6 > floor 4: burstable */
+    submit_full(w, OWNER_JOB, "owner", 1, 8, 0, 0, 100); /* 8 > floor 4: burstable */
     assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 0);
     assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_PENDING);
+}
+
+/* ---- fair share (reclaim.c, "fair share") ----
+ * One node of 8 H100; owner is guaranteed 4 (weight 4, entitled to 4/5 of
+ * the fleet: 6.4 GPUs), borrower has no guarantee (weight 1: 1.6 GPUs) and
+ * holds all 8.  owner's 1x6 job is burstable (6 > 4) but would leave owner
+ * at (6/8) / 0.8 = 0.94 of its share; borrower, 6 GPUs fewer, would still
+ * be at (2/8) / 0.2 = 1.25: six borrowers are preempted for it. */
+static void fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    tb_submit_many(w, 1, 8, "borrower", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 6, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 6);
+    const gp_decision *d = tb_find(w, 1, GP_DEC_PREEMPT);
+    assert_non_null(d);
+    assert_int_equal(d->by_job, OWNER_JOB);
+    assert_non_null(strstr(d->reason, "below its fair share"));
+    char why[512];
+    assert_true(gp_engine_why(w->e, OWNER_JOB, why, sizeof why) > 0);
+    assert_non_null(strstr(why, "below its fair share"));
+    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 1); /* the victims' grace ends: it binds, burstable */
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
+}
+
+/* The example of reclaim.c: 16 H100 on two nodes; a and b without
+ * guarantees (weight 1 each: 8 GPUs each).  b borrows all 16; a's 1x8
+ * would bring a to 8/8 = 1 and leave b at 8/8 = 1: eight of b's jobs on one
+ * node go.  a's second 1x8 would bring a to 2 and b to 0: it waits. */
+static void fair_share_stops_where_the_victims_tenant_would_fall_below(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "a", "H100", -1, -1);
+    tb_tenant(w, "b", "H100", -1, -1);
+    tb_submit_many(w, 1, 16, "b", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 16);
+    submit_full(w, 101, "a", 1, 8, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 8);
+    assert_int_equal(tb_tick(w, 160, GP_DEC_BIND), 1); /* the victims' grace (60 s) ends */
+    assert_int_equal(tb_state(w, 101), GP_JOB_RUNNING);
+    submit_full(w, 102, "a", 1, 8, 0, 0, 200);
+    assert_int_equal(tb_tick(w, 200, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, 102), GP_JOB_PENDING);
 }
 
 static void lowest_priority_victims_go_first(void **state)
@@ -801,6 +853,88 @@ static void remembered_reclaim_is_searched_again_after_a_release(void **state)
     assert_int_equal(stats(w).pass_reclaim_remembered, 1); /* the bind brought no room */
 }
 
+/* ---- the preemption cap (max_preemptions, default 3) ----
+ *
+ * One node of 2 H100; "owner" is guaranteed 1 GPU it does not use.
+ * Borrower job 2 (priority -5, so always the first victim) is preempted
+ * for owner jobs 101, 102, 103 (grace 0) and runs again after each ends:
+ * three preemptions.  The fourth owner job cannot take it any more. */
+
+static void engine_with_cap(tb_world *w, int max_preemptions)
+{
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.max_preemptions = max_preemptions;
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(&cfg);
+    assert_non_null(w->e);
+}
+
+/* The other GPU's job: a second borrower (`guaranteed` false) or a job of
+ * "other" within its 1-GPU guarantee, which is never a victim. */
+static void capped_scenario(tb_world *w, bool guaranteed)
+{
+    tb_add_nodes(w, 1, "H100", 2, "b0", "z0");
+    tb_tenant(w, "owner", "H100", 1, -1);
+    tb_tenant(w, "other", "H100", 1, -1);
+    tb_tenant(w, "borrower", "H100", -1, -1);
+    submit_full(w, 1, guaranteed ? "other" : "borrower", 1, 1, 0, 0, 0);
+    submit_full(w, 2, "borrower", 1, 1, 0, -5, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    for (uint64_t k = 0; k < 3; k++) {
+        int64_t t = 100 + 200 * (int64_t)k;
+        submit_full(w, 101 + k, "owner", 1, 1, 0, 0, t);
+        assert_int_equal(tb_tick(w, t, GP_DEC_PREEMPT), 1);
+        assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+        tb_finish(w, 101 + k, GP_EXIT_SUCCEEDED, t + 100);
+        assert_int_equal(tb_tick(w, t + 100, GP_DEC_BIND), 1);
+        assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    }
+    submit_full(w, 104, "owner", 1, 1, 0, 0, 700);
+}
+
+static void job_preempted_three_times_is_no_victim_the_next_goes(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, false);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 1, GP_DEC_PREEMPT));
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+}
+
+static void reclaimer_waits_when_only_capped_jobs_borrow(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, 104), GP_JOB_PENDING);
+    assert_int_equal(tb_state(w, 2), GP_JOB_RUNNING);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 800); /* it ran to its end: the owner is placed */
+    assert_int_equal(tb_tick(w, 800, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 104), GP_JOB_RUNNING);
+}
+
+/* The capped job's GPU is no borrowed GPU a reclaim could take: the
+ * owner's job is not searched for pass after pass (no candidate list, no
+ * placement looks), it simply waits. */
+static void reclaim_with_only_capped_borrowers_is_not_searched(void **state)
+{
+    tb_world *w = *state;
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_searches, 0);
+    assert_int_equal(tb_tick(w, 710, GP_DEC_PREEMPT), 0);
+    assert_int_equal(stats(w).pass_reclaim_searches, 0);
+}
+
+static void cap_zero_preempts_a_job_any_number_of_times(void **state)
+{
+    tb_world *w = *state;
+    engine_with_cap(w, 0);
+    capped_scenario(w, true);
+    assert_int_equal(tb_tick(w, 700, GP_DEC_PREEMPT), 1);
+    assert_non_null(tb_find(w, 2, GP_DEC_PREEMPT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -816,6 +950,8 @@ int main(void)
         TB_TEST(whole_gang_is_preempted_and_released_at_once),
         TB_TEST(guaranteed_jobs_are_never_preempted),
         TB_TEST(burstable_job_never_preempts),
+        TB_TEST(fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share),
+        TB_TEST(fair_share_stops_where_the_victims_tenant_would_fall_below),
         TB_TEST(lowest_priority_victims_go_first),
         TB_TEST(least_work_lost_victim_goes_first),
         TB_TEST(lower_priority_goes_before_the_tenant_further_over),
@@ -835,6 +971,10 @@ int main(void)
         TB_TEST(reclaimer_no_longer_guaranteed_withdraws_its_preemptions),
         TB_TEST(withdrawal_leaves_a_cancelled_victim_stopping),
         TB_TEST(victim_node_lost_during_grace_reclaims_elsewhere),
+        TB_TEST(job_preempted_three_times_is_no_victim_the_next_goes),
+        TB_TEST(reclaimer_waits_when_only_capped_jobs_borrow),
+        TB_TEST(reclaim_with_only_capped_borrowers_is_not_searched),
+        TB_TEST(cap_zero_preempts_a_job_any_number_of_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
