@@ -184,6 +184,8 @@ typedef struct gp__fleet {
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
+    uint32_t shape_count;                 /* recounts of the empty_* tables so far (starts at 1);
+                                             gp__job.possible_shape is checked against it */
     /* the same recount: healthy schedulable GPUs per type and sharing mode,
      * and the MIG models among the MIG-mode ones (bit per model) */
     int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
@@ -261,6 +263,8 @@ typedef struct gp__job {
     gp_topology topology;
     gp_isolation isolation;
     int priority;
+    uint32_t possible_shape; /* derived: the fleet's shape_count at which gp__place_possible
+                                last found room possible for this job (0: not known) */
     int64_t cpu, mem;     /* per replica */
     int64_t grace, runtime;
     int mps_milli;
@@ -488,6 +492,9 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
+/* gp__replica_capacity(hist, gpus) >= replicas, with `free` the index's free
+ * GPUs (sum of hist[k] * k): answered without the sum when free is short. */
+bool gp__replicas_fit(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int64_t free, int gpus, int replicas);
 void gp__fleet_free(gp__fleet *f);
 void gp__fleet_recount(gp__fleet *f);
 void gp__fleet_init(gp__fleet *f);

@@ -146,7 +146,7 @@ static bool place_cpu_only(gp_engine *e, const gp__job *j, int type)
 static bool place_any(gp_engine *e, const gp__job *j, int type)
 {
     const gp__fleet *f = &e->fleet;
-    if (gp__replica_capacity(f->hist[type], j->gpus) < j->replicas)
+    if (!gp__replicas_fit(f->hist[type], f->free[type], j->gpus, j->replicas))
         return false;
     size_t n_out = 0;
     int got = 0;
@@ -183,7 +183,7 @@ static bool place_in_block(gp_engine *e, const gp__job *j, int type, uint32_t b)
 static bool place_block(gp_engine *e, const gp__job *j, int type)
 {
     const gp__fleet *f = &e->fleet;
-    if (gp__replica_capacity(f->hist[type], j->gpus) < j->replicas)
+    if (!gp__replicas_fit(f->hist[type], f->free[type], j->gpus, j->replicas))
         return false;
     /* try feasible blocks from the least free upwards (best fit); a block
      * fails only when CPU or memory do not fit, then the next one is tried */
@@ -192,7 +192,7 @@ static bool place_block(gp_engine *e, const gp__job *j, int type)
         uint32_t best = GP__NONE;
         for (size_t b = 0; b < f->n_blocks; b++) {
             const gp__block *blk = &f->blocks[b];
-            if ((tried && tried[b]) || gp__replica_capacity(blk->hist[type], j->gpus) < j->replicas)
+            if ((tried && tried[b]) || !gp__replicas_fit(blk->hist[type], blk->free[type], j->gpus, j->replicas))
                 continue;
             if (best == GP__NONE || blk->free[type] < f->blocks[best].free[type])
                 best = (uint32_t)b;

@@ -415,6 +415,7 @@ static bool engine_get(reader *r, gp_engine *e, bool *nomem)
     engine_detach(e);
     if (!fleet_get(r, &e->fleet, nomem) || !tenants_get(r, e, nomem) || !jobs_get(r, e, nomem))
         return false;
+    e->fleet.shape_count++; /* derived (engine.c): no job's "room possible" carries over */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         if (!get_array(r, (void **)&e->reservation[t].nodes, &e->reservation[t].n_nodes,
                        &e->reservation[t].cap_nodes, sizeof *e->reservation[t].nodes, nomem))
