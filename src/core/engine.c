@@ -686,10 +686,8 @@ static bool worth_remembering(const gp__job *j)
     return j->n_claimed == 0 && (gp__job_shared(j) || j->topology == GP_TOPO_BLOCK);
 }
 
-static bool missed(const gp_engine *e, const gp__job *j, int type)
+static bool miss_found(const gp_engine *e, const gp__job *j, int type)
 {
-    if (!worth_remembering(j))
-        return false;
     struct gp__miss k = miss_key(e, j, type);
     for (size_t i = 0; i < e->n_miss; i++) {
         const struct gp__miss *m = &e->miss[i];
@@ -698,6 +696,12 @@ static bool missed(const gp_engine *e, const gp__job *j, int type)
             return true;
     }
     return false;
+}
+
+/* The test first, inlined: most looks are plain whole-GPU ones. */
+static inline bool missed(const gp_engine *e, const gp__job *j, int type)
+{
+    return worth_remembering(j) && miss_found(e, j, type);
 }
 
 static void miss_note(gp_engine *e, const gp__job *j, int type)
@@ -743,7 +747,7 @@ static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx 
             }
             if (pass == 0 && missed(e, j, t))
                 continue;
-            if (gp__place_find(e, j, t, pass == 1))
+            if (gp__place_find_unscored(e, j, t, pass == 1))
                 return bind(e, job, t, p->phase);
             if (pass == 0)
                 miss_note(e, j, t);

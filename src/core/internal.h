@@ -579,6 +579,9 @@ uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
 /* Find GPUs for job on type (held nodes usable when use_held); on success the
  * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
 bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* The same for a job gp__scored_applies turned down (the caller asked it once
+ * for all its types and passes; engine.c's look). */
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
 /* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
 gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
 /* Take the GPUs in j->placed (CPU and memory too) / give them back and

@@ -250,11 +250,18 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held)
 {
     if (type < 0 || type >= e->fleet.n_types || !(j->type_mask & (1u << type)))
         return false;
+    int chosen;
+    if (gp__scored_applies(e, j)) /* never for MIG or time-sliced jobs */
+        return gp__place_scored(e, j, (uint8_t)(1u << type), &chosen);
+    return gp__place_find_unscored(e, j, type, use_held);
+}
+
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held)
+{
+    if (type < 0 || type >= e->fleet.n_types || !(j->type_mask & (1u << type)))
+        return false;
     if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE)
         return gp__place_shared(e, j, type);
-    int chosen;
-    if (gp__scored_applies(e, j))
-        return gp__place_scored(e, j, (uint8_t)(1u << type), &chosen);
     if (j->gpus == 0)
         return place_cpu_only(e, j, type);
     gp__reservation *r = &e->reservation[type];
