@@ -9,7 +9,9 @@
  * unclaimed GPUs; 0 = in no list), and hist[type][k] counts the nodes per
  * bucket, for the whole fleet and per fabric block.  With it,
  *   replicas of g GPUs that fit now = sum over k of hist[k] * (k / g)
- * is 16 additions, and best fit is "walk the buckets from k = g upwards".
+ * is 16 additions (fewer: no more than free / g fit, so a short free count
+ * answers "do r fit" at once, gp__replicas_fit), and best fit is "walk
+ * the buckets from k = g upwards".
  * A node leaves the index while it is down, draining, or held for a
  * reservation (backfill.c).
  *
