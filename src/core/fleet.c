@@ -206,7 +206,8 @@ void gp__fleet_recount(gp__fleet *f)
     if (!f->shape_dirty)
         return;
     f->shape_dirty = false;
-    f->shape_count++;
+    if (++f->shape_count == 0) /* 0 is every job's "not known" */
+        f->shape_count = 1;
     memset(f->empty_replicas, 0, sizeof f->empty_replicas);
     memset(f->empty_block_replicas, 0, sizeof f->empty_block_replicas);
     memset(f->max_domain, 0, sizeof f->max_domain);
