@@ -694,10 +694,8 @@ static bool worth_remembering(const gp__job *j)
     return j->n_claimed == 0 && (gp__job_shared(j) || j->topology == GP_TOPO_BLOCK);
 }
 
-static bool missed(const gp_engine *e, const gp__job *j, int type)
+static bool miss_found(const gp_engine *e, const gp__job *j, int type)
 {
-    if (!worth_remembering(j))
-        return false;
     struct gp__miss k = miss_key(e, j, type);
     for (size_t i = 0; i < e->n_miss; i++) {
         const struct gp__miss *m = &e->miss[i];
@@ -706,6 +704,12 @@ static bool missed(const gp_engine *e, const gp__job *j, int type)
             return true;
     }
     return false;
+}
+
+/* The test first, inlined: most looks are plain whole-GPU ones. */
+static inline bool missed(const gp_engine *e, const gp__job *j, int type)
+{
+    return worth_remembering(j) && miss_found(e, j, type);
 }
 
 static void miss_note(gp_engine *e, const gp__job *j, int type)
@@ -751,12 +755,30 @@ static bool try_types(gp_engine *e, uint32_t job, uint8_t types, const pass_ctx 
             }
             if (pass == 0 && missed(e, j, t))
                 continue;
-            if (gp__place_find(e, j, t, pass == 1))
+            if (gp__place_find_unscored(e, j, t, pass == 1))
                 return bind(e, job, t, p->phase);
             if (pass == 0)
                 miss_note(e, j, t);
         }
     return false;
+}
+
+/* gp__place_possible for a job whose look found no room.  Its answer
+ * depends on the job's shape (fixed at submit) and the fleet's empty_*
+ * tables, which only gp__fleet_recount changes (it counts itself in
+ * shape_count): a job found possible stays possible until the next
+ * recount, so a job that waits pass after pass asks once.  The answer is
+ * the same; the wait it leaves is the same.
+ * Example: a 1x8 H100 job that waits 300 passes on a full fleet whose
+ * nodes do not change is checked in its first pass only. */
+static gp_wait possible_after_miss(const gp_engine *e, gp__job *j)
+{
+    if (j->possible_shape == e->fleet.shape_count)
+        return (gp_wait){.code = GP_WAIT_NONE, .dim = -1, .tenant = GP__NONE};
+    gp_wait w = gp__place_possible(e, j);
+    if (w.code == GP_WAIT_NONE)
+        j->possible_shape = e->fleet.shape_count;
+    return w;
 }
 
 /* Victims with no grace are gone at once; then the job may fit now. */
@@ -908,7 +930,7 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     if (j->victims_left > 0) /* a limit reclaim whose limit has room again, or claims all lost */
         gp__reclaim_withdraw(e, job, "no longer needs it");
     gp__claims_forget(e, job);
-    gp_wait possible = gp__place_possible(e, j);
+    gp_wait possible = possible_after_miss(e, j);
     if (possible.code != GP_WAIT_NONE) {
         j->wait = possible;
         return;

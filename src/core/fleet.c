@@ -9,7 +9,9 @@
  * unclaimed GPUs; 0 = in no list), and hist[type][k] counts the nodes per
  * bucket, for the whole fleet and per fabric block.  With it,
  *   replicas of g GPUs that fit now = sum over k of hist[k] * (k / g)
- * is 16 additions, and best fit is "walk the buckets from k = g upwards".
+ * is 16 additions (fewer: no more than free / g fit, so a short free count
+ * answers "do r fit" at once, gp__replicas_fit), and best fit is "walk
+ * the buckets from k = g upwards".
  * A node leaves the index while it is down, draining, or held for a
  * reservation (backfill.c).
  *
@@ -42,6 +44,23 @@ int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int 
     for (int k = gpus; k <= GP_MAX_GPUS_PER_NODE; k++)
         n += (int64_t)hist[k] * (k / gpus);
     return n;
+}
+
+/* Each replica takes `gpus` of a node's free GPUs, so no more than
+ * free / gpus replicas fit: with the fleet full (the usual case for a
+ * waiting job) that one comparison answers, and otherwise the sum stops
+ * as soon as enough replicas fit.  Same answer as the full sum. */
+bool gp__replicas_fit(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int64_t free, int gpus, int replicas)
+{
+    if (free < (int64_t)gpus * replicas)
+        return false;
+    int64_t n = 0;
+    for (int k = gpus; k <= GP_MAX_GPUS_PER_NODE; k++) {
+        n += (int64_t)hist[k] * (k / gpus);
+        if (n >= replicas)
+            return true;
+    }
+    return false;
 }
 
 /* GPU model names match without regard to case ("h100" is the fleet's
@@ -189,6 +208,8 @@ void gp__fleet_recount(gp__fleet *f)
     if (!f->shape_dirty)
         return;
     f->shape_dirty = false;
+    if (++f->shape_count == 0) /* 0 is every job's "not known" */
+        f->shape_count = 1;
     memset(f->empty_replicas, 0, sizeof f->empty_replicas);
     memset(f->empty_block_replicas, 0, sizeof f->empty_block_replicas);
     memset(f->max_domain, 0, sizeof f->max_domain);
@@ -533,6 +554,7 @@ void gp__fleet_free(gp__fleet *f)
 void gp__fleet_init(gp__fleet *f)
 {
     memset(f, 0, sizeof *f);
+    f->shape_count = 1; /* above every job's possible_shape of 0 */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         for (int k = 0; k <= GP_MAX_GPUS_PER_NODE; k++)
             f->head[t][k] = GP__NONE;

@@ -185,6 +185,8 @@ typedef struct gp__fleet {
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
+    uint32_t shape_count;                 /* recounts of the empty_* tables so far (starts at 1);
+                                             gp__job.possible_shape is checked against it */
     /* the same recount: healthy schedulable GPUs per type and sharing mode,
      * and the MIG models among the MIG-mode ones (bit per model) */
     int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
@@ -263,6 +265,8 @@ typedef struct gp__job {
     gp_topology topology;
     gp_isolation isolation;
     int priority;
+    uint32_t possible_shape; /* derived: the fleet's shape_count at which gp__place_possible
+                                last found room possible for this job (0: not known) */
     int64_t cpu, mem;     /* per replica */
     int64_t grace, runtime;
     int mps_milli;
@@ -522,6 +526,9 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
+/* gp__replica_capacity(hist, gpus) >= replicas, with `free` the index's free
+ * GPUs (sum of hist[k] * k): answered without the sum when free is short. */
+bool gp__replicas_fit(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int64_t free, int gpus, int replicas);
 void gp__fleet_free(gp__fleet *f);
 void gp__fleet_recount(gp__fleet *f);
 void gp__fleet_init(gp__fleet *f);
@@ -610,6 +617,9 @@ uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
 /* Find GPUs for job on type (held nodes usable when use_held); on success the
  * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
 bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* The same for a job gp__scored_applies turned down (the caller asked it once
+ * for all its types and passes; engine.c's look). */
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
 /* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
 gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
 /* Take the GPUs in j->placed (CPU and memory too) / give them back and

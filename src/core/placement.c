@@ -146,7 +146,7 @@ static bool place_cpu_only(gp_engine *e, const gp__job *j, int type)
 static bool place_any(gp_engine *e, const gp__job *j, int type)
 {
     const gp__fleet *f = &e->fleet;
-    if (gp__replica_capacity(f->hist[type], j->gpus) < j->replicas)
+    if (!gp__replicas_fit(f->hist[type], f->free[type], j->gpus, j->replicas))
         return false;
     size_t n_out = 0;
     int got = 0;
@@ -183,7 +183,7 @@ static bool place_in_block(gp_engine *e, const gp__job *j, int type, uint32_t b)
 static bool place_block(gp_engine *e, const gp__job *j, int type)
 {
     const gp__fleet *f = &e->fleet;
-    if (gp__replica_capacity(f->hist[type], j->gpus) < j->replicas)
+    if (!gp__replicas_fit(f->hist[type], f->free[type], j->gpus, j->replicas))
         return false;
     /* try feasible blocks from the least free upwards (best fit); a block
      * fails only when CPU or memory do not fit, then the next one is tried */
@@ -192,7 +192,7 @@ static bool place_block(gp_engine *e, const gp__job *j, int type)
         uint32_t best = GP__NONE;
         for (size_t b = 0; b < f->n_blocks; b++) {
             const gp__block *blk = &f->blocks[b];
-            if ((tried && tried[b]) || gp__replica_capacity(blk->hist[type], j->gpus) < j->replicas)
+            if ((tried && tried[b]) || !gp__replicas_fit(blk->hist[type], blk->free[type], j->gpus, j->replicas))
                 continue;
             if (best == GP__NONE || blk->free[type] < f->blocks[best].free[type])
                 best = (uint32_t)b;
@@ -250,11 +250,18 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held)
 {
     if (type < 0 || type >= e->fleet.n_types || !(j->type_mask & (1u << type)))
         return false;
+    int chosen;
+    if (gp__scored_applies(e, j)) /* never for MIG or time-sliced jobs */
+        return gp__place_scored(e, j, (uint8_t)(1u << type), &chosen);
+    return gp__place_find_unscored(e, j, type, use_held);
+}
+
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held)
+{
+    if (type < 0 || type >= e->fleet.n_types || !(j->type_mask & (1u << type)))
+        return false;
     if (j->isolation == GP_ISO_MIG || j->isolation == GP_ISO_TIMESLICE)
         return gp__place_shared(e, j, type);
-    int chosen;
-    if (gp__scored_applies(e, j))
-        return gp__place_scored(e, j, (uint8_t)(1u << type), &chosen);
     if (j->gpus == 0)
         return place_cpu_only(e, j, type);
     gp__reservation *r = &e->reservation[type];

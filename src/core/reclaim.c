@@ -1430,6 +1430,9 @@ void gp__claims_retake(gp_engine *e, uint32_t job)
 
 void gp__claims_forget(gp_engine *e, uint32_t job)
 {
+    const gp__job *waiting = &e->jobs[job];
+    if (waiting->n_claimed == 0 && waiting->victims_left == 0 && !waiting->claims_dropped)
+        return; /* nothing claimed, none in grace: the usual waiting job, every pass (issue 17) */
     if (e->jobs[job].n_claimed > 0 || e->jobs[job].victims_left > 0) {
         e->n_miss = 0; /* claimed capacity is free again */
         e->changes++;  /* no decision says so, but later placements see it */

@@ -406,6 +406,7 @@ static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
             return false;
         if (j->used && !gp_u64map_put(&e->job_by_id, j->id, (uint32_t)i))
             return !(*nomem = true);
+        j->possible_shape = 0; /* derived (engine.c, possible_after_miss): not known after a restore */
     }
     if (!histories_get(r, e, nomem) ||
         !get_array(r, (void **)&e->free_slots, &e->n_free_slots, &e->cap_free_slots, sizeof *e->free_slots, nomem) ||
@@ -423,6 +424,7 @@ static bool engine_get(reader *r, gp_engine *e, bool *nomem)
     engine_detach(e);
     if (!fleet_get(r, &e->fleet, nomem) || !tenants_get(r, e, nomem) || !jobs_get(r, e, nomem))
         return false;
+    e->fleet.shape_count = 1; /* derived (engine.c): with every job's possible_shape 0, asked again */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         if (!get_array(r, (void **)&e->reservation[t].nodes, &e->reservation[t].n_nodes,
                        &e->reservation[t].cap_nodes, sizeof *e->reservation[t].nodes, nomem))

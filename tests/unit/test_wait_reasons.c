@@ -127,6 +127,36 @@ static void a_job_over_the_limit_only_because_of_usage_waits_for_it(void **state
     assert_string_equal(text, "limit of capped on H100 reached: 8 + 4 > 8 GPUs in use");
 }
 
+/* A waiting job's "could it ever fit" is asked once per fleet shape
+ * (engine.c, possible_after_miss): a node lost changes the shape, so a
+ * gang that waited for room says it cannot fit as soon as the fleet that
+ * is left is too small for it, and fits again once the node is back. */
+static void a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "org", "H100", -1, -1);
+    tb_submit(w, 1, "org", 1, 8, 0);
+    tb_submit(w, 2, "org", 1, 8, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 2);
+    tb_submit(w, 3, "org", 2, 8, 10);
+    tb_tick(w, 10, GP_DEC_BIND);
+    tb_tick(w, 20, GP_DEC_BIND); /* two passes of "no room now, but it could fit" */
+    assert_int_not_equal(tb_info(w, 3).wait.code, GP_WAIT_TOPOLOGY);
+    assert_int_equal(gp_engine_node_lost(w->e, "n01", 30, NULL), GP_OK);
+    tb_tick(w, 30, GP_DEC_BIND);
+    gp_job_info info = tb_info(w, 3);
+    assert_int_equal(info.state, GP_JOB_PENDING);
+    assert_int_equal(info.wait.code, GP_WAIT_TOPOLOGY);
+    char text[256];
+    why(w, 3, text, sizeof text);
+    assert_non_null(strstr(text, "even when empty (largest holds 8)"));
+    gp_node_spec back = tb_node_spec("n01", "H100", 8, "b0");
+    assert_int_equal(gp_engine_node_add(w->e, &back, 40, NULL), GP_OK);
+    tb_tick(w, 40, GP_DEC_BIND);
+    assert_int_not_equal(tb_info(w, 3).wait.code, GP_WAIT_TOPOLOGY);
+}
+
 /* Counts agree with their nouns: "1 GPU", "1 H100 GPU free", "1 node held". */
 static void a_count_of_one_reads_in_the_singular(void **state)
 {
@@ -173,6 +203,7 @@ int main(void)
         TB_TEST(a_full_mps_gpu_is_waiting_for_room_not_cannot_fit),
         TB_TEST(a_job_above_its_limit_says_it_cannot_run_while_the_limit_stands),
         TB_TEST(a_job_over_the_limit_only_because_of_usage_waits_for_it),
+        TB_TEST(a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost),
         TB_TEST(a_count_of_one_reads_in_the_singular),
         TB_TEST(quota_errors_state_gpu_amounts_in_gpus),
     };
