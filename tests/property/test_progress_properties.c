@@ -8,7 +8,9 @@
  * without estimate or limit.  Then it churns: every 1-STEP_MAX seconds it
  * ends the small jobs whose time is up (finish, or cancel and report them
  * stopped within their grace), sometimes cancels a pending one, submits
- * 0-3 new ones so that some always wait, and ticks.
+ * 0-3 new ones so that some always wait, and ticks.  Small jobs may also be
+ * preempted (fair-share reclaim between a and b) and requeued, or see that
+ * preemption withdrawn and run on to their end.
  *
  * Small jobs are drawn per sequence from one of four mixes: no estimate and
  * no limit (the API's defaults: only the churn bounds them), honest
@@ -151,6 +153,8 @@ static void read_decisions(world *s)
         } else if (d[i].kind == GP_DEC_TRANSITION && d[i].to == GP_JOB_PENDING && d[i].from != GP_JOB_PENDING) {
             j->stopping = false; /* requeued: runs its lifetime again once bound */
             j->end_at = -1;
+        } else if (d[i].kind == GP_DEC_TRANSITION && d[i].to == GP_JOB_RUNNING && j->stopping) {
+            j->stopping = false; /* preemption withdrawn: it runs on to its end */
         }
     }
     gp_engine_decisions_clear(s->w->e);

@@ -260,6 +260,18 @@ static void short_job_a_held_node_can_take_is_placed_there(void **state)
     tb_assert_gpus_consistent(w);
 }
 
+/* An engine without fair-share reclaim, for a test of the sweep alone: with
+ * it, the gang's tenant (below its share) would preempt the other's jobs
+ * instead of reserving. */
+static void without_fair_share(tb_world *w)
+{
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.fair_share_reclaim = false;
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(&cfg);
+    assert_non_null(w->e);
+}
+
 /* Releases at the same expected time are swept in running-list order (the
  * order a stable sort by time keeps), not fleet order.  3 nodes x 2 H100:
  * jobs 1, 2, 3 (1 GPU, ending at 1000) on n00, n01, n02; job 1 ends at
@@ -269,6 +281,7 @@ static void short_job_a_held_node_can_take_is_placed_there(void **state)
 static void releases_at_one_time_are_swept_in_running_order(void **state)
 {
     tb_world *w = *state;
+    without_fair_share(w);
     tb_add_nodes(w, 3, "H100", 2, "b0", "z0"); /* n00..n02 */
     teams(w);
     place_on(w, 1, 1000, "n00");
