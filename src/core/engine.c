@@ -41,7 +41,7 @@ gp_engine_config gp_engine_config_default(void)
 {
     gp_engine_config c = {.preempt_cooldown_s = 600,
                           .max_preemptions = 3,
-                          .fair_share_reclaim = true,
+                          .fair_share_reclaim = false,
                           .max_reclaim_searches = 256,
                           .overdue_grace_s = 300,
                           .mig_reconfigure_interval_s = 60};

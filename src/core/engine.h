@@ -31,7 +31,7 @@ typedef struct gp_engine_config {
     int max_preemptions;           /* a job the engine already preempted this often is no reclaim victim:
                                       it runs to its end (default 3; 0 = no cap) */
     bool fair_share_reclaim;       /* a burstable job of a tenant below its fair share preempts borrowers
-                                      of tenants that stay above it (docs/scheduling.md; default true) */
+                                      of tenants that stay above it (docs/scheduling.md; default false: opt-in) */
     int max_reclaim_searches;      /* reclaim searches per pass, bounds pass time (default 256) */
     int64_t overdue_grace_s;       /* a running job past its expected runtime is assumed to end this soon (default 300) */
     int64_t mig_reconfigure_interval_s; /* a MIG GPU's layout changes at most this often (default 60) */

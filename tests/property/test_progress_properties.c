@@ -8,9 +8,10 @@
  * without estimate or limit.  Then it churns: every 1-STEP_MAX seconds it
  * ends the small jobs whose time is up (finish, or cancel and report them
  * stopped within their grace), sometimes cancels a pending one, submits
- * 0-3 new ones so that some always wait, and ticks.  Small jobs may also be
- * preempted (fair-share reclaim between a and b) and requeued, or see that
- * preemption withdrawn and run on to their end.
+ * 0-3 new ones so that some always wait, and ticks.  Half the sequences
+ * run with fair-share reclaim (opt-in): there small jobs may also be
+ * preempted (between a and b) and requeued, or see that preemption
+ * withdrawn and run on to their end.
  *
  * Small jobs are drawn per sequence from one of four mixes: no estimate and
  * no limit (the API's defaults: only the churn bounds them), honest
@@ -248,6 +249,14 @@ static double run_sequence(world *s, uint64_t seed)
     s->w = tb_new();
     s->mix = (mix)rand_range(s, MIX_UNBOUNDED, MIX_MIXED);
     s->nodes = (int)rand_range(s, 2, 4);
+    if (chance(s, 50)) { /* half the sequences with fair-share reclaim (opt-in) */
+        gp_engine_config cfg = gp_engine_config_default();
+        cfg.fair_share_reclaim = true;
+        gp_engine_free(s->w->e);
+        s->w->e = gp_engine_new(&cfg);
+        if (!s->w->e)
+            sequence_fail(s, "out of memory");
+    }
     tb_add_nodes(s->w, s->nodes, "H100", 8, "b0", "z0");
     tb_tenant(s->w, "a", "H100", -1, -1);
     tb_tenant(s->w, "b", "H100", -1, -1);

@@ -38,6 +38,9 @@
  * pass others only take GPUs and add usage, which can hide a violation
  * but never invent one.
  *
+ * Half the sequences run with fair-share reclaim (`fair_share_reclaim`,
+ * opt-in), half without.
+ *
  * Environment: GP_PROPERTY_SEQUENCES (default 1000), GP_PROPERTY_SEED
  * (base; sequence i uses base + i).
  */
@@ -449,6 +452,16 @@ static uint64_t env_u64(const char *name, uint64_t def)
     return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
+static void with_fair_share(world *s)
+{
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.fair_share_reclaim = true;
+    gp_engine_free(s->w->e);
+    s->w->e = gp_engine_new(&cfg);
+    if (!s->w->e)
+        failf(s, "setup", "out of memory");
+}
+
 static void random_sequences_keep_victim_sets_minimal_and_fair(void **state)
 {
     (void)state;
@@ -460,6 +473,8 @@ static void random_sequences_keep_victim_sets_minimal_and_fair(void **state)
         s.seed = base + q;
         s.rng = s.seed * 0x9e3779b97f4a7c15ULL + 1;
         s.w = tb_new();
+        if (next(&s) % 2) /* half the sequences with fair-share reclaim (opt-in) */
+            with_fair_share(&s);
         build(&s);
         for (s.event = 0; s.event < EVENTS; s.event++)
             step(&s);

@@ -260,10 +260,21 @@ static void burstable_job_never_preempts(void **state)
  * the fleet: 6.4 GPUs), borrower has no guarantee (weight 1: 1.6 GPUs) and
  * holds all 8.  owner's 1x6 job is burstable (6 > 4) but would leave owner
  * at (6/8) / 0.8 = 0.94 of its share; borrower, 6 GPUs fewer, would still
- * be at (2/8) / 0.2 = 1.25: six borrowers are preempted for it. */
+ * be at (2/8) / 0.2 = 1.25: six borrowers are preempted for it.  Fair
+ * share is opt-in (`fair_share_reclaim`); these tests turn it on. */
+static void with_fair_share(tb_world *w)
+{
+    gp_engine_config cfg = gp_engine_config_default();
+    cfg.fair_share_reclaim = true;
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(&cfg);
+    assert_non_null(w->e);
+}
+
 static void fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share(void **state)
 {
     tb_world *w = *state;
+    with_fair_share(w);
     owner_and_borrower(w, 1, 8);
     tb_submit_many(w, 1, 8, "borrower", 0);
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
@@ -280,6 +291,19 @@ static void fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share(
     assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_RUNNING);
 }
 
+/* Without the option (the default), the same 1x6 job preempts nothing: it
+ * is burstable and waits for capacity. */
+static void fair_share_is_off_by_default(void **state)
+{
+    tb_world *w = *state;
+    owner_and_borrower(w, 1, 8);
+    tb_submit_many(w, 1, 8, "borrower", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 8);
+    submit_full(w, OWNER_JOB, "owner", 1, 6, 0, 0, 100);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_PREEMPT), 0);
+    assert_int_equal(tb_state(w, OWNER_JOB), GP_JOB_PENDING);
+}
+
 /* The example of reclaim.c: 16 H100 on two nodes; a and b without
  * guarantees (weight 1 each: 8 GPUs each).  b borrows all 16; a's 1x8
  * would bring a to 8/8 = 1 and leave b at 8/8 = 1: eight of b's jobs on one
@@ -287,6 +311,7 @@ static void fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share(
 static void fair_share_stops_where_the_victims_tenant_would_fall_below(void **state)
 {
     tb_world *w = *state;
+    with_fair_share(w);
     tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
     tb_tenant(w, "a", "H100", -1, -1);
     tb_tenant(w, "b", "H100", -1, -1);
@@ -952,6 +977,7 @@ int main(void)
         TB_TEST(burstable_job_never_preempts),
         TB_TEST(fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share),
         TB_TEST(fair_share_stops_where_the_victims_tenant_would_fall_below),
+        TB_TEST(fair_share_is_off_by_default),
         TB_TEST(lowest_priority_victims_go_first),
         TB_TEST(least_work_lost_victim_goes_first),
         TB_TEST(lower_priority_goes_before_the_tenant_further_over),
