@@ -27,6 +27,13 @@ tb_world *tb_new(void)
     return w;
 }
 
+void tb_use_config(tb_world *w, const gp_engine_config *cfg)
+{
+    gp_engine_free(w->e);
+    w->e = gp_engine_new(cfg);
+    assert_non_null(w->e);
+}
+
 void tb_free(tb_world *w)
 {
     if (w == NULL)

@@ -59,6 +59,7 @@ typedef struct tb_world {
 /* ---- lifetime ---- */
 
 tb_world *tb_new(void);            /* engine with the default config */
+void tb_use_config(tb_world *w, const gp_engine_config *cfg); /* a new, empty engine with cfg (before the fleet is built) */
 void tb_free(tb_world *w);         /* NULL allowed */
 int tb_setup(void **state);        /* cmocka fixture: *state = tb_new() */
 int tb_teardown(void **state);     /* cmocka fixture: tb_free(*state) */

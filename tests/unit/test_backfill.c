@@ -267,9 +267,7 @@ static void without_fair_share(tb_world *w)
 {
     gp_engine_config cfg = gp_engine_config_default();
     cfg.fair_share_reclaim = false;
-    gp_engine_free(w->e);
-    w->e = gp_engine_new(&cfg);
-    assert_non_null(w->e);
+    tb_use_config(w, &cfg);
 }
 
 /* Releases at the same expected time are swept in running-list order (the

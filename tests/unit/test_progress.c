@@ -45,9 +45,9 @@ static int setup_without_fair_share(void **state)
     tb_world *w = *state;
     gp_engine_config cfg = gp_engine_config_default();
     cfg.fair_share_reclaim = false;
-    gp_engine_free(w->e);
-    w->e = gp_engine_new(&cfg);
-    return rc == 0 && w->e ? 0 : -1;
+    if (rc == 0)
+        tb_use_config(w, &cfg);
+    return rc;
 }
 
 static void submit_gang(tb_world *w, const char *tenant, int64_t now)

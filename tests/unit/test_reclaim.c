@@ -266,9 +266,7 @@ static void with_fair_share(tb_world *w)
 {
     gp_engine_config cfg = gp_engine_config_default();
     cfg.fair_share_reclaim = true;
-    gp_engine_free(w->e);
-    w->e = gp_engine_new(&cfg);
-    assert_non_null(w->e);
+    tb_use_config(w, &cfg);
 }
 
 static void fair_share_job_preempts_borrowers_of_the_tenant_far_above_its_share(void **state)
@@ -889,9 +887,7 @@ static void engine_with_cap(tb_world *w, int max_preemptions)
 {
     gp_engine_config cfg = gp_engine_config_default();
     cfg.max_preemptions = max_preemptions;
-    gp_engine_free(w->e);
-    w->e = gp_engine_new(&cfg);
-    assert_non_null(w->e);
+    tb_use_config(w, &cfg);
 }
 
 /* The other GPU's job: a second borrower (`guaranteed` false) or a job of
