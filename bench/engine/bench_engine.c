@@ -125,7 +125,7 @@ static void usage(FILE *out)
             "  --check-every run the engine's invariant check every N passes (default 0: end only)\n"
             "  --hot-tenant  percentage of submitted jobs that go to one project, org1/team0/proj0 (default 0)\n"
             "  --max-preemptions  a job preempted N times is no longer a victim (default 3; 0: no cap)\n"
-            "  --fair-share-reclaim  1: tenants below their fair share reclaim from those above (default 1)\n"
+            "  --fair-share-reclaim  1: tenants below their fair share reclaim from those above (default 0)\n"
             "  --verbose     one line per pass on stderr\n"
             "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n"
             "  --pending-sweep  one run each at 10000, 25000, 50000 and 100000 pending (other options\n"

@@ -455,17 +455,17 @@ struct gp_engine {
     gp_engine_stats stats;
     unsigned char *reclaim_buf; /* reclaim.c: the arrays of one victim search, reused (owned) */
     size_t cap_reclaim_buf;
-    /* reclaim.c: the running burstable jobs not capped when the pass's
-     * first search made the list (owned; derived state: snapshot.c
-     * restores it empty); reclaims search only in phase 1, where jobs bind
-     * guaranteed, so the list holds every possible victim of the pass */
+    /* reclaim.c: the running burstable jobs not capped when a search of
+     * the pass made the list (owned; derived state: snapshot.c restores it
+     * empty); a burstable bind (bind in engine.c) makes it stale, so it
+     * holds every possible victim whenever a search reads it */
     uint32_t *pool;
     size_t n_pool, cap_pool;
+    uint64_t pool_pass;   /* the pass it was made in (0: none or stale) */
     double *ent;          /* reclaim.c: each tenant's entitlement (fraction of the fleet DRF
                              gives it), worked out once in ent_pass (owned; derived) */
     size_t cap_ent;
     uint64_t ent_pass;
-    uint64_t pool_pass;   /* the pass it was made in (0: none) */
     /* reclaim.c: reclaim_buf holds the sorted capacity candidates of this
      * type and isolation, built when nothing had changed that they depend
      * on (pass, changes, shares_updated); a remembered failure reuses them
@@ -690,6 +690,11 @@ void gp__usage_close(gp_engine *e, uint32_t job);
 static inline bool gp__job_shared(const gp__job *j)
 {
     return j->isolation != GP_ISO_EXCLUSIVE;
+}
+/* Whole GPUs (not shared, at least one): the jobs of engine->type_running. */
+static inline bool gp__job_whole_gpus(const gp__job *j)
+{
+    return !gp__job_shared(j) && j->gpus > 0;
 }
 /* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
 int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g);

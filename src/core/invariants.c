@@ -77,7 +77,7 @@ static gp_err check_gang(const gp_engine *e, uint32_t job, gp_error *err)
 static bool type_listed(const gp_engine *e, uint32_t job)
 {
     const gp__job *j = &e->jobs[job];
-    bool whole = !gp__job_shared(j) && j->gpus > 0;
+    bool whole = gp__job_whole_gpus(j);
     if (j->type_pos == GP__NONE)
         return !whole;
     return whole && j->type_pos < e->n_type_running[j->bound_type] &&

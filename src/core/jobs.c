@@ -196,17 +196,11 @@ void gp__queue_free(gp__tenant *t)
     t->n_pending = t->cap_pending = t->pending_front = t->n_pending_gpuless = 0;
 }
 
-/* Whole-GPU work: the only kind whose releases a reservation sweeps. */
-static bool holds_whole_gpus(const gp__job *j)
-{
-    return !gp__job_shared(j) && j->gpus > 0;
-}
-
 static bool type_running_add(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
     j->type_pos = GP__NONE;
-    if (!holds_whole_gpus(j))
+    if (!gp__job_whole_gpus(j)) /* the only kind whose releases a reservation sweeps */
         return true;
     if (!GP__GROW(e->type_running[type], e->n_type_running[type], e->cap_type_running[type]))
         return false;

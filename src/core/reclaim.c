@@ -936,6 +936,27 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
                                         .room = e->room[type], .held = held_signature(e, type)};
 }
 
+#define GP__UNSEEN 0xff /* count_says_nothing_fits: a node no candidate is on */
+
+/* Every candidate's GPUs owned by it again (own) or by nobody for a moment. */
+static void candidates_own(gp_engine *e, const victims *vs, bool own)
+{
+    for (size_t c = 0; c < vs->n; c++) {
+        const gp__job *v = &e->jobs[vs->cand[c]];
+        for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++)
+            e->fleet.gpus[v->placed[i]].owner = own ? vs->cand[c] + 1 : 0;
+    }
+}
+
+/* The free GPUs the index would count on a node (none out of service). */
+static uint8_t node_free_gpus(const gp__fleet *f, const gp__node *node)
+{
+    uint8_t free = 0;
+    for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
+        free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+    return free;
+}
+
 /* The free-capacity histograms with every candidate gone, without the
  * pretend frees: their GPUs are unowned for a moment, each node they touch
  * is counted as gp__node_reindex would count it, and the type's histogram
@@ -954,38 +975,33 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
     gp__fleet *f = &e->fleet;
     if (!nofit_applies(e, j) || j->topology == GP_TOPO_NVLINK || vs->n == 0)
         return false;
-    uint8_t *seen = calloc(f->n_nodes ? f->n_nodes : 1, 1);
     uint32_t *touched = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *touched);
-    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1);
+    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1); /* per node: its free GPUs, candidates gone */
     uint32_t (*bhist)[GP_MAX_GPUS_PER_NODE + 1] = malloc((f->n_blocks ? f->n_blocks : 1) * sizeof *bhist);
-    bool none = seen && touched && count && bhist;
+    bool ok = touched && count && bhist;
     size_t n_touched = 0;
-    for (int owner = 0; none && owner < 2; owner++) /* 0: unown the candidates' GPUs, 1: give them back */
-        for (size_t c = 0; c < vs->n; c++) {
+    if (ok) {
+        memset(count, GP__UNSEEN, f->n_nodes);
+        for (size_t c = 0; c < vs->n; c++) { /* the nodes the candidates are on */
             const gp__job *v = &e->jobs[vs->cand[c]];
             for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
-                gp__gpu *g = &f->gpus[v->placed[i]];
-                g->owner = owner ? vs->cand[c] + 1 : 0;
-                if (!owner && !seen[g->node]) {
-                    seen[g->node] = 1;
-                    touched[n_touched++] = g->node;
+                uint32_t n = f->gpus[v->placed[i]].node;
+                if (count[n] == GP__UNSEEN) {
+                    count[n] = 0;
+                    touched[n_touched++] = n;
                 }
             }
-            if (owner == 1)
-                continue;
-            for (size_t k = 0; c + 1 == vs->n && k < n_touched; k++) { /* all unowned: count */
-                const gp__node *node = &f->nodes[touched[k]];
-                int free = 0;
-                for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
-                    free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
-                count[touched[k]] = (uint8_t)free;
-            }
         }
+        candidates_own(e, vs, false);
+        for (size_t k = 0; k < n_touched; k++)
+            count[touched[k]] = node_free_gpus(f, &f->nodes[touched[k]]);
+        candidates_own(e, vs, true);
+    }
     uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
     memcpy(hist, f->hist[type], sizeof hist);
-    for (size_t b = 0; none && b < f->n_blocks; b++)
+    for (size_t b = 0; ok && b < f->n_blocks; b++)
         memcpy(bhist[b], f->blocks[b].hist[type], sizeof bhist[b]);
-    for (size_t k = 0; none && k < n_touched; k++) {
+    for (size_t k = 0; ok && k < n_touched; k++) { /* each touched node from its bucket to its new one */
         const gp__node *node = &f->nodes[touched[k]];
         if (node->indexed > 0) {
             hist[node->indexed]--;
@@ -996,13 +1012,12 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
             bhist[node->block][count[touched[k]]]++;
         }
     }
-    none = none && gp__replica_capacity(hist, j->gpus) < j->replicas;
-    for (size_t b = 0; !none && j->topology == GP_TOPO_BLOCK && b < f->n_blocks; b++)
-        if (gp__replica_capacity(bhist[b], j->gpus) >= j->replicas)
-            break;
-        else if (b + 1 == f->n_blocks)
-            none = true;
-    free(seen);
+    bool none = ok && gp__replica_capacity(hist, j->gpus) < j->replicas;
+    if (ok && !none && j->topology == GP_TOPO_BLOCK) { /* the fleet could: could one block? */
+        none = f->n_blocks > 0;
+        for (size_t b = 0; none && b < f->n_blocks; b++)
+            none = gp__replica_capacity(bhist[b], j->gpus) < j->replicas;
+    }
     free(touched);
     free(count);
     free(bhist);

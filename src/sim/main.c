@@ -89,7 +89,7 @@ static void usage(FILE *out)
             "  --max-preemptions N         a job preempted N times is no longer a reclaim victim\n"
             "                              (default 3; 0: no cap; docs/scheduling.md)\n"
             "  --fair-share-reclaim 0|1    burstable jobs of tenants below their fair share preempt\n"
-            "                              borrowers of tenants above theirs (default 1; docs/scheduling.md)\n"
+            "                              borrowers of tenants above theirs (default 0; docs/scheduling.md)\n"
             "  --checkpoint-interval S     running jobs checkpoint every S s (default 3600; 0: never)\n"
             "  --checkpoint-save S         grace needed to save a checkpoint when preempted (default 60)\n"
             "  --sample S                  time series step (default: ~400 samples)\n"

@@ -26,10 +26,16 @@ static void bind_times(gp_db_stmt *st, int first, const gp_store_job *j)
         gp__store_bind_int_or_null(st, first + i, t[i]);
 }
 
+/* s->users' key of a job: its id in decimal. */
+static void user_key(char key[24], uint64_t id)
+{
+    snprintf(key, 24, "%llu", (unsigned long long)id);
+}
+
 static void remember_user(gp_store *s, uint64_t id, const char *user)
 {
     char key[24];
-    snprintf(key, sizeof key, "%llu", (unsigned long long)id);
+    user_key(key, id);
     if (!s->users)
         s->users = json_object();
     json_object_set_new(s->users, key, user ? json_string(user) : json_null());
@@ -475,7 +481,7 @@ gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_e
 {
     user[0] = '\0';
     char key[24];
-    snprintf(key, sizeof key, "%llu", (unsigned long long)job);
+    user_key(key, job);
     json_t *inserted = s->users ? json_object_get(s->users, key) : NULL;
     if (inserted) { /* this transaction's own insert: no round trip */
         snprintf(user, cap, "%s", json_is_string(inserted) ? json_string_value(inserted) : "");
