@@ -938,13 +938,33 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
 
 #define GP__UNSEEN 0xff /* count_says_nothing_fits: a node no candidate is on */
 
-/* Every candidate's GPUs owned by it again (own) or by nobody for a moment. */
-static void candidates_own(gp_engine *e, const victims *vs, bool own)
+/* Every candidate's GPUs owned by nobody for a moment, and the nodes they
+ * are on listed in touched (count[node] set from GP__UNSEEN to 0 on the
+ * first); how many nodes. */
+static size_t candidates_unown(gp_engine *e, const victims *vs, uint8_t *count, uint32_t *touched)
+{
+    size_t n_touched = 0;
+    for (size_t c = 0; c < vs->n; c++) {
+        const gp__job *v = &e->jobs[vs->cand[c]];
+        for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
+            gp__gpu *g = &e->fleet.gpus[v->placed[i]];
+            g->owner = 0;
+            if (count[g->node] == GP__UNSEEN) {
+                count[g->node] = 0;
+                touched[n_touched++] = g->node;
+            }
+        }
+    }
+    return n_touched;
+}
+
+/* Every candidate's GPUs owned by it again. */
+static void candidates_own(gp_engine *e, const victims *vs)
 {
     for (size_t c = 0; c < vs->n; c++) {
         const gp__job *v = &e->jobs[vs->cand[c]];
         for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++)
-            e->fleet.gpus[v->placed[i]].owner = own ? vs->cand[c] + 1 : 0;
+            e->fleet.gpus[v->placed[i]].owner = vs->cand[c] + 1;
     }
 }
 
@@ -982,20 +1002,10 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
     size_t n_touched = 0;
     if (ok) {
         memset(count, GP__UNSEEN, f->n_nodes);
-        for (size_t c = 0; c < vs->n; c++) { /* the nodes the candidates are on */
-            const gp__job *v = &e->jobs[vs->cand[c]];
-            for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
-                uint32_t n = f->gpus[v->placed[i]].node;
-                if (count[n] == GP__UNSEEN) {
-                    count[n] = 0;
-                    touched[n_touched++] = n;
-                }
-            }
-        }
-        candidates_own(e, vs, false);
+        n_touched = candidates_unown(e, vs, count, touched);
         for (size_t k = 0; k < n_touched; k++)
             count[touched[k]] = node_free_gpus(f, &f->nodes[touched[k]]);
-        candidates_own(e, vs, true);
+        candidates_own(e, vs);
     }
     uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
     memcpy(hist, f->hist[type], sizeof hist);
