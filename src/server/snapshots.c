@@ -28,6 +28,7 @@ static void write_one(gp_snapshots *sn, gp_snapshot_parts *p, int64_t t0)
         gp_log(GP_LOG_WARN, "snapshot_failed", "seq=%lld error=\"%s\"", (long long)p->seq, err.message);
         return;
     }
+    atomic_store(&sn->last_bytes, len);
     atomic_fetch_add(&sn->written, 1);
     gp_log(GP_LOG_INFO, "snapshot_written", "seq=%lld bytes=%zu write_ms=%lld", (long long)p->seq, len,
            (long long)(mono_ms() - t0));
@@ -90,10 +91,17 @@ gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every
     return GP_OK;
 }
 
+int64_t gp_snapshots_events_between(int64_t every_events, uint64_t last_bytes)
+{
+    int64_t by_size = (int64_t)(last_bytes / GP_SNAPSHOT_BYTES_PER_EVENT);
+    return by_size > every_events ? by_size : every_events;
+}
+
 static bool due(const gp_snapshots *sn, int64_t seq, int64_t now_ms)
 {
     int64_t events = seq - sn->last_seq;
-    return events >= sn->every_events || (events > 0 && now_ms - sn->last_ms >= sn->every_ms);
+    return events >= gp_snapshots_events_between(sn->every_events, atomic_load(&sn->last_bytes)) ||
+           (events > 0 && now_ms - sn->last_ms >= sn->every_ms);
 }
 
 void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,

@@ -18,6 +18,18 @@
  * 10,000 (or the first after it) takes a snapshot covering the log up to
  * it; a restart then loads it and replays only what came after.
  *
+ * A big state is not written that often: the next snapshot waits for at
+ * least one event per GP_SNAPSHOT_BYTES_PER_EVENT bytes of the last one,
+ * because replaying one event costs about as much as loading that many
+ * bytes of snapshot (bench/RESULTS.md: 5.1 us an event in a full replay of
+ * 1,976,317 events; a 34.7 MB snapshot loaded in about 1.3 s, 38 ns a byte).
+ * So the tail a restart replays costs no more than the snapshot it loads,
+ * and a fleet whose snapshot is 16 MB (50,000 GPUs, 16,000 live jobs)
+ * writes one every 127,799 events instead of every 10,000: at 2,000
+ * submits a second (three events each) one every 21 s, not every 1.7 s,
+ * each 1.4-1.9 s of writer time and a fork that stalls the engine thread
+ * for 30-100 ms (bench/RESULTS.md, issue 16 section 1d).
+ *
  * Threads: gp_snapshots_after_commit from the engine thread only; the
  * writer is the module's own thread.
  * Ownership: the module owns its connection and the child in flight
@@ -47,6 +59,7 @@ typedef struct gp_snapshots {
     int64_t last_seq;           /* the last event the newest snapshot covers */
     int64_t last_ms;            /* monotonic ms of the newest snapshot */
     atomic_uint_least64_t written;
+    atomic_uint_least64_t last_bytes; /* the newest stored snapshot's size (writer thread); 0: none yet */
 } gp_snapshots;
 
 /* Starts the writer (no thread when every_events is 0); covered: the seq
@@ -57,6 +70,11 @@ gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every
  * consumed; may be NULL), asked for only when a snapshot is due. */
 void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,
                                json_t *(*daemon)(void *ctx), void *ctx);
+/* Events between two snapshots: every_events, or one per
+ * GP_SNAPSHOT_BYTES_PER_EVENT bytes of the last snapshot if that is more.
+ * Example: (10000, 16358355) -> 127,799; (10000, 0) -> 10,000. */
+enum { GP_SNAPSHOT_BYTES_PER_EVENT = 128 };
+int64_t gp_snapshots_events_between(int64_t every_events, uint64_t last_bytes);
 /* Waits for the snapshot in flight, stops the writer. */
 void gp_snapshots_stop(gp_snapshots *sn);
 

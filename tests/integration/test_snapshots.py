@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Engine snapshots: gpupoold writes them every N events; after kill -9 a
 restart loads the newest, replays only the log after it and loses
-nothing; a corrupted newest snapshot is said in the log and the previous
+nothing; a big snapshot is not rewritten before one event per 128 bytes
+of it; a corrupted newest snapshot is said in the log and the previous
 one is used; with every snapshot corrupted the start replays the whole
 log.  The store's log still replays equal offline (gpupool-replay does a
 full replay, the independent check).
@@ -96,6 +97,31 @@ def test_a_restart_after_kill_9_starts_from_the_newest_snapshot_and_loses_nothin
     d.start()
 
 
+def snapshot_rows(d):
+    with sqlite3.connect(db_path(d)) as c:
+        return c.execute("SELECT seq, bytes FROM snapshots WHERE complete = 1 ORDER BY seq").fetchall()
+
+
+def test_the_next_snapshot_waits_one_event_per_128_bytes_of_the_last(d):
+    """--snapshot-every-events 5 and no time rule: a snapshot after 5
+    events, the next not before one event per 128 bytes of the last one
+    (and at the first commit after that)."""
+    d.stop()
+    d.extra = ["--snapshot-every-events", "5", "--snapshot-every-s", "86400"]
+    d.start()
+    test_replay.lifecycle(d)
+    n = 0
+    while len(snapshot_rows(d)) < 2:  # the store keeps the newest two
+        d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 1, "name": "more-%d" % n})
+        n += 1
+        assert n < 400, "fewer than two snapshots:\n" + d.read_log()
+    rows = snapshot_rows(d)
+    for (seq, size), (after, _) in zip(rows, rows[1:]):
+        gap = max(5, size // 128)
+        assert gap >= 20, (size, "a snapshot this small does not test the rule")
+        assert seq + gap <= after <= seq + gap + 5, (seq, size, gap, after)
+
+
 def corrupt(d, seq):
     with sqlite3.connect(db_path(d)) as c:
         data = bytearray(c.execute("SELECT data FROM snapshot_parts WHERE seq = ? AND part = 0", (seq,)).fetchone()[0])
@@ -132,4 +158,5 @@ def test_every_snapshot_corrupt_means_a_full_replay(d):
 if __name__ == "__main__":
     gpd.run([test_a_restart_after_kill_9_starts_from_the_newest_snapshot_and_loses_nothing,
              test_a_corrupt_newest_snapshot_falls_back_to_the_previous_one,
-             test_every_snapshot_corrupt_means_a_full_replay], extra=EXTRA)
+             test_every_snapshot_corrupt_means_a_full_replay,
+             test_the_next_snapshot_waits_one_event_per_128_bytes_of_the_last], extra=EXTRA)
