@@ -33,10 +33,10 @@ typedef enum gp__stmt_id {
     GP__ST_LEDGER_APPEND,
     GP__ST_LEDGER_LAST,
     GP__ST_LEDGER_OPEN_GET,
-    GP__ST_JOB_USER,
     GP__ST_USE_OPEN,
     GP__ST_USE_LOST,
     GP__ST_USE_SAMPLE,
+    GP__ST_LAST_SEQ,
     GP__ST_COUNT
 } gp__stmt_id;
 
@@ -57,8 +57,6 @@ struct gp_store {
     gp__chain_head audit, ledger;
     json_t *levels;       /* gp_store_ledger_levels' rows, read once per transaction and kept up to date by its
                              appends (store_ledger.c): "kind\ttenant\ttype" -> [kind, tenant, type, milli] */
-    json_t *users;        /* the user of each job inserted in this transaction ("id" -> user): the ledger's open
-                             record asks for it (gp_store_job_user) right after the insert, in the same batch */
     int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
     gp_db_stmt *fence;    /* its check (store_lease.c), prepared by gp_store_fence */
 };
@@ -72,7 +70,7 @@ struct gp_store {
  * s->fence_epoch. */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
 
-/* Drops what a transaction keeps of its own writes (levels, users): at
+/* Drops what a transaction keeps of its own writes (the levels): at
  * its commit or rollback, so the next transaction reads the tables. */
 void gp__store_tx_forget(gp_store *s);
 

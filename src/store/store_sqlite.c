@@ -56,13 +56,13 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_LEDGER_LAST] = "SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1",
     [GP__ST_LEDGER_OPEN_GET] = "SELECT record FROM ledger WHERE interval_id = ?1 AND kind = 'open'"
                                " ORDER BY seq DESC LIMIT 1",
-    [GP__ST_JOB_USER] = "SELECT \"user\" FROM jobs WHERE id = ?1",
     [GP__ST_USE_OPEN] = "INSERT INTO job_use(job_id, tenant, gpu_type, milli_per_gpu) VALUES(?1, ?2, ?3, ?4)"
                         " ON CONFLICT(job_id) DO UPDATE SET tenant = excluded.tenant, gpu_type = excluded.gpu_type,"
                         " milli_per_gpu = excluded.milli_per_gpu",
     [GP__ST_USE_LOST] = "UPDATE job_use SET lost_gpu_s = lost_gpu_s + ?2 WHERE job_id = ?1",
     [GP__ST_USE_SAMPLE] = "UPDATE job_use SET busy_gpu_s = ?2, peak_sm = ?3, peak_memory_mib = ?4,"
                           " below_since = ?5, updated = ?6 WHERE job_id = ?1",
+    [GP__ST_LAST_SEQ] = "SELECT max(seq) FROM events",
 };
 
 /* The writes of the log and of the tables it materializes: no rows back,
@@ -275,8 +275,6 @@ void gp__store_tx_forget(gp_store *s)
 {
     json_decref(s->levels);
     s->levels = NULL;
-    json_decref(s->users);
-    s->users = NULL;
 }
 
 /* ---- meta ---- */
@@ -330,13 +328,13 @@ static void events_select(const gp_store *s, const char *payload_alias, const ch
 
 int64_t gp_store_last_seq(gp_store *s)
 {
-    gp_db_stmt *st = gp__store_prepare(s, "SELECT max(seq) FROM events", 0, "last seq", NULL);
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_LAST_SEQ, NULL); /* asked after every commit: kept prepared */
     int64_t seq = 0;
     if (!st)
         return 0;
     if (gp_db_step(st, NULL) == GP_DB_ROW)
         seq = gp_db_column_int64(st, 0);
-    gp_db_finalize(st);
+    gp_db_reset(st);
     return seq;
 }
 
