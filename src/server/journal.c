@@ -111,14 +111,16 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     return true;
 }
 
-static gp_err update_row(gp_journal *j, uint64_t id, const gp_job_info *info, int64_t now, gp_error *err)
+/* What the engine says of a job, as its row: state, class, reason
+ * (into reason[512]), times and placement (*ptext: the caller frees it). */
+static gp_store_job engine_row(gp_journal *j, uint64_t id, const gp_job_info *info, int64_t now, char *reason,
+                               char **ptext)
 {
-    char reason[512];
-    gp_engine_why(j->engine, id, reason, sizeof reason);
+    gp_engine_why(j->engine, id, reason, 512);
     json_t *placement = gp_placement_json(j->engine, id, info);
-    char *ptext = json_is_null(placement) ? NULL : json_dumps(placement, GP_JSON_CANONICAL);
+    *ptext = json_is_null(placement) ? NULL : json_dumps(placement, GP_JSON_CANONICAL);
     json_decref(placement);
-    gp_store_job row = {
+    return (gp_store_job){
         .id = id,
         .state = gp_job_state_name(info->state),
         .cls = info->cls == GP_CLASS_NONE ? NULL : gp_class_name(info->cls),
@@ -126,29 +128,39 @@ static gp_err update_row(gp_journal *j, uint64_t id, const gp_job_info *info, in
         .bind_time = info->bind_time,
         .end_time = is_final(info->state) ? now : -1,
         .updated = now,
-        .placement_json = ptext,
+        .placement_json = *ptext,
     };
+}
+
+static gp_err update_row(gp_journal *j, uint64_t id, const gp_job_info *info, int64_t now, gp_error *err)
+{
+    char reason[512], *ptext;
+    gp_store_job row = engine_row(j, id, info, now, reason, &ptext);
     gp_err rc = gp_store_job_update(j->store, &row, err);
     free(ptext);
     return rc;
 }
 
+/* A submitted job's row, as the engine holds it after the submit (so the
+ * submit's own decisions need no second write of it: write_decisions). */
 static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *spec_text, int64_t now,
                          gp_error *err)
 {
     const gp_job_spec *s = &req->spec;
-    gp_store_job row = {.id = s->id,
-                        .tenant = s->tenant,
-                        .user = s->user,
-                        .name = s->name,
-                        .state = "pending",
-                        .reason = "submitted",
-                        .submit_time = now,
-                        .bind_time = -1,
-                        .end_time = -1,
-                        .updated = now,
-                        .spec_json = spec_text};
-    return gp_store_job_insert(j->store, &row, err);
+    gp_job_info info;
+    if (gp_engine_job_info(j->engine, s->id, &info, NULL) != GP_OK)
+        return gp_error_set(err, GP_ERR_INVALID, "store", "job %llu: not in the engine after its submit",
+                            (unsigned long long)s->id);
+    char reason[512], *ptext;
+    gp_store_job row = engine_row(j, s->id, &info, now, reason, &ptext);
+    row.tenant = s->tenant;
+    row.user = s->user;
+    row.name = s->name;
+    row.submit_time = now;
+    row.spec_json = spec_text;
+    gp_err rc = gp_store_job_insert(j->store, &row, err);
+    free(ptext);
+    return rc;
 }
 
 /* ---- decisions ---- */
@@ -241,9 +253,10 @@ static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
         if (rc == GP_OK && (ds[i].kind == GP_DEC_USAGE_OPEN || ds[i].kind == GP_DEC_USAGE_CLOSE))
             rc = gp_ledger_write(j->store, j->engine, ev, ds, n, i, err);
     }
+    uint64_t inserted = ev->kind == GP_EV_SUBMIT ? ev->job->spec.id : 0; /* its row is the engine's already */
     for (size_t i = 0; i < j->replayer.n_touched && rc == GP_OK; i++) {
         gp_job_info info;
-        if (gp_engine_job_info(j->engine, j->replayer.touched[i], &info, NULL) == GP_OK)
+        if (j->replayer.touched[i] != inserted && gp_engine_job_info(j->engine, j->replayer.touched[i], &info, NULL) == GP_OK)
             rc = update_row(j, j->replayer.touched[i], &info, ev->time, err);
     }
     return rc;
