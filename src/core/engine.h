@@ -132,6 +132,9 @@ uint64_t gp_engine_changes(const gp_engine *e);
 void gp_engine_stats_get(const gp_engine *e, gp_engine_stats *out);
 
 gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_error *err);
+/* The user the job was submitted with: the engine's string, valid until
+ * the engine changes; NULL when it has none or there is no such job. */
+const char *gp_engine_job_user(const gp_engine *e, uint64_t id);
 /* The job's GPUs (global GPU indexes), replica by replica (gpus per replica
  * consecutive).  Returns how many were written (<= cap), 0 when not placed. */
 size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap);

@@ -236,6 +236,14 @@ size_t gp_engine_job_history(const gp_engine *e, uint64_t id, gp_history_entry *
     return n;
 }
 
+const char *gp_engine_job_user(const gp_engine *e, uint64_t id)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE || e->jobs[job].user == GP__NONE)
+        return NULL;
+    return e->users[e->jobs[job].user].name;
+}
+
 gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_error *err)
 {
     uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;

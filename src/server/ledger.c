@@ -30,18 +30,15 @@
 
 static gp_err open_record(gp_store *s, const gp_engine *e, const gp_usage *u, gp_error *err)
 {
-    char user[GP_NAME_MAX];
-    gp_err rc = gp_store_job_user(s, u->job_id, user, sizeof user, err);
-    if (rc)
-        return rc;
+    const char *user = gp_engine_job_user(e, u->job_id); /* the engine's: no read in the batch */
     gp_job_info info;
     json_t *placement = gp_engine_job_info(e, u->job_id, &info, NULL) == GP_OK
                             ? gp_placement_json(e, u->job_id, &info) : json_null();
     json_t *rec = gp_ledger_usage_record(u, "open");
-    json_object_set_new(rec, "user", user[0] ? json_string(user) : json_null());
+    json_object_set_new(rec, "user", user ? json_string(user) : json_null());
     json_object_set_new(rec, "share", json_is_array(placement) ? json_string(gp_ledger_share_of(placement)) : json_null());
     json_object_set_new(rec, "placement", placement);
-    rc = gp_store_ledger_append(s, rec, err);
+    gp_err rc = gp_store_ledger_append(s, rec, err);
     json_decref(rec);
     return rc;
 }

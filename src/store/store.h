@@ -208,9 +208,6 @@ gp_err gp_store_run_node(gp_store *s, uint64_t job, int64_t bind_time, int repli
                          gp_error *err);
 int64_t gp_store_runs_list(gp_store *s, uint64_t job, int replica, int64_t *bind_times, size_t cap);
 
-/* The job's user into user[cap], "" when it has none or there is no such job. */
-gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err);
-
 /* One job with its history under "history"; *out NULL when absent. */
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err);
 

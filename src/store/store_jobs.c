@@ -26,21 +26,6 @@ static void bind_times(gp_db_stmt *st, int first, const gp_store_job *j)
         gp__store_bind_int_or_null(st, first + i, t[i]);
 }
 
-/* s->users' key of a job: its id in decimal. */
-static void user_key(char key[24], uint64_t id)
-{
-    snprintf(key, 24, "%llu", (unsigned long long)id);
-}
-
-static void remember_user(gp_store *s, uint64_t id, const char *user)
-{
-    char key[24];
-    user_key(key, id);
-    if (!s->users)
-        s->users = json_object();
-    json_object_set_new(s->users, key, user ? json_string(user) : json_null());
-}
-
 gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err)
 {
     gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_INSERT, err);
@@ -58,8 +43,6 @@ gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err)
     gp_db_bind_text(st, 12, j->spec_json);
     gp_db_bind_text(st, 13, j->placement_json);
     gp_err rc = gp__store_exec_stmt(st, "job insert", err);
-    if (rc == GP_OK && s->in_tx)
-        remember_user(s, j->id, j->user);
     /* one job_scope row per prefix: "a", "a/b", ... the tenant itself */
     char prefix[256];
     size_t len = strlen(j->tenant);
@@ -474,26 +457,6 @@ gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, 
     }
     gp_db_finalize(st);
     *out = byt;
-    return GP_OK;
-}
-
-gp_err gp_store_job_user(gp_store *s, uint64_t job, char *user, size_t cap, gp_error *err)
-{
-    user[0] = '\0';
-    char key[24];
-    user_key(key, job);
-    json_t *inserted = s->users ? json_object_get(s->users, key) : NULL;
-    if (inserted) { /* this transaction's own insert: no round trip */
-        snprintf(user, cap, "%s", json_is_string(inserted) ? json_string_value(inserted) : "");
-        return GP_OK;
-    }
-    gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_USER, err);
-    if (!st)
-        return err ? err->code : GP_ERR_INVALID;
-    gp_db_bind_int64(st, 1, (int64_t)job);
-    if (gp_db_step(st, NULL) == GP_DB_ROW && gp_db_column_text(st, 0))
-        snprintf(user, cap, "%s", gp_db_column_text(st, 0));
-    gp_db_reset(st);
     return GP_OK;
 }
 

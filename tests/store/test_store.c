@@ -283,37 +283,6 @@ static void a_job_is_inserted_updated_and_read_with_its_history(void **state)
 
     OK(gp_store_job_get(f->s, 8, &job, &e_));
     assert_null(job);
-    char user[16];
-    OK(gp_store_job_user(f->s, 7, user, sizeof user, &e_));
-    assert_string_equal(user, "ann");
-    OK(gp_store_job_user(f->s, 8, user, sizeof user, &e_));
-    assert_string_equal(user, "");
-}
-
-/* A job's user read in the transaction that inserted it (the ledger's
- * open record does, in the batch of the submit), after its commit, and
- * after a rollback that undid the insert. */
-static void a_jobs_user_reads_the_same_in_its_transaction_and_after(void **state)
-{
-    fixture *f = *state;
-    char user[16];
-    OK(gp_store_begin(f->s, &e_));
-    insert_job(f->s, 7, "a", "ann", "pending");
-    insert_job(f->s, 9, "a", NULL, "pending");
-    OK(gp_store_job_user(f->s, 7, user, sizeof user, &e_));
-    assert_string_equal(user, "ann");
-    OK(gp_store_job_user(f->s, 9, user, sizeof user, &e_));
-    assert_string_equal(user, "");
-    OK(gp_store_commit(f->s, &e_));
-    OK(gp_store_job_user(f->s, 7, user, sizeof user, &e_));
-    assert_string_equal(user, "ann");
-    OK(gp_store_begin(f->s, &e_));
-    insert_job(f->s, 8, "a", "bob", "pending");
-    OK(gp_store_job_user(f->s, 8, user, sizeof user, &e_));
-    assert_string_equal(user, "bob");
-    gp_store_rollback(f->s);
-    OK(gp_store_job_user(f->s, 8, user, sizeof user, &e_));
-    assert_string_equal(user, "");
 }
 
 /* The ids a listing returned, newest first, into ids; how many. */
@@ -974,7 +943,6 @@ int main(void)
         CASE(the_ledger_chains_lists_and_verifies),
         CASE(bill_records_come_from_the_typed_columns),
         CASE(ledger_levels_follow_the_transactions_appends_and_its_rollback),
-        CASE(a_jobs_user_reads_the_same_in_its_transaction_and_after),
         CASE(prices_and_billing_modes_are_kept),
         CASE(gpu_checks_health_and_drains_are_kept),
         CASE(job_use_counters_are_kept_and_summed),

@@ -75,6 +75,23 @@ static void a_valid_spec_passes_the_check_and_nothing_changes(void **state)
     assert_int_equal(gp_engine_job_check(w->e, &s, &err), GP_ERR_EXISTS); /* the id is taken now */
 }
 
+/* The ledger's open record takes a job's user from the engine (no read of
+ * the jobs table in the middle of a batch). */
+static void a_jobs_user_is_the_one_it_was_submitted_with(void **state)
+{
+    tb_world *w = *state;
+    base(w);
+    gp_job_spec s = tb_job(1, LEAF, 0);
+    s.user = "ann";
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_OK);
+    gp_job_spec t = tb_job(2, LEAF, 0);
+    assert_int_equal(tb_submit_spec(w, &t, 0, &err), GP_OK);
+    assert_string_equal(gp_engine_job_user(w->e, 1), "ann");
+    assert_null(gp_engine_job_user(w->e, 2)); /* submitted without one */
+    assert_null(gp_engine_job_user(w->e, 3)); /* no such job */
+}
+
 static void expect_unknown(tb_world *w, uint64_t id)
 {
     gp_job_info info;
@@ -664,6 +681,7 @@ int main(void)
         TB_TEST(why_returns_the_full_length_like_snprintf),
         TB_TEST(history_records_transitions_with_reasons),
         TB_TEST(a_valid_spec_passes_the_check_and_nothing_changes),
+        TB_TEST(a_jobs_user_is_the_one_it_was_submitted_with),
         TB_TEST(queue_keeps_its_order_through_inserts_and_removes_at_both_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
