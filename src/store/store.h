@@ -146,7 +146,10 @@ gp_err gp_store_snapshots_list(gp_store *s, int64_t *seqs, size_t cap, size_t *n
 /* One snapshot's bytes into a new buffer (the caller frees it). */
 gp_err gp_store_snapshot_get(gp_store *s, int64_t seq, unsigned char **bytes, size_t *len, gp_error *err);
 
-/* Small integer settings (next job id, ...). */
+/* Small integer settings (next job id, ...).  Set inside a transaction,
+ * a value is kept and written once at its commit (a batch of submits sets
+ * next_job_id once each: one write, not dozens), read back in it, and
+ * forgotten by its rollback; outside one it is written at once. */
 int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback);
 gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *err);
 

@@ -55,6 +55,8 @@ struct gp_store {
     int schema;           /* the schema version once open (a reader may see an older one) */
     gp_db_stmt *stmt[GP__ST_COUNT];
     gp__chain_head audit, ledger;
+    json_t *meta;         /* gp_store_meta_set's values in this transaction (key -> integer), written once at
+                             its commit: gpupoold sets next_job_id once per submit, a batch holds dozens */
     json_t *levels;       /* gp_store_ledger_levels' rows, read once per transaction and kept up to date by its
                              appends (store_ledger.c): "kind\ttenant\ttype" -> [kind, tenant, type, milli] */
     int64_t fence_epoch;  /* gp_store_fence's epoch; 0 = not fenced */
@@ -70,7 +72,7 @@ struct gp_store {
  * s->fence_epoch. */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
 
-/* Drops what a transaction keeps of its own writes (the levels): at
+/* Drops what a transaction keeps of its own writes (meta, levels): at
  * its commit or rollback, so the next transaction reads the tables. */
 void gp__store_tx_forget(gp_store *s);
 

@@ -248,10 +248,33 @@ gp_err gp_store_begin_snapshot(gp_store *s, gp_error *err)
     return rc;
 }
 
+static gp_err meta_write(gp_store *s, const char *key, int64_t value, gp_error *err)
+{
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_META_SET, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, key);
+    gp_db_bind_int64(st, 2, value);
+    return gp__store_exec_stmt(st, "meta set", err);
+}
+
+/* The transaction's meta values, each written once. */
+static gp_err meta_flush(gp_store *s, gp_error *err)
+{
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach(s->meta, key, v) {
+        if (rc == GP_OK)
+            rc = meta_write(s, key, json_integer_value(v), err);
+    }
+    return rc;
+}
+
 gp_err gp_store_commit(gp_store *s, gp_error *err)
 {
-    gp_err rc = GP_OK;
-    if (s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_POSTGRES)
+    gp_err rc = meta_flush(s, err);
+    if (rc == GP_OK && s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_POSTGRES)
         rc = gp__store_fence_check(s, err);
     if (rc == GP_OK)
         rc = gp_db_commit(s->conn, err);
@@ -273,6 +296,8 @@ void gp_store_rollback(gp_store *s)
 
 void gp__store_tx_forget(gp_store *s)
 {
+    json_decref(s->meta);
+    s->meta = NULL;
     json_decref(s->levels);
     s->levels = NULL;
 }
@@ -281,6 +306,9 @@ void gp__store_tx_forget(gp_store *s)
 
 int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback)
 {
+    json_t *set = s->meta ? json_object_get(s->meta, key) : NULL;
+    if (set)
+        return json_integer_value(set);
     gp_db_stmt *st = gp__store_stmt(s, GP__ST_META_GET, NULL);
     if (!st)
         return fallback;
@@ -294,12 +322,13 @@ int64_t gp_store_meta_get(gp_store *s, const char *key, int64_t fallback)
 
 gp_err gp_store_meta_set(gp_store *s, const char *key, int64_t value, gp_error *err)
 {
-    gp_db_stmt *st = gp__store_stmt(s, GP__ST_META_SET, err);
-    if (!st)
-        return err ? err->code : GP_ERR_INVALID;
-    gp_db_bind_text(st, 1, key);
-    gp_db_bind_int64(st, 2, value);
-    return gp__store_exec_stmt(st, "meta set", err);
+    if (!s->in_tx)
+        return meta_write(s, key, value, err);
+    if (!s->meta)
+        s->meta = json_object();
+    if (!s->meta || json_object_set_new(s->meta, key, json_integer(value)) != 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+    return GP_OK;
 }
 
 /* ---- event log ---- */

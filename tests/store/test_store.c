@@ -130,6 +130,27 @@ static void a_newer_schema_is_refused(void **state)
     }
 }
 
+/* Set in a transaction: read back in it, written once by its commit,
+ * forgotten by its rollback. */
+static void meta_set_in_a_transaction_is_kept_until_its_end(void **state)
+{
+    fixture *f = *state;
+    gp_error err;
+    OK(gp_store_begin(f->s, &err));
+    for (int64_t id = 2; id <= 30; id++)
+        OK(gp_store_meta_set(f->s, "next_job_id", id, &err));
+    assert_int_equal(gp_store_meta_get(f->s, "next_job_id", -1), 30);
+    OK(gp_store_commit(f->s, &err));
+    gp_store *reader = open_store(f, true);
+    assert_int_equal(gp_store_meta_get(reader, "next_job_id", -1), 30);
+    OK(gp_store_begin(f->s, &err));
+    OK(gp_store_meta_set(f->s, "next_job_id", 31, &err));
+    gp_store_rollback(f->s);
+    assert_int_equal(gp_store_meta_get(f->s, "next_job_id", -1), 30);
+    assert_int_equal(gp_store_meta_get(reader, "next_job_id", -1), 30);
+    gp_store_close(reader);
+}
+
 static void a_reader_cannot_write(void **state)
 {
     fixture *f = *state;
@@ -927,6 +948,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         CASE(a_store_keeps_its_meta_across_reopening),
         CASE(a_newer_schema_is_refused),
+        CASE(meta_set_in_a_transaction_is_kept_until_its_end),
         CASE(a_reader_cannot_write),
         CASE(events_come_back_in_order_from_scan_and_scan_after),
         CASE(a_failing_callback_stops_the_scan),
