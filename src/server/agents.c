@@ -381,18 +381,32 @@ void gp_agents_registered(gp_agents *a, const char *node, int64_t now_ms)
     pthread_mutex_unlock(&a->lock);
 }
 
+/* Every batch asks, over every node (6,250 at 50,000 GPUs): one look
+ * under the lock that copies only the silent nodes' names, then the calls
+ * without it (lost() comes back into the agents).  Out of memory: the
+ * names copied so far; the next batch asks again. */
 void gp_agents_silent(gp_agents *a, int64_t now_ms, void (*lost)(void *ctx, const char *node), void *ctx)
 {
+    char (*names)[GP_NAME_MAX] = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->n_nodes; i++) {
-        pthread_mutex_lock(&a->lock);
-        gp__agent_node *n = &a->nodes[i];
-        bool silent = n->agent && n->up && now_ms - n->last_seen_ms > a->lost_after_s * 1000;
-        char name[GP_NAME_MAX];
-        snprintf(name, sizeof name, "%s", n->name);
-        pthread_mutex_unlock(&a->lock);
-        if (silent)
-            lost(ctx, name);
+        const gp__agent_node *node = &a->nodes[i];
+        if (!node->agent || !node->up || now_ms - node->last_seen_ms <= a->lost_after_s * 1000)
+            continue;
+        if (n == cap) {
+            void *grown = realloc(names, (cap ? cap * 2 : 8) * sizeof *names);
+            if (!grown)
+                break;
+            names = grown;
+            cap = cap ? cap * 2 : 8;
+        }
+        snprintf(names[n++], GP_NAME_MAX, "%s", node->name);
     }
+    pthread_mutex_unlock(&a->lock);
+    for (size_t k = 0; k < n; k++)
+        lost(ctx, names[k]);
+    free(names);
 }
 
 uint64_t gp_agents_version(const gp_agents *a, const char *node)
