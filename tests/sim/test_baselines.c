@@ -224,6 +224,22 @@ static void gpupool_shares_by_entitlement(void **state)
     assert_float_equal(m.lost_pct, 0, 1e-12);
 }
 
+/* One 1-GPU job per group, in this order; the groups' entitlements. */
+static void expect_entitlements(tiny *w, const char *policy, const char *const names[3], const double want[3])
+{
+    for (size_t g = 0; g < 3; g++)
+        tiny_job(w, names[g], 0, 1, 10);
+    gp_sim_result r;
+    run(w, policy, &r);
+    assert_int_equal(r.n_groups, 3);
+    for (size_t g = 0; g < 3; g++) {
+        assert_string_equal(r.groups[g], names[g]);
+        assert_float_equal(r.group_entitlement[g], want[g], 1e-12);
+    }
+    gp_sim_result_free(&r);
+    tiny_free(w);
+}
+
 /* setup.c's example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2};
  * b has no tenant entry (weight 1), c a weight of 3 and no guarantee; a's
  * default weight is its 6 guaranteed GPUs: a 6/10, b 1/10, c 3/10, the
@@ -237,18 +253,9 @@ static void a_team_without_guarantee_is_entitled_to_its_weight_share(void **stat
     tiny_init(&w, "tenants:\n  - {path: a, guarantee: {gpu: {H100: 4, A100: 2}}}\n  - {path: c, weight: 3}\n");
     gp_fleet_file_free(&w.fleet);
     assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w.fleet, NULL), GP_OK);
-    tiny_job(&w, "a", 0, 1, 10);
-    tiny_job(&w, "b", 0, 1, 10);
-    tiny_job(&w, "c", 0, 1, 10);
-    gp_sim_result r;
-    run(&w, "gpupool", &r);
-    assert_int_equal(r.n_groups, 3);
-    assert_string_equal(r.groups[1], "b");
-    assert_float_equal(r.group_entitlement[0], 0.6, 1e-12);
-    assert_float_equal(r.group_entitlement[1], 0.1, 1e-12);
-    assert_float_equal(r.group_entitlement[2], 0.3, 1e-12);
-    gp_sim_result_free(&r);
-    tiny_free(&w);
+    static const char *const names[3] = {"a", "b", "c"};
+    static const double want[3] = {0.6, 0.1, 0.3};
+    expect_entitlements(&w, "gpupool", names, want);
 }
 
 /* 8 H100; a guarantees 3 (weight 3), b has none (weight 1); twelve 1-GPU
@@ -285,18 +292,9 @@ static void an_entitlement_multiplies_the_weight_shares_down_the_tree(void **sta
     tiny w;
     tiny_init(&w, "tenants:\n  - {path: o, weight: 8}\n  - {path: o/p, weight: 3}\n  - {path: o/q, weight: 1}\n"
                   "  - {path: z, weight: 2}\n");
-    tiny_job(&w, "o/p", 0, 1, 10);
-    tiny_job(&w, "o/q", 0, 1, 10);
-    tiny_job(&w, "z", 0, 1, 10);
-    gp_sim_result r;
-    run(&w, "fifo", &r);
-    assert_int_equal(r.n_groups, 3);
-    assert_string_equal(r.groups[0], "o/p");
-    assert_float_equal(r.group_entitlement[0], 0.6, 1e-12);
-    assert_float_equal(r.group_entitlement[1], 0.2, 1e-12);
-    assert_float_equal(r.group_entitlement[2], 0.2, 1e-12);
-    gp_sim_result_free(&r);
-    tiny_free(&w);
+    static const char *const names[3] = {"o/p", "o/q", "z"};
+    static const double want[3] = {0.6, 0.2, 0.2};
+    expect_entitlements(&w, "fifo", names, want);
 }
 
 static void fifo_backfill(void **state)
