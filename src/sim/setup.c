@@ -265,7 +265,8 @@ gp_err gp__sim_groups(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err
 
 /* The tenant tree every policy is judged on: the tenant file as written
  * (on the fleet, which its guarantees must fit) and the trace's tenants.
- * Caller frees. */
+ * The gpupool, static and scored policies' engines have it already (static
+ * changes limits, not weights); FIFO's has one tenant.  Caller frees. */
 static gp_err tenant_tree(const gp_sim_setup *setup, gp_engine **out, gp_error *err)
 {
     static const gp_sim_policy as_written = {.name = "gpupool", .kind = GP_SIM_GPUPOOL};
@@ -307,19 +308,15 @@ static double tree_share(const gp_engine *e, const double *sibling_weights, cons
     return share;
 }
 
-gp_err gp__sim_entitlements(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err)
+/* r->group_entitlement from tenant tree e; false when out of memory. */
+static bool fill_entitlements(const gp_engine *e, gp_sim_result *r)
 {
-    gp_engine *e = NULL;
-    gp_err rc = tenant_tree(setup, &e, err);
-    if (rc)
-        return rc;
     size_t n = gp_engine_tenant_count(e);
     double *sibling_weights = calloc(n + 1, sizeof *sibling_weights);
     r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
     if (!sibling_weights || !r->group_entitlement) {
         free(sibling_weights);
-        gp_engine_free(e);
-        return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
+        return false;
     }
     gp_tenant_info info;
     for (uint32_t t = 0; t < n; t++)
@@ -328,6 +325,19 @@ gp_err gp__sim_entitlements(const gp_sim_setup *setup, gp_sim_result *r, gp_erro
     for (size_t g = 0; g < r->n_groups; g++)
         r->group_entitlement[g] = tree_share(e, sibling_weights, r->groups[g]);
     free(sibling_weights);
-    gp_engine_free(e);
-    return GP_OK;
+    return true;
+}
+
+gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_sim_policy *policy, const gp_engine *policy_engine,
+                            gp_sim_result *r, gp_error *err)
+{
+    gp_engine *own = NULL;
+    if (policy->kind == GP_SIM_FIFO) {
+        gp_err rc = tenant_tree(setup, &own, err);
+        if (rc)
+            return rc;
+    }
+    bool ok = fill_entitlements(own ? own : policy_engine, r);
+    gp_engine_free(own);
+    return ok ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
 }
