@@ -29,10 +29,10 @@
  * minimum over the measured hours, and how many were skipped.
  *
  * Worked example: 8 H100, teams a and b with a guarantee of 4 each
- * (weight 4 each: entitlement 0.5 each), both with jobs waiting all hour.  a holds 8 GPUs,
- * b none: x = (1/0.5, 0/0.5) = (2, 0), J = 4 / (2 * 4) = 0.5.  a and b
- * hold 4 each: x = (1, 1), J = 1.  A third team c with nothing pending is
- * not counted, whatever it holds.
+ * (weight 4 each: entitlement 0.5 each), both with jobs waiting all hour.
+ * a holds 8 GPUs, b none: x = (1/0.5, 0/0.5) = (2, 0), J = 4 / (2 * 4) =
+ * 0.5.  a and b hold 4 each: x = (1, 1), J = 1.  A third team c with
+ * nothing pending is not counted, whatever it holds.
  *
  * The tracker integrates lazily: a usage or pending change settles the
  * touched cell up to `now`; an hour boundary settles every cell (groups x
