@@ -8,11 +8,14 @@
  *   dominant share  its GPUs in use averaged over the hour, per GPU type,
  *                   divided by the fleet's GPUs of that type; the largest
  *                   over the types (the engine's DRF measure, on GPUs only);
- *   entitlement     its guarantee as a dominant share (guaranteed GPUs of
- *                   each type / fleet GPUs of that type, the largest); a
- *                   group without a guarantee (or a zero one): its weight
- *                   share, its weight / the sum of all groups' weights
- *                   (weights as the engine defaults them, scheduling.md);
+ *   entitlement     the fraction of the fleet hierarchical DRF gives it,
+ *                   as the engine's fair share reads it (scheduling.md,
+ *                   "Fair share of what is borrowed"): at each level of
+ *                   its path, its weight / the weights of it and its
+ *                   siblings, weights as the engine defaults them (the
+ *                   tenant file's, else the guaranteed GPUs, at least 1,
+ *                   else 1).  One scale for every group, with or without
+ *                   a guarantee, so an allocation DRF calls fair reads 1;
  *   backlogged      it had pending work (a job arrived and not running)
  *                   for at least half the hour (GP_SIM_BACKLOG_MIN_S): a
  *                   team that waits a few seconds for a pass is not asking
@@ -26,10 +29,10 @@
  * minimum over the measured hours, and how many were skipped.
  *
  * Worked example: 8 H100, teams a and b with a guarantee of 4 each
- * (entitlement 0.5 each), both with jobs waiting all hour.  a holds 8 GPUs,
- * b none: x = (1/0.5, 0/0.5) = (2, 0), J = 4 / (2 * 4) = 0.5.  a and b
- * hold 4 each: x = (1, 1), J = 1.  A third team c with nothing pending is
- * not counted, whatever it holds.
+ * (weight 4 each: entitlement 0.5 each), both with jobs waiting all hour.
+ * a holds 8 GPUs, b none: x = (1/0.5, 0/0.5) = (2, 0), J = 4 / (2 * 4) =
+ * 0.5.  a and b hold 4 each: x = (1, 1), J = 1.  A third team c with
+ * nothing pending is not counted, whatever it holds.
  *
  * The tracker integrates lazily: a usage or pending change settles the
  * touched cell up to `now`; an hour boundary settles every cell (groups x

@@ -15,12 +15,15 @@
  * promises to start promptly.  This depends on the trace only, so every
  * policy is judged on the same jobs.
  *
- * A group's entitlement (fairness.h) is its guarantee as a dominant share
- * of the fleet; without a guarantee, its weight share among all groups.
- * Example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2}: max(4/8,
- * 2/8) = 0.5.  Groups b (no guarantee, weight 1) and c (no guarantee,
- * weight 3) next to a (default weight 6 = its guaranteed GPUs): b's is
- * 1 / 10, c's 3 / 10.
+ * A group's entitlement (fairness.h) is the share of the fleet
+ * hierarchical DRF gives it, read off the tenant tree (the tenant file and
+ * the trace's tenants) the same way for every policy.  Example: 8 H100 and
+ * 8 A100; a guarantees {H100: 4, A100: 2} (default weight 6, its
+ * guaranteed GPUs), b has no guarantee (weight 1), c none and weight 3:
+ * 6/10, 1/10, 3/10.  (Its guarantee as a share, max(4/8, 2/8) = 0.5, is
+ * not on the scale of the weight shares: a split DRF calls fair would read
+ * as unfair.)  Under an org: org o (weight 8) next to a top-level team z
+ * (weight 2), o's teams p (weight 3) and q (weight 1): p 8/10 x 3/4 = 0.6.
  */
 #include "sim/setup.h"
 
@@ -260,44 +263,81 @@ gp_err gp__sim_groups(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err
 
 /* ---- entitlements ---- */
 
-/* The weight the engine gives a tenant (scheduling.md): the file's, else
- * its guaranteed GPUs (at least 1), else 1. */
-static double group_weight(const gp_tenant_entry *te, int64_t guarantee)
+/* The tenant tree every policy is judged on: the tenant file as written
+ * (on the fleet, which its guarantees must fit) and the trace's tenants.
+ * The gpupool, static and scored policies' engines have it already (static
+ * changes limits, not weights); FIFO's has one tenant.  Caller frees. */
+static gp_err tenant_tree(const gp_sim_setup *setup, gp_engine **out, gp_error *err)
 {
-    if (te && te->spec.weight > 0)
-        return te->spec.weight;
-    return guarantee > 1000 ? (double)guarantee / 1000.0 : 1.0;
-}
-
-/* Largest share of a GPU type of the fleet the guarantee holds; 0 without one. */
-static double guarantee_share(const gp_tenant_entry *te, const gp_engine *e, const gp_res *cap)
-{
-    double best = 0;
-    for (int i = 0; te && te->spec.guarantee.set && i < te->spec.guarantee.n_gpu; i++)
-        for (int ty = 0; ty < gp_engine_gpu_type_count(e); ty++)
-            if (cap->v[ty] > 0 && strcmp(gp_engine_gpu_type_name(e, ty), te->spec.guarantee.gpu[i].type) == 0) {
-                double share = (double)te->spec.guarantee.gpu[i].milli / (double)cap->v[ty];
-                best = share > best ? share : best;
-            }
-    return best;
-}
-
-gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_engine *e, gp_sim_result *r, gp_error *err)
-{
-    r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
-    if (!r->group_entitlement)
+    static const gp_sim_policy as_written = {.name = "gpupool", .kind = GP_SIM_GPUPOOL};
+    gp_engine *e = gp_engine_new(NULL);
+    if (!e)
         return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
-    gp_res cap;
-    gp_engine_fleet_capacity(e, &cap);
-    double weights = 0;
-    for (size_t g = 0; g < r->n_groups; g++) {
-        const gp_tenant_entry *te = find_entry(setup->tenants, r->groups[g], strlen(r->groups[g]));
-        weights += group_weight(te, r->group_guarantee_milli[g]);
+    gp_err rc = gp_fleet_file_apply(setup->fleet, e, 0, err);
+    if (rc == GP_OK)
+        rc = apply_tenants(e, setup, &as_written, err);
+    for (size_t i = 0; rc == GP_OK && i < setup->trace->n_tenants; i++)
+        rc = ensure_tenant(e, setup->trace->tenants[i], err);
+    if (rc) {
+        gp_engine_free(e);
+        return rc;
     }
-    for (size_t g = 0; g < r->n_groups; g++) {
-        const gp_tenant_entry *te = find_entry(setup->tenants, r->groups[g], strlen(r->groups[g]));
-        double share = guarantee_share(te, e, &cap);
-        r->group_entitlement[g] = share > 0 ? share : group_weight(te, r->group_guarantee_milli[g]) / weights;
-    }
+    *out = e;
     return GP_OK;
+}
+
+/* Hierarchical DRF's share of tenant `path` (reclaim.c's entitlement): at
+ * each level, its weight / the weights of it and its siblings.
+ * sibling_weights[p] sums the weights of p's children (the last slot: the
+ * top-level tenants'). */
+static double tree_share(const gp_engine *e, const double *sibling_weights, const char *path)
+{
+    size_t n = gp_engine_tenant_count(e);
+    uint32_t t;
+    if (gp_engine_tenant_find(e, path, &t, NULL) != GP_OK)
+        return 0;
+    double share = 1.0;
+    gp_tenant_info info;
+    while (gp_engine_tenant_get(e, t, &info)) {
+        double sum = sibling_weights[info.parent < n ? info.parent : n];
+        share *= sum > 0 ? info.weight / sum : 1.0;
+        if (info.parent >= n)
+            break;
+        t = info.parent;
+    }
+    return share;
+}
+
+/* r->group_entitlement from tenant tree e; false when out of memory. */
+static bool fill_entitlements(const gp_engine *e, gp_sim_result *r)
+{
+    size_t n = gp_engine_tenant_count(e);
+    double *sibling_weights = calloc(n + 1, sizeof *sibling_weights);
+    r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
+    if (!sibling_weights || !r->group_entitlement) {
+        free(sibling_weights);
+        return false;
+    }
+    gp_tenant_info info;
+    for (uint32_t t = 0; t < n; t++)
+        if (gp_engine_tenant_get(e, t, &info))
+            sibling_weights[info.parent < n ? info.parent : n] += info.weight;
+    for (size_t g = 0; g < r->n_groups; g++)
+        r->group_entitlement[g] = tree_share(e, sibling_weights, r->groups[g]);
+    free(sibling_weights);
+    return true;
+}
+
+gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_sim_policy *policy, const gp_engine *policy_engine,
+                            gp_sim_result *r, gp_error *err)
+{
+    gp_engine *own = NULL;
+    if (policy->kind == GP_SIM_FIFO) {
+        gp_err rc = tenant_tree(setup, &own, err);
+        if (rc)
+            return rc;
+    }
+    bool ok = fill_entitlements(own ? own : policy_engine, r);
+    gp_engine_free(own);
+    return ok ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
 }

@@ -19,7 +19,10 @@ gp_err gp__sim_engine_new(const gp_sim_setup *setup, const gp_sim_policy *policy
 gp_err gp__sim_groups(const gp_sim_setup *setup, gp_sim_result *r, gp_error *err);
 
 /* Fill r->group_entitlement (after gp__sim_groups; fairness.h defines it)
- * from the tenant file and the engine's fleet capacity. */
-gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_engine *e, gp_sim_result *r, gp_error *err);
+ * from the tenant file and the trace's tenants, the same for every policy:
+ * read off policy_engine (gp__sim_engine_new's), or for FIFO, whose engine
+ * has one tenant, off a tree built for the purpose. */
+gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_sim_policy *policy, const gp_engine *policy_engine,
+                            gp_sim_result *r, gp_error *err);
 
 #endif

@@ -517,7 +517,7 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
         return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
     rc = gp__sim_engine_new(setup, policy, s->opt, &s->e, &s->tenant_of, err);
     if (rc == GP_OK)
-        rc = gp__sim_entitlements(setup, s->e, r, err);
+        rc = gp__sim_entitlements(setup, policy, s->e, r, err);
     if (rc)
         return rc;
     gp_res cap;

@@ -224,9 +224,27 @@ static void gpupool_shares_by_entitlement(void **state)
     assert_float_equal(m.lost_pct, 0, 1e-12);
 }
 
-/* setup.c's example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2}
- * (0.5); b has no tenant entry (weight 1), c a weight of 3 and no
- * guarantee; a's default weight is its 6 guaranteed GPUs. */
+/* One 1-GPU job per group, in this order; the groups' entitlements. */
+static void expect_entitlements(tiny *w, const char *policy, const char *const names[3], const double want[3])
+{
+    for (size_t g = 0; g < 3; g++)
+        tiny_job(w, names[g], 0, 1, 10);
+    gp_sim_result r;
+    run(w, policy, &r);
+    assert_int_equal(r.n_groups, 3);
+    for (size_t g = 0; g < 3; g++) {
+        assert_string_equal(r.groups[g], names[g]);
+        assert_float_equal(r.group_entitlement[g], want[g], 1e-12);
+    }
+    gp_sim_result_free(&r);
+    tiny_free(w);
+}
+
+/* setup.c's example: 8 H100 and 8 A100; a guarantees {H100: 4, A100: 2};
+ * b has no tenant entry (weight 1), c a weight of 3 and no guarantee; a's
+ * default weight is its 6 guaranteed GPUs: a 6/10, b 1/10, c 3/10, the
+ * shares DRF gives them (a's guarantee as a share, 4/8, would be on
+ * another scale than the weight shares). */
 static void a_team_without_guarantee_is_entitled_to_its_weight_share(void **state)
 {
     (void)state;
@@ -235,18 +253,48 @@ static void a_team_without_guarantee_is_entitled_to_its_weight_share(void **stat
     tiny_init(&w, "tenants:\n  - {path: a, guarantee: {gpu: {H100: 4, A100: 2}}}\n  - {path: c, weight: 3}\n");
     gp_fleet_file_free(&w.fleet);
     assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w.fleet, NULL), GP_OK);
-    tiny_job(&w, "a", 0, 1, 10);
-    tiny_job(&w, "b", 0, 1, 10);
-    tiny_job(&w, "c", 0, 1, 10);
+    static const char *const names[3] = {"a", "b", "c"};
+    static const double want[3] = {0.6, 0.1, 0.3};
+    expect_entitlements(&w, "gpupool", names, want);
+}
+
+/* 8 H100; a guarantees 3 (weight 3), b has none (weight 1); twelve 1-GPU
+ * jobs of 2 h each at t=0.  DRF splits the node 6 : 2 (a's share / 3 =
+ * b's share / 1), which is fair: entitlements 3/4 and 1/4, x = (1, 1),
+ * Jain 1 in hours 0-1, while both wait.  Judged on a's guarantee share
+ * (3/8) it would read x = (2, 1), Jain 0.9. */
+static void a_drf_fair_split_between_guaranteed_and_unguaranteed_scores_one(void **state)
+{
+    (void)state;
+    tiny w;
+    tiny_init(&w, "tenants:\n  - {path: a, guarantee: {gpu: {H100: 3}}}\n");
+    for (int i = 0; i < 12; i++) {
+        tiny_job(&w, "a", 0, 1, 7200);
+        tiny_job(&w, "b", 0, 1, 7200);
+    }
     gp_sim_result r;
     run(&w, "gpupool", &r);
-    assert_int_equal(r.n_groups, 3);
-    assert_string_equal(r.groups[1], "b");
-    assert_float_equal(r.group_entitlement[0], 0.5, 1e-12);
-    assert_float_equal(r.group_entitlement[1], 0.1, 1e-12);
-    assert_float_equal(r.group_entitlement[2], 0.3, 1e-12);
+    assert_float_equal(r.group_entitlement[0], 0.75, 1e-12);
+    assert_float_equal(r.group_entitlement[1], 0.25, 1e-12);
+    gp_sim_metrics m;
+    assert_int_equal(gp_sim_metrics_compute(&r, &w.trace, GP_SIM_ALL_GROUPS, &m, NULL), GP_OK);
+    assert_int_equal(m.fair_hours, 2);
+    assert_float_equal(m.jain_mean, 1.0, 1e-9);
     gp_sim_result_free(&r);
     tiny_free(&w);
+}
+
+/* setup.c's org example: o (weight 8) next to z (weight 2); o's teams p
+ * (weight 3) and q (weight 1): p 8/10 x 3/4, q 8/10 x 1/4, z 2/10. */
+static void an_entitlement_multiplies_the_weight_shares_down_the_tree(void **state)
+{
+    (void)state;
+    tiny w;
+    tiny_init(&w, "tenants:\n  - {path: o, weight: 8}\n  - {path: o/p, weight: 3}\n  - {path: o/q, weight: 1}\n"
+                  "  - {path: z, weight: 2}\n");
+    static const char *const names[3] = {"o/p", "o/q", "z"};
+    static const double want[3] = {0.6, 0.2, 0.2};
+    expect_entitlements(&w, "fifo", names, want);
 }
 
 static void fifo_backfill(void **state)
@@ -357,7 +405,9 @@ int main(void)
         cmocka_unit_test(checkpoints_limit_lost_work), cmocka_unit_test(sizing_rule),
         cmocka_unit_test(policy_names),        cmocka_unit_test(fifo_starves_the_later_team),
         cmocka_unit_test(gpupool_shares_by_entitlement),
+        cmocka_unit_test(a_drf_fair_split_between_guaranteed_and_unguaranteed_scores_one),
         cmocka_unit_test(a_team_without_guarantee_is_entitled_to_its_weight_share),
+        cmocka_unit_test(an_entitlement_multiplies_the_weight_shares_down_the_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
