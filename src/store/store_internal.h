@@ -37,6 +37,7 @@ typedef enum gp__stmt_id {
     GP__ST_USE_LOST,
     GP__ST_USE_SAMPLE,
     GP__ST_LAST_SEQ,
+    GP__ST_SNAPSHOT_PART,
     GP__ST_COUNT
 } gp__stmt_id;
 

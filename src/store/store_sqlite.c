@@ -63,6 +63,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_USE_SAMPLE] = "UPDATE job_use SET busy_gpu_s = ?2, peak_sm = ?3, peak_memory_mib = ?4,"
                           " below_since = ?5, updated = ?6 WHERE job_id = ?1",
     [GP__ST_LAST_SEQ] = "SELECT max(seq) FROM events",
+    [GP__ST_SNAPSHOT_PART] = "INSERT INTO snapshot_parts(seq, part, data) VALUES (?1, ?2, ?3)",
 };
 
 /* The writes of the log and of the tables it materializes: no rows back,
