@@ -139,6 +139,7 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
     gp__node *node = &f->nodes[n];
     int free = 0;
     node->stamp++; /* owners, claims, health or drain may have changed */
+    gp__node_touch(f, n);
     if (node->up && !node->draining)
         for (int i = 0; i < node->gpu_count; i++)
             free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
@@ -155,10 +156,16 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
 {
     int k = f->nodes[n].indexed;
     f->nodes[n].stamp++;
+    gp__node_touch(f, n);
     if (k == 0)
         return;
     index_remove(f, n);
     index_insert(f, n, k);
+}
+
+void gp__node_touch(gp__fleet *f, uint32_t node)
+{
+    f->touched[node] = ++f->touch_seq;
 }
 
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
@@ -383,6 +390,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     if (!GP__GROW(f->nodes, f->n_nodes, f->cap_nodes) || !GP__GROW(b->nodes, b->n_nodes, b->cap_nodes) ||
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
         !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
+        !GP__GROW(f->touched, f->n_nodes, f->cap_touched) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -466,6 +474,7 @@ gp_err gp__fleet_node_add(gp_engine *e, const gp_node_spec *spec, bool *up, gp_e
     node->up = true;
     node->cpu_cap = spec->cpu_millis;
     node->mem_cap = spec->mem_mib;
+    gp__node_touch(f, n);
     capacity_account(f, node, +1);
     gp__node_reindex(f, n);
     f->shape_dirty = true;
@@ -491,6 +500,7 @@ bool gp__fleet_node_down(gp__fleet *f, uint32_t n)
         return false;
     capacity_account(f, node, -1);
     node->up = false;
+    gp__node_touch(f, n);
     return true;
 }
 
@@ -503,6 +513,7 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
     capacity_account(f, node, -1);
     g->healthy = healthy;
     capacity_account(f, node, +1);
+    gp__node_touch(f, n);
     return true;
 }
 
@@ -519,6 +530,7 @@ void gp__fleet_node_drain(gp_engine *e, uint32_t n, bool drain)
         return;
     node->draining = drain;
     node->drained_reported = false;
+    gp__node_touch(&e->fleet, n);
     gp__fleet_node_settle(&e->fleet, n);
     gp__node_check_drained(e, n);
 }
@@ -543,6 +555,7 @@ void gp__fleet_free(gp__fleet *f)
     free(f->gpus);
     free(f->zones);
     free(f->pools);
+    free(f->touched);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
         free(f->type_nodes[t]);

@@ -191,6 +191,13 @@ typedef struct gp__fleet {
      * and the MIG models among the MIG-mode ones (bit per model) */
     int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
     uint32_t mig_models[GP_MAX_GPU_TYPES];
+    /* per node (owned, grown with nodes): touch_seq at the node's last
+     * change of anything a share's node score reads (its GPUs, CPU and
+     * memory in use, up, drain, held; gp__node_touch); derived: zero after
+     * a snapshot is read */
+    uint64_t *touched;
+    size_t cap_touched;
+    uint64_t touch_seq;
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -348,6 +355,30 @@ typedef struct gp__mix {
 } gp__mix;
 
 
+/* One share shape's score on every MPS node of one GPU type
+ * (fragmentation.c, "Scores of a share shape"): at[c] is node
+ * mps_nodes[type][c]'s, as of touch_seq == seen. */
+#define GP__SHARE_SCORES 32
+typedef struct gp__share_score {
+    double score;
+    uint64_t draw;        /* the node's place in the fixed tie order */
+    int8_t gpu;           /* the GPU within the node */
+    bool ok;              /* usable and fits */
+} gp__share_score;
+
+typedef struct gp__share_scores {
+    bool valid;
+    uint8_t type;
+    int16_t milli;        /* the shape: share, CPU, memory, GPU memory, trust domain */
+    uint32_t org;
+    uint32_t mix_version;
+    int64_t cpu, mem, share_mem;
+    uint64_t seen;        /* fleet.touch_seq when at[] was last brought up to date */
+    uint64_t used;        /* share_scores_used at its last use (the least recent is replaced) */
+    gp__share_score *at;  /* owned; n_mps_nodes[type] entries */
+    size_t n, cap;
+} gp__share_scores;
+
 /* A preemption still inside the cool-down: its victim may not take its
  * reclaimer's GPUs back in turn (reclaim.c). */
 typedef struct gp__preemption {
@@ -424,6 +455,10 @@ struct gp_engine {
     uint64_t next_interval;
 
     gp__mix mix;          /* workload mix of the fragmentation measure */
+    /* fragmentation.c: every MPS node's score for the last share shapes
+     * looked at, brought up to date from fleet.touched; derived */
+    gp__share_scores share_scores[GP__SHARE_SCORES];
+    uint64_t share_scores_used;
     gp__reservation reservation[GP_MAX_GPU_TYPES];
     gp__scratch scratch;
     uint64_t pass;
@@ -523,6 +558,9 @@ void gp__node_reindex(gp__fleet *f, uint32_t node);
  * count and the change's undo leave it (reclaim.c). */
 void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
+/* Something a share's node score reads changed on the node (its GPUs, CPU
+ * or memory in use, up, drain, held): fragmentation.c looks at it again. */
+void gp__node_touch(gp__fleet *f, uint32_t node);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
@@ -750,6 +788,8 @@ bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *type);
 void gp__workload_observe(gp_engine *e, const gp__job *j);
 int gp__job_tag(const gp__job *j);
 void gp__node_tag(gp_engine *e, const gp__job *j, int sign);
+/* Forget every share shape's scores (a pool's score changed) and free them. */
+void gp__share_scores_forget(gp_engine *e);
 
 /* ---- mig.c ---- */
 typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
