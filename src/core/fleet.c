@@ -134,16 +134,27 @@ static void index_insert(gp__fleet *f, uint32_t n, int k)
     b->free[t] += k;
 }
 
+/* GPUs of the node that are unhealthy or claimed whole. */
+static uint8_t count_withheld(const gp__fleet *f, const gp__node *node)
+{
+    int k = 0;
+    for (int i = 0; i < node->gpu_count; i++)
+        k += !f->gpus[node->gpu_first + i].healthy || f->gpus[node->gpu_first + i].claim != 0;
+    return (uint8_t)k;
+}
+
 void gp__node_reindex(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
     int free = 0;
     node->stamp++; /* owners, claims, health or drain may have changed */
     gp__node_touch(f, n);
+    node->withheld = count_withheld(f, node);
     if (node->up && !node->draining)
         for (int i = 0; i < node->gpu_count; i++)
             free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
     node->free = (uint8_t)free;
+    f->brief[n] = gp__node_brief_of(node);
     int k = node->held ? 0 : free;
     if (k == node->indexed)
         return;
@@ -161,6 +172,11 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
         return;
     index_remove(f, n);
     index_insert(f, n, k);
+}
+
+gp__node_brief gp__node_brief_of(const gp__node *node)
+{
+    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1};
 }
 
 void gp__node_touch(gp__fleet *f, uint32_t node)
@@ -390,7 +406,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     if (!GP__GROW(f->nodes, f->n_nodes, f->cap_nodes) || !GP__GROW(b->nodes, b->n_nodes, b->cap_nodes) ||
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
         !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
-        !GP__GROW(f->touched, f->n_nodes, f->cap_touched) ||
+        !GP__GROW(f->touched, f->n_nodes, f->cap_touched) || !GP__GROW(f->brief, f->n_nodes, f->cap_brief) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -501,6 +517,7 @@ bool gp__fleet_node_down(gp__fleet *f, uint32_t n)
     capacity_account(f, node, -1);
     node->up = false;
     gp__node_touch(f, n);
+    f->brief[n] = gp__node_brief_of(node);
     return true;
 }
 
@@ -514,6 +531,7 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
     g->healthy = healthy;
     capacity_account(f, node, +1);
     gp__node_touch(f, n);
+    node->withheld = count_withheld(f, node);
     return true;
 }
 
@@ -556,6 +574,7 @@ void gp__fleet_free(gp__fleet *f)
     free(f->zones);
     free(f->pools);
     free(f->touched);
+    free(f->brief);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
         free(f->type_nodes[t]);

@@ -114,6 +114,11 @@ typedef struct gp__memo {
     double score, tie;
 } gp__memo;
 
+typedef struct gp__node_brief {
+    uint32_t block;
+    int16_t free;         /* the node's free GPUs; -1 when down or draining */
+} gp__node_brief;
+
 typedef struct gp__node {
     char name[GP_NAME_MAX];
     uint32_t zone, block;
@@ -124,6 +129,8 @@ typedef struct gp__node {
     int64_t gpu_mem_mib;
     bool up, draining, drained_reported;
     bool held;            /* held for a reservation during this pass */
+    uint8_t withheld;     /* GPUs unhealthy or claimed whole: a job's end gives them to no
+                             one (backfill.c; counted by gp__node_reindex) */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
     uint32_t busy;        /* GPUs owned by whole-GPU jobs */
     uint32_t replicas;    /* job replicas of any kind on the node (drain waits for 0) */
@@ -198,6 +205,11 @@ typedef struct gp__fleet {
     uint64_t *touched;
     size_t cap_touched;
     uint64_t touch_seq;
+    /* per node (owned, grown with nodes): what a reservation sweep starts
+     * from, without reading the node (backfill.c); derived: made again from
+     * the nodes after a snapshot is read */
+    gp__node_brief *brief;
+    size_t cap_brief;
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -561,6 +573,8 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 /* Something a share's node score reads changed on the node (its GPUs, CPU
  * or memory in use, up, drain, held): fragmentation.c looks at it again. */
 void gp__node_touch(gp__fleet *f, uint32_t node);
+/* The node's brief as its fields say now (gp__node_reindex keeps it). */
+gp__node_brief gp__node_brief_of(const gp__node *node);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);

@@ -515,25 +515,31 @@ static void share_on_a(tb_world *w)
     assert_string_equal(sb_job_node(w, 1), "a");
 }
 
-static void submit_share_3(tb_world *w, int64_t now)
+/* A share of the shape of share 1, bound at `now`. */
+static void submit_share(tb_world *w, uint64_t id, int64_t now)
 {
-    gp_job_spec s = sb_mps_job(3, "org", 250, 0);
+    gp_job_spec s = sb_mps_job(id, "org", 250, 0);
     s.cpu_millis = 1000;
     sb_submit(w, &s, now);
     assert_int_equal(tb_tick(w, now, GP_DEC_BIND), 1);
+}
+
+/* CPU-only job 2 (7 cores) at t=10 goes to "a" (fewer free GPUs, fewer
+ * cores left) and leaves it none. */
+static void fill_a_with_cpu_only_work(tb_world *w)
+{
+    gp_job_spec c = sb_cpu_job(2, "org", 7000, 0);
+    sb_submit(w, &c, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    assert_int_equal(tb_node(w, "a").cpu_used, 8000);
 }
 
 static void a_share_does_not_take_cores_that_cpu_only_work_took_since_its_last_look(void **state)
 {
     tb_world *w = *state;
     share_on_a(w);
-    /* 7 cores: the CPU-only job goes to "a" (fewer free GPUs, fewer cores
-     * left) and leaves it none; share 3 needs one: "b". */
-    gp_job_spec c = sb_cpu_job(2, "org", 7000, 0);
-    sb_submit(w, &c, 10);
-    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
-    assert_int_equal(tb_node(w, "a").cpu_used, 8000);
-    submit_share_3(w, 20);
+    fill_a_with_cpu_only_work(w); /* share 3 needs a core: "b" */
+    submit_share(w, 3, 20);
     assert_string_equal(sb_job_node(w, 3), "b");
 }
 
@@ -544,7 +550,7 @@ static void a_share_does_not_go_to_a_node_drained_since_its_last_look(void **sta
     gp_error err;
     gp_error_clear(&err);
     assert_int_equal(gp_engine_node_drain(w->e, "a", true, 10, &err), GP_OK);
-    submit_share_3(w, 20);
+    submit_share(w, 3, 20);
     assert_string_equal(sb_job_node(w, 3), "b");
 }
 
@@ -552,20 +558,14 @@ static void a_share_goes_back_to_room_freed_since_its_last_look(void **state)
 {
     tb_world *w = *state;
     share_on_a(w);
-    /* "a" first, and the fuller node while share 1 runs; with "a" full of
-     * CPU-only work share 3's look finds "b" ... */
-    gp_job_spec c = sb_cpu_job(2, "org", 7000, 0);
-    sb_submit(w, &c, 10);
-    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
-    assert_int_equal(tb_node(w, "a").cpu_used, 8000);
-    gp_job_spec s = sb_mps_job(4, "org", 250, 0);
-    s.cpu_millis = 1000;
-    sb_submit(w, &s, 20);
-    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    /* with "a" full of CPU-only work share 4's look finds "b" ... */
+    fill_a_with_cpu_only_work(w);
+    submit_share(w, 4, 20);
     assert_string_equal(sb_job_node(w, 4), "b");
-    /* ... and once the CPU-only job ends, share 3 goes back to "a". */
+    /* ... and once the CPU-only job ends, share 3 goes back to "a" (first
+     * in the tie order, and equal to "b" now). */
     tb_finish(w, 2, GP_EXIT_SUCCEEDED, 30);
-    submit_share_3(w, 40);
+    submit_share(w, 3, 40);
     assert_string_equal(sb_job_node(w, 3), "a");
 }
 
