@@ -208,6 +208,7 @@ static void capacity_account(gp__fleet *f, const gp__node *node, int sign)
     f->capacity.v[node->type] += sign * (int64_t)healthy_gpus(f, node, -1) * 1000;
     f->capacity.v[GP_DIM_CPU] += sign * node->cpu_cap;
     f->capacity.v[GP_DIM_MEM] += sign * node->mem_cap;
+    f->capacity_version++;
 }
 
 /* Recompute the "if it were empty" tables after a change of shape (node

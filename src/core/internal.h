@@ -191,6 +191,7 @@ typedef struct gp__fleet {
     int max_domain[GP_MAX_GPU_TYPES];
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
+    uint64_t capacity_version;            /* changes of capacity, ever (tenant shares divide by it) */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
     uint32_t shape_count;                 /* recounts of the empty_* tables so far (starts at 1);
                                              gp__job.possible_shape is checked against it */
@@ -231,6 +232,7 @@ typedef struct gp__tenant {
     bool untrusted;       /* effective */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
+    uint64_t share_capacity; /* fleet.capacity_version the share was computed at */
     uint64_t fair_pass;   /* reclaim.c: the pass a job of this leaf last searched for fair share */
     bool promote_dirty;   /* guaranteed usage dropped or guarantee grew: look for promotions */
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
