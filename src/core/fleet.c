@@ -134,25 +134,33 @@ static void index_insert(gp__fleet *f, uint32_t n, int k)
     b->free[t] += k;
 }
 
-/* GPUs of the node that are unhealthy or claimed whole. */
+/* Unhealthy or claimed whole: its job's end gives it to no one. */
+static bool gpu_withheld(const gp__gpu *g)
+{
+    return !g->healthy || g->claim != 0;
+}
+
 static uint8_t count_withheld(const gp__fleet *f, const gp__node *node)
 {
     int k = 0;
     for (int i = 0; i < node->gpu_count; i++)
-        k += !f->gpus[node->gpu_first + i].healthy || f->gpus[node->gpu_first + i].claim != 0;
+        k += gpu_withheld(&f->gpus[node->gpu_first + i]);
     return (uint8_t)k;
 }
 
 void gp__node_reindex(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
-    int free = 0;
+    bool usable = node->up && !node->draining;
+    int free = 0, withheld = 0;
     node->stamp++; /* owners, claims, health or drain may have changed */
     gp__node_touch(f, n);
-    node->withheld = count_withheld(f, node);
-    if (node->up && !node->draining)
-        for (int i = 0; i < node->gpu_count; i++)
-            free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+    for (int i = 0; i < node->gpu_count; i++) { /* one read of each GPU for both counts */
+        const gp__gpu *g = &f->gpus[node->gpu_first + i];
+        free += usable && gp__gpu_is_free(g);
+        withheld += gpu_withheld(g);
+    }
+    node->withheld = (uint8_t)withheld;
     node->free = (uint8_t)free;
     f->brief[n] = gp__node_brief_of(node);
     int k = node->held ? 0 : free;

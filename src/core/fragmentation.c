@@ -628,9 +628,6 @@ void gp__share_scores_forget(gp_engine *e)
     }
 }
 
-/* The best node for one replica among the accepted types (the paper's
- * scorer looks at every node the task may use, whatever its GPU model). */
-
 /* Keep option o of node n (tie order draw) when it beats the best so far. */
 static void consider_node(uint32_t n, option o, uint64_t draw, uint32_t *best, option *best_o, uint64_t *best_draw)
 {
@@ -646,6 +643,8 @@ static void consider_node(uint32_t n, option o, uint64_t draw, uint32_t *best, o
     }
 }
 
+/* The best node for one replica among the accepted types (the paper's
+ * scorer looks at every node the task may use, whatever its GPU model). */
 static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option *best_o)
 {
     gp__fleet *f = &e->fleet;
