@@ -217,6 +217,16 @@ static int by_bind_time(uint32_t ja, uint32_t jb, const void *ctx)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* Promotions only add guaranteed usage, so a job that does not fit its
+ * guarantee before the first promotion of a round fits after none: it is
+ * left out before the sort instead of after it. */
+static bool fits_guarantee_now(const gp_engine *e, const gp__job *j)
+{
+    gp_res demand;
+    gp__job_demand(e, j, j->bound_type, &demand);
+    return gp__fits_guarantee(e, j->tenant, &demand, j->bound_type);
+}
+
 void gp__promote(gp_engine *e)
 {
     bool any = false;
@@ -229,15 +239,13 @@ void gp__promote(gp_engine *e)
     for (size_t i = 0; cand && i < e->n_running; i++) {
         const gp__job *j = &e->jobs[e->running[i]];
         if (j->state == GP_JOB_RUNNING && j->cls == GP_CLASS_BURSTABLE && j->isolation != GP_ISO_TIMESLICE &&
-            path_dirty(e, j->tenant))
+            path_dirty(e, j->tenant) && fits_guarantee_now(e, j))
             cand[n++] = e->running[i];
     }
     gp_sort_indexes(cand, n, by_bind_time, e);
     for (size_t i = 0; i < n; i++) {
         gp__job *j = &e->jobs[cand[i]];
-        gp_res demand;
-        gp__job_demand(e, j, j->bound_type, &demand);
-        if (!gp__fits_guarantee(e, j->tenant, &demand, j->bound_type))
+        if (!fits_guarantee_now(e, j))
             continue;
         reclassify(e, cand[i], GP_CLASS_GUARANTEED);
         gp__job_note(e, cand[i], "promoted to guaranteed: %s has guarantee free again", e->tenants[j->tenant].path);

@@ -41,8 +41,13 @@
  * not all.  The key's last part is the tie-break of a stable sort of
  * engine->running by end, so the order is exactly that sort's.  The jobs
  * that nothing bounds are ordered (by node) only when the sweep gets to
- * them.  Example: 6,000 running jobs of the type, a 2x8 gang that fits
- * once the third ends: 6,000 ends read, a heap built in O(6,000), 3 pops.
+ * them.  A sweep starts from the nodes' briefs (fleet->brief: free GPUs,
+ * -1 when down or draining, and block; kept by gp__node_reindex), a small
+ * array, not from the node records.  A popped replica's GPUs are read
+ * only on a node that withholds some (unhealthy, or claimed by a reclaim:
+ * node->withheld); elsewhere it gives back all of them.  Example: 6,000
+ * running jobs of the type, a 2x8 gang that fits once the third ends:
+ * 6,000 ends read, a heap built in O(6,000), 3 pops.
  *
  * A sweep that finds no time at all (the domain's GPUs are held by shared
  * jobs, or CPU or memory block it) is tried by only the first
@@ -179,10 +184,15 @@ static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_job
 
 /* What replica r of a running job (its GPUs `placed`, `gpus` a replica)
  * gives back: its node and its GPUs there that are healthy and not
- * claimed (claimed GPUs are not given back to the general pool). */
+ * claimed (claimed GPUs are not given back to the general pool); all of
+ * them, without reading them, on a node that withholds none. */
 static release replica_release(const gp_engine *e, const uint32_t *placed, int gpus, int64_t time, int r)
 {
     release rel = {time, e->fleet.gpus[placed[(size_t)r * gpus]].node, 0};
+    if (e->fleet.nodes[rel.node].withheld == 0) {
+        rel.gpus = gpus;
+        return rel;
+    }
     for (int k = 0; k < gpus; k++) {
         const gp__gpu *g = &e->fleet.gpus[placed[(size_t)r * gpus + k]];
         rel.gpus += g->healthy && g->claim == 0;
@@ -260,7 +270,7 @@ static bool unbounded_releases(const gp_engine *e, const uint32_t *jobs, size_t 
 static uint32_t domain_of(const gp_engine *e, const gp__job *j, uint32_t n)
 {
     switch (j->topology) {
-    case GP_TOPO_BLOCK: return e->fleet.nodes[n].block;
+    case GP_TOPO_BLOCK: return e->fleet.brief[n].block;
     case GP_TOPO_NVLINK: return n;
     default: return 0;
     }
@@ -304,12 +314,11 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
         s->avail[n] = -1;
     for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
         uint32_t n = f->type_nodes[type][i];
-        const gp__node *node = &f->nodes[n];
-        bool usable = node->up && !node->draining;
-        if (usable) {
-            s->avail[n] = node->free;
+        int free = f->brief[n].free; /* -1: down or draining */
+        if (free >= 0) {
+            s->avail[n] = free;
             uint32_t d = domain_of(e, j, n);
-            s->capacity[d] += replicas_on(j, node->free);
+            s->capacity[d] += replicas_on(j, free);
             if (s->capacity[d] >= j->replicas)
                 return false; /* GPUs are there: CPU or memory blocks it, waiting won't help */
         }
@@ -350,7 +359,7 @@ static size_t hold_candidates(const gp_engine *e, const gp__job *j, int type, co
     for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
         uint32_t node = f->type_nodes[type][i];
         if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
-            start[f->nodes[node].free + 1]++;
+            start[f->brief[node].free + 1]++;
     }
     for (int c = 1; c <= GP_MAX_GPUS_PER_NODE + 1; c++)
         start[c] += start[c - 1];
@@ -358,7 +367,7 @@ static size_t hold_candidates(const gp_engine *e, const gp__job *j, int type, co
     for (size_t i = 0; i < f->n_type_nodes[type]; i++) {
         uint32_t node = f->type_nodes[type][i];
         if (s->avail[node] >= 0 && domain_of(e, j, node) == s->domain && replicas_on(j, s->avail[node]) > 0)
-            cand[start[f->nodes[node].free]++] = node;
+            cand[start[f->brief[node].free]++] = node;
     }
     return n;
 }

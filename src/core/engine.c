@@ -91,6 +91,7 @@ void gp_engine_free(gp_engine *e)
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
         free(e->reservation[t].nodes);
     gp__scratch_free(&e->scratch);
+    gp__share_scores_forget(e);
     free(e->recent);
     free(e->reclaim_buf);
     free(e->pool);

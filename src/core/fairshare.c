@@ -16,6 +16,10 @@
  * (a is now at 1/8), then a, b, ... and each ends with 4 GPUs.  With
  * weights 3 and 1, a's share grows a third as fast: a gets 6, b gets 2.
  *
+ * Shares are computed when usage or weight change (tenants.c); each
+ * phase's start computes again only those computed before the fleet's
+ * capacity last changed (the others would come out the same).
+ *
  * Each pass sees every pending job at most once per phase: a leaf whose
  * cursor reached the end of its queue drops out ("active" counts, per
  * tenant, the leaves below it that still have jobs to try).
@@ -34,8 +38,12 @@ void gp__fair_begin(gp_engine *e)
     for (size_t i = 0; i < e->n_tenants; i++) {
         e->tenants[i].cursor = 0;
         e->tenants[i].active = 0;
-        if (!e->tenants[i].removed)
+        if (e->tenants[i].removed)
+            continue;
+        if (e->tenants[i].share_capacity != e->fleet.capacity_version)
             gp__tenant_update_share(e, (uint32_t)i);
+        else /* usage and weight changes compute it at once: it is what it would be; counted as computed */
+            e->shares_updated++;
     }
     for (size_t i = 0; i < e->n_tenants; i++) {
         const gp__tenant *t = &e->tenants[i];

@@ -134,15 +134,35 @@ static void index_insert(gp__fleet *f, uint32_t n, int k)
     b->free[t] += k;
 }
 
+/* Unhealthy or claimed whole: its job's end gives it to no one. */
+static bool gpu_withheld(const gp__gpu *g)
+{
+    return !g->healthy || g->claim != 0;
+}
+
+static uint8_t count_withheld(const gp__fleet *f, const gp__node *node)
+{
+    int k = 0;
+    for (int i = 0; i < node->gpu_count; i++)
+        k += gpu_withheld(&f->gpus[node->gpu_first + i]);
+    return (uint8_t)k;
+}
+
 void gp__node_reindex(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
-    int free = 0;
+    bool usable = node->up && !node->draining;
+    int free = 0, withheld = 0;
     node->stamp++; /* owners, claims, health or drain may have changed */
-    if (node->up && !node->draining)
-        for (int i = 0; i < node->gpu_count; i++)
-            free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
+    gp__node_touch(f, n);
+    for (int i = 0; i < node->gpu_count; i++) { /* one read of each GPU for both counts */
+        const gp__gpu *g = &f->gpus[node->gpu_first + i];
+        free += usable && gp__gpu_is_free(g);
+        withheld += gpu_withheld(g);
+    }
+    node->withheld = (uint8_t)withheld;
     node->free = (uint8_t)free;
+    f->brief[n] = gp__node_brief_of(node);
     int k = node->held ? 0 : free;
     if (k == node->indexed)
         return;
@@ -155,10 +175,21 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
 {
     int k = f->nodes[n].indexed;
     f->nodes[n].stamp++;
+    gp__node_touch(f, n);
     if (k == 0)
         return;
     index_remove(f, n);
     index_insert(f, n, k);
+}
+
+gp__node_brief gp__node_brief_of(const gp__node *node)
+{
+    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1};
+}
+
+void gp__node_touch(gp__fleet *f, uint32_t node)
+{
+    f->touched[node] = ++f->touch_seq;
 }
 
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
@@ -185,6 +216,7 @@ static void capacity_account(gp__fleet *f, const gp__node *node, int sign)
     f->capacity.v[node->type] += sign * (int64_t)healthy_gpus(f, node, -1) * 1000;
     f->capacity.v[GP_DIM_CPU] += sign * node->cpu_cap;
     f->capacity.v[GP_DIM_MEM] += sign * node->mem_cap;
+    f->capacity_version++;
 }
 
 /* Recompute the "if it were empty" tables after a change of shape (node
@@ -383,6 +415,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     if (!GP__GROW(f->nodes, f->n_nodes, f->cap_nodes) || !GP__GROW(b->nodes, b->n_nodes, b->cap_nodes) ||
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
         !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
+        !GP__GROW(f->touched, f->n_nodes, f->cap_touched) || !GP__GROW(f->brief, f->n_nodes, f->cap_brief) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -466,6 +499,7 @@ gp_err gp__fleet_node_add(gp_engine *e, const gp_node_spec *spec, bool *up, gp_e
     node->up = true;
     node->cpu_cap = spec->cpu_millis;
     node->mem_cap = spec->mem_mib;
+    gp__node_touch(f, n);
     capacity_account(f, node, +1);
     gp__node_reindex(f, n);
     f->shape_dirty = true;
@@ -491,6 +525,8 @@ bool gp__fleet_node_down(gp__fleet *f, uint32_t n)
         return false;
     capacity_account(f, node, -1);
     node->up = false;
+    gp__node_touch(f, n);
+    f->brief[n] = gp__node_brief_of(node);
     return true;
 }
 
@@ -503,6 +539,8 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
     capacity_account(f, node, -1);
     g->healthy = healthy;
     capacity_account(f, node, +1);
+    gp__node_touch(f, n);
+    node->withheld = count_withheld(f, node);
     return true;
 }
 
@@ -519,6 +557,7 @@ void gp__fleet_node_drain(gp_engine *e, uint32_t n, bool drain)
         return;
     node->draining = drain;
     node->drained_reported = false;
+    gp__node_touch(&e->fleet, n);
     gp__fleet_node_settle(&e->fleet, n);
     gp__node_check_drained(e, n);
 }
@@ -543,6 +582,8 @@ void gp__fleet_free(gp__fleet *f)
     free(f->gpus);
     free(f->zones);
     free(f->pools);
+    free(f->touched);
+    free(f->brief);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
         free(f->type_nodes[t]);

@@ -527,6 +527,122 @@ bool gp__scored_applies(const gp_engine *e, const gp__job *j)
     return j->isolation == GP_ISO_MPS || e->fleet.all_paper_scores || accepts_only_mps_models(e, j);
 }
 
+/* ---- scores of a share shape ----
+ * Every look of a share scores every MPS node of its types, and between
+ * two looks only a few nodes change (the last bind's, a release's).  So
+ * the engine keeps, for the last GP__SHARE_SCORES share shapes (type,
+ * share, CPU, memory, GPU memory, trust domain, mix version), the option
+ * of every MPS node of the type, each with the node's place in the tie
+ * order.  Every change to what a node's score reads (its GPUs, its CPU
+ * and memory in use, up, drain, held) goes through gp__node_touch, which
+ * stamps the node with the fleet's next touch number; a look scores again
+ * only the nodes touched since its shape's table was last brought up to
+ * date, then takes the best entry of the table in node order, as the
+ * scan did.  Only for types whose MPS nodes all score by the FGD band
+ * (the others' scores are not remembered, and random draws per job).
+ *
+ * Example: shares of 250 milli of one org look 40 times in a pass over
+ * 875 MPS nodes: the first look scores 875 nodes, each later one scores
+ * the node the previous bind took (one touch) and reads 875 table
+ * entries, instead of 875 nodes and their remembered scores. */
+
+/* A node's entry in a share shape's table: what the scan below would see. */
+static gp__share_score share_score(gp_engine *e, const gp__job *j, uint32_t org, uint32_t n, int type)
+{
+    gp__share_score s = {.ok = false};
+    if (!node_usable(e, n, type))
+        return s;
+    const gp__pool *pool = &e->fleet.pools[e->fleet.nodes[n].pool];
+    option o = scored(e, j, org, n, pool->spec.score);
+    return (gp__share_score){.score = o.score, .draw = tie_draw(pool->spec.seed, 0, n), .gpu = (int8_t)o.gpu, .ok = o.ok};
+}
+
+static bool shape_matches(const gp__share_scores *t, const gp_engine *e, const gp__job *j, uint32_t org, int type)
+{
+    return t->valid && t->type == type && t->n == e->fleet.n_mps_nodes[type] && t->milli == j->mps_milli &&
+           t->org == org && t->mix_version == e->mix.version && t->cpu == j->cpu && t->mem == j->mem &&
+           t->share_mem == j->share_mem;
+}
+
+/* Whether every MPS node of the type scores by the FGD band. */
+static bool type_scores_fgd(const gp_engine *e, int type)
+{
+    const gp__fleet *f = &e->fleet;
+    for (size_t c = 0; c < f->n_mps_nodes[type]; c++) {
+        gp_score score = f->pools[f->nodes[f->mps_nodes[type][c]].pool].spec.score;
+        if (score != GP_SCORE_FGD && score != GP_SCORE_DEFAULT)
+            return false;
+    }
+    return true;
+}
+
+/* A table made afresh for the shape, in the least recently used slot. */
+static gp__share_scores *shape_table_new(gp_engine *e, const gp__job *j, uint32_t org, int type)
+{
+    const gp__fleet *f = &e->fleet;
+    if (!type_scores_fgd(e, type))
+        return NULL;
+    gp__share_scores *t = &e->share_scores[0];
+    for (int k = 1; k < GP__SHARE_SCORES && t->valid; k++)
+        if (!e->share_scores[k].valid || e->share_scores[k].used < t->used)
+            t = &e->share_scores[k];
+    size_t n = f->n_mps_nodes[type];
+    t->valid = false;
+    if (!gp__grow((void **)&t->at, &t->cap, n ? n : 1, sizeof *t->at))
+        return NULL;
+    for (size_t c = 0; c < n; c++)
+        t->at[c] = share_score(e, j, org, f->mps_nodes[type][c], type);
+    *t = (gp__share_scores){.valid = true, .type = (uint8_t)type, .milli = (int16_t)j->mps_milli, .org = org,
+                            .mix_version = e->mix.version, .cpu = j->cpu, .mem = j->mem, .share_mem = j->share_mem,
+                            .seen = f->touch_seq, .at = t->at, .n = n, .cap = t->cap};
+    return t;
+}
+
+/* The shape's table, up to date, or NULL where the type has none (a node
+ * not scored by the FGD band, or no memory). */
+static const gp__share_scores *shape_table(gp_engine *e, const gp__job *j, uint32_t org, int type)
+{
+    const gp__fleet *f = &e->fleet;
+    gp__share_scores *t = NULL;
+    for (int k = 0; k < GP__SHARE_SCORES && !t; k++)
+        if (shape_matches(&e->share_scores[k], e, j, org, type))
+            t = &e->share_scores[k];
+    if (!t)
+        t = shape_table_new(e, j, org, type);
+    else
+        for (size_t c = 0; c < t->n; c++)
+            if (f->touched[f->mps_nodes[type][c]] > t->seen)
+                t->at[c] = share_score(e, j, org, f->mps_nodes[type][c], type);
+    if (t) {
+        t->seen = f->touch_seq;
+        t->used = ++e->share_scores_used;
+    }
+    return t;
+}
+
+void gp__share_scores_forget(gp_engine *e)
+{
+    for (int k = 0; k < GP__SHARE_SCORES; k++) {
+        free(e->share_scores[k].at);
+        e->share_scores[k] = (gp__share_scores){.valid = false};
+    }
+}
+
+/* Keep option o of node n (tie order draw) when it beats the best so far. */
+static void consider_node(uint32_t n, option o, uint64_t draw, uint32_t *best, option *best_o, uint64_t *best_draw)
+{
+    bool take;
+    if (*best == GP__NONE || o.score != best_o->score)
+        take = *best == GP__NONE || o.score > best_o->score;
+    else /* equal scores: the node order (random: a fresh draw) */
+        take = draw < *best_draw;
+    if (take) {
+        *best = n;
+        *best_draw = draw;
+        *best_o = o;
+    }
+}
+
 /* The best node for one replica among the accepted types (the paper's
  * scorer looks at every node the task may use, whatever its GPU model). */
 static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option *best_o)
@@ -539,6 +655,13 @@ static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option 
     for (int type = 0; type < f->n_types; type++) {
         if (!(types & (1u << type)))
             continue;
+        const gp__share_scores *t = shares ? shape_table(e, j, org, type) : NULL;
+        for (size_t c = 0; t && c < t->n; c++)
+            if (t->at[c].ok)
+                consider_node(f->mps_nodes[type][c], (option){true, t->at[c].score, 0, t->at[c].gpu}, t->at[c].draw,
+                              &best, best_o, &best_draw);
+        if (t)
+            continue;
         size_t n_cand = shares ? f->n_mps_nodes[type] : f->n_nodes;
         for (size_t c = 0; c < n_cand; c++) {
             uint32_t n = shares ? f->mps_nodes[type][c] : (uint32_t)c;
@@ -547,19 +670,9 @@ static uint32_t best_node(gp_engine *e, const gp__job *j, uint8_t types, option 
             gp__pool *pool = &f->pools[f->nodes[n].pool];
             gp_score score = pool->spec.score;
             option o = scored(e, j, org, n, score);
-            if (!o.ok)
-                continue;
-            uint64_t draw = tie_draw(pool->spec.seed, score == GP_SCORE_RANDOM ? j->id : 0, n);
-            bool take;
-            if (best == GP__NONE || o.score != best_o->score)
-                take = best == GP__NONE || o.score > best_o->score;
-            else /* equal scores: the node order (random: a fresh draw) */
-                take = draw < best_draw;
-            if (take) {
-                best = n;
-                best_draw = draw;
-                *best_o = o;
-            }
+            if (o.ok)
+                consider_node(n, o, tie_draw(pool->spec.seed, score == GP_SCORE_RANDOM ? j->id : 0, n), &best, best_o,
+                              &best_draw);
         }
     }
     return best;

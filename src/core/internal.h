@@ -114,6 +114,11 @@ typedef struct gp__memo {
     double score, tie;
 } gp__memo;
 
+typedef struct gp__node_brief {
+    uint32_t block;
+    int16_t free;         /* the node's free GPUs; -1 when down or draining */
+} gp__node_brief;
+
 typedef struct gp__node {
     char name[GP_NAME_MAX];
     uint32_t zone, block;
@@ -124,6 +129,8 @@ typedef struct gp__node {
     int64_t gpu_mem_mib;
     bool up, draining, drained_reported;
     bool held;            /* held for a reservation during this pass */
+    uint8_t withheld;     /* GPUs unhealthy or claimed whole: a job's end gives them to no
+                             one (backfill.c; counted by gp__node_reindex) */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
     uint32_t busy;        /* GPUs owned by whole-GPU jobs */
     uint32_t replicas;    /* job replicas of any kind on the node (drain waits for 0) */
@@ -184,6 +191,7 @@ typedef struct gp__fleet {
     int max_domain[GP_MAX_GPU_TYPES];
     int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
+    uint64_t capacity_version;            /* changes of capacity, ever (tenant shares divide by it) */
     bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
     uint32_t shape_count;                 /* recounts of the empty_* tables so far (starts at 1);
                                              gp__job.possible_shape is checked against it */
@@ -191,6 +199,18 @@ typedef struct gp__fleet {
      * and the MIG models among the MIG-mode ones (bit per model) */
     int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
     uint32_t mig_models[GP_MAX_GPU_TYPES];
+    /* per node (owned, grown with nodes): touch_seq at the node's last
+     * change of anything a share's node score reads (its GPUs, CPU and
+     * memory in use, up, drain, held; gp__node_touch); derived: zero after
+     * a snapshot is read */
+    uint64_t *touched;
+    size_t cap_touched;
+    uint64_t touch_seq;
+    /* per node (owned, grown with nodes): what a reservation sweep starts
+     * from, without reading the node (backfill.c); derived: made again from
+     * the nodes after a snapshot is read */
+    gp__node_brief *brief;
+    size_t cap_brief;
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -212,6 +232,7 @@ typedef struct gp__tenant {
     bool untrusted;       /* effective */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
+    uint64_t share_capacity; /* fleet.capacity_version the share was computed at */
     uint64_t fair_pass;   /* reclaim.c: the pass a job of this leaf last searched for fair share */
     bool promote_dirty;   /* guaranteed usage dropped or guarantee grew: look for promotions */
     /* leaf queue: pending job indexes in (priority desc, submit, id) order */
@@ -348,6 +369,30 @@ typedef struct gp__mix {
 } gp__mix;
 
 
+/* One share shape's score on every MPS node of one GPU type
+ * (fragmentation.c, "Scores of a share shape"): at[c] is node
+ * mps_nodes[type][c]'s, as of touch_seq == seen. */
+#define GP__SHARE_SCORES 32
+typedef struct gp__share_score {
+    double score;
+    uint64_t draw;        /* the node's place in the fixed tie order */
+    int8_t gpu;           /* the GPU within the node */
+    bool ok;              /* usable and fits */
+} gp__share_score;
+
+typedef struct gp__share_scores {
+    bool valid;
+    uint8_t type;
+    int16_t milli;        /* the shape: share, CPU, memory, GPU memory, trust domain */
+    uint32_t org;
+    uint32_t mix_version;
+    int64_t cpu, mem, share_mem;
+    uint64_t seen;        /* fleet.touch_seq when at[] was last brought up to date */
+    uint64_t used;        /* share_scores_used at its last use (the least recent is replaced) */
+    gp__share_score *at;  /* owned; n_mps_nodes[type] entries */
+    size_t n, cap;
+} gp__share_scores;
+
 /* A preemption still inside the cool-down: its victim may not take its
  * reclaimer's GPUs back in turn (reclaim.c). */
 typedef struct gp__preemption {
@@ -424,6 +469,10 @@ struct gp_engine {
     uint64_t next_interval;
 
     gp__mix mix;          /* workload mix of the fragmentation measure */
+    /* fragmentation.c: every MPS node's score for the last share shapes
+     * looked at, brought up to date from fleet.touched; derived */
+    gp__share_scores share_scores[GP__SHARE_SCORES];
+    uint64_t share_scores_used;
     gp__reservation reservation[GP_MAX_GPU_TYPES];
     gp__scratch scratch;
     uint64_t pass;
@@ -523,6 +572,11 @@ void gp__node_reindex(gp__fleet *f, uint32_t node);
  * count and the change's undo leave it (reclaim.c). */
 void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
+/* Something a share's node score reads changed on the node (its GPUs, CPU
+ * or memory in use, up, drain, held): fragmentation.c looks at it again. */
+void gp__node_touch(gp__fleet *f, uint32_t node);
+/* The node's brief as its fields say now (gp__node_reindex keeps it). */
+gp__node_brief gp__node_brief_of(const gp__node *node);
 bool gp__gpu_is_free(const gp__gpu *g);
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
@@ -750,6 +804,8 @@ bool gp__place_scored(gp_engine *e, const gp__job *j, uint8_t types, int *type);
 void gp__workload_observe(gp_engine *e, const gp__job *j);
 int gp__job_tag(const gp__job *j);
 void gp__node_tag(gp_engine *e, const gp__job *j, int sign);
+/* Forget every share shape's scores (a pool's score changed) and free them. */
+void gp__share_scores_forget(gp_engine *e);
 
 /* ---- mig.c ---- */
 typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;

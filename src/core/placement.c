@@ -346,10 +346,12 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
 static void cpu_only_charge(gp_engine *e, const gp__job *j, int sign)
 {
     for (int r = 0; r < j->replicas; r++) {
-        gp__node *node = &e->fleet.nodes[e->fleet.gpus[j->placed[r]].node];
+        uint32_t n = e->fleet.gpus[j->placed[r]].node;
+        gp__node *node = &e->fleet.nodes[n];
         node->cpu_used += sign * j->cpu;
         node->mem_used += sign * j->mem;
         node->replicas = (uint32_t)((int64_t)node->replicas + sign);
+        gp__node_touch(&e->fleet, n);
     }
 }
 

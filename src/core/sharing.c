@@ -124,6 +124,7 @@ gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *sp
                             "pool %s has time-sliced replicas running; change the factor once they are gone", pool);
     pl->spec = *spec;
     gp__reclaim_room(e, -1); /* placement may look differently now */
+    gp__share_scores_forget(e);
     if (pl->spec.timeslice_replicas == 0)
         pl->spec.timeslice_replicas = 4;
     e->fleet.all_paper_scores = e->fleet.all_spread = true;
@@ -169,10 +170,12 @@ void gp__tx_rollback(gp_engine *e)
         gp__gpu *g = &e->fleet.gpus[s->saved_gpus[i].index];
         *g = s->saved_gpus[i].copy;
         e->fleet.nodes[g->node].stamp++; /* scores remembered meanwhile are stale */
+        gp__node_touch(&e->fleet, g->node);
     }
     for (size_t i = s->n_saved_nodes; i-- > 0;) {
         gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
         n->stamp++;
+        gp__node_touch(&e->fleet, s->saved_nodes[i].index);
         n->cpu_used = s->saved_nodes[i].cpu_used;
         n->mem_used = s->saved_nodes[i].mem_used;
         n->replicas = s->saved_nodes[i].replicas;
@@ -289,6 +292,7 @@ bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job)
         gp__gpu *g = &e->fleet.gpus[j->placed[r]];
         g->trust = j->tenant;
         e->fleet.nodes[g->node].stamp++;
+        gp__node_touch(&e->fleet, g->node);
     }
     return true;
 }
@@ -370,6 +374,7 @@ bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t
     g->used_mem += gp__replica_mem(e, j, g);
     g->jobs++;
     n->stamp++;
+    gp__node_touch(&e->fleet, g->node);
     n->cpu_used += j->cpu;
     n->mem_used += j->mem;
     n->replicas++;
@@ -388,6 +393,7 @@ static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_
     if (g->jobs == 0)
         g->trust = GP__NONE;
     n->stamp++;
+    gp__node_touch(&e->fleet, g->node);
     n->cpu_used -= j->cpu;
     n->mem_used -= j->mem;
     n->replicas--;

@@ -253,6 +253,10 @@ static void fleet_detach(gp__fleet *f)
     f->blocks = NULL;
     f->zones = NULL;
     f->pools = NULL;
+    f->touched = NULL; /* derived (fleet.c): made again below, all nodes untouched */
+    f->cap_touched = 0;
+    f->brief = NULL; /* derived (fleet.c): made again below from the nodes */
+    f->cap_brief = 0;
     f->n_nodes = f->cap_nodes = f->n_gpus = f->cap_gpus = f->n_blocks = f->cap_blocks = 0;
     f->n_zones = f->cap_zones = f->n_pools = f->cap_pools = 0;
     memset(&f->node_by_name, 0, sizeof f->node_by_name);
@@ -291,6 +295,7 @@ static void engine_detach(gp_engine *e)
     e->cand_memo.valid = false;     /* derived (reclaim.c): reclaim_buf is not restored */
     e->n_pool = e->cap_pool = e->pool_pass = e->cap_ent = e->ent_pass = 0; /* derived (reclaim.c): made again by the next search */
     e->fair_leaf = GP__NONE;        /* derived (fairshare.c): the next pick descends */
+    memset(e->share_scores, 0, sizeof e->share_scores); /* derived (fragmentation.c): scored again when looked at */
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
         e->reservation[t].n_nodes = e->reservation[t].cap_nodes = 0;
@@ -322,6 +327,11 @@ static bool fleet_get(reader *r, gp__fleet *f, bool *nomem)
             !get_array(r, (void **)&f->type_nodes[t], &f->n_type_nodes[t], &f->cap_type_nodes[t],
                        sizeof *f->type_nodes[t], nomem))
             return false;
+    if (!gp__grow((void **)&f->touched, &f->cap_touched, f->n_nodes ? f->n_nodes : 1, sizeof *f->touched) ||
+        !gp__grow((void **)&f->brief, &f->cap_brief, f->n_nodes ? f->n_nodes : 1, sizeof *f->brief))
+        return !(*nomem = true);
+    for (size_t n = 0; n < f->n_nodes; n++)
+        f->brief[n] = gp__node_brief_of(&f->nodes[n]);
     for (size_t n = 0; n < f->n_nodes; n++)
         if (!gp_strmap_put(&f->node_by_name, f->nodes[n].name, (uint32_t)n))
             return !(*nomem = true);

@@ -319,6 +319,7 @@ void gp__tenant_update_share(gp_engine *e, uint32_t t)
         }
     }
     ten->share = share / gp__tenant_weight(e, ten);
+    ten->share_capacity = e->fleet.capacity_version;
     e->shares_updated++;
 }
 

@@ -396,6 +396,27 @@ static void promotion_goes_oldest_first(void **state)
     assert_null(tb_find(w, 3, GP_DEC_USAGE_OPEN));
 }
 
+static void an_older_job_too_big_for_the_guarantee_does_not_hold_back_a_younger_one(void **state)
+{
+    tb_world *w = *state;
+    /* org is guaranteed 2 GPUs: job 1 (2 GPUs) runs guaranteed, jobs 2 (3
+     * GPUs) and 3 (1 GPU) burstable.  When job 1 ends, job 2 is the oldest
+     * but can never fit the guarantee; job 3 is promoted. */
+    fleet32(w);
+    tb_tenant(w, "org", "H100", 2, -1);
+    tb_submit(w, 1, "org", 1, 2, 0);
+    tb_submit(w, 2, "org", 1, 3, 1);
+    tb_submit(w, 3, "org", 1, 1, 2);
+    assert_int_equal(tb_tick(w, 2, GP_DEC_BIND), 3);
+    assert_int_equal(tb_info(w, 1).cls, GP_CLASS_GUARANTEED);
+    assert_int_equal(tb_info(w, 3).cls, GP_CLASS_BURSTABLE);
+    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 100);
+    tb_advance(w, 100);
+    assert_int_equal(tb_info(w, 2).cls, GP_CLASS_BURSTABLE);
+    assert_int_equal(tb_info(w, 3).cls, GP_CLASS_GUARANTEED);
+    assert_int_equal(tb_tenant_info(w, "org").guaranteed_usage.v[0], 1000);
+}
+
 static void larger_guarantee_promotes_running_burstable_jobs(void **state)
 {
     tb_world *w = *state;
@@ -513,6 +534,7 @@ int main(void)
         TB_TEST(whole_demand_must_fit_under_guarantee),
         TB_TEST(burstable_job_is_promoted_when_guaranteed_job_finishes),
         TB_TEST(promotion_goes_oldest_first),
+        TB_TEST(an_older_job_too_big_for_the_guarantee_does_not_hold_back_a_younger_one),
         TB_TEST(shrinking_a_guarantee_demotes_the_newest_guaranteed_jobs),
         TB_TEST(removing_the_only_guarantee_demotes_its_jobs),
         TB_TEST(larger_guarantee_promotes_running_burstable_jobs),

@@ -299,6 +299,33 @@ static void releases_at_one_time_are_swept_in_running_order(void **state)
     tb_assert_gpus_consistent(w);
 }
 
+/* GPUs claimed by a reclaim come back to the claimer, not to the gang.
+ * 2 nodes x 8 H100: small's 1x8 jobs run on n00 (grace 100 s, ending at
+ * 1000) and n01 (ending at 2000); team "g", guaranteed 8 GPUs, preempts
+ * the first and claims its GPUs for its grace.  big's 2x8 gang then finds
+ * no time at which both nodes come back: n00's GPUs go to g's job. */
+static void a_gang_does_not_count_on_gpus_a_reclaim_claimed(void **state)
+{
+    tb_world *w = *state;
+    without_fair_share(w);
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    teams(w);
+    tb_tenant(w, "g", "H100", 8, -1);
+    gp_job_spec first = tb_job(1, "small", 100);
+    first.gpus = 8;
+    first.expected_runtime_s = 1000;
+    assert_int_equal(tb_submit_spec(w, &first, 0, NULL), GP_OK);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit_runtime(w, 2, "small", 1, 8, 2000, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    submit_runtime(w, 3, "g", 1, 8, 5000, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_PREEMPT), 1);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PREEMPTING);
+    submit_runtime(w, GANG, "big", 2, 8, 5000, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 0);
+    assert_int_not_equal(tb_info(w, GANG).wait.code, GP_WAIT_RESERVED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +340,7 @@ int main(void)
         TB_TEST(short_job_too_big_for_any_held_node_leaves_them_held),
         TB_TEST(short_job_a_held_node_can_take_is_placed_there),
         TB_TEST(releases_at_one_time_are_swept_in_running_order),
+        TB_TEST(a_gang_does_not_count_on_gpus_a_reclaim_claimed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

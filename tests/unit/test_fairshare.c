@@ -183,6 +183,36 @@ static void dominant_share_uses_the_scarcest_resource(void **state)
     assert_int_equal(tb_jobs_holding(w, "org/b"), 5);
 }
 
+static void submit_typed(tb_world *w, uint64_t id, const char *tenant, const char *type, int64_t now)
+{
+    gp_job_spec s = tb_job(id, tenant, 0);
+    s.n_gpu_types = 1;
+    s.gpu_types[0] = type;
+    assert_int_equal(tb_submit_spec(w, &s, now, NULL), GP_OK);
+}
+
+static void shares_follow_a_change_of_the_fleet(void **state)
+{
+    tb_world *w = *state;
+    /* 8 H100 and 2 A100: a runs 7 H100 jobs (share 7/8), b 2 A100 jobs
+     * (2/2).  Six A100 more come up: b is at 2/8 now, below a, so b's job
+     * takes the last H100 although a's waiting job is as old. */
+    fleet8(w);
+    tb_add_nodes(w, 1, "A100", 2, "b0", "z0");
+    two_teams(w, 0, 0);
+    for (uint64_t id = 1; id <= 7; id++)
+        submit_typed(w, id, "org/a", "H100", 0);
+    submit_typed(w, 101, "org/b", "A100", 0);
+    submit_typed(w, 102, "org/b", "A100", 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 9);
+    tb_add_nodes(w, 3, "A100", 2, "b0", "z0");
+    submit_typed(w, 8, "org/a", "H100", 10);
+    submit_typed(w, 103, "org/b", "H100", 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    assert_int_equal(tb_state(w, 103), GP_JOB_RUNNING);
+    assert_int_equal(tb_state(w, 8), GP_JOB_PENDING);
+}
+
 static void higher_priority_goes_first_within_a_leaf(void **state)
 {
     tb_world *w = *state;
@@ -265,6 +295,7 @@ int main(void)
         TB_TEST(weights_three_to_one_give_six_and_two),
         TB_TEST(shares_split_at_each_level_of_the_tree),
         TB_TEST(dominant_share_uses_the_scarcest_resource),
+        TB_TEST(shares_follow_a_change_of_the_fleet),
         TB_TEST(higher_priority_goes_first_within_a_leaf),
         TB_TEST(older_job_goes_first_at_equal_priority),
         TB_TEST(lower_id_breaks_a_tie_of_submit_time),

@@ -490,6 +490,85 @@ static void default_places_whole_gpus_by_fragmentation_on_mps_only_models(void *
     assert_string_equal(sb_job_node(w, 1), "big");
 }
 
+/* ---- scores of a share shape, remembered between looks ----
+ * Two MPS nodes in pool "p" (fgd, seed 3: "a" comes first in the tie
+ * order), "a" with 8 cores, "b" with 16, M = {0.25 GPU, no CPU}.  Share 1
+ * (0.25 GPU, 1 core) goes to "a"; its look made the table of its shape.
+ * Something then changes on "a" that only the node itself shows; share 3,
+ * of the same shape, must see it. */
+static void share_on_a(tb_world *w)
+{
+    sb_pool(w, "p", GP_SCORE_FGD, 0, 3);
+    gp_workload_shape m = shape(1, 250, 1);
+    set_mix(w, &m, 1);
+    gp_node_spec a = sb_node_spec("a", "H100", 2, MIB, GP_SHARING_MPS, "p");
+    a.cpu_millis = 8000;
+    gp_node_spec b = sb_node_spec("b", "H100", 2, MIB, GP_SHARING_MPS, "p");
+    b.cpu_millis = 16000;
+    assert_int_equal(gp_engine_node_add(w->e, &a, 0, NULL), GP_OK);
+    assert_int_equal(gp_engine_node_add(w->e, &b, 0, NULL), GP_OK);
+    sb_tenant(w, "org", GP_TRUST_TRUSTED);
+    gp_job_spec s = sb_mps_job(1, "org", 250, 0);
+    s.cpu_millis = 1000;
+    sb_submit(w, &s, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    assert_string_equal(sb_job_node(w, 1), "a");
+}
+
+/* A share of the shape of share 1, bound at `now`. */
+static void submit_share(tb_world *w, uint64_t id, int64_t now)
+{
+    gp_job_spec s = sb_mps_job(id, "org", 250, 0);
+    s.cpu_millis = 1000;
+    sb_submit(w, &s, now);
+    assert_int_equal(tb_tick(w, now, GP_DEC_BIND), 1);
+}
+
+/* CPU-only job 2 (7 cores) at t=10 goes to "a" (fewer free GPUs, fewer
+ * cores left) and leaves it none. */
+static void fill_a_with_cpu_only_work(tb_world *w)
+{
+    gp_job_spec c = sb_cpu_job(2, "org", 7000, 0);
+    sb_submit(w, &c, 10);
+    assert_int_equal(tb_tick(w, 10, GP_DEC_BIND), 1);
+    assert_int_equal(tb_node(w, "a").cpu_used, 8000);
+}
+
+static void a_share_does_not_take_cores_that_cpu_only_work_took_since_its_last_look(void **state)
+{
+    tb_world *w = *state;
+    share_on_a(w);
+    fill_a_with_cpu_only_work(w); /* share 3 needs a core: "b" */
+    submit_share(w, 3, 20);
+    assert_string_equal(sb_job_node(w, 3), "b");
+}
+
+static void a_share_does_not_go_to_a_node_drained_since_its_last_look(void **state)
+{
+    tb_world *w = *state;
+    share_on_a(w);
+    gp_error err;
+    gp_error_clear(&err);
+    assert_int_equal(gp_engine_node_drain(w->e, "a", true, 10, &err), GP_OK);
+    submit_share(w, 3, 20);
+    assert_string_equal(sb_job_node(w, 3), "b");
+}
+
+static void a_share_goes_back_to_room_freed_since_its_last_look(void **state)
+{
+    tb_world *w = *state;
+    share_on_a(w);
+    /* with "a" full of CPU-only work share 4's look finds "b" ... */
+    fill_a_with_cpu_only_work(w);
+    submit_share(w, 4, 20);
+    assert_string_equal(sb_job_node(w, 4), "b");
+    /* ... and once the CPU-only job ends, share 3 goes back to "a" (first
+     * in the tie order, and equal to "b" now). */
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 30);
+    submit_share(w, 3, 40);
+    assert_string_equal(sb_job_node(w, 3), "a");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +590,9 @@ int main(void)
         cmocka_unit_test(random_with_a_fixed_seed_repeats_its_choices),
         cmocka_unit_test(equal_scores_go_to_a_fixed_node_order),
         TB_TEST(default_places_whole_gpus_by_fragmentation_on_mps_only_models),
+        TB_TEST(a_share_does_not_take_cores_that_cpu_only_work_took_since_its_last_look),
+        TB_TEST(a_share_does_not_go_to_a_node_drained_since_its_last_look),
+        TB_TEST(a_share_goes_back_to_room_freed_since_its_last_look),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
