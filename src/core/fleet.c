@@ -153,8 +153,7 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
     gp__node *node = &f->nodes[n];
     bool usable = node->up && !node->draining;
     int free = 0, withheld = 0;
-    node->stamp++; /* owners, claims, health or drain may have changed */
-    gp__node_touch(f, n);
+    gp__node_touch(f, n); /* owners, claims, health or drain may have changed */
     for (int i = 0; i < node->gpu_count; i++) { /* one read of each GPU for both counts */
         const gp__gpu *g = &f->gpus[node->gpu_first + i];
         free += usable && gp__gpu_is_free(g);
@@ -174,7 +173,6 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
 void gp__node_to_front(gp__fleet *f, uint32_t n)
 {
     int k = f->nodes[n].indexed;
-    f->nodes[n].stamp++;
     gp__node_touch(f, n);
     if (k == 0)
         return;
@@ -189,6 +187,7 @@ gp__node_brief gp__node_brief_of(const gp__node *node)
 
 void gp__node_touch(gp__fleet *f, uint32_t node)
 {
+    f->nodes[node].stamp++;
     f->touched[node] = ++f->touch_seq;
 }
 

@@ -138,7 +138,7 @@ typedef struct gp__node {
     uint8_t free;         /* schedulable free GPUs (0 if down/draining) */
     uint8_t indexed;      /* the bucket the node sits in (0 = none) */
     uint32_t prev, next;  /* bucket list links */
-    uint64_t stamp;       /* bumped by every change to one of its GPUs */
+    uint64_t stamp;       /* bumped by gp__node_touch: every change a share's score reads */
     gp__memo memo[GP__MEMOS]; /* the last share scores (fragmentation.c) */
     uint8_t memo_next;
 } gp__node;
@@ -573,7 +573,9 @@ void gp__node_reindex(gp__fleet *f, uint32_t node);
 void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 /* Something a share's node score reads changed on the node (its GPUs, CPU
- * or memory in use, up, drain, held): fragmentation.c looks at it again. */
+ * or memory in use, up, drain, held): bumps node->stamp (the node's
+ * remembered scores) and stamps touched[] (the share shapes' tables);
+ * fragmentation.c looks at it again. */
 void gp__node_touch(gp__fleet *f, uint32_t node);
 /* The node's brief as its fields say now (gp__node_reindex keeps it). */
 gp__node_brief gp__node_brief_of(const gp__node *node);

@@ -169,12 +169,10 @@ void gp__tx_rollback(gp_engine *e)
     for (size_t i = s->n_saved_gpus; i-- > 0;) {
         gp__gpu *g = &e->fleet.gpus[s->saved_gpus[i].index];
         *g = s->saved_gpus[i].copy;
-        e->fleet.nodes[g->node].stamp++; /* scores remembered meanwhile are stale */
-        gp__node_touch(&e->fleet, g->node);
+        gp__node_touch(&e->fleet, g->node); /* scores remembered meanwhile are stale */
     }
     for (size_t i = s->n_saved_nodes; i-- > 0;) {
         gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
-        n->stamp++;
         gp__node_touch(&e->fleet, s->saved_nodes[i].index);
         n->cpu_used = s->saved_nodes[i].cpu_used;
         n->mem_used = s->saved_nodes[i].mem_used;
@@ -291,7 +289,6 @@ bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job)
     for (int r = 0; r < j->replicas; r++) {
         gp__gpu *g = &e->fleet.gpus[j->placed[r]];
         g->trust = j->tenant;
-        e->fleet.nodes[g->node].stamp++;
         gp__node_touch(&e->fleet, g->node);
     }
     return true;
@@ -373,7 +370,6 @@ bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t
     g->used_milli = (uint16_t)(g->used_milli + gp__replica_milli(e, j, g));
     g->used_mem += gp__replica_mem(e, j, g);
     g->jobs++;
-    n->stamp++;
     gp__node_touch(&e->fleet, g->node);
     n->cpu_used += j->cpu;
     n->mem_used += j->mem;
@@ -392,7 +388,6 @@ static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_
     g->jobs--;
     if (g->jobs == 0)
         g->trust = GP__NONE;
-    n->stamp++;
     gp__node_touch(&e->fleet, g->node);
     n->cpu_used -= j->cpu;
     n->mem_used -= j->mem;
