@@ -135,6 +135,12 @@ gp_err gp_engine_job_info(const gp_engine *e, uint64_t id, gp_job_info *out, gp_
 /* The user the job was submitted with: the engine's string, valid until
  * the engine changes; NULL when it has none or there is no such job. */
 const char *gp_engine_job_user(const gp_engine *e, uint64_t id);
+/* The fraction of the fleet hierarchical DRF gives the tenant: at each
+ * level of its path, its weight / the weights of it and its siblings
+ * (fair-share reclaim's entitlement; the simulator's fairness index).
+ * Example: org o (weight 8) beside team z (weight 2), o's teams p (3) and
+ * q (1): p gets 8/10 x 3/4 = 0.6.  0 when there is no such tenant. */
+double gp_engine_tenant_entitlement(const gp_engine *e, uint32_t tenant);
 /* The job's GPUs (global GPU indexes), replica by replica (gpus per replica
  * consecutive).  Returns how many were written (<= cap), 0 when not placed. */
 size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t cap);

@@ -116,24 +116,6 @@ int64_t gp__work_lost(const gp_engine *e, const gp__job *j)
 
 /* ---- fair share ---- */
 
-/* The fraction of the fleet hierarchical DRF gives tenant t: at each
- * level of its path, its weight / the weights of it and its siblings. */
-static double entitlement(const gp_engine *e, uint32_t t)
-{
-    double share = 1.0;
-    for (uint32_t a = t; a != GP__NONE; a = e->tenants[a].parent) {
-        uint32_t parent = e->tenants[a].parent;
-        const uint32_t *sib = parent == GP__NONE ? e->roots : e->tenants[parent].children;
-        size_t n = parent == GP__NONE ? e->n_roots : e->tenants[parent].n_children;
-        double sum = 0;
-        for (size_t i = 0; i < n; i++)
-            sum += gp__tenant_weight(e, &e->tenants[sib[i]]);
-        if (sum > 0)
-            share *= gp__tenant_weight(e, &e->tenants[a]) / sum;
-    }
-    return share;
-}
-
 /* How far over its fair share: dominant usage / entitlement, at least 1. */
 static double fair_share_excess(const gp_engine *e, uint32_t t)
 {
@@ -143,7 +125,7 @@ static double fair_share_excess(const gp_engine *e, uint32_t t)
         if (cap > 0 && (double)e->tenants[t].usage.v[d] / (double)cap > usage)
             usage = (double)e->tenants[t].usage.v[d] / (double)cap;
     }
-    double ent = entitlement(e, t);
+    double ent = gp_engine_tenant_entitlement(e, t);
     double excess = ent > 0 ? usage / ent : usage * 1e9;
     return excess > 1.0 ? excess : 1.0;
 }

@@ -286,45 +286,18 @@ static gp_err tenant_tree(const gp_sim_setup *setup, gp_engine **out, gp_error *
     return GP_OK;
 }
 
-/* Hierarchical DRF's share of tenant `path` (reclaim.c's entitlement): at
- * each level, its weight / the weights of it and its siblings.
- * sibling_weights[p] sums the weights of p's children (the last slot: the
- * top-level tenants'). */
-static double tree_share(const gp_engine *e, const double *sibling_weights, const char *path)
-{
-    size_t n = gp_engine_tenant_count(e);
-    uint32_t t;
-    if (gp_engine_tenant_find(e, path, &t, NULL) != GP_OK)
-        return 0;
-    double share = 1.0;
-    gp_tenant_info info;
-    while (gp_engine_tenant_get(e, t, &info)) {
-        double sum = sibling_weights[info.parent < n ? info.parent : n];
-        share *= sum > 0 ? info.weight / sum : 1.0;
-        if (info.parent >= n)
-            break;
-        t = info.parent;
-    }
-    return share;
-}
-
-/* r->group_entitlement from tenant tree e; false when out of memory. */
+/* r->group_entitlement from tenant tree e (gp_engine_tenant_entitlement);
+ * false when out of memory. */
 static bool fill_entitlements(const gp_engine *e, gp_sim_result *r)
 {
-    size_t n = gp_engine_tenant_count(e);
-    double *sibling_weights = calloc(n + 1, sizeof *sibling_weights);
     r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
-    if (!sibling_weights || !r->group_entitlement) {
-        free(sibling_weights);
+    if (!r->group_entitlement)
         return false;
+    for (size_t g = 0; g < r->n_groups; g++) {
+        uint32_t t;
+        r->group_entitlement[g] =
+            gp_engine_tenant_find(e, r->groups[g], &t, NULL) == GP_OK ? gp_engine_tenant_entitlement(e, t) : 0;
     }
-    gp_tenant_info info;
-    for (uint32_t t = 0; t < n; t++)
-        if (gp_engine_tenant_get(e, t, &info))
-            sibling_weights[info.parent < n ? info.parent : n] += info.weight;
-    for (size_t g = 0; g < r->n_groups; g++)
-        r->group_entitlement[g] = tree_share(e, sibling_weights, r->groups[g]);
-    free(sibling_weights);
     return true;
 }
 
