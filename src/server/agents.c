@@ -355,19 +355,27 @@ void gp_agents_reset_jobs(void *agents)
         job_drop(a, &a->jobs[a->n_jobs - 1]);
 }
 
+void gp_agents_seal(gp_agents *a)
+{
+    for (size_t i = a->n_sealed; i < a->n_dirty; i++)
+        a->nodes[a->dirty[i]].dirty = false; /* the next commit marks it again */
+    a->n_sealed = a->n_dirty;
+}
+
 void gp_agents_publish(gp_agents *a)
 {
-    if (a->n_dirty == 0)
+    if (a->n_sealed == 0)
         return;
     pthread_mutex_lock(&a->lock);
-    for (size_t i = 0; i < a->n_dirty; i++) {
+    for (size_t i = 0; i < a->n_sealed; i++) {
         gp__agent_node *n = &a->nodes[a->dirty[i]];
         n->version++;
-        n->dirty = false;
         pthread_cond_broadcast(n->wake); /* only the touched nodes' long-polls wake */
     }
-    a->n_dirty = 0;
     pthread_mutex_unlock(&a->lock);
+    a->n_dirty -= a->n_sealed;
+    memmove(a->dirty, a->dirty + a->n_sealed, a->n_dirty * sizeof *a->dirty);
+    a->n_sealed = 0;
 }
 
 void gp_agents_registered(gp_agents *a, const char *node, int64_t now_ms)

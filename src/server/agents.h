@@ -60,8 +60,9 @@ typedef struct gp_agents {
     gp_u64map job_index;       /* job id -> index into jobs */
     gp__agent_job *jobs;
     size_t n_jobs, cap_jobs;
-    uint32_t *dirty;           /* nodes touched since the last publish */
-    size_t n_dirty, cap_dirty;
+    uint32_t *dirty;           /* nodes touched since the last publish: the first n_sealed by */
+    size_t n_dirty, cap_dirty; /* the commit in flight (gp_agents_seal), the rest by the batch after it */
+    size_t n_sealed;
 } gp_agents;
 
 /* Why a job's replicas are told to stop ("" = they run). */
@@ -96,7 +97,11 @@ json_t *gp_agents_saved(const gp_agents *a);
 void gp_agents_restore(void *agents, const gp_engine *e, const json_t *saved);
 void gp_agents_reset_jobs(void *agents);
 
-/* After a commit: bumps the touched nodes' versions, wakes the waits. */
+/* gp_agents_seal when a commit is sent: the nodes touched so far are its.
+ * gp_agents_publish once it is durable: bumps those nodes' versions and
+ * wakes their waits (nodes the next batch touched meanwhile wait for its
+ * commit). */
+void gp_agents_seal(gp_agents *a);
 void gp_agents_publish(gp_agents *a);
 /* Registered: an agent node, seen now. */
 void gp_agents_registered(gp_agents *a, const char *node, int64_t now_ms);

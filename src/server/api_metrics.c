@@ -345,7 +345,7 @@ static void write_counters(FILE *f, const gp_metrics *m)
                 (unsigned long long)m->preemptions[r]);
     header(f, "gpupool_scheduling_pass_duration_seconds", "histogram", "scheduling pass duration");
     histogram(f, "gpupool_scheduling_pass_duration_seconds", "", &m->pass_seconds);
-    header(f, "gpupool_store_commit_duration_seconds", "histogram", "store commit (fsync) duration of a batch");
+    header(f, "gpupool_store_commit_duration_seconds", "histogram", "a batch's commit (fsync), sent to answer seen");
     histogram(f, "gpupool_store_commit_duration_seconds", "", &m->commit_seconds);
     header(f, "gpupool_http_requests_total", "counter", "API requests by route, method and status code");
     for (size_t i = 0; i < m->n_requests; i++)

@@ -316,6 +316,8 @@ static gp_err append(gp_journal *j, const gp_event *ev, gp_error *err)
     if (rc == GP_OK)
         rc = gp_store_event_append(j->store, &row, err);
     if (rc == GP_OK)
+        j->events_logged++;
+    if (rc == GP_OK)
         rc = write_own_rows(j, ev, payload, err);
     free(payload);
     return rc;

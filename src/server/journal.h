@@ -61,6 +61,7 @@ typedef struct gp_journal {
     bool last_logged;         /* the last accepted event went into the log (false: it changed nothing) */
     int64_t snapshot_seq;     /* at open: the snapshot the start used (its last event), 0 = a full replay */
     int64_t last_seq;         /* the last event replayed into the engine (open, gp_journal_follow) */
+    int64_t events_logged;    /* events this process appended to the log (live), committed or not */
     gp_journal_hooks hooks;
 } gp_journal;
 

@@ -170,9 +170,14 @@ void gp_ledger_state_init(gp_ledger_state *l)
     l->verify_ok = -1;
 }
 
+bool gp_ledger_head_log_due(const gp_ledger_state *l, int64_t now_ms)
+{
+    return l->head_due_ms == 0 || now_ms >= l->head_due_ms;
+}
+
 void gp_ledger_head_log(gp_ledger_state *l, gp_store *writer, int64_t now_ms)
 {
-    if (l->head_due_ms != 0 && now_ms < l->head_due_ms)
+    if (!gp_ledger_head_log_due(l, now_ms))
         return;
     l->head_due_ms = now_ms + GP_LEDGER_HEAD_LOG_MS;
     gp_error err;

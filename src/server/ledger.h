@@ -58,6 +58,7 @@ void gp_ledger_state_init(gp_ledger_state *l);
 /* Logs the writer's head when it is due (now_ms monotonic, never 0; the
  * first call always logs).  A store error is logged, not fatal. */
 void gp_ledger_head_log(gp_ledger_state *l, gp_store *writer, int64_t now_ms);
+bool gp_ledger_head_log_due(const gp_ledger_state *l, int64_t now_ms);
 /* Records a verification's result (at: epoch seconds) and logs a broken
  * chain at error level. */
 void gp_ledger_verified(gp_ledger_state *l, const gp_store_ledger_check *c, int64_t at);

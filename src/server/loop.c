@@ -12,9 +12,12 @@
 #include "util/text.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,7 +90,7 @@ void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms)
 {
     memset(l, 0, sizeof *l);
     pthread_mutex_init(&l->lock, NULL);
-    pthread_cond_init(&l->wake, NULL);
+    l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     l->tick_ms = tick_ms > 0 ? tick_ms : 1000;
     l->pass_min_ms = pass_min_ms >= 0 ? pass_min_ms : 0;
 }
@@ -99,6 +102,14 @@ static int64_t pass_due(const gp_loop *l)
     if (atomic_load(&l->following))
         return l->last_tick_ms + FOLLOW_EVERY_MS;
     return l->last_tick_ms + (l->dirty ? l->pass_min_ms : l->tick_ms);
+}
+
+/* Ends the engine thread's sleep (sleep_until), if it sleeps; under lock. */
+static void wake_locked(gp_loop *l)
+{
+    uint64_t one = 1;
+    if (l->sleeping && write(l->wake_fd, &one, sizeof one) == (ssize_t)sizeof one)
+        l->sleeping = false;
 }
 
 void gp_loop_run(gp_loop *l, gp_op *op)
@@ -120,7 +131,7 @@ void gp_loop_run(gp_loop *l, gp_op *op)
     else
         l->head = op;
     l->tail = op;
-    pthread_cond_signal(&l->wake);
+    wake_locked(l);
     pthread_mutex_unlock(&l->lock);
     while (sem_wait(&op->done) != 0 && errno == EINTR)
         ;
@@ -236,21 +247,6 @@ static void flush_use(gp_server *srv)
         gp_log(GP_LOG_WARN, "job_use_flush", "error=%s", gp_log_quote(err.message, q, sizeof q));
 }
 
-/* Moves the mutating ops to the front, keeping arrival order within each
- * group; returns how many mutate.  Done before anything is answered: an
- * answered op belongs to its caller again and may be gone. */
-static size_t partition(gp_op **ops, size_t n, gp_op **scratch)
-{
-    size_t m = 0, r = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ops[i]->mutates)
-            ops[m++] = ops[i];
-        else
-            scratch[r++] = ops[i];
-    memcpy(ops + m, scratch, r * sizeof *ops);
-    return m;
-}
-
 /* What a snapshot keeps beside the engine (snapshots.h). */
 static json_t *agents_saved(void *ctx)
 {
@@ -258,64 +254,117 @@ static json_t *agents_saved(void *ctx)
     return gp_agents_saved(&srv->agents);
 }
 
-static void run_batch(gp_server *srv, gp_op **ops, gp_op **scratch, size_t n)
+/* The chores that need the engine to hold exactly what is committed (no
+ * batch begun after the last commit): a snapshot when due, the ledger's
+ * head hourly. */
+static void quiet_chores(gp_server *srv)
 {
+    gp_snapshots_after_commit(&srv->snapshots, srv->store, &srv->journal.replayer, srv->journal.events_logged,
+                              agents_saved, srv);
+    gp_ledger_head_log(&srv->ledger, srv->store, mono_ms()); /* hourly */
+}
+
+static bool quiet_chores_due(gp_server *srv)
+{
+    return gp_snapshots_maybe_due(&srv->snapshots, srv->journal.events_logged) ||
+           gp_ledger_head_log_due(&srv->ledger, mono_ms());
+}
+
+/* The batch in flight: waits for its commit (fatal when it failed), then
+ * publishes what it decided to the agents and wakes its callers.  quiet:
+ * no batch is open (quiet_chores run). */
+static void complete_sent(gp_server *srv, bool quiet)
+{
+    gp_loop_batch *b = &srv->loop.sent;
     gp_error err;
-    bool changed = false;
-    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
-    int64_t t0 = mono_ms();
-    size_t m = partition(ops, n, scratch);
-    if (gp_store_begin(srv->store, &err) != GP_OK)
-        store_fatal(srv, "begin", &err);
-    for (size_t i = 0; i < m; i++) {
-        ops[i]->run(srv, ops[i], now);
-        if (srv->journal.broken)
-            store_fatal(srv, ops[i]->action, &(gp_error){.message = "a store write failed after the engine took the event"});
-        audit_op(srv, ops[i], now);
-        changed = changed || ops[i]->status < 400;
+    if (!b->active)
+        return;
+    if (gp_store_commit_wait(srv->store, &err) != GP_OK)
+        store_fatal(srv, "commit", &err);
+    b->active = false;
+    if (b->renewing)
+        gp_lease_renewed(&srv->lease, b->renew_sent);
+    gp_metrics_commit(&srv->metrics, mono_seconds() - b->sent_at);
+    gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
+    atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - b->t0_ms));
+    for (size_t i = 0; i < b->n; i++)
+        sem_post(&b->ops[i]->done);
+    atomic_fetch_add(&srv->loop.batches, 1);
+    atomic_fetch_add(&srv->loop.ops, b->n);
+    if (b->n > atomic_load(&srv->loop.max_batch))
+        atomic_store(&srv->loop.max_batch, b->n);
+    if (quiet)
+        quiet_chores(srv);
+}
+
+/* Runs ops into the open batch (begun here if none is): a mutating op
+ * with its audit row, a read as it comes (it sees the batch so far).
+ * None is answered before the batch's commit. */
+static void batch_add(gp_server *srv, gp_op **ops, size_t n)
+{
+    gp_loop_batch *b = &srv->loop.open;
+    gp_error err;
+    if (!b->active) {
+        if (gp_store_begin(srv->store, &err) != GP_OK)
+            store_fatal(srv, "begin", &err);
+        b->active = true;
+        b->n = 0;
+        b->t0_ms = mono_ms();
     }
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
+    for (size_t i = 0; i < n; i++) {
+        gp_op *op = ops[i];
+        b->ops[b->n++] = op;
+        op->run(srv, op, now);
+        if (!op->mutates)
+            continue;
+        if (srv->journal.broken)
+            store_fatal(srv, op->action, &(gp_error){.message = "a store write failed after the engine took the event"});
+        audit_op(srv, op, now);
+        srv->loop.dirty = srv->loop.dirty || op->status < 400;
+    }
+}
+
+/* Ends the open batch and sends its commit (nothing may be in flight):
+ * lost agents, the pass when due, each mutating op's finish, the tokens'
+ * last uses and the use counters, the lease.  The batch is then in
+ * flight; on SQLite it is committed already and completed at once. */
+static void batch_send(gp_server *srv)
+{
+    gp_loop *l = &srv->loop;
+    gp_loop_batch *b = &l->open;
+    gp_error err;
+    int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
     silent_ctx silent = {.srv = srv, .now = now};
     gp_agents_silent(&srv->agents, gp_wall_ms(), node_silent, &silent);
-    srv->loop.dirty = srv->loop.dirty || changed || silent.changed;
-    if (mono_ms() >= pass_due(&srv->loop))
+    l->dirty = l->dirty || silent.changed;
+    if (mono_ms() >= pass_due(l))
         tick(srv, now);
-    for (size_t i = 0; i < m; i++)
-        if (ops[i]->finish && ops[i]->status < 400)
-            ops[i]->finish(srv, ops[i], now);
+    for (size_t i = 0; i < b->n; i++)
+        if (b->ops[i]->mutates && b->ops[i]->finish && b->ops[i]->status < 400)
+            b->ops[i]->finish(srv, b->ops[i], now);
     flush_last_used(srv);
     flush_use(srv);
     /* A batch that ran long renews the lease in its own transaction, at
      * its end: committed, the renew proves the lease was this leader's
      * throughout (the fence), so the trust window needs no other check. */
-    int64_t renew_sent;
-    bool renewing = gp_lease_renew_due(&srv->lease, &renew_sent);
-    if (renewing && gp_store_lease_renew(srv->store, srv->lease.holder, atomic_load(&srv->lease.epoch),
-                                         srv->lease.ttl_ms, gp_wall_ms(), &err) != GP_OK)
+    b->renewing = gp_lease_renew_due(&srv->lease, &b->renew_sent);
+    if (b->renewing && gp_store_lease_renew(srv->store, srv->lease.holder, atomic_load(&srv->lease.epoch),
+                                            srv->lease.ttl_ms, gp_wall_ms(), &err) != GP_OK)
         store_fatal(srv, "lease_renew", &err);
-    if (!renewing && !gp_lease_trusted(&srv->lease)) {
+    if (!b->renewing && !gp_lease_trusted(&srv->lease)) {
         gp_store_rollback(srv->store);
         gp_lease_step_down("the lease was not renewed in time; nothing of this batch is committed");
     }
-    double c0 = mono_seconds();
-    if (gp_store_commit(srv->store, &err) != GP_OK)
+    b->sent_at = mono_seconds();
+    if (gp_store_commit_send(srv->store, &err) != GP_OK)
         store_fatal(srv, "commit", &err);
-    if (renewing)
-        gp_lease_renewed(&srv->lease, renew_sent);
-    gp_metrics_commit(&srv->metrics, mono_seconds() - c0);
-    gp_agents_publish(&srv->agents); /* what the batch decided reaches the agents' long-polls */
-    gp_snapshots_after_commit(&srv->snapshots, srv->store, &srv->journal.replayer, agents_saved, srv);
-    gp_ledger_head_log(&srv->ledger, srv->store, mono_ms()); /* hourly */
-    atomic_fetch_add(&srv->loop.commits_ms_total, (uint64_t)(mono_ms() - t0));
-    for (size_t i = 0; i < m; i++)
-        sem_post(&ops[i]->done);
-    for (size_t i = m; i < n; i++) {
-        ops[i]->run(srv, ops[i], now);
-        sem_post(&ops[i]->done);
-    }
-    atomic_fetch_add(&srv->loop.batches, 1);
-    atomic_fetch_add(&srv->loop.ops, n);
-    if (n > atomic_load(&srv->loop.max_batch))
-        atomic_store(&srv->loop.max_batch, n);
+    gp_agents_seal(&srv->agents);
+    gp_op **spare = l->sent.ops; /* the two op arrays take turns */
+    l->sent = *b;
+    *b = (gp_loop_batch){.ops = spare};
+    if (gp_store_commit_ready(srv->store)) /* SQLite: committed already */
+        complete_sent(srv, true);
 }
 
 /* ---- a follower's batch ---- */
@@ -369,57 +418,135 @@ void gp_loop_takeover(gp_loop *l)
 {
     pthread_mutex_lock(&l->lock);
     atomic_store(&l->takeover, true);
-    pthread_cond_signal(&l->wake);
+    wake_locked(l);
     pthread_mutex_unlock(&l->lock);
 }
 
-/* Takes up to MAX_BATCH queued ops; waits for one or the timer. */
-static size_t take_batch(gp_loop *l, gp_op **ops, bool *stop)
+/* Takes up to room queued ops, without waiting; *stop: the loop stops and
+ * nothing is queued. */
+static size_t take_ops(gp_loop *l, gp_op **ops, size_t room, bool *stop)
 {
     pthread_mutex_lock(&l->lock);
-    while (!l->head && !l->stopping && !atomic_load(&l->takeover)) {
-        int64_t due = pass_due(l) - mono_ms();
-        if (due <= 0)
-            break;
-        struct timespec ts = gp_deadline_after(CLOCK_REALTIME, due);
-        pthread_cond_timedwait(&l->wake, &l->lock, &ts);
-    }
     size_t n = 0;
-    while (l->head && n < MAX_BATCH) {
+    while (l->head && n < room) {
         ops[n++] = l->head;
         l->head = l->head->next;
     }
     if (!l->head)
         l->tail = NULL;
-    *stop = l->stopping && n == 0;
+    *stop = l->stopping && !l->head;
     pthread_mutex_unlock(&l->lock);
     return n;
+}
+
+/* Sleeps until an op is queued, a takeover, the stop, fd (when >= 0)
+ * readable, or timeout_ms. */
+static void sleep_until(gp_loop *l, int fd, int64_t timeout_ms)
+{
+    pthread_mutex_lock(&l->lock);
+    l->sleeping = !l->head && !l->stopping && !atomic_load(&l->takeover);
+    bool sleep = l->sleeping;
+    pthread_mutex_unlock(&l->lock);
+    if (sleep && timeout_ms > 0) {
+        struct pollfd p[2] = {{.fd = l->wake_fd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
+        poll(p, fd >= 0 ? 2 : 1, timeout_ms < INT_MAX ? (int)timeout_ms : INT_MAX);
+    }
+    pthread_mutex_lock(&l->lock);
+    l->sleeping = false;
+    pthread_mutex_unlock(&l->lock);
+    uint64_t count;
+    if (read(l->wake_fd, &count, sizeof count) < 0 && errno != EAGAIN)
+        gp_log(GP_LOG_WARN, "engine_thread", "error=\"cannot read the wake-up: %s\"", strerror(errno));
+}
+
+/* The milliseconds until the next pass is due (0 when it is). */
+static int64_t until_pass(const gp_loop *l)
+{
+    int64_t left = pass_due(l) - mono_ms();
+    return left > 0 ? left : 0;
+}
+
+/* One turn of a follower: the reads queued, the log's tail when due. */
+static bool follower_turn(gp_server *srv, gp_op **in)
+{
+    bool stop;
+    size_t n = take_ops(&srv->loop, in, MAX_BATCH, &stop);
+    if (n == 0 && stop)
+        return false;
+    if (n == 0 && until_pass(&srv->loop) > 0) {
+        sleep_until(&srv->loop, -1, until_pass(&srv->loop));
+        return true;
+    }
+    follow_batch(srv, in, n);
+    return true;
+}
+
+/* One turn of the leader.  While a batch's commit is in flight the next
+ * batch fills: each op queued meanwhile runs into it at once (and its pass
+ * when one is due), so the engine's work overlaps the commit's fsync; the
+ * batch is sent as soon as the commit before it is known.  With nothing
+ * in flight an open batch is sent at once.  While a chore needs the
+ * committed state (a snapshot due), no new batch opens until the commit in
+ * flight is known, nor while the open one is full.  False when the loop
+ * stops. */
+static bool leader_turn(gp_server *srv, gp_op **in)
+{
+    gp_loop *l = &srv->loop;
+    bool stop = false;
+    if (l->sent.active && (l->open.n == MAX_BATCH || (!l->open.active && quiet_chores_due(srv)))) {
+        complete_sent(srv, !l->open.active); /* no room, or a chore needs the committed state: wait */
+        return true;
+    }
+    size_t n = take_ops(l, in, MAX_BATCH - l->open.n, &stop);
+    if (n > 0)
+        batch_add(srv, in, n);
+    if (l->sent.active && gp_store_commit_ready(srv->store))
+        complete_sent(srv, !l->open.active);
+    if (l->sent.active) {
+        if (l->open.active && until_pass(l) == 0)
+            tick(srv, gp_journal_now(&srv->journal, gp_wall_ms() / 1000)); /* into the open batch */
+        if (n == 0 && !gp_store_commit_ready(srv->store)) /* (a read in the pass may have waited for it) */
+            sleep_until(l, gp_store_commit_fd(srv->store), l->open.active ? until_pass(l) : 1000);
+        return true;
+    }
+    if (!l->open.active && until_pass(l) == 0)
+        batch_add(srv, in, 0); /* the timer's pass, in a batch of its own */
+    if (l->open.active) {
+        batch_send(srv);
+        return true;
+    }
+    if (stop)
+        return false;
+    sleep_until(l, -1, until_pass(l));
+    return true;
 }
 
 static void *engine_thread(void *arg)
 {
     gp_server *srv = arg;
-    gp_op **ops = malloc(2 * MAX_BATCH * sizeof *ops);
-    bool stop = false;
-    if (!ops) {
+    gp_loop *l = &srv->loop;
+    gp_op **in = malloc(3 * MAX_BATCH * sizeof *in);
+    if (!in) {
         gp_log(GP_LOG_ERROR, "engine_thread", "error=\"out of memory\" action=exit");
         _exit(70);
     }
-    while (!stop) {
-        size_t n = take_batch(&srv->loop, ops, &stop);
-        if (atomic_exchange(&srv->loop.takeover, false))
+    l->open.ops = in + MAX_BATCH;
+    l->sent.ops = in + 2 * MAX_BATCH;
+    bool go = true;
+    while (go) {
+        if (atomic_exchange(&l->takeover, false))
             take_lead(srv);
-        if (atomic_load(&srv->loop.following))
-            follow_batch(srv, ops, n);
-        else if (n > 0 || !stop)
-            run_batch(srv, ops, ops + MAX_BATCH, n);
+        go = atomic_load(&l->following) ? follower_turn(srv, in) : leader_turn(srv, in);
     }
-    free(ops);
+    complete_sent(srv, true);
+    free(in);
     return NULL;
 }
 
 gp_err gp_loop_start(gp_server *srv, bool following, gp_error *err)
 {
+    if (srv->loop.wake_fd < 0)
+        return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot make the engine thread's eventfd");
     srv->loop.last_tick_ms = mono_ms();
     atomic_store(&srv->loop.following, following);
     if (pthread_create(&srv->loop.thread, NULL, engine_thread, srv) != 0)
@@ -435,7 +562,7 @@ void gp_loop_stop(gp_server *srv)
         return;
     pthread_mutex_lock(&l->lock);
     l->stopping = true;
-    pthread_cond_signal(&l->wake);
+    wake_locked(l);
     pthread_mutex_unlock(&l->lock);
     pthread_join(l->thread, NULL);
     l->started = false;

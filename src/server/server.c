@@ -590,8 +590,10 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
     }
     if (rc == GP_OK)
         rc = lead_step(load_fleet(srv, err), &lt.fleet, &t);
-    if (rc == GP_OK)
+    if (rc == GP_OK) {
+        gp_agents_seal(&srv->agents);
         gp_agents_publish(&srv->agents);
+    }
     if (rc == GP_OK)
         rc = gp_auth_reload(&srv->auth, srv->store, err);
     if (rc == GP_OK)

@@ -76,6 +76,7 @@ gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every
     sn->every_ms = every_s * 1000;
     sn->last_seq = covered;
     sn->last_ms = mono_ms();
+    sn->seq_read = -1;
     if (every_events <= 0)
         return GP_OK;
     gp_err rc = gp_store_open(store_url, false, &sn->store, err);
@@ -104,19 +105,28 @@ static bool due(const gp_snapshots *sn, int64_t seq, int64_t now_ms)
            (events > 0 && now_ms - sn->last_ms >= sn->every_ms);
 }
 
-void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,
-                               json_t *(*daemon)(void *ctx), void *ctx)
+bool gp_snapshots_maybe_due(gp_snapshots *sn, int64_t logged)
 {
     if (!sn->started)
-        return;
-    int64_t now_ms = mono_ms(), seq = gp_store_last_seq(store);
-    if (!due(sn, seq, now_ms))
-        return;
+        return false;
     pthread_mutex_lock(&sn->lock);
     bool busy = sn->busy;
     pthread_mutex_unlock(&sn->lock);
     if (busy)
-        return; /* the previous one is still being written: the next commit asks again */
+        return false; /* the previous one is still being written: a later commit asks again */
+    return sn->seq_read < 0 || due(sn, sn->seq_read + (logged - sn->logged_read), mono_ms());
+}
+
+void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r, int64_t logged,
+                               json_t *(*daemon)(void *ctx), void *ctx)
+{
+    if (!gp_snapshots_maybe_due(sn, logged))
+        return;
+    int64_t now_ms = mono_ms(), seq = gp_store_last_seq(store);
+    sn->seq_read = seq;
+    sn->logged_read = logged;
+    if (!due(sn, seq, now_ms))
+        return;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     json_t *extra = daemon ? daemon(ctx) : NULL;

@@ -58,6 +58,8 @@ typedef struct gp_snapshots {
     /* engine thread */
     int64_t last_seq;           /* the last event the newest snapshot covers */
     int64_t last_ms;            /* monotonic ms of the newest snapshot */
+    int64_t seq_read;           /* the log's last seq at the last after_commit, -1 before it */
+    int64_t logged_read;        /* the events logged then */
     atomic_uint_least64_t written;
     atomic_uint_least64_t last_bytes; /* the newest stored snapshot's size (writer thread); 0: none yet */
 } gp_snapshots;
@@ -67,9 +69,21 @@ typedef struct gp_snapshots {
 gp_err gp_snapshots_start(gp_snapshots *sn, const char *store_url, int64_t every_events, int64_t every_s,
                           int64_t covered, gp_error *err);
 /* daemon: what the caller saves beside the replayer (a new reference,
- * consumed; may be NULL), asked for only when a snapshot is due. */
-void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r,
+ * consumed; may be NULL), asked for only when a snapshot is due.  Call it
+ * only while the engine holds exactly what is committed (no transaction
+ * begun after it): the snapshot is labelled with the log's last seq.
+ * logged: the events this process appended so far (gp_journal's
+ * events_logged), which gp_snapshots_maybe_due counts from. */
+void gp_snapshots_after_commit(gp_snapshots *sn, gp_store *store, const gp_replayer *r, int64_t logged,
                                json_t *(*daemon)(void *ctx), void *ctx);
+/* Whether gp_snapshots_after_commit might take one now, without asking
+ * the database: the events logged since its last call, counted on top of
+ * the seq it read then (never fewer than the log holds, as nothing else
+ * writes it), or the timer; true before the first call; false while the
+ * writer is still busy with the previous one.  A false answer
+ * lets the engine thread go on with the next batch while a commit is in
+ * flight (server/loop.c). */
+bool gp_snapshots_maybe_due(gp_snapshots *sn, int64_t logged);
 /* Events between two snapshots: every_events, or one per
  * GP_SNAPSHOT_BYTES_PER_EVENT bytes of the last snapshot if that is more.
  * Example: (10000, 16358355) -> 127,799; (10000, 0) -> 10,000. */

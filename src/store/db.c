@@ -42,8 +42,44 @@ gp_db_dialect gp_db_dialect_of(const gp_db *db) { return db->dialect; }
 bool gp_db_broken(const gp_db *db) { return db->broken; }
 gp_err gp_db_exec(gp_db *db, const char *sql, gp_error *err) { return db->ops->exec(db, sql, err); }
 gp_err gp_db_begin(gp_db *db, bool write, gp_error *err) { return db->ops->begin(db, write, err); }
-gp_err gp_db_commit(gp_db *db, gp_error *err) { return db->ops->exec(db, "COMMIT", err); }
-void gp_db_rollback(gp_db *db) { db->ops->exec(db, "ROLLBACK", NULL); }
+gp_err gp_db_commit_send(gp_db *db, gp_error *err)
+{
+    if (db->ops->commit_send)
+        return db->ops->commit_send(db, err);
+    db->commit_rc = db->ops->exec(db, "COMMIT", &db->commit_err);
+    db->commit_sent = true;
+    if (db->commit_rc != GP_OK && err)
+        *err = db->commit_err;
+    return db->commit_rc;
+}
+
+bool gp_db_commit_ready(gp_db *db) { return db->ops->commit_ready ? db->ops->commit_ready(db) : true; }
+
+int gp_db_commit_fd(gp_db *db) { return db->ops->commit_fd ? db->ops->commit_fd(db) : -1; }
+
+gp_err gp_db_commit_wait(gp_db *db, gp_error *err)
+{
+    if (db->ops->commit_wait)
+        return db->ops->commit_wait(db, err);
+    gp_err rc = db->commit_sent ? db->commit_rc : GP_OK;
+    if (rc != GP_OK && err)
+        *err = db->commit_err;
+    db->commit_sent = false;
+    return rc;
+}
+
+gp_err gp_db_commit(gp_db *db, gp_error *err)
+{
+    gp_err rc = gp_db_commit_send(db, err);
+    gp_err waited = gp_db_commit_wait(db, err);
+    return rc != GP_OK ? rc : waited;
+}
+
+void gp_db_rollback(gp_db *db)
+{
+    db->commit_sent = false;
+    db->ops->exec(db, "ROLLBACK", NULL);
+}
 int64_t gp_db_changes(gp_db *db) { return db->ops->changes(db); }
 gp_err gp_db_checkpoint(gp_db *db, gp_error *err) { return db->ops->checkpoint(db, err); }
 

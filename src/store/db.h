@@ -29,7 +29,8 @@
  * inside a transaction, its step sends it without waiting and answers
  * GP_DB_DONE; the server's answers to all the statements queued so come
  * back in one round trip at the connection's next call that waits (a step
- * of a statement without the flag, exec, begin, commit, prepare).  An
+ * of a statement without the flag, exec, a reader's begin, commit,
+ * prepare).  An
  * error of a deferred statement fails that call with the statement's
  * message, and the transaction with it: its commit fails, nothing of it is
  * kept.  gp_db_changes does not count deferred statements.  On SQLite, and
@@ -43,7 +44,10 @@
  *                    lost: see gp_db_broken).
  * except that a connection that cannot be opened or is lost (PostgreSQL)
  * fills field GP_DB_CONNECTION_FIELD ("store_connection") instead: the
- * database is away, not the request wrong, and trying again later helps.
+ * database is away, not the request wrong, and trying again later helps;
+ * and that SQLSTATE GP_DB_PG_LEASE_SQLSTATE, which the store's lease
+ * fence raises on the server (store_lease.c), is GP_ERR_CONFLICT with
+ * field "lease".
  *
  * Threads: a gp_db is one connection, used by one thread at a time.
  *
@@ -73,6 +77,9 @@ typedef enum gp_db_type { GP_DB_NULL, GP_DB_INT, GP_DB_REAL, GP_DB_TEXT, GP_DB_B
 #define GP_DB_DONE 0
 #define GP_DB_ERROR (-1)
 
+/* The SQLSTATE of a fenced transaction whose lease moved (PostgreSQL). */
+#define GP_DB_PG_LEASE_SQLSTATE "GPL01"
+
 /* err->field of a connection that cannot be opened or was lost. */
 #define GP_DB_CONNECTION_FIELD "store_connection"
 
@@ -96,10 +103,40 @@ bool gp_db_broken(const gp_db *db);
  * (schema, BEGIN, COMMIT, PRAGMA, SET). */
 gp_err gp_db_exec(gp_db *db, const char *sql, gp_error *err);
 /* BEGIN for a writer (SQLite: BEGIN IMMEDIATE, taking the write lock
- * now) or a reader (plain BEGIN), COMMIT, ROLLBACK (never fails). */
+ * now; PostgreSQL: sent in the pipeline, not waited for, so a failed BEGIN
+ * fails the next call that waits) or a reader (plain BEGIN), COMMIT,
+ * ROLLBACK (never fails; it also forgets a commit sent and not waited
+ * for). */
 gp_err gp_db_begin(gp_db *db, bool write, gp_error *err);
 gp_err gp_db_commit(gp_db *db, gp_error *err);
 void gp_db_rollback(gp_db *db);
+/* A commit that does not wait: gp_db_commit_send ends the transaction
+ * and sends its COMMIT (PostgreSQL: behind the deferred statements still
+ * queued, in the pipeline, and returns at once; SQLite: commits now and
+ * keeps the outcome); gp_db_commit_wait returns that outcome, as
+ * gp_db_commit would have (GP_OK when no commit was sent).  In between,
+ * the connection may begin the next write transaction and queue deferred
+ * statements in it, so the next batch's work overlaps the commit's fsync;
+ * a call that waits for the server reads the commit's answer first and
+ * keeps it for gp_db_commit_wait.  The next transaction must not commit
+ * before gp_db_commit_wait said GP_OK: a failed commit leaves the
+ * connection in a failed transaction (every statement behind it fails,
+ * with the commit's error) until gp_db_rollback.  gp_db_commit_ready:
+ * whether the outcome has arrived, without blocking (always true on
+ * SQLite, and when nothing was sent).  gp_db_commit = send, then wait.
+ *
+ * Example (PostgreSQL): BEGIN, INSERT (deferred), commit_send: the
+ * INSERT's Sync, then "COMMIT" and a Sync go out together; BEGIN and
+ * three deferred INSERTs of the next batch follow on the wire while the
+ * server fsyncs; commit_ready says true once the COMMIT's answer came
+ * back; commit_wait returns GP_OK; the next batch's commit_send. */
+gp_err gp_db_commit_send(gp_db *db, gp_error *err);
+bool gp_db_commit_ready(gp_db *db);
+/* A descriptor to poll for reading while gp_db_commit_ready says false:
+ * it turns readable when more of the answer arrives (PostgreSQL: the
+ * connection's socket); -1 when nothing is in flight, and on SQLite. */
+int gp_db_commit_fd(gp_db *db);
+gp_err gp_db_commit_wait(gp_db *db, gp_error *err);
 /* SQLite: a passive WAL checkpoint (never blocks the writer or readers;
  * the writer does not checkpoint by itself).  PostgreSQL: nothing to do. */
 gp_err gp_db_checkpoint(gp_db *db, gp_error *err);

@@ -12,6 +12,11 @@ typedef struct gp__db_ops {
     void (*close)(gp_db *db);
     gp_err (*exec)(gp_db *db, const char *sql, gp_error *err);
     gp_err (*begin)(gp_db *db, bool write, gp_error *err);
+    /* NULL: db.c commits at send and keeps the outcome (SQLite) */
+    gp_err (*commit_send)(gp_db *db, gp_error *err);
+    bool (*commit_ready)(gp_db *db);
+    int (*commit_fd)(gp_db *db);
+    gp_err (*commit_wait)(gp_db *db, gp_error *err);
     int64_t (*changes)(gp_db *db);
     gp_err (*checkpoint)(gp_db *db, gp_error *err);
     gp_err (*prepare)(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err);
@@ -37,6 +42,10 @@ struct gp_db {
     const gp__db_ops *ops;
     gp_db_dialect dialect;
     bool broken; /* PostgreSQL: the connection is gone */
+    /* db.c's commit_send without a driver's own: the outcome kept */
+    bool commit_sent;
+    gp_err commit_rc;
+    gp_error commit_err;
 };
 
 /* The first member of every driver's statement struct. */

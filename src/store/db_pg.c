@@ -33,15 +33,28 @@
  *                 step answers DONE at once.  The answers of the queued
  *                 statements are read at the connection's next call that
  *                 waits for the server (a step of any other statement,
- *                 exec, BEGIN/COMMIT/ROLLBACK, prepare, finalize), after a
+ *                 exec, COMMIT/ROLLBACK, prepare, finalize), after a
  *                 Sync: one round trip for the whole queue.  The first
  *                 error among them fails that call (PostgreSQL has aborted
  *                 the transaction, so COMMIT fails too and nothing of it is
  *                 kept); a call that cannot report it (finalize) leaves it
- *                 for the next one that can; ROLLBACK forgets it.  At most
- *                 GP__PG_MAX_QUEUED statements wait at a time (their
- *                 answers must fit the socket's buffer: the client sends
- *                 without reading, blocking, and so must the server).
+ *                 for the next one that can; ROLLBACK forgets it.  A
+ *                 writer's BEGIN is queued the same way.  At most
+ *                 GP__PG_MAX_QUEUED answers wait unread at a time (the
+ *                 queue's and a commit's in flight): a bound on what libpq
+ *                 buffers, not a deadlock guard (libpq reads the server's
+ *                 answers while a send of its own is blocked; a queue of
+ *                 200,000 inserts was tried).
+ *   committing    gp_db_commit_send queues COMMIT behind the queue and
+ *                 sends a Sync; the next transaction's BEGIN and deferred
+ *                 statements queue behind it; gp_db_commit_ready reads
+ *                 what has arrived (PQconsumeInput, then results while
+ *                 PQisBusy says they are there); anything that waits reads
+ *                 the commit's answers first and keeps its outcome for
+ *                 gp_db_commit_wait.  Example: BEGIN, INSERT (queued),
+ *                 commit_send -> [BEGIN, INSERT, COMMIT, Sync] on the wire;
+ *                 BEGIN, INSERT of the next batch -> buffered behind it;
+ *                 commit_ready -> false, later true; commit_wait -> GP_OK.
  *
  * Every connection runs with synchronous_commit = on (a COMMIT returns
  * once the WAL is flushed: as durable as SQLite's synchronous=FULL) and
@@ -73,21 +86,39 @@
 #define GP__OID_NUMERIC 1700
 
 #define GP__PG_MAX_PARAMS 1000
-#define GP__PG_MAX_QUEUED 512
+#define GP__PG_MAX_QUEUED 8192
 
 /* The example of the header, deferred: BEGIN; step "INSERT INTO jobs ..."
  * (sent, DONE), step "INSERT INTO job_scope ..." (sent, DONE), step
  * "SELECT \"user\" FROM jobs WHERE id = 7" (Sync sent, the two inserts'
  * answers read, then the SELECT run as always); COMMIT. */
 
+/* The answers of one stretch of the pipeline being read: n statements,
+ * then the Sync. */
+struct gp__pg_segment {
+    int n;
+    int ends;              /* statements whose answers were read in full */
+    PGresult *last;        /* keep_last: the last statement's result */
+    bool keep_last;
+    bool has_error;
+    gp_error error;        /* the first error in it */
+};
+
 struct gp__db_pg {
     gp_db base;
     PGconn *conn;
     int64_t changes;
     unsigned next_name;
-    int queued;            /* deferred statements sent, their answers not read (pipeline mode while > 0) */
+    int queued;            /* deferred statements sent, their answers not read, no Sync yet */
     bool has_deferred_error;
     gp_error deferred_error; /* the first error of the queue, not yet reported */
+    /* gp_db_commit_send: the queue and COMMIT sent with a Sync (commit, its
+     * answers not all read); then its outcome until gp_db_commit_wait takes
+     * it (commit_known).  Pipeline mode while queued > 0 or committing. */
+    bool committing, commit_known;
+    struct gp__pg_segment commit;
+    gp_err commit_rc;
+    gp_error commit_err;
 };
 
 /* A bytea column's bytes (PQunescapeBytea's, freed with PQfreemem). */
@@ -137,11 +168,13 @@ static gp_err fail(gp_db *db, const PGresult *res, const char *what, gp_error *e
     if (PQstatus(conn_of(db)) == CONNECTION_BAD || sqlstate_is(state, "08") || sqlstate_is(state, "57P0"))
         db->broken = true;
     gp_err rc = GP_ERR_INVALID;
+    int len = (int)strcspn(msg, "\n"); /* libpq's messages end in a newline, some have a DETAIL line */
+    if (sqlstate_is(state, GP_DB_PG_LEASE_SQLSTATE))
+        return gp_error_set(err, GP_ERR_CONFLICT, "lease", "%s: %.*s", what, len, msg);
     if (sqlstate_is(state, "40001") || sqlstate_is(state, "40P01") || sqlstate_is(state, "55P03"))
         rc = GP_ERR_CONFLICT;
     else if (sqlstate_is(state, "53200"))
         rc = GP_ERR_NOMEM;
-    int len = (int)strcspn(msg, "\n"); /* libpq's messages end in a newline, some have a DETAIL line */
     if (db->broken)
         return gp_error_set(err, rc, GP_DB_CONNECTION_FIELD, "%s: connection to PostgreSQL lost: %.*s", what, len,
                             msg);
@@ -158,54 +191,120 @@ static bool result_ok(const PGresult *res)
 
 static struct gp__db_pg *pg_db(gp_db *db) { return (struct gp__db_pg *)db; }
 
-/* Reads the answers up to the Sync: the first error into the connection's
- * deferred error, except that the last statement's result goes to *last
- * when last is not NULL (a statement that waits, sent behind the queue).
- * Each queued statement ends with a NULL result, the Sync with
- * PGRES_PIPELINE_SYNC; a connection gone ends it early. */
-static void read_queue(struct gp__db_pg *db, PGresult **last)
+/* Reads a segment's answers up to its Sync; with poll, only those that
+ * have arrived (the caller ran PQconsumeInput).  True once the Sync was
+ * read or the connection is gone.  Each statement's answer ends with a
+ * NULL result, the Sync is PGRES_PIPELINE_SYNC; after an error the rest
+ * up to the Sync come as PGRES_PIPELINE_ABORTED. */
+static bool read_segment(struct gp__db_pg *db, struct gp__pg_segment *seg, bool poll)
 {
-    int ends = 0;
     for (;;) {
+        if (poll && PQisBusy(db->conn))
+            return false;
         PGresult *res = PQgetResult(db->conn);
         if (!res) {
-            if (PQstatus(db->conn) == CONNECTION_BAD || ++ends > db->queued)
-                break;
+            if (PQstatus(db->conn) == CONNECTION_BAD || ++seg->ends > seg->n)
+                return true;
             continue;
         }
         ExecStatusType s = PQresultStatus(res);
         if (s == PGRES_PIPELINE_SYNC) {
             PQclear(res);
-            break;
+            return true;
         }
-        if (last && ends == db->queued - 1 && s != PGRES_PIPELINE_ABORTED && !*last) {
-            *last = res;
+        if (seg->keep_last && seg->ends == seg->n - 1 && s != PGRES_PIPELINE_ABORTED && !seg->last) {
+            seg->last = res;
             continue;
         }
-        if (s != PGRES_PIPELINE_ABORTED && !result_ok(res) && !db->has_deferred_error) {
-            fail(&db->base, res, "deferred statement", &db->deferred_error);
-            db->has_deferred_error = true;
+        if (s != PGRES_PIPELINE_ABORTED && !result_ok(res) && !seg->has_error) {
+            fail(&db->base, res, "deferred statement", &seg->error);
+            seg->has_error = true;
         }
         PQclear(res);
     }
 }
 
+/* Pipeline mode ends once nothing is in it; failing that, the connection
+ * is unusable. */
+static void leave_pipeline(struct gp__db_pg *db)
+{
+    if (db->queued > 0 || db->committing || PQpipelineStatus(db->conn) == PQ_PIPELINE_OFF)
+        return;
+    if (PQexitPipelineMode(db->conn) != 1 && !db->has_deferred_error) {
+        fail(&db->base, NULL, "deferred statement", &db->deferred_error);
+        db->has_deferred_error = true;
+        db->base.broken = true;
+    }
+}
+
+/* Statements sent whose answers are not read (the queue's and a commit's
+ * in flight): at most GP__PG_MAX_QUEUED. */
+static int unread(const struct gp__db_pg *db)
+{
+    return db->queued + (db->committing ? db->commit.n - db->commit.ends : 0);
+}
+
+/* The commit in flight's outcome, from its segment (the COMMIT is its
+ * last statement; PostgreSQL answers the COMMIT of a transaction an error
+ * aborted with "ROLLBACK", no error). */
+static void commit_outcome(struct gp__db_pg *db)
+{
+    struct gp__pg_segment *seg = &db->commit;
+    db->commit_rc = GP_OK;
+    if (seg->has_error) {
+        db->commit_err = seg->error;
+        db->commit_rc = seg->error.code;
+    } else if (!seg->last || !result_ok(seg->last)) {
+        db->commit_rc = fail(&db->base, seg->last, "commit", &db->commit_err);
+    } else if (strcmp(PQcmdStatus(seg->last), "ROLLBACK") == 0) {
+        db->commit_rc = gp_error_set(&db->commit_err, GP_ERR_INVALID, "store",
+                                     "commit: PostgreSQL rolled the transaction back (a statement in it failed)");
+    }
+    PQclear(seg->last);
+    seg->last = NULL;
+    db->committing = false;
+    db->commit_known = true;
+}
+
+/* Reads the commit in flight to its end (blocking), keeps its outcome. */
+static void settle_commit(struct gp__db_pg *db)
+{
+    if (!db->committing)
+        return;
+    read_segment(db, &db->commit, false);
+    commit_outcome(db);
+}
+
 /* Ends the queue (one round trip) and reports its first error, or one an
- * earlier call could not report.  err may be NULL: the error waits.  last:
- * see read_queue. */
+ * earlier call could not report.  A commit in flight is read first (its
+ * answers come first); while a failed commit is not yet taken by
+ * gp_db_commit_wait, its error is the one reported (the queue's
+ * statements failed behind it).  err may be NULL: the error
+ * waits.  last: where the queue's last statement's result goes (a
+ * statement that waits, sent behind the queue), or NULL. */
 static gp_err end_queue(gp_db *base, PGresult **last, gp_error *err)
 {
     struct gp__db_pg *db = pg_db(base);
     if (db->queued > 0) {
-        if (PQpipelineSync(db->conn) == 1)
-            read_queue(db, last);
-        if (PQexitPipelineMode(db->conn) != 1 && !db->has_deferred_error) {
-            fail(base, NULL, "deferred statement", &db->deferred_error);
+        struct gp__pg_segment seg = {.n = db->queued, .keep_last = last != NULL};
+        bool synced = PQpipelineSync(db->conn) == 1;
+        settle_commit(db);
+        if (synced)
+            read_segment(db, &seg, false);
+        if (last)
+            *last = seg.last;
+        if (seg.has_error && !db->has_deferred_error) {
+            db->deferred_error = seg.error;
             db->has_deferred_error = true;
-            base->broken = true; /* still in pipeline mode: no other call can work */
         }
         db->queued = 0;
     }
+    settle_commit(db);
+    if (db->commit_known && db->commit_rc != GP_OK) {
+        db->deferred_error = db->commit_err; /* the cause of whatever failed behind it */
+        db->has_deferred_error = true;
+    }
+    leave_pipeline(db);
     if (!db->has_deferred_error || !err)
         return db->has_deferred_error ? db->deferred_error.code : GP_OK;
     *err = db->deferred_error;
@@ -221,8 +320,10 @@ static gp_err pg_exec(gp_db *db, const char *sql, gp_error *err)
 {
     bool rollback = strcmp(sql, "ROLLBACK") == 0;
     gp_err queued = flush_queue(db, rollback ? NULL : err);
-    if (rollback)
-        pg_db(db)->has_deferred_error = false; /* what the rollback discards */
+    if (rollback) { /* what the rollback discards */
+        pg_db(db)->has_deferred_error = false;
+        pg_db(db)->commit_known = false;
+    }
     else if (queued != GP_OK)
         return queued;
     PGresult *res = PQexec(conn_of(db), sql);
@@ -241,11 +342,90 @@ static void pg_close(gp_db *db)
     free(db);
 }
 
+/* Sends sql (no parameters) into the pipeline without waiting: one more
+ * queued statement. */
+static gp_err send_queued(struct gp__db_pg *db, const char *sql, gp_error *err)
+{
+    if (PQenterPipelineMode(db->conn) != 1 || PQsendQueryParams(db->conn, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        gp_err rc = fail(&db->base, NULL, sql, err);
+        flush_queue(&db->base, NULL);
+        return rc;
+    }
+    db->queued++;
+    return GP_OK;
+}
+
 /* A writer's transaction is READ COMMITTED (the default; the lease fences
- * writers); a reader's sees one snapshot, as a SQLite read transaction does. */
+ * writers) and its BEGIN is queued like a deferred statement (nothing of
+ * it is read before the first statement that waits); a reader's sees one
+ * snapshot, as a SQLite read transaction does. */
 static gp_err pg_begin(gp_db *db, bool write, gp_error *err)
 {
-    return pg_exec(db, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", err);
+    if (!write)
+        return pg_exec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ", err);
+    return send_queued(pg_db(db), "BEGIN", err);
+}
+
+/* The queue, COMMIT and a Sync go out; the answers are read later. */
+static gp_err pg_commit_send(gp_db *base, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(base);
+    settle_commit(db); /* one commit in flight at a time */
+    if (db->commit_known && db->commit_rc != GP_OK) {
+        if (err)
+            *err = db->commit_err;
+        return db->commit_rc; /* the transaction failed behind it */
+    }
+    if (db->has_deferred_error) { /* one a call that could not report it (finalize) kept */
+        if (err)
+            *err = db->deferred_error;
+        db->has_deferred_error = false;
+        return db->deferred_error.code;
+    }
+    gp_err rc = send_queued(db, "COMMIT", err);
+    if (rc != GP_OK)
+        return rc;
+    if (PQpipelineSync(db->conn) != 1) {
+        rc = fail(base, NULL, "commit", err);
+        flush_queue(base, NULL);
+        return rc;
+    }
+    db->commit = (struct gp__pg_segment){.n = db->queued, .keep_last = true};
+    db->queued = 0;
+    db->committing = true;
+    db->commit_known = false;
+    return GP_OK;
+}
+
+static bool pg_commit_ready(gp_db *base)
+{
+    struct gp__db_pg *db = pg_db(base);
+    if (!db->committing)
+        return true;
+    if (PQconsumeInput(db->conn) != 1 || read_segment(db, &db->commit, true)) {
+        commit_outcome(db); /* a connection gone: its error, read now */
+        leave_pipeline(db);
+    }
+    return !db->committing;
+}
+
+static int pg_commit_fd(gp_db *base)
+{
+    struct gp__db_pg *db = pg_db(base);
+    return db->committing ? PQsocket(db->conn) : -1;
+}
+
+static gp_err pg_commit_wait(gp_db *base, gp_error *err)
+{
+    struct gp__db_pg *db = pg_db(base);
+    settle_commit(db);
+    leave_pipeline(db);
+    if (!db->commit_known)
+        return GP_OK;
+    db->commit_known = false;
+    if (db->commit_rc != GP_OK && err)
+        *err = db->commit_err;
+    return db->commit_rc;
 }
 
 static int64_t pg_changes(gp_db *db) { return ((struct gp__db_pg *)db)->changes; }
@@ -500,18 +680,16 @@ static int step_deferred(struct gp__stmt_pg *st, gp_error *err)
     struct gp__db_pg *db = pg_db(st->base.db);
     bool sent = false;
     st->executed = true;
-    if (db->queued == 0 && PQenterPipelineMode(db->conn) != 1)
+    if (PQenterPipelineMode(db->conn) != 1) /* already in it: nothing to do */
         return step_error(st, "step", err);
     execute(st, true, &sent);
     if (!sent) {
         int rc = step_error(st, "step", err);
-        if (db->queued == 0)
-            PQexitPipelineMode(db->conn);
-        else
-            flush_queue(&db->base, NULL); /* the queue's own error, if any, waits */
+        flush_queue(&db->base, NULL); /* the queue's own error, if any, waits */
         return rc;
     }
-    if (++db->queued >= GP__PG_MAX_QUEUED && flush_queue(&db->base, err) != GP_OK)
+    db->queued++;
+    if (unread(db) >= GP__PG_MAX_QUEUED && flush_queue(&db->base, err) != GP_OK)
         return GP_DB_ERROR;
     return GP_DB_DONE;
 }
@@ -671,6 +849,10 @@ static const gp__db_ops PG_OPS = {
     .close = pg_close,
     .exec = pg_exec,
     .begin = pg_begin,
+    .commit_send = pg_commit_send,
+    .commit_ready = pg_commit_ready,
+    .commit_fd = pg_commit_fd,
+    .commit_wait = pg_commit_wait,
     .changes = pg_changes,
     .checkpoint = pg_checkpoint,
     .prepare = pg_prepare,

@@ -65,9 +65,23 @@ bool gp_store_broken(const gp_store *s);
 gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
 
 /* One transaction at a time per connection.  A failed commit leaves the
- * transaction rolled back. */
+ * transaction rolled back.
+ *
+ * Group commit overlapped with the next batch (server/loop.c):
+ * gp_store_commit_send ends the transaction (its meta values written, the
+ * fence sent) and sends the commit without waiting for it (SQLite: commits
+ * at once); gp_store_commit_ready says without blocking whether its
+ * outcome has arrived; gp_store_commit_wait returns it (GP_OK when none is
+ * in flight).  In between the connection may begin and fill the next
+ * transaction, which must not be sent to commit before the wait said
+ * GP_OK.  A commit that failed, at send or at wait, is rolled back, and
+ * so is anything begun behind it.  gp_store_commit = send, then wait. */
 gp_err gp_store_begin(gp_store *s, gp_error *err);
 gp_err gp_store_commit(gp_store *s, gp_error *err);
+gp_err gp_store_commit_send(gp_store *s, gp_error *err);
+bool gp_store_commit_ready(gp_store *s);
+int gp_store_commit_fd(gp_store *s); /* db.h's gp_db_commit_fd */
+gp_err gp_store_commit_wait(gp_store *s, gp_error *err);
 /* A transaction that only reads, all of it at one moment of the database
  * while other connections commit (PostgreSQL: REPEATABLE READ READ ONLY;
  * SQLite: a deferred BEGIN, fixed at its first read).  End it with
@@ -122,9 +136,11 @@ gp_err gp_store_lease_get(gp_store *s, int64_t now_ms, gp_store_lease *out, gp_e
  * transaction checks the lease row's epoch once and fails with
  * GP_ERR_CONFLICT, field "lease", when it is not epoch -- on SQLite in
  * gp_store_begin (BEGIN IMMEDIATE's write lock then excludes a takeover
- * to the end), on PostgreSQL in gp_store_commit, under a shared row lock
- * just before COMMIT (a takeover's UPDATE waits for the commit; the commit
- * fails after a takeover), so the row is locked only for the commit.  A
+ * to the end), on PostgreSQL in gp_store_commit(_send), under a shared
+ * row lock just before COMMIT, on the server (a function of the session
+ * raises when the epoch moved, so the commit needs no round trip of its
+ * own; a takeover's UPDATE waits for the commit; the commit fails after a
+ * takeover), so the row is locked only for the commit.  A
  * statement that writes outside a transaction is refused the same way.
  * On PostgreSQL it also sets idle_in_transaction_session_timeout to ttl_ms,
  * so a stopped leader's transaction is aborted and its locks freed. */

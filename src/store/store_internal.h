@@ -70,7 +70,8 @@ struct gp_store {
  * BEGIN IMMEDIATE (its write lock lasts to the end), PostgreSQL just
  * before COMMIT (reading the row FOR SHARE, so it is locked only for the
  * commit).  GP_ERR_CONFLICT, field "lease", when the row's epoch is not
- * s->fence_epoch. */
+ * s->fence_epoch: at once on SQLite; on PostgreSQL the check is queued
+ * with the transaction's writes and its failure fails the commit. */
 gp_err gp__store_fence_check(gp_store *s, gp_error *err);
 
 /* Drops what a transaction keeps of its own writes (meta, levels): at

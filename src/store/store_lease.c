@@ -18,12 +18,28 @@
  * commit, so the lease thread's renew and a follower's look never wait
  * behind a long batch.  Either way a transaction commits only while its
  * epoch is the lease's, and none after a takeover.  The check is one
- * statement prepared once (gp_store_fence), a round trip per batch.
+ * statement prepared once (gp_store_fence).  On PostgreSQL the server
+ * makes it: the statement calls pg_temp.gp_fence(epoch), a PL/pgSQL
+ * function of the session that raises SQLSTATE GPL01 when the epoch moved,
+ * which aborts the transaction (db_pg.c reports it with field "lease"), so
+ * the check is sent with the writes and the COMMIT and costs no round trip.
  */
 #include "store/store_internal.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* The fence on PostgreSQL (see the top): temporary, so each connection
+ * makes its own, and nothing is left in the database. */
+static const char PG_FENCE_FUNCTION[] =
+    "CREATE OR REPLACE FUNCTION pg_temp.gp_fence(mine bigint) RETURNS void LANGUAGE plpgsql AS $fence$\n"
+    "DECLARE held bigint;\n"
+    "BEGIN\n"
+    "  SELECT epoch INTO held FROM leader_lease WHERE id = 1 FOR SHARE;\n"
+    "  IF held IS DISTINCT FROM mine THEN\n"
+    "    RAISE EXCEPTION 'the lease moved to epoch %; this leader''s is %', held, mine USING ERRCODE = 'GPL01';\n"
+    "  END IF;\n"
+    "END $fence$";
 
 static bool on_pg(const gp_store *s)
 {
@@ -209,14 +225,14 @@ gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err)
         char sql[96];
         snprintf(sql, sizeof sql, "SET idle_in_transaction_session_timeout = %lld", (long long)ttl_ms);
         gp_err rc = gp_db_exec(s->conn, sql, err);
+        if (rc == GP_OK)
+            rc = gp_db_exec(s->conn, PG_FENCE_FUNCTION, err);
         if (rc)
             return rc;
     }
     if (!s->fence) {
-        gp_err rc = gp_db_prepare(s->conn,
-                                  on_pg(s) ? "SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE"
-                                           : "SELECT epoch FROM leader_lease WHERE id = 1",
-                                  0, &s->fence, err);
+        gp_err rc = on_pg(s) ? gp_db_prepare(s->conn, "SELECT pg_temp.gp_fence(?1)", GP_DB_DEFER, &s->fence, err)
+                             : gp_db_prepare(s->conn, "SELECT epoch FROM leader_lease WHERE id = 1", 0, &s->fence, err);
         if (rc)
             return rc;
     }
@@ -226,6 +242,12 @@ gp_err gp_store_fence(gp_store *s, int64_t epoch, int64_t ttl_ms, gp_error *err)
 
 gp_err gp__store_fence_check(gp_store *s, gp_error *err)
 {
+    if (on_pg(s)) { /* deferred: the server raises, the commit fails */
+        gp_db_bind_int64(s->fence, 1, s->fence_epoch);
+        int step = gp_db_step(s->fence, err);
+        gp_db_reset(s->fence);
+        return step == GP_DB_ERROR ? (err ? err->code : GP_ERR_INVALID) : GP_OK;
+    }
     int step = gp_db_step(s->fence, err);
     int64_t epoch = step == GP_DB_ROW ? gp_db_column_int64(s->fence, 0) : 0;
     gp_db_reset(s->fence);

@@ -272,18 +272,42 @@ static gp_err meta_flush(gp_store *s, gp_error *err)
     return rc;
 }
 
-gp_err gp_store_commit(gp_store *s, gp_error *err)
+gp_err gp_store_commit_send(gp_store *s, gp_error *err)
 {
     gp_err rc = meta_flush(s, err);
     if (rc == GP_OK && s->fence_epoch && gp_db_dialect_of(s->conn) == GP_DB_POSTGRES)
         rc = gp__store_fence_check(s, err);
     if (rc == GP_OK)
-        rc = gp_db_commit(s->conn, err);
+        rc = gp_db_commit_send(s->conn, err);
     if (rc != GP_OK)
         gp_store_rollback(s);
     s->in_tx = false;
     gp__store_tx_forget(s);
     return rc;
+}
+
+bool gp_store_commit_ready(gp_store *s)
+{
+    return gp_db_commit_ready(s->conn);
+}
+
+int gp_store_commit_fd(gp_store *s)
+{
+    return gp_db_commit_fd(s->conn);
+}
+
+gp_err gp_store_commit_wait(gp_store *s, gp_error *err)
+{
+    gp_err rc = gp_db_commit_wait(s->conn, err);
+    if (rc != GP_OK)
+        gp_store_rollback(s);
+    return rc;
+}
+
+gp_err gp_store_commit(gp_store *s, gp_error *err)
+{
+    gp_err rc = gp_store_commit_send(s, err);
+    return rc == GP_OK ? gp_store_commit_wait(s, err) : rc;
 }
 
 void gp_store_rollback(gp_store *s)

@@ -434,7 +434,7 @@ static void a_deferred_error_seen_by_finalize_fails_the_commit(void **state)
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), rc == GP_OK ? 1 : 0);
 }
 
-/* 1,200 deferred rows (the queue is read at most 512 at a time), an
+/* 10,000 deferred rows (the queue is read at most 8,192 at a time), an
  * UPDATE of them, then reads in the same transaction (the first one sent
  * behind the queue, the others after it) and after it. */
 static void reads_after_deferred_writes_see_them(void **state)
@@ -445,7 +445,7 @@ static void reads_after_deferred_writes_see_them(void **state)
     gp_db_stmt *up = dbtest_prepare(db, "UPDATE t SET s = 'seven' WHERE i = ?1", GP_DB_DEFER);
     gp_db_stmt *sum = dbtest_prepare(db, "SELECT count(*), sum(i) FROM t WHERE i <= ?1", 0);
     assert_int_equal(gp_db_begin(db, true, &err), GP_OK);
-    for (int i = 1; i <= 1200; i++)
+    for (int i = 1; i <= 10000; i++)
         assert_int_equal(step_insert(ins, i, &err), GP_DB_DONE);
     assert_int_equal(step_insert(up, 7, &err), GP_DB_DONE);
     gp_db_bind_int64(sum, 1, 1000);
@@ -454,12 +454,12 @@ static void reads_after_deferred_writes_see_them(void **state)
     assert_int_equal(gp_db_column_int64(sum, 1), 1000 * 1001 / 2);
     assert_int_equal(gp_db_step(sum, &err), GP_DB_DONE);
     gp_db_finalize(sum);
-    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1200);
-    assert_int_equal(dbtest_int(db, "SELECT sum(i) FROM t", NULL, NULL), 1200 * 1201 / 2);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 10000);
+    assert_int_equal(dbtest_int(db, "SELECT sum(i) FROM t", NULL, NULL), 10000 * 10001 / 2);
     assert_int_equal(dbtest_int(db, "SELECT i FROM t WHERE s = 'seven'", NULL, NULL), 7);
-    assert_int_equal(step_insert(ins, 1201, &err), GP_DB_DONE);
+    assert_int_equal(step_insert(ins, 10001, &err), GP_DB_DONE);
     assert_int_equal(gp_db_commit(db, &err), GP_OK);
-    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 1201);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM t", NULL, NULL), 10001);
     gp_db_finalize(up);
     gp_db_finalize(ins);
 }

@@ -941,6 +941,91 @@ static void a_takeover_during_a_fenced_transaction_fails_its_commit(void **state
     gp_store_close(b);
 }
 
+/* ---- commits that do not wait (gp_store_commit_send) ---- */
+
+/* Polls gp_store_commit_ready for up to 10 s. */
+static bool commit_arrives(gp_store *s)
+{
+    struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000 * 1000};
+    for (int i = 0; i < 10000; i++) {
+        if (gp_store_commit_ready(s))
+            return true;
+        nanosleep(&ms, NULL);
+    }
+    return false;
+}
+
+static void one_event(gp_store *s, const char *kind, int64_t time)
+{
+    gp_store_event ev = event(kind, time, 0, NULL);
+    OK(gp_store_event_append(s, &ev, &e_));
+}
+
+/* Batch 1 is sent to commit; batch 2 begins and queues its writes while
+ * batch 1's commit is in flight; each commits in turn. */
+static void a_sent_commit_lets_the_next_transaction_begin_behind_it(void **state)
+{
+    fixture *f = *state;
+    gp_store *reader = open_store(f, true);
+    OK(gp_store_begin(f->s, &e_));
+    one_event(f->s, "submit", 10);
+    OK(gp_store_commit_send(f->s, &e_));
+    OK(gp_store_begin(f->s, &e_));
+    one_event(f->s, "cancel", 11);
+    one_event(f->s, "tick", 12);
+    assert_true(commit_arrives(f->s));
+    OK(gp_store_commit_wait(f->s, &e_));
+    assert_int_equal(gp_store_last_seq(reader), 1); /* batch 2 is not committed */
+    OK(gp_store_commit_send(f->s, &e_));
+    OK(gp_store_commit_wait(f->s, &e_));
+    assert_int_equal(gp_store_last_seq(reader), 3);
+    OK(gp_store_commit_wait(f->s, &e_)); /* nothing in flight */
+    gp_store_close(reader);
+}
+
+/* A read behind a commit in flight waits for it and sees its writes; the
+ * commit's outcome is kept for the wait. */
+static void a_read_behind_a_sent_commit_sees_it(void **state)
+{
+    fixture *f = *state;
+    OK(gp_store_begin(f->s, &e_));
+    one_event(f->s, "submit", 10);
+    OK(gp_store_meta_set(f->s, "next_job_id", 7, &e_));
+    OK(gp_store_commit_send(f->s, &e_));
+    assert_int_equal(gp_store_meta_get(f->s, "next_job_id", -1), 7);
+    assert_int_equal(gp_store_last_seq(f->s), 1);
+    assert_true(gp_store_commit_ready(f->s));
+    OK(gp_store_commit_wait(f->s, &e_));
+}
+
+/* The fence is checked on the server with the commit: a takeover while
+ * the transaction was open fails the sent commit at its wait (field
+ * "lease"), and the transaction begun behind it commits nothing either. */
+static void a_takeover_fails_a_sent_commit_and_what_was_begun_behind_it(void **state)
+{
+    fixture *f = *state;
+    if (!on_postgres(f))
+        skip(); /* SQLite fences at BEGIN IMMEDIATE: test_store_lease */
+    gp_store *b = open_store(f, false);
+    int64_t ea = 0, eb = 0;
+    OK(gp_store_lease_acquire(f->s, "a", "http://a", 200, 0, &ea, &e_));
+    OK(gp_store_fence(f->s, ea, 5000, &e_));
+    OK(gp_store_begin(f->s, &e_));
+    one_event(f->s, "submit", 10);
+    struct timespec wait = {.tv_sec = 0, .tv_nsec = 300 * 1000 * 1000};
+    nanosleep(&wait, NULL); /* a's lease expires while its transaction is open */
+    OK(gp_store_lease_acquire(b, "b", "http://b", 3000, 0, &eb, &e_));
+    OK(gp_store_commit_send(f->s, &e_)); /* sent: the server has not answered yet */
+    OK(gp_store_begin(f->s, &e_));
+    one_event(f->s, "cancel", 11);
+    gp_error err = {0};
+    assert_int_equal(gp_store_commit_wait(f->s, &err), GP_ERR_CONFLICT);
+    assert_string_equal(err.field, "lease");
+    assert_non_null(strstr(err.message, "the lease moved to epoch"));
+    assert_int_equal(gp_store_last_seq(b), 0);
+    gp_store_close(b);
+}
+
 #define CASE(name) cmocka_unit_test_setup_teardown(name, fresh_store, close_store)
 
 int main(void)
@@ -971,6 +1056,9 @@ int main(void)
         CASE(snapshots_are_stored_in_parts_and_the_newest_kept),
         CASE(a_rollback_leaves_nothing_behind),
         CASE(a_takeover_during_a_fenced_transaction_fails_its_commit),
+        CASE(a_sent_commit_lets_the_next_transaction_begin_behind_it),
+        CASE(a_read_behind_a_sent_commit_sees_it),
+        CASE(a_takeover_fails_a_sent_commit_and_what_was_begun_behind_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
