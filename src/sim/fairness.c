@@ -20,8 +20,56 @@ double gp_sim_jain(const double *x, size_t n)
     return n == 0 || sum_sq == 0 ? 1.0 : sum * sum / ((double)n * sum_sq);
 }
 
-gp_err gp_sim_fairness_init(gp_sim_fairness *f, size_t n_groups, const double *entitlement, int n_types,
-                            const int64_t *capacity_milli, int64_t t0, gp_error *err)
+void gp_sim_fair_tree_entitlements(const gp_sim_fair_tree *tree, size_t n_groups, const bool *backlogged,
+                                   bool *active, double *sum, double *out)
+{
+    size_t top = tree->n_nodes; /* sum[top]: the top level's */
+    memset(active, 0, tree->n_nodes * sizeof *active);
+    memset(sum, 0, (top + 1) * sizeof *sum);
+    for (size_t g = 0; g < n_groups; g++)
+        for (int32_t a = backlogged[g] ? tree->group_node[g] : -1; a >= 0 && !active[a]; a = tree->parent[a]) {
+            active[a] = true;
+            sum[tree->parent[a] < 0 ? top : (size_t)tree->parent[a]] += tree->weight[a];
+        }
+    for (size_t g = 0; g < n_groups; g++) {
+        double share = backlogged[g] ? 1.0 : 0.0;
+        for (int32_t a = backlogged[g] ? tree->group_node[g] : -1; a >= 0; a = tree->parent[a]) {
+            double s = sum[tree->parent[a] < 0 ? top : (size_t)tree->parent[a]];
+            share *= s > 0 ? tree->weight[a] / s : 0.0;
+        }
+        out[g] = share;
+    }
+}
+
+void gp_sim_fair_tree_free(gp_sim_fair_tree *tree)
+{
+    free(tree->parent);
+    free(tree->weight);
+    free(tree->group_node);
+    memset(tree, 0, sizeof *tree);
+}
+
+/* f->tree := a copy of tree (n_groups group nodes); false when out of memory. */
+static bool copy_tree(gp_sim_fairness *f, const gp_sim_fair_tree *tree, size_t n_groups)
+{
+    size_t n = tree->n_nodes, ng = n_groups ? n_groups : 1;
+    f->tree.parent = malloc((n ? n : 1) * sizeof *f->tree.parent);
+    f->tree.weight = malloc((n ? n : 1) * sizeof *f->tree.weight);
+    f->tree.group_node = malloc(ng * sizeof *f->tree.group_node);
+    f->active = malloc((n ? n : 1) * sizeof *f->active);
+    f->active_sum = malloc((n + 1) * sizeof *f->active_sum);
+    if (!f->tree.parent || !f->tree.weight || !f->tree.group_node || !f->active || !f->active_sum)
+        return false;
+    f->tree.n_nodes = n;
+    memcpy(f->tree.parent, tree->parent, n * sizeof *tree->parent);
+    memcpy(f->tree.weight, tree->weight, n * sizeof *tree->weight);
+    memcpy(f->tree.group_node, tree->group_node, n_groups * sizeof *tree->group_node);
+    return true;
+}
+
+gp_err gp_sim_fairness_init(gp_sim_fairness *f, size_t n_groups, const double *entitlement,
+                            const gp_sim_fair_tree *tree, int n_types, const int64_t *capacity_milli, int64_t t0,
+                            gp_error *err)
 {
     memset(f, 0, sizeof *f);
     size_t ng = n_groups ? n_groups : 1, cells = ng * (size_t)(n_types > 0 ? n_types : 1);
@@ -36,8 +84,12 @@ gp_err gp_sim_fairness_init(gp_sim_fairness *f, size_t n_groups, const double *e
     f->pending_since = malloc(ng * sizeof *f->pending_since);
     f->pending_s = calloc(ng, sizeof *f->pending_s);
     f->x = malloc(ng * sizeof *f->x);
+    f->x_static = malloc(ng * sizeof *f->x_static);
+    f->backlogged = malloc(ng * sizeof *f->backlogged);
+    f->backlog_entitlement = malloc(ng * sizeof *f->backlog_entitlement);
     if (!f->entitlement || !f->usage || !f->usage_since || !f->area || !f->pending || !f->pending_since ||
-        !f->pending_s || !f->x) {
+        !f->pending_s || !f->x || !f->x_static || !f->backlogged || !f->backlog_entitlement ||
+        (tree && tree->n_nodes > 0 && !copy_tree(f, tree, n_groups))) {
         gp_sim_fairness_free(f);
         return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
     }
@@ -106,18 +158,29 @@ static bool close_hour(gp_sim_fairness *f)
         f->cap_hours = cap;
     }
     int64_t end = f->hour_start + GP_SIM_FAIR_HOUR_S;
-    size_t n = 0;
     for (size_t g = 0; g < f->n_groups; g++) {
         for (int t = 0; t < f->n_types; t++)
             settle_usage(f, g * (size_t)f->n_types + (size_t)t, end);
         settle_pending(f, g, end);
-        double share = hour_dominant_share(f, g);
-        if (f->pending_s[g] >= GP_SIM_BACKLOG_MIN_S && f->entitlement[g] > 0)
-            f->x[n++] = share / f->entitlement[g];
+        f->backlogged[g] = f->pending_s[g] >= GP_SIM_BACKLOG_MIN_S && f->entitlement[g] > 0;
         f->pending_s[g] = 0;
     }
+    if (f->tree.n_nodes > 0)
+        gp_sim_fair_tree_entitlements(&f->tree, f->n_groups, f->backlogged, f->active, f->active_sum,
+                                      f->backlog_entitlement);
+    else
+        memcpy(f->backlog_entitlement, f->entitlement, f->n_groups * sizeof *f->entitlement);
+    size_t n = 0;
+    for (size_t g = 0; g < f->n_groups; g++) {
+        double share = hour_dominant_share(f, g);
+        if (!f->backlogged[g])
+            continue;
+        f->x_static[n] = share / f->entitlement[g];
+        f->x[n++] = f->backlog_entitlement[g] > 0 ? share / f->backlog_entitlement[g] : 0;
+    }
     f->hours[f->n_hours++] = (gp_sim_fair_hour){.start = f->hour_start, .backlogged = (int32_t)n,
-                                                 .jain = n >= 2 ? gp_sim_jain(f->x, n) : -1};
+                                                 .jain = n >= 2 ? gp_sim_jain(f->x, n) : -1,
+                                                 .jain_static = n >= 2 ? gp_sim_jain(f->x_static, n) : -1};
     f->hour_start = end;
     return true;
 }
@@ -149,6 +212,12 @@ void gp_sim_fairness_free(gp_sim_fairness *f)
     free(f->pending_since);
     free(f->pending_s);
     free(f->x);
+    free(f->x_static);
+    free(f->backlogged);
+    free(f->backlog_entitlement);
+    free(f->active);
+    free(f->active_sum);
+    gp_sim_fair_tree_free(&f->tree);
     free(f->hours);
     memset(f, 0, sizeof *f);
 }

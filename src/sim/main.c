@@ -407,9 +407,10 @@ static void print_run(const gp_sim_result *r, const gp_trace *t)
            "lost %8.1f GPU-h  done %zu/%zu  (%.2f s, %llu events)\n",
            r->policy.name, m.allocation_pct, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_p99_wait_s,
            m.lost_gpu_h, m.done, m.jobs, r->wall_s, (unsigned long long)r->events);
-    printf("%-10s fairness: Jain mean %.3f min %.3f over %zu hours with >= 2 backlogged teams (%zu skipped)  "
-           "lost %.3f%% of delivered  most preemptions of one job %d\n",
-           "", m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped, m.lost_pct, m.max_preemptions);
+    printf("%-10s fairness: Jain mean %.3f min %.3f over %zu hours with >= 2 backlogged teams (%zu skipped; "
+           "static entitlements: mean %.3f)  lost %.3f%% of delivered  most preemptions of one job %d\n",
+           "", m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped, m.jain_static_mean, m.lost_pct,
+           m.max_preemptions);
     if (r->rejected)
         printf("%-10s %zu jobs refused by the engine, first: %s\n", "", r->rejected, r->first_rejection);
 }

@@ -90,7 +90,7 @@ static void count_outcomes(const gp_sim_result *r, size_t group, gp_sim_metrics 
 /* Mean and minimum of the measured hours' index (fairness.h). */
 static void fairness_summary(const gp_sim_result *r, gp_sim_metrics *m)
 {
-    double sum = 0;
+    double sum = 0, sum_static = 0;
     m->jain_min = 1;
     for (size_t h = 0; h < r->n_fair_hours; h++) {
         double j = r->fair_hours[h].jain;
@@ -100,9 +100,11 @@ static void fairness_summary(const gp_sim_result *r, gp_sim_metrics *m)
         }
         m->fair_hours++;
         sum += j;
+        sum_static += r->fair_hours[h].jain_static;
         m->jain_min = j < m->jain_min ? j : m->jain_min;
     }
     m->jain_mean = m->fair_hours ? sum / (double)m->fair_hours : 1;
+    m->jain_static_mean = m->fair_hours ? sum_static / (double)m->fair_hours : 1;
 }
 
 gp_err gp_sim_metrics_compute(const gp_sim_result *r, const gp_trace *t, size_t group, gp_sim_metrics *m,

@@ -50,6 +50,7 @@ typedef struct gp_sim_metrics {
     uint64_t preemptions;
     int32_t max_preemptions;   /* of any one job */
     double jain_mean, jain_min; /* all groups only; 1 when no hour was measured */
+    double jain_static_mean;    /* the same on the static entitlements (fairness.h) */
     size_t fair_hours, fair_hours_skipped;
 } gp_sim_metrics;
 

@@ -56,8 +56,9 @@ static void metrics_json(FILE *out, const gp_sim_metrics *m, bool overall)
     if (overall)
         fprintf(out,
                 ",\"allocation_pct\":%.3f,\"lost_pct\":%.4f,\"jain_mean\":%.4f,\"jain_min\":%.4f,"
-                "\"fair_hours\":%zu,\"fair_hours_skipped\":%zu",
-                m->allocation_pct, m->lost_pct, m->jain_mean, m->jain_min, m->fair_hours, m->fair_hours_skipped);
+                "\"fair_hours\":%zu,\"fair_hours_skipped\":%zu,\"jain_static_mean\":%.4f",
+                m->allocation_pct, m->lost_pct, m->jain_mean, m->jain_min, m->fair_hours, m->fair_hours_skipped,
+                m->jain_static_mean);
 }
 
 static void run_json(FILE *out, const gp_sim_result *r, const gp_sim_metrics *m)
@@ -157,16 +158,17 @@ static gp_err write_summary_csv(const char *dir, const gp_sim_run_set *rs, gp_er
         return GP_ERR_INVALID;
     fprintf(f, "policy,jobs,done,unfinished,mean_wait_s,p99_wait_s,mean_jct_s,allocation_pct,lost_gpu_h,"
                "within_guarantee_jobs,within_guarantee_p99_wait_s,preemptions,lost_pct,max_preemptions,jain_mean,"
-               "jain_min,fair_hours,fair_hours_skipped\n");
+               "jain_min,fair_hours,fair_hours_skipped,jain_static_mean\n");
     gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < rs->n_results; i++) {
         gp_sim_metrics m;
         if ((rc = gp_sim_metrics_compute(&rs->results[i], rs->trace, GP_SIM_ALL_GROUPS, &m, err)))
             break;
-        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu,%.4f,%d,%.4f,%.4f,%zu,%zu\n",
+        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu,%.4f,%d,%.4f,%.4f,%zu,%zu,%.4f\n",
                 rs->results[i].policy.name, m.jobs, m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s,
                 m.allocation_pct, m.lost_gpu_h, m.within_jobs, m.within_p99_wait_s, (unsigned long long)m.preemptions,
-                m.lost_pct, m.max_preemptions, m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped);
+                m.lost_pct, m.max_preemptions, m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped,
+                m.jain_static_mean);
     }
     fclose(f);
     return rc;

@@ -286,8 +286,33 @@ static gp_err tenant_tree(const gp_sim_setup *setup, gp_engine **out, gp_error *
     return GP_OK;
 }
 
-/* r->group_entitlement from tenant tree e (gp_engine_tenant_entitlement);
- * false when out of memory. */
+/* r->fair_tree from tenant tree e: every tenant a node (its index), with
+ * its parent and weight; false when out of memory. */
+static bool fill_tree(const gp_engine *e, gp_sim_result *r)
+{
+    gp_sim_fair_tree *tree = &r->fair_tree;
+    size_t n = gp_engine_tenant_count(e);
+    tree->parent = malloc((n ? n : 1) * sizeof *tree->parent);
+    tree->weight = malloc((n ? n : 1) * sizeof *tree->weight);
+    tree->group_node = malloc((r->n_groups ? r->n_groups : 1) * sizeof *tree->group_node);
+    if (!tree->parent || !tree->weight || !tree->group_node)
+        return false;
+    tree->n_nodes = n;
+    for (size_t i = 0; i < n; i++) {
+        gp_tenant_info t;
+        bool live = gp_engine_tenant_get(e, (uint32_t)i, &t);
+        tree->parent[i] = live && t.parent != UINT32_MAX ? (int32_t)t.parent : -1;
+        tree->weight[i] = live ? t.weight : 0;
+    }
+    for (size_t g = 0; g < r->n_groups; g++) {
+        uint32_t t;
+        tree->group_node[g] = gp_engine_tenant_find(e, r->groups[g], &t, NULL) == GP_OK ? (int32_t)t : -1;
+    }
+    return true;
+}
+
+/* r->group_entitlement from tenant tree e (gp_engine_tenant_entitlement)
+ * and r->fair_tree; false when out of memory. */
 static bool fill_entitlements(const gp_engine *e, gp_sim_result *r)
 {
     r->group_entitlement = calloc(r->n_groups ? r->n_groups : 1, sizeof *r->group_entitlement);
@@ -298,7 +323,7 @@ static bool fill_entitlements(const gp_engine *e, gp_sim_result *r)
         r->group_entitlement[g] =
             gp_engine_tenant_find(e, r->groups[g], &t, NULL) == GP_OK ? gp_engine_tenant_entitlement(e, t) : 0;
     }
-    return true;
+    return fill_tree(e, r);
 }
 
 gp_err gp__sim_entitlements(const gp_sim_setup *setup, const gp_sim_policy *policy, const gp_engine *policy_engine,

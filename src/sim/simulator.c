@@ -531,8 +531,8 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     if (s->opt->ledger) /* the world exists from simulated time 0 (or the first arrival, when earlier) */
         gp_sim_ledger_start(s->opt->ledger, s->e, policy->kind == GP_SIM_FIFO ? NULL : setup->tenants,
                             r->t_first_arrival < 0 ? r->t_first_arrival : 0);
-    return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, gp_engine_gpu_type_count(s->e), cap.v,
-                                r->t_first_arrival, err);
+    return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, &r->fair_tree,
+                                gp_engine_gpu_type_count(s->e), cap.v, r->t_first_arrival, err);
 }
 
 /* Jobs never placed wait until the end of the run. */
@@ -587,6 +587,7 @@ void gp_sim_result_free(gp_sim_result *r)
     free(r->job_group);
     free(r->group_guarantee_milli);
     free(r->group_entitlement);
+    gp_sim_fair_tree_free(&r->fair_tree);
     free(r->fair_hours);
     free(r->samples);
     free(r->group_usage);

@@ -128,6 +128,7 @@ typedef struct gp_sim_result {
     uint32_t *job_group;       /* n_jobs */
     int64_t *group_guarantee_milli;
     double *group_entitlement; /* n_groups: the share of the fleet each is entitled to (fairness.h) */
+    gp_sim_fair_tree fair_tree; /* the tenant tree above the groups (fairness.h) */
     gp_sim_fair_hour *fair_hours; /* every full hour of the run: backlogged groups, Jain's index */
     size_t n_fair_hours;
     gp_sim_sample *samples;

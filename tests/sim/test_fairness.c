@@ -50,7 +50,7 @@ static void unequal_shares_give_the_formula(void **state)
 static void tracker(gp_sim_fairness *f, size_t n_groups, const double *entitlement)
 {
     int64_t cap[1] = {8000};
-    assert_int_equal(gp_sim_fairness_init(f, n_groups, entitlement, 1, cap, 0, NULL), GP_OK);
+    assert_int_equal(gp_sim_fairness_init(f, n_groups, entitlement, NULL, 1, cap, 0, NULL), GP_OK);
 }
 
 /* Groups 0 and 1 have work pending from t=0 on. */
@@ -135,6 +135,56 @@ static void hours_with_fewer_than_two_backlogged_teams_are_skipped(void **state)
     free(h);
 }
 
+/* fairness.h's tree example: org o (node 0) holds p (1) and q (2), org z
+ * (3) holds r (4); every weight 1; groups p, q, r. */
+static int32_t tree_parent[5] = {-1, 0, 0, -1, 3};
+static double tree_weight[5] = {1, 1, 1, 1, 1};
+static int32_t tree_group_node[3] = {1, 2, 4};
+static const gp_sim_fair_tree TREE = {.n_nodes = 5, .parent = tree_parent, .weight = tree_weight,
+                                      .group_node = tree_group_node};
+
+static void an_idle_teams_part_goes_to_its_siblings_first(void **state)
+{
+    (void)state;
+    bool active[5];
+    double sum[6], out[3];
+    bool p_and_r[3] = {true, false, true};
+    gp_sim_fair_tree_entitlements(&TREE, 3, p_and_r, active, sum, out);
+    assert_float_equal(out[0], 0.5, 1e-12); /* p takes q's part of o */
+    assert_float_equal(out[1], 0.0, 1e-12);
+    assert_float_equal(out[2], 0.5, 1e-12);
+    bool all[3] = {true, true, true};
+    gp_sim_fair_tree_entitlements(&TREE, 3, all, active, sum, out);
+    assert_float_equal(out[0], 0.25, 1e-12); /* the static shares */
+    assert_float_equal(out[1], 0.25, 1e-12);
+    assert_float_equal(out[2], 0.5, 1e-12);
+    bool p_and_q[3] = {true, true, false};
+    gp_sim_fair_tree_entitlements(&TREE, 3, p_and_q, active, sum, out);
+    assert_float_equal(out[0], 0.5, 1e-12); /* o takes z's part */
+    assert_float_equal(out[1], 0.5, 1e-12);
+}
+
+/* p and r wait all hour and hold half the fleet each, q is idle: fair
+ * among the backlogged (x = 1, 1); judged on the static shares 1/4 and
+ * 1/2 it would read x = (2, 1), J = 0.9. */
+static void the_index_judges_the_backlogged_on_what_hierarchical_drf_gives_them(void **state)
+{
+    (void)state;
+    double ent[3] = {0.25, 0.25, 0.5};
+    int64_t cap[1] = {8000};
+    gp_sim_fairness f;
+    assert_int_equal(gp_sim_fairness_init(&f, 3, ent, &TREE, 1, cap, 0, NULL), GP_OK);
+    gp_sim_fairness_pending(&f, 0, 0, +1);
+    gp_sim_fairness_pending(&f, 0, 2, +1);
+    gp_sim_fairness_usage(&f, 0, 0, 0, 4000);
+    gp_sim_fairness_usage(&f, 0, 2, 0, 4000);
+    gp_sim_fair_hour *h = close_until(&f, 3600, 1);
+    assert_int_equal(h[0].backlogged, 2);
+    assert_float_equal(h[0].jain, 1.0, 1e-12);
+    assert_float_equal(h[0].jain_static, 0.9, 1e-12);
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +195,8 @@ int main(void)
         cmocka_unit_test(a_team_not_backlogged_is_ignored),
         cmocka_unit_test(usage_is_averaged_over_the_hour),
         cmocka_unit_test(hours_with_fewer_than_two_backlogged_teams_are_skipped),
+        cmocka_unit_test(an_idle_teams_part_goes_to_its_siblings_first),
+        cmocka_unit_test(the_index_judges_the_backlogged_on_what_hierarchical_drf_gives_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
