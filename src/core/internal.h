@@ -579,7 +579,18 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 void gp__node_touch(gp__fleet *f, uint32_t node);
 /* The node's brief as its fields say now (gp__node_reindex keeps it). */
 gp__node_brief gp__node_brief_of(const gp__node *node);
-bool gp__gpu_is_free(const gp__gpu *g);
+/* Free for a whole-GPU job once its owner, if any, is gone: healthy,
+ * unclaimed, and exclusive or an MPS GPU with no shares on it or claimed. */
+static inline bool gp__gpu_free_if_unowned(const gp__gpu *g)
+{
+    return g->healthy && g->claim == 0 &&
+           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0 && g->claim_jobs == 0));
+}
+/* Free for a whole-GPU job now (what the index counts). */
+static inline bool gp__gpu_is_free(const gp__gpu *g)
+{
+    return g->owner == 0 && gp__gpu_free_if_unowned(g);
+}
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
 /* gp__replica_capacity(hist, gpus) >= replicas, with `free` the index's free

@@ -565,12 +565,9 @@ static bool replay_failed(gp_engine *e, const victims *vs)
         size_t n = (size_t)v->replicas * v->gpus;
         bool frees = false;
         for (size_t i = 0; i < n; i++) { /* runs of GPUs on one node, as pretend_free reindexes them */
-            gp__gpu *g = &f->gpus[v->placed[i]];
+            const gp__gpu *g = &f->gpus[v->placed[i]];
             const gp__node *node = &f->nodes[g->node];
-            uint32_t owner = g->owner;
-            g->owner = 0;
-            frees |= gp__gpu_is_free(g);
-            g->owner = owner;
+            frees |= gp__gpu_free_if_unowned(g);
             if (i + 1 < n && f->gpus[v->placed[i + 1]].node == g->node)
                 continue;
             run++;
