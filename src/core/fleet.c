@@ -15,6 +15,16 @@
  * A node leaves the index while it is down, draining, or held for a
  * reservation (backfill.c).
  *
+ * Who keeps it.  Per node: free (its free GPUs, 0 when down or draining),
+ * withheld, its brief, and the bucket it sits in (indexed = free, or 0
+ * while held); per type and per block: hist and free.  Whoever changes a
+ * GPU (owner, claim, shares, health, mode) or a node's up or drain calls
+ * gp__node_reindex, which recounts the node's GPUs and moves the node
+ * (fleet.recounts counts these calls: reclaim.c keeps a replay order while
+ * it stands still).  gp__node_hold changes the bucket only, from the
+ * counts as they stand, and gp__node_to_front the place in the list.  The
+ * invariants (invariants.c) recount every node and compare.
+ *
  * Example: nodes a (8 free) and b (3 free) of type H100.  head[H100][8] = a,
  * head[H100][3] = b.  A 2-GPU job walks k = 2.. and lands on b (best fit),
  * which moves b to bucket 1; a stays whole for an 8-GPU job.
@@ -160,6 +170,7 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
     gp__node *node = &f->nodes[n];
     bool usable = node->up && !node->draining;
     int free = 0, withheld = 0;
+    f->recounts++;
     gp__node_touch(f, n); /* owners, claims, health or drain may have changed */
     for (int i = 0; i < node->gpu_count; i++) { /* one read of each GPU for both counts */
         const gp__gpu *g = &f->gpus[node->gpu_first + i];

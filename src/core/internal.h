@@ -183,6 +183,7 @@ typedef struct gp__fleet {
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
     uint64_t moves;                       /* nodes taken out of or put into a list, ever */
+    uint64_t recounts;                    /* gp__node_reindex calls, ever: a GPU or node may have changed */
     /* what the healthy schedulable fleet could hold if it were empty, per
      * type: replicas of g GPUs in the whole fleet / in the best block, and
      * the largest NVLink domain (for wait reasons and fast rejection) */
@@ -527,7 +528,12 @@ struct gp_engine {
         size_t n;
         bool replayed;    /* the lists are as a failed search of the list left them, */
         uint64_t moves;   /* if fleet.moves is still this */
+        bool front_known; /* replay_front holds n_front nodes: the list's replay order, */
+        size_t n_front;
+        uint64_t recounts; /* if fleet.recounts is still this */
     } cand_memo;
+    uint32_t *replay_front; /* reclaim.c: the nodes a replay moves to the front, in order (owned; derived) */
+    size_t cap_replay_front;
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */

@@ -552,15 +552,30 @@ static bool capacity_add(search *s, size_t i)
  * (a held, down or draining node stays out of the lists throughout).  So
  * the lists end as if each such node were moved to the front, in the order
  * of its last such candidate: that is what the replay does, without the
- * pretend frees and the placement looks.  False when out of memory. */
-static bool replay_failed(gp_engine *e, const victims *vs)
+ * pretend frees and the placement looks.
+ *
+ * The order (replay_order) is made of the candidates and the state of
+ * their GPUs and nodes only, so it is kept with the candidate list
+ * (cand_memo) while nothing has been recounted (fleet.recounts: every
+ * change of a GPU or a node's up or drain goes through gp__node_reindex).
+ * Held nodes are in it and skipped when it is replayed: a look of
+ * placement.c holds and puts back nodes without a recount.  In the
+ * 30-day bench_sim most replays of a pass replay the same list again
+ * (the lists moved in between, so replay_needless does not apply):
+ * each walked every candidate's GPUs. */
+
+/* Into e->replay_front: the nodes, up and not draining, where a candidate
+ * frees GPUs, by their last such candidate.  False when out of memory. */
+static bool replay_order(gp_engine *e, const victims *vs)
 {
     gp__fleet *f = &e->fleet;
     uint64_t *last = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *last); /* per node: its last freeing run + 1 */
-    uint32_t *moved = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *moved);
     size_t n_moved = 0;
     uint64_t run = 0;
-    for (size_t c = 0; last && moved && c < vs->n; c++) {
+    bool ok = last && gp__grow((void **)&e->replay_front, &e->cap_replay_front, f->n_nodes ? f->n_nodes : 1,
+                               sizeof *e->replay_front);
+    uint32_t *moved = e->replay_front;
+    for (size_t c = 0; ok && c < vs->n; c++) {
         const gp__job *v = &e->jobs[vs->cand[c]];
         size_t n = (size_t)v->replicas * v->gpus;
         bool frees = false;
@@ -571,7 +586,7 @@ static bool replay_failed(gp_engine *e, const victims *vs)
             if (i + 1 < n && f->gpus[v->placed[i + 1]].node == g->node)
                 continue;
             run++;
-            if (frees && node->up && !node->draining && !node->held) {
+            if (frees && node->up && !node->draining) {
                 if (!last[g->node])
                     moved[n_moved++] = g->node;
                 last[g->node] = run;
@@ -579,12 +594,26 @@ static bool replay_failed(gp_engine *e, const victims *vs)
             frees = false;
         }
     }
-    bool ok = last && moved && gp_sort_indexes(moved, n_moved, by_last_run, last);
-    for (size_t i = 0; ok && i < n_moved; i++)
-        gp__node_to_front(f, moved[i]);
+    ok = ok && gp_sort_indexes(moved, n_moved, by_last_run, last);
     free(last);
-    free(moved);
+    e->cand_memo.n_front = ok ? n_moved : 0;
+    e->cand_memo.front_known = ok && e->cand_memo.valid;
+    e->cand_memo.recounts = f->recounts;
     return ok;
+}
+
+/* False when out of memory. */
+static bool replay_failed(gp_engine *e, const victims *vs)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    gp__fleet *f = &e->fleet;
+    bool known = m->valid && m->front_known && m->recounts == f->recounts;
+    if (!known && !replay_order(e, vs))
+        return false;
+    for (size_t i = 0; i < m->n_front; i++)
+        if (!f->nodes[e->replay_front[i]].held)
+            gp__node_to_front(f, e->replay_front[i]);
+    return true;
 }
 
 static void capacity_undo(search *s, size_t i)
