@@ -98,6 +98,7 @@ void gp_engine_free(gp_engine *e)
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);
+    free(e->entitlement);
     free(e->decisions);
     free(e);
 }

@@ -534,6 +534,12 @@ struct gp_engine {
     } cand_memo;
     uint32_t *replay_front; /* reclaim.c: the nodes a replay moves to the front, in order (owned; derived) */
     size_t cap_replay_front;
+    /* tenants.c: per tenant, gp_engine_tenant_entitlement's answer, worked
+     * out again at every change of the tree (owned; derived: when not
+     * known, the answer is walked) */
+    double *entitlement;
+    size_t cap_entitlement;
+    bool entitlements_known;
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
@@ -636,6 +642,12 @@ bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
 /* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
  * without a guarantee). */
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
+/* Tenant t's entitlement walked up its path (hierarchical DRF): at each
+ * level its weight over the weights of it and its siblings. */
+double gp__tenant_entitlement_walk(const gp_engine *e, uint32_t t);
+/* Every tenant's entitlement into e->entitlement, after a change of the
+ * tree, a weight or a guarantee (tenants.c, snapshot.c). */
+void gp__entitlements_update(gp_engine *e);
 void gp__tenants_free(gp_engine *e);
 /* gp_engine_tenant_set without its consequences for jobs (engine.c). */
 gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err);

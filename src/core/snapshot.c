@@ -284,6 +284,9 @@ static void engine_detach(gp_engine *e)
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;
+    e->entitlement = NULL; /* derived (tenants.c): walked again once the tenants are read */
+    e->cap_entitlement = 0;
+    e->entitlements_known = false;
     e->n_tenants = e->cap_tenants = e->n_roots = e->cap_roots = e->n_users = e->cap_users = 0;
     e->n_jobs = e->cap_jobs = e->cap_histories = e->n_free_slots = e->cap_free_slots = 0;
     e->n_running = e->cap_running = e->n_decisions = e->cap_decisions = 0;
@@ -363,6 +366,7 @@ static bool tenants_get(reader *r, gp_engine *e, bool *nomem)
     if (!get_array(r, (void **)&e->roots, &e->n_roots, &e->cap_roots, sizeof *e->roots, nomem) ||
         !get_array(r, (void **)&e->users, &e->n_users, &e->cap_users, sizeof *e->users, nomem))
         return false;
+    gp__entitlements_update(e);
     for (size_t u = 0; u < e->n_users; u++) {
         char key[GP_PATH_MAX + GP_NAME_MAX + 2];
         snprintf(key, sizeof key, "%u:%s", e->users[u].tenant, e->users[u].name); /* as jobs.c's user_get */
