@@ -45,7 +45,10 @@
  * -1 when down or draining, and block; kept by gp__node_reindex), a small
  * array, not from the node records.  A popped replica's GPUs are read
  * only on a node that withholds some (unhealthy, or claimed by a reclaim:
- * node->withheld); elsewhere it gives back all of them.  Example: 6,000
+ * the brief's withheld); elsewhere it gives back all of them.  Its node
+ * comes from fleet->gpu_node, not from the GPU record: the records of
+ * 50,000 GPUs do not stay in cache, and the month's sweeps popped enough
+ * replicas for those two reads to be a tenth of bench_sim.  Example: 6,000
  * running jobs of the type, a 2x8 gang that fits once the third ends:
  * 6,000 ends read, a heap built in O(6,000), 3 pops.
  *
@@ -188,8 +191,8 @@ static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_job
  * them, without reading them, on a node that withholds none. */
 static release replica_release(const gp_engine *e, const uint32_t *placed, int gpus, int64_t time, int r)
 {
-    release rel = {time, e->fleet.gpus[placed[(size_t)r * gpus]].node, 0};
-    if (e->fleet.nodes[rel.node].withheld == 0) {
+    release rel = {time, e->fleet.gpu_node[placed[(size_t)r * gpus]], 0};
+    if (e->fleet.brief[rel.node].withheld == 0) {
         rel.gpus = gpus;
         return rel;
     }

@@ -194,7 +194,8 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
 
 gp__node_brief gp__node_brief_of(const gp__node *node)
 {
-    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1};
+    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1,
+                            node->withheld};
 }
 
 void gp__node_touch(gp__fleet *f, uint32_t node)
@@ -432,6 +433,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
         !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
         !GP__GROW(f->touched, f->n_nodes, f->cap_touched) || !GP__GROW(f->brief, f->n_nodes, f->cap_brief) ||
+        !gp__grow((void **)&f->gpu_node, &f->cap_gpu_node, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpu_node) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -465,6 +467,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         f->mps_nodes[type][f->n_mps_nodes[type]++] = n;
     int per = s->gpu_count / s->nvlink_domains;
     for (int i = 0; i < s->gpu_count; i++) {
+        f->gpu_node[f->n_gpus] = n;
         gp__gpu *g = &f->gpus[f->n_gpus++];
         memset(g, 0, sizeof *g);
         g->node = n;
@@ -557,6 +560,7 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
     capacity_account(f, node, +1);
     gp__node_touch(f, n);
     node->withheld = count_withheld(f, node);
+    f->brief[n] = gp__node_brief_of(node);
     return true;
 }
 
@@ -600,6 +604,7 @@ void gp__fleet_free(gp__fleet *f)
     free(f->pools);
     free(f->touched);
     free(f->brief);
+    free(f->gpu_node);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
         free(f->type_nodes[t]);

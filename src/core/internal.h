@@ -117,6 +117,7 @@ typedef struct gp__memo {
 typedef struct gp__node_brief {
     uint32_t block;
     int16_t free;         /* the node's free GPUs; -1 when down or draining */
+    uint8_t withheld;     /* node->withheld */
 } gp__node_brief;
 
 typedef struct gp__node {
@@ -212,6 +213,11 @@ typedef struct gp__fleet {
      * the nodes after a snapshot is read */
     gp__node_brief *brief;
     size_t cap_brief;
+    /* per GPU (owned, grown with gpus): gpus[g].node, a small array a
+     * sweep reads for every replica it pops (backfill.c); derived: made
+     * again after a snapshot is read */
+    uint32_t *gpu_node;
+    size_t cap_gpu_node;
 } gp__fleet;
 
 /* ---- tenants ---- */

@@ -257,6 +257,8 @@ static void fleet_detach(gp__fleet *f)
     f->cap_touched = 0;
     f->brief = NULL; /* derived (fleet.c): made again below from the nodes */
     f->cap_brief = 0;
+    f->gpu_node = NULL; /* derived (fleet.c): made again below from the GPUs */
+    f->cap_gpu_node = 0;
     f->n_nodes = f->cap_nodes = f->n_gpus = f->cap_gpus = f->n_blocks = f->cap_blocks = 0;
     f->n_zones = f->cap_zones = f->n_pools = f->cap_pools = 0;
     memset(&f->node_by_name, 0, sizeof f->node_by_name);
@@ -332,10 +334,13 @@ static bool fleet_get(reader *r, gp__fleet *f, bool *nomem)
                        sizeof *f->type_nodes[t], nomem))
             return false;
     if (!gp__grow((void **)&f->touched, &f->cap_touched, f->n_nodes ? f->n_nodes : 1, sizeof *f->touched) ||
-        !gp__grow((void **)&f->brief, &f->cap_brief, f->n_nodes ? f->n_nodes : 1, sizeof *f->brief))
+        !gp__grow((void **)&f->brief, &f->cap_brief, f->n_nodes ? f->n_nodes : 1, sizeof *f->brief) ||
+        !gp__grow((void **)&f->gpu_node, &f->cap_gpu_node, f->n_gpus ? f->n_gpus : 1, sizeof *f->gpu_node))
         return !(*nomem = true);
     for (size_t n = 0; n < f->n_nodes; n++)
         f->brief[n] = gp__node_brief_of(&f->nodes[n]);
+    for (size_t g = 0; g < f->n_gpus; g++)
+        f->gpu_node[g] = f->gpus[g].node;
     for (size_t n = 0; n < f->n_nodes; n++)
         if (!gp_strmap_put(&f->node_by_name, f->nodes[n].name, (uint32_t)n))
             return !(*nomem = true);
