@@ -95,6 +95,7 @@ void gp_engine_free(gp_engine *e)
     free(e->recent);
     free(e->reclaim_buf);
     free(e->replay_front);
+    free(e->cand_nodes);
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);

@@ -114,6 +114,13 @@ typedef struct gp__memo {
     double score, tie;
 } gp__memo;
 
+/* A node the capacity candidates are on, and how many GPUs there they
+ * would free (reclaim.c, candidate_nodes). */
+typedef struct gp__cand_node {
+    uint32_t node;
+    uint8_t freed;
+} gp__cand_node;
+
 typedef struct gp__node_brief {
     uint32_t block;
     int16_t free;         /* the node's free GPUs; -1 when down or draining */
@@ -537,9 +544,14 @@ struct gp_engine {
         bool front_known; /* replay_front holds n_front nodes: the list's replay order, */
         size_t n_front;
         uint64_t recounts; /* if fleet.recounts is still this */
+        bool nodes_known;  /* cand_nodes holds n_nodes: the nodes of the list's GPUs, */
+        size_t n_nodes;
+        uint64_t nodes_recounts; /* if fleet.recounts is still this */
     } cand_memo;
     uint32_t *replay_front; /* reclaim.c: the nodes a replay moves to the front, in order (owned; derived) */
     size_t cap_replay_front;
+    gp__cand_node *cand_nodes; /* reclaim.c: per node of the candidates, GPUs they would free (owned; derived) */
+    size_t cap_cand_nodes;
     /* tenants.c: per tenant, gp_engine_tenant_entitlement's answer, worked
      * out again at every change of the tree (owned; derived: when not
      * known, the answer is walked) */

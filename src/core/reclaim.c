@@ -944,57 +944,53 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
                                         .room = e->room[type], .held = held_signature(e, type)};
 }
 
-#define GP__UNSEEN 0xff /* count_says_nothing_fits: a node no candidate is on */
-
-/* Every candidate's GPUs owned by nobody for a moment, and the nodes they
- * are on listed in touched (count[node] set from GP__UNSEEN to 0 on the
- * first); how many nodes. */
-static size_t candidates_unown(gp_engine *e, const victims *vs, uint8_t *count, uint32_t *touched)
+/* Into e->cand_nodes: each node the candidates' GPUs are on, with how
+ * many of them would be free were the candidates gone.  A GPU without an
+ * owner (a shared candidate's) is in node->free already and adds nothing.
+ * Kept with the candidate list (cand_memo) while nothing has been
+ * recounted, as the replay order is.  False when out of memory. */
+static bool candidate_nodes(gp_engine *e, const victims *vs)
 {
-    size_t n_touched = 0;
-    for (size_t c = 0; c < vs->n; c++) {
+    struct gp__cand_memo *m = &e->cand_memo;
+    gp__fleet *f = &e->fleet;
+    if (m->valid && m->nodes_known && m->nodes_recounts == f->recounts)
+        return true;
+    uint32_t *at = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *at); /* per node: its place, or GP__NONE */
+    bool ok = at && gp__grow((void **)&e->cand_nodes, &e->cap_cand_nodes, f->n_nodes ? f->n_nodes : 1,
+                             sizeof *e->cand_nodes);
+    size_t n = 0;
+    if (ok)
+        memset(at, 0xff, f->n_nodes * sizeof *at);
+    for (size_t c = 0; ok && c < vs->n; c++) {
         const gp__job *v = &e->jobs[vs->cand[c]];
         for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
-            gp__gpu *g = &e->fleet.gpus[v->placed[i]];
-            g->owner = 0;
-            if (count[g->node] == GP__UNSEEN) {
-                count[g->node] = 0;
-                touched[n_touched++] = g->node;
+            const gp__gpu *g = &f->gpus[v->placed[i]];
+            if (at[g->node] == GP__NONE) {
+                at[g->node] = (uint32_t)n;
+                e->cand_nodes[n++] = (gp__cand_node){g->node, 0};
             }
+            e->cand_nodes[at[g->node]].freed += g->owner != 0 && gp__gpu_free_if_unowned(g);
         }
     }
-    return n_touched;
-}
-
-/* Every candidate's GPUs owned by it again. */
-static void candidates_own(gp_engine *e, const victims *vs)
-{
-    for (size_t c = 0; c < vs->n; c++) {
-        const gp__job *v = &e->jobs[vs->cand[c]];
-        for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++)
-            e->fleet.gpus[v->placed[i]].owner = vs->cand[c] + 1;
-    }
-}
-
-/* The free GPUs the index would count on a node (none out of service). */
-static uint8_t node_free_gpus(const gp__fleet *f, const gp__node *node)
-{
-    uint8_t free = 0;
-    for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
-        free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
-    return free;
+    free(at);
+    m->n_nodes = ok ? n : 0;
+    m->nodes_known = ok && m->valid;
+    m->nodes_recounts = f->recounts;
+    return ok;
 }
 
 /* The free-capacity histograms with every candidate gone, without the
- * pretend frees: their GPUs are unowned for a moment, each node they touch
- * is counted as gp__node_reindex would count it, and the type's histogram
+ * pretend frees: each node the candidates are on is counted as
+ * gp__node_reindex would count it with their GPUs unowned (its free GPUs
+ * and those they would free: candidate_nodes), and the type's histogram
  * (and each block's) is adjusted by those nodes.  A whole-GPU look starts
  * by asking those histograms whether the replicas could fit by GPU count
  * (placement.c); when even that fails, the search would pretend every
  * candidate gone, look after each and find nothing: its outcome and its
  * trace are a remembered failure's (replay_failed), at the cost of one
- * walk over the candidates' GPUs.  The bench's capped borrowers made most
- * of its 1x8 and block gangs' searches such ones (bench/RESULTS.md).
+ * walk over the candidates' GPUs, or none while candidate_nodes is kept.
+ * The bench's capped borrowers made most of its 1x8 and block gangs'
+ * searches such ones (bench/RESULTS.md).
  * Example: 1x8 wanted; every H100 node holds a capped borrower's GPU and
  * uncapped 1-GPU borrowers on the other 7: no node reaches 8 free, so
  * nothing is searched. */
@@ -1003,31 +999,23 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
     gp__fleet *f = &e->fleet;
     if (!nofit_applies(e, j) || j->topology == GP_TOPO_NVLINK || vs->n == 0)
         return false;
-    uint32_t *touched = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *touched);
-    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1); /* per node: its free GPUs, candidates gone */
     uint32_t (*bhist)[GP_MAX_GPUS_PER_NODE + 1] = malloc((f->n_blocks ? f->n_blocks : 1) * sizeof *bhist);
-    bool ok = touched && count && bhist;
-    size_t n_touched = 0;
-    if (ok) {
-        memset(count, GP__UNSEEN, f->n_nodes);
-        n_touched = candidates_unown(e, vs, count, touched);
-        for (size_t k = 0; k < n_touched; k++)
-            count[touched[k]] = node_free_gpus(f, &f->nodes[touched[k]]);
-        candidates_own(e, vs);
-    }
+    bool ok = bhist && candidate_nodes(e, vs);
     uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
     memcpy(hist, f->hist[type], sizeof hist);
     for (size_t b = 0; ok && b < f->n_blocks; b++)
         memcpy(bhist[b], f->blocks[b].hist[type], sizeof bhist[b]);
-    for (size_t k = 0; ok && k < n_touched; k++) { /* each touched node from its bucket to its new one */
-        const gp__node *node = &f->nodes[touched[k]];
+    for (size_t k = 0; ok && k < e->cand_memo.n_nodes; k++) { /* each node from its bucket to its new one */
+        const gp__cand_node *cn = &e->cand_nodes[k];
+        const gp__node *node = &f->nodes[cn->node];
+        int count = node->up && !node->draining && !node->held ? node->free + cn->freed : 0;
         if (node->indexed > 0) {
             hist[node->indexed]--;
             bhist[node->block][node->indexed]--;
         }
-        if (count[touched[k]] > 0) {
-            hist[count[touched[k]]]++;
-            bhist[node->block][count[touched[k]]]++;
+        if (count > 0) {
+            hist[count]++;
+            bhist[node->block][count]++;
         }
     }
     bool none = ok && gp__replica_capacity(hist, j->gpus) < j->replicas;
@@ -1036,8 +1024,6 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
         for (size_t b = 0; none && b < f->n_blocks; b++)
             none = gp__replica_capacity(bhist[b], j->gpus) < j->replicas;
     }
-    free(touched);
-    free(count);
     free(bhist);
     return none;
 }

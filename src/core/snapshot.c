@@ -283,6 +283,7 @@ static void engine_detach(gp_engine *e)
     e->recent = NULL;
     e->reclaim_buf = NULL;
     e->replay_front = NULL;
+    e->cand_nodes = NULL;
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;
@@ -292,7 +293,7 @@ static void engine_detach(gp_engine *e)
     e->n_tenants = e->cap_tenants = e->n_roots = e->cap_roots = e->n_users = e->cap_users = 0;
     e->n_jobs = e->cap_jobs = e->cap_histories = e->n_free_slots = e->cap_free_slots = 0;
     e->n_running = e->cap_running = e->n_decisions = e->cap_decisions = 0;
-    e->n_recent = e->cap_recent = e->cap_reclaim_buf = e->cap_reclaiming = e->cap_replay_front = 0;
+    e->n_recent = e->cap_recent = e->cap_reclaim_buf = e->cap_reclaiming = e->cap_replay_front = e->cap_cand_nodes = 0;
     memset(&e->tenant_by_path, 0, sizeof e->tenant_by_path);
     memset(&e->user_by_key, 0, sizeof e->user_by_key);
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
