@@ -20,8 +20,8 @@
  * while held); per type and per block: hist and free.  Whoever changes a
  * GPU (owner, claim, shares, health, mode) or a node's up or drain calls
  * gp__node_reindex, which recounts the node's GPUs and moves the node
- * (fleet.recounts counts these calls: reclaim.c keeps a replay order while
- * it stands still).  gp__node_hold changes the bucket only, from the
+ * (fleet.recounts counts these calls: reclaim.c keeps what it works out
+ * from its candidates' GPUs while it stands still).  gp__node_hold changes the bucket only, from the
  * counts as they stand, and gp__node_to_front the place in the list.  The
  * invariants (invariants.c) recount every node and compare.
  *
