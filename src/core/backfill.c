@@ -42,12 +42,16 @@
  * engine->running by end, so the order is exactly that sort's.  The jobs
  * that nothing bounds are ordered (by node) only when the sweep gets to
  * them.  A sweep starts from the nodes' briefs (fleet->brief: free GPUs,
- * -1 when down or draining, and block; kept by gp__node_reindex), a small
- * array, not from the node records.  A popped replica's GPUs are read
- * only on a node that withholds some (unhealthy, or claimed by a reclaim:
- * node->withheld); elsewhere it gives back all of them.  Example: 6,000
- * running jobs of the type, a 2x8 gang that fits once the third ends:
- * 6,000 ends read, a heap built in O(6,000), 3 pops.
+ * -1 when down or draining, block and withheld; kept by
+ * gp__node_reindex), a small array, not from the node records.  A popped
+ * replica's GPUs are read only on a node that withholds some (unhealthy,
+ * or claimed by a reclaim: the brief's withheld); elsewhere it gives back
+ * all of them.  Its node comes from fleet->gpu_node, not from the GPU
+ * record: the records of 50,000 GPUs do not stay in cache, and the
+ * month's sweeps popped enough replicas for those two reads to be a tenth
+ * of bench_sim.  Example: 6,000 running jobs of the type, a 2x8 gang
+ * that fits once the third ends: 6,000 ends read, a heap built in
+ * O(6,000), 3 pops.
  *
  * A sweep that finds no time at all (the domain's GPUs are held by shared
  * jobs, or CPU or memory block it) is tried by only the first
@@ -188,8 +192,8 @@ static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_job
  * them, without reading them, on a node that withholds none. */
 static release replica_release(const gp_engine *e, const uint32_t *placed, int gpus, int64_t time, int r)
 {
-    release rel = {time, e->fleet.gpus[placed[(size_t)r * gpus]].node, 0};
-    if (e->fleet.nodes[rel.node].withheld == 0) {
+    release rel = {time, e->fleet.gpu_node[placed[(size_t)r * gpus]], 0};
+    if (e->fleet.brief[rel.node].withheld == 0) {
         rel.gpus = gpus;
         return rel;
     }

@@ -94,9 +94,12 @@ void gp_engine_free(gp_engine *e)
     gp__share_scores_forget(e);
     free(e->recent);
     free(e->reclaim_buf);
+    free(e->replay_front);
+    free(e->cand_nodes);
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);
+    free(e->entitlement);
     free(e->decisions);
     free(e);
 }

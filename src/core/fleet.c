@@ -15,6 +15,16 @@
  * A node leaves the index while it is down, draining, or held for a
  * reservation (backfill.c).
  *
+ * Who keeps it.  Per node: free (its free GPUs, 0 when down or draining),
+ * withheld, its brief, and the bucket it sits in (indexed = free, or 0
+ * while held); per type and per block: hist and free.  Whoever changes a
+ * GPU (owner, claim, shares, health, mode) or a node's up or drain calls
+ * gp__node_reindex, which recounts the node's GPUs and moves the node
+ * (fleet.recounts counts these calls: reclaim.c keeps what it works out
+ * from its candidates' GPUs while it stands still).  gp__node_hold changes the bucket only, from the
+ * counts as they stand, and gp__node_to_front the place in the list.  The
+ * invariants (invariants.c) recount every node and compare.
+ *
  * Example: nodes a (8 free) and b (3 free) of type H100.  head[H100][8] = a,
  * head[H100][3] = b.  A 2-GPU job walks k = 2.. and lands on b (best fit),
  * which moves b to bucket 1; a stays whole for an 8-GPU job.
@@ -29,14 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* Free for a whole-GPU job: healthy, unowned, unclaimed, and exclusive or
- * an MPS GPU with no shares on it or claimed. */
-bool gp__gpu_is_free(const gp__gpu *g)
-{
-    return g->healthy && g->owner == 0 && g->claim == 0 &&
-           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0 && g->claim_jobs == 0));
-}
 
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus)
 {
@@ -148,11 +150,27 @@ static uint8_t count_withheld(const gp__fleet *f, const gp__node *node)
     return (uint8_t)k;
 }
 
+/* Put the node in the bucket its counts say (none while held) and refresh
+ * its brief.  node->free must be current: every change of a GPU's state is
+ * followed by gp__node_reindex, which recounts it first. */
+static void node_reposition(gp__fleet *f, uint32_t n)
+{
+    gp__node *node = &f->nodes[n];
+    f->brief[n] = gp__node_brief_of(node);
+    int k = node->held ? 0 : node->free;
+    if (k == node->indexed)
+        return;
+    index_remove(f, n);
+    if (k > 0)
+        index_insert(f, n, k);
+}
+
 void gp__node_reindex(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
     bool usable = node->up && !node->draining;
     int free = 0, withheld = 0;
+    f->recounts++;
     gp__node_touch(f, n); /* owners, claims, health or drain may have changed */
     for (int i = 0; i < node->gpu_count; i++) { /* one read of each GPU for both counts */
         const gp__gpu *g = &f->gpus[node->gpu_first + i];
@@ -161,13 +179,7 @@ void gp__node_reindex(gp__fleet *f, uint32_t n)
     }
     node->withheld = (uint8_t)withheld;
     node->free = (uint8_t)free;
-    f->brief[n] = gp__node_brief_of(node);
-    int k = node->held ? 0 : free;
-    if (k == node->indexed)
-        return;
-    index_remove(f, n);
-    if (k > 0)
-        index_insert(f, n, k);
+    node_reposition(f, n);
 }
 
 void gp__node_to_front(gp__fleet *f, uint32_t n)
@@ -182,7 +194,8 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
 
 gp__node_brief gp__node_brief_of(const gp__node *node)
 {
-    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1};
+    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1,
+                            node->withheld};
 }
 
 void gp__node_touch(gp__fleet *f, uint32_t node)
@@ -191,10 +204,15 @@ void gp__node_touch(gp__fleet *f, uint32_t node)
     f->touched[node] = ++f->touch_seq;
 }
 
+/* Holding moves the node between its bucket and none; its GPUs and counts
+ * stay as they are, so there is nothing to recount (the looks of
+ * placement.c hold and put back a reservation's nodes around each short
+ * job: issue 17, 12 % of the month's CPU as full recounts). */
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
 {
     f->nodes[node].held = held;
-    gp__node_reindex(f, node);
+    gp__node_touch(f, node);
+    node_reposition(f, node);
 }
 
 static int healthy_gpus(const gp__fleet *f, const gp__node *node, int domain)
@@ -415,6 +433,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         !gp__grow((void **)&f->gpus, &f->cap_gpus, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpus) ||
         !GP__GROW(f->type_nodes[type], f->n_type_nodes[type], f->cap_type_nodes[type]) ||
         !GP__GROW(f->touched, f->n_nodes, f->cap_touched) || !GP__GROW(f->brief, f->n_nodes, f->cap_brief) ||
+        !gp__grow((void **)&f->gpu_node, &f->cap_gpu_node, f->n_gpus + (size_t)s->gpu_count, sizeof *f->gpu_node) ||
         !gp_strmap_put(&f->node_by_name, s->name, (uint32_t)f->n_nodes) ||
         !gp__scratch_reserve(e, f->n_gpus + (size_t)s->gpu_count))
         return gp_error_set(err, GP_ERR_NOMEM, "name", "out of memory");
@@ -448,6 +467,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
         f->mps_nodes[type][f->n_mps_nodes[type]++] = n;
     int per = s->gpu_count / s->nvlink_domains;
     for (int i = 0; i < s->gpu_count; i++) {
+        f->gpu_node[f->n_gpus] = n;
         gp__gpu *g = &f->gpus[f->n_gpus++];
         memset(g, 0, sizeof *g);
         g->node = n;
@@ -540,6 +560,7 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t n, int gpu_index, bool healthy)
     capacity_account(f, node, +1);
     gp__node_touch(f, n);
     node->withheld = count_withheld(f, node);
+    f->brief[n] = gp__node_brief_of(node);
     return true;
 }
 
@@ -583,6 +604,7 @@ void gp__fleet_free(gp__fleet *f)
     free(f->pools);
     free(f->touched);
     free(f->brief);
+    free(f->gpu_node);
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         free(f->mps_nodes[t]);
         free(f->type_nodes[t]);

@@ -114,9 +114,17 @@ typedef struct gp__memo {
     double score, tie;
 } gp__memo;
 
+/* A node the capacity candidates are on, and how many GPUs there they
+ * would free (reclaim.c, candidate_nodes). */
+typedef struct gp__cand_node {
+    uint32_t node;
+    uint8_t freed;
+} gp__cand_node;
+
 typedef struct gp__node_brief {
     uint32_t block;
     int16_t free;         /* the node's free GPUs; -1 when down or draining */
+    uint8_t withheld;     /* node->withheld */
 } gp__node_brief;
 
 typedef struct gp__node {
@@ -183,6 +191,7 @@ typedef struct gp__fleet {
     uint32_t hist[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
     int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
     uint64_t moves;                       /* nodes taken out of or put into a list, ever */
+    uint64_t recounts;                    /* gp__node_reindex calls, ever: a GPU or node may have changed */
     /* what the healthy schedulable fleet could hold if it were empty, per
      * type: replicas of g GPUs in the whole fleet / in the best block, and
      * the largest NVLink domain (for wait reasons and fast rejection) */
@@ -211,6 +220,11 @@ typedef struct gp__fleet {
      * the nodes after a snapshot is read */
     gp__node_brief *brief;
     size_t cap_brief;
+    /* per GPU (owned, grown with gpus): gpus[g].node, a small array a
+     * sweep reads for every replica it pops (backfill.c); derived: made
+     * again after a snapshot is read */
+    uint32_t *gpu_node;
+    size_t cap_gpu_node;
 } gp__fleet;
 
 /* ---- tenants ---- */
@@ -527,7 +541,23 @@ struct gp_engine {
         size_t n;
         bool replayed;    /* the lists are as a failed search of the list left them, */
         uint64_t moves;   /* if fleet.moves is still this */
+        bool front_known; /* replay_front holds n_front nodes: the list's replay order, */
+        size_t n_front;
+        uint64_t recounts; /* if fleet.recounts is still this */
+        bool nodes_known;  /* cand_nodes holds n_nodes: the nodes of the list's GPUs, */
+        size_t n_nodes;
+        uint64_t nodes_recounts; /* if fleet.recounts is still this */
     } cand_memo;
+    uint32_t *replay_front; /* reclaim.c: the nodes a replay moves to the front, in order (owned; derived) */
+    size_t cap_replay_front;
+    gp__cand_node *cand_nodes; /* reclaim.c: per node of the candidates, GPUs they would free (owned; derived) */
+    size_t cap_cand_nodes;
+    /* tenants.c: per tenant, gp_engine_tenant_entitlement's answer, worked
+     * out again at every change of the tree (owned; derived: when not
+     * known, the answer is walked) */
+    double *entitlement;
+    size_t cap_entitlement;
+    bool entitlements_known;
     gp_res *reclaiming;   /* reclaim.c: per tenant, demand of jobs waiting for victims (owned) */
     size_t cap_reclaiming;
     uint64_t reclaiming_pass; /* the pass it was counted for (0: never) */
@@ -579,7 +609,18 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
 void gp__node_touch(gp__fleet *f, uint32_t node);
 /* The node's brief as its fields say now (gp__node_reindex keeps it). */
 gp__node_brief gp__node_brief_of(const gp__node *node);
-bool gp__gpu_is_free(const gp__gpu *g);
+/* Free for a whole-GPU job once its owner, if any, is gone: healthy,
+ * unclaimed, and exclusive or an MPS GPU with no shares on it or claimed. */
+static inline bool gp__gpu_free_if_unowned(const gp__gpu *g)
+{
+    return g->healthy && g->claim == 0 &&
+           (g->sharing == GP_SHARING_EXCLUSIVE || (g->sharing == GP_SHARING_MPS && g->jobs == 0 && g->claim_jobs == 0));
+}
+/* Free for a whole-GPU job now (what the index counts). */
+static inline bool gp__gpu_is_free(const gp__gpu *g)
+{
+    return g->owner == 0 && gp__gpu_free_if_unowned(g);
+}
 /* Replicas of `gpus` GPUs that fit in the index of `type` (optionally one block). */
 int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int gpus);
 /* gp__replica_capacity(hist, gpus) >= replicas, with `free` the index's free
@@ -619,6 +660,12 @@ bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
 /* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
  * without a guarantee). */
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
+/* Tenant t's entitlement walked up its path (hierarchical DRF): at each
+ * level its weight over the weights of it and its siblings. */
+double gp__tenant_entitlement_walk(const gp_engine *e, uint32_t t);
+/* Every tenant's entitlement into e->entitlement, after a change of the
+ * tree, a weight or a guarantee (tenants.c, snapshot.c). */
+void gp__entitlements_update(gp_engine *e);
 void gp__tenants_free(gp_engine *e);
 /* gp_engine_tenant_set without its consequences for jobs (engine.c). */
 gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec, int64_t now, gp_error *err);

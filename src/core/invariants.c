@@ -9,6 +9,7 @@
  *   - gangs are whole: replicas x gpus GPUs, each replica on one up node,
  *     all of its bound type, one block for `block`, one NVLink domain for
  *     `nvlink`; held GPUs are healthy;
+ *   - every GPU names its node (in its record and in fleet.gpu_node);
  *   - node CPU, memory, busy and withheld counts, the nodes' briefs and
  *     the free-capacity index agree with the GPUs;
  *   - tenant usage and guaranteed usage are the sums over running jobs of
@@ -197,19 +198,23 @@ static gp_err check_nodes(const gp_engine *e, gp_error *err)
     gp_err rc = GP_OK;
     for (size_t n = 0; n < f->n_nodes && !rc; n++) {
         const gp__node *node = &f->nodes[n];
-        int free_gpus = 0, busy = 0, withheld = 0;
+        int free_gpus = 0, busy = 0, withheld = 0, strays = 0;
         for (int i = 0; i < node->gpu_count; i++) {
             const gp__gpu *g = &f->gpus[node->gpu_first + i];
             free_gpus += gp__gpu_is_free(g);
             busy += g->owner != 0;
             withheld += !g->healthy || g->claim != 0;
+            strays += g->node != n || f->gpu_node[node->gpu_first + i] != n;
         }
         if (!node->up || node->draining)
             free_gpus = 0;
-        if (node->free != free_gpus || node->busy != (uint32_t)busy || node->cpu_used != cpu[n] ||
+        if (strays)
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "GPUs of node %s name another node", node->name);
+        else if (node->free != free_gpus || node->busy != (uint32_t)busy || node->cpu_used != cpu[n] ||
             node->mem_used != mem[n] || node->replicas != reps[n] || node->withheld != withheld)
             rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "bookkeeping of node %s is out of step", node->name);
-        else if (f->brief[n].block != node->block || f->brief[n].free != gp__node_brief_of(node).free)
+        else if (f->brief[n].block != node->block || f->brief[n].free != gp__node_brief_of(node).free ||
+                 f->brief[n].withheld != node->withheld)
             rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "the brief of node %s is out of step", node->name);
         else if (node->indexed != (node->held ? 0 : node->free))
             rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s sits in the wrong index bucket", node->name);

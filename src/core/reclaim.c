@@ -552,29 +552,41 @@ static bool capacity_add(search *s, size_t i)
  * (a held, down or draining node stays out of the lists throughout).  So
  * the lists end as if each such node were moved to the front, in the order
  * of its last such candidate: that is what the replay does, without the
- * pretend frees and the placement looks.  False when out of memory. */
-static bool replay_failed(gp_engine *e, const victims *vs)
+ * pretend frees and the placement looks.
+ *
+ * The order (replay_order) is made of the candidates and the state of
+ * their GPUs and nodes only, so it is kept with the candidate list
+ * (cand_memo) while nothing has been recounted (fleet.recounts: every
+ * change of a GPU or a node's up or drain goes through gp__node_reindex).
+ * Held nodes are in it and skipped when it is replayed: a look of
+ * placement.c holds and puts back nodes without a recount.  In the
+ * 30-day bench_sim most replays of a pass replay the same list again
+ * (the lists moved in between, so replay_needless does not apply):
+ * each walked every candidate's GPUs. */
+
+/* Into e->replay_front: the nodes, up and not draining, where a candidate
+ * frees GPUs, by their last such candidate.  False when out of memory. */
+static bool replay_order(gp_engine *e, const victims *vs)
 {
     gp__fleet *f = &e->fleet;
     uint64_t *last = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *last); /* per node: its last freeing run + 1 */
-    uint32_t *moved = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *moved);
     size_t n_moved = 0;
     uint64_t run = 0;
-    for (size_t c = 0; last && moved && c < vs->n; c++) {
+    bool ok = last && gp__grow((void **)&e->replay_front, &e->cap_replay_front, f->n_nodes ? f->n_nodes : 1,
+                               sizeof *e->replay_front);
+    uint32_t *moved = e->replay_front;
+    for (size_t c = 0; ok && c < vs->n; c++) {
         const gp__job *v = &e->jobs[vs->cand[c]];
         size_t n = (size_t)v->replicas * v->gpus;
         bool frees = false;
         for (size_t i = 0; i < n; i++) { /* runs of GPUs on one node, as pretend_free reindexes them */
-            gp__gpu *g = &f->gpus[v->placed[i]];
+            const gp__gpu *g = &f->gpus[v->placed[i]];
             const gp__node *node = &f->nodes[g->node];
-            uint32_t owner = g->owner;
-            g->owner = 0;
-            frees |= gp__gpu_is_free(g);
-            g->owner = owner;
+            frees |= gp__gpu_free_if_unowned(g);
             if (i + 1 < n && f->gpus[v->placed[i + 1]].node == g->node)
                 continue;
             run++;
-            if (frees && node->up && !node->draining && !node->held) {
+            if (frees && node->up && !node->draining) {
                 if (!last[g->node])
                     moved[n_moved++] = g->node;
                 last[g->node] = run;
@@ -582,12 +594,26 @@ static bool replay_failed(gp_engine *e, const victims *vs)
             frees = false;
         }
     }
-    bool ok = last && moved && gp_sort_indexes(moved, n_moved, by_last_run, last);
-    for (size_t i = 0; ok && i < n_moved; i++)
-        gp__node_to_front(f, moved[i]);
+    ok = ok && gp_sort_indexes(moved, n_moved, by_last_run, last);
     free(last);
-    free(moved);
+    e->cand_memo.n_front = ok ? n_moved : 0;
+    e->cand_memo.front_known = ok && e->cand_memo.valid;
+    e->cand_memo.recounts = f->recounts;
     return ok;
+}
+
+/* False when out of memory. */
+static bool replay_failed(gp_engine *e, const victims *vs)
+{
+    const struct gp__cand_memo *m = &e->cand_memo;
+    gp__fleet *f = &e->fleet;
+    bool known = m->valid && m->front_known && m->recounts == f->recounts;
+    if (!known && !replay_order(e, vs))
+        return false;
+    for (size_t i = 0; i < m->n_front; i++)
+        if (!f->nodes[e->replay_front[i]].held)
+            gp__node_to_front(f, e->replay_front[i]);
+    return true;
 }
 
 static void capacity_undo(search *s, size_t i)
@@ -918,57 +944,53 @@ static void nofit_note(gp_engine *e, const gp__job *j, int type)
                                         .room = e->room[type], .held = held_signature(e, type)};
 }
 
-#define GP__UNSEEN 0xff /* count_says_nothing_fits: a node no candidate is on */
-
-/* Every candidate's GPUs owned by nobody for a moment, and the nodes they
- * are on listed in touched (count[node] set from GP__UNSEEN to 0 on the
- * first); how many nodes. */
-static size_t candidates_unown(gp_engine *e, const victims *vs, uint8_t *count, uint32_t *touched)
+/* Into e->cand_nodes: each node the candidates' GPUs are on, with how
+ * many of them would be free were the candidates gone.  A GPU without an
+ * owner (a shared candidate's) is in node->free already and adds nothing.
+ * Kept with the candidate list (cand_memo) while nothing has been
+ * recounted, as the replay order is.  False when out of memory. */
+static bool candidate_nodes(gp_engine *e, const victims *vs)
 {
-    size_t n_touched = 0;
-    for (size_t c = 0; c < vs->n; c++) {
+    struct gp__cand_memo *m = &e->cand_memo;
+    gp__fleet *f = &e->fleet;
+    if (m->valid && m->nodes_known && m->nodes_recounts == f->recounts)
+        return true;
+    uint32_t *at = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *at); /* per node: its place, or GP__NONE */
+    bool ok = at && gp__grow((void **)&e->cand_nodes, &e->cap_cand_nodes, f->n_nodes ? f->n_nodes : 1,
+                             sizeof *e->cand_nodes);
+    size_t n = 0;
+    if (ok)
+        memset(at, 0xff, f->n_nodes * sizeof *at);
+    for (size_t c = 0; ok && c < vs->n; c++) {
         const gp__job *v = &e->jobs[vs->cand[c]];
         for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++) {
-            gp__gpu *g = &e->fleet.gpus[v->placed[i]];
-            g->owner = 0;
-            if (count[g->node] == GP__UNSEEN) {
-                count[g->node] = 0;
-                touched[n_touched++] = g->node;
+            const gp__gpu *g = &f->gpus[v->placed[i]];
+            if (at[g->node] == GP__NONE) {
+                at[g->node] = (uint32_t)n;
+                e->cand_nodes[n++] = (gp__cand_node){g->node, 0};
             }
+            e->cand_nodes[at[g->node]].freed += g->owner != 0 && gp__gpu_free_if_unowned(g);
         }
     }
-    return n_touched;
-}
-
-/* Every candidate's GPUs owned by it again. */
-static void candidates_own(gp_engine *e, const victims *vs)
-{
-    for (size_t c = 0; c < vs->n; c++) {
-        const gp__job *v = &e->jobs[vs->cand[c]];
-        for (size_t i = 0; i < (size_t)v->replicas * v->gpus; i++)
-            e->fleet.gpus[v->placed[i]].owner = vs->cand[c] + 1;
-    }
-}
-
-/* The free GPUs the index would count on a node (none out of service). */
-static uint8_t node_free_gpus(const gp__fleet *f, const gp__node *node)
-{
-    uint8_t free = 0;
-    for (int i = 0; node->up && !node->draining && !node->held && i < node->gpu_count; i++)
-        free += gp__gpu_is_free(&f->gpus[node->gpu_first + i]);
-    return free;
+    free(at);
+    m->n_nodes = ok ? n : 0;
+    m->nodes_known = ok && m->valid;
+    m->nodes_recounts = f->recounts;
+    return ok;
 }
 
 /* The free-capacity histograms with every candidate gone, without the
- * pretend frees: their GPUs are unowned for a moment, each node they touch
- * is counted as gp__node_reindex would count it, and the type's histogram
+ * pretend frees: each node the candidates are on is counted as
+ * gp__node_reindex would count it with their GPUs unowned (its free GPUs
+ * and those they would free: candidate_nodes), and the type's histogram
  * (and each block's) is adjusted by those nodes.  A whole-GPU look starts
  * by asking those histograms whether the replicas could fit by GPU count
  * (placement.c); when even that fails, the search would pretend every
  * candidate gone, look after each and find nothing: its outcome and its
  * trace are a remembered failure's (replay_failed), at the cost of one
- * walk over the candidates' GPUs.  The bench's capped borrowers made most
- * of its 1x8 and block gangs' searches such ones (bench/RESULTS.md).
+ * walk over the candidates' GPUs, or none while candidate_nodes is kept.
+ * The bench's capped borrowers made most of its 1x8 and block gangs'
+ * searches such ones (bench/RESULTS.md).
  * Example: 1x8 wanted; every H100 node holds a capped borrower's GPU and
  * uncapped 1-GPU borrowers on the other 7: no node reaches 8 free, so
  * nothing is searched. */
@@ -977,31 +999,23 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
     gp__fleet *f = &e->fleet;
     if (!nofit_applies(e, j) || j->topology == GP_TOPO_NVLINK || vs->n == 0)
         return false;
-    uint32_t *touched = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *touched);
-    uint8_t *count = malloc(f->n_nodes ? f->n_nodes : 1); /* per node: its free GPUs, candidates gone */
     uint32_t (*bhist)[GP_MAX_GPUS_PER_NODE + 1] = malloc((f->n_blocks ? f->n_blocks : 1) * sizeof *bhist);
-    bool ok = touched && count && bhist;
-    size_t n_touched = 0;
-    if (ok) {
-        memset(count, GP__UNSEEN, f->n_nodes);
-        n_touched = candidates_unown(e, vs, count, touched);
-        for (size_t k = 0; k < n_touched; k++)
-            count[touched[k]] = node_free_gpus(f, &f->nodes[touched[k]]);
-        candidates_own(e, vs);
-    }
+    bool ok = bhist && candidate_nodes(e, vs);
     uint32_t hist[GP_MAX_GPUS_PER_NODE + 1];
     memcpy(hist, f->hist[type], sizeof hist);
     for (size_t b = 0; ok && b < f->n_blocks; b++)
         memcpy(bhist[b], f->blocks[b].hist[type], sizeof bhist[b]);
-    for (size_t k = 0; ok && k < n_touched; k++) { /* each touched node from its bucket to its new one */
-        const gp__node *node = &f->nodes[touched[k]];
+    for (size_t k = 0; ok && k < e->cand_memo.n_nodes; k++) { /* each node from its bucket to its new one */
+        const gp__cand_node *cn = &e->cand_nodes[k];
+        const gp__node *node = &f->nodes[cn->node];
+        int count = node->up && !node->draining && !node->held ? node->free + cn->freed : 0;
         if (node->indexed > 0) {
             hist[node->indexed]--;
             bhist[node->block][node->indexed]--;
         }
-        if (count[touched[k]] > 0) {
-            hist[count[touched[k]]]++;
-            bhist[node->block][count[touched[k]]]++;
+        if (count > 0) {
+            hist[count]++;
+            bhist[node->block][count]++;
         }
     }
     bool none = ok && gp__replica_capacity(hist, j->gpus) < j->replicas;
@@ -1010,8 +1024,6 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
         for (size_t b = 0; none && b < f->n_blocks; b++)
             none = gp__replica_capacity(bhist[b], j->gpus) < j->replicas;
     }
-    free(touched);
-    free(count);
     free(bhist);
     return none;
 }

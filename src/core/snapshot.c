@@ -257,6 +257,8 @@ static void fleet_detach(gp__fleet *f)
     f->cap_touched = 0;
     f->brief = NULL; /* derived (fleet.c): made again below from the nodes */
     f->cap_brief = 0;
+    f->gpu_node = NULL; /* derived (fleet.c): made again below from the GPUs */
+    f->cap_gpu_node = 0;
     f->n_nodes = f->cap_nodes = f->n_gpus = f->cap_gpus = f->n_blocks = f->cap_blocks = 0;
     f->n_zones = f->cap_zones = f->n_pools = f->cap_pools = 0;
     memset(&f->node_by_name, 0, sizeof f->node_by_name);
@@ -280,13 +282,18 @@ static void engine_detach(gp_engine *e)
     e->decisions = NULL;
     e->recent = NULL;
     e->reclaim_buf = NULL;
+    e->replay_front = NULL;
+    e->cand_nodes = NULL;
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;
+    e->entitlement = NULL; /* derived (tenants.c): walked again once the tenants are read */
+    e->cap_entitlement = 0;
+    e->entitlements_known = false;
     e->n_tenants = e->cap_tenants = e->n_roots = e->cap_roots = e->n_users = e->cap_users = 0;
     e->n_jobs = e->cap_jobs = e->cap_histories = e->n_free_slots = e->cap_free_slots = 0;
     e->n_running = e->cap_running = e->n_decisions = e->cap_decisions = 0;
-    e->n_recent = e->cap_recent = e->cap_reclaim_buf = e->cap_reclaiming = 0;
+    e->n_recent = e->cap_recent = e->cap_reclaim_buf = e->cap_reclaiming = e->cap_replay_front = e->cap_cand_nodes = 0;
     memset(&e->tenant_by_path, 0, sizeof e->tenant_by_path);
     memset(&e->user_by_key, 0, sizeof e->user_by_key);
     memset(&e->job_by_id, 0, sizeof e->job_by_id);
@@ -328,10 +335,13 @@ static bool fleet_get(reader *r, gp__fleet *f, bool *nomem)
                        sizeof *f->type_nodes[t], nomem))
             return false;
     if (!gp__grow((void **)&f->touched, &f->cap_touched, f->n_nodes ? f->n_nodes : 1, sizeof *f->touched) ||
-        !gp__grow((void **)&f->brief, &f->cap_brief, f->n_nodes ? f->n_nodes : 1, sizeof *f->brief))
+        !gp__grow((void **)&f->brief, &f->cap_brief, f->n_nodes ? f->n_nodes : 1, sizeof *f->brief) ||
+        !gp__grow((void **)&f->gpu_node, &f->cap_gpu_node, f->n_gpus ? f->n_gpus : 1, sizeof *f->gpu_node))
         return !(*nomem = true);
     for (size_t n = 0; n < f->n_nodes; n++)
         f->brief[n] = gp__node_brief_of(&f->nodes[n]);
+    for (size_t g = 0; g < f->n_gpus; g++)
+        f->gpu_node[g] = f->gpus[g].node;
     for (size_t n = 0; n < f->n_nodes; n++)
         if (!gp_strmap_put(&f->node_by_name, f->nodes[n].name, (uint32_t)n))
             return !(*nomem = true);
@@ -362,6 +372,7 @@ static bool tenants_get(reader *r, gp_engine *e, bool *nomem)
     if (!get_array(r, (void **)&e->roots, &e->n_roots, &e->cap_roots, sizeof *e->roots, nomem) ||
         !get_array(r, (void **)&e->users, &e->n_users, &e->cap_users, sizeof *e->users, nomem))
         return false;
+    gp__entitlements_update(e);
     for (size_t u = 0; u < e->n_users; u++) {
         char key[GP_PATH_MAX + GP_NAME_MAX + 2];
         snprintf(key, sizeof key, "%u:%s", e->users[u].tenant, e->users[u].name); /* as jobs.c's user_get */

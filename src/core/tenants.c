@@ -306,6 +306,34 @@ double gp__tenant_weight(const gp_engine *e, const gp__tenant *t)
     return gpus < 1.0 ? 1.0 : gpus;
 }
 
+double gp__tenant_entitlement_walk(const gp_engine *e, uint32_t tenant)
+{
+    double share = 1.0;
+    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
+        uint32_t parent = e->tenants[a].parent;
+        const uint32_t *sib = parent == GP__NONE ? e->roots : e->tenants[parent].children;
+        size_t n = parent == GP__NONE ? e->n_roots : e->tenants[parent].n_children;
+        double sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += gp__tenant_weight(e, &e->tenants[sib[i]]);
+        if (sum > 0)
+            share *= gp__tenant_weight(e, &e->tenants[a]) / sum;
+    }
+    return share;
+}
+
+/* Entitlements are asked for every candidate's tenant of every victim
+ * search (reclaim.c: 6 % of the 30-day bench_sim walking the siblings'
+ * weights), and change only with the tree: they are walked once per
+ * change and kept. */
+void gp__entitlements_update(gp_engine *e)
+{
+    e->entitlements_known = gp__grow((void **)&e->entitlement, &e->cap_entitlement,
+                                     e->n_tenants ? e->n_tenants : 1, sizeof *e->entitlement);
+    for (size_t t = 0; e->entitlements_known && t < e->n_tenants; t++)
+        e->entitlement[t] = gp__tenant_entitlement_walk(e, (uint32_t)t);
+}
+
 void gp__tenant_update_share(gp_engine *e, uint32_t t)
 {
     gp__tenant *ten = &e->tenants[t];
@@ -483,6 +511,7 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     e->now = now;
     update_trust(e, t);
     gp__tenant_update_share(e, t);
+    gp__entitlements_update(e);
     ten->promote_dirty = true;
     return GP_OK;
 }
@@ -503,6 +532,7 @@ gp_err gp_engine_tenant_remove(gp_engine *e, const char *path, int64_t now, gp_e
         return gp_error_set(err, GP_ERR_CONFLICT, "path", "%s has pending or running jobs", path);
     e->now = now;
     tenant_unlink(e, t);
+    gp__entitlements_update(e);
     return GP_OK;
 }
 

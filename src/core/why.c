@@ -240,18 +240,7 @@ double gp_engine_tenant_entitlement(const gp_engine *e, uint32_t tenant)
 {
     if (!e || tenant >= e->n_tenants || e->tenants[tenant].removed)
         return 0;
-    double share = 1.0;
-    for (uint32_t a = tenant; a != GP__NONE; a = e->tenants[a].parent) {
-        uint32_t parent = e->tenants[a].parent;
-        const uint32_t *sib = parent == GP__NONE ? e->roots : e->tenants[parent].children;
-        size_t n = parent == GP__NONE ? e->n_roots : e->tenants[parent].n_children;
-        double sum = 0;
-        for (size_t i = 0; i < n; i++)
-            sum += gp__tenant_weight(e, &e->tenants[sib[i]]);
-        if (sum > 0)
-            share *= gp__tenant_weight(e, &e->tenants[a]) / sum;
-    }
-    return share;
+    return e->entitlements_known ? e->entitlement[tenant] : gp__tenant_entitlement_walk(e, tenant);
 }
 
 const char *gp_engine_job_user(const gp_engine *e, uint64_t id)

@@ -260,6 +260,37 @@ static void short_job_a_held_node_can_take_is_placed_there(void **state)
     tb_assert_gpus_consistent(w);
 }
 
+/* Holding a node and putting it back keep its free GPUs as they are: what
+ * changes under it while held (a short job binds there, then ends) is
+ * counted by the bind and the release, and the node comes back to the
+ * bucket of its free GPUs (fleet.c, gp__node_hold; the invariants compare
+ * every bucket with a full recount).  A long job never gets the freed GPU
+ * (the node is out of the buckets while held), a second short job does,
+ * and the gang then finds both nodes whole. */
+static void held_node_comes_back_to_the_bucket_of_its_free_gpus(void **state)
+{
+    tb_world *w = *state;
+    gang_holds_two_nodes_with_one_gpu_free_each(w);
+    submit_runtime(w, SHORT_JOB, "small", 1, 1, 100, 20);
+    assert_int_equal(tb_tick(w, 20, GP_DEC_BIND), 1);
+    tb_assert_gpus_consistent(w);
+    tb_finish(w, SHORT_JOB, GP_EXIT_SUCCEEDED, 120);
+    submit_runtime(w, LONG_JOB, "small", 1, 1, 2000, 120);
+    assert_int_equal(tb_tick(w, 120, GP_DEC_BIND), 0);
+    assert_waits_for_gang(w, LONG_JOB);
+    tb_assert_gpus_consistent(w);
+    submit_runtime(w, SHORT_JOB + 1, "small", 1, 1, 100, 130);
+    assert_int_equal(tb_tick(w, 130, GP_DEC_BIND), 1);
+    assert_non_null(tb_find(w, SHORT_JOB + 1, GP_DEC_BIND));
+    tb_finish(w, SHORT_JOB + 1, GP_EXIT_SUCCEEDED, 230);
+    tb_assert_gpus_consistent(w);
+    tb_finish(w, 1, GP_EXIT_SUCCEEDED, 1000);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 1000);
+    assert_int_equal(tb_tick(w, 1000, GP_DEC_BIND), 1);
+    assert_non_null(tb_find(w, GANG, GP_DEC_BIND));
+    tb_assert_gpus_consistent(w);
+}
+
 /* An engine without fair-share reclaim, for a test of the sweep alone: with
  * it, the gang's tenant (below its share) would preempt the other's jobs
  * instead of reserving. */
@@ -339,6 +370,7 @@ int main(void)
         TB_TEST(overdue_running_job_is_assumed_to_end_within_overdue_grace),
         TB_TEST(short_job_too_big_for_any_held_node_leaves_them_held),
         TB_TEST(short_job_a_held_node_can_take_is_placed_there),
+        TB_TEST(held_node_comes_back_to_the_bucket_of_its_free_gpus),
         TB_TEST(releases_at_one_time_are_swept_in_running_order),
         TB_TEST(a_gang_does_not_count_on_gpus_a_reclaim_claimed),
     };

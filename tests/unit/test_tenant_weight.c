@@ -57,11 +57,41 @@ static void the_smallest_weight_gives_a_finite_share(void **state)
     assert_true(light.dominant_share > heavy.dominant_share);
 }
 
+/* Entitlements (hierarchical DRF: at each level, weight over the weights
+ * of the siblings) follow every change of the tree: a tenant added, a
+ * weight changed, a tenant removed; a refused change changes none.  The
+ * engine keeps them between changes (tenants.c, gp__entitlements_update). */
+static double entitlement(tb_world *w, const char *path)
+{
+    return gp_engine_tenant_entitlement(w->e, tb_tenant_index(w, path));
+}
+
+static void entitlements_follow_every_change_of_the_tree(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    assert_int_equal(put_weight(w, "a", 1, NULL), GP_OK);
+    assert_int_equal(put_weight(w, "b", 3, NULL), GP_OK);
+    assert_float_equal(entitlement(w, "a"), 0.25, 1e-12);
+    assert_int_equal(put_weight(w, "a/x", 1, NULL), GP_OK);
+    assert_int_equal(put_weight(w, "a/y", 1, NULL), GP_OK);
+    assert_float_equal(entitlement(w, "a/x"), 0.125, 1e-12);
+    assert_int_equal(put_weight(w, "b", 1, NULL), GP_OK);
+    assert_float_equal(entitlement(w, "a/x"), 0.25, 1e-12);
+    assert_int_equal(put_weight(w, "b", -1, NULL), GP_ERR_INVALID);
+    assert_float_equal(entitlement(w, "b"), 0.5, 1e-12);
+    assert_int_equal(gp_engine_tenant_remove(w->e, "a/y", gp_engine_now(w->e), NULL), GP_OK);
+    assert_float_equal(entitlement(w, "a/x"), 0.5, 1e-12);
+    assert_int_equal(gp_engine_tenant_remove(w->e, "b", gp_engine_now(w->e), NULL), GP_OK);
+    assert_float_equal(entitlement(w, "a/x"), 1.0, 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TB_TEST(weights_outside_the_range_are_refused_naming_the_field),
         TB_TEST(the_smallest_weight_gives_a_finite_share),
+        TB_TEST(entitlements_follow_every_change_of_the_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
