@@ -297,6 +297,13 @@ static void complete_sent(gp_server *srv, bool quiet)
         quiet_chores(srv);
 }
 
+/* The batch in flight, if its commit has come back (never blocks). */
+static void complete_if_committed(gp_server *srv)
+{
+    if (srv->loop.sent.active && gp_store_commit_ready(srv->store))
+        complete_sent(srv, false);
+}
+
 /* Runs ops into the open batch (begun here if none is): a mutating op
  * with its audit row, a read as it comes (it sees the batch so far).
  * None is answered before the batch's commit. */
@@ -322,6 +329,7 @@ static void batch_add(gp_server *srv, gp_op **ops, size_t n)
             store_fatal(srv, op->action, &(gp_error){.message = "a store write failed after the engine took the event"});
         audit_op(srv, op, now);
         srv->loop.dirty = srv->loop.dirty || op->status < 400;
+        complete_if_committed(srv); /* the batch in flight's callers need not wait for this one's ops */
     }
 }
 
