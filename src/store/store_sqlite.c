@@ -382,7 +382,7 @@ static void events_select(const gp_store *s, const char *payload_alias, const ch
 
 int64_t gp_store_last_seq(gp_store *s)
 {
-    gp_db_stmt *st = gp__store_stmt(s, GP__ST_LAST_SEQ, NULL); /* asked after every commit: kept prepared */
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_LAST_SEQ, NULL); /* asked when a snapshot may be due: kept prepared */
     int64_t seq = 0;
     if (!st)
         return 0;
