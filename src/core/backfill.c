@@ -35,11 +35,14 @@
  *
  * What a sweep costs: it reads only the running whole-GPU jobs of its
  * type (engine->type_running, kept on bind and release), one expected end
- * each, into a binary heap keyed by (end, place in engine->running); it
- * pops them in that order and reads a popped job's GPUs only then, so a
- * sweep that finds its start after k releases sorts and reads k of them,
- * not all.  The key's last part is the tie-break of a stable sort of
- * engine->running by end, so the order is exactly that sort's.  The jobs
+ * each, and orders them by (end, place in engine->running) with a radix
+ * sort of the pair packed into 64 bits (a comparison sort in the rare
+ * case it does not fit); it reads a job's GPUs only when it gets to it,
+ * so a sweep that finds its start after k releases reads k of them, not
+ * all.  The key's last part is the tie-break of a stable sort of
+ * engine->running by end, so the order is exactly that sort's.  (A binary
+ * heap popped them before: the month's sweeps pop four in five of their
+ * jobs, and the pops were a tenth of bench_sim.)  The jobs
  * that nothing bounds are ordered (by node) only when the sweep gets to
  * them.  A sweep starts from the nodes' briefs (fleet->brief: free GPUs,
  * -1 when down or draining, block and withheld; kept by
@@ -50,8 +53,8 @@
  * record: the records of 50,000 GPUs do not stay in cache, and the
  * month's sweeps popped enough replicas for those two reads to be a tenth
  * of bench_sim.  Example: 6,000 running jobs of the type, a 2x8 gang
- * that fits once the third ends: 6,000 ends read, a heap built in
- * O(6,000), 3 pops.
+ * that fits once the third ends: 6,000 ends read and sorted in five
+ * linear rounds, the GPUs of 3 jobs read.
  *
  * A sweep that finds no time at all (the domain's GPUs are held by shared
  * jobs, or CPU or memory block it) is tried by only the first
@@ -120,70 +123,108 @@ static int64_t expected_end(const gp_engine *e, const gp__job *j)
 
 /* A running job's turn in the sweep: by expected end, then by place in
  * engine->running.  That is the order a stable sort of engine->running by
- * time kept, so the heap below pops the releases in the same order while
- * sorting only the few that a sweep reads. */
+ * time kept; pos is unique, so the order is total. */
 typedef struct turn {
     int64_t time;
     uint32_t pos;
     int replicas, gpus;
     const uint32_t *placed; /* the job's GPUs, copied here with the fields above
-                               while its record is in cache: a pop reads no job */
+                               while its record is in cache: the sweep reads no job */
 } turn;
 
-static bool turn_before(const turn *a, const turn *b)
+static int turn_order(uint32_t a, uint32_t b, const void *ctx)
 {
-    return a->time != b->time ? a->time < b->time : a->pos < b->pos;
+    const turn *x = &((const turn *)ctx)[a], *y = &((const turn *)ctx)[b];
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static void heap_down(turn *h, size_t n, size_t i)
+/* A turn's place as one number: (time - earliest) above pos's bits. */
+typedef struct packed_turn {
+    uint64_t key;
+    uint32_t turn;
+} packed_turn;
+
+/* Bits that hold every value up to x. */
+static int bits_for(uint64_t x)
 {
-    for (;;) {
-        size_t least = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && turn_before(&h[l], &h[least]))
-            least = l;
-        if (r < n && turn_before(&h[r], &h[least]))
-            least = r;
-        if (least == i)
-            return;
-        turn t = h[i];
-        h[i] = h[least];
-        h[least] = t;
-        i = least;
+    int b = 0;
+    while (b < 64 && (x >> b) != 0)
+        b++;
+    return b;
+}
+
+/* Into order: the n turns in turn order, by a radix sort of their packed
+ * keys, 8 bits a round (linear: a sweep reads most of the turns, and the
+ * binary heap it used to pop them from was a tenth of the month's
+ * bench_sim).  False when the keys do not fit 64 bits (times far apart) or
+ * out of memory: the caller sorts by comparison then. */
+static bool radix_order(const turn *t, size_t n, uint32_t *order)
+{
+    int64_t lo = t[0].time, hi = t[0].time;
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = t[i].time < lo ? t[i].time : lo;
+        hi = t[i].time > hi ? t[i].time : hi;
+        top = t[i].pos > top ? t[i].pos : top;
     }
+    int pos_bits = bits_for(top), bits = pos_bits + bits_for((uint64_t)hi - (uint64_t)lo);
+    packed_turn *buf = bits <= 64 ? malloc(2 * n * sizeof *buf) : NULL;
+    if (!buf)
+        return false;
+    packed_turn *a = buf, *b = buf + n; /* each round from a into b, then they swap */
+    for (size_t i = 0; i < n; i++)
+        a[i] = (packed_turn){((uint64_t)t[i].time - (uint64_t)lo) << pos_bits | t[i].pos, (uint32_t)i};
+    for (int shift = 0; shift < bits; shift += 8) {
+        size_t start[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            start[(a[i].key >> shift & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            start[d + 1] += start[d];
+        for (size_t i = 0; i < n; i++)
+            b[start[a[i].key >> shift & 0xff]++] = a[i];
+        packed_turn *swap = a;
+        a = b;
+        b = swap;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = a[i].turn;
+    free(buf);
+    return true;
 }
 
-/* The earliest turn, taken off the heap of n. */
-static turn heap_pop(turn *h, size_t *n)
-{
-    turn top = h[0];
-    h[0] = h[--*n];
-    heap_down(h, *n, 0);
-    return top;
-}
-
-/* The type's running jobs: those with a known end on a heap (returned,
- * *n_known of them), those that nothing bounds in *unbounded_jobs (in the
- * caller's buffer, *n_unbounded).  NULL when out of memory. */
-static turn *collect_turns(const gp_engine *e, int type, uint32_t *unbounded_jobs, size_t *n_known,
-                           size_t *n_unbounded)
+/* The type's running jobs: those with a known end in turn order (*turns,
+ * *order, *n_known of each; the caller frees both), those that nothing
+ * bounds in *unbounded_jobs (in the caller's buffer, *n_unbounded).  False
+ * when out of memory. */
+static bool collect_turns(const gp_engine *e, int type, turn **turns, uint32_t **order, uint32_t *unbounded_jobs,
+                          size_t *n_known, size_t *n_unbounded)
 {
     size_t n_jobs = e->n_type_running[type];
-    turn *h = malloc((n_jobs ? n_jobs : 1) * sizeof *h);
+    turn *t = malloc((n_jobs ? n_jobs : 1) * sizeof *t);
+    uint32_t *o = malloc((n_jobs ? n_jobs : 1) * sizeof *o);
     size_t n = 0, u = 0;
-    for (size_t i = 0; h && i < n_jobs; i++) {
+    for (size_t i = 0; t && o && i < n_jobs; i++) {
         uint32_t job = e->type_running[type][i];
         const gp__job *j = &e->jobs[job];
         int64_t end = expected_end(e, j);
         if (end == GP__START_UNKNOWN)
             unbounded_jobs[u++] = job;
         else
-            h[n++] = (turn){end, j->running_pos, j->replicas, j->gpus, j->placed};
+            t[n++] = (turn){end, j->running_pos, j->replicas, j->gpus, j->placed};
     }
-    for (size_t i = n / 2; i-- > 0;)
-        heap_down(h, n, i);
+    bool ok = t && o;
+    if (ok && n > 0 && !radix_order(t, n, o)) {
+        for (size_t i = 0; i < n; i++)
+            o[i] = (uint32_t)i;
+        ok = gp_sort_indexes(o, n, turn_order, t);
+    }
+    *turns = t;
+    *order = o;
     *n_known = n;
     *n_unbounded = u;
-    return h;
+    return ok;
 }
 
 /* What replica r of a running job (its GPUs `placed`, `gpus` a replica)
@@ -329,14 +370,16 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     }
     size_t n_known = 0, n_unknown = 0;
     uint32_t *unbounded_jobs = malloc((e->n_type_running[type] ? e->n_type_running[type] : 1) * sizeof *unbounded_jobs);
-    turn *heap = unbounded_jobs ? collect_turns(e, type, unbounded_jobs, &n_known, &n_unknown) : NULL;
-    bool ok = heap != NULL, found = false;
-    while (ok && n_known > 0 && !found) {
-        turn t = heap_pop(heap, &n_known);
-        if (n_known > 0) /* likely the next pop: read while this one's GPUs are (bench_sim --days 5: 7.1 s CPU, 7.9 s without) */
-            __builtin_prefetch(heap[0].placed);
-        for (int r = 0; r < t.replicas && !found; r++)
-            found = sweep_release(e, j, s, replica_release(e, t.placed, t.gpus, t.time, r));
+    turn *turns = NULL;
+    uint32_t *sorted = NULL;
+    bool ok = unbounded_jobs && collect_turns(e, type, &turns, &sorted, unbounded_jobs, &n_known, &n_unknown);
+    bool found = false;
+    for (size_t k = 0; ok && k < n_known && !found; k++) {
+        const turn *t = &turns[sorted[k]];
+        if (k + 1 < n_known) /* the next job's GPUs: read while this one's are (bench_sim --days 5: 7.1 s CPU, 7.9 s without) */
+            __builtin_prefetch(turns[sorted[k + 1]].placed);
+        for (int r = 0; r < t->replicas && !found; r++)
+            found = sweep_release(e, j, s, replica_release(e, t->placed, t->gpus, t->time, r));
     }
     unbounded_release *rel = NULL;
     uint32_t *order = NULL;
@@ -345,7 +388,8 @@ static bool sweep_run(gp_engine *e, const gp__job *j, int type, sweep *s)
     for (size_t i = 0; ok && i < n_rel && !found; i++)
         found = sweep_release(e, j, s, rel[order[i]].rel);
     free(unbounded_jobs);
-    free(heap);
+    free(turns);
+    free(sorted);
     free(rel);
     free(order);
     return found;

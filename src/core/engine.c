@@ -406,7 +406,7 @@ static void trust_preempt(gp_engine *e, uint32_t job)
                        "preempted: tenant %s is untrusted (set on %s), %s work may not share a GPU; %lld GPU-s since "
                        "the last checkpoint",
                        tenant, source, iso, (long long)lost);
-    j->deadline = gp__grace_deadline(e, j->grace);
+    gp__job_grace_begin(e, job);
     j->last_preempted = e->now;
     j->preemptions++;
     if (j->grace == 0)
@@ -481,7 +481,7 @@ static void stop_past_time_limit(gp_engine *e, uint32_t job)
         snprintf(d->reason, sizeof d->reason, "time_limit");
     }
     j->time_limited = true;
-    j->deadline = gp__grace_deadline(e, j->grace);
+    gp__job_grace_begin(e, job);
     gp__job_transition(e, job, GP_JOB_PREEMPTING, "time_limit: ran past its limit of %llds; stopping within %llds",
                        (long long)j->limit, (long long)j->grace);
 }
@@ -528,7 +528,7 @@ gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *er
             snprintf(d->reason, sizeof d->reason, "cancel requested");
         }
         j->cancel_requested = true;
-        j->deadline = gp__grace_deadline(e, j->grace);
+        gp__job_grace_begin(e, job);
         gp__job_transition(e, job, GP_JOB_PREEMPTING, "cancel requested; stopping within %llds",
                            (long long)j->grace);
         if (j->grace == 0)
@@ -995,7 +995,7 @@ gp_err gp_engine_tick(gp_engine *e, int64_t now, gp_error *err)
         return rc;
     e->now = now;
     for (size_t i = e->n_running; i-- > 0;) {
-        if (i >= e->n_running)
+        if (i >= e->n_running || e->running_due[i] > now) /* most jobs: nothing due, their records unread */
             continue;
         uint32_t job = e->running[i];
         gp__job *j = &e->jobs[job];

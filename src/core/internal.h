@@ -471,6 +471,10 @@ struct gp_engine {
     gp_u64map job_by_id;
     uint32_t *running;    /* running and preempting job indexes */
     size_t n_running, cap_running;
+    /* per entry of running: when the tick must look at its job
+     * (gp__running_due, jobs.c); derived, rebuilt when a snapshot is read */
+    int64_t *running_due;
+    size_t cap_running_due;
     /* the whole-GPU jobs of running, per bound type, in no order: what a
      * reservation sweep reads (backfill.c); derived, rebuilt when a
      * snapshot is read */
@@ -690,8 +694,14 @@ void gp__queue_free(gp__tenant *t);
  * holds whole GPUs); false, nothing listed, when out of memory. */
 bool gp__running_add(gp_engine *e, uint32_t job, int type);
 void gp__running_remove(gp_engine *e, uint32_t job);
-/* Rebuild type_running from running (snapshot.c); false when out of memory. */
-bool gp__type_running_rebuild(gp_engine *e);
+/* Rebuild type_running and running_due from running (snapshot.c); false
+ * when out of memory. */
+bool gp__running_derived_rebuild(gp_engine *e);
+/* When the tick must look at a running or preempting job: at its time
+ * limit while running, at the end of its grace while preempting;
+ * INT64_MAX when neither applies.  engine->running_due keeps it per entry
+ * of engine->running: gp__job_transition and gp__job_grace_begin update it. */
+int64_t gp__running_due(const gp__job *j);
 void gp__job_release_slot(gp_engine *e, uint32_t job);
 void gp__jobs_free(gp_engine *e);
 /* gp_engine_job_submit's books (engine.c owns the event): validate the
@@ -886,6 +896,9 @@ void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
  * grace, made conservative by the config's clock_resolution_s; now for
  * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
 int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+/* The job is told now to stop within its grace: its deadline is set (and
+ * its entry of engine->running_due with it). */
+void gp__job_grace_begin(gp_engine *e, uint32_t job);
 
 /* ---- restart.c: restart_policy ---- */
 /* The spec's policy and limit with the defaults filled in (by kind);

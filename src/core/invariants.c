@@ -15,8 +15,9 @@
  *   - tenant usage and guaranteed usage are the sums over running jobs of
  *     their subtree, and guaranteed usage fits every guarantee;
  *   - pending queues hold exactly the pending jobs, in queue order, and the
- *     running list exactly the placed ones, and the per-type lists exactly
- *     its whole-GPU jobs of that type;
+ *     running list exactly the placed ones, each entry with when it is due
+ *     (running_due), and the per-type lists exactly its whole-GPU jobs of
+ *     that type;
  *   - claims: only pending jobs hold them; a whole GPU claimed names its
  *     claimer; the claimed amounts of a shared GPU (replicas, shares, MPS
  *     memory and covers, MIG slices) are the sums over its claimers; an
@@ -110,6 +111,10 @@ static gp_err check_jobs(const gp_engine *e, gp_res *usage, gp_res *guaranteed, 
             return gp_error_set(err, GP_ERR_CONFLICT, "job", "job %llu is not in the running list of its GPU type",
                                 (unsigned long long)j->id);
         type_listed_count += j->type_pos != GP__NONE;
+        if (j->running_pos >= e->n_running || e->running[j->running_pos] != i ||
+            e->running_due[j->running_pos] != gp__running_due(j))
+            return gp_error_set(err, GP_ERR_CONFLICT, "job", "job %llu: its running entry or when it is due is out of step",
+                                (unsigned long long)j->id);
         gp_err rc = check_gang(e, (uint32_t)i, err);
         if (rc)
             return rc;

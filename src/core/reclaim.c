@@ -823,7 +823,7 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
                        "preempted: %s %s for job %llu of %s; %lld GPU-s since the last checkpoint",
                        e->tenants[holder].path, what, (unsigned long long)j->id, e->tenants[j->tenant].path,
                        (long long)lost);
-    v->deadline = gp__grace_deadline(e, v->grace);
+    gp__job_grace_begin(e, victim);
     v->last_preempted = e->now;
     remember_preemption(e, j, v);
     v->preemptions++;

@@ -293,6 +293,8 @@ static void engine_detach(gp_engine *e)
     e->n_tenants = e->cap_tenants = e->n_roots = e->cap_roots = e->n_users = e->cap_users = 0;
     e->n_jobs = e->cap_jobs = e->cap_histories = e->n_free_slots = e->cap_free_slots = 0;
     e->n_running = e->cap_running = e->n_decisions = e->cap_decisions = 0;
+    e->running_due = NULL;
+    e->cap_running_due = 0;
     e->n_recent = e->cap_recent = e->cap_reclaim_buf = e->cap_reclaiming = e->cap_replay_front = e->cap_cand_nodes = 0;
     memset(&e->tenant_by_path, 0, sizeof e->tenant_by_path);
     memset(&e->user_by_key, 0, sizeof e->user_by_key);
@@ -306,7 +308,7 @@ static void engine_detach(gp_engine *e)
     for (int t = 0; t < GP_MAX_GPU_TYPES; t++) {
         e->reservation[t].nodes = NULL;
         e->reservation[t].n_nodes = e->reservation[t].cap_nodes = 0;
-        e->type_running[t] = NULL; /* derived (jobs.c): rebuilt from running */
+        e->type_running[t] = NULL; /* derived (jobs.c): rebuilt from running, as running_due */
         e->n_type_running[t] = e->cap_type_running[t] = 0;
     }
 }
@@ -433,7 +435,7 @@ static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
         !get_array(r, (void **)&e->free_slots, &e->n_free_slots, &e->cap_free_slots, sizeof *e->free_slots, nomem) ||
         !get_array(r, (void **)&e->running, &e->n_running, &e->cap_running, sizeof *e->running, nomem))
         return false;
-    if (!gp__type_running_rebuild(e))
+    if (!gp__running_derived_rebuild(e))
         return !(*nomem = true);
     return true;
 }

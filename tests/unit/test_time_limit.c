@@ -262,6 +262,36 @@ static void job_whose_limit_ends_before_the_reservation_is_backfilled(void **sta
     assert_int_equal(tb_info(w, 22).wait.code, GP_WAIT_RESERVATION);
 }
 
+/* The tick reads when each running job is due from a small array beside
+ * the running list (jobs.c, running_due).  Jobs 1 (limit 100), 2 (none)
+ * and 3 (limit 50) bind at t=0; job 2 ends at t=10 and job 3 takes its
+ * entry in the list: it is still stopped at its limit and ends with its
+ * grace, and so is job 1 after it. */
+static void time_limits_hold_when_other_jobs_leave_the_running_list(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, "b0", "z0");
+    tb_tenant(w, "team", "H100", -1, -1);
+    submit_limited(w, 1, "team", GP_KIND_TRAINING, 100, 30, 0);
+    submit_limited(w, 2, "team", GP_KIND_TRAINING, 0, 30, 0);
+    submit_limited(w, 3, "team", GP_KIND_TRAINING, 50, 30, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 3);
+    tb_finish(w, 2, GP_EXIT_SUCCEEDED, 10);
+    assert_int_equal(tb_tick(w, 49, GP_DEC_STOP), 0);
+    assert_int_equal(tb_tick(w, 50, GP_DEC_STOP), 1);
+    assert_non_null(tb_find(w, 3, GP_DEC_STOP));
+    assert_int_equal(tb_tick(w, 80, GP_DEC_STOP), 0);
+    assert_int_equal(tb_state(w, 3), GP_JOB_FAILED);
+    assert_int_equal(tb_tick(w, 100, GP_DEC_STOP), 1);
+    assert_non_null(tb_find(w, 1, GP_DEC_STOP));
+    tb_assert_gpus_consistent(w); /* the invariants compare the array with the jobs */
+    assert_int_equal(tb_tick(w, 129, GP_DEC_STOP), 0);
+    assert_int_equal(tb_state(w, 1), GP_JOB_PREEMPTING);
+    assert_int_equal(tb_tick(w, 130, GP_DEC_STOP), 0);
+    assert_int_equal(tb_state(w, 1), GP_JOB_FAILED);
+    tb_assert_gpus_consistent(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +309,7 @@ int main(void)
         TB_TEST(tenant_default_out_of_range_is_refused_naming_the_kind),
         TB_TEST(reservation_counts_a_job_without_estimate_until_its_limit_and_grace),
         TB_TEST(job_whose_limit_ends_before_the_reservation_is_backfilled),
+        TB_TEST(time_limits_hold_when_other_jobs_leave_the_running_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
