@@ -46,19 +46,19 @@
  * that nothing bounds are ordered (by node) only when the sweep gets to
  * them.  A sweep starts from the nodes' briefs (fleet->brief: free GPUs,
  * -1 when down or draining, block and withheld; kept by
- * gp__node_reindex), a small array, not from the node records.  A popped
+ * gp__node_reindex), a small array, not from the node records.  A released
  * replica's GPUs are read only on a node that withholds some (unhealthy,
  * or claimed by a reclaim: the brief's withheld); elsewhere it gives back
  * all of them.  Its node comes from fleet->gpu_node, not from the GPU
  * record: the records of 50,000 GPUs do not stay in cache, and the
- * month's sweeps popped enough replicas for those two reads to be a tenth
+ * month's sweeps released enough replicas for those two reads to be a tenth
  * of bench_sim.  Example: 6,000 running jobs of the type, a 2x8 gang
  * that fits once the third ends: 6,000 ends read and sorted in five
  * linear rounds, the GPUs of 3 jobs read.
  *
  * A sweep that finds no time at all (the domain's GPUs are held by shared
  * jobs, or CPU or memory block it) is tried by only the first
- * GP__RESERVE_TRIES blocked jobs of a type in a pass: such a sweep pops
+ * GP__RESERVE_TRIES blocked jobs of a type in a pass: such a sweep reads
  * every running job of the type.
  *
  * Holds last one pass: each pass clears them and computes them again from
