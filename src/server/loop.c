@@ -297,11 +297,12 @@ static void complete_sent(gp_server *srv, bool quiet)
         quiet_chores(srv);
 }
 
-/* The batch in flight, if its commit has come back (never blocks). */
+/* The batch in flight, if its commit has come back (never blocks); quiet
+ * when no batch is open. */
 static void complete_if_committed(gp_server *srv)
 {
     if (srv->loop.sent.active && gp_store_commit_ready(srv->store))
-        complete_sent(srv, false);
+        complete_sent(srv, !srv->loop.open.active);
 }
 
 /* Runs ops into the open batch (begun here if none is): a mutating op
@@ -371,8 +372,7 @@ static void batch_send(gp_server *srv)
     gp_op **spare = l->sent.ops; /* the two op arrays take turns */
     l->sent = *b;
     *b = (gp_loop_batch){.ops = spare};
-    if (gp_store_commit_ready(srv->store)) /* SQLite: committed already */
-        complete_sent(srv, true);
+    complete_if_committed(srv); /* SQLite: committed already */
 }
 
 /* ---- a follower's batch ---- */
@@ -508,8 +508,7 @@ static bool leader_turn(gp_server *srv, gp_op **in)
     size_t n = take_ops(l, in, MAX_BATCH - l->open.n, &stop);
     if (n > 0)
         batch_add(srv, in, n);
-    if (l->sent.active && gp_store_commit_ready(srv->store))
-        complete_sent(srv, !l->open.active);
+    complete_if_committed(srv);
     if (l->sent.active) {
         if (l->open.active && until_pass(l) == 0)
             tick(srv, gp_journal_now(&srv->journal, gp_wall_ms() / 1000)); /* into the open batch */
