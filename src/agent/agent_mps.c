@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,19 +22,67 @@
 
 void gp_mps_dirs(const char *node_dir, const char *uuid, char *pipe, char *log, size_t cap)
 {
-    snprintf(pipe, cap, "%s/mps/%s/pipe", node_dir, uuid);
-    snprintf(log, cap, "%s/mps/%s/log", node_dir, uuid);
+    const char *dash = strrchr(uuid, '-');
+    const char *key = dash ? dash + 1 : uuid;
+    snprintf(pipe, cap, "%s/mps/%.12s/pipe", node_dir, key);
+    snprintf(log, cap, "%s/mps/%.12s/log", node_dir, key);
+}
+
+/* MPS's sockets in pipe_dir fit a socket path (see GP_MPS_PIPE_MAX). */
+static gp_err gp__pipe_fits(const char *pipe_dir, gp_error *err)
+{
+    size_t len = strlen(pipe_dir);
+    if (len <= GP_MPS_PIPE_MAX)
+        return GP_OK;
+    return gp_error_set(err, GP_ERR_CONFLICT, "mps_control",
+                        "the MPS pipe folder %s is %zu bytes; the sockets MPS makes in it allow at most %d: "
+                        "use a shorter --state-dir",
+                        pipe_dir, len, GP_MPS_PIPE_MAX);
+}
+
+/* Connects a socket of `type` to addr: 0, or the errno. */
+static int gp__connect(const struct sockaddr_un *addr, int type)
+{
+    int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int rc = connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0 ? 0 : errno;
+    close(fd);
+    return rc;
 }
 
 bool gp_mps_answers(const char *pipe_dir)
 {
-    char path[GP_STATE_PATH_MAX];
-    snprintf(path, sizeof path, "%s/control", pipe_dir);
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO without a reader: ENXIO */
-    if (fd < 0)
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    int n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/control", pipe_dir);
+    if (n < 0 || (size_t)n >= sizeof addr.sun_path)
         return false;
-    close(fd);
-    return true;
+    /* The socket's type is the daemon's affair (a stream or a packet
+     * socket): the wrong one answers EPROTOTYPE, so each is tried.  A
+     * listener whose backlog is full (EAGAIN) is there; a socket file left
+     * by a daemon that died refuses (ECONNREFUSED). */
+    static const int types[] = {SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int rc = gp__connect(&addr, types[i]);
+        if (rc != EPROTOTYPE)
+            return rc == 0 || rc == EAGAIN;
+    }
+    return false;
+}
+
+/* `-d` may return before the daemon listens (the real one listened 0.1 ms
+ * later on the H100): wait until it answers, up to the limit. */
+static gp_err gp__wait_answer(const char *pipe_dir, gp_error *err)
+{
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int waited = 0; !gp_mps_answers(pipe_dir); waited += 10) {
+        if (waited >= GP__CONTROL_WAIT_MS)
+            return gp_error_set(err, GP_ERR_CONFLICT, "mps_control",
+                                "the daemon started but %s/control did not answer within %d s", pipe_dir,
+                                GP__CONTROL_WAIT_MS / 1000);
+        nanosleep(&tick, NULL);
+    }
+    return GP_OK;
 }
 
 /* In the child: the daemon's environment, stdin from `in`, output to the log folder. */
@@ -102,12 +152,15 @@ gp_err gp_mps_start(const char *control, const char *node_dir, const char *uuid,
 {
     char pipe_dir[GP_STATE_PATH_MAX], log_dir[GP_STATE_PATH_MAX];
     gp_mps_dirs(node_dir, uuid, pipe_dir, log_dir, sizeof pipe_dir);
-    gp_err rc = gp_state_mkdirs(pipe_dir, 0755, err); /* the job's user reaches the pipe */
+    gp_err rc = gp__pipe_fits(pipe_dir, err);
+    if (rc == GP_OK)
+        rc = gp_state_mkdirs(pipe_dir, 0755, err); /* the job's user reaches the pipe */
     if (rc == GP_OK)
         rc = gp_state_mkdirs(log_dir, 0755, err);
     if (rc != GP_OK || gp_mps_answers(pipe_dir))
         return rc;
-    return gp__run(control ? control : GP_MPS_CONTROL_DEFAULT, node_dir, uuid, "-d", NULL, err);
+    rc = gp__run(control ? control : GP_MPS_CONTROL_DEFAULT, node_dir, uuid, "-d", NULL, err);
+    return rc == GP_OK ? gp__wait_answer(pipe_dir, err) : rc;
 }
 
 gp_err gp_mps_quit(const char *control, const char *node_dir, const char *uuid, gp_error *err)
@@ -132,7 +185,9 @@ gp_err gp_mps_client_env(gp_env *env, const char *node_dir, const char *uuid, in
     gp_mps_dirs(node_dir, uuid, pipe_dir, log_dir, sizeof pipe_dir);
     snprintf(pct, sizeof pct, "%d", gp_mps_thread_percentage(milli_gpus));
     snprintf(limit, sizeof limit, "0=%lldM", (long long)share_mib);
-    gp_err rc = gp_env_set(env, "CUDA_MPS_PIPE_DIRECTORY", pipe_dir, err);
+    gp_err rc = gp__pipe_fits(pipe_dir, err); /* a client finding no daemon runs without MPS, unlimited */
+    if (rc == GP_OK)
+        rc = gp_env_set(env, "CUDA_MPS_PIPE_DIRECTORY", pipe_dir, err);
     if (rc == GP_OK)
         rc = gp_env_set(env, "CUDA_MPS_LOG_DIRECTORY", log_dir, err);
     if (rc == GP_OK)

@@ -131,8 +131,8 @@ static void an_mps_client_gets_its_thread_percentage_and_pinned_limit(void **sta
     (void)state;
     gp_env e = {0};
     assert_int_equal(gp_mps_client_env(&e, "/var/lib/gpupool/h100-1", "GPU-a", 250, gp_share_memory_mib(250, 81559), NULL), GP_OK);
-    assert_string_equal(gp_env_get(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/GPU-a/pipe");
-    assert_string_equal(gp_env_get(&e, "CUDA_MPS_LOG_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/GPU-a/log");
+    assert_string_equal(gp_env_get(&e, "CUDA_MPS_PIPE_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/a/pipe");
+    assert_string_equal(gp_env_get(&e, "CUDA_MPS_LOG_DIRECTORY"), "/var/lib/gpupool/h100-1/mps/a/log");
     assert_string_equal(gp_env_get(&e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
     assert_string_equal(gp_env_get(&e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=20389M");
     gp_env_free(&e);
@@ -141,32 +141,10 @@ static void an_mps_client_gets_its_thread_percentage_and_pinned_limit(void **sta
     assert_int_equal(gp_mps_thread_percentage(1000), 100);
 }
 
-/* A stand-in nvidia-cuda-mps-control: -d makes PIPE/control and a reader of
- * it that records each command in LOG/control.log and ends at quit; as a
- * client it writes its stdin to the FIFO. */
-static const char STAND_IN[] =
-    "#!/usr/bin/env python3\n"
-    "import os, sys\n"
-    "pipe = os.path.join(os.environ['CUDA_MPS_PIPE_DIRECTORY'], 'control')\n"
-    "log = os.path.join(os.environ['CUDA_MPS_LOG_DIRECTORY'], 'control.log')\n"
-    "if sys.argv[1:] == ['-d']:\n"
-    "    os.mkfifo(pipe)\n"
-    "    fd = os.open(pipe, os.O_RDWR)\n"
-    "    if os.fork():\n"
-    "        os._exit(0)\n"
-    "    os.setsid()\n"
-    "    with open(log, 'a') as f:\n"
-    "        f.write('start ' + os.environ['CUDA_VISIBLE_DEVICES'] + '\\n')\n"
-    "    for line in os.fdopen(fd):\n"
-    "        with open(log, 'a') as f:\n"
-    "            f.write(line)\n"
-    "        if line.strip() == 'quit':\n"
-    "            os.unlink(pipe)\n"
-    "            os._exit(0)\n"
-    "else:\n"
-    "    with open(pipe, 'w') as p:\n"
-    "        p.write(sys.stdin.read())\n";
-
+/* The stand-in nvidia-cuda-mps-control (GP_MPS_STAND_IN, tests/support/
+ * mps_control_stand_in.py): -d returns before its daemon listens on
+ * PIPE/control, as the real one does; the daemon records its start and
+ * each command in LOG/control.log and ends at quit. */
 static void wait_until_gone(const char *pipe_dir)
 {
     for (int i = 0; i < 500 && gp_mps_answers(pipe_dir); i++)
@@ -176,14 +154,12 @@ static void wait_until_gone(const char *pipe_dir)
 static void a_gpus_daemon_starts_once_answers_and_quits(void **state)
 {
     fixture *f = *state;
-    char control[128], pipe[GP_STATE_PATH_MAX], log[GP_STATE_PATH_MAX], text[256];
-    snprintf(control, sizeof control, "%s/mps-control", f->root);
-    write_file(control, STAND_IN);
-    chmod(control, 0755);
+    const char *control = GP_MPS_STAND_IN;
+    char pipe[GP_STATE_PATH_MAX], log[GP_STATE_PATH_MAX], text[256], want[GP_STATE_PATH_MAX + 32];
     gp_mps_dirs(f->root, "GPU-a", pipe, log, sizeof pipe);
     assert_false(gp_mps_answers(pipe));
     gp_error err = {0};
-    assert_int_equal(gp_mps_start(control, f->root, "GPU-a", &err), GP_OK);
+    assert_int_equal(gp_mps_start(control, f->root, "GPU-a", &err), GP_OK); /* waited until it answers */
     assert_true(gp_mps_answers(pipe));
     assert_int_equal(gp_mps_start(control, f->root, "GPU-a", &err), GP_OK); /* answers: adopted, not again */
     assert_int_equal(gp_mps_quit(control, f->root, "GPU-a", &err), GP_OK);
@@ -192,8 +168,44 @@ static void a_gpus_daemon_starts_once_answers_and_quits(void **state)
     char path[GP_STATE_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/control.log", log);
     assert_true(gp_state_read(path, text, sizeof text));
-    assert_string_equal(text, "start GPU-a\nquit\n");
+    snprintf(want, sizeof want, "start GPU-a %s\nquit\n", pipe);
+    assert_string_equal(text, want);
     assert_int_equal(gp_mps_quit(control, f->root, "GPU-a", &err), GP_OK); /* none: nothing to do */
+}
+
+/* MPS makes sockets in its pipe folder (control_privileged the longest
+ * name), and a socket's path holds 107 bytes: on the H100 a daemon with a
+ * 91-byte pipe folder named after the whole UUID died at start.  The
+ * folder is named after the UUID's last group, and one still too long is
+ * refused before any daemon starts or any client is told of it. */
+static void the_pipe_folder_is_short_and_one_too_long_is_refused(void **state)
+{
+    fixture *f = *state;
+    const char *uuid = "GPU-6643670c-0bbc-0df0-4a6f-c79480238824";
+    char pipe[GP_STATE_PATH_MAX], log[GP_STATE_PATH_MAX];
+    gp_mps_dirs("/tmp/gpupool-gpu-8ehz2s5j/agent/gpu-0-mps", uuid, pipe, log, sizeof pipe);
+    assert_string_equal(pipe, "/tmp/gpupool-gpu-8ehz2s5j/agent/gpu-0-mps/mps/c79480238824/pipe");
+    assert_string_equal(log, "/tmp/gpupool-gpu-8ehz2s5j/agent/gpu-0-mps/mps/c79480238824/log");
+
+    char node_dir[GP_STATE_PATH_MAX], control[GP_STATE_PATH_MAX + 16], ran[GP_STATE_PATH_MAX + 16];
+    snprintf(node_dir, sizeof node_dir, "%s/a-state-folder-long-enough-that-mps-sockets-would-not-fit/n1", f->root);
+    gp_mps_dirs(node_dir, uuid, pipe, log, sizeof pipe);
+    assert_true(strlen(pipe) > GP_MPS_PIPE_MAX);
+    snprintf(ran, sizeof ran, "%s/ran", f->root);
+    snprintf(control, sizeof control, "%s/mps-control", f->root);
+    char script[GP_STATE_PATH_MAX + 64];
+    snprintf(script, sizeof script, "#!/bin/sh\ntouch %s\n", ran);
+    write_file(control, script);
+    chmod(control, 0755);
+    gp_error err = {0};
+    assert_int_equal(gp_mps_start(control, node_dir, uuid, &err), GP_ERR_CONFLICT);
+    assert_string_equal(err.field, "mps_control");
+    assert_non_null(strstr(err.message, "shorter --state-dir"));
+    assert_int_equal(access(ran, F_OK), -1); /* the command never ran */
+    gp_env e = {0};
+    assert_int_equal(gp_mps_client_env(&e, node_dir, uuid, 500, 40779, &err), GP_ERR_CONFLICT);
+    assert_null(gp_env_get(&e, "CUDA_MPS_PIPE_DIRECTORY"));
+    gp_env_free(&e);
 }
 
 static void a_control_command_that_fails_is_an_error_naming_it(void **state)
@@ -239,6 +251,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test(an_mps_client_gets_its_thread_percentage_and_pinned_limit),
         cmocka_unit_test_setup_teardown(a_gpus_daemon_starts_once_answers_and_quits, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_pipe_folder_is_short_and_one_too_long_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(a_control_command_that_fails_is_an_error_naming_it, setup, teardown),
         cmocka_unit_test_setup_teardown(the_dcgm_job_map_lists_each_gpus_jobs_and_empties_the_rest, setup, teardown),
     };

@@ -2,7 +2,8 @@
 
 Runs under gpupool-agent as a replica.  It appends one JSON object a line
 to $GPUPOOL_CHECKPOINT_DIR/events.jsonl so the test reads what happened
-from the job itself (times are time.time() on the node).  On the real GPU
+from the job itself (times are time.time() on the node): "exec" first
+thing, before PyTorch loads, "start" once the GPU is ready.  On the real GPU
 it uses PyTorch; against the stub NVML library (GPUPOOL_NVML_STUB set in
 its environment) it has no GPU, so it stands in for its GPU use by writing
 its pid, memory and SM activity into the stub's `processes` file, as the
@@ -150,6 +151,7 @@ def devices(paths):
 
 
 def main(argv):
+    event("exec")  # before PyTorch loads: gpupool's part of a start ends here
     mode = argv[1]
     if mode == "train":
         train()

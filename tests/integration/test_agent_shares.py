@@ -35,32 +35,11 @@ DAEMON = {"fleet": None}
 GPU_MEM = 81920
 AGENT_BIN = os.path.join(gpd.BIN, "gpupool-agent")
 
-# nvidia-cuda-mps-control's behaviour, as far as the agent uses it: `-d` makes
-# PIPE/control (a FIFO) and a daemon reading it, and returns; as a client it
-# sends its stdin there.  The daemon records its start (with the variables it
-# was given) and each command in LOG/control.log, and ends at `quit`.
-STAND_IN = r'''#!/usr/bin/env python3
-import os, sys
-pipe = os.path.join(os.environ["CUDA_MPS_PIPE_DIRECTORY"], "control")
-log = os.path.join(os.environ["CUDA_MPS_LOG_DIRECTORY"], "control.log")
-if sys.argv[1:] == ["-d"]:
-    os.mkfifo(pipe)
-    fd = os.open(pipe, os.O_RDWR)
-    if os.fork():
-        os._exit(0)
-    os.setsid()
-    with open(log, "a") as f:
-        f.write("start %s %s\n" % (os.environ["CUDA_VISIBLE_DEVICES"], os.environ["CUDA_MPS_PIPE_DIRECTORY"]))
-    for line in os.fdopen(fd):
-        with open(log, "a") as f:
-            f.write(line)
-        if line.strip() == "quit":
-            os.unlink(pipe)
-            os._exit(0)
-else:
-    with open(pipe, "w") as p:
-        p.write(sys.stdin.read())
-'''
+# nvidia-cuda-mps-control as the real one behaves (tests/support/mps_control_stand_in.py):
+# `-d` starts a daemon listening on the UNIX socket PIPE/control and returns before it
+# listens; as a client it sends its stdin there.  The daemon records its start (with the
+# variables it was given) and each command in LOG/control.log, and ends at `quit`.
+STAND_IN = os.path.join(gpd.ROOT, "tests", "support", "mps_control_stand_in.py")
 
 # The job: its CUDA variables to $GPUPOOL_CHECKPOINT_DIR/env, its pid to .../pid;
 # once .../grow exists it "allocates" MEMORY MiB on GPU 0 (a sim memory line with
@@ -122,10 +101,7 @@ def assert_stopped_for_its_memory(d, job_id, used, share):
 
 
 def test_mps_jobs_share_one_daemon_and_one_over_its_share_is_stopped(d):
-    control = os.path.join(d.dir, "mps-control")
-    with open(control, "w") as f:
-        f.write(STAND_IN)
-    os.chmod(control, 0o755)
+    control = STAND_IN
     dcgm = os.path.join(d.dir, "dcgm")
     a, faults = start(d, "mps-0", "mps", ["--mps-control", control, "--dcgm-job-map", dcgm])
     jobs = []
@@ -135,8 +111,9 @@ def test_mps_jobs_share_one_daemon_and_one_over_its_share_is_stopped(d):
         jobs = [big, small]
         env_big, env_small = env_of(a, big), env_of(a, small)
         uuid = d.ok("GET", "/v1/nodes/mps-0")["gpus"][0]["uuid"]
-        pipe = os.path.join(a.state_dir, "mps-0", "mps", uuid, "pipe")
-        log = os.path.join(a.state_dir, "mps-0", "mps", uuid, "log", "control.log")
+        key = uuid.rsplit("-", 1)[-1][:12]  # the UUID's last group names the folders
+        pipe = os.path.join(a.state_dir, "mps-0", "mps", key, "pipe")
+        log = os.path.join(a.state_dir, "mps-0", "mps", key, "log", "control.log")
         assert read(log) == "start %s %s\n" % (uuid, pipe), read(log)  # one daemon, its own folders
         for e, pct, mib in ((env_big, "50", 40960), (env_small, "25", 20480)):
             assert e["CUDA_VISIBLE_DEVICES"] == uuid, e
