@@ -48,6 +48,7 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->replica = replica;
     r->bind_time = bind_time;
     r->pidfd = -1;
+    r->checkpoint_wd = -1;
     r->stop_deadline = INT64_MIN;
     r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
     r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
@@ -440,6 +441,9 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         close(r->pidfd);
     }
     r->pidfd = -1;
+    if (n->ckpt_watch)
+        gp_ckpt_watch_remove(n->ckpt_watch, r->checkpoint_wd);
+    r->checkpoint_wd = -1;
     r->ended = true;
     gp__set_busy(n, r, false);
     if (r->mig_uuid[0])
