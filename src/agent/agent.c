@@ -310,6 +310,11 @@ static int gp__paths(gp_agent_options *o)
         return 1;
     }
     o->self_exe[len] = '\0';
+    const char *slash = strrchr(o->self_exe, '/');
+    int dir_len = slash ? (int)(slash - o->self_exe) : 0;
+    snprintf(o->supervise_exe, sizeof o->supervise_exe, "%.*s/gpupool-supervise", dir_len, o->self_exe);
+    if (access(o->supervise_exe, X_OK) != 0)
+        o->supervise_exe[0] = '\0'; /* an older install: the agent supervises as itself */
     return -1;
 }
 

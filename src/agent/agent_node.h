@@ -62,6 +62,7 @@ typedef struct gp_agent_options {
     const char *fault_file;
     uint64_t seed;
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
+    char supervise_exe[GP_STATE_PATH_MAX];   /* gpupool-supervise beside it, "" none (self_exe then) */
     const char *mps_control;                 /* --mps-control; NULL: nvidia-cuda-mps-control (agent_mps.h) */
     const char *dcgm_job_map;                /* --dcgm-job-map DIR; NULL: none (agent_dcgm.h) */
     /* health (agent_checks.c) */

@@ -279,7 +279,8 @@ static void gp__watch(gp_node *n, gp_replica *r)
                      r->replica, err.message);
 }
 
-/* Forks `gpupool-agent supervise DIR`, SIGUSR1 blocked, stdio /dev/null. */
+/* Forks `gpupool-supervise DIR` (the small binary: a faster start), else
+ * `gpupool-agent supervise DIR`; SIGUSR1 blocked, stdio /dev/null. */
 static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
 {
     pid_t pid = fork();
@@ -292,7 +293,10 @@ static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
     int null = open("/dev/null", O_RDWR);
     for (int fd = 0; null >= 0 && fd < 3; fd++)
         dup2(null, fd);
+    char *small[] = {"gpupool-supervise", (char *)r->dir, NULL};
     char *argv[] = {"gpupool-agent", "supervise", (char *)r->dir, NULL};
+    if (n->opt->supervise_exe[0])
+        execv(n->opt->supervise_exe, small);
     execv(n->opt->self_exe, argv);
     _exit(127);
 }
