@@ -63,6 +63,7 @@ typedef struct gp_agent {
     unsigned registering; /* registrations in flight, of all nodes */
     const char *metrics_listen; /* --metrics-listen HOST:PORT, NULL none */
     gp_agent_metrics *metrics;
+    gp_ckpt_watch ckpt_watch; /* the nodes' checkpoint folders in a grace */
 } gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
@@ -309,6 +310,11 @@ static int gp__paths(gp_agent_options *o)
         return 1;
     }
     o->self_exe[len] = '\0';
+    const char *slash = strrchr(o->self_exe, '/');
+    int dir_len = slash ? (int)(slash - o->self_exe) : 0;
+    snprintf(o->supervise_exe, sizeof o->supervise_exe, "%.*s/gpupool-supervise", dir_len, o->self_exe);
+    if (access(o->supervise_exe, X_OK) != 0)
+        o->supervise_exe[0] = '\0'; /* an older install: the agent supervises as itself */
     return -1;
 }
 
@@ -415,6 +421,15 @@ static int gp__signals(void)
 
 static gp_http_fd gp__signal_watch;
 
+/* A `.done` appeared in a watched checkpoint folder: its nodes look now. */
+static void gp__checkpoints_changed(gp_agent *a)
+{
+    int wds[64];
+    size_t count = gp_ckpt_watch_read(&a->ckpt_watch, wds, sizeof wds / sizeof wds[0]);
+    for (size_t i = 0; i < a->n_nodes && count > 0; i++)
+        gp_node_checkpoint_changed(&a->nodes[i], wds, count);
+}
+
 /* One turn: step the nodes, wait, handle what woke us.  false: stop. */
 static bool gp__turn(gp_agent *a, int *status)
 {
@@ -439,6 +454,10 @@ static bool gp__turn(gp_agent *a, int *status)
         }
         if (ready[i] == &gp_node_child_tag)
             continue; /* a health check ended: reaped below */
+        if (ready[i] == &a->ckpt_watch) {
+            gp__checkpoints_changed(a);
+            continue;
+        }
         gp_replica *r = ready[i];
         if (r->pidfd >= 0)
             gp_node_replica_ended(r->node, r);
@@ -505,6 +524,19 @@ static int gp__open(gp_agent *a)
     return rc;
 }
 
+/* The checkpoint watch, shared by the nodes; without one (no inotify
+ * instance left) they look every 20 ms in a grace, as before. */
+static void gp__watch_checkpoints(gp_agent *a)
+{
+    gp_error err;
+    if (gp_ckpt_watch_open(&a->ckpt_watch, a->http, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent: no checkpoint watch (%s): looking every 20 ms in a grace\n", err.message);
+        return;
+    }
+    for (size_t i = 0; i < a->n_nodes; i++)
+        a->nodes[i].ckpt_watch = &a->ckpt_watch;
+}
+
 /* --metrics-listen: the server, and each node publishing to it. */
 static int gp__serve_metrics(gp_agent *a)
 {
@@ -528,6 +560,8 @@ static int gp__start(gp_agent *a)
     gp__raise_fd_limit();
     rc = gp__open(a);
     if (rc == -1)
+        gp__watch_checkpoints(a);
+    if (rc == -1)
         rc = gp__serve_metrics(a);
     if (rc == -1)
         rc = gp__signals();
@@ -539,6 +573,7 @@ static int gp__start(gp_agent *a)
     for (size_t i = 0; i < a->n_nodes; i++)
         gp_node_close(&a->nodes[i]);
     free(a->nodes);
+    gp_ckpt_watch_close(&a->ckpt_watch, a->http);
     gp_http_close(a->http);
     return rc;
 }
@@ -547,6 +582,7 @@ int gp_agent_run_main(int argc, char **argv)
 {
     static gp_agent a;
     memset(&a, 0, sizeof a);
+    a.ckpt_watch.fd = -1; /* none until gp__watch_checkpoints */
     int rc = gp__parse(argc, argv, &a);
     if (rc != -1)
         return rc;

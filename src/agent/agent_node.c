@@ -348,6 +348,8 @@ static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline_ms)
     gp_replica_stop(n, r, now ? SIGKILL : gp__stop_signal(a), deadline_ms, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
+    if (r->checkpoint_wd < 0 && n->ckpt_watch) /* and at once when it appears (agent_ckpt_watch.h) */
+        r->checkpoint_wd = gp_ckpt_watch_add(n->ckpt_watch, r->checkpoint_dir);
     gp_agent_log(n, "job=%llu replica=%u stopping reason=%s kill_deadline_ms=%lld%s", (unsigned long long)r->job,
                  r->replica, reason ? reason : "stop", (long long)deadline_ms, now ? " (now)" : "");
 }
@@ -773,6 +775,16 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r)
     gp_node_dcgm_update(n);
     if (n->assignments)
         gp__reconcile(n); /* a start waiting for its GPUs may go now */
+}
+
+void gp_node_checkpoint_changed(gp_node *n, const int *wds, size_t count)
+{
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        const gp_replica *r = n->replicas[i];
+        for (size_t k = 0; k < count && !r->ended && r->checkpoint_wd >= 0; k++)
+            if (r->checkpoint_wd == wds[k])
+                n->next_checkpoint_ms = 0; /* its next step looks */
+    }
 }
 
 void gp_node_kill_all(gp_node *n)

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent_ckpt_watch.h"
 #include "agent/agent_clock.h"
 #include "agent/agent_health.h"
 #include "agent/agent_http.h"
@@ -61,6 +62,7 @@ typedef struct gp_agent_options {
     const char *fault_file;
     uint64_t seed;
     char self_exe[GP_STATE_PATH_MAX];        /* this binary, for `supervise` */
+    char supervise_exe[GP_STATE_PATH_MAX];   /* gpupool-supervise beside it, "" none (self_exe then) */
     const char *mps_control;                 /* --mps-control; NULL: nvidia-cuda-mps-control (agent_mps.h) */
     const char *dcgm_job_map;                /* --dcgm-job-map DIR; NULL: none (agent_dcgm.h) */
     /* health (agent_checks.c) */
@@ -109,6 +111,7 @@ typedef struct gp_replica {
     char dir[GP_STATE_PATH_MAX];         /* STATE/NODE/replicas/NAME */
     char log_path[GP_STATE_PATH_MAX];
     char checkpoint_dir[GP_STATE_PATH_MAX];
+    int checkpoint_wd;                   /* its inotify watch from its stop to its end, -1 none */
     size_t n_gpus;
     char gpus[GP_MAX_GPUS_PER_NODE][GP_UUID_MAX];  /* as assigned */
     int share;                           /* how it uses them (agent_plan.h gp_plan_gpu) */
@@ -166,6 +169,7 @@ struct gp_node {
     gp_health_gpu health[GP_MAX_GPUS_PER_NODE];
     gp_health_child checks[GP_MAX_GPUS_PER_NODE];
     int last_xid[GP_MAX_GPUS_PER_NODE];  /* the last XID each GPU raised, 0 none (DCGM_FI_DEV_XID_ERRORS) */
+    gp_ckpt_watch *ckpt_watch;           /* the agent's (shared): checkpoint folders in a grace; NULL none */
     gp_agent_metrics *metrics;           /* --metrics-listen: where each heartbeat's sample goes (the agent's,
                                             shared); NULL none */
 };
@@ -185,6 +189,9 @@ int64_t gp_node_step(gp_node *n, int64_t now_ms);
 /* The replica's supervisor ended (its pidfd polled readable; the tag of
  * its gp_http_fd is the replica). */
 void gp_node_replica_ended(gp_node *n, gp_replica *r);
+/* The checkpoint watch saw a `.done` change under watches wds: the node
+ * looks for it at its next step when one of its live replicas holds one. */
+void gp_node_checkpoint_changed(gp_node *n, const int *wds, size_t count);
 /* --on-exit stop: kill every live replica now; from then on the node
  * only reports (no poll, no start). */
 void gp_node_kill_all(gp_node *n);

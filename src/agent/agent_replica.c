@@ -48,6 +48,7 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->replica = replica;
     r->bind_time = bind_time;
     r->pidfd = -1;
+    r->checkpoint_wd = -1;
     r->stop_deadline = INT64_MIN;
     r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
     r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
@@ -278,7 +279,8 @@ static void gp__watch(gp_node *n, gp_replica *r)
                      r->replica, err.message);
 }
 
-/* Forks `gpupool-agent supervise DIR`, SIGUSR1 blocked, stdio /dev/null. */
+/* Forks `gpupool-supervise DIR` (the small binary: a faster start), else
+ * `gpupool-agent supervise DIR`; SIGUSR1 blocked, stdio /dev/null. */
 static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
 {
     pid_t pid = fork();
@@ -291,7 +293,10 @@ static pid_t gp__spawn_supervisor(const gp_node *n, const gp_replica *r)
     int null = open("/dev/null", O_RDWR);
     for (int fd = 0; null >= 0 && fd < 3; fd++)
         dup2(null, fd);
+    char *small[] = {"gpupool-supervise", (char *)r->dir, NULL};
     char *argv[] = {"gpupool-agent", "supervise", (char *)r->dir, NULL};
+    if (n->opt->supervise_exe[0])
+        execv(n->opt->supervise_exe, small);
     execv(n->opt->self_exe, argv);
     _exit(127);
 }
@@ -440,6 +445,9 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         close(r->pidfd);
     }
     r->pidfd = -1;
+    if (n->ckpt_watch)
+        gp_ckpt_watch_remove(n->ckpt_watch, r->checkpoint_wd);
+    r->checkpoint_wd = -1;
     r->ended = true;
     gp__set_busy(n, r, false);
     if (r->mig_uuid[0])

@@ -1,7 +1,8 @@
-/* supervise.h - `gpupool-agent supervise DIR`: the parent of one replica.
+/* supervise.h - `gpupool-supervise DIR`: the parent of one replica.
  *
- * The agent forks and execs itself as `gpupool-agent supervise DIR` for
- * each replica it starts (DIR is the replica's folder, agent_state.h).
+ * The agent forks and execs `gpupool-supervise DIR` (supervise_main.c;
+ * itself as `gpupool-agent supervise DIR` when that binary is not beside
+ * it) for each replica it starts (DIR is the replica's folder, agent_state.h).
  * The supervisor reads DIR/launch.json, starts the replica with gp_launch
  * (launch.h), writes DIR/pid, and waits for it: on SIGUSR1 it reads
  * DIR/stop and stops the replica (signal now, kill the tree at the

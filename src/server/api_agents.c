@@ -23,7 +23,8 @@
  * The agent signals it; replica 1 exits; POST .../reports
  * {"reports": [{"what": "exited", "job": 7, "replica": 1, "bind_time": 100,
  * "exit_code": 0, "reason": "exited"}]} -- once both replicas are reported
- * the grace ends (the job is requeued) and job 9 binds at the next pass.
+ * the grace ends (the job is requeued) and job 9 binds in the same batch
+ * (the pass runs at once, not --pass-min-ms later: loop.h pass_now).
  */
 #include "server/api.h"
 
@@ -730,6 +731,14 @@ static gp_err apply_started(gp_server *srv, const report *rep, const gp_job_info
     return gp_store_history_add(srv->store, rep->exit.job_id, now, "start", NULL, NULL, text, err);
 }
 
+/* False once a job that was in its stop grace has ended or been requeued
+ * (its last replica's exit): the GPUs it held are free. */
+static bool job_still_preempting(const gp_engine *e, uint64_t id)
+{
+    gp_job_info info;
+    return gp_engine_job_info(e, id, &info, NULL) == GP_OK && info.state == GP_JOB_PREEMPTING;
+}
+
 /* Applies one report: GP_OK with *note saying why nothing was done, or
  * the journal's answer. */
 static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
@@ -753,6 +762,13 @@ static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a
     gp_err rc = gp_journal_replica_exit(&srv->journal, &rep->exit, now, err);
     if (rc == GP_OK && !srv->journal.last_logged)
         *note = "counted already";
+    /* The last replica of a job in its grace is gone: its GPUs are free and
+     * its reclaimer waits for them.  The pass runs in this batch (a batch
+     * is committed whole: the exit is on disk before the bind is known)
+     * rather than up to --pass-min-ms later; such exits are as rare as
+     * preemptions, so the passes they add are few. */
+    if (rc == GP_OK && info.state == GP_JOB_PREEMPTING && !job_still_preempting(srv->journal.engine, rep->exit.job_id))
+        srv->loop.pass_now = true;
     return rc;
 }
 

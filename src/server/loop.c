@@ -95,12 +95,14 @@ void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms)
     l->pass_min_ms = pass_min_ms >= 0 ? pass_min_ms : 0;
 }
 
-/* When the next pass is due (monotonic ms): soon after a change, else on
- * the timer. */
+/* When the next pass is due (monotonic ms): at once when a reclaimer waits
+ * for GPUs just freed, soon after another change, else on the timer. */
 static int64_t pass_due(const gp_loop *l)
 {
     if (atomic_load(&l->following))
         return l->last_tick_ms + FOLLOW_EVERY_MS;
+    if (l->pass_now)
+        return l->last_tick_ms;
     return l->last_tick_ms + (l->dirty ? l->pass_min_ms : l->tick_ms);
 }
 
@@ -192,6 +194,7 @@ static void tick(gp_server *srv, int64_t now)
     gp_metrics_pass(&srv->metrics, mono_seconds() - t0);
     srv->loop.last_tick_ms = mono_ms();
     srv->loop.dirty = false;
+    srv->loop.pass_now = false;
     atomic_fetch_add(&srv->loop.ticks, 1);
     if (rc != GP_OK && rc != GP_ERR_TIME)
         store_fatal(srv, "tick", &err);

@@ -110,6 +110,8 @@ typedef struct gp_loop {
     int tick_ms;             /* timer: a pass at least this often */
     int pass_min_ms;         /* after a change, a pass once this long since the last one */
     bool dirty;              /* changed since the last pass (engine thread only) */
+    bool pass_now;           /* GPUs a reclaimer waits for were freed: the pass runs in this batch, not
+                              * pass_min_ms after the last one (engine thread only) */
     int64_t last_tick_ms;
     /* counters for /metrics */
     atomic_uint_least64_t batches, ops, commits_ms_total, ticks; /* commits_ms_total: whole batches, ms */

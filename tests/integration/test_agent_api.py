@@ -25,6 +25,8 @@ Behaviours under test:
     the grace from the decision's real time); a
     checkpoint ends the grace (the deadline moves to now); the victim's
     exit report requeues it and the reclaimer binds long before the grace;
+    the exit that ends a grace has its pass in its own batch: the reclaimer
+    is bound when the report is answered, whatever --pass-min-ms;
   - a node silent past --node-lost-after is lost (its job requeued onto
     another agent node), its heartbeat is 409 until it registers again;
   - kill -9 of gpupoold: the same assignments after restart, a higher
@@ -307,6 +309,26 @@ def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
     assert a["action"] == "run"
 
 
+def test_the_exit_that_ends_a_grace_binds_the_reclaimer_in_its_batch(d):
+    # --pass-min-ms 3000: a pass after a change waits up to 3 s, except the
+    # one an exit ending a grace asks for: it runs in the exit's batch, so
+    # the reclaimer is bound once the report is answered
+    d.stop()
+    d.extra = ["--pass-min-ms", "3000"]
+    d.start()
+    n1 = FakeAgent(d, "t4-1")
+    d.ok("PUT", "/v1/tenants/owner", {"guarantee": {"gpu": {"T4": 2}}})
+    d.ok("PUT", "/v1/tenants/borrower", {})
+    victim = submit(d, tenant="borrower", gpus=2, grace=600)
+    gpd.wait_for(lambda: job(d, victim)["state"] == "running", what="borrower running")
+    owner = submit(d, tenant="owner", gpus=2, grace=0)
+    gpd.wait_for(lambda: job(d, victim)["state"] == "preempting", what="borrower preempted")
+    [a] = mine(n1.poll(), victim)
+    [r] = n1.report(exited(a, signal=9, reason="signalled"))
+    assert r["applied"] and r["job_state"] == "pending", r
+    assert job(d, owner)["state"] == "running", job(d, owner)
+
+
 def test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart(d):
     d.ok("PUT", "/v1/tenants/t", {})
     join = join_token(d)
@@ -396,6 +418,7 @@ if __name__ == "__main__":
              test_a_heartbeat_near_max_body_is_taken_whole,
              test_replica_reports_finish_the_gang,
              test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace,
+             test_the_exit_that_ends_a_grace_binds_the_reclaimer_in_its_batch,
              test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart,
              test_a_silent_node_is_lost_and_must_register_again,
              test_kill9_keeps_assignments_raises_the_epoch_and_replays])
