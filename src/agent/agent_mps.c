@@ -57,11 +57,12 @@ bool gp_mps_answers(const char *pipe_dir)
     int n = snprintf(addr.sun_path, sizeof addr.sun_path, "%s/control", pipe_dir);
     if (n < 0 || (size_t)n >= sizeof addr.sun_path)
         return false;
-    /* The socket's type is the daemon's affair (a stream or a packet
-     * socket): the wrong one answers EPROTOTYPE, so each is tried.  A
-     * listener whose backlog is full (EAGAIN) is there; a socket file left
-     * by a daemon that died refuses (ECONNREFUSED). */
-    static const int types[] = {SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM};
+    /* The daemon's socket is a SOCK_SEQPACKET one (driver 580 on the H100,
+     * /proc/net/unix); a stream socket is tried when that type is refused
+     * (EPROTOTYPE), in case another driver differs.  A listener whose
+     * backlog is full (EAGAIN) is there; a socket file left by a daemon
+     * that died refuses (ECONNREFUSED). */
+    static const int types[] = {SOCK_SEQPACKET, SOCK_STREAM};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         int rc = gp__connect(&addr, types[i]);
         if (rc != EPROTOTYPE)

@@ -24,8 +24,8 @@
  * `--on-exit stop`.  A daemon answers when a connection to its UNIX
  * socket PIPE/control is accepted; a restarted agent adopts a daemon that
  * answers instead of starting a second (a second `-d` fails, exit status
- * 1).  `-d` returns before the daemon listens, so a start waits until it
- * answers.
+ * 1).  `-d` may return before the daemon listens, so a start waits until
+ * it answers.
  *
  * Each MPS client replica's environment gains, for milli_gpus of a GPU and
  * a memory share of S MiB (the job's own MPS memory limit, else milli_gpus
@@ -43,8 +43,9 @@
  * Running CMD blocks the caller until CMD returns (`-d` forks and
  * returns at once) and, for a start, until the daemon answers; a CMD still
  * running after 10 s is killed and the call fails, as does a daemon that
- * does not answer within 10 s.  Errors: GP_ERR_CONFLICT naming "mps_control" with CMD's exit
- * status or the errno, or with PIPE's length when it is over GP_MPS_PIPE_MAX.
+ * does not answer within 10 s.  Errors: GP_ERR_CONFLICT naming
+ * "mps_control" with CMD's exit status or the errno, or with PIPE's length
+ * when it is over GP_MPS_PIPE_MAX.
  *
  * Ownership: callers pass buffers; nothing here allocates what it returns.
  */

@@ -142,9 +142,10 @@ static void an_mps_client_gets_its_thread_percentage_and_pinned_limit(void **sta
 }
 
 /* The stand-in nvidia-cuda-mps-control (GP_MPS_STAND_IN, tests/support/
- * mps_control_stand_in.py): -d returns before its daemon listens on
- * PIPE/control, as the real one does; the daemon records its start and
- * each command in LOG/control.log and ends at quit. */
+ * mps_control_stand_in.py): a SOCK_SEQPACKET socket PIPE/control as the
+ * real daemon's, which its daemon listens on 0.2 s after -d returns (so
+ * the start's wait is tested); it records its start and each command in
+ * LOG/control.log and ends at quit. */
 static void wait_until_gone(const char *pipe_dir)
 {
     for (int i = 0; i < 500 && gp_mps_answers(pipe_dir); i++)
