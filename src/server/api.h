@@ -45,6 +45,7 @@ typedef struct gp_request {
     bool web_file;            /* a dashboard file: sent with its caching and security headers */
     char *location;           /* a follower's 307: the leader's URL for this request; owned */
     bool retry_after;         /* a follower's 503 while no leader is known: Retry-After: 1 */
+    bool audited;             /* an op with its own audit row answered it (a refusal is not noted again) */
 } gp_request;
 
 /* The HTTP server (http.c).  gp_http_check refuses a bad --listen or TLS

@@ -196,6 +196,7 @@ void gp_api_run_op(gp_request *r, gp_op *op)
     op->who = &r->who;
     op->request_id = r->request_id;
     gp_loop_run(&r->srv->loop, op);
+    r->audited = op->mutates;
     gp_api_reply(r, op->status ? op->status : 500, op->reply);
     op->reply = NULL;
 }

@@ -190,6 +190,51 @@ static void handle(gp_request *r)
     gp_api_route(r);
 }
 
+/* ---- refusals into the audit log (refusals.h) ---- */
+
+static void remote_address(struct MHD_Connection *conn, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = info ? info->client_addr : NULL;
+    snprintf(out, cap, "-");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)cap);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)cap);
+}
+
+/* How much of a 401's message to keep: all but where to put a token
+ * (TOKEN_HINT, and the ": " or " and " before it). */
+static int hint_cut(const char *msg)
+{
+    const char *hint = msg ? strstr(msg, TOKEN_HINT) : NULL;
+    size_t n = hint ? (size_t)(hint - msg) : msg ? strlen(msg) : 0;
+    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == ':' || msg[n - 1] == ';'))
+        n--;
+    if (hint && n >= 4 && strncmp(msg + n - 4, " and", 4) == 0)
+        n -= 4;
+    return (int)n;
+}
+
+/* A 401 or 403 no op audited: who (the token id when known), the method
+ * and path, the status and the error, the remote address. */
+static void note_refusal(gp_request *r)
+{
+    if ((r->status != 401 && r->status != 403) || r->audited)
+        return;
+    gp_refusal x = {.status = r->status};
+    json_t *e = json_object_get(r->reply, "error");
+    const char *code = json_string_value(json_object_get(e, "code")), *msg = json_string_value(json_object_get(e, "message"));
+    bool known = r->who.token_id[0] != '\0'; /* authenticated, or an expired token */
+    snprintf(x.request_id, sizeof x.request_id, "%s", r->request_id);
+    snprintf(x.actor, sizeof x.actor, "%s", known ? r->who.token_id : "-");
+    snprintf(x.role, sizeof x.role, "%s", known ? gp_role_name(r->who.role) : "-");
+    snprintf(x.target, sizeof x.target, "%s %s", r->method, r->raw_url ? r->raw_url : r->url);
+    snprintf(x.reason, sizeof x.reason, "%s: %.*s", code ? code : "refused", hint_cut(msg), msg ? msg : "");
+    remote_address(r->conn, x.source, sizeof x.source);
+    gp_refusals_note(&r->srv->refusals, &x, gp_wall_ms());
+}
+
 /* ---- libmicrohttpd callbacks ---- */
 
 static enum MHD_Result send_reply(gp_request *r)
@@ -303,6 +348,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     handle(r);
+    note_refusal(r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     gp_metrics_request(&srv->metrics, gp_api_route_pattern(url), method, r->status, seconds);

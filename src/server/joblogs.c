@@ -14,7 +14,7 @@
 
 static gp_err make_dir(const char *path, gp_error *err)
 {
-    if (mkdir(path, 0750) != 0 && errno != EEXIST)
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
         return gp_error_set(err, GP_ERR_INVALID, "job_logs", "cannot create %s: %s", path, strerror(errno));
     return GP_OK;
 }
@@ -73,7 +73,7 @@ static gp_err append_tail(const char *path, int64_t size, int64_t offset, const 
     size_t skip = (size_t)(size - offset);
     if (skip >= n)
         return GP_OK;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0)
         return gp_error_set(err, GP_ERR_INVALID, "job_logs", "cannot open %s: %s", path, strerror(errno));
     const char *p = data + skip;
@@ -95,7 +95,7 @@ static gp_err append_tail(const char *path, int64_t size, int64_t offset, const 
 
 static gp_err mark_eof(const char *path, gp_error *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return gp_error_set(err, GP_ERR_INVALID, "job_logs", "cannot create %s: %s", path, strerror(errno));
     close(fd);

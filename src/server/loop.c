@@ -240,6 +240,15 @@ static void flush_last_used(gp_server *srv)
         gp_log(GP_LOG_WARN, "token_last_used", "error=%s", gp_log_quote(err.message, q, sizeof q));
 }
 
+/* Refused requests (refusals.h): audit rows of this batch, like every
+ * other; a failed append is the batch's failure. */
+static void flush_refusals(gp_server *srv, int64_t now)
+{
+    gp_error err;
+    if (gp_refusals_flush(&srv->refusals, srv->store, gp_wall_ms(), now, false, &err) != GP_OK)
+        store_fatal(srv, "audit_refusals", &err);
+}
+
 /* Allocated vs used (use.h): the changed counters every few seconds, in
  * this batch's transaction; best effort like the tokens' last uses. */
 static void flush_use(gp_server *srv)
@@ -339,7 +348,7 @@ static void batch_add(gp_server *srv, gp_op **ops, size_t n)
 
 /* Ends the open batch and sends its commit (nothing may be in flight):
  * lost agents, the pass when due, each mutating op's finish, the tokens'
- * last uses and the use counters, the lease.  The batch is then in
+ * last uses, the refusals and the use counters, the lease.  The batch is then in
  * flight; on SQLite it is committed already and completed at once. */
 static void batch_send(gp_server *srv)
 {
@@ -356,6 +365,7 @@ static void batch_send(gp_server *srv)
         if (b->ops[i]->mutates && b->ops[i]->finish && b->ops[i]->status < 400)
             b->ops[i]->finish(srv, b->ops[i], now);
     flush_last_used(srv);
+    flush_refusals(srv, now);
     flush_use(srv);
     /* A batch that ran long renews the lease in its own transaction, at
      * its end: committed, the renew proves the lease was this leader's

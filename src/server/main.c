@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char USAGE[] =
     "usage: gpupoold [options]\n"
@@ -26,6 +27,11 @@ static const char USAGE[] =
     "  --tls-cert FILE         PEM certificate: serve HTTPS (with --tls-key)\n"
     "  --tls-key FILE          PEM private key\n"
     "  --allow-plain-http      allow plain HTTP on a non-loopback address\n"
+    "  --allow-open-store-mode serve a SQLite store (or its folder's -wal, -shm) that group or other\n"
+    "                          may read or that another user owns, with a warning; default: refused\n"
+    "  --audit-refusals-per-min N  refused requests (401, 403) in the audit log: at most N rows a\n"
+    "                          minute per remote address, status and token, then one row counting\n"
+    "                          the rest (default 10; 0 = none audited)\n"
     "  --token-file FILE       where the bootstrap admin token is written on first start\n"
     "                          (default: admin.token next to the SQLite file)\n"
     "  --port-file FILE        write the bound port to FILE once listening\n"
@@ -95,6 +101,8 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'A'},
         {"advertise-url", required_argument, NULL, 'U'}, {"lease-ms", required_argument, NULL, 'D'},
         {"holder", required_argument, NULL, 'H'},
+        {"allow-open-store-mode", no_argument, NULL, 'o'},
+        {"audit-refusals-per-min", required_argument, NULL, 'R'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -112,6 +120,12 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'W': cfg->web_root = optarg; break;
         case 'U': cfg->advertise_url = optarg; break;
         case 'H': cfg->holder = optarg; break;
+        case 'o': cfg->allow_open_store_mode = true; break;
+        case 'R':
+            if (!parse_long(optarg, 0, 1000, &v))
+                return bad_option("audit-refusals-per-min", optarg);
+            cfg->audit_refusals_per_min = (int)v;
+            break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);
@@ -195,6 +209,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
 
 int main(int argc, char **argv)
 {
+    umask(077); /* the store, its -wal and -shm, the token, port and log files: 0600 (store_files.c) */
     gp_server_config cfg = gp_server_config_default();
     int rc = parse_args(argc, argv, &cfg);
     if (rc >= 0)

@@ -51,6 +51,7 @@ gp_server_config gp_server_config_default(void)
         .snapshot_every_s = 300,
         .metrics_tenants = 50,
         .lease_ms = 3000,
+        .audit_refusals_per_min = 10,
     };
     return c;
 }
@@ -620,6 +621,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_metrics_init(&srv->metrics);
     pthread_mutex_init(&srv->readers.lock, NULL);
     gp_ledger_state_init(&srv->ledger);
+    gp_refusals_init(&srv->refusals, cfg->audit_refusals_per_min);
     srv->readers.url = cfg->store_url;
     gp_err rc = gp_http_check(cfg, err);
     if (rc == GP_OK && cfg->web_root)
@@ -630,6 +632,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = paths_check(cfg, err);
     if (rc == GP_OK)
         rc = gp_http_bind(srv, err); /* a port in use fails here, before a store or token exists */
+    if (rc == GP_OK)
+        rc = gp_store_files_check(cfg, err);
     if (rc == GP_OK)
         rc = wait_for_store(cfg->store_url, err);
     if (rc == GP_OK) {
@@ -684,6 +688,19 @@ static void use_stop(gp_server *srv)
     gp_use_free(&srv->use);
 }
 
+/* The refusals not written yet and the counts of those suppressed (the
+ * engine thread has stopped: the writer is this thread's). */
+static void refusals_stop(gp_server *srv)
+{
+    gp_error err;
+    char q[300];
+    if (srv->store && atomic_load(&srv->lease.leading) &&
+        (gp_store_begin(srv->store, &err) != GP_OK ||
+         gp_refusals_flush(&srv->refusals, srv->store, gp_wall_ms(), gp_wall_ms() / 1000, true, &err) != GP_OK ||
+         gp_store_commit(srv->store, &err) != GP_OK))
+        gp_log(GP_LOG_WARN, "audit_refusals", "error=%s", gp_log_quote(err.message, q, sizeof q));
+}
+
 void gp_server_stop(gp_server *srv)
 {
     if (srv->agents.epoch)
@@ -700,6 +717,7 @@ void gp_server_stop(gp_server *srv)
     readers_close(&srv->readers);
     if (srv->use.cap_s)
         use_stop(srv);
+    refusals_stop(srv);
     if (srv->journal.engine)
         gp_journal_close(&srv->journal);
     gp_store_close(srv->store);
@@ -711,4 +729,5 @@ void gp_server_stop(gp_server *srv)
         gp_joblogs_free(&srv->joblogs);
     gp_auth_free(&srv->auth);
     gp_metrics_destroy(&srv->metrics);
+    gp_refusals_destroy(&srv->refusals);
 }

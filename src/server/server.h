@@ -33,6 +33,7 @@
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/refusals.h"
 
 #include "server/snapshots.h"
 
@@ -64,6 +65,8 @@ typedef struct gp_server_config {
     const char *advertise_url;   /* where other replicas send writers; NULL = http(s)://LISTEN */
     int64_t lease_ms;            /* the leader lease's time (lease.h) */
     const char *holder;          /* this replica's name in the lease; NULL = host:pid */
+    bool allow_open_store_mode;  /* serve a SQLite store group or other may read (warned, store_files.c) */
+    int audit_refusals_per_min;  /* 401/403 audit rows per source a minute (refusals.h); 0 = none */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -100,6 +103,7 @@ struct gp_server {
     bool ledger_verifying;
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
+    gp_refusals refusals;    /* 401s and 403s waiting for the engine thread's batch (refusals.h) */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;
@@ -118,6 +122,12 @@ void gp_server_stop(gp_server *srv);
 /* A reader connection for this thread's request; give it back after. */
 gp_store *gp_readers_take(gp_readers *r, gp_error *err);
 void gp_readers_give(gp_readers *r, gp_store *s);
+
+/* A SQLite store's folder and files (the store, -wal, -shm) before they
+ * are opened: GP_ERR_INVALID field "store" when group or other may read
+ * or write them, with the chmod that fixes it (store_files.c).  Makes a
+ * missing folder 0700.  GP_OK for PostgreSQL. */
+gp_err gp_store_files_check(const gp_server_config *cfg, gp_error *err);
 
 /* Audit row for something the daemon did on its own (bootstrap token). */
 gp_err gp_server_audit_self(gp_server *srv, const char *action, const char *target, int64_t now, gp_error *err);
