@@ -9,7 +9,13 @@
  * themselves are .../checks?gpu=N&limit=L, newest first, 50 by default).
  * Every role may list them -- capacity is not
  * a secret -- but which job holds a GPU is shown only to roles that see
- * every tenant.  Draining is for admin and operator.
+ * every tenant.  Draining is for admin and operator.  In one node's view
+ * a member or tenant-admin sees the agent's replicas of its own scope's
+ * jobs only; another tenant's are left out (counted in "other_jobs"),
+ * and the GPUs they hold keep their health but not their use:
+ *   member of product/ads, job 12 of research/nlp on GPU 0 -> "running":
+ *   [], "other_jobs": 1, "gpus": [{"index": 0, "uuid": "GPU-...",
+ *   "lost": false, "temperature_c": 55, "ecc": {...}, "other_tenant": true}]
  *
  * Usage is read from the store's usage intervals: GPU-seconds by tenant,
  * GPU type and class (guaranteed / burstable) over [from, to), open
@@ -124,8 +130,86 @@ static gp_err gpus_health(gp_server *srv, const gp_node_info *n, json_t *gpus, g
     return rc;
 }
 
+/* ---- what a tenant's caller sees of other tenants' jobs on a node ---- */
+
+/* A job of the caller's scope (its subtree): one it may see by id. */
+static bool job_visible(const gp_engine *e, const gp_principal *who, json_int_t job)
+{
+    gp_job_info info;
+    gp_tenant_info t;
+    return job > 0 && gp_engine_job_info(e, (uint64_t)job, &info, NULL) == GP_OK &&
+           gp_engine_tenant_get(e, info.tenant, &t) && gp_principal_sees(who, t.path);
+}
+
+/* Marks in other[] the node's GPUs that a job the caller may not see holds. */
+static void mark_job_gpus(const gp_engine *e, const gp_node_info *n, json_int_t job, bool *other)
+{
+    uint32_t gpus[GP_MAX_GPUS_PER_NODE * 8];
+    size_t k = job > 0 ? gp_engine_job_gpus(e, (uint64_t)job, gpus, sizeof gpus / sizeof *gpus) : 0;
+    for (size_t i = 0; i < k; i++)
+        if (gpus[i] >= n->gpu_first && gpus[i] < n->gpu_first + (uint32_t)n->gpu_count)
+            other[gpus[i] - n->gpu_first] = true;
+}
+
+/* The agent's "running" without the replicas of jobs the caller may not
+ * see (their ids, pids and per-process use), counted as "other_jobs";
+ * other[] gets the GPUs those jobs hold. */
+static void running_redact(const gp_engine *e, const gp_principal *who, const gp_node_info *n, json_t *agent,
+                           bool *other)
+{
+    json_t *running = json_object_get(agent, "running"), *kept = json_array(), *r;
+    size_t i, hidden = 0;
+    json_array_foreach(running, i, r) {
+        json_int_t job = json_integer_value(json_object_get(r, "job"));
+        if (job_visible(e, who, job)) {
+            json_array_append(kept, r);
+            continue;
+        }
+        hidden++;
+        mark_job_gpus(e, n, job, other);
+    }
+    json_object_set_new(agent, "running", kept);
+    json_object_set_new(agent, "other_jobs", json_integer((json_int_t)hidden));
+}
+
+/* A member's (or a tenant-admin's) view of a node's agent: other tenants'
+ * replicas left out; a GPU one of their jobs holds keeps its health
+ * (lost, temperature, ECC) but not its use (SM, memory, power), which is
+ * that job's, and says "other_tenant": true. */
+static void agent_redact(const gp_engine *e, const gp_principal *who, const gp_node_info *n, json_t *agent)
+{
+    bool other[GP_MAX_GPUS_PER_NODE] = {false};
+    running_redact(e, who, n, agent, other);
+    for (int g = 0; g < n->gpu_count; g++) {
+        gp_gpu_info gi;
+        if (gp_engine_gpu_get(e, n->gpu_first + (uint32_t)g, &gi) && gi.job && !job_visible(e, who, (json_int_t)gi.job))
+            other[g] = true;
+    }
+    json_t *samples = json_deep_copy(json_object_get(agent, "gpus")), *sample; /* the agents' table shares it */
+    size_t i;
+    json_object_set_new(agent, "gpus", samples ? samples : json_array());
+    json_array_foreach(samples, i, sample) {
+        json_int_t g = json_integer_value(json_object_get(sample, "index"));
+        if (!json_is_object(sample) || g < 0 || g >= n->gpu_count || !other[g])
+            continue;
+        json_object_del(sample, "sm_active_pct");
+        json_object_del(sample, "memory_used_mib");
+        json_object_del(sample, "power_w");
+        json_object_set_new(sample, "other_tenant", json_true());
+    }
+}
+
+/* What the agent last said, as the caller may see it; NULL without one. */
+static json_t *agent_view(gp_server *srv, const gp_principal *who, const gp_node_info *n)
+{
+    json_t *agent = gp_agents_view(&srv->agents, n->name);
+    if (agent && !gp_principal_sees_all(who))
+        agent_redact(srv->journal.engine, who, n, agent);
+    return agent;
+}
+
 /* One node, with what its agent last said (agents.h) under "agent"
- * (null for a node without one) and each GPU's health. */
+ * (null for a node without one; agent_view) and each GPU's health. */
 static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
@@ -135,7 +219,7 @@ static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
     if (!node_find(e, op, op->arg, &n))
         return;
     json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
-    json_t *agent = gp_agents_view(&srv->agents, n.name);
+    json_t *agent = agent_view(srv, op->who, &n);
     json_object_set_new(view, "agent", agent ? agent : json_null());
     if (gpus_health(srv, &n, json_object_get(view, "gpus"), &err) != GP_OK) {
         json_decref(view);
