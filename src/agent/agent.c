@@ -4,7 +4,6 @@
 #include "agent/agent.h"
 
 #include "agent/agent_node.h"
-#include "util/listen.h"
 #include "util/server_url.h"
 
 #include <errno.h>
@@ -50,8 +49,11 @@ static const char USAGE[] =
     "  --repair-attempts N     failed repairs before a GPU stays out for an operator (default 3)\n"
     "  --xid-actions FILE      JSON or YAML map XID -> ignore|restart_app|reset_gpu|reboot_node|drain over the\n"
     "                          catalog's table (docs/agent.md)\n"
-    "  --metrics-listen HOST:PORT  serve GET /metrics: the nodes' GPUs under dcgm-exporter's names and labels,\n"
-    "                          with tenant and job (docs/metrics.md); default: not served\n";
+    "  --metrics-listen HOST:PORT|:PORT|unix:PATH  serve GET /metrics: the nodes' GPUs under dcgm-exporter's\n"
+    "                          names and labels, with tenant and job (docs/metrics.md); default: not served.\n"
+    "                          :PORT is 127.0.0.1:PORT; a TCP address needs --metrics-token-file; unix:PATH\n"
+    "                          is a socket only root may open (0600)\n"
+    "  --metrics-token-file FILE  /metrics answers only Authorization: Bearer <FILE's first line>\n";
 
 typedef struct gp_agent {
     gp_agent_options opt;
@@ -61,7 +63,8 @@ typedef struct gp_agent {
     gp_node *nodes;
     size_t n_nodes;
     unsigned registering; /* registrations in flight, of all nodes */
-    const char *metrics_listen; /* --metrics-listen HOST:PORT, NULL none */
+    const char *metrics_listen; /* --metrics-listen HOST:PORT, :PORT or unix:PATH, NULL none */
+    const char *metrics_token_file; /* --metrics-token-file, NULL none */
     gp_agent_metrics *metrics;
     gp_ckpt_watch ckpt_watch; /* the nodes' checkpoint folders in a grace */
 } gp_agent;
@@ -143,7 +146,8 @@ static int gp__xid_actions(gp_agent_options *o, const char *path)
 }
 
 /* Options without a short letter. */
-enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING, GP__OPT_METRICS_LISTEN };
+enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING, GP__OPT_METRICS_LISTEN,
+       GP__OPT_METRICS_TOKEN_FILE };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
 static int gp__sharing(gp_agent_options *o, const char *name)
@@ -161,15 +165,14 @@ static int gp__backend(gp_agent_options *o, const char *name)
     return o->nvml || strcmp(name, "sim") == 0 ? -1 : gp__bad("backend", "sim or nvml");
 }
 
-/* --metrics-listen HOST:PORT: checked now, served once the nodes are open. */
-static int gp__metrics_listen(gp_agent *a, const char *listen)
+/* --metrics-listen with --metrics-token-file: checked once both are
+ * known, served once the nodes are open. */
+static int gp__metrics_options(const gp_agent *a)
 {
-    struct sockaddr_in addr;
     gp_error err;
-    if (gp_listen_parse(listen, "metrics-listen", &addr, &err) != GP_OK)
-        return gp__bad("metrics-listen", err.message);
-    a->metrics_listen = listen;
-    return -1;
+    if (!a->metrics_listen || gp_agent_metrics_check(a->metrics_listen, a->metrics_token_file, &err) == GP_OK)
+        return -1;
+    return gp__bad(err.field, err.message);
 }
 
 static int gp__option(gp_agent *a, int c)
@@ -186,7 +189,8 @@ static int gp__option(gp_agent *a, int c)
     case GP__OPT_BLOCK: o->block = optarg; return -1;
     case GP__OPT_POOL: o->pool = optarg; return -1;
     case GP__OPT_SHARING: return gp__sharing(o, optarg);
-    case GP__OPT_METRICS_LISTEN: return gp__metrics_listen(a, optarg);
+    case GP__OPT_METRICS_LISTEN: a->metrics_listen = optarg; return -1;
+    case GP__OPT_METRICS_TOKEN_FILE: a->metrics_token_file = optarg; return -1;
     case 'f': o->node_file = optarg; return -1;
     case 'n':
         if (a->n_only == sizeof a->only / sizeof a->only[0])
@@ -264,6 +268,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"zone", required_argument, NULL, GP__OPT_ZONE},  {"block", required_argument, NULL, GP__OPT_BLOCK},
         {"pool", required_argument, NULL, GP__OPT_POOL}, {"sharing", required_argument, NULL, GP__OPT_SHARING},
         {"metrics-listen", required_argument, NULL, GP__OPT_METRICS_LISTEN},
+        {"metrics-token-file", required_argument, NULL, GP__OPT_METRICS_TOKEN_FILE},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -278,7 +283,9 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         fprintf(stderr, "gpupool-agent run: unexpected argument %s\n", argv[optind]);
         rc = 2;
     }
-    return rc == -1 ? gp__required(a) : rc;
+    if (rc == -1)
+        rc = gp__required(a);
+    return rc == -1 ? gp__metrics_options(a) : rc;
 }
 
 /* ---- setting up ---- */
@@ -543,7 +550,7 @@ static int gp__serve_metrics(gp_agent *a)
     gp_error err;
     if (!a->metrics_listen)
         return -1;
-    if (gp_agent_metrics_start(a->metrics_listen, a->n_nodes, &a->metrics, &err) != GP_OK) {
+    if (gp_agent_metrics_start(a->metrics_listen, a->metrics_token_file, a->n_nodes, &a->metrics, &err) != GP_OK) {
         fprintf(stderr, "gpupool-agent run: %s\n", err.message);
         return 1;
     }

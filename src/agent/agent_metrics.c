@@ -1,22 +1,35 @@
 /* agent_metrics.c - the agent's GET /metrics (agent_metrics.h): the
  * snapshots the loop publishes, their exposition text, and the
- * libmicrohttpd server that answers scrapes on its own thread. */
+ * libmicrohttpd server that answers scrapes on its own thread -- on a TCP
+ * address behind a bearer token, or on a Unix socket only root may open
+ * (the listener's rules are in agent_metrics.h). */
 #define _GNU_SOURCE
 #include "agent/agent_metrics.h"
 
+#include "util/file.h"
 #include "util/listen.h"
 
+#include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum { GP__METRICS_TOKEN_MAX = 512 };
 
 struct gp_agent_metrics {
     pthread_mutex_t lock;    /* guards nodes */
     gp_metrics_node *nodes;
     size_t n_nodes;
     struct MHD_Daemon *http;
+    char bearer[GP__METRICS_TOKEN_MAX + 8]; /* "Bearer TOKEN", "" without --metrics-token-file */
+    char socket_path[sizeof ((struct sockaddr_un *)0)->sun_path]; /* unix:PATH, removed at stop */
 };
 
 /* ---- the text ---- */
@@ -137,6 +150,90 @@ char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes)
     return text;
 }
 
+/* ---- the listener ---- */
+
+/* --metrics-listen as given: unix:PATH into path, else a TCP address
+ * (":PORT" is 127.0.0.1:PORT). */
+static gp_err gp__listen_parse(const char *listen, struct sockaddr_in *addr, char *path, size_t cap, gp_error *err)
+{
+    path[0] = '\0';
+    if (strncmp(listen, "unix:", 5) == 0) {
+        if (listen[5] != '/' || strlen(listen + 5) >= cap)
+            return gp_error_set(err, GP_ERR_INVALID, "metrics-listen",
+                                "--metrics-listen unix:PATH needs an absolute PATH of at most %zu bytes", cap - 1);
+        snprintf(path, cap, "%s", listen + 5);
+        return GP_OK;
+    }
+    char loopback[64];
+    if (listen[0] == ':' && snprintf(loopback, sizeof loopback, "127.0.0.1%s", listen) < (int)sizeof loopback)
+        listen = loopback;
+    return gp_listen_parse(listen, "metrics-listen", addr, err);
+}
+
+gp_err gp_agent_metrics_check(const char *listen, const char *token_file, gp_error *err)
+{
+    struct sockaddr_in addr;
+    char path[sizeof ((struct sockaddr_un *)0)->sun_path];
+    gp_err rc = gp__listen_parse(listen, &addr, path, sizeof path, err);
+    if (rc == GP_OK && !path[0] && !token_file)
+        rc = gp_error_set(err, GP_ERR_INVALID, "metrics-token-file",
+                          "--metrics-listen %s needs --metrics-token-file FILE: any process of the node, its jobs"
+                          " included, reaches a TCP port (loopback too); or serve on unix:PATH (mode 0600)",
+                          listen);
+    return rc;
+}
+
+/* --metrics-token-file: one line, not readable by other (a group may, for
+ * a scraper on this host), into "Bearer TOKEN". */
+static gp_err gp__read_token(const char *path, char *bearer, size_t cap, gp_error *err)
+{
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    gp_error e;
+    if (stat(path, &st) != 0)
+        return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file", "--metrics-token-file %s: %s", path,
+                            strerror(errno));
+    if (st.st_mode & S_IRWXO)
+        return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file",
+                            "--metrics-token-file %s is mode %04o: other users may read it; chmod 600 (or 640) it",
+                            path, (unsigned)(st.st_mode & 07777));
+    if (gp_file_read_all(path, &text, &len, &e) != GP_OK)
+        return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file", "--metrics-token-file %s", e.message);
+    text[strcspn(text, "\r\n")] = '\0';
+    len = strlen(text);
+    if (len > 0 && len <= GP__METRICS_TOKEN_MAX && strspn(text, " \t") == 0)
+        snprintf(bearer, cap, "Bearer %s", text);
+    free(text);
+    if (len == 0 || len > GP__METRICS_TOKEN_MAX || !bearer[0])
+        return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file",
+                            "--metrics-token-file %s: the token is its first line, 1..%d characters", path,
+                            GP__METRICS_TOKEN_MAX);
+    return GP_OK;
+}
+
+/* A listening Unix socket at path, mode 0600 before anyone may connect
+ * (a socket left by an earlier run is replaced; anything else is not). */
+static int gp__unix_listen(const char *path, gp_error *err)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct stat st;
+    snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "--metrics-listen unix:%s exists and is not a socket", path);
+        return -1;
+    }
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 || chmod(path, 0600) != 0 || listen(fd, 64) != 0) {
+        gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "cannot serve on unix:%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* ---- the server ---- */
 
 static enum MHD_Result gp__reply(struct MHD_Connection *conn, unsigned status, char *text, const char *type)
@@ -147,9 +244,20 @@ static enum MHD_Result gp__reply(struct MHD_Connection *conn, unsigned status, c
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     enum MHD_Result rc = MHD_queue_response(conn, status, resp);
     MHD_destroy_response(resp);
     return rc;
+}
+
+/* No token set (a Unix socket), or "Authorization: Bearer TOKEN" with
+ * it, compared in constant time. */
+static bool gp__authorized(const gp_agent_metrics *m, struct MHD_Connection *conn)
+{
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    size_t n = strlen(m->bearer);
+    return !m->bearer[0] || (h && strlen(h) == n && gnutls_memcmp(h, m->bearer, n) == 0);
 }
 
 static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -165,6 +273,10 @@ static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return gp__reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("method not allowed: GET /metrics\n"),
                          "text/plain");
+    if (!gp__authorized(m, conn))
+        return gp__reply(conn, MHD_HTTP_UNAUTHORIZED,
+                         strdup("unauthorized: send Authorization: Bearer <the --metrics-token-file token>\n"),
+                         "text/plain");
     pthread_mutex_lock(&m->lock);
     char *text = gp_agent_metrics_render(m->nodes, m->n_nodes);
     pthread_mutex_unlock(&m->lock);
@@ -173,11 +285,12 @@ static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const
     return gp__reply(conn, MHD_HTTP_OK, text, "text/plain; version=0.0.4; charset=utf-8");
 }
 
-gp_err gp_agent_metrics_start(const char *listen, size_t n_nodes, gp_agent_metrics **out, gp_error *err)
+gp_err gp_agent_metrics_start(const char *listen, const char *token_file, size_t n_nodes, gp_agent_metrics **out,
+                              gp_error *err)
 {
     struct sockaddr_in addr;
     *out = NULL;
-    gp_err rc = gp_listen_parse(listen, "metrics-listen", &addr, err);
+    gp_err rc = gp_agent_metrics_check(listen, token_file, err);
     if (rc != GP_OK)
         return rc;
     gp_agent_metrics *m = calloc(1, sizeof *m);
@@ -187,11 +300,25 @@ gp_err gp_agent_metrics_start(const char *listen, size_t n_nodes, gp_agent_metri
     }
     m->n_nodes = n_nodes;
     pthread_mutex_init(&m->lock, NULL);
-    m->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, ntohs(addr.sin_port), NULL, NULL,
-                               gp__handler, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
-    if (!m->http) {
+    gp__listen_parse(listen, &addr, m->socket_path, sizeof m->socket_path, err);
+    rc = token_file ? gp__read_token(token_file, m->bearer, sizeof m->bearer, err) : GP_OK;
+    int fd = rc == GP_OK && m->socket_path[0] ? gp__unix_listen(m->socket_path, err) : -1;
+    if (rc == GP_OK && m->socket_path[0] && fd < 0)
+        rc = GP_ERR_INVALID;
+    if (rc == GP_OK && fd >= 0)
+        m->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, gp__handler, m,
+                                   MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_END);
+    else if (rc == GP_OK)
+        m->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, ntohs(addr.sin_port), NULL, NULL,
+                                   gp__handler, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (rc == GP_OK && !m->http) {
+        if (fd >= 0)
+            close(fd);
+        rc = gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "cannot serve on %s (in use?)", listen);
+    }
+    if (rc != GP_OK) {
         gp_agent_metrics_stop(m);
-        return gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "cannot serve on %s (in use?)", listen);
+        return rc;
     }
     *out = m;
     return GP_OK;
@@ -218,6 +345,8 @@ void gp_agent_metrics_stop(gp_agent_metrics *m)
         return;
     if (m->http)
         MHD_stop_daemon(m->http);
+    if (m->http && m->socket_path[0])
+        unlink(m->socket_path);
     for (size_t i = 0; i < m->n_nodes; i++)
         free(m->nodes[i].rows);
     free(m->nodes);

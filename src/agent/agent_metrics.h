@@ -3,8 +3,14 @@
  * labels, so that dashboards and alerts built for dcgm-exporter work on a
  * gpupool node unchanged (docs/metrics.md "The agent's /metrics").
  *
- * `gpupool-agent run --metrics-listen HOST:PORT` starts a libmicrohttpd
- * server with its own thread.  The agent's one loop publishes each node's
+ * `gpupool-agent run --metrics-listen ADDR` starts a libmicrohttpd
+ * server with its own thread.  Every process of the node reaches a TCP
+ * port, loopback too, and the rows name tenants and jobs, so a TCP
+ * listener needs --metrics-token-file (requests without "Authorization:
+ * Bearer TOKEN" get 401; Prometheus sends it from its
+ * authorization.credentials_file); ":PORT" is 127.0.0.1:PORT.  Or
+ * "unix:/run/gpupool/metrics.sock": a socket made 0600 (root only), the
+ * token optional.  The agent's one loop publishes each node's
  * snapshot (agent_node_metrics.c builds it from a heartbeat's telemetry
  * sample) under the mutex; a scrape renders what was last published under
  * the same mutex and never touches a node, a backend or the loop.
@@ -62,10 +68,18 @@ typedef struct gp_metrics_node {
 
 typedef struct gp_agent_metrics gp_agent_metrics;
 
-/* Serves GET /metrics on listen (HOST:PORT) for n_nodes nodes, each empty
- * until published.  GP_ERR_INVALID field "metrics-listen" for a bad
- * address or one that cannot be bound. */
-gp_err gp_agent_metrics_start(const char *listen, size_t n_nodes, gp_agent_metrics **out, gp_error *err);
+/* Whether --metrics-listen listen (HOST:PORT, :PORT or unix:PATH) and
+ * --metrics-token-file token_file (NULL: none) go together: GP_ERR_INVALID
+ * field "metrics-listen" for a bad address, "metrics-token-file" for a
+ * TCP address without a token. */
+gp_err gp_agent_metrics_check(const char *listen, const char *token_file, gp_error *err);
+/* Serves GET /metrics on listen for n_nodes nodes, each empty until
+ * published, behind token_file's token when given.  GP_ERR_INVALID as
+ * gp_agent_metrics_check, field "metrics-listen" for an address that
+ * cannot be bound, "metrics-token-file" for a token file other users may
+ * read or without a token. */
+gp_err gp_agent_metrics_start(const char *listen, const char *token_file, size_t n_nodes, gp_agent_metrics **out,
+                              gp_error *err);
 /* Replaces node index's snapshot with *node (takes its rows; node->rows is
  * NULL afterwards).  m NULL: frees the rows. */
 void gp_agent_metrics_publish(gp_agent_metrics *m, size_t index, gp_metrics_node *node);

@@ -104,17 +104,33 @@ static void a_bad_listen_address_is_refused_naming_the_option(void **state)
     (void)state;
     gp_agent_metrics *m = NULL;
     gp_error err;
-    assert_int_equal(gp_agent_metrics_start("9400", 1, &m, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_agent_metrics_start("9400", NULL, 1, &m, &err), GP_ERR_INVALID);
     assert_string_equal(err.field, "metrics-listen");
     assert_null(m);
-    assert_int_equal(gp_agent_metrics_start("nowhere:9400", 1, &m, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_agent_metrics_start("nowhere:9400", NULL, 1, &m, &err), GP_ERR_INVALID);
     assert_null(m);
+}
+
+static void a_tcp_listener_needs_a_token_a_unix_socket_does_not(void **state)
+{
+    (void)state;
+    gp_error err;
+    gp_agent_metrics *m = NULL;
+    assert_int_equal(gp_agent_metrics_check("127.0.0.1:9400", NULL, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "metrics-token-file");
+    assert_int_equal(gp_agent_metrics_start(":0", NULL, 1, &m, &err), GP_ERR_INVALID);
+    assert_null(m);
+    assert_int_equal(gp_agent_metrics_check(":9400", "/etc/gpupool/metrics.token", &err), GP_OK);
+    assert_int_equal(gp_agent_metrics_check("unix:/run/gpupool/metrics.sock", NULL, &err), GP_OK);
+    assert_int_equal(gp_agent_metrics_check("unix:relative.sock", NULL, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "metrics-listen");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_running_gpu_carries_dcgm_names_labels_and_its_tenant_and_job),
+        cmocka_unit_test(a_tcp_listener_needs_a_token_a_unix_socket_does_not),
         cmocka_unit_test(unknown_values_are_left_out_never_written_as_minus_one),
         cmocka_unit_test(a_mig_instance_has_its_profile_and_gpu_instance_id),
         cmocka_unit_test(each_metric_is_described_once_over_every_node_and_labels_are_quoted),

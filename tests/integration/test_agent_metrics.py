@@ -18,14 +18,21 @@ Behaviours under test:
     DCGM_FI_DEV_XID_ERRORS;
   - the scrape passes `promtool check metrics` (Debian's prometheus
     package; skipped, saying so, where promtool is absent);
-  - a --metrics-listen that is not HOST:PORT is a bad command line (exit 2).
+  - a --metrics-listen that is not HOST:PORT is a bad command line (exit 2);
+  - (issue 29) a TCP listener needs --metrics-token-file: a scrape without
+    the token, or with another, is 401; ":PORT" listens on loopback only; a
+    token file other users may read is refused; unix:PATH is a socket of
+    mode 0600 that answers without a token.
 """
+import http.client
 import os
 import re
 import shutil
 import socket
 import subprocess
+import stat
 import sys
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,8 +56,22 @@ def free_port():
         return s.getsockname()[1]
 
 
-def scrape(port):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+TOKEN = "metrics-" + "5" * 32
+
+
+def token_file(d, mode=0o600, name="metrics.token", token=TOKEN):
+    path = os.path.join(d.dir, name)
+    with open(path, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def scrape(port, token=TOKEN):
+    req = urllib.request.Request("http://127.0.0.1:%d/metrics" % port)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
         return r.read().decode()
 
@@ -122,8 +143,8 @@ def wait_consistent(d, port, busy, idle):
 
 def start_agent(d, port):
     node_file = write_node_file(d.dir, NODES)
-    a = Agent(d, node_file, extra=["--metrics-listen", "127.0.0.1:%d" % port, "--heartbeat-s", "1",
-                                   "--no-cgroups"]).start()
+    a = Agent(d, node_file, extra=["--metrics-listen", "127.0.0.1:%d" % port, "--metrics-token-file",
+                                   token_file(d), "--heartbeat-s", "1", "--no-cgroups"]).start()
     a.wait_up(["t4-0", "a100m"])
     return a
 
@@ -195,8 +216,89 @@ def test_a_metrics_listen_that_is_not_host_port_is_a_bad_command_line(d):
                                                                                              p.stderr)
 
 
+def agent_run(d, *extra):
+    """gpupool-agent run with extra options until it exits (a bad command line) or 20 s pass."""
+    node_file = write_node_file(d.dir, NODES[:1])
+    return subprocess.run([AGENT_BIN, "run", "--server", d.url, "--join-token-file", token_file(d, name="join", token="x"), "--backend",
+                           "sim", "--node-file", node_file, "--state-dir", os.path.join(d.dir, "st")] + list(extra),
+                          capture_output=True, text=True, timeout=20)
+
+
+def listening_on(port):
+    """The local addresses of the TCP sockets listening on port (/proc/net/tcp: hex, little-endian)."""
+    out = []
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            addr, p = local.split(":")
+            if int(p, 16) == port and state == "0A":
+                out.append(".".join(str(int(addr[i:i + 2], 16)) for i in (6, 4, 2, 0)))
+    return out
+
+
+def status_of(port, token):
+    try:
+        scrape(port, token)
+        return 200
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_metrics_need_the_token_and_listen_on_loopback_by_default(d):
+    p = agent_run(d, "--metrics-listen", "127.0.0.1:9400")
+    assert p.returncode == 2 and "--metrics-token-file" in p.stderr, (p.returncode, p.stderr)
+    p = agent_run(d, "--metrics-listen", ":9400", "--metrics-token-file", token_file(d, 0o644))
+    assert p.returncode == 1 and "other users may read it" in p.stderr, (p.returncode, p.stderr)
+    port = free_port()
+    node_file = write_node_file(d.dir, NODES[:1])
+    a = Agent(d, node_file, extra=["--metrics-listen", ":%d" % port, "--metrics-token-file", token_file(d),
+                                   "--heartbeat-s", "1", "--no-cgroups"]).start()
+    try:
+        a.wait_up(["t4-0"])
+        gpd.wait_for(lambda: "DCGM_FI_DEV_GPU_TEMP" in scrape(port), 30, "a scrape with the token")
+        assert status_of(port, None) == 401 and status_of(port, "metrics-" + "6" * 32) == 401
+        assert listening_on(port) == ["127.0.0.1"], listening_on(port)
+    except Exception:
+        sys.stderr.write("---- agent log ----\n" + a.read_log()[-6000:])
+        raise
+    finally:
+        a.stop()
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=10)
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+def test_a_unix_socket_is_0600_and_answers_without_a_token(d):
+    sock = os.path.join(d.dir, "metrics.sock")
+    node_file = write_node_file(d.dir, NODES[:1])
+    a = Agent(d, node_file, extra=["--metrics-listen", "unix:" + sock, "--heartbeat-s", "1",
+                                   "--no-cgroups"]).start()
+    try:
+        a.wait_up(["t4-0"])
+        assert stat.S_ISSOCK(os.stat(sock).st_mode) and stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+
+        def scraped():
+            c = UnixHTTPConnection(sock)
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            return r.status == 200 and "DCGM_FI_DEV_GPU_TEMP" in r.read().decode()
+        gpd.wait_for(scraped, 30, "a scrape over the socket")
+    finally:
+        a.stop()
+    assert not os.path.exists(sock)
+
+
 if __name__ == "__main__":
     gpd.run([
         test_the_agent_serves_dcgm_metrics_with_tenant_and_job_of_each_replica,
         test_a_metrics_listen_that_is_not_host_port_is_a_bad_command_line,
+        test_metrics_need_the_token_and_listen_on_loopback_by_default,
+        test_a_unix_socket_is_0600_and_answers_without_a_token,
     ], fleet=None)
