@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { WINDOW_MS = 60 * 1000, TOTAL_FACTOR = 20, FLUSH_CHUNK = 32 };
+enum { WINDOW_MS = 60 * 1000, TOTAL_FACTOR = 20, FLUSH_CHUNK = 32, RESERVED = GP_REFUSAL_SOURCES + 1 };
 
 void gp_refusals_init(gp_refusals *r, int per_min)
 {
@@ -37,19 +37,21 @@ static bool pending_add(gp_refusals *r, const gp_refusal *x, int64_t suppressed)
 }
 
 /* Under lock: the minute is over (or gpupoold stops): a summary per source
- * that lost refusals, then a fresh minute. */
+ * that lost refusals, then a fresh minute.  Rows leave room for the
+ * summaries (RESERVED); a count that still finds no room (no flush for
+ * minutes: a follower) goes on into the next minute's shared count. */
 static void window_end(gp_refusals *r, int64_t now_ms)
 {
+    int64_t unsorted = r->suppressed_unsorted;
     for (int i = 0; i < r->n_sources; i++)
-        if (r->sources[i].suppressed > 0)
-            pending_add(r, &r->sources[i].last, r->sources[i].suppressed);
-    if (r->suppressed_unsorted > 0) {
-        gp_refusal other = {.request_id = "-", .actor = "-", .role = "-", .source = "more sources", .target = "-"};
-        pending_add(r, &other, r->suppressed_unsorted);
-    }
+        if (r->sources[i].suppressed > 0 && !pending_add(r, &r->sources[i].last, r->sources[i].suppressed))
+            unsorted += r->sources[i].suppressed;
+    gp_refusal other = {.request_id = "-", .actor = "-", .role = "-", .source = "more sources", .target = "-"};
+    if (unsorted > 0 && pending_add(r, &other, unsorted))
+        unsorted = 0;
     r->n_sources = 0;
     r->recorded = 0;
-    r->suppressed_unsorted = 0;
+    r->suppressed_unsorted = unsorted;
     r->window_ms = now_ms;
 }
 
@@ -77,7 +79,8 @@ void gp_refusals_note(gp_refusals *r, const gp_refusal *x, int64_t now_ms)
         r->suppressed_unsorted++;
     } else {
         s->last = *x;
-        bool room = s->recorded < r->per_min && r->recorded < TOTAL_FACTOR * r->per_min;
+        bool room = s->recorded < r->per_min && r->recorded < TOTAL_FACTOR * r->per_min &&
+                    r->n_pending < GP_REFUSAL_PENDING - RESERVED;
         if (room && pending_add(r, x, 0)) {
             s->recorded++;
             r->recorded++;
@@ -127,7 +130,7 @@ gp_err gp_refusals_flush(gp_refusals *r, gp_store *s, int64_t now_ms, int64_t no
     int n;
     do { /* in chunks, the lock not held while the store writes */
         pthread_mutex_lock(&r->lock);
-        if (ending || (r->n_sources > 0 && now_ms - r->window_ms >= WINDOW_MS))
+        if (ending || ((r->n_sources > 0 || r->suppressed_unsorted > 0) && now_ms - r->window_ms >= WINDOW_MS))
             window_end(r, now_ms);
         ending = false;
         n = r->n_pending < FLUSH_CHUNK ? r->n_pending : FLUSH_CHUNK;

@@ -13,7 +13,8 @@
  * the minute ends (or gpupoold stops) one row per source says how many:
  * "401 unauthorized: 4990 more refusals suppressed".  At most 64 sources
  * are told apart in a minute; the rest share one count.  So a minute adds
- * at most 21 x per_min + 65 rows, whatever comes in.  Example, per_min 10,
+ * at most 20 x per_min + 65 rows, whatever comes in, and every refusal
+ * is a row or counted in one.  Example, per_min 10,
  * 5,000 bad tokens from 10.0.0.9 in one minute: 10 rows "401
  * unauthorized: unknown or revoked token ...; from 10.0.0.9", then one
  * "401 unauthorized: 4990 more refusals suppressed; from 10.0.0.9".
