@@ -202,10 +202,13 @@ static gp_err gp__read_token(const char *path, char *bearer, size_t cap, gp_erro
         return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file", "--metrics-token-file %s", e.message);
     text[strcspn(text, "\r\n")] = '\0';
     len = strlen(text);
-    if (len > 0 && len <= GP__METRICS_TOKEN_MAX && strspn(text, " \t") == 0)
+    while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t')) /* as Prometheus trims its file */
+        text[--len] = '\0';
+    bool ok = len > 0 && len <= GP__METRICS_TOKEN_MAX && strspn(text, " \t") == 0;
+    if (ok)
         snprintf(bearer, cap, "Bearer %s", text);
     free(text);
-    if (len == 0 || len > GP__METRICS_TOKEN_MAX || !bearer[0])
+    if (!ok)
         return gp_error_set(err, GP_ERR_INVALID, "metrics-token-file",
                             "--metrics-token-file %s: the token is its first line, 1..%d characters", path,
                             GP__METRICS_TOKEN_MAX);
@@ -220,7 +223,8 @@ static int gp__unix_listen(const char *path, gp_error *err)
     struct stat st;
     snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
     if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-        gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "--metrics-listen unix:%s exists and is not a socket", path);
+        gp_error_set(err, GP_ERR_INVALID, "metrics-listen", "--metrics-listen unix:%s exists and is not a socket",
+                     path);
         return -1;
     }
     unlink(path);

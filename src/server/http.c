@@ -224,7 +224,8 @@ static void note_refusal(gp_request *r)
         return;
     gp_refusal x = {.status = r->status};
     json_t *e = json_object_get(r->reply, "error");
-    const char *code = json_string_value(json_object_get(e, "code")), *msg = json_string_value(json_object_get(e, "message"));
+    const char *code = json_string_value(json_object_get(e, "code"));
+    const char *msg = json_string_value(json_object_get(e, "message"));
     bool known = r->who.token_id[0] != '\0'; /* authenticated, or an expired token */
     snprintf(x.request_id, sizeof x.request_id, "%s", r->request_id);
     snprintf(x.actor, sizeof x.actor, "%s", known ? r->who.token_id : "-");

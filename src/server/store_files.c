@@ -50,7 +50,7 @@ static void folder_of(const char *path, char *out, size_t cap)
 static gp_err folder_check(const char *dir, gp_error *err)
 {
     struct stat st;
-    if (stat(dir, &st) != 0 && errno == ENOENT && mkdir(dir, 0700) != 0)
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return gp_error_set(err, GP_ERR_INVALID, "store", "cannot create the store's folder %s: %s", dir,
                             strerror(errno));
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -70,9 +70,10 @@ static gp_err folder_check(const char *dir, gp_error *err)
 static gp_err file_check(const char *path, const char *store, bool allow_open, gp_error *err)
 {
     struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT)
+        return GP_OK;
     if (lstat(path, &st) != 0)
-        return errno == ENOENT ? GP_OK
-                               : gp_error_set(err, GP_ERR_INVALID, "store", "cannot stat %s: %s", path, strerror(errno));
+        return gp_error_set(err, GP_ERR_INVALID, "store", "cannot stat %s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return gp_error_set(err, GP_ERR_INVALID, "store", "store file %s is not a regular file (a link?)", path);
     bool open_mode = (st.st_mode & (S_IRWXG | S_IRWXO)) != 0, other_owner = st.st_uid != geteuid();
