@@ -1,7 +1,7 @@
 """A member's node views (issue 29, finding 6; src/server/api_fleet.c).
 
 Tenant A (research/nlp) runs a job on an agent node; a member of tenant B
-(product/ads) asks GET /v1/nodes and GET /v1/nodes/NAME: neither shows A's
+(product/ads), and a tenant-admin of product, ask GET /v1/nodes and GET /v1/nodes/NAME: neither shows A's
 job id, its replica's pid or its GPU's use (SM, memory, power), while the
 node's capacity, health and free counts stay; an admin sees them all, and
 A's own member sees its job.
@@ -38,12 +38,14 @@ def test_a_member_sees_no_other_tenants_job_on_a_node(d):
         admin = d.ok("GET", "/v1/nodes/n-0")
         [index] = [g["index"] for g in admin["gpus"] if g.get("job") == job]
         b = member(d, "product/ads", "mallory")
-        for path in ("/v1/nodes/n-0", "/v1/nodes"):
-            st, out = d.call("GET", path, token=b)
-            text = json.dumps(out)
-            assert st == 200, (st, out)
-            assert '"job": %d' % job not in text and '"pid"' not in text, (path, text)
-            assert "research" not in text and "alice" not in text, (path, text)
+        b_admin = d.ok("POST", "/v1/tokens", {"name": "ta", "role": "tenant-admin", "scope": "product"})["token"]
+        for token in (b, b_admin):
+            for path in ("/v1/nodes/n-0", "/v1/nodes"):
+                st, out = d.call("GET", path, token=token)
+                text = json.dumps(out)
+                assert st == 200, (st, out)
+                assert '"job": %d' % job not in text and '"pid"' not in text, (path, text)
+                assert "research" not in text and "alice" not in text, (path, text)
         view = d.ok("GET", "/v1/nodes/n-0", token=b)
         assert (view["gpu_count"], view["gpus_free"], view["gpus_healthy"]) == (2, 1, 2), view
         assert view["agent"]["running"] == [] and view["agent"]["other_jobs"] == 1, view["agent"]
