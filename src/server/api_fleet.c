@@ -144,11 +144,16 @@ static bool job_visible(const gp_engine *e, const gp_principal *who, json_int_t 
 /* Marks in other[] the node's GPUs that a job the caller may not see holds. */
 static void mark_job_gpus(const gp_engine *e, const gp_node_info *n, json_int_t job, bool *other)
 {
-    uint32_t gpus[GP_MAX_GPUS_PER_NODE * 8];
-    size_t k = job > 0 ? gp_engine_job_gpus(e, (uint64_t)job, gpus, sizeof gpus / sizeof *gpus) : 0;
+    gp_job_info info;
+    if (job <= 0 || gp_engine_job_info(e, (uint64_t)job, &info, NULL) != GP_OK)
+        return;
+    size_t cap = (size_t)info.replicas * (size_t)info.gpus; /* a gang may hold thousands */
+    uint32_t *gpus = cap ? malloc(cap * sizeof *gpus) : NULL;
+    size_t k = gpus ? gp_engine_job_gpus(e, (uint64_t)job, gpus, cap) : 0;
     for (size_t i = 0; i < k; i++)
         if (gpus[i] >= n->gpu_first && gpus[i] < n->gpu_first + (uint32_t)n->gpu_count)
             other[gpus[i] - n->gpu_first] = true;
+    free(gpus);
 }
 
 /* The agent's "running" without the replicas of jobs the caller may not
