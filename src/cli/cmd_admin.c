@@ -718,6 +718,62 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
     return gp_usage_error("token", "%s", TOKEN_USAGE);
 }
 
+/* ---- job users (server/users.h) ---- */
+
+static const char USERS_USAGE[] = "usage: gpupool users | gpupool users bind NAME TENANT | gpupool users unbind NAME";
+
+static int users_list(gp_client *c)
+{
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/users", NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"USER", "TENANT", "BOUND", "BY TOKEN"};
+        gp_table t;
+        gp_table_init(&t, 4, head);
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(resp.body, "users"), i, u) {
+            char bound[96];
+            const char *cells[] = {json_string_value(json_object_get(u, "name")),
+                                   json_string_value(json_object_get(u, "tenant")),
+                                   time_cell(json_object_get(u, "bound"), "-", bound, sizeof bound),
+                                   json_string_value(json_object_get(u, "bound_by"))};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+static int users_bind(gp_client *c, const char *name, const char *tenant)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/users/%.64s", name);
+    json_t *body = json_pack("{s:s}", "tenant", tenant);
+    gp_response resp;
+    int rc = gp_client_run(c, "PUT", path, body, &resp);
+    json_decref(body);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("user %s bound to %s\n", name, tenant);
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_users(gp_client *c, int argc, char **argv)
+{
+    if (argc == 1)
+        return users_list(c);
+    if (argc == 4 && strcmp(argv[1], "bind") == 0)
+        return users_bind(c, argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "unbind") == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/users/%.64s", argv[2]);
+        return delete_one(c, path, "user", argv[2], "unbound");
+    }
+    return gp_usage_error("users", "%s", USERS_USAGE);
+}
+
 /* ---- audit ---- */
 
 /* --after SEQ and --limit N onto path's query; false on anything else. */
