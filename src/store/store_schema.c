@@ -171,9 +171,10 @@ static const char *const MIGRATIONS[] = {
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
     " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
     "DELETE FROM meta WHERE key = 'controller_epoch';",
-    /* 9 -> 10: each job user's tenant (issue 29, store_users.c) */
+    /* 9 -> 10: each job user's tenant (issue 29, store_users.c), bound
+     * to the scope of its oldest live scoped token (GP__BIND_TOKEN_USERS) */
     "CREATE TABLE user_tenants(name TEXT PRIMARY KEY, tenant TEXT NOT NULL, bound INTEGER NOT NULL,"
-    " bound_by TEXT NOT NULL);",
+    " bound_by TEXT NOT NULL);" GP__BIND_TOKEN_USERS,
 };
 
 static int user_version(gp_db *db)

@@ -33,6 +33,7 @@
  * gpupoold (10)", nothing changed.
  */
 #include "store/store_schema_pg.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 
@@ -105,7 +106,7 @@ static const char SCHEMA_9[] =
 
 /* 9 -> 10: each job user's tenant (issue 29, store_users.c) */
 static const char SCHEMA_10[] = "CREATE TABLE user_tenants(name " GP__TEXT " PRIMARY KEY, tenant " GP__TEXT " NOT NULL,"
-                                " bound BIGINT NOT NULL, bound_by " GP__TEXT " NOT NULL);";
+                                " bound BIGINT NOT NULL, bound_by " GP__TEXT " NOT NULL);" GP__BIND_TOKEN_USERS;
 
 typedef struct gp__pg_migration {
     int from, to;

@@ -11,7 +11,8 @@ product/ads (untrusted) and through an admin's hands:
     alice: 400 user, alone or inside a batch (nothing submitted); a token
     scoped above alice's tenant: 400 user.  A user an admin's job names
     first is bound to that job's tenant.  An admin moves a user (PUT
-    /v1/users/NAME) and forgets one (DELETE); nobody else may;
+    /v1/users/NAME) and forgets one (DELETE); nobody else may; a store
+    from before bindings binds each user to its oldest live token's scope;
   - tenant job defaults and maximums (job_defaults, job_max): a job that
     sets nothing gets the nearest tenant's values (a maximum with no
     default is the default), one over the maximum is 400 naming the field,
@@ -21,6 +22,7 @@ product/ads (untrusted) and through an admin's hands:
     --min-job-uid), trust (the tenant's effective trust) and pids_max.
 """
 import os
+import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -112,6 +114,23 @@ def test_a_user_stays_in_its_tenant(d):
     assert {u["name"] for u in out} == {"alice", "carol"}, out  # the refused batch bound nobody
 
 
+def test_an_upgraded_store_binds_users_by_their_oldest_token(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    token(d, "research/nlp", "alice")
+    d.ok("DELETE", "/v1/users/alice")
+    later = token(d, "product/ads", "alice")["token"]  # as a store from before bindings could hold it
+    token(d, "product/search", "bob")
+    d.stop()
+    with sqlite3.connect(os.path.join(d.dir, "gpupool.db")) as c:  # back to schema 9: no bindings
+        c.execute("DROP TABLE user_tenants")
+        c.execute("PRAGMA user_version = 9")
+        c.execute("UPDATE tokens SET created = created - 10 WHERE scope = 'research/nlp'")  # the oldest, surely
+    d.start()
+    seen = {u["name"]: u["tenant"] for u in d.ok("GET", "/v1/users")["users"]}
+    assert seen == {"alice": "research/nlp", "bob": "product/search"}, seen
+    refused(*d.call("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1}, token=later))
+
+
 def test_tenant_job_defaults_and_maximums(d):
     d.cli("apply", "-f", gpd.TENANTS)
     d.ok("PATCH", "/v1/tenants/research", {"job_max": {"pids_max": 4096, "mem_mib": 65536}})
@@ -180,5 +199,5 @@ def test_the_assignment_carries_what_the_agent_checks(d):
 
 if __name__ == "__main__":
     gpd.run([test_root_and_system_users_are_refused, test_a_user_stays_in_its_tenant,
-             test_tenant_job_defaults_and_maximums, test_the_assignment_carries_what_the_agent_checks],
+             test_an_upgraded_store_binds_users_by_their_oldest_token, test_tenant_job_defaults_and_maximums, test_the_assignment_carries_what_the_agent_checks],
             extra=["--min-job-uid", str(MIN_UID)])

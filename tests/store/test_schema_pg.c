@@ -211,6 +211,27 @@ static void a_newer_database_is_refused_and_left_alone(void **state)
     assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 11);
 }
 
+/* Schema 9 -> 10 binds each user of a live scoped token to its oldest token's scope. */
+static void schema_10_binds_users_from_their_tokens(void **state)
+{
+    gp_db *db = *state;
+    int version = 0;
+    open_writer_ok(&version);
+    dbtest_exec(db, "DROP TABLE user_tenants; UPDATE meta SET value = 9 WHERE key = 'schema_version';"
+                    "INSERT INTO tokens(id, hash, name, role, scope, \"user\", created, created_by) VALUES"
+                    " ('b', 'h1', 'a1', 'member', 'research/nlp', 'alice', 10, 'adm'),"
+                    " ('a', 'h2', 'a2', 'member', 'product/ads', 'alice', 20, 'adm'),"
+                    " ('c', 'h3', 'b1', 'tenant-admin', 'product', 'bob', 5, 'adm'),"
+                    " ('d', 'h4', 'ops', 'admin', '', 'carol', 1, 'adm')");
+    open_writer_ok(&version);
+    assert_int_equal(version, 10);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM user_tenants", NULL, NULL), 2);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM user_tenants WHERE name = 'alice' AND"
+                                    " tenant = 'research/nlp' AND bound = 10 AND bound_by = 'adm'", NULL, NULL), 1);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM user_tenants WHERE name = 'bob' AND tenant = 'product'",
+                                NULL, NULL), 1);
+}
+
 static void a_reader_refuses_a_database_without_schema(void **state)
 {
     gp_db *db = *state;
@@ -283,6 +304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ordered_text_columns_compare_bytes, empty_database, close_database),
         cmocka_unit_test_setup_teardown(reopening_migrates_nothing_and_keeps_rows, empty_database, close_database),
         cmocka_unit_test_setup_teardown(a_newer_database_is_refused_and_left_alone, empty_database, close_database),
+        cmocka_unit_test_setup_teardown(schema_10_binds_users_from_their_tokens, empty_database, close_database),
         cmocka_unit_test_setup_teardown(a_reader_refuses_a_database_without_schema, empty_database, close_database),
         cmocka_unit_test_setup_teardown(writers_starting_together_migrate_once, empty_database, close_database),
     };
