@@ -92,7 +92,8 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
     }
     bool unbound = false; /* the user's first scoped token binds it (users.h) */
     if (a->user[0] && role_needs_scope(role) &&
-        gp_user_tenant_check(srv->store, a->user, a->scope, &unbound, &err) != GP_OK) {
+        gp_user_tenant_check(srv->store, a->user, a->scope, op->who->role == GP_ROLE_TENANT_ADMIN ? op->who->scope : NULL,
+                             &unbound, &err) != GP_OK) {
         gp_op_fail(op, &err);
         return;
     }

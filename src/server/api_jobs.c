@@ -105,7 +105,7 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
     gp_job_request *req = op->arg;
     gp_error err;
     bool unbound = false;
-    if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, &unbound, &err) != GP_OK) ||
+    if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, NULL, &unbound, &err) != GP_OK) ||
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
         gp_op_fail(op, &err);

@@ -217,7 +217,7 @@ static gp_err batch_users(gp_store *store, const gp_batch *b, bool *binds, size_
         uint32_t earlier;
         bool unbound = false;
         *bad = i;
-        if (!q->user[0] || (rc = gp_user_tenant_check(store, q->user, q->tenant, &unbound, err)) || !unbound)
+        if (!q->user[0] || (rc = gp_user_tenant_check(store, q->user, q->tenant, NULL, &unbound, err)) || !unbound)
             continue;
         if (gp_strmap_get(&first, q->user, &earlier)) {
             if (!gp_scope_covers(b->reqs[earlier].tenant, q->tenant))

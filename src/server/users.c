@@ -64,12 +64,13 @@ gp_err gp_user_name_check(const char *name, int64_t min_uid, gp_error *err)
     return GP_OK;
 }
 
-gp_err gp_user_tenant_check(gp_store *s, const char *name, const char *path, bool *unbound, gp_error *err)
+gp_err gp_user_tenant_check(gp_store *s, const char *name, const char *path, const char *owner, bool *unbound,
+                            gp_error *err)
 {
     char bound[GP_PATH_MAX];
     gp_err rc = gp_store_user_tenant(s, name, bound, sizeof bound, err);
     *unbound = rc == GP_OK && !bound[0];
-    if (rc != GP_OK || *unbound || gp_scope_covers(bound, path))
+    if (rc != GP_OK || *unbound || (gp_scope_covers(bound, path) && (!owner || gp_scope_covers(owner, bound))))
         return rc;
     return gp_error_set(err, GP_ERR_INVALID, "user",
                         "user %s belongs to another tenant: its jobs run only there (an admin moves a user with"

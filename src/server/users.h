@@ -12,7 +12,8 @@
  *     uid_min);
  *   - a user bound to another tenant: the store keeps each user's tenant
  *     (store_users.c); tokens and jobs may use a user only inside the
- *     subtree it is bound to.  The first member token minted for a user
+ *     subtree it is bound to, and a tenant-admin mints tokens only for
+ *     users bound inside its own scope.  The first member token minted for a user
  *     (or the first job an admin submits naming it) binds it to the
  *     token's scope (the job's tenant); an admin rebinds with PUT
  *     /v1/users/NAME.
@@ -37,10 +38,13 @@
 gp_err gp_user_name_check(const char *name, int64_t min_uid, gp_error *err);
 
 /* May a token scoped at `path` or a job of tenant `path` run as user
- * `name`?  Yes when name is bound to path or to an ancestor of it; when it
- * is bound to nothing, yes with *unbound set (the caller binds it with
+ * `name`?  Yes when name is bound to path or to an ancestor of it, and,
+ * when `owner` is not NULL (a tenant-admin's scope), to owner or below it:
+ * a tenant-admin acts only as users of its own subtree.  When name is
+ * bound to nothing, yes with *unbound set (the caller binds it with
  * gp_store_user_bind once its change is accepted).  Engine thread, in the
  * op's transaction.  GP_ERR_INVALID, field "user", when bound elsewhere. */
-gp_err gp_user_tenant_check(gp_store *s, const char *name, const char *path, bool *unbound, gp_error *err);
+gp_err gp_user_tenant_check(gp_store *s, const char *name, const char *path, const char *owner, bool *unbound,
+                            gp_error *err);
 
 #endif

@@ -77,6 +77,10 @@ def test_a_user_stays_in_its_tenant(d):
     refused(*d.call("POST", "/v1/tokens", {"name": "a", "role": "member", "scope": "research", "user": "alice"},
                     token=research))
     token(d, "research/nlp", "alice", by=research)
+    d.ok("PUT", "/v1/users/erin", {"tenant": "research"})  # research's, not research/nlp's to act as
+    refused(*d.call("POST", "/v1/tokens", {"name": "e", "role": "member", "scope": "research/nlp", "user": "erin"},
+                    token=nlp))
+    token(d, "research/nlp", "erin", by=research)
     # nor can an admin's job of another tenant, alone or in a batch
     refused(*d.call("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1, "user": "alice"}))
     status, out = d.call("POST", "/v1/jobs:batch", {"jobs": [{"tenant": "research/nlp", "gpus": 1, "user": "alice"},
@@ -111,7 +115,7 @@ def test_a_user_stays_in_its_tenant(d):
     seen = {u["name"]: u["tenant"] for u in d.ok("GET", "/v1/users", token=ads)["users"]}
     assert seen == {"alice": "product/ads", "carol": "product/ads"}, seen  # its own subtree only
     out = d.cli("users", json_out=True)["users"]
-    assert {u["name"] for u in out} == {"alice", "carol"}, out  # the refused batch bound nobody
+    assert {u["name"] for u in out} == {"alice", "carol", "erin"}, out  # the refused batch bound nobody
 
 
 def test_an_upgraded_store_binds_users_by_their_oldest_token(d):
