@@ -307,6 +307,26 @@ static json_t *parse_quota(const char *text)
     return q;
 }
 
+/* "pids_max=4096,mem_mib=65536" -> {"pids_max": 4096, "mem_mib": 65536}
+ * (job_defaults, job_max: the server names a bad field); NULL without '='. */
+static json_t *parse_job_limits(const char *text)
+{
+    json_t *o = json_object();
+    char *copy = strdup(text), *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); o && item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq) {
+            *eq = '\0';
+            json_object_set_new(o, item, gp_json_number_or_string(eq + 1));
+        } else {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    free(copy);
+    return o;
+}
+
 /* --lend yes|no (or true|false) as a boolean; anything else goes as the
  * text, for the server to refuse naming `lend`. */
 static json_t *lend_value(const char *text)
@@ -319,9 +339,11 @@ static json_t *lend_value(const char *text)
 }
 
 static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
-                                  " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]";
+                                  " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]"
+                                  " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
 static const char TENANTS_CREATE_USAGE[] = "usage: gpupool tenants create PATH [--guarantee TYPE=N,...] [--limit ...]"
-                                           " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]";
+                                           " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]"
+                                           " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
 
 /* A value of a change as a person reads it: null is "(none)". */
 static const char *change_value(const json_t *v, char *buf, size_t cap)
@@ -372,6 +394,7 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
         {"guarantee", required_argument, NULL, 'g'}, {"limit", required_argument, NULL, 'l'},
         {"user-limit", required_argument, NULL, 'u'}, {"weight", required_argument, NULL, 'w'},
         {"lend", required_argument, NULL, 'L'},      {"trust", required_argument, NULL, 't'},
+        {"job-defaults", required_argument, NULL, 'd'}, {"job-max", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0}};
     json_t *spec = json_object();
     int ch, rc = GP_EXIT_OK;
@@ -390,6 +413,14 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
             json_object_set_new(spec, "lend", lend_value(optarg));
         } else if (ch == 't') {
             json_object_set_new(spec, "trust", json_string(optarg));
+        } else if (ch == 'd' || ch == 'm') {
+            const char *field = ch == 'd' ? "job_defaults" : "job_max";
+            json_t *limits = parse_job_limits(optarg);
+            if (!limits)
+                rc = gp_usage_error("quota", "%s: expected FIELD=N,... (cpu_millis, mem_mib, pids_max), got %s", field,
+                                    optarg);
+            else
+                json_object_set_new(spec, field, limits);
         } else {
             rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
         }
