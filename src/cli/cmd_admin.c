@@ -307,6 +307,26 @@ static json_t *parse_quota(const char *text)
     return q;
 }
 
+/* "pids_max=4096,mem_mib=65536" -> {"pids_max": 4096, "mem_mib": 65536}
+ * (job_defaults, job_max: the server names a bad field); NULL without '='. */
+static json_t *parse_job_limits(const char *text)
+{
+    json_t *o = json_object();
+    char *copy = strdup(text), *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); o && item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq) {
+            *eq = '\0';
+            json_object_set_new(o, item, gp_json_number_or_string(eq + 1));
+        } else {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    free(copy);
+    return o;
+}
+
 /* --lend yes|no (or true|false) as a boolean; anything else goes as the
  * text, for the server to refuse naming `lend`. */
 static json_t *lend_value(const char *text)
@@ -319,9 +339,11 @@ static json_t *lend_value(const char *text)
 }
 
 static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
-                                  " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]";
+                                  " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]"
+                                  " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
 static const char TENANTS_CREATE_USAGE[] = "usage: gpupool tenants create PATH [--guarantee TYPE=N,...] [--limit ...]"
-                                           " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]";
+                                           " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]"
+                                           " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
 
 /* A value of a change as a person reads it: null is "(none)". */
 static const char *change_value(const json_t *v, char *buf, size_t cap)
@@ -372,6 +394,7 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
         {"guarantee", required_argument, NULL, 'g'}, {"limit", required_argument, NULL, 'l'},
         {"user-limit", required_argument, NULL, 'u'}, {"weight", required_argument, NULL, 'w'},
         {"lend", required_argument, NULL, 'L'},      {"trust", required_argument, NULL, 't'},
+        {"job-defaults", required_argument, NULL, 'd'}, {"job-max", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0}};
     json_t *spec = json_object();
     int ch, rc = GP_EXIT_OK;
@@ -390,6 +413,14 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
             json_object_set_new(spec, "lend", lend_value(optarg));
         } else if (ch == 't') {
             json_object_set_new(spec, "trust", json_string(optarg));
+        } else if (ch == 'd' || ch == 'm') {
+            const char *field = ch == 'd' ? "job_defaults" : "job_max";
+            json_t *limits = parse_job_limits(optarg);
+            if (!limits)
+                rc = gp_usage_error("quota", "%s: expected FIELD=N,... (cpu_millis, mem_mib, pids_max), got %s", field,
+                                    optarg);
+            else
+                json_object_set_new(spec, field, limits);
         } else {
             rc = gp_usage_error("quota", "%s", QUOTA_USAGE);
         }
@@ -716,6 +747,62 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
         return delete_one(c, path, "token", argv[2], "revoked");
     }
     return gp_usage_error("token", "%s", TOKEN_USAGE);
+}
+
+/* ---- job users (server/users.h) ---- */
+
+static const char USERS_USAGE[] = "usage: gpupool users | gpupool users bind NAME TENANT | gpupool users unbind NAME";
+
+static int users_list(gp_client *c)
+{
+    gp_response resp;
+    int rc = gp_client_run(c, "GET", "/v1/users", NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json) {
+        static const char *const head[] = {"USER", "TENANT", "BOUND", "BY TOKEN"};
+        gp_table t;
+        gp_table_init(&t, 4, head);
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(resp.body, "users"), i, u) {
+            char bound[96];
+            const char *cells[] = {json_string_value(json_object_get(u, "name")),
+                                   json_string_value(json_object_get(u, "tenant")),
+                                   time_cell(json_object_get(u, "bound"), "-", bound, sizeof bound),
+                                   json_string_value(json_object_get(u, "bound_by"))};
+            gp_table_add(&t, cells);
+        }
+        gp_table_print(&t, stdout);
+    }
+    gp_response_free(&resp);
+    return rc;
+}
+
+static int users_bind(gp_client *c, const char *name, const char *tenant)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/users/%.64s", name);
+    json_t *body = json_pack("{s:s}", "tenant", tenant);
+    gp_response resp;
+    int rc = gp_client_run(c, "PUT", path, body, &resp);
+    json_decref(body);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("user %s bound to %s\n", name, tenant);
+    gp_response_free(&resp);
+    return rc;
+}
+
+int gp_cmd_users(gp_client *c, int argc, char **argv)
+{
+    if (argc == 1)
+        return users_list(c);
+    if (argc == 4 && strcmp(argv[1], "bind") == 0)
+        return users_bind(c, argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "unbind") == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/users/%.64s", argv[2]);
+        return delete_one(c, path, "user", argv[2], "unbound");
+    }
+    return gp_usage_error("users", "%s", USERS_USAGE);
 }
 
 /* ---- audit ---- */

@@ -193,7 +193,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"mps", required_argument, NULL, 'P'},       {"timeslice", no_argument, NULL, 'S'},
         {"array", required_argument, NULL, 'A'},     {"time-limit", required_argument, NULL, 'L'},
         {"restart-policy", required_argument, NULL, 'Y'}, {"max-restarts", required_argument, NULL, 'X'},
-        {"stop-signal", required_argument, NULL, 'Z'},
+        {"stop-signal", required_argument, NULL, 'Z'},   {"pids-max", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *from_file = NULL;
@@ -212,6 +212,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'T': json_array_append_new(types, json_string(optarg)); break;
         case 'C': json_object_set_new(job, "cpu_millis", gp_json_number_or_string(optarg)); break;
         case 'M': json_object_set_new(job, "mem_mib", gp_json_number_or_string(optarg)); break;
+        case 'K': json_object_set_new(job, "pids_max", gp_json_number_or_string(optarg)); break;
         case 'o': json_object_set_new(job, "topology", json_string(optarg)); break;
         case 'i': json_object_set_new(job, "isolation", json_string(optarg)); break;
         case 'p': json_object_set_new(job, "priority", gp_json_number_or_string(optarg)); break;

@@ -52,6 +52,7 @@ int gp_cmd_quota(gp_client *c, int argc, char **argv);
 int gp_cmd_apply(gp_client *c, int argc, char **argv);
 int gp_cmd_usage(gp_client *c, int argc, char **argv);
 int gp_cmd_token(gp_client *c, int argc, char **argv);
+int gp_cmd_users(gp_client *c, int argc, char **argv);
 int gp_cmd_audit(gp_client *c, int argc, char **argv);
 int gp_cmd_ledger(gp_client *c, int argc, char **argv);
 int gp_cmd_admin(gp_client *c, int argc, char **argv);

@@ -28,7 +28,7 @@ const gp_command GP_COMMANDS[] = {
      "                      [--gpu-type T]... [--cpu-millis N] [--mem-mib N] [--topology any|block|nvlink]\n"
      "                      [--isolation exclusive|mig|mps|timeslice] [--mig PROFILE | --mps PERCENT | --timeslice]\n"
      "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
-     "                      [--kind training|inference|interactive] [--user U] [--array N]\n"
+     "                      [--kind training|inference|interactive] [--user U] [--pids-max N] [--array N]\n"
      "                      [--restart-policy never|on-failure] [--max-restarts N]\n"
      "                      [--stop-signal SIGTERM|SIGINT|SIGHUP|SIGQUIT|SIGUSR1|SIGUSR2] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
@@ -38,6 +38,8 @@ const gp_command GP_COMMANDS[] = {
      "(default 3) with a back-off (10 s doubling, at most 5 min); the default is on-failure for inference,\n"
      "never for other kinds.\n"
      "--tenant may be left out with a member token: the job goes to the token's tenant.\n"
+     "--cpu-millis, --mem-mib and --pids-max (processes per replica) left out take the tenant's job\n"
+     "defaults; more than the tenant's job maximum is refused.\n"
      "A file may hold a list of jobs (YAML sequence or JSON array), and --array N submits N copies of the\n"
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
      "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
@@ -77,6 +79,7 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool tenants [PATH]\n"
      "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                              [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
+     "                              [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]\n"
      "       gpupool tenants delete PATH\n"
      "The tenant tree (or PATH's subtree) with guarantees, limits and usage.  create makes a new tenant\n"
      "(refused if PATH exists; fields not given take their defaults); delete removes one with no children\n"
@@ -84,8 +87,11 @@ const gp_command GP_COMMANDS[] = {
     {"quota", gp_cmd_quota,
      "usage: gpupool quota set PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                       [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
+     "                       [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]\n"
      "Change the fields given of an existing tenant, keeping every other field (a merge patch: --limit\n"
-     "L40S=6 changes the L40S limit only); prints what changed.  A PATH that does not exist is an error\n"
+     "L40S=6 changes the L40S limit only); prints what changed.  --job-defaults and --job-max (FIELD:\n"
+     "cpu_millis, mem_mib, pids_max) are what the tenant's jobs get when they set none, and the most they\n"
+     "may ask for.  A PATH that does not exist is an error\n"
      "naming the nearest one (exit 5): create tenants with `tenants create` or `apply`.\n"},
     {"apply", gp_cmd_apply,
      "usage: gpupool apply -f tenants.yaml [--dry-run] [--prune]\n"
@@ -116,6 +122,11 @@ const gp_command GP_COMMANDS[] = {
      "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"
      "a member token expires after gpupoold's --member-token-ttl (default 90d), other roles never.\n"
      "token list shows each token's expiry and last use (kept to about a minute).\n"},
+    {"users", gp_cmd_users,
+     "usage: gpupool users\n       gpupool users bind NAME TENANT\n       gpupool users unbind NAME\n"
+     "The tenant each job user is bound to: a user's jobs and tokens stay inside that tenant's subtree.  The\n"
+     "first member token for a user (or an admin's first job naming it) binds it; bind (admin) moves a user,\n"
+     "unbind (admin) forgets the binding.\n"},
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
@@ -157,8 +168,8 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
-    "          quota set, apply, usage, top, token create|list|revoke, audit [verify], ledger [verify],\n"
-    "          prices [set|mode], bill, admin export-log, completion.\n"
+    "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind], audit [verify],\n"
+    "          ledger [verify], prices [set|mode], bill, admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

@@ -100,6 +100,11 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *spec, int64_t now, 
 /* Would gp_engine_job_submit take this spec now?  The same checks, nothing
  * changed (for callers that must check many jobs before submitting any). */
 gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *spec, gp_error *err);
+/* Fills the spec's cpu_millis, mem_mib and pids_max left 0 with its
+ * tenant's job defaults (job_limits.c), changing nothing in the engine:
+ * the daemon calls it before it logs a submit, so the log holds the values
+ * the job runs with.  GP_ERR_NOT_FOUND "tenant" for an unknown tenant. */
+gp_err gp_engine_job_defaults(const gp_engine *e, gp_job_spec *spec, gp_error *err);
 /* Pending: cancelled at once.  Running: STOP with its grace, cancelled once
  * the grace ends or the node reports it stopped. */
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err);

@@ -258,6 +258,7 @@ typedef struct gp__tenant {
     size_t cursor;
     uint32_t active;      /* leaves below (or itself) with untried jobs */
     int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
+    gp_job_limits job_defaults, job_max; /* as given, 0 = the parent's (job_limits.c) */
     size_t pending_front; /* free slots before pending[0]; cap_pending counts the whole array (jobs.c) */
     /* admission.c: the least room left on the path, as of shares_updated
      * = room_stamp - 1 (0: never computed) */
@@ -661,6 +662,14 @@ void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
  * nearest ancestor's; 0 when none sets one. */
 int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t tenant, gp_job_kind kind);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
+/* job_limits.c: a tenant's effective job defaults and maximums (own, else
+ * the nearest ancestor's; a default left unset is the maximum); the range
+ * of a spec's values; the rules over t's subtree after tenant `set`
+ * changed; a job's values against its tenant's maximums. */
+void gp__tenant_job_limits(const gp_engine *e, uint32_t t, gp_job_limits *defaults, gp_job_limits *max);
+gp_err gp__job_limits_spec_check(const gp_tenant_spec *s, gp_error *err);
+gp_err gp__job_limits_tree_check(const gp_engine *e, uint32_t t, uint32_t set, gp_error *err);
+gp_err gp__job_limits_check(const gp_engine *e, const gp_job_spec *s, uint32_t tenant, gp_error *err);
 /* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
  * without a guarantee). */
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);

@@ -13,6 +13,8 @@
  * A job's time limit is fixed at submit: its own time_limit_s, else its
  * tenant's default for its kind (inherited down the tree), else none; it
  * counts from each bind, and engine.c stops a job that runs past it.
+ * Its CPU, memory and process values must fit its tenant's job maximums
+ * (job_limits.c).
  *
  * Submitting is engine.c's event (gp_engine_job_submit): this file validates
  * the spec and files the job (gp__job_create); engine.c tells the
@@ -442,7 +444,8 @@ gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *e
     gp_err rc;
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
-    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)))
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
+        (rc = gp__job_limits_check(e, s, tenant, err)))
         return rc;
     return gp__restart_resolve(s, &policy, &max_restarts, err);
 }
@@ -460,7 +463,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     gp_restart_policy policy;
     int max_restarts;
     if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
-        (rc = gp__restart_resolve(s, &policy, &max_restarts, err)))
+        (rc = gp__job_limits_check(e, s, tenant, err)) || (rc = gp__restart_resolve(s, &policy, &max_restarts, err)))
         return rc;
     mask = s->n_gpu_types == 0 ? 0xff : 0;
     for (int i = 0; i < s->n_gpu_types; i++)

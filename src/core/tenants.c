@@ -16,6 +16,9 @@
  *              it).  What a change means for jobs (trust; demotion of
  *              work over a shrunk guarantee) is engine.c's.
  *   time_limit a default time limit per job kind, inherited (jobs.c).
+ *   job_defaults, job_max  what its jobs' replicas get and may ask for
+ *              on the node (CPU, memory, processes), inherited
+ *              (job_limits.c).
  *
  * Invariants checked on every change (a change that breaks one is refused
  * and nothing changes):
@@ -384,7 +387,7 @@ static gp_err check_spec(const gp_tenant_spec *s, gp_error *err)
             return gp_error_set(err, GP_ERR_INVALID, field, "%s must be 1..%lld seconds (0 = the parent's)", field,
                                 (long long)GP_TIME_LIMIT_MAX_S);
         }
-    return GP_OK;
+    return gp__job_limits_spec_check(s, err);
 }
 
 int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t t, gp_job_kind kind)
@@ -500,7 +503,9 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     ten->lend = spec->lend != 0;
     ten->trust_set = spec->trust;
     memcpy(ten->time_limit, spec->time_limit_s, sizeof ten->time_limit);
-    if ((rc = validate_tree(e, &old_top, err))) {
+    ten->job_defaults = spec->job_defaults;
+    ten->job_max = spec->job_max;
+    if ((rc = validate_tree(e, &old_top, err)) || (rc = gp__job_limits_tree_check(e, t, t, err))) {
         if (created)
             tenant_unlink(e, t), e->n_tenants--;
         else

@@ -121,6 +121,16 @@ typedef struct gp_quota {
     int64_t mem_mib;
 } gp_quota;
 
+/* What a tenant sets for each job of its subtree that runs on a node, per
+ * replica (like a Kubernetes LimitRange, see job_limits.c): 0 = not set
+ * here (the nearest ancestor's value holds). */
+#define GP_PIDS_MAX 4194304 /* pids_max: 1..this (Linux's PID_MAX_LIMIT) */
+typedef struct gp_job_limits {
+    int64_t cpu_millis;
+    int64_t mem_mib;
+    int64_t pids_max;      /* processes and threads */
+} gp_job_limits;
+
 typedef struct gp_tenant_spec {
     gp_quota guarantee;   /* floor, never preempted */
     gp_quota limit;       /* ceiling including borrowing */
@@ -132,6 +142,8 @@ typedef struct gp_tenant_spec {
      * parent's (none at the top: such jobs run without a limit).  It is
      * also the most a job of that kind may ask for (scheduling.md). */
     int64_t time_limit_s[3];
+    gp_job_limits job_defaults; /* what a job that sets a field gets */
+    gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
 } gp_tenant_spec;
 
 /* ---- jobs ----------------------------------------------------------- */
@@ -197,6 +209,7 @@ typedef struct gp_job_spec {
     gp_restart_policy restart_policy;
     int max_restarts;          /* on-failure: restarts after failures, 1..GP_MAX_RESTARTS_MAX; 0 = default (3) */
     gp_stop_signal stop_signal;/* what a stop sends first (default SIGTERM) */
+    int64_t pids_max;          /* per replica, 0..GP_PIDS_MAX; 0 = the tenant's default, else the node agent's */
 } gp_job_spec;
 
 /* How a running job ended, as its node reports it. */
@@ -326,6 +339,8 @@ typedef struct gp_tenant_info {
     int running_jobs;
     int64_t oldest_pending_submit; /* submit time of its longest-waiting pending job, -1 when none */
     int64_t time_limit_s[3];    /* effective default per gp_job_kind (own or inherited), 0 = none */
+    gp_job_limits job_defaults; /* effective (own or inherited), 0 = none */
+    gp_job_limits job_max;
 } gp_tenant_info;
 
 typedef struct gp_gpu_info {

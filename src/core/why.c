@@ -388,6 +388,7 @@ bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *ou
     }
     for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
         out->time_limit_s[k] = gp__tenant_time_limit(e, index, (gp_job_kind)k);
+    gp__tenant_job_limits(e, index, &out->job_defaults, &out->job_max);
     return true;
 }
 

@@ -4,7 +4,7 @@
  * body, authenticated principal, request id), router.c calls the handler
  * its route names, and http.c sends whatever the handler put into
  * status/reply (api_request.c's helpers put it there).  Handlers
- * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c, api_logs.c, api_bill.c) run on the API
+ * (api_jobs.c, api_tenants.c, api_fleet.c, api_admin.c, api_agents.c, api_logs.c, api_bill.c, api_users.c) run on the API
  * thread: they validate everything they can there, then hand the engine
  * thread an op (gp_api_run_op) for anything that touches the engine or
  * writes the store, or read committed rows through a reader connection.
@@ -164,6 +164,9 @@ void gp_api_tokens_create(gp_request *r);
 void gp_api_tokens_list(gp_request *r);
 void gp_api_token_revoke(gp_request *r, const char *id);
 void gp_api_whoami(gp_request *r); /* GET /v1/whoami: the caller's own token */
+void gp_api_users_list(gp_request *r);                    /* api_users.c */
+void gp_api_user_bind(gp_request *r, const char *name);   /* PUT /v1/users/{name} {"tenant": PATH} */
+void gp_api_user_unbind(gp_request *r, const char *name);
 void gp_api_metrics(gp_request *r);
 
 /* The dashboard's static files (api_web.c): name is the path below the web

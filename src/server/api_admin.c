@@ -8,7 +8,10 @@
  * scope.  Rotating a token = create the new one, switch, revoke the old.
  *
  * A member token names its user (400 `user` without one: jobs submitted
- * with it run as that user, so per-user limits hold).  A token expires
+ * with it run as that user, so per-user limits hold).  The user must be
+ * one jobs may run as and, for a scoped token, bound to the token's scope
+ * or above it; a user bound to nothing is bound to the scope (users.h).
+ * A token expires
  * ttl_s seconds after its creation; without ttl_s a member token takes
  * gpupoold's --member-token-ttl (90 days unless set; 0 = never) and the
  * other roles do not expire.  Example: {"name": "alice-ci", "role":
@@ -41,6 +44,7 @@
  */
 #include "server/api.h"
 
+#include "server/users.h"
 #include "spec/json_input.h"
 
 #include <stdio.h>
@@ -86,6 +90,13 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
         gp_op_fail(op, &err);
         return;
     }
+    bool unbound = false; /* the user's first scoped token binds it (users.h) */
+    if (a->user[0] && role_needs_scope(role) &&
+        gp_user_tenant_check(srv->store, a->user, a->scope, op->who->role == GP_ROLE_TENANT_ADMIN ? op->who->scope : NULL,
+                             &unbound, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
     char secret[GP_TOKEN_SECRET_LEN + 1], hash[65];
     int64_t ttl = a->ttl_s >= 0              ? a->ttl_s
                   : role == GP_ROLE_MEMBER ? srv->cfg.member_token_ttl_s
@@ -102,7 +113,9 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
                         .expires = ttl > 0 ? now + ttl : -1,
                         .last_used = -1,
                         .created_by = op->who ? op->who->token_id : "gpupoold"};
-    if (gp_token_generate(secret, a->id, hash, &err) != GP_OK || gp_store_token_insert(srv->store, &t, &err) != GP_OK ||
+    if (gp_token_generate(secret, a->id, hash, &err) != GP_OK ||
+        (unbound && gp_store_user_bind(srv->store, a->user, a->scope, now, t.created_by, &err) != GP_OK) ||
+        gp_store_token_insert(srv->store, &t, &err) != GP_OK ||
         gp_auth_add(&srv->auth, &t, &err) != GP_OK) {
         gp_op_fail(op, &err);
         return;
@@ -184,6 +197,10 @@ void gp_api_tokens_create(gp_request *r)
     gp_role_parse(a.role, &role);
     if (r->who.role == GP_ROLE_TENANT_ADMIN && (!role_needs_scope(role) || !gp_scope_covers(r->who.scope, a.scope))) {
         gp_api_forbidden(r, "create tokens outside its scope or with a fleet-wide role");
+        return;
+    }
+    if (a.user[0] && gp_user_name_check(a.user, r->srv->cfg.min_job_uid, &err) != GP_OK) {
+        gp_api_fail(r, &err);
         return;
     }
     gp_op op = {.run = token_create_run, .mutates = true, .arg = &a, .action = "token.create"};

@@ -216,6 +216,17 @@ static json_t *slice_with_memory(const gp_engine *e, const gp_job_info *info, in
     return o;
 }
 
+/* What the agent checks again before it starts a replica (issue 29): the
+ * lowest uid gpupoold allows a named user, and the effective trust of the
+ * job's tenant (an untrusted tenant's replica needs device isolation). */
+static void add_identity(const gp_server *srv, const gp_job_info *info, json_t *o)
+{
+    gp_tenant_info tenant;
+    bool untrusted = !gp_engine_tenant_get(srv->journal.engine, info->tenant, &tenant) || tenant.untrusted;
+    json_object_set_new(o, "uid_min", json_integer(srv->cfg.min_job_uid));
+    json_object_set_new(o, "trust", json_string(untrusted ? "untrusted" : "trusted"));
+}
+
 /* The replicas of job id on node, as the agent runs them (the spec's
  * fields are added on the API thread, desired_add_specs). */
 static void job_assignments(const gp_server *srv, uint64_t id, const char *node, json_t *out)
@@ -240,6 +251,7 @@ static void job_assignments(const gp_server *srv, uint64_t id, const char *node,
                               info.last_checkpoint >= 0 ? json_integer(info.last_checkpoint) : json_null());
         if (json_object_get(rep, "slice"))
             json_object_set_new(o, "slice", slice_with_memory(e, &info, (int)r, json_object_get(rep, "slice")));
+        add_identity(srv, &info, o);
         json_object_set_new(o, "action", json_string(action_of(&srv->agents, &info, o)));
         json_array_append_new(out, o);
     }
@@ -270,7 +282,8 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
 static void desired_add_specs(gp_request *r, json_t *assignments)
 {
     static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
-                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s", "stop_signal"};
+                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s", "stop_signal",
+                                       "pids_max"};
     gp_error err;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     size_t i;

@@ -2,7 +2,11 @@
  *
  * Who may do what:
  *   submit   admin (any tenant); tenant-admin and member inside their scope;
- *            jobs run as the token's user (only an admin may name another);
+ *            jobs run as the token's user (only an admin may name another),
+ *            a user jobs may run as and bound to the job's tenant or above
+ *            (a user bound to nothing is bound to the job's tenant:
+ *            users.h); cpu_millis, mem_mib and pids_max left 0 take the
+ *            tenant's job defaults before the job is logged;
  *            a member's job without a tenant goes to the member's tenant
  *   list     also a member's without ?tenant= lists its tenant (its scope)
  *   list/get admin, operator, auditor: all; others: their scope only, and
@@ -17,6 +21,7 @@
  * run: every answer for such a job says so in "execution".
  */
 #include "server/api.h"
+#include "server/users.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -86,7 +91,7 @@ gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error 
         snprintf(req->user, sizeof req->user, "%s", r->who.user);
         req->spec.user = req->user;
     }
-    return GP_OK;
+    return req->user[0] ? gp_user_name_check(req->user, r->srv->cfg.min_job_uid, err) : GP_OK;
 }
 
 void gp_api_job_default_tenant(const gp_request *r, json_t *job)
@@ -99,10 +104,15 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
     gp_error err;
-    if (gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
+    bool unbound = false;
+    if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, NULL, &unbound, &err) != GP_OK) ||
+        gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
+        gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
         gp_op_fail(op, &err);
         return;
     }
+    if (unbound && gp_store_user_bind(srv->store, req->user, req->tenant, now, op->who->token_id, &err) != GP_OK)
+        srv->journal.broken = true; /* the job is in the engine: only the durable log can take it back */
     snprintf(op->target, sizeof op->target, "job/%llu", (unsigned long long)req->spec.id);
     op->status = 201;
     atomic_fetch_add(&srv->submits, 1);

@@ -11,10 +11,11 @@
  *      (fields, tenant path and scope, user).  The first bad item refuses
  *      the batch, naming it: field "jobs[3].gpus", message "jobs[3]: ..."
  *      ("job.gpus" for an array: its copies differ only in the index).
- *   2. engine thread, one op: every item is checked against the live
- *      engine (gp_engine_job_check: the engine's own submit rules, nothing
- *      changed) before any is submitted, so this file restates none of
- *      them.  Only then are the items submitted, in order (consecutive ids), in
+ *   2. engine thread, one op: every item's user is checked against the
+ *      tenant it is bound to (users.h), its job defaults are filled in and
+ *      it is checked against the live engine (gp_engine_job_check: the
+ *      engine's own submit rules, nothing changed) before any is
+ *      submitted, so this file restates none of them.  Only then are the items submitted, in order (consecutive ids), in
  *      the engine thread's one store transaction and one scheduling pass.
  * Should the engine still refuse an item after that (out of memory), the
  * items before it are in the engine already: the op marks the journal
@@ -27,6 +28,7 @@
  *    With "array": 3 and "gpus": 40 instead: 400, field "job.gpus", no job.
  */
 #include "server/api.h"
+#include "server/users.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,20 +188,49 @@ static void batch_free(gp_batch *b)
 
 /* ---- step 2: the engine thread ---- */
 
-/* The fleet has every GPU type the job names (as POST /v1/jobs checks). */
-/* Would the live engine take every item?  *bad = the first it would not.
- * Items get the ids gp_journal_submit will give them, in order. */
-static gp_err batch_check(const gp_journal *j, const gp_batch *b, size_t *bad, gp_error *err)
+/* Would the live engine take every item, its job defaults filled in (as
+ * POST /v1/jobs fills them)?  *bad = the first it would not.  Items get
+ * the ids gp_journal_submit will give them, in order. */
+static gp_err batch_check(const gp_journal *j, gp_batch *b, size_t *bad, gp_error *err)
 {
     for (size_t i = 0; i < b->n; i++) {
+        *bad = i;
+        gp_err rc = gp_engine_job_defaults(j->engine, &b->reqs[i].spec, err);
         gp_job_spec s = b->reqs[i].spec;
         s.id = j->replayer.next_job_id + i;
-        *bad = i;
-        gp_err rc = gp_engine_job_check(j->engine, &s, err);
-        if (rc != GP_OK)
+        if (rc != GP_OK || (rc = gp_engine_job_check(j->engine, &s, err)) != GP_OK)
             return rc;
     }
     return GP_OK;
+}
+
+/* May every item run as its user (users.h)?  A user bound to nothing is
+ * bound by the first item naming it (binds[i]), and the items after it
+ * are held to that item's tenant as if it were bound already.  The copies
+ * of an array are one job: only the first is looked at. */
+static gp_err batch_users(gp_store *store, const gp_batch *b, bool *binds, size_t *bad, gp_error *err)
+{
+    gp_strmap first = {0};
+    gp_err rc = GP_OK;
+    for (size_t i = 0; rc == GP_OK && i < (b->array ? 1 : b->n); i++) {
+        const gp_job_request *q = &b->reqs[i];
+        uint32_t earlier;
+        bool unbound = false;
+        *bad = i;
+        if (!q->user[0] || (rc = gp_user_tenant_check(store, q->user, q->tenant, NULL, &unbound, err)) || !unbound)
+            continue;
+        if (gp_strmap_get(&first, q->user, &earlier)) {
+            if (!gp_scope_covers(b->reqs[earlier].tenant, q->tenant))
+                rc = gp_error_set(err, GP_ERR_INVALID, "user", "user %s is bound to %s by an earlier job of the batch",
+                                  q->user, b->reqs[earlier].tenant);
+        } else if (!gp_strmap_put(&first, q->user, (uint32_t)i)) {
+            rc = gp_error_set(err, GP_ERR_NOMEM, "user", "out of memory");
+        } else {
+            binds[i] = true;
+        }
+    }
+    gp_strmap_free(&first);
+    return rc;
 }
 
 static void batch_run(gp_server *srv, gp_op *op, int64_t now)
@@ -208,10 +239,15 @@ static void batch_run(gp_server *srv, gp_op *op, int64_t now)
     gp_error err;
     char name[32];
     size_t bad = b->n;
-    if (batch_check(&srv->journal, b, &bad, &err) != GP_OK) {
+    bool *binds = calloc(b->n, sizeof *binds);
+    if (!binds || batch_users(srv->store, b, binds, &bad, &err) != GP_OK ||
+        batch_check(&srv->journal, b, &bad, &err) != GP_OK) {
+        if (!binds)
+            gp_error_set(&err, GP_ERR_NOMEM, "jobs", "out of memory");
         item_name(b, bad < b->n ? bad : 0, name, sizeof name);
         name_error(&err, name);
         gp_op_fail(op, &err);
+        free(binds);
         return;
     }
     for (size_t i = 0; i < b->n; i++) {
@@ -221,9 +257,15 @@ static void batch_run(gp_server *srv, gp_op *op, int64_t now)
             item_name(b, i, name, sizeof name);
             name_error(&err, name);
             gp_op_fail(op, &err);
+            free(binds);
             return;
         }
     }
+    for (size_t i = 0; i < b->n; i++) /* the jobs are in the engine: only the durable log can take them back */
+        if (binds[i] && gp_store_user_bind(srv->store, b->reqs[i].user, b->reqs[i].tenant, now, op->who->token_id,
+                                           &err) != GP_OK)
+            srv->journal.broken = true;
+    free(binds);
     snprintf(op->target, sizeof op->target, "job/%llu..%llu", (unsigned long long)b->reqs[0].spec.id,
              (unsigned long long)b->reqs[b->n - 1].spec.id);
     op->status = 201;

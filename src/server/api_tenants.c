@@ -70,6 +70,17 @@ static json_t *finite_real(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* Effective job defaults or maximums (own or inherited), null = none. */
+static json_t *job_limits_view(const gp_job_limits *l)
+{
+    const int64_t v[] = {l->cpu_millis, l->mem_mib, l->pids_max};
+    const char *names[] = {"cpu_millis", "mem_mib", "pids_max"};
+    json_t *o = json_object();
+    for (int i = 0; i < 3; i++)
+        json_object_set_new(o, names[i], v[i] > 0 ? json_integer(v[i]) : json_null());
+    return o;
+}
+
 static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
 {
     json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:s, s:i, s:i}", "path", t->path, "guarantee",
@@ -86,6 +97,8 @@ static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
         json_object_set_new(limits, gp_job_kind_name((gp_job_kind)k),
                             t->time_limit_s[k] > 0 ? json_integer(t->time_limit_s[k]) : json_null());
     json_object_set_new(o, "time_limit", limits);
+    json_object_set_new(o, "job_defaults", job_limits_view(&t->job_defaults));
+    json_object_set_new(o, "job_max", job_limits_view(&t->job_max));
     return o;
 }
 

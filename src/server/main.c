@@ -44,6 +44,8 @@ static const char USAGE[] =
     "  --log-level LEVEL       debug, info, warn, error (default info)\n"
     "  --member-token-ttl T    expiry of member tokens created without --ttl: 45s, 90m, 12h, 30d, 2w;\n"
     "                          0 = never (default 90d; the bootstrap admin token never expires)\n"
+    "  --min-job-uid UID       the lowest uid a job's user may have on this host (default 1000): job\n"
+    "                          users that resolve to uid 0 or below it are refused; node agents check again\n"
     "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
     "  --job-logs DIR          where replicas' logs shipped by the agents are kept\n"
     "                          (default: the SQLite file's path + .logs)\n"
@@ -100,7 +102,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"web-root", required_argument, NULL, 'W'},
         {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'A'},
         {"advertise-url", required_argument, NULL, 'U'}, {"lease-ms", required_argument, NULL, 'D'},
-        {"holder", required_argument, NULL, 'H'},
+        {"holder", required_argument, NULL, 'H'},    {"min-job-uid", required_argument, NULL, 'u'},
         {"allow-open-store-mode", no_argument, NULL, 'o'},
         {"audit-refusals-per-min", required_argument, NULL, 'R'},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
@@ -190,6 +192,11 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             if (!gp_log_level_parse(optarg, &level))
                 return bad_option("log-level", optarg);
             gp_log_set_level(level);
+            break;
+        case 'u':
+            if (!parse_long(optarg, 1, INT32_MAX, &v))
+                return bad_option("min-job-uid", optarg);
+            cfg->min_job_uid = v;
             break;
         case 'E':
             if (!gp_duration_parse(optarg, &cfg->member_token_ttl_s))

@@ -189,6 +189,21 @@ static void route_tokens(gp_request *r, const char *rest)
     }
 }
 
+/* "/v1/users", "/v1/users/{name}" */
+static void route_users(gp_request *r, const char *rest)
+{
+    if (!rest[0])
+        route_simple(r, "GET", gp_api_users_list);
+    else if (rest[0] == '/' && rest[1] && method_is(r, "PUT"))
+        gp_api_user_bind(r, rest + 1);
+    else if (rest[0] == '/' && rest[1] && method_is(r, "DELETE"))
+        gp_api_user_unbind(r, rest + 1);
+    else if (rest[0] == '/' && rest[1])
+        method_not_allowed(r, "PUT, DELETE");
+    else
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+}
+
 /* "/{node}/{what}" -> the node agent's endpoints. */
 static void route_agent_node(gp_request *r, const char *rest)
 {
@@ -260,7 +275,7 @@ static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/leader", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
-    "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill",
+    "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill", "/v1/users",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -279,6 +294,7 @@ static const nested_route NESTED_ROUTES[] = {
     {"/v1/nodes/", "checks", "/v1/nodes/{name}/checks"},
     {"/v1/nodes/", NULL, "/v1/nodes/{name}"},
     {"/v1/tokens/", NULL, "/v1/tokens/{id}"},
+    {"/v1/users/", NULL, "/v1/users/{name}"},
     {"/v1/prices/modes/", NULL, "/v1/prices/modes/{org}"},
     {"/v1/agents/", "assignments", "/v1/agents/{node}/assignments"},
     {"/v1/agents/", "heartbeat", "/v1/agents/{node}/heartbeat"},
@@ -369,6 +385,8 @@ void gp_api_route(gp_request *r)
         route_tokens(r, rest);
     else if (strcmp(r->url, "/v1/whoami") == 0)
         route_simple(r, "GET", gp_api_whoami);
+    else if (starts(r->url, "/v1/users", &rest))
+        route_users(r, rest);
     else if (strcmp(r->url, "/metrics") == 0)
         route_simple(r, "GET", gp_api_metrics);
     else

@@ -46,6 +46,7 @@ gp_server_config gp_server_config_default(void)
         .tick_ms = 1000,
         .pass_min_ms = 20,
         .member_token_ttl_s = 90 * 86400,
+        .min_job_uid = 1000,
         .node_lost_after_s = 60,
         .snapshot_every_events = 10000,
         .snapshot_every_s = 300,

@@ -54,6 +54,7 @@ typedef struct gp_server_config {
     int tick_ms;                 /* scheduling pass timer */
     int pass_min_ms;             /* least time between passes triggered by changes */
     int64_t member_token_ttl_s;  /* expiry of a member token created without a TTL; 0 = never */
+    int64_t min_job_uid;         /* job users resolving below this uid are refused (users.h) */
     int64_t node_lost_after_s;   /* an agent node silent this long is lost */
     const char *job_logs;        /* replica logs directory; NULL = the SQLite file's path + ".logs" */
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */

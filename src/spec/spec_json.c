@@ -188,6 +188,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
     }
     if (strcmp(key, "time_limit_s") == 0)
         return parse_int_field(x, key, 0, GP_TIME_LIMIT_MAX_S, &s->time_limit_s, err);
+    if (strcmp(key, "pids_max") == 0)
+        return parse_int_field(x, key, 0, GP_PIDS_MAX, &s->pids_max, err);
     if (strcmp(key, "restart_policy") == 0) {
         rc = gp_json_enum(x, key, GP_ENUM_RESTART_POLICY, &choice, err);
         s->restart_policy = (gp_restart_policy)choice;
@@ -269,6 +271,8 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "restart_policy", json_string(gp_restart_policy_name(s->restart_policy)));
     if (s->max_restarts > 0)
         json_object_set_new(o, "max_restarts", json_integer(s->max_restarts));
+    if (s->pids_max > 0) /* left out when none, as above */
+        json_object_set_new(o, "pids_max", json_integer(s->pids_max));
     if (s->stop_signal != GP_STOP_SIGTERM) /* left out for the default, as above */
         json_object_set_new(o, "stop_signal", json_string(gp_enum_name(GP_ENUM_STOP_SIGNAL, (int)s->stop_signal)));
     if (s->name)
@@ -358,6 +362,29 @@ static gp_err parse_time_limits(const json_t *v, gp_tenant_spec *s, gp_error *er
     return rc;
 }
 
+/* "job_defaults" or "job_max": {"cpu_millis", "mem_mib", "pids_max"}; 0 = the parent's. */
+static gp_err parse_job_limits(const json_t *v, const char *field, gp_job_limits *l, gp_error *err)
+{
+    gp_err rc = gp_json_object(v, field, err);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        if (rc)
+            return rc;
+        char name[GP_ERROR_FIELD_MAX];
+        gp_json_field_name(name, sizeof name, field, key);
+        if (strcmp(key, "cpu_millis") == 0)
+            rc = gp_json_int(x, name, 0, INT64_C(1) << 40, &l->cpu_millis, err);
+        else if (strcmp(key, "mem_mib") == 0)
+            rc = gp_json_int(x, name, 0, INT64_C(1) << 40, &l->mem_mib, err);
+        else if (strcmp(key, "pids_max") == 0)
+            rc = gp_json_int(x, name, 0, GP_PIDS_MAX, &l->pids_max, err);
+        else
+            rc = gp_json_unknown_field(field, key, err);
+    }
+    return rc;
+}
+
 gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -394,6 +421,10 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             s->trust = (gp_trust)choice;
         } else if (strcmp(key, "time_limit") == 0) {
             rc = parse_time_limits(x, s, err);
+        } else if (strcmp(key, "job_defaults") == 0) {
+            rc = parse_job_limits(x, key, &s->job_defaults, err);
+        } else if (strcmp(key, "job_max") == 0) {
+            rc = parse_job_limits(x, key, &s->job_max, err);
         } else {
             rc = gp_json_unknown_field("", key, err);
         }
@@ -423,6 +454,21 @@ static json_t *quota_json(const gp_quota *q)
     return o;
 }
 
+/* The fields a tenant sets, NULL when none (older encodings stay as they were). */
+static json_t *job_limits_json(const gp_job_limits *l)
+{
+    if (!l->cpu_millis && !l->mem_mib && !l->pids_max)
+        return NULL;
+    json_t *o = json_object();
+    if (l->cpu_millis)
+        json_object_set_new(o, "cpu_millis", json_integer(l->cpu_millis));
+    if (l->mem_mib)
+        json_object_set_new(o, "mem_mib", json_integer(l->mem_mib));
+    if (l->pids_max)
+        json_object_set_new(o, "pids_max", json_integer(l->pids_max));
+    return o;
+}
+
 json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
 {
     json_t *o = json_object();
@@ -446,6 +492,11 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
         json_object_set_new(o, "time_limit", limits);
     else
         json_decref(limits);
+    json_t *defaults = job_limits_json(&s->job_defaults), *max = job_limits_json(&s->job_max);
+    if (defaults)
+        json_object_set_new(o, "job_defaults", defaults);
+    if (max)
+        json_object_set_new(o, "job_max", max);
     return o;
 }
 

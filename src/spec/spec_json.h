@@ -11,8 +11,11 @@
  * gpu_types (any), cpu_millis 0, mem_mib 0, topology any, isolation
  * exclusive (or what `share` implies), priority 0, checkpoint_grace_s 30,
  * expected_runtime_s 0 (unknown), time_limit_s 0 (the tenant's default for
- * the kind), command [], env {}.  A tenant's "time_limit" is an object of
- * kind -> seconds; kinds not listed take the parent's.  Logs written before
+ * the kind), pids_max 0 (the tenant's default, else the node agent's),
+ * command [], env {}.  A tenant's "time_limit" is an object of
+ * kind -> seconds; kinds not listed take the parent's.  Its "job_defaults"
+ * and "job_max" are objects of cpu_millis, mem_mib, pids_max; fields not
+ * listed take the parent's (core/job_limits.c).  Logs written before
  * time limits existed lack both fields and read as 0: no limit of their own.
  *
  * Enum values are spelled as core/names.c spells them; GPU amounts are

@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 9
+#define GP_STORE_SCHEMA_VERSION 10
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -294,6 +294,26 @@ gp_err gp_store_token_touch(gp_store *s, const char *id, int64_t time, gp_error 
 gp_err gp_store_token_revoke(gp_store *s, const char *id, int64_t time, gp_error *err);
 typedef gp_err (*gp_store_token_fn)(void *ctx, const gp_store_token *t, gp_error *err);
 gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_error *err);
+
+/* ---- job users and their tenants (store_users.c) ---- */
+
+typedef struct gp_store_user {
+    const char *name;     /* the Unix user name jobs run as */
+    const char *tenant;   /* the tenant path it is bound to */
+    int64_t bound;        /* epoch seconds */
+    const char *bound_by; /* the id of the token that bound it */
+} gp_store_user;
+
+/* The tenant path name is bound to, copied into tenant[cap]; "" when none. */
+gp_err gp_store_user_tenant(gp_store *s, const char *name, char *tenant, size_t cap, gp_error *err);
+/* Binds name to tenant, replacing any binding it had. */
+gp_err gp_store_user_bind(gp_store *s, const char *name, const char *tenant, int64_t time, const char *by,
+                          gp_error *err);
+/* GP_ERR_NOT_FOUND (field "user") when name is bound to nothing. */
+gp_err gp_store_user_unbind(gp_store *s, const char *name, gp_error *err);
+/* Every binding, by name; the strings live for the call of fn only. */
+typedef gp_err (*gp_store_user_fn)(void *ctx, const gp_store_user *u, gp_error *err);
+gp_err gp_store_users_scan(gp_store *s, gp_store_user_fn fn, void *ctx, gp_error *err);
 
 /* ---- GPU health (store_health.c) ---- */
 

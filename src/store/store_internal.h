@@ -92,6 +92,17 @@ gp_err gp__store_head_load(gp_store *s, gp__stmt_id last, gp__chain_head *h, gp_
  * found (after migrating).  A database newer than this build is refused. */
 gp_err gp__schema_open(gp_db *db, bool readonly, int *version, gp_error *err);
 
+/* Schema 10's backfill, in both dialects: a store upgraded from before
+ * user bindings binds each user named by a live member or tenant-admin
+ * token to the scope of the oldest such token (ties: the smaller id), as
+ * if that token had been minted since (store_users.c). */
+#define GP__BIND_TOKEN_USERS                                                                                          \
+    "INSERT INTO user_tenants(name, tenant, bound, bound_by)"                                                       \
+    " SELECT t.\"user\", t.scope, t.created, t.created_by FROM tokens t"                                              \
+    " WHERE t.\"user\" <> '' AND t.scope <> '' AND t.revoked IS NULL AND t.role IN ('member', 'tenant-admin')"       \
+    " AND NOT EXISTS (SELECT 1 FROM tokens o WHERE o.\"user\" = t.\"user\" AND o.scope <> '' AND o.revoked IS NULL"    \
+    " AND o.role IN ('member', 'tenant-admin') AND (o.created < t.created OR (o.created = t.created AND o.id < t.id)));"
+
 /* Prepared statement by id (prepared on first use); NULL on error. */
 gp_db_stmt *gp__store_stmt(gp_store *s, gp__stmt_id id, gp_error *err);
 /* A statement of its own (the caller finalizes it; flags: db.h's

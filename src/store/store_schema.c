@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 9, PRAGMA user_version):
+ * On-disk format (schema version 10, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -65,6 +65,9 @@
  *   leader_lease(id, holder, url, epoch, expires_ms)
  *                                one row (id 1): who leads, its epoch and
  *                                until when (store_lease.c)
+ *   user_tenants(name, tenant, bound, bound_by)
+ *                                the tenant each job user is bound to
+ *                                (store_users.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -168,6 +171,10 @@ static const char *const MIGRATIONS[] = {
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
     " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
     "DELETE FROM meta WHERE key = 'controller_epoch';",
+    /* 9 -> 10: each job user's tenant (issue 29, store_users.c), bound
+     * to the scope of its oldest live scoped token (GP__BIND_TOKEN_USERS) */
+    "CREATE TABLE user_tenants(name TEXT PRIMARY KEY, tenant TEXT NOT NULL, bound INTEGER NOT NULL,"
+    " bound_by TEXT NOT NULL);" GP__BIND_TOKEN_USERS,
 };
 
 static int user_version(gp_db *db)

@@ -27,11 +27,13 @@
  * for the first's COMMIT, then reads version 9 and has nothing to do.
  *
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
- * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); schema_version =
- * 9; COMMIT.  A database at version 10 -> "store schema version 10 is
- * newer than this gpupoold (9)", nothing changed.
+ * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
+ * (CREATE TABLE user_tenants ...); schema_version = 10; COMMIT.  A
+ * database at version 11 -> "store schema version 11 is newer than this
+ * gpupoold (10)", nothing changed.
  */
 #include "store/store_schema_pg.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 
@@ -102,6 +104,10 @@ static const char SCHEMA_9[] =
     " url " GP__TEXT " NOT NULL, epoch BIGINT NOT NULL, expires_ms BIGINT NOT NULL);"
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms) VALUES(1, '', '', 0, 0);";
 
+/* 9 -> 10: each job user's tenant (issue 29, store_users.c) */
+static const char SCHEMA_10[] = "CREATE TABLE user_tenants(name " GP__TEXT " PRIMARY KEY, tenant " GP__TEXT " NOT NULL,"
+                                " bound BIGINT NOT NULL, bound_by " GP__TEXT " NOT NULL);" GP__BIND_TOKEN_USERS;
+
 typedef struct gp__pg_migration {
     int from, to;
     const char *sql;
@@ -109,6 +115,7 @@ typedef struct gp__pg_migration {
 
 static const gp__pg_migration PG_MIGRATIONS[] = {
     {0, 9, SCHEMA_9},
+    {9, 10, SCHEMA_10},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -175,6 +175,10 @@ static void a_schema_8_store_keeps_its_controller_epoch(void **state)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
                                   "CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                                  /* what schema 10's migration reads (every store has it) */
+                                  "CREATE TABLE tokens(id TEXT PRIMARY KEY, scope TEXT NOT NULL, user TEXT NOT NULL,"
+                                  " role TEXT NOT NULL, created INTEGER NOT NULL, created_by TEXT NOT NULL,"
+                                  " revoked INTEGER);"
                                   "INSERT INTO meta VALUES('controller_epoch', 7); PRAGMA user_version = 8;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);

@@ -538,6 +538,39 @@ static void tokens_are_inserted_touched_revoked_and_scanned(void **state)
     assert_int_equal(seen.last_used[1], -1);
 }
 
+/* ---- job users ---- */
+
+static gp_err collect_user(void *ctx, const gp_store_user *u, gp_error *err)
+{
+    (void)err;
+    char *out = ctx;
+    size_t len = strlen(out);
+    snprintf(out + len, 256 - len, "%s=%s@%lld/%s;", u->name, u->tenant, (long long)u->bound, u->bound_by);
+    return GP_OK;
+}
+
+static void users_are_bound_moved_listed_and_unbound(void **state)
+{
+    fixture *f = *state;
+    char tenant[64];
+    OK(gp_store_user_tenant(f->s, "alice", tenant, sizeof tenant, &e_));
+    assert_string_equal(tenant, "");
+    OK(gp_store_user_bind(f->s, "alice", "research/nlp", 10, "tk1", &e_));
+    OK(gp_store_user_bind(f->s, "bob", "product", 11, "tk2", &e_));
+    OK(gp_store_user_bind(f->s, "alice", "product/ads", 12, "tk3", &e_)); /* moved */
+    OK(gp_store_user_tenant(f->s, "alice", tenant, sizeof tenant, &e_));
+    assert_string_equal(tenant, "product/ads");
+    char seen[256] = "";
+    OK(gp_store_users_scan(f->s, collect_user, seen, &e_));
+    assert_string_equal(seen, "alice=product/ads@12/tk3;bob=product@11/tk2;");
+    OK(gp_store_user_unbind(f->s, "bob", &e_));
+    gp_error err = {0};
+    assert_int_equal(gp_store_user_unbind(f->s, "bob", &err), GP_ERR_NOT_FOUND);
+    assert_string_equal(err.field, "user");
+    OK(gp_store_user_tenant(f->s, "bob", tenant, sizeof tenant, &e_));
+    assert_string_equal(tenant, "");
+}
+
 /* ---- audit ---- */
 
 static void append_audit(gp_store *s, const char *action)
@@ -1046,6 +1079,7 @@ int main(void)
         CASE(preemptions_are_listed_newest_first_in_scope),
         CASE(tenants_are_put_replaced_and_deleted),
         CASE(tokens_are_inserted_touched_revoked_and_scanned),
+        CASE(users_are_bound_moved_listed_and_unbound),
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
         CASE(the_ledger_chains_lists_and_verifies),
         CASE(bill_records_come_from_the_typed_columns),
