@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""bench/RESULTS.md's current table names every benchmark, with a date and a real commit.
+
+bench/RESULTS.md opens with "## Current figures": one table, a row per
+figure, whose columns include "benchmark", "date" and "commit".  This test
+fails when
+
+- a benchmark has no row: every `bench/AREA/run` script, every program
+  built from `bench/AREA/bench_*.c` or named by an `add_executable(bench_...)`
+  in the CMake files, every `build/bin/bench_*` of this build (GP_BIN), and
+  every folder under bench/ with neither (an analysis, such as
+  bench/fairness) must be named in some row's "benchmark" cell;
+- a row names a benchmark that no longer exists;
+- a row's date is not a date (YYYY-MM-DD) or its commit is not one that
+  `git log` of this checkout reaches.
+
+Outside a git checkout (a tarball) or in a shallow clone the commit check is
+skipped with a note.  It runs no benchmark: it reads files, and asks git.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
+
+
+def current_table(text):
+    """(header cells, [row cells]) of the first table under "## Current figures"."""
+    start = text.find("\n## Current figures")
+    assert start >= 0, "bench/RESULTS.md has no '## Current figures' section"
+    section = text[start + 1:]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    assert len(lines) >= 3, "no table under '## Current figures'"
+    cells = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+    return [c.lower() for c in cells[0]], cells[2:]
+
+
+def benchmarks():
+    """{name that must appear in a row: where it comes from}."""
+    want = {}
+    for area in sorted(glob.glob(os.path.join(ROOT, "bench", "*", ""))):
+        rel = os.path.relpath(area, ROOT)
+        found = False
+        run = os.path.join(area, "run")
+        if os.path.isfile(run) and os.access(run, os.X_OK):
+            want[rel + "/run"] = rel + "/run"
+            found = True
+        for src in glob.glob(os.path.join(area, "bench_*.c")):
+            want[os.path.basename(src)[:-2]] = os.path.relpath(src, ROOT)
+            found = True
+        if not found:
+            want[rel] = rel + "/ (no run script, no program)"
+    for cm in [os.path.join(ROOT, "CMakeLists.txt")] + glob.glob(os.path.join(ROOT, "bench", "*", "CMakeLists.txt")):
+        with open(cm) as f:
+            for name in re.findall(r"add_executable\(\s*(bench_\w+)", f.read()):
+                want[name] = os.path.relpath(cm, ROOT)
+    bindir = os.environ.get("GP_BIN") or os.path.join(ROOT, "build", "bin")
+    for prog in glob.glob(os.path.join(bindir, "bench_*")):
+        if os.access(prog, os.X_OK):
+            want[os.path.basename(prog)] = prog
+    return want
+
+
+def named(cell):
+    """The benchmark names a "benchmark" cell gives, in backquotes."""
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
+
+
+def commits_checkable():
+    if git("rev-parse", "--git-dir").returncode != 0:
+        return "not a git checkout"
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        return "a shallow clone"
+    return None
+
+
+def main():
+    with open(RESULTS) as f:
+        try:
+            header, rows = current_table(f.read())
+        except AssertionError as e:
+            print("FAIL %s" % e)
+            return 1
+    for col in ("benchmark", "date", "commit"):
+        assert col in header, "the current table has no %r column: %s" % (col, header)
+    b, d, c = header.index("benchmark"), header.index("date"), header.index("commit")
+    failures = []
+    want = benchmarks()
+    mentioned = set()
+    for row in rows:
+        if len(row) != len(header):
+            failures.append("row has %d cells, the header %d: %s" % (len(row), len(header), row))
+            continue
+        names = named(row[b])
+        if not names:
+            failures.append("row names no benchmark in backquotes: %s" % row[b])
+        for name in names:
+            mentioned.add(name)
+            if not (name in want or os.path.exists(os.path.join(ROOT, name))):
+                failures.append("row names %s, which is neither a benchmark nor a file" % name)
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", row[d]):
+            failures.append("%s: date %r is not YYYY-MM-DD" % (row[b], row[d]))
+        if not re.fullmatch(r"[0-9a-f]{7,40}", row[c]):
+            failures.append("%s: commit %r is not a commit hash" % (row[b], row[c]))
+    for name, source in sorted(want.items()):
+        if name not in mentioned:
+            failures.append("%s (%s) has no row in bench/RESULTS.md's current table" % (name, source))
+    why_not = commits_checkable()
+    if why_not:
+        print("note: %s, so the table's commits are not checked" % why_not)
+    else:
+        for commit in sorted({row[c] for row in rows if len(row) == len(header)}):
+            if re.fullmatch(r"[0-9a-f]{7,40}", commit) and \
+                    git("merge-base", "--is-ancestor", commit, "HEAD").returncode != 0:
+                failures.append("commit %s is not in this checkout's git log" % commit)
+    for f in failures:
+        print("FAIL " + f)
+    if not failures:
+        print("ok   %d rows, %d benchmarks named" % (len(rows), len(want)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
