@@ -14,8 +14,9 @@ fails when
 - a row's date is not a date (YYYY-MM-DD) or its commit is not one that
   `git log` of this checkout reaches.
 
-Outside a git checkout (a tarball) or in a shallow clone the commit check is
-skipped with a note.  It runs no benchmark: it reads files, and asks git.
+Outside a git checkout of this tree (a tarball, even one unpacked inside
+another repository) or in a shallow clone the commit check is skipped with
+a note.  It runs no benchmark: it reads files, and asks git.
 """
 import glob
 import os
@@ -73,12 +74,18 @@ def named(cell):
 
 
 def git(*args):
-    return subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
+    try:
+        return subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
+    except FileNotFoundError:  # no git installed: as outside a checkout
+        return subprocess.CompletedProcess(args, 127, "", "git: not found")
 
 
 def commits_checkable():
-    if git("rev-parse", "--git-dir").returncode != 0:
+    top = git("rev-parse", "--show-toplevel")
+    if top.returncode != 0 or os.path.realpath(top.stdout.strip()) != os.path.realpath(ROOT):
         return "not a git checkout"
+    if git("rev-parse", "--verify", "--quiet", "HEAD").returncode != 0:
+        return "a repository with no commit"
     if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
         return "a shallow clone"
     return None
@@ -91,8 +98,10 @@ def main():
         except AssertionError as e:
             print("FAIL %s" % e)
             return 1
-    for col in ("benchmark", "date", "commit"):
-        assert col in header, "the current table has no %r column: %s" % (col, header)
+    missing = [col for col in ("benchmark", "date", "commit") if col not in header]
+    if missing:
+        print("FAIL the current table has no %s column: %s" % (", ".join(missing), header))
+        return 1
     b, d, c = header.index("benchmark"), header.index("date"), header.index("commit")
     failures = []
     want = benchmarks()
