@@ -12,7 +12,10 @@ fails when
   bench/fairness) must be named in some row's "benchmark" cell;
 - a row names a benchmark that no longer exists;
 - a row's date is not a date (YYYY-MM-DD) or its commit is not one that
-  `git log` of this checkout reaches.
+  `git log` of this checkout reaches;
+- a section below the table, about a benchmark, is dated later than that
+  benchmark's newest row (figures added to the history, the table not
+  updated).
 
 Outside a git checkout of this tree (a tarball, even one unpacked inside
 another repository) or in a shallow clone the commit check is skipped with
@@ -73,6 +76,29 @@ def named(cell):
     return re.findall(r"`([^`]+)`", cell)
 
 
+def newest_sections(text, known):
+    """{benchmark: the newest date in the headings of the sections about it}.
+
+    Below the current table each section's heading says its date; a heading
+    names its benchmark in backquotes (`build/bin/` dropped), or else
+    belongs to the benchmarks of the "## " section it sits in."""
+    history = text[text.index("\n## Current figures") + 1:]
+    history = history[history.find("\n## ", 1) + 1:]
+    newest, area = {}, []
+    for line in history.splitlines():
+        m = re.match(r"(##+) (.*)", line)
+        if not m:
+            continue
+        names = [n.replace("build/bin/", "", 1) for n in named(m.group(2))]
+        names = [n for n in names if n in known]
+        if len(m.group(1)) == 2:
+            area = names
+        for name in names or area:
+            for date in re.findall(r"\d{4}-\d{2}-\d{2}", m.group(2)):
+                newest[name] = max(newest.get(name, date), date)
+    return newest
+
+
 def git(*args):
     try:
         return subprocess.run(["git", "-C", ROOT] + list(args), capture_output=True, text=True)
@@ -93,8 +119,9 @@ def commits_checkable():
 
 def main():
     with open(RESULTS) as f:
+        text = f.read()
         try:
-            header, rows = current_table(f.read())
+            header, rows = current_table(text)
         except AssertionError as e:
             print("FAIL %s" % e)
             return 1
@@ -124,6 +151,15 @@ def main():
     for name, source in sorted(want.items()):
         if name not in mentioned:
             failures.append("%s (%s) has no row in bench/RESULTS.md's current table" % (name, source))
+    latest = {}
+    for row in rows:
+        if len(row) == len(header):
+            for name in named(row[b]):
+                latest[name] = max(latest.get(name, row[d]), row[d])
+    for name, date in sorted(newest_sections(text, set(want) | mentioned).items()):
+        if name in latest and latest[name] < date:
+            failures.append("%s: a section below is dated %s, its newest row %s: is the row stale?" %
+                            (name, date, latest[name]))
     why_not = commits_checkable()
     if why_not:
         print("note: %s, so the table's commits are not checked" % why_not)
