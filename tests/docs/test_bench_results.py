@@ -117,26 +117,11 @@ def commits_checkable():
     return None
 
 
-def main():
-    with open(RESULTS) as f:
-        text = f.read()
-        try:
-            header, rows = current_table(text)
-        except AssertionError as e:
-            print("FAIL %s" % e)
-            return 1
-    missing = [col for col in ("benchmark", "date", "commit") if col not in header]
-    if missing:
-        print("FAIL the current table has no %s column: %s" % (", ".join(missing), header))
-        return 1
+def check_rows(header, rows, want):
+    """Failures of the rows themselves; the names they mention."""
     b, d, c = header.index("benchmark"), header.index("date"), header.index("commit")
-    failures = []
-    want = benchmarks()
-    mentioned = set()
+    failures, mentioned = [], set()
     for row in rows:
-        if len(row) != len(header):
-            failures.append("row has %d cells, the header %d: %s" % (len(row), len(header), row))
-            continue
         names = named(row[b])
         if not names:
             failures.append("row names no benchmark in backquotes: %s" % row[b])
@@ -148,26 +133,55 @@ def main():
             failures.append("%s: date %r is not YYYY-MM-DD" % (row[b], row[d]))
         if not re.fullmatch(r"[0-9a-f]{7,40}", row[c]):
             failures.append("%s: commit %r is not a commit hash" % (row[b], row[c]))
-    for name, source in sorted(want.items()):
-        if name not in mentioned:
-            failures.append("%s (%s) has no row in bench/RESULTS.md's current table" % (name, source))
+    return failures, mentioned
+
+
+def check_staleness(text, header, rows, known):
+    """A section below dated later than its benchmark's newest row."""
+    b, d = header.index("benchmark"), header.index("date")
     latest = {}
     for row in rows:
-        if len(row) == len(header):
-            for name in named(row[b]):
-                latest[name] = max(latest.get(name, row[d]), row[d])
-    for name, date in sorted(newest_sections(text, set(want) | mentioned).items()):
-        if name in latest and latest[name] < date:
-            failures.append("%s: a section below is dated %s, its newest row %s: is the row stale?" %
-                            (name, date, latest[name]))
+        for name in named(row[b]):
+            latest[name] = max(latest.get(name, row[d]), row[d])
+    return ["%s: a section below is dated %s, its newest row %s: is the row stale?" % (name, date, latest[name])
+            for name, date in sorted(newest_sections(text, known).items())
+            if name in latest and latest[name] < date]
+
+
+def check_commits(header, rows):
+    """Commits that git log does not reach (nothing where git cannot tell)."""
     why_not = commits_checkable()
     if why_not:
         print("note: %s, so the table's commits are not checked" % why_not)
-    else:
-        for commit in sorted({row[c] for row in rows if len(row) == len(header)}):
-            if re.fullmatch(r"[0-9a-f]{7,40}", commit) and \
-                    git("merge-base", "--is-ancestor", commit, "HEAD").returncode != 0:
-                failures.append("commit %s is not in this checkout's git log" % commit)
+        return []
+    commits = {row[header.index("commit")] for row in rows}
+    return ["commit %s is not in this checkout's git log" % commit for commit in sorted(commits)
+            if re.fullmatch(r"[0-9a-f]{7,40}", commit)
+            and git("merge-base", "--is-ancestor", commit, "HEAD").returncode != 0]
+
+
+def main():
+    with open(RESULTS) as f:
+        text = f.read()
+    try:
+        header, rows = current_table(text)
+    except AssertionError as e:
+        print("FAIL %s" % e)
+        return 1
+    missing = [col for col in ("benchmark", "date", "commit") if col not in header]
+    if missing:
+        print("FAIL the current table has no %s column: %s" % (", ".join(missing), header))
+        return 1
+    failures = ["row has %d cells, the header %d: %s" % (len(row), len(header), row)
+                for row in rows if len(row) != len(header)]
+    rows = [row for row in rows if len(row) == len(header)]
+    want = benchmarks()
+    row_failures, mentioned = check_rows(header, rows, want)
+    failures += row_failures
+    failures += ["%s (%s) has no row in bench/RESULTS.md's current table" % (name, source)
+                 for name, source in sorted(want.items()) if name not in mentioned]
+    failures += check_staleness(text, header, rows, set(want) | mentioned)
+    failures += check_commits(header, rows)
     for f in failures:
         print("FAIL " + f)
     if not failures:
