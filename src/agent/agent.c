@@ -384,10 +384,6 @@ static int gp__paths(gp_agent_options *o)
         snprintf(o->work_root, sizeof o->work_root, "%s", work);
     o->private_tmp = geteuid() == 0 && !gp__under_tmp(o->state_dir) && !gp__under_tmp(o->checkpoint_root) &&
                      !gp__under_tmp(o->work_root);
-    if (geteuid() == 0 && !o->private_tmp)
-        fputs("gpupool-agent: WARNING: no private /tmp for replicas: --state-dir, --work-root or --checkpoint-root "
-              "lies under /tmp or /var/tmp, which it would hide\n",
-              stderr);
     ssize_t len = readlink("/proc/self/exe", o->self_exe, sizeof o->self_exe - 1);
     if (len <= 0) {
         fprintf(stderr, "gpupool-agent run: cannot find its own binary: %s\n", strerror(errno));
@@ -650,11 +646,14 @@ static void gp__warn_isolation(const gp_agent_options *o)
     if (geteuid() != 0)
         fputs("gpupool-agent: WARNING: not root: every replica runs as this agent's user, with no private /tmp\n",
               stderr);
+    else if (!o->private_tmp)
+        fputs("gpupool-agent: WARNING: no private /tmp for replicas: --state-dir, --work-root or --checkpoint-root "
+              "lies under /tmp or /var/tmp, which it would hide\n",
+              stderr);
 }
 
 static int gp__start(gp_agent *a)
 {
-    gp__warn_isolation(&a->opt);
     int rc = gp__paths(&a->opt);
     if (rc != -1)
         return rc;
@@ -667,6 +666,7 @@ static int gp__start(gp_agent *a)
     if (rc == -1)
         rc = gp__signals();
     if (rc == -1) {
+        gp__warn_isolation(&a->opt);
         fprintf(stderr, "gpupool-agent: running %zu node(s) against %s\n", a->n_nodes, a->opt.urls[0]);
         rc = gp__run(a);
     }
