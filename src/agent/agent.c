@@ -29,7 +29,7 @@ static const char USAGE[] =
     "  --nvml-library PATH     nvml: the NVML library (default $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1)\n"
     "  --zone Z, --block B, --pool P   nvml: the node's place in the fleet (the sim's come from its file)\n"
     "  --sharing MODE          nvml: exclusive (default), mps or timeslice for GPUs not in MIG mode\n"
-    "  --work-root DIR         replicas' working folders DIR/NODE/job<ID>-r<R> (default STATE/NODE/work)\n"
+    "  --work-root DIR         replicas' working folders DIR/NODE/<RUN> (default STATE/NODE/work)\n"
     "  --checkpoint-root DIR   GPUPOOL_CHECKPOINT_DIR = DIR/job<ID> (default STATE/checkpoints)\n"
     "  --cgroup-parent NAME    replicas' cgroups under NAME (default gpupool)\n"
     "  --no-cgroups            no cgroups: no CPU, memory or pids limits, no device isolation\n"

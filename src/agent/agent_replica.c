@@ -7,7 +7,7 @@
  * node h100-1:
  *   STATE/h100-1/replicas/job7-r1-1795523111/   its state folder
  *   STATE/h100-1/logs/job7-r1-1795523111.log    stdout + stderr
- *   WORK/h100-1/job7-r1                          working folder (0700, the job's)
+ *   WORK/h100-1/job7-r1-1795523111               working folder (0700, the job's)
  *   STATE/h100-1/scratch/job7-r1-1795523111/tmp  its /tmp and /var/tmp
  *   CHECKPOINTS/job7                             GPUPOOL_CHECKPOINT_DIR (0700, the job's)
  * Who it runs as, when the agent is root: the job's user (the launcher
@@ -235,7 +235,7 @@ static gp_err gp__workdir(const gp_node *n, const gp_replica *r, char *out, size
         snprintf(parent, sizeof parent, "%s/%s", n->opt->work_root, n->name);
     else
         snprintf(parent, sizeof parent, "%s/work", n->dir);
-    snprintf(out, cap, "%s/job%llu-r%u", parent, (unsigned long long)r->job, r->replica);
+    snprintf(out, cap, "%s/%s", parent, r->name); /* per run: an ending run removes its own, not its successor's */
     gp_err rc = gp_state_mkdirs(parent, 0711, err);
     if (rc == GP_OK)
         chmod(parent, 0711); /* made 0755 by an older agent */

@@ -1,7 +1,8 @@
 /* agent_scratch.c - a node's leftover replica folders swept: working
- * folders (WORK/NODE/job7-r1) and private /tmp folders
- * (STATE/NODE/scratch/job7-r1-1795523111) that no live replica holds,
- * once --keep-scratch-s has passed since their replica ended (the
+ * folders (WORK/NODE/job7-r1-1795523111) and private /tmp folders
+ * (STATE/NODE/scratch/job7-r1-1795523111), both named for their run, that
+ * no live replica holds, once --keep-scratch-s has passed since their
+ * replica ended (the
  * supervisor stamps them then; with 0 it removes them itself, and this
  * sweep only finds what a killed supervisor left).  Removed as their
  * owner (scratch.h).
@@ -17,38 +18,21 @@
 
 #define GP__SWEEP_EVERY_MS 10000
 
-/* A live replica of the node holds the folder named name. */
-static bool gp__held(const gp_node *n, const char *name, bool scratch)
-{
-    char mine[96];
-    for (size_t i = 0; i < n->n_replicas; i++) {
-        const gp_replica *r = n->replicas[i];
-        if (r->ended)
-            continue;
-        if (scratch)
-            snprintf(mine, sizeof mine, "%s", r->name);
-        else
-            snprintf(mine, sizeof mine, "job%llu-r%u", (unsigned long long)r->job, r->replica);
-        if (strcmp(mine, name) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A folder name the agent made: "job7-r1" (work) or a run name (scratch). */
-static bool gp__ours(const char *name, bool scratch)
+/* A folder named for a run (gp_state_replica_name) that is not live. */
+static bool gp__left_over(const gp_node *n, const char *name)
 {
     uint64_t job;
     unsigned replica;
     int64_t bind;
-    int end = 0;
-    if (scratch)
-        return gp_state_replica_parse(name, &job, &replica, &bind);
-    unsigned long long j;
-    return sscanf(name, "job%llu-r%u%n", &j, &replica, &end) == 2 && name[end] == '\0';
+    if (!gp_state_replica_parse(name, &job, &replica, &bind))
+        return false;
+    for (size_t i = 0; i < n->n_replicas; i++)
+        if (!n->replicas[i]->ended && strcmp(n->replicas[i]->name, name) == 0)
+            return false;
+    return true;
 }
 
-static void gp__sweep(const gp_node *n, const char *root, bool scratch)
+static void gp__sweep(const gp_node *n, const char *root)
 {
     DIR *d = opendir(root);
     struct dirent *e;
@@ -57,8 +41,7 @@ static void gp__sweep(const gp_node *n, const char *root, bool scratch)
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", root, e->d_name);
-        if (!gp__ours(e->d_name, scratch) || gp__held(n, e->d_name, scratch) || lstat(path, &st) != 0 ||
-            st.st_mtime > before)
+        if (!gp__left_over(n, e->d_name) || lstat(path, &st) != 0 || st.st_mtime > before)
             continue;
         if (!gp_scratch_remove(path))
             gp_agent_log(n, "cannot remove %s", path);
@@ -73,12 +56,12 @@ int64_t gp_node_sweep_scratch(gp_node *n, int64_t now_ms)
         return n->next_sweep_ms;
     char root[GP_STATE_PATH_MAX];
     snprintf(root, sizeof root, "%s/scratch", n->dir);
-    gp__sweep(n, root, true);
+    gp__sweep(n, root);
     if (n->opt->work_root[0])
         snprintf(root, sizeof root, "%s/%s", n->opt->work_root, n->name);
     else
         snprintf(root, sizeof root, "%s/work", n->dir);
-    gp__sweep(n, root, false);
+    gp__sweep(n, root);
     n->next_sweep_ms = now_ms + GP__SWEEP_EVERY_MS;
     return n->next_sweep_ms;
 }

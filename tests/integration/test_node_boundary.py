@@ -227,7 +227,7 @@ def test_a_planted_tmp_file_is_private_and_gone_after_its_job_also_across_an_age
         assert not any(os.path.exists(os.path.join(t, PLANTED)) for t in ("/tmp", "/var/tmp", "/dev/shm"))
         (tmp_dir,) = scratch_of(a, planter)
         assert os.path.exists(os.path.join(tmp_dir, "tmp", PLANTED))
-        work = os.path.join(a.state_dir, "n-0", "work", "job%d-r0" % planter)
+        work = os.path.join(a.state_dir, "n-0", "work", os.path.basename(tmp_dir))  # both named for the run
         assert os.stat(work).st_mode & 0o777 == 0o700
         a.kill9()  # the replica lives on under its supervisor; the next agent adopts it
         a = node.start()
@@ -243,8 +243,8 @@ def test_keep_scratch_keeps_the_folders_a_while_and_a_later_sweep_removes_them(d
     with running_node(d, extra=["--keep-scratch-s", "1"]) as (node, a):
         job_id = submit(d, command="echo kept > /tmp/f; echo kept > \"$PWD/f\"")
         wait_state(d, job_id, "succeeded")
-        work = os.path.join(a.state_dir, "n-0", "work", "job%d-r0" % job_id)
         (tmp_dir,) = scratch_of(a, job_id)
+        work = os.path.join(a.state_dir, "n-0", "work", os.path.basename(tmp_dir))
         assert os.path.exists(os.path.join(tmp_dir, "tmp", "f")) and os.path.exists(os.path.join(work, "f"))
         time.sleep(1.1)
         a.kill9()
