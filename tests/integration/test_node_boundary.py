@@ -19,6 +19,8 @@ Behaviours under test:
     adopted it); with --keep-scratch-s they stay that long, then a sweep
     removes them;
   - a job forking 2,000 processes is refused by pids.max (the default);
+    a job that sets no limits gets its GPUs' share of the node's CPU and
+    memory, and pids.max 1024;
   - a job printing 64 MiB leaves a log of at most --log-max-mib on the
     node, its newest lines kept, the drop said in the log gpupoold has;
   - a replica has NoNewPrivs: 1.
@@ -283,6 +285,34 @@ def test_a_job_forking_2000_processes_is_refused_by_pids_max(d):
         assert int(re.search(r"refused after (\d+)", text).group(1)) < 1024, text
 
 
+def cgroup_file(state_dir, controller, name):
+    """A file of the one live replica's cgroup (v1: per controller; v2: one folder)."""
+    (run,) = os.listdir(os.path.join(state_dir, "n-0", "replicas"))
+    parent = "gpupool-test-%d" % os.getpid()
+    v1 = os.path.join("/sys/fs/cgroup", controller, parent, run, name)
+    return v1 if os.path.isdir("/sys/fs/cgroup/" + controller) else os.path.join("/sys/fs/cgroup", parent, run, name)
+
+
+def test_a_job_without_limits_gets_its_gpus_share_of_the_node_and_the_default_pids_max(d):
+    if skip_unless_usable():
+        return
+    with running_node(d) as (node, a):  # 2 GPUs, 64 cores, 256 GiB: one GPU's share is half
+        job_id = submit(d)
+        gpd.wait_for(lambda: a.starts(job_id), 20, "job %d started" % job_id)
+        v1 = os.path.isdir("/sys/fs/cgroup/memory")
+        mem = open(cgroup_file(a.state_dir, "memory", "memory.limit_in_bytes" if v1 else "memory.max")).read()
+        assert int(mem) == 131072 << 20, mem
+        if v1:
+            quota = open(cgroup_file(a.state_dir, "cpu", "cpu.cfs_quota_us")).read()
+            period = open(cgroup_file(a.state_dir, "cpu", "cpu.cfs_period_us")).read()
+            assert int(quota) == 32 * int(period), (quota, period)
+        else:
+            assert open(cgroup_file(a.state_dir, "cpu", "cpu.max")).read().split()[0] == "3200000"
+        assert open(cgroup_file(a.state_dir, "pids", "pids.max")).read().strip() == "1024"
+        a.release(job_id)
+        wait_state(d, job_id, "succeeded")
+
+
 PRINT_64_MIB = ('python3 -c "import sys; line = b\'x\' * 1023 + b\'\\n\'; '
                 '[sys.stdout.buffer.write(line) for _ in range(64 * 1024)]; print(\'the last line\')"')
 
@@ -322,5 +352,6 @@ if __name__ == "__main__":
         test_a_planted_tmp_file_is_private_and_gone_after_its_job_also_across_an_agent_kill,
         test_keep_scratch_keeps_the_folders_a_while_and_a_later_sweep_removes_them,
         test_a_job_forking_2000_processes_is_refused_by_pids_max,
+        test_a_job_without_limits_gets_its_gpus_share_of_the_node_and_the_default_pids_max,
         test_a_job_printing_64_mib_leaves_a_capped_log_with_its_newest_lines,
     ], **DAEMON)
