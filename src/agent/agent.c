@@ -647,8 +647,8 @@ static void gp__warn_isolation(const gp_agent_options *o)
         fputs("gpupool-agent: WARNING: not root: every replica runs as this agent's user, with no private /tmp\n",
               stderr);
     else if (!o->private_tmp)
-        fputs("gpupool-agent: WARNING: no private /tmp for replicas: --state-dir, --work-root or --checkpoint-root "
-              "lies under /tmp or /var/tmp, which it would hide\n",
+        fputs("gpupool-agent: WARNING: replicas share the host's /tmp and /var/tmp (their /dev/shm is their own): "
+              "--state-dir, --work-root or --checkpoint-root lies under one, which a private one would hide\n",
               stderr);
 }
 

@@ -60,7 +60,8 @@ typedef struct gp_agent_options {
     unsigned default_pids_max;               /* --default-pids-max (default 1024) */
     int64_t log_max_bytes;                   /* --log-max-mib, per replica run (default 64 MiB) */
     int keep_scratch_s;                      /* --keep-scratch-s: work and /tmp folders kept (default 0) */
-    bool private_tmp;                        /* root, and no folder of the agent's under /tmp or /var/tmp */
+    bool private_tmp;                        /* a replica's own /tmp, /var/tmp: no folder of the agent's lies
+                                                there (its own /dev/shm always, as root) */
     const char *device_dir;
     int heartbeat_s;                         /* 0: what register answered */
     bool stop_on_exit;                       /* --on-exit stop */

@@ -286,6 +286,7 @@ static json_t *gp__launch_json(gp_node *n, gp_replica *r, json_t *a, json_t *env
         "visible", visible, "tmp_dir", o->private_tmp ? json_string(tmp_dir) : json_null(), "keep_scratch",
         o->keep_scratch_s > 0);
     if (launch) {
+        json_object_set_new(launch, "private_tmp", json_boolean(geteuid() == 0)); /* /dev/shm at least */
         gp__launch_identity(n, r, a, launch);
         gp__launch_limits(n, r, a, launch);
     }

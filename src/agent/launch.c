@@ -57,8 +57,8 @@ typedef struct gp__child_plan {
     int ngroups;
     int stdin_fd, stdout_fd, stderr_fd, report_fd;
     const gp_cgroup *cgroup;
-    bool private_tmp;
-    char tmp[4096];       /* bound on /tmp and /var/tmp */
+    bool private_tmp;     /* a mount namespace and /dev/shm of its own */
+    char tmp[4096];       /* bound on /tmp and /var/tmp; "" none */
     bool var_tmp, shm;    /* the host has /var/tmp, /dev/shm */
     char shm_options[64]; /* "size=64m,mode=1777" */
 } gp__child_plan;
@@ -152,9 +152,9 @@ static int gp__child_private_tmp(const gp__child_plan *plan)
 {
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
         return -1;
-    if (mount(plan->tmp, "/tmp", NULL, MS_BIND, NULL) != 0)
+    if (plan->tmp[0] && mount(plan->tmp, "/tmp", NULL, MS_BIND, NULL) != 0)
         return -1;
-    if (plan->var_tmp && mount("/tmp", "/var/tmp", NULL, MS_BIND, NULL) != 0) /* the tmp path may lie in /tmp */
+    if (plan->tmp[0] && plan->var_tmp && mount("/tmp", "/var/tmp", NULL, MS_BIND, NULL) != 0) /* tmp may lie in /tmp */
         return -1;
     if (plan->shm && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, plan->shm_options) != 0)
         return -1;
@@ -339,6 +339,20 @@ static gp_err gp__make_workdir(const char *workdir, const gp__child_plan *plan, 
 }
 
 /* TMP_DIR (0700, the job's) and TMP_DIR/tmp (1777) for the private /tmp. */
+static gp_err gp__make_tmp_dir(const char *tmp_dir, gp__child_plan *plan, gp_error *err)
+{
+    if (tmp_dir[0] != '/') {
+        return gp_error_set(err, GP_ERR_INVALID, "tmp_dir", "a private /tmp needs an absolute folder");
+    }
+    snprintf(plan->tmp, sizeof plan->tmp, "%s/tmp", tmp_dir);
+    gp_err rc = gp__make_parents(tmp_dir, "tmp_dir", err);
+    if (rc == GP_OK) rc = gp__own_folder(tmp_dir, 0700, plan, "tmp_dir", err);
+    gp__child_plan root_owned = {.switch_user = false};
+    if (rc == GP_OK) rc = gp__own_folder(plan->tmp, 01777, &root_owned, "tmp_dir", err);
+    return rc;
+}
+
+/* The mount namespace's plan: /dev/shm always, /tmp and /var/tmp with a tmp_dir. */
 static gp_err gp__make_tmp(const gp_launch_spec *spec, gp__child_plan *plan, gp_proc *p, gp_error *err)
 {
     if (!spec->private_tmp) {
@@ -348,14 +362,7 @@ static gp_err gp__make_tmp(const gp_launch_spec *spec, gp__child_plan *plan, gp_
         gp__note(p, "no private /tmp: the agent is not root");
         return GP_OK;
     }
-    if (!spec->tmp_dir || spec->tmp_dir[0] != '/') {
-        return gp_error_set(err, GP_ERR_INVALID, "tmp_dir", "a private /tmp needs an absolute folder");
-    }
-    snprintf(plan->tmp, sizeof plan->tmp, "%s/tmp", spec->tmp_dir);
-    gp_err rc = gp__make_parents(spec->tmp_dir, "tmp_dir", err);
-    if (rc == GP_OK) rc = gp__own_folder(spec->tmp_dir, 0700, plan, "tmp_dir", err);
-    gp__child_plan root_owned = {.switch_user = false};
-    if (rc == GP_OK) rc = gp__own_folder(plan->tmp, 01777, &root_owned, "tmp_dir", err);
+    gp_err rc = spec->tmp_dir ? gp__make_tmp_dir(spec->tmp_dir, plan, err) : GP_OK;
     struct stat st;
     plan->private_tmp = rc == GP_OK;
     plan->var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);

@@ -18,13 +18,13 @@
  *   - in spec->workdir (created when missing; 0700 and owned by the job's
  *     uid whenever the agent is root);
  *   - as root with spec->private_tmp: in a mount namespace of its own, "/"
- *     made a slave (nothing it mounts reaches the host), spec->tmp_dir/tmp
- *     bound on /tmp and on /var/tmp, a tmpfs of spec->shm_mib on /dev/shm
- *     (charged to the replica's memory cgroup)
+ *     made a slave (nothing it mounts reaches the host), a tmpfs of
+ *     spec->shm_mib on /dev/shm (charged to the replica's memory cgroup)
+ *     and, with spec->tmp_dir, tmp_dir/tmp bound on /tmp and on /var/tmp
  *     (each skipped when the host lacks it); tmp_dir is created 0700 and
- *     the uid's, tmp in it 1777 (scratch.h removes them).  Every folder
- *     the replica needs (workdir, tmp_dir, its checkpoint folder) must lie
- *     outside /tmp and /var/tmp, which it hides (the agent checks);
+ *     the uid's, tmp in it 1777 (scratch.h removes them).  With a tmp_dir,
+ *     every folder the replica needs (workdir, its checkpoint folder) must
+ *     lie outside /tmp and /var/tmp, which it hides (the agent checks);
  *   - stdin /dev/null; stdout and stderr into spec->output_fd (> 2, the
  *     supervisor's pipe, replica_log.h) or else appended to the log files
  *     (created 0640, not through a symbolic link);
@@ -83,8 +83,8 @@ typedef struct gp_launch_spec {
     const char *stdout_path;   /* appended; may equal stderr_path */
     const char *stderr_path;
     int output_fd;             /* > 2: stdout and stderr go there instead of the paths; 0: the paths */
-    bool private_tmp;          /* root only: its own /tmp, /var/tmp and /dev/shm */
-    const char *tmp_dir;       /* absolute, for private_tmp: made, its tmp/ bound on /tmp and /var/tmp */
+    bool private_tmp;          /* root only: its own /dev/shm (and /tmp, /var/tmp with tmp_dir) */
+    const char *tmp_dir;       /* absolute: made, its tmp/ bound on /tmp and /var/tmp; NULL: the host's */
     unsigned shm_mib;          /* the /dev/shm tmpfs's size; 0: the kernel's (half the memory) */
     const gp_cgroup_host *cgroups; /* NULL or layout none: no cgroup, no limits */
     const char *cgroup_name;   /* the replica's group under cgroups->parent: "job42-r0" */

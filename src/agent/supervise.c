@@ -119,7 +119,7 @@ static gp_err gp__launch_from(json_t *l, gp__supervisor *s, gp_cgroup_host *host
         .uid_min = (uid_t)gp__uint(l, "uid_min"),
         .workdir = workdir,
         .output_fd = output,
-        .private_tmp = tmp_dir != NULL,
+        .private_tmp = json_is_true(json_object_get(l, "private_tmp")),
         .tmp_dir = tmp_dir,
         .shm_mib = gp__uint(l, "shm_mib"),
         .cgroups = host,

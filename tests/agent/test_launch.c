@@ -539,6 +539,27 @@ static void without_root_a_replica_runs_as_the_agents_user_and_the_note_says_so(
     gp_proc_free(p);
 }
 
+/* Without a tmp_dir (the agent's folders lie in /tmp): /dev/shm is its
+ * own, /tmp the host's. */
+static void as_root_without_a_tmp_dir_only_dev_shm_is_its_own(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        skip();
+    }
+    char script[256], planted[96];
+    snprintf(script, sizeof script, "echo a > /dev/shm/gp-shm-%d && echo b > %s/by-job", (int)getpid(), f->dir);
+    char *argv[] = {"sh", "-c", script, NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    spec.private_tmp = true;
+    gp_proc_exit end = run(f, &spec);
+    assert_int_equal(end.code, 0);
+    snprintf(planted, sizeof planted, "/dev/shm/gp-shm-%d", (int)getpid());
+    assert_int_not_equal(access(planted, F_OK), 0);
+    snprintf(planted, sizeof planted, "%s/by-job", f->dir); /* f->dir lies in the host's /tmp */
+    assert_int_equal(access(planted, F_OK), 0);
+}
+
 static void a_launch_that_cannot_start_says_why_and_leaves_nothing(void **state)
 {
     fixture *f = *state;
@@ -707,6 +728,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_replica_has_no_new_privs_and_umask_077, setup, teardown),
         cmocka_unit_test_setup_teardown(as_root_a_replica_has_its_own_tmp_var_tmp_and_dev_shm, setup, teardown),
+        cmocka_unit_test_setup_teardown(as_root_without_a_tmp_dir_only_dev_shm_is_its_own, setup, teardown),
         cmocka_unit_test_setup_teardown(a_launch_that_cannot_start_says_why_and_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_over_its_memory_limit_ends_as_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_under_its_memory_limit_is_not_oom, setup, teardown),
