@@ -22,11 +22,13 @@
 #      on it is requeued and comes back on another GPU.  (An XID 79, fallen
 #      off the bus, would drain the whole node: the catalog says reboot it.)
 # The processes are real (examples/agent/*.py, *.sh); their logs are under
-# var/agent/NODE/logs/.  The admin token names no user, so the jobs run as
-# nobody when the agent is root (as the agent's user otherwise); their
-# scripts, working folders and checkpoints go to a /tmp/gpupool-demo.*
-# folder that user can reach (this checkout may sit under /root, 0700),
-# removed when the demo ends.
+# var/agent/NODE/logs/.  The admin token names no user, so each job runs as
+# a uid of its own when the agent is root (as the agent's user otherwise);
+# their scripts, working folders and checkpoints go to a gpupool-demo.*
+# folder those uids can reach (this checkout may sit under /root, 0700),
+# removed when the demo ends: /var/lib/gpupool-demo.* as root (outside the
+# private /tmp each replica gets: docs/agent.md "What a job sees"), else
+# /tmp/gpupool-demo.*.
 #
 # DEMO_ONCE=1: stop everything and exit when done.  Otherwise gpupoold and
 # the agent stay up for you to explore with gpupool (the commands are
@@ -43,9 +45,12 @@ rm -rf "$VAR"/gpupool.db "$VAR"/gpupool.db-wal "$VAR"/gpupool.db-shm "$VAR"/gpup
        "$VAR"/port "$VAR"/join.token "$VAR"/agent "$VAR"/faults
 : > "$VAR"/gpupoold.log
 : > "$VAR"/agent.log
-# A root agent runs jobs that name no user as nobody, who may not reach this checkout (/root is
-# 0700): the job scripts, working folders and checkpoints go to a folder anyone can read.
-RUN=$(mktemp -d /tmp/gpupool-demo.XXXXXX)
+# A root agent runs jobs that name no user as their own uids, which may not reach this checkout
+# (/root is 0700): the job scripts, working folders and checkpoints go to a folder anyone can read.
+# As root it is not under /tmp: the replicas get a private /tmp, which would hide it from them.
+RUN_PARENT=/tmp
+[[ "$(id -u)" == 0 && -w /var/lib ]] && RUN_PARENT=/var/lib
+RUN=$(mktemp -d "$RUN_PARENT"/gpupool-demo.XXXXXX)
 chmod 755 "$RUN"
 mkdir -p "$RUN"/jobs
 cp examples/agent/*.py examples/agent/*.sh "$RUN"/jobs/

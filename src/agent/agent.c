@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,11 +28,19 @@ static const char USAGE[] =
     "  --nvml-library PATH     nvml: the NVML library (default $GPUPOOL_NVML_LIBRARY, else libnvidia-ml.so.1)\n"
     "  --zone Z, --block B, --pool P   nvml: the node's place in the fleet (the sim's come from its file)\n"
     "  --sharing MODE          nvml: exclusive (default), mps or timeslice for GPUs not in MIG mode\n"
-    "  --work-root DIR         replicas' working folders DIR/NODE/job<ID>-r<R> (default STATE/NODE/work)\n"
+    "  --work-root DIR         replicas' working folders DIR/NODE/<RUN> (default STATE/NODE/work)\n"
     "  --checkpoint-root DIR   GPUPOOL_CHECKPOINT_DIR = DIR/job<ID> (default STATE/checkpoints)\n"
     "  --cgroup-parent NAME    replicas' cgroups under NAME (default gpupool)\n"
-    "  --no-cgroups            no cgroups: no CPU, memory or pids limits\n"
-    "  --isolate-devices       a replica opens only its own GPUs' device nodes\n"
+    "  --no-cgroups            no cgroups: no CPU, memory or pids limits, no device isolation\n"
+    "  --no-isolate-devices    replicas may open every GPU's device node (an untrusted tenant's are refused);\n"
+    "                          default: a replica opens only its own GPUs' device nodes\n"
+    "  --min-job-uid N         a job's user below uid N (and root) is refused (default 1000)\n"
+    "  --job-uid-base N, --job-uid-span N  a job naming no user runs as uid = gid = N + job id % SPAN\n"
+    "                          (default 2000000000 and 100000000)\n"
+    "  --default-pids-max N    pids.max of a replica whose job sets no pids_max (default 1024)\n"
+    "  --log-max-mib N         a replica's log keeps its newest N MiB (default 64)\n"
+    "  --keep-scratch-s N      keep a replica's working folder and private /tmp N seconds after it ends\n"
+    "                          (default 0: removed at once)\n"
     "  --device-dir DIR        the GPUs' device nodes are DIR/nvidiaN (nvml default /dev)\n"
     "  --heartbeat-s N         heartbeat period (default: what register answered)\n"
     "  --on-exit keep|stop     on SIGTERM: leave replicas running (default) or kill them\n"
@@ -148,6 +157,16 @@ static int gp__xid_actions(gp_agent_options *o, const char *path)
 /* Options without a short letter. */
 enum { GP__OPT_NVML_LIBRARY = 1400, GP__OPT_ZONE, GP__OPT_BLOCK, GP__OPT_POOL, GP__OPT_SHARING, GP__OPT_METRICS_LISTEN,
        GP__OPT_METRICS_TOKEN_FILE };
+/* The node runtime's options (who a job runs as, its limits, its files). */
+enum {
+    GP__OPT_NO_ISOLATE = 1500,
+    GP__OPT_MIN_JOB_UID,
+    GP__OPT_JOB_UID_BASE,
+    GP__OPT_JOB_UID_SPAN,
+    GP__OPT_PIDS_MAX,
+    GP__OPT_LOG_MAX_MIB,
+    GP__OPT_KEEP_SCRATCH
+};
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
 static int gp__sharing(gp_agent_options *o, const char *name)
@@ -175,8 +194,39 @@ static int gp__metrics_options(const gp_agent *a)
     return gp__bad(err.field, err.message);
 }
 
+static int gp__unsigned(const char *name, const char *value, unsigned long min, unsigned long max, unsigned *out)
+{
+    char *end = NULL;
+    unsigned long v = strtoul(value, &end, 10);
+    if (!value[0] || value[0] == '-' || *end || v < min || v > max)
+        return gp__bad(name, value);
+    *out = (unsigned)v;
+    return -1;
+}
+
+static int gp__runtime_option(gp_agent_options *o, int c)
+{
+    unsigned mib = 0;
+    int rc;
+    switch (c) {
+    case GP__OPT_NO_ISOLATE: o->isolate_devices = false; return -1;
+    case GP__OPT_MIN_JOB_UID: return gp__unsigned("min-job-uid", optarg, 1, 4000000000ul, &o->min_job_uid);
+    case GP__OPT_JOB_UID_BASE: return gp__unsigned("job-uid-base", optarg, 1000, 4000000000ul, &o->job_uid_base);
+    case GP__OPT_JOB_UID_SPAN: return gp__unsigned("job-uid-span", optarg, 1, 4000000000ul, &o->job_uid_span);
+    case GP__OPT_PIDS_MAX: return gp__unsigned("default-pids-max", optarg, 16, 4194304, &o->default_pids_max);
+    case GP__OPT_LOG_MAX_MIB:
+        rc = gp__unsigned("log-max-mib", optarg, 1, 1048576, &mib);
+        o->log_max_bytes = (int64_t)mib << 20;
+        return rc;
+    case GP__OPT_KEEP_SCRATCH: return gp__seconds("keep-scratch-s", optarg, 0, 30 * 86400, &o->keep_scratch_s);
+    default: return 2;
+    }
+}
+
 static int gp__option(gp_agent *a, int c)
 {
+    if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_KEEP_SCRATCH)
+        return gp__runtime_option(&a->opt, c);
     gp_agent_options *o = &a->opt;
     char *end = NULL;
     switch (c) {
@@ -202,7 +252,7 @@ static int gp__option(gp_agent *a, int c)
     case 'c': snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s", optarg); return -1;
     case 'g': o->cgroup_parent = optarg; return -1;
     case 'G': o->no_cgroups = true; return -1;
-    case 'i': o->isolate_devices = true; return -1;
+    case 'i': o->isolate_devices = true; return -1; /* the default; accepted for old scripts */
     case 'D': o->device_dir = optarg; return -1;
     case 'H':
         o->heartbeat_s = (int)strtol(optarg, &end, 10);
@@ -241,8 +291,8 @@ static int gp__required(const gp_agent *a)
         fputs("gpupool-agent run: --backend nvml runs this host as one node: give at most one --node\n", stderr);
         return 2;
     }
-    if (o->isolate_devices && o->no_cgroups) {
-        fputs("gpupool-agent run: --isolate-devices needs cgroups (drop --no-cgroups)\n", stderr);
+    if ((unsigned long long)o->job_uid_base + o->job_uid_span > 4294967294ull) {
+        fputs("gpupool-agent run: --job-uid-base + --job-uid-span must stay below 4294967295\n", stderr);
         return 2;
     }
     return -1;
@@ -269,6 +319,13 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"pool", required_argument, NULL, GP__OPT_POOL}, {"sharing", required_argument, NULL, GP__OPT_SHARING},
         {"metrics-listen", required_argument, NULL, GP__OPT_METRICS_LISTEN},
         {"metrics-token-file", required_argument, NULL, GP__OPT_METRICS_TOKEN_FILE},
+        {"no-isolate-devices", no_argument, NULL, GP__OPT_NO_ISOLATE},
+        {"min-job-uid", required_argument, NULL, GP__OPT_MIN_JOB_UID},
+        {"job-uid-base", required_argument, NULL, GP__OPT_JOB_UID_BASE},
+        {"job-uid-span", required_argument, NULL, GP__OPT_JOB_UID_SPAN},
+        {"default-pids-max", required_argument, NULL, GP__OPT_PIDS_MAX},
+        {"log-max-mib", required_argument, NULL, GP__OPT_LOG_MAX_MIB},
+        {"keep-scratch-s", required_argument, NULL, GP__OPT_KEEP_SCRATCH},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -276,6 +333,12 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
     a->opt.health_every_s = 300;
     a->opt.health_timeout_s = 600;
     a->opt.repair_attempts = 3;
+    a->opt.isolate_devices = true;
+    a->opt.min_job_uid = 1000;
+    a->opt.job_uid_base = 2000000000u;
+    a->opt.job_uid_span = 100000000u;
+    a->opt.default_pids_max = 1024;
+    a->opt.log_max_bytes = 64ll << 20;
     gp_xid_table_default(&a->opt.xid);
     while (rc == -1 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
         rc = gp__option(a, c);
@@ -290,6 +353,18 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
 
 /* ---- setting up ---- */
 
+/* path (absolute, resolved) is /tmp or /var/tmp or lies in one. */
+static bool gp__under_tmp(const char *path)
+{
+    const char *tmps[] = {"/tmp", "/var/tmp"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t len = strlen(tmps[i]);
+        if (strncmp(path, tmps[i], len) == 0 && (path[len] == '/' || path[len] == '\0'))
+            return true;
+    }
+    return false;
+}
+
 /* Absolute state and checkpoint folders, and this binary's path. */
 static int gp__paths(gp_agent_options *o)
 {
@@ -303,14 +378,19 @@ static int gp__paths(gp_agent_options *o)
     char ckpt[GP_STATE_PATH_MAX];
     if (!o->checkpoint_root[0])
         snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s/checkpoints", state);
-    if (gp_state_mkdirs(o->checkpoint_root, 0755, &err) != GP_OK || !realpath(o->checkpoint_root, ckpt)) {
+    /* 0711: a job reaches its own folder (0700, its uid's) and lists none */
+    if (gp_state_mkdirs(o->checkpoint_root, 0711, &err) != GP_OK || !realpath(o->checkpoint_root, ckpt)) {
         fprintf(stderr, "gpupool-agent run: --checkpoint-root %s: %s\n", o->checkpoint_root, err.message);
         return 1;
     }
     snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s", ckpt);
+    if (chmod(ckpt, 0711) != 0)
+        fprintf(stderr, "gpupool-agent: WARNING: cannot make --checkpoint-root %s 0711: %s\n", ckpt, strerror(errno));
     char work[GP_STATE_PATH_MAX];
     if (o->work_root[0] && gp_state_mkdirs(o->work_root, 0755, &err) == GP_OK && realpath(o->work_root, work))
         snprintf(o->work_root, sizeof o->work_root, "%s", work);
+    o->private_tmp = geteuid() == 0 && !gp__under_tmp(o->state_dir) && !gp__under_tmp(o->checkpoint_root) &&
+                     !gp__under_tmp(o->work_root);
     ssize_t len = readlink("/proc/self/exe", o->self_exe, sizeof o->self_exe - 1);
     if (len <= 0) {
         fprintf(stderr, "gpupool-agent run: cannot find its own binary: %s\n", strerror(errno));
@@ -559,6 +639,26 @@ static int gp__serve_metrics(gp_agent *a)
     return -1;
 }
 
+/* What this agent does not fence, loudly, once at start. */
+static void gp__warn_isolation(const gp_agent_options *o)
+{
+    if (!o->isolate_devices)
+        fputs("gpupool-agent: WARNING: --no-isolate-devices: every replica can open every GPU device node of its "
+              "node; replicas of untrusted tenants are refused\n",
+              stderr);
+    if (o->no_cgroups)
+        fputs("gpupool-agent: WARNING: --no-cgroups: no CPU, memory or pids limits and no device isolation; "
+              "replicas of untrusted tenants are refused\n",
+              stderr);
+    if (geteuid() != 0)
+        fputs("gpupool-agent: WARNING: not root: every replica runs as this agent's user, with no private /tmp\n",
+              stderr);
+    else if (!o->private_tmp)
+        fputs("gpupool-agent: WARNING: replicas share the host's /tmp and /var/tmp (their /dev/shm is their own): "
+              "--state-dir, --work-root or --checkpoint-root lies under one, which a private one would hide\n",
+              stderr);
+}
+
 static int gp__start(gp_agent *a)
 {
     int rc = gp__paths(&a->opt);
@@ -573,6 +673,7 @@ static int gp__start(gp_agent *a)
     if (rc == -1)
         rc = gp__signals();
     if (rc == -1) {
+        gp__warn_isolation(&a->opt);
         fprintf(stderr, "gpupool-agent: running %zu node(s) against %s\n", a->n_nodes, a->opt.urls[0]);
         rc = gp__run(a);
     }

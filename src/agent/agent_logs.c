@@ -18,9 +18,18 @@
  * 0 to learn it.  A 404 naming an entry (the run is not this node's) gives
  * that run up; a 404 for the call itself means this gpupoold has no logs
  * endpoint yet: the bytes stay in the file and the agent asks again later.
+ *
+ * The file is capped and rotates (replica_log.h): the agent reads it at
+ * stream offsets.  When the bytes gpupoold would get next were rotated
+ * away before they were sent, the agent skips to the file's first byte
+ * and counts the skip (DIR/log_skipped, read again on adoption), so that
+ * gpupoold's offsets stay contiguous; the supervisor's line "gpupool:
+ * dropped N bytes of output" in the stream says what went.
  */
 #include "agent/agent_node.h"
+#include "agent/replica_log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <stdio.h>
@@ -36,28 +45,17 @@
 #define GP__LOG_CALL_BYTES (512 * 1024)
 #define GP__LOG_CALL_BYTES_MIN (4 * 1024)
 
-static int64_t gp__file_size(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
-}
-
 bool gp_replica_log_done(const gp_node *n, const gp_replica *r)
 {
     return r->log_eof_sent || n->logs_missing;
 }
 
-/* Up to max (<= GP__LOG_CHUNK) bytes of the log from offset, as base64. */
-static json_t *gp__chunk(const gp_replica *r, int64_t offset, int64_t max, int64_t *len)
+/* Up to max (<= GP__LOG_CHUNK) bytes of the log from file offset at, as base64. */
+static json_t *gp__chunk(int fd, int64_t at, int64_t max, int64_t *len)
 {
     static unsigned char buf[GP__LOG_CHUNK];
-    *len = 0;
-    int fd = open(r->log_path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t got = pread(fd, buf, (size_t)max, offset);
-        *len = got > 0 ? got : 0;
-        close(fd);
-    }
+    ssize_t got = fd >= 0 && max > 0 ? pread(fd, buf, (size_t)max, at) : 0;
+    *len = got > 0 ? got : 0;
     if (*len == 0)
         return json_string("");
     gnutls_datum_t in = {buf, (unsigned)*len}, out = {NULL, 0};
@@ -68,21 +66,42 @@ static json_t *gp__chunk(const gp_replica *r, int64_t offset, int64_t max, int64
     return s;
 }
 
+/* Bytes rotated away before they were sent: skip to the file's first
+ * byte, and say so where an adopting agent finds it. */
+static void gp__skip_to(gp_replica *r, int64_t base)
+{
+    char path[GP_STATE_PATH_MAX], text[32];
+    r->log_skipped = base - r->log_sent;
+    snprintf(path, sizeof path, "%s/log_skipped", r->dir);
+    snprintf(text, sizeof text, "%lld\n", (long long)r->log_skipped);
+    gp_state_write(path, text, 0600, NULL);
+}
+
 /* The replica's entry of at most *budget bytes (taken from it), or NULL
  * when it has nothing to send. */
 static json_t *gp__entry(gp_replica *r, int64_t *budget)
 {
     if (r->log_eof_sent)
         return NULL;
-    int64_t size = gp__file_size(r->log_path), offset = r->log_sent < 0 ? 0 : r->log_sent, len = 0;
+    int64_t base = 0;
+    int fd = gp_replica_log_open_read(r->log_path, &base);
+    if (fd < 0 && errno == EAGAIN)
+        return NULL; /* mid-rotation: next time */
+    struct stat st;
+    int64_t end = base + (fd >= 0 && fstat(fd, &st) == 0 ? (int64_t)st.st_size : 0); /* stream offsets */
     bool probe = r->log_sent < 0;
-    if (!probe && size <= r->log_sent && !r->ended)
-        return NULL;
-    json_t *data = probe ? json_string("") : gp__chunk(r, offset, *budget < GP__LOG_CHUNK ? *budget : GP__LOG_CHUNK, &len);
+    if (!probe && r->log_sent + r->log_skipped < base)
+        gp__skip_to(r, base);
+    int64_t offset = probe ? 0 : r->log_sent, at = offset + r->log_skipped, len = 0;
+    json_t *data = NULL;
+    if (probe || at < end || r->ended)
+        data = probe ? json_string("") : gp__chunk(fd, at - base, *budget < GP__LOG_CHUNK ? *budget : GP__LOG_CHUNK, &len);
+    if (fd >= 0)
+        close(fd);
     if (!data)
         return NULL;
     *budget -= len;
-    r->log_eof_in_flight = !probe && r->ended && offset + len >= size;
+    r->log_eof_in_flight = !probe && r->ended && at + len >= end;
     r->log_in_flight = true;
     return json_pack("{s:I, s:i, s:I, s:I, s:o, s:b}", "job", (json_int_t)r->job, "replica", (int)r->replica,
                      "bind_time", (json_int_t)r->bind_time, "offset", (json_int_t)offset, "data", data, "eof",

@@ -751,6 +751,7 @@ int64_t gp_node_step(gp_node *n, int64_t now)
         n->next_checkpoint_ms = gp__check_checkpoints(n, now);
     int64_t next = gp__min(gp__min(gp__min(n->next_events_ms, n->next_checkpoint_ms), gp_node_memory_step(n, now)),
                            gp_node_health_step(n, now));
+    next = gp__min(next, gp_node_sweep_scratch(n, now));
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {

@@ -54,7 +54,14 @@ typedef struct gp_agent_options {
     char checkpoint_root[GP_STATE_PATH_MAX]; /* default STATE/checkpoints */
     const char *cgroup_parent;               /* NULL: "gpupool" */
     bool no_cgroups;
-    bool isolate_devices;
+    bool isolate_devices;                    /* default on; --no-isolate-devices */
+    unsigned min_job_uid;                    /* --min-job-uid (default 1000) */
+    unsigned job_uid_base, job_uid_span;     /* a job without a user: base + id % span */
+    unsigned default_pids_max;               /* --default-pids-max (default 1024) */
+    int64_t log_max_bytes;                   /* --log-max-mib, per replica run (default 64 MiB) */
+    int keep_scratch_s;                      /* --keep-scratch-s: work and /tmp folders kept (default 0) */
+    bool private_tmp;                        /* a replica's own /tmp, /var/tmp: no folder of the agent's lies
+                                                there (its own /dev/shm always, as root) */
     const char *device_dir;
     int heartbeat_s;                         /* 0: what register answered */
     bool stop_on_exit;                       /* --on-exit stop */
@@ -131,6 +138,9 @@ typedef struct gp_replica {
     int64_t stop_deadline;               /* what was sent, epoch ms (agent_plan.h markers) */
     gp_stop_cause stop_cause;            /* why, with a deadline */
     int64_t log_sent;                    /* bytes gpupoold has of the log, -1 unknown (ask) */
+    int64_t log_skipped;                 /* the log's stream bytes never sent (rotated away first,
+                                            replica_log.h): stream offset = log_sent + log_skipped;
+                                            kept in DIR/log_skipped */
     bool log_eof_sent;                   /* gpupoold has all of it */
     bool log_in_flight, log_eof_in_flight;
 } gp_replica;
@@ -155,7 +165,7 @@ struct gp_node {
     unsigned waits;                      /* 503s (no leader) waited out since the last answer */
     unsigned failures;
     int64_t next_try_ms;                 /* no call before (back-off) */
-    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms, next_memory_ms;
+    int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms, next_memory_ms, next_sweep_ms;
     bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     int64_t log_call_bytes;              /* log bytes per call; 0: the default, halved at a 413 */
     gp_http_call reg, poll, heartbeat, reports, logs;
@@ -224,6 +234,11 @@ void gp_replica_free(gp_replica *r);
 int64_t gp_node_ship_logs(gp_node *n, int64_t now_ms);
 /* The replica's log is all with gpupoold, or gpupoold keeps none. */
 bool gp_replica_log_done(const gp_node *n, const gp_replica *r);
+
+/* agent_scratch.c: removes the working and private /tmp folders no live
+ * replica holds, --keep-scratch-s after their end (every 10 s); returns
+ * when it next wants to. */
+int64_t gp_node_sweep_scratch(gp_node *n, int64_t now_ms);
 
 /* agent_checks.c: health checks, repair and return (agent_health.h). */
 void gp_node_health_open(gp_node *n, int64_t now_ms);

@@ -7,10 +7,22 @@
  * node h100-1:
  *   STATE/h100-1/replicas/job7-r1-1795523111/   its state folder
  *   STATE/h100-1/logs/job7-r1-1795523111.log    stdout + stderr
- *   WORK/h100-1/job7-r1                          working folder
- *   CHECKPOINTS/job7                             GPUPOOL_CHECKPOINT_DIR
- * A job without a user runs as "nobody" when the agent is root (never as
- * root), else as the agent's user.
+ *   WORK/h100-1/job7-r1-1795523111               working folder (0700, the job's)
+ *   STATE/h100-1/scratch/job7-r1-1795523111/tmp  its /tmp and /var/tmp
+ *   CHECKPOINTS/job7                             GPUPOOL_CHECKPOINT_DIR (0700, the job's)
+ * Who it runs as, when the agent is root: the job's user (the launcher
+ * refuses uid 0 and uids below the larger of the assignment's uid_min and
+ * --min-job-uid); a job naming none runs as its own uid = gid =
+ * --job-uid-base + job id % --job-uid-span ("job7"), which no other job
+ * of the node shares.  Without root: the agent's user.
+ *
+ * Its limits: the job's cpu_millis and mem_mib, else its GPUs' share of
+ * the node's (like Slurm's DefCpuPerGPU and DefMemPerGPU): node CPU and
+ * memory * its GPUs / the node's GPUs, a shared slice counting milli_gpus
+ * of one GPU and a job of no GPU as one.  On a node of 8 GPUs, 128 cores
+ * and 1 TiB, a 2-GPU job gets 32 cores and 256 GiB, an MPS slice of 250
+ * milli-GPUs 4 cores and 32 GiB.  pids.max: the job's pids_max, else
+ * --default-pids-max.
  */
 #define _GNU_SOURCE
 #include "agent/agent_node.h"
@@ -31,7 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define GP__NOBODY "nobody"
+#define GP__UID_MIN_DEFAULT 1000
 
 static int gp__pidfd_open(pid_t pid)
 {
@@ -152,16 +164,47 @@ static gp_err gp__replica_env(const gp_replica *r, json_t *a, const char *visibl
     return rc;
 }
 
-/* The job's user: its own, "nobody" for a root agent when it names none. */
-static const char *gp__run_as(json_t *a)
+/* The job's user, NULL when it names none. */
+static const char *gp__job_user(json_t *a)
 {
     const char *user = json_string_value(json_object_get(a, "user"));
-    if (user && user[0])
-        return user;
-    return geteuid() == 0 ? GP__NOBODY : NULL;
+    return user && user[0] ? user : NULL;
 }
 
-/* The device nodes of the replica's GPUs (only with --isolate-devices). */
+/* A job without a user, root agent: its own uid (0: none). */
+static uid_t gp__job_uid(const gp_node *n, json_t *a, uint64_t job)
+{
+    if (gp__job_user(a) || geteuid() != 0)
+        return 0;
+    return (uid_t)(n->opt->job_uid_base + job % n->opt->job_uid_span);
+}
+
+/* The lowest uid a named user may have: the larger of gpupoold's and ours. */
+static json_int_t gp__uid_min(const gp_node *n, json_t *a)
+{
+    json_t *v = json_object_get(a, "uid_min");
+    json_int_t theirs = json_is_integer(v) ? json_integer_value(v) : GP__UID_MIN_DEFAULT;
+    return theirs > (json_int_t)n->opt->min_job_uid ? theirs : (json_int_t)n->opt->min_job_uid;
+}
+
+/* The replica's share of the node's total (CPU millis or MiB) by its GPUs. */
+static json_int_t gp__gpu_share(const gp_node *n, const gp_replica *r, int64_t total)
+{
+    int gpus = n->inventory.gpu_count;
+    if (gpus <= 0 || total <= 0)
+        return total > 0 ? total : 0;
+    int64_t milli = r->milli_gpus > 0 ? r->milli_gpus : r->n_gpus > 0 ? (int64_t)r->n_gpus * 1000 : 1000;
+    return (json_int_t)(total * milli / ((int64_t)gpus * 1000));
+}
+
+/* A limit the job set, else the default. */
+static json_int_t gp__limit(json_t *a, const char *key, json_int_t otherwise)
+{
+    json_int_t v = json_integer_value(json_object_get(a, key));
+    return v > 0 ? v : otherwise;
+}
+
+/* The device nodes of the replica's GPUs (not with --no-isolate-devices). */
 static json_t *gp__devices(gp_node *n, const gp_replica *r, const char *visible)
 {
     json_t *out = json_array();
@@ -182,8 +225,9 @@ static json_t *gp__devices(gp_node *n, const gp_replica *r, const char *visible)
     return out;
 }
 
-/* WORK/NODE (or STATE/NODE/work): made 0755 so that the job's user reaches
- * its own folder in it (the launcher makes that one, the user's). */
+/* WORK/NODE (or STATE/NODE/work): made 0711 so that the job's user reaches
+ * its own folder in it (the launcher makes that one, the user's) and
+ * lists no other. */
 static gp_err gp__workdir(const gp_node *n, const gp_replica *r, char *out, size_t cap, gp_error *err)
 {
     char parent[GP_STATE_PATH_MAX];
@@ -191,23 +235,62 @@ static gp_err gp__workdir(const gp_node *n, const gp_replica *r, char *out, size
         snprintf(parent, sizeof parent, "%s/%s", n->opt->work_root, n->name);
     else
         snprintf(parent, sizeof parent, "%s/work", n->dir);
-    snprintf(out, cap, "%s/job%llu-r%u", parent, (unsigned long long)r->job, r->replica);
-    return gp_state_mkdirs(parent, 0755, err);
+    snprintf(out, cap, "%s/%s", parent, r->name); /* per run: an ending run removes its own, not its successor's */
+    gp_err rc = gp_state_mkdirs(parent, 0711, err);
+    if (rc == GP_OK)
+        chmod(parent, 0711); /* made 0755 by an older agent */
+    return rc;
+}
+
+/* Who it runs as: "user", or "job_uid" and "job_name" (a root agent and
+ * a job naming no user), and the lowest uid allowed. */
+static void gp__launch_identity(const gp_node *n, const gp_replica *r, json_t *a, json_t *launch)
+{
+    const char *user = gp__job_user(a);
+    uid_t uid = gp__job_uid(n, a, r->job);
+    json_object_set_new(launch, "user", user ? json_string(user) : json_null());
+    if (uid > 0) {
+        json_object_set_new(launch, "job_uid", json_integer((json_int_t)uid));
+        json_object_set_new(launch, "job_name", json_sprintf("job%llu", (unsigned long long)r->job));
+    }
+    json_object_set_new(launch, "uid_min", json_integer(gp__uid_min(n, a)));
+}
+
+/* CPU, memory, pids, /dev/shm (half the memory, as tmpfs's own default),
+ * the log's cap and whether the tenant is untrusted. */
+static void gp__launch_limits(const gp_node *n, const gp_replica *r, json_t *a, json_t *launch)
+{
+    json_int_t mem = gp__limit(a, "mem_mib", gp__gpu_share(n, r, n->inventory.mem_mib));
+    json_object_set_new(launch, "cpu_millis",
+                        json_integer(gp__limit(a, "cpu_millis", gp__gpu_share(n, r, n->inventory.cpu_millis))));
+    json_object_set_new(launch, "mem_mib", json_integer(mem));
+    json_object_set_new(launch, "shm_mib", json_integer(mem / 2));
+    json_object_set_new(launch, "pids_max", json_integer(gp__limit(a, "pids_max", n->opt->default_pids_max)));
+    json_object_set_new(launch, "log_max_bytes", json_integer(n->opt->log_max_bytes));
+    const char *trust = json_string_value(json_object_get(a, "trust"));
+    json_object_set_new(launch, "untrusted", json_boolean(trust && strcmp(trust, "trusted") != 0));
 }
 
 static json_t *gp__launch_json(gp_node *n, gp_replica *r, json_t *a, json_t *env, const char *visible,
                                const char *workdir)
 {
     const gp_agent_options *o = n->opt;
-    const char *user = gp__run_as(a);
+    char tmp_dir[GP_STATE_PATH_MAX];
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/scratch/%s", n->dir, r->name);
     json_t *argv = json_object_get(a, "command");
-    return json_pack("{s:O, s:o, s:o, s:s, s:s, s:o, s:s, s:I, s:I, s:b, s:o, s:O, s:s}", "argv", argv, "env", env,
-                     "user", user ? json_string(user) : json_null(), "workdir", workdir, "log", r->log_path,
-                     "cgroup_parent",
-                     o->no_cgroups ? json_null() : json_string(o->cgroup_parent ? o->cgroup_parent : "gpupool"),
-                     "cgroup_name", r->name, "cpu_millis", json_integer_value(json_object_get(a, "cpu_millis")),
-                     "mem_mib", json_integer_value(json_object_get(a, "mem_mib")), "isolate_devices",
-                     o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment", a, "visible", visible);
+    json_t *launch = json_pack(
+        "{s:O, s:o, s:s, s:s, s:o, s:s, s:b, s:o, s:O, s:s, s:o, s:b}", "argv", argv, "env", env, "workdir", workdir,
+        "log", r->log_path, "cgroup_parent",
+        o->no_cgroups ? json_null() : json_string(o->cgroup_parent ? o->cgroup_parent : "gpupool"), "cgroup_name",
+        r->name, "isolate_devices", o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment", a,
+        "visible", visible, "tmp_dir", o->private_tmp ? json_string(tmp_dir) : json_null(), "keep_scratch",
+        o->keep_scratch_s > 0);
+    if (launch) {
+        json_object_set_new(launch, "private_tmp", json_boolean(geteuid() == 0)); /* /dev/shm at least */
+        gp__launch_identity(n, r, a, launch);
+        gp__launch_limits(n, r, a, launch);
+    }
+    return launch;
 }
 
 /* ---- starting ---- */
@@ -253,20 +336,29 @@ static void gp__join(char *out, size_t cap, const gp_replica *r)
         used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? "," : "", r->gpus[i]);
 }
 
-/* The checkpoint folder, the job's user's when the agent is root.  A
- * `.done` older than this run is an earlier run's (killed before the agent
- * saw it): it must not end this run's first grace. */
-static void gp__checkpoint_dir(const gp_replica *r, const char *user)
+/* The checkpoint folder: 0700 and the job's uid's when the agent is root
+ * (its root is 0711: a job reaches its own, lists none).  A `.done` older
+ * than this run is an earlier run's (killed before the agent saw it): it
+ * must not end this run's first grace. */
+static void gp__checkpoint_dir(const gp_node *n, const gp_replica *r, json_t *a)
 {
-    gp_state_mkdirs(r->checkpoint_dir, 0755, NULL);
+    gp_state_mkdirs(r->checkpoint_dir, 0700, NULL);
     char done[GP_STATE_PATH_MAX];
     struct stat st;
     snprintf(done, sizeof done, "%s/.done", r->checkpoint_dir);
     if (stat(done, &st) == 0 && st.st_mtime < r->bind_time)
         unlink(done);
+    const char *user = gp__job_user(a);
     struct passwd *pw = user && geteuid() == 0 ? getpwnam(user) : NULL;
-    if (pw && chown(r->checkpoint_dir, pw->pw_uid, pw->pw_gid) != 0)
+    uid_t uid = pw ? pw->pw_uid : gp__job_uid(n, a, r->job);
+    gid_t gid = pw ? pw->pw_gid : (gid_t)uid;
+    int fd = open(r->checkpoint_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return;
+    if ((uid > 0 && fchown(fd, uid, gid) != 0) || fchmod(fd, 0700) != 0)
+        gp_agent_log(n, "job=%llu replica=%u checkpoint folder %s: %s", (unsigned long long)r->job, r->replica,
+                     r->checkpoint_dir, strerror(errno));
+    close(fd);
 }
 
 /* The loop wakes when the supervisor exits. */
@@ -335,6 +427,10 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_err
     snprintf(logs, sizeof logs, "%s/logs", n->dir);
     if (rc == GP_OK)
         rc = gp_state_mkdirs(logs, 0700, err);
+    snprintf(logs, sizeof logs, "%s/scratch", n->dir); /* the private /tmp folders: reached, not listed */
+    if (rc == GP_OK)
+        rc = gp_state_mkdirs(logs, 0711, err);
+    snprintf(logs, sizeof logs, "%s/logs", n->dir);
     if (rc == GP_OK && kind && strcmp(kind, "mig") == 0)
         rc = gp__mig_slice(n, r, slice, err);
     if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
@@ -356,7 +452,7 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_err
         json_decref(env);
         return rc;
     }
-    gp__checkpoint_dir(r, gp__run_as(a));
+    gp__checkpoint_dir(n, r, a);
     json_t *launch = gp__launch_json(n, r, a, env, visible, workdir);
     rc = launch ? gp__spawn(n, r, launch, err) : gp_error_set(err, GP_ERR_INVALID, "command", "no command");
     json_decref(launch);
@@ -493,6 +589,9 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
         return NULL;
     gp_replica *r = gp__replica_new(n, job, replica, bind);
     char path[GP_STATE_PATH_MAX], text[256];
+    snprintf(path, sizeof path, "%s/log_skipped", r->dir);
+    if (gp_state_read(path, text, sizeof text))
+        r->log_skipped = atoll(text);
     snprintf(path, sizeof path, "%s/launch.json", r->dir);
     json_t *launch = json_load_file(path, 0, NULL);
     gp__replica_gpus(r, json_object_get(launch, "assignment"));

@@ -11,10 +11,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,6 +57,10 @@ typedef struct gp__child_plan {
     int ngroups;
     int stdin_fd, stdout_fd, stderr_fd, report_fd;
     const gp_cgroup *cgroup;
+    bool private_tmp;     /* a mount namespace and /dev/shm of its own */
+    char tmp[4096];       /* bound on /tmp and /var/tmp; "" none */
+    bool var_tmp, shm;    /* the host has /var/tmp, /dev/shm */
+    char shm_options[64]; /* "size=64m,mode=1777" */
 } gp__child_plan;
 
 /* The step that failed in the child, written with its errno to the pipe. */
@@ -62,8 +69,18 @@ typedef struct gp__child_failure {
     int error;
 } gp__child_failure;
 
-enum { GP__STEP_SESSION, GP__STEP_CGROUP, GP__STEP_STDIO, GP__STEP_USER, GP__STEP_WORKDIR, GP__STEP_EXEC };
+enum {
+    GP__STEP_SESSION,
+    GP__STEP_CGROUP,
+    GP__STEP_STDIO,
+    GP__STEP_TMP,
+    GP__STEP_NO_NEW_PRIVS,
+    GP__STEP_USER,
+    GP__STEP_WORKDIR,
+    GP__STEP_EXEC
+};
 static const char *const gp__step_names[] = {"setsid", "joining the cgroup", "redirecting stdio",
+                                             "mounting the private /tmp, /var/tmp and /dev/shm", "no_new_privs",
                                              "switching user", "chdir to the working directory", "exec"};
 
 const char *gp_exit_reason_name(gp_exit_reason reason)
@@ -129,6 +146,21 @@ static void gp__child_close_fds(const gp__child_plan *plan)
     }
 }
 
+/* Its own mount namespace: nothing propagates back to the host, its own
+ * /tmp, /var/tmp and /dev/shm.  Gone with its last process. */
+static int gp__child_private_tmp(const gp__child_plan *plan)
+{
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+        return -1;
+    if (plan->tmp[0] && mount(plan->tmp, "/tmp", NULL, MS_BIND, NULL) != 0)
+        return -1;
+    if (plan->tmp[0] && plan->var_tmp && mount("/tmp", "/var/tmp", NULL, MS_BIND, NULL) != 0) /* tmp may lie in /tmp */
+        return -1;
+    if (plan->shm && mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, plan->shm_options) != 0)
+        return -1;
+    return 0;
+}
+
 static _Noreturn void gp__child_run(const gp__child_plan *plan)
 {
     gp__child_signals();
@@ -143,6 +175,13 @@ static _Noreturn void gp__child_run(const gp__child_plan *plan)
     if (dup2(plan->stdin_fd, 0) < 0 || dup2(plan->stdout_fd, 1) < 0 || dup2(plan->stderr_fd, 2) < 0) {
         gp__child_fail(plan, GP__STEP_STDIO);
     }
+    if (plan->private_tmp && gp__child_private_tmp(plan) != 0) {
+        gp__child_fail(plan, GP__STEP_TMP);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        gp__child_fail(plan, GP__STEP_NO_NEW_PRIVS);
+    }
+    umask(077);
     if (plan->switch_user && (setgroups((size_t)plan->ngroups, plan->groups) != 0 || setgid(plan->gid) != 0 ||
                               setuid(plan->uid) != 0)) {
         gp__child_fail(plan, GP__STEP_USER);
@@ -157,6 +196,41 @@ static _Noreturn void gp__child_run(const gp__child_plan *plan)
 
 /* ---- in the parent, before fork ---- */
 
+static gp_err gp__identity_env(gp_env *env, const char *home, const char *name, const char *shell, gp_error *err)
+{
+    gp_err rc = gp_env_set_default(env, "HOME", home, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "USER", name, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "LOGNAME", name, err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "SHELL", shell && shell[0] ? shell : "/bin/sh", err);
+    if (rc == GP_OK) rc = gp_env_set_default(env, "PATH", GP__PATH_DEFAULT, err);
+    return rc;
+}
+
+/* A job without a user, root agent: its own uid = gid, no groups, its
+ * working folder as HOME. */
+static gp_err gp__job_identity(const gp_launch_spec *spec, gp__child_plan *plan, gp_env *env, gp_error *err)
+{
+    plan->switch_user = true;
+    plan->uid = spec->job_uid;
+    plan->gid = (gid_t)spec->job_uid;
+    plan->ngroups = 0;
+    return gp__identity_env(env, spec->workdir, spec->job_name && spec->job_name[0] ? spec->job_name : "job", NULL,
+                            err);
+}
+
+/* uid 0 and uids below spec->uid_min never run a job. */
+static gp_err gp__user_allowed(const gp_launch_spec *spec, const struct passwd *pw, gp_error *err)
+{
+    if (pw->pw_uid == 0)
+        return gp_error_set(err, GP_ERR_INVALID, "user", "refused: user %s is uid 0, jobs never run as root",
+                            pw->pw_name);
+    if (pw->pw_uid < spec->uid_min)
+        return gp_error_set(err, GP_ERR_INVALID, "user",
+                            "refused: user %s is uid %u, below the lowest uid jobs may run as (%u)", pw->pw_name,
+                            (unsigned)pw->pw_uid, (unsigned)spec->uid_min);
+    return GP_OK;
+}
+
 /* The user's ids, groups and passwd defaults into plan and env. */
 static gp_err gp__resolve_user(const gp_launch_spec *spec, gp__child_plan *plan, gp_env *env, gp_proc *p,
                                gp_error *err)
@@ -165,6 +239,8 @@ static gp_err gp__resolve_user(const gp_launch_spec *spec, gp__child_plan *plan,
     char buf[4096];
     bool as_root = geteuid() == 0;
     const char *name = spec->user && spec->user[0] ? spec->user : NULL;
+    if (as_root && !name && spec->job_uid > 0)
+        return gp__job_identity(spec, plan, env, err);
     int e = name && as_root ? getpwnam_r(name, &pw, buf, sizeof buf, &found)
                             : getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found);
     if (!found) {
@@ -177,18 +253,15 @@ static gp_err gp__resolve_user(const gp_launch_spec *spec, gp__child_plan *plan,
         gp__note(p, text);
     }
     plan->switch_user = name && as_root;
+    if (plan->switch_user && gp__user_allowed(spec, &pw, err) != GP_OK)
+        return err->code;
     plan->uid = pw.pw_uid;
     plan->gid = pw.pw_gid;
     plan->ngroups = GP__GROUPS_MAX;
     if (plan->switch_user && getgrouplist(pw.pw_name, pw.pw_gid, plan->groups, &plan->ngroups) < 0) {
         return gp_error_set(err, GP_ERR_CONFLICT, "user", "%s is in more than %d groups", pw.pw_name, GP__GROUPS_MAX);
     }
-    gp_err rc = gp_env_set_default(env, "HOME", pw.pw_dir, err);
-    if (rc == GP_OK) rc = gp_env_set_default(env, "USER", pw.pw_name, err);
-    if (rc == GP_OK) rc = gp_env_set_default(env, "LOGNAME", pw.pw_name, err);
-    if (rc == GP_OK) rc = gp_env_set_default(env, "SHELL", pw.pw_shell[0] ? pw.pw_shell : "/bin/sh", err);
-    if (rc == GP_OK) rc = gp_env_set_default(env, "PATH", GP__PATH_DEFAULT, err);
-    return rc;
+    return gp__identity_env(env, pw.pw_dir, pw.pw_name, pw.pw_shell, err);
 }
 
 /* argv[0] itself when it holds a '/', else the first executable on PATH;
@@ -211,33 +284,94 @@ static gp_err gp__resolve_program(const char *argv0, const char *search, char *p
     return gp_error_set(err, GP_ERR_NOT_FOUND, "argv", "%s: not found on PATH %s", argv0, search);
 }
 
-/* mkdir -p: the parents 0755, the folder itself 0750 and the user's when created. */
+/* mkdir -p of the parents (0755 when made). */
+static gp_err gp__make_parents(const char *path, const char *field, gp_error *err)
+{
+    char part[4096];
+    snprintf(part, sizeof part, "%s", path);
+    for (char *p = part + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(part, 0755) != 0 && errno != EEXIST) {
+                return gp_error_set(err, GP_ERR_CONFLICT, field, "mkdir %s: %s", part, strerror(errno));
+            }
+            *p = '/';
+        }
+    }
+    return GP_OK;
+}
+
+/* The folder itself, not through a symbolic link: mode (past the umask)
+ * and the job's when made or when the agent switches user (a folder the
+ * caller gave that exists already keeps its mode otherwise). */
+static gp_err gp__own_folder(const char *path, unsigned mode, const gp__child_plan *plan, const char *field,
+                             gp_error *err)
+{
+    bool made = mkdir(path, 0700) == 0;
+    if (!made && errno != EEXIST) {
+        return gp_error_set(err, GP_ERR_CONFLICT, field, "mkdir %s: %s", path, strerror(errno));
+    }
+    if (!made && !plan->switch_user) {
+        return GP_OK;
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, field, "open %s: %s", path, strerror(errno));
+    }
+    int e = plan->switch_user && fchown(fd, plan->uid, plan->gid) != 0 ? errno : 0;
+    if (e == 0 && fchmod(fd, mode) != 0) {
+        e = errno;
+    }
+    close(fd);
+    if (e != 0) {
+        return gp_error_set(err, GP_ERR_CONFLICT, field, "chown/chmod %s: %s", path, strerror(e));
+    }
+    return GP_OK;
+}
+
 static gp_err gp__make_workdir(const char *workdir, const gp__child_plan *plan, gp_error *err)
 {
     if (workdir[0] != '/') {
         return gp_error_set(err, GP_ERR_INVALID, "workdir", "must be an absolute path, got \"%s\"", workdir);
     }
-    char part[4096];
-    snprintf(part, sizeof part, "%s", workdir);
-    for (char *p = part + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(part, 0755) != 0 && errno != EEXIST) {
-                return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "mkdir %s: %s", part, strerror(errno));
-            }
-            *p = '/';
-        }
+    gp_err rc = gp__make_parents(workdir, "workdir", err);
+    return rc == GP_OK ? gp__own_folder(workdir, 0700, plan, "workdir", err) : rc;
+}
+
+/* TMP_DIR (0700, the job's) and TMP_DIR/tmp (1777) for the private /tmp. */
+static gp_err gp__make_tmp_dir(const char *tmp_dir, gp__child_plan *plan, gp_error *err)
+{
+    if (tmp_dir[0] != '/') {
+        return gp_error_set(err, GP_ERR_INVALID, "tmp_dir", "a private /tmp needs an absolute folder");
     }
-    if (mkdir(workdir, 0750) != 0) {
-        if (errno == EEXIST) {
-            return GP_OK;
-        }
-        return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "mkdir %s: %s", workdir, strerror(errno));
+    snprintf(plan->tmp, sizeof plan->tmp, "%s/tmp", tmp_dir);
+    gp_err rc = gp__make_parents(tmp_dir, "tmp_dir", err);
+    if (rc == GP_OK) rc = gp__own_folder(tmp_dir, 0700, plan, "tmp_dir", err);
+    gp__child_plan root_owned = {.switch_user = false};
+    if (rc == GP_OK) rc = gp__own_folder(plan->tmp, 01777, &root_owned, "tmp_dir", err);
+    return rc;
+}
+
+/* The mount namespace's plan: /dev/shm always, /tmp and /var/tmp with a tmp_dir. */
+static gp_err gp__make_tmp(const gp_launch_spec *spec, gp__child_plan *plan, gp_proc *p, gp_error *err)
+{
+    if (!spec->private_tmp) {
+        return GP_OK;
     }
-    if (plan->switch_user && chown(workdir, plan->uid, plan->gid) != 0) {
-        return gp_error_set(err, GP_ERR_CONFLICT, "workdir", "chown %s: %s", workdir, strerror(errno));
+    if (geteuid() != 0) {
+        gp__note(p, "no private /tmp: the agent is not root");
+        return GP_OK;
     }
-    return GP_OK;
+    gp_err rc = spec->tmp_dir ? gp__make_tmp_dir(spec->tmp_dir, plan, err) : GP_OK;
+    struct stat st;
+    plan->private_tmp = rc == GP_OK;
+    plan->var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
+    plan->shm = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode);
+    if (spec->shm_mib)
+        snprintf(plan->shm_options, sizeof plan->shm_options, "size=%um,mode=1777", spec->shm_mib);
+    else
+        snprintf(plan->shm_options, sizeof plan->shm_options, "mode=1777");
+    return rc;
 }
 
 /* fd moved above 0, 1 and 2 (close-on-exec), so the child's dup2 onto
@@ -272,6 +406,11 @@ static gp_err gp__open_stdio(const gp_launch_spec *spec, gp__child_plan *plan, g
     if (plan->stdin_fd < 0) {
         return gp_error_set(err, GP_ERR_CONFLICT, "stdin", "/dev/null: %s", strerror(errno));
     }
+    if (spec->output_fd > 2) {
+        plan->stdout_fd = fcntl(spec->output_fd, F_DUPFD_CLOEXEC, 3);
+        plan->stderr_fd = plan->stdout_fd < 0 ? -1 : fcntl(plan->stdout_fd, F_DUPFD_CLOEXEC, 3);
+        return plan->stderr_fd < 0 ? gp_error_set(err, GP_ERR_CONFLICT, "stdout", "dup: %s", strerror(errno)) : GP_OK;
+    }
     gp_err rc = gp__open_log(spec->stdout_path, "stdout", &plan->stdout_fd, err);
     if (rc == GP_OK && spec->stderr_path && spec->stdout_path && strcmp(spec->stderr_path, spec->stdout_path) == 0) {
         plan->stderr_fd = fcntl(plan->stdout_fd, F_DUPFD_CLOEXEC, 3);
@@ -298,11 +437,15 @@ static void gp__close_stdio(gp__child_plan *plan)
 /* The replica's cgroup with its limits and devices, or a note without. */
 static gp_err gp__make_cgroup(const gp_launch_spec *spec, gp_proc *p, gp_error *err)
 {
-    if (!spec->cgroups || spec->cgroups->layout == GP_CGROUP_NONE) {
-        if (spec->isolate_devices) {
-            return gp_error_set(err, GP_ERR_CONFLICT, "devices", "device isolation needs cgroups, this host has none");
-        }
-        gp__note(p, "no cgroups on this host: no CPU, memory or pids limits");
+    bool none = !spec->cgroups || spec->cgroups->layout == GP_CGROUP_NONE;
+    if (spec->untrusted && (none || !spec->isolate_devices)) {
+        return gp_error_set(err, GP_ERR_CONFLICT, "devices",
+                            "refused: the tenant is untrusted and this agent does not isolate devices (%s)",
+                            none ? "no cgroups" : "--no-isolate-devices");
+    }
+    if (none) {
+        gp__note(p, spec->isolate_devices ? "no cgroups on this host: devices not isolated, no CPU, memory or pids limits"
+                                          : "no cgroups on this host: no CPU, memory or pids limits");
         return GP_OK;
     }
     gp_err rc = gp_cgroup_create(spec->cgroups, spec->cgroup_name, &spec->limits, &p->cgroup, err);
@@ -364,6 +507,7 @@ static gp_err gp__launch_prepared(const gp_launch_spec *spec, gp__child_plan *pl
     if (rc == GP_OK) rc = gp__resolve_user(spec, plan, env, p, err);
     if (rc == GP_OK) rc = gp__resolve_program(spec->argv[0], gp_env_get(env, "PATH"), program, sizeof program, err);
     if (rc == GP_OK) rc = gp__make_workdir(spec->workdir, plan, err);
+    if (rc == GP_OK) rc = gp__make_tmp(spec, plan, p, err);
     if (rc == GP_OK) rc = gp__open_stdio(spec, plan, err);
     if (rc == GP_OK) rc = gp__make_cgroup(spec, p, err);
     if (rc == GP_OK) {

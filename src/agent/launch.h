@@ -7,17 +7,35 @@
  *     cgroups: limits from the spec, devices limited to the default table
  *     plus the spec's device nodes (devices.h); the child joins the group
  *     before exec, so nothing it starts escapes;
- *   - as spec->user when the agent runs as root (setgroups to the user's
- *     groups, setgid, setuid), otherwise as the agent's own user (the
- *     note says so);
- *   - in spec->workdir (created, 0750, owned by the user, when missing);
- *   - stdin /dev/null, stdout and stderr appended to the log files
+ *   - as the job's identity when the agent runs as root: spec->user
+ *     (setgroups to the user's groups, setgid, setuid), refused when it
+ *     resolves to uid 0 or a uid below spec->uid_min; or, without a user,
+ *     spec->job_uid (uid = gid, no supplementary groups, HOME its working
+ *     folder, USER and LOGNAME spec->job_name).  Without root, the agent's
+ *     own user (the note says so);
+ *   - with no_new_privs (no setuid binary, file capability or exec
+ *     transition gives it more than it has) and umask 077;
+ *   - in spec->workdir (created when missing; 0700 and owned by the job's
+ *     uid whenever the agent is root);
+ *   - as root with spec->private_tmp: in a mount namespace of its own, "/"
+ *     made a slave (nothing it mounts reaches the host), a tmpfs of
+ *     spec->shm_mib on /dev/shm (charged to the replica's memory cgroup)
+ *     and, with spec->tmp_dir, tmp_dir/tmp bound on /tmp and on /var/tmp
+ *     (each skipped when the host lacks it); tmp_dir is created 0700 and
+ *     the uid's, tmp in it 1777 (scratch.h removes them).  With a tmp_dir,
+ *     every folder the replica needs (workdir, its checkpoint folder) must
+ *     lie outside /tmp and /var/tmp, which it hides (the agent checks);
+ *   - stdin /dev/null; stdout and stderr into spec->output_fd (> 2, the
+ *     supervisor's pipe, replica_log.h) or else appended to the log files
  *     (created 0640, not through a symbolic link);
  *   - with exactly spec->envp (gp_env_for_replica builds it) plus HOME,
  *     USER, LOGNAME, SHELL (from the user's passwd entry) and PATH
  *     (/usr/local/bin:/usr/bin:/bin) when envp lacks them;
  *   - with no descriptor of the agent's open (everything past 2 is closed
  *     at exec).
+ * A replica of an untrusted tenant (spec->untrusted) is refused (field
+ * "devices") unless its devices are isolated: isolate_devices on a host
+ * with cgroups.
  * A failure before exec (no such user, program or folder, a limit
  * refused) is an error from gp_launch itself, nothing is left running.
  *
@@ -57,14 +75,22 @@
 typedef struct gp_launch_spec {
     char *const *argv;         /* NULL-terminated; argv[0] without '/' is looked up on envp's PATH */
     char *const *envp;         /* "NAME=value", NULL-terminated (gp_env.vars) */
-    const char *user;          /* the job's user; NULL: the agent's user */
+    const char *user;          /* the job's user; NULL: job_uid, else the agent's user */
+    uid_t job_uid;             /* a job without a user, root agent: its own uid (= gid); 0 none */
+    const char *job_name;      /* USER and LOGNAME for job_uid: "job42" */
+    uid_t uid_min;             /* a named user below this uid is refused (uid 0 always is) */
     const char *workdir;       /* absolute */
     const char *stdout_path;   /* appended; may equal stderr_path */
     const char *stderr_path;
+    int output_fd;             /* > 2: stdout and stderr go there instead of the paths; 0: the paths */
+    bool private_tmp;          /* root only: its own /dev/shm (and /tmp, /var/tmp with tmp_dir) */
+    const char *tmp_dir;       /* absolute: made, its tmp/ bound on /tmp and /var/tmp; NULL: the host's */
+    unsigned shm_mib;          /* the /dev/shm tmpfs's size; 0: the kernel's (half the memory) */
     const gp_cgroup_host *cgroups; /* NULL or layout none: no cgroup, no limits */
     const char *cgroup_name;   /* the replica's group under cgroups->parent: "job42-r0" */
     gp_cgroup_limits limits;
     bool isolate_devices;      /* needs cgroups: only the default table and device_paths open */
+    bool untrusted;            /* its tenant is untrusted: refused unless the devices are isolated */
     const char *const *device_paths; /* the GPU nodes allowed, NULL-terminated; NULL for none */
 } gp_launch_spec;
 

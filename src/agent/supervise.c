@@ -6,8 +6,11 @@
 #include "agent/agent_state.h"
 #include "agent/cgroup.h"
 #include "agent/launch.h"
+#include "agent/replica_log.h"
+#include "agent/scratch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,9 +18,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define GP__ARGS_MAX 512
+#define GP__PIPE_BYTES (1024 * 1024)
+#define GP__PUMP_CHUNK (64 * 1024)
+#define GP__PUMP_ROUNDS 16 /* chunks per wake: stop orders are not kept waiting behind a flood */
+
+/* What the supervisor holds besides the replica: its output pipe's read
+ * end, its log, the folders to remove at its end. */
+typedef struct gp__supervisor {
+    const char *dir;
+    int output;          /* the pipe's read end, -1 once closed */
+    gp_replica_log log;
+    char workdir[GP_STATE_PATH_MAX], tmp_dir[GP_STATE_PATH_MAX];
+    bool keep_scratch;   /* --keep-scratch-s: the agent removes them later */
+} gp__supervisor;
 
 /* A NULL-terminated view of a JSON array of strings (into its strings). */
 typedef struct gp__strings {
@@ -53,8 +70,28 @@ static void gp__write_exit(const char *dir, const gp_proc_exit *e)
     gp__write_in(dir, "exit", text);
 }
 
+static unsigned gp__uint(json_t *l, const char *key)
+{
+    json_int_t v = json_integer_value(json_object_get(l, key));
+    return v > 0 && v <= UINT32_MAX ? (unsigned)v : 0;
+}
+
+/* The output pipe: the write end for the replica (> 2), the read end kept,
+ * non-blocking. */
+static gp_err gp__output_pipe(gp__supervisor *s, int *write_end, gp_error *err)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return gp_error_set(err, GP_ERR_CONFLICT, "log", "pipe: %s", strerror(errno));
+    fcntl(fds[0], F_SETPIPE_SZ, GP__PIPE_BYTES); /* a bigger buffer if the host allows */
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    s->output = fds[0];
+    *write_end = fds[1];
+    return GP_OK;
+}
+
 /* Starts the replica that launch.json describes. */
-static gp_err gp__launch_from(json_t *l, gp_cgroup_host *host, gp_proc **out, gp_error *err)
+static gp_err gp__launch_from(json_t *l, gp__supervisor *s, gp_cgroup_host *host, gp_proc **out, gp_error *err)
 {
     static gp__strings argv, env, devices;
     if (!gp__strings_of(json_object_get(l, "argv"), &argv) || !gp__strings_of(json_object_get(l, "env"), &env) ||
@@ -64,22 +101,74 @@ static gp_err gp__launch_from(json_t *l, gp_cgroup_host *host, gp_proc **out, gp
     host->layout = GP_CGROUP_NONE;
     if (parent && gp_cgroup_host_detect(host, parent, err) != GP_OK)
         return err->code;
-    const char *log = json_string_value(json_object_get(l, "log"));
+    const char *workdir = json_string_value(json_object_get(l, "workdir"));
+    const char *tmp_dir = json_string_value(json_object_get(l, "tmp_dir"));
+    snprintf(s->workdir, sizeof s->workdir, "%s", workdir ? workdir : "");
+    snprintf(s->tmp_dir, sizeof s->tmp_dir, "%s", tmp_dir ? tmp_dir : "");
+    s->keep_scratch = json_is_true(json_object_get(l, "keep_scratch"));
+    int output = -1;
+    gp_err rc = gp__output_pipe(s, &output, err);
+    if (rc != GP_OK)
+        return rc;
     gp_launch_spec spec = {
         .argv = (char *const *)argv.v,
         .envp = (char *const *)env.v,
         .user = json_string_value(json_object_get(l, "user")),
-        .workdir = json_string_value(json_object_get(l, "workdir")),
-        .stdout_path = log,
-        .stderr_path = log,
+        .job_uid = (uid_t)gp__uint(l, "job_uid"),
+        .job_name = json_string_value(json_object_get(l, "job_name")),
+        .uid_min = (uid_t)gp__uint(l, "uid_min"),
+        .workdir = workdir,
+        .output_fd = output,
+        .private_tmp = json_is_true(json_object_get(l, "private_tmp")),
+        .tmp_dir = tmp_dir,
+        .shm_mib = gp__uint(l, "shm_mib"),
         .cgroups = host,
         .cgroup_name = json_string_value(json_object_get(l, "cgroup_name")),
-        .limits = {.cpu_millis = (unsigned)json_integer_value(json_object_get(l, "cpu_millis")),
-                   .mem_mib = (unsigned)json_integer_value(json_object_get(l, "mem_mib"))},
+        .limits = {.cpu_millis = gp__uint(l, "cpu_millis"), .mem_mib = gp__uint(l, "mem_mib"),
+                   .pids_max = gp__uint(l, "pids_max")},
         .isolate_devices = json_is_true(json_object_get(l, "isolate_devices")),
+        .untrusted = json_is_true(json_object_get(l, "untrusted")),
         .device_paths = devices.v,
     };
-    return gp_launch(&spec, out, err);
+    rc = gp_launch(&spec, out, err);
+    close(output);
+    return rc;
+}
+
+/* Copies what the replica wrote into its log: until the pipe is empty, at
+ * most GP__PUMP_ROUNDS chunks (all with drain); closes it at its end. */
+static void gp__pump(gp__supervisor *s, bool drain)
+{
+    static char buf[GP__PUMP_CHUNK];
+    for (int round = 0; s->output >= 0 && (drain || round < GP__PUMP_ROUNDS); round++) {
+        ssize_t n = read(s->output, buf, sizeof buf);
+        if (n > 0) {
+            gp_replica_log_append(&s->log, buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || errno != EAGAIN) {
+            close(s->output);
+            s->output = -1;
+        }
+        return;
+    }
+}
+
+/* The working folder and private /tmp go with the replica, unless the
+ * agent keeps them a while (then their time stamp says when it ended). */
+static void gp__remove_scratch(const gp__supervisor *s)
+{
+    const char *dirs[] = {s->workdir, s->tmp_dir};
+    for (size_t i = 0; i < 2; i++) {
+        if (!dirs[i][0])
+            continue;
+        if (s->keep_scratch)
+            utimensat(AT_FDCWD, dirs[i], NULL, AT_SYMLINK_NOFOLLOW);
+        else
+            gp_scratch_remove(dirs[i]);
+    }
 }
 
 /* Reads DIR/stop and applies it. */
@@ -102,25 +191,51 @@ static void gp__drain_signals(int sfd, const char *dir, gp_proc *p)
             gp__apply_stop(dir, p);
 }
 
-/* Waits for the replica's end, applying stop orders; writes DIR/exit. */
-static int gp__wait(const char *dir, gp_proc *p, int sfd)
+/* Waits for the replica's end, copying its output and applying stop
+ * orders; writes DIR/exit, removes its folders. */
+static int gp__wait(gp__supervisor *s, gp_proc *p, int sfd)
 {
     gp_proc_exit end;
-    gp__apply_stop(dir, p); /* a stop written before we listened */
+    gp__apply_stop(s->dir, p); /* a stop written before we listened */
     while (!gp_proc_poll(p, gp_agent_mono_ms(), &end)) {
-        struct pollfd fds[2] = {{.fd = sfd, .events = POLLIN}, {.fd = gp_proc_fd(p), .events = POLLIN}};
+        struct pollfd fds[3] = {{.fd = sfd, .events = POLLIN}, {.fd = s->output, .events = POLLIN},
+                                {.fd = gp_proc_fd(p), .events = POLLIN}};
         int64_t deadline = gp_proc_deadline(p);
         int timeout = 1000;
         if (deadline >= 0) {
             int64_t left = deadline - gp_agent_mono_ms();
             timeout = left < 0 ? 0 : left < 1000 ? (int)left : 1000;
         }
-        if (poll(fds, fds[1].fd >= 0 ? 2 : 1, timeout) > 0 && (fds[0].revents & POLLIN))
-            gp__drain_signals(sfd, dir, p);
+        if (poll(fds, fds[2].fd >= 0 ? 3 : 2, timeout) <= 0)
+            continue;
+        if (fds[0].revents & POLLIN)
+            gp__drain_signals(sfd, s->dir, p);
+        if (fds[1].revents)
+            gp__pump(s, false);
     }
-    gp__write_exit(dir, &end);
+    gp__pump(s, true);
+    gp_replica_log_close(&s->log);
+    gp__write_exit(s->dir, &end);
     gp_proc_free(p);
+    gp__remove_scratch(s);
     return 0;
+}
+
+/* A launch that failed: the reason in DIR/error and in the log (the job's
+ * owner reads it there), exit 127. */
+static int gp__failed(gp__supervisor *s, gp_proc *p, const char *why)
+{
+    char text[GP_ERROR_MESSAGE_MAX + 64];
+    snprintf(text, sizeof text, "%s\n", why);
+    gp__write_in(s->dir, "error", text);
+    snprintf(text, sizeof text, "gpupool: the replica was not started: %s\n", why);
+    if (s->log.fd >= 0)
+        gp_replica_log_append(&s->log, text, strlen(text));
+    gp_replica_log_close(&s->log);
+    gp_proc_free(p);
+    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0});
+    gp__remove_scratch(s);
+    return 1;
 }
 
 int gp_supervise_main(const char *dir)
@@ -133,6 +248,8 @@ int gp_supervise_main(const char *dir)
     sigprocmask(SIG_BLOCK, &set, NULL);
     int sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     setsid(); /* no terminal's signals: the agent's Ctrl-C is not the replica's */
+    static gp__supervisor s;
+    s = (gp__supervisor){.dir = dir, .output = -1, .log = {.fd = -1}};
     char path[GP_STATE_PATH_MAX];
     snprintf(path, sizeof path, "%s/launch.json", dir);
     json_error_t jerr;
@@ -141,17 +258,15 @@ int gp_supervise_main(const char *dir)
     gp_error_clear(&err);
     gp_proc *p = NULL;
     static gp_cgroup_host host;
-    gp_err rc = l ? gp__launch_from(l, &host, &p, &err)
-                  : gp_error_set(&err, GP_ERR_INVALID, "launch", "%s: %s", path, jerr.text);
+    const char *log = json_string_value(json_object_get(l, "log"));
+    gp_err rc = !l    ? gp_error_set(&err, GP_ERR_INVALID, "launch", "%s: %s", path, jerr.text)
+                : !log ? gp_error_set(&err, GP_ERR_INVALID, "log", "launch.json names no log")
+                       : gp_replica_log_open(&s.log, log, json_integer_value(json_object_get(l, "log_max_bytes")), &err);
+    if (rc == GP_OK)
+        rc = gp__launch_from(l, &s, &host, &p, &err);
     json_decref(l);
-    if (rc != GP_OK || sfd < 0) {
-        char text[GP_ERROR_MESSAGE_MAX + 8];
-        snprintf(text, sizeof text, "%s\n", sfd < 0 ? strerror(errno) : err.message);
-        gp__write_in(dir, "error", text);
-        gp_proc_free(p);
-        gp__write_exit(dir, &(gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0});
-        return 1;
-    }
+    if (rc != GP_OK || sfd < 0)
+        return gp__failed(&s, p, sfd < 0 ? strerror(errno) : err.message);
     char text[64];
     snprintf(text, sizeof text, "%d\n", (int)gp_proc_pid(p));
     gp__write_in(dir, "pid", text);
@@ -159,5 +274,5 @@ int gp_supervise_main(const char *dir)
         snprintf(path, sizeof path, "%s", gp_proc_note(p));
         gp__write_in(dir, "note", path);
     }
-    return gp__wait(dir, p, sfd);
+    return gp__wait(&s, p, sfd);
 }

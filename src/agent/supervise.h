@@ -11,14 +11,23 @@
  * killed with -9 loses nothing: the replica runs on, its exit status is
  * written, and the next agent adopts the supervisor by its pid.
  *
- * launch.json (the agent writes it, agent_node.c):
+ * launch.json (the agent writes it, agent_replica.c):
  *   {"argv": ["python3", "train.py"], "env": ["GPUPOOL_JOB_ID=7", ...],
- *    "user": "alice" | null, "workdir": "/abs", "log": "/abs/job7-r0-5.log",
+ *    "user": "alice" | null, "job_uid": 2000000007, "job_name": "job7" (no user, root agent),
+ *    "uid_min": 1000, "workdir": "/abs", "tmp_dir": "/abs/scratch/job7-r0-5" | null (no private /tmp),
+ *    "keep_scratch": false, "log": "/abs/job7-r0-5.log", "log_max_bytes": 67108864,
  *    "cgroup_parent": "gpupool" | null (no cgroups), "cgroup_name": "job7-r0-5",
- *    "cpu_millis": 16000, "mem_mib": 65536, "isolate_devices": false,
+ *    "cpu_millis": 16000, "mem_mib": 65536, "shm_mib": 32768, "pids_max": 1024,
+ *    "isolate_devices": true, "untrusted": false,
  *    "devices": ["/dev/nvidia0"], "assignment": {... as gpupoold sent it}}
- * A launch that fails (no such user or program) is an exit "exited 127 0"
- * with the reason in DIR/error.
+ * The replica's stdout and stderr are a pipe the supervisor copies into the
+ * log, capped (replica_log.h).  When the replica ended the supervisor
+ * removes its working folder and tmp_dir (scratch.h), unless keep_scratch
+ * (then it stamps them and the agent sweeps them later).
+ * A launch that fails (no such user or program, a refused user, an
+ * untrusted tenant without isolation) is an exit "exited 127 0" with the
+ * reason in DIR/error and in the log ("gpupool: the replica was not
+ * started: ...").
  *
  * SIGUSR1 is blocked by the agent before the exec, so a stop sent before
  * the supervisor listens waits instead of killing it.

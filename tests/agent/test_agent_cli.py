@@ -93,11 +93,21 @@ def test_help_version_and_bad_command_lines(d, nodes):
     assert p.returncode == 1 and "(field nodes[2].gpus)" in p.stderr and "nodes.yaml:13: nodes[2]:" in p.stderr, p.stderr
 
 
+def test_bad_node_runtime_values_are_refused(d, nodes):
+    base = ["run", "--server", "http://127.0.0.1:1", "--join-token", "x", "--backend", "sim", "--node-file", nodes,
+            "--state-dir", os.path.join(d, "state")]
+    for bad in (["--log-max-mib", "0"], ["--default-pids-max", "-1"], ["--min-job-uid", "x"],
+                ["--keep-scratch-s", "-5"], ["--job-uid-base", "4294000000", "--job-uid-span", "100000000"]):
+        p = agent(*(base + bad), check=False)
+        assert p.returncode == 2 and "--" in p.stderr, (bad, p.returncode, p.stderr)
+
+
 def main():
     failed = 0
     for test in (test_inventory_prints_the_registration_json,
                  test_fault_reaches_telemetry_and_a_bad_fault_is_refused,
-                 test_help_version_and_bad_command_lines):
+                 test_help_version_and_bad_command_lines,
+                 test_bad_node_runtime_values_are_refused):
         with tempfile.TemporaryDirectory() as d:
             nodes = os.path.join(d, "nodes.yaml")
             with open(nodes, "w") as f:

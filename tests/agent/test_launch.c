@@ -425,7 +425,102 @@ static void as_root_a_replica_runs_as_the_jobs_user_in_a_folder_it_owns(void **s
     struct stat st;
     assert_int_equal(stat(f->workdir, &st), 0);
     assert_int_equal(st.st_uid, 65534);
-    assert_int_equal(st.st_mode & 0777, 0750);
+    assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+/* Refused before anything runs: root, and a system user below uid_min. */
+static void as_root_a_user_of_uid_0_or_below_the_floor_is_refused(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        skip();
+    }
+    char *argv[] = {"true", NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    gp_proc *p = NULL;
+    gp_error err;
+    spec.user = "root";
+    assert_int_equal(gp_launch(&spec, &p, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "user");
+    assert_non_null(strstr(err.message, "uid 0"));
+    spec.user = "daemon"; /* uid 1 on Debian */
+    spec.uid_min = 1000;
+    assert_int_equal(gp_launch(&spec, &p, &err), GP_ERR_INVALID);
+    assert_non_null(strstr(err.message, "below the lowest uid"));
+    assert_int_not_equal(access(f->out, F_OK), 0); /* nothing started, not even its log */
+}
+
+static void as_root_a_job_without_a_user_runs_as_its_own_uid_with_no_groups(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        skip();
+    }
+    char *argv[] = {"sh", "-c", "id -u; id -g; id -G; echo $USER $LOGNAME; [ \"$HOME\" = \"$PWD\" ] && echo home", NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    spec.job_uid = 2000000042;
+    spec.job_name = "job42";
+    gp_proc_exit end = run(f, &spec);
+    assert_int_equal(end.code, 0);
+    char *out = read_text(f->out);
+    assert_string_equal(out, "2000000042\n2000000042\n2000000042\njob42 job42\nhome\n");
+    free(out);
+    struct stat st;
+    assert_int_equal(stat(f->workdir, &st), 0);
+    assert_int_equal(st.st_uid, 2000000042);
+    assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+static void a_replica_has_no_new_privs_and_umask_077(void **state)
+{
+    fixture *f = *state;
+    char *argv[] = {"sh", "-c", "grep NoNewPrivs /proc/self/status; umask", NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    gp_proc_exit end = run(f, &spec);
+    assert_int_equal(end.code, 0);
+    assert_file_has(f->out, "NoNewPrivs:\t1");
+    assert_file_has(f->out, "0077");
+}
+
+/* What the replica writes in /tmp, /var/tmp and /dev/shm stays in its
+ * own folder and tmpfs: the host's are untouched. */
+static void as_root_a_replica_has_its_own_tmp_var_tmp_and_dev_shm(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        skip();
+    }
+    char outside[64] = "/run/gp-launch-tmp-XXXXXX"; /* its folders must not lie in the /tmp it hides */
+    assert_non_null(mkdtemp(outside));
+    chmod(outside, 0755);
+    char tmp_dir[128], workdir[128], script[512], planted[160];
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/scratch/r0", outside);
+    snprintf(workdir, sizeof workdir, "%s/work", outside);
+    snprintf(script, sizeof script,
+             "echo a > /tmp/gp-planted-%d && echo b > /var/tmp/gp-planted-%d && echo c > /dev/shm/gp-planted-%d && "
+             "ls /tmp",
+             (int)getpid(), (int)getpid(), (int)getpid());
+    char *argv[] = {"sh", "-c", script, NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    spec.job_uid = 2000000042;
+    spec.workdir = workdir;
+    spec.private_tmp = true;
+    spec.tmp_dir = tmp_dir;
+    spec.shm_mib = 16;
+    gp_proc_exit end = run(f, &spec);
+    assert_int_equal(end.code, 0);
+    const char *hosts_dirs[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(planted, sizeof planted, "%s/gp-planted-%d", hosts_dirs[i], (int)getpid());
+        assert_int_not_equal(access(planted, F_OK), 0);
+    }
+    snprintf(planted, sizeof planted, "%s/tmp/gp-planted-%d", tmp_dir, (int)getpid());
+    assert_int_equal(access(planted, F_OK), 0);
+    struct stat st;
+    assert_int_equal(stat(tmp_dir, &st), 0);
+    assert_int_equal(st.st_uid, 2000000042);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    nftw(outside, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void without_root_a_replica_runs_as_the_agents_user_and_the_note_says_so(void **state)
@@ -442,6 +537,27 @@ static void without_root_a_replica_runs_as_the_agents_user_and_the_note_says_so(
     assert_non_null(strstr(gp_proc_note(p), "the agent is not root"));
     wait_end(p, 0);
     gp_proc_free(p);
+}
+
+/* Without a tmp_dir (the agent's folders lie in /tmp): /dev/shm is its
+ * own, /tmp the host's. */
+static void as_root_without_a_tmp_dir_only_dev_shm_is_its_own(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        skip();
+    }
+    char script[256], planted[96];
+    snprintf(script, sizeof script, "echo a > /dev/shm/gp-shm-%d && echo b > %s/by-job", (int)getpid(), f->dir);
+    char *argv[] = {"sh", "-c", script, NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    spec.private_tmp = true;
+    gp_proc_exit end = run(f, &spec);
+    assert_int_equal(end.code, 0);
+    snprintf(planted, sizeof planted, "/dev/shm/gp-shm-%d", (int)getpid());
+    assert_int_not_equal(access(planted, F_OK), 0);
+    snprintf(planted, sizeof planted, "%s/by-job", f->dir); /* f->dir lies in the host's /tmp */
+    assert_int_equal(access(planted, F_OK), 0);
 }
 
 static void a_launch_that_cannot_start_says_why_and_leaves_nothing(void **state)
@@ -467,9 +583,11 @@ static void a_launch_that_cannot_start_says_why_and_leaves_nothing(void **state)
     assert_int_equal(gp_launch(&spec, &p, &err), GP_ERR_INVALID);
     assert_string_equal(err.field, "workdir");
     spec = spec_for(f, ok);
-    spec.isolate_devices = true;
+    spec.isolate_devices = true; /* no cgroups: an untrusted tenant's replica is refused */
+    spec.untrusted = true;
     assert_int_equal(gp_launch(&spec, &p, &err), GP_ERR_CONFLICT);
     assert_string_equal(err.field, "devices");
+    assert_non_null(strstr(err.message, "untrusted"));
     if (geteuid() == 0) {
         spec = spec_for(f, ok);
         spec.user = "no-such-user-gp";
@@ -605,6 +723,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(as_root_a_replica_runs_as_the_jobs_user_in_a_folder_it_owns, setup, teardown),
         cmocka_unit_test_setup_teardown(without_root_a_replica_runs_as_the_agents_user_and_the_note_says_so, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(as_root_a_user_of_uid_0_or_below_the_floor_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(as_root_a_job_without_a_user_runs_as_its_own_uid_with_no_groups, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_replica_has_no_new_privs_and_umask_077, setup, teardown),
+        cmocka_unit_test_setup_teardown(as_root_a_replica_has_its_own_tmp_var_tmp_and_dev_shm, setup, teardown),
+        cmocka_unit_test_setup_teardown(as_root_without_a_tmp_dir_only_dev_shm_is_its_own, setup, teardown),
         cmocka_unit_test_setup_teardown(a_launch_that_cannot_start_says_why_and_leaves_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_over_its_memory_limit_ends_as_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_under_its_memory_limit_is_not_oom, setup, teardown),

@@ -21,6 +21,7 @@ Behaviours under test:
   - on a GPU in MIG mode a MIG job's instance is created through NVML, the
     job sees only its instance's UUID, and the instance is destroyed after.
 """
+import glob
 import json
 import os
 import subprocess
@@ -184,7 +185,8 @@ def test_a_mig_job_gets_an_instance_made_through_nvml(d):
                                               env=dict(os.environ, GPUPOOL_NVML_STUB=stub)).stdout)
         instances = [m for g in inventory["gpus"] for m in g.get("mig") or []]
         assert [(m["uuid"], m["profile"]) for m in instances] == [(uuid, "3g.40gb")], instances
-        open(os.path.join(a.state_dir, "nvml-1", "work", "job%d-r0" % j, "release"), "w").close()
+        (work,) = glob.glob(os.path.join(a.state_dir, "nvml-1", "work", "job%d-r0-*" % j))  # one per run
+        open(os.path.join(work, "release"), "w").close()
         gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % j)["state"] == "succeeded", 20, "the job done")
 
         def instances_left():

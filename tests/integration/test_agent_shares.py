@@ -19,11 +19,14 @@ Behaviours under test:
 
 gpupoold runs without --fleet (every node is the agent's); the agents run
 with --no-cgroups (the watch maps a GPU process to its replica through its
-ancestry).  Jobs run as nobody under a root agent, so the fault file they
-append to is world-writable.
+ancestry).  Jobs run as their own uid under a root agent, so the fault
+file they append to is world-writable, and the agent binary they run is a
+0755 copy in the test's own folder (the checkout may be a 0700 folder such
+as /root that the job's uid cannot reach).
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -64,8 +67,19 @@ def start(d, node, sharing, extra=()):
     return a, faults
 
 
+def reachable_agent_bin(d):
+    """gpupool-agent copied where the job's uid can run it: d.dir (0755) / bin (0755)."""
+    path = os.path.join(d.dir, "bin", "gpupool-agent")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.chmod(os.path.dirname(path), 0o755)
+        shutil.copy(AGENT_BIN, path)
+        os.chmod(path, 0o755)
+    return path
+
+
 def job(d, a, faults, node, memory_mib, **spec):
-    return submit(d, command=JOB % (AGENT_BIN, a.node_file, faults, node, memory_mib), **spec)
+    return submit(d, command=JOB % (reachable_agent_bin(d), a.node_file, faults, node, memory_mib), **spec)
 
 
 def read(path):

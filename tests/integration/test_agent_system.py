@@ -13,7 +13,8 @@ Behaviours under test:
   - a replica over its memory limit fails its job with reason oom (root
     and a memory cgroup; skipped otherwise);
   - a replica can open its own GPU's device node but not another GPU's
-    (stand-in nodes made with mknod, --isolate-devices; root only);
+    with the agent's default flags (stand-in nodes made with mknod; root
+    only);
   - an agent given a bad or an expired join token exits with the 401
     message;
   - gpupoold serves a request while more than 1,024 connections are open
@@ -186,18 +187,17 @@ print("visible " + os.environ["CUDA_VISIBLE_DEVICES"], flush=True)
 '''
 
 
-def test_a_replica_cannot_open_another_gpus_device_node(d):
+def test_a_replica_cannot_open_another_gpus_device_node_with_default_flags(d):
     if os.geteuid() != 0 or not os.path.isdir("/sys/fs/cgroup/devices") and not memory_cgroup():
         print("skip: needs root and cgroups")
         return
     devdir = tempfile.mkdtemp(prefix="gpupool-dev-")
-    os.chmod(devdir, 0o755)  # the replica runs as nobody
+    os.chmod(devdir, 0o755)  # the replica runs as its job's own uid
     a = None
     try:
         make_device_dir(devdir, 2)
         nodes = sim_nodes("n", 1, gpus=2, device_dir=devdir)
-        a = start_agent(d, nodes, extra=["--cgroup-parent", "gpupool-test-%d" % os.getpid(),
-                                         "--isolate-devices", "--device-dir", devdir])
+        a = start_agent(d, nodes, extra=["--cgroup-parent", "gpupool-test-%d" % os.getpid(), "--device-dir", devdir])
         script = os.path.join(d.dir, "open_each.py")
         with open(script, "w") as f:
             f.write(OPEN_EACH)
@@ -266,7 +266,7 @@ if __name__ == "__main__":
         test_an_injected_fault_marks_the_gpu_unhealthy_and_requeues_the_gang_whole,
         test_gpupoold_killed_under_running_jobs_starts_nothing_twice_and_loses_nothing,
         test_a_replica_over_its_memory_limit_fails_with_oom,
-        test_a_replica_cannot_open_another_gpus_device_node,
+        test_a_replica_cannot_open_another_gpus_device_node_with_default_flags,
         test_an_agent_with_a_bad_or_expired_join_token_exits_with_the_401_message,
         test_gpupoold_holds_more_than_1024_connections_at_once,
     ], **DAEMON)
