@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 9, PRAGMA user_version):
+ * On-disk format (schema version 10, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -24,8 +24,24 @@
  *         topology, start, end_time)         end_time NULL while open
  *   tenants(path, spec_json, updated)
  *   tokens(id, hash, name, role, scope, user, created, created_by, revoked,
- *          expires, last_used)   expires NULL = never; last_used NULL =
- *                                never used, else best effort (auth.h)
+ *          expires, last_used, single_use)   expires NULL = never;
+ *                                last_used NULL = never used, else best
+ *                                effort (auth.h); scope: a tenant path
+ *                                (tenant-admin, member), the node's name
+ *                                (node), the node-name patterns a join
+ *                                token registers ("h100-*,a100-?");
+ *                                single_use 1: a join token spent by its
+ *                                first registration
+ *   node_approvals(node, state, time, actor)
+ *                                state "awaiting": a node registered under
+ *                                --approve-nodes, cordoned until approved;
+ *                                "approved": an admin let the next join-token
+ *                                registration of that existing node in
+ *                                (store_nodes.c)
+ *   secrets(tenant, name, sealed, bytes, set_by, updated)
+ *                                a tenant's secrets, AES-256-GCM sealed by
+ *                                gpupoold's key (server/secret_box.h):
+ *                                sealed = base64(nonce || ciphertext || tag)
  *   audit(seq, time, request_id, actor, role, action, target, result,
  *         prev_hash, hash)
  *   gpu_checks(seq, node, gpu, at, check_name, passed, detail, xid,
@@ -168,6 +184,15 @@ static const char *const MIGRATIONS[] = {
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
     " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
     "DELETE FROM meta WHERE key = 'controller_epoch';",
+    /* 9 -> 10: nodes that are who they say, and job secrets (issue 29):
+     * a join token spent by its first registration, nodes awaiting or
+     * granted an admin's approval (store_nodes.c), tenants' secrets
+     * sealed by gpupoold (store_secrets.c) */
+    "ALTER TABLE tokens ADD COLUMN single_use INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE node_approvals(node TEXT PRIMARY KEY, state TEXT NOT NULL, time INTEGER NOT NULL,"
+    " actor TEXT NOT NULL);"
+    "CREATE TABLE secrets(tenant TEXT NOT NULL, name TEXT NOT NULL, sealed TEXT NOT NULL, bytes INTEGER NOT NULL,"
+    " set_by TEXT NOT NULL, updated INTEGER NOT NULL, PRIMARY KEY(tenant, name)) WITHOUT ROWID;",
 };
 
 static int user_version(gp_db *db)

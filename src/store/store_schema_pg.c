@@ -27,9 +27,10 @@
  * for the first's COMMIT, then reads version 9 and has nothing to do.
  *
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
- * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); schema_version =
- * 9; COMMIT.  A database at version 10 -> "store schema version 10 is
- * newer than this gpupoold (9)", nothing changed.
+ * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
+ * (ALTER TABLE tokens ..., CREATE TABLE secrets ...); schema_version =
+ * 10; COMMIT.  A database at version 11 -> "store schema version 11 is
+ * newer than this gpupoold (10)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 
@@ -102,6 +103,14 @@ static const char SCHEMA_9[] =
     " url " GP__TEXT " NOT NULL, epoch BIGINT NOT NULL, expires_ms BIGINT NOT NULL);"
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms) VALUES(1, '', '', 0, 0);";
 
+/* 9 -> 10 (issue 29): join tokens' single use, node approvals, secrets. */
+static const char SCHEMA_10[] =
+    "ALTER TABLE tokens ADD COLUMN single_use BIGINT NOT NULL DEFAULT 0;"
+    "CREATE TABLE node_approvals(node " GP__TEXT " PRIMARY KEY, state " GP__TEXT " NOT NULL, time BIGINT NOT NULL,"
+    " actor " GP__TEXT " NOT NULL);"
+    "CREATE TABLE secrets(tenant " GP__TEXT " NOT NULL, name " GP__TEXT " NOT NULL, sealed TEXT NOT NULL,"
+    " bytes BIGINT NOT NULL, set_by " GP__TEXT " NOT NULL, updated BIGINT NOT NULL, PRIMARY KEY(tenant, name));";
+
 typedef struct gp__pg_migration {
     int from, to;
     const char *sql;
@@ -109,6 +118,7 @@ typedef struct gp__pg_migration {
 
 static const gp__pg_migration PG_MIGRATIONS[] = {
     {0, 9, SCHEMA_9},
+    {9, 10, SCHEMA_10},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */
