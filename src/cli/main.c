@@ -69,9 +69,12 @@ const gp_command GP_COMMANDS[] = {
     {"nodes", gp_cmd_nodes,
      "usage: gpupool nodes\n"
      "       gpupool nodes show NAME\n"
+     "       gpupool nodes approve NAME\n"
      "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
-     "XIDs.\n"},
+     "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
+     "for any other node, its next registration with a join token alone is let in, once (an agent that lost\n"
+     "its credential).\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
@@ -112,7 +115,10 @@ const gp_command GP_COMMANDS[] = {
     {"token", gp_cmd_token,
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
      "                            [--user U] [--ttl DURATION]\n"
+     "       gpupool token create --name N --role join --nodes PATTERNS [--single-use] [--ttl DURATION]\n"
      "       gpupool token list\n       gpupool token revoke ID\n"
+     "A join token registers only the node names its --nodes patterns cover (comma-separated shell patterns,\n"
+     "h100-*,a100-0[0-7]; \"*\" for any); --single-use: its first registration spends it.\n"
      "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"
      "a member token expires after gpupoold's --member-token-ttl (default 90d), other roles never.\n"
      "token list shows each token's expiry and last use (kept to about a minute).\n"},

@@ -142,6 +142,7 @@ void gp_api_tenants_move(gp_request *r);
 void gp_api_nodes_list(gp_request *r);
 void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
+void gp_api_node_approve(gp_request *r, const char *name);               /* api_agents.c */
 void gp_api_node_checks(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
 void gp_api_usage_underdriven(gp_request *r); /* GET /v1/usage/underdriven?sm=PCT&for=S */

@@ -58,6 +58,8 @@ static const char USAGE[] =
     "  --lease-ms MS           the leader lease: renewed every MS/3, a follower takes over once it\n"
     "                          expired (default 3000; at least 300)\n"
     "  --holder NAME           this replica's name in the lease (default HOST:PID)\n"
+    "  --approve-nodes         a new agent node comes in cordoned until `gpupool nodes approve NAME`\n"
+
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -77,6 +79,9 @@ static int bad_option(const char *name, const char *value)
     return 2;
 }
 
+/* Options without a letter (issue 29's nodes and secrets). */
+enum { OPT_APPROVE_NODES = 2901 };
+
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
     static const struct option opts[] = {
@@ -95,6 +100,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"snapshot-every-events", required_argument, NULL, 'S'}, {"snapshot-every-s", required_argument, NULL, 'A'},
         {"advertise-url", required_argument, NULL, 'U'}, {"lease-ms", required_argument, NULL, 'D'},
         {"holder", required_argument, NULL, 'H'},
+        {"approve-nodes", no_argument, NULL, OPT_APPROVE_NODES},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -112,6 +118,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'W': cfg->web_root = optarg; break;
         case 'U': cfg->advertise_url = optarg; break;
         case 'H': cfg->holder = optarg; break;
+        case OPT_APPROVE_NODES: cfg->approve_nodes = true; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

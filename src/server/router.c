@@ -134,6 +134,11 @@ static void route_nodes(gp_request *r, const char *rest)
             gp_api_node_drain(r, name);
         else
             method_not_allowed(r, "POST");
+    } else if (node_action(rest, "/approve", name, sizeof name)) {
+        if (method_is(r, "POST"))
+            gp_api_node_approve(r, name);
+        else
+            method_not_allowed(r, "POST");
     } else if (node_action(rest, "/checks", name, sizeof name)) {
         if (method_is(r, "GET"))
             gp_api_node_checks(r, name);
@@ -277,6 +282,7 @@ static const nested_route NESTED_ROUTES[] = {
     {"/v1/tenants/", NULL, "/v1/tenants/{path}"},
     {"/v1/nodes/", "drain", "/v1/nodes/{name}/drain"},
     {"/v1/nodes/", "checks", "/v1/nodes/{name}/checks"},
+    {"/v1/nodes/", "approve", "/v1/nodes/{name}/approve"},
     {"/v1/nodes/", NULL, "/v1/nodes/{name}"},
     {"/v1/tokens/", NULL, "/v1/tokens/{id}"},
     {"/v1/prices/modes/", NULL, "/v1/prices/modes/{org}"},

@@ -64,6 +64,7 @@ typedef struct gp_server_config {
     const char *advertise_url;   /* where other replicas send writers; NULL = http(s)://LISTEN */
     int64_t lease_ms;            /* the leader lease's time (lease.h) */
     const char *holder;          /* this replica's name in the lease; NULL = host:pid */
+    bool approve_nodes;          /* a new agent node comes in cordoned until `gpupool nodes approve` */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */

@@ -131,7 +131,8 @@ class Agent:
 
 
 def join_token(d):
-    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h", json_out=True)["token"]
+    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--nodes", "*", "--ttl", "1h",
+                 json_out=True)["token"]
 
 
 def submit(d, command, tenant="t", replicas=1, gpus=1, grace=30, **extra):
