@@ -122,6 +122,14 @@ const gp_command GP_COMMANDS[] = {
      "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"
      "a member token expires after gpupoold's --member-token-ttl (default 90d), other roles never.\n"
      "token list shows each token's expiry and last use (kept to about a minute).\n"},
+    {"secret", gp_cmd_secret,
+     "usage: gpupool secret set TENANT NAME (--from-file FILE | --value-stdin)\n"
+     "       gpupool secret list TENANT\n       gpupool secret rm TENANT NAME\n"
+     "A tenant's secrets (tenant-admins of the tenant and admins set and remove them; whoever sees the\n"
+     "tenant lists them).  Jobs name them: \"env_from_secret\": {\"HF_TOKEN\": \"hf\"} takes secret hf of the\n"
+     "job's tenant, else of its nearest ancestor that has one.  gpupoold keeps them encrypted and hands a\n"
+     "value only to the node that runs the replica; list shows names, sizes, who set them and when, never\n"
+     "a value.  The value is the file's bytes exactly (or stdin's), at most 64 KiB of UTF-8.\n"},
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
@@ -163,8 +171,8 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
-    "          quota set, apply, usage, top, token create|list|revoke, audit [verify], ledger [verify],\n"
-    "          prices [set|mode], bill, admin export-log, completion.\n"
+    "          quota set, apply, usage, top, token create|list|revoke, secret set|list|rm, audit [verify],\n"
+    "          ledger [verify], prices [set|mode], bill, admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

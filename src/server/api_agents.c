@@ -416,7 +416,8 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
                           up && info.draining, "assignments", list));
 }
 
-/* The job's spec fields an agent needs, from the job rows. */
+/* The job's spec fields an agent needs, from the job rows; an entry to
+ * run gets the values of the secrets its job names (api_secrets.c). */
 static void desired_add_specs(gp_request *r, json_t *assignments)
 {
     static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
@@ -433,6 +434,8 @@ static void desired_add_specs(gp_request *r, json_t *assignments)
         for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
             if (json_object_get(spec, KEYS[k]))
                 json_object_set(o, KEYS[k], json_object_get(spec, KEYS[k]));
+        if (strcmp(json_string_value(json_object_get(o, "action")), "run") == 0) /* only to start it */
+            gp_api_assignment_secrets(r->srv, s, o, spec);
         json_decref(row);
     }
     gp_readers_give(&r->srv->readers, s);

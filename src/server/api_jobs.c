@@ -86,7 +86,7 @@ gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error 
         snprintf(req->user, sizeof req->user, "%s", r->who.user);
         req->spec.user = req->user;
     }
-    return GP_OK;
+    return gp_api_job_secrets_check(r, req, err);
 }
 
 void gp_api_job_default_tenant(const gp_request *r, json_t *job)

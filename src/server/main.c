@@ -59,7 +59,8 @@ static const char USAGE[] =
     "                          expired (default 3000; at least 300)\n"
     "  --holder NAME           this replica's name in the lease (default HOST:PID)\n"
     "  --approve-nodes         a new agent node comes in cordoned until `gpupool nodes approve NAME`\n"
-
+    "  --secret-key-file FILE  the key that seals tenants' secrets (32 bytes, 0600; made on first start;\n"
+    "                          default: secret.key next to the SQLite file)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -80,7 +81,7 @@ static int bad_option(const char *name, const char *value)
 }
 
 /* Options without a letter (issue 29's nodes and secrets). */
-enum { OPT_APPROVE_NODES = 2901 };
+enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
 
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
@@ -101,6 +102,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"advertise-url", required_argument, NULL, 'U'}, {"lease-ms", required_argument, NULL, 'D'},
         {"holder", required_argument, NULL, 'H'},
         {"approve-nodes", no_argument, NULL, OPT_APPROVE_NODES},
+        {"secret-key-file", required_argument, NULL, OPT_SECRET_KEY_FILE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -119,6 +121,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         case 'U': cfg->advertise_url = optarg; break;
         case 'H': cfg->holder = optarg; break;
         case OPT_APPROVE_NODES: cfg->approve_nodes = true; break;
+        case OPT_SECRET_KEY_FILE: cfg->secret_key_file = optarg; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

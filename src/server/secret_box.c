@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,20 +19,26 @@
 
 /* ---- the key file ---- */
 
-static gp_err gp__key_create(const char *path, gp_secret_key *key, gp_error *err)
+/* A new key, written whole to PATH.tmp.PID and linked to path: a reader
+ * (another replica starting beside this one) sees no file or the whole
+ * key.  *lost: another process linked its key first. */
+static gp_err gp__key_create(const char *path, gp_secret_key *key, bool *lost, gp_error *err)
 {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (gnutls_rnd(GNUTLS_RND_KEY, key->bytes, sizeof key->bytes) != 0)
         return gp_error_set(err, GP_ERR_INVALID, "secret_key_file", "no random bytes for a key");
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
-        return gp_error_set(err, GP_ERR_INVALID, "secret_key_file", "cannot create %s: %s", path, strerror(errno));
+        return gp_error_set(err, GP_ERR_INVALID, "secret_key_file", "cannot create %s: %s", tmp, strerror(errno));
     bool ok = fchmod(fd, 0600) == 0 && write(fd, key->bytes, sizeof key->bytes) == (ssize_t)sizeof key->bytes &&
               fsync(fd) == 0;
     close(fd);
-    if (!ok) {
-        unlink(path);
+    int linked = ok ? link(tmp, path) : -1;
+    *lost = ok && linked != 0 && errno == EEXIST;
+    unlink(tmp);
+    if (!ok || (linked != 0 && !*lost))
         return gp_error_set(err, GP_ERR_INVALID, "secret_key_file", "cannot write %s", path);
-    }
     return GP_OK;
 }
 
@@ -59,8 +66,13 @@ gp_err gp_secret_key_load(const char *path, gp_secret_key *key, bool *created, g
     *created = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
-        *created = true;
-        return gp__key_create(path, key, err);
+        bool lost = false;
+        gp_err rc = gp__key_create(path, key, &lost, err);
+        if (rc != GP_OK || !lost) {
+            *created = rc == GP_OK;
+            return rc;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC); /* another replica's key won: read it */
     }
     if (fd < 0)
         return gp_error_set(err, GP_ERR_INVALID, "secret_key_file", "cannot open %s: %s", path, strerror(errno));

@@ -3,11 +3,13 @@
  *
  * The key: --secret-key-file (default secret.key beside the SQLite file),
  * exactly 32 bytes, mode 0600.  A missing file is created with 32 random
- * bytes on the first start (O_EXCL, 0600, fsynced); a file of another size,
- * or one its group or others may read, stops gpupoold's start: losing or
- * leaking the key is what the whole scheme guards, so nothing guesses.  It
- * never enters the store: a copy of the store (or of its backups) opens no
- * secret without the key (docs/operations.md says how to back it up apart).
+ * bytes on the first start (written whole, fsynced, then linked into
+ * place: replicas starting together agree on the first one linked); a file
+ * of another size, or one its group or others may read, stops gpupoold's
+ * start: losing or leaking the key is what the whole scheme guards, so
+ * nothing guesses.  It never enters the store: a copy of the store (or of
+ * its backups) opens no secret without the key (docs/operations.md says
+ * how to back it up apart).
  *
  * A sealed value: "v1:" + base64(nonce[12] || ciphertext || tag[16]), the
  * nonce random per seal, the associated data "gpupool secret v1" NUL

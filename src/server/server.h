@@ -34,6 +34,7 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 
+#include "server/secret_box.h"
 #include "server/snapshots.h"
 
 #include <stdatomic.h>
@@ -65,6 +66,7 @@ typedef struct gp_server_config {
     int64_t lease_ms;            /* the leader lease's time (lease.h) */
     const char *holder;          /* this replica's name in the lease; NULL = host:pid */
     bool approve_nodes;          /* a new agent node comes in cordoned until `gpupool nodes approve` */
+    const char *secret_key_file; /* secret_box.h's key; NULL = secret.key beside the SQLite file */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -101,6 +103,7 @@ struct gp_server {
     bool ledger_verifying;
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
+    gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;
