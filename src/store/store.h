@@ -272,6 +272,8 @@ gp_err gp_store_preemptions_list(gp_store *s, const char *const *scopes, int n_s
 /* ---- tenants (the specs as last set) ---- */
 
 gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err);
+/* Its secrets go with it: a tenant made again at that path (or moved
+ * there) does not inherit them. */
 gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err);
 /* {"path": spec, ...}; *out is an empty object when there are none. */
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err);

@@ -5,7 +5,10 @@
  * server/secret_box.h made of it (AES-256-GCM under gpupoold's key, bound
  * to its tenant and name), so a copy of the store, or its backups, holds
  * no secret without the key file.  `bytes` is the value's length, which a
- * listing shows with who set it and when.
+ * listing shows with who set it and when.  A tenant's secrets are deleted
+ * with the tenant (gp_store_tenant_delete): a tenant made again at that
+ * path starts without them, and a moved tenant leaves them behind (they
+ * are set again at its new path).
  */
 #include "store/store_internal.h"
 
@@ -43,6 +46,15 @@ gp_err gp_store_secret_delete(gp_store *s, const char *tenant, const char *name,
     if (rc == GP_OK && gp_db_changes(s->conn) == 0)
         rc = gp_error_set(err, GP_ERR_NOT_FOUND, "name", "tenant %s has no secret %s", tenant, name);
     return rc;
+}
+
+gp_err gp__store_secrets_forget(gp_store *s, const char *path, gp_error *err)
+{
+    gp_db_stmt *st = gp__store_prepare(s, "DELETE FROM secrets WHERE tenant = ?1", 0, "secrets forget", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, path);
+    return gp__store_exec_once(st, "secrets forget", err);
 }
 
 gp_err gp_store_secret_get(gp_store *s, const char *tenant, const char *name, char **sealed, gp_error *err)

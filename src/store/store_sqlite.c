@@ -468,7 +468,8 @@ gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err)
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
     gp_db_bind_text(st, 1, path);
-    return gp__store_exec_stmt(st, "tenant delete", err);
+    gp_err rc = gp__store_exec_stmt(st, "tenant delete", err);
+    return rc == GP_OK ? gp__store_secrets_forget(s, path, err) : rc;
 }
 
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)

@@ -595,6 +595,10 @@ static void secrets_are_put_replaced_listed_and_deleted_per_tenant(void **state)
     OK(gp_store_secret_get(f->s, "research/nlp", "hf", &sealed, &e_));
     assert_string_equal(sealed, "v1:BBB");
     free(sealed);
+    OK(gp_store_tenant_put(f->s, "research/nlp", "{}", 13, &e_));
+    OK(gp_store_tenant_delete(f->s, "research/nlp", &e_)); /* its secrets go with it */
+    OK(gp_store_secret_get(f->s, "research/nlp", "hf", &sealed, &e_));
+    assert_null(sealed);
 }
 
 /* ---- audit ---- */
