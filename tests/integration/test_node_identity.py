@@ -15,7 +15,9 @@ agent is what stops it):
     it keeps its work; the node's own credential re-registers it, and a
     restarted real agent whose node was lost comes back on its own;
   - `gpupool nodes approve NAME` lets one join-token registration of an
-    existing node in (operator or admin; a member may not);
+    existing node in (operator or admin; a member may not); a real agent
+    whose state folder is gone stops with the 409 naming it, and comes in
+    once approved;
   - gpupoold --approve-nodes: a new node is cordoned (nothing placed on
     it) until approved.
 """
@@ -191,6 +193,28 @@ def test_a_restarted_agent_whose_node_was_lost_registers_again_with_its_credenti
         end_replicas([a], [job_id] if job_id else [])
 
 
+def test_an_agent_that_lost_its_credential_waits_for_an_approval(d):
+    nodes = sim_nodes("wiped", 1)
+    node_file = write_node_file(d.dir, nodes)
+    token = join(d, "wiped-*")
+    first = Agent(d, node_file, extra=["--no-cgroups"], join=token, name="first").start()
+    try:
+        first.wait_up(["wiped-0"])
+    finally:
+        first.kill9()
+    second = Agent(d, node_file, extra=["--no-cgroups"], join=token, name="second").start()  # a fresh state folder
+    try:
+        assert second.proc.wait(timeout=30) == 1
+        log = second.read_log()
+        assert "register refused (409)" in log and "gpupool nodes approve wiped-0" in log, log
+        d.cli("nodes", "approve", "wiped-0")
+        second.start()
+        gpd.wait_for(lambda: "registered" in second.read_log(), what="the approved agent registered")
+        second.wait_up(["wiped-0"])
+    finally:
+        second.stop()
+
+
 if __name__ == "__main__":
     gpd.run([
         test_an_agent_given_a_join_token_on_its_command_line_exits_with_the_message,
@@ -200,4 +224,5 @@ if __name__ == "__main__":
         test_an_approval_lets_one_join_token_registration_of_an_existing_node_in,
         test_approve_nodes_keeps_a_new_node_cordoned_until_approved,
         test_a_restarted_agent_whose_node_was_lost_registers_again_with_its_credential,
+        test_an_agent_that_lost_its_credential_waits_for_an_approval,
     ], fleet=None)
