@@ -73,8 +73,8 @@ const gp_command GP_COMMANDS[] = {
      "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
      "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
-     "for any other node, its next registration with a join token alone is let in, once (an agent that lost\n"
-     "its credential).\n"},
+     "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
+     "agent that lost its credential).\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"

@@ -12,7 +12,7 @@
  *        in cordoned (drained) until approved.
  *   POST /v1/nodes/{name}/approve          admin or operator: a node
  *        awaiting approval takes work; any other node's next join-token
- *        registration is let in, once
+ *        registration is let in, once, within an hour
  *   GET  /v1/agents/{node}/assignments?after=V&wait=S
  *        long-poll: answers at once when the node's version is past V,
  *        else when a commit touches the node, else after S seconds; the
@@ -46,6 +46,9 @@
 #include <string.h>
 
 enum { MAX_WAIT_S = 300, MAX_REPORTS = 1000, MAX_JOBS_PER_NODE = 4096 };
+
+/* An admin's approval of a node's join-token registration holds this long. */
+#define APPROVAL_TTL_S 3600
 
 /* ---- who may call ---- */
 
@@ -131,21 +134,24 @@ static gp_err node_credential(gp_server *srv, register_arg *a, const gp_op *op, 
  * its own credential, as an admin, or with a join token once an admin
  * approved it -- never with a join token alone, which would take the
  * live node's place (and its jobs) from whoever holds one. */
-static gp_err existing_node_check(gp_server *srv, register_arg *a, const gp_principal *who, gp_error *err)
+static gp_err existing_node_check(gp_server *srv, register_arg *a, const gp_principal *who, int64_t now,
+                                  gp_error *err)
 {
     a->proven = caller_proven(a, who);
     if (a->proven || who->role == GP_ROLE_ADMIN)
         return GP_OK;
     char state[16];
+    int64_t since;
     const char *name = a->node.spec.name;
-    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, err);
-    if (rc == GP_OK && strcmp(state, "approved") == 0)
+    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, &since, err);
+    if (rc == GP_OK && strcmp(state, "approved") == 0 && now - since <= APPROVAL_TTL_S)
         a->approval_used = true;
     else if (rc == GP_OK)
         rc = gp_error_set(err, GP_ERR_CONFLICT, "node.name",
                           "node %s already exists: only its agent registers it again, with its current credential"
                           " (STATE/%s/credential); a join token alone may not.  If the agent lost its credential,"
-                          " an admin runs `gpupool nodes approve %s`, then the agent registers again",
+                          " an admin runs `gpupool nodes approve %s`, then the agent registers again (within an"
+                          " hour)",
                           name, name, name);
     return rc;
 }
@@ -207,7 +213,7 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
     gp_err rc = gp_store_tokens_scan(srv->store, live_credential, a, &err);
     bool existing = known || json_array_size(a->revoked) > 0;
     if (rc == GP_OK && existing)
-        rc = existing_node_check(srv, a, op->who, &err);
+        rc = existing_node_check(srv, a, op->who, now, &err);
     if (rc == GP_OK)
         rc = gp_journal_node_add(&srv->journal, &a->node.spec, now, &err);
     if (rc == GP_OK)
@@ -284,7 +290,8 @@ static void approve_run(gp_server *srv, gp_op *op, int64_t now)
         gp_op_fail(op, &err);
         return;
     }
-    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, &err);
+    int64_t since;
+    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, &since, &err);
     bool awaiting = rc == GP_OK && strcmp(state, "awaiting") == 0;
     if (rc == GP_OK && awaiting)
         rc = gp_journal_node_drain(&srv->journal, name, false, now, &err);
@@ -300,8 +307,8 @@ static void approve_run(gp_server *srv, gp_op *op, int64_t now)
                 json_pack("{s:s, s:s, s:s}", "node", name, "approved", awaiting ? "new node" : "registration",
                           "note",
                           awaiting ? "the node takes work now"
-                                   : "its next registration with a join token is let in, once (it replaces the"
-                                     " node's credential)"));
+                                   : "its next registration with a join token within an hour is let in, once (it"
+                                     " replaces the node's credential)"));
 }
 
 void gp_api_node_approve(gp_request *r, const char *name)

@@ -305,8 +305,10 @@ gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_err
  * let in); set replaces the node's row. */
 gp_err gp_store_node_approval_set(gp_store *s, const char *node, const char *state, int64_t time, const char *actor,
                                   gp_error *err);
-/* The node's state into state (cap bytes): "" when it has none. */
-gp_err gp_store_node_approval_get(gp_store *s, const char *node, char *state, size_t cap, gp_error *err);
+/* The node's state into state (cap bytes), "" when it has none, and when
+ * it was set into *time (-1 when none). */
+gp_err gp_store_node_approval_get(gp_store *s, const char *node, char *state, size_t cap, int64_t *time,
+                                  gp_error *err);
 gp_err gp_store_node_approval_clear(gp_store *s, const char *node, gp_error *err);
 
 /* ---- tenants' secrets, sealed (store_secrets.c) ---- */

@@ -15,13 +15,15 @@ agent is what stops it):
     it keeps its work; the node's own credential re-registers it, and a
     restarted real agent whose node was lost comes back on its own;
   - `gpupool nodes approve NAME` lets one join-token registration of an
-    existing node in (operator or admin; a member may not); a real agent
+    existing node in, within an hour (operator or admin; a member may
+    not); a real agent
     whose state folder is gone stops with the 409 naming it, and comes in
     once approved;
   - gpupoold --approve-nodes: a new node is cordoned (nothing placed on
     it) until approved.
 """
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -151,6 +153,11 @@ def test_an_approval_lets_one_join_token_registration_of_an_existing_node_in(d):
     assert live.heartbeat()[0] == 401  # the replaced agent's credential is gone, as the admin chose
     status, out = register(d, "t4-9", token)
     assert status == 409, out  # the approval was used up
+    d.cli("nodes", "approve", "t4-9")
+    with sqlite3.connect(os.path.join(d.dir, "gpupool.db")) as db:  # an approval an hour old
+        db.execute("UPDATE node_approvals SET time = time - 3601 WHERE node = 't4-9'")
+    status, out = register(d, "t4-9", token)
+    assert status == 409, out  # a forgotten approval lets no one in
 
 
 def test_approve_nodes_keeps_a_new_node_cordoned_until_approved(d):

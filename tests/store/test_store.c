@@ -551,14 +551,17 @@ static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
     assert_int_equal(seen.n, 1);
     assert_true(seen.single_use[0]);
     char state_[16];
-    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &e_));
+    int64_t when = 0;
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
     assert_string_equal(state_, "");
+    assert_int_equal(when, -1);
     OK(gp_store_node_approval_set(f->s, "n1", "awaiting", 10, "tj", &e_));
     OK(gp_store_node_approval_set(f->s, "n1", "approved", 20, "admin", &e_));
-    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &e_));
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
     assert_string_equal(state_, "approved");
+    assert_int_equal(when, 20);
     OK(gp_store_node_approval_clear(f->s, "n1", &e_));
-    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &e_));
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
     assert_string_equal(state_, "");
 }
 
