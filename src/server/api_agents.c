@@ -183,8 +183,14 @@ static gp_err register_after(gp_server *srv, register_arg *a, const gp_principal
 static void refuse_name(gp_op *op, const char *name)
 {
     char message[400];
-    snprintf(message, sizeof message, "join token %.64s may register nodes matching \"%.200s\", not %.64s",
-             op->who->name, op->who->scope, name);
+    if (op->who->scope[0])
+        snprintf(message, sizeof message, "join token %.64s may register nodes matching \"%.200s\", not %.64s",
+                 op->who->name, op->who->scope, name);
+    else /* made before join tokens named their nodes */
+        snprintf(message, sizeof message,
+                 "join token %.64s names no nodes: make one that does (gpupool token create --role join --nodes"
+                 " PATTERNS)",
+                 op->who->name);
     gp_op_reply(op, 403,
                 json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "forbidden", "message", message, "field",
                           "node.name"));
