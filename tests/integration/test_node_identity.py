@@ -97,6 +97,12 @@ def test_a_join_token_registers_only_the_names_its_patterns_cover(d):
         assert status == 201 and out["awaiting_approval"] is False, out
     rows = {t["name"]: t for t in d.ok("GET", "/v1/tokens")["tokens"]}
     assert rows["rack"]["scope"] == "h100-*,a100-0[0-3]" and rows["rack"]["single_use"] is False, rows["rack"]
+    d.stop()
+    with sqlite3.connect(os.path.join(d.dir, "gpupool.db")) as db:  # a join token from before --nodes
+        db.execute("UPDATE tokens SET scope = '' WHERE role = 'join'")
+    d.start()
+    status, out = register(d, "h100-1", token)
+    assert status == 403 and "names no nodes" in out["error"]["message"], out
 
 
 def test_a_single_use_join_token_is_spent_by_its_first_registration(d):
