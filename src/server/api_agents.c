@@ -81,12 +81,16 @@ typedef struct register_arg {
     bool proven;         /* the caller's token is one of them */
     bool approval_used;  /* an admin's approval let this join-token registration in */
     bool awaiting;       /* a new node cordoned until approved (--approve-nodes) */
+    const char *caller;  /* the caller's token id */
+    bool caller_live;    /* ... is not revoked (a single-use join token spent by an earlier op of the batch is) */
 } register_arg;
 
 static gp_err live_credential(void *ctx, const gp_store_token *t, gp_error *err)
 {
     (void)err;
     register_arg *a = ctx;
+    if (strcmp(t->id, a->caller) == 0)
+        a->caller_live = t->revoked < 0;
     if (t->revoked >= 0 || strcmp(t->role, "node") != 0 || strcmp(t->scope, a->node.spec.name) != 0)
         return GP_OK;
     json_array_append_new(a->revoked, json_string(t->id));
@@ -216,9 +220,13 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
         gp_op_fail(op, &err);
         return;
     }
+    a->caller = op->who->token_id;
     gp_err rc = gp_store_tokens_scan(srv->store, live_credential, a, &err);
     bool existing = known || json_array_size(a->revoked) > 0;
-    if (rc == GP_OK && existing)
+    if (rc == GP_OK && op->who->role == GP_ROLE_JOIN && !a->caller_live)
+        rc = gp_error_set(&err, GP_ERR_CONFLICT, "Authorization",
+                          "join token %s is single-use and an earlier registration spent it", op->who->name);
+    else if (rc == GP_OK && existing)
         rc = existing_node_check(srv, a, op->who, now, &err);
     if (rc == GP_OK)
         rc = gp_journal_node_add(&srv->journal, &a->node.spec, now, &err);

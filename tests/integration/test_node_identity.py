@@ -26,6 +26,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
@@ -114,6 +115,19 @@ def test_a_single_use_join_token_is_spent_by_its_first_registration(d):
     assert "h100-1" not in node_names(d)
     rows = {t["name"]: t for t in d.ok("GET", "/v1/tokens")["tokens"]}
     assert rows["rack"]["single_use"] is True and rows["rack"]["revoked"] is not None, rows["rack"]
+    racing = join(d, "race-*", "--single-use")  # registrations at once: one gets in
+    results, start = [], threading.Barrier(24)
+
+    def race(i):
+        start.wait()
+        results.append(register(d, "race-%d" % i, racing)[0])
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results).count(201) == 1 and set(results) <= {201, 401, 409}, results
+    assert len([n for n in node_names(d) if n.startswith("race-")]) == 1
 
 
 def test_a_join_token_alone_cannot_take_a_live_node(d):
