@@ -114,6 +114,7 @@ def test_a_secret_reaches_its_replica_and_nothing_else(d):
     finally:
         a.stop()
         end_replicas([a], [])
+    assert value not in a.read_log(tail=None)  # nor the agent's log
 
     assert set_secret(d, research_admin, "research", "hf", "rotated").returncode == 0
     p = d.cli("secret", "rm", "research", "hf", token=research_admin)
