@@ -310,6 +310,8 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
     }
     n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
+    if (json_is_true(json_object_get(o, "awaiting_approval"))) /* gpupoold --approve-nodes */
+        gp_agent_log(n, "cordoned until an admin runs: gpupool nodes approve %s", n->name);
     json_decref(o);
 }
 
