@@ -132,6 +132,29 @@ def test_a_secret_reaches_its_replica_and_nothing_else(d):
     assert os.stat(key).st_mode & 0o777 == 0o600 and os.path.getsize(key) == 32
 
 
+def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(d):
+    d.ok("PUT", "/v1/tenants/t", {})
+    for path, body, field in [
+            ("/v1/secrets/k", {"value": "v"}, "tenant"),
+            ("/v1/secrets/k?tenant=t", {"value": 7}, "value"),
+            ("/v1/secrets/k?tenant=t", {}, "value"),
+            ("/v1/secrets/k?tenant=t", {"value": "v", "owner": "x"}, "owner"),
+            ("/v1/secrets/k?tenant=t", {"value": "v" * 65537}, "value"),
+            ("/v1/secrets/k?tenant=t&x=1", {"value": "v"}, "x"),
+            ("/v1/secrets/k?tenant=t/../x", {"value": "v"}, "tenant"),
+            ("/v1/secrets/%s?tenant=t" % ("n" * 129), {"value": "v"}, "name")]:
+        status, out = d.call("PUT", path, body)
+        assert status == 400 and out["error"]["field"] == field, (path, out)
+    status, out = d.call("PUT", "/v1/secrets/k?tenant=t/none", {"value": "v"})
+    assert status == 404 and out["error"]["field"] == "tenant", out
+    for wanted, field in [({"1X": "k"}, "env_from_secret"), ({"X": "bad name"}, "env_from_secret.X"),
+                          ({"X": 3}, "env_from_secret.X"), ("k", "env_from_secret")]:
+        status, out = d.call("POST", "/v1/jobs", {"tenant": "t", "env_from_secret": wanted})
+        assert status == 400 and out["error"]["field"] == field, (wanted, out)
+    assert d.ok("GET", "/v1/secrets?tenant=t")["secrets"] == []
+    assert d.ok("GET", "/v1/jobs")["jobs"] == []
+
+
 def test_a_key_file_others_may_read_stops_the_start(d):
     d.stop()
     os.chmod(os.path.join(d.dir, "secret.key"), 0o644)
@@ -146,5 +169,6 @@ def test_a_key_file_others_may_read_stops_the_start(d):
 if __name__ == "__main__":
     gpd.run([
         test_a_secret_reaches_its_replica_and_nothing_else,
+        test_bad_input_is_a_400_naming_the_field_and_changes_nothing,
         test_a_key_file_others_may_read_stops_the_start,
     ], fleet=None)
