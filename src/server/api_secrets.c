@@ -207,8 +207,8 @@ static gp_err set_body(gp_request *r, secret_arg *a, gp_error *err)
 
 static void secret_set(gp_request *r, const char *name)
 {
-    secret_arg a = {.name = name};
-    if (!(a.tenant = query_tenant(r)) || !may_change(r, a.tenant) || !name_ok(r, name))
+    secret_arg a = {.name = name, .tenant = query_tenant(r)};
+    if (!a.tenant || !may_change(r, a.tenant) || !name_ok(r, name))
         return;
     gp_error err;
     if (set_body(r, &a, &err) != GP_OK) {
@@ -239,8 +239,8 @@ static void delete_run(gp_server *srv, gp_op *op, int64_t now)
 
 static void secret_delete(gp_request *r, const char *name)
 {
-    secret_arg a = {.name = name};
-    if (!(a.tenant = query_tenant(r)) || !may_change(r, a.tenant) || !name_ok(r, name))
+    secret_arg a = {.name = name, .tenant = query_tenant(r)};
+    if (!a.tenant || !may_change(r, a.tenant) || !name_ok(r, name))
         return;
     gp_op op = {.run = delete_run, .mutates = true, .arg = &a, .action = "secret.delete"};
     snprintf(op.target, sizeof op.target, "secret/%s/%s", a.tenant, name);
@@ -263,17 +263,23 @@ void gp_api_secret(gp_request *r, const char *name)
 void gp_api_secrets_list(gp_request *r)
 {
     static const char *const allowed[] = {"tenant", NULL};
-    const char *tenant;
-    if (!gp_api_query_only(r, allowed) || !(tenant = query_tenant(r)))
+    if (!gp_api_query_only(r, allowed))
+        return;
+    const char *tenant = query_tenant(r);
+    if (!tenant)
         return;
     gp_error err;
     json_t *list = NULL;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
-    bool known = s && gp_api_tenant_known(r, s, tenant, "tenant");
-    gp_err rc = !s ? err.code : known ? gp_store_secrets_list(s, tenant, &list, &err) : GP_OK;
-    gp_readers_give(&r->srv->readers, s);
-    if (rc != GP_OK)
+    if (!s) {
         gp_api_fail(r, &err);
-    else if (known)
-        gp_api_reply(r, 200, json_pack("{s:s, s:o}", "tenant", tenant, "secrets", list));
+        return;
+    }
+    if (gp_api_tenant_known(r, s, tenant, "tenant")) { /* else it replied 404 */
+        if (gp_store_secrets_list(s, tenant, &list, &err) == GP_OK)
+            gp_api_reply(r, 200, json_pack("{s:s, s:o}", "tenant", tenant, "secrets", list));
+        else
+            gp_api_fail(r, &err);
+    }
+    gp_readers_give(&r->srv->readers, s);
 }

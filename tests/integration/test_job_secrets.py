@@ -147,6 +147,8 @@ def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(d):
         assert status == 400 and out["error"]["field"] == field, (path, out)
     status, out = d.call("PUT", "/v1/secrets/k?tenant=t/none", {"value": "v"})
     assert status == 404 and out["error"]["field"] == "tenant", out
+    status, out = d.call("GET", "/v1/secrets?tenant=t/none")
+    assert status == 404 and out["error"]["field"] == "tenant", out
     for wanted, field in [({"1X": "k"}, "env_from_secret"), ({"X": "bad name"}, "env_from_secret.X"),
                           ({"X": 3}, "env_from_secret.X"), ("k", "env_from_secret")]:
         status, out = d.call("POST", "/v1/jobs", {"tenant": "t", "env_from_secret": wanted})
