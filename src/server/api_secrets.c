@@ -60,8 +60,9 @@ gp_err gp_api_job_secrets_check(const gp_request *r, const gp_job_request *req, 
     json_object_foreach(req->env_from_secret, env, name) {
         char owner[GP_PATH_MAX], *sealed = NULL;
         rc = secret_find(s, req->tenant, json_string_value(name), owner, &sealed, err);
+        bool found = sealed != NULL;
         free(sealed);
-        if (rc == GP_OK && !sealed) {
+        if (rc == GP_OK && !found) {
             char field[GP_ERROR_FIELD_MAX];
             gp_json_field_name(field, sizeof field, "env_from_secret", env);
             rc = gp_error_set(err, GP_ERR_INVALID, field,
