@@ -115,7 +115,7 @@ show_log() {
 history_of() { gp job "$1" | sed -n '/^history:/,$p' | tail -n +2; }
 
 say "gpupoold is up at $GPUPOOL_SERVER (store $VAR/gpupool.db, admin token in $VAR/admin.token)"
-gp --json token create --name demo-rack --role join --ttl 1h | json 'j["token"]' > "$VAR"/join.token
+gp --json token create --name demo-rack --role join --nodes 'h100-*,a100-mig-*,l40s-ts-*' --ttl 1h | json 'j["token"]' > "$VAR"/join.token
 chmod 600 "$VAR"/join.token
 echo "join token (1 hour) in $VAR/join.token"
 

@@ -147,7 +147,7 @@ static double pct(double *v, size_t n, double p)
 static pid_t start_daemon(const char *bin_dir, const char *dir)
 {
     char fleet[PATH_MAX], store[PATH_MAX + 16], portf[PATH_MAX], exe[PATH_MAX], log[PATH_MAX], tokf[PATH_MAX],
-        logs[PATH_MAX];
+        logs[PATH_MAX], keyf[PATH_MAX];
     snprintf(fleet, sizeof fleet, "%s/fleet.yaml", dir);
     FILE *f = fopen(fleet, "w");
     if (!f)
@@ -161,7 +161,8 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
         snprintf(store, sizeof store, "sqlite:%s/bench.db", dir);
     snprintf(portf, sizeof portf, "%s/port", dir);
     snprintf(tokf, sizeof tokf, "%s/admin.token", dir);
-    snprintf(logs, sizeof logs, "%s/logs", dir); /* required with a PostgreSQL BENCH_STORE */
+    snprintf(logs, sizeof logs, "%s/logs", dir); /* required with a PostgreSQL BENCH_STORE, as is the key */
+    snprintf(keyf, sizeof keyf, "%s/secret.key", dir);
     snprintf(exe, sizeof exe, "%s/gpupoold", bin_dir);
     snprintf(log, sizeof log, "%s/gpupoold.log", dir);
     pid_t pid = fork();
@@ -170,7 +171,8 @@ static pid_t start_daemon(const char *bin_dir, const char *dir)
         (void)l;
         const char *pass = getenv("BENCH_PASS_MIN_MS"); /* unset: gpupoold's default */
         char *args[] = {exe, "--listen", "127.0.0.1:0", "--store", store, "--fleet", fleet, "--port-file", portf,
-                        "--token-file", tokf, "--job-logs", logs, "--rate-limit", "0", "--log-level", "warn",
+                        "--token-file", tokf, "--job-logs", logs, "--secret-key-file", keyf, "--rate-limit", "0",
+                        "--log-level", "warn",
                         "--max-connections", "512", pass ? "--pass-min-ms" : NULL, (char *)pass, NULL};
         execv(exe, args);
         _exit(127);

@@ -21,7 +21,7 @@
 #define GP__SHUTDOWN_MS 10000
 
 static const char USAGE[] =
-    "usage: gpupool-agent run --server URL[,URL...] (--join-token TOKEN | --join-token-file FILE)\n"
+    "usage: gpupool-agent run --server URL[,URL...] --join-token-file FILE (or $GPUPOOL_JOIN_TOKEN)\n"
     "                         --backend sim --node-file FILE [--node NAME]... --state-dir DIR [options]\n"
     "       gpupool-agent run ... --backend nvml [--node NAME] --state-dir DIR [options]\n"
     "\n"
@@ -231,7 +231,10 @@ static int gp__option(gp_agent *a, int c)
     char *end = NULL;
     switch (c) {
     case 'S': return gp__split_urls(o, optarg);
-    case 'j': snprintf(o->join_token, sizeof o->join_token, "%s", optarg); return -1;
+    case 'j':
+        fputs("gpupool-agent run: --join-token is gone (a command line is in every process's view: ps); give"
+              " --join-token-file FILE or the environment variable GPUPOOL_JOIN_TOKEN\n", stderr);
+        return 2;
     case 'J': return gp__token_file(o, optarg);
     case 'b': return gp__backend(o, optarg);
     case GP__OPT_NVML_LIBRARY: o->nvml_library = optarg; return -1;
@@ -278,10 +281,22 @@ static int gp__option(gp_agent *a, int c)
     }
 }
 
-static int gp__required(const gp_agent *a)
+/* No --join-token-file: the environment's GPUPOOL_JOIN_TOKEN, if set; it
+ * leaves the environment either way, so no child (a health check, the
+ * repair command) inherits it. */
+static void gp__token_from_env(gp_agent_options *o)
 {
-    const gp_agent_options *o = &a->opt;
-    const char *missing = !o->n_urls ? "--server" : !o->join_token[0] ? "--join-token or --join-token-file"
+    const char *env = getenv("GPUPOOL_JOIN_TOKEN");
+    if (!o->join_token[0] && env)
+        snprintf(o->join_token, sizeof o->join_token, "%s", env);
+    unsetenv("GPUPOOL_JOIN_TOKEN");
+}
+
+static int gp__required(gp_agent *a)
+{
+    gp_agent_options *o = &a->opt;
+    gp__token_from_env(o);
+    const char *missing = !o->n_urls ? "--server" : !o->join_token[0] ? "--join-token-file or GPUPOOL_JOIN_TOKEN"
                           : !o->node_file && !o->nvml ? "--node-file" : !o->state_dir ? "--state-dir" : NULL;
     if (missing) {
         fprintf(stderr, "gpupool-agent run: %s is required\n%s", missing, USAGE);

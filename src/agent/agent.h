@@ -1,6 +1,6 @@
 /* agent.h - `gpupool-agent run`: the agent's main loop.
  *
- *   gpupool-agent run --server URL[,URL...] --join-token TOKEN | --join-token-file FILE
+ *   gpupool-agent run --server URL[,URL...] --join-token-file FILE (or $GPUPOOL_JOIN_TOKEN)
  *                     --backend sim --node-file FILE [--node NAME]... --state-dir DIR [...]
  *                   | --backend nvml [--node NAME] [--nvml-library PATH] [--zone Z --block B --pool P]
  *

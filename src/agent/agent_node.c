@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GP__POLL_WAIT_S 30
 #define GP__LEADER_HOPS_MAX 5 /* 307s followed in a row before backing off */
@@ -241,12 +242,39 @@ static int64_t gp__heartbeat_ms(const gp_node *n)
     return (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
 }
 
+/* The node's stored credential (STATE/NODE/credential) into out: false
+ * when it has none. */
+static bool gp__stored_credential(const gp_node *n, char *out, size_t cap)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/credential", n->dir);
+    if (!gp_state_read(path, out, cap))
+        return false;
+    out[strcspn(out, "\r\n")] = '\0';
+    return out[0] != '\0';
+}
+
+/* A registration with the stored credential was refused (revoked, or not
+ * this node's): it is forgotten, and the next try uses the join token. */
+static bool gp__credential_refused(gp_node *n, long status)
+{
+    char path[GP_STATE_PATH_MAX], old[GP_AGENT_TOKEN_MAX + 2];
+    if ((status != 401 && status != 403) || !gp__stored_credential(n, old, sizeof old))
+        return false;
+    snprintf(path, sizeof path, "%s/credential", n->dir);
+    unlink(path);
+    gp_agent_log(n, "register with the node's credential refused (%ld): the join token next", status);
+    return true;
+}
+
 static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                             void *ctx)
 {
     (void)len;
     gp_node *n = ctx;
     (*n->registering)--;
+    if (gp__credential_refused(n, status))
+        return;
     bool refused = status == 400 || status == 401 || status == 403 || status == 404 || status == 409;
     if (!refused && status != 200 && status != 201) { /* no answer, 307, 429, 5xx: try again */
         gp__unanswered(n, "register", call, status, body, why);
@@ -282,18 +310,25 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
     }
     n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
+    if (json_is_true(json_object_get(o, "awaiting_approval"))) /* gpupoold --approve-nodes */
+        gp_agent_log(n, "cordoned until an admin runs: gpupool nodes approve %s", n->name);
     json_decref(o);
 }
 
+/* A node registers again with its own credential while it has one (a
+ * join token alone may not take an existing node: api_agents.c), else
+ * with the join token. */
 static void gp__register(gp_node *n)
 {
+    char own[GP_AGENT_TOKEN_MAX + 2];
+    const char *bearer = gp__stored_credential(n, own, sizeof own) ? own : n->opt->join_token;
     json_t *inv = gp_inventory_to_json(&n->inventory);
     json_t *body = json_pack("{s:O}", "node", json_object_get(inv, "node"));
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
     snprintf(url, sizeof url, "%s/v1/agents:register", gp_node_url(n));
     gp_error err;
-    if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, n->opt->join_token, text, 30, gp__on_register,
-                                    n, &err) != GP_OK)
+    if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, bearer, text, 30, gp__on_register, n, &err) !=
+                     GP_OK)
         gp__failed(n, "register", 0, "cannot start the call");
     else
         (*n->registering)++;

@@ -9,7 +9,9 @@
  *   reconciled (agent_plan.h) -> replicas started, stopped, killed
  *   (agent_replica.c) -> their events queued as reports, POSTed until
  *   answered 200.  Heartbeats every heartbeat_s.  401 on any call, 409 on
- *   a heartbeat or `up: false` in a poll: register again.  No answer or
+ *   a heartbeat or `up: false` in a poll: register again, with the stored
+ *   credential while there is one (gpupoold lets a join token alone
+ *   register no existing node), else with the join token.  No answer or
  *   5xx: the next server URL after a back-off (agent_plan.h), running work
  *   untouched.  A follower's 307: every call goes to the leader it names
  *   from then on, at once (until a call to it fails); its 503 with

@@ -119,13 +119,19 @@ static const char **gp__string_list(json_t *array, size_t *n)
     return v;
 }
 
-/* The job's own variables as "NAME=value" (a JSON array). */
+/* The job's own variables as "NAME=value" (a JSON array): its env, then
+ * the values of the secrets it names (gpupoold sends them only in the
+ * entry of a replica this node is to run). */
 static json_t *gp__job_env(json_t *assignment)
 {
     json_t *out = json_array();
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(assignment, "env"), k, v) {
+        if (json_is_string(v))
+            json_array_append_new(out, json_sprintf("%s=%s", k, json_string_value(v)));
+    }
+    json_object_foreach(json_object_get(assignment, "secrets"), k, v) {
         if (json_is_string(v))
             json_array_append_new(out, json_sprintf("%s=%s", k, json_string_value(v)));
     }

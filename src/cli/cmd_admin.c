@@ -1,4 +1,4 @@
-/* cmd_admin.c - gpupool nodes [show NAME], drain, tenants, quota set, apply, usage,
+/* cmd_admin.c - gpupool nodes [show NAME | approve NAME], drain, tenants, quota set, apply, usage,
  * token create|list|revoke, audit [verify], admin export-log.
  */
 #include "cli/commands.h"
@@ -118,12 +118,28 @@ static int nodes_show(gp_client *c, const char *name)
     return rc;
 }
 
+/* gpupool nodes approve NAME: a node awaiting approval takes work; any
+ * other node's next join-token registration is let in, once. */
+static int nodes_approve(gp_client *c, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/nodes/%.100s/approve", name);
+    gp_response resp;
+    int rc = gp_client_run(c, "POST", path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        printf("node %s approved: %s\n", name, json_string_value(json_object_get(resp.body, "note")));
+    gp_response_free(&resp);
+    return rc;
+}
+
 int gp_cmd_nodes(gp_client *c, int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "show") == 0)
         return nodes_show(c, argv[2]);
+    if (argc == 3 && strcmp(argv[1], "approve") == 0)
+        return nodes_approve(c, argv[2]);
     if (argc > 1)
-        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME]");
+        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME | approve NAME]");
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
@@ -655,6 +671,8 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
 
 static const char TOKEN_USAGE[] = "usage: gpupool token create --name N --role R [--scope TENANT] [--user U]"
                                   " [--ttl DURATION]\n"
+                                  "       gpupool token create --name N --role join --nodes PATTERNS [--single-use]"
+                                  " [--ttl DURATION]\n"
                                   "       gpupool token list\n"
                                   "       gpupool token revoke ID";
 
@@ -673,14 +691,23 @@ static int token_create(gp_client *c, int argc, char **argv)
                                          {"scope", required_argument, NULL, 's'},
                                          {"user", required_argument, NULL, 'u'},
                                          {"ttl", required_argument, NULL, 'T'},
+                                         {"nodes", required_argument, NULL, 'N'},
+                                         {"single-use", no_argument, NULL, '1'},
                                          {NULL, 0, NULL, 0}};
     json_t *body = json_object();
     int ch;
     int64_t ttl;
     optind = 0;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        const char *key = ch == 'n' ? "name" : ch == 'r' ? "role" : ch == 's' ? "scope" : ch == 'u' ? "user" : NULL;
-        if (ch == 'T' && gp_duration_parse(optarg, &ttl)) {
+        const char *key = ch == 'n'   ? "name"
+                          : ch == 'r' ? "role"
+                          : ch == 's' ? "scope"
+                          : ch == 'u' ? "user"
+                          : ch == 'N' ? "nodes"
+                                      : NULL;
+        if (ch == '1') {
+            json_object_set_new(body, "single_use", json_true());
+        } else if (ch == 'T' && gp_duration_parse(optarg, &ttl)) {
             json_object_set_new(body, "ttl_s", json_integer(ttl));
         } else if (key) {
             json_object_set_new(body, key, json_string(optarg));

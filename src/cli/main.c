@@ -71,9 +71,12 @@ const gp_command GP_COMMANDS[] = {
     {"nodes", gp_cmd_nodes,
      "usage: gpupool nodes\n"
      "       gpupool nodes show NAME\n"
+     "       gpupool nodes approve NAME\n"
      "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
-     "XIDs.\n"},
+     "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
+     "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
+     "agent that lost its credential).\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
@@ -118,7 +121,10 @@ const gp_command GP_COMMANDS[] = {
     {"token", gp_cmd_token,
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
      "                            [--user U] [--ttl DURATION]\n"
+     "       gpupool token create --name N --role join --nodes PATTERNS [--single-use] [--ttl DURATION]\n"
      "       gpupool token list\n       gpupool token revoke ID\n"
+     "A join token registers only the node names its --nodes patterns cover (comma-separated shell patterns,\n"
+     "h100-*,a100-0[0-7]; \"*\" for any); --single-use: its first registration spends it.\n"
      "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"
      "a member token expires after gpupoold's --member-token-ttl (default 90d), other roles never.\n"
      "token list shows each token's expiry and last use (kept to about a minute).\n"},
@@ -127,6 +133,14 @@ const gp_command GP_COMMANDS[] = {
      "The tenant each job user is bound to: a user's jobs and tokens stay inside that tenant's subtree.  The\n"
      "first member token for a user (or an admin's first job naming it) binds it; bind (admin) moves a user,\n"
      "unbind (admin) forgets the binding.\n"},
+    {"secret", gp_cmd_secret,
+     "usage: gpupool secret set TENANT NAME (--from-file FILE | --value-stdin)\n"
+     "       gpupool secret list TENANT\n       gpupool secret rm TENANT NAME\n"
+     "A tenant's secrets (tenant-admins of the tenant and admins set and remove them; whoever sees the\n"
+     "tenant lists them).  Jobs name them: \"env_from_secret\": {\"HF_TOKEN\": \"hf\"} takes secret hf of the\n"
+     "job's tenant, else of its nearest ancestor that has one.  gpupoold keeps them encrypted and hands a\n"
+     "value only to the node that runs the replica; list shows names, sizes, who set them and when, never\n"
+     "a value.  The value is the file's bytes exactly (or stdin's), at most 64 KiB of UTF-8.\n"},
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},
@@ -168,8 +182,9 @@ static const char USAGE[] =
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
     "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
-    "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind], audit [verify],\n"
-    "          ledger [verify], prices [set|mode], bill, admin export-log, completion.\n"
+    "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind],\n"
+    "          secret set|list|rm, audit [verify], ledger [verify], prices [set|mode], bill,\n"
+    "          admin export-log, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"

@@ -100,9 +100,10 @@ bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
  * false.  s: a reader connection the caller holds. */
 bool gp_api_tenant_known(gp_request *r, gp_store *s, const char *path, const char *field);
 /* A job as the caller may submit it: its tenant is in the caller's scope
- * (404 tenant otherwise) and it runs as the token's user (only an admin
- * names another); fills req->user from the token.  Used by one submit and
- * by the batch alike. */
+ * (404 tenant otherwise), it runs as the token's user (only an admin
+ * names another) and names only secrets of its tenant or its ancestors
+ * (gp_api_job_secrets_check); fills req->user from the token.  Used by
+ * one submit and by the batch alike. */
 gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err);
 /* A member token's jobs go to its tenant when they name none: sets
  * "tenant" of the job object (before parsing) to the token's scope.
@@ -143,6 +144,16 @@ void gp_api_tenants_move(gp_request *r);
 void gp_api_nodes_list(gp_request *r);
 void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
+void gp_api_node_approve(gp_request *r, const char *name);               /* api_agents.c */
+void gp_api_secrets_list(gp_request *r);                                 /* api_secrets.c */
+void gp_api_secret(gp_request *r, const char *name);                     /* PUT, DELETE */
+/* A submit's env_from_secret: each name is a secret of the job's tenant or
+ * an ancestor (400 env_from_secret.ENV otherwise). */
+gp_err gp_api_job_secrets_check(const gp_request *r, const gp_job_request *req, gp_error *err);
+/* entry["secrets"] = {"ENV": value} of the job spec's env_from_secret,
+ * opened with gpupoold's key (s: a reader connection the caller holds); a
+ * secret deleted since, or that does not open, is left out and logged. */
+void gp_api_assignment_secrets(gp_server *srv, gp_store *s, json_t *entry, const json_t *spec);
 void gp_api_node_checks(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
 void gp_api_usage_underdriven(gp_request *r); /* GET /v1/usage/underdriven?sm=PCT&for=S */

@@ -24,8 +24,12 @@
  * dashboard shows and how it knows which panels the role may read.
  *
  * A join token (role "join", admin only) registers node agents and does
- * nothing else; without ttl_s it expires after JOIN_TOKEN_TTL_S (1 hour),
- * and it may register any number of nodes until then.  Node credentials
+ * nothing else; without ttl_s it expires after JOIN_TOKEN_TTL_S (1 hour).
+ * It names the nodes it may register: "nodes", comma-separated shell
+ * patterns ("h100-*,a100-0[0-7]"; "*" written out for any name), kept as
+ * its scope; with "single_use": true its first registration spends it
+ * (api_agents.c).  Example: {"name": "rack7", "role": "join", "nodes":
+ * "h100-7?", "single_use": true}.  Node credentials
  * (role "node") are made only by a registration (api_agents.c): asking for
  * one here is 400.
  *
@@ -60,6 +64,8 @@ typedef struct token_arg {
     char user[GP_NAME_MAX];
     char id[GP_TOKEN_ID_LEN + 1];
     int64_t ttl_s; /* -1 = not given */
+    char nodes[GP_PATH_MAX]; /* join: the node-name patterns, stored as its scope */
+    bool single_use;         /* join */
 } token_arg;
 
 /* A join token's life when created without ttl_s: a rack is joined in an hour. */
@@ -106,13 +112,14 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
                         .hash_hex = hash,
                         .name = a->name,
                         .role = a->role,
-                        .scope = a->scope,
+                        .scope = role == GP_ROLE_JOIN ? a->nodes : a->scope,
                         .user = a->user,
                         .created = now,
                         .revoked = -1,
                         .expires = ttl > 0 ? now + ttl : -1,
                         .last_used = -1,
-                        .created_by = op->who ? op->who->token_id : "gpupoold"};
+                        .created_by = op->who ? op->who->token_id : "gpupoold",
+                        .single_use = a->single_use};
     if (gp_token_generate(secret, a->id, hash, &err) != GP_OK ||
         (unbound && gp_store_user_bind(srv->store, a->user, a->scope, now, t.created_by, &err) != GP_OK) ||
         gp_store_token_insert(srv->store, &t, &err) != GP_OK ||
@@ -123,8 +130,39 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
     snprintf(op->target, sizeof op->target, "token/%s", a->id);
     gp_op_reply(op, 201,
                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:s}", "id", a->id, "name", a->name, "role", a->role,
-                          "scope", a->scope, "user", a->user, "expires", time_or_null(t.expires), "token", secret,
+                          "scope", t.scope, "user", a->user, "expires", time_or_null(t.expires), "token", secret,
                           "note", "the token is shown once; gpupoold keeps only its hash"));
+    if (role == GP_ROLE_JOIN)
+        json_object_set_new(op->reply, "single_use", json_boolean(a->single_use));
+}
+
+/* A join token's "nodes": comma-separated shell patterns of node names. */
+static gp_err join_nodes_check(const char *nodes, gp_error *err)
+{
+    static const char CHARS[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-*?[]!";
+    for (const char *p = nodes;; p++) {
+        size_t n = strspn(p, CHARS);
+        if (n == 0 || (p[n] != ',' && p[n] != '\0'))
+            return gp_error_set(err, GP_ERR_INVALID, "nodes",
+                                "nodes is a comma-separated list of node-name patterns (letters, digits, . _ - and"
+                                " the shell's * ? [...]); \"*\" for any name");
+        p += n;
+        if (!*p)
+            return GP_OK;
+    }
+}
+
+/* The fields only a join token takes, and the one it needs. */
+static gp_err join_fields_check(gp_role role, const token_arg *a, gp_error *err)
+{
+    if (role != GP_ROLE_JOIN && (a->nodes[0] || a->single_use))
+        return gp_error_set(err, GP_ERR_INVALID, a->nodes[0] ? "nodes" : "single_use",
+                            "only a join token takes nodes and single_use");
+    if (role == GP_ROLE_JOIN && !a->nodes[0])
+        return gp_error_set(err, GP_ERR_INVALID, "nodes",
+                            "a join token names the nodes it may register: nodes \"h100-*\" (gpupool token create"
+                            " --nodes; comma-separated shell patterns, \"*\" for any name)");
+    return role == GP_ROLE_JOIN ? join_nodes_check(a->nodes, err) : GP_OK;
 }
 
 static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
@@ -145,6 +183,10 @@ static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
             rc = gp_json_string(v, key, GP_NAME_MAX - 1, a->user, sizeof a->user, err);
         else if (strcmp(key, "ttl_s") == 0)
             rc = gp_json_int(v, key, 1, TOKEN_TTL_MAX_S, &a->ttl_s, err);
+        else if (strcmp(key, "nodes") == 0)
+            rc = gp_json_string(v, key, GP_PATH_MAX - 1, a->nodes, sizeof a->nodes, err);
+        else if (strcmp(key, "single_use") == 0)
+            rc = gp_json_bool(v, key, &a->single_use, err);
         else
             rc = gp_json_unknown_field("", key, err);
     }
@@ -166,7 +208,7 @@ static gp_err token_body(json_t *body, token_arg *a, gp_error *err)
         rc = gp_error_set(err, GP_ERR_INVALID, "user",
                           "a member token needs a user (gpupool token create --user NAME): jobs submitted with it"
                           " run as that user, and per-user limits hold them");
-    return rc;
+    return rc == GP_OK ? join_fields_check(role, a, err) : rc;
 }
 
 void gp_api_tokens_create(gp_request *r)
@@ -213,7 +255,9 @@ static bool token_visible(const gp_principal *who, const gp_store_token *t)
 {
     if (who->role == GP_ROLE_ADMIN || strcmp(who->token_id, t->id) == 0)
         return true;
-    return who->role == GP_ROLE_TENANT_ADMIN && t->scope[0] && gp_scope_covers(who->scope, t->scope);
+    gp_role role;
+    return who->role == GP_ROLE_TENANT_ADMIN && gp_role_parse(t->role, &role) && role_needs_scope(role) &&
+           gp_scope_covers(who->scope, t->scope); /* a join or node token's scope names nodes, not tenants */
 }
 
 typedef struct token_list {
@@ -239,11 +283,14 @@ static gp_err token_row(void *ctx, const gp_store_token *t, gp_error *err)
     if (!token_visible(l->who, t))
         return GP_OK;
     int64_t cached = l->auth ? gp_auth_last_used(l->auth, t->id) : -1;
-    json_array_append_new(l->list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:o, s:o}", "id", t->id, "name",
+    json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:o, s:o}", "id", t->id, "name",
                                              t->name, "role", t->role, "scope", t->scope, "user", t->user, "created",
                                              (json_int_t)t->created, "created_by", t->created_by, "revoked",
                                              time_or_null(t->revoked), "expires", time_or_null(t->expires),
-                                             "last_used", time_or_null(cached > t->last_used ? cached : t->last_used)));
+                                             "last_used", time_or_null(cached > t->last_used ? cached : t->last_used));
+    if (strcmp(t->role, "join") == 0)
+        json_object_set_new(row, "single_use", json_boolean(t->single_use));
+    json_array_append_new(l->list, row);
     return GP_OK;
 }
 

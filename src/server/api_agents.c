@@ -1,8 +1,18 @@
 /* api_agents.c - the node agents' endpoints (docs/api.md, "Agents").
  *
- *   POST /v1/agents:register               join token (or admin): a node's
- *        inventory in, the node added through the journal, a node
- *        credential out (shown once; the node's older ones are revoked)
+ *   POST /v1/agents:register               join token (or admin, or the
+ *        node's own credential): a node's inventory in, the node added
+ *        through the journal, a node credential out (shown once; the
+ *        node's older ones are revoked).  A join token registers only
+ *        the names its patterns cover (403 node.name), and a single-use
+ *        one only once; a node gpupoold already knows registers again
+ *        only with its current credential, as an admin, or after an
+ *        admin's approval (409 node.name otherwise: nothing is revoked,
+ *        the live agent goes on).  With --approve-nodes a new node comes
+ *        in cordoned (drained) until approved.
+ *   POST /v1/nodes/{name}/approve          admin or operator: a node
+ *        awaiting approval takes work; any other node's next join-token
+ *        registration is let in, once, within an hour
  *   GET  /v1/agents/{node}/assignments?after=V&wait=S
  *        long-poll: answers at once when the node's version is past V,
  *        else when a commit touches the node, else after S seconds; the
@@ -37,6 +47,9 @@
 
 enum { MAX_WAIT_S = 300, MAX_REPORTS = 1000, MAX_JOBS_PER_NODE = 4096 };
 
+/* An admin's approval of a node's join-token registration holds this long. */
+#define APPROVAL_TTL_S 3600
+
 /* ---- who may call ---- */
 
 /* A node path is for that node's credential only. */
@@ -64,16 +77,36 @@ typedef struct register_arg {
     gp_node_request node;
     char secret[GP_TOKEN_SECRET_LEN + 1];
     char id[GP_TOKEN_ID_LEN + 1];
-    json_t *revoked; /* ids of the node's older credentials */
+    json_t *revoked;     /* ids of the node's live credentials, revoked once the new one is made */
+    bool proven;         /* the caller's token is one of them */
+    bool approval_used;  /* an admin's approval let this join-token registration in */
+    bool awaiting;       /* a new node cordoned until approved (--approve-nodes) */
+    const char *caller;  /* the caller's token id */
+    bool caller_live;    /* ... is not revoked (a single-use join token spent by an earlier op of the batch is) */
 } register_arg;
 
-static gp_err revoke_old(void *ctx, const gp_store_token *t, gp_error *err)
+static gp_err live_credential(void *ctx, const gp_store_token *t, gp_error *err)
 {
     (void)err;
     register_arg *a = ctx;
-    if (t->revoked < 0 && strcmp(t->role, "node") == 0 && strcmp(t->scope, a->node.spec.name) == 0)
-        json_array_append_new(a->revoked, json_string(t->id));
+    if (strcmp(t->id, a->caller) == 0)
+        a->caller_live = t->revoked < 0;
+    if (t->revoked >= 0 || strcmp(t->role, "node") != 0 || strcmp(t->scope, a->node.spec.name) != 0)
+        return GP_OK;
+    json_array_append_new(a->revoked, json_string(t->id));
     return GP_OK;
+}
+
+/* Is the caller's token (a node credential) among the node's live ones? */
+static bool caller_proven(const register_arg *a, const gp_principal *who)
+{
+    size_t i;
+    json_t *id;
+    json_array_foreach(a->revoked, i, id) {
+        if (who->role == GP_ROLE_NODE && strcmp(json_string_value(id), who->token_id) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* A fresh credential of role node for a->node, the older ones revoked. */
@@ -83,7 +116,7 @@ static gp_err node_credential(gp_server *srv, register_arg *a, const gp_op *op, 
     gp_store_token t = {.id = a->id, .hash_hex = hash, .name = a->node.spec.name, .role = "node",
                         .scope = a->node.spec.name, .user = "", .created = now, .revoked = -1, .expires = -1,
                         .last_used = -1, .created_by = op->who->token_id};
-    gp_err rc = gp_store_tokens_scan(srv->store, revoke_old, a, err);
+    gp_err rc = GP_OK;
     size_t i;
     json_t *id;
     json_array_foreach(a->revoked, i, id) {
@@ -101,13 +134,85 @@ static gp_err node_credential(gp_server *srv, register_arg *a, const gp_op *op, 
     return rc;
 }
 
+/* A node gpupoold knows (or holds a credential of) registers again: with
+ * its own credential, as an admin, or with a join token once an admin
+ * approved it -- never with a join token alone, which would take the
+ * live node's place (and its jobs) from whoever holds one. */
+static gp_err existing_node_check(gp_server *srv, register_arg *a, const gp_principal *who, int64_t now,
+                                  gp_error *err)
+{
+    a->proven = caller_proven(a, who);
+    if (a->proven || who->role == GP_ROLE_ADMIN)
+        return GP_OK;
+    char state[16];
+    int64_t since;
+    const char *name = a->node.spec.name;
+    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, &since, err);
+    if (rc == GP_OK && strcmp(state, "approved") == 0 && now - since <= APPROVAL_TTL_S)
+        a->approval_used = true;
+    else if (rc == GP_OK)
+        rc = gp_error_set(err, GP_ERR_CONFLICT, "node.name",
+                          "node %s already exists: only its agent registers it again, with its current credential"
+                          " (STATE/%s/credential); a join token alone may not.  If the agent lost its credential,"
+                          " an admin runs `gpupool nodes approve %s`, then the agent registers again (within an"
+                          " hour)",
+                          name, name, name);
+    return rc;
+}
+
+/* After the node is in: a used approval is spent, a new node under
+ * --approve-nodes is cordoned until approved, a single-use join token is
+ * spent. */
+static gp_err register_after(gp_server *srv, register_arg *a, const gp_principal *who, bool existing, int64_t now,
+                             gp_error *err)
+{
+    const char *name = a->node.spec.name;
+    gp_err rc = GP_OK;
+    if (a->approval_used)
+        rc = gp_store_node_approval_clear(srv->store, name, err);
+    a->awaiting = !existing && srv->cfg.approve_nodes && who->role != GP_ROLE_ADMIN;
+    if (rc == GP_OK && a->awaiting)
+        rc = gp_journal_node_drain(&srv->journal, name, true, now, err);
+    if (rc == GP_OK && a->awaiting)
+        rc = gp_store_node_approval_set(srv->store, name, "awaiting", now, who->token_id, err);
+    if (rc == GP_OK && who->role == GP_ROLE_JOIN && who->single_use) {
+        rc = gp_store_token_revoke(srv->store, who->token_id, now, err);
+        if (rc == GP_OK)
+            gp_auth_revoke(&srv->auth, who->token_id);
+    }
+    return rc;
+}
+
+/* The refusal of a join token for a name outside its patterns: 403. */
+static void refuse_name(gp_op *op, const char *name)
+{
+    char message[400];
+    if (op->who->scope[0])
+        snprintf(message, sizeof message, "join token %.64s may register nodes matching \"%.200s\", not %.64s",
+                 op->who->name, op->who->scope, name);
+    else /* made before join tokens named their nodes */
+        snprintf(message, sizeof message,
+                 "join token %.64s names no nodes: make one that does (gpupool token create --role join --nodes"
+                 " PATTERNS)",
+                 op->who->name);
+    gp_op_reply(op, 403,
+                json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "forbidden", "message", message, "field",
+                          "node.name"));
+    snprintf(op->error_text, sizeof op->error_text, "forbidden: %s", message);
+}
+
 static void register_run(gp_server *srv, gp_op *op, int64_t now)
 {
     register_arg *a = op->arg;
     const char *name = a->node.spec.name;
     gp_node_info n;
     gp_error err;
-    if (engine_node(srv->journal.engine, name, &n) && n.up && !gp_agents_has_agent(&srv->agents, name)) {
+    bool known = engine_node(srv->journal.engine, name, &n);
+    if (op->who->role == GP_ROLE_JOIN && !gp_join_covers(op->who->scope, name)) {
+        refuse_name(op, name);
+        return;
+    }
+    if (known && n.up && !gp_agents_has_agent(&srv->agents, name)) {
         gp_error_set(&err, GP_ERR_CONFLICT, "node.name",
                      "node %s is up as a static node (--fleet); an agent cannot take it over: take it out of the"
                      " fleet file first, or register under another name",
@@ -115,9 +220,20 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
         gp_op_fail(op, &err);
         return;
     }
-    gp_err rc = gp_journal_node_add(&srv->journal, &a->node.spec, now, &err);
+    a->caller = op->who->token_id;
+    gp_err rc = gp_store_tokens_scan(srv->store, live_credential, a, &err);
+    bool existing = known || json_array_size(a->revoked) > 0;
+    if (rc == GP_OK && op->who->role == GP_ROLE_JOIN && !a->caller_live)
+        rc = gp_error_set(&err, GP_ERR_CONFLICT, "Authorization",
+                          "join token %s is single-use and an earlier registration spent it", op->who->name);
+    else if (rc == GP_OK && existing)
+        rc = existing_node_check(srv, a, op->who, now, &err);
+    if (rc == GP_OK)
+        rc = gp_journal_node_add(&srv->journal, &a->node.spec, now, &err);
     if (rc == GP_OK)
         rc = node_credential(srv, a, op, now, &err);
+    if (rc == GP_OK)
+        rc = register_after(srv, a, op->who, existing, now, &err);
     if (rc != GP_OK) {
         gp_op_fail(op, &err);
         return;
@@ -125,9 +241,10 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
     gp_agents_registered(&srv->agents, name, gp_wall_ms());
     int64_t beat = srv->cfg.node_lost_after_s / 4 > 0 ? srv->cfg.node_lost_after_s / 4 : 1;
     gp_op_reply(op, 201,
-                json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:s}", "node", name, "token", a->secret, "token_id",
-                          a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s", (json_int_t)beat,
-                          "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s, "revoked", a->revoked, "note",
+                json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:b, s:s}", "node", name, "token", a->secret,
+                          "token_id", a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s", (json_int_t)beat,
+                          "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s, "revoked", a->revoked,
+                          "awaiting_approval", a->awaiting, "note",
                           "the credential is shown once; gpupoold keeps only its hash"));
 }
 
@@ -136,7 +253,7 @@ void gp_api_agent_register(gp_request *r)
     static const char *const allowed[] = {NULL};
     if (!gp_api_query_only(r, allowed))
         return;
-    if (r->who.role != GP_ROLE_JOIN && r->who.role != GP_ROLE_ADMIN) {
+    if (r->who.role != GP_ROLE_JOIN && r->who.role != GP_ROLE_ADMIN && r->who.role != GP_ROLE_NODE) {
         gp_api_forbidden(r, "register nodes (a join token does: gpupool token create --role join)");
         return;
     }
@@ -162,10 +279,64 @@ void gp_api_agent_register(gp_request *r)
         gp_api_fail(r, &err);
         return;
     }
+    if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, a.node.spec.name) != 0) {
+        json_decref(a.revoked);
+        gp_api_error(r, 403, "forbidden", "node.name", "the credential of node %.64s registers only that node",
+                     r->who.scope);
+        return;
+    }
     gp_op op = {.run = register_run, .mutates = true, .arg = &a, .action = "agent.register"};
     snprintf(op.target, sizeof op.target, "node/%s", a.node.spec.name);
     gp_api_run_op(r, &op);
     json_decref(a.revoked);
+}
+
+/* ---- approve ---- */
+
+static void approve_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    const char *name = op->arg;
+    gp_node_info n;
+    gp_error err;
+    char state[16];
+    if (!engine_node(srv->journal.engine, name, &n)) {
+        gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
+        gp_op_fail(op, &err);
+        return;
+    }
+    int64_t since;
+    gp_err rc = gp_store_node_approval_get(srv->store, name, state, sizeof state, &since, &err);
+    bool awaiting = rc == GP_OK && strcmp(state, "awaiting") == 0;
+    if (rc == GP_OK && awaiting)
+        rc = gp_journal_node_drain(&srv->journal, name, false, now, &err);
+    if (rc == GP_OK && awaiting)
+        rc = gp_store_node_approval_clear(srv->store, name, &err);
+    else if (rc == GP_OK)
+        rc = gp_store_node_approval_set(srv->store, name, "approved", now, op->who->token_id, &err);
+    if (rc != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    gp_op_reply(op, 200,
+                json_pack("{s:s, s:s, s:s}", "node", name, "approved", awaiting ? "new node" : "registration",
+                          "note",
+                          awaiting ? "the node takes work now"
+                                   : "its next registration with a join token within an hour is let in, once (it"
+                                     " replaces the node's credential)"));
+}
+
+void gp_api_node_approve(gp_request *r, const char *name)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    if (r->who.role != GP_ROLE_ADMIN && r->who.role != GP_ROLE_OPERATOR) {
+        gp_api_forbidden(r, "approve nodes");
+        return;
+    }
+    gp_op op = {.run = approve_run, .mutates = true, .arg = (void *)name, .action = "node.approve"};
+    snprintf(op.target, sizeof op.target, "node/%s", name);
+    gp_api_run_op(r, &op);
 }
 
 /* ---- assignments ---- */
@@ -278,7 +449,8 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
                           up && info.draining, "assignments", list));
 }
 
-/* The job's spec fields an agent needs, from the job rows. */
+/* The job's spec fields an agent needs, from the job rows; an entry to
+ * run gets the values of the secrets its job names (api_secrets.c). */
 static void desired_add_specs(gp_request *r, json_t *assignments)
 {
     static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
@@ -296,6 +468,8 @@ static void desired_add_specs(gp_request *r, json_t *assignments)
         for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
             if (json_object_get(spec, KEYS[k]))
                 json_object_set(o, KEYS[k], json_object_get(spec, KEYS[k]));
+        if (strcmp(json_string_value(json_object_get(o, "action")), "run") == 0) /* only to start it */
+            gp_api_assignment_secrets(r->srv, s, o, spec);
         json_decref(row);
     }
     gp_readers_give(&r->srv->readers, s);
@@ -401,8 +575,8 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
     json_decref(body);
     if (beat != GP_AGENT_BEAT_OK) {
         gp_api_error(r, 409, "conflict", "node",
-                     "node %s is %s: register again (POST /v1/agents:register with a join token); its jobs were"
-                     " requeued",
+                     "node %s is %s: register again (POST /v1/agents:register with the node's credential); its jobs"
+                     " were requeued",
                      node, beat == GP_AGENT_BEAT_LOST ? "lost (silent past --node-lost-after, or taken down)"
                                                       : "not registered by an agent");
         return;

@@ -91,7 +91,8 @@ gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error 
         snprintf(req->user, sizeof req->user, "%s", r->who.user);
         req->spec.user = req->user;
     }
-    return req->user[0] ? gp_user_name_check(req->user, r->srv->cfg.min_job_uid, err) : GP_OK;
+    gp_err rc = req->user[0] ? gp_user_name_check(req->user, r->srv->cfg.min_job_uid, err) : GP_OK;
+    return rc == GP_OK ? gp_api_job_secrets_check(r, req, err) : rc;
 }
 
 void gp_api_job_default_tenant(const gp_request *r, json_t *job)

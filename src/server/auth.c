@@ -8,6 +8,7 @@
  */
 #include "server/auth.h"
 
+#include <fnmatch.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <stdio.h>
@@ -111,6 +112,7 @@ gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
     snprintf(e->who.user, sizeof e->who.user, "%s", t->user ? t->user : "");
     e->who.role = role;
     e->who.expires = t->expires;
+    e->who.single_use = t->single_use;
     e->last_used = e->last_stored = t->last_used;
     e->bucket = a->burst;
     pthread_mutex_unlock(&a->lock);
@@ -234,6 +236,19 @@ bool gp_scope_covers(const char *scope, const char *path)
 {
     size_t n = strlen(scope);
     return n > 0 && strncmp(scope, path, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool gp_join_covers(const char *patterns, const char *node)
+{
+    char one[GP_PATH_MAX];
+    for (const char *p = patterns; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(one, sizeof one, "%.*s", (int)n, p);
+        if (one[0] && fnmatch(one, node, 0) == 0)
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 bool gp_principal_sees_all(const gp_principal *p)

@@ -57,9 +57,11 @@ typedef struct gp_principal {
     char token_id[GP_TOKEN_ID_LEN + 1];
     char name[GP_NAME_MAX];
     gp_role role;
-    char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor, join; the node's name for node */
+    char scope[GP_PATH_MAX]; /* "" for admin, operator, auditor; the node's name for node; for join the
+                                node-name patterns it registers ("h100-*,a100-?": gp_join_covers) */
     char user[GP_NAME_MAX];  /* jobs submitted with this token run as this user ("" = none) */
     int64_t expires;         /* epoch seconds, -1 = never */
+    bool single_use;         /* join: spent by its first registration */
 } gp_principal;
 
 #define GP_AUTH_TOUCH_EVERY_S 60
@@ -113,6 +115,9 @@ void gp_token_hash(const char *secret, char hash_hex[65]);
 
 /* path is scope or below it ("a/b" covers "a/b" and "a/b/c", not "a/bc"). */
 bool gp_scope_covers(const char *scope, const char *path);
+/* Does a join token's pattern list (comma-separated shell patterns,
+ * fnmatch: "h100-*,a100-0[0-7]") cover the node name?  "" covers none. */
+bool gp_join_covers(const char *patterns, const char *node);
 /* admin, operator, auditor: see every tenant. */
 bool gp_principal_sees_all(const gp_principal *p);
 /* May p see (read) things of tenant path?  Never for join and node. */

@@ -66,6 +66,9 @@ static const char USAGE[] =
     "  --lease-ms MS           the leader lease: renewed every MS/3, a follower takes over once it\n"
     "                          expired (default 3000; at least 300)\n"
     "  --holder NAME           this replica's name in the lease (default HOST:PID)\n"
+    "  --approve-nodes         a new agent node comes in cordoned until `gpupool nodes approve NAME`\n"
+    "  --secret-key-file FILE  the key that seals tenants' secrets (32 bytes, 0600; made on first start;\n"
+    "                          default: secret.key next to the SQLite file)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -84,6 +87,9 @@ static int bad_option(const char *name, const char *value)
     fprintf(stderr, "gpupoold: bad value for --%s: %s\n", name, value);
     return 2;
 }
+
+/* Options without a letter (issue 29's nodes and secrets). */
+enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
 
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
@@ -105,6 +111,9 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"holder", required_argument, NULL, 'H'},    {"min-job-uid", required_argument, NULL, 'u'},
         {"allow-open-store-mode", no_argument, NULL, 'o'},
         {"audit-refusals-per-min", required_argument, NULL, 'R'},
+        {"holder", required_argument, NULL, 'H'},
+        {"approve-nodes", no_argument, NULL, OPT_APPROVE_NODES},
+        {"secret-key-file", required_argument, NULL, OPT_SECRET_KEY_FILE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -128,6 +137,8 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
                 return bad_option("audit-refusals-per-min", optarg);
             cfg->audit_refusals_per_min = (int)v;
             break;
+        case OPT_APPROVE_NODES: cfg->approve_nodes = true; break;
+        case OPT_SECRET_KEY_FILE: cfg->secret_key_file = optarg; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

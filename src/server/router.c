@@ -134,6 +134,11 @@ static void route_nodes(gp_request *r, const char *rest)
             gp_api_node_drain(r, name);
         else
             method_not_allowed(r, "POST");
+    } else if (node_action(rest, "/approve", name, sizeof name)) {
+        if (method_is(r, "POST"))
+            gp_api_node_approve(r, name);
+        else
+            method_not_allowed(r, "POST");
     } else if (node_action(rest, "/checks", name, sizeof name)) {
         if (method_is(r, "GET"))
             gp_api_node_checks(r, name);
@@ -246,6 +251,19 @@ static void route_agents(gp_request *r, const char *rest)
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
 }
 
+/* "/v1/secrets" (list), "/v1/secrets/{name}" (set, delete); ?tenant= */
+static void route_secrets(gp_request *r, const char *rest)
+{
+    if (!rest[0])
+        route_simple(r, "GET", gp_api_secrets_list);
+    else if (rest[0] == '/' && rest[1] && !strchr(rest + 1, '/') && (method_is(r, "PUT") || method_is(r, "DELETE")))
+        gp_api_secret(r, rest + 1);
+    else if (rest[0] == '/' && rest[1] && !strchr(rest + 1, '/'))
+        method_not_allowed(r, "PUT, DELETE (a secret's value is never read back)");
+    else
+        gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
+}
+
 /* "/v1/prices", "/v1/prices/modes/{org}" */
 static void route_prices(gp_request *r, const char *rest)
 {
@@ -275,7 +293,7 @@ static const char *const EXACT_ROUTES[] = {
     "/", "/metrics", "/v1/health", "/v1/leader", "/v1/jobs", "/v1/jobs:batch", "/v1/tenants", "/v1/tenants:apply",
     "/v1/tenants:move", "/v1/nodes", "/v1/usage", "/v1/audit", "/v1/audit/verify", "/v1/log", "/v1/tokens",
     "/v1/agents:register", "/v1/ledger", "/v1/ledger/verify", "/v1/preemptions",
-    "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill", "/v1/users",
+    "/v1/usage/underdriven", "/v1/whoami", "/v1/prices", "/v1/bill", "/v1/users", "/v1/secrets",
 };
 
 /* A path below a collection: its pattern by the collection and the last
@@ -292,9 +310,11 @@ static const nested_route NESTED_ROUTES[] = {
     {"/v1/tenants/", NULL, "/v1/tenants/{path}"},
     {"/v1/nodes/", "drain", "/v1/nodes/{name}/drain"},
     {"/v1/nodes/", "checks", "/v1/nodes/{name}/checks"},
+    {"/v1/nodes/", "approve", "/v1/nodes/{name}/approve"},
     {"/v1/nodes/", NULL, "/v1/nodes/{name}"},
     {"/v1/tokens/", NULL, "/v1/tokens/{id}"},
     {"/v1/users/", NULL, "/v1/users/{name}"},
+    {"/v1/secrets/", NULL, "/v1/secrets/{name}"},
     {"/v1/prices/modes/", NULL, "/v1/prices/modes/{org}"},
     {"/v1/agents/", "assignments", "/v1/agents/{node}/assignments"},
     {"/v1/agents/", "heartbeat", "/v1/agents/{node}/heartbeat"},
@@ -383,6 +403,8 @@ void gp_api_route(gp_request *r)
         route_simple(r, "GET", gp_api_bill);
     else if (starts(r->url, "/v1/tokens", &rest))
         route_tokens(r, rest);
+    else if (starts(r->url, "/v1/secrets", &rest))
+        route_secrets(r, rest);
     else if (strcmp(r->url, "/v1/whoami") == 0)
         route_simple(r, "GET", gp_api_whoami);
     else if (starts(r->url, "/v1/users", &rest))

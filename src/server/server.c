@@ -10,9 +10,11 @@
  *
  * The bootstrap admin token is made when the store holds no token at all
  * (a fresh store): written to --token-file (default: admin.token next to
- * the SQLite file) with mode 0600, and its path is logged.  On PostgreSQL
- * there is no file to put things next to: --token-file and --job-logs are
- * required.
+ * the SQLite file) with mode 0600, and its path is logged.  The key that
+ * seals tenants' secrets (secret_box.h) is read from --secret-key-file
+ * (default secret.key next to the SQLite file), made on the first start.
+ * On PostgreSQL there is no file to put things next to: --token-file,
+ * --job-logs and --secret-key-file are required.
  *
  * A database that is away (PostgreSQL restarting, a standby not promoted
  * yet) is waited for: the start tries to connect with a backoff, logging
@@ -235,14 +237,15 @@ static gp_err reconcile_fleet(gp_server *srv, const gp_fleet_file *f, gp_error *
 
 /* ---- bootstrap token ---- */
 
-static void default_token_file(const char *store_url, char *out, size_t cap)
+/* NAME in the SQLite file's folder. */
+static void default_file(const char *store_url, const char *name, char *out, size_t cap)
 {
     const char *path = store_url + strlen("sqlite:");
     const char *slash = strrchr(path, '/');
     if (slash)
-        snprintf(out, cap, "%.*s/admin.token", (int)(slash - path), path);
+        snprintf(out, cap, "%.*s/%s", (int)(slash - path), path, name);
     else
-        snprintf(out, cap, "admin.token");
+        snprintf(out, cap, "%s", name);
 }
 
 static gp_err bootstrap_token(gp_server *srv, gp_error *err)
@@ -253,7 +256,7 @@ static gp_err bootstrap_token(gp_server *srv, gp_error *err)
     if (srv->cfg.token_file)
         snprintf(path, sizeof path, "%s", srv->cfg.token_file);
     else
-        default_token_file(srv->cfg.store_url, path, sizeof path);
+        default_file(srv->cfg.store_url, "admin.token", path, sizeof path);
     int64_t now = gp_wall_ms() / 1000;
     /* it never expires: it is the way back in (docs/operations.md); rotate it by hand */
     gp_store_token t = {.id = id, .hash_hex = hash, .name = "bootstrap", .role = "admin", .scope = "", .user = "",
@@ -368,6 +371,23 @@ static gp_err joblogs_start(gp_server *srv, gp_error *err)
     else
         snprintf(dir, sizeof dir, "%s.logs", srv->cfg.store_url + strlen("sqlite:"));
     return gp_joblogs_init(&srv->joblogs, dir, err);
+}
+
+/* The key of tenants' secrets: --secret-key-file, else secret.key next to
+ * the SQLite file; made (and logged) when missing. */
+static gp_err secret_key_start(gp_server *srv, gp_error *err)
+{
+    char path[4096];
+    if (srv->cfg.secret_key_file)
+        snprintf(path, sizeof path, "%s", srv->cfg.secret_key_file);
+    else
+        default_file(srv->cfg.store_url, "secret.key", path, sizeof path);
+    bool created = false;
+    gp_err rc = gp_secret_key_load(path, &srv->secret_key, &created, err);
+    if (rc == GP_OK && created)
+        gp_log(GP_LOG_WARN, "secret_key", "path=%s note=\"key of tenants' secrets made (mode 0600); back it up apart"
+               " from the store\"", path);
+    return rc;
 }
 
 /* The journal's observer: the agents learn what each event touched; the
@@ -497,6 +517,10 @@ static gp_err paths_check(const gp_server_config *cfg, gp_error *err)
     if (!cfg->job_logs)
         return gp_error_set(err, GP_ERR_INVALID, "job_logs",
                             "--job-logs is required with a PostgreSQL store (the replica logs' directory)");
+    if (!cfg->secret_key_file)
+        return gp_error_set(err, GP_ERR_INVALID, "secret_key_file",
+                            "--secret-key-file is required with a PostgreSQL store (the key of tenants' secrets; the"
+                            " same file on every replica)");
     return GP_OK;
 }
 
@@ -647,6 +671,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
         rc = agents_start(srv, err);
     if (rc == GP_OK)
         rc = joblogs_start(srv, err);
+    if (rc == GP_OK)
+        rc = secret_key_start(srv, err);
     if (rc == GP_OK)
         rc = journal_start(srv, err);
     if (rc == GP_OK)

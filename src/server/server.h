@@ -35,6 +35,7 @@
 #include "server/metrics.h"
 #include "server/refusals.h"
 
+#include "server/secret_box.h"
 #include "server/snapshots.h"
 
 #include <stdatomic.h>
@@ -68,6 +69,8 @@ typedef struct gp_server_config {
     const char *holder;          /* this replica's name in the lease; NULL = host:pid */
     bool allow_open_store_mode;  /* serve a SQLite store group or other may read (warned, store_files.c) */
     int audit_refusals_per_min;  /* 401/403 audit rows per source a minute (refusals.h); 0 = none */
+    bool approve_nodes;          /* a new agent node comes in cordoned until `gpupool nodes approve` */
+    const char *secret_key_file; /* secret_box.h's key; NULL = secret.key beside the SQLite file */
 } gp_server_config;
 
 /* Reader connections, reused across requests. */
@@ -105,6 +108,7 @@ struct gp_server {
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
     gp_refusals refusals;    /* 401s and 403s waiting for the engine thread's batch (refusals.h) */
+    gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

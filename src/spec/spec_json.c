@@ -119,6 +119,53 @@ static gp_err parse_env(const json_t *v, gp_job_request *r, gp_error *err)
     return GP_OK;
 }
 
+bool gp_secret_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && n <= 128 && name[0] != '.' &&
+           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+/* {"ENV_NAME": "secret-name"}: which variables take which of the
+ * tenant's secrets (the values never enter a spec). */
+static gp_err parse_env_from_secret(const json_t *v, gp_job_request *r, gp_error *err)
+{
+    if (!json_is_object(v) || json_object_size(v) > GP_JOB_MAX_ENV)
+        return gp_error_set(err, GP_ERR_INVALID, "env_from_secret",
+                            "env_from_secret must be an object of at most %d secret names", GP_JOB_MAX_ENV);
+    const char *key;
+    json_t *x;
+    json_object_foreach((json_t *)v, key, x) {
+        char field[GP_ERROR_FIELD_MAX];
+        gp_json_field_name(field, sizeof field, "env_from_secret", key);
+        if (!env_name_ok(key))
+            return gp_error_set(err, GP_ERR_INVALID, "env_from_secret",
+                                "env_from_secret names are [A-Za-z_][A-Za-z0-9_]{0,127}");
+        if (!json_is_string(x) || !gp_secret_name_ok(json_string_value(x)))
+            return gp_error_set(err, GP_ERR_INVALID, field,
+                                "%s must name a secret: 1..128 of letters, digits, _ . - (not starting with .)",
+                                field);
+    }
+    json_decref(r->env_from_secret);
+    r->env_from_secret = json_object_size(v) ? json_deep_copy(v) : NULL;
+    return GP_OK;
+}
+
+/* A variable set both by env and by env_from_secret: refused. */
+static gp_err env_overlap(const gp_job_request *r, gp_error *err)
+{
+    const char *key;
+    json_t *x;
+    json_object_foreach(r->env_from_secret, key, x) {
+        if (json_object_get(r->env, key)) {
+            char field[GP_ERROR_FIELD_MAX];
+            gp_json_field_name(field, sizeof field, "env_from_secret", key);
+            return gp_error_set(err, GP_ERR_INVALID, field, "%s is set by env too: give it one source", key);
+        }
+    }
+    return GP_OK;
+}
+
 static gp_err parse_int_field(const json_t *x, const char *key, int64_t min, int64_t max, int64_t *out,
                               gp_error *err)
 {
@@ -213,6 +260,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return parse_command(x, r, err);
     if (strcmp(key, "env") == 0)
         return parse_env(x, r, err);
+    if (strcmp(key, "env_from_secret") == 0)
+        return parse_env_from_secret(x, r, err);
     return gp_json_unknown_field("", key, err);
 }
 
@@ -236,6 +285,8 @@ gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r
     }
     if (!r->tenant[0])
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant is required");
+    if ((rc = env_overlap(r, err)))
+        return rc;
     if (have_iso && implied != GP_ISO_EXCLUSIVE && s->isolation != implied)
         return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation %s does not match the share",
                             gp_isolation_name(s->isolation));
@@ -287,6 +338,8 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "share", json_pack("{s:b}", "timeslice", 1));
     json_object_set_new(o, "command", r->command ? json_incref(r->command) : json_array());
     json_object_set_new(o, "env", r->env ? json_incref(r->env) : json_object());
+    if (r->env_from_secret) /* left out when none, as above */
+        json_object_set_new(o, "env_from_secret", json_incref(r->env_from_secret));
     return o;
 }
 
@@ -294,7 +347,8 @@ void gp_job_request_free(gp_job_request *r)
 {
     json_decref(r->command);
     json_decref(r->env);
-    r->command = r->env = NULL;
+    json_decref(r->env_from_secret);
+    r->command = r->env = r->env_from_secret = NULL;
 }
 
 /* ---- tenants ---- */

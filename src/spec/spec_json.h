@@ -50,11 +50,14 @@ typedef struct gp_job_request {
     char gpu_types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
     json_t *command; /* array of strings */
     json_t *env;     /* object of strings */
+    json_t *env_from_secret; /* {"ENV_NAME": "secret-name"}: the tenant's (or an ancestor's) secrets; NULL none */
 } gp_job_request;
 
 /* allow_id: accept "id" (the event log); callers may not choose ids. */
 gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *out, gp_error *err);
 json_t *gp_job_request_to_json(const gp_job_request *r);
+/* A secret's name: 1..128 of [A-Za-z0-9_.-], not starting with '.'. */
+bool gp_secret_name_ok(const char *name);
 void gp_job_request_free(gp_job_request *r);
 
 gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *out, gp_error *err);

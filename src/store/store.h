@@ -272,6 +272,8 @@ gp_err gp_store_preemptions_list(gp_store *s, const char *const *scopes, int n_s
 /* ---- tenants (the specs as last set) ---- */
 
 gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json, int64_t time, gp_error *err);
+/* Its secrets go with it: a tenant made again at that path (or moved
+ * there) does not inherit them. */
 gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err);
 /* {"path": spec, ...}; *out is an empty object when there are none. */
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err);
@@ -286,6 +288,7 @@ typedef struct gp_store_token {
     int64_t expires;          /* epoch seconds; -1 = never */
     int64_t last_used;        /* epoch seconds, best effort (auth.h); -1 = never; insert ignores it */
     const char *created_by;
+    bool single_use;          /* join: spent (revoked) by its first registration */
 } gp_store_token;
 
 gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err);
@@ -314,6 +317,38 @@ gp_err gp_store_user_unbind(gp_store *s, const char *name, gp_error *err);
 /* Every binding, by name; the strings live for the call of fn only. */
 typedef gp_err (*gp_store_user_fn)(void *ctx, const gp_store_user *u, gp_error *err);
 gp_err gp_store_users_scan(gp_store *s, gp_store_user_fn fn, void *ctx, gp_error *err);
+/* ---- node approvals (store_nodes.c) ---- */
+
+/* state "awaiting" (a new node cordoned under --approve-nodes) or
+ * "approved" (the next join-token registration of that existing node is
+ * let in); set replaces the node's row. */
+gp_err gp_store_node_approval_set(gp_store *s, const char *node, const char *state, int64_t time, const char *actor,
+                                  gp_error *err);
+/* The node's state into state (cap bytes), "" when it has none, and when
+ * it was set into *time (-1 when none). */
+gp_err gp_store_node_approval_get(gp_store *s, const char *node, char *state, size_t cap, int64_t *time,
+                                  gp_error *err);
+gp_err gp_store_node_approval_clear(gp_store *s, const char *node, gp_error *err);
+
+/* ---- tenants' secrets, sealed (store_secrets.c) ---- */
+
+typedef struct gp_store_secret {
+    const char *tenant, *name;
+    const char *sealed;      /* server/secret_box.h's text; never the value */
+    int64_t bytes;           /* the value's length */
+    const char *set_by;      /* the token id that set it */
+    int64_t updated;         /* epoch seconds */
+} gp_store_secret;
+
+/* Inserts or replaces tenant's secret name. */
+gp_err gp_store_secret_put(gp_store *s, const gp_store_secret *sec, gp_error *err);
+/* GP_ERR_NOT_FOUND (field "name") when tenant has no such secret. */
+gp_err gp_store_secret_delete(gp_store *s, const char *tenant, const char *name, gp_error *err);
+/* *sealed: the sealed text (the caller frees it), NULL when there is none. */
+gp_err gp_store_secret_get(gp_store *s, const char *tenant, const char *name, char **sealed, gp_error *err);
+/* *out: [{"name", "bytes", "set_by", "updated"}] of tenant, by name (the
+ * caller decrefs it). */
+gp_err gp_store_secrets_list(gp_store *s, const char *tenant, json_t **out, gp_error *err);
 
 /* ---- GPU health (store_health.c) ---- */
 

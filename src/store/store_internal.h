@@ -116,6 +116,8 @@ gp_err gp__store_exec_once(gp_db_stmt *st, const char *what, gp_error *err);
 /* After a db.h call failed into err: prefixes its message with `what`
  * and returns its code (GP_ERR_INVALID when err is NULL). */
 gp_err gp__store_failed(gp_error *err, const char *what);
+/* Deletes every secret of tenant path (store_secrets.c), for tenant delete. */
+gp_err gp__store_secrets_forget(gp_store *s, const char *path, gp_error *err);
 /* The current row as an object (see store.h for the key rules). */
 json_t *gp__store_row_json(gp_db_stmt *st);
 /* Column i as an integer, -1 when NULL. */

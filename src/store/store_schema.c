@@ -24,8 +24,24 @@
  *         topology, start, end_time)         end_time NULL while open
  *   tenants(path, spec_json, updated)
  *   tokens(id, hash, name, role, scope, user, created, created_by, revoked,
- *          expires, last_used)   expires NULL = never; last_used NULL =
- *                                never used, else best effort (auth.h)
+ *          expires, last_used, single_use)   expires NULL = never;
+ *                                last_used NULL = never used, else best
+ *                                effort (auth.h); scope: a tenant path
+ *                                (tenant-admin, member), the node's name
+ *                                (node), the node-name patterns a join
+ *                                token registers ("h100-*,a100-?");
+ *                                single_use 1: a join token spent by its
+ *                                first registration
+ *   node_approvals(node, state, time, actor)
+ *                                state "awaiting": a node registered under
+ *                                --approve-nodes, cordoned until approved;
+ *                                "approved": an admin let the next join-token
+ *                                registration of that existing node in
+ *                                (store_nodes.c)
+ *   secrets(tenant, name, sealed, bytes, set_by, updated)
+ *                                a tenant's secrets, AES-256-GCM sealed by
+ *                                gpupoold's key (server/secret_box.h):
+ *                                sealed = base64(nonce || ciphertext || tag)
  *   audit(seq, time, request_id, actor, role, action, target, result,
  *         prev_hash, hash)
  *   gpu_checks(seq, node, gpu, at, check_name, passed, detail, xid,
@@ -171,10 +187,19 @@ static const char *const MIGRATIONS[] = {
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms)"
     " SELECT 1, '', '', coalesce((SELECT value FROM meta WHERE key = 'controller_epoch'), 0), 0;"
     "DELETE FROM meta WHERE key = 'controller_epoch';",
-    /* 9 -> 10: each job user's tenant (issue 29, store_users.c), bound
-     * to the scope of its oldest live scoped token (GP__BIND_TOKEN_USERS) */
+    /* 9 -> 10 (issue 29): each job user's tenant (store_users.c), bound
+     * to the scope of its oldest live scoped token (GP__BIND_TOKEN_USERS);
+     * nodes that are who they say, and job secrets: a join token spent by
+     * its first registration, nodes awaiting or granted an admin's
+     * approval (store_nodes.c), tenants' secrets sealed by gpupoold
+     * (store_secrets.c) */
     "CREATE TABLE user_tenants(name TEXT PRIMARY KEY, tenant TEXT NOT NULL, bound INTEGER NOT NULL,"
-    " bound_by TEXT NOT NULL);" GP__BIND_TOKEN_USERS,
+    " bound_by TEXT NOT NULL);" GP__BIND_TOKEN_USERS
+    "ALTER TABLE tokens ADD COLUMN single_use INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE node_approvals(node TEXT PRIMARY KEY, state TEXT NOT NULL, time INTEGER NOT NULL,"
+    " actor TEXT NOT NULL);"
+    "CREATE TABLE secrets(tenant TEXT NOT NULL, name TEXT NOT NULL, sealed TEXT NOT NULL, bytes INTEGER NOT NULL,"
+    " set_by TEXT NOT NULL, updated INTEGER NOT NULL, PRIMARY KEY(tenant, name)) WITHOUT ROWID;",
 };
 
 static int user_version(gp_db *db)

@@ -28,9 +28,10 @@
  *
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
  * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
- * (CREATE TABLE user_tenants ...); schema_version = 10; COMMIT.  A
- * database at version 11 -> "store schema version 11 is newer than this
- * gpupoold (10)", nothing changed.
+ * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
+ * secrets ...); schema_version = 10; COMMIT.  A database at version 11
+ * -> "store schema version 11 is newer than this gpupoold (10)", nothing
+ * changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -104,9 +105,16 @@ static const char SCHEMA_9[] =
     " url " GP__TEXT " NOT NULL, epoch BIGINT NOT NULL, expires_ms BIGINT NOT NULL);"
     "INSERT INTO leader_lease(id, holder, url, epoch, expires_ms) VALUES(1, '', '', 0, 0);";
 
-/* 9 -> 10: each job user's tenant (issue 29, store_users.c) */
-static const char SCHEMA_10[] = "CREATE TABLE user_tenants(name " GP__TEXT " PRIMARY KEY, tenant " GP__TEXT " NOT NULL,"
-                                " bound BIGINT NOT NULL, bound_by " GP__TEXT " NOT NULL);" GP__BIND_TOKEN_USERS;
+/* 9 -> 10 (issue 29): each job user's tenant (store_users.c); join
+ * tokens' single use, node approvals, secrets. */
+static const char SCHEMA_10[] =
+    "CREATE TABLE user_tenants(name " GP__TEXT " PRIMARY KEY, tenant " GP__TEXT " NOT NULL,"
+    " bound BIGINT NOT NULL, bound_by " GP__TEXT " NOT NULL);" GP__BIND_TOKEN_USERS
+    "ALTER TABLE tokens ADD COLUMN single_use BIGINT NOT NULL DEFAULT 0;"
+    "CREATE TABLE node_approvals(node " GP__TEXT " PRIMARY KEY, state " GP__TEXT " NOT NULL, time BIGINT NOT NULL,"
+    " actor " GP__TEXT " NOT NULL);"
+    "CREATE TABLE secrets(tenant " GP__TEXT " NOT NULL, name " GP__TEXT " NOT NULL, sealed TEXT NOT NULL,"
+    " bytes BIGINT NOT NULL, set_by " GP__TEXT " NOT NULL, updated BIGINT NOT NULL, PRIMARY KEY(tenant, name));";
 
 typedef struct gp__pg_migration {
     int from, to;

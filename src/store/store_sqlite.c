@@ -468,7 +468,8 @@ gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err)
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
     gp_db_bind_text(st, 1, path);
-    return gp__store_exec_stmt(st, "tenant delete", err);
+    gp_err rc = gp__store_exec_stmt(st, "tenant delete", err);
+    return rc == GP_OK ? gp__store_secrets_forget(s, path, err) : rc;
 }
 
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
@@ -493,8 +494,8 @@ gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err
 {
     gp_db_stmt *st = gp__store_prepare(s,
                                        "INSERT INTO tokens(id, hash, name, role, scope, \"user\", created,"
-                                       " created_by, revoked, expires, last_used)"
-                                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL)",
+                                       " created_by, revoked, expires, last_used, single_use)"
+                                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, NULL, ?10)",
                                        0, "token insert", err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
@@ -507,6 +508,7 @@ gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err
     gp_db_bind_int64(st, 7, t->created);
     gp_db_bind_text(st, 8, t->created_by);
     gp__store_bind_int_or_null(st, 9, t->expires);
+    gp_db_bind_int64(st, 10, t->single_use);
     return gp__store_exec_once(st, "token insert", err);
 }
 
@@ -540,7 +542,7 @@ gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_err
 {
     gp_db_stmt *st = gp__store_prepare(s,
                                        "SELECT id, hash, name, role, scope, \"user\", created, created_by, revoked,"
-                                       " expires, last_used FROM tokens ORDER BY created, id",
+                                       " expires, last_used, single_use FROM tokens ORDER BY created, id",
                                        GP_DB_STREAM, "tokens scan", err);
     if (!st)
         return err ? err->code : GP_ERR_INVALID;
@@ -559,6 +561,7 @@ gp_err gp_store_tokens_scan(gp_store *s, gp_store_token_fn fn, void *ctx, gp_err
             .revoked = gp__store_int_or_none(st, 8),
             .expires = gp__store_int_or_none(st, 9),
             .last_used = gp__store_int_or_none(st, 10),
+            .single_use = gp_db_column_int64(st, 11) != 0,
         };
         rc = fn(ctx, &t, err);
     }

@@ -45,7 +45,8 @@ def sim_nodes(prefix, count, gpus=2, gpu_type="H100", block="blk-a", **extra):
 
 
 def join_token(d, ttl="1h"):
-    return d.cli("token", "create", "--name", "agents", "--role", "join", "--ttl", ttl, json_out=True)["token"]
+    return d.cli("token", "create", "--name", "agents", "--role", "join", "--nodes", "*", "--ttl", ttl,
+                 json_out=True)["token"]
 
 
 class Agent(gpd.Process):

@@ -76,7 +76,8 @@ class FakeAgent:
 
 
 def join_token(d, ttl="1h"):
-    out = d.cli("token", "create", "--name", "rack1", "--role", "join", "--ttl", ttl, json_out=True)
+    out = d.cli("token", "create", "--name", "rack1", "--role", "join", "--nodes", "*", "--ttl", ttl,
+                json_out=True)
     assert out["role"] == "join" and out["expires"], out
     return out["token"]
 
@@ -129,7 +130,7 @@ def test_join_token_registers_and_credentials_reach_only_their_node(d):
     status, out = d.call("POST", "/v1/tokens", {"name": "x", "role": "node", "scope": "t4-1"})
     assert status == 400 and out["error"]["field"] == "role", out
     old = n1.token
-    out = n1.register(join)  # a restarted agent: same shape, a fresh credential
+    out = n1.register(old)  # a restarted agent: same shape, its credential, a fresh credential back
     assert out["revoked"] and d.call("GET", "/v1/agents/t4-1/assignments", token=old)[0] == 401
     assert n1.heartbeat()[0] == 200
     for bad, field in [({"job": 1, "replica": 0, "gpus": {}}, "running[0].gpus"),
@@ -376,7 +377,9 @@ def test_a_silent_node_is_lost_and_must_register_again(d):
     status, out = silent.heartbeat()
     assert status == 409 and "register again" in out["error"]["message"], out
     assert mine(silent.poll(), job_id) == []
-    silent.register(join)
+    status, out = d.call("POST", "/v1/agents:register", {"node": silent.inventory}, token=join)
+    assert status == 409 and "gpupool nodes approve" in out["error"]["message"], out  # a join token alone: no
+    silent.register(silent.token)  # its own credential
     assert silent.heartbeat()[0] == 200 and d.ok("GET", "/v1/nodes/" + silent.name)["up"]
 
 

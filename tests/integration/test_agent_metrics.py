@@ -209,9 +209,10 @@ def test_the_agent_serves_dcgm_metrics_with_tenant_and_job_of_each_replica(d):
 
 def test_a_metrics_listen_that_is_not_host_port_is_a_bad_command_line(d):
     node_file = write_node_file(d.dir, NODES[:1])
-    p = subprocess.run([AGENT_BIN, "run", "--server", d.url, "--join-token", "x", "--backend", "sim",
+    p = subprocess.run([AGENT_BIN, "run", "--server", d.url, "--backend", "sim",
                         "--node-file", node_file, "--state-dir", os.path.join(d.dir, "st"), "--metrics-listen",
-                        "9400"], capture_output=True, text=True, timeout=20)
+                        "9400"], capture_output=True, text=True, timeout=20,
+                       env=dict(os.environ, GPUPOOL_JOIN_TOKEN="x"))
     assert p.returncode == 2 and "--metrics-listen" in p.stderr and "HOST:PORT" in p.stderr, (p.returncode,
                                                                                              p.stderr)
 

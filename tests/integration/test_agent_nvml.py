@@ -75,7 +75,8 @@ def stub_dir(d, **gpu):
 
 
 def one_line_error(*args):
-    p = subprocess.run([AGENT, *args], capture_output=True, text=True, timeout=30)
+    env = dict(os.environ, GPUPOOL_JOIN_TOKEN="x")
+    p = subprocess.run([AGENT, *args], capture_output=True, text=True, timeout=30, env=env)
     assert p.returncode == 1, (args, p.returncode, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "no NVIDIA driver: " in lines[0] and "cannot open shared object file" in lines[0], lines
@@ -86,7 +87,7 @@ def test_without_a_driver_each_command_says_so_in_one_line(d):
     missing = os.path.join(d.dir, "none", "libnvidia-ml.so.1")
     one_line_error("inventory", "--backend", "nvml", "--nvml-library", missing)
     one_line_error("telemetry", "--backend", "nvml", "--nvml-library", missing)
-    one_line_error("run", "--server", d.url, "--join-token", "x", "--backend", "nvml", "--nvml-library", missing,
+    one_line_error("run", "--server", d.url, "--backend", "nvml", "--nvml-library", missing,
                    "--state-dir", os.path.join(d.dir, "state"))
 
 

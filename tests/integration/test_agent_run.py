@@ -82,7 +82,10 @@ class Agent:
         self.proc = None
 
     def start(self):
-        args = [AGENT, "run", "--server", self.d.url, "--join-token", self.join, "--backend", "sim",
+        token_file = os.path.join(self.work, "join.token")
+        with open(token_file, "w") as f:
+            f.write(self.join + "\n")
+        args = [AGENT, "run", "--server", self.d.url, "--join-token-file", token_file, "--backend", "sim",
                 "--node-file", self.node_file, "--state-dir", self.state, "--no-cgroups",
                 "--heartbeat-s", "1"] + self.extra
         for n in self.nodes or []:
@@ -128,7 +131,8 @@ class Agent:
 
 
 def join_token(d):
-    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h", json_out=True)["token"]
+    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--nodes", "*", "--ttl", "1h",
+                 json_out=True)["token"]
 
 
 def submit(d, command, tenant="t", replicas=1, gpus=1, grace=30, **extra):

@@ -177,9 +177,10 @@ def test_a_time_sliced_job_over_its_share_is_stopped(d):
 def test_the_dcgm_job_map_needs_one_node(d):
     node_file = write_node_file(d.dir, [{"name": "m-%d" % i, "gpu_type": "H100", "gpus": 1, "block": "b"}
                                         for i in range(2)])
-    p = subprocess.run([AGENT_BIN, "run", "--server", d.url, "--join-token", "x", "--backend", "sim",
+    p = subprocess.run([AGENT_BIN, "run", "--server", d.url, "--backend", "sim",
                         "--node-file", node_file, "--state-dir", os.path.join(d.dir, "st"), "--dcgm-job-map",
-                        os.path.join(d.dir, "map")], capture_output=True, text=True, timeout=20)
+                        os.path.join(d.dir, "map")], capture_output=True, text=True, timeout=20,
+                       env=dict(os.environ, GPUPOOL_JOIN_TOKEN="x"))
     assert p.returncode == 2 and "--dcgm-job-map" in p.stderr, (p.returncode, p.stderr)
 
 

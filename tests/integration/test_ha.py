@@ -32,7 +32,7 @@ pg_terminate_backend of the leader's connections; PostgreSQL restarted
 under load (every replica rides through: a lost connection steps down
 and reconnects, none exits, nothing acknowledged is lost); a replica
 started while PostgreSQL is down waits for it (event=store_wait);
---token-file and --job-logs are required on PostgreSQL; snapshots keep
+--token-file, --job-logs and --secret-key-file are required on PostgreSQL; snapshots keep
 being written under a stream of submits and a restart from one passes
 its check (the commit overlaps the next batch: server/loop.h); a standby
 promoted behind a multi-host URL (the replicas follow it).  The ctest
@@ -83,6 +83,7 @@ class Replica(gpd.Daemon):
                 "--store", self.group.store_url, "--port-file", self.port_file,
                 "--token-file", os.path.join(self.group.dir, "admin.token"),
                 "--job-logs", os.path.join(self.group.dir, "logs"), "--holder", self.name,
+                "--secret-key-file", os.path.join(self.group.dir, "secret.key"),
                 "--lease-ms", str(LEASE_MS), "--rate-limit", "0", "--fleet", self.fleet] + self.group.extra
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(args, stdout=logf, stderr=logf)
@@ -445,10 +446,11 @@ def test_pg_a_replica_waits_for_the_database_at_start(g):
 
 
 def test_pg_paths_are_required(g):
-    """No SQLite file to put them next to: --token-file and --job-logs are asked for."""
+    """No SQLite file to put them next to: --token-file, --job-logs and --secret-key-file are asked for."""
     base = [os.path.join(gpd.BIN, "gpupoold"), "--listen", "127.0.0.1:0", "--store", g.store_url]
-    for args, flag in ((["--job-logs", g.dir], "--token-file"), (["--token-file", os.path.join(g.dir, "t")],
-                                                                  "--job-logs")):
+    token, logs, key = (["--token-file", os.path.join(g.dir, "t")], ["--job-logs", g.dir],
+                        ["--secret-key-file", os.path.join(g.dir, "k")])
+    for args, flag in ((logs + key, "--token-file"), (token + key, "--job-logs"), (token + logs, "--secret-key-file")):
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
         assert p.returncode != 0 and flag + " is required with a PostgreSQL store" in p.stdout + p.stderr, \
             (p.returncode, p.stdout, p.stderr)

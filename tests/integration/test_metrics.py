@@ -142,7 +142,8 @@ def test_a_member_is_refused_and_metrics_open_needs_no_token(d):
 
 
 def join_token(d):
-    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h", json_out=True)["token"]
+    return d.cli("token", "create", "--name", "rack1", "--role", "join", "--nodes", "*", "--ttl", "1h",
+                 json_out=True)["token"]
 
 
 def test_an_agent_nodes_heartbeat_age_is_labelled_with_its_node(d):

@@ -160,6 +160,9 @@ def test_version_1_store_migrates(d):
     with sqlite3.connect(db) as c:  # back to schema 1: no expiry, no last use, no decision records
         c.execute("ALTER TABLE tokens DROP COLUMN expires")
         c.execute("ALTER TABLE tokens DROP COLUMN last_used")
+        c.execute("ALTER TABLE tokens DROP COLUMN single_use")  # schema 10
+        for table in ("node_approvals", "secrets"):  # schema 10
+            c.execute("DROP TABLE " + table)
         for column in ("version", "decisions", "digest"):
             c.execute("ALTER TABLE events DROP COLUMN " + column)
         c.execute("DROP TABLE job_runs")  # schema 3

@@ -186,7 +186,7 @@ static void a_schema_8_store_keeps_its_controller_epoch(void **state)
     gp_store *s;
     gp_error err;
     int64_t epoch;
-    check(gp_store_open(url, false, &s, &err), &err, "open migrates 8 -> 9");
+    check(gp_store_open(url, false, &s, &err), &err, "open migrates 8 -> 10");
     check(gp_store_lease_acquire(s, "a", "http://a", 3000, 1000, &epoch, &err), &err, "acquire");
     assert_int_equal(epoch, 8);
     assert_int_equal(gp_store_meta_get(s, "controller_epoch", -1), -1);

@@ -49,7 +49,7 @@ static void open_writer_ok(int *version)
     gp_db_close(db);
 }
 
-static void an_empty_database_gets_schema_9_with_the_lease_row(void **state)
+static void an_empty_database_gets_schema_10_with_the_lease_row(void **state)
 {
     gp_db *db = *state;
     int version = -1;
@@ -217,7 +217,8 @@ static void schema_10_binds_users_from_their_tokens(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    dbtest_exec(db, "DROP TABLE user_tenants; UPDATE meta SET value = 9 WHERE key = 'schema_version';"
+    dbtest_exec(db, "DROP TABLE user_tenants; DROP TABLE node_approvals; DROP TABLE secrets;"
+                    "ALTER TABLE tokens DROP COLUMN single_use; UPDATE meta SET value = 9 WHERE key = 'schema_version';"
                     "INSERT INTO tokens(id, hash, name, role, scope, \"user\", created, created_by) VALUES"
                     " ('b', 'h1', 'a1', 'member', 'research/nlp', 'alice', 10, 'adm'),"
                     " ('a', 'h2', 'a2', 'member', 'product/ads', 'alice', 20, 'adm'),"
@@ -296,7 +297,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(an_empty_database_gets_schema_9_with_the_lease_row, empty_database,
+        cmocka_unit_test_setup_teardown(an_empty_database_gets_schema_10_with_the_lease_row, empty_database,
                                         close_database),
         cmocka_unit_test_setup_teardown(the_store_sequences_number_rows_themselves, empty_database, close_database),
         cmocka_unit_test_setup_teardown(every_sqlite_table_column_and_index_exists_on_postgres, empty_database,

@@ -494,6 +494,7 @@ typedef struct seen_tokens {
     int n;
     char id[4][16];
     int64_t revoked[4], expires[4], last_used[4];
+    bool single_use[4];
 } seen_tokens;
 
 static gp_err collect_token(void *ctx, const gp_store_token *t, gp_error *err)
@@ -505,6 +506,7 @@ static gp_err collect_token(void *ctx, const gp_store_token *t, gp_error *err)
     seen->revoked[i] = t->revoked;
     seen->expires[i] = t->expires;
     seen->last_used[i] = t->last_used;
+    seen->single_use[i] = t->single_use;
     return GP_OK;
 }
 
@@ -569,6 +571,68 @@ static void users_are_bound_moved_listed_and_unbound(void **state)
     assert_string_equal(err.field, "user");
     OK(gp_store_user_tenant(f->s, "bob", tenant, sizeof tenant, &e_));
     assert_string_equal(tenant, "");
+static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
+{
+    fixture *f = *state;
+    gp_store_token t = {.id = "tj", .hash_hex = "cc", .name = "rack", .role = "join", .scope = "h100-*", .user = "",
+                        .created = 10, .revoked = -1, .expires = -1, .created_by = "admin", .single_use = true};
+    OK(gp_store_token_insert(f->s, &t, &e_));
+    seen_tokens seen = {0};
+    OK(gp_store_tokens_scan(f->s, collect_token, &seen, &e_));
+    assert_int_equal(seen.n, 1);
+    assert_true(seen.single_use[0]);
+    char state_[16];
+    int64_t when = 0;
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
+    assert_string_equal(state_, "");
+    assert_int_equal(when, -1);
+    OK(gp_store_node_approval_set(f->s, "n1", "awaiting", 10, "tj", &e_));
+    OK(gp_store_node_approval_set(f->s, "n1", "approved", 20, "admin", &e_));
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
+    assert_string_equal(state_, "approved");
+    assert_int_equal(when, 20);
+    OK(gp_store_node_approval_clear(f->s, "n1", &e_));
+    OK(gp_store_node_approval_get(f->s, "n1", state_, sizeof state_, &when, &e_));
+    assert_string_equal(state_, "");
+}
+
+static void secrets_are_put_replaced_listed_and_deleted_per_tenant(void **state)
+{
+    fixture *f = *state;
+    gp_store_secret a = {.tenant = "research", .name = "hf", .sealed = "v1:AAA", .bytes = 3, .set_by = "t1",
+                         .updated = 10};
+    gp_store_secret b = {.tenant = "research/nlp", .name = "hf", .sealed = "v1:BBB", .bytes = 5, .set_by = "t2",
+                         .updated = 11};
+    OK(gp_store_secret_put(f->s, &a, &e_));
+    OK(gp_store_secret_put(f->s, &b, &e_));
+    a.sealed = "v1:CCC";
+    a.updated = 12;
+    OK(gp_store_secret_put(f->s, &a, &e_)); /* replaced */
+    char *sealed = NULL;
+    OK(gp_store_secret_get(f->s, "research", "hf", &sealed, &e_));
+    assert_string_equal(sealed, "v1:CCC");
+    free(sealed);
+    OK(gp_store_secret_get(f->s, "product", "hf", &sealed, &e_));
+    assert_null(sealed);
+    json_t *list = NULL;
+    OK(gp_store_secrets_list(f->s, "research", &list, &e_));
+    assert_int_equal(json_array_size(list), 1);
+    json_t *row = json_array_get(list, 0);
+    assert_string_equal(json_string_value(json_object_get(row, "name")), "hf");
+    assert_int_equal(json_integer_value(json_object_get(row, "bytes")), 3);
+    assert_int_equal(json_integer_value(json_object_get(row, "updated")), 12);
+    assert_null(json_object_get(row, "sealed"));
+    json_decref(list);
+    OK(gp_store_secret_delete(f->s, "research", "hf", &e_));
+    gp_error err = {0};
+    assert_int_equal(gp_store_secret_delete(f->s, "research", "hf", &err), GP_ERR_NOT_FOUND);
+    OK(gp_store_secret_get(f->s, "research/nlp", "hf", &sealed, &e_));
+    assert_string_equal(sealed, "v1:BBB");
+    free(sealed);
+    OK(gp_store_tenant_put(f->s, "research/nlp", "{}", 13, &e_));
+    OK(gp_store_tenant_delete(f->s, "research/nlp", &e_)); /* its secrets go with it */
+    OK(gp_store_secret_get(f->s, "research/nlp", "hf", &sealed, &e_));
+    assert_null(sealed);
 }
 
 /* ---- audit ---- */
@@ -1080,6 +1144,8 @@ int main(void)
         CASE(tenants_are_put_replaced_and_deleted),
         CASE(tokens_are_inserted_touched_revoked_and_scanned),
         CASE(users_are_bound_moved_listed_and_unbound),
+        CASE(a_join_tokens_single_use_and_node_approvals_are_kept),
+        CASE(secrets_are_put_replaced_listed_and_deleted_per_tenant),
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
         CASE(the_ledger_chains_lists_and_verifies),
         CASE(bill_records_come_from_the_typed_columns),
