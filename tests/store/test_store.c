@@ -571,6 +571,8 @@ static void users_are_bound_moved_listed_and_unbound(void **state)
     assert_string_equal(err.field, "user");
     OK(gp_store_user_tenant(f->s, "bob", tenant, sizeof tenant, &e_));
     assert_string_equal(tenant, "");
+}
+
 static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
 {
     fixture *f = *state;
