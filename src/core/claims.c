@@ -7,8 +7,8 @@
  * this file only keeps the claims' books on the GPUs (gpu.claim for a whole
  * GPU; claim_jobs, claim_milli, claim_mem, claim_mig, claim_domain,
  * claim_until and the cover for a shared one) and on the job (claimed,
- * claims_dropped).  A books file (internal.h, "Layers"): it calls only
- * books.c, fleet.c and jobs.c, so sharing.c and admission.c may call it.
+ * claims_dropped).  A books file (internal.h, "Layers"): it calls only the
+ * base files, fleet.c and jobs.c, so sharing.c and admission.c may call it.
  *
  * A reclaim for a shared job claims only what the job will take: per
  * replica its share (MPS), one replica slot (time-slicing) or the memory
@@ -20,10 +20,11 @@
  * gp__place_claimed).
  *
  * Example: a guaranteed 1x8 job reclaims a node from two 1x4 borrowers:
- * gp__claims_plan sets gpu.claim = job + 1 on the node's 8 GPUs (the node
- * leaves the free-capacity index); the job's placement look drops them
- * (gp__claims_drop) and takes them back when it fails (gp__claims_retake);
- * once it binds, or is cancelled, gp__claims_forget gives them up.
+ * gp__claims_plan sets gpu.claim = job + 1 on the node's 8 GPUs (a claimed
+ * GPU is not free for anyone else, even once its owner is gone); the job's
+ * placement look at the grace's end drops them (gp__claims_drop) and takes
+ * them back when it fails (gp__claims_retake); once it binds, or is
+ * cancelled, gp__claims_forget gives them up.
  */
 #include "core/internal.h"
 

@@ -780,23 +780,23 @@ static bool search_begin(search *s, gp_engine *e, uint32_t job, int type, victim
 }
 
 /* ---- searches that found nothing ----
- * A capacity reclaim of whole GPUs that found nothing usually finds
- * nothing again in the next pass, and a search pretends every borrower
- * gone with a placement look after each.  It fails exactly when the job
- * does not fit with every candidate gone (placement of whole GPUs is a
- * complete search: more free GPUs, CPU or memory never make a fit fail),
- * so the failure holds, for its shape and every larger one, until room may
- * have come on its type: GPUs, CPU or memory released, a running job that
- * became a possible victim (demoted, or its preemption withdrawn), a claim
- * given up, a node back or undrained, a GPU healthy (gp__reclaim_room), or
- * other nodes held for the type's reservation.  Binding never brings room:
- * a borrower that binds is a candidate, and what it took counts as free
- * again in the search.  A job cooling down has fewer candidates (not the
- * jobs it was preempted for): its failures are not remembered.  Nothing is
- * left out of the pass's bookkeeping: a remembered failure is still a
- * search (max_reclaim_searches, stats), and what it would leave behind, the
- * order of the free-capacity lists, is made without its pretend frees and
- * looks (replay_failed).
+ * A capacity reclaim of whole GPUs that found nothing usually finds nothing
+ * again in the next pass, and a search pretends every borrower gone with a
+ * placement look after each.  It fails exactly when the job does not fit
+ * with every candidate gone (placement of whole GPUs is a complete search:
+ * more free GPUs, CPU or memory never make a fit fail), so the failure
+ * holds, for its shape and every larger one, until room may have come on
+ * its type: GPUs, CPU or memory released, a running job that became a
+ * possible victim (demoted, or its preemption withdrawn), a claim given up,
+ * a node back or undrained, a GPU healthy (claims.c, gp__reclaim_room), or
+ * other nodes held for the type's reservation.  Binding never brings room: a
+ * borrower that binds is a candidate, and what it took counts as free again
+ * in the search.  A job cooling down has fewer candidates (not the jobs it
+ * was preempted for): its failures are not remembered.  Nothing is left out
+ * of the pass's bookkeeping: a remembered failure is still a search
+ * (max_reclaim_searches, stats), and what it would leave behind, the order
+ * of the free-capacity lists, is made without its pretend frees and looks
+ * (replay_failed).
  *
  * Example: 64 H100 nodes, every GPU held by single-GPU jobs, half of them
  * burstable, each node's CPU full; a guaranteed 1x8 job finds no node with

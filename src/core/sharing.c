@@ -40,7 +40,8 @@
  * GPU that has room (so empty GPUs stay empty for whole-GPU work); among
  * equally full ones, for MIG, the cheapest change (reuse < create <
  * destroy), then the slot that keeps the most instances placeable.  GPUs
- * sit in lists by fullness, so the walk stops at the first level with room.
+ * sit in lists by fullness (fleet.c keeps them, with the pools), so the
+ * walk stops at the first level with room.
  * When every pool's score is spread, the walk starts from the emptiest.
  * MPS shares are placed by fragmentation.c.
  *
