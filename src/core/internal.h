@@ -604,10 +604,7 @@ struct gp_engine {
     uint64_t room[GP_MAX_GPU_TYPES]; /* bumped by whatever may give a reclaim of the type more room */
 };
 
-/* ---- engine.c ---- */
-/* The caller's settings (NULL: the defaults) with out-of-range values
- * brought into range, as gp_engine_new keeps them. */
-gp_engine_config gp__config_resolve(const gp_engine_config *cfg);
+/* ==== base (see "Layers" above) ==== */
 
 /* ---- books.c ---- */
 /* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
@@ -631,15 +628,47 @@ void gp__amount_number(char *buf, size_t len, int d, int64_t v);
 const char *gp__dim_label(const gp_engine *e, int d);
 const char *gp__amount_unit(int d, int64_t v);
 
-/* ---- resources (tenants.c) ---- */
-void gp__res_zero(gp_res *r);
-void gp__res_fill(gp_res *r, int64_t v);
-void gp__res_add(gp_res *a, const gp_res *b);
-/* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
-int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
-/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
- * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
-int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
+/* ---- mig.c ---- */
+typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
+typedef struct gp__mig_choice {
+    gp__mig_kind kind;    /* cheapest first: reuse an idle instance, create in free slices, destroy idle ones */
+    uint8_t start;
+    int keeps;            /* instances of all profiles still placeable afterwards (higher strands less) */
+} gp__mig_choice;
+int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
+const char *gp__mig_models_known(void);
+int gp__mig_profile_find(int model, const char *name);
+bool gp__mig_profile_known(const char *name);
+int gp__mig_profile_milli(int model, int profile);
+int gp__mig_name_milli(const char *name);
+int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
+unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
+/* Memory slices an instance of profile at start takes on g. */
+unsigned gp__mig_span(const gp__gpu *g, int profile, int start);
+/* Where an instance of profile goes on g (at `start`, or anywhere for -1);
+ * slices claimed for others (g->claim_mig) count as busy. */
+gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure);
+bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
+void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
+bool gp__mig_layout_valid(const gp__gpu *g);
+void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
+
+/* ==== books (see "Layers" above) ==== */
+
+/* ---- metering.c ---- */
+gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
+void gp__usage_open(gp_engine *e, uint32_t job);
+void gp__usage_close(gp_engine *e, uint32_t job);
+
+/* ---- restart.c: restart_policy ---- */
+/* The spec's policy and limit with the defaults filled in (by kind);
+ * GP_ERR_INVALID naming max_restarts when out of range or given to a job
+ * that never restarts. */
+gp_err gp__restart_resolve(const gp_job_spec *s, gp_restart_policy *policy, int *max_restarts, gp_error *err);
+/* Does a failure of this running job requeue it (restarts left)? */
+bool gp__restart_wanted(const gp__job *j);
+/* Seconds a job waits before its n-th restart (n >= 1). */
+int64_t gp__restart_backoff(int n);
 
 /* ---- fleet.c ---- */
 /* The type's index (names match without regard to case), or -1. */
@@ -711,6 +740,16 @@ void gp__tx_save_gpu(gp_engine *e, uint32_t gpu);
 void gp__tx_save_node(gp_engine *e, uint32_t node);
 void gp__tx_rollback(gp_engine *e);
 
+/* ---- resources (tenants.c) ---- */
+void gp__res_zero(gp_res *r);
+void gp__res_fill(gp_res *r, int64_t v);
+void gp__res_add(gp_res *a, const gp_res *b);
+/* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
+int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
+/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
+ * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
+int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
+
 /* ---- tenants.c ---- */
 uint32_t gp__tenant_lookup(const gp_engine *e, const char *path);
 void gp__tenant_charge(gp_engine *e, uint32_t tenant, const gp_res *demand, gp_class cls, int sign);
@@ -750,6 +789,16 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
 uint32_t gp__trust_source(const gp_engine *e, uint32_t tenant);
 
 /* ---- jobs.c ---- */
+/* A job on shared GPUs (MIG, MPS, time-slicing). */
+static inline bool gp__job_shared(const gp__job *j)
+{
+    return j->isolation != GP_ISO_EXCLUSIVE;
+}
+/* Whole GPUs (not shared, at least one): the jobs of engine->type_running. */
+static inline bool gp__job_whole_gpus(const gp__job *j)
+{
+    return !gp__job_shared(j) && j->gpus > 0;
+}
 uint32_t gp__job_lookup(const gp_engine *e, uint64_t id);
 void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out);
 /* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
@@ -789,76 +838,14 @@ void gp__jobs_free(gp_engine *e);
  * spec, take a slot, queue the job pending; *job is its slot. */
 gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err);
 
-/* ---- admission.c ---- */
-/* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
-/* *borrowed_limit: refused at a limit only because of borrowed usage (the
- * job fits its guarantees, and guaranteed usage + demand fits the limit). */
-gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
-bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
-void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
-/* The part of that reserve (GPUs of `type`) held by tenant's own outermost
- * non-lending ancestor (or itself): it never blocks the tenant. */
-int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type);
-void gp__promote(gp_engine *e);
-void gp__demote_over_guarantee(gp_engine *e);
-
-/* ---- fairshare.c ---- */
-void gp__fair_begin(gp_engine *e);
-/* Next job in fair order for this pass, or GP__NONE when all were seen. */
-uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
-
-/* ---- placement.c ---- */
-/* Find GPUs for job on type (held nodes usable when use_held); on success the
- * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
-bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
-/* The same for a job gp__scored_applies turned down (the caller asked it once
- * for all its types and passes; engine.c's look). */
-bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
-/* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
-gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
-/* Take the GPUs in j->placed (CPU and memory too) / give them back and
- * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
-void gp__place_commit(gp_engine *e, uint32_t job, int type);
-void gp__place_release(gp_engine *e, uint32_t job);
-
-/* ---- backfill.c ---- */
-/* A reservation's start when it waits on running jobs with neither an
- * expected runtime nor a time limit: no time is known. */
-#define GP__START_UNKNOWN INT64_MAX
-/* How long a job runs once bound, as far as the engine knows: its expected
- * runtime, capped by its time limit plus grace; else the limit plus grace;
- * 0 when neither bounds it. */
-int64_t gp__job_duration(const gp__job *j);
-void gp__reservations_clear(gp_engine *e);
-/* Try to hold capacity for job on one of its types; true if it now holds it.
- * guaranteed: the job would run guaranteed (it can reclaim burstable work). */
-bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed);
-/* The reservation this job would delay if placed on held nodes, or NULL. */
-const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
-
-/* ---- reclaim.c ---- */
-/* Try to preempt borrowers of `type` so that job fits; true if victims
- * were chosen (they are PREEMPTING, their GPUs claimed for job). */
-bool gp__reclaim(gp_engine *e, uint32_t job, int type);
-/* Preempt borrowers under a full ancestor limit that keeps a guaranteed
- * job out; true if victims were chosen (no claims: it frees quota). */
-bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
-/* Fair share: a burstable job of a leaf below its fair share preempts
- * borrowers of tenants that stay at least as far above theirs; true if
- * victims were chosen (PREEMPTING, their GPUs claimed for job). */
-bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type);
-/* GPU-seconds of j's work since its last checkpoint (or bind): what a
- * preemption now would lose. */
-int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
-/* May running job j be a reclaim victim (burstable, not preempted
- * max_preemptions times)?  e->borrowed counts the GPUs of those: a
- * whole-GPU reclaim that needs more than they and the free GPUs hold is
- * not searched. */
-bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
-/* The reclaiming job no longer needs its victims still in grace (`why`
- * completes "job N ..."): they go back to running, with a TRANSITION that
- * says why; a victim cancelled meanwhile keeps stopping. */
-void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+/* ---- jobs.c: grace ---- */
+/* When a job told now to stop within `grace` seconds frees its GPUs: now +
+ * grace, made conservative by the config's clock_resolution_s; now for
+ * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+/* The job is told now to stop within its grace: its deadline is set (and
+ * its entry of engine->running_due with it). */
+void gp__job_grace_begin(gp_engine *e, uint32_t job);
 
 /* ---- claims.c ---- */
 /* Claim the planned GPUs (n of them; for a shared job, MIG start slot[i])
@@ -880,21 +867,9 @@ void gp__claims_forget(gp_engine *e, uint32_t job);
  * a node back: the searches that found nothing there are forgotten. */
 void gp__reclaim_room(gp_engine *e, int type);
 
-/* ---- metering.c ---- */
-gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
-void gp__usage_open(gp_engine *e, uint32_t job);
-void gp__usage_close(gp_engine *e, uint32_t job);
+/* ==== policies (see "Layers" above) ==== */
 
 /* ---- sharing.c ---- */
-static inline bool gp__job_shared(const gp__job *j)
-{
-    return j->isolation != GP_ISO_EXCLUSIVE;
-}
-/* Whole GPUs (not shared, at least one): the jobs of engine->type_running. */
-static inline bool gp__job_whole_gpus(const gp__job *j)
-{
-    return !gp__job_shared(j) && j->gpus > 0;
-}
 /* Whether one MPS share of j fits GPU g now: beside the shares and the
  * claims on it, in the same trust domain. */
 bool gp__mps_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g);
@@ -931,49 +906,82 @@ void gp__node_tag(gp_engine *e, const gp__job *j, int sign);
 /* Forget every share shape's scores (a pool's score changed) and free them. */
 void gp__share_scores_forget(gp_engine *e);
 
-/* ---- mig.c ---- */
-typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
-typedef struct gp__mig_choice {
-    gp__mig_kind kind;    /* cheapest first: reuse an idle instance, create in free slices, destroy idle ones */
-    uint8_t start;
-    int keeps;            /* instances of all profiles still placeable afterwards (higher strands less) */
-} gp__mig_choice;
-int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
-const char *gp__mig_models_known(void);
-int gp__mig_profile_find(int model, const char *name);
-bool gp__mig_profile_known(const char *name);
-int gp__mig_profile_milli(int model, int profile);
-int gp__mig_name_milli(const char *name);
-int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
-unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
-/* Memory slices an instance of profile at start takes on g. */
-unsigned gp__mig_span(const gp__gpu *g, int profile, int start);
-/* Where an instance of profile goes on g (at `start`, or anywhere for -1);
- * slices claimed for others (g->claim_mig) count as busy. */
-gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure);
-bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
-void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
-bool gp__mig_layout_valid(const gp__gpu *g);
-void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
+/* ---- placement.c ---- */
+/* Find GPUs for job on type (held nodes usable when use_held); on success the
+ * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
+bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* The same for a job gp__scored_applies turned down (the caller asked it once
+ * for all its types and passes; engine.c's look). */
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
+gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
+/* Take the GPUs in j->placed (CPU and memory too) / give them back and
+ * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
+void gp__place_commit(gp_engine *e, uint32_t job, int type);
+void gp__place_release(gp_engine *e, uint32_t job);
 
-/* ---- jobs.c: grace ---- */
-/* When a job told now to stop within `grace` seconds frees its GPUs: now +
- * grace, made conservative by the config's clock_resolution_s; now for
- * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
-int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
-/* The job is told now to stop within its grace: its deadline is set (and
- * its entry of engine->running_due with it). */
-void gp__job_grace_begin(gp_engine *e, uint32_t job);
+/* ---- backfill.c ---- */
+/* A reservation's start when it waits on running jobs with neither an
+ * expected runtime nor a time limit: no time is known. */
+#define GP__START_UNKNOWN INT64_MAX
+/* How long a job runs once bound, as far as the engine knows: its expected
+ * runtime, capped by its time limit plus grace; else the limit plus grace;
+ * 0 when neither bounds it. */
+int64_t gp__job_duration(const gp__job *j);
+void gp__reservations_clear(gp_engine *e);
+/* Try to hold capacity for job on one of its types; true if it now holds it.
+ * guaranteed: the job would run guaranteed (it can reclaim burstable work). */
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed);
+/* The reservation this job would delay if placed on held nodes, or NULL. */
+const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
 
-/* ---- restart.c: restart_policy ---- */
-/* The spec's policy and limit with the defaults filled in (by kind);
- * GP_ERR_INVALID naming max_restarts when out of range or given to a job
- * that never restarts. */
-gp_err gp__restart_resolve(const gp_job_spec *s, gp_restart_policy *policy, int *max_restarts, gp_error *err);
-/* Does a failure of this running job requeue it (restarts left)? */
-bool gp__restart_wanted(const gp__job *j);
-/* Seconds a job waits before its n-th restart (n >= 1). */
-int64_t gp__restart_backoff(int n);
+/* ---- admission.c ---- */
+/* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
+/* *borrowed_limit: refused at a limit only because of borrowed usage (the
+ * job fits its guarantees, and guaranteed usage + demand fits the limit). */
+gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
+void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
+/* The part of that reserve (GPUs of `type`) held by tenant's own outermost
+ * non-lending ancestor (or itself): it never blocks the tenant. */
+int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type);
+void gp__promote(gp_engine *e);
+void gp__demote_over_guarantee(gp_engine *e);
 
+/* ---- fairshare.c ---- */
+void gp__fair_begin(gp_engine *e);
+/* Next job in fair order for this pass, or GP__NONE when all were seen. */
+uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
+
+/* ---- reclaim.c ---- */
+/* Try to preempt borrowers of `type` so that job fits; true if victims
+ * were chosen (they are PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim(gp_engine *e, uint32_t job, int type);
+/* Preempt borrowers under a full ancestor limit that keeps a guaranteed
+ * job out; true if victims were chosen (no claims: it frees quota). */
+bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
+/* Fair share: a burstable job of a leaf below its fair share preempts
+ * borrowers of tenants that stay at least as far above theirs; true if
+ * victims were chosen (PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type);
+/* GPU-seconds of j's work since its last checkpoint (or bind): what a
+ * preemption now would lose. */
+int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
+/* May running job j be a reclaim victim (burstable, not preempted
+ * max_preemptions times)?  e->borrowed counts the GPUs of those: a
+ * whole-GPU reclaim that needs more than they and the free GPUs hold is
+ * not searched. */
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
+/* The reclaiming job no longer needs its victims still in grace (`why`
+ * completes "job N ..."): they go back to running, with a TRANSITION that
+ * says why; a victim cancelled meanwhile keeps stopping. */
+void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+
+/* ==== top (see "Layers" above) ==== */
+
+/* ---- engine.c ---- */
+/* The caller's settings (NULL: the defaults) with out-of-range values
+ * brought into range, as gp_engine_new keeps them. */
+gp_engine_config gp__config_resolve(const gp_engine_config *cfg);
 
 #endif
