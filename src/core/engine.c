@@ -1,7 +1,8 @@
 /* engine.c - events in, decisions out: the scheduling pass.
  *
  * Every event that reaches jobs enters here: job events (cancel, finish,
- * checkpoint), fleet events (node added, lost, drained, GPU health) and
+ * checkpoint), fleet events (node added, lost, drained, GPU health, a
+ * pool's settings) and
  * tenant changes, and the pass.  fleet.c and tenants.c validate an event
  * and keep their own books; what it means for jobs (stop and requeue,
  * demotion, trust) is decided here.  A pass (gp_engine_tick)
@@ -366,6 +367,19 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
         stop_jobs_on(e, n, gpu_index, why);
     }
     gp__fleet_node_settle(&e->fleet, n);
+    return GP_OK;
+}
+
+/* A pool's score or time-slice factor (fleet.c keeps the pools): placement
+ * may look differently now, so reclaim searches that found nothing and the
+ * remembered share scores are forgotten. */
+gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
+{
+    gp_err rc = gp__pool_set(e, pool, spec, err);
+    if (rc)
+        return rc;
+    gp__reclaim_room(e, -1);
+    gp__share_scores_forget(e);
     return GP_OK;
 }
 

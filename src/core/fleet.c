@@ -32,6 +32,12 @@
  * The fleet events (node added, lost, drained; GPU health) are engine.c's:
  * this file validates them and keeps the books (capacity, the index);
  * stopping the jobs on a lost node or a failed GPU is decided there.
+ *
+ * Also fleet data, kept here: the pools (a node's placement score and
+ * time-slice factor), the fullness levels of shared GPUs (the lists
+ * sharing.c's best fit walks) and the undo log of a placement look (the
+ * GPUs and nodes it changed).  A books file (internal.h, "Layers"): it calls no
+ * policy file.
  */
 #include "core/internal.h"
 
@@ -364,22 +370,6 @@ static bool same_shape(const gp__fleet *f, const gp__node *n, const gp_node_spec
            strcmp(f->zones[n->zone], s->zone) == 0;
 }
 
-bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need)
-        ncap *= 2;
-    void *p = realloc(*arr, ncap * elem);
-    if (!p)
-        return false;
-    memset((char *)p + *cap * elem, 0, (ncap - *cap) * elem);
-    *arr = p;
-    *cap = ncap;
-    return true;
-}
-
 static uint32_t zone_get(gp__fleet *f, const char *name)
 {
     for (size_t z = 0; z < f->n_zones; z++)
@@ -624,4 +614,157 @@ void gp__fleet_init(gp__fleet *f)
             for (int l = 0; l < 9; l++)
                 f->level_head[m][t][l] = GP__NONE;
     }
+}
+
+/* ---- pools ----
+ * A node's pool: its placement score and time-slice factor (pool 0 is
+ * "default").  gp_engine_pool_set (engine.c) sets one with gp__pool_set. */
+
+uint32_t gp__pool_get(gp_engine *e, const char *name)
+{
+    gp__fleet *f = &e->fleet;
+    if (!name || !name[0])
+        name = "default";
+    for (size_t p = 0; p < f->n_pools; p++)
+        if (strcmp(f->pools[p].name, name) == 0)
+            return (uint32_t)p;
+    if (!GP__GROW(f->pools, f->n_pools, f->cap_pools))
+        return GP__NONE;
+    gp__pool *p = &f->pools[f->n_pools];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->spec.timeslice_replicas = 4;
+    return (uint32_t)f->n_pools++;
+}
+
+int gp__pool_timeslice(const gp_engine *e, uint32_t pool)
+{
+    return pool < e->fleet.n_pools ? e->fleet.pools[pool].spec.timeslice_replicas : 4;
+}
+
+/* Whether a GPU of pool p holds time-slice replicas (their share depends
+ * on the pool's factor, so it may not change under them). */
+static bool timeslice_in_use(const gp_engine *e, uint32_t p)
+{
+    for (size_t g = 0; g < e->fleet.n_gpus; g++) {
+        const gp__gpu *gpu = &e->fleet.gpus[g];
+        if (gpu->sharing == GP_SHARING_TIMESLICE && gpu->jobs > 0 && e->fleet.nodes[gpu->node].pool == p)
+            return true;
+    }
+    return false;
+}
+
+gp_err gp__pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
+{
+    if (!e || !spec)
+        return gp_error_set(err, GP_ERR_INVALID, "pool", "engine and spec are required");
+    if (!pool || !pool[0] || strlen(pool) >= GP_NAME_MAX)
+        return gp_error_set(err, GP_ERR_INVALID, "pool", "pool name must be 1..%d characters", GP_NAME_MAX - 1);
+    if (spec->score < GP_SCORE_DEFAULT || spec->score > GP_SCORE_SPREAD)
+        return gp_error_set(err, GP_ERR_INVALID, "score", "unknown placement score");
+    if (spec->timeslice_replicas < 0 || spec->timeslice_replicas > 8)
+        return gp_error_set(err, GP_ERR_INVALID, "timeslice_replicas", "timeslice_replicas must be 1..8 (0 = 4)");
+    uint32_t p = gp__pool_get(e, pool);
+    if (p == GP__NONE)
+        return gp_error_set(err, GP_ERR_NOMEM, "pool", "out of memory");
+    gp__pool *pl = &e->fleet.pools[p];
+    int factor = spec->timeslice_replicas ? spec->timeslice_replicas : 4;
+    if (factor != pl->spec.timeslice_replicas && timeslice_in_use(e, p))
+        return gp_error_set(err, GP_ERR_CONFLICT, "timeslice_replicas",
+                            "pool %s has time-sliced replicas running; change the factor once they are gone", pool);
+    pl->spec = *spec;
+    if (pl->spec.timeslice_replicas == 0)
+        pl->spec.timeslice_replicas = 4;
+    e->fleet.all_paper_scores = e->fleet.all_spread = true;
+    for (size_t i = 0; i < e->fleet.n_pools; i++) {
+        e->fleet.all_paper_scores &= e->fleet.pools[i].spec.score != GP_SCORE_DEFAULT;
+        e->fleet.all_spread &= e->fleet.pools[i].spec.score == GP_SCORE_SPREAD;
+    }
+    return GP_OK;
+}
+
+/* ---- tentative changes ----
+ * The undo log of a placement look (sharing.c, fragmentation.c): the GPUs
+ * and nodes it changes, saved in e->scratch before the change. */
+
+void gp__tx_save_gpu(gp_engine *e, uint32_t gpu)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = 0; i < s->n_saved_gpus; i++)
+        if (s->saved_gpus[i].index == gpu)
+            return; /* the first copy is the one to restore */
+    if (!GP__GROW(s->saved_gpus, s->n_saved_gpus, s->cap_saved_gpus))
+        return;
+    s->saved_gpus[s->n_saved_gpus++] = (struct gp__saved_gpu){gpu, e->fleet.gpus[gpu]};
+}
+
+void gp__tx_save_node(gp_engine *e, uint32_t node)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = 0; i < s->n_saved_nodes; i++)
+        if (s->saved_nodes[i].index == node)
+            return;
+    if (!GP__GROW(s->saved_nodes, s->n_saved_nodes, s->cap_saved_nodes))
+        return;
+    const gp__node *n = &e->fleet.nodes[node];
+    s->saved_nodes[s->n_saved_nodes++] = (struct gp__saved_node){node, n->cpu_used, n->mem_used, n->replicas};
+}
+
+/* Undo the tentative changes of a placement look.  Only fields that a look
+ * changes are saved: a GPU whole, a node's CPU, memory and replica count
+ * (a look never moves nodes in the free-capacity index). */
+void gp__tx_rollback(gp_engine *e)
+{
+    gp__scratch *s = &e->scratch;
+    for (size_t i = s->n_saved_gpus; i-- > 0;) {
+        gp__gpu *g = &e->fleet.gpus[s->saved_gpus[i].index];
+        *g = s->saved_gpus[i].copy;
+        gp__node_touch(&e->fleet, g->node); /* scores remembered meanwhile are stale */
+    }
+    for (size_t i = s->n_saved_nodes; i-- > 0;) {
+        gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
+        gp__node_touch(&e->fleet, s->saved_nodes[i].index);
+        n->cpu_used = s->saved_nodes[i].cpu_used;
+        n->mem_used = s->saved_nodes[i].mem_used;
+        n->replicas = s->saved_nodes[i].replicas;
+    }
+    s->n_saved_gpus = s->n_saved_nodes = 0;
+}
+
+/* ---- fullness levels ----
+ * Shared GPUs per mode and type by fullness (fleet.level_head), the lists
+ * sharing.c walks for best fit. */
+
+/* Claims count as taken: a claimed GPU is as full as it will be. */
+static int level_of(const gp__gpu *g)
+{
+    int jobs = g->jobs + g->claim_jobs, milli = g->used_milli + g->claim_milli - g->cover_milli;
+    switch (g->sharing) {
+    case GP_SHARING_MIG: return __builtin_popcount(gp__mig_mask(g, true) | g->claim_mig);
+    case GP_SHARING_TIMESLICE: return jobs > 8 ? 8 : jobs;
+    default: return milli / 125 > 8 ? 8 : milli / 125;
+    }
+}
+
+void gp__gpu_relevel(gp__fleet *f, uint32_t gi)
+{
+    gp__gpu *g = &f->gpus[gi];
+    int type = f->nodes[g->node].type, level = level_of(g);
+    uint32_t *heads = f->level_head[g->sharing][type];
+    if (g->level == level)
+        return;
+    if (g->level <= 8) { /* unlink */
+        if (g->lprev != GP__NONE)
+            f->gpus[g->lprev].lnext = g->lnext;
+        else
+            heads[g->level] = g->lnext;
+        if (g->lnext != GP__NONE)
+            f->gpus[g->lnext].lprev = g->lprev;
+    }
+    g->level = (uint8_t)level;
+    g->lprev = GP__NONE;
+    g->lnext = heads[level];
+    if (g->lnext != GP__NONE)
+        f->gpus[g->lnext].lprev = gi;
+    heads[level] = gi;
 }

@@ -196,7 +196,7 @@ gp_err gp_engine_workload_set(gp_engine *e, const gp_workload_shape *shapes, siz
 /* ---- the measure ---- */
 
 /* Claimed shares count as used, but not twice where the claimers' victims
- * still hold them (sharing.c). */
+ * still hold them (claims.c). */
 static int gpu_left(const gp__gpu *g)
 {
     if (!g->healthy || g->owner || g->claim)

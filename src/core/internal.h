@@ -1,35 +1,57 @@
 /* internal.h - the engine's private state, shared by the files of src/core.
  *
  * Nothing here is a promise to callers (they see engine.h and types.h);
- * private functions carry the gp__ prefix.  Each policy lives in its own
- * file and works on the structs below:
+ * private functions carry the gp__ prefix.
  *
  *   types.h      the public vocabulary (specs, states, decisions)
  *   engine.h     the public API: events in, decisions out, queries
  *   internal.h   this file: the private state and the gp__ functions
  *
- *   fleet.c      nodes, GPUs, the free-capacity index used by placement
- *   tenants.c    the tenancy tree, quota validation, usage and shares
- *   jobs.c       the job table, spec validation, states, history, queues
- *   admission.c  limits, guarantee classes, promotion, lending
- *   fairshare.c  hierarchical weighted DRF: which tenant goes next
- *   placement.c  gang placement with topology and best fit
- *   sharing.c    shared GPUs (MIG, MPS, time-slicing), trust, pools
- *   mig.c        MIG geometry: which GPU instances fit where
- *   fragmentation.c placing by node score (FGD), the workload mix
- *   backfill.c   the head job's reservation (EASY backfill)
- *   reclaim.c    victim selection and preemption
- *   metering.c   decisions and usage intervals
- *   names.c      the enum names (job state, class, isolation, ...)
- *   why.c        wait reasons in words, read-only queries
- *   invariants.c the self-check the tests run after every event
- *   engine.c     every event that reaches jobs (job, fleet and tenant
- *                events) and the scheduling pass that ties them together
- *   snapshot.c   the whole state into a buffer and back (restarts)
+ * Layers.  The files of src/core come in four layers.  A file calls only
+ * files of a lower layer, or of its own layer listed before it in the table
+ * below, so no file calls up and no two files call each other round in a
+ * circle.  scripts/core-layers reads this table and checks it against the
+ * symbols the object files define and use (ctest core_layers, in `make
+ * test`); a new file goes into the table, or that check fails.
  *
- * Lower files keep their own books and never call up: fleet.c and
- * tenants.c do not stop, requeue, demote or preempt jobs; they return what
- * changed and engine.c acts on it.
+ *   base: books.c amounts.c names.c mig.c
+ *     books.c      growable arrays, placement's scratch space, a job's placed count
+ *     amounts.c    an amount of GPUs, CPU or memory in words
+ *     names.c      the enum names (job state, class, isolation, ...)
+ *     mig.c        MIG geometry: which GPU instances fit where
+ *   books: metering.c restart.c fleet.c job_limits.c tenants.c jobs.c claims.c
+ *     metering.c   decisions and usage intervals
+ *     restart.c    restart policies and their back-off
+ *     fleet.c      nodes, GPUs, the free-capacity index, pools, the fullness
+ *                  levels of shared GPUs, the undo log of a placement look
+ *     job_limits.c a tenant's job defaults and maximums
+ *     tenants.c    the tenancy tree, quota validation, usage, shares, entitlements
+ *     jobs.c       the job table, spec validation, states, history, queues,
+ *                  a replica's part of a GPU
+ *     claims.c     what is held for reclaiming jobs (claims, covers), room
+ *   policies: sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *     sharing.c    shared GPUs (MIG, MPS, time-slicing): trust, where a share goes
+ *     fragmentation.c placing by node score (FGD), the workload mix
+ *     placement.c  gang placement with topology and best fit
+ *     backfill.c   the head job's reservation (EASY backfill)
+ *     admission.c  limits, guarantee classes, promotion, lending
+ *     fairshare.c  hierarchical weighted DRF: which tenant goes next
+ *     reclaim.c    victim selection and preemption
+ *   top: engine.c snapshot.c invariants.c why.c queries.c
+ *     engine.c     every event that reaches jobs (job, fleet, pool and
+ *                  tenant events) and the scheduling pass that ties them together
+ *     snapshot.c   the whole state into a buffer and back (restarts)
+ *     invariants.c the self-check the tests run after every event
+ *     why.c        wait reasons in words (gp_engine_why)
+ *     queries.c    the read-only queries of engine.h
+ *
+ * Books keep data and answer for it: they validate, count and index, and
+ * return what changed; they never decide about a job (fleet.c and
+ * tenants.c do not stop, requeue, demote or preempt jobs: engine.c acts on
+ * what they return).  Policies decide (where, who next, whom to preempt)
+ * and change the books only through the books' functions.  The top layer
+ * takes the events, runs the pass, and answers questions; nothing below
+ * calls it.
  *
  * Indexes: nodes, GPUs, tenants and jobs live in arrays and refer to each
  * other by uint32_t index.  GP__NONE marks "no index".  A GPU's owner is
@@ -81,7 +103,7 @@ typedef struct gp__gpu {
     uint32_t lprev, lnext; /* links of that list (fleet.level_head) */
     char uuid[GP_UUID_MAX];
     /* shared GPUs: the part claimed by reclaiming shared jobs for their
-     * victims' grace (reclaim.c; sharing.c counts it as taken) */
+     * victims' grace (claims.c keeps it; sharing.c counts it as taken) */
     uint16_t claim_jobs;  /* replicas claimed; 0 = no partial claim */
     uint16_t claim_milli; /* their shares */
     int64_t claim_mem;    /* mps: their memory limits */
@@ -92,6 +114,7 @@ typedef struct gp__gpu {
     int64_t cover_mem;    /* still hold here (counted once, in used_milli / used_mem) */
 } gp__gpu;
 
+/* A pool (fleet.c): nodes that share a placement score and time-slice factor. */
 typedef struct gp__pool {
     char name[GP_NAME_MAX];
     gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed */
@@ -280,7 +303,7 @@ typedef struct gp__user {
 /* One GPU claimed for a reclaiming job: a whole GPU (exclusive jobs), or
  * one replica's part of a shared GPU at MIG start `start` (-1 for MPS and
  * time-slicing); for MPS, how much of the share its victims on that GPU
- * still hold (the cover, reclaim.c). */
+ * still hold (the cover, claims.c). */
 typedef struct gp__claim {
     uint32_t gpu;
     int8_t start;
@@ -425,7 +448,8 @@ typedef struct gp__reservation {
     bool head_guaranteed; /* the head runs guaranteed: it can reclaim burstable work lent its nodes */
 } gp__reservation;
 
-/* Per-pass scratch for placement (never shared between calls). */
+/* Per-pass scratch for placement (never shared between calls): books.c
+ * sizes it, fleet.c keeps its undo log. */
 typedef struct gp__scratch {
     int8_t *slot;         /* shared: chosen MIG start per replica */
     /* tentative changes of a placement look, rolled back at its end */
@@ -580,20 +604,71 @@ struct gp_engine {
     uint64_t room[GP_MAX_GPU_TYPES]; /* bumped by whatever may give a reclaim of the type more room */
 };
 
-/* ---- engine.c ---- */
-/* The caller's settings (NULL: the defaults) with out-of-range values
- * brought into range, as gp_engine_new keeps them. */
-gp_engine_config gp__config_resolve(const gp_engine_config *cfg);
+/* ==== base (see "Layers" above) ==== */
 
-/* ---- resources (tenants.c) ---- */
-void gp__res_zero(gp_res *r);
-void gp__res_fill(gp_res *r, int64_t v);
-void gp__res_add(gp_res *a, const gp_res *b);
-/* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
-int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
-/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
- * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
-int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
+/* ---- books.c ---- */
+/* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
+bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* Room for one more element in arr (n used, cap allocated). */
+#define GP__GROW(arr, n, cap) gp__grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr))
+/* Room in e->scratch for a look choosing `gpus` GPUs; false when out of memory. */
+bool gp__scratch_reserve(gp_engine *e, size_t gpus);
+void gp__scratch_free(gp__scratch *s);
+/* Entries of j->placed: replicas for a shared or CPU-only job, else
+ * replicas x GPUs. */
+size_t gp__placed_count(const gp__job *j);
+
+/* ---- amounts.c ---- */
+/* An amount of dimension d in words: "24 H100 GPUs", "2.5 H100 GPUs" (v in
+ * milli-GPUs), "4000 millicores", "1024 MiB".  Returns the length. */
+size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len);
+/* Its parts: the number alone ("2.5"), the dimension's label ("H100",
+ * "CPU", "memory") and the unit after the number (" GPUs", " millicores"). */
+void gp__amount_number(char *buf, size_t len, int d, int64_t v);
+const char *gp__dim_label(const gp_engine *e, int d);
+const char *gp__amount_unit(int d, int64_t v);
+
+/* ---- mig.c ---- */
+typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
+typedef struct gp__mig_choice {
+    gp__mig_kind kind;    /* cheapest first: reuse an idle instance, create in free slices, destroy idle ones */
+    uint8_t start;
+    int keeps;            /* instances of all profiles still placeable afterwards (higher strands less) */
+} gp__mig_choice;
+int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
+const char *gp__mig_models_known(void);
+int gp__mig_profile_find(int model, const char *name);
+bool gp__mig_profile_known(const char *name);
+int gp__mig_profile_milli(int model, int profile);
+int gp__mig_name_milli(const char *name);
+int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
+unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
+/* Memory slices an instance of profile at start takes on g. */
+unsigned gp__mig_span(const gp__gpu *g, int profile, int start);
+/* Where an instance of profile goes on g (at `start`, or anywhere for -1);
+ * slices claimed for others (g->claim_mig) count as busy. */
+gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure);
+bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
+void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
+bool gp__mig_layout_valid(const gp__gpu *g);
+void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
+
+/* ==== books (see "Layers" above) ==== */
+
+/* ---- metering.c ---- */
+gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
+void gp__usage_open(gp_engine *e, uint32_t job);
+void gp__usage_close(gp_engine *e, uint32_t job);
+
+/* ---- restart.c: restart_policy ---- */
+/* The spec's policy and limit with the defaults filled in (by kind);
+ * GP_ERR_INVALID naming max_restarts when out of range or given to a job
+ * that never restarts. */
+gp_err gp__restart_resolve(const gp_job_spec *s, gp_restart_policy *policy, int *max_restarts, gp_error *err);
+/* Does a failure of this running job requeue it (restarts left)? */
+bool gp__restart_wanted(const gp__job *j);
+/* Seconds a job waits before its n-th restart (n >= 1). */
+int64_t gp__restart_backoff(int n);
 
 /* ---- fleet.c ---- */
 /* The type's index (names match without regard to case), or -1. */
@@ -649,10 +724,31 @@ bool gp__fleet_gpu_health(gp__fleet *f, uint32_t node, int gpu_index, bool healt
 /* Reindex a node after an event and mark the fleet's shape for recount. */
 void gp__fleet_node_settle(gp__fleet *f, uint32_t node);
 void gp__fleet_node_drain(gp_engine *e, uint32_t node, bool drain);
-/* Generic growth of a calloc'd array to hold `need` elements (zeroed). */
-bool gp__grow(void **arr, size_t *cap, size_t need, size_t elem);
-/* Room for one more element in arr (n used, cap allocated). */
-#define GP__GROW(arr, n, cap) gp__grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr))
+/* Pools: the pool's index, registering the name if new (NULL or "" is
+ * "default"; GP__NONE when out of memory); its time-slice factor; set its
+ * settings (gp_engine_pool_set's books: validation, the factor kept while
+ * time-sliced replicas run, fleet.all_spread and all_paper_scores). */
+uint32_t gp__pool_get(gp_engine *e, const char *name);
+int gp__pool_timeslice(const gp_engine *e, uint32_t pool);
+gp_err gp__pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err);
+/* Put a shared GPU in the fullness list its state calls for. */
+void gp__gpu_relevel(gp__fleet *f, uint32_t gpu);
+/* The undo log of a placement look: save a GPU / a node's CPU, memory and
+ * replica count before the look changes it (the first save counts); undo
+ * every saved change and empty the log. */
+void gp__tx_save_gpu(gp_engine *e, uint32_t gpu);
+void gp__tx_save_node(gp_engine *e, uint32_t node);
+void gp__tx_rollback(gp_engine *e);
+
+/* ---- resources (tenants.c) ---- */
+void gp__res_zero(gp_res *r);
+void gp__res_fill(gp_res *r, int64_t v);
+void gp__res_add(gp_res *a, const gp_res *b);
+/* First dim where a + b > limit (limit GP_UNLIMITED never), or -1. */
+int gp__res_exceeds(const gp_res *a, const gp_res *b, const gp_res *limit);
+/* The same for a job's demand on GPU type `type` (gp__job_demand: zero
+ * outside that type, CPU and memory); type < GP_MAX_GPU_TYPES. */
+int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *limit, int type);
 
 /* ---- tenants.c ---- */
 uint32_t gp__tenant_lookup(const gp_engine *e, const char *path);
@@ -670,12 +766,18 @@ void gp__tenant_job_limits(const gp_engine *e, uint32_t t, gp_job_limits *defaul
 gp_err gp__job_limits_spec_check(const gp_tenant_spec *s, gp_error *err);
 gp_err gp__job_limits_tree_check(const gp_engine *e, uint32_t t, uint32_t set, gp_error *err);
 gp_err gp__job_limits_check(const gp_engine *e, const gp_job_spec *s, uint32_t tenant, gp_error *err);
+/* gp_engine_job_defaults' books: s's cpu_millis, mem_mib and pids_max
+ * left 0 get tenant's effective defaults. */
+void gp__job_limits_fill(const gp_engine *e, uint32_t tenant, gp_job_spec *s);
 /* Its fair-share weight: as set, else its guaranteed GPUs (at least 1; 1
  * without a guarantee). */
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t);
 /* Tenant t's entitlement walked up its path (hierarchical DRF): at each
  * level its weight over the weights of it and its siblings. */
 double gp__tenant_entitlement_walk(const gp_engine *e, uint32_t t);
+/* gp_engine_tenant_entitlement's answer: kept in e->entitlement, walked
+ * when not known; 0 for a removed or unknown tenant. */
+double gp__tenant_entitlement(const gp_engine *e, uint32_t tenant);
 /* Every tenant's entitlement into e->entitlement, after a change of the
  * tree, a weight or a guarantee (tenants.c, snapshot.c). */
 void gp__entitlements_update(gp_engine *e);
@@ -687,8 +789,27 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
 uint32_t gp__trust_source(const gp_engine *e, uint32_t tenant);
 
 /* ---- jobs.c ---- */
+/* A job on shared GPUs (MIG, MPS, time-slicing). */
+static inline bool gp__job_shared(const gp__job *j)
+{
+    return j->isolation != GP_ISO_EXCLUSIVE;
+}
+/* Whole GPUs (not shared, at least one): the jobs of engine->type_running. */
+static inline bool gp__job_whole_gpus(const gp__job *j)
+{
+    return !gp__job_shared(j) && j->gpus > 0;
+}
 uint32_t gp__job_lookup(const gp_engine *e, uint64_t id);
 void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out);
+/* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
+int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+/* MiB of GPU memory one replica of j holds on GPU g (MPS limits; 0 otherwise). */
+int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g);
+/* The org (top-level tenant) of j's tenant. */
+uint32_t gp__job_org(const gp_engine *e, const gp__job *j);
+/* The trust domain a replica of j gives a shared GPU: its org for MPS and
+ * time-slicing, its tenant for an untrusted MIG tenant, else GP__NONE. */
+uint32_t gp__share_domain(const gp_engine *e, const gp__job *j);
 void gp__job_transition(gp_engine *e, uint32_t job, gp_job_state to, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A history line without a state change (promotion, demotion). */
@@ -717,123 +838,41 @@ void gp__jobs_free(gp_engine *e);
  * spec, take a slot, queue the job pending; *job is its slot. */
 gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err);
 
-/* ---- admission.c ---- */
-/* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
-/* *borrowed_limit: refused at a limit only because of borrowed usage (the
- * job fits its guarantees, and guaranteed usage + demand fits the limit). */
-gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
-bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
-void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
-/* The part of that reserve (GPUs of `type`) held by tenant's own outermost
- * non-lending ancestor (or itself): it never blocks the tenant. */
-int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type);
-void gp__promote(gp_engine *e);
-void gp__demote_over_guarantee(gp_engine *e);
+/* ---- jobs.c: grace ---- */
+/* When a job told now to stop within `grace` seconds frees its GPUs: now +
+ * grace, made conservative by the config's clock_resolution_s; now for
+ * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
+int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
+/* The job is told now to stop within its grace: its deadline is set (and
+ * its entry of engine->running_due with it). */
+void gp__job_grace_begin(gp_engine *e, uint32_t job);
 
-/* ---- fairshare.c ---- */
-void gp__fair_begin(gp_engine *e);
-/* Next job in fair order for this pass, or GP__NONE when all were seen. */
-uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
-
-/* ---- placement.c ---- */
-/* Find GPUs for job on type (held nodes usable when use_held); on success the
- * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
-bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
-/* The same for a job gp__scored_applies turned down (the caller asked it once
- * for all its types and passes; engine.c's look). */
-bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
-/* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
-gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
-/* Take the GPUs in j->placed (CPU and memory too) / give them back and
- * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
-void gp__place_commit(gp_engine *e, uint32_t job, int type);
-void gp__place_release(gp_engine *e, uint32_t job);
-bool gp__scratch_reserve(gp_engine *e, size_t gpus);
-size_t gp__placed_count(const gp__job *j);
-void gp__scratch_free(gp__scratch *s);
-
-/* ---- backfill.c ---- */
-/* A reservation's start when it waits on running jobs with neither an
- * expected runtime nor a time limit: no time is known. */
-#define GP__START_UNKNOWN INT64_MAX
-/* How long a job runs once bound, as far as the engine knows: its expected
- * runtime, capped by its time limit plus grace; else the limit plus grace;
- * 0 when neither bounds it. */
-int64_t gp__job_duration(const gp__job *j);
-void gp__reservations_clear(gp_engine *e);
-/* Try to hold capacity for job on one of its types; true if it now holds it.
- * guaranteed: the job would run guaranteed (it can reclaim burstable work). */
-bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed);
-/* The reservation this job would delay if placed on held nodes, or NULL. */
-const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
-
-/* ---- reclaim.c ---- */
-/* Try to preempt borrowers of `type` so that job fits; true if victims
- * were chosen (they are PREEMPTING, their GPUs claimed for job). */
-bool gp__reclaim(gp_engine *e, uint32_t job, int type);
-/* Release job's claims for a placement attempt / take them back after a
- * failed one / give them up for good (placed, cancelled, victims gone). */
-/* Preempt borrowers under a full ancestor limit that keeps a guaranteed
- * job out; true if victims were chosen (no claims: it frees quota). */
-bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
-/* Fair share: a burstable job of a leaf below its fair share preempts
- * borrowers of tenants that stay at least as far above theirs; true if
- * victims were chosen (PREEMPTING, their GPUs claimed for job). */
-bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type);
-/* GPU-seconds of j's work since its last checkpoint (or bind): what a
- * preemption now would lose. */
-int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
-/* May running job j be a reclaim victim (burstable, not preempted
- * max_preemptions times)?  e->borrowed counts the GPUs of those: a
- * whole-GPU reclaim that needs more than they and the free GPUs hold is
- * not searched. */
-bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
-void gp__claims_drop(gp_engine *e, uint32_t job);
-void gp__claims_retake(gp_engine *e, uint32_t job);
-void gp__claims_forget(gp_engine *e, uint32_t job);
-/* The reclaiming job no longer needs its victims still in grace (`why`
- * completes "job N ..."): they go back to running, with a TRANSITION that
- * says why; a victim cancelled meanwhile keeps stopping. */
-void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+/* ---- claims.c ---- */
+/* Claim the planned GPUs (n of them; for a shared job, MIG start slot[i])
+ * for reclaiming job while its victims' grace runs; the MPS covers are
+ * counted (victims in grace for it cover them). */
+void gp__claims_plan(gp_engine *e, uint32_t job, const uint32_t *plan, const int8_t *slot, size_t n);
+/* Set the covers of job's MPS claims to what its victims hold now. */
+void gp__claims_cover_recount(gp_engine *e, uint32_t job);
 /* A victim whose shares covered an MPS claim leaves its GPUs (released):
  * the claim no longer counts on them. */
 void gp__claims_uncover(gp_engine *e, uint32_t victim);
+/* Release job's claims for a placement attempt / take them back after a
+ * failed one / give them up for good (placed, cancelled, victims gone). */
+void gp__claims_drop(gp_engine *e, uint32_t job);
+void gp__claims_retake(gp_engine *e, uint32_t job);
+void gp__claims_forget(gp_engine *e, uint32_t job);
 /* Room may have come for reclaims of `type` (-1: every type): GPUs, CPU or
  * memory freed, a running job became a possible victim, a claim given up,
  * a node back: the searches that found nothing there are forgotten. */
 void gp__reclaim_room(gp_engine *e, int type);
 
-/* ---- metering.c ---- */
-gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
-void gp__usage_open(gp_engine *e, uint32_t job);
-void gp__usage_close(gp_engine *e, uint32_t job);
+/* ==== policies (see "Layers" above) ==== */
 
 /* ---- sharing.c ---- */
-static inline bool gp__job_shared(const gp__job *j)
-{
-    return j->isolation != GP_ISO_EXCLUSIVE;
-}
-/* Whole GPUs (not shared, at least one): the jobs of engine->type_running. */
-static inline bool gp__job_whole_gpus(const gp__job *j)
-{
-    return !gp__job_shared(j) && j->gpus > 0;
-}
-/* Milli-GPUs one replica of j takes on GPU g (or, g NULL, at most). */
-int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g);
-/* MiB of GPU memory one replica of j holds on GPU g (MPS limits; 0 otherwise). */
-int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g);
-/* The trust domain a replica of j gives a shared GPU: its org for MPS and
- * time-slicing, its tenant for an untrusted MIG tenant, else GP__NONE. */
-uint32_t gp__share_domain(const gp_engine *e, const gp__job *j);
 /* Whether one MPS share of j fits GPU g now: beside the shares and the
  * claims on it, in the same trust domain. */
 bool gp__mps_fits(const gp_engine *e, const gp__job *j, const gp__gpu *g);
-/* Claim (sign +1) or give back (-1) one replica's part of a shared GPU,
- * with its cover, for reclaiming job j, whose victims' grace ends at
- * `until`. */
-void gp__share_claim(gp_engine *e, const gp__job *j, const gp__claim *c, int sign, int64_t until);
-/* Change the cover of a claim on gpu by (milli, mem). */
-void gp__share_cover(gp_engine *e, uint32_t gpu, int milli, int64_t mem);
 /* A shared job binds on what it claimed: its claimed GPUs and slices, if
  * they hold it now (GPUs in e->scratch.out, *type their type). */
 bool gp__place_claimed(gp_engine *e, const gp__job *j, uint8_t types, int *type);
@@ -841,17 +880,9 @@ bool gp__place_shared(gp_engine *e, const gp__job *j, int type);
 /* One replica of a shared job onto GPU gpu (MIG start slice or -1): counts
  * on the GPU and its node; true when a MIG layout changed. */
 bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t gpu, int start);
-/* Put a shared GPU in the fullness list its state calls for. */
-void gp__gpu_relevel(gp__fleet *f, uint32_t gpu);
 /* Take / give back the slices of a placed shared job (real or pretend). */
 void gp__shared_take(gp_engine *e, uint32_t job, bool emit);
 void gp__shared_give(gp_engine *e, uint32_t job);
-uint32_t gp__job_org(const gp_engine *e, const gp__job *j);
-void gp__tx_save_gpu(gp_engine *e, uint32_t gpu);
-void gp__tx_save_node(gp_engine *e, uint32_t node);
-void gp__tx_rollback(gp_engine *e);
-uint32_t gp__pool_get(gp_engine *e, const char *name);
-int gp__pool_timeslice(const gp_engine *e, uint32_t pool);
 gp_err gp__shared_check(const gp_engine *e, gp_error *err);
 /* The job asks for a level its tenant's trust forbids now (mps or
  * timeslice for an untrusted tenant): no placement may take it. */
@@ -875,54 +906,82 @@ void gp__node_tag(gp_engine *e, const gp__job *j, int sign);
 /* Forget every share shape's scores (a pool's score changed) and free them. */
 void gp__share_scores_forget(gp_engine *e);
 
-/* ---- mig.c ---- */
-typedef enum gp__mig_kind { GP__MIG_REUSE = 0, GP__MIG_CREATE, GP__MIG_DESTROY, GP__MIG_NONE } gp__mig_kind;
-typedef struct gp__mig_choice {
-    gp__mig_kind kind;    /* cheapest first: reuse an idle instance, create in free slices, destroy idle ones */
-    uint8_t start;
-    int keeps;            /* instances of all profiles still placeable afterwards (higher strands less) */
-} gp__mig_choice;
-int gp__mig_model_find(const char *gpu_type, int64_t gpu_mem_mib);
-const char *gp__mig_models_known(void);
-int gp__mig_profile_find(int model, const char *name);
-bool gp__mig_profile_known(const char *name);
-int gp__mig_profile_milli(int model, int profile);
-int gp__mig_name_milli(const char *name);
-int64_t gp__mig_profile_mem(const gp__gpu *g, int64_t gpu_mem_mib, int profile);
-unsigned gp__mig_mask(const gp__gpu *g, bool busy_only);
-/* Memory slices an instance of profile at start takes on g. */
-unsigned gp__mig_span(const gp__gpu *g, int profile, int start);
-/* Where an instance of profile goes on g (at `start`, or anywhere for -1);
- * slices claimed for others (g->claim_mig) count as busy. */
-gp__mig_choice gp__mig_choose(const gp__gpu *g, int profile, int start, bool may_reconfigure);
-bool gp__mig_take(gp__gpu *g, int profile, int start, uint32_t owner);
-void gp__mig_give(gp__gpu *g, uint32_t owner, int start);
-bool gp__mig_layout_valid(const gp__gpu *g);
-void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
+/* ---- placement.c ---- */
+/* Find GPUs for job on type (held nodes usable when use_held); on success the
+ * chosen GPUs are in e->scratch.out and true is returned.  Changes nothing. */
+bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* The same for a job gp__scored_applies turned down (the caller asked it once
+ * for all its types and passes; engine.c's look). */
+bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
+/* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
+gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
+/* Take the GPUs in j->placed (CPU and memory too) / give them back and
+ * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
+void gp__place_commit(gp_engine *e, uint32_t job, int type);
+void gp__place_release(gp_engine *e, uint32_t job);
 
-/* ---- jobs.c: grace ---- */
-/* When a job told now to stop within `grace` seconds frees its GPUs: now +
- * grace, made conservative by the config's clock_resolution_s; now for
- * grace 0.  Every deadline after which a job's GPUs go to others uses it. */
-int64_t gp__grace_deadline(const gp_engine *e, int64_t grace);
-/* The job is told now to stop within its grace: its deadline is set (and
- * its entry of engine->running_due with it). */
-void gp__job_grace_begin(gp_engine *e, uint32_t job);
+/* ---- backfill.c ---- */
+/* A reservation's start when it waits on running jobs with neither an
+ * expected runtime nor a time limit: no time is known. */
+#define GP__START_UNKNOWN INT64_MAX
+/* How long a job runs once bound, as far as the engine knows: its expected
+ * runtime, capped by its time limit plus grace; else the limit plus grace;
+ * 0 when neither bounds it. */
+int64_t gp__job_duration(const gp__job *j);
+void gp__reservations_clear(gp_engine *e);
+/* Try to hold capacity for job on one of its types; true if it now holds it.
+ * guaranteed: the job would run guaranteed (it can reclaim burstable work). */
+bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed);
+/* The reservation this job would delay if placed on held nodes, or NULL. */
+const gp__reservation *gp__reservation_for(const gp_engine *e, int type);
 
-/* ---- restart.c: restart_policy ---- */
-/* The spec's policy and limit with the defaults filled in (by kind);
- * GP_ERR_INVALID naming max_restarts when out of range or given to a job
- * that never restarts. */
-gp_err gp__restart_resolve(const gp_job_spec *s, gp_restart_policy *policy, int *max_restarts, gp_error *err);
-/* Does a failure of this running job requeue it (restarts left)? */
-bool gp__restart_wanted(const gp__job *j);
-/* Seconds a job waits before its n-th restart (n >= 1). */
-int64_t gp__restart_backoff(int n);
+/* ---- admission.c ---- */
+/* GP_WAIT_NONE when admissible (cls set), else the wait (LIMIT, USER_LIMIT). */
+/* *borrowed_limit: refused at a limit only because of borrowed usage (the
+ * job fits its guarantees, and guaranteed usage + demand fits the limit). */
+gp_wait gp__admit(gp_engine *e, const gp__job *j, int type, gp_class *cls, bool *borrowed_limit);
+bool gp__fits_guarantee(const gp_engine *e, uint32_t tenant, const gp_res *demand, int type);
+void gp__lending_reserve(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
+/* The part of that reserve (GPUs of `type`) held by tenant's own outermost
+ * non-lending ancestor (or itself): it never blocks the tenant. */
+int64_t gp__lending_reserve_own(const gp_engine *e, uint32_t tenant, int type);
+void gp__promote(gp_engine *e);
+void gp__demote_over_guarantee(gp_engine *e);
 
-/* ---- why.c ---- */
-size_t gp__wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len);
-/* An amount of dimension d in words: "24 H100 GPUs", "2.5 H100 GPUs" (v in
- * milli-GPUs), "4000 millicores", "1024 MiB".  Returns the length. */
-size_t gp__amount_format(const gp_engine *e, int d, int64_t v, char *buf, size_t len);
+/* ---- fairshare.c ---- */
+void gp__fair_begin(gp_engine *e);
+/* Next job in fair order for this pass, or GP__NONE when all were seen. */
+uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
+
+/* ---- reclaim.c ---- */
+/* Try to preempt borrowers of `type` so that job fits; true if victims
+ * were chosen (they are PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim(gp_engine *e, uint32_t job, int type);
+/* Preempt borrowers under a full ancestor limit that keeps a guaranteed
+ * job out; true if victims were chosen (no claims: it frees quota). */
+bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);
+/* Fair share: a burstable job of a leaf below its fair share preempts
+ * borrowers of tenants that stay at least as far above theirs; true if
+ * victims were chosen (PREEMPTING, their GPUs claimed for job). */
+bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type);
+/* GPU-seconds of j's work since its last checkpoint (or bind): what a
+ * preemption now would lose. */
+int64_t gp__work_lost(const gp_engine *e, const gp__job *j);
+/* May running job j be a reclaim victim (burstable, not preempted
+ * max_preemptions times)?  e->borrowed counts the GPUs of those: a
+ * whole-GPU reclaim that needs more than they and the free GPUs hold is
+ * not searched. */
+bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
+/* The reclaiming job no longer needs its victims still in grace (`why`
+ * completes "job N ..."): they go back to running, with a TRANSITION that
+ * says why; a victim cancelled meanwhile keeps stopping. */
+void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+
+/* ==== top (see "Layers" above) ==== */
+
+/* ---- engine.c ---- */
+/* The caller's settings (NULL: the defaults) with out-of-range values
+ * brought into range, as gp_engine_new keeps them. */
+gp_engine_config gp__config_resolve(const gp_engine_config *cfg);
 
 #endif

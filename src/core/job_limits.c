@@ -14,9 +14,10 @@
  * and when a job is submitted: each of its values is no more than its
  * tenant's effective maximum, and 0 (none: the node's whole share) is
  * refused where a maximum holds.  The daemon fills a job's unset values
- * with gp_engine_job_defaults before it logs the job, so the log, the
- * store and the node agent see the values the job runs with; this file
- * only computes and checks, it keeps no state of its own.
+ * with gp_engine_job_defaults (queries.c; gp__job_limits_fill here) before
+ * it logs the job, so the log, the store and the node agent see the values
+ * the job runs with; this file only computes and checks, it keeps no state
+ * of its own.
  *
  * Example: research {job_max: {pids_max 4096, mem_mib 65536}},
  * research/nlp {job_defaults: {cpu_millis 4000, mem_mib 16384}}.
@@ -137,11 +138,8 @@ gp_err gp__job_limits_check(const gp_engine *e, const gp_job_spec *s, uint32_t t
     return GP_OK;
 }
 
-gp_err gp_engine_job_defaults(const gp_engine *e, gp_job_spec *s, gp_error *err)
+void gp__job_limits_fill(const gp_engine *e, uint32_t tenant, gp_job_spec *s)
 {
-    uint32_t tenant = e ? gp__tenant_lookup(e, s->tenant) : GP__NONE;
-    if (tenant == GP__NONE)
-        return gp_error_set(err, GP_ERR_NOT_FOUND, "tenant", "no tenant %s", s->tenant ? s->tenant : "(null)");
     gp_job_limits defaults, max;
     gp__tenant_job_limits(e, tenant, &defaults, &max);
     gp_job_limits asked = {.cpu_millis = s->cpu_millis, .mem_mib = s->mem_mib, .pids_max = s->pids_max};
@@ -151,5 +149,4 @@ gp_err gp_engine_job_defaults(const gp_engine *e, gp_job_spec *s, gp_error *err)
     s->cpu_millis = asked.cpu_millis;
     s->mem_mib = asked.mem_mib;
     s->pids_max = asked.pids_max;
-    return GP_OK;
 }

@@ -56,6 +56,56 @@ uint32_t gp__job_lookup(const gp_engine *e, uint64_t id)
     return j;
 }
 
+/* ---- one replica's part of a GPU ----
+ * What one replica of a shared job takes on a GPU, and whose it makes the
+ * GPU (sharing.c places shares by these; claims.c counts claims by them). */
+
+uint32_t gp__job_org(const gp_engine *e, const gp__job *j)
+{
+    uint32_t t = j->tenant;
+    while (e->tenants[t].parent != GP__NONE)
+        t = e->tenants[t].parent;
+    return t;
+}
+
+int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    switch (j->isolation) {
+    case GP_ISO_MIG:
+        if (g && g->mig_model >= 0) {
+            int p = gp__mig_profile_find(g->mig_model, j->mig_profile);
+            return p >= 0 ? gp__mig_profile_milli(g->mig_model, p) : 0;
+        }
+        return gp__mig_name_milli(j->mig_profile);
+    case GP_ISO_MPS: return j->mps_milli;
+    case GP_ISO_TIMESLICE: {
+        if (g)
+            return 1000 / gp__pool_timeslice(e, e->fleet.nodes[g->node].pool);
+        int least = 8; /* admission before placement: the largest share any pool gives */
+        for (size_t p = 0; p < e->fleet.n_pools; p++)
+            if (e->fleet.pools[p].spec.timeslice_replicas < least)
+                least = e->fleet.pools[p].spec.timeslice_replicas;
+        return 1000 / (least > 0 ? least : 1);
+    }
+    default: return j->gpus * 1000;
+    }
+}
+
+int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g)
+{
+    int64_t gpu_mem = e->fleet.nodes[g->node].gpu_mem_mib;
+    if (j->isolation == GP_ISO_MPS)
+        return j->share_mem > 0 ? j->share_mem : gpu_mem * j->mps_milli / 1000;
+    return 0;
+}
+
+uint32_t gp__share_domain(const gp_engine *e, const gp__job *j)
+{
+    if (j->isolation == GP_ISO_MIG)
+        return e->tenants[j->tenant].untrusted ? j->tenant : GP__NONE;
+    return gp__job_org(e, j);
+}
+
 void gp__job_demand(const gp_engine *e, const gp__job *j, int type, gp_res *out)
 {
     gp__res_zero(out);

@@ -27,35 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool gp__scratch_reserve(gp_engine *e, size_t gpus)
-{
-    gp__scratch *s = &e->scratch;
-    if (gpus <= s->cap_out)
-        return true;
-    size_t cap = s->cap_out ? s->cap_out : 1024;
-    while (cap < gpus)
-        cap *= 2;
-    uint32_t *p = realloc(s->out, cap * sizeof *p);
-    if (!p)
-        return false;
-    s->out = p;
-    int8_t *slot = realloc(s->slot, cap * sizeof *slot);
-    if (!slot)
-        return false;
-    s->slot = slot;
-    s->cap_out = cap;
-    return true;
-}
-
-void gp__scratch_free(gp__scratch *s)
-{
-    free(s->out);
-    free(s->slot);
-    free(s->saved_gpus);
-    free(s->saved_nodes);
-    memset(s, 0, sizeof *s);
-}
-
 static int64_t fit_count(int64_t cap, int64_t used, int64_t per)
 {
     if (per <= 0)
@@ -104,13 +75,6 @@ static int take_on_node(gp_engine *e, uint32_t n, const gp__job *j, int want, in
         }
     }
     return (int)fits;
-}
-
-size_t gp__placed_count(const gp__job *j)
-{
-    if (gp__job_shared(j) || j->gpus == 0)
-        return (size_t)j->replicas;
-    return (size_t)j->replicas * j->gpus;
 }
 
 /* CPU-only replicas (gpus = 0) go where they strand the fewest GPUs: the

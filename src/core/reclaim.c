@@ -1,6 +1,6 @@
 /* reclaim.c - taking borrowed capacity back for a guaranteed job, or for
- * a burstable one whose tenant is below its fair share ("fair share",
- * below the capacity reclaim).
+ * a burstable one whose tenant is below its fair share ("fair-share
+ * reclaim", below the capacity reclaim).
  *
  * When a job that runs within its tenant's guarantee cannot be placed, the
  * capacity it is owed is held by borrowers (capacity reclaim); when it fits
@@ -79,6 +79,16 @@
  * back.  The 1-GPU job fits within the 4 missing and goes first, then the
  * 4-GPU job; pruning drops the 1-GPU job (the 4-GPU job alone suffices):
  * one victim, 4 GPUs.
+ *
+ * What is where.  This file is one subject, choosing victims: the cost and
+ * its divisor, the loop guard, the candidates, choosing a minimal set, and
+ * the three searches built on them (capacity, with the searches that found
+ * nothing; fair-share reclaim; reclaiming quota), then withdrawing.  The
+ * searches share one search state and its helpers, which stay private to
+ * this file; splitting them into files would make that state a header
+ * every search file reads, for no gain in reading.  The books of what a
+ * search claims (claims, covers, the room counters) are claims.c's: lower
+ * files (sharing.c, admission.c) keep them without calling a policy.
  */
 #include "core/internal.h"
 
@@ -114,7 +124,7 @@ int64_t gp__work_lost(const gp_engine *e, const gp__job *j)
     return (e->now - since) * j->replicas * j->gpus;
 }
 
-/* ---- fair share ---- */
+/* ---- the cost's divisor ---- */
 
 /* How far over its fair share: dominant usage / entitlement, at least 1. */
 static double fair_share_excess(const gp_engine *e, uint32_t t)
@@ -125,7 +135,7 @@ static double fair_share_excess(const gp_engine *e, uint32_t t)
         if (cap > 0 && (double)e->tenants[t].usage.v[d] / (double)cap > usage)
             usage = (double)e->tenants[t].usage.v[d] / (double)cap;
     }
-    double ent = gp_engine_tenant_entitlement(e, t);
+    double ent = gp__tenant_entitlement(e, t);
     double excess = ent > 0 ? usage / ent : usage * 1e9;
     return excess > 1.0 ? excess : 1.0;
 }
@@ -704,105 +714,6 @@ static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
     return tenant;
 }
 
-/* Claim one GPU of the plan for the job: a whole GPU, or for a shared
- * job one replica's part of it (sharing.c). */
-static void claim_one(gp_engine *e, uint32_t job, const gp__claim *c)
-{
-    const gp__job *j = &e->jobs[job];
-    gp__gpu *g = &e->fleet.gpus[c->gpu];
-    if (gp__job_shared(j)) {
-        gp__share_claim(e, j, c, +1, j->wait.time);
-        return;
-    }
-    g->claim = job + 1;
-    gp__node_reindex(&e->fleet, g->node);
-}
-
-/* ---- covers ----
- * An MPS claim is counted on its GPU beside the shares running there, but
- * the part of it that the claimer's own victims on that GPU still hold
- * (its cover) is not counted twice: others may use what is left of the
- * GPU both now and once the claimer has bound.  With v the victims' share
- * and c the claim, the GPU counts max(v, c) for them.  The cover shrinks
- * as victims leave (gp__claims_uncover).
- *
- * Example: one MPS GPU runs a borrower's 500 (the victim) and another
- * job's 400; a guaranteed 250 reclaims the 500 and claims 250, all of it
- * covered by the victim: a 100 share of the same org fits beside them
- * during the grace (400 + 500 + 100 now, 400 + 250 + 100 after). */
-
-static void victim_shares_on(const gp_engine *e, uint64_t claimer, uint32_t gpu, int64_t *milli, int64_t *mem)
-{
-    *milli = *mem = 0;
-    for (size_t i = 0; i < e->n_running; i++) {
-        const gp__job *v = &e->jobs[e->running[i]];
-        for (int r = 0; v->covers_for == claimer && r < v->replicas; r++)
-            if (v->placed[r] == gpu) {
-                *milli += v->mps_milli;
-                *mem += gp__replica_mem(e, v, &e->fleet.gpus[gpu]);
-            }
-    }
-}
-
-/* Set the covers of job's MPS claims to what its victims hold now. */
-static void covers_recount(gp_engine *e, uint32_t job)
-{
-    gp__job *j = &e->jobs[job];
-    for (size_t i = 0; j->isolation == GP_ISO_MPS && i < j->n_claimed; i++) {
-        bool seen = false; /* GPU done with an earlier replica's claim */
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = j->claimed[k].gpu == j->claimed[i].gpu;
-        if (seen)
-            continue;
-        uint32_t gpu = j->claimed[i].gpu;
-        int64_t milli, mem, share_mem = gp__replica_mem(e, j, &e->fleet.gpus[gpu]);
-        victim_shares_on(e, j->id, gpu, &milli, &mem);
-        for (size_t k = i; k < j->n_claimed; k++) {
-            gp__claim *c = &j->claimed[k];
-            if (c->gpu != gpu)
-                continue;
-            int cover = (int)(milli < j->mps_milli ? milli : j->mps_milli);
-            int64_t cover_mem = mem < share_mem ? mem : share_mem;
-            if (!j->claims_dropped)
-                gp__share_cover(e, gpu, cover - c->cover_milli, cover_mem - c->cover_mem);
-            c->cover_milli = (int16_t)cover;
-            c->cover_mem = cover_mem;
-            milli -= cover;
-            mem -= cover_mem;
-        }
-    }
-}
-
-void gp__claims_uncover(gp_engine *e, uint32_t victim)
-{
-    uint32_t claimer = gp__job_lookup(e, e->jobs[victim].covers_for);
-    e->jobs[victim].covers_for = 0;
-    if (claimer != GP__NONE)
-        covers_recount(e, claimer);
-}
-
-/* Hold the planned GPUs (victims' and free ones alike) for the job, so
- * that nobody takes them while the victims' grace runs: whole GPUs for a
- * whole-GPU job, only the planned shares or slices for a shared one. */
-static void claim_plan(gp_engine *e, uint32_t job, const uint32_t *plan, const int8_t *slot, size_t n)
-{
-    gp__job *j = &e->jobs[job];
-    if (!gp__grow((void **)&j->claimed, &j->n_claimed_cap, j->n_claimed + n, sizeof *j->claimed))
-        return;
-    j->claims_dropped = false;
-    for (size_t i = 0; i < n; i++) {
-        gp__claim c = {plan[i], gp__job_shared(j) ? slot[i] : -1, 0, 0};
-        claim_one(e, job, &c);
-        j->claimed[j->n_claimed++] = c;
-    }
-    for (size_t i = 0; j->isolation == GP_ISO_MPS && i < e->n_running; i++) {
-        gp__job *v = &e->jobs[e->running[i]];
-        if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id)
-            v->covers_for = j->id;
-    }
-    covers_recount(e, job);
-}
-
 static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
 {
     gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
@@ -869,36 +780,29 @@ static bool search_begin(search *s, gp_engine *e, uint32_t job, int type, victim
 }
 
 /* ---- searches that found nothing ----
- * A capacity reclaim of whole GPUs that found nothing usually finds
- * nothing again in the next pass, and a search pretends every borrower
- * gone with a placement look after each.  It fails exactly when the job
- * does not fit with every candidate gone (placement of whole GPUs is a
- * complete search: more free GPUs, CPU or memory never make a fit fail),
- * so the failure holds, for its shape and every larger one, until room may
- * have come on its type: GPUs, CPU or memory released, a running job that
- * became a possible victim (demoted, or its preemption withdrawn), a claim
- * given up, a node back or undrained, a GPU healthy (gp__reclaim_room), or
- * other nodes held for the type's reservation.  Binding never brings room:
- * a borrower that binds is a candidate, and what it took counts as free
- * again in the search.  A job cooling down has fewer candidates (not the
- * jobs it was preempted for): its failures are not remembered.  Nothing is
- * left out of the pass's bookkeeping: a remembered failure is still a
- * search (max_reclaim_searches, stats), and what it would leave behind, the
- * order of the free-capacity lists, is made without its pretend frees and
- * looks (replay_failed).
+ * A capacity reclaim of whole GPUs that found nothing usually finds nothing
+ * again in the next pass, and a search pretends every borrower gone with a
+ * placement look after each.  It fails exactly when the job does not fit
+ * with every candidate gone (placement of whole GPUs is a complete search:
+ * more free GPUs, CPU or memory never make a fit fail), so the failure
+ * holds, for its shape and every larger one, until room may have come on
+ * its type: GPUs, CPU or memory released, a running job that became a
+ * possible victim (demoted, or its preemption withdrawn), a claim given up,
+ * a node back or undrained, a GPU healthy (claims.c, gp__reclaim_room), or
+ * other nodes held for the type's reservation.  Binding never brings room: a
+ * borrower that binds is a candidate, and what it took counts as free again
+ * in the search.  A job cooling down has fewer candidates (not the jobs it
+ * was preempted for): its failures are not remembered.  Nothing is left out
+ * of the pass's bookkeeping: a remembered failure is still a search
+ * (max_reclaim_searches, stats), and what it would leave behind, the order
+ * of the free-capacity lists, is made without its pretend frees and looks
+ * (replay_failed).
  *
  * Example: 64 H100 nodes, every GPU held by single-GPU jobs, half of them
  * burstable, each node's CPU full; a guaranteed 1x8 job finds no node with
  * 8 GPUs and the CPU for them even with all borrowers gone.  The next pass
  * replays the search without its 64 x 32 looks; a borrower that finishes
  * (its GPUs and CPU released) makes the next search a real one. */
-
-void gp__reclaim_room(gp_engine *e, int type)
-{
-    for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
-        if (type < 0 || t == type)
-            e->room[t]++;
-}
 
 /* The type's held nodes, as a hash (0 when none are held). */
 static uint64_t held_signature(const gp_engine *e, int type)
@@ -1061,7 +965,7 @@ static size_t preempt_plan(search *s, uint32_t *plan, int8_t *slot, size_t n_pla
         if (s->vs.chosen[i])
             pretend_free(e, s->vs.cand[i], false);
     preempt_chosen(e, s->job, s->type, &s->vs, count);
-    claim_plan(e, s->job, plan, slot, n_plan);
+    gp__claims_plan(e, s->job, plan, slot, n_plan);
     return count;
 }
 
@@ -1108,7 +1012,7 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
     return count > 0;
 }
 
-/* ---- fair share ----
+/* ---- fair-share reclaim ----
  * Guarantees are floors; what is borrowed above them is shared by
  * fairness.  A burstable job of a leaf below its fair share (dominant
  * usage / entitlement < 1, the ratio of the excess above) that finds no
@@ -1399,68 +1303,6 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
     }
     j->victims_left = 0;
     j->fair_reclaim = false;
-    covers_recount(e, job);
+    gp__claims_cover_recount(e, job);
 }
 
-/* ---- claims ---- */
-
-/* Claims are given back for the job's own placement look and taken back
- * if it fails (nothing else happens in between: a shared part is taken
- * back as it was); claims_dropped keeps a second drop from counting a
- * part twice. */
-void gp__claims_drop(gp_engine *e, uint32_t job)
-{
-    gp__job *j = &e->jobs[job];
-    if (j->claims_dropped)
-        return;
-    for (size_t i = 0; i < j->n_claimed; i++) {
-        gp__gpu *g = &e->fleet.gpus[j->claimed[i].gpu];
-        if (gp__job_shared(j)) {
-            gp__share_claim(e, j, &j->claimed[i], -1, 0);
-        } else if (g->claim == job + 1) {
-            g->claim = 0;
-            gp__node_reindex(&e->fleet, g->node);
-        }
-    }
-    j->claims_dropped = true;
-}
-
-void gp__claims_retake(gp_engine *e, uint32_t job)
-{
-    gp__job *j = &e->jobs[job];
-    size_t kept = 0;
-    if (!j->claims_dropped)
-        return;
-    for (size_t i = 0; i < j->n_claimed; i++) {
-        const gp__gpu *g = &e->fleet.gpus[j->claimed[i].gpu];
-        if (!gp__job_shared(j) &&
-            (g->claim != 0 || (g->owner != 0 && e->jobs[g->owner - 1].state != GP_JOB_PREEMPTING)))
-            continue; /* someone else's now */
-        claim_one(e, job, &j->claimed[i]);
-        j->claimed[kept++] = j->claimed[i];
-    }
-    if (kept != j->n_claimed) {
-        e->changes++; /* a claim went to someone else: silent, but it matters */
-        gp__reclaim_room(e, -1);
-    }
-    j->n_claimed = kept;
-    j->claims_dropped = false;
-}
-
-void gp__claims_forget(gp_engine *e, uint32_t job)
-{
-    const gp__job *waiting = &e->jobs[job];
-    if (waiting->n_claimed == 0 && waiting->victims_left == 0 && !waiting->claims_dropped)
-        return; /* nothing claimed, none in grace: the usual waiting job, every pass (issue 17) */
-    if (e->jobs[job].n_claimed > 0 || e->jobs[job].victims_left > 0) {
-        e->n_miss = 0; /* claimed capacity is free again */
-        e->changes++;  /* no decision says so, but later placements see it */
-        gp__reclaim_room(e, -1);
-    }
-    gp__claims_drop(e, job);
-    gp__job *j = &e->jobs[job];
-    j->n_claimed = 0;
-    j->victims_left = 0;
-    j->claims_dropped = false;
-    j->fair_reclaim = false;
-}

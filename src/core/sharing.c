@@ -40,7 +40,8 @@
  * GPU that has room (so empty GPUs stay empty for whole-GPU work); among
  * equally full ones, for MIG, the cheapest change (reuse < create <
  * destroy), then the slot that keeps the most instances placeable.  GPUs
- * sit in lists by fullness, so the walk stops at the first level with room.
+ * sit in lists by fullness (fleet.c keeps them, with the pools), so the
+ * walk stops at the first level with room.
  * When every pool's score is spread, the walk starts from the emptiest.
  * MPS shares are placed by fragmentation.c.
  *
@@ -68,195 +69,7 @@ static gp_sharing mode_of(gp_isolation iso)
     }
 }
 
-/* ---- pools ---- */
-
-uint32_t gp__pool_get(gp_engine *e, const char *name)
-{
-    gp__fleet *f = &e->fleet;
-    if (!name || !name[0])
-        name = "default";
-    for (size_t p = 0; p < f->n_pools; p++)
-        if (strcmp(f->pools[p].name, name) == 0)
-            return (uint32_t)p;
-    if (!GP__GROW(f->pools, f->n_pools, f->cap_pools))
-        return GP__NONE;
-    gp__pool *p = &f->pools[f->n_pools];
-    memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->spec.timeslice_replicas = 4;
-    return (uint32_t)f->n_pools++;
-}
-
-int gp__pool_timeslice(const gp_engine *e, uint32_t pool)
-{
-    return pool < e->fleet.n_pools ? e->fleet.pools[pool].spec.timeslice_replicas : 4;
-}
-
-/* Whether a GPU of pool p holds time-slice replicas (their share depends
- * on the pool's factor, so it may not change under them). */
-static bool timeslice_in_use(const gp_engine *e, uint32_t p)
-{
-    for (size_t g = 0; g < e->fleet.n_gpus; g++) {
-        const gp__gpu *gpu = &e->fleet.gpus[g];
-        if (gpu->sharing == GP_SHARING_TIMESLICE && gpu->jobs > 0 && e->fleet.nodes[gpu->node].pool == p)
-            return true;
-    }
-    return false;
-}
-
-gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
-{
-    if (!e || !spec)
-        return gp_error_set(err, GP_ERR_INVALID, "pool", "engine and spec are required");
-    if (!pool || !pool[0] || strlen(pool) >= GP_NAME_MAX)
-        return gp_error_set(err, GP_ERR_INVALID, "pool", "pool name must be 1..%d characters", GP_NAME_MAX - 1);
-    if (spec->score < GP_SCORE_DEFAULT || spec->score > GP_SCORE_SPREAD)
-        return gp_error_set(err, GP_ERR_INVALID, "score", "unknown placement score");
-    if (spec->timeslice_replicas < 0 || spec->timeslice_replicas > 8)
-        return gp_error_set(err, GP_ERR_INVALID, "timeslice_replicas", "timeslice_replicas must be 1..8 (0 = 4)");
-    uint32_t p = gp__pool_get(e, pool);
-    if (p == GP__NONE)
-        return gp_error_set(err, GP_ERR_NOMEM, "pool", "out of memory");
-    gp__pool *pl = &e->fleet.pools[p];
-    int factor = spec->timeslice_replicas ? spec->timeslice_replicas : 4;
-    if (factor != pl->spec.timeslice_replicas && timeslice_in_use(e, p))
-        return gp_error_set(err, GP_ERR_CONFLICT, "timeslice_replicas",
-                            "pool %s has time-sliced replicas running; change the factor once they are gone", pool);
-    pl->spec = *spec;
-    gp__reclaim_room(e, -1); /* placement may look differently now */
-    gp__share_scores_forget(e);
-    if (pl->spec.timeslice_replicas == 0)
-        pl->spec.timeslice_replicas = 4;
-    e->fleet.all_paper_scores = e->fleet.all_spread = true;
-    for (size_t i = 0; i < e->fleet.n_pools; i++) {
-        e->fleet.all_paper_scores &= e->fleet.pools[i].spec.score != GP_SCORE_DEFAULT;
-        e->fleet.all_spread &= e->fleet.pools[i].spec.score == GP_SCORE_SPREAD;
-    }
-    return GP_OK;
-}
-
-/* ---- tentative changes ---- */
-
-void gp__tx_save_gpu(gp_engine *e, uint32_t gpu)
-{
-    gp__scratch *s = &e->scratch;
-    for (size_t i = 0; i < s->n_saved_gpus; i++)
-        if (s->saved_gpus[i].index == gpu)
-            return; /* the first copy is the one to restore */
-    if (!GP__GROW(s->saved_gpus, s->n_saved_gpus, s->cap_saved_gpus))
-        return;
-    s->saved_gpus[s->n_saved_gpus++] = (struct gp__saved_gpu){gpu, e->fleet.gpus[gpu]};
-}
-
-void gp__tx_save_node(gp_engine *e, uint32_t node)
-{
-    gp__scratch *s = &e->scratch;
-    for (size_t i = 0; i < s->n_saved_nodes; i++)
-        if (s->saved_nodes[i].index == node)
-            return;
-    if (!GP__GROW(s->saved_nodes, s->n_saved_nodes, s->cap_saved_nodes))
-        return;
-    const gp__node *n = &e->fleet.nodes[node];
-    s->saved_nodes[s->n_saved_nodes++] = (struct gp__saved_node){node, n->cpu_used, n->mem_used, n->replicas};
-}
-
-/* Undo the tentative changes of a placement look.  Only fields that a look
- * changes are saved: a GPU whole, a node's CPU, memory and replica count
- * (a look never moves nodes in the free-capacity index). */
-void gp__tx_rollback(gp_engine *e)
-{
-    gp__scratch *s = &e->scratch;
-    for (size_t i = s->n_saved_gpus; i-- > 0;) {
-        gp__gpu *g = &e->fleet.gpus[s->saved_gpus[i].index];
-        *g = s->saved_gpus[i].copy;
-        gp__node_touch(&e->fleet, g->node); /* scores remembered meanwhile are stale */
-    }
-    for (size_t i = s->n_saved_nodes; i-- > 0;) {
-        gp__node *n = &e->fleet.nodes[s->saved_nodes[i].index];
-        gp__node_touch(&e->fleet, s->saved_nodes[i].index);
-        n->cpu_used = s->saved_nodes[i].cpu_used;
-        n->mem_used = s->saved_nodes[i].mem_used;
-        n->replicas = s->saved_nodes[i].replicas;
-    }
-    s->n_saved_gpus = s->n_saved_nodes = 0;
-}
-
-/* ---- fullness levels ---- */
-
-/* Claims count as taken: a claimed GPU is as full as it will be. */
-static int level_of(const gp__gpu *g)
-{
-    int jobs = g->jobs + g->claim_jobs, milli = g->used_milli + g->claim_milli - g->cover_milli;
-    switch (g->sharing) {
-    case GP_SHARING_MIG: return __builtin_popcount(gp__mig_mask(g, true) | g->claim_mig);
-    case GP_SHARING_TIMESLICE: return jobs > 8 ? 8 : jobs;
-    default: return milli / 125 > 8 ? 8 : milli / 125;
-    }
-}
-
-void gp__gpu_relevel(gp__fleet *f, uint32_t gi)
-{
-    gp__gpu *g = &f->gpus[gi];
-    int type = f->nodes[g->node].type, level = level_of(g);
-    uint32_t *heads = f->level_head[g->sharing][type];
-    if (g->level == level)
-        return;
-    if (g->level <= 8) { /* unlink */
-        if (g->lprev != GP__NONE)
-            f->gpus[g->lprev].lnext = g->lnext;
-        else
-            heads[g->level] = g->lnext;
-        if (g->lnext != GP__NONE)
-            f->gpus[g->lnext].lprev = g->lprev;
-    }
-    g->level = (uint8_t)level;
-    g->lprev = GP__NONE;
-    g->lnext = heads[level];
-    if (g->lnext != GP__NONE)
-        f->gpus[g->lnext].lprev = gi;
-    heads[level] = gi;
-}
-
 /* ---- one replica on one GPU ---- */
-
-uint32_t gp__job_org(const gp_engine *e, const gp__job *j)
-{
-    uint32_t t = j->tenant;
-    while (e->tenants[t].parent != GP__NONE)
-        t = e->tenants[t].parent;
-    return t;
-}
-
-int gp__replica_milli(const gp_engine *e, const gp__job *j, const gp__gpu *g)
-{
-    switch (j->isolation) {
-    case GP_ISO_MIG:
-        if (g && g->mig_model >= 0) {
-            int p = gp__mig_profile_find(g->mig_model, j->mig_profile);
-            return p >= 0 ? gp__mig_profile_milli(g->mig_model, p) : 0;
-        }
-        return gp__mig_name_milli(j->mig_profile);
-    case GP_ISO_MPS: return j->mps_milli;
-    case GP_ISO_TIMESLICE: {
-        if (g)
-            return 1000 / gp__pool_timeslice(e, e->fleet.nodes[g->node].pool);
-        int least = 8; /* admission before placement: the largest share any pool gives */
-        for (size_t p = 0; p < e->fleet.n_pools; p++)
-            if (e->fleet.pools[p].spec.timeslice_replicas < least)
-                least = e->fleet.pools[p].spec.timeslice_replicas;
-        return 1000 / (least > 0 ? least : 1);
-    }
-    default: return j->gpus * 1000;
-    }
-}
-
-int64_t gp__replica_mem(const gp_engine *e, const gp__job *j, const gp__gpu *g)
-{
-    int64_t gpu_mem = e->fleet.nodes[g->node].gpu_mem_mib;
-    if (j->isolation == GP_ISO_MPS)
-        return j->share_mem > 0 ? j->share_mem : gpu_mem * j->mps_milli / 1000;
-    return 0;
-}
 
 /* The rate limit, and claims: a change now may not keep a claimer from
  * changing the layout when its victims' grace ends (claim_until), unless
@@ -292,13 +105,6 @@ bool gp__mig_keep_untrusted(gp_engine *e, uint32_t job)
         gp__node_touch(&e->fleet, g->node);
     }
     return true;
-}
-
-uint32_t gp__share_domain(const gp_engine *e, const gp__job *j)
-{
-    if (j->isolation == GP_ISO_MIG)
-        return e->tenants[j->tenant].untrusted ? j->tenant : GP__NONE;
-    return gp__job_org(e, j);
 }
 
 /* A claim stands for the claimer's replica: only its trust domain may
@@ -493,50 +299,9 @@ bool gp__place_shared(gp_engine *e, const gp__job *j, int type)
     return ok;
 }
 
-/* ---- claims ----
- * A reclaim for a shared job claims only what the job will take: per
- * replica its share (MPS), one replica slot (time-slicing) or the memory
- * slices of its instance (MIG), on the GPU of its plan.  The rest of the
- * GPU stays usable by others during the victims' grace, in the claimers'
- * trust domain; a MIG layout change by others may not keep the claimer
- * from changing the layout at its grace end (may_reconfigure).  When the
- * grace ends the job binds on what it claimed (gp__place_claimed). */
-
-static void claim_changed(gp_engine *e, uint32_t gi)
-{
-    gp__gpu_relevel(&e->fleet, gi);
-    gp__node_reindex(&e->fleet, e->fleet.gpus[gi].node); /* an MPS GPU with a claim is not free for whole-GPU work */
-}
-
-void gp__share_cover(gp_engine *e, uint32_t gi, int milli, int64_t mem)
-{
-    gp__gpu *g = &e->fleet.gpus[gi];
-    g->cover_milli = (uint16_t)(g->cover_milli + milli);
-    g->cover_mem += mem;
-    claim_changed(e, gi);
-}
-
-void gp__share_claim(gp_engine *e, const gp__job *j, const gp__claim *c, int sign, int64_t until)
-{
-    uint32_t gi = c->gpu;
-    int start = c->start;
-    gp__gpu *g = &e->fleet.gpus[gi];
-    if (sign > 0) {
-        g->claim_domain = gp__share_domain(e, j);
-        if (j->isolation == GP_ISO_MIG)
-            g->claim_until = g->claim_mig == 0 || until < g->claim_until ? until : g->claim_until;
-    }
-    g->claim_jobs = (uint16_t)(g->claim_jobs + sign);
-    g->claim_milli = (uint16_t)(g->claim_milli + sign * gp__replica_milli(e, j, g));
-    g->claim_mem += sign * gp__replica_mem(e, j, g);
-    if (j->isolation == GP_ISO_MIG) {
-        unsigned slices = gp__mig_span(g, gp__mig_profile_find(g->mig_model, j->mig_profile), start);
-        g->claim_mig = (uint8_t)(sign > 0 ? g->claim_mig | slices : g->claim_mig & ~slices);
-    }
-    g->cover_milli = (uint16_t)(g->cover_milli + sign * c->cover_milli);
-    g->cover_mem += sign * c->cover_mem;
-    claim_changed(e, gi);
-}
+/* ---- binding on claims ----
+ * A shared job whose victims' grace has ended binds on the shares or
+ * slices claimed for it (claims.c keeps the claims). */
 
 bool gp__place_claimed(gp_engine *e, const gp__job *j, uint8_t types, int *type)
 {

@@ -325,6 +325,13 @@ double gp__tenant_entitlement_walk(const gp_engine *e, uint32_t tenant)
     return share;
 }
 
+double gp__tenant_entitlement(const gp_engine *e, uint32_t tenant)
+{
+    if (tenant >= e->n_tenants || e->tenants[tenant].removed)
+        return 0;
+    return e->entitlements_known ? e->entitlement[tenant] : gp__tenant_entitlement_walk(e, tenant);
+}
+
 /* Entitlements are asked for every candidate's tenant of every victim
  * search (reclaim.c: 6 % of the 30-day bench_sim walking the siblings'
  * weights), and change only with the tree: they are walked once per
