@@ -5,6 +5,7 @@
 #include "agent/agent_plan.h"
 #include "agent/gpu_json.h"
 #include "agent/gpu_sim.h"
+#include "agent/replica_log.h"
 #include "util/server_url.h"
 
 #include <signal.h>
@@ -633,6 +634,9 @@ static json_t *gp__exit_report(const gp_replica *r)
         json_object_set_new(o, "gpu_memory_mib", json_integer(used));
         json_object_set_new(o, "gpu_memory_share_mib", json_integer(share));
     }
+    int64_t dropped = gp_replica_log_dropped(r->log_path); /* the job's history says so too */
+    if (dropped > 0)
+        json_object_set_new(o, "log_dropped_bytes", json_integer(dropped));
     return o;
 }
 

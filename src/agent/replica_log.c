@@ -143,3 +143,10 @@ int gp_replica_log_open_read(const char *path, int64_t *base)
     }
     return fd;
 }
+
+int64_t gp_replica_log_dropped(const char *path)
+{
+    uint64_t ino;
+    int64_t base, dropped;
+    return gp__read_base(path, &ino, &base, &dropped) && dropped > 0 ? dropped : 0;
+}

@@ -56,5 +56,7 @@ void gp_replica_log_close(gp_replica_log *log);
 /* The reader: LOG opened read-only (O_CLOEXEC) with its stream base in
  * *base, or -1 (errno ENOENT: no log yet; EAGAIN: mid-rotation). */
 int gp_replica_log_open_read(const char *path, int64_t *base);
+/* The bytes the cap has dropped from LOG so far (LOG.base), 0 when none. */
+int64_t gp_replica_log_dropped(const char *path);
 
 #endif

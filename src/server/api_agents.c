@@ -613,6 +613,7 @@ typedef struct report {
     char action[32];        /* gpu_check: the XID's action, "" = none */
     int64_t at;             /* gpu_check: epoch seconds, 0 = not said (now) */
     int64_t duration_ms;    /* gpu_check: -1 = not said */
+    int64_t log_dropped;    /* exited: bytes of output its log cap dropped, 0 = none */
 } report;
 
 typedef struct reports_arg {
@@ -646,7 +647,7 @@ static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
                 {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX},
                 {"gpu_memory_mib", 0, INT64_C(1) << 40}, {"gpu_memory_share_mib", 0, INT64_C(1) << 40},
                 {"xid", 1, 1023},                      {"at", 0, INT64_C(1) << 40},
-                {"duration_ms", 0, INT64_C(1) << 40}};
+                {"duration_ms", 0, INT64_C(1) << 40},  {"log_dropped_bytes", 0, INT64_C(1) << 50}};
     for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
         if (strcmp(key, INTS[i].key) == 0) {
             *min = INTS[i].min;
@@ -682,6 +683,8 @@ static void report_int_store(report *out, const char *key, int64_t n)
         out->at = n;
     else if (strcmp(key, "duration_ms") == 0)
         out->duration_ms = n;
+    else if (strcmp(key, "log_dropped_bytes") == 0)
+        out->log_dropped = n;
     else
         out->gpu = (int)n;
 }
@@ -928,6 +931,21 @@ static bool job_still_preempting(const gp_engine *e, uint64_t id)
 
 /* Applies one report: GP_OK with *note saying why nothing was done, or
  * the journal's answer. */
+/* The output a replica's log cap dropped (docs/agent.md, "Logs"), in the
+ * job's history beside its exit: "replica 0 on n1: its log kept the newest
+ * output; 33554432 bytes dropped".  Written with the exit that counted, so
+ * a resent report adds nothing. */
+static gp_err log_dropped_history(gp_server *srv, const report *rep, int64_t now, gp_error *err)
+{
+    if (rep->log_dropped <= 0)
+        return GP_OK;
+    char text[GP_NAME_MAX + 128];
+    snprintf(text, sizeof text, "replica %d on %s: its log kept the newest output; %lld bytes dropped",
+             rep->exit.replica, rep->exit.node, (long long)rep->log_dropped);
+    return gp_store_history_add(srv->store, rep->exit.job_id, now, "log", NULL, NULL,
+                                text, err);
+}
+
 static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
                            const char **note, gp_error *err)
 {
@@ -949,6 +967,8 @@ static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a
     gp_err rc = gp_journal_replica_exit(&srv->journal, &rep->exit, now, err);
     if (rc == GP_OK && !srv->journal.last_logged)
         *note = "counted already";
+    else if (rc == GP_OK)
+        rc = log_dropped_history(srv, rep, now, err);
     /* The last replica of a job in its grace is gone: its GPUs are free and
      * its reclaimer waits for them.  The pass runs in this batch (a batch
      * is committed whole: the exit is on disk before the bind is known)

@@ -342,6 +342,11 @@ def test_a_job_printing_64_mib_leaves_a_capped_log_with_its_newest_lines(d):
                                "the whole log shipped")
         assert shipped.endswith(b"the last line\n") and b"gpupool: dropped " in shipped, shipped[-300:]
         assert len(shipped) < 16 << 20, len(shipped)  # the dropped bytes never reached gpupoold either
+        history = d.ok("GET", "/v1/jobs/%d" % job_id)["history"]  # and the job's history says what went
+        notes = [h.get("reason") or "" for h in history if h["kind"] == "log"]
+        assert len(notes) == 1 and "bytes dropped" in notes[0], history
+        dropped = int(notes[0].split("; ")[-1].split()[0])
+        assert (64 << 20) - (2 << 20) <= dropped < 64 << 20, notes
 
 
 if __name__ == "__main__":
