@@ -3,8 +3,8 @@
 #include "agent/agent_node.h"
 
 #include "agent/agent_plan.h"
-#include "agent/gpu_json.h"
-#include "agent/gpu_sim.h"
+#include "agent/gpu/gpu_json.h"
+#include "agent/gpu/gpu_sim.h"
 #include "util/server_url.h"
 
 #include <signal.h>

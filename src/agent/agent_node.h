@@ -27,14 +27,14 @@
 #include <sys/types.h>
 
 #include "agent/agent_ckpt_watch.h"
-#include "agent/agent_clock.h"
+#include "agent/supervise/agent_clock.h"
 #include "agent/agent_health.h"
 #include "agent/agent_http.h"
 #include "agent/agent_metrics.h"
-#include "agent/agent_state.h"
-#include "agent/gpu.h"
-#include "agent/launch.h"
-#include "agent/node_file.h"
+#include "agent/supervise/agent_state.h"
+#include "agent/gpu/gpu.h"
+#include "agent/launch/launch.h"
+#include "agent/gpu/node_file.h"
 #include "agent/xid.h"
 
 #define GP_AGENT_URLS_MAX 8

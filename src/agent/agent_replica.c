@@ -29,7 +29,7 @@
 
 #include "agent/agent_mps.h"
 #include "agent/agent_plan.h"
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 #include <dirent.h>
 #include <errno.h>

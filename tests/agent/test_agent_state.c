@@ -1,4 +1,4 @@
-/* test_agent_state.c - the agent's files (agent/agent_state.h): each
+/* test_agent_state.c - the agent's files (agent/supervise/agent_state.h): each
  * written and read back, bad text refused, the epoch kept. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 static void an_exit_round_trips_and_a_bad_one_is_refused(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_launch.c - real replicas (agent/launch.h): environment, working
+/* test_launch.c - real replicas (agent/launch/launch.h): environment, working
  * folder, user, log files, descriptors, signals, the whole tree's kill,
  * exit reasons; as root with v1 controllers, the memory, pids and device
  * limits; with a cgroup2 mount, the eBPF device program.  Tests that need
@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/launch.h"
-#include "agent/launch_env.h"
+#include "agent/launch/launch.h"
+#include "agent/launch/launch_env.h"
 #include "util/file.h"
 
 typedef struct fixture {

@@ -1,6 +1,6 @@
 /* agent_state.c - the agent's files on disk (agent_state.h). */
 #define _GNU_SOURCE
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,13 +1,13 @@
 /* supervise.c - the replica's parent process (supervise.h). */
 #define _GNU_SOURCE
-#include "agent/supervise.h"
+#include "agent/supervise/supervise.h"
 
-#include "agent/agent_clock.h"
-#include "agent/agent_state.h"
-#include "agent/cgroup.h"
-#include "agent/launch.h"
-#include "agent/replica_log.h"
-#include "agent/scratch.h"
+#include "agent/supervise/agent_clock.h"
+#include "agent/supervise/agent_state.h"
+#include "agent/launch/cgroup.h"
+#include "agent/launch/launch.h"
+#include "agent/launch/replica_log.h"
+#include "agent/launch/scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>

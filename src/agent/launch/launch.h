@@ -69,7 +69,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/cgroup.h"
+#include "agent/launch/cgroup.h"
 #include "util/error.h"
 
 typedef struct gp_launch_spec {

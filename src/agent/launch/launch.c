@@ -5,7 +5,7 @@
  * before exec through a close-on-exec pipe, so gp_launch fails loudly
  * instead of leaving a replica that died at once. */
 #define _GNU_SOURCE
-#include "agent/launch.h"
+#include "agent/launch/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 #define GP__PATH_DEFAULT "/usr/local/bin:/usr/bin:/bin"
 #define GP__GROUPS_MAX 256
