@@ -324,20 +324,13 @@ static void gp__start(gp_node *n, json_t *a)
     gp_node_dcgm_update(n);
 }
 
-/* The job's stop_signal (the spec's names, docs/api.md), SIGTERM when it
+/* The job's stop_signal (the spec's names, core/names.c), SIGTERM when it
  * names none. */
 static int gp__stop_signal(const json_t *a)
 {
-    static const struct {
-        const char *name;
-        int signal;
-    } SIGNALS[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
-                   {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
-    const char *name = json_string_value(json_object_get(a, "stop_signal"));
-    for (size_t i = 0; name && i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
-        if (strcmp(name, SIGNALS[i].name) == 0)
-            return SIGNALS[i].signal;
-    return SIGTERM;
+    int s = GP_STOP_SIGTERM;
+    gp_enum_value(GP_ENUM_STOP_SIGNAL, json_string_value(json_object_get(a, "stop_signal")), &s);
+    return gp_stop_signal_number((gp_stop_signal)s);
 }
 
 static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline_ms)
@@ -593,7 +586,7 @@ static json_t *gp__exit_report(const gp_replica *r)
     char path[GP_STATE_PATH_MAX], text[64];
     long long used, share;
     snprintf(path, sizeof path, "%s/gpu_memory", r->dir);
-    if (r->exit.reason == GP_EXIT_GPU_MEMORY && gp_state_read(path, text, sizeof text) &&
+    if (r->exit.reason == GP_EXIT_REASON_GPU_MEMORY && gp_state_read(path, text, sizeof text) &&
         sscanf(text, "%lld %lld", &used, &share) == 2 && used >= 0 && share >= 0) {
         json_object_set_new(o, "gpu_memory_mib", json_integer(used));
         json_object_set_new(o, "gpu_memory_share_mib", json_integer(share));

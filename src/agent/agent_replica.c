@@ -490,7 +490,7 @@ gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
         snprintf(path, sizeof path, "%s/error", r->dir);
         gp_state_write(path, text, 0600, NULL);
         r->ended = true;
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0};
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0};
         snprintf(path, sizeof path, "%s/exit", r->dir);
         gp_state_exit_format(&r->exit, text, sizeof text);
         gp_state_write(path, text, 0600, NULL);
@@ -534,7 +534,7 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         pid_t pid = gp_replica_pid(r);
         if (pid > 1)
             kill(-pid, SIGKILL);
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL};
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_SIGNALLED, .code = -1, .signal = SIGKILL};
     }
     if (r->pidfd >= 0) {
         gp_http_unwatch(n->http, &r->watch);

@@ -233,7 +233,7 @@ static int gp__failed(gp__supervisor *s, gp_proc *p, const char *why)
         gp_replica_log_append(&s->log, text, strlen(text));
     gp_replica_log_close(&s->log);
     gp_proc_free(p);
-    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0});
+    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0});
     gp__remove_scratch(s);
     return 1;
 }
