@@ -1,7 +1,7 @@
 /* agent_dcgm.c - dcgm-exporter's job-mapping files (agent_dcgm.h). */
 #include "agent/agent_dcgm.h"
 
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 #include <dirent.h>
 #include <stdbool.h>

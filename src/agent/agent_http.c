@@ -1,7 +1,7 @@
 /* agent_http.c - libcurl multi over epoll behind gp_http (agent_http.h). */
 #include "agent/agent_http.h"
 
-#include "agent/agent_clock.h"
+#include "agent/supervise/agent_clock.h"
 #include "util/bytes.h"
 
 #include <curl/curl.h>

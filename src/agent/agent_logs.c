@@ -27,7 +27,7 @@
  * dropped N bytes of output" in the stream says what went.
  */
 #include "agent/agent_node.h"
-#include "agent/replica_log.h"
+#include "agent/launch/replica_log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 #include "core/types.h"
 #include "util/error.h"
 

@@ -4,7 +4,7 @@
 #include "agent/agent_mps.h"
 
 #include "agent/agent_share.h"
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -56,7 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 #include "util/error.h"
 
 #define GP_MPS_CONTROL_DEFAULT "nvidia-cuda-mps-control"

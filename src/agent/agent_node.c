@@ -3,9 +3,9 @@
 #include "agent/agent_node.h"
 
 #include "agent/agent_plan.h"
-#include "agent/gpu_json.h"
-#include "agent/gpu_sim.h"
-#include "agent/replica_log.h"
+#include "agent/gpu/gpu_json.h"
+#include "agent/gpu/gpu_sim.h"
+#include "agent/launch/replica_log.h"
 #include "util/server_url.h"
 
 #include <signal.h>
@@ -116,7 +116,7 @@ void gp_node_close(gp_node *n)
     for (size_t i = 0; i < n->n_replicas; i++)
         gp_replica_free(n->replicas[i]);
     free(n->replicas);
-    json_decref(n->assignments);
+    gp_assignments_free(n->assignments, n->n_assignments);
     json_decref(n->queue);
     json_decref(n->in_flight);
     if (n->gpu.ops)
@@ -340,7 +340,7 @@ static void gp__register(gp_node *n)
 
 /* ---- reconcile ---- */
 
-static void gp__start(gp_node *n, json_t *a)
+static void gp__start(gp_node *n, const gp_assignment *a)
 {
     gp_replica *r = NULL;
     gp_error err;
@@ -360,28 +360,14 @@ static void gp__start(gp_node *n, json_t *a)
     gp_node_dcgm_update(n);
 }
 
-/* The job's stop_signal (the spec's names, docs/api.md), SIGTERM when it
- * names none. */
-static int gp__stop_signal(const json_t *a)
+/* Stops r as a says: its stop signal now (the job's, SIGTERM when it
+ * names none; core/names.c), killed at deadline_ms. */
+static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t deadline_ms)
 {
-    static const struct {
-        const char *name;
-        int signal;
-    } SIGNALS[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
-                   {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}};
-    const char *name = json_string_value(json_object_get(a, "stop_signal"));
-    for (size_t i = 0; name && i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
-        if (strcmp(name, SIGNALS[i].name) == 0)
-            return SIGNALS[i].signal;
-    return SIGTERM;
-}
-
-static void gp__stop(gp_node *n, gp_replica *r, json_t *a, int64_t deadline_ms)
-{
-    const char *reason = json_string_value(json_object_get(a, "stop_reason"));
+    const char *reason = a->stop_reason[0] ? a->stop_reason : NULL;
     bool now = deadline_ms <= gp_agent_real_ms();
     r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, now ? SIGKILL : gp__stop_signal(a), deadline_ms, r->stop_cause);
+    gp_replica_stop(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), deadline_ms, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
     if (r->checkpoint_wd < 0 && n->ckpt_watch) /* and at once when it appears (agent_ckpt_watch.h) */
@@ -397,34 +383,22 @@ static void gp__kill(gp_node *n, gp_replica *r, const char *why)
     gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }
 
-/* When to kill a stopped replica (epoch ms): kill_deadline_ms, or the
- * whole-second kill_deadline of a gpupoold that predates it. */
-static int64_t gp__kill_deadline_ms(const json_t *a)
+/* wants[i] from assignments[i]; gpus point into the assignments. */
+static void gp__wants(const gp_assignment *list, size_t nw, gp_plan_want *w, gp_plan_gpu *gpus)
 {
-    const json_t *ms = json_object_get(a, "kill_deadline_ms");
-    return json_is_integer(ms) ? json_integer_value(ms) : json_integer_value(json_object_get(a, "kill_deadline")) * 1000;
-}
-
-/* wants[i] from assignments[i]; gpus point into the JSON. */
-static void gp__wants(json_t *list, gp_plan_want *w, gp_plan_gpu *gpus)
-{
-    size_t i, k;
-    json_t *a, *g;
-    json_array_foreach(list, i, a) {
-        const char *action = json_string_value(json_object_get(a, "action"));
+    for (size_t i = 0; i < nw; i++) {
+        const gp_assignment *a = &list[i];
         w[i] = (gp_plan_want){
-            .job = (uint64_t)json_integer_value(json_object_get(a, "job")),
-            .replica = (unsigned)json_integer_value(json_object_get(a, "replica")),
-            .bind_time = json_integer_value(json_object_get(a, "bind_time")),
-            .stop = action && strcmp(action, "stop") == 0,
-            .kill_deadline = gp__kill_deadline_ms(a),
+            .job = a->job,
+            .replica = a->replica,
+            .bind_time = a->bind_time,
+            .stop = a->stop,
+            .kill_deadline = a->kill_deadline_ms, /* or kill_deadline * 1000 from a gpupoold that predates it */
             .gpus = gpus + i * GP_MAX_GPUS_PER_NODE,
+            .n_gpus = a->n_gpus,
         };
-        json_array_foreach(json_object_get(a, "gpus"), k, g) {
-            if (k < GP_MAX_GPUS_PER_NODE && json_is_string(g))
-                gpus[i * GP_MAX_GPUS_PER_NODE + w[i].n_gpus++] =
-                    (gp_plan_gpu){.uuid = json_string_value(g), .share = gp_assignment_share(a)};
-        }
+        for (size_t k = 0; k < a->n_gpus; k++)
+            gpus[i * GP_MAX_GPUS_PER_NODE + k] = (gp_plan_gpu){.uuid = a->gpus[k], .share = gp_assignment_share(a)};
     }
 }
 
@@ -466,14 +440,15 @@ void gp_node_forget_finished(gp_node *n)
     n->n_replicas = keep;
 }
 
-static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, json_t *list, gp_replica **have)
+static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, const gp_assignment *list,
+                      gp_replica **have)
 {
     switch (s->kind) {
     case GP_PLAN_START:
         if (!n->shutting_down)
-            gp__start(n, json_array_get(list, s->want));
+            gp__start(n, &list[s->want]);
         break;
-    case GP_PLAN_STOP: gp__stop(n, have[s->have], json_array_get(list, s->want), w[s->want].kill_deadline); break;
+    case GP_PLAN_STOP: gp__stop(n, have[s->have], &list[s->want], w[s->want].kill_deadline); break;
     case GP_PLAN_KILL: gp__kill(n, have[s->have], "no longer assigned"); break;
     }
 }
@@ -481,8 +456,8 @@ static void gp__apply(gp_node *n, const gp_plan_step *s, const gp_plan_want *w, 
 /* Makes the node run the last accepted assignments. */
 static void gp__reconcile(gp_node *n)
 {
-    json_t *list = n->assignments;
-    size_t nw = json_array_size(list), nh = n->n_replicas;
+    const gp_assignment *list = n->assignments;
+    size_t nw = n->n_assignments, nh = n->n_replicas;
     gp_plan_want *w = calloc(nw + 1, sizeof *w);
     gp_plan_have *h = calloc(nh + 1, sizeof *h);
     gp_plan_gpu *wg = calloc((nw + 1) * GP_MAX_GPUS_PER_NODE, sizeof *wg);
@@ -490,7 +465,7 @@ static void gp__reconcile(gp_node *n)
     gp_plan_step *steps = calloc(nw + nh + 1, sizeof *steps);
     gp_replica **have = calloc(nh + 1, sizeof *have);
     if (w && h && wg && hg && steps && have) {
-        gp__wants(list, w, wg);
+        gp__wants(list, nw, w, wg);
         gp__haves(n, h, hg);
         if (nh > 0)
             memcpy(have, n->replicas, nh * sizeof *have);
@@ -530,9 +505,19 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
         gp__register_again(n, "gpupoold has the node lost");
         json_array_clear(list);
     }
+    gp_assignment *decoded = NULL;
+    size_t count = 0;
+    gp_error err;
+    if (gp_assignments_parse(list, &decoded, &count, &err) != GP_OK) {
+        gp__unanswered(n, "poll", call, status, body, err.message);
+        json_decref(o);
+        return;
+    }
     n->version = json_integer_value(json_object_get(o, "version"));
-    json_decref(n->assignments);
-    n->assignments = json_incref(list);
+    gp_assignments_free(n->assignments, n->n_assignments);
+    n->assignments = decoded;
+    n->n_assignments = count;
+    n->has_assignments = true;
     gp__reconcile(n);
     json_decref(o);
 }
@@ -629,7 +614,7 @@ static json_t *gp__exit_report(const gp_replica *r)
     char path[GP_STATE_PATH_MAX], text[64];
     long long used, share;
     snprintf(path, sizeof path, "%s/gpu_memory", r->dir);
-    if (r->exit.reason == GP_EXIT_GPU_MEMORY && gp_state_read(path, text, sizeof text) &&
+    if (r->exit.reason == GP_EXIT_REASON_GPU_MEMORY && gp_state_read(path, text, sizeof text) &&
         sscanf(text, "%lld %lld", &used, &share) == 2 && used >= 0 && share >= 0) {
         json_object_set_new(o, "gpu_memory_mib", json_integer(used));
         json_object_set_new(o, "gpu_memory_share_mib", json_integer(share));
@@ -705,7 +690,7 @@ static void gp__on_reports(gp_http_call *call, long status, const char *body, si
     if (status == 200) {
         gp__end_graces(n, body, len);
         json_array_clear(n->in_flight);
-        if (n->assignments)
+        if (n->has_assignments)
             gp__reconcile(n); /* forget runs gpupoold has the exit of */
         return;
     }
@@ -813,7 +798,7 @@ void gp_node_replica_ended(gp_node *n, gp_replica *r)
     gp_replica_collect_exit(n, r);
     gp_node_mps_sweep(n);
     gp_node_dcgm_update(n);
-    if (n->assignments)
+    if (n->has_assignments)
         gp__reconcile(n); /* a start waiting for its GPUs may go now */
 }
 

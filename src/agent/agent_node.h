@@ -29,15 +29,16 @@
 #include <sys/types.h>
 
 #include "agent/agent_ckpt_watch.h"
-#include "agent/agent_clock.h"
+#include "agent/supervise/agent_clock.h"
 #include "agent/agent_health.h"
 #include "agent/agent_http.h"
 #include "agent/agent_metrics.h"
-#include "agent/agent_state.h"
-#include "agent/gpu.h"
-#include "agent/launch.h"
-#include "agent/node_file.h"
+#include "agent/supervise/agent_state.h"
+#include "agent/gpu/gpu.h"
+#include "agent/launch/launch.h"
+#include "agent/gpu/node_file.h"
 #include "agent/xid.h"
+#include "spec/assignment.h"
 
 #define GP_AGENT_URLS_MAX 8
 #define GP_AGENT_TOKEN_MAX 256
@@ -171,7 +172,9 @@ struct gp_node {
     bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     int64_t log_call_bytes;              /* log bytes per call; 0: the default, halved at a 413 */
     gp_http_call reg, poll, heartbeat, reports, logs;
-    json_t *assignments;                 /* the last accepted answer's list */
+    gp_assignment *assignments;          /* the last accepted answer's list, decoded (spec/assignment.h) */
+    size_t n_assignments;
+    bool has_assignments;                /* an answer was accepted */
     json_t *queue;                       /* reports waiting to be sent (array) */
     json_t *in_flight;                   /* reports sent, not yet answered */
     gp_replica **replicas;
@@ -222,7 +225,7 @@ bool gp_node_leader_moved(gp_node *n, const gp_http_call *call, long status, con
 void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* agent_replica.c: a replica's life on the node. */
-gp_err gp_replica_start(gp_node *n, json_t *assignment, gp_replica **out, gp_error *err);
+gp_err gp_replica_start(gp_node *n, const gp_assignment *assignment, gp_replica **out, gp_error *err);
 void gp_replica_adopt_all(gp_node *n);
 void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
@@ -259,7 +262,7 @@ void gp_node_forget_finished(gp_node *n);
 
 /* How an assignment uses its GPUs: GP_PLAN_WHOLE_GPU, GP_PLAN_SHARED_GPU
  * or its MIG instance's start (agent_plan.h). */
-int gp_assignment_share(json_t *assignment);
+int gp_assignment_share(const gp_assignment *assignment);
 
 /* agent_node_shares.c: MPS daemons, GPU memory shares, the dcgm job map. */
 /* Quits the daemon of each MPS GPU that no live MPS replica uses. */

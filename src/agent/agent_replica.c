@@ -29,7 +29,7 @@
 
 #include "agent/agent_mps.h"
 #include "agent/agent_plan.h"
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,113 +72,89 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     return r;
 }
 
-int gp_assignment_share(json_t *assignment)
+int gp_assignment_share(const gp_assignment *assignment)
 {
-    json_t *slice = json_object_get(assignment, "slice");
-    const char *kind = json_string_value(json_object_get(slice, "kind"));
-    if (!kind)
+    const gp_assignment_slice *slice = &assignment->slice;
+    if (!assignment->has_slice || !slice->has_kind)
         return GP_PLAN_WHOLE_GPU;
-    if (strcmp(kind, "mig") != 0)
+    if (strcmp(slice->kind, "mig") != 0)
         return GP_PLAN_SHARED_GPU;
-    json_int_t start = json_integer_value(json_object_get(slice, "mig_start"));
-    return start >= 0 && start < 64 ? (int)start : 0;
+    return slice->mig_start >= 0 && slice->mig_start < 64 ? (int)slice->mig_start : 0;
 }
 
-static void gp__replica_gpus(gp_replica *r, json_t *assignment)
+static void gp__replica_gpus(gp_replica *r, const gp_assignment *assignment)
 {
     r->share = gp_assignment_share(assignment);
-    json_t *slice = json_object_get(assignment, "slice");
     int kind = GP_SHARING_EXCLUSIVE;
-    if (!gp_enum_value(GP_ENUM_SHARING, json_string_value(json_object_get(slice, "kind")), &kind))
+    if (!gp_enum_value(GP_ENUM_SHARING, assignment->slice.kind, &kind))
         kind = GP_SHARING_EXCLUSIVE;
     r->slice = (gp_sharing)kind;
-    r->milli_gpus = (int)json_integer_value(json_object_get(slice, "milli_gpus"));
-    r->slice_mem_mib = json_integer_value(json_object_get(slice, "gpu_mem_mib"));
-    const char *tenant = json_string_value(json_object_get(assignment, "tenant"));
-    snprintf(r->tenant, sizeof r->tenant, "%s", tenant ? tenant : "");
-    size_t i;
-    json_t *g;
-    json_array_foreach(json_object_get(assignment, "gpus"), i, g) {
-        if (r->n_gpus < GP_MAX_GPUS_PER_NODE && json_is_string(g))
-            snprintf(r->gpus[r->n_gpus++], GP_UUID_MAX, "%s", json_string_value(g));
-    }
+    r->milli_gpus = assignment->slice.milli_gpus;
+    r->slice_mem_mib = assignment->slice.gpu_mem_mib;
+    snprintf(r->tenant, sizeof r->tenant, "%s", assignment->tenant);
+    for (size_t i = 0; i < assignment->n_gpus; i++)
+        snprintf(r->gpus[r->n_gpus++], GP_UUID_MAX, "%s", assignment->gpus[i]);
 }
 
 /* ---- the environment and launch.json ---- */
 
-static const char **gp__string_list(json_t *array, size_t *n)
-{
-    size_t count = json_array_size(array), i;
-    const char **v = calloc(count + 1, sizeof *v);
-    json_t *s;
-    json_array_foreach(array, i, s) {
-        if (v)
-            v[i] = json_is_string(s) ? json_string_value(s) : "";
-    }
-    *n = count;
-    return v;
-}
-
-/* The job's own variables as "NAME=value" (a JSON array): its env, then
+/* The job's own variables as "NAME=value", NULL-terminated: its env, then
  * the values of the secrets it names (gpupoold sends them only in the
- * entry of a replica this node is to run). */
-static json_t *gp__job_env(json_t *assignment)
+ * entry of a replica this node is to run).  Each string and the array are
+ * the caller's to free (gp__job_env_free). */
+static char **gp__job_env(const gp_assignment *a)
 {
-    json_t *out = json_array();
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(assignment, "env"), k, v) {
-        if (json_is_string(v))
-            json_array_append_new(out, json_sprintf("%s=%s", k, json_string_value(v)));
-    }
-    json_object_foreach(json_object_get(assignment, "secrets"), k, v) {
-        if (json_is_string(v))
-            json_array_append_new(out, json_sprintf("%s=%s", k, json_string_value(v)));
-    }
+    size_t n = a->n_env + a->n_secrets;
+    char **out = calloc(n + 1, sizeof *out);
+    for (size_t i = 0; out && i < a->n_env; i++)
+        if (asprintf(&out[i], "%s=%s", a->env[i].name, a->env[i].value) < 0)
+            out[i] = NULL;
+    for (size_t i = 0; out && i < a->n_secrets; i++)
+        if (asprintf(&out[a->n_env + i], "%s=%s", a->secrets[i].name, a->secrets[i].value) < 0)
+            out[a->n_env + i] = NULL;
     return out;
 }
 
-static gp_err gp__replica_env(const gp_replica *r, json_t *a, const char *visible, json_t **out, gp_error *err)
+static void gp__job_env_free(char **env)
 {
-    size_t n_env, n_peers;
-    json_t *job_env = gp__job_env(a);
-    const char **env = gp__string_list(job_env, &n_env);
-    const char **peers = gp__string_list(json_object_get(a, "peers"), &n_peers);
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+static gp_err gp__replica_env(const gp_replica *r, const gp_assignment *a, const char *visible, json_t **out,
+                              gp_error *err)
+{
+    char **env = gp__job_env(a);
     gp_replica_desc desc = {
-        .job_id = r->job, .tenant = json_string_value(json_object_get(a, "tenant")), .replica = r->replica,
-        .replicas = (unsigned)json_integer_value(json_object_get(a, "replicas")), .hosts = peers,
-        .visible_devices = visible, .checkpoint_dir = r->checkpoint_dir,
-        .restart_count = (unsigned)json_integer_value(json_object_get(a, "restart_count")),
+        .job_id = r->job, .tenant = a->tenant, .replica = r->replica, .replicas = a->replicas,
+        .hosts = (const char *const *)a->peers, .visible_devices = visible, .checkpoint_dir = r->checkpoint_dir,
+        .restart_count = a->restart_count,
     };
-    if (!desc.tenant)
-        desc.tenant = "";
     gp_env e = {0};
     gp_err rc = GP_OK;
-    if (!env || !peers || n_peers != desc.replicas)
+    if (!env || a->n_peers != desc.replicas)
         rc = gp_error_set(err, GP_ERR_INVALID, "peers", "the assignment's peers do not name each replica");
     else
-        rc = gp_env_for_replica(&e, env, &desc, err);
+        rc = gp_env_for_replica(&e, (const char *const *)env, &desc, err);
     if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
         rc = gp_mps_client_env(&e, r->node->dir, r->gpus[0], r->milli_gpus, gp_replica_share_mib(r->node, r), err);
     *out = json_array();
     for (size_t i = 0; rc == GP_OK && i < e.count; i++)
         json_array_append_new(*out, json_string(e.vars[i]));
     gp_env_free(&e);
-    free(env);
-    free(peers);
-    json_decref(job_env);
+    gp__job_env_free(env);
     return rc;
 }
 
 /* The job's user, NULL when it names none. */
-static const char *gp__job_user(json_t *a)
+static const char *gp__job_user(const gp_assignment *a)
 {
-    const char *user = json_string_value(json_object_get(a, "user"));
-    return user && user[0] ? user : NULL;
+    return a->user[0] ? a->user : NULL;
 }
 
 /* A job without a user, root agent: its own uid (0: none). */
-static uid_t gp__job_uid(const gp_node *n, json_t *a, uint64_t job)
+static uid_t gp__job_uid(const gp_node *n, const gp_assignment *a, uint64_t job)
 {
     if (gp__job_user(a) || geteuid() != 0)
         return 0;
@@ -186,10 +162,9 @@ static uid_t gp__job_uid(const gp_node *n, json_t *a, uint64_t job)
 }
 
 /* The lowest uid a named user may have: the larger of gpupoold's and ours. */
-static json_int_t gp__uid_min(const gp_node *n, json_t *a)
+static json_int_t gp__uid_min(const gp_node *n, const gp_assignment *a)
 {
-    json_t *v = json_object_get(a, "uid_min");
-    json_int_t theirs = json_is_integer(v) ? json_integer_value(v) : GP__UID_MIN_DEFAULT;
+    json_int_t theirs = a->has_uid_min ? a->uid_min : GP__UID_MIN_DEFAULT;
     return theirs > (json_int_t)n->opt->min_job_uid ? theirs : (json_int_t)n->opt->min_job_uid;
 }
 
@@ -204,9 +179,8 @@ static json_int_t gp__gpu_share(const gp_node *n, const gp_replica *r, int64_t t
 }
 
 /* A limit the job set, else the default. */
-static json_int_t gp__limit(json_t *a, const char *key, json_int_t otherwise)
+static json_int_t gp__limit(int64_t v, json_int_t otherwise)
 {
-    json_int_t v = json_integer_value(json_object_get(a, key));
     return v > 0 ? v : otherwise;
 }
 
@@ -250,7 +224,7 @@ static gp_err gp__workdir(const gp_node *n, const gp_replica *r, char *out, size
 
 /* Who it runs as: "user", or "job_uid" and "job_name" (a root agent and
  * a job naming no user), and the lowest uid allowed. */
-static void gp__launch_identity(const gp_node *n, const gp_replica *r, json_t *a, json_t *launch)
+static void gp__launch_identity(const gp_node *n, const gp_replica *r, const gp_assignment *a, json_t *launch)
 {
     const char *user = gp__job_user(a);
     uid_t uid = gp__job_uid(n, a, r->job);
@@ -262,33 +236,35 @@ static void gp__launch_identity(const gp_node *n, const gp_replica *r, json_t *a
     json_object_set_new(launch, "uid_min", json_integer(gp__uid_min(n, a)));
 }
 
-/* CPU, memory, pids, /dev/shm (half the memory, as tmpfs's own default),
- * the log's cap and whether the tenant is untrusted. */
-static void gp__launch_limits(const gp_node *n, const gp_replica *r, json_t *a, json_t *launch)
+/* CPU, memory, pids, /dev/shm (half the memory, as tmpfs's own default)
+ * and the log's cap. */
+static void gp__launch_limits(const gp_node *n, const gp_replica *r, const gp_assignment *a, json_t *launch)
 {
-    json_int_t mem = gp__limit(a, "mem_mib", gp__gpu_share(n, r, n->inventory.mem_mib));
+    json_int_t mem = gp__limit(a->mem_mib, gp__gpu_share(n, r, n->inventory.mem_mib));
     json_object_set_new(launch, "cpu_millis",
-                        json_integer(gp__limit(a, "cpu_millis", gp__gpu_share(n, r, n->inventory.cpu_millis))));
+                        json_integer(gp__limit(a->cpu_millis, gp__gpu_share(n, r, n->inventory.cpu_millis))));
     json_object_set_new(launch, "mem_mib", json_integer(mem));
     json_object_set_new(launch, "shm_mib", json_integer(mem / 2));
-    json_object_set_new(launch, "pids_max", json_integer(gp__limit(a, "pids_max", n->opt->default_pids_max)));
+    json_object_set_new(launch, "pids_max", json_integer(gp__limit(a->pids_max, n->opt->default_pids_max)));
     json_object_set_new(launch, "log_max_bytes", json_integer(n->opt->log_max_bytes));
-    const char *trust = json_string_value(json_object_get(a, "trust"));
-    json_object_set_new(launch, "untrusted", json_boolean(trust && strcmp(trust, "trusted") != 0));
 }
 
-static json_t *gp__launch_json(gp_node *n, gp_replica *r, json_t *a, json_t *env, const char *visible,
+static json_t *gp__launch_json(gp_node *n, gp_replica *r, const gp_assignment *a, json_t *env, const char *visible,
                                const char *workdir)
 {
     const gp_agent_options *o = n->opt;
     char tmp_dir[GP_STATE_PATH_MAX];
     snprintf(tmp_dir, sizeof tmp_dir, "%s/scratch/%s", n->dir, r->name);
-    json_t *argv = json_object_get(a, "command");
+    if (!a->has_command) {
+        json_decref(env);
+        return NULL;
+    }
     json_t *launch = json_pack(
-        "{s:O, s:o, s:s, s:s, s:o, s:s, s:b, s:o, s:O, s:s, s:o, s:b}", "argv", argv, "env", env, "workdir", workdir,
+        "{s:o, s:s, s:s, s:o, s:s, s:b, s:o, s:o, s:s, s:o, s:b}", "env", env, "workdir", workdir,
         "log", r->log_path, "cgroup_parent",
         o->no_cgroups ? json_null() : json_string(o->cgroup_parent ? o->cgroup_parent : "gpupool"), "cgroup_name",
-        r->name, "isolate_devices", o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment", a,
+        r->name, "isolate_devices", o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment",
+        gp_assignment_to_json(a),
         "visible", visible, "tmp_dir", o->private_tmp ? json_string(tmp_dir) : json_null(), "keep_scratch",
         o->keep_scratch_s > 0);
     if (launch) {
@@ -311,12 +287,12 @@ static int gp__gpu_index(const gp_node *n, const char *uuid)
 }
 
 /* A MIG slice: the instance at (gpu, start), made when missing. */
-static gp_err gp__mig_slice(gp_node *n, gp_replica *r, json_t *slice, gp_error *err)
+static gp_err gp__mig_slice(gp_node *n, gp_replica *r, const gp_assignment_slice *slice, gp_error *err)
 {
-    const char *profile = json_string_value(json_object_get(slice, "mig_profile"));
-    int start = (int)json_integer_value(json_object_get(slice, "mig_start"));
+    const char *profile = slice->mig_profile;
+    int start = (int)slice->mig_start;
     int g = r->n_gpus ? gp__gpu_index(n, r->gpus[0]) : -1;
-    if (g < 0 || !profile)
+    if (g < 0 || !profile[0])
         return gp_error_set(err, GP_ERR_INVALID, "slice", "a MIG slice on a GPU this node does not have");
     gp_mig_instance m;
     gp_err rc = gp_gpu_mig_create(&n->gpu, g, profile, start, &m, err);
@@ -346,7 +322,7 @@ static void gp__join(char *out, size_t cap, const gp_replica *r)
  * (its root is 0711: a job reaches its own, lists none).  A `.done` older
  * than this run is an earlier run's (killed before the agent saw it): it
  * must not end this run's first grace. */
-static void gp__checkpoint_dir(const gp_node *n, const gp_replica *r, json_t *a)
+static void gp__checkpoint_dir(const gp_node *n, const gp_replica *r, const gp_assignment *a)
 {
     gp_state_mkdirs(r->checkpoint_dir, 0700, NULL);
     char done[GP_STATE_PATH_MAX];
@@ -424,10 +400,10 @@ static json_t *gp__report(const char *what, const gp_replica *r)
                      "bind_time", (json_int_t)r->bind_time);
 }
 
-static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_error *err)
+static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, const gp_assignment *a, gp_error *err)
 {
-    json_t *slice = json_object_get(a, "slice");
-    const char *kind = json_string_value(json_object_get(slice, "kind"));
+    const gp_assignment_slice *slice = &a->slice;
+    bool mig = a->has_slice && strcmp(slice->kind, "mig") == 0;
     gp_err rc = gp_state_mkdirs(r->dir, 0700, err);
     char logs[GP_STATE_PATH_MAX], visible[GP_MAX_GPUS_PER_NODE * GP_UUID_MAX];
     snprintf(logs, sizeof logs, "%s/logs", n->dir);
@@ -437,7 +413,7 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, json_t *a, gp_err
     if (rc == GP_OK)
         rc = gp_state_mkdirs(logs, 0711, err);
     snprintf(logs, sizeof logs, "%s/logs", n->dir);
-    if (rc == GP_OK && kind && strcmp(kind, "mig") == 0)
+    if (rc == GP_OK && mig)
         rc = gp__mig_slice(n, r, slice, err);
     if (rc == GP_OK && r->slice == GP_SHARING_MPS && r->n_gpus > 0)
         rc = gp_mps_start(n->opt->mps_control, n->dir, r->gpus[0], err); /* adopts one that answers */
@@ -477,11 +453,9 @@ static void gp__set_busy(gp_node *n, const gp_replica *r, bool busy)
         gp_gpu_set_busy(&n->gpu, r->gpus[i], r->supervisor, busy, gp_agent_real_ms(), NULL);
 }
 
-gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
+gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp_error *err)
 {
-    gp_replica *r = gp__replica_new(n, (uint64_t)json_integer_value(json_object_get(a, "job")),
-                                    (unsigned)json_integer_value(json_object_get(a, "replica")),
-                                    json_integer_value(json_object_get(a, "bind_time")));
+    gp_replica *r = gp__replica_new(n, a->job, a->replica, a->bind_time);
     if (!r)
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
@@ -496,7 +470,7 @@ gp_err gp_replica_start(gp_node *n, json_t *a, gp_replica **out, gp_error *err)
         snprintf(path, sizeof path, "%s/error", r->dir);
         gp_state_write(path, text, 0600, NULL);
         r->ended = true;
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0};
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0};
         snprintf(path, sizeof path, "%s/exit", r->dir);
         gp_state_exit_format(&r->exit, text, sizeof text);
         gp_state_write(path, text, 0600, NULL);
@@ -540,7 +514,7 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         pid_t pid = gp_replica_pid(r);
         if (pid > 1)
             kill(-pid, SIGKILL);
-        r->exit = (gp_proc_exit){.reason = GP_EXIT_SIGNALLED, .code = -1, .signal = SIGKILL};
+        r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_SIGNALLED, .code = -1, .signal = SIGKILL};
     }
     if (r->pidfd >= 0) {
         gp_http_unwatch(n->http, &r->watch);
@@ -600,7 +574,11 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
         r->log_skipped = atoll(text);
     snprintf(path, sizeof path, "%s/launch.json", r->dir);
     json_t *launch = json_load_file(path, 0, NULL);
-    gp__replica_gpus(r, json_object_get(launch, "assignment"));
+    gp_assignment a;
+    if (gp_assignment_parse(json_object_get(launch, "assignment"), &a, NULL) == GP_OK) {
+        gp__replica_gpus(r, &a);
+        gp_assignment_free(&a);
+    }
     const char *visible = json_string_value(json_object_get(launch, "visible"));
     if (visible && strncmp(visible, "MIG-", 4) == 0)
         snprintf(r->mig_uuid, sizeof r->mig_uuid, "%s", visible);

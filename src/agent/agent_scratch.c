@@ -8,7 +8,7 @@
  * owner (scratch.h).
  */
 #include "agent/agent_node.h"
-#include "agent/scratch.h"
+#include "agent/launch/scratch.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 #define GP_SHARE_NO_CAP (-1)
 

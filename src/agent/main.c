@@ -10,10 +10,10 @@
  * (the message names the field), 2 a bad command line.
  */
 #include "agent/agent.h"
-#include "agent/gpu.h"
-#include "agent/gpu_json.h"
-#include "agent/gpu_sim.h"
-#include "agent/supervise.h"
+#include "agent/gpu/gpu.h"
+#include "agent/gpu/gpu_json.h"
+#include "agent/gpu/gpu_sim.h"
+#include "agent/supervise/supervise.h"
 #include "spec/spec_json.h"
 #include "version.h"
 

@@ -1,6 +1,7 @@
 /* names.c - the engine's table of enum names: the one place where a job
  * state, class, topology, isolation, job kind, decision kind, wait code,
- * GPU sharing mode, pool score, tenant trust or restart policy gets its name.  Callers
+ * GPU sharing mode, pool score, tenant trust, restart policy or stop signal
+ * gets its name (a stop signal also its number, which the node agent sends).  Callers
  * outside core (server, spec codec, config files, CLI output, simulator)
  * print and parse with these names, both ways; an out-of-range value reads
  * "unknown".
@@ -12,6 +13,7 @@
  */
 #include "core/types.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +30,9 @@ static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dot
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 static const char *const STOP_SIGNALS[] = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"};
+static const int STOP_SIGNAL_NUMBERS[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+_Static_assert(sizeof STOP_SIGNAL_NUMBERS / sizeof *STOP_SIGNAL_NUMBERS == sizeof STOP_SIGNALS / sizeof *STOP_SIGNALS,
+               "a stop signal's name and number side by side");
 
 #define GP__TABLE(t) {t, (int)(sizeof t / sizeof *t)}
 
@@ -124,6 +129,11 @@ const char *gp_trust_name(gp_trust t)
 const char *gp_restart_policy_name(gp_restart_policy p)
 {
     return gp_enum_name(GP_ENUM_RESTART_POLICY, (int)p);
+}
+
+int gp_stop_signal_number(gp_stop_signal s)
+{
+    return (unsigned)s < sizeof STOP_SIGNAL_NUMBERS / sizeof *STOP_SIGNAL_NUMBERS ? STOP_SIGNAL_NUMBERS[s] : SIGTERM;
 }
 
 const char *gp_wait_code_name(gp_wait_code c)

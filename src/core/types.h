@@ -438,6 +438,8 @@ const char *gp_sharing_name(gp_sharing s);
 const char *gp_score_name(gp_score s);
 const char *gp_trust_name(gp_trust t);
 const char *gp_restart_policy_name(gp_restart_policy p);
+/* The POSIX signal a stop signal sends (SIGTERM for a value out of range). */
+int gp_stop_signal_number(gp_stop_signal s);
 
 /* The smallest share that would fit what a job used on one GPU of
  * gpu_type (gpu_mem_mib of memory): its peak SM activity (percent of the

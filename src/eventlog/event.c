@@ -21,9 +21,6 @@ static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "gpu_health",
 };
 
-static const char *const EXIT_REASON_NAMES[GP_EXIT_REASONS] = {"exited", "signalled", "oom", "killed_after_grace",
-                                                               "time_limit", "gpu_memory"};
-
 /* What a decoded event points into. */
 struct gp__event_storage {
     gp_job_request job;
@@ -48,21 +45,6 @@ gp_err gp_event_kind_parse(const char *name, gp_event_kind *out, gp_error *err)
             return GP_OK;
         }
     return gp_error_set(err, GP_ERR_INVALID, "kind", "unknown event kind %s", name ? name : "(none)");
-}
-
-const char *gp_exit_reason_name(gp_exit_reason r)
-{
-    return r >= 0 && r < GP_EXIT_REASONS ? EXIT_REASON_NAMES[r] : NULL;
-}
-
-bool gp_exit_reason_parse(const char *name, gp_exit_reason *out)
-{
-    for (int r = 0; name && r < GP_EXIT_REASONS; r++)
-        if (strcmp(name, EXIT_REASON_NAMES[r]) == 0) {
-            *out = (gp_exit_reason)r;
-            return true;
-        }
-    return false;
 }
 
 bool gp_replica_exit_failed(const gp_replica_exit *x)
@@ -247,10 +229,11 @@ gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
         rc = gp_json_int(json_object_get(p, "signal"), "signal", 0, 64, &sig, err);
     if (rc == GP_OK)
         rc = gp_json_string(json_object_get(p, "reason"), "reason", sizeof reason - 1, reason, sizeof reason, err);
-    if (rc == GP_OK && !gp_exit_reason_parse(reason, &x->reason))
-        rc = gp_error_set(err, GP_ERR_INVALID, "reason",
-                          "reason must be exited, signalled, oom, killed_after_grace, time_limit or gpu_memory, got %s",
-                          reason);
+    if (rc == GP_OK && !gp_exit_reason_parse(reason, &x->reason)) {
+        char names[128];
+        gp_exit_reason_list(names, sizeof names);
+        rc = gp_error_set(err, GP_ERR_INVALID, "reason", "reason must be %s, got %s", names, reason);
+    }
     if (rc == GP_OK)
         rc = gpu_memory_fields(p, x, err);
     x->job_id = (uint64_t)id;

@@ -46,6 +46,7 @@
 
 #include "core/engine.h"
 #include "spec/spec_json.h"
+#include "util/exit_reason.h"
 
 #include <jansson.h>
 
@@ -76,17 +77,6 @@ typedef enum gp_event_kind {
 
 typedef struct gp__event_storage gp__event_storage;
 
-/* Why a replica's processes ended, as its node agent reports it. */
-typedef enum gp_exit_reason {
-    GP_EXIT_REASON_EXITED = 0,         /* the process exited by itself (exit_code) */
-    GP_EXIT_REASON_SIGNALLED,          /* killed by a signal it was not sent by the agent (signal) */
-    GP_EXIT_REASON_OOM,                /* killed for going over its memory limit */
-    GP_EXIT_REASON_KILLED_AFTER_GRACE, /* asked to stop, still running at the kill deadline */
-    GP_EXIT_REASON_TIME_LIMIT,         /* ran past its time limit */
-    GP_EXIT_REASON_GPU_MEMORY,         /* its processes used more GPU memory than its MPS or time-slice share */
-    GP_EXIT_REASONS
-} gp_exit_reason;
-
 /* One replica's end (replica_exit).  bind_time names the run: a report
  * about an earlier run of a requeued job is recognised as stale. */
 typedef struct gp_replica_exit {
@@ -105,10 +95,6 @@ typedef struct gp_replica_exit {
 bool gp_replica_exit_failed(const gp_replica_exit *x);
 /* Reads a replica_exit payload (strict, as every decoder here). */
 gp_err gp_replica_exit_parse(const json_t *payload, gp_replica_exit *out, gp_error *err);
-/* "exited", "signalled", ... ; NULL for a bad value. */
-const char *gp_exit_reason_name(gp_exit_reason r);
-/* false when name is not a reason. */
-bool gp_exit_reason_parse(const char *name, gp_exit_reason *out);
 
 /* One event; only the fields of its kind are read. */
 typedef struct gp_event {

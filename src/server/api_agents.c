@@ -734,9 +734,11 @@ static gp_err report_field(const char *key, const json_t *v, const char *name, r
         return rc;
     if (strcmp(key, "reason") == 0) {
         rc = gp_json_string(v, name, sizeof reason - 1, reason, sizeof reason, err);
-        if (rc == GP_OK && !gp_exit_reason_parse(reason, &out->exit.reason))
-            rc = gp_error_set(err, GP_ERR_INVALID, name,
-                              "%s must be exited, signalled, oom, killed_after_grace, time_limit or gpu_memory", name);
+        if (rc == GP_OK && !gp_exit_reason_parse(reason, &out->exit.reason)) {
+            char names[128];
+            gp_exit_reason_list(names, sizeof names);
+            rc = gp_error_set(err, GP_ERR_INVALID, name, "%s must be %s", name, names);
+        }
         return rc;
     }
     if (!report_int_bounds(key, &min, &max))

@@ -1,5 +1,5 @@
 /* nvml_stub.c - a stand-in libnvidia-ml.so.1 for the tests: the NVML
- * functions the nvml backend uses (src/agent/nvml_api.h), with NVIDIA's
+ * functions the nvml backend uses (src/agent/gpu/nvml_api.h), with NVIDIA's
  * signatures and return codes, answering from files in a folder.
  *
  * Built as ${CMAKE_BINARY_DIR}/nvml-stub/libnvidia-ml.so.1 (CMake target
@@ -45,7 +45,7 @@
  * destroying an instance a process runs on: IN_USE.
  */
 #define _GNU_SOURCE
-#include "agent/nvml_api.h"
+#include "agent/gpu/nvml_api.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -19,7 +19,7 @@
 #include "agent/agent_dcgm.h"
 #include "agent/agent_mps.h"
 #include "agent/agent_share.h"
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 typedef struct fixture {
     char root[64];

@@ -1,4 +1,4 @@
-/* test_agent_state.c - the agent's files (agent/agent_state.h): each
+/* test_agent_state.c - the agent's files (agent/supervise/agent_state.h): each
  * written and read back, bad text refused, the epoch kept. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,24 +12,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 static void an_exit_round_trips_and_a_bad_one_is_refused(void **state)
 {
     (void)state;
     char text[96];
-    gp_proc_exit e = {.reason = GP_EXIT_KILLED_AFTER_GRACE, .code = -1, .signal = 9}, back;
+    gp_proc_exit e = {.reason = GP_EXIT_REASON_KILLED_AFTER_GRACE, .code = -1, .signal = 9}, back;
     gp_state_exit_format(&e, text, sizeof text);
     assert_string_equal(text, "killed_after_grace -1 9\n");
     assert_true(gp_state_exit_parse(text, &back));
     assert_int_equal(back.reason, e.reason);
     assert_int_equal(back.code, -1);
     assert_int_equal(back.signal, 9);
-    e = (gp_proc_exit){.reason = GP_EXIT_GPU_MEMORY, .code = -1, .signal = 9};
+    e = (gp_proc_exit){.reason = GP_EXIT_REASON_GPU_MEMORY, .code = -1, .signal = 9};
     gp_state_exit_format(&e, text, sizeof text);
     assert_string_equal(text, "gpu_memory -1 9\n");
     assert_true(gp_state_exit_parse(text, &back));
-    assert_int_equal(back.reason, GP_EXIT_GPU_MEMORY);
+    assert_int_equal(back.reason, GP_EXIT_REASON_GPU_MEMORY);
     assert_false(gp_state_exit_parse("crashed 1 0", &back));
     assert_false(gp_state_exit_parse("exited", &back));
 }

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/cgroup.h"
-#include "agent/devices.h"
+#include "agent/launch/cgroup.h"
+#include "agent/launch/devices.h"
 
 /* This project's test machines: v1 controllers, cgroup2 with hugetlb only. */
 static const char hybrid_mountinfo[] =

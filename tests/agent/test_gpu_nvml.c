@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 typedef struct fixture {
     char dir[64];

@@ -34,9 +34,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "agent/gpu.h"
-#include "agent/gpu_json.h"
-#include "agent/gpu_sim.h"
+#include "agent/gpu/gpu.h"
+#include "agent/gpu/gpu_json.h"
+#include "agent/gpu/gpu_sim.h"
 #include "spec/spec_json.h"
 
 /* ---- a temporary folder per test ---- */

@@ -1,4 +1,4 @@
-/* test_launch.c - real replicas (agent/launch.h): environment, working
+/* test_launch.c - real replicas (agent/launch/launch.h): environment, working
  * folder, user, log files, descriptors, signals, the whole tree's kill,
  * exit reasons; as root with v1 controllers, the memory, pids and device
  * limits; with a cgroup2 mount, the eBPF device program.  Tests that need
@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/launch.h"
-#include "agent/launch_env.h"
+#include "agent/launch/launch.h"
+#include "agent/launch/launch_env.h"
 #include "util/file.h"
 
 typedef struct fixture {
@@ -234,7 +234,7 @@ static void a_replica_runs_with_its_environment_in_its_own_working_folder(void *
     char *argv[] = {"sh", "-c", "env > env.txt; pwd > pwd.txt", NULL};
     gp_launch_spec spec = spec_for(f, argv);
     gp_proc_exit end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_EXITED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_EXITED);
     assert_int_equal(end.code, 0);
     char path[256];
     snprintf(path, sizeof path, "%s/env.txt", f->workdir);
@@ -290,13 +290,13 @@ static void an_exit_code_and_a_fatal_signal_are_reported_as_such(void **state)
     char *exit3[] = {"sh", "-c", "exit 3", NULL};
     gp_launch_spec spec = spec_for(f, exit3);
     gp_proc_exit end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_EXITED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_EXITED);
     assert_int_equal(end.code, 3);
     assert_int_equal(end.signal, 0);
     char *usr1[] = {"sh", "-c", "kill -USR1 $$", NULL};
     spec = spec_for(f, usr1);
     end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_SIGNALLED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_SIGNALLED);
     assert_int_equal(end.signal, SIGUSR1);
     assert_int_equal(end.code, -1);
     assert_string_equal(gp_exit_reason_name(end.reason), "signalled");
@@ -315,7 +315,7 @@ static void a_replica_that_ignores_its_signal_is_killed_when_the_grace_ends(void
     gp_proc_exit end;
     assert_false(gp_proc_poll(p, 5999, &end)); /* TERM is ignored: still running */
     end = wait_end(p, 6000);
-    assert_int_equal(end.reason, GP_EXIT_KILLED_AFTER_GRACE);
+    assert_int_equal(end.reason, GP_EXIT_REASON_KILLED_AFTER_GRACE);
     assert_int_equal(end.signal, SIGKILL);
     assert_string_equal(gp_exit_reason_name(end.reason), "killed_after_grace");
     gp_proc_free(p);
@@ -330,7 +330,7 @@ static void a_replica_that_ends_on_its_signal_within_the_grace_is_signalled(void
     assert_int_equal(gp_launch(&spec, &p, NULL), GP_OK);
     gp_proc_stop(p, SIGINT, 0, 60000, GP_STOP_REQUESTED);
     gp_proc_exit end = wait_end(p, 0);
-    assert_int_equal(end.reason, GP_EXIT_SIGNALLED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_SIGNALLED);
     assert_int_equal(end.signal, SIGINT);
     assert_int_equal(gp_proc_deadline(p), -1);
     gp_proc_free(p);
@@ -347,7 +347,7 @@ static void a_stop_for_the_time_limit_reports_time_limit(void **state)
     gp_proc_stop(p, SIGTERM, 10, 0, GP_STOP_TIME_LIMIT);
     assert_int_equal(gp_proc_deadline(p), 10);
     gp_proc_exit end = wait_end(p, 10);
-    assert_int_equal(end.reason, GP_EXIT_TIME_LIMIT);
+    assert_int_equal(end.reason, GP_EXIT_REASON_TIME_LIMIT);
     assert_string_equal(gp_exit_reason_name(end.reason), "time_limit");
     gp_proc_free(p);
 }
@@ -364,7 +364,7 @@ static void a_kill_for_gpu_memory_reports_gpu_memory_even_in_a_time_limit_grace(
     gp_proc_stop(p, SIGKILL, 10, 0, GP_STOP_GPU_MEMORY);
     gp_proc_stop(p, SIGTERM, 20, 0, GP_STOP_TIME_LIMIT); /* a later stop does not undo the agent's kill */
     gp_proc_exit end = wait_end(p, 20);
-    assert_int_equal(end.reason, GP_EXIT_GPU_MEMORY);
+    assert_int_equal(end.reason, GP_EXIT_REASON_GPU_MEMORY);
     assert_int_equal(end.signal, SIGKILL);
     assert_string_equal(gp_exit_reason_name(end.reason), "gpu_memory");
     gp_proc_free(p);
@@ -387,7 +387,7 @@ static void run_tree_and_kill(fixture *f, const gp_cgroup_host *cgroups, const c
     wait_for_text(f->out, "ready");
     gp_proc_stop(p, SIGTERM, 0, 0, GP_STOP_REQUESTED);
     gp_proc_exit end = wait_end(p, 0); /* TERM is ignored by all: the grace of 0 ends in the kill */
-    assert_int_equal(end.reason, GP_EXIT_KILLED_AFTER_GRACE);
+    assert_int_equal(end.reason, GP_EXIT_REASON_KILLED_AFTER_GRACE);
     gp_proc_free(p);
     assert_all_gone(pids);
 }
@@ -607,7 +607,7 @@ static void a_replica_over_its_memory_limit_ends_as_oom(void **state)
     spec.cgroups = &f->v1;
     spec.limits.mem_mib = 32;
     gp_proc_exit end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_OOM);
+    assert_int_equal(end.reason, GP_EXIT_REASON_OOM);
     assert_int_equal(end.signal, SIGKILL);
     assert_string_equal(gp_exit_reason_name(end.reason), "oom");
 }
@@ -623,7 +623,7 @@ static void a_replica_under_its_memory_limit_is_not_oom(void **state)
     spec.cgroups = &f->v1;
     spec.limits.mem_mib = 64;
     gp_proc_exit end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_EXITED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_EXITED);
     assert_int_equal(end.code, 0);
 }
 
@@ -638,7 +638,7 @@ static void a_replica_cannot_fork_past_its_pids_limit(void **state)
     spec.cgroups = &f->v1;
     spec.limits.pids_max = 3;
     gp_proc_exit end = run(f, &spec);
-    assert_int_equal(end.reason, GP_EXIT_EXITED);
+    assert_int_equal(end.reason, GP_EXIT_REASON_EXITED);
     assert_int_not_equal(end.code, 0);
     assert_file_has(f->err, "Cannot fork");
     assert_file_lacks(f->out, "started");

@@ -1,4 +1,4 @@
-/* test_launch_env.c - a replica's environment (agent/launch_env.h): the
+/* test_launch_env.c - a replica's environment (agent/launch/launch_env.h): the
  * agent's variables, their values, and the job's variables beside them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 static const char *const two_hosts[] = {"node-a", "node-b"};
 

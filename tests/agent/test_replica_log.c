@@ -1,5 +1,5 @@
 /* test_replica_log.c - the capped log a replica's supervisor writes and
- * the agent reads at stream offsets (src/agent/replica_log.c). */
+ * the agent reads at stream offsets (src/agent/launch/replica_log.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/replica_log.h"
+#include "agent/launch/replica_log.h"
 
 typedef struct fixture {
     char dir[64];

@@ -1,5 +1,5 @@
 /* test_scratch.c - a replica's folders removed as their owner, never
- * through a link the job planted (src/agent/scratch.c). */
+ * through a link the job planted (src/agent/launch/scratch.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/scratch.h"
+#include "agent/launch/scratch.h"
 
 #define JOB_UID 2000000042
 

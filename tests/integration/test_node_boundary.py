@@ -116,8 +116,10 @@ def uid_of(pid):
 
 # ---- refused on the node ----
 
-def supervise(directory, **launch):
-    body = dict({"argv": ["id", "-u"], "env": [], "user": None, "workdir": os.path.join(directory, "work"),
+def supervise(directory, trust="trusted", **launch):
+    """The replica's command and its tenant's trust come in its assignment (spec/assignment.h)."""
+    assignment = {"job": 1, "replica": 0, "replicas": 1, "command": ["id", "-u"], "trust": trust}
+    body = dict({"assignment": assignment, "env": [], "user": None, "workdir": os.path.join(directory, "work"),
                  "log": os.path.join(directory, "replica.log"), "cgroup_parent": None, "cgroup_name": "boundary",
                  "devices": [], "uid_min": 1000}, **launch)
     with open(os.path.join(directory, "launch.json"), "w") as f:
@@ -137,7 +139,7 @@ def test_a_replica_as_root_or_a_system_user_or_untrusted_without_isolation_is_re
             assert exit_text.startswith("exited 127"), exit_text
             assert why in error and why in log and "not started" in log, (error, log)
             os.unlink(os.path.join(directory, "replica.log"))
-        exit_text, error, log = supervise(directory, job_uid=JOB_UID_BASE + 1, job_name="job1", untrusted=True,
+        exit_text, error, log = supervise(directory, job_uid=JOB_UID_BASE + 1, job_name="job1", trust="untrusted",
                                           isolate_devices=False)
         assert exit_text.startswith("exited 127") and "untrusted" in error, (exit_text, error)
         assert "not started" in log and str(JOB_UID_BASE + 1) not in log, log  # "id -u" never ran

@@ -2,7 +2,7 @@
  * the file helpers both backends use, and the calls that dispatch to
  * cgroup_v1.c or cgroup_v2.c. */
 #define _GNU_SOURCE
-#include "agent/cgroup_internal.h"
+#include "agent/launch/cgroup_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,13 +1,14 @@
 /* supervise.c - the replica's parent process (supervise.h). */
 #define _GNU_SOURCE
-#include "agent/supervise.h"
+#include "agent/supervise/supervise.h"
 
-#include "agent/agent_clock.h"
-#include "agent/agent_state.h"
-#include "agent/cgroup.h"
-#include "agent/launch.h"
-#include "agent/replica_log.h"
-#include "agent/scratch.h"
+#include "agent/supervise/agent_clock.h"
+#include "agent/supervise/agent_state.h"
+#include "agent/launch/cgroup.h"
+#include "agent/launch/launch.h"
+#include "agent/launch/replica_log.h"
+#include "agent/launch/scratch.h"
+#include "spec/assignment.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,17 @@ static void gp__write_exit(const char *dir, const gp_proc_exit *e)
     gp__write_in(dir, "exit", text);
 }
 
+/* The same view of the assignment's command (its strings). */
+static bool gp__strings_of_list(char *const *v, size_t n, gp__strings *out)
+{
+    if (n > GP__ARGS_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        out->v[i] = v[i];
+    out->v[n] = NULL;
+    return true;
+}
+
 static unsigned gp__uint(json_t *l, const char *key)
 {
     json_int_t v = json_integer_value(json_object_get(l, key));
@@ -90,13 +102,16 @@ static gp_err gp__output_pipe(gp__supervisor *s, int *write_end, gp_error *err)
     return GP_OK;
 }
 
-/* Starts the replica that launch.json describes. */
-static gp_err gp__launch_from(json_t *l, gp__supervisor *s, gp_cgroup_host *host, gp_proc **out, gp_error *err)
+/* Starts the replica that launch.json describes: a, its assignment
+ * (the command, the tenant's trust), l, the launch fields. */
+static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor *s, gp_cgroup_host *host,
+                              gp_proc **out, gp_error *err)
 {
     static gp__strings argv, env, devices;
-    if (!gp__strings_of(json_object_get(l, "argv"), &argv) || !gp__strings_of(json_object_get(l, "env"), &env) ||
-        !gp__strings_of(json_object_get(l, "devices"), &devices))
-        return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: argv, env and devices must be strings");
+    if (!a->has_command || !gp__strings_of_list(a->command, a->n_command, &argv))
+        return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the assignment has no command");
+    if (!gp__strings_of(json_object_get(l, "env"), &env) || !gp__strings_of(json_object_get(l, "devices"), &devices))
+        return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: env and devices must be strings");
     const char *parent = json_string_value(json_object_get(l, "cgroup_parent"));
     host->layout = GP_CGROUP_NONE;
     if (parent && gp_cgroup_host_detect(host, parent, err) != GP_OK)
@@ -127,7 +142,7 @@ static gp_err gp__launch_from(json_t *l, gp__supervisor *s, gp_cgroup_host *host
         .limits = {.cpu_millis = gp__uint(l, "cpu_millis"), .mem_mib = gp__uint(l, "mem_mib"),
                    .pids_max = gp__uint(l, "pids_max")},
         .isolate_devices = json_is_true(json_object_get(l, "isolate_devices")),
-        .untrusted = json_is_true(json_object_get(l, "untrusted")),
+        .untrusted = a->untrusted,
         .device_paths = devices.v,
     };
     rc = gp_launch(&spec, out, err);
@@ -233,7 +248,7 @@ static int gp__failed(gp__supervisor *s, gp_proc *p, const char *why)
         gp_replica_log_append(&s->log, text, strlen(text));
     gp_replica_log_close(&s->log);
     gp_proc_free(p);
-    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_EXITED, .code = 127, .signal = 0});
+    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0});
     gp__remove_scratch(s);
     return 1;
 }
@@ -262,8 +277,12 @@ int gp_supervise_main(const char *dir)
     gp_err rc = !l    ? gp_error_set(&err, GP_ERR_INVALID, "launch", "%s: %s", path, jerr.text)
                 : !log ? gp_error_set(&err, GP_ERR_INVALID, "log", "launch.json names no log")
                        : gp_replica_log_open(&s.log, log, json_integer_value(json_object_get(l, "log_max_bytes")), &err);
+    gp_assignment a = {0};
     if (rc == GP_OK)
-        rc = gp__launch_from(l, &s, &host, &p, &err);
+        rc = gp_assignment_parse(json_object_get(l, "assignment"), &a, &err);
+    if (rc == GP_OK)
+        rc = gp__launch_from(l, &a, &s, &host, &p, &err);
+    gp_assignment_free(&a);
     json_decref(l);
     if (rc != GP_OK || sfd < 0)
         return gp__failed(&s, p, sfd < 0 ? strerror(errno) : err.message);

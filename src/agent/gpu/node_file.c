@@ -8,7 +8,7 @@
  * wherever it is written.  Codec errors come back with the file, the line
  * and the entry.  Only what the node file alone has is checked here.
  */
-#include "agent/node_file.h"
+#include "agent/gpu/node_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* gpu_json.c - inventory and telemetry as JSON (gpu_json.h). */
-#include "agent/gpu_json.h"
+#include "agent/gpu/gpu_json.h"
 
 #include "spec/spec_json.h"
 

@@ -1,6 +1,6 @@
 /* agent_state.c - the agent's files on disk (agent_state.h). */
 #define _GNU_SOURCE
-#include "agent/agent_state.h"
+#include "agent/supervise/agent_state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -159,13 +159,7 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
     char reason[32];
     if (sscanf(text, "%31s %d %d", reason, &e->code, &e->signal) != 3)
         return false;
-    for (int r = GP_EXIT_EXITED; r <= GP_EXIT_GPU_MEMORY; r++) {
-        if (strcmp(reason, gp_exit_reason_name((gp_exit_reason)r)) == 0) {
-            e->reason = (gp_exit_reason)r;
-            return true;
-        }
-    }
-    return false;
+    return gp_exit_reason_parse(reason, &e->reason);
 }
 
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap)

@@ -28,7 +28,7 @@
 #ifndef GP_AGENT_NODE_FILE_H
 #define GP_AGENT_NODE_FILE_H
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 typedef struct gp_sim_node {
     char name[GP_NAME_MAX], zone[GP_NAME_MAX], block[GP_NAME_MAX], gpu_type[GP_NAME_MAX], pool[GP_NAME_MAX];

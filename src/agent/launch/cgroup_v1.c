@@ -3,7 +3,7 @@
  * each, the device allow-list as devices.allow text, and the final kill
  * through the freezer: freeze, SIGKILL every task listed, thaw, until
  * none is left (nothing can fork away while frozen). */
-#include "agent/cgroup_internal.h"
+#include "agent/launch/cgroup_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

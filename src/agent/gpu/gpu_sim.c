@@ -41,7 +41,7 @@
  * at 4 holds slices 4-7; then 4g.40gb (start 0 only, 4 slices) fits, 7g.80gb
  * does not; 2g.20gb at 3 is refused (starts 0, 2, 4 only).
  */
-#include "agent/gpu_sim.h"
+#include "agent/gpu/gpu_sim.h"
 
 #include <errno.h>
 #include <fcntl.h>

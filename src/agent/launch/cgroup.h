@@ -36,7 +36,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent/devices.h"
+#include "agent/launch/devices.h"
 #include "util/error.h"
 
 #define GP_CGROUP_PATH_MAX 512

@@ -16,7 +16,7 @@
 #ifndef GP_AGENT_GPU_NVML_H
 #define GP_AGENT_GPU_NVML_H
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 extern const gp_gpu_ops gp_gpu_nvml_ops;
 

@@ -69,8 +69,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/cgroup.h"
+#include "agent/launch/cgroup.h"
 #include "util/error.h"
+#include "util/exit_reason.h"
 
 typedef struct gp_launch_spec {
     char *const *argv;         /* NULL-terminated; argv[0] without '/' is looked up on envp's PATH */
@@ -93,15 +94,6 @@ typedef struct gp_launch_spec {
     bool untrusted;            /* its tenant is untrusted: refused unless the devices are isolated */
     const char *const *device_paths; /* the GPU nodes allowed, NULL-terminated; NULL for none */
 } gp_launch_spec;
-
-typedef enum gp_exit_reason {
-    GP_EXIT_EXITED = 0,
-    GP_EXIT_SIGNALLED,
-    GP_EXIT_OOM,
-    GP_EXIT_KILLED_AFTER_GRACE,
-    GP_EXIT_TIME_LIMIT,
-    GP_EXIT_GPU_MEMORY
-} gp_exit_reason;
 
 /* Why a stop was sent: gpupoold asked, the job's time limit, or its GPU
  * memory over its share (the agent's own kill). */
@@ -148,8 +140,5 @@ int64_t gp_proc_deadline(const gp_proc *p);
 bool gp_proc_poll(gp_proc *p, int64_t now_ms, gp_proc_exit *out);
 /* Kills what is left, reaps, removes the cgroup, frees p (NULL is fine). */
 void gp_proc_free(gp_proc *p);
-
-/* "exited", "signalled", "oom", "killed_after_grace", "time_limit", "gpu_memory". */
-const char *gp_exit_reason_name(gp_exit_reason reason);
 
 #endif

@@ -1,7 +1,7 @@
 /* replica_log.c - a replica's capped log file and its rotation
  * (replica_log.h explains the stream and LOG.base). */
 #define _GNU_SOURCE
-#include "agent/replica_log.h"
+#include "agent/launch/replica_log.h"
 
 #include <errno.h>
 #include <fcntl.h>

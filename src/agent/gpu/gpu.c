@@ -4,7 +4,7 @@
  * A backend is added here by name and in a file of its own; nothing else
  * in the agent names one.
  */
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "agent/gpu_nvml.h"
-#include "agent/gpu_sim.h"
+#include "agent/gpu/gpu_nvml.h"
+#include "agent/gpu/gpu_sim.h"
 
 static const gp_gpu_ops *const backends[] = {&gp_gpu_sim_ops, &gp_gpu_nvml_ops};
 

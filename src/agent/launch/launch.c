@@ -5,7 +5,7 @@
  * before exec through a close-on-exec pipe, so gp_launch fails loudly
  * instead of leaving a replica that died at once. */
 #define _GNU_SOURCE
-#include "agent/launch.h"
+#include "agent/launch/launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 #define GP__PATH_DEFAULT "/usr/local/bin:/usr/bin:/bin"
 #define GP__GROUPS_MAX 256
@@ -82,25 +82,6 @@ enum {
 static const char *const gp__step_names[] = {"setsid", "joining the cgroup", "redirecting stdio",
                                              "mounting the private /tmp, /var/tmp and /dev/shm", "no_new_privs",
                                              "switching user", "chdir to the working directory", "exec"};
-
-const char *gp_exit_reason_name(gp_exit_reason reason)
-{
-    switch (reason) {
-    case GP_EXIT_EXITED:
-        return "exited";
-    case GP_EXIT_SIGNALLED:
-        return "signalled";
-    case GP_EXIT_OOM:
-        return "oom";
-    case GP_EXIT_KILLED_AFTER_GRACE:
-        return "killed_after_grace";
-    case GP_EXIT_TIME_LIMIT:
-        return "time_limit";
-    case GP_EXIT_GPU_MEMORY:
-        return "gpu_memory";
-    }
-    return "exited";
-}
 
 static void gp__note(gp_proc *p, const char *text)
 {
@@ -610,21 +591,21 @@ static void gp__kill_tree(gp_proc *p)
 
 static gp_proc_exit gp__classify(const gp_proc *p, bool oom)
 {
-    gp_proc_exit end = {GP_EXIT_EXITED, -1, 0};
+    gp_proc_exit end = {GP_EXIT_REASON_EXITED, -1, 0};
     if (WIFEXITED(p->status)) {
         end.code = WEXITSTATUS(p->status);
     } else if (WIFSIGNALED(p->status)) {
         end.signal = WTERMSIG(p->status);
-        end.reason = GP_EXIT_SIGNALLED;
+        end.reason = GP_EXIT_REASON_SIGNALLED;
     }
     if (oom) {
-        end.reason = GP_EXIT_OOM;
+        end.reason = GP_EXIT_REASON_OOM;
     } else if (p->stopping && p->cause == GP_STOP_GPU_MEMORY) {
-        end.reason = GP_EXIT_GPU_MEMORY;
+        end.reason = GP_EXIT_REASON_GPU_MEMORY;
     } else if (p->stopping && p->cause == GP_STOP_TIME_LIMIT) {
-        end.reason = GP_EXIT_TIME_LIMIT;
+        end.reason = GP_EXIT_REASON_TIME_LIMIT;
     } else if (p->tree_killed) {
-        end.reason = GP_EXIT_KILLED_AFTER_GRACE;
+        end.reason = GP_EXIT_REASON_KILLED_AFTER_GRACE;
     }
     return end;
 }

@@ -12,14 +12,21 @@
  * written, and the next agent adopts the supervisor by its pid.
  *
  * launch.json (the agent writes it, agent_replica.c):
- *   {"argv": ["python3", "train.py"], "env": ["GPUPOOL_JOB_ID=7", ...],
+ *   {"env": ["GPUPOOL_JOB_ID=7", ...],
  *    "user": "alice" | null, "job_uid": 2000000007, "job_name": "job7" (no user, root agent),
  *    "uid_min": 1000, "workdir": "/abs", "tmp_dir": "/abs/scratch/job7-r0-5" | null (no private /tmp),
  *    "keep_scratch": false, "log": "/abs/job7-r0-5.log", "log_max_bytes": 67108864,
  *    "cgroup_parent": "gpupool" | null (no cgroups), "cgroup_name": "job7-r0-5",
  *    "cpu_millis": 16000, "mem_mib": 65536, "shm_mib": 32768, "pids_max": 1024,
- *    "isolate_devices": true, "untrusted": false,
- *    "devices": ["/dev/nvidia0"], "assignment": {... as gpupoold sent it}}
+ *    "isolate_devices": true, "devices": ["/dev/nvidia0"], "visible": "GPU-...,GPU-...",
+ *    "assignment": {... gp_assignment_to_json (spec/assignment.h): what
+ *                   gpupoold sent, without secrets}}
+ * The agent writes the assignment from its decoded struct; the supervisor
+ * reads it back into one with the same codec and takes the replica's
+ * command and its tenant's trust from it (an agent adopting the replica
+ * after a restart reads its GPUs, slice and tenant the same way).  The
+ * other fields are what the agent worked out for this node: the
+ * environment, folders, limits and devices.
  * The replica's stdout and stderr are a pipe the supervisor copies into the
  * log, capped (replica_log.h).  When the replica ended the supervisor
  * removes its working folder and tmp_dir (scratch.h), unless keep_scratch

@@ -1,6 +1,6 @@
 /* launch_env.c - a replica's environment: the job's variables and the
  * agent's (the table is in launch_env.h). */
-#include "agent/launch_env.h"
+#include "agent/launch/launch_env.h"
 
 #include <inttypes.h>
 #include <stdio.h>

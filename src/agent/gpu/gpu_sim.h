@@ -37,8 +37,8 @@
 #ifndef GP_AGENT_GPU_SIM_H
 #define GP_AGENT_GPU_SIM_H
 
-#include "agent/gpu.h"
-#include "agent/node_file.h"
+#include "agent/gpu/gpu.h"
+#include "agent/gpu/node_file.h"
 
 extern const gp_gpu_ops gp_gpu_sim_ops;
 

@@ -21,7 +21,7 @@
 #ifndef GP_AGENT_GPU_JSON_H
 #define GP_AGENT_GPU_JSON_H
 
-#include "agent/gpu.h"
+#include "agent/gpu/gpu.h"
 
 #include <jansson.h>
 

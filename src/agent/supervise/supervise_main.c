@@ -8,7 +8,7 @@
  * which links jansson and the launcher only.  The agent runs this one when
  * it lies beside it, and falls back to itself when not.
  */
-#include "agent/supervise.h"
+#include "agent/supervise/supervise.h"
 
 #include <stdio.h>
 

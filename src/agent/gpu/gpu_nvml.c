@@ -40,9 +40,9 @@
  * nvidia-smi and the engine's MIG table (src/core/mig.c) spell it.
  */
 #define _GNU_SOURCE
-#include "agent/gpu_nvml.h"
+#include "agent/gpu/gpu_nvml.h"
 
-#include "agent/nvml_api.h"
+#include "agent/gpu/nvml_api.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

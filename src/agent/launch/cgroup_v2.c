@@ -5,7 +5,7 @@
  * cgroup.kill (kernel 5.14; older kernels: SIGKILL to each listed pid
  * until empty), waited for through cgroup.events "populated 0". */
 #define _GNU_SOURCE
-#include "agent/cgroup_internal.h"
+#include "agent/launch/cgroup_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

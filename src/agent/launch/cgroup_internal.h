@@ -3,7 +3,7 @@
 #ifndef GP_AGENT_CGROUP_INTERNAL_H
 #define GP_AGENT_CGROUP_INTERNAL_H
 
-#include "agent/cgroup.h"
+#include "agent/launch/cgroup.h"
 
 struct gp_cgroup {
     gp_cgroup_layout layout;

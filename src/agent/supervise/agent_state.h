@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/launch.h"
+#include "agent/launch/launch.h"
 #include "util/error.h"
 
 #define GP_STATE_PATH_MAX 1024

@@ -1,7 +1,7 @@
 /* devices.c - the device rules of a replica, as v1 text and as a v2 eBPF
  * program (devices.h explains both), and the program's loading. */
 #define _GNU_SOURCE
-#include "agent/devices.h"
+#include "agent/launch/devices.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* agent_clock.c - the agent's clocks (agent_clock.h). */
-#include "agent/agent_clock.h"
+#include "agent/supervise/agent_clock.h"
 
 #include <time.h>
 

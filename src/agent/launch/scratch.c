@@ -1,6 +1,6 @@
 /* scratch.c - a replica's folders removed as their owner (scratch.h). */
 #define _GNU_SOURCE
-#include "agent/scratch.h"
+#include "agent/launch/scratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
