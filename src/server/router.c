@@ -204,7 +204,7 @@ void gp_api_route(gp_request *r)
         return;
     }
     const route *rt = route_find(r->url, arg);
-    if (rt)
+    if (rt && rt->access != ROUTE_OPEN) /* those are gp_api_route_public's */
         route_call(r, rt, arg);
     else
         gp_api_error(r, 404, "not_found", "path", "no such endpoint %s", r->url);
