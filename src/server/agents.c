@@ -12,7 +12,7 @@
 #include "server/agents.h"
 
 #include "eventlog/placement.h"
-#include "server/loop.h"
+#include "server/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

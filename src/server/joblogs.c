@@ -2,7 +2,7 @@
  * offset rule). */
 #include "server/joblogs.h"
 
-#include "server/loop.h"
+#include "server/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
  */
 #include "server/lease.h"
 
+#include "server/clock.h"
 #include "server/log.h"
-#include "server/loop.h"
 
 #include <errno.h>
 #include <fcntl.h>

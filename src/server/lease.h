@@ -17,7 +17,7 @@
  *              at once.
  *   following  reads the row (who leads, where), and takes the lease once
  *              it has expired; then calls `won` (the server finishes its
- *              leader's start on the engine thread, server.c) and renews
+ *              leader's start on the engine thread, lead.c) and renews
  *              from then on.
  *
  * Stepping down (gp_lease_step_down): a leader that lost its lease, or

@@ -23,26 +23,6 @@
 
 enum { MAX_BATCH = 1024, FOLLOW_EVERY_MS = 100, AUTH_RELOAD_EVERY = 10 };
 
-int64_t gp_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct timespec gp_deadline_after(clockid_t clock, int64_t wait_ms)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    ts.tv_sec += wait_ms / 1000;
-    ts.tv_nsec += (wait_ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    return ts;
-}
-
 /* The monotonic clock in seconds (the metrics' histograms) and in ms. */
 static double mono_seconds(void)
 {
@@ -427,7 +407,7 @@ static void follow_batch(gp_server *srv, gp_op **ops, size_t n)
 static void take_lead(gp_server *srv)
 {
     gp_error err;
-    if (gp_server_lead(srv, &err) != GP_OK)
+    if (srv->loop.lead(srv, &err) != GP_OK)
         gp_lease_step_down(err.message);
     srv->loop.last_tick_ms = mono_ms();
     atomic_store(&srv->loop.following, false);
@@ -563,10 +543,11 @@ static void *engine_thread(void *arg)
     return NULL;
 }
 
-gp_err gp_loop_start(gp_server *srv, bool following, gp_error *err)
+gp_err gp_loop_start(gp_server *srv, bool following, gp_loop_lead_fn lead, gp_error *err)
 {
     if (srv->loop.wake_fd < 0)
         return gp_error_set(err, GP_ERR_NOMEM, "thread", "cannot make the engine thread's eventfd");
+    srv->loop.lead = lead;
     srv->loop.last_tick_ms = mono_ms();
     atomic_store(&srv->loop.following, following);
     if (pthread_create(&srv->loop.thread, NULL, engine_thread, srv) != 0)

@@ -58,6 +58,7 @@
 #define GP_SERVER_LOOP_H
 
 #include "server/auth.h"
+#include "server/clock.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -68,6 +69,9 @@
 typedef struct gp_server gp_server;
 typedef struct gp_op gp_op;
 typedef void (*gp_op_fn)(gp_server *srv, gp_op *op, int64_t now);
+/* The leader's start (server/lead.h's gp_server_lead), handed to the loop
+ * so that the engine thread can run it on a takeover without calling up. */
+typedef gp_err (*gp_loop_lead_fn)(gp_server *srv, gp_error *err);
 
 struct gp_op {
     gp_op_fn run;            /* required */
@@ -120,14 +124,16 @@ typedef struct gp_loop {
      * FOLLOW_EVERY_MS instead of passes; takeover: the lease was taken */
     atomic_bool following, takeover;
     int follows;             /* tails done (engine thread only) */
+    gp_loop_lead_fn lead;    /* the leader's start on a takeover (gp_loop_start's) */
     gp_loop_batch open, sent;
 } gp_loop;
 
 void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms);
-/* following: the replica follows until gp_loop_takeover. */
-gp_err gp_loop_start(gp_server *srv, bool following, gp_error *err);
-/* The lease is ours: the engine thread does the leader's start
- * (gp_server_lead) before its next batch, then leads. */
+/* following: the replica follows until gp_loop_takeover; lead: the
+ * leader's start the engine thread runs then. */
+gp_err gp_loop_start(gp_server *srv, bool following, gp_loop_lead_fn lead, gp_error *err);
+/* The lease is ours: the engine thread does the leader's start (lead,
+ * given to gp_loop_start) before its next batch, then leads. */
 void gp_loop_takeover(gp_loop *l);
 /* Drains the queue, stops the thread. */
 void gp_loop_stop(gp_server *srv);
@@ -138,10 +144,5 @@ void gp_loop_run(gp_loop *l, gp_op *op);
 void gp_op_reply(gp_op *op, int status, json_t *reply); /* steals reply */
 void gp_op_fail(gp_op *op, const gp_error *err);        /* status from err->code */
 int gp_status_of(gp_err code);
-
-int64_t gp_wall_ms(void);
-/* The time on `clock` wait_ms from now, for pthread_cond_timedwait (the
- * waits of the loop, the agents' long-polls and the job logs' share it). */
-struct timespec gp_deadline_after(clockid_t clock, int64_t wait_ms);
 
 #endif

@@ -7,17 +7,18 @@
  *   auth                         shared, thread-safe token cache
  *   joblogs                      replica logs on disk (joblogs.h), any thread
  *
- * Start-up order (server.c): open the store, try to take the leader
- * lease (lease.h; its epoch is the controller epoch, one more at every
- * start or takeover), note the nodes that hold a node credential
- * (agents.h), replay the log into a fresh engine and check it; then the
- * leader's start (gp_server_lead): fence the writer at the epoch, bring
- * the fleet file's nodes up (and lose the nodes it no longer lists, but
- * never a node an agent registered), create the bootstrap admin token on
- * first start; start the engine thread, the lease thread, then the HTTP
- * server.  A replica that did not get the lease skips the leader's start
- * and follows: its engine thread tails the event log, it serves reads and
- * sends writers to the leader (api_leader.c); when it takes the lease its
+ * Start-up order (server.c, which only starts and stops): open the store,
+ * try to take the leader lease (lease.h; its epoch is the controller
+ * epoch, one more at every start or takeover), note the nodes that hold a
+ * node credential (agents.h), replay the log into a fresh engine and check
+ * it; then the leader's start (lead.h): fence the writer at the epoch,
+ * bring the fleet file's nodes up (fleet_sync.h: and lose the nodes it no
+ * longer lists, but never a node an agent registered), create the
+ * bootstrap admin token on first start (bootstrap_token.h); start the
+ * engine thread, the lease thread, then the HTTP server.  A replica that
+ * did not get the lease skips the leader's start and follows: its engine
+ * thread tails the event log, it serves reads and sends writers to the
+ * leader (api_leader.c); when it takes the lease its
  * engine thread replays the tail, checks, and does the leader's start.
  */
 #ifndef GP_SERVER_SERVER_H
@@ -26,6 +27,7 @@
 #include "server/agents.h"
 #include "server/use.h"
 #include "server/auth.h"
+#include "server/checkpointer.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
 #include "server/lease.h"
@@ -33,6 +35,7 @@
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/readers.h"
 #include "server/refusals.h"
 
 #include "server/secret_box.h"
@@ -73,23 +76,6 @@ typedef struct gp_server_config {
     const char *secret_key_file; /* secret_box.h's key; NULL = secret.key beside the SQLite file */
 } gp_server_config;
 
-/* Reader connections, reused across requests. */
-typedef struct gp_readers {
-    pthread_mutex_t lock;
-    gp_store *free_list[32];
-    int n_free;
-    const char *url;
-} gp_readers;
-
-/* Checkpoints the WAL from its own thread and connection (store.h). */
-typedef struct gp_checkpointer {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    bool started, stopping;
-    gp_store *store;
-} gp_checkpointer;
-
 struct gp_server {
     gp_server_config cfg;
     gp_store *store;   /* the writer: engine thread only once started */
@@ -103,7 +89,7 @@ struct gp_server {
     gp_snapshots snapshots;  /* engine snapshots: when, and their writer thread */
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */
-    pthread_t ledger_verifier; /* the start's verification of the ledger (server.c) */
+    pthread_t ledger_verifier; /* the start's verification of the ledger (lead.c) */
     bool ledger_verifying;
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
@@ -118,23 +104,12 @@ struct gp_server {
 gp_server_config gp_server_config_default(void);
 /* Everything up to a running HTTP server. */
 gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *err);
-/* The leader's start, once the lease is taken (at start on the main
- * thread, on a takeover on the engine thread): fences the writer, replays
- * the log's tail and checks, and everything only a leader does. */
-gp_err gp_server_lead(gp_server *srv, gp_error *err);
 void gp_server_stop(gp_server *srv);
-
-/* A reader connection for this thread's request; give it back after. */
-gp_store *gp_readers_take(gp_readers *r, gp_error *err);
-void gp_readers_give(gp_readers *r, gp_store *s);
 
 /* A SQLite store's folder and files (the store, -wal, -shm) before they
  * are opened: GP_ERR_INVALID field "store" when group or other may read
  * or write them, with the chmod that fixes it (store_files.c).  Makes a
  * missing folder 0700.  GP_OK for PostgreSQL. */
 gp_err gp_store_files_check(const gp_server_config *cfg, gp_error *err);
-
-/* Audit row for something the daemon did on its own (bootstrap token). */
-gp_err gp_server_audit_self(gp_server *srv, const char *action, const char *target, int64_t now, gp_error *err);
 
 #endif

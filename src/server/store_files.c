@@ -98,9 +98,9 @@ static gp_err file_check(const char *path, const char *store, bool allow_open, g
 gp_err gp_store_files_check(const gp_server_config *cfg, gp_error *err)
 {
     static const char *const SUFFIXES[] = {"", "-wal", "-shm"};
-    if (strncmp(cfg->store_url, "sqlite:", strlen("sqlite:")) != 0)
+    const char *store = gp_store_file(cfg->store_url);
+    if (!store)
         return GP_OK; /* PostgreSQL: no file of gpupoold's */
-    const char *store = cfg->store_url + strlen("sqlite:");
     char dir[4096], path[4200];
     folder_of(store, dir, sizeof dir);
     gp_err rc = folder_check(dir, err);

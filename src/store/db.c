@@ -20,11 +20,17 @@ static bool is_postgres(const char *url)
            (strchr(url, '=') && (strstr(url, " host=") || strstr(url, " dbname=") || strstr(url, " service=")));
 }
 
+const char *gp_db_sqlite_file(const char *url)
+{
+    return url && starts_with(url, "sqlite:") ? url + strlen("sqlite:") : NULL;
+}
+
 gp_err gp_db_open(const char *url, bool readonly, gp_db **out, gp_error *err)
 {
     *out = NULL;
-    if (url && strncmp(url, "sqlite:", 7) == 0 && url[7] != '\0')
-        return gp__db_open_sqlite(url + 7, readonly, out, err);
+    const char *file = gp_db_sqlite_file(url);
+    if (file && file[0])
+        return gp__db_open_sqlite(file, readonly, out, err);
     if (url && is_postgres(url))
         return gp__db_open_pg(url, readonly, out, err);
     return gp_error_set(err, GP_ERR_INVALID, "store",

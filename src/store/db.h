@@ -93,6 +93,9 @@ typedef enum gp_db_type { GP_DB_NULL, GP_DB_INT, GP_DB_REAL, GP_DB_TEXT, GP_DB_B
  * and target_session_attrs as libpq takes them).  Opens the connection
  * only: the schema is the store's business. */
 gp_err gp_db_open(const char *url, bool readonly, gp_db **out, gp_error *err);
+/* The PATH of "sqlite:PATH", pointing into url (empty for "sqlite:");
+ * NULL for any other url (PostgreSQL).  The one place a url is read. */
+const char *gp_db_sqlite_file(const char *url);
 void gp_db_close(gp_db *db);
 gp_db_dialect gp_db_dialect_of(const gp_db *db);
 /* The connection is gone (PostgreSQL: server closed it, network); only

@@ -49,6 +49,14 @@ typedef struct gp_store gp_store;
  * this schema or an older one (never migrating it: the replay tool reads
  * old stores as they are). */
 gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *err);
+/* The SQLite file a store url names, pointing into url
+ * ("sqlite:/var/lib/gpupool/gpupool.db" -> "/var/lib/gpupool/gpupool.db");
+ * NULL for PostgreSQL, which keeps no file of gpupoold's. */
+const char *gp_store_file(const char *url);
+/* NAME in the folder of that file, into out (caller's buffer):
+ * "sqlite:/v/g.db", "admin.token" -> "/v/admin.token"; "sqlite:g.db" ->
+ * "admin.token".  False, out empty, for PostgreSQL. */
+bool gp_store_file_beside(const char *url, const char *name, char *out, size_t cap);
 void gp_store_close(gp_store *s);
 /* The connection is gone (PostgreSQL: the server restarted, the backend
  * was terminated): nothing on it will work again; close it and open

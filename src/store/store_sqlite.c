@@ -205,6 +205,24 @@ gp_err gp_store_open(const char *url, bool readonly, gp_store **out, gp_error *e
     return GP_OK;
 }
 
+const char *gp_store_file(const char *url)
+{
+    return gp_db_sqlite_file(url);
+}
+
+bool gp_store_file_beside(const char *url, const char *name, char *out, size_t cap)
+{
+    const char *path = gp_store_file(url);
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!path)
+        snprintf(out, cap, "%s", "");
+    else if (slash)
+        snprintf(out, cap, "%.*s/%s", (int)(slash - path), path, name);
+    else
+        snprintf(out, cap, "%s", name);
+    return path != NULL;
+}
+
 void gp_store_close(gp_store *s)
 {
     if (!s)
