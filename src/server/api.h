@@ -99,6 +99,10 @@ bool gp_api_tenant_path_ok(gp_request *r, const char *path, const char *field);
  * ml/train?" (the suggestion among the tenants the caller sees) and returns
  * false.  s: a reader connection the caller holds. */
 bool gp_api_tenant_known(gp_request *r, gp_store *s, const char *path, const char *field);
+/* May the caller submit jobs at all?  Operators and auditors may not
+ * (403, answered here); everyone else may, within its scope.  The one
+ * submit and the batch both ask. */
+bool gp_api_may_submit(gp_request *r);
 /* A job as the caller may submit it: its tenant is in the caller's scope
  * (404 tenant otherwise), it runs as the token's user (only an admin
  * names another) and names only secrets of its tenant or its ancestors

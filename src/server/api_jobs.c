@@ -129,12 +129,18 @@ static void submit_finish(gp_server *srv, gp_op *op, int64_t now)
     gp_op_reply(op, 201, view);
 }
 
+bool gp_api_may_submit(gp_request *r)
+{
+    if (r->who.role != GP_ROLE_OPERATOR && r->who.role != GP_ROLE_AUDITOR)
+        return true;
+    gp_api_forbidden(r, "submit jobs");
+    return false;
+}
+
 void gp_api_jobs_submit(gp_request *r)
 {
-    if (r->who.role == GP_ROLE_OPERATOR || r->who.role == GP_ROLE_AUDITOR) {
-        gp_api_forbidden(r, "submit jobs");
+    if (!gp_api_may_submit(r))
         return;
-    }
     json_t *body = gp_api_body_object(r);
     if (!body)
         return;

@@ -290,10 +290,8 @@ static void batch_finish(gp_server *srv, gp_op *op, int64_t now)
 
 void gp_api_jobs_batch(gp_request *r)
 {
-    if (r->who.role == GP_ROLE_OPERATOR || r->who.role == GP_ROLE_AUDITOR) {
-        gp_api_forbidden(r, "submit jobs");
+    if (!gp_api_may_submit(r))
         return;
-    }
     json_t *body = gp_api_body_object(r);
     if (!body)
         return;
