@@ -4,12 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *gp_health_state_name(gp_health_state s)
-{
-    static const char *const NAMES[] = {"in_service", "out", "repairing", "validating", "operator_needed"};
-    return (unsigned)s < sizeof NAMES / sizeof NAMES[0] ? NAMES[s] : "out";
-}
-
 void gp_health_init(gp_health_gpu *h, int64_t first_check_ms)
 {
     memset(h, 0, sizeof *h);

@@ -84,8 +84,6 @@ typedef enum gp_health_report {
     GP_HEALTH_REPORT_UNHEALTHY,
 } gp_health_report;
 
-const char *gp_health_state_name(gp_health_state s);
-
 /* In service, its first check at first_check_ms. */
 void gp_health_init(gp_health_gpu *h, int64_t first_check_ms);
 

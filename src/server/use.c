@@ -156,17 +156,6 @@ gp_err gp_use_flush(gp_use *u, gp_store *store, int64_t now_ms, bool force, gp_e
     return rc;
 }
 
-bool gp_use_get(gp_use *u, uint64_t job, gp_store_job_use *out)
-{
-    uint32_t i;
-    pthread_mutex_lock(&u->lock);
-    bool found = gp_u64map_get(&u->job_index, job, &i);
-    if (found)
-        *out = u->jobs[i].c;
-    pthread_mutex_unlock(&u->lock);
-    return found;
-}
-
 void gp_use_each(gp_use *u, void (*fn)(void *ctx, const gp_store_job_use *c), void *ctx)
 {
     pthread_mutex_lock(&u->lock);

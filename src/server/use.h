@@ -62,8 +62,6 @@ void gp_use_beat(gp_use *u, const char *node, const json_t *running, int64_t now
 /* Engine thread, inside the batch transaction: writes the changed
  * counters when GP_USE_FLUSH_MS passed since the last flush (or force). */
 gp_err gp_use_flush(gp_use *u, gp_store *store, int64_t now_ms, bool force, gp_error *err);
-/* The job's counters; false when no heartbeat carried it. */
-bool gp_use_get(gp_use *u, uint64_t job, gp_store_job_use *out);
 
 /* Calls fn for every job's counters, under the lock (fn must not call
  * back into u). */

@@ -545,20 +545,6 @@ const char *gp_proc_note(const gp_proc *p)
     return p->note;
 }
 
-const gp_cgroup *gp_proc_cgroup(const gp_proc *p)
-{
-    return p->cgroup;
-}
-
-gp_err gp_proc_signal(gp_proc *p, int sig, gp_error *err)
-{
-    if (p->ended || kill(-p->pid, sig) != 0) {
-        return gp_error_set(err, GP_ERR_CONFLICT, "signal", "replica %d: %s", (int)p->pid,
-                            p->ended ? "already ended" : strerror(errno));
-    }
-    return GP_OK;
-}
-
 void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop_cause cause)
 {
     if (p->ended) {

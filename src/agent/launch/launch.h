@@ -117,15 +117,9 @@ pid_t gp_proc_pid(const gp_proc *p);
 /* A pidfd, readable once the main process has exited; -1 on kernels
  * without pidfd_open (then call gp_proc_poll on SIGCHLD). */
 int gp_proc_fd(const gp_proc *p);
-/* What the launch could not do as asked ("running as agent user nobody:
- * the agent is not root"; "no cgroups on this host"), or "". */
+/* What the launch could not do as asked ("running as the agent's user
+ * gpu, not alice: the agent is not root"; "no cgroups on this host"), or "". */
 const char *gp_proc_note(const gp_proc *p);
-/* The replica's cgroup, NULL without one. */
-const gp_cgroup *gp_proc_cgroup(const gp_proc *p);
-
-/* Sends sig to the replica's process group now.  GP_ERR_CONFLICT (ESRCH)
- * when nothing is left to signal. */
-gp_err gp_proc_signal(gp_proc *p, int sig, gp_error *err);
 /* Signals the process group with sig and kills the whole tree at
  * now_ms + grace_ms (0: at the next gp_proc_poll).  A second stop keeps the
  * earlier deadline; a time-limit or GPU-memory cause sticks (GPU memory
