@@ -29,6 +29,7 @@
 #include "spec/spec_json.h"
 #include "spec/yaml_json.h"
 #include "util/file.h"
+#include "util/grow.h"
 #include "util/hashmap.h"
 
 typedef struct gp__fleet_storage {
@@ -53,16 +54,12 @@ static void *keep(gp__fleet_storage *s, void *p)
 {
     if (!p)
         return NULL;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        void **grown = realloc(s->blocks, cap * sizeof *grown);
-        if (!grown) {
-            free(p);
-            return NULL;
-        }
-        s->blocks = grown;
-        s->cap = cap;
+    void **blocks = gp_grow(s->blocks, &s->cap, s->n + 1, sizeof *blocks);
+    if (!blocks) {
+        free(p);
+        return NULL;
     }
+    s->blocks = blocks;
     s->blocks[s->n++] = p;
     return p;
 }
@@ -105,14 +102,10 @@ static gp_err read_pool(fleet_reader *r, const json_t *item, const char *at)
             snprintf(field, sizeof field, "%s.name", at);
             return gp_yaml_fail(&r->lines, field, r->err, field, "pool %s is defined twice", pool.name);
         }
-    if (r->out->n_pools == r->cap_pools) {
-        size_t cap = r->cap_pools ? r->cap_pools * 2 : 4;
-        gp_fleet_pool *grown = realloc(r->out->pools, cap * sizeof *grown);
-        if (!grown)
-            return nomem(r);
-        r->out->pools = grown;
-        r->cap_pools = cap;
-    }
+    gp_fleet_pool *pools = gp_grow(r->out->pools, &r->cap_pools, r->out->n_pools + 1, sizeof *pools);
+    if (!pools)
+        return nomem(r);
+    r->out->pools = pools;
     r->out->pools[r->out->n_pools++] = pool;
     return GP_OK;
 }
@@ -152,14 +145,10 @@ static gp_err push_node(fleet_reader *r, const char *name, const char *at, size_
                             name, seen);
     if (!gp_strmap_put(&r->node_names, name, (uint32_t)index))
         return nomem(r);
-    if (r->out->n_nodes == r->cap_nodes) {
-        size_t cap = r->cap_nodes ? r->cap_nodes * 2 : 16;
-        gp_node_spec *grown = realloc(r->out->nodes, cap * sizeof *grown);
-        if (!grown)
-            return nomem(r);
-        r->out->nodes = grown;
-        r->cap_nodes = cap;
-    }
+    gp_node_spec *nodes = gp_grow(r->out->nodes, &r->cap_nodes, r->out->n_nodes + 1, sizeof *nodes);
+    if (!nodes)
+        return nomem(r);
+    r->out->nodes = nodes;
     const gp_node_spec *from = &r->node->spec;
     gp_node_spec s = *from;
     s.gpu_uuids = NULL;
