@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 void gp_table_init(gp_table *t, int ncols, const char *const *header)
 {
     memset(t, 0, sizeof *t);
@@ -13,14 +15,10 @@ void gp_table_init(gp_table *t, int ncols, const char *const *header)
 
 void gp_table_add(gp_table *t, const char *const *cells)
 {
-    if (t->rows == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 32;
-        char **c = realloc(t->cells, cap * (size_t)t->ncols * sizeof *c);
-        if (!c)
-            return;
-        t->cells = c;
-        t->cap = cap;
-    }
+    char **grown = gp_grow(t->cells, &t->cap, t->rows + 1, (size_t)t->ncols * sizeof *grown);
+    if (!grown)
+        return;
+    t->cells = grown;
     for (int i = 0; i < t->ncols; i++)
         t->cells[t->rows * (size_t)t->ncols + (size_t)i] = strdup(cells[i] ? cells[i] : "-");
     t->rows++;

@@ -1,16 +1,16 @@
 /* fleet_file.c - the fleet file: nodes and pools, read with the spec codec.
  *
- * The format is in fleet_file.h and docs/fleet-file.md.  The one YAML
- * reader (spec/yaml_json.c) turns the file into json_t with a line map;
- * each pool entry is decoded by gp_pool_parse and each node entry, less its
+ * The format is in fleet_file.h and docs/fleet-file.md.  The skeleton
+ * every file reader shares (config/yaml_file.h) loads the file with the
+ * one YAML reader (spec/yaml_json.c), checks its top (`pools` and
+ * `nodes`, nodes required) and walks the lists; each pool entry is decoded by gp_pool_parse and each node entry, less its
  * `count`, by gp_fleet_node_parse: the codec the event log uses, so a node
  * obeys one set of field rules and defaults wherever it is written (the
  * file only spells the GPU count `gpus`).  Codec errors come back with the
  * file, the line and the entry: "fleet.yaml:4: nodes[0]: gpus must be an
  * integer".  The engine checks the specs again when they are applied.
  *
- * What only the file has is checked here: the `pools` and `nodes` lists,
- * `count` (an entry with `count: N` becomes N nodes NAME-0 .. NAME-(N-1)
+ * What only the file has is checked here: `count` (an entry with `count: N` becomes N nodes NAME-0 .. NAME-(N-1)
  * with the same shape; not with gpu_uuids), unique node and pool names, and
  * that a node's pool is "default" or listed under `pools`.
  *
@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/yaml_file.h"
 #include "spec/json_input.h"
 #include "spec/spec_json.h"
-#include "spec/yaml_json.h"
-#include "util/file.h"
+#include "util/grow.h"
 #include "util/hashmap.h"
 
 typedef struct gp__fleet_storage {
@@ -38,7 +38,7 @@ typedef struct gp__fleet_storage {
 
 /* Everything parsing one file needs. */
 typedef struct fleet_reader {
-    gp_yaml_lines lines;
+    const gp_yaml_lines *lines;
     gp_error *err;
     gp_fleet_file *out;
     gp__fleet_storage *store;
@@ -53,16 +53,12 @@ static void *keep(gp__fleet_storage *s, void *p)
 {
     if (!p)
         return NULL;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        void **grown = realloc(s->blocks, cap * sizeof *grown);
-        if (!grown) {
-            free(p);
-            return NULL;
-        }
-        s->blocks = grown;
-        s->cap = cap;
+    void **blocks = gp_grow(s->blocks, &s->cap, s->n + 1, sizeof *blocks);
+    if (!blocks) {
+        free(p);
+        return NULL;
     }
+    s->blocks = blocks;
     s->blocks[s->n++] = p;
     return p;
 }
@@ -78,41 +74,32 @@ static char *keep_string(gp__fleet_storage *s, const char *text)
 
 static gp_err nomem(fleet_reader *r)
 {
-    return gp_error_set(r->err, GP_ERR_NOMEM, "file", "%s: out of memory", r->lines.name);
-}
-
-/* Fails unless item is a mapping. */
-static gp_err expect_mapping(fleet_reader *r, const json_t *item, const char *at)
-{
-    if (json_is_object(item))
-        return GP_OK;
-    return gp_yaml_fail(&r->lines, at, r->err, at, "%s must be a mapping", at);
+    return gp_error_set(r->err, GP_ERR_NOMEM, "file", "%s: out of memory", r->lines->name);
 }
 
 /* ---- pools ---- */
 
-static gp_err read_pool(fleet_reader *r, const json_t *item, const char *at)
+static gp_err read_pool(void *reader, const gp_yaml_lines *lines, const json_t *item, const char *at, size_t index,
+                        gp_error *err)
 {
+    fleet_reader *r = reader;
     gp_fleet_pool pool;
-    gp_err rc = expect_mapping(r, item, at);
-    if (rc == GP_OK && (rc = gp_pool_parse(item, pool.name, &pool.spec, r->err)))
-        gp_yaml_locate(&r->lines, at, r->err);
-    if (rc)
+    (void)index;
+    gp_err rc = gp_pool_parse(item, pool.name, &pool.spec, err);
+    if (rc) {
+        gp_yaml_locate(lines, at, err);
         return rc;
+    }
     for (size_t p = 0; p < r->out->n_pools; p++)
         if (strcmp(r->out->pools[p].name, pool.name) == 0) {
             char field[64];
             snprintf(field, sizeof field, "%s.name", at);
-            return gp_yaml_fail(&r->lines, field, r->err, field, "pool %s is defined twice", pool.name);
+            return gp_yaml_fail(lines, field, err, field, "pool %s is defined twice", pool.name);
         }
-    if (r->out->n_pools == r->cap_pools) {
-        size_t cap = r->cap_pools ? r->cap_pools * 2 : 4;
-        gp_fleet_pool *grown = realloc(r->out->pools, cap * sizeof *grown);
-        if (!grown)
-            return nomem(r);
-        r->out->pools = grown;
-        r->cap_pools = cap;
-    }
+    gp_fleet_pool *pools = gp_grow(r->out->pools, &r->cap_pools, r->out->n_pools + 1, sizeof *pools);
+    if (!pools)
+        return nomem(r);
+    r->out->pools = pools;
     r->out->pools[r->out->n_pools++] = pool;
     return GP_OK;
 }
@@ -148,18 +135,14 @@ static gp_err push_node(fleet_reader *r, const char *name, const char *at, size_
     char field[64];
     snprintf(field, sizeof field, "%s.name", at);
     if (gp_strmap_get(&r->node_names, name, &seen))
-        return gp_yaml_fail(&r->lines, field, r->err, field, "node %s is defined twice (nodes[%u] has it already)",
+        return gp_yaml_fail(r->lines, field, r->err, field, "node %s is defined twice (nodes[%u] has it already)",
                             name, seen);
     if (!gp_strmap_put(&r->node_names, name, (uint32_t)index))
         return nomem(r);
-    if (r->out->n_nodes == r->cap_nodes) {
-        size_t cap = r->cap_nodes ? r->cap_nodes * 2 : 16;
-        gp_node_spec *grown = realloc(r->out->nodes, cap * sizeof *grown);
-        if (!grown)
-            return nomem(r);
-        r->out->nodes = grown;
-        r->cap_nodes = cap;
-    }
+    gp_node_spec *nodes = gp_grow(r->out->nodes, &r->cap_nodes, r->out->n_nodes + 1, sizeof *nodes);
+    if (!nodes)
+        return nomem(r);
+    r->out->nodes = nodes;
     const gp_node_spec *from = &r->node->spec;
     gp_node_spec s = *from;
     s.gpu_uuids = NULL;
@@ -189,7 +172,7 @@ static gp_err read_count(fleet_reader *r, const json_t *item, const char *at, in
     if (rc == GP_OK && r->node->spec.gpu_uuids && *count > 1)
         rc = gp_error_set(r->err, GP_ERR_INVALID, "gpu_uuids", "gpu_uuids cannot be given with count > 1");
     if (rc)
-        gp_yaml_locate(&r->lines, at, r->err);
+        gp_yaml_locate(r->lines, at, r->err);
     return rc;
 }
 
@@ -204,22 +187,21 @@ static gp_err check_pool(fleet_reader *r, const char *at)
         return GP_OK;
     char field[64];
     snprintf(field, sizeof field, "%s.pool", at);
-    return gp_yaml_fail(&r->lines, field, r->err, field, "%s is %s, which is not listed under pools", field, pool);
+    return gp_yaml_fail(r->lines, field, r->err, field, "%s is %s, which is not listed under pools", field, pool);
 }
 
-static gp_err read_node(fleet_reader *r, const json_t *item, const char *at, size_t index)
+static gp_err read_node(void *reader, const gp_yaml_lines *lines, const json_t *item, const char *at, size_t index,
+                        gp_error *err)
 {
-    gp_err rc = expect_mapping(r, item, at);
-    if (rc)
-        return rc;
-    json_t *body = json_copy((json_t *)item);
+    static const char *const own[] = {"count", NULL};
+    fleet_reader *r = reader;
+    json_t *body = gp_yaml_file_body(item, own);
     if (!body)
         return nomem(r);
-    json_object_del(body, "count");
-    rc = gp_fleet_node_parse(body, r->node, r->err);
+    gp_err rc = gp_fleet_node_parse(body, r->node, err);
     json_decref(body);
     if (rc) {
-        gp_yaml_locate(&r->lines, at, r->err);
+        gp_yaml_locate(lines, at, err);
         return rc;
     }
     int64_t count = 0;
@@ -232,7 +214,7 @@ static gp_err read_node(fleet_reader *r, const json_t *item, const char *at, siz
         snprintf(name, sizeof name, "%s-%lld", r->node->name, (long long)k);
         snprintf(field, sizeof field, "%s.name", at);
         if (strlen(name) >= GP_NAME_MAX)
-            return gp_yaml_fail(&r->lines, field, r->err, field, "node name %s is longer than %d characters", name,
+            return gp_yaml_fail(r->lines, field, r->err, field, "node name %s is longer than %d characters", name,
                                 GP_NAME_MAX - 1);
         if ((rc = push_node(r, name, at, index)))
             return rc;
@@ -242,82 +224,46 @@ static gp_err read_node(fleet_reader *r, const json_t *item, const char *at, siz
 
 /* ---- the file ---- */
 
-static gp_err read_list(fleet_reader *r, const json_t *root, const char *field,
-                        gp_err (*read_item)(fleet_reader *, const json_t *, const char *, size_t))
+static gp_err read_fleet(void *out, const gp_yaml_lines *lines, const json_t *root, gp_error *err)
 {
-    const json_t *list = json_object_get(root, field);
-    if (!json_is_array(list))
-        return gp_yaml_fail(&r->lines, field, r->err, field, "%s must be a list", field);
-    gp_err rc = GP_OK;
-    for (size_t i = 0; rc == GP_OK && i < json_array_size(list); i++) {
-        char at[32];
-        snprintf(at, sizeof at, "%s[%zu]", field, i);
-        rc = read_item(r, json_array_get(list, i), at, i);
-    }
+    fleet_reader r = {.lines = lines, .err = err, .out = out};
+    r.store = calloc(1, sizeof *r.store);
+    r.node = malloc(sizeof *r.node);
+    r.out->storage = r.store;
+    gp_err rc = r.store && r.node ? GP_OK : nomem(&r);
+    /* pools first: nodes refer to them */
+    if (rc == GP_OK && json_object_get(root, "pools"))
+        rc = gp_yaml_file_each(lines, root, "pools", read_pool, &r, err);
+    if (rc == GP_OK)
+        rc = gp_yaml_file_each(lines, root, "nodes", read_node, &r, err);
+    gp_strmap_free(&r.node_names);
+    free(r.node);
     return rc;
 }
 
-static gp_err read_pool_item(fleet_reader *r, const json_t *item, const char *at, size_t index)
+static void release_fleet(void *out)
 {
-    (void)index;
-    return read_pool(r, item, at);
+    gp_fleet_file_free(out);
 }
 
-static gp_err read_fleet(fleet_reader *r, const json_t *root)
-{
-    if (!root)
-        return gp_error_set(r->err, GP_ERR_INVALID, "nodes", "%s:1: the fleet file is empty", r->lines.name);
-    if (!json_is_object(root))
-        return gp_yaml_fail(&r->lines, "", r->err, "nodes", "a fleet file is a mapping with pools and nodes");
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)root, key, v) {
-        if (strcmp(key, "pools") != 0 && strcmp(key, "nodes") != 0)
-            return gp_yaml_fail(&r->lines, key, r->err, key, "unknown field %s (a fleet file has pools and nodes)",
-                                key);
-    }
-    if (!json_object_get(root, "nodes"))
-        return gp_yaml_fail(&r->lines, "", r->err, "nodes", "the fleet file has no nodes list");
-    /* pools first: nodes refer to them */
-    gp_err rc = json_object_get(root, "pools") ? read_list(r, root, "pools", read_pool_item) : GP_OK;
-    return rc ? rc : read_list(r, root, "nodes", read_node);
-}
+static const gp_yaml_file_kind fleet_kind = {
+    .what = "fleet file",
+    .size = sizeof(gp_fleet_file),
+    .keys = {"pools", "nodes"},
+    .list = "nodes",
+    .holds = "pools and nodes",
+    .read = read_fleet,
+    .release = release_fleet,
+};
 
 gp_err gp_fleet_file_parse(const char *text, size_t len, const char *name, gp_fleet_file *out, gp_error *err)
 {
-    memset(out, 0, sizeof *out);
-    fleet_reader r;
-    memset(&r, 0, sizeof r);
-    r.out = out;
-    r.err = err;
-    r.store = calloc(1, sizeof *r.store);
-    r.node = malloc(sizeof *r.node);
-    out->storage = r.store;
-    json_t *root = NULL;
-    gp_err rc = !r.store || !r.node ? gp_error_set(err, GP_ERR_NOMEM, "file", "out of memory")
-                                    : gp_yaml_to_json(text, len, name, &root, &r.lines, err);
-    if (rc == GP_OK)
-        rc = read_fleet(&r, root);
-    json_decref(root);
-    gp_yaml_lines_free(&r.lines);
-    gp_strmap_free(&r.node_names);
-    free(r.node);
-    if (rc)
-        gp_fleet_file_free(out);
-    return rc;
+    return gp_yaml_file_parse(&fleet_kind, text, len, name, out, err);
 }
 
 gp_err gp_fleet_file_load(const char *path, gp_fleet_file *out, gp_error *err)
 {
-    char *text;
-    size_t len;
-    memset(out, 0, sizeof *out);
-    gp_err rc = gp_file_read_all(path, &text, &len, err);
-    if (rc)
-        return rc;
-    rc = gp_fleet_file_parse(text, len, path, out, err);
-    free(text);
-    return rc;
+    return gp_yaml_file_load(&fleet_kind, path, out, err);
 }
 
 void gp_fleet_file_free(gp_fleet_file *f)

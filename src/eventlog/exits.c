@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 struct gp__exit_record {
     uint64_t job;
     int64_t bind_time;
@@ -37,14 +39,10 @@ static gp__exit_record *record_of(gp_exits *x, uint64_t job, const gp_job_info *
     }
     if (rec)
         return rec;
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? 2 * x->cap : 16;
-        gp__exit_record *r = realloc(x->records, cap * sizeof *r);
-        if (!r)
-            return NULL;
-        x->records = r;
-        x->cap = cap;
-    }
+    gp__exit_record *records = gp_grow(x->records, &x->cap, x->n + 1, sizeof *records);
+    if (!records)
+        return NULL;
+    x->records = records;
     unsigned char *mask = calloc((size_t)info->replicas, 1);
     if (!mask)
         return NULL;

@@ -12,6 +12,7 @@
 
 #include "eventlog/decisions.h"
 #include "eventlog/placement.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +51,10 @@ static void touch(gp_replayer *r, uint64_t id)
     for (size_t i = 0; i < r->n_touched; i++)
         if (r->touched[i] == id)
             return;
-    if (r->n_touched == r->cap_touched) {
-        size_t cap = r->cap_touched ? 2 * r->cap_touched : 64;
-        uint64_t *t = realloc(r->touched, cap * sizeof *t);
-        if (!t)
-            return; /* its row is rewritten by its next decision; the job is forgotten then */
-        r->touched = t;
-        r->cap_touched = cap;
-    }
+    uint64_t *touched = gp_grow(r->touched, &r->cap_touched, r->n_touched + 1, sizeof *touched);
+    if (!touched)
+        return; /* its row is rewritten by its next decision; the job is forgotten then */
+    r->touched = touched;
     r->touched[r->n_touched++] = id;
 }
 

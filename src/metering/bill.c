@@ -38,6 +38,7 @@
  */
 #include "metering/bill.h"
 
+#include "util/grow.h"
 #include "util/hashmap.h"
 
 #include <stdio.h>
@@ -120,14 +121,10 @@ struct gp_bill {
 
 static bool vec_push(vec *a, const void *item, size_t size)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 64;
-        void *p = realloc(a->v, cap * size);
-        if (!p)
-            return false;
-        a->v = p;
-        a->cap = cap;
-    }
+    void *grown = gp_grow(a->v, &a->cap, a->n + 1, size);
+    if (!grown)
+        return false;
+    a->v = grown;
     memcpy((char *)a->v + a->n * size, item, size);
     a->n++;
     return true;
@@ -137,14 +134,10 @@ static bool intern(names *t, const char *s, uint32_t *out)
 {
     if (gp_strmap_get(&t->map, s, out))
         return true;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 32;
-        char **v = realloc(t->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        t->v = v;
-        t->cap = cap;
-    }
+    char **v = gp_grow(t->v, &t->cap, t->n + 1, sizeof *v);
+    if (!v)
+        return false;
+    t->v = v;
     char *copy = strdup(s);
     if (!copy || !gp_strmap_put(&t->map, s, (uint32_t)t->n)) {
         free(copy);

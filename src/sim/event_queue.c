@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 static bool before(const gp_event *a, const gp_event *b)
 {
     return a->time != b->time ? a->time < b->time : a->seq < b->seq;
@@ -18,14 +20,10 @@ static void swap(gp_event *a, gp_event *b)
 
 bool gp_event_push(gp_event_queue *q, int64_t time, gp_event_kind kind, uint32_t job, uint32_t epoch)
 {
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 1024;
-        gp_event *grown = realloc(q->heap, cap * sizeof *grown);
-        if (!grown)
-            return false;
-        q->heap = grown;
-        q->cap = cap;
-    }
+    gp_event *heap = gp_grow(q->heap, &q->cap, q->n + 1, sizeof *heap);
+    if (!heap)
+        return false;
+    q->heap = heap;
     size_t i = q->n++;
     q->heap[i] = (gp_event){.time = time, .seq = q->next_seq++, .job = job, .epoch = epoch, .kind = (uint8_t)kind};
     while (i > 0 && before(&q->heap[i], &q->heap[(i - 1) / 2])) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 double gp_sim_jain(const double *x, size_t n)
 {
     double sum = 0, sum_sq = 0;
@@ -149,14 +151,10 @@ static double hour_dominant_share(gp_sim_fairness *f, size_t g)
 
 static bool close_hour(gp_sim_fairness *f)
 {
-    if (f->n_hours == f->cap_hours) {
-        size_t cap = f->cap_hours ? f->cap_hours * 2 : 256;
-        gp_sim_fair_hour *h = realloc(f->hours, cap * sizeof *h);
-        if (!h)
-            return false;
-        f->hours = h;
-        f->cap_hours = cap;
-    }
+    gp_sim_fair_hour *hours = gp_grow(f->hours, &f->cap_hours, f->n_hours + 1, sizeof *hours);
+    if (!hours)
+        return false;
+    f->hours = hours;
     int64_t end = f->hour_start + GP_SIM_FAIR_HOUR_S;
     for (size_t g = 0; g < f->n_groups; g++) {
         for (int t = 0; t < f->n_types; t++)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sim/rng.h"
+#include "util/grow.h"
 
 /* The GPU share one replica asks for (FGD's MilliGpu). */
 static int64_t per_gpu_milli(const gp_trace_job *j)
@@ -60,15 +61,12 @@ static uint32_t *submission_order(const gp_trace *src, double target, gp_rng *r,
         uint32_t pick = (uint32_t)gp_rng_below(r, src->n_jobs);
         if (total + (double)per_gpu_milli(&src->jobs[pick]) > target)
             break;
-        if (n == cap) {
-            uint32_t *grown = realloc(idx, cap * 2 * sizeof *idx);
-            if (!grown) {
-                free(idx);
-                return NULL;
-            }
-            idx = grown;
-            cap *= 2;
+        uint32_t *grown = gp_grow(idx, &cap, n + 1, sizeof *idx);
+        if (!grown) {
+            free(idx);
+            return NULL;
         }
+        idx = grown;
         idx[n++] = pick;
         total += (double)gp_trace_job_milli(&src->jobs[pick]);
     }

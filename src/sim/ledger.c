@@ -18,6 +18,7 @@
 
 #include "eventlog/ledger_record.h"
 #include "eventlog/placement.h"
+#include "util/grow.h"
 
 struct gp_sim_ledger {
     FILE *f;
@@ -118,17 +119,12 @@ void gp_sim_ledger_start(gp_sim_ledger *l, const gp_engine *e, const gp_tenant_f
 /* The slot of an interval id in l->open, grown as needed; NULL when out of memory. */
 static json_t **open_slot(gp_sim_ledger *l, uint64_t id)
 {
-    if (id >= l->cap_open) {
-        size_t cap = l->cap_open ? l->cap_open : 1024;
-        while (cap <= id)
-            cap *= 2;
-        json_t **grown = realloc(l->open, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        memset(grown + l->cap_open, 0, (cap - l->cap_open) * sizeof *grown);
-        l->open = grown;
-        l->cap_open = cap;
-    }
+    size_t had = l->cap_open;
+    json_t **open = gp_grow(l->open, &l->cap_open, (size_t)id + 1, sizeof *open);
+    if (!open)
+        return NULL;
+    memset(open + had, 0, (l->cap_open - had) * sizeof *open);
+    l->open = open;
     return &l->open[id];
 }
 

@@ -39,6 +39,7 @@
 
 #include "sim/event_queue.h"
 #include "sim/setup.h"
+#include "util/grow.h"
 
 enum { JOB_WAITING = 0, JOB_PENDING, JOB_RUNNING, JOB_PREEMPTING, JOB_OVER };
 
@@ -65,7 +66,8 @@ typedef struct sim {
     int64_t *group_usage;           /* current, per group */
     gp_sim_fairness fair;
     int64_t next_sample;
-    size_t cap_samples, cap_arrivals;
+    size_t cap_samples, cap_usage_rows; /* of r->samples, r->group_usage (rows) */
+    size_t cap_arrived, cap_allocated;  /* of r->arrival_arrived, r->arrival_allocated */
     size_t batch_first, batch_end;  /* arrivals of the current batch (fail_unplaced) */
     bool oom;
 } sim;
@@ -116,21 +118,27 @@ static int64_t stranded_milli(const gp_engine *e)
     return sum;
 }
 
+/* Room for one more sample and its row of group usage; false when out of
+ * memory. */
+static bool sample_room(sim *s)
+{
+    gp_sim_result *r = s->r;
+    size_t row = (r->n_groups ? r->n_groups : 1) * sizeof *r->group_usage;
+    gp_sim_sample *samples = gp_grow(r->samples, &s->cap_samples, r->n_samples + 1, sizeof *samples);
+    if (samples)
+        r->samples = samples;
+    int64_t *usage = samples ? gp_grow(r->group_usage, &s->cap_usage_rows, r->n_samples + 1, row) : NULL;
+    if (usage)
+        r->group_usage = usage;
+    return usage != NULL;
+}
+
 static void take_sample(sim *s, int64_t t)
 {
     gp_sim_result *r = s->r;
-    if (r->n_samples == s->cap_samples) {
-        size_t cap = s->cap_samples ? s->cap_samples * 2 : 512;
-        gp_sim_sample *samples = realloc(r->samples, cap * sizeof *samples);
-        int64_t *usage = samples ? realloc(r->group_usage, cap * r->n_groups * sizeof *usage) : NULL;
-        if (samples)
-            r->samples = samples;
-        if (!samples || !usage) {
-            s->oom = true;
-            return;
-        }
-        r->group_usage = usage;
-        s->cap_samples = cap;
+    if (!sample_room(s)) {
+        s->oom = true;
+        return;
     }
     gp_engine_stats st;
     gp_engine_stats_get(s->e, &st);
@@ -169,19 +177,17 @@ static void advance(sim *s, int64_t t)
 static void record_arrival_point(sim *s)
 {
     gp_sim_result *r = s->r;
-    if (r->n_arrivals == s->cap_arrivals) {
-        size_t cap = s->cap_arrivals ? s->cap_arrivals * 2 : 1024;
-        int64_t *a = realloc(r->arrival_arrived, cap * sizeof *a);
-        if (a)
-            r->arrival_arrived = a;
-        int64_t *b = a ? realloc(r->arrival_allocated, cap * sizeof *b) : NULL;
-        if (!a || !b) {
-            s->oom = true;
-            return;
-        }
-        r->arrival_allocated = b;
-        s->cap_arrivals = cap;
+    int64_t *arrived = gp_grow(r->arrival_arrived, &s->cap_arrived, r->n_arrivals + 1, sizeof *arrived);
+    if (arrived)
+        r->arrival_arrived = arrived;
+    int64_t *allocated = arrived ? gp_grow(r->arrival_allocated, &s->cap_allocated, r->n_arrivals + 1,
+                                           sizeof *allocated)
+                                 : NULL;
+    if (!allocated) {
+        s->oom = true;
+        return;
     }
+    r->arrival_allocated = allocated;
     r->arrival_arrived[r->n_arrivals] = s->arrived_milli;
     r->arrival_allocated[r->n_arrivals++] = s->allocated_milli;
 }

@@ -6,22 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
+#define GP__STRBUF_FIRST 4096
+
 static bool reserve(gp_strbuf *b, size_t need)
 {
     if (b->oom)
         return false;
-    if (b->len + need + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + need + 1)
-        cap *= 2;
-    char *grown = realloc(b->text, cap);
+    size_t total = b->len + need + 1;
+    char *grown = gp_grow(b->text, &b->cap, total < GP__STRBUF_FIRST ? GP__STRBUF_FIRST : total, 1);
     if (!grown) {
         b->oom = true;
         return false;
     }
     b->text = grown;
-    b->cap = cap;
     return true;
 }
 

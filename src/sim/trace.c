@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 void gp_trace_init(gp_trace *t)
 {
     memset(t, 0, sizeof *t);
@@ -23,14 +25,10 @@ void gp_trace_free(gp_trace *t)
 
 gp_err gp_trace_add(gp_trace *t, const gp_trace_job *job, gp_error *err)
 {
-    if (t->n_jobs == t->cap_jobs) {
-        size_t cap = t->cap_jobs ? t->cap_jobs * 2 : 1024;
-        gp_trace_job *grown = realloc(t->jobs, cap * sizeof *grown);
-        if (!grown)
-            return gp_error_set(err, GP_ERR_NOMEM, "trace", "out of memory at job %zu", t->n_jobs + 1);
-        t->jobs = grown;
-        t->cap_jobs = cap;
-    }
+    gp_trace_job *jobs = gp_grow(t->jobs, &t->cap_jobs, t->n_jobs + 1, sizeof *jobs);
+    if (!jobs)
+        return gp_error_set(err, GP_ERR_NOMEM, "trace", "out of memory at job %zu", t->n_jobs + 1);
+    t->jobs = jobs;
     t->jobs[t->n_jobs] = *job;
     t->jobs[t->n_jobs].id = t->n_jobs + 1;
     t->n_jobs++;
@@ -46,14 +44,10 @@ bool gp_trace_tenant(gp_trace *t, const char *path, uint16_t *index)
         }
     if (t->n_tenants >= UINT16_MAX || strlen(path) >= GP_PATH_MAX)
         return false;
-    if (t->n_tenants == t->cap_tenants) {
-        size_t cap = t->cap_tenants ? t->cap_tenants * 2 : 16;
-        char(*grown)[GP_PATH_MAX] = realloc(t->tenants, cap * sizeof *grown);
-        if (!grown)
-            return false;
-        t->tenants = grown;
-        t->cap_tenants = cap;
-    }
+    char(*tenants)[GP_PATH_MAX] = gp_grow(t->tenants, &t->cap_tenants, t->n_tenants + 1, sizeof *tenants);
+    if (!tenants)
+        return false;
+    t->tenants = tenants;
     strcpy(t->tenants[t->n_tenants], path);
     *index = (uint16_t)t->n_tenants++;
     return true;

@@ -21,6 +21,7 @@
  * which has none).
  */
 #include "sim/trace.h"
+#include "util/bytes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -200,20 +201,7 @@ gp_err gp_trace_read_openb(gp_trace *t, const char *path, const gp_trace_read_op
 
 static bool yaml_append(csv_reader *r, const char *text)
 {
-    size_t len = strlen(text);
-    if (r->yaml_len + len + 1 > r->yaml_cap) {
-        size_t cap = r->yaml_cap ? r->yaml_cap * 2 : 65536;
-        while (cap < r->yaml_len + len + 1)
-            cap *= 2;
-        char *grown = realloc(r->yaml, cap);
-        if (!grown)
-            return false;
-        r->yaml = grown;
-        r->yaml_cap = cap;
-    }
-    memcpy(r->yaml + r->yaml_len, text, len + 1);
-    r->yaml_len += len;
-    return true;
+    return gp_bytes_append(&r->yaml, &r->yaml_len, &r->yaml_cap, text, strlen(text));
 }
 
 static gp_err node_line(void *ctx, char *line, size_t lineno, gp_error *err)

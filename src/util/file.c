@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 gp_err gp_file_read_stream(FILE *f, const char *name, char **text, size_t *len, gp_error *err)
 {
     size_t cap = 4096, n = 0;
@@ -18,14 +20,13 @@ gp_err gp_file_read_stream(FILE *f, const char *name, char **text, size_t *len, 
         n += fread(buf + n, 1, cap - n - 1, f);
         if (n < cap - 1)
             break;
-        char *grown = realloc(buf, cap * 2);
+        char *grown = gp_grow(buf, &cap, cap + 1, 1);
         if (!grown) {
             free(buf);
             buf = NULL;
             break;
         }
         buf = grown;
-        cap *= 2;
     }
     if (!buf)
         return gp_error_set(err, GP_ERR_NOMEM, "file", "%s: out of memory", name);

@@ -176,6 +176,33 @@ static void syntax_error(void **state)
     expect_error("", 1, "nodes");
 }
 
+/* The file's top, checked by the skeleton every file reader shares
+ * (config/yaml_file.h): each message whole, as it was before the skeleton. */
+static void expect_message(const char *text, const char *field, const char *message)
+{
+    gp_fleet_file f;
+    gp_error err;
+    assert_int_not_equal(gp_fleet_file_parse(text, strlen(text), "fleet.yaml", &f, &err), GP_OK);
+    assert_string_equal(err.field, field);
+    assert_string_equal(err.message, message);
+    assert_null(f.nodes);
+    assert_null(f.pools);
+}
+
+static void the_top_is_checked_with_these_messages(void **state)
+{
+    (void)state;
+    expect_message("", "nodes", "fleet.yaml:1: the fleet file is empty");
+    expect_message("[a]\n", "nodes", "fleet.yaml:1: a fleet file is a mapping with pools and nodes");
+    expect_message("nodes: []\nzones: []\n", "zones",
+                   "fleet.yaml:2: unknown field zones (a fleet file has pools and nodes)");
+    expect_message("pools: []\n", "nodes", "fleet.yaml:1: the fleet file has no nodes list");
+    expect_message("nodes: 3\n", "nodes", "fleet.yaml:1: nodes must be a list");
+    expect_message("pools: {}\nnodes: []\n", "pools", "fleet.yaml:1: pools must be a list");
+    expect_message("nodes:\n  - a\n", "nodes[0]", "fleet.yaml:2: nodes[0] must be a mapping");
+    expect_message("pools:\n  - p\nnodes: []\n", "pools[0]", "fleet.yaml:2: pools[0] must be a mapping");
+}
+
 static void load_missing_file(void **state)
 {
     (void)state;
@@ -227,7 +254,7 @@ int main(void)
         cmocka_unit_test(wrong_types),        cmocka_unit_test(out_of_range),
         cmocka_unit_test(missing_and_duplicates), cmocka_unit_test(syntax_error),
         cmocka_unit_test(load_missing_file),  cmocka_unit_test(apply_adds_nodes),
-        cmocka_unit_test(apply_sets_pools),
+        cmocka_unit_test(apply_sets_pools),   cmocka_unit_test(the_top_is_checked_with_these_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

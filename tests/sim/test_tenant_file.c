@@ -135,6 +135,30 @@ static void errors(void **state)
     expect_error("tenants: {path: a}\n", 1, "tenants");
 }
 
+/* The file's top, checked by the skeleton every file reader shares
+ * (config/yaml_file.h): each message whole, as it was before the skeleton. */
+static void expect_message(const char *text, const char *field, const char *message)
+{
+    gp_tenant_file f;
+    gp_error err;
+    assert_int_not_equal(gp_tenant_file_parse(text, strlen(text), "tenants.yaml", &f, &err), GP_OK);
+    assert_string_equal(err.field, field);
+    assert_string_equal(err.message, message);
+    assert_null(f.tenants);
+}
+
+static void the_top_is_checked_with_these_messages(void **state)
+{
+    (void)state;
+    expect_message("", "tenants", "tenants.yaml:1: the tenant file is empty");
+    expect_message("just text\n", "tenants", "tenants.yaml:1: a tenant file is a mapping with a tenants list");
+    expect_message("tenants: []\nusers: []\n", "users",
+                   "tenants.yaml:2: unknown field users (a tenant file has tenants)");
+    expect_message("{}\n", "tenants", "tenants.yaml:1: the tenant file has no tenants list");
+    expect_message("tenants: research\n", "tenants", "tenants.yaml:1: tenants must be a list");
+    expect_message("tenants:\n  - path: a\n  - b\n", "tenants[1]", "tenants.yaml:3: tenants[1] must be a mapping");
+}
+
 /* The parent may already exist where the file is applied: not the file's
  * to refuse (the engine does, when it does not exist). */
 static void a_file_may_list_a_child_without_its_parent(void **state)
@@ -180,6 +204,7 @@ int main(void)
         cmocka_unit_test(full_entry), cmocka_unit_test(json_is_accepted),
         cmocka_unit_test(errors),      cmocka_unit_test(apply_builds_tree), cmocka_unit_test(time_limits_per_kind),
         cmocka_unit_test(a_file_may_list_a_child_without_its_parent),
+        cmocka_unit_test(the_top_is_checked_with_these_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,12 +2,15 @@
  *
  * Semantics under test (docs/scheduling.md, "Reclaim and preemption";
  * docs/architecture.md, "The life of one job"): a GUARANTEED job that cannot
- * be placed picks victims among RUNNING BURSTABLE jobs (whole jobs): not in
- * cool-down first, then tenants furthest over their guarantee, lowest
- * priority, least work lost since the last checkpoint (or bind).  The
- * smallest sufficient set is preempted: PREEMPT (grace_s = victim's
- * checkpoint_grace_s, by_job, by_tenant, guarantee_of, work_lost_gpu_s) +
- * TRANSITION running->preempting.  At deadline = preempt time + grace, or on
+ * be placed picks victims among RUNNING BURSTABLE jobs (whole jobs) in the
+ * order of reclaim.c, "Which victims": lower priority first, and at equal
+ * priority jobs in cool-down last; then victims that fit within what is
+ * still missing; then the lowest cost (work lost since the last checkpoint
+ * or bind, plus a restart price per job and GPU, divided by how far the
+ * tenant is over its fair share); ties the most recently bound, then the
+ * lower id.  The set is then pruned to a minimal one and preempted: PREEMPT
+ * (grace_s = victim's checkpoint_grace_s, by_job, by_tenant, guarantee_of,
+ * work_lost_gpu_s) + TRANSITION running->preempting.  At deadline = preempt time + grace, or on
  * job_finished(STOPPED), the victim releases its GPUs and goes back to
  * PENDING with the same id; the reclaimer waits GP_WAIT_RECLAIM and is
  * placed by the first pass at or after the deadline.  Grace 0: released in
