@@ -13,6 +13,9 @@ Behaviours under test:
   - preemption: the victim is signalled (SIGTERM), keeps its grace, and is
     killed when it ends; touching $GPUPOOL_CHECKPOINT_DIR/.done ends the
     grace early and the reclaimer starts long before it;
+  - a job bound again after a preemption finds its checkpoint folder without
+    a .done an earlier run left unseen (one killed just after checkpointing),
+    which would end the new run's first grace at once;
   - the replicas' output reaches `gpupool logs` (once gpupoold has the
     logs endpoint, issue 13 part B; skipped before), and a run that ended
     is forgotten once gpupoold has its exit and its log;
@@ -67,6 +70,20 @@ while True:
     time.sleep(0.1)
 """
 
+
+# Counts its runs in its checkpoint folder and says whether a .done is there
+# when it starts; the first run waits for SIGTERM, the second ends at once.
+RERUN = """
+import os, signal, sys, time
+ckpt = os.environ['GPUPOOL_CHECKPOINT_DIR']
+runs = os.path.join(ckpt, 'runs')
+n = (int(open(runs).read()) if os.path.exists(runs) else 0) + 1
+open(runs, 'w').write(str(n))
+print('START %d done=%s' % (n, os.path.exists(os.path.join(ckpt, '.done'))), flush=True)
+signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(0))
+while n == 1:
+    time.sleep(0.1)
+"""
 
 class Agent:
     """A gpupool-agent run process over the sim node file."""
@@ -231,6 +248,25 @@ def test_preemption_signals_the_victim_and_the_handshake_ends_the_grace(d, a):
     # the reclaimer's replica saw GPUs no victim still held: the victims ended before it started
     log = a.read_log()
     assert "job=%d replica=0 checkpointed" % ckpt in log, log
+
+
+@with_agent
+def test_a_job_bound_again_starts_without_a_done_its_earlier_run_left(d, a):
+    d.ok("PUT", "/v1/tenants/owner", {"guarantee": {"gpu": {"T4": 4}}})
+    d.ok("PUT", "/v1/tenants/borrower", {})
+    j = submit(d, ["python3", "-c", RERUN], tenant="borrower", gpus=2, grace=600)
+    gpd.wait_for(lambda: "START 1 " in "".join(a.replica_logs(j).values()), timeout=20, what="the first run")
+    # The reclaimer takes every GPU for 3 s: the first run stops on SIGTERM and is requeued.
+    owner = submit(d, ["python3", "-c", "import time; time.sleep(3)"], tenant="owner", replicas=2, gpus=2, grace=0)
+    gpd.wait_for(lambda: state_is(d, j, "pending"), timeout=30, what="the first run requeued")
+    # What a run killed just after it checkpointed leaves: a .done the agent never saw.
+    done = os.path.join(a.state, "checkpoints", "job%d" % j, ".done")
+    open(done, "w").close()
+    os.utime(done, (time.time() - 60, time.time() - 60))
+    gpd.wait_for(lambda: state_is(d, j, "succeeded", "failed"), timeout=60, what="the second run to end")
+    text = "".join(a.replica_logs(j).values())
+    assert "START 1 done=False" in text and "START 2 done=False" in text, text
+    assert state_is(d, owner, "succeeded"), job(d, owner)["history"]
 
 
 def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(d):
@@ -455,6 +491,7 @@ def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
 if __name__ == "__main__":
     gpd.run([test_a_two_replica_gang_spans_two_nodes_with_the_right_environment,
              test_preemption_signals_the_victim_and_the_handshake_ends_the_grace,
+             test_a_job_bound_again_starts_without_a_done_its_earlier_run_left,
              test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued,
              test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
