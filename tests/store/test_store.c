@@ -984,6 +984,29 @@ static void snapshots_are_stored_in_parts_and_the_newest_kept(void **state)
     free(got);
 }
 
+/* What a crash in the middle of a put leaves (a row not complete, some
+ * parts) is never offered to a start, and the next put removes it. */
+static void a_snapshot_left_half_written_is_never_listed_and_the_next_put_drops_it(void **state)
+{
+    fixture *f = *state;
+    size_t len = 1000;
+    unsigned char *b = snapshot_bytes(len, 1);
+    OK(gp_store_snapshot_put(f->s, 1000, 1, b, len, GP_STORE_SNAPSHOTS_KEPT, &e_));
+    raw_exec(f, "INSERT INTO snapshots(seq, created, bytes, parts, complete) VALUES (2000, 2, 0, 0, 0);"
+                "INSERT INTO snapshot_parts(seq, part, data) VALUES (2000, 0, 'half')");
+    int64_t seqs[4];
+    size_t n = 0;
+    OK(gp_store_snapshots_list(f->s, seqs, 4, &n, &e_));
+    assert_int_equal(n, 1);
+    assert_int_equal(seqs[0], 1000);
+    OK(gp_store_snapshot_put(f->s, 3000, 3, b, len, GP_STORE_SNAPSHOTS_KEPT, &e_));
+    free(b);
+    gp_db *db = dbtest_open(f->url, true);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM snapshots WHERE seq = 2000", NULL, NULL), 0);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM snapshot_parts WHERE seq = 2000", NULL, NULL), 0);
+    gp_db_close(db);
+}
+
 /* ---- transactions ---- */
 
 static void a_rollback_leaves_nothing_behind(void **state)
@@ -1164,6 +1187,7 @@ int main(void)
         CASE(gpu_checks_health_and_drains_are_kept),
         CASE(job_use_counters_are_kept_and_summed),
         CASE(snapshots_are_stored_in_parts_and_the_newest_kept),
+        CASE(a_snapshot_left_half_written_is_never_listed_and_the_next_put_drops_it),
         CASE(a_rollback_leaves_nothing_behind),
         CASE(a_takeover_during_a_fenced_transaction_fails_its_commit),
         CASE(a_sent_commit_lets_the_next_transaction_begin_behind_it),
