@@ -22,6 +22,8 @@ Behaviours under test:
   - a job past its time limit is signalled, killed after its grace, and
     ends with reason time_limit; a replica whose supervisor dies is killed
     and its end reported (signal 9);
+  - on https, the agent trusts the server only through its --cacert: with
+    another CA's certificate it refuses the server and registers nothing;
   - kill -9 of the agent: its replicas keep running and the agent that
     starts again adopts them (nothing started twice) and reports their
     exits; a node silent past --node-lost-after has its job requeued onto
@@ -30,6 +32,7 @@ Behaviours under test:
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -470,6 +473,47 @@ def test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw(d, a):
     assert not a.replica_logs(j) and state_is(d, j, "running"), a.replica_logs(j)
 
 
+def make_cert(folder, name):
+    """A self-signed certificate for 127.0.0.1 and its key, in folder."""
+    cert, key = os.path.join(folder, name + ".pem"), os.path.join(folder, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_an_agent_on_https_trusts_its_cacert_and_refuses_another(d):
+    if not shutil.which("openssl"):
+        print("     (openssl missing: the agent's TLS not checked)")
+        return
+    d.stop()
+    cert, key = make_cert(d.dir, "server")
+    other, _ = make_cert(d.dir, "other")
+    tls = gpd.Daemon(workdir=d.dir, extra=["--tls-cert", cert, "--tls-key", key])
+    tls.start()
+    work = tempfile.mkdtemp(prefix="gpupool-agent-")
+    os.chmod(work, 0o755)
+    server = type("D", (), {"url": "https://127.0.0.1:%d" % tls.port})
+
+    def cli(*args):
+        p = subprocess.run([os.path.join(gpd.BIN, "gpupool"), "--server", server.url, "--cacert", cert,
+                            "--token", tls.token] + list(args), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    try:
+        join = json.loads(cli("--json", "token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h"))["token"]
+        wrong = Agent(server, work, join, nodes=["t4-0"], extra=["--cacert", other]).start()
+        gpd.wait_for(lambda: "certificate" in wrong.read_log(), what="the agent refusing the server's certificate")
+        wrong.stop()
+        assert "t4-0" not in cli("nodes"), cli("nodes")
+        right = Agent(server, work, join, nodes=["t4-0"], extra=["--cacert", cert]).start()
+        gpd.wait_for(lambda: "t4-0" in cli("nodes"), what="the node registered over https")
+        right.stop()
+    finally:
+        tls.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    d.start()
+
 def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
     d.ok("PUT", "/v1/tenants/t", {})
     with running_agent(d) as a:
@@ -496,6 +540,7 @@ if __name__ == "__main__":
              test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
              test_exits_reach_a_restarted_gpupoold_through_the_next_url,
+             test_an_agent_on_https_trusts_its_cacert_and_refuses_another,
              test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten,
              test_output_bursts_larger_than_a_request_body_reach_gpupool_logs_whole,
              test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit,
