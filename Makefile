@@ -13,7 +13,7 @@ export GP_PROPERTY_SEQUENCES
 endif
 
 .DEFAULT_GOAL := build
-.PHONY: deps build build-asan test demo bench install clean
+.PHONY: deps build build-asan test coverage demo bench install clean
 
 deps:
 	./scripts/install-deps.sh
@@ -31,6 +31,13 @@ test: deps build build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --test-dir build-asan --output-on-failure -j2
+
+# The plain suite again in build-cov with gcov counters; lines and branches
+# per src/ folder in build-cov/coverage/summary.txt (scripts/coverage.sh).
+# Only this target installs gcovr.
+coverage: deps
+	./scripts/install-deps.sh coverage
+	./scripts/coverage.sh
 
 # DEMO_ONCE=1 exits when the story is told; without it gpupoold stays up.
 demo: deps build
@@ -54,4 +61,4 @@ install: build
 	cmake --install build --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-cov

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages gpupool needs (build, tests, and later phases).
 # Safe to run repeatedly: quiet and does nothing when everything is installed.
+#   install-deps.sh            the packages every build and `make test` need
+#   install-deps.sh coverage   only what `make coverage` adds (gcovr)
 set -euo pipefail
 
-PACKAGES=(
+BASE_PACKAGES=(
     # build
     build-essential
     cmake
@@ -37,6 +39,17 @@ PACKAGES=(
     nodejs
     node-ws
 )
+
+# `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.
+COVERAGE_PACKAGES=(
+    gcovr
+)
+
+case "${1:-}" in
+    "") PACKAGES=("${BASE_PACKAGES[@]}") ;;
+    coverage) PACKAGES=("${COVERAGE_PACKAGES[@]}") ;;
+    *) echo "install-deps.sh: unknown group '$1' (expected none or 'coverage')" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

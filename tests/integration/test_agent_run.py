@@ -13,12 +13,17 @@ Behaviours under test:
   - preemption: the victim is signalled (SIGTERM), keeps its grace, and is
     killed when it ends; touching $GPUPOOL_CHECKPOINT_DIR/.done ends the
     grace early and the reclaimer starts long before it;
+  - a job bound again after a preemption finds its checkpoint folder without
+    a .done an earlier run left unseen (one killed just after checkpointing),
+    which would end the new run's first grace at once;
   - the replicas' output reaches `gpupool logs` (once gpupoold has the
     logs endpoint, issue 13 part B; skipped before), and a run that ended
     is forgotten once gpupoold has its exit and its log;
   - a job past its time limit is signalled, killed after its grace, and
     ends with reason time_limit; a replica whose supervisor dies is killed
     and its end reported (signal 9);
+  - on https, the agent trusts the server only through its --cacert: with
+    another CA's certificate it refuses the server and registers nothing;
   - kill -9 of the agent: its replicas keep running and the agent that
     starts again adopts them (nothing started twice) and reports their
     exits; a node silent past --node-lost-after has its job requeued onto
@@ -27,6 +32,7 @@ Behaviours under test:
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,6 +73,20 @@ while True:
     time.sleep(0.1)
 """
 
+
+# Counts its runs in its checkpoint folder and says whether a .done is there
+# when it starts; the first run waits for SIGTERM, the second ends at once.
+RERUN = """
+import os, signal, sys, time
+ckpt = os.environ['GPUPOOL_CHECKPOINT_DIR']
+runs = os.path.join(ckpt, 'runs')
+n = (int(open(runs).read()) if os.path.exists(runs) else 0) + 1
+open(runs, 'w').write(str(n))
+print('START %d done=%s' % (n, os.path.exists(os.path.join(ckpt, '.done'))), flush=True)
+signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(0))
+while n == 1:
+    time.sleep(0.1)
+"""
 
 class Agent:
     """A gpupool-agent run process over the sim node file."""
@@ -235,6 +255,25 @@ def test_preemption_signals_the_victim_and_the_handshake_ends_the_grace(d, a):
     # the reclaimer's replica saw GPUs no victim still held: the victims ended before it started
     log = a.read_log()
     assert "job=%d replica=0 checkpointed" % ckpt in log, log
+
+
+@with_agent
+def test_a_job_bound_again_starts_without_a_done_its_earlier_run_left(d, a):
+    d.ok("PUT", "/v1/tenants/owner", {"guarantee": {"gpu": {"T4": 4}}})
+    d.ok("PUT", "/v1/tenants/borrower", {})
+    j = submit(d, ["python3", "-c", RERUN], tenant="borrower", gpus=2, grace=600)
+    gpd.wait_for(lambda: "START 1 " in "".join(a.replica_logs(j).values()), timeout=20, what="the first run")
+    # The reclaimer takes every GPU for 3 s: the first run stops on SIGTERM and is requeued.
+    owner = submit(d, ["python3", "-c", "import time; time.sleep(3)"], tenant="owner", replicas=2, gpus=2, grace=0)
+    gpd.wait_for(lambda: state_is(d, j, "pending"), timeout=30, what="the first run requeued")
+    # What a run killed just after it checkpointed leaves: a .done the agent never saw.
+    done = os.path.join(a.state, "checkpoints", "job%d" % j, ".done")
+    open(done, "w").close()
+    os.utime(done, (time.time() - 60, time.time() - 60))
+    gpd.wait_for(lambda: state_is(d, j, "succeeded", "failed"), timeout=60, what="the second run to end")
+    text = "".join(a.replica_logs(j).values())
+    assert "START 1 done=False" in text and "START 2 done=False" in text, text
+    assert state_is(d, owner, "succeeded"), job(d, owner)["history"]
 
 
 def test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued(d):
@@ -438,6 +477,47 @@ def test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw(d, a):
     assert not a.replica_logs(j) and state_is(d, j, "running"), a.replica_logs(j)
 
 
+def make_cert(folder, name):
+    """A self-signed certificate for 127.0.0.1 and its key, in folder."""
+    cert, key = os.path.join(folder, name + ".pem"), os.path.join(folder, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def test_an_agent_on_https_trusts_its_cacert_and_refuses_another(d):
+    if not shutil.which("openssl"):
+        print("     (openssl missing: the agent's TLS not checked)")
+        return
+    d.stop()
+    cert, key = make_cert(d.dir, "server")
+    other, _ = make_cert(d.dir, "other")
+    tls = gpd.Daemon(workdir=d.dir, extra=["--tls-cert", cert, "--tls-key", key])
+    tls.start()
+    work = tempfile.mkdtemp(prefix="gpupool-agent-")
+    os.chmod(work, 0o755)
+    server = type("D", (), {"url": "https://127.0.0.1:%d" % tls.port})
+
+    def cli(*args):
+        p = subprocess.run([os.path.join(gpd.BIN, "gpupool"), "--server", server.url, "--cacert", cert,
+                            "--token", tls.token] + list(args), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    try:
+        join = json.loads(cli("--json", "token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h"))["token"]
+        wrong = Agent(server, work, join, nodes=["t4-0"], extra=["--cacert", other]).start()
+        gpd.wait_for(lambda: "certificate" in wrong.read_log(), what="the agent refusing the server's certificate")
+        wrong.stop()
+        assert "t4-0" not in cli("nodes"), cli("nodes")
+        right = Agent(server, work, join, nodes=["t4-0"], extra=["--cacert", cert]).start()
+        gpd.wait_for(lambda: "t4-0" in cli("nodes"), what="the node registered over https")
+        right.stop()
+    finally:
+        tls.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    d.start()
+
 def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
     d.ok("PUT", "/v1/tenants/t", {})
     with running_agent(d) as a:
@@ -459,10 +539,12 @@ def test_exits_reach_a_restarted_gpupoold_through_the_next_url(d):
 if __name__ == "__main__":
     gpd.run([test_a_two_replica_gang_spans_two_nodes_with_the_right_environment,
              test_preemption_signals_the_victim_and_the_handshake_ends_the_grace,
+             test_a_job_bound_again_starts_without_a_done_its_earlier_run_left,
              test_kill9_of_the_agent_adopts_running_replicas_and_a_lost_node_is_requeued,
              test_a_mig_slice_runs_on_its_instance_and_a_fault_marks_the_gpu_unhealthy,
              test_an_agent_refuses_a_controller_older_than_the_epoch_it_saw,
              test_exits_reach_a_restarted_gpupoold_through_the_next_url,
+             test_an_agent_on_https_trusts_its_cacert_and_refuses_another,
              test_replica_output_reaches_gpupool_logs_and_the_finished_run_is_forgotten,
              test_output_bursts_larger_than_a_request_body_reach_gpupool_logs_whole,
              test_a_job_past_its_time_limit_is_killed_after_its_grace_with_reason_time_limit,

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <gnutls/crypto.h>
 
 typedef struct fixture {
     char url[512];
@@ -669,6 +670,21 @@ static void the_audit_chain_lists_verifies_and_names_a_tampered_row(void **state
     assert_int_equal(broken, 2);
 }
 
+/* Removing the row that records an action (what someone covering their
+ * tracks would do) leaves a gap verify names, though every row left is
+ * intact. */
+static void an_audit_row_deleted_is_named_as_the_first_broken(void **state)
+{
+    fixture *f = *state;
+    append_audit(f->s, "submit");
+    append_audit(f->s, "token.create");
+    append_audit(f->s, "cancel");
+    raw_exec(f, "DELETE FROM audit WHERE seq = 2");
+    int64_t checked = 0, broken = 0;
+    OK(gp_store_audit_verify(f->s, &checked, &broken, &e_));
+    assert_int_equal(broken, 2);
+}
+
 /* ---- ledger, bills ---- */
 
 static void append_record(gp_store *s, const char *fmt, ...)
@@ -736,6 +752,63 @@ static void the_ledger_chains_lists_and_verifies(void **state)
     raw_exec(f, "UPDATE ledger SET record = replace(record, '\"bob\"', '\"eve\"') WHERE seq = 2");
     OK(gp_store_ledger_verify(f->s, &check, &e_));
     assert_int_equal(check.first_bad, 2);
+}
+
+/* The text of ledger record seq with `from` replaced by `to`, written back
+ * with its hash recomputed: a forgery that passes the record's own check. */
+static void forge_ledger_record(const fixture *f, int64_t seq, const char *from, const char *to)
+{
+    gp_db *db = dbtest_open(f->url, false);
+    gp_db_stmt *st = dbtest_prepare(db, "SELECT record FROM ledger WHERE seq = ?1", 0);
+    gp_db_bind_int64(st, 1, seq);
+    assert_int_equal(gp_db_step(st, NULL), GP_DB_ROW);
+    char text[1024];
+    const char *old = gp_db_column_text(st, 0), *at = strstr(old, from);
+    assert_non_null(at);
+    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - old), old, to, at + strlen(from));
+    gp_db_finalize(st);
+    unsigned char digest[32];
+    char hash[65];
+    assert_int_equal(gnutls_hash_fast(GNUTLS_DIG_SHA256, text, strlen(text), digest), 0);
+    for (int i = 0; i < 32; i++)
+        snprintf(hash + 2 * i, 3, "%02x", digest[i]);
+    st = dbtest_prepare(db, "UPDATE ledger SET record = ?1, hash = ?2 WHERE seq = ?3", 0);
+    gp_db_bind_text(st, 1, text);
+    gp_db_bind_text(st, 2, hash);
+    gp_db_bind_int64(st, 3, seq);
+    assert_int_equal(gp_db_step(st, NULL), GP_DB_DONE);
+    gp_db_finalize(st);
+    gp_db_close(db);
+}
+
+/* verify stops at record seq (the records before it hold) and says why. */
+static void assert_ledger_breaks_at(const fixture *f, int64_t seq, const char *why)
+{
+    gp_store_ledger_check check;
+    OK(gp_store_ledger_verify(f->s, &check, &e_));
+    assert_int_equal(check.first_bad, seq);
+    assert_int_equal(check.head_seq, seq - 1);
+    assert_non_null(strstr(check.why, why));
+}
+
+/* A record rewritten with a hash that matches its new text holds on its
+ * own: the chain breaks at the next record, whose prev names the old hash. */
+static void a_ledger_record_forged_with_its_hash_breaks_the_next_link(void **state)
+{
+    fixture *f = *state;
+    append_usage_records(f->s);
+    forge_ledger_record(f, 2, "\"milli_gpus\":500", "\"milli_gpus\":50");
+    assert_ledger_breaks_at(f, 3, "its prev is not the hash");
+}
+
+/* A record whose text is not what the writer would write (a space added,
+ * its hash recomputed) is refused: the hash covers one text per record. */
+static void a_ledger_record_in_other_json_is_refused(void **state)
+{
+    fixture *f = *state;
+    append_usage_records(f->s);
+    forge_ledger_record(f, 3, "\"kind\":", "\"kind\": ");
+    assert_ledger_breaks_at(f, 3, "not the canonical JSON");
 }
 
 typedef struct seen_bill {
@@ -977,6 +1050,29 @@ static void snapshots_are_stored_in_parts_and_the_newest_kept(void **state)
     free(got);
 }
 
+/* What a crash in the middle of a put leaves (a row not complete, some
+ * parts) is never offered to a start, and the next put removes it. */
+static void a_snapshot_left_half_written_is_never_listed_and_the_next_put_drops_it(void **state)
+{
+    fixture *f = *state;
+    size_t len = 1000;
+    unsigned char *b = snapshot_bytes(len, 1);
+    OK(gp_store_snapshot_put(f->s, 1000, 1, b, len, GP_STORE_SNAPSHOTS_KEPT, &e_));
+    raw_exec(f, "INSERT INTO snapshots(seq, created, bytes, parts, complete) VALUES (2000, 2, 0, 0, 0);"
+                "INSERT INTO snapshot_parts(seq, part, data) VALUES (2000, 0, 'half')");
+    int64_t seqs[4];
+    size_t n = 0;
+    OK(gp_store_snapshots_list(f->s, seqs, 4, &n, &e_));
+    assert_int_equal(n, 1);
+    assert_int_equal(seqs[0], 1000);
+    OK(gp_store_snapshot_put(f->s, 3000, 3, b, len, GP_STORE_SNAPSHOTS_KEPT, &e_));
+    free(b);
+    gp_db *db = dbtest_open(f->url, true);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM snapshots WHERE seq = 2000", NULL, NULL), 0);
+    assert_int_equal(dbtest_int(db, "SELECT count(*) FROM snapshot_parts WHERE seq = 2000", NULL, NULL), 0);
+    gp_db_close(db);
+}
+
 /* ---- transactions ---- */
 
 static void a_rollback_leaves_nothing_behind(void **state)
@@ -1149,13 +1245,17 @@ int main(void)
         CASE(a_join_tokens_single_use_and_node_approvals_are_kept),
         CASE(secrets_are_put_replaced_listed_and_deleted_per_tenant),
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
+        CASE(an_audit_row_deleted_is_named_as_the_first_broken),
         CASE(the_ledger_chains_lists_and_verifies),
+        CASE(a_ledger_record_forged_with_its_hash_breaks_the_next_link),
+        CASE(a_ledger_record_in_other_json_is_refused),
         CASE(bill_records_come_from_the_typed_columns),
         CASE(ledger_levels_follow_the_transactions_appends_and_its_rollback),
         CASE(prices_and_billing_modes_are_kept),
         CASE(gpu_checks_health_and_drains_are_kept),
         CASE(job_use_counters_are_kept_and_summed),
         CASE(snapshots_are_stored_in_parts_and_the_newest_kept),
+        CASE(a_snapshot_left_half_written_is_never_listed_and_the_next_put_drops_it),
         CASE(a_rollback_leaves_nothing_behind),
         CASE(a_takeover_during_a_fenced_transaction_fails_its_commit),
         CASE(a_sent_commit_lets_the_next_transaction_begin_behind_it),

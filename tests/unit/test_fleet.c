@@ -104,6 +104,52 @@ static void bad_node_names_are_invalid(void **state)
     expect_node_rejected(w, &s, GP_ERR_INVALID, "name");
 }
 
+/* Node specs are caller data (fleet files, agents' registrations): each
+ * bad field is refused with its name and adds nothing. */
+static void bad_node_fields_are_refused_with_the_field_named(void **state)
+{
+    tb_world *w = *state;
+    const gp_node_spec good = tb_node_spec("n00", "H100", 2, "b0");
+    gp_node_spec s = good;
+    s.cpu_millis = -1;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "cpu_millis");
+    s = good;
+    s.mem_mib = -1;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "mem_mib");
+    s = good;
+    s.gpu_mem_mib = -1;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "gpu_mem_mib");
+    s = good;
+    s.sharing = (gp_sharing)99;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "sharing");
+    s = good;
+    s.pool = "";
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "pool");
+    char long_pool[GP_NAME_MAX + 1];
+    memset(long_pool, 'p', GP_NAME_MAX);
+    long_pool[GP_NAME_MAX] = '\0';
+    s.pool = long_pool;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "pool");
+    s = good;
+    const char *uuids[] = {"GPU-a", NULL};
+    s.gpu_uuids = uuids;
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "gpu_uuids");
+    gp_error err;
+    assert_int_equal(add_node(w, &good, &err), GP_OK);
+}
+
+static void a_block_is_in_one_zone(void **state)
+{
+    tb_world *w = *state;
+    gp_node_spec s = tb_node_spec("n00", "H100", 2, "b0");
+    s.zone = "z0";
+    gp_error err;
+    assert_int_equal(add_node(w, &s, &err), GP_OK);
+    s = tb_node_spec("n01", "H100", 2, "b0");
+    s.zone = "z1";
+    expect_node_rejected(w, &s, GP_ERR_INVALID, "zone");
+}
+
 static void same_name_with_another_shape_is_refused(void **state)
 {
     tb_world *w = *state;
@@ -354,6 +400,8 @@ int main(void)
         TB_TEST(gpu_type_names_match_without_regard_to_case),
         TB_TEST(nvlink_domains_must_divide_gpu_count),
         TB_TEST(bad_node_names_are_invalid),
+        TB_TEST(bad_node_fields_are_refused_with_the_field_named),
+        TB_TEST(a_block_is_in_one_zone),
         TB_TEST(same_name_with_another_shape_is_refused),
         TB_TEST(same_name_with_same_shape_is_a_return),
         TB_TEST(ninth_gpu_type_is_refused),

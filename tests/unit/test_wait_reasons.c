@@ -8,8 +8,10 @@
  * alone is above a limit of its tenant (or an ancestor, or its user) on
  * every accepted type says it cannot run while that limit stands.  It
  * stays pending because nodes register and limits change: once a GPU of
- * the right mode appears, it runs.  Amounts are in GPUs ("2.5 GPUs"),
- * never milli-GPUs called GPUs.
+ * the right mode appears, it runs; so does a replica bigger than every
+ * node (GP_WAIT_NODE_SHAPE, naming the largest).  A burstable job kept off
+ * free GPUs held for a tenant that does not lend says so (GP_WAIT_LENDING).
+ * Amounts are in GPUs ("2.5 GPUs"), never milli-GPUs called GPUs.
  *
  * Example: two exclusive H100 and an MPS job -> "cannot fit as the fleet
  * stands: ... is in MPS mode"; add an MPS node -> bound at the next pass.
@@ -158,6 +160,49 @@ static void a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost(void 
 }
 
 /* Counts agree with their nouns: "1 GPU", "1 H100 GPU free", "1 node held". */
+/* A replica bigger than every node of its types: it says so, with the
+ * largest node, and runs once a node that big registers. */
+static void a_replica_no_node_is_big_enough_for_says_so_and_runs_on_a_bigger_one(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, NULL, NULL);
+    tb_tenant(w, "t", "H100", -1, -1);
+    gp_job_spec s = tb_job(1, "t", 0);
+    s.cpu_millis = TB_NODE_CPU_MILLIS + 1000;
+    gp_error err;
+    assert_int_equal(tb_submit_spec(w, &s, 0, &err), GP_OK);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 0);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_NODE_SHAPE);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "no node of an accepted type has 129000 millicores"));
+    assert_non_null(strstr(text, "largest: 128000 millicores"));
+    gp_node_spec big = tb_node_spec("big", "H100", 8, "b1");
+    big.cpu_millis = 2 * TB_NODE_CPU_MILLIS;
+    assert_int_equal(gp_engine_node_add(w->e, &big, 1, &err), GP_OK);
+    assert_int_equal(tb_tick(w, 1, GP_DEC_BIND), 1);
+    assert_int_equal(tb_job_node(w, 1), tb_node_index(w, "big"));
+}
+
+/* Free GPUs kept for a tenant that does not lend its idle guarantee: a
+ * burstable job of another tenant says that is why it waits. */
+static void a_burstable_job_behind_a_guarantee_not_lent_says_so(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 1, "H100", 8, NULL, NULL);
+    gp_tenant_spec keeper = tb_tenant_spec("H100", 8, -1);
+    keeper.lend = 0;
+    gp_error err;
+    assert_int_equal(tb_tenant_try(w, "keeper", &keeper, &err), GP_OK);
+    tb_tenant(w, "b", "H100", -1, -1);
+    tb_submit(w, 1, "b", 1, 1, 0);
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 0);
+    assert_int_equal(tb_info(w, 1).wait.code, GP_WAIT_LENDING);
+    char text[256];
+    why(w, 1, text, sizeof text);
+    assert_non_null(strstr(text, "the 8 free H100 GPUs are kept for tenants that do not lend their idle guarantee"));
+}
+
 static void a_count_of_one_reads_in_the_singular(void **state)
 {
     tb_world *w = *state;
@@ -204,6 +249,8 @@ int main(void)
         TB_TEST(a_job_above_its_limit_says_it_cannot_run_while_the_limit_stands),
         TB_TEST(a_job_over_the_limit_only_because_of_usage_waits_for_it),
         TB_TEST(a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost),
+        TB_TEST(a_replica_no_node_is_big_enough_for_says_so_and_runs_on_a_bigger_one),
+        TB_TEST(a_burstable_job_behind_a_guarantee_not_lent_says_so),
         TB_TEST(a_count_of_one_reads_in_the_singular),
         TB_TEST(quota_errors_state_gpu_amounts_in_gpus),
     };
