@@ -3,6 +3,7 @@
 
 #include "agent/supervise/agent_clock.h"
 #include "util/bytes.h"
+#include "util/grow.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -29,14 +30,10 @@ struct gp_http {
 static void gp__bury(gp_http *h, gp_http_fd *w)
 {
     w->fd = -1;
-    if (h->n_dead == h->cap_dead) {
-        size_t cap = h->cap_dead ? h->cap_dead * 2 : 16;
-        gp_http_fd **bigger = realloc(h->dead, cap * sizeof *bigger);
-        if (!bigger)
-            return; /* leak one small record rather than risk a use after free */
-        h->dead = bigger;
-        h->cap_dead = cap;
-    }
+    gp_http_fd **bigger = gp_grow(h->dead, &h->cap_dead, h->n_dead + 1, sizeof *bigger);
+    if (!bigger)
+        return; /* leak one small record rather than risk a use after free */
+    h->dead = bigger;
     h->dead[h->n_dead++] = w;
 }
 

@@ -6,6 +6,7 @@
 #include "agent/gpu/gpu_json.h"
 #include "agent/gpu/gpu_sim.h"
 #include "agent/launch/replica_log.h"
+#include "util/grow.h"
 #include "util/server_url.h"
 
 #include <signal.h>
@@ -39,14 +40,10 @@ void gp_agent_log(const gp_node *n, const char *fmt, ...)
 
 bool gp_node_add_replica(gp_node *n, gp_replica *r)
 {
-    if (n->n_replicas == n->cap_replicas) {
-        size_t cap = n->cap_replicas ? n->cap_replicas * 2 : 8;
-        gp_replica **bigger = realloc(n->replicas, cap * sizeof *bigger);
-        if (!bigger)
-            return false;
-        n->replicas = bigger;
-        n->cap_replicas = cap;
-    }
+    gp_replica **bigger = gp_grow(n->replicas, &n->cap_replicas, n->n_replicas + 1, sizeof *bigger);
+    if (!bigger)
+        return false;
+    n->replicas = bigger;
     n->replicas[n->n_replicas++] = r;
     return true;
 }

@@ -15,6 +15,8 @@
  */
 #include "agent/agent_node.h"
 
+#include "util/grow.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +28,10 @@ typedef struct gp__rows {
 
 static gp_metrics_row *gp__add(gp__rows *rows, const gp_metrics_row *proto)
 {
-    if (rows->n == rows->cap) {
-        size_t cap = rows->cap ? 2 * rows->cap : 16;
-        gp_metrics_row *v = realloc(rows->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        rows->v = v;
-        rows->cap = cap;
-    }
+    gp_metrics_row *v = gp_grow(rows->v, &rows->cap, rows->n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    rows->v = v;
     rows->v[rows->n] = *proto;
     return &rows->v[rows->n++];
 }

@@ -505,7 +505,8 @@ def test_an_agent_on_https_trusts_its_cacert_and_refuses_another(d):
         assert p.returncode == 0, p.stderr
         return p.stdout
     try:
-        join = json.loads(cli("--json", "token", "create", "--name", "rack1", "--role", "join", "--ttl", "1h"))["token"]
+        join = json.loads(cli("--json", "token", "create", "--name", "rack1", "--role", "join", "--nodes", "*",
+                               "--ttl", "1h"))["token"]
         wrong = Agent(server, work, join, nodes=["t4-0"], extra=["--cacert", other]).start()
         gpd.wait_for(lambda: "certificate" in wrong.read_log(), what="the agent refusing the server's certificate")
         wrong.stop()

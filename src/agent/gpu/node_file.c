@@ -1,7 +1,8 @@
 /* node_file.c - the sim backend's node file (format in node_file.h and
  * docs/agent.md).
  *
- * The one YAML reader (spec/yaml_json.c) turns the file into json_t with a
+ * The YAML file skeleton (config/yaml_file.h: load, check the top, walk the
+ * list) and the one YAML reader under it turn the file into json_t with a
  * line map; each entry, less the simulator's own fields (`count`,
  * `device_dir`), is decoded by gp_fleet_node_parse, the codec the fleet
  * file and the event log use, so a node obeys one set of field rules
@@ -14,14 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/yaml_file.h"
 #include "spec/json_input.h"
 #include "spec/spec_json.h"
-#include "spec/yaml_json.h"
-#include "util/file.h"
+#include "util/grow.h"
 #include "util/hashmap.h"
 
 typedef struct node_reader {
-    gp_yaml_lines lines;
+    const gp_yaml_lines *lines;
     gp_error *err;
     gp_node_file *out;
     size_t cap;
@@ -31,7 +32,7 @@ typedef struct node_reader {
 
 static gp_err nomem(node_reader *r)
 {
-    return gp_error_set(r->err, GP_ERR_NOMEM, "node_file", "%s: out of memory", r->lines.name);
+    return gp_error_set(r->err, GP_ERR_NOMEM, "node_file", "%s: out of memory", r->lines->name);
 }
 
 /* The entry's fields as the codec decoded them, plus device_dir. */
@@ -62,18 +63,14 @@ static gp_err push_node(node_reader *r, const gp_sim_node *n, const char *at)
     if (gp_strmap_get(&r->names, n->name, &seen)) {
         char field[64];
         snprintf(field, sizeof field, "%s.name", at);
-        return gp_yaml_fail(&r->lines, field, r->err, field, "node %s is defined twice", n->name);
+        return gp_yaml_fail(r->lines, field, r->err, field, "node %s is defined twice", n->name);
     }
     if (!gp_strmap_put(&r->names, n->name, (uint32_t)r->out->n_nodes))
         return nomem(r);
-    if (r->out->n_nodes == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        gp_sim_node *grown = realloc(r->out->nodes, cap * sizeof *grown);
-        if (!grown)
-            return nomem(r);
-        r->out->nodes = grown;
-        r->cap = cap;
-    }
+    gp_sim_node *grown = gp_grow(r->out->nodes, &r->cap, r->out->n_nodes + 1, sizeof *grown);
+    if (!grown)
+        return nomem(r);
+    r->out->nodes = grown;
     r->out->nodes[r->out->n_nodes++] = *n;
     return GP_OK;
 }
@@ -94,23 +91,23 @@ static gp_err read_sim_fields(node_reader *r, const json_t *item, int64_t *count
     return rc;
 }
 
-static gp_err read_node(node_reader *r, const json_t *item, const char *at)
+static gp_err read_node(void *reader, const gp_yaml_lines *lines, const json_t *item, const char *at, size_t index,
+                        gp_error *err)
 {
-    if (!json_is_object(item))
-        return gp_yaml_fail(&r->lines, at, r->err, at, "%s must be a mapping", at);
-    json_t *body = json_copy((json_t *)item);
+    (void)index;
+    node_reader *r = reader; /* r->lines and r->err are lines and err */
+    static const char *const own[] = {"count", "device_dir", NULL};
+    json_t *body = gp_yaml_file_body(item, own);
     if (!body)
         return nomem(r);
-    json_object_del(body, "count");
-    json_object_del(body, "device_dir");
-    gp_err rc = gp_fleet_node_parse(body, r->request, r->err);
+    gp_err rc = gp_fleet_node_parse(body, r->request, err);
     json_decref(body);
     int64_t count = 0;
     char device_dir[GP_GPU_PATH_MAX];
     if (rc == GP_OK)
         rc = read_sim_fields(r, item, &count, device_dir);
     if (rc) {
-        gp_yaml_locate(&r->lines, at, r->err);
+        gp_yaml_locate(lines, at, err);
         return rc;
     }
     gp_sim_node node;
@@ -122,7 +119,7 @@ static gp_err read_node(node_reader *r, const json_t *item, const char *at)
         if (len >= (int)sizeof node.name) {
             char field[64];
             snprintf(field, sizeof field, "%s.name", at);
-            return gp_yaml_fail(&r->lines, field, r->err, field, "node name %s-%lld is longer than %d characters",
+            return gp_yaml_fail(r->lines, field, r->err, field, "node name %s-%lld is longer than %d characters",
                                 r->request->name, (long long)k, GP_NAME_MAX - 1);
         }
         rc = push_node(r, &node, at);
@@ -130,63 +127,40 @@ static gp_err read_node(node_reader *r, const json_t *item, const char *at)
     return rc;
 }
 
-static gp_err read_file(node_reader *r, const json_t *root)
+/* The checked top: a nodes list of at least one node, each read in turn. */
+static gp_err read_nodes(void *out, const gp_yaml_lines *lines, const json_t *root, gp_error *err)
 {
-    if (!json_is_object(root))
-        return gp_yaml_fail(&r->lines, "", r->err, "nodes", "a node file is a mapping with a nodes list");
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)root, key, v) {
-        if (strcmp(key, "nodes") != 0)
-            return gp_yaml_fail(&r->lines, key, r->err, key, "unknown field %s (a node file has nodes)", key);
-    }
     const json_t *list = json_object_get(root, "nodes");
     if (!json_is_array(list) || json_array_size(list) == 0)
-        return gp_yaml_fail(&r->lines, "nodes", r->err, "nodes", "nodes must be a list of at least one node");
-    gp_err rc = GP_OK;
-    for (size_t i = 0; rc == GP_OK && i < json_array_size(list); i++) {
-        char at[32];
-        snprintf(at, sizeof at, "nodes[%zu]", i);
-        rc = read_node(r, json_array_get(list, i), at);
-    }
+        return gp_yaml_fail(lines, "nodes", err, "nodes", "nodes must be a list of at least one node");
+    node_reader r = {.lines = lines, .err = err, .out = out, .request = malloc(sizeof *r.request)};
+    gp_err rc = r.request ? gp_yaml_file_each(lines, root, "nodes", read_node, &r, err)
+                          : gp_error_set(err, GP_ERR_NOMEM, "node_file", "out of memory");
+    gp_strmap_free(&r.names);
+    free(r.request);
     return rc;
 }
 
+static void release_nodes(void *out)
+{
+    gp_node_file_free(out);
+}
+
+static const gp_yaml_file_kind node_kind = {
+    .what = "node file", .size = sizeof(gp_node_file), .keys = {"nodes"}, .list = "nodes",
+    .holds = "a nodes list", .read = read_nodes, .release = release_nodes,
+};
+
 gp_err gp_node_file_parse(const char *text, size_t len, const char *name, gp_node_file *out, gp_error *err)
 {
-    memset(out, 0, sizeof *out);
-    node_reader r;
-    memset(&r, 0, sizeof r);
-    r.out = out;
-    r.err = err;
-    r.request = malloc(sizeof *r.request);
-    json_t *root = NULL;
-    gp_err rc = r.request ? gp_yaml_to_json(text, len, name, &root, &r.lines, err)
-                          : gp_error_set(err, GP_ERR_NOMEM, "node_file", "out of memory");
-    if (rc == GP_OK)
-        rc = read_file(&r, root);
-    json_decref(root);
-    gp_yaml_lines_free(&r.lines);
-    gp_strmap_free(&r.names);
-    free(r.request);
-    if (rc)
-        gp_node_file_free(out);
-    return rc;
+    return gp_yaml_file_parse(&node_kind, text, len, name, out, err);
 }
 
 gp_err gp_node_file_load(const char *path, gp_node_file *out, gp_error *err)
 {
-    char *text;
-    size_t len;
-    memset(out, 0, sizeof *out);
-    gp_err rc = gp_file_read_all(path, &text, &len, err);
-    if (rc) {
-        if (err)
-            snprintf(err->field, sizeof err->field, "node_file");
-        return rc;
-    }
-    rc = gp_node_file_parse(text, len, path, out, err);
-    free(text);
+    gp_err rc = gp_yaml_file_load(&node_kind, path, out, err);
+    if (rc == GP_ERR_NOT_FOUND && err) /* an unopenable node file is named as the option that gave it */
+        snprintf(err->field, sizeof err->field, "node_file");
     return rc;
 }
 

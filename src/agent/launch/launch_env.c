@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 unsigned gp_master_port(uint64_t job_id)
 {
     return GP_MASTER_PORT_BASE + (unsigned)(job_id % GP_MASTER_PORT_SPAN);
@@ -32,16 +34,12 @@ static gp_err gp__env_store(gp_env *env, char *entry, size_t len, gp_error *err)
         env->vars[at] = entry;
         return GP_OK;
     }
-    if (env->count + 1 >= env->cap) {
-        size_t cap = env->cap ? env->cap * 2 : 32;
-        char **vars = realloc(env->vars, cap * sizeof *vars);
-        if (!vars) {
-            free(entry);
-            return gp_error_set(err, GP_ERR_NOMEM, "env", "out of memory");
-        }
-        env->vars = vars;
-        env->cap = cap;
+    char **vars = gp_grow(env->vars, &env->cap, env->count + 2, sizeof *vars); /* and the NULL after */
+    if (!vars) {
+        free(entry);
+        return gp_error_set(err, GP_ERR_NOMEM, "env", "out of memory");
     }
+    env->vars = vars;
     env->vars[env->count++] = entry;
     env->vars[env->count] = NULL;
     return GP_OK;
