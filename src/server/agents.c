@@ -11,7 +11,6 @@
  */
 #include "server/agents.h"
 
-#include "eventlog/placement.h"
 #include "server/clock.h"
 
 #include <stdio.h>
@@ -222,15 +221,13 @@ static bool is_placed(gp_job_state s)
 /* The nodes of the job's replicas now, each once, into j. */
 static void job_nodes_now(gp_agents *a, const gp_engine *e, gp__agent_job *j, const gp_job_info *info)
 {
-    json_t *placement = gp_placement_json(e, j->id, info);
-    size_t i;
-    json_t *rep;
     free(j->nodes);
     j->n_nodes = 0;
-    j->nodes = calloc(json_array_size(placement) + 1, sizeof *j->nodes);
-    json_array_foreach(placement, i, rep) {
-        gp__agent_node *n = node_entry(a, json_string_value(json_object_get(rep, "node")));
-        if (!n || !j->nodes)
+    j->nodes = calloc((size_t)info->replicas + 1, sizeof *j->nodes);
+    const char *name;
+    for (int r = 0; j->nodes && (name = gp_engine_job_node(e, j->id, r)) != NULL; r++) {
+        gp__agent_node *n = node_entry(a, name);
+        if (!n)
             continue;
         uint32_t idx = (uint32_t)(n - a->nodes);
         bool seen = false;
@@ -239,7 +236,6 @@ static void job_nodes_now(gp_agents *a, const gp_engine *e, gp__agent_job *j, co
         if (!seen)
             j->nodes[j->n_nodes++] = idx;
     }
-    json_decref(placement);
 }
 
 static void stop_from(const gp_decision *d, gp_agent_stop *stop)

@@ -795,16 +795,14 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
 /* Is replica `replica` of the job placed on `node`? (any replica: -1) */
 static bool replica_on(const gp_engine *e, const gp_job_info *info, int replica, const char *node)
 {
-    json_t *placement = gp_placement_json(e, info->id, info);
-    size_t r;
-    json_t *rep;
-    bool on = false;
-    json_array_foreach(placement, r, rep) {
-        if ((replica < 0 || (int)r == replica) && strcmp(json_string_value(json_object_get(rep, "node")), node) == 0)
-            on = true;
+    const char *name;
+    for (int r = replica < 0 ? 0 : replica; (name = gp_engine_job_node(e, info->id, r)) != NULL; r++) {
+        if (strcmp(name, node) == 0)
+            return true;
+        if (replica >= 0)
+            return false;
     }
-    json_decref(placement);
-    return on;
+    return false;
 }
 
 /* A report about a job: its replica on this node, else why not. */

@@ -165,22 +165,17 @@ static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *s
 
 /* ---- decisions ---- */
 
-/* A bind: where each replica of this run is (the job_runs rows). */
+/* A bind: where each replica of this run is (the job_runs rows), the
+ * engine's node of each replica (no placement JSON for a node name). */
 static gp_err runs_write(gp_journal *j, uint64_t id, gp_error *err)
 {
     gp_job_info info;
     if (gp_engine_job_info(j->engine, id, &info, NULL) != GP_OK || info.bind_time < 0)
         return GP_OK;
-    json_t *placement = gp_placement_json(j->engine, id, &info);
     gp_err rc = GP_OK;
-    size_t r;
-    json_t *rep;
-    json_array_foreach(placement, r, rep) {
-        if (rc == GP_OK)
-            rc = gp_store_run_add(j->store, id, info.bind_time, (int)r,
-                                  json_string_value(json_object_get(rep, "node")), err);
-    }
-    json_decref(placement);
+    const char *node;
+    for (int r = 0; rc == GP_OK && (node = gp_engine_job_node(j->engine, id, r)) != NULL; r++)
+        rc = gp_store_run_add(j->store, id, info.bind_time, r, node, err);
     return rc;
 }
 
