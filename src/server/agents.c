@@ -28,6 +28,7 @@ struct gp__agent_node {
     pthread_cond_t *wake; /* its long-polls wait here (heap: the table moves) */
     json_t *running;     /* the last heartbeat's, NULL before one */
     json_t *gpus;
+    json_t *specs;       /* gp_agents_specs: set once, never changed, only replaced; NULL before */
 };
 
 struct gp__agent_job {
@@ -60,6 +61,7 @@ void gp_agents_free(gp_agents *a)
     for (size_t i = 0; i < a->n_nodes; i++) {
         json_decref(a->nodes[i].running);
         json_decref(a->nodes[i].gpus);
+        json_decref(a->nodes[i].specs);
         pthread_cond_destroy(a->nodes[i].wake);
         free(a->nodes[i].wake);
     }
@@ -530,4 +532,24 @@ json_t *gp_agents_view(gp_agents *a, const char *node)
                       n->running ? n->running : json_null(), "gpus", n->gpus ? n->gpus : json_null());
     pthread_mutex_unlock(&a->lock);
     return v;
+}
+
+json_t *gp_agents_specs(gp_agents *a, const char *node)
+{
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    json_t *specs = n && n->specs ? json_incref(n->specs) : json_object();
+    pthread_mutex_unlock(&a->lock);
+    return specs;
+}
+
+void gp_agents_specs_keep(gp_agents *a, const char *node, json_t *specs)
+{
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    json_t *old = n ? n->specs : specs;
+    if (n)
+        n->specs = specs;
+    pthread_mutex_unlock(&a->lock);
+    json_decref(old);
 }
