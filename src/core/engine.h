@@ -152,6 +152,10 @@ size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t
 /* For mig/mps/timeslice jobs: one slice per replica.  Returns the number
  * written (<= cap), 0 when not placed or exclusive. */
 size_t gp_engine_job_slices(const gp_engine *e, uint64_t id, gp_slice *out, size_t cap);
+/* The node replica r of the job runs on: its name, valid until the engine
+ * changes; NULL when the job holds no GPU (not placed, or CPU-only) or has
+ * no replica r.  The nodes of a placement without copying its GPUs. */
+const char *gp_engine_job_node(const gp_engine *e, uint64_t id, int replica);
 /* Why the job is where it is, as one sentence: the wait reason while
  * pending, otherwise the reason of its last transition.  Returns the length
  * (like snprintf). */

@@ -1,6 +1,6 @@
 /* queries.c - the engine's read-only queries (engine.h, "queries"): a
- * job's history, placement, slices, user and info; a tenant's entitlement,
- * info and path; nodes, GPUs, GPU types, capacity; the clock, the change
+ * job's history, placement, slices, replicas' nodes, user and info; a
+ * tenant's entitlement, info and path; nodes, GPUs, GPU types, capacity; the clock, the change
  * counter and the statistics; and a spec with its tenant's job defaults
  * filled in.  None of them changes the engine.  The one query that puts a
  * wait into words, gp_engine_why, is why.c's.
@@ -81,6 +81,19 @@ size_t gp_engine_job_gpus(const gp_engine *e, uint64_t id, uint32_t *out, size_t
         n = cap;
     memcpy(out, j->placed, n * sizeof *out);
     return n;
+}
+
+const char *gp_engine_job_node(const gp_engine *e, uint64_t id, int replica)
+{
+    uint32_t job = e ? gp__job_lookup(e, id) : GP__NONE;
+    if (job == GP__NONE)
+        return NULL;
+    const gp__job *j = &e->jobs[job];
+    bool shared = gp__job_shared(j);
+    if (!j->placed || replica < 0 || replica >= j->replicas || (!shared && j->gpus == 0))
+        return NULL;
+    uint32_t first = j->placed[shared ? replica : replica * j->gpus]; /* as gp_engine_job_gpus/slices lay it out */
+    return e->fleet.nodes[e->fleet.gpus[first].node].name;
 }
 
 size_t gp_engine_job_slices(const gp_engine *e, uint64_t id, gp_slice *out, size_t cap)

@@ -11,7 +11,6 @@
  */
 #include "server/agents.h"
 
-#include "eventlog/placement.h"
 #include "server/clock.h"
 
 #include <stdio.h>
@@ -29,6 +28,7 @@ struct gp__agent_node {
     pthread_cond_t *wake; /* its long-polls wait here (heap: the table moves) */
     json_t *running;     /* the last heartbeat's, NULL before one */
     json_t *gpus;
+    json_t *specs;       /* gp_agents_specs: set once, never changed, only replaced; NULL before */
 };
 
 struct gp__agent_job {
@@ -61,6 +61,7 @@ void gp_agents_free(gp_agents *a)
     for (size_t i = 0; i < a->n_nodes; i++) {
         json_decref(a->nodes[i].running);
         json_decref(a->nodes[i].gpus);
+        json_decref(a->nodes[i].specs);
         pthread_cond_destroy(a->nodes[i].wake);
         free(a->nodes[i].wake);
     }
@@ -222,15 +223,13 @@ static bool is_placed(gp_job_state s)
 /* The nodes of the job's replicas now, each once, into j. */
 static void job_nodes_now(gp_agents *a, const gp_engine *e, gp__agent_job *j, const gp_job_info *info)
 {
-    json_t *placement = gp_placement_json(e, j->id, info);
-    size_t i;
-    json_t *rep;
     free(j->nodes);
     j->n_nodes = 0;
-    j->nodes = calloc(json_array_size(placement) + 1, sizeof *j->nodes);
-    json_array_foreach(placement, i, rep) {
-        gp__agent_node *n = node_entry(a, json_string_value(json_object_get(rep, "node")));
-        if (!n || !j->nodes)
+    j->nodes = calloc((size_t)info->replicas + 1, sizeof *j->nodes);
+    const char *name;
+    for (int r = 0; j->nodes && (name = gp_engine_job_node(e, j->id, r)) != NULL; r++) {
+        gp__agent_node *n = node_entry(a, name);
+        if (!n)
             continue;
         uint32_t idx = (uint32_t)(n - a->nodes);
         bool seen = false;
@@ -239,7 +238,6 @@ static void job_nodes_now(gp_agents *a, const gp_engine *e, gp__agent_job *j, co
         if (!seen)
             j->nodes[j->n_nodes++] = idx;
     }
-    json_decref(placement);
 }
 
 static void stop_from(const gp_decision *d, gp_agent_stop *stop)
@@ -534,4 +532,24 @@ json_t *gp_agents_view(gp_agents *a, const char *node)
                       n->running ? n->running : json_null(), "gpus", n->gpus ? n->gpus : json_null());
     pthread_mutex_unlock(&a->lock);
     return v;
+}
+
+json_t *gp_agents_specs(gp_agents *a, const char *node)
+{
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    json_t *specs = n && n->specs ? json_incref(n->specs) : json_object();
+    pthread_mutex_unlock(&a->lock);
+    return specs;
+}
+
+void gp_agents_specs_keep(gp_agents *a, const char *node, json_t *specs)
+{
+    pthread_mutex_lock(&a->lock);
+    gp__agent_node *n = node_find(a, node);
+    json_t *old = n ? n->specs : specs;
+    if (n)
+        n->specs = specs;
+    pthread_mutex_unlock(&a->lock);
+    json_decref(old);
 }

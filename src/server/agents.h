@@ -1,6 +1,7 @@
 /* agents.h - the node agents as gpupoold sees them: which nodes have one,
  * when each was last heard, what each should run (its assignment version),
- * and the long-poll waits on those versions.
+ * the long-poll waits on those versions, and the job spec fields each
+ * node's last long-poll answer carried (gp_agents_specs).
  *
  * Assignment versions: every node has a version that only grows; it starts
  * at epoch << 32 (the controller epoch, +1 at every start), so it also
@@ -139,5 +140,15 @@ bool gp_agents_has_agent(gp_agents *a, const char *node);
 /* {"last_seen": epoch s, "running": [...], "gpus": [...]} of an agent
  * node, NULL for another. */
 json_t *gp_agents_view(gp_agents *a, const char *node);
+
+/* The job spec fields the node's last long-poll answer carried, so the
+ * next one need not read the job rows again (api_agents.c): {"<job id>":
+ * {spec fields}}.  A job's spec never changes after its submit, so an
+ * entry is right for as long as the job lives; the object is replaced
+ * whole by each answer (only the jobs it names), never changed.
+ * gp_agents_specs: a new reference ({} when none); gp_agents_specs_keep
+ * steals specs (dropped when the node is unknown). */
+json_t *gp_agents_specs(gp_agents *a, const char *node);
+void gp_agents_specs_keep(gp_agents *a, const char *node, json_t *specs);
 
 #endif

@@ -17,6 +17,12 @@
  *        long-poll: answers at once when the node's version is past V,
  *        else when a commit touches the node, else after S seconds; the
  *        answer is the node's whole desired state (agents.h for versions)
+ *        -- the engine's part on the engine thread (job_assignments:
+ *        nodes, GPUs, action), the spec's fields on the API thread,
+ *        read from a job's row once and then kept with the node's last
+ *        answer (a spec never changes; agents.h, gp_agents_specs), so
+ *        a poll reads the store only for a job new to the node and for
+ *        the secrets of a replica to start
  *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal
@@ -449,30 +455,71 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
                           up && info.draining, "assignments", list));
 }
 
-/* The job's spec fields an agent needs, from the job rows; an entry to
- * run gets the values of the secrets its job names (api_secrets.c). */
-static void desired_add_specs(gp_request *r, json_t *assignments)
+/* The fields of a job's spec an assignment carries. */
+static const char *const SPEC_KEYS[] = {"name", "tenant", "user", "kind", "command", "env", "cpu_millis", "mem_mib",
+                                        "checkpoint_grace_s", "stop_signal", "pids_max"};
+
+/* The job's spec fields an agent needs, kept per job: SPEC_KEYS, and
+ * env_from_secret for the secrets.  A job's spec never changes, so they
+ * are read from its row once (the first answer that names it) and then
+ * taken from the node's last answer (`known`, agents.h gp_agents_specs);
+ * each goes into `kept`, the node's next.  NULL when the row cannot be
+ * read.  *s: a reader, taken on the first read.  The fields are shared,
+ * never changed (read by other API threads; jansson counts references
+ * atomically). */
+static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json_t *known, json_t *kept)
 {
-    static const char *const KEYS[] = {"name",   "tenant",  "user",       "kind",
-                                       "command", "env", "cpu_millis", "mem_mib", "checkpoint_grace_s", "stop_signal",
-                                       "pids_max"};
+    char key[24];
+    snprintf(key, sizeof key, "%llu", (unsigned long long)job);
+    json_t *fields = json_object_get(known, key);
+    if (fields) {
+        json_object_set(kept, key, fields);
+        return fields;
+    }
     gp_error err;
-    gp_store *s = gp_readers_take(&r->srv->readers, &err);
+    json_t *row = NULL;
+    if (!*s)
+        *s = gp_readers_take(&r->srv->readers, &err);
+    if (!*s || gp_store_job_get(*s, job, &row, &err) != GP_OK)
+        return NULL;
+    json_t *spec = json_object_get(row, "spec");
+    fields = json_object();
+    for (size_t k = 0; k < sizeof SPEC_KEYS / sizeof SPEC_KEYS[0]; k++)
+        if (json_object_get(spec, SPEC_KEYS[k]))
+            json_object_set(fields, SPEC_KEYS[k], json_object_get(spec, SPEC_KEYS[k]));
+    if (json_object_get(spec, "env_from_secret"))
+        json_object_set(fields, "env_from_secret", json_object_get(spec, "env_from_secret"));
+    json_object_set_new(kept, key, fields);
+    json_decref(row);
+    return fields;
+}
+
+/* The job's spec fields an agent needs (spec_fields); an entry to run gets
+ * the values of the secrets its job names (api_secrets.c: read every
+ * time, a secret may change). */
+static void desired_add_specs(gp_request *r, const char *node, json_t *assignments)
+{
+    json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object();
+    gp_store *s = NULL;
+    gp_error err;
     size_t i;
     json_t *o;
     json_array_foreach(assignments, i, o) {
-        json_t *row = NULL;
-        if (!s || gp_store_job_get(s, (uint64_t)json_integer_value(json_object_get(o, "job")), &row, &err) != GP_OK)
+        json_t *fields = spec_fields(r, &s, (uint64_t)json_integer_value(json_object_get(o, "job")), known, kept);
+        if (!fields)
             continue;
-        json_t *spec = json_object_get(row, "spec");
-        for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
-            if (json_object_get(spec, KEYS[k]))
-                json_object_set(o, KEYS[k], json_object_get(spec, KEYS[k]));
-        if (strcmp(json_string_value(json_object_get(o, "action")), "run") == 0) /* only to start it */
-            gp_api_assignment_secrets(r->srv, s, o, spec);
-        json_decref(row);
+        for (size_t k = 0; k < sizeof SPEC_KEYS / sizeof SPEC_KEYS[0]; k++)
+            if (json_object_get(fields, SPEC_KEYS[k]))
+                json_object_set(o, SPEC_KEYS[k], json_object_get(fields, SPEC_KEYS[k]));
+        bool run = strcmp(json_string_value(json_object_get(o, "action")), "run") == 0; /* secrets: only to start it */
+        if (run && json_object_size(json_object_get(fields, "env_from_secret")) && !s)
+            s = gp_readers_take(&r->srv->readers, &err);
+        if (run && s)
+            gp_api_assignment_secrets(r->srv, s, o, fields);
     }
     gp_readers_give(&r->srv->readers, s);
+    gp_agents_specs_keep(&r->srv->agents, node, kept);
+    json_decref(known);
 }
 
 void gp_api_agent_assignments(gp_request *r, const char *node)
@@ -489,7 +536,7 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
     op.request_id = r->request_id;
     gp_loop_run(&r->srv->loop, &op);
     if (op.status == 200)
-        desired_add_specs(r, json_object_get(op.reply, "assignments"));
+        desired_add_specs(r, node, json_object_get(op.reply, "assignments"));
     gp_api_reply(r, op.status ? op.status : 500, op.reply);
 }
 
@@ -795,16 +842,14 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
 /* Is replica `replica` of the job placed on `node`? (any replica: -1) */
 static bool replica_on(const gp_engine *e, const gp_job_info *info, int replica, const char *node)
 {
-    json_t *placement = gp_placement_json(e, info->id, info);
-    size_t r;
-    json_t *rep;
-    bool on = false;
-    json_array_foreach(placement, r, rep) {
-        if ((replica < 0 || (int)r == replica) && strcmp(json_string_value(json_object_get(rep, "node")), node) == 0)
-            on = true;
+    const char *name;
+    for (int r = replica < 0 ? 0 : replica; (name = gp_engine_job_node(e, info->id, r)) != NULL; r++) {
+        if (strcmp(name, node) == 0)
+            return true;
+        if (replica >= 0)
+            return false;
     }
-    json_decref(placement);
-    return on;
+    return false;
 }
 
 /* A report about a job: its replica on this node, else why not. */

@@ -111,15 +111,29 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     return true;
 }
 
+/* The job's placement (eventlog/placement.h) as the engine holds it after
+ * the event being written, built once for the event: memo (the caller's
+ * object, keyed by job id) keeps it for the event's other writers (the
+ * ledger's open record, the row).  Borrowed from memo. */
+static json_t *placement_of(const gp_journal *j, json_t *memo, uint64_t id, const gp_job_info *info)
+{
+    char key[24];
+    snprintf(key, sizeof key, "%llu", (unsigned long long)id);
+    json_t *placement = json_object_get(memo, key);
+    if (!placement) {
+        placement = info ? gp_placement_json(j->engine, id, info) : json_null();
+        json_object_set_new(memo, key, placement);
+    }
+    return placement;
+}
+
 /* What the engine says of a job, as its row: state, class, reason
  * (into reason[512]), times and placement (*ptext: the caller frees it). */
-static gp_store_job engine_row(gp_journal *j, uint64_t id, const gp_job_info *info, int64_t now, char *reason,
-                               char **ptext)
+static gp_store_job engine_row(gp_journal *j, uint64_t id, const gp_job_info *info, const json_t *placement,
+                               int64_t now, char *reason, char **ptext)
 {
     gp_engine_why(j->engine, id, reason, 512);
-    json_t *placement = gp_placement_json(j->engine, id, info);
     *ptext = json_is_null(placement) ? NULL : json_dumps(placement, GP_JSON_CANONICAL);
-    json_decref(placement);
     return (gp_store_job){
         .id = id,
         .state = gp_job_state_name(info->state),
@@ -132,10 +146,11 @@ static gp_store_job engine_row(gp_journal *j, uint64_t id, const gp_job_info *in
     };
 }
 
-static gp_err update_row(gp_journal *j, uint64_t id, const gp_job_info *info, int64_t now, gp_error *err)
+static gp_err update_row(gp_journal *j, uint64_t id, const gp_job_info *info, json_t *memo, int64_t now,
+                         gp_error *err)
 {
     char reason[512], *ptext;
-    gp_store_job row = engine_row(j, id, info, now, reason, &ptext);
+    gp_store_job row = engine_row(j, id, info, placement_of(j, memo, id, info), now, reason, &ptext);
     gp_err rc = gp_store_job_update(j->store, &row, err);
     free(ptext);
     return rc;
@@ -152,7 +167,9 @@ static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *s
         return gp_error_set(err, GP_ERR_INVALID, "store", "job %llu: not in the engine after its submit",
                             (unsigned long long)s->id);
     char reason[512], *ptext;
-    gp_store_job row = engine_row(j, s->id, &info, now, reason, &ptext);
+    json_t *placement = gp_placement_json(j->engine, s->id, &info);
+    gp_store_job row = engine_row(j, s->id, &info, placement, now, reason, &ptext);
+    json_decref(placement);
     row.tenant = s->tenant;
     row.user = s->user;
     row.name = s->name;
@@ -165,22 +182,17 @@ static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *s
 
 /* ---- decisions ---- */
 
-/* A bind: where each replica of this run is (the job_runs rows). */
+/* A bind: where each replica of this run is (the job_runs rows), the
+ * engine's node of each replica (no placement JSON for a node name). */
 static gp_err runs_write(gp_journal *j, uint64_t id, gp_error *err)
 {
     gp_job_info info;
     if (gp_engine_job_info(j->engine, id, &info, NULL) != GP_OK || info.bind_time < 0)
         return GP_OK;
-    json_t *placement = gp_placement_json(j->engine, id, &info);
     gp_err rc = GP_OK;
-    size_t r;
-    json_t *rep;
-    json_array_foreach(placement, r, rep) {
-        if (rc == GP_OK)
-            rc = gp_store_run_add(j->store, id, info.bind_time, (int)r,
-                                  json_string_value(json_object_get(rep, "node")), err);
-    }
-    json_decref(placement);
+    const char *node;
+    for (int r = 0; rc == GP_OK && (node = gp_engine_job_node(j->engine, id, r)) != NULL; r++)
+        rc = gp_store_run_add(j->store, id, info.bind_time, r, node, err);
     return rc;
 }
 
@@ -241,24 +253,40 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
     }
 }
 
+/* The ledger's record of decision ds[i], a USAGE_OPEN with the job's
+ * placement (placement_of). */
+static gp_err ledger_write(gp_journal *j, const gp_event *ev, const gp_decision *ds, size_t n, size_t i, json_t *memo,
+                           gp_error *err)
+{
+    json_t *placement = NULL;
+    gp_job_info info;
+    if (ds[i].kind == GP_DEC_USAGE_OPEN) {
+        bool live = gp_engine_job_info(j->engine, ds[i].usage.job_id, &info, NULL) == GP_OK;
+        placement = placement_of(j, memo, ds[i].usage.job_id, live ? &info : NULL);
+    }
+    return gp_ledger_write(j->store, j->engine, ev, ds, n, i, placement, err);
+}
+
 /* Writes what the last event decided: history, usage and the ledger, the
- * touched rows. */
+ * touched rows.  Each job's placement JSON is built once (placement_of). */
 static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
 {
     size_t n;
     const gp_decision *ds = gp_engine_decisions(j->engine, &n);
     gp_err rc = GP_OK;
+    json_t *memo = json_object();
     for (size_t i = 0; i < n && rc == GP_OK; i++) {
         rc = materialize(j, &ds[i], err);
         if (rc == GP_OK && (ds[i].kind == GP_DEC_USAGE_OPEN || ds[i].kind == GP_DEC_USAGE_CLOSE))
-            rc = gp_ledger_write(j->store, j->engine, ev, ds, n, i, err);
+            rc = ledger_write(j, ev, ds, n, i, memo, err);
     }
     uint64_t inserted = ev->kind == GP_EV_SUBMIT ? ev->job->spec.id : 0; /* its row is the engine's already */
     for (size_t i = 0; i < j->replayer.n_touched && rc == GP_OK; i++) {
         gp_job_info info;
         if (j->replayer.touched[i] != inserted && gp_engine_job_info(j->engine, j->replayer.touched[i], &info, NULL) == GP_OK)
-            rc = update_row(j, j->replayer.touched[i], &info, ev->time, err);
+            rc = update_row(j, j->replayer.touched[i], &info, memo, ev->time, err);
     }
+    json_decref(memo);
     return rc;
 }
 

@@ -5,7 +5,8 @@
  * job, class, topology, GPU type and milli-GPUs from the engine's decision;
  * the job's user from its row; where it runs (node, GPU UUIDs, the MIG
  * instance or the share of a shared GPU) from the engine's placement, read
- * while the job still holds it.  The "close" record repeats the open one's
+ * while the job still holds it (the journal's, built once for the event
+ * and the job's row).  The "close" record repeats the open one's
  * fields (copied from the ledger, so it does not depend on a job the
  * engine may have forgotten) and adds end, why it closed, and the seq of
  * its open record.
@@ -22,22 +23,18 @@
 #include "server/ledger.h"
 
 #include "eventlog/ledger_record.h"
-#include "eventlog/placement.h"
 #include "server/log.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static gp_err open_record(gp_store *s, const gp_engine *e, const gp_usage *u, gp_error *err)
+static gp_err open_record(gp_store *s, const gp_engine *e, const gp_usage *u, json_t *placement, gp_error *err)
 {
     const char *user = gp_engine_job_user(e, u->job_id); /* the engine's: no read in the batch */
-    gp_job_info info;
-    json_t *placement = gp_engine_job_info(e, u->job_id, &info, NULL) == GP_OK
-                            ? gp_placement_json(e, u->job_id, &info) : json_null();
     json_t *rec = gp_ledger_usage_record(u, "open");
     json_object_set_new(rec, "user", user ? json_string(user) : json_null());
     json_object_set_new(rec, "share", json_is_array(placement) ? json_string(gp_ledger_share_of(placement)) : json_null());
-    json_object_set_new(rec, "placement", placement);
+    json_object_set(rec, "placement", placement ? placement : json_null());
     gp_err rc = gp_store_ledger_append(s, rec, err);
     json_decref(rec);
     return rc;
@@ -67,11 +64,11 @@ static gp_err close_record(gp_store *s, const gp_usage *u, const char *why, gp_e
 }
 
 gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, const gp_decision *ds, size_t n,
-                       size_t i, gp_error *err)
+                       size_t i, json_t *placement, gp_error *err)
 {
     const gp_decision *d = &ds[i];
     if (d->kind == GP_DEC_USAGE_OPEN)
-        return open_record(s, e, &d->usage, err);
+        return open_record(s, e, &d->usage, placement, err);
     return close_record(s, &d->usage, gp_ledger_close_reason(ev, ds, n, i), err);
 }
 

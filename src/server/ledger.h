@@ -28,9 +28,11 @@
 
 /* Writes the record of decision ds[i] (a USAGE_OPEN or USAGE_CLOSE) of the
  * event ev; ds[0..n) are all of the event's decisions (a close's reason is
- * read from the ones after it). */
+ * read from the ones after it).  placement: an open's job placement as
+ * eventlog/placement.h builds it (json null or NULL when none; borrowed),
+ * unused for a close. */
 gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, const gp_decision *ds, size_t n,
-                       size_t i, gp_error *err);
+                       size_t i, json_t *placement, gp_error *err);
 
 /* The guarantee and capacity records (docs/metering.md): compares what
  * the engine has now -- each tenant's own configured guarantee per GPU

@@ -186,6 +186,30 @@ def test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas(d):
     assert not waiting.is_alive() and time.time() - t0 < 15
 
 
+def test_each_job_keeps_its_own_spec_fields_poll_after_poll(d):
+    """A job's spec fields are read from its row once, then kept with the
+    node's last answer (agents.h, gp_agents_specs): every later poll, and a
+    job new to the node, carries its own job's fields, and a job that left
+    takes its fields with it."""
+    d.ok("PUT", "/v1/tenants/t", {})
+    n1 = FakeAgent(d, "t4-1")
+    first = submit(d, env={"SEED": "1"})
+    gpd.wait_for(lambda: mine(n1.poll(), first), what="the first job bound")
+    second = submit(d, command=["python3", "eval.py"], env={"SEED": "2"}, stop_signal="SIGUSR1")
+    gpd.wait_for(lambda: mine(n1.poll(), second), what="the second job bound")
+    for _ in range(3):
+        out = n1.poll()
+        [a], [b] = mine(out, first), mine(out, second)
+        assert a["command"] == ["python3", "train.py"] and a["env"] == {"SEED": "1"}, a
+        assert a.get("stop_signal") != "SIGUSR1", a
+        assert b["command"] == ["python3", "eval.py"] and b["env"] == {"SEED": "2"}, b
+        assert b["stop_signal"] == "SIGUSR1" and b["tenant"] == "t" and b["checkpoint_grace_s"] == 30, b
+    [r] = n1.report(exited(a))
+    assert r["applied"], r
+    out = n1.poll()
+    assert not mine(out, first) and mine(out, second)[0]["env"] == {"SEED": "2"}, out
+
+
 def poll_wakeups(d):
     status, text = d.call("GET", "/metrics")
     assert status == 200, text
@@ -417,6 +441,7 @@ def test_kill9_keeps_assignments_raises_the_epoch_and_replays(d):
 if __name__ == "__main__":
     gpd.run([test_join_token_registers_and_credentials_reach_only_their_node,
              test_a_long_poll_answers_a_bind_on_its_node_with_the_replicas,
+             test_each_job_keeps_its_own_spec_fields_poll_after_poll,
              test_a_commit_on_one_node_wakes_only_that_nodes_poll,
              test_a_heartbeat_near_max_body_is_taken_whole,
              test_replica_reports_finish_the_gang,

@@ -57,6 +57,8 @@ static void mps_shares_on_a_gpu_never_add_up_past_1000(void **state)
     submit_mps(w, 4, 200, 0, 0);
     assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 3);
     assert_int_equal(tb_state(w, 3), GP_JOB_PENDING);
+    assert_string_equal(gp_engine_job_node(w->e, 1, 0), "p0"); /* a share's node */
+    assert_null(gp_engine_job_node(w->e, 3, 0));
     assert_int_equal(tb_gpu(w, 0).used_milli, 1000);
     assert_int_equal(tb_gpu(w, 0).jobs, 3);
     assert_int_equal(sb_tenant_gpu_usage(w, "org", "H100"), 1000);
@@ -495,6 +497,7 @@ static void cpu_only_jobs_bind_without_gpus(void **state)
     gp_slice slices[2];
     assert_int_equal(gp_engine_job_gpus(w->e, 1, gpus, 4), 0);
     assert_int_equal(gp_engine_job_slices(w->e, 1, slices, 2), 0);
+    assert_null(gp_engine_job_node(w->e, 1, 0)); /* no GPU: no placement, as the placement JSON has it */
     assert_int_equal(tb_free_gpus(w), 2);
     gp_node_info n = tb_node(w, "n00");
     assert_int_equal(n.cpu_used, 4000);

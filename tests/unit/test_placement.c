@@ -305,6 +305,31 @@ static void cpu_per_replica_must_fit_on_one_node(void **state)
     assert_int_not_equal(tb_gpu(w, gpus[0]).node, tb_gpu(w, gpus[1]).node);
 }
 
+/* gp_engine_job_node: replica r's node is the node of its GPUs, as the
+ * placement JSON names it; nothing for a replica it lacks or a job not
+ * placed. */
+static void each_replicas_node_is_the_node_of_its_gpus(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 3, "H100", 8, "b0", "z0");
+    tb_tenant(w, "t", "H100", -1, -1);
+    tb_submit(w, 1, "t", 2, 8, 0);
+    tb_submit(w, 2, "t", 2, 8, 0); /* one node is left: waits */
+    assert_int_equal(tb_tick(w, 0, GP_DEC_BIND), 1);
+    uint32_t gpus[16];
+    assert_int_equal(gp_engine_job_gpus(w->e, 1, gpus, 16), 16);
+    for (int r = 0; r < 2; r++) {
+        gp_node_info n;
+        assert_true(gp_engine_node_get(w->e, tb_gpu(w, gpus[r * 8]).node, &n));
+        assert_string_equal(gp_engine_job_node(w->e, 1, r), n.name);
+    }
+    assert_string_not_equal(gp_engine_job_node(w->e, 1, 0), gp_engine_job_node(w->e, 1, 1));
+    assert_null(gp_engine_job_node(w->e, 1, 2));
+    assert_null(gp_engine_job_node(w->e, 1, -1));
+    assert_null(gp_engine_job_node(w->e, 2, 0));
+    assert_null(gp_engine_job_node(w->e, 99, 0));
+}
+
 /* ---- drain ---- */
 
 static void draining_node_gets_no_new_work(void **state)
@@ -411,6 +436,7 @@ int main(void)
         TB_TEST(unknown_gpu_type_is_refused_at_submit),
         TB_TEST(unhealthy_gpu_is_never_chosen),
         TB_TEST(cpu_per_replica_must_fit_on_one_node),
+        TB_TEST(each_replicas_node_is_the_node_of_its_gpus),
         TB_TEST(draining_node_gets_no_new_work),
         TB_TEST(drained_is_reported_once_when_last_job_finishes),
         TB_TEST(undrained_node_takes_work_again),
