@@ -12,6 +12,7 @@
 #include "server/agents.h"
 
 #include "server/clock.h"
+#include "util/grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,14 +111,10 @@ static gp__agent_node *node_entry(gp_agents *a, const char *name)
     if (!wake)
         return NULL;
     pthread_mutex_lock(&a->lock);
-    if (a->n_nodes == a->cap_nodes) {
-        size_t cap = a->cap_nodes ? 2 * a->cap_nodes : 64;
-        gp__agent_node *grown = realloc(a->nodes, cap * sizeof *grown);
-        if (!grown)
-            goto fail;
-        a->nodes = grown;
-        a->cap_nodes = cap;
-    }
+    gp__agent_node *grown = gp_grow(a->nodes, &a->cap_nodes, a->n_nodes + 1, sizeof *grown);
+    if (!grown)
+        goto fail;
+    a->nodes = grown;
     if (!gp_strmap_put(&a->node_index, name, (uint32_t)a->n_nodes))
         goto fail;
     n = &a->nodes[a->n_nodes++];
@@ -138,14 +135,10 @@ static void mark(gp_agents *a, gp__agent_node *n)
 {
     if (!n || n->dirty)
         return;
-    if (a->n_dirty == a->cap_dirty) {
-        size_t cap = a->cap_dirty ? 2 * a->cap_dirty : 64;
-        uint32_t *d = realloc(a->dirty, cap * sizeof *d);
-        if (!d)
-            return; /* its next change publishes it */
-        a->dirty = d;
-        a->cap_dirty = cap;
-    }
+    uint32_t *d = gp_grow(a->dirty, &a->cap_dirty, a->n_dirty + 1, sizeof *d);
+    if (!d)
+        return; /* its next change publishes it */
+    a->dirty = d;
     n->dirty = true;
     a->dirty[a->n_dirty++] = (uint32_t)(n - a->nodes);
 }
@@ -199,14 +192,10 @@ static gp__agent_job *job_entry(gp_agents *a, uint64_t id)
     gp__agent_job *j = job_find(a, id);
     if (j)
         return j;
-    if (a->n_jobs == a->cap_jobs) {
-        size_t cap = a->cap_jobs ? 2 * a->cap_jobs : 64;
-        gp__agent_job *grown = realloc(a->jobs, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        a->jobs = grown;
-        a->cap_jobs = cap;
-    }
+    gp__agent_job *grown = gp_grow(a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *grown);
+    if (!grown)
+        return NULL;
+    a->jobs = grown;
     if (!gp_u64map_put(&a->job_index, id, (uint32_t)a->n_jobs))
         return NULL;
     j = &a->jobs[a->n_jobs++];
@@ -400,13 +389,10 @@ void gp_agents_silent(gp_agents *a, int64_t now_ms, void (*lost)(void *ctx, cons
         const gp__agent_node *node = &a->nodes[i];
         if (!node->agent || !node->up || now_ms - node->last_seen_ms <= a->lost_after_s * 1000)
             continue;
-        if (n == cap) {
-            void *grown = realloc(names, (cap ? cap * 2 : 8) * sizeof *names);
-            if (!grown)
-                break;
-            names = grown;
-            cap = cap ? cap * 2 : 8;
-        }
+        void *grown = gp_grow(names, &cap, n + 1, sizeof *names);
+        if (!grown)
+            break;
+        names = grown;
         snprintf(names[n++], GP_NAME_MAX, "%s", node->name);
     }
     pthread_mutex_unlock(&a->lock);

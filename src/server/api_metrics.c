@@ -23,6 +23,8 @@
  */
 #include "server/api.h"
 
+#include "util/grow.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,16 +129,12 @@ static void snap_tenants(const gp_engine *e, snapshot *s, int64_t now)
 static void snap_agent(void *ctx, const char *node, int64_t last_seen_ms)
 {
     snapshot *s = ctx;
-    if (s->n_agents == s->cap_agents) {
-        size_t cap = s->cap_agents ? 2 * s->cap_agents : 64;
-        agent_row *a = realloc(s->agents, cap * sizeof *a);
-        if (!a) {
-            s->failed = true;
-            return;
-        }
-        s->agents = a;
-        s->cap_agents = cap;
+    agent_row *a = gp_grow(s->agents, &s->cap_agents, s->n_agents + 1, sizeof *a);
+    if (!a) {
+        s->failed = true;
+        return;
     }
+    s->agents = a;
     agent_row *row = &s->agents[s->n_agents++];
     snprintf(row->node, sizeof row->node, "%s", node);
     row->last_seen_ms = last_seen_ms;

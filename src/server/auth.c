@@ -8,6 +8,8 @@
  */
 #include "server/auth.h"
 
+#include "util/grow.h"
+
 #include <fnmatch.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -93,16 +95,12 @@ gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
     if (!gp_role_parse(t->role, &role))
         return gp_error_set(err, GP_ERR_INVALID, "role", "token %s has unknown role %s", t->id, t->role);
     pthread_mutex_lock(&a->lock);
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 16;
-        gp_auth_entry *e = realloc(a->entries, cap * sizeof *e);
-        if (!e) {
-            pthread_mutex_unlock(&a->lock);
-            return gp_error_set(err, GP_ERR_NOMEM, "token", "out of memory");
-        }
-        a->entries = e;
-        a->cap = cap;
+    gp_auth_entry *grown = gp_grow(a->entries, &a->cap, a->n + 1, sizeof *grown);
+    if (!grown) {
+        pthread_mutex_unlock(&a->lock);
+        return gp_error_set(err, GP_ERR_NOMEM, "token", "out of memory");
     }
+    a->entries = grown;
     gp_auth_entry *e = &a->entries[a->n++];
     memset(e, 0, sizeof *e);
     snprintf(e->hash_hex, sizeof e->hash_hex, "%s", t->hash_hex);

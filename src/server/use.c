@@ -1,6 +1,8 @@
 /* use.c - allocated vs used: the per-job counters (see use.h). */
 #include "server/use.h"
 
+#include "util/grow.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +34,10 @@ static gp__use_job *job_entry(gp_use *u, uint64_t id)
     uint32_t i;
     if (gp_u64map_get(&u->job_index, id, &i))
         return &u->jobs[i];
-    if (u->n_jobs == u->cap_jobs) {
-        size_t cap = u->cap_jobs ? 2 * u->cap_jobs : 64;
-        gp__use_job *p = realloc(u->jobs, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        u->jobs = p;
-        u->cap_jobs = cap;
-    }
+    gp__use_job *p = gp_grow(u->jobs, &u->cap_jobs, u->n_jobs + 1, sizeof *p);
+    if (!p)
+        return NULL;
+    u->jobs = p;
     if (!gp_u64map_put(&u->job_index, id, (uint32_t)u->n_jobs))
         return NULL;
     gp__use_job *j = &u->jobs[u->n_jobs++];
@@ -68,14 +66,10 @@ static double beat_seconds(gp_use *u, const char *node, int64_t now_ms)
 {
     uint32_t i;
     if (!gp_strmap_get(&u->node_index, node, &i)) {
-        if (u->n_nodes == u->cap_nodes) {
-            size_t cap = u->cap_nodes ? 2 * u->cap_nodes : 16;
-            int64_t *p = realloc(u->node_last_ms, cap * sizeof *p);
-            if (!p)
-                return 0;
-            u->node_last_ms = p;
-            u->cap_nodes = cap;
-        }
+        int64_t *p = gp_grow(u->node_last_ms, &u->cap_nodes, u->n_nodes + 1, sizeof *p);
+        if (!p)
+            return 0;
+        u->node_last_ms = p;
         if (!gp_strmap_put(&u->node_index, node, (uint32_t)u->n_nodes))
             return 0;
         u->node_last_ms[u->n_nodes++] = now_ms;
