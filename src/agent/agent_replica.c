@@ -98,6 +98,13 @@ static void gp__replica_gpus(gp_replica *r, const gp_assignment *assignment)
 
 /* ---- the environment and launch.json ---- */
 
+static void gp__job_env_free(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
 /* The job's own variables as "NAME=value", NULL-terminated: its env, then
  * the values of the secrets it names (gpupoold sends them only in the
  * entry of a replica this node is to run).  Each string and the array are
@@ -106,20 +113,15 @@ static char **gp__job_env(const gp_assignment *a)
 {
     size_t n = a->n_env + a->n_secrets;
     char **out = calloc(n + 1, sizeof *out);
-    for (size_t i = 0; out && i < a->n_env; i++)
-        if (asprintf(&out[i], "%s=%s", a->env[i].name, a->env[i].value) < 0)
+    for (size_t i = 0; out && i < n; i++) {
+        const gp_assignment_var *v = i < a->n_env ? &a->env[i] : &a->secrets[i - a->n_env];
+        if (asprintf(&out[i], "%s=%s", v->name, v->value) < 0) { /* never a list cut short */
             out[i] = NULL;
-    for (size_t i = 0; out && i < a->n_secrets; i++)
-        if (asprintf(&out[a->n_env + i], "%s=%s", a->secrets[i].name, a->secrets[i].value) < 0)
-            out[a->n_env + i] = NULL;
+            gp__job_env_free(out);
+            return NULL;
+        }
+    }
     return out;
-}
-
-static void gp__job_env_free(char **env)
-{
-    for (size_t i = 0; env && env[i]; i++)
-        free(env[i]);
-    free(env);
 }
 
 static gp_err gp__replica_env(const gp_replica *r, const gp_assignment *a, const char *visible, json_t **out,
@@ -133,7 +135,9 @@ static gp_err gp__replica_env(const gp_replica *r, const gp_assignment *a, const
     };
     gp_env e = {0};
     gp_err rc = GP_OK;
-    if (!env || a->n_peers != desc.replicas)
+    if (!env)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "env", "out of memory");
+    else if (a->n_peers != desc.replicas)
         rc = gp_error_set(err, GP_ERR_INVALID, "peers", "the assignment's peers do not name each replica");
     else
         rc = gp_env_for_replica(&e, (const char *const *)env, &desc, err);
