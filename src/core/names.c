@@ -1,7 +1,8 @@
 /* names.c - the engine's table of enum names: the one place where a job
  * state, class, topology, isolation, job kind, decision kind, wait code,
  * GPU sharing mode, pool score, tenant trust, restart policy or stop signal
- * gets its name (a stop signal also its number, which the node agent sends).  Callers
+ * gets its name (topology, isolation and stop signal names are util's
+ * tables, shape_names.h and stop_signal.h, shared with metering and the CLI).  Callers
  * outside core (server, spec codec, config files, CLI output, simulator)
  * print and parse with these names, both ways; an out-of-range value reads
  * "unknown".
@@ -12,16 +13,14 @@
  *          gp_job_state_name(99) is "unknown".
  */
 #include "core/types.h"
+#include "util/shape_names.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char *const JOB_STATES[] = {"pending",   "admitted", "running",  "preempting",
                                          "succeeded", "failed",   "cancelled"};
 static const char *const CLASSES[] = {"none", "guaranteed", "burstable"};
-static const char *const TOPOLOGIES[] = {"any", "block", "nvlink"};
-static const char *const ISOLATIONS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const JOB_KINDS[] = {"training", "inference", "interactive"};
 static const char *const DECISION_KINDS[] = {"transition", "bind",       "preempt",     "stop",
                                              "drained",    "usage_open", "usage_close", "reconfigure"};
@@ -29,10 +28,8 @@ static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
-static const char *const STOP_SIGNALS[] = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"};
-static const int STOP_SIGNAL_NUMBERS[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-_Static_assert(sizeof STOP_SIGNAL_NUMBERS / sizeof *STOP_SIGNAL_NUMBERS == sizeof STOP_SIGNALS / sizeof *STOP_SIGNALS,
-               "a stop signal's name and number side by side");
+_Static_assert(GP_TOPO_NVLINK + 1 == GP_TOPOLOGY_NAMES, "a name for each topology (util/shape_names.c)");
+_Static_assert(GP_ISO_TIMESLICE + 1 == GP_ISOLATION_NAMES, "a name for each isolation (util/shape_names.c)");
 
 #define GP__TABLE(t) {t, (int)(sizeof t / sizeof *t)}
 
@@ -41,11 +38,11 @@ static const struct {
     int n;
 } TABLES[GP_ENUM_COUNT] = {
     [GP_ENUM_JOB_STATE] = GP__TABLE(JOB_STATES),   [GP_ENUM_CLASS] = GP__TABLE(CLASSES),
-    [GP_ENUM_TOPOLOGY] = GP__TABLE(TOPOLOGIES),    [GP_ENUM_ISOLATION] = GP__TABLE(ISOLATIONS),
+    [GP_ENUM_TOPOLOGY] = {gp_topology_names, GP_TOPOLOGY_NAMES},    [GP_ENUM_ISOLATION] = {gp_isolation_names, GP_ISOLATION_NAMES},
     [GP_ENUM_JOB_KIND] = GP__TABLE(JOB_KINDS),     [GP_ENUM_DECISION_KIND] = GP__TABLE(DECISION_KINDS),
     [GP_ENUM_SHARING] = GP__TABLE(SHARINGS),       [GP_ENUM_SCORE] = GP__TABLE(SCORES),
     [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),           [GP_ENUM_RESTART_POLICY] = GP__TABLE(RESTART_POLICIES),
-    [GP_ENUM_STOP_SIGNAL] = GP__TABLE(STOP_SIGNALS),
+    [GP_ENUM_STOP_SIGNAL] = {gp_stop_signal_names, GP_STOP_SIGNALS},
 };
 
 int gp_enum_count(gp_enum which)
@@ -129,11 +126,6 @@ const char *gp_trust_name(gp_trust t)
 const char *gp_restart_policy_name(gp_restart_policy p)
 {
     return gp_enum_name(GP_ENUM_RESTART_POLICY, (int)p);
-}
-
-int gp_stop_signal_number(gp_stop_signal s)
-{
-    return (unsigned)s < sizeof STOP_SIGNAL_NUMBERS / sizeof *STOP_SIGNAL_NUMBERS ? STOP_SIGNAL_NUMBERS[s] : SIGTERM;
 }
 
 const char *gp_wait_code_name(gp_wait_code c)

@@ -15,6 +15,8 @@
 #ifndef GP_CORE_TYPES_H
 #define GP_CORE_TYPES_H
 
+#include "util/stop_signal.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,14 +179,8 @@ typedef struct gp_share {
 typedef enum gp_restart_policy { GP_RESTART_DEFAULT = 0, GP_RESTART_NEVER, GP_RESTART_ON_FAILURE } gp_restart_policy;
 /* The signal a stop (preemption, cancel, time limit) sends first; the node
  * agent kills the whole tree when the grace ends.  The engine only keeps it. */
-typedef enum gp_stop_signal {
-    GP_STOP_SIGTERM = 0,
-    GP_STOP_SIGINT,
-    GP_STOP_SIGHUP,
-    GP_STOP_SIGQUIT,
-    GP_STOP_SIGUSR1,
-    GP_STOP_SIGUSR2
-} gp_stop_signal;
+/* (gp_stop_signal and its names: util/stop_signal.h, one table for the
+ * engine, the agent and the CLI) */
 #define GP_MAX_RESTARTS_MAX 100 /* max_restarts: 1..this */
 
 typedef struct gp_job_spec {
@@ -439,7 +435,6 @@ const char *gp_score_name(gp_score s);
 const char *gp_trust_name(gp_trust t);
 const char *gp_restart_policy_name(gp_restart_policy p);
 /* The POSIX signal a stop signal sends (SIGTERM for a value out of range). */
-int gp_stop_signal_number(gp_stop_signal s);
 
 /* The smallest share that would fit what a job used on one GPU of
  * gpu_type (gpu_mem_mib of memory): its peak SM activity (percent of the

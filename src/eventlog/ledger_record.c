@@ -20,6 +20,7 @@
  * record says "closed":"preempted".
  */
 #include "eventlog/ledger_record.h"
+#include "util/shape_names.h"
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -70,7 +71,7 @@ json_t *gp_ledger_usage_record(const gp_usage *u, const char *kind)
 const char *gp_ledger_share_of(const json_t *placement)
 {
     json_t *slice = json_object_get(json_array_get(placement, 0), "slice");
-    return slice ? json_string_value(json_object_get(slice, "kind")) : "whole";
+    return slice ? json_string_value(json_object_get(slice, "kind")) : gp_share_whole;
 }
 
 json_t *gp_ledger_guarantee_record(const char *tenant, const char *gpu_type, int64_t milli_gpus, int64_t start)

@@ -39,6 +39,7 @@
 #include "metering/bill.h"
 
 #include "util/grow.h"
+#include "util/shape_names.h"
 #include "util/hashmap.h"
 
 #include <stdio.h>
@@ -47,10 +48,11 @@
 
 enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_UNPRICED, KINDS };
 static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "unpriced"};
+/* a share and a topology index util/shape_names.h's tables (the engine's
+ * order); share 0 is a whole GPU, which the ledger calls gp_share_whole */
 enum { SHARE_WHOLE, SHARE_MIG, SHARE_MPS, SHARE_TIMESLICE, SHARES };
-static const char *const SHARE_NAMES[SHARES] = {"whole", "mig", "mps", "timeslice"};
-enum { TOPO_ANY, TOPO_NVLINK, TOPO_BLOCK, TOPOS };
-static const char *const TOPO_NAMES[TOPOS] = {"any", "nvlink", "block"};
+_Static_assert((int)SHARES == (int)GP_ISOLATION_NAMES, "a share for each isolation");
+enum { TOPO_ANY, TOPOS = GP_TOPOLOGY_NAMES };
 /* the fleet's fields per hour and model: the shares, then these */
 enum { F_PHYSICAL = SHARES, F_IDLE_GUARANTEES, F_IDLE_UNOWNED, FLEET_FIELDS };
 
@@ -261,12 +263,15 @@ void gp_bill_window(const gp_bill *b, int64_t *from, int64_t *as_of)
     *as_of = b->as_of;
 }
 
-static int name_index(const char *const *list, int n, const char *s)
+static const char *share_name(int share)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(list[i], s) == 0)
-            return i;
-    return -1;
+    return share == SHARE_WHOLE ? gp_share_whole : gp_isolation_names[share];
+}
+
+static int share_index(const char *name)
+{
+    return !name || strcmp(name, gp_share_whole) == 0 ? SHARE_WHOLE
+                                                      : gp_shape_name_index(gp_isolation_names, SHARES, name);
 }
 
 static gp_err add_usage(gp_bill *b, const gp_bill_record *r, gp_error *err)
@@ -280,8 +285,8 @@ static gp_err add_usage(gp_bill *b, const gp_bill_record *r, gp_error *err)
     int64_t end = open ? b->as_of : min64(r->end, b->as_of);
     if (max64(r->start, b->from) >= end)
         return GP_OK; /* nothing of it in the period */
-    int topo = name_index(TOPO_NAMES, TOPOS, r->topology);
-    int share = r->share ? name_index(SHARE_NAMES, SHARES, r->share) : SHARE_WHOLE;
+    int topo = gp_shape_name_index(gp_topology_names, TOPOS, r->topology);
+    int share = share_index(r->share);
     if (topo < 0 || share < 0)
         return gp_error_set(err, GP_ERR_INVALID, topo < 0 ? "topology" : "share",
                             "ledger record %lld: unknown %s %s", (long long)r->seq, topo < 0 ? "topology" : "share",
@@ -478,7 +483,7 @@ static bool build_prices(gp_bill *b)
         for (uint32_t t = 0; t < b->n_type; t++)
             b->price[v * b->n_type + t] = gp_price_of(&b->prices->versions[v], b->types.v[t]);
         for (int topo = 0; topo < TOPOS; topo++)
-            b->premium[v * TOPOS + (size_t)topo] = gp_price_premium(&b->prices->versions[v], TOPO_NAMES[topo]);
+            b->premium[v * TOPOS + (size_t)topo] = gp_price_premium(&b->prices->versions[v], gp_topology_names[topo]);
     }
     return true;
 }
@@ -745,7 +750,7 @@ static int by_line_order(const void *x, const void *y)
     if (a->kind != c->kind)
         return a->kind - c->kind;
     int by_type = strcmp(a->b->types.v[a->type], c->b->types.v[c->type]);
-    return by_type ? by_type : strcmp(TOPO_NAMES[a->topo], TOPO_NAMES[c->topo]);
+    return by_type ? by_type : strcmp(gp_topology_names[a->topo], gp_topology_names[c->topo]);
 }
 
 /* The tenant's lines (those with milli-GPU-seconds), in order; *own their sum. */
@@ -768,7 +773,7 @@ static json_t *lines_json(gp_bill *b, uint32_t x, gp_i128 *own)
     json_t *out = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:o, s:o}", "kind", KIND_NAMES[refs[i].kind],
-                                             "gpu_type", b->types.v[refs[i].type], "topology", TOPO_NAMES[refs[i].topo],
+                                             "gpu_type", b->types.v[refs[i].type], "topology", gp_topology_names[refs[i].topo],
                                              "milli_gpu_seconds", (json_int_t)refs[i].l->mgs, "gpu_hours",
                                              hours_json(refs[i].l->mgs), "amount", money_json(refs[i].l->amount)));
     free(refs);
@@ -954,8 +959,8 @@ static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
     } else {
         fputc(',', f);
     }
-    fprintf(f, ",%s,%s,%s,%s,%lld,", b->types.v[type], iv ? SHARE_NAMES[iv->share] : "",
-            iv ? (iv->guaranteed ? "guaranteed" : "burstable") : "", TOPO_NAMES[topo], (long long)r->milli);
+    fprintf(f, ",%s,%s,%s,%s,%lld,", b->types.v[type], iv ? share_name(iv->share) : "",
+            iv ? (iv->guaranteed ? "guaranteed" : "burstable") : "", gp_topology_names[topo], (long long)r->milli);
     csv_time(f, iv ? iv->start : g->start);
     fputc(',', f);
     csv_time(f, iv ? iv->end : g->next_start);
