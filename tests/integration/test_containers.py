@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""A replica with an image runs in an OCI container (issue 31 section 2).
+
+The real supervisor (gpupool-supervise, as the agent starts it) runs a
+replica from a hand-written launch.json with a "container" object and a
+dir: image made of busybox-static, under the real runc; each test is an
+attempt a hostile job makes, or a promise of launch.h kept:
+  - ps and /proc list only the job's own processes (pid namespace), it is
+    PID 1's tree and runs as its uid with no capability (CapEff 0), under
+    seccomp mode 2 and no_new_privs;
+  - `unshare -U` (a user namespace of its own, to become root there) fails;
+    with allow_userns it works;
+  - /tmp is its own and what it writes outside its folders is gone at its
+    end; read_only_root refuses a write to /;
+  - it sees its own GPU's node and not another's (the sim's stand-in files);
+  - a stop reaches it (SIGTERM, grace), the tree is killed after the grace,
+    the exit code and signal are the job's own; going over its memory is oom;
+  - the supervisor's kill -9 leaves the container, which the runtime deletes.
+Skipped with one line when not root or runc is missing.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gpd  # noqa: E402
+
+SUPERVISE = os.path.join(gpd.BIN, "gpupool-supervise")
+CGROUP_PARENT = "gpupool-ctest-%d" % os.getpid()
+RUNC = shutil.which("runc") or "/usr/sbin/runc"
+BUSYBOX = shutil.which("busybox") or "/bin/busybox"
+UID = 2000000123
+
+
+def make_image(root):
+    """A dir: image: busybox-static and its applets."""
+    for d in ("bin", "proc", "sys", "dev", "tmp", "etc", "usr/bin"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
+    for applet in ("sh", "ps", "cat", "ls", "sleep", "id", "grep", "unshare", "touch", "echo", "head", "dd", "true",
+                   "kill", "wc", "trap"):
+        os.symlink("busybox", os.path.join(root, "bin", applet))
+    with open(os.path.join(root, "etc", "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/sh\n")
+
+
+class Run:
+    """One replica run by the supervisor in a container."""
+
+    def __init__(self, top, image, script, name="job7-r0-100", mem_mib=256, devices=(), gpus=(), **assignment):
+        self.dir = os.path.join(top, "replicas", name)
+        self.work = os.path.join(top, "work", name)
+        self.bundle = os.path.join(top, "scratch", name)
+        self.log = os.path.join(top, "logs", name + ".log")
+        self.ckpt = os.path.join(top, "ckpt", "job7")
+        for d in (self.dir, os.path.dirname(self.log), os.path.dirname(self.bundle), self.ckpt):
+            os.makedirs(d, exist_ok=True)
+        os.chown(self.ckpt, UID, UID)
+        a = {"job": 7, "replica": 0, "replicas": 1, "bind_time": 100, "action": "run", "tenant": "t",
+             "command": ["sh", "-c", script], "trust": "untrusted", "image": "dir:" + image}
+        a.update(assignment)
+        launch = {"env": ["GPUPOOL_JOB_ID=7", "GPUPOOL_CHECKPOINT_DIR=" + self.ckpt], "user": None,
+                  "job_uid": UID, "job_name": "job7", "uid_min": 1000, "workdir": self.work, "tmp_dir": None,
+                  "keep_scratch": False, "log": self.log, "log_max_bytes": 1 << 20,
+                  "cgroup_parent": CGROUP_PARENT, "cgroup_name": name, "cpu_millis": 1000, "mem_mib": mem_mib,
+                  "shm_mib": 64, "pids_max": 256, "isolate_devices": True, "devices": list(devices),
+                  "visible": ",".join(gpus), "assignment": a, "private_tmp": True,
+                  "container": {"runtime": RUNC, "id": "gpupool-test-" + name, "bundle": self.bundle,
+                                "rootfs": image, "gpus": list(gpus),
+                                "binds": [{"source": self.work, "target": self.work, "read_only": False},
+                                          {"source": self.ckpt, "target": self.ckpt, "read_only": False}]}}
+        with open(os.path.join(self.dir, "launch.json"), "w") as f:
+            json.dump(launch, f)
+        self.proc = subprocess.Popen([SUPERVISE, self.dir], stdin=subprocess.DEVNULL)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def wait_file(self, name, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if os.path.exists(self.path(name)):
+                with open(self.path(name)) as f:
+                    return f.read().strip()
+            time.sleep(0.02)
+        raise AssertionError("no %s after %ss; log: %s" % (name, timeout, self.output()))
+
+    def output(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def wait_output(self, text, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if text in self.output():
+                return
+            time.sleep(0.02)
+        raise AssertionError("no %r in the log: %s" % (text, self.output()))
+
+    def end(self, timeout=20):
+        exit_text = self.wait_file("exit", timeout)
+        self.proc.wait(timeout)
+        return exit_text
+
+    def stop(self, sig=signal.SIGTERM, grace_ms=10000, cause="requested"):
+        with open(self.path("stop"), "w") as f:
+            f.write("%d %d %s\n" % (sig, int(time.time() * 1000) + grace_ms, cause))
+        self.proc.send_signal(signal.SIGUSR1)
+
+
+def test_the_job_sees_only_itself(top, image):
+    r = Run(top, image, "ps -o pid,user,args; echo uid=$(id -u); grep -E '^(Seccomp|CapEff|NoNewPrivs):' "
+                        "/proc/self/status; ls /proc | grep -c '^[0-9]'; echo ppid=$PPID")
+    assert r.end() == "exited 0 0", r.output()
+    out = r.output()
+    lines = [l for l in out.splitlines() if l.strip() and l.split()[0].isdigit() and len(l.split()) > 2]
+    assert len(lines) <= 3 and lines[0].split()[0] == "1", out  # sh (PID 1), ps, and nothing of the host's
+    assert "uid=%d" % UID in out and "CapEff:\t0000000000000000" in out, out
+    assert "Seccomp:\t2" in out and "NoNewPrivs:\t1" in out, out
+    assert "agent" not in out and "gpupoold" not in out, out
+
+
+def test_a_user_namespace_of_its_own_is_refused(top, image):
+    r = Run(top, image, "unshare -U -r id && echo MADE-ROOT || echo refused")
+    assert r.end() == "exited 0 0" and "refused" in r.output() and "MADE-ROOT" not in r.output(), r.output()
+    r = Run(top, image, "unshare -U -r id -u", name="job7-r0-101", allow_userns=True)
+    assert r.end() == "exited 0 0" and "\n0\n" in "\n" + r.output(), r.output()
+
+
+def test_tmp_is_its_own_and_its_writes_are_thrown_away(top, image):
+    marker = os.path.join("/tmp", "gpupool-container-test-%d" % os.getpid())
+    with open(marker, "w") as f:
+        f.write("host")
+    r = Run(top, image, "ls %s 2>&1; echo planted > /tmp/planted; cat /tmp/planted; ls -ld /tmp" % marker)
+    assert r.end() == "exited 0 0", r.output()
+    assert "No such file" in r.output() and "planted" in r.output(), r.output()
+    assert not os.path.exists(r.bundle), os.listdir(r.bundle)  # the writable layer went with it
+    assert not os.path.exists("/tmp/planted")
+    os.unlink(marker)
+    ro = Run(top, image, "touch /etc/x && echo WROTE || echo read-only; touch $PWD/ok && echo workdir-ok",
+             name="job7-r0-102", read_only_root=True)
+    assert ro.end() == "exited 0 0" and "read-only" in ro.output() and "workdir-ok" in ro.output(), ro.output()
+    assert not os.path.exists(os.path.join(image, "etc", "x"))
+
+
+def test_it_opens_its_gpu_and_no_other(top, image):
+    devdir = os.path.join(top, "dev")
+    os.makedirs(devdir, exist_ok=True)
+    for n, minor in (("nvidia0", 240), ("nvidia1", 241), ("nvidiactl", 255)):  # stand-ins, as the sim's tests make
+        os.mknod(os.path.join(devdir, n), 0o666 | stat.S_IFCHR, os.makedev(195, minor))
+    r = Run(top, image, "ls /dev | grep nvidia; ls /dev/nvidia1 2>&1; mknod /dev/x c 195 241 2>&1; echo done",
+            devices=[os.path.join(devdir, "nvidia0"), os.path.join(devdir, "nvidiactl")], gpus=["GPU-0"])
+    assert r.end() == "exited 0 0", r.output()
+    seen = r.output().splitlines()
+    assert "nvidia0" in seen and "nvidiactl" in seen and "nvidia1" not in seen, seen
+    assert any("nvidia1: No such file" in l for l in seen) and any("mknod" in l for l in seen), seen
+
+
+def test_a_stop_reaches_the_job_and_the_grace_ends_it(top, image):
+    r = Run(top, image, "trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done")
+    r.wait_output("ready")
+    r.stop()
+    assert r.end() == "exited 3 0" and "got-term" in r.output(), r.output()
+    stubborn = Run(top, image, "trap '' TERM; echo ready; while :; do sleep 0.1; done", name="job7-r0-103")
+    stubborn.wait_output("ready")
+    stubborn.stop(grace_ms=300)
+    assert stubborn.end().startswith("killed_after_grace"), stubborn.output()
+
+
+def test_exit_codes_and_oom_are_the_jobs(top, image):
+    r = Run(top, image, "exit 42")
+    assert r.end() == "exited 42 0", r.output()
+    r = Run(top, image, "echo ready; sleep 60", name="job7-r0-104")
+    r.wait_output("ready")
+    r.stop(sig=signal.SIGKILL)
+    assert r.end() == "signalled -1 9", r.output()
+    r = Run(top, image, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=200", name="job7-r0-105", mem_mib=64)
+    assert r.end().startswith("oom"), r.output()
+
+
+def test_a_dead_supervisors_container_is_deleted(top, image):
+    r = Run(top, image, "echo ready; sleep 60")
+    r.wait_output("ready")
+    pid = int(r.wait_file("pid"))
+    r.proc.kill()
+    r.proc.wait()
+    os.kill(-pid, signal.SIGKILL)  # what the agent's collect_exit does, then:
+    subprocess.run([RUNC, "delete", "--force", "gpupool-test-job7-r0-100"], check=False)
+    state = subprocess.run([RUNC, "state", "gpupool-test-job7-r0-100"], capture_output=True)
+    assert state.returncode != 0, state.stdout
+
+
+def agent_refuses_an_untrusted_tenants_job_without_an_image():
+    """The real gpupoold and agent: an untrusted tenant's job that names no
+    image is refused on the node, with the reason in the agent's log and the
+    job's end; with --containers optional the same job runs."""
+    import agentproc
+    for mode, refused in (([], True), (["--containers", "optional"], False)):
+        d = gpd.Daemon(fleet=None)
+        d.start()
+        state = tempfile.mkdtemp(prefix="gpupool-containers-", dir="/var/lib")
+        os.chmod(state, 0o755)
+        nodes = agentproc.sim_nodes("n", 1)
+        agent = agentproc.Agent(d, agentproc.write_node_file(d.dir, nodes), state_dir=state,
+                                extra=["--cgroup-parent", CGROUP_PARENT] + mode).start()
+        try:
+            agent.wait_up([n["name"] for n in nodes])
+            d.ok("PUT", "/v1/tenants/u", {"trust": "untrusted"})
+            job = agentproc.submit(d, tenant="u", command="echo bare-ran")
+            if refused:
+                gpd.wait_for(lambda: "refused: the tenant is untrusted" in agent.read_log(), 20, "the refusal")
+                assert agentproc.wait_state(d, job, "failed")
+                shipped = gpd.wait_for(lambda: (lambda o: o if o.get("data") else None)(
+                    d.ok("GET", "/v1/jobs/%d/logs" % job)), 20, "the job's log")
+                text = base64.b64decode(shipped["data"]).decode()
+                assert "names no image" in text and "bare-ran" not in text, text
+            else:
+                gpd.wait_for(lambda: any("bare-ran" in open(p).read() for p in agent.replica_logs(job)), 20, "its run")
+            assert "containers: OCI runtime" in agent.read_log(), agent.read_log()
+        finally:
+            agent.stop()
+            d.stop()
+            d.cleanup()
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def main():
+    if os.geteuid() != 0 or not os.path.exists(RUNC) or not os.path.exists(BUSYBOX):
+        print("SKIP test_containers: needs root, runc and busybox-static")
+        return 0
+    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
+    tests.append(("agent_refuses_an_untrusted_tenants_job_without_an_image",
+                  lambda top, image: agent_refuses_an_untrusted_tenants_job_without_an_image()))
+    only = sys.argv[1:]
+    failed = 0
+    for name, fn in tests:
+        if only and name not in only:
+            continue
+        top = tempfile.mkdtemp(prefix="gpct-", dir="/var/tmp")
+        os.chmod(top, 0o711)
+        image = os.path.join(top, "image")
+        make_image(image)
+        for d in ("work",):
+            os.makedirs(os.path.join(top, d), mode=0o711)
+        try:
+            fn(top, image)
+            print("ok", name)
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print("FAIL", name, e)
+        finally:
+            subprocess.run(["rm", "-rf", top])
+    for mount in ("memory", "cpu", "pids", "devices", "freezer", "unified", ""):
+        try:
+            os.rmdir(os.path.join("/sys/fs/cgroup", mount, CGROUP_PARENT))
+        except OSError:
+            pass
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
