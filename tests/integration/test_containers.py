@@ -15,7 +15,12 @@ attempt a hostile job makes, or a promise of launch.h kept:
   - it sees its own GPU's node and not another's (the sim's stand-in files);
   - a stop reaches it (SIGTERM, grace), the tree is killed after the grace,
     the exit code and signal are the job's own; going over its memory is oom;
-  - the supervisor's kill -9 leaves the container, which the runtime deletes.
+  - the agent's kill -9 leaves the supervisor and its container running;
+    the next agent's stop reaches the job, which checkpoints into
+    GPUPOOL_CHECKPOINT_DIR (the same path inside), and the container is
+    deleted at its end; its host pid is in the replica's cgroup;
+  - the real gpupoold and agent refuse an untrusted tenant's job that names
+    no image (--containers required, the default), the reason in its log.
 Skipped with one line when not root or runc is missing.
 """
 import base64
@@ -55,7 +60,8 @@ def make_image(root):
 class Run:
     """One replica run by the supervisor in a container."""
 
-    def __init__(self, top, image, script, name="job7-r0-100", mem_mib=256, devices=(), gpus=(), **assignment):
+    def __init__(self, top, image, script, name="job7-r0-100", mem_mib=256, devices=(), gpus=(), start=True,
+                 **assignment):
         self.dir = os.path.join(top, "replicas", name)
         self.work = os.path.join(top, "work", name)
         self.bundle = os.path.join(top, "scratch", name)
@@ -79,7 +85,7 @@ class Run:
                                           {"source": self.ckpt, "target": self.ckpt, "read_only": False}]}}
         with open(os.path.join(self.dir, "launch.json"), "w") as f:
             json.dump(launch, f)
-        self.proc = subprocess.Popen([SUPERVISE, self.dir], stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([SUPERVISE, self.dir], stdin=subprocess.DEVNULL) if start else None
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -139,15 +145,19 @@ def test_a_user_namespace_of_its_own_is_refused(top, image):
 
 
 def test_tmp_is_its_own_and_its_writes_are_thrown_away(top, image):
-    marker = os.path.join("/tmp", "gpupool-container-test-%d" % os.getpid())
-    with open(marker, "w") as f:
-        f.write("host")
-    r = Run(top, image, "ls %s 2>&1; echo planted > /tmp/planted; cat /tmp/planted; ls -ld /tmp" % marker)
-    assert r.end() == "exited 0 0", r.output()
-    assert "No such file" in r.output() and "planted" in r.output(), r.output()
-    assert not os.path.exists(r.bundle), os.listdir(r.bundle)  # the writable layer went with it
-    assert not os.path.exists("/tmp/planted")
-    os.unlink(marker)
+    fd, marker = tempfile.mkstemp(prefix="gpupool-host-", dir="/tmp")  # the host's /tmp: the job must not see it
+    os.close(fd)
+    planted = os.path.basename(marker) + "-planted"
+    try:
+        r = Run(top, image, "ls %s 2>&1; echo planted > /tmp/%s; cat /tmp/%s; ls -ld /tmp" % (marker, planted, planted))
+        assert r.end() == "exited 0 0", r.output()
+        assert "No such file" in r.output() and "planted" in r.output(), r.output()
+        assert not os.path.exists(r.bundle), os.listdir(r.bundle)  # the writable layer went with it
+        assert not os.path.exists(os.path.join("/tmp", planted)), "it reached the host's /tmp"
+    finally:
+        for path in (marker, os.path.join("/tmp", planted)):
+            if os.path.exists(path):
+                os.unlink(path)
     ro = Run(top, image, "touch /etc/x && echo WROTE || echo read-only; touch $PWD/ok && echo workdir-ok",
              name="job7-r0-102", read_only_root=True)
     assert ro.end() == "exited 0 0" and "read-only" in ro.output() and "workdir-ok" in ro.output(), ro.output()
@@ -189,16 +199,31 @@ def test_exit_codes_and_oom_are_the_jobs(top, image):
     assert r.end().startswith("oom"), r.output()
 
 
-def test_a_dead_supervisors_container_is_deleted(top, image):
-    r = Run(top, image, "echo ready; sleep 60")
+def test_the_container_outlives_its_agent_and_is_adopted(top, image):
+    """The agent's kill -9 (here: the supervisor's parent, which is what the
+    agent is to it) leaves the container running; a later agent stops it
+    through the same stop file and SIGUSR1, and its end is written."""
+    r = Run(top, image, "trap 'echo checkpointing; touch $GPUPOOL_CHECKPOINT_DIR/.done; exit 0' TERM; "
+                        "echo ready; while :; do sleep 0.1; done", start=False)
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "p = subprocess.Popen(sys.argv[1:]); print(p.pid, flush=True); time.sleep(60)",
+                               SUPERVISE, r.dir], stdout=subprocess.PIPE)
+    supervisor = int(parent.stdout.readline())
     r.wait_output("ready")
     pid = int(r.wait_file("pid"))
-    r.proc.kill()
-    r.proc.wait()
-    os.kill(-pid, signal.SIGKILL)  # what the agent's collect_exit does, then:
-    subprocess.run([RUNC, "delete", "--force", "gpupool-test-job7-r0-100"], check=False)
+    with open("/proc/%d/cgroup" % pid) as f:
+        assert "job7-r0-100" in f.read()  # telemetry by pid: the host pid is in the replica's group
+    parent.kill()  # the "agent", kill -9
+    parent.wait()
+    os.kill(supervisor, 0)  # its supervisor and its job run on
+    os.kill(pid, 0)
+    with open(r.path("stop"), "w") as f:  # the next agent stops it
+        f.write("%d %d requested\n" % (signal.SIGTERM, int(time.time() * 1000) + 10000))
+    os.kill(supervisor, signal.SIGUSR1)
+    assert r.wait_file("exit") == "exited 0 0", r.output()
+    assert "checkpointing" in r.output() and os.path.exists(os.path.join(r.ckpt, ".done"))
     state = subprocess.run([RUNC, "state", "gpupool-test-job7-r0-100"], capture_output=True)
-    assert state.returncode != 0, state.stdout
+    assert state.returncode != 0, state.stdout  # deleted at its end
 
 
 def agent_refuses_an_untrusted_tenants_job_without_an_image():
