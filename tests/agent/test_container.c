@@ -197,6 +197,27 @@ static void the_config_holds_namespaces_no_capability_limits_and_binds(void **st
     free(dir);
 }
 
+static void a_mount_onto_proc_dev_or_through_dotdot_is_refused(void **state)
+{
+    (void)state;
+    char *dir = temp_dir();
+    static const char *const none[] = {NULL};
+    const char *targets[] = {"/proc/sys", "/dev", "relative", "/data/../etc", "/", "/sys/fs/cgroup"};
+    char *argv[] = {"true", NULL}, *envp[] = {NULL};
+    gp_container_process p = {.argv = argv, .envp = envp, .cwd = "/", .uid = 2000000007, .gid = 2000000007};
+    gp_container_limits l = {0};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        gp_container_bind bind = {"/srv/data", targets[i], true};
+        gp_container_spec c = {.bundle = dir, .rootfs = dir, .binds = &bind, .n_binds = 1, .cdi_dirs = none};
+        json_t *out = NULL;
+        gp_error err;
+        assert_int_equal(gp_container_config(&c, &p, &l, &out, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "mounts");
+        assert_null(out);
+    }
+    free(dir);
+}
+
 static void cdi_edits_apply_to_the_assigned_devices_only(void **state)
 {
     (void)state;
@@ -280,6 +301,7 @@ int main(void)
         cmocka_unit_test(a_rule_is_kept_only_for_our_capabilities_architecture_and_kernel),
         cmocka_unit_test(new_user_namespaces_are_refused_unless_allowed),
         cmocka_unit_test(the_config_holds_namespaces_no_capability_limits_and_binds),
+        cmocka_unit_test(a_mount_onto_proc_dev_or_through_dotdot_is_refused),
         cmocka_unit_test(cdi_edits_apply_to_the_assigned_devices_only),
         cmocka_unit_test(only_dir_images_run_here_and_a_bad_path_is_refused),
         cmocka_unit_test(the_runtime_is_runc_on_a_hybrid_host_unless_overridden),

@@ -160,12 +160,37 @@ static json_t *gp__linux(const gp_container_spec *c, const gp_container_limits *
     return linux_;
 }
 
+/* A bind's paths: absolute, no "..", not onto the container's own /proc,
+ * /sys or /dev (its runtime mounts). */
+static gp_err gp__check_binds(const gp_container_spec *c, gp_error *err)
+{
+    static const char *const RESERVED[] = {"/", "/proc", "/sys", "/dev"};
+    for (size_t i = 0; i < c->n_binds; i++) {
+        const char *paths[] = {c->binds[i].source, c->binds[i].target};
+        for (size_t k = 0; k < 2; k++) {
+            size_t len = strlen(paths[k]);
+            if (paths[k][0] != '/' || strstr(paths[k], "/../") || (len >= 3 && strcmp(paths[k] + len - 3, "/..") == 0))
+                return gp_error_set(err, GP_ERR_INVALID, "mounts", "%s: not an absolute path without ..", paths[k]);
+        }
+        for (size_t r = 0; r < sizeof RESERVED / sizeof RESERVED[0]; r++) {
+            size_t len = strlen(RESERVED[r]);
+            const char *t = c->binds[i].target;
+            if (strcmp(t, RESERVED[r]) == 0 || (len > 1 && strncmp(t, RESERVED[r], len) == 0 && t[len] == '/'))
+                return gp_error_set(err, GP_ERR_INVALID, "mounts", "%s: not a place a mount may go", t);
+        }
+    }
+    return GP_OK;
+}
+
 gp_err gp_container_config(const gp_container_spec *c, const gp_container_process *p, const gp_container_limits *l,
                            json_t **out, gp_error *err)
 {
     json_t *seccomp = NULL;
     *out = NULL;
-    gp_err rc = gp__seccomp(c, &seccomp, err);
+    gp_err rc = gp__check_binds(c, err);
+    if (rc != GP_OK)
+        return rc;
+    rc = gp__seccomp(c, &seccomp, err);
     if (rc != GP_OK)
         return rc;
     json_t *config = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",

@@ -99,7 +99,8 @@ typedef struct gp_container_limits {
  * "image") until the agent resolves them there. */
 gp_err gp_container_rootfs_of(const char *image, char *out, size_t cap, gp_error *err);
 
-/* config.json for the bundle.  GP_ERR_INVALID (field "image", "mounts",
+/* config.json for the bundle.  GP_ERR_INVALID (field "mounts" for a bind
+ * that is not absolute, holds "..", or goes on /, /proc, /sys or /dev;
  * "devices", "seccomp") for what cannot be expressed; *out a new object. */
 gp_err gp_container_config(const gp_container_spec *c, const gp_container_process *p, const gp_container_limits *l,
                            json_t **out, gp_error *err);
