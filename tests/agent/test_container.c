@@ -79,7 +79,7 @@ static void a_rule_is_kept_only_for_our_capabilities_architecture_and_kernel(voi
     assert_string_equal(json_string_value(json_object_get(out, "defaultAction")), "SCMP_ACT_ERRNO");
     assert_int_equal(json_integer_value(json_object_get(out, "defaultErrnoRet")), 38);
     json_t *arches = json_object_get(out, "architectures");
-    assert_int_equal(json_array_size(arches), 2);
+    assert_int_equal(json_array_size(arches), 1); /* not the 32-bit sub-architectures */
     assert_string_equal(json_string_value(json_array_get(arches, 0)), "SCMP_ARCH_X86_64");
     const char *admin[] = {"CAP_SYS_ADMIN", NULL};
     json_decref(out);
