@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,19 @@ static char *temp_dir(void)
     return d;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* rm -rf dir, and free its name. */
+static void remove_dir(char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -194,7 +208,7 @@ static void the_config_holds_namespaces_no_capability_limits_and_binds(void **st
     assert_int_equal(json_array_size(json_object_get(json_object_get(c, "linux"), "namespaces")), 5);
     assert_true(json_is_true(json_object_get(json_object_get(c, "root"), "readonly")));
     json_decref(c);
-    free(dir);
+    remove_dir(dir);
 }
 
 static void a_mount_onto_proc_dev_or_through_dotdot_is_refused(void **state)
@@ -215,7 +229,7 @@ static void a_mount_onto_proc_dev_or_through_dotdot_is_refused(void **state)
         assert_string_equal(err.field, "mounts");
         assert_null(out);
     }
-    free(dir);
+    remove_dir(dir);
 }
 
 static void cdi_edits_apply_to_the_assigned_devices_only(void **state)
@@ -242,6 +256,19 @@ static void cdi_edits_apply_to_the_assigned_devices_only(void **state)
     assert_non_null(strstr(text, "createContainer"));
     free(text);
     json_decref(config);
+    /* the same spec as YAML, as `nvidia-ctk cdi generate` writes it by default */
+    unlink(path);
+    snprintf(path, sizeof path, "%s/nvidia.yaml", dir);
+    write_text(path, "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: GPU-mine\n  containerEdits:\n"
+                     "    deviceNodes:\n    - path: /dev/full\n");
+    config = parse("{}");
+    assert_int_equal(gp_cdi_apply(config, dirs, mine, NULL, &used, NULL), GP_OK);
+    assert_true(used);
+    text = json_dumps(config, 0);
+    assert_non_null(strstr(text, "\"path\": \"/dev/full\", \"type\": \"c\", \"major\": 1, \"minor\": 7"));
+    free(text);
+    json_decref(config);
+    unlink(path);
     /* no spec names the device: the backend's paths, a stand-in file bound at /dev/NAME */
     snprintf(path, sizeof path, "%s/nvidia-caps", dir);
     mkdir(path, 0755);
@@ -260,7 +287,7 @@ static void cdi_edits_apply_to_the_assigned_devices_only(void **state)
     config = parse("{}");
     assert_int_equal(gp_cdi_apply(config, dirs, other, missing, &used, NULL), GP_ERR_INVALID);
     json_decref(config);
-    free(dir);
+    remove_dir(dir);
 }
 
 static void only_dir_images_run_here_and_a_bad_path_is_refused(void **state)
