@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "agent/container/container.h"
@@ -202,11 +203,18 @@ static void the_config_holds_namespaces_no_capability_limits_and_binds(void **st
     assert_non_null(strstr(text, "\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"/srv/data\", "
                                  "\"options\": [\"rbind\", \"ro\""));
     assert_non_null(strstr(text, "size=512m"));
+    struct utsname host;
+    assert_int_equal(uname(&host), 0);
+    assert_string_equal(json_string_value(json_object_get(c, "hostname")), host.nodename);
     free(text);
     json_decref(c);
     c = config_for(dir, true, true);
     assert_int_equal(json_array_size(json_object_get(json_object_get(c, "linux"), "namespaces")), 5);
     assert_true(json_is_true(json_object_get(json_object_get(c, "root"), "readonly")));
+    assert_string_equal(json_string_value(json_object_get(c, "hostname")), "gpupool-job7-r0-1");
+    text = json_dumps(c, 0);
+    assert_null(strstr(text, "/etc/resolv.conf")); /* its own network: not the host's names */
+    free(text);
     json_decref(c);
     remove_dir(dir);
 }

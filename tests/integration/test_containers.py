@@ -51,7 +51,7 @@ def make_image(root):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
     for applet in ("sh", "ps", "cat", "ls", "sleep", "id", "grep", "unshare", "touch", "echo", "head", "dd", "true",
-                   "kill", "wc", "trap"):
+                   "kill", "wc", "hostname"):
         os.symlink("busybox", os.path.join(root, "bin", applet))
     with open(os.path.join(root, "etc", "passwd"), "w") as f:
         f.write("root:x:0:0:root:/root:/bin/sh\n")
@@ -127,7 +127,8 @@ class Run:
 
 def test_the_job_sees_only_itself(top, image):
     r = Run(top, image, "ps -o pid,user,args; echo uid=$(id -u); grep -E '^(Seccomp|CapEff|NoNewPrivs):' "
-                        "/proc/self/status; ls /proc | grep -c '^[0-9]'; echo ppid=$PPID")
+                        "/proc/self/status; ls /proc | grep -c '^[0-9]'; echo ppid=$PPID; echo host=$(hostname); "
+                        "head -c 0 /etc/hosts && echo hosts-ok")
     assert r.end() == "exited 0 0", r.output()
     out = r.output()
     lines = [l for l in out.splitlines() if l.strip() and l.split()[0].isdigit() and len(l.split()) > 2]
@@ -135,6 +136,7 @@ def test_the_job_sees_only_itself(top, image):
     assert "uid=%d" % UID in out and "CapEff:\t0000000000000000" in out, out
     assert "Seccomp:\t2" in out and "NoNewPrivs:\t1" in out, out
     assert "agent" not in out and "gpupoold" not in out, out
+    assert "host=%s" % os.uname().nodename in out and "hosts-ok" in out, out  # peers resolve as on the host
 
 
 def test_a_user_namespace_of_its_own_is_refused(top, image):

@@ -8,7 +8,7 @@
  *                "user": {"uid": 2000000007, "gid": 2000000007}, "noNewPrivileges": true,
  *                "capabilities": {"bounding": [], ...}, "rlimits": [{"type": "RLIMIT_NOFILE", ...}]},
  *    "root": {"path": "rootfs", "readonly": false},
- *    "hostname": "job7-r1",
+ *    "hostname": the host's (its network: /etc/hosts and /etc/resolv.conf bound read-only too),
  *    "mounts": [proc, /dev, /dev/pts, /dev/shm size=2048m, /dev/mqueue, /sys ro, /sys/fs/cgroup ro,
  *               the working and checkpoint folders at their own paths, /dev/nvidia0 (the sim's file)],
  *    "linux": {"namespaces": [pid, mount, ipc, uts] (+ network with private_network),
@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #define GP__SHM_DEFAULT_MIB 64u
 
@@ -33,6 +35,10 @@ static const char *const GP__MASKED[] = {"/proc/acpi",     "/proc/asound",      
                                          "/proc/sched_debug",   "/sys/firmware",    "/proc/scsi",        NULL};
 static const char *const GP__READONLY[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
                                            NULL};
+
+/* On the host's network a job resolves names as the host does (its
+ * peers are node names), read-only. */
+static const char *const GP__HOST_NAMING[] = {"/etc/hosts", "/etc/resolv.conf"};
 
 gp_err gp_container_rootfs_of(const char *image, char *out, size_t cap, gp_error *err)
 {
@@ -102,6 +108,10 @@ static json_t *gp__mounts(const gp_container_spec *c, unsigned shm_mib)
                                                                            "ro")));
     json_array_append_new(m, gp__mount("/sys/fs/cgroup", "cgroup", "cgroup",
                                        json_pack("[s, s, s, s, s]", "nosuid", "noexec", "nodev", "relatime", "ro")));
+    for (size_t i = 0; !c->private_network && i < sizeof GP__HOST_NAMING / sizeof GP__HOST_NAMING[0]; i++)
+        if (access(GP__HOST_NAMING[i], R_OK) == 0)
+            json_array_append_new(m, gp__mount(GP__HOST_NAMING[i], "bind", GP__HOST_NAMING[i],
+                                               json_pack("[s, s, s, s]", "rbind", "ro", "nosuid", "nodev")));
     for (size_t i = 0; i < c->n_binds; i++)
         json_array_append_new(m, gp__mount(c->binds[i].target, "bind", c->binds[i].source,
                                            json_pack("[s, s, s, s]", "rbind", c->binds[i].read_only ? "ro" : "rw",
@@ -193,9 +203,13 @@ gp_err gp_container_config(const gp_container_spec *c, const gp_container_proces
     rc = gp__seccomp(c, &seccomp, err);
     if (rc != GP_OK)
         return rc;
+    struct utsname host;
+    const char *hostname = c->id ? c->id : "gpupool";
+    if (!c->private_network && uname(&host) == 0)
+        hostname = host.nodename; /* as on the host's network: NCCL and rendezvous by host name */
     json_t *config = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process",
                                gp__process(p), "root", "path", "rootfs", "readonly", c->read_only_root, "hostname",
-                               "gpupool", "mounts", gp__mounts(c, l->shm_mib), "linux", gp__linux(c, l, seccomp));
+                               hostname, "mounts", gp__mounts(c, l->shm_mib), "linux", gp__linux(c, l, seccomp));
     if (!config)
         return gp_error_set(err, GP_ERR_NOMEM, "container", "out of memory");
     bool used_cdi = false;

@@ -14,6 +14,9 @@
  *     never root, so a capability would only be a way to become more),
  *     RLIMIT_NOFILE as the supervisor has it (what a bare replica inherits);
  *   - the masked and read-only /proc and /sys paths `runc spec` writes;
+ *   - the host's name, /etc/hosts and /etc/resolv.conf (read-only) on the
+ *     host's network (its peers are node names); the container id as its
+ *     name on a private one;
  *   - mounts: proc, a tmpfs /dev, devpts, /dev/shm of shm_mib, mqueue,
  *     sysfs and the cgroup read-only, then the binds (its working folder,
  *     its checkpoint folder at the GPUPOOL_CHECKPOINT_DIR path, the MPS
