@@ -9,10 +9,13 @@ attempt a hostile job makes, or a promise of launch.h kept:
     PID 1's tree and runs as its uid with no capability (CapEff 0), under
     seccomp mode 2 and no_new_privs;
   - `unshare -U` (a user namespace of its own, to become root there) fails;
-    with allow_userns it works;
+    with allow_userns it works; a setuid-root binary of its image, mount,
+    sysctl, insmod, nsenter, chown and reading the agent's state folder
+    (its own launch.json) all fail;
   - /tmp is its own and what it writes outside its folders is gone at its
     end; read_only_root refuses a write to /;
   - it sees its own GPU's node and not another's (the sim's stand-in files);
+  - a fork bomb stops at its pids limit;
   - a stop reaches it (SIGTERM, grace), the tree is killed after the grace,
     the exit code and signal are the job's own; going over its memory is oom;
   - the agent's kill -9 leaves the supervisor and its container running;
@@ -51,7 +54,7 @@ def make_image(root):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     shutil.copy(BUSYBOX, os.path.join(root, "bin", "busybox"))
     for applet in ("sh", "ps", "cat", "ls", "sleep", "id", "grep", "unshare", "touch", "echo", "head", "dd", "true",
-                   "kill", "wc", "hostname"):
+                   "kill", "wc", "hostname", "mount", "sysctl", "insmod", "nsenter", "chown"):
         os.symlink("busybox", os.path.join(root, "bin", applet))
     with open(os.path.join(root, "etc", "passwd"), "w") as f:
         f.write("root:x:0:0:root:/root:/bin/sh\n")
@@ -139,6 +142,33 @@ def test_the_job_sees_only_itself(top, image):
     assert "host=%s" % os.uname().nodename in out and "hosts-ok" in out, out  # peers resolve as on the host
 
 
+def test_root_mounts_sysctls_modules_and_the_agents_files_are_out_of_reach(top, image):
+    """The job tries to become root through a setuid-root binary in its own
+    image, to mount, change a sysctl, load a module, enter the host's
+    namespaces, and to read its own launch.json (its secrets, in the
+    agent's state folder): each attempt prints FAILED-<what> or the
+    supervisor's marker, never the success word."""
+    suid = os.path.join(image, "bin", "suid-busybox")
+    shutil.copy(BUSYBOX, suid)
+    os.chmod(suid, 0o4755)  # setuid root, as a hostile image would ship it
+    attempts = [("setuid", "[ \"$(/bin/suid-busybox id -u)\" = 0 ]"),
+                ("mount", "mount -t tmpfs none $PWD"),
+                ("sysctl", "sysctl -w kernel.hostname=owned"),
+                ("module", "insmod /nonexistent.ko || [ $? -eq 0 ]"),
+                ("nsenter", "nsenter -t 1 -m -u -i -n -p true && [ -e /proc/1/root%s ]" % image),
+                ("chown", "chown 0 $PWD"),
+                ("launch-json", "cat %s/launch.json" % os.path.join(top, "replicas", "job7-r0-100")),
+                ("agent-state", "ls %s" % os.path.join(top, "replicas"))]
+    script = "; ".join("if %s >/dev/null 2>&1; then echo SUCCEEDED-%s; else echo FAILED-%s; fi" % (cmd, w, w)
+                       for w, cmd in attempts)
+    r = Run(top, image, script)
+    assert r.end() == "exited 0 0", r.output()
+    out = r.output()
+    for what, _ in attempts:
+        assert "FAILED-" + what in out and "SUCCEEDED-" + what not in out, (what, out)
+    assert os.uname().nodename != "owned"
+
+
 def test_a_user_namespace_of_its_own_is_refused(top, image):
     r = Run(top, image, "unshare -U -r id && echo MADE-ROOT || echo refused")
     assert r.end() == "exited 0 0" and "refused" in r.output() and "MADE-ROOT" not in r.output(), r.output()
@@ -199,6 +229,20 @@ def test_exit_codes_and_oom_are_the_jobs(top, image):
     assert r.end() == "signalled -1 9", r.output()
     r = Run(top, image, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=200", name="job7-r0-105", mem_mib=64)
     assert r.end().startswith("oom"), r.output()
+
+
+def test_a_fork_bomb_stops_at_its_pids_limit(top, image):
+    r = Run(top, image, "(i=0; while [ $i -lt 400 ]; do sleep 3 & i=$((i+1)); done) 2>/dev/null; echo bombed; "
+                        "exec sleep 3")
+    r.wait_output("bombed")
+    group = os.path.join("/sys/fs/cgroup/pids", CGROUP_PARENT, "job7-r0-100")
+    if os.path.isdir(group):  # v1 here; the v2 machine's pids.max is the same file in one folder
+        with open(os.path.join(group, "pids.current")) as f:
+            assert int(f.read()) <= 256
+        with open(os.path.join(group, "pids.events")) as f:
+            assert int(f.read().split()[1]) > 0  # forks refused at pids_max 256
+    r.stop(sig=signal.SIGKILL)
+    r.end()
 
 
 def test_the_container_outlives_its_agent_and_is_adopted(top, image):
