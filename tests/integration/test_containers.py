@@ -5,6 +5,8 @@ The real supervisor (gpupool-supervise, as the agent starts it) runs a
 replica from a hand-written launch.json with a "container" object and a
 dir: image made of busybox-static, under the real runc; each test is an
 attempt a hostile job makes, or a promise of launch.h kept:
+  - a job of tenant B beside tenant A's reads none of A's /tmp, /dev/shm,
+    command line or working folder;
   - ps and /proc list only the job's own processes (pid namespace), it is
     PID 1's tree and runs as its uid with no capability (CapEff 0), under
     seccomp mode 2 and no_new_privs;
@@ -231,6 +233,23 @@ def test_exit_codes_and_oom_are_the_jobs(top, image):
     assert r.end().startswith("oom"), r.output()
 
 
+def test_two_tenants_side_by_side_see_nothing_of_each_other(top, image):
+    a = Run(top, image, "echo a-secret > /tmp/a-file; echo a-secret > /dev/shm/a-file; echo ready; "
+                        "exec sh -c 'sleep 30; true' --api-key=a-api-key")
+    a.wait_output("ready")
+    with open("/proc/%s/cmdline" % a.wait_file("pid")) as f:
+        assert "a-api-key" in f.read()  # what B goes looking for is there, on the host
+    b = Run(top, image, "cat /tmp/a-file /dev/shm/a-file 2>&1; ps -o args; cat /proc/*/cmdline 2>/dev/null | "
+                        "grep -c 'a-api-k[e]y'; ls %s 2>&1; exit 0" % a.work, name="job8-r0-100")
+    assert b.end() == "exited 0 0", b.output()
+    seen = b.output()
+    assert "a-secret" not in seen and "a-api-key" not in seen, seen
+    assert "\n0\n" in seen, seen  # no command line of A's among B's processes
+    assert "No such file" in seen.splitlines()[-1], seen  # A's working folder is not in B's view
+    a.stop(sig=signal.SIGKILL)
+    a.end()
+
+
 def test_a_fork_bomb_stops_at_its_pids_limit(top, image):
     r = Run(top, image, "(i=0; while [ $i -lt 400 ]; do sleep 3 & i=$((i+1)); done) 2>/dev/null; echo bombed; "
                         "exec sleep 3")
@@ -330,7 +349,11 @@ def main():
         except Exception as e:  # noqa: BLE001
             failed += 1
             print("FAIL", name, e)
-        finally:
+        finally:  # what a failed test left running
+            listed = subprocess.run([RUNC, "list", "-q"], capture_output=True, text=True).stdout.split()
+            for cid in listed:
+                if cid.startswith("gpupool-test-"):
+                    subprocess.run([RUNC, "delete", "--force", cid], capture_output=True)
             subprocess.run(["rm", "-rf", top])
     for mount in ("memory", "cpu", "pids", "devices", "freezer", "unified", ""):
         try:
