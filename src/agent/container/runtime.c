@@ -109,6 +109,7 @@ static _Noreturn void gp__run_runtime(const gp_container_spec *c, const char *ov
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             _exit(125);
+    close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* nothing of the supervisor's reaches the runtime or the job */
     char *argv[] = {(char *)c->runtime, "--log", log, "run", "--detach", "--pid-file", pid, "--bundle",
                     (char *)c->bundle, (char *)c->id, NULL};
     char *envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
