@@ -697,6 +697,10 @@ static void gp__warn_isolation(const gp_agent_options *o)
         fputs("gpupool-agent: WARNING: --no-cgroups: no CPU, memory or pids limits and no device isolation; "
               "replicas of untrusted tenants are refused\n",
               stderr);
+    if (o->containers_optional)
+        fputs("gpupool-agent: WARNING: --containers optional: an untrusted tenant's job without an image runs as a "
+              "bare host process\n",
+              stderr);
     if (geteuid() != 0)
         fputs("gpupool-agent: WARNING: not root: every replica runs as this agent's user, with no private /tmp\n",
               stderr);

@@ -318,6 +318,7 @@ def agent_refuses_an_untrusted_tenants_job_without_an_image():
             else:
                 gpd.wait_for(lambda: any("bare-ran" in open(p).read() for p in agent.replica_logs(job)), 20, "its run")
             assert "containers: OCI runtime" in agent.read_log(), agent.read_log()
+            assert ("WARNING: --containers optional" in agent.read_log()) == (not refused), agent.read_log()
         finally:
             agent.stop()
             d.stop()
