@@ -51,6 +51,7 @@ bench: deps build
 	done; \
 	[ $$found -eq 1 ] || echo "no benchmarks in build/bin"; \
 	echo "== bench/agent/run"; ./bench/agent/run; \
+	echo "== bench/agent/container"; ./bench/agent/container; \
 	echo "== bench/metrics/run"; ./bench/metrics/run; \
 	echo "== bench/restart/run"; ./bench/restart/run; \
 	echo "== bench/capacity/run"; ./bench/capacity/run; \

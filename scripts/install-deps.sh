@@ -38,6 +38,7 @@ BASE_PACKAGES=(
     chromium
     nodejs
     node-ws
+    runc busybox-static golang-github-containers-common  # replicas in containers: the runtime, the tests' dir: image, the seccomp profile
 )
 
 # `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.

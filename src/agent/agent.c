@@ -40,6 +40,10 @@ static const char USAGE[] =
     "  --default-pids-max N    pids.max of a replica whose job sets no pids_max (default 1024)\n"
     "  --log-max-mib N         a replica's log keeps its newest N MiB (default 64)\n"
     "  --keep-scratch-s N      keep a replica's working folder and private /tmp N seconds after it ends\n"
+    "  --oci-runtime PATH      the OCI runtime for replicas with an image (default: crun where the cgroups\n"
+    "                          allow it, else runc)\n"
+    "  --containers MODE       required (default): an untrusted tenant's replica without an image is refused;\n"
+    "                          optional: it may run as a bare process\n"
     "                          (default 0: removed at once)\n"
     "  --device-dir DIR        the GPUs' device nodes are DIR/nvidiaN (nvml default /dev)\n"
     "  --heartbeat-s N         heartbeat period (default: what register answered)\n"
@@ -165,7 +169,9 @@ enum {
     GP__OPT_JOB_UID_SPAN,
     GP__OPT_PIDS_MAX,
     GP__OPT_LOG_MAX_MIB,
-    GP__OPT_KEEP_SCRATCH
+    GP__OPT_KEEP_SCRATCH,
+    GP__OPT_OCI_RUNTIME,
+    GP__OPT_CONTAINERS
 };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
@@ -219,13 +225,17 @@ static int gp__runtime_option(gp_agent_options *o, int c)
         o->log_max_bytes = (int64_t)mib << 20;
         return rc;
     case GP__OPT_KEEP_SCRATCH: return gp__seconds("keep-scratch-s", optarg, 0, 30 * 86400, &o->keep_scratch_s);
+    case GP__OPT_OCI_RUNTIME: o->oci_runtime = optarg; return -1;
+    case GP__OPT_CONTAINERS:
+        o->containers_optional = strcmp(optarg, "optional") == 0;
+        return o->containers_optional || strcmp(optarg, "required") == 0 ? -1 : gp__bad("containers", "required or optional");
     default: return 2;
     }
 }
 
 static int gp__option(gp_agent *a, int c)
 {
-    if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_KEEP_SCRATCH)
+    if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_CONTAINERS)
         return gp__runtime_option(&a->opt, c);
     gp_agent_options *o = &a->opt;
     char *end = NULL;
@@ -341,6 +351,8 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"default-pids-max", required_argument, NULL, GP__OPT_PIDS_MAX},
         {"log-max-mib", required_argument, NULL, GP__OPT_LOG_MAX_MIB},
         {"keep-scratch-s", required_argument, NULL, GP__OPT_KEEP_SCRATCH},
+        {"oci-runtime", required_argument, NULL, GP__OPT_OCI_RUNTIME},
+        {"containers", required_argument, NULL, GP__OPT_CONTAINERS},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -380,6 +392,26 @@ static bool gp__under_tmp(const char *path)
     return false;
 }
 
+/* The OCI runtime for replicas with an image, chosen once and logged
+ * (container.h); none installed: those replicas fail with that reason. */
+static int gp__choose_runtime(gp_agent_options *o)
+{
+    gp_cgroup_host host;
+    gp_error err;
+    char why[GP_STATE_PATH_MAX + 128];
+    if (gp_cgroup_host_detect(&host, NULL, &err) != GP_OK)
+        host.layout = GP_CGROUP_NONE;
+    if (gp_container_runtime_choose(o->oci_runtime, host.layout, o->runtime, sizeof o->runtime, why, sizeof why,
+                                    &err) == GP_OK) {
+        fprintf(stderr, "gpupool-agent: containers: %s\n", why);
+        return -1;
+    }
+    if (o->oci_runtime)
+        return gp__bad("oci-runtime", err.message);
+    fprintf(stderr, "gpupool-agent: WARNING: containers: %s: replicas with an image cannot start\n", err.message);
+    return -1;
+}
+
 /* Absolute state and checkpoint folders, and this binary's path. */
 static int gp__paths(gp_agent_options *o)
 {
@@ -417,7 +449,7 @@ static int gp__paths(gp_agent_options *o)
     snprintf(o->supervise_exe, sizeof o->supervise_exe, "%.*s/gpupool-supervise", dir_len, o->self_exe);
     if (access(o->supervise_exe, X_OK) != 0)
         o->supervise_exe[0] = '\0'; /* an older install: the agent supervises as itself */
-    return -1;
+    return gp__choose_runtime(o);
 }
 
 static bool gp__chosen(const gp_agent *a, const char *name)
@@ -664,6 +696,10 @@ static void gp__warn_isolation(const gp_agent_options *o)
     if (o->no_cgroups)
         fputs("gpupool-agent: WARNING: --no-cgroups: no CPU, memory or pids limits and no device isolation; "
               "replicas of untrusted tenants are refused\n",
+              stderr);
+    if (o->containers_optional)
+        fputs("gpupool-agent: WARNING: --containers optional: an untrusted tenant's job without an image runs as a "
+              "bare host process\n",
               stderr);
     if (geteuid() != 0)
         fputs("gpupool-agent: WARNING: not root: every replica runs as this agent's user, with no private /tmp\n",

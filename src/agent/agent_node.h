@@ -65,6 +65,9 @@ typedef struct gp_agent_options {
     int keep_scratch_s;                      /* --keep-scratch-s: work and /tmp folders kept (default 0) */
     bool private_tmp;                        /* a replica's own /tmp, /var/tmp: no folder of the agent's lies
                                                 there (its own /dev/shm always, as root) */
+    const char *oci_runtime;                 /* --oci-runtime PATH; NULL: the agent chooses */
+    char runtime[GP_STATE_PATH_MAX];         /* the OCI runtime replicas with an image run under; "" none */
+    bool containers_optional;                /* --containers optional: an untrusted replica may run bare */
     const char *device_dir;
     int heartbeat_s;                         /* 0: what register answered */
     bool stop_on_exit;                       /* --on-exit stop */

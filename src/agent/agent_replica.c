@@ -240,17 +240,69 @@ static void gp__launch_identity(const gp_node *n, const gp_replica *r, const gp_
     json_object_set_new(launch, "uid_min", json_integer(gp__uid_min(n, a)));
 }
 
-/* CPU, memory, pids, /dev/shm (half the memory, as tmpfs's own default)
- * and the log's cap. */
+/* CPU, memory, pids, /dev/shm (the job's shm_mib, else half the memory,
+ * as tmpfs's own default; charged to the memory limit) and the log's cap. */
 static void gp__launch_limits(const gp_node *n, const gp_replica *r, const gp_assignment *a, json_t *launch)
 {
     json_int_t mem = gp__limit(a->mem_mib, gp__gpu_share(n, r, n->inventory.mem_mib));
     json_object_set_new(launch, "cpu_millis",
                         json_integer(gp__limit(a->cpu_millis, gp__gpu_share(n, r, n->inventory.cpu_millis))));
     json_object_set_new(launch, "mem_mib", json_integer(mem));
-    json_object_set_new(launch, "shm_mib", json_integer(mem / 2));
+    json_object_set_new(launch, "shm_mib", json_integer(a->shm_mib > 0 ? a->shm_mib : mem / 2));
     json_object_set_new(launch, "pids_max", json_integer(gp__limit(a->pids_max, n->opt->default_pids_max)));
     json_object_set_new(launch, "log_max_bytes", json_integer(n->opt->log_max_bytes));
+}
+
+/* A bind at the same path inside as outside. */
+static json_t *gp__bind(const char *source, const char *target, bool read_only)
+{
+    return json_pack("{s:s, s:s, s:b}", "source", source, "target", target, "read_only", read_only);
+}
+
+/* The image's folder: dir: here; docker:// and oci: are the image store's
+ * (the seam where the agent resolves them to its unpacked rootfs). */
+static gp_err gp__image_rootfs(const gp_assignment *a, char *out, size_t cap, gp_error *err)
+{
+    return gp_container_rootfs_of(a->image, out, cap, err);
+}
+
+/* launch.json's "container" for a replica with an image (NULL without):
+ * the runtime, its id (gpupool-job7-r1-1795523111: unique per run), the
+ * bundle (STATE/NODE/scratch/RUN, root's, removed with the run), the
+ * rootfs, the binds (working and checkpoint folders at their own paths,
+ * the MPS pipe folder, the assignment's mounts) and the GPUs' names for
+ * CDI. */
+static gp_err gp__launch_container(gp_node *n, const gp_replica *r, const gp_assignment *a, const char *workdir,
+                                   const char *visible, json_t **out, gp_error *err)
+{
+    char rootfs[GP_STATE_PATH_MAX], bundle[GP_STATE_PATH_MAX];
+    *out = NULL;
+    if (!a->image[0])
+        return GP_OK;
+    if (!n->opt->runtime[0])
+        return gp_error_set(err, GP_ERR_CONFLICT, "image", "this node has no OCI runtime (runc or crun)");
+    gp_err rc = gp__image_rootfs(a, rootfs, sizeof rootfs, err);
+    if (rc != GP_OK)
+        return rc;
+    snprintf(bundle, sizeof bundle, "%s/scratch/%s", n->dir, r->name);
+    json_t *binds = json_pack("[o, o]", gp__bind(workdir, workdir, false),
+                              gp__bind(r->checkpoint_dir, r->checkpoint_dir, false));
+    if (r->slice == GP_SHARING_MPS && r->n_gpus > 0) {
+        char pipe[GP_STATE_PATH_MAX], log[GP_STATE_PATH_MAX];
+        gp_mps_dirs(n->dir, r->gpus[0], pipe, log, sizeof pipe);
+        json_array_append_new(binds, gp__bind(pipe, pipe, false));
+    }
+    for (size_t i = 0; i < a->n_mounts; i++)
+        json_array_append_new(binds, gp__bind(a->mounts[i].source, a->mounts[i].target, a->mounts[i].read_only));
+    json_t *gpus = json_array();
+    for (const char *u = visible; *u;) {
+        size_t len = strcspn(u, ",");
+        json_array_append_new(gpus, json_stringn(u, len));
+        u += len + (u[len] == ',');
+    }
+    *out = json_pack("{s:s, s:s++, s:s, s:s, s:o, s:o}", "runtime", n->opt->runtime, "id", "gpupool-", r->name,
+                     "bundle", bundle, "rootfs", rootfs, "binds", binds, "gpus", gpus);
+    return *out ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");
 }
 
 static json_t *gp__launch_json(gp_node *n, gp_replica *r, const gp_assignment *a, json_t *env, const char *visible,
@@ -269,7 +321,7 @@ static json_t *gp__launch_json(gp_node *n, gp_replica *r, const gp_assignment *a
         o->no_cgroups ? json_null() : json_string(o->cgroup_parent ? o->cgroup_parent : "gpupool"), "cgroup_name",
         r->name, "isolate_devices", o->isolate_devices, "devices", gp__devices(n, r, visible), "assignment",
         gp_assignment_to_json(a),
-        "visible", visible, "tmp_dir", o->private_tmp ? json_string(tmp_dir) : json_null(), "keep_scratch",
+        "visible", visible, "tmp_dir", o->private_tmp && !a->image[0] ? json_string(tmp_dir) : json_null(), "keep_scratch",
         o->keep_scratch_s > 0);
     if (launch) {
         json_object_set_new(launch, "private_tmp", json_boolean(geteuid() == 0)); /* /dev/shm at least */
@@ -408,6 +460,10 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, const gp_assignme
 {
     const gp_assignment_slice *slice = &a->slice;
     bool mig = a->has_slice && strcmp(slice->kind, "mig") == 0;
+    if (a->untrusted && !a->image[0] && !n->opt->containers_optional)
+        return gp_error_set(err, GP_ERR_CONFLICT, "image",
+                            "refused: the tenant is untrusted and this agent runs its replicas only in containers "
+                            "(--containers required), but the job names no image");
     gp_err rc = gp_state_mkdirs(r->dir, 0700, err);
     char logs[GP_STATE_PATH_MAX], visible[GP_MAX_GPUS_PER_NODE * GP_UUID_MAX];
     snprintf(logs, sizeof logs, "%s/logs", n->dir);
@@ -439,7 +495,17 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, const gp_assignme
         return rc;
     }
     gp__checkpoint_dir(n, r, a);
+    json_t *container = NULL;
+    rc = gp__launch_container(n, r, a, workdir, visible, &container, err);
+    if (rc != GP_OK) {
+        json_decref(env);
+        return rc;
+    }
     json_t *launch = gp__launch_json(n, r, a, env, visible, workdir);
+    if (launch && container)
+        json_object_set_new(launch, "container", container);
+    else
+        json_decref(container);
     rc = launch ? gp__spawn(n, r, launch, err) : gp_error_set(err, GP_ERR_INVALID, "command", "no command");
     json_decref(launch);
     return rc;
@@ -455,6 +521,20 @@ static void gp__set_busy(gp_node *n, const gp_replica *r, bool busy)
     }
     for (size_t i = 0; i < r->n_gpus; i++)
         gp_gpu_set_busy(&n->gpu, r->gpus[i], r->supervisor, busy, gp_agent_real_ms(), NULL);
+}
+
+/* The reason a run never started, in its log as the supervisor writes
+ * its own (the job's owner reads it there: gpupool logs). */
+static void gp__log_refusal(const gp_replica *r, const char *why)
+{
+    char logs[GP_STATE_PATH_MAX];
+    snprintf(logs, sizeof logs, "%s/logs", r->node->dir);
+    gp_state_mkdirs(logs, 0700, NULL);
+    int fd = open(r->log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return;
+    dprintf(fd, "gpupool: the replica was not started: %s\n", why);
+    close(fd);
 }
 
 gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp_error *err)
@@ -473,6 +553,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
         char path[GP_STATE_PATH_MAX];
         snprintf(path, sizeof path, "%s/error", r->dir);
         gp_state_write(path, text, 0600, NULL);
+        gp__log_refusal(r, err->message);
         r->ended = true;
         r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0};
         snprintf(path, sizeof path, "%s/exit", r->dir);
@@ -509,6 +590,19 @@ pid_t gp_replica_pid(const gp_replica *r)
     return gp_state_read(path, text, sizeof text) ? (pid_t)atoi(text) : 0;
 }
 
+/* A container its dead supervisor left: deleted with its runtime. */
+static void gp__delete_container(const gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/launch.json", r->dir);
+    json_t *launch = json_load_file(path, 0, NULL);
+    json_t *c = json_object_get(launch, "container");
+    const char *runtime = json_string_value(json_object_get(c, "runtime")), *id = json_string_value(json_object_get(c, "id"));
+    if (runtime && id)
+        gp_container_delete(runtime, id);
+    json_decref(launch);
+}
+
 void gp_replica_collect_exit(gp_node *n, gp_replica *r)
 {
     char path[GP_STATE_PATH_MAX], text[128];
@@ -518,6 +612,7 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         pid_t pid = gp_replica_pid(r);
         if (pid > 1)
             kill(-pid, SIGKILL);
+        gp__delete_container(r);
         r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_SIGNALLED, .code = -1, .signal = SIGKILL};
     }
     if (r->pidfd >= 0) {

@@ -22,8 +22,13 @@
  * never logged and never written by gp_assignment_to_json (the replica's
  * environment in launch.json is what carries them to it).
  *
+ * The container fields (image, mounts, shm_mib, read_only_root, network,
+ * allow_userns) come from the job's spec and its tenant's policy; image_auth
+ * ({"username", "password"}) is a secret like secrets: kept for the image
+ * pull, never written back.
+ *
  * Ownership: the struct is the caller's; gp_assignment_parse fills its
- * heap lists (peers, command, env, secrets), gp_assignment_free releases
+ * heap lists (peers, command, env, secrets, mounts, image_auth), gp_assignment_free releases
  * them (and zeroes the struct; a zeroed struct is fine).
  * gp_assignments_parse allocates the array too; gp_assignments_free frees
  * it and every entry.  gp_assignment_to_json returns a new reference.
@@ -44,6 +49,14 @@ typedef struct gp_assignment_var {
     char *name;
     char *value;
 } gp_assignment_var;
+
+/* A host folder bound into the replica's container (already resolved
+ * against its tenant's volumes by gpupoold). */
+typedef struct gp_assignment_mount {
+    char *source; /* absolute, on the host */
+    char *target; /* absolute, in the container */
+    bool read_only;
+} gp_assignment_mount;
 
 /* A shared replica's slice of its GPU (has_slice false: whole GPUs). */
 typedef struct gp_assignment_slice {
@@ -94,6 +107,15 @@ typedef struct gp_assignment {
     int64_t uid_min;
     bool has_trust;
     bool untrusted;              /* trust given and not "trusted" */
+    char image[1024];            /* "docker://...", "oci:/...", "dir:/..."; "" a bare process */
+    char *image_auth_user;       /* registry credential for the pull: never logged, never written back */
+    char *image_auth_password;
+    gp_assignment_mount *mounts; /* in the order sent */
+    size_t n_mounts;
+    int64_t shm_mib;             /* 0: the agent's default */
+    bool read_only_root;
+    bool private_network;        /* "network": "private" */
+    bool allow_userns;           /* the job may make user namespaces inside its container */
 } gp_assignment;
 
 /* One assignment from its JSON object. */

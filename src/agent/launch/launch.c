@@ -42,6 +42,8 @@ struct gp_proc {
     int status;
     bool ended;
     gp_proc_exit end;
+    char runtime[GP_CONTAINER_PATH_MAX]; /* a container's: deleted with it; "" a bare exec */
+    char container_id[GP_CONTAINER_ID_MAX];
 };
 
 /* What the child needs, all resolved in the parent. */
@@ -430,7 +432,9 @@ static gp_err gp__make_cgroup(const gp_launch_spec *spec, gp_proc *p, gp_error *
         return GP_OK;
     }
     gp_err rc = gp_cgroup_create(spec->cgroups, spec->cgroup_name, &spec->limits, &p->cgroup, err);
-    if (rc == GP_OK && spec->isolate_devices) {
+    /* a container's runtime writes the same rules itself, after it made
+     * the nodes in the container's /dev and before the job runs */
+    if (rc == GP_OK && spec->isolate_devices && !spec->container) {
         gp_device_rule rules[GP_DEVICE_RULES_MAX];
         size_t n = 0;
         rc = gp_device_rules_for(spec->device_paths, rules, GP_DEVICE_RULES_MAX, &n, err);
@@ -477,6 +481,36 @@ static gp_err gp__fork_exec(gp__child_plan *plan, gp_proc *p, gp_error *err)
     return GP_OK;
 }
 
+/* The container's process as the launcher resolved it, its config and
+ * its start; the runtime is given the replica's own cgroup. */
+static gp_err gp__start_container(const gp_launch_spec *spec, const gp__child_plan *plan, gp_env *env, gp_proc *p,
+                                  gp_error *err)
+{
+    if (geteuid() != 0)
+        return gp_error_set(err, GP_ERR_CONFLICT, "container", "a container needs a root agent");
+    if (!plan->switch_user || plan->uid == 0)
+        return gp_error_set(err, GP_ERR_INVALID, "container", "refused: a container never runs its job as root");
+    char cgroups_path[2 * GP_CGROUP_PATH_MAX + 2];
+    if (p->cgroup)
+        snprintf(cgroups_path, sizeof cgroups_path, "/%s/%s", spec->cgroups->parent, spec->cgroup_name);
+    gp_container_process proc = {.argv = spec->argv, .envp = env->vars, .cwd = spec->workdir, .uid = plan->uid,
+                                 .gid = plan->gid, .groups = plan->groups, .ngroups = plan->ngroups};
+    gp_container_limits limits = {.cgroups_path = p->cgroup ? cgroups_path : NULL, .limits = spec->limits,
+                                  .shm_mib = spec->shm_mib, .device_paths = spec->device_paths};
+    json_t *config = NULL;
+    gp_err rc = gp_container_config(spec->container, &proc, &limits, &config, err);
+    if (rc == GP_OK)
+        rc = gp_container_start(spec->container, config, plan->stdin_fd, plan->stdout_fd, plan->stderr_fd, &p->pid,
+                                err);
+    json_decref(config);
+    if (rc != GP_OK)
+        return rc;
+    snprintf(p->runtime, sizeof p->runtime, "%s", spec->container->runtime);
+    snprintf(p->container_id, sizeof p->container_id, "%s", spec->container->id);
+    p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    return GP_OK;
+}
+
 static gp_err gp__launch_prepared(const gp_launch_spec *spec, gp__child_plan *plan, gp_env *env, gp_proc *p,
                                   gp_error *err)
 {
@@ -486,11 +520,15 @@ static gp_err gp__launch_prepared(const gp_launch_spec *spec, gp__child_plan *pl
         rc = gp_env_put(env, spec->envp[i], err);
     }
     if (rc == GP_OK) rc = gp__resolve_user(spec, plan, env, p, err);
-    if (rc == GP_OK) rc = gp__resolve_program(spec->argv[0], gp_env_get(env, "PATH"), program, sizeof program, err);
+    bool bare = !spec->container;
+    if (rc == GP_OK && bare)
+        rc = gp__resolve_program(spec->argv[0], gp_env_get(env, "PATH"), program, sizeof program, err);
     if (rc == GP_OK) rc = gp__make_workdir(spec->workdir, plan, err);
-    if (rc == GP_OK) rc = gp__make_tmp(spec, plan, p, err);
+    if (rc == GP_OK && bare) rc = gp__make_tmp(spec, plan, p, err); /* a container has its own */
     if (rc == GP_OK) rc = gp__open_stdio(spec, plan, err);
     if (rc == GP_OK) rc = gp__make_cgroup(spec, p, err);
+    if (rc == GP_OK && !bare)
+        return gp__start_container(spec, plan, env, p, err);
     if (rc == GP_OK) {
         plan->program = program;
         plan->argv = spec->argv;
@@ -602,6 +640,8 @@ static void gp__finish(gp_proc *p)
     gp__kill_tree(p);
     bool oom = p->cgroup && gp_cgroup_oom_killed(p->cgroup);
     p->end = gp__classify(p, oom);
+    if (p->runtime[0])
+        gp_container_delete(p->runtime, p->container_id); /* its state; the cgroup folders too */
     gp_error err;
     if (gp_cgroup_destroy(p->cgroup, &err) != GP_OK) {
         gp__note(p, err.message);

@@ -33,6 +33,15 @@
  *     (/usr/local/bin:/usr/bin:/bin) when envp lacks them;
  *   - with no descriptor of the agent's open (everything past 2 is closed
  *     at exec).
+ * With spec->container (an image) the same replica runs in an OCI
+ * container instead of a bare exec (container/container.h): the user,
+ * working folder, stdio, cgroup and devices are resolved as above, the
+ * program is looked up in the image, and the runtime is given the
+ * replica's own cgroup; its init's host pid is gp_proc_pid (the caller
+ * becomes a child subreaper to be its parent), and gp_proc_poll /
+ * gp_proc_free delete the container with the runtime at the end.  A
+ * container never runs as uid 0 and needs a root agent (field
+ * "container").
  * A replica of an untrusted tenant (spec->untrusted) is refused (field
  * "devices") unless its devices are isolated: isolate_devices on a host
  * with cgroups.
@@ -69,6 +78,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/container/container.h"
 #include "agent/launch/cgroup.h"
 #include "util/error.h"
 #include "util/exit_reason.h"
@@ -93,6 +103,7 @@ typedef struct gp_launch_spec {
     bool isolate_devices;      /* needs cgroups: only the default table and device_paths open */
     bool untrusted;            /* its tenant is untrusted: refused unless the devices are isolated */
     const char *const *device_paths; /* the GPU nodes allowed, NULL-terminated; NULL for none */
+    const gp_container_spec *container; /* NULL: a bare exec; else through its runtime (the binds, image, ...) */
 } gp_launch_spec;
 
 /* Why a stop was sent: gpupoold asked, the job's time limit, or its GPU

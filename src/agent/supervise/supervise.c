@@ -33,7 +33,7 @@ typedef struct gp__supervisor {
     const char *dir;
     int output;          /* the pipe's read end, -1 once closed */
     gp_replica_log log;
-    char workdir[GP_STATE_PATH_MAX], tmp_dir[GP_STATE_PATH_MAX];
+    char workdir[GP_STATE_PATH_MAX], tmp_dir[GP_STATE_PATH_MAX], bundle[GP_STATE_PATH_MAX];
     bool keep_scratch;   /* --keep-scratch-s: the agent removes them later */
 } gp__supervisor;
 
@@ -102,12 +102,58 @@ static gp_err gp__output_pipe(gp__supervisor *s, int *write_end, gp_error *err)
     return GP_OK;
 }
 
+/* launch.json's "container" (agent_replica.c) and the assignment's
+ * container fields into c; false when there is none.  The binds point
+ * into l (and a's mounts are already among them). */
+static bool gp__container_from(json_t *l, const gp_assignment *a, gp__supervisor *s, gp_container_spec *c)
+{
+    static gp_container_bind binds[GP__ARGS_MAX];
+    static gp__strings gpus;
+    json_t *o = json_object_get(l, "container"), *b;
+    size_t i;
+    if (!json_is_object(o))
+        return false;
+    *c = (gp_container_spec){
+        .runtime = json_string_value(json_object_get(o, "runtime")),
+        .id = json_string_value(json_object_get(o, "id")),
+        .bundle = json_string_value(json_object_get(o, "bundle")),
+        .rootfs = json_string_value(json_object_get(o, "rootfs")),
+        .read_only_root = a->read_only_root,
+        .private_network = a->private_network,
+        .allow_userns = a->allow_userns,
+        .binds = binds,
+    };
+    json_array_foreach(json_object_get(o, "binds"), i, b) {
+        if (c->n_binds < GP__ARGS_MAX)
+            binds[c->n_binds++] = (gp_container_bind){json_string_value(json_object_get(b, "source")),
+                                                      json_string_value(json_object_get(b, "target")),
+                                                      json_is_true(json_object_get(b, "read_only"))};
+    }
+    if (gp__strings_of(json_object_get(o, "gpus"), &gpus))
+        c->gpu_uuids = gpus.v;
+    snprintf(s->bundle, sizeof s->bundle, "%s", c->bundle ? c->bundle : "");
+    return true;
+}
+
+/* The fields a container needs, present. */
+static bool gp__container_complete(const gp_container_spec *c)
+{
+    for (size_t i = 0; i < c->n_binds; i++)
+        if (!c->binds[i].source || !c->binds[i].target)
+            return false;
+    return c->runtime && c->id && c->bundle && c->rootfs;
+}
+
 /* Starts the replica that launch.json describes: a, its assignment
  * (the command, the tenant's trust), l, the launch fields. */
 static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor *s, gp_cgroup_host *host,
                               gp_proc **out, gp_error *err)
 {
     static gp__strings argv, env, devices;
+    static gp_container_spec container;
+    bool contained = gp__container_from(l, a, s, &container);
+    if (contained && !gp__container_complete(&container))
+        return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the container lacks a field");
     if (!a->has_command || !gp__strings_of_list(a->command, a->n_command, &argv))
         return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the assignment has no command");
     if (!gp__strings_of(json_object_get(l, "env"), &env) || !gp__strings_of(json_object_get(l, "devices"), &devices))
@@ -144,6 +190,7 @@ static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor 
         .isolate_devices = json_is_true(json_object_get(l, "isolate_devices")),
         .untrusted = a->untrusted,
         .device_paths = devices.v,
+        .container = contained ? &container : NULL,
     };
     rc = gp_launch(&spec, out, err);
     close(output);
@@ -172,14 +219,15 @@ static void gp__pump(gp__supervisor *s, bool drain)
 }
 
 /* The working folder and private /tmp go with the replica, unless the
- * agent keeps them a while (then their time stamp says when it ended). */
+ * agent keeps them a while (then their time stamp says when it ended);
+ * a container's bundle (its writable layer) always goes. */
 static void gp__remove_scratch(const gp__supervisor *s)
 {
-    const char *dirs[] = {s->workdir, s->tmp_dir};
-    for (size_t i = 0; i < 2; i++) {
+    const char *dirs[] = {s->workdir, s->tmp_dir, s->bundle};
+    for (size_t i = 0; i < 3; i++) {
         if (!dirs[i][0])
             continue;
-        if (s->keep_scratch)
+        if (s->keep_scratch && dirs[i] != s->bundle) /* a container's writable layer never outlives it */
             utimensat(AT_FDCWD, dirs[i], NULL, AT_SYMLINK_NOFOLLOW);
         else
             gp_scratch_remove(dirs[i]);
