@@ -137,6 +137,8 @@ gp_err gp_assignment_parse(const json_t *o, gp_assignment *a, gp_error *err)
         rc = gp__vars(json_object_get(o, "env"), "env", &a->env, &a->n_env, err);
     if (rc == GP_OK)
         rc = gp__vars(json_object_get(o, "secrets"), "secrets", &a->secrets, &a->n_secrets, err);
+    if (rc == GP_OK)
+        rc = gp__strings(json_object_get(o, "egress"), "egress", &a->egress, &a->n_egress, err);
     if (rc != GP_OK)
         gp_assignment_free(a);
     return rc;
@@ -247,6 +249,8 @@ json_t *gp_assignment_to_json(const gp_assignment *a)
         json_object_set_new(o, "slice", gp__slice_json(&a->slice));
     gp__stop_json(a, o);
     gp__job_json(a, o);
+    if (a->n_egress)
+        json_object_set_new(o, "egress", gp__strings_json(a->egress, a->n_egress));
     return o;
 }
 
@@ -274,6 +278,7 @@ void gp_assignment_free(gp_assignment *a)
     gp__strings_free(a->command, a->n_command);
     gp__vars_free(a->env, a->n_env);
     gp__vars_free(a->secrets, a->n_secrets);
+    gp__strings_free(a->egress, a->n_egress);
     *a = (gp_assignment){0};
 }
 

@@ -23,7 +23,7 @@
  * environment in launch.json is what carries them to it).
  *
  * Ownership: the struct is the caller's; gp_assignment_parse fills its
- * heap lists (peers, command, env, secrets), gp_assignment_free releases
+ * heap lists (peers, command, env, secrets, egress), gp_assignment_free releases
  * them (and zeroes the struct; a zeroed struct is fine).
  * gp_assignments_parse allocates the array too; gp_assignments_free frees
  * it and every entry.  gp_assignment_to_json returns a new reference.
@@ -94,6 +94,8 @@ typedef struct gp_assignment {
     int64_t uid_min;
     bool has_trust;
     bool untrusted;              /* trust given and not "trusted" */
+    char **egress;               /* the tenant's allowed destinations, "CIDR[:port]" (netfence.h); none: [] */
+    size_t n_egress;
 } gp_assignment;
 
 /* One assignment from its JSON object. */
