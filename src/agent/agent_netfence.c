@@ -12,7 +12,8 @@
  *
  * Peers are names (gpupoold sends each replica's node); their addresses
  * are looked up here, once per start, and a name without one is logged
- * and left out (fenced shut, never open).
+ * and left out (fenced shut, never open).  The sim backend's peers are
+ * all on this host: not looked up.
  */
 #define _GNU_SOURCE
 #include "agent/agent_node.h"
@@ -81,13 +82,18 @@ static void gp__add_addr(gp_netfence_dest *out, size_t *n, const struct sockaddr
         out[(*n)++] = d;
 }
 
-/* The addresses of the assignment's peers (caller frees *out). */
+/* The addresses of the assignment's peers (caller frees *out).  This
+ * node is left out (its addresses are local: the local rule), and so is
+ * every peer of a sim node: sim nodes all live on this host, and a name
+ * lookup that waits on an unreachable resolver would stall the loop. */
 static void gp__peer_addrs(gp_node *n, const gp_assignment *a, gp_netfence_dest **out, size_t *count)
 {
     *count = 0;
     *out = calloc(GP__PEER_ADDRS_MAX, sizeof **out);
-    for (size_t i = 0; *out && i < a->n_peers; i++) {
+    for (size_t i = 0; *out && n->opt->nvml && i < a->n_peers; i++) {
         struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+        if (strcmp(a->peers[i], n->name) == 0)
+            continue;
         if (!a->peers[i][0] || getaddrinfo(a->peers[i], NULL, &hints, &res) != 0) {
             gp_agent_log(n, "job=%llu network fence: peer %s has no address: not reachable",
                          (unsigned long long)a->job, a->peers[i]);
