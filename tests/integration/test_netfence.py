@@ -10,6 +10,10 @@ Behaviours under test:
     both reach the resolver of /etc/resolv.conf when this host does;
   - neither reaches a service of the node that is no replica (gpupoold
     on 127.0.0.1);
+  - another host (a network namespace behind a veth pair) cannot connect
+    to tenant a's port (no peer of it), and tenant b's replica cannot
+    connect to a listener there (neither peer nor egress), where root on
+    this host can;
   - the node's table (inet gpupool_NODE) holds a replica's rules while it
     runs and is gone once none runs;
   - after `kill -9` of the agent, a replica that ended meanwhile loses its
@@ -22,6 +26,7 @@ Behaviours under test:
 Root, cgroups and a working nft are needed: skipped, with one line,
 otherwise.
 """
+import contextlib
 import os
 import random
 import shutil
@@ -195,6 +200,76 @@ def test_another_tenant_cannot_connect_and_its_own_can(d):
         gpd.wait_for(lambda: table() is None, 10, "the node's table gone once nothing runs")
 
 
+# Another host: a network namespace joined to this one by a veth pair.
+HERE, OTHER = "198.51.100.1", "198.51.100.2"
+
+
+@contextlib.contextmanager
+def other_host():
+    """The namespace's name, or None where ip netns and veth are missing."""
+    ns = "gpnf%d" % (os.getpid() % 100000)
+    steps = [["ip", "netns", "add", ns], ["ip", "link", "add", ns + "a", "type", "veth", "peer", "name", ns + "b"],
+             ["ip", "link", "set", ns + "b", "netns", ns], ["ip", "addr", "add", HERE + "/30", "dev", ns + "a"],
+             ["ip", "link", "set", ns + "a", "up"],
+             ["ip", "netns", "exec", ns, "ip", "addr", "add", OTHER + "/30", "dev", ns + "b"],
+             ["ip", "netns", "exec", ns, "ip", "link", "set", ns + "b", "up"]]
+    try:
+        ok = all(subprocess.run(step, capture_output=True).returncode == 0 for step in steps)
+        yield ns if ok else None
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # takes the veth pair with it
+        subprocess.run(["ip", "link", "del", ns + "a"], capture_output=True)
+
+
+def serve(prefix, host, port):
+    """A root listener (prefix: a namespace's `ip netns exec NS`) that accepts and closes."""
+    code = "import socket\ns = socket.create_server((%r, %d))\nwhile True:\n    s.accept()[0].close()" % (host, port)
+    return subprocess.Popen(prefix + ["/usr/bin/python3", "-c", code])
+
+
+def probe_as_root(node, ns, *args):
+    """The probe run by root, in namespace ns (None: this host's): {target: result}."""
+    ckpt = tempfile.mkdtemp(prefix="gpupool-nf-", dir="/var/lib")
+    prefix = ["ip", "netns", "exec", ns] if ns else []
+    try:
+        out = subprocess.run(prefix + ["/usr/bin/python3", probe_file(node)] + list(args), capture_output=True,
+                             text=True, timeout=30, env=dict(os.environ, GPUPOOL_CHECKPOINT_DIR=ckpt)).stdout
+    finally:
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return {line.split()[0]: line.split()[1] for line in out.splitlines() if len(line.split()) >= 2}
+
+
+def test_another_host_reaches_no_replica_and_a_replica_no_stranger(d):
+    if skip_unless_usable():
+        return
+    with other_host() as ns:
+        if ns is None:
+            print("skip: needs ip netns and veth links")
+            return
+        stranger = serve(["ip", "netns", "exec", ns], OTHER, PORT + 1)  # a host no replica may reach
+        service = serve([], HERE, PORT + 2)  # root's, on this host: what the other host may reach
+        try:
+            with running_node(d, ("a", "b")) as (node, a):
+                server = listen(d, node, "a")
+                wait_log(a, server, "listening")
+                inbound = probe_as_root(node, ns, "connect", str(PORT), HERE)
+                control_in = probe_as_root(node, ns, "connect", str(PORT), "%s@%d" % (HERE, PORT + 2))
+                outbound = results(a, connect(d, node, "b", ["%s@%d" % (OTHER, PORT + 1)]))
+                control_out = probe_as_root(node, None, "connect", str(PORT), "%s@%d" % (OTHER, PORT + 1))
+                print("expected: another host to tenant a's port blocked, a replica to a stranger blocked")
+                print("seen: in %s (control %s), out %s (control %s)" % (inbound, control_in, outbound, control_out))
+                assert inbound.get(HERE) == "blocked", inbound
+                assert control_in.get("%s@%d" % (HERE, PORT + 2)) == "open", control_in
+                assert outbound.get("%s@%d" % (OTHER, PORT + 1)) == "blocked", outbound
+                assert control_out.get("%s@%d" % (OTHER, PORT + 1)) == "open", control_out
+                a.release(server)
+                wait_state(d, server, "succeeded")
+        finally:
+            for p in (stranger, service):
+                p.kill()
+                p.wait()
+
+
 def test_after_an_agent_kill_live_rules_stay_and_dead_ones_go(d):
     if skip_unless_usable():
         return
@@ -260,6 +335,7 @@ def test_no_network_fence_runs_an_untrusted_replica_unfenced(d):
 if __name__ == "__main__":
     try:
         gpd.run([test_another_tenant_cannot_connect_and_its_own_can,
+                 test_another_host_reaches_no_replica_and_a_replica_no_stranger,
                  test_after_an_agent_kill_live_rules_stay_and_dead_ones_go,
                  test_an_untrusted_replica_is_refused_when_the_fence_is_off,
                  test_no_network_fence_runs_an_untrusted_replica_unfenced], **DAEMON)
