@@ -32,15 +32,27 @@
 #define GP__RESOLV_MAX 8192
 #define GP__PEER_ADDRS_MAX 4096
 
+/* --no-network-fence: a table an earlier agent left for this node goes
+ * (its rules would outlive the replicas they were for). */
+static void gp__fence_remove_earlier(gp_node *n)
+{
+    gp_netfence *empty = NULL;
+    gp_error err;
+    if (geteuid() == 0 && gp_netfence_open(n->name, NULL, n->opt->nft, &empty, &err) == GP_OK)
+        gp_netfence_apply(empty, &err); /* no nft, no table: nothing to remove */
+    gp_netfence_free(empty);
+}
+
 void gp_node_fence_open(gp_node *n)
 {
     gp_error err = {0};
-    if (n->opt->no_network_fence)
-        snprintf(n->fence_off, sizeof n->fence_off, "--no-network-fence");
-    else if (!gp_netfence_probe(n->opt->nft, &err))
-        snprintf(n->fence_off, sizeof n->fence_off, "%s", err.message);
     char resolv[GP__RESOLV_MAX] = "";
-    if (!n->fence_off[0]) {
+    if (n->opt->no_network_fence) {
+        snprintf(n->fence_off, sizeof n->fence_off, "--no-network-fence");
+        gp__fence_remove_earlier(n);
+    } else if (!gp_netfence_probe(n->opt->nft, &err)) {
+        snprintf(n->fence_off, sizeof n->fence_off, "%s", err.message);
+    } else {
         gp_state_read(GP__RESOLV_CONF, resolv, sizeof resolv);
         if (gp_netfence_open(n->name, resolv, n->opt->nft, &n->fence, &err) != GP_OK)
             snprintf(n->fence_off, sizeof n->fence_off, "%s", err.message);

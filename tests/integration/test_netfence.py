@@ -21,7 +21,7 @@ Behaviours under test:
     be reached by tenant b);
   - an untrusted tenant's replica is refused by an agent whose fence is
     off (a stand-in nft that fails: the agent logs why), and runs with
-    --no-network-fence.
+    --no-network-fence (which removes the table an earlier agent left).
 
 Root, cgroups and a working nft are needed: skipped, with one line,
 otherwise.
@@ -302,11 +302,13 @@ def stand_in_nft(directory):
     return path
 
 
-def untrusted_job(d, extra):
-    """An agent with a failing nft and extra options; an untrusted tenant's job: (agent, job id)."""
+def untrusted_job(d, extra, working_nft=False):
+    """An agent with a failing nft (or the real one) and extra options, an untrusted tenant's job
+    run to its end: (the agent's log, the job's log)."""
     bad = tempfile.mkdtemp(prefix="gpupool-nonft-", dir="/var/lib")
     try:
-        with running_node(d, ("u",), ["--nft", stand_in_nft(bad)] + extra) as (node, a):
+        nft = [] if working_nft else ["--nft", stand_in_nft(bad)]
+        with running_node(d, ("u",), nft + extra) as (node, a):
             d.ok("PUT", "/v1/tenants/u", {"trust": "untrusted"})
             job_id = submit(d, tenant="u", command="echo ran")
             wait_state(d, job_id, ("failed", "succeeded"))
@@ -327,9 +329,11 @@ def test_an_untrusted_replica_is_refused_when_the_fence_is_off(d):
 def test_no_network_fence_runs_an_untrusted_replica_unfenced(d):
     if skip_unless_usable():
         return
-    agent_log, job_log = untrusted_job(d, ["--no-network-fence"])
+    subprocess.run(["nft", "add", "table", "inet", TABLE], check=True)  # an earlier agent's
+    agent_log, job_log = untrusted_job(d, ["--no-network-fence"], working_nft=True)
     assert "network fence off (--no-network-fence)" in agent_log, agent_log
     assert "ran" in job_log, (agent_log, job_log)
+    assert table() is None, table()
 
 
 if __name__ == "__main__":
