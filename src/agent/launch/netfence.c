@@ -14,7 +14,9 @@
  * Two hooks of the output path see every packet a process of this node
  * sends:
  *   - a packet that opens a connection (ct original direction) from a
- *     replica's uid jumps to that uid's chain out_UID: DNS, then any local
+ *     replica's uid jumps to that uid's chain out_UID: DNS (marked with
+ *     the bare mark base: a resolver on this host answers it, a replica
+ *     that took its address never does), then any local
  *     address (fib daddr type local: 127.0.0.0/8, ::1, the node's own
  *     addresses) for TCP only, marking the connection with the tenant's
  *     mark, then peers, then egress, then drop;
@@ -344,7 +346,7 @@ static void gp__rule_dns(FILE *m, const gp_netfence_dest *d)
 {
     fputs("\t\t", m);
     gp__match_daddr(m, d);
-    fputs(" meta l4proto { tcp, udp } th dport 53 accept\n", m);
+    fprintf(m, " meta l4proto { tcp, udp } th dport 53 ct mark set 0x%08x accept\n", GP_NETFENCE_MARK_BASE);
 }
 
 static void gp__rule_peer(FILE *m, const gp_netfence_dest *d)
@@ -421,6 +423,7 @@ static void gp__table(FILE *m, const gp_netfence *f, gp__entry *const *sorted)
     gp__dispatch(m, sorted, f->n, "out");
     fputs("\t}\n\tchain answer {\n", m);
     gp__dispatch(m, sorted, f->n, "answer");
+    fprintf(m, "\t\tct mark 0x%08x accept\n", GP_NETFENCE_MARK_BASE); /* DNS: a resolver, no replica */
     fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n\t}\n", GP_NETFENCE_MARK_MASK, GP_NETFENCE_MARK_BASE);
     for (size_t i = 0; i < f->n;) {
         size_t end = i + 1;

@@ -11,7 +11,8 @@
  *   - TCP to any address of this node (127.0.0.0/8, ::1, the node's own
  *     addresses), answered only by a replica of T: the connection is
  *     marked with T's mark, and an answer from any other socket is dropped;
- *   - DNS (UDP and TCP port 53) to the resolvers of /etc/resolv.conf;
+ *   - DNS (UDP and TCP port 53) to the resolvers of /etc/resolv.conf,
+ *     answered by no replica (one that took a local resolver's address);
  *   - TCP to its gang peers' addresses, any port (the rendezvous port and
  *     NCCL's bootstrap and ring sockets, which take ephemeral ports);
  *   - its tenant's "egress" destinations (CIDR, any protocol; CIDR:port,
