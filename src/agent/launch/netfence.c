@@ -6,13 +6,14 @@
  * the replicas that run, so a start, an end and an agent's restart are the
  * same step: the rules are a pure function of what runs.  A replica is
  * matched by the uid of the socket (`meta skuid`), not by its cgroup:
- * measured on the test machines' hybrid layout (no net_cls mounted; the
- * cgroup2 hierarchy holds no replica) and true on pure v2 as well, the
- * uid is known before the replica starts, so its rules are loaded before
- * its first process exists, and no cgroup has to exist when they load.
+ * the uid is the same on both cgroup layouts (on the test machines'
+ * hybrid one net_cls is not mounted and no replica is in a cgroup2
+ * group), and it is known before the replica starts, so its rules are
+ * loaded before its first process exists (a cgroup match resolves its
+ * group when loaded: only after the group exists).
  *
- * Two hooks of the output path see every packet a process of this node
- * sends:
+ * The output hook sees every packet a process of this node sends; two
+ * chains decide:
  *   - a packet that opens a connection (ct original direction) from a
  *     replica's uid jumps to that uid's chain out_UID: DNS (marked with
  *     the bare mark base: a resolver on this host answers it, a replica
@@ -42,8 +43,9 @@
  * DNS rule.  Job 9 to 10.1.2.3:443: egress.  Job 9 to 192.0.2.3: dropped
  * (job 7's peer, not its own).
  *
- * The text is generated from numbers only (uids, marks, addresses printed
- * by inet_ntop, ports): no name a job or a tenant chose reaches nft.
+ * The text is generated from numbers (uids, marks, addresses printed by
+ * inet_ntop, ports) and the node's name in letters, digits and '_': no
+ * name a job or a tenant chose reaches nft.
  */
 #define _GNU_SOURCE
 #include "agent/launch/netfence.h"
