@@ -27,6 +27,7 @@ BASE_PACKAGES=(
     # the PostgreSQL store (libpq) and the throw-away clusters its tests start
     libpq-dev
     postgresql
+    nftables  # the agent's network fence between tenants (docs/agent.md "The network fence")
     libmicrohttpd-dev
     libcurl4-gnutls-dev
     libgnutls28-dev

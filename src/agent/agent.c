@@ -34,6 +34,9 @@ static const char USAGE[] =
     "  --no-cgroups            no cgroups: no CPU, memory or pids limits, no device isolation\n"
     "  --no-isolate-devices    replicas may open every GPU's device node (an untrusted tenant's are refused);\n"
     "                          default: a replica opens only its own GPUs' device nodes\n"
+    "  --no-network-fence      run replicas without the nftables fence between tenants (an untrusted tenant's\n"
+    "                          run too); default: fenced when root with nft, else untrusted ones refused\n"
+    "  --nft PATH              the nft program of the fence (default /usr/sbin/nft, else nft on PATH)\n"
     "  --min-job-uid N         a job's user below uid N (and root) is refused (default 1000)\n"
     "  --job-uid-base N, --job-uid-span N  a job naming no user runs as uid = gid = N + job id % SPAN\n"
     "                          (default 2000000000 and 100000000)\n"
@@ -171,7 +174,9 @@ enum {
     GP__OPT_LOG_MAX_MIB,
     GP__OPT_KEEP_SCRATCH,
     GP__OPT_OCI_RUNTIME,
-    GP__OPT_CONTAINERS
+    GP__OPT_CONTAINERS,
+    GP__OPT_NO_NETWORK_FENCE,
+    GP__OPT_NFT
 };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
@@ -229,13 +234,15 @@ static int gp__runtime_option(gp_agent_options *o, int c)
     case GP__OPT_CONTAINERS:
         o->containers_optional = strcmp(optarg, "optional") == 0;
         return o->containers_optional || strcmp(optarg, "required") == 0 ? -1 : gp__bad("containers", "required or optional");
+    case GP__OPT_NO_NETWORK_FENCE: o->no_network_fence = true; return -1;
+    case GP__OPT_NFT: o->nft = optarg; return -1;
     default: return 2;
     }
 }
 
 static int gp__option(gp_agent *a, int c)
 {
-    if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_CONTAINERS)
+    if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_NFT)
         return gp__runtime_option(&a->opt, c);
     gp_agent_options *o = &a->opt;
     char *end = NULL;
@@ -345,6 +352,8 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"metrics-listen", required_argument, NULL, GP__OPT_METRICS_LISTEN},
         {"metrics-token-file", required_argument, NULL, GP__OPT_METRICS_TOKEN_FILE},
         {"no-isolate-devices", no_argument, NULL, GP__OPT_NO_ISOLATE},
+        {"no-network-fence", no_argument, NULL, GP__OPT_NO_NETWORK_FENCE},
+        {"nft", required_argument, NULL, GP__OPT_NFT},
         {"min-job-uid", required_argument, NULL, GP__OPT_MIN_JOB_UID},
         {"job-uid-base", required_argument, NULL, GP__OPT_JOB_UID_BASE},
         {"job-uid-span", required_argument, NULL, GP__OPT_JOB_UID_SPAN},
@@ -692,6 +701,10 @@ static void gp__warn_isolation(const gp_agent_options *o)
     if (!o->isolate_devices)
         fputs("gpupool-agent: WARNING: --no-isolate-devices: every replica can open every GPU device node of its "
               "node; replicas of untrusted tenants are refused\n",
+              stderr);
+    if (o->no_network_fence)
+        fputs("gpupool-agent: WARNING: --no-network-fence: replicas reach any address, other tenants' replicas "
+              "included; replicas of untrusted tenants run unfenced\n",
               stderr);
     if (o->no_cgroups)
         fputs("gpupool-agent: WARNING: --no-cgroups: no CPU, memory or pids limits and no device isolation; "

@@ -98,7 +98,9 @@ gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, 
     gp_node_health_open(n, gp_agent_mono_ms());
     gp__load_credential(n);
     n->epoch_max = gp_state_epoch_load(n->dir);
+    gp_node_fence_open(n);
     gp_replica_adopt_all(n);
+    gp_node_fence_sync(n); /* the running replicas' rules, and no dead one's */
     gp_node_mps_sweep(n);
     gp_node_dcgm_update(n);
     return GP_OK;
@@ -110,6 +112,7 @@ void gp_node_close(gp_node *n)
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
         gp_http_call_cancel(n->http, calls[i]);
     gp_node_health_close(n);
+    gp_node_fence_close(n);
     for (size_t i = 0; i < n->n_replicas; i++)
         gp_replica_free(n->replicas[i]);
     free(n->replicas);

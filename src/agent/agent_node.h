@@ -58,6 +58,8 @@ typedef struct gp_agent_options {
     const char *cgroup_parent;               /* NULL: "gpupool" */
     bool no_cgroups;
     bool isolate_devices;                    /* default on; --no-isolate-devices */
+    bool no_network_fence;                   /* --no-network-fence (agent_netfence.c) */
+    const char *nft;                         /* --nft PATH; NULL: /usr/sbin/nft, else nft on PATH */
     unsigned min_job_uid;                    /* --min-job-uid (default 1000) */
     unsigned job_uid_base, job_uid_span;     /* a job without a user: base + id % span */
     unsigned default_pids_max;               /* --default-pids-max (default 1024) */
@@ -190,6 +192,8 @@ struct gp_node {
     gp_ckpt_watch *ckpt_watch;           /* the agent's (shared): checkpoint folders in a grace; NULL none */
     gp_agent_metrics *metrics;           /* --metrics-listen: where each heartbeat's sample goes (the agent's,
                                             shared); NULL none */
+    struct gp_netfence *fence;           /* the network fence (agent_netfence.c); NULL: off, fence_off says why */
+    char fence_off[GP_ERROR_MESSAGE_MAX];
 };
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -230,6 +234,25 @@ void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(
 /* agent_replica.c: a replica's life on the node. */
 gp_err gp_replica_start(gp_node *n, const gp_assignment *assignment, gp_replica **out, gp_error *err);
 void gp_replica_adopt_all(gp_node *n);
+
+/* The network fence between tenants (agent_netfence.c, launch/netfence.h):
+ * on when the agent is root, nft works and --no-network-fence is not
+ * given; off, it is logged once, and an untrusted tenant's replica is
+ * refused unless --no-network-fence was given.  open before adoption,
+ * sync after it (the table then holds exactly the running replicas). */
+void gp_node_fence_open(gp_node *n);
+/* A replica about to start (launch: its launch.json, for its uid): its
+ * rules are loaded before it runs.  GP_ERR_CONFLICT (field "network")
+ * when they cannot be, or when an untrusted replica would run unfenced. */
+gp_err gp_node_fence_start(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
+                           gp_error *err);
+/* An adopted live replica (its launch.json read again): kept in the
+ * fence, loaded at sync. */
+void gp_node_fence_adopt(gp_node *n, const gp_replica *r);
+void gp_node_fence_sync(gp_node *n);
+/* The replica ended: its rules go. */
+void gp_node_fence_end(gp_node *n, const gp_replica *r);
+void gp_node_fence_close(gp_node *n);
 void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 /* Queues `checkpointed` when CHECKPOINT_DIR/.done appeared. */

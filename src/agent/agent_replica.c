@@ -506,7 +506,10 @@ static gp_err gp__prepare_and_spawn(gp_node *n, gp_replica *r, const gp_assignme
         json_object_set_new(launch, "container", container);
     else
         json_decref(container);
-    rc = launch ? gp__spawn(n, r, launch, err) : gp_error_set(err, GP_ERR_INVALID, "command", "no command");
+    rc = launch ? gp_node_fence_start(n, r, a, launch, err) /* its network rules load before it runs */
+                : gp_error_set(err, GP_ERR_INVALID, "command", "no command");
+    if (rc == GP_OK)
+        rc = gp__spawn(n, r, launch, err);
     json_decref(launch);
     return rc;
 }
@@ -547,6 +550,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
     if (rc != GP_OK && r->supervisor <= 0) {
         /* nothing runs: an exit the job's state shows (127, like a shell) */
+        gp_node_fence_end(n, r);
         char text[GP_ERROR_MESSAGE_MAX + 8];
         snprintf(text, sizeof text, "%s\n", err->message);
         gp_state_mkdirs(r->dir, 0700, NULL);
@@ -624,6 +628,7 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         gp_ckpt_watch_remove(n->ckpt_watch, r->checkpoint_wd);
     r->checkpoint_wd = -1;
     r->ended = true;
+    gp_node_fence_end(n, r); /* its network rules go with it */
     gp__set_busy(n, r, false);
     if (r->mig_uuid[0])
         gp_gpu_mig_destroy(&n->gpu, r->mig_uuid, NULL);
@@ -698,6 +703,8 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
     else
         gp_agent_log(n, "job=%llu replica=%u adopted supervisor=%d", (unsigned long long)job, replica,
                      (int)r->supervisor);
+    if (!r->ended)
+        gp_node_fence_adopt(n, r); /* loaded by gp_node_fence_sync once every run is adopted */
     return r;
 }
 

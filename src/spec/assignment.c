@@ -184,6 +184,8 @@ gp_err gp_assignment_parse(const json_t *o, gp_assignment *a, gp_error *err)
         rc = gp__vars(json_object_get(o, "secrets"), "secrets", &a->secrets, &a->n_secrets, err);
     if (rc == GP_OK)
         rc = gp__container_parse(o, a, err);
+    if (rc == GP_OK)
+        rc = gp__strings(json_object_get(o, "egress"), "egress", &a->egress, &a->n_egress, err);
     if (rc != GP_OK)
         gp_assignment_free(a);
     return rc;
@@ -316,6 +318,8 @@ json_t *gp_assignment_to_json(const gp_assignment *a)
     gp__stop_json(a, o);
     gp__job_json(a, o);
     gp__container_json(a, o);
+    if (a->n_egress)
+        json_object_set_new(o, "egress", gp__strings_json(a->egress, a->n_egress));
     return o;
 }
 
@@ -350,6 +354,7 @@ void gp_assignment_free(gp_assignment *a)
     free(a->mounts);
     free(a->image_auth_user);
     free(a->image_auth_password);
+    gp__strings_free(a->egress, a->n_egress);
     *a = (gp_assignment){0};
 }
 

@@ -64,10 +64,10 @@ def skip_unless_usable():
 class Node:
     """One root agent with one sim node, its state under /var/lib (not /tmp)."""
 
-    def __init__(self, d, extra=(), gpus=2):
+    def __init__(self, d, extra=(), gpus=2, prefix="n"):
         self.state = tempfile.mkdtemp(prefix="gpupool-boundary-", dir="/var/lib")
         os.chmod(self.state, 0o755)
-        self.nodes = sim_nodes("n", 1, gpus=gpus)
+        self.nodes = sim_nodes(prefix, 1, gpus=gpus)
         self.extra = ["--cgroup-parent", "gpupool-test-%d" % os.getpid()] + list(extra)
         self.d = d
         self.agent = None
@@ -85,9 +85,9 @@ class Node:
 
 
 @contextlib.contextmanager
-def running_node(d, tenants=("t",), extra=()):
-    """A started Node (and its agent) with these tenants; closed after."""
-    node = Node(d, extra=extra)
+def running_node(d, tenants=("t",), extra=(), prefix="n"):
+    """A started Node (and its agent, its node PREFIX-0) with these tenants; closed after."""
+    node = Node(d, extra=extra, prefix=prefix)
     try:
         a = node.start()
         for name in tenants:

@@ -21,7 +21,7 @@ def member(d, scope, user):
 
 def running_pid(d, node, job):
     agent = d.ok("GET", "/v1/nodes/" + node)["agent"]
-    return next((r["pid"] for r in (agent or {}).get("running", []) if r["job"] == job and r.get("pid")), None)
+    return next((r["pid"] for r in (agent or {}).get("running") or [] if r["job"] == job and r.get("pid")), None)
 
 
 def test_a_member_sees_no_other_tenants_job_on_a_node(d):

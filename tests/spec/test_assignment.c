@@ -126,6 +126,33 @@ static void written_and_read_back_it_is_the_same(void **state)
     json_decref(o);
 }
 
+/* The tenant's egress destinations (the network fence's) are read and
+ * written back; none is no key. */
+static void egress_is_read_and_written_back(void **state)
+{
+    (void)state;
+    json_t *o = parse("{\"job\": 7, \"egress\": [\"10.0.0.0/8\", \"192.0.2.7:443\"]}");
+    gp_assignment a, b, none;
+    assert_int_equal(gp_assignment_parse(o, &a, NULL), GP_OK);
+    assert_int_equal(a.n_egress, 2);
+    assert_string_equal(a.egress[1], "192.0.2.7:443");
+    json_t *written = gp_assignment_to_json(&a);
+    assert_int_equal(gp_assignment_parse(written, &b, NULL), GP_OK);
+    assert_int_equal(b.n_egress, 2);
+    assert_string_equal(b.egress[0], "10.0.0.0/8");
+    json_t *empty = parse("{\"job\": 8}");
+    assert_int_equal(gp_assignment_parse(empty, &none, NULL), GP_OK);
+    json_t *written_none = gp_assignment_to_json(&none);
+    assert_null(json_object_get(written_none, "egress"));
+    json_decref(written_none);
+    json_decref(empty);
+    json_decref(written);
+    gp_assignment_free(&none);
+    gp_assignment_free(&b);
+    gp_assignment_free(&a);
+    json_decref(o);
+}
+
 static void secrets_are_never_written(void **state)
 {
     (void)state;
@@ -220,6 +247,7 @@ int main(void)
         cmocka_unit_test(every_field_gpupoold_sends_is_decoded),
         cmocka_unit_test(what_is_missing_reads_as_the_agent_always_read_it),
         cmocka_unit_test(written_and_read_back_it_is_the_same),
+        cmocka_unit_test(egress_is_read_and_written_back),
         cmocka_unit_test(secrets_are_never_written),
         cmocka_unit_test(container_fields_round_trip_without_the_registry_password),
         cmocka_unit_test(a_poll_answers_list_is_decoded_whole),

@@ -1,0 +1,207 @@
+/* agent_netfence.c - a node's replicas in the network fence
+ * (launch/netfence.h): whether the fence is on, what each replica may
+ * reach (its uid, its tenant, its peers' addresses, its tenant's egress),
+ * added before a replica starts, dropped at its end, and rebuilt from the
+ * running replicas after the agent restarts.
+ *
+ * The fence is on when the agent is root, nft loads a table with every
+ * expression the fence uses (gp_netfence_probe) and --no-network-fence is
+ * not given.  Off, the node logs why once, and a replica of an untrusted
+ * tenant is refused (field "network") unless --no-network-fence was given:
+ * the operator said so out loud, as with --no-isolate-devices.
+ *
+ * Peers are names (gpupoold sends each replica's node); their addresses
+ * are looked up here, once per start, and a name without one is logged
+ * and left out (fenced shut, never open).  The sim backend's peers are
+ * all on this host: not looked up.
+ */
+#define _GNU_SOURCE
+#include "agent/agent_node.h"
+
+#include "agent/launch/netfence.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GP__RESOLV_CONF "/etc/resolv.conf"
+#define GP__RESOLV_MAX 8192
+#define GP__PEER_ADDRS_MAX 4096
+
+/* --no-network-fence: a table an earlier agent left for this node goes
+ * (its rules would outlive the replicas they were for). */
+static void gp__fence_remove_earlier(gp_node *n)
+{
+    gp_netfence *empty = NULL;
+    gp_error err;
+    if (geteuid() == 0 && gp_netfence_open(n->name, NULL, n->opt->nft, &empty, &err) == GP_OK)
+        gp_netfence_apply(empty, &err); /* no nft, no table: nothing to remove */
+    gp_netfence_free(empty);
+}
+
+void gp_node_fence_open(gp_node *n)
+{
+    gp_error err = {0};
+    char resolv[GP__RESOLV_MAX] = "";
+    if (n->opt->no_network_fence) {
+        snprintf(n->fence_off, sizeof n->fence_off, "--no-network-fence");
+        gp__fence_remove_earlier(n);
+    } else if (!gp_netfence_probe(n->opt->nft, &err)) {
+        snprintf(n->fence_off, sizeof n->fence_off, "%s", err.message);
+    } else {
+        gp_state_read(GP__RESOLV_CONF, resolv, sizeof resolv);
+        if (gp_netfence_open(n->name, resolv, n->opt->nft, &n->fence, &err) != GP_OK)
+            snprintf(n->fence_off, sizeof n->fence_off, "%s", err.message);
+    }
+    if (n->fence_off[0])
+        gp_agent_log(n, "network fence off (%s): replicas reach any address; %s", n->fence_off,
+                     n->opt->no_network_fence ? "untrusted tenants' replicas run unfenced"
+                                              : "untrusted tenants' replicas are refused");
+    else
+        gp_agent_log(n, "network fence on: nftables table inet %s", gp_netfence_table(n->fence));
+}
+
+/* The uid the replica runs as, from its launch.json: job_uid, else its
+ * user's; 0 when neither (the agent's own user: not root, no fence). */
+static uid_t gp__launch_uid(const json_t *launch)
+{
+    json_int_t job_uid = json_integer_value(json_object_get(launch, "job_uid"));
+    if (job_uid > 0)
+        return (uid_t)job_uid;
+    const char *user = json_string_value(json_object_get(launch, "user"));
+    struct passwd *pw = user ? getpwnam(user) : NULL;
+    return pw ? pw->pw_uid : 0;
+}
+
+/* Appends one address of a peer (no port). */
+static void gp__add_addr(gp_netfence_dest *out, size_t *n, const struct sockaddr *sa)
+{
+    gp_netfence_dest d = {.family = sa->sa_family};
+    if (sa->sa_family == AF_INET) {
+        memcpy(d.addr, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        d.prefix = 32;
+    } else if (sa->sa_family == AF_INET6) {
+        memcpy(d.addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        d.prefix = 128;
+    } else {
+        return;
+    }
+    if (*n < GP__PEER_ADDRS_MAX)
+        out[(*n)++] = d;
+}
+
+/* The addresses of the assignment's peers (caller frees *out).  This
+ * node is left out (its addresses are local: the local rule), and so is
+ * every peer of a sim node: sim nodes all live on this host, and a name
+ * lookup that waits on an unreachable resolver would stall the loop. */
+static void gp__peer_addrs(gp_node *n, const gp_assignment *a, gp_netfence_dest **out, size_t *count)
+{
+    *count = 0;
+    *out = calloc(GP__PEER_ADDRS_MAX, sizeof **out);
+    for (size_t i = 0; *out && n->opt->nvml && i < a->n_peers; i++) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+        if (strcmp(a->peers[i], n->name) == 0)
+            continue;
+        if (!a->peers[i][0] || getaddrinfo(a->peers[i], NULL, &hints, &res) != 0) {
+            gp_agent_log(n, "job=%llu network fence: peer %s has no address: not reachable",
+                         (unsigned long long)a->job, a->peers[i]);
+            continue;
+        }
+        for (const struct addrinfo *p = res; p; p = p->ai_next)
+            gp__add_addr(*out, count, p->ai_addr);
+        freeaddrinfo(res);
+    }
+}
+
+/* The tenant's egress destinations (caller frees *out); bad ones logged and left out. */
+static void gp__egress(gp_node *n, const gp_assignment *a, gp_netfence_dest **out, size_t *count)
+{
+    *count = 0;
+    *out = calloc(a->n_egress ? a->n_egress : 1, sizeof **out);
+    for (size_t i = 0; *out && i < a->n_egress; i++) {
+        gp_error err;
+        if (gp_netfence_dest_parse(a->egress[i], &(*out)[*count], &err) == GP_OK)
+            (*count)++;
+        else
+            gp_agent_log(n, "job=%llu network fence: %s", (unsigned long long)a->job, err.message);
+    }
+}
+
+/* Adds the replica to the fence (loads nothing). */
+static gp_err gp__fence_add(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
+                            gp_error *err)
+{
+    gp_netfence_dest *peers = NULL, *egress = NULL;
+    gp_netfence_replica fr = {.name = r->name, .tenant = a->tenant, .uid = gp__launch_uid(launch)};
+    gp__peer_addrs(n, a, &peers, &fr.n_peers);
+    gp__egress(n, a, &egress, &fr.n_egress);
+    fr.peers = peers;
+    fr.egress = egress;
+    gp_err rc = peers && egress ? gp_netfence_add(n->fence, &fr, err)
+                                : gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
+    free(peers);
+    free(egress);
+    return rc;
+}
+
+gp_err gp_node_fence_start(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
+                           gp_error *err)
+{
+    if (!n->fence) {
+        if (a->untrusted && !n->opt->no_network_fence)
+            return gp_error_set(err, GP_ERR_CONFLICT, "network",
+                                "the network fence is off (%s): an untrusted tenant's replica is refused; "
+                                "--no-network-fence runs it unfenced",
+                                n->fence_off);
+        return GP_OK;
+    }
+    gp_err rc = gp__fence_add(n, r, a, launch, err);
+    if (rc == GP_OK)
+        rc = gp_netfence_apply(n->fence, err);
+    if (rc != GP_OK)
+        gp_netfence_remove(n->fence, r->name);
+    return rc;
+}
+
+void gp_node_fence_adopt(gp_node *n, const gp_replica *r)
+{
+    if (!n->fence)
+        return;
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/launch.json", r->dir);
+    json_t *launch = json_load_file(path, 0, NULL);
+    gp_assignment a;
+    gp_error err;
+    gp_err rc = gp_assignment_parse(json_object_get(launch, "assignment"), &a, &err);
+    if (rc == GP_OK) {
+        rc = gp__fence_add(n, r, &a, launch, &err);
+        gp_assignment_free(&a);
+    }
+    if (rc != GP_OK)
+        gp_agent_log(n, "job=%llu replica=%u network fence: %s", (unsigned long long)r->job, r->replica,
+                     err.message);
+    json_decref(launch);
+}
+
+void gp_node_fence_sync(gp_node *n)
+{
+    gp_error err;
+    if (n->fence && gp_netfence_apply(n->fence, &err) != GP_OK)
+        gp_agent_log(n, "network fence: %s", err.message);
+}
+
+void gp_node_fence_end(gp_node *n, const gp_replica *r)
+{
+    if (n->fence && gp_netfence_remove(n->fence, r->name))
+        gp_node_fence_sync(n);
+}
+
+void gp_node_fence_close(gp_node *n)
+{
+    gp_netfence_free(n->fence); /* the table stays: the replicas outlive the agent */
+    n->fence = NULL;
+}

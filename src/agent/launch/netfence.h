@@ -1,0 +1,102 @@
+/* netfence.h - the network fence between tenants on one node: one
+ * nftables table per node that says where each running replica may
+ * connect, rebuilt whole from the node's running replicas at every start
+ * and end (the full design and a worked example: netfence.c).
+ *
+ * A replica is known by the uid its sockets belong to (`meta skuid`):
+ * every replica of a root agent runs as its job's own uid (2000000000 +
+ * job id % span) or its job's user, on both cgroup layouts, in a container
+ * or not, and a socket keeps the uid that made it.  A replica of tenant T
+ * may open:
+ *   - TCP to any address of this node (127.0.0.0/8, ::1, the node's own
+ *     addresses), answered only by a replica of T: the connection is
+ *     marked with T's mark, and an answer from any other socket is dropped;
+ *   - DNS (UDP and TCP port 53) to the resolvers of /etc/resolv.conf,
+ *     answered by no replica (one that took a local resolver's address);
+ *   - TCP to its gang peers' addresses, any port (the rendezvous port and
+ *     NCCL's bootstrap and ring sockets, which take ephemeral ports);
+ *   - its tenant's "egress" destinations (CIDR, any protocol; CIDR:port,
+ *     TCP and UDP to that port);
+ * and nothing else.  A replica answers connections from this node's
+ * processes that are no replica (the agent), from its own tenant's
+ * replicas, from its peers and from its egress destinations: nothing else.
+ *
+ * Who allocates and frees: gp_netfence_open allocates the fence,
+ * gp_netfence_free frees it (the table stays: replicas outlive the agent).
+ * gp_netfence_add copies what it is given.  gp_netfence_ruleset returns a
+ * malloc'd string the caller frees.
+ */
+#ifndef GP_AGENT_NETFENCE_H
+#define GP_AGENT_NETFENCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+#define GP_NETFENCE_NAME_MAX 96
+#define GP_NETFENCE_TENANT_MAX 256
+#define GP_NETFENCE_MARK_BASE 0x47500000u /* "GP": a connection marked by the fence */
+#define GP_NETFENCE_MARK_MASK 0xfff00000u
+
+/* An address or prefix, and a port (0: any). */
+typedef struct gp_netfence_dest {
+    int family;              /* AF_INET or AF_INET6 */
+    unsigned char addr[16];  /* network order; the first 4 bytes for AF_INET */
+    unsigned prefix;         /* 32 or 128 for one address */
+    unsigned port;           /* 1..65535, 0 any */
+} gp_netfence_dest;
+
+/* One running replica, as the fence needs it. */
+typedef struct gp_netfence_replica {
+    const char *name;               /* "job7-r1-1795523111": the key */
+    const char *tenant;             /* "research/nlp" */
+    uid_t uid;                      /* the uid its processes run as (> 0) */
+    const gp_netfence_dest *peers;  /* its gang peers' addresses (port 0) */
+    size_t n_peers;
+    const gp_netfence_dest *egress; /* its tenant's allowed destinations */
+    size_t n_egress;
+} gp_netfence_replica;
+
+typedef struct gp_netfence gp_netfence;
+
+/* A fence for the node named node (its table: inet gpupool_NODE, every
+ * character but letters, digits and '_' written '_'), with the resolvers
+ * of resolv_conf (the text of /etc/resolv.conf; NULL or "" none) and the
+ * nft program (NULL: /usr/sbin/nft, else nft on PATH).  Loads nothing. */
+gp_err gp_netfence_open(const char *node, const char *resolv_conf, const char *nft, gp_netfence **out,
+                        gp_error *err);
+void gp_netfence_free(gp_netfence *f);
+
+/* The table's name: "gpupool_h100_1".  Owned by f. */
+const char *gp_netfence_table(const gp_netfence *f);
+
+/* Adds replica r (replacing one of the same name).  GP_ERR_CONFLICT when
+ * its uid is another tenant's replica's on this node (field "network"),
+ * GP_ERR_INVALID for no name, tenant or uid, GP_ERR_NOMEM.  Loads nothing. */
+gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *err);
+/* Forgets the replica of that name; false when it held none.  Loads nothing. */
+bool gp_netfence_remove(gp_netfence *f, const char *name);
+/* The replicas it holds. */
+size_t gp_netfence_count(const gp_netfence *f);
+
+/* The nft script that replaces the table with the replicas' rules (or
+ * removes it when there are none), in one transaction.  Pure.  NULL when
+ * out of memory. */
+char *gp_netfence_ruleset(const gp_netfence *f);
+/* Runs `nft -f -` with that script.  GP_ERR_CONFLICT naming nft's own
+ * words when it refuses or cannot run (field "network"). */
+gp_err gp_netfence_apply(const gp_netfence *f, gp_error *err);
+
+/* Whether this host can fence: root, and nft loads and removes an empty
+ * table (nft NULL: as in gp_netfence_open).  false with the reason. */
+bool gp_netfence_probe(const char *nft, gp_error *err);
+
+/* "10.0.0.0/8", "192.0.2.7", "192.0.2.7:443", "10.0.0.0/8:53",
+ * "2001:db8::/32", "[2001:db8::1]:443", "[2001:db8::/32]:443".
+ * GP_ERR_INVALID (field "egress") for anything else: a prefix longer than
+ * the family's, host bits set, a port outside 1..65535. */
+gp_err gp_netfence_dest_parse(const char *text, gp_netfence_dest *out, gp_error *err);
+
+#endif

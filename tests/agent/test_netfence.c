@@ -1,0 +1,212 @@
+/* test_netfence.c - the network fence's ruleset, its destinations and its
+ * bookkeeping (src/agent/launch/netfence.c); where root and nft are
+ * present, the generated text is loaded by nft and removed again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/launch/netfence.h"
+
+static gp_netfence_dest dest(const char *text)
+{
+    gp_netfence_dest d;
+    gp_error err;
+    assert_int_equal(gp_netfence_dest_parse(text, &d, &err), GP_OK);
+    return d;
+}
+
+/* The worked example of netfence.c: job 7 of research/nlp with a peer,
+ * job 9 of vision with an egress port, on node h100-1. */
+static gp_netfence *example(void)
+{
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("h100-1", "# comment\nnameserver 10.255.255.53\nsearch x\n", NULL, &f, &err),
+                     GP_OK);
+    static gp_netfence_dest peer, egress;
+    peer = dest("192.0.2.3");
+    egress = dest("10.0.0.0/8:443");
+    gp_netfence_replica vision = {.name = "job9-r0-100", .tenant = "vision", .uid = 2000000009,
+                                  .egress = &egress, .n_egress = 1};
+    gp_netfence_replica nlp = {.name = "job7-r1-100", .tenant = "research/nlp", .uid = 2000000007,
+                               .peers = &peer, .n_peers = 1};
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    return f;
+}
+
+static const char EXAMPLE[] =
+    "table inet gpupool_h100_1\n"
+    "delete table inet gpupool_h100_1\n"
+    "table inet gpupool_h100_1 {\n"
+    "\tchain output {\n"
+    "\t\ttype filter hook output priority filter; policy accept;\n"
+    "\t\tct direction reply jump answer\n"
+    "\t\tct state established,related accept\n"
+    "\t\tmeta skuid vmap { 2000000007 : jump out_2000000007, 2000000009 : jump out_2000000009 }\n"
+    "\t}\n"
+    "\tchain answer {\n"
+    "\t\tmeta skuid vmap { 2000000007 : jump answer_2000000007, 2000000009 : jump answer_2000000009 }\n"
+    "\t\tct mark 0x47500000 accept\n"
+    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t}\n"
+    "\tchain out_2000000007 {\n"
+    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x47500000 accept\n"
+    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x47500001 accept\n"
+    "\t\tfib daddr type local drop\n"
+    "\t\tip daddr 192.0.2.3 meta l4proto tcp accept\n"
+    "\t\tdrop\n"
+    "\t}\n"
+    "\tchain answer_2000000007 {\n"
+    "\t\tct mark 0x47500001 accept\n"
+    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t\tfib daddr type local accept\n"
+    "\t\tip daddr 192.0.2.3 accept\n"
+    "\t\tdrop\n"
+    "\t}\n"
+    "\tchain out_2000000009 {\n"
+    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x47500000 accept\n"
+    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x47500002 accept\n"
+    "\t\tfib daddr type local drop\n"
+    "\t\tip daddr 10.0.0.0/8 meta l4proto { tcp, udp } th dport 443 accept\n"
+    "\t\tdrop\n"
+    "\t}\n"
+    "\tchain answer_2000000009 {\n"
+    "\t\tct mark 0x47500002 accept\n"
+    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t\tfib daddr type local accept\n"
+    "\t\tip daddr 10.0.0.0/8 accept\n"
+    "\t\tdrop\n"
+    "\t}\n"
+    "}\n";
+
+static void the_worked_example_is_the_text(void **state)
+{
+    (void)state;
+    gp_netfence *f = example();
+    char *text = gp_netfence_ruleset(f);
+    assert_string_equal(text, EXAMPLE);
+    free(text);
+    gp_netfence_free(f);
+}
+
+/* Two replicas of one job share a uid: one pair of chains, both peers. */
+static void replicas_of_one_uid_share_chains(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("n", NULL, NULL, &f, &err), GP_OK);
+    gp_netfence_dest a = dest("192.0.2.3"), b = dest("2001:db8::7");
+    gp_netfence_replica r0 = {.name = "job5-r0-1", .tenant = "t", .uid = 2000000005, .peers = &a, .n_peers = 1};
+    gp_netfence_replica r1 = {.name = "job5-r1-1", .tenant = "t", .uid = 2000000005, .peers = &b, .n_peers = 1};
+    assert_int_equal(gp_netfence_add(f, &r0, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &r1, &err), GP_OK);
+    char *text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "meta skuid vmap { 2000000005 : jump out_2000000005 }\n"));
+    assert_non_null(strstr(text, "\t\tip daddr 192.0.2.3 meta l4proto tcp accept\n"
+                                 "\t\tip6 daddr 2001:db8::7 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"));
+    assert_null(strstr(strstr(text, "chain out_2000000005") + 1, "chain out_2000000005"));
+    free(text);
+    gp_netfence_free(f);
+}
+
+/* A uid of one tenant's running replica is refused for another tenant's. */
+static void a_uid_is_one_tenants(void **state)
+{
+    (void)state;
+    gp_netfence *f = example();
+    gp_error err;
+    gp_netfence_replica other = {.name = "job11-r0-5", .tenant = "vision", .uid = 2000000007};
+    assert_int_equal(gp_netfence_add(f, &other, &err), GP_ERR_CONFLICT);
+    assert_string_equal(err.field, "network");
+    assert_non_null(strstr(err.message, "research/nlp"));
+    assert_int_equal(gp_netfence_count(f), 2);
+    gp_netfence_free(f);
+}
+
+/* No replica left: the script only removes the table. */
+static void the_last_end_removes_the_table(void **state)
+{
+    (void)state;
+    gp_netfence *f = example();
+    assert_true(gp_netfence_remove(f, "job7-r1-100"));
+    assert_true(gp_netfence_remove(f, "job9-r0-100"));
+    assert_false(gp_netfence_remove(f, "job9-r0-100"));
+    assert_int_equal(gp_netfence_count(f), 0);
+    char *text = gp_netfence_ruleset(f);
+    assert_string_equal(text, "table inet gpupool_h100_1\ndelete table inet gpupool_h100_1\n");
+    free(text);
+    gp_netfence_free(f);
+}
+
+static void destinations_parse_and_bad_ones_are_refused(void **state)
+{
+    (void)state;
+    gp_netfence_dest d = dest("[2001:db8::/32]:443");
+    assert_int_equal(d.family, AF_INET6);
+    assert_int_equal(d.prefix, 32);
+    assert_int_equal(d.port, 443);
+    d = dest("192.0.2.7:53");
+    assert_int_equal(d.family, AF_INET);
+    assert_int_equal(d.prefix, 32);
+    assert_int_equal(d.port, 53);
+    d = dest("::1");
+    assert_int_equal(d.prefix, 128);
+    assert_int_equal(d.port, 0);
+    const char *bad[] = {"", "10.0.0.1/8", "10.0.0.0/33", "10.0.0.0:0", "10.0.0.0:65536", "host.example",
+                         "10.0.0.0/8; flush ruleset", "[::1", "[::1]443", "10.0.0.0/8:", "1.2.3.4:5:6"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gp_error err;
+        assert_int_equal(gp_netfence_dest_parse(bad[i], &d, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "egress");
+    }
+}
+
+/* The generated text is what nft takes: loaded, then removed. */
+static void nft_loads_the_text(void **state)
+{
+    (void)state;
+    gp_error err;
+    if (geteuid() != 0 || !gp_netfence_probe(NULL, &err)) {
+        printf("SKIP nft_loads_the_text: %s\n", geteuid() != 0 ? "not root" : err.message);
+        return;
+    }
+    gp_netfence *f = NULL;
+    assert_int_equal(gp_netfence_open("gp-unit-test", "nameserver 10.255.255.53\nnameserver ::1\n", NULL, &f, &err),
+                     GP_OK);
+    gp_netfence_dest peer = dest("2001:db8::7"), egress = dest("[2001:db8::/32]:443");
+    gp_netfence_replica r = {.name = "job1-r0-1", .tenant = "t", .uid = 3999999999u, .peers = &peer,
+                             .n_peers = 1, .egress = &egress, .n_egress = 1};
+    assert_int_equal(gp_netfence_add(f, &r, &err), GP_OK);
+    gp_err rc = gp_netfence_apply(f, &err);
+    assert_int_equal(rc, GP_OK);
+    assert_int_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
+    assert_true(gp_netfence_remove(f, "job1-r0-1"));
+    assert_int_equal(gp_netfence_apply(f, &err), GP_OK);
+    assert_int_not_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
+    gp_netfence_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_worked_example_is_the_text),
+        cmocka_unit_test(replicas_of_one_uid_share_chains),
+        cmocka_unit_test(a_uid_is_one_tenants),
+        cmocka_unit_test(the_last_end_removes_the_table),
+        cmocka_unit_test(destinations_parse_and_bad_ones_are_refused),
+        cmocka_unit_test(nft_loads_the_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
