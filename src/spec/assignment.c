@@ -109,6 +109,47 @@ static void gp__job_parse(const json_t *o, gp_assignment *a)
     a->untrusted = a->has_trust && strcmp(json_string_value(trust), "trusted") != 0;
 }
 
+/* "mounts": [{"source", "target", "read_only"}]; an entry without string
+ * paths is left out. */
+static gp_err gp__mounts_parse(const json_t *list, gp_assignment *a, gp_error *err)
+{
+    size_t count = json_array_size(list), i;
+    json_t *m;
+    a->mounts = count ? calloc(count, sizeof *a->mounts) : NULL;
+    if (count && !a->mounts)
+        return gp__nomem(err, "mounts");
+    json_array_foreach(list, i, m) {
+        const json_t *source = json_object_get(m, "source"), *target = json_object_get(m, "target");
+        if (!json_is_string(source) || !json_is_string(target))
+            continue;
+        gp_assignment_mount *out = &a->mounts[a->n_mounts++];
+        gp__copy(out->source, sizeof out->source, source);
+        gp__copy(out->target, sizeof out->target, target);
+        out->read_only = json_is_true(json_object_get(m, "read_only"));
+    }
+    return GP_OK;
+}
+
+/* The container's fields; image_auth only when both are strings. */
+static gp_err gp__container_parse(const json_t *o, gp_assignment *a, gp_error *err)
+{
+    gp__copy(a->image, sizeof a->image, json_object_get(o, "image"));
+    a->shm_mib = gp__int(o, "shm_mib", NULL);
+    a->read_only_root = json_is_true(json_object_get(o, "read_only_root"));
+    const char *network = json_string_value(json_object_get(o, "network"));
+    a->private_network = network && strcmp(network, "private") == 0;
+    a->allow_userns = json_is_true(json_object_get(o, "allow_userns"));
+    const json_t *auth = json_object_get(o, "image_auth");
+    const json_t *user = json_object_get(auth, "username"), *password = json_object_get(auth, "password");
+    if (json_is_string(user) && json_is_string(password)) {
+        a->image_auth_user = strdup(json_string_value(user));
+        a->image_auth_password = strdup(json_string_value(password));
+        if (!a->image_auth_user || !a->image_auth_password)
+            return gp__nomem(err, "image_auth");
+    }
+    return gp__mounts_parse(json_object_get(o, "mounts"), a, err);
+}
+
 gp_err gp_assignment_parse(const json_t *o, gp_assignment *a, gp_error *err)
 {
     *a = (gp_assignment){0};
@@ -137,6 +178,8 @@ gp_err gp_assignment_parse(const json_t *o, gp_assignment *a, gp_error *err)
         rc = gp__vars(json_object_get(o, "env"), "env", &a->env, &a->n_env, err);
     if (rc == GP_OK)
         rc = gp__vars(json_object_get(o, "secrets"), "secrets", &a->secrets, &a->n_secrets, err);
+    if (rc == GP_OK)
+        rc = gp__container_parse(o, a, err);
     if (rc != GP_OK)
         gp_assignment_free(a);
     return rc;
@@ -233,6 +276,27 @@ static void gp__job_json(const gp_assignment *a, json_t *o)
         json_object_set_new(o, "trust", json_string(a->untrusted ? "untrusted" : "trusted"));
 }
 
+/* The container's fields, image_auth left out; defaults left out too. */
+static void gp__container_json(const gp_assignment *a, json_t *o)
+{
+    gp__set_string(o, "image", a->image);
+    if (a->n_mounts) {
+        json_t *mounts = json_array();
+        for (size_t i = 0; i < a->n_mounts; i++)
+            json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "source", a->mounts[i].source, "target",
+                                                    a->mounts[i].target, "read_only", a->mounts[i].read_only));
+        json_object_set_new(o, "mounts", mounts);
+    }
+    if (a->shm_mib)
+        json_object_set_new(o, "shm_mib", json_integer(a->shm_mib));
+    if (a->read_only_root)
+        json_object_set_new(o, "read_only_root", json_true());
+    if (a->private_network)
+        json_object_set_new(o, "network", json_string("private"));
+    if (a->allow_userns)
+        json_object_set_new(o, "allow_userns", json_true());
+}
+
 json_t *gp_assignment_to_json(const gp_assignment *a)
 {
     json_t *gpus = json_array();
@@ -247,6 +311,7 @@ json_t *gp_assignment_to_json(const gp_assignment *a)
         json_object_set_new(o, "slice", gp__slice_json(&a->slice));
     gp__stop_json(a, o);
     gp__job_json(a, o);
+    gp__container_json(a, o);
     return o;
 }
 
@@ -274,6 +339,9 @@ void gp_assignment_free(gp_assignment *a)
     gp__strings_free(a->command, a->n_command);
     gp__vars_free(a->env, a->n_env);
     gp__vars_free(a->secrets, a->n_secrets);
+    free(a->image_auth_user);
+    free(a->image_auth_password);
+    free(a->mounts);
     *a = (gp_assignment){0};
 }
 

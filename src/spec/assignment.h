@@ -22,8 +22,17 @@
  * never logged and never written by gp_assignment_to_json (the replica's
  * environment in launch.json is what carries them to it).
  *
+ * The container (issue 31): image ("" = a bare process), image_auth
+ * ({"username", "password"}: the tenant's credential for the image's
+ * registry, action run only; a secret like secrets above: never logged,
+ * never written back), mounts already resolved by gpupoold to host paths
+ * ({"source", "target", "read_only"}; an entry whose source or target is
+ * not a string is left out), shm_mib (0 = the agent's default),
+ * read_only_root, network ("private" sets private_network; anything else
+ * is the host's) and allow_userns.
+ *
  * Ownership: the struct is the caller's; gp_assignment_parse fills its
- * heap lists (peers, command, env, secrets), gp_assignment_free releases
+ * heap lists (peers, command, env, secrets, mounts, image_auth_*), gp_assignment_free releases
  * them (and zeroes the struct; a zeroed struct is fine).
  * gp_assignments_parse allocates the array too; gp_assignments_free frees
  * it and every entry.  gp_assignment_to_json returns a new reference.
@@ -54,6 +63,16 @@ typedef struct gp_assignment_slice {
     int64_t mig_start;           /* mig: the instance's start */
     int64_t gpu_mem_mib;         /* mps: the GPU memory the engine counts for it */
 } gp_assignment_slice;
+
+#define GP_ASSIGNMENT_IMAGE_MAX 1024 /* bytes of an image reference, with its NUL */
+#define GP_ASSIGNMENT_PATH_MAX 1024  /* bytes of a mount's source or target, with its NUL */
+
+/* A host folder bound into the container (a tenant volume, resolved). */
+typedef struct gp_assignment_mount {
+    char source[GP_ASSIGNMENT_PATH_MAX]; /* absolute host path */
+    char target[GP_ASSIGNMENT_PATH_MAX]; /* absolute path in the container */
+    bool read_only;
+} gp_assignment_mount;
 
 typedef struct gp_assignment {
     uint64_t job;
@@ -94,13 +113,22 @@ typedef struct gp_assignment {
     int64_t uid_min;
     bool has_trust;
     bool untrusted;              /* trust given and not "trusted" */
+    char image[GP_ASSIGNMENT_IMAGE_MAX]; /* "" = a bare process */
+    char *image_auth_user;       /* NULL none; with the password: never logged, never written back */
+    char *image_auth_password;
+    gp_assignment_mount *mounts; /* in the order sent */
+    size_t n_mounts;
+    int64_t shm_mib;             /* 0 = the agent's default */
+    bool read_only_root;
+    bool private_network;        /* network "private", else the host's */
+    bool allow_userns;
 } gp_assignment;
 
 /* One assignment from its JSON object. */
 gp_err gp_assignment_parse(const json_t *o, gp_assignment *out, gp_error *err);
 /* Every assignment of a poll answer's list (*out NULL and *n 0 for an empty one). */
 gp_err gp_assignments_parse(const json_t *list, gp_assignment **out, size_t *n, gp_error *err);
-/* The same JSON as gpupoold sent (secrets left out). */
+/* The same JSON as gpupoold sent (secrets and image_auth left out). */
 json_t *gp_assignment_to_json(const gp_assignment *a);
 void gp_assignment_free(gp_assignment *a);
 void gp_assignments_free(gp_assignment *list, size_t n);
