@@ -31,6 +31,7 @@
 #define GP_SPEC_SPEC_JSON_H
 
 #include "core/engine.h"
+#include "spec/container_spec.h"
 
 #include <jansson.h>
 
@@ -51,6 +52,7 @@ typedef struct gp_job_request {
     json_t *command; /* array of strings */
     json_t *env;     /* object of strings */
     json_t *env_from_secret; /* {"ENV_NAME": "secret-name"}: the tenant's (or an ancestor's) secrets; NULL none */
+    gp_job_container container; /* image, mounts, ...: container_spec.h */
 } gp_job_request;
 
 /* allow_id: accept "id" (the event log); callers may not choose ids. */
