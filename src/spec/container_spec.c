@@ -411,14 +411,6 @@ gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const 
     return gp_json_bool(x, key, &p->allow_userns, err);
 }
 
-gp_err gp_container_policy_check(const gp_container_policy *p, gp_trust trust, gp_error *err)
-{
-    if (trust == GP_TRUST_UNTRUSTED && p->rule == GP_CONTAINER_OPTIONAL)
-        return gp_error_set(err, GP_ERR_INVALID, "container",
-                            "an untrusted tenant's jobs always run in containers: container optional needs trust");
-    return GP_OK;
-}
-
 static json_t *volume_json(const gp_volume *v)
 {
     return json_pack("{s:s, s:s, s:b}", "name", v->name, "path", v->path, "read_only", v->read_only);
@@ -447,14 +439,14 @@ void gp_container_policy_to_json(const gp_container_policy *p, json_t *o)
 /* ---- inherited, and the check ---- */
 
 void gp_container_effective_make(const gp_container_policy *const *chain, size_t n, bool untrusted,
-                                 gp_container_effective *out)
+                                 size_t untrusted_from, gp_container_effective *out)
 {
     *out = (gp_container_effective){.untrusted = untrusted, .any_image = true};
     gp_container_rule rule = GP_CONTAINER_INHERIT;
     bool userns_found = false;
     for (size_t i = n; i-- > 0;) { /* nearest first */
         const gp_container_policy *p = chain[i];
-        if (rule == GP_CONTAINER_INHERIT)
+        if (rule == GP_CONTAINER_INHERIT && (!untrusted || i >= untrusted_from))
             rule = p->rule;
         if (out->any_image && p->image_sources_set) {
             out->any_image = false;
@@ -469,7 +461,7 @@ void gp_container_effective_make(const gp_container_policy *const *chain, size_t
                 out->n_volumes < sizeof out->volumes / sizeof out->volumes[0])
                 out->volumes[out->n_volumes++] = &p->volumes[v];
     }
-    out->required = untrusted || rule == GP_CONTAINER_REQUIRED;
+    out->required = rule == GP_CONTAINER_REQUIRED || (rule == GP_CONTAINER_INHERIT && untrusted);
 }
 
 const gp_volume *gp_container_volume(const gp_container_effective *e, const char *name)

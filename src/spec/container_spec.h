@@ -8,9 +8,12 @@
  * mount.  The codec here reads and writes both; spec_json.c hands it the
  * keys it owns.  The policy is inherited down the tree like trust:
  *
- *   container      the nearest tenant that sets it; untrusted tenants are
- *                  always "required" (a spec saying both untrusted and
- *                  optional is refused); at the top: optional
+ *   container      the nearest tenant that sets it; none: "required" for
+ *                  an untrusted tenant, else "optional".  An untrusted
+ *                  tenant takes "optional" only from a tenant at or below
+ *                  the top-most one of its path that sets trust untrusted
+ *                  (an admin's choice for that untrusted subtree): an
+ *                  "optional" set above it does not reach it
  *   image_sources  the nearest tenant that sets it (an empty list: no
  *                  image at all); at the top: any image
  *   volumes        every ancestor's and the tenant's own; a name set nearer
@@ -86,8 +89,6 @@ bool gp_registry_name_ok(const char *host);
  * "volumes", "allow_userns"). */
 bool gp_container_policy_key(const char *key);
 gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const json_t *x, gp_error *err);
-/* The rules between the policy and the rest of the spec (untrusted and optional). */
-gp_err gp_container_policy_check(const gp_container_policy *p, gp_trust trust, gp_error *err);
 void gp_container_policy_to_json(const gp_container_policy *p, json_t *o);
 
 /* A tenant's policy once inherited (above). */
@@ -101,9 +102,12 @@ typedef struct gp_container_effective {
     bool allow_userns;
 } gp_container_effective;
 
-/* chain: the policies of the tenant's path, top first (n of them). */
+/* chain: the policies of the tenant's path, top first (n of them);
+ * untrusted: the tenant's trust; untrusted_from: the index in chain of the
+ * top-most tenant that sets trust untrusted (n when none does: then no
+ * container rule of the chain reaches an untrusted tenant). */
 void gp_container_effective_make(const gp_container_policy *const *chain, size_t n, bool untrusted,
-                                 gp_container_effective *out);
+                                 size_t untrusted_from, gp_container_effective *out);
 /* The visible volume `name`, NULL when none. */
 const gp_volume *gp_container_volume(const gp_container_effective *e, const char *name);
 /* May a job of `tenant` with c run under e?  400 "image" (containers

@@ -189,7 +189,6 @@ static void bad_policies_are_refused(void **state)
         const char *text, *field;
     } bad[] = {
         {"{\"container\": \"sometimes\"}", "container"},
-        {"{\"trust\": \"untrusted\", \"container\": \"optional\"}", "container"},
         {"{\"image_sources\": [\"busybox\"]}", "image_sources"},
         {"{\"image_sources\": [\"dir:relative\"]}", "image_sources"},
         {"{\"image_sources\": [\"dir:/srv/../etc\"]}", "image_sources"},
@@ -227,19 +226,39 @@ static void the_policy_is_inherited_down_the_chain(void **state)
                      GP_OK);
     const gp_container_policy *chain[] = {&top.containers, &leaf.containers};
     gp_container_effective e;
-    gp_container_effective_make(chain, 2, false, &e);
+    gp_container_effective_make(chain, 2, false, 2, &e);
     assert_false(e.required);
     assert_false(e.any_image);
     assert_true(e.allow_userns);
     assert_int_equal(e.n_volumes, 2);
     assert_string_equal(gp_container_volume(&e, "scratch")->path, "/srv/scratch/nlp");
     assert_string_equal(gp_container_volume(&e, "datasets")->path, "/srv/datasets");
-    gp_container_effective_make(chain, 2, true, &e);
-    assert_true(e.required); /* untrusted: always */
-    gp_container_effective_make(chain, 0, false, &e);
+    gp_container_effective_make(chain, 2, true, 1, &e);
+    assert_true(e.required); /* untrusted, nothing set: required */
+    gp_container_effective_make(chain, 0, false, 0, &e);
     assert_true(e.any_image);
     assert_false(e.required);
     assert_false(e.allow_userns);
+}
+
+/* org (optional) > org/lab (untrusted) > org/lab/bare (optional). */
+static void optional_reaches_an_untrusted_tenant_only_from_inside_its_subtree(void **state)
+{
+    (void)state;
+    gp_tenant_spec org, lab, bare;
+    assert_int_equal(tenant("{\"container\": \"optional\"}", &org, NULL), GP_OK);
+    assert_int_equal(tenant("{\"trust\": \"untrusted\"}", &lab, NULL), GP_OK);
+    assert_int_equal(tenant("{\"container\": \"optional\"}", &bare, NULL), GP_OK);
+    const gp_container_policy *chain[] = {&org.containers, &lab.containers, &bare.containers};
+    gp_container_effective e;
+    gp_container_effective_make(chain, 2, true, 1, &e); /* org/lab: org's optional is above it */
+    assert_true(e.required);
+    gp_container_effective_make(chain, 3, true, 1, &e); /* org/lab/bare: its own, inside the subtree */
+    assert_false(e.required);
+    gp_container_effective_make(chain, 1, false, 1, &e); /* org: trusted */
+    assert_false(e.required);
+    gp_container_effective_make(chain, 3, true, 3, &e); /* untrusted, no tenant says where: none counts */
+    assert_true(e.required);
 }
 
 static gp_err admit(const gp_container_effective *e, const char *extra, gp_error *err)
@@ -261,7 +280,7 @@ static void the_check_at_submit_holds_the_policy(void **state)
                      GP_OK);
     const gp_container_policy *chain[] = {&top.containers};
     gp_container_effective e;
-    gp_container_effective_make(chain, 1, true, &e);
+    gp_container_effective_make(chain, 1, true, 0, &e);
     gp_error err;
     assert_int_equal(admit(&e, "", &err), GP_ERR_INVALID);
     assert_string_equal(err.field, "image");
@@ -304,7 +323,7 @@ static void mounts_resolve_to_the_volumes_host_paths(void **state)
                      GP_OK);
     const gp_container_policy *chain[] = {&top.containers};
     gp_container_effective e;
-    gp_container_effective_make(chain, 1, false, &e);
+    gp_container_effective_make(chain, 1, false, 1, &e);
     json_t *mounts = json_loads("[{\"volume\": \"datasets\", \"target\": \"/data\", \"read_only\": false},"
                                 " {\"volume\": \"scratch\", \"target\": \"/s\"}, {\"volume\": \"gone\", \"target\":"
                                 " \"/g\"}, {\"volume\": \"scratch\", \"target\": \"/r\", \"read_only\": true}]",
@@ -345,6 +364,7 @@ int main(void)
         cmocka_unit_test(a_tenants_policy_is_read_and_written_back),
         cmocka_unit_test(bad_policies_are_refused),
         cmocka_unit_test(the_policy_is_inherited_down_the_chain),
+        cmocka_unit_test(optional_reaches_an_untrusted_tenant_only_from_inside_its_subtree),
         cmocka_unit_test(the_check_at_submit_holds_the_policy),
         cmocka_unit_test(mounts_resolve_to_the_volumes_host_paths),
         cmocka_unit_test(the_registry_of_an_image),
