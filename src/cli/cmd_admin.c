@@ -221,7 +221,10 @@ static void add_tenant_row(gp_table *t, const json_t *n)
 {
     char g[256], l[256], u[256], pending[16], running[16], images[32], volumes[256];
     const json_t *sources = json_object_get(n, "image_sources");
-    snprintf(images, sizeof images, json_is_array(sources) ? "%zu sources" : "any", json_array_size(sources));
+    if (json_is_array(sources))
+        snprintf(images, sizeof images, "%zu sources", json_array_size(sources));
+    else
+        snprintf(images, sizeof images, "any");
     snprintf(pending, sizeof pending, "%lld", (long long)json_integer_value(json_object_get(n, "pending_jobs")));
     snprintf(running, sizeof running, "%lld", (long long)json_integer_value(json_object_get(n, "running_jobs")));
     const char *cells[] = {json_string_value(json_object_get(n, "path")),

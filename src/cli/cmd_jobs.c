@@ -346,10 +346,9 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
 static void print_job(const json_t *j)
 {
     char buf[512], reason[512];
-    const char *keys[] = {"id",        "name",           "tenant",    "user",     "kind",     "state",
-                          "class",     "reason",         "replicas",  "gpus",     "topology", "isolation",
-                          "priority",  "image",          "shm_mib",   "network",  "read_only_root",
-                          "submit_time", "bind_time",    "end_time",  "execution"};
+    const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
+                          "topology", "isolation", "priority", "image", "shm_mib", "network", "read_only_root",
+                          "submit_time", "bind_time", "end_time", "execution"};
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(j, keys[i]);

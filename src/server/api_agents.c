@@ -456,9 +456,9 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
 }
 
 /* The fields of a job's spec an assignment carries. */
-static const char *const SPEC_KEYS[] = {"name",     "tenant",  "user",           "kind",          "command",
-                                        "env",      "cpu_millis", "mem_mib",     "checkpoint_grace_s", "stop_signal",
-                                        "pids_max", "image",   "shm_mib",        "read_only_root", "network"};
+static const char *const SPEC_KEYS[] = {"name", "tenant", "user", "kind", "command", "env", "cpu_millis", "mem_mib",
+                                        "checkpoint_grace_s", "stop_signal", "pids_max", "image", "shm_mib",
+                                        "read_only_root", "network"};
 
 /* The job's spec fields an agent needs, kept per job: SPEC_KEYS, and
  * env_from_secret for the secrets and mounts for the container.  A job's spec never changes, so they

@@ -2,8 +2,11 @@
  *
  * Who may change what: an admin changes any tenant; a tenant-admin of S
  * changes tenants strictly below S (S's own quota is its parent's
- * decision, so it gets 403 for S and 404 for anything outside S); nobody
- * else changes tenants.  In an apply, a tenant-admin's file may list S and
+ * decision, so it gets 403 for S and 404 for anything outside S), but
+ * not their container policy (container, image_sources, volumes,
+ * allow_userns: 403 naming the field; api_containers.c); nobody else
+ * changes tenants.  A change of a container policy cancels the queued
+ * jobs it no longer allows and lists them ("cancelled_jobs").  In an apply, a tenant-admin's file may list S and
  * its ancestors as long as they are unchanged.  Reads: admin, operator,
  * auditor see the whole tree; tenant-admin and member see their scope's
  * subtree only.
@@ -507,8 +510,8 @@ static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_
                        !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
         if (p->forbidden)
             rc = gp_error_set(err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
-        else if (!gp_api_container_policy_may_change(who, have, want, err))
-            p->forbidden = true, rc = err->code;
+        else if ((p->forbidden = !gp_api_container_policy_may_change(who, have, want, err)))
+            rc = err->code;
         else if (!parent_known(p, f, i, parent, sizeof parent))
             rc = gp_error_set(err, GP_ERR_NOT_FOUND, "path", "parent tenant %s does not exist", parent);
         if (rc == GP_OK) {
