@@ -21,8 +21,10 @@
  *        nodes, GPUs, action), the spec's fields on the API thread,
  *        read from a job's row once and then kept with the node's last
  *        answer (a spec never changes; agents.h, gp_agents_specs), so
- *        a poll reads the store only for a job new to the node and for
- *        the secrets of a replica to start
+ *        a poll reads the store only for a job new to the node, for
+ *        the secrets of a replica to start, and for a container's
+ *        tenant policy and registry credential (mounts, allow_userns,
+ *        image_auth: read as they are now, api_containers.c)
  *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal

@@ -130,6 +130,18 @@ def test_the_tenants_policy_holds_at_submit(d):
                   "network      private"]:
         assert words in shown, shown
     d.ok("POST", "/v1/jobs", job("product/ads"))  # trusted, no policy: a bare process still may
+    jobfile = os.path.join(d.dir, "job.yaml")
+    with open(jobfile, "w") as f:
+        f.write("tenant: research/nlp\ngpus: 1\ngpu_types: [T4]\nimage: dir:/srv/images/base\n"
+                "mounts:\n  - {volume: scratch, target: /scratch, read_only: false}\nshm_mib: 512\n")
+    p = d.cli("submit", "-f", jobfile, "--array", "2", json_out=True)
+    for j in p["jobs"]:
+        assert j["mounts"] == [{"volume": "scratch", "target": "/scratch", "read_only": False}], j
+        assert j["image"] == "dir:/srv/images/base" and j["shm_mib"] == 512, j
+    with open(jobfile, "a") as f:
+        f.write("network: none\n")
+    p = d.cli("submit", "-f", jobfile, check=False)
+    assert p.returncode != 0 and "network" in p.stderr, (p.returncode, p.stderr)
 
     tadmin = token(d, "ra", "tenant-admin", "research")
     status, out = d.call("PATCH", "/v1/tenants/research/nlp", {"volumes": [{"name": "etc", "path": "/etc"}]},
@@ -191,6 +203,8 @@ def test_the_node_gets_the_container_and_only_its_registrys_credential(d):
     assert e["shm_mib"] == 1024 and e["read_only_root"] is True and e["network"] == "private", e
     assert e["allow_userns"] is True and e["trust"] == "untrusted", e
     assert "image_auth" not in entries[without["id"]], entries[without["id"]]
+    for tok in (member, outsider, tadmin):  # only the node's own credential reads its assignments
+        assert d.call("GET", "/v1/agents/c-1/assignments", token=tok)[0] == 403
 
     views = [d.ok("GET", "/v1/jobs/%d" % with_auth["id"]), d.ok("GET", "/v1/jobs", token=member),
              d.ok("GET", "/v1/jobs?tenant=research"), listing, d.ok("GET", "/v1/tenants")]
