@@ -154,6 +154,12 @@ def test_the_tenants_policy_holds_at_submit(d):
                              b"    image_sources: ['docker://docker.io/']\n",
                          token=tadmin, content_type="application/yaml")
     assert status == 403 and "image_sources" in out["error"]["field"], out
+    status, plan = d.call("POST", "/v1/tenants:apply?dry_run=true",
+                          raw=b"tenants:\n  - path: research/nlp\n    trust: untrusted\n    weight: 2\n"
+                              b"    image_sources: ['docker://docker.io/']\n", content_type="application/yaml")
+    assert status == 200, plan  # an admin's dry run: the policy's diff
+    assert ("research/nlp", "image_sources") in [(c["path"], c["field"].split(".")[0].split("[")[0])
+                                                 for c in plan["changes"]], plan
     assert d.ok("GET", "/v1/tenants/research/nlp")["image_sources"] == view["image_sources"]
 
 
