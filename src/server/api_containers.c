@@ -8,7 +8,7 @@
  *                  image_sources, volumes or allow_userns (a volume is a
  *                  host folder: the tenant tree's own admins may not hand
  *                  one out); the change then cancels the queued jobs of
- *                  the subtree it no longer allows (policy_refuse_queued)
+ *                  the subtree it no longer allows (refuse_queued below)
  *   at bind        the run entry of an assignment gets mounts resolved to
  *                  the volumes' host paths as they are now, allow_userns,
  *                  and image_auth (api_secrets.c)

@@ -6,8 +6,9 @@
  * not their container policy (container, image_sources, volumes,
  * allow_userns: 403 naming the field; api_containers.c); nobody else
  * changes tenants.  A change of a container policy cancels the queued
- * jobs it no longer allows and lists them ("cancelled_jobs").  In an apply, a tenant-admin's file may list S and
- * its ancestors as long as they are unchanged.  Reads: admin, operator,
+ * jobs it no longer allows and lists them ("cancelled_jobs").  In an
+ * apply, a tenant-admin's file may list S and its ancestors as long as
+ * they are unchanged.  Reads: admin, operator,
  * auditor see the whole tree; tenant-admin and member see their scope's
  * subtree only.
  *
