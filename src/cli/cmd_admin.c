@@ -204,9 +204,27 @@ static bool in_subtree(const char *root, const char *path)
     return !root[0] || (strncmp(root, path, n) == 0 && (path[n] == '\0' || path[n] == '/'));
 }
 
+/* The volumes' names, "a,b" ("-" when none), into out. */
+static const char *volume_names(const json_t *volumes, char *out, size_t cap)
+{
+    size_t i, used = 0;
+    json_t *v;
+    snprintf(out, cap, "-");
+    json_array_foreach(volumes, i, v) {
+        int n = snprintf(out + used, cap - used, "%s%s", i ? "," : "", json_string_value(json_object_get(v, "name")));
+        used = n < 0 || (size_t)n >= cap - used ? cap - 1 : used + (size_t)n;
+    }
+    return out;
+}
+
 static void add_tenant_row(gp_table *t, const json_t *n)
 {
-    char g[256], l[256], u[256], pending[16], running[16];
+    char g[256], l[256], u[256], pending[16], running[16], images[32], volumes[256];
+    const json_t *sources = json_object_get(n, "image_sources");
+    if (json_is_array(sources))
+        snprintf(images, sizeof images, "%zu sources", json_array_size(sources));
+    else
+        snprintf(images, sizeof images, "any");
     snprintf(pending, sizeof pending, "%lld", (long long)json_integer_value(json_object_get(n, "pending_jobs")));
     snprintf(running, sizeof running, "%lld", (long long)json_integer_value(json_object_get(n, "running_jobs")));
     const char *cells[] = {json_string_value(json_object_get(n, "path")),
@@ -215,7 +233,10 @@ static void add_tenant_row(gp_table *t, const json_t *n)
                            gp_gpu_summary(json_object_get(n, "usage"), u, sizeof u),
                            pending,
                            running,
-                           json_string_value(json_object_get(n, "trust"))};
+                           json_string_value(json_object_get(n, "trust")),
+                           json_string_value(json_object_get(n, "container")),
+                           images,
+                           volume_names(json_object_get(n, "volumes"), volumes, sizeof volumes)};
     gp_table_add(t, cells);
 }
 
@@ -286,9 +307,10 @@ int gp_cmd_tenants(gp_client *c, int argc, char **argv)
         fputc('\n', stdout);
         json_decref(out);
     } else if (rc == GP_EXIT_OK) {
-        static const char *const head[] = {"PATH", "GUARANTEE", "LIMIT", "USAGE", "PENDING", "RUNNING", "TRUST"};
+        static const char *const head[] = {"PATH",    "GUARANTEE", "LIMIT",     "USAGE",  "PENDING",
+                                           "RUNNING", "TRUST",     "CONTAINER", "IMAGES", "VOLUMES"};
         gp_table t;
-        gp_table_init(&t, 7, head);
+        gp_table_init(&t, 10, head);
         json_array_foreach(shown, i, n)
             add_tenant_row(&t, n);
         gp_table_print(&t, stdout);

@@ -179,6 +179,21 @@ static int submit_send(gp_client *c, json_t *flags, json_t *from_file, long long
     return rc;
 }
 
+/* --mount VOLUME:TARGET[:ro|:rw] as a mount object (the server checks the
+ * parts; without :ro or :rw, the volume's own mode). */
+static json_t *mount_json(const char *arg)
+{
+    const char *colon = strchr(arg, ':'), *last = strrchr(arg, ':');
+    json_t *m = json_object();
+    json_object_set_new(m, "volume", json_stringn(arg, colon ? (size_t)(colon - arg) : strlen(arg)));
+    bool mode = last && last != colon && (strcmp(last, ":ro") == 0 || strcmp(last, ":rw") == 0);
+    const char *target = colon ? colon + 1 : "";
+    json_object_set_new(m, "target", json_stringn(target, mode ? (size_t)(last - target) : strlen(target)));
+    if (mode)
+        json_object_set_new(m, "read_only", json_boolean(strcmp(last, ":ro") == 0));
+    return m;
+}
+
 int gp_cmd_submit(gp_client *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -194,9 +209,12 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"array", required_argument, NULL, 'A'},     {"time-limit", required_argument, NULL, 'L'},
         {"restart-policy", required_argument, NULL, 'Y'}, {"max-restarts", required_argument, NULL, 'X'},
         {"stop-signal", required_argument, NULL, 'Z'},   {"pids-max", required_argument, NULL, 'K'},
+        {"image", required_argument, NULL, 'I'},     {"mount", required_argument, NULL, 'V'},
+        {"shm-mib", required_argument, NULL, 'H'},   {"read-only-root", no_argument, NULL, 'O'},
+        {"network", required_argument, NULL, 'N'},
         {NULL, 0, NULL, 0},
     };
-    json_t *job = json_object(), *types = json_array(), *from_file = NULL;
+    json_t *job = json_object(), *types = json_array(), *mounts = json_array(), *from_file = NULL;
     const char *file = NULL;
     long long array = 0;
     char *end;
@@ -227,6 +245,11 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'm': json_object_set_new(job, "share", json_pack("{s:s}", "mig", optarg)); break;
         case 'P': json_object_set_new(job, "share", json_pack("{s:o}", "mps", gp_json_number_or_string(optarg))); break;
         case 'S': json_object_set_new(job, "share", json_pack("{s:b}", "timeslice", 1)); break;
+        case 'I': json_object_set_new(job, "image", json_string(optarg)); break;
+        case 'V': json_array_append_new(mounts, mount_json(optarg)); break;
+        case 'H': json_object_set_new(job, "shm_mib", gp_json_number_or_string(optarg)); break;
+        case 'O': json_object_set_new(job, "read_only_root", json_true()); break;
+        case 'N': json_object_set_new(job, "network", json_string(optarg)); break;
         case 'A':
             array = strtoll(optarg, &end, 10);
             if (!optarg[0] || *end || array < 1) /* the server checks the upper bound */
@@ -237,6 +260,8 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
     }
     if (json_array_size(types) > 0)
         json_object_set(job, "gpu_types", types);
+    if (json_array_size(mounts) > 0)
+        json_object_set(job, "mounts", mounts);
     if (optind < argc) {
         json_t *cmd = json_array();
         for (int i = optind; i < argc; i++)
@@ -256,6 +281,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
     json_decref(from_file);
     json_decref(job);
     json_decref(types);
+    json_decref(mounts);
     return rc;
 }
 
@@ -321,7 +347,8 @@ static void print_job(const json_t *j)
 {
     char buf[512], reason[512];
     const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
-                          "topology", "isolation", "priority", "submit_time", "bind_time", "end_time", "execution"};
+                          "topology", "isolation", "priority", "image", "shm_mib", "network", "read_only_root",
+                          "submit_time", "bind_time", "end_time", "execution"};
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(j, keys[i]);
@@ -335,6 +362,12 @@ static void print_job(const json_t *j)
     }
     size_t i;
     json_t *p;
+    json_array_foreach(json_object_get(j, "mounts"), i, p) {
+        const json_t *ro = json_object_get(p, "read_only");
+        printf("mount        %s at %s%s\n", json_string_value(json_object_get(p, "volume")),
+               json_string_value(json_object_get(p, "target")),
+               json_is_true(ro) ? " (read-only)" : json_is_false(ro) ? " (read-write)" : "");
+    }
     json_array_foreach(json_object_get(j, "placement"), i, p) {
         char *gpus = json_dumps(json_object_get(p, "gpus"), JSON_COMPACT);
         printf("replica %-4zu node %s gpus %s\n", i, json_string_value(json_object_get(p, "node")), gpus ? gpus : "");

@@ -30,8 +30,13 @@ const gp_command GP_COMMANDS[] = {
      "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
      "                      [--kind training|inference|interactive] [--user U] [--pids-max N] [--array N]\n"
      "                      [--restart-policy never|on-failure] [--max-restarts N]\n"
-     "                      [--stop-signal SIGTERM|SIGINT|SIGHUP|SIGQUIT|SIGUSR1|SIGUSR2] [-- COMMAND ARGS...]\n"
+     "                      [--stop-signal SIGTERM|SIGINT|SIGHUP|SIGQUIT|SIGUSR1|SIGUSR2]\n"
+     "                      [--image REF] [--mount VOLUME:TARGET[:ro|:rw]]... [--shm-mib N] [--read-only-root]\n"
+     "                      [--network host|private] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
+     "--image runs it in a container: docker://REGISTRY/NAME:TAG[@sha256:HEX], oci:/PATH[:TAG] or dir:/PATH,\n"
+     "from a source its tenant allows; an untrusted tenant's job needs one.  --mount binds one of the\n"
+     "tenant's volumes (gpupool tenants) at TARGET; --shm-mib sizes /dev/shm (counted in --mem-mib).\n"
      "--stop-signal is what a preemption, cancel or time limit sends first (default SIGTERM); the whole\n"
      "tree is killed when the grace (--grace) ends.\n"
      "--restart-policy on-failure requeues the whole job when a replica fails, up to --max-restarts times\n"
@@ -135,12 +140,16 @@ const gp_command GP_COMMANDS[] = {
      "unbind (admin) forgets the binding.\n"},
     {"secret", gp_cmd_secret,
      "usage: gpupool secret set TENANT NAME (--from-file FILE | --value-stdin)\n"
+     "       gpupool secret set --tenant TENANT --registry HOST[:PORT] --username USER --password-file FILE\n"
      "       gpupool secret list TENANT\n       gpupool secret rm TENANT NAME\n"
+     "       gpupool secret rm --tenant TENANT --registry HOST[:PORT]\n"
      "A tenant's secrets (tenant-admins of the tenant and admins set and remove them; whoever sees the\n"
      "tenant lists them).  Jobs name them: \"env_from_secret\": {\"HF_TOKEN\": \"hf\"} takes secret hf of the\n"
      "job's tenant, else of its nearest ancestor that has one.  gpupoold keeps them encrypted and hands a\n"
      "value only to the node that runs the replica; list shows names, sizes, who set them and when, never\n"
-     "a value.  The value is the file's bytes exactly (or stdin's), at most 64 KiB of UTF-8.\n"},
+     "a value.  The value is the file's bytes exactly (or stdin's), at most 64 KiB of UTF-8.\n"
+     "--registry: the tenant's login to an image registry, for its jobs' docker:// images there (the\n"
+     "password file's last newline dropped); handed to a node only to pull, never in a job's environment.\n"},
     {"audit", gp_cmd_audit,
      "usage: gpupool audit [--after SEQ] [--limit N]\n       gpupool audit verify\n"
      "Read the audit log, or recompute its hash chain (exit 1 and the first broken link if it is broken).\n"},

@@ -133,6 +133,30 @@ typedef struct gp_job_limits {
     int64_t pids_max;      /* processes and threads */
 } gp_job_limits;
 
+/* How a tenant's jobs run on a node (issue 31; docs/api.md "Tenants"):
+ * kept with the spec and enforced by gpupoold (spec/container_spec.h); the
+ * engine keeps none of it.  Zeroed: every field inherited. */
+#define GP_MAX_IMAGE_SOURCES 16
+#define GP_IMAGE_SOURCE_MAX 256  /* bytes of a source prefix, with its NUL */
+#define GP_MAX_VOLUMES 16
+#define GP_HOST_PATH_MAX 512     /* bytes of a volume's host path, with its NUL */
+typedef enum gp_container_rule { GP_CONTAINER_INHERIT = 0, GP_CONTAINER_REQUIRED, GP_CONTAINER_OPTIONAL } gp_container_rule;
+typedef struct gp_volume {
+    char name[GP_NAME_MAX];
+    char path[GP_HOST_PATH_MAX];  /* absolute host path */
+    bool read_only;
+} gp_volume;
+typedef struct gp_container_policy {
+    gp_container_rule rule;       /* INHERIT: the parent's (top: required if untrusted, else optional) */
+    bool image_sources_set;       /* false: the parent's (top: any image) */
+    int n_image_sources;
+    char image_sources[GP_MAX_IMAGE_SOURCES][GP_IMAGE_SOURCE_MAX];
+    int n_volumes;                /* added to the ancestors' (a name here hides an ancestor's) */
+    gp_volume volumes[GP_MAX_VOLUMES];
+    bool allow_userns_set;        /* false: the parent's (top: no) */
+    bool allow_userns;
+} gp_container_policy;
+
 typedef struct gp_tenant_spec {
     gp_quota guarantee;   /* floor, never preempted */
     gp_quota limit;       /* ceiling including borrowing */
@@ -146,6 +170,7 @@ typedef struct gp_tenant_spec {
     int64_t time_limit_s[3];
     gp_job_limits job_defaults; /* what a job that sets a field gets */
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
+    gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
 /* ---- jobs ----------------------------------------------------------- */

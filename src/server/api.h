@@ -158,6 +158,36 @@ gp_err gp_api_job_secrets_check(const gp_request *r, const gp_job_request *req, 
  * opened with gpupoold's key (s: a reader connection the caller holds); a
  * secret deleted since, or that does not open, is left out and logged. */
 void gp_api_assignment_secrets(gp_server *srv, gp_store *s, json_t *entry, const json_t *spec);
+/* Registry credentials (api_secrets.c): a tenant's username and password
+ * for one image registry, kept as its secret "registry:HOST". */
+void gp_api_registries_list(gp_request *r);                              /* GET ?tenant= */
+void gp_api_registry(gp_request *r, const char *host);                   /* PUT, DELETE ?tenant= */
+/* entry["image_auth"] = {"username", "password"}: the credential of
+ * tenant (or its nearest ancestor that has one) for image's registry;
+ * nothing for an image of no registry or without a credential. */
+void gp_api_assignment_image_auth(gp_server *srv, gp_store *s, json_t *entry, const char *tenant,
+                                  const char *image);
+/* A tenant's container policy (api_containers.c).  On the engine thread:
+ * may req run under its tenant's inherited policy (400 image / mounts)? */
+gp_err gp_api_job_container_check(gp_server *srv, const gp_job_request *req, gp_error *err);
+/* Adds the tenant's inherited policy to its view (all: the store's
+ * tenants, path -> spec). */
+void gp_api_tenant_view_containers(gp_server *srv, const json_t *all, const char *tenant, bool untrusted,
+                                   json_t *view);
+/* The first container policy key two canonical tenant specs differ in, NULL when none. */
+const char *gp_api_container_policy_changed(const json_t *have, const json_t *want);
+/* Only an admin changes a tenant's container policy: false (err naming
+ * the key) when who may not make this change. */
+bool gp_api_container_policy_may_change(const gp_principal *who, const json_t *have, const json_t *want,
+                                        gp_error *err);
+/* On the engine thread, after a change of path's policy: its subtree's
+ * pending jobs the policy no longer allows are cancelled (a history line
+ * says why), their ids added to cancelled. */
+gp_err gp_api_container_refuse_queued(gp_server *srv, const char *path, int64_t now, json_t *cancelled,
+                                      gp_error *err);
+/* On the API thread: a run entry's mounts resolved against its tenant's
+ * volumes, allow_userns, image_auth (fields: the job's spec fields). */
+void gp_api_assignment_container(gp_server *srv, gp_store *s, json_t *entry, const json_t *fields);
 void gp_api_node_checks(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
 void gp_api_usage_underdriven(gp_request *r); /* GET /v1/usage/underdriven?sm=PCT&for=S */

@@ -21,8 +21,10 @@
  *        nodes, GPUs, action), the spec's fields on the API thread,
  *        read from a job's row once and then kept with the node's last
  *        answer (a spec never changes; agents.h, gp_agents_specs), so
- *        a poll reads the store only for a job new to the node and for
- *        the secrets of a replica to start
+ *        a poll reads the store only for a job new to the node, for
+ *        the secrets of a replica to start, and for a container's
+ *        tenant policy and registry credential (mounts, allow_userns,
+ *        image_auth: read as they are now, api_containers.c)
  *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal
@@ -457,10 +459,11 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
 
 /* The fields of a job's spec an assignment carries. */
 static const char *const SPEC_KEYS[] = {"name", "tenant", "user", "kind", "command", "env", "cpu_millis", "mem_mib",
-                                        "checkpoint_grace_s", "stop_signal", "pids_max"};
+                                        "checkpoint_grace_s", "stop_signal", "pids_max", "image", "shm_mib",
+                                        "read_only_root", "network"};
 
 /* The job's spec fields an agent needs, kept per job: SPEC_KEYS, and
- * env_from_secret for the secrets.  A job's spec never changes, so they
+ * env_from_secret for the secrets and mounts for the container.  A job's spec never changes, so they
  * are read from its row once (the first answer that names it) and then
  * taken from the node's last answer (`known`, agents.h gp_agents_specs);
  * each goes into `kept`, the node's next.  NULL when the row cannot be
@@ -487,8 +490,10 @@ static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json
     for (size_t k = 0; k < sizeof SPEC_KEYS / sizeof SPEC_KEYS[0]; k++)
         if (json_object_get(spec, SPEC_KEYS[k]))
             json_object_set(fields, SPEC_KEYS[k], json_object_get(spec, SPEC_KEYS[k]));
-    if (json_object_get(spec, "env_from_secret"))
-        json_object_set(fields, "env_from_secret", json_object_get(spec, "env_from_secret"));
+    const char *more[] = {"env_from_secret", "mounts"};
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++)
+        if (json_object_get(spec, more[k]))
+            json_object_set(fields, more[k], json_object_get(spec, more[k]));
     json_object_set_new(kept, key, fields);
     json_decref(row);
     return fields;
@@ -496,7 +501,9 @@ static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json
 
 /* The job's spec fields an agent needs (spec_fields); an entry to run gets
  * the values of the secrets its job names (api_secrets.c: read every
- * time, a secret may change). */
+ * time, a secret may change) and its container's mounts, allow_userns and
+ * image_auth as its tenant's policy and credentials are now
+ * (api_containers.c). */
 static void desired_add_specs(gp_request *r, const char *node, json_t *assignments)
 {
     json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object();
@@ -512,10 +519,13 @@ static void desired_add_specs(gp_request *r, const char *node, json_t *assignmen
             if (json_object_get(fields, SPEC_KEYS[k]))
                 json_object_set(o, SPEC_KEYS[k], json_object_get(fields, SPEC_KEYS[k]));
         bool run = strcmp(json_string_value(json_object_get(o, "action")), "run") == 0; /* secrets: only to start it */
-        if (run && json_object_size(json_object_get(fields, "env_from_secret")) && !s)
+        bool container = json_object_get(fields, "image") != NULL;
+        if (run && (container || json_object_size(json_object_get(fields, "env_from_secret"))) && !s)
             s = gp_readers_take(&r->srv->readers, &err);
         if (run && s)
             gp_api_assignment_secrets(r->srv, s, o, fields);
+        if (run && s && container)
+            gp_api_assignment_container(r->srv, s, o, fields);
     }
     gp_readers_give(&r->srv->readers, s);
     gp_agents_specs_keep(&r->srv->agents, node, kept);

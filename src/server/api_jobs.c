@@ -6,7 +6,9 @@
  *            a user jobs may run as and bound to the job's tenant or above
  *            (a user bound to nothing is bound to the job's tenant:
  *            users.h); cpu_millis, mem_mib and pids_max left 0 take the
- *            tenant's job defaults before the job is logged;
+ *            tenant's job defaults before the job is logged; its image
+ *            and mounts are held to its tenant's container policy
+ *            (api_containers.c);
  *            a member's job without a tenant goes to the member's tenant
  *   list     also a member's without ?tenant= lists its tenant (its scope)
  *   list/get admin, operator, auditor: all; others: their scope only, and
@@ -101,6 +103,16 @@ void gp_api_job_default_tenant(const gp_request *r, json_t *job)
         json_object_set_new(job, "tenant", json_string(r->who.scope));
 }
 
+/* The engine's own refusal first (an unknown tenant, a share an untrusted
+ * tenant may not have), then the tenant's container policy. */
+static gp_err engine_then_container_check(gp_server *srv, const gp_job_request *req, gp_error *err)
+{
+    gp_job_spec probe = req->spec;
+    probe.id = srv->journal.replayer.next_job_id;
+    gp_err rc = gp_engine_job_check(srv->journal.engine, &probe, err);
+    return rc == GP_OK ? gp_api_job_container_check(srv, req, err) : rc;
+}
+
 static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
@@ -108,6 +120,7 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
     bool unbound = false;
     if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, NULL, &unbound, &err) != GP_OK) ||
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
+        engine_then_container_check(srv, req, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
         gp_op_fail(op, &err);
         return;

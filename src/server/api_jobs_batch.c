@@ -13,7 +13,8 @@
  *      ("job.gpus" for an array: its copies differ only in the index).
  *   2. engine thread, one op: every item's user is checked against the
  *      tenant it is bound to (users.h), its job defaults are filled in and
- *      it is checked against the live engine (gp_engine_job_check: the
+ *      it is checked against its tenant's container policy
+ *      (api_containers.c) and against the live engine (gp_engine_job_check: the
  *      engine's own submit rules, nothing changed) before any is
  *      submitted, so this file restates none of them.  Only then are the items submitted, in order (consecutive ids), in
  *      the engine thread's one store transaction and one scheduling pass.
@@ -191,8 +192,9 @@ static void batch_free(gp_batch *b)
 /* Would the live engine take every item, its job defaults filled in (as
  * POST /v1/jobs fills them)?  *bad = the first it would not.  Items get
  * the ids gp_journal_submit will give them, in order. */
-static gp_err batch_check(const gp_journal *j, gp_batch *b, size_t *bad, gp_error *err)
+static gp_err batch_check(gp_server *srv, gp_batch *b, size_t *bad, gp_error *err)
 {
+    const gp_journal *j = &srv->journal;
     for (size_t i = 0; i < b->n; i++) {
         *bad = i;
         gp_err rc = gp_engine_job_defaults(j->engine, &b->reqs[i].spec, err);
@@ -200,6 +202,8 @@ static gp_err batch_check(const gp_journal *j, gp_batch *b, size_t *bad, gp_erro
         s.id = j->replayer.next_job_id + i;
         if (rc != GP_OK || (rc = gp_engine_job_check(j->engine, &s, err)) != GP_OK)
             return rc;
+        if ((!b->array || i == 0) && (rc = gp_api_job_container_check(srv, &b->reqs[i], err)) != GP_OK)
+            return rc; /* an array's copies differ only in env */
     }
     return GP_OK;
 }
@@ -241,7 +245,7 @@ static void batch_run(gp_server *srv, gp_op *op, int64_t now)
     size_t bad = b->n;
     bool *binds = calloc(b->n, sizeof *binds);
     if (!binds || batch_users(srv->store, b, binds, &bad, &err) != GP_OK ||
-        batch_check(&srv->journal, b, &bad, &err) != GP_OK) {
+        batch_check(srv, b, &bad, &err) != GP_OK) {
         if (!binds)
             gp_error_set(&err, GP_ERR_NOMEM, "jobs", "out of memory");
         item_name(b, bad < b->n ? bad : 0, name, sizeof name);

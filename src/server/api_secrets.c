@@ -17,6 +17,18 @@
  * nearest wins, and nothing outside that chain is reachable.  A submit
  * naming one that chain lacks is 400 env_from_secret.HF_TOKEN.
  *
+ * Registry credentials are secrets too, of the same tenants, sealed the
+ * same way and found the same way (nearest ancestor first), under the
+ * name "registry:HOST" (a name no job can give: ':' is not in a secret's
+ * name, so none reaches an environment):
+ *
+ *   PUT    /v1/registries/{host}?tenant=PATH {"username", "password"}
+ *   DELETE /v1/registries/{host}?tenant=PATH
+ *   GET    /v1/registries?tenant=PATH     registry, username, who, when
+ *
+ * audited as registry.set and registry.delete.  Only the run entry of an
+ * assignment whose image is on that registry carries it, as image_auth.
+ *
  * Example: research's tenant-admin sets "hf" on research; a job of
  * research/nlp with {"HF_TOKEN": "hf"} gets HF_TOKEN in its environment on
  * the node that runs it; a job of product/ads naming "hf" is refused at
@@ -24,6 +36,7 @@
  */
 #include "server/api.h"
 
+#include "spec/container_spec.h"
 #include "spec/json_input.h"
 
 #include <stdio.h>
@@ -182,19 +195,33 @@ static void set_run(gp_server *srv, gp_op *op, int64_t now)
                           (json_int_t)a->bytes, "set_by", sec.set_by, "updated", (json_int_t)now));
 }
 
-/* {"value": "..."}, sealed for tenant's name into a->sealed. */
-static gp_err set_body(gp_request *r, secret_arg *a, gp_error *err)
+/* The body, an object of none but `keys` (NULL-terminated): *body (the
+ * caller decrefs it, NULL when it is no object: replied), rc the first
+ * unknown field. */
+static gp_err body_of(gp_request *r, const char *const *keys, json_t **body, gp_error *err)
 {
-    json_t *body = gp_api_body_object(r);
-    if (!body)
+    if (!(*body = gp_api_body_object(r)))
         return GP_ERR_INVALID;
     const char *key;
     json_t *v;
-    gp_err rc = GP_OK;
-    json_object_foreach(body, key, v) {
-        if (rc == GP_OK && strcmp(key, "value") != 0)
-            rc = gp_json_unknown_field("", key, err);
+    json_object_foreach(*body, key, v) {
+        size_t k = 0;
+        while (keys[k] && strcmp(key, keys[k]) != 0)
+            k++;
+        if (!keys[k])
+            return gp_json_unknown_field("", key, err);
     }
+    return GP_OK;
+}
+
+/* {"value": "..."}, sealed for tenant's name into a->sealed. */
+static gp_err set_body(gp_request *r, secret_arg *a, gp_error *err)
+{
+    static const char *const keys[] = {"value", NULL};
+    json_t *body;
+    gp_err rc = body_of(r, keys, &body, err);
+    if (!body)
+        return rc;
     json_t *value = json_object_get(body, "value");
     if (rc == GP_OK && !json_is_string(value))
         rc = gp_error_set(err, GP_ERR_INVALID, "value", "value must be a string (the secret)");
@@ -261,26 +288,186 @@ void gp_api_secret(gp_request *r, const char *name)
 
 /* ---- list ---- */
 
-void gp_api_secrets_list(gp_request *r)
+#define REGISTRY_PREFIX "registry:"
+
+/* Keeps the rows of list that are (registries) or are not registry
+ * credentials; returns list. */
+static json_t *only_registries(json_t *list, bool registries)
+{
+    for (size_t i = json_array_size(list); i-- > 0;) {
+        const char *name = json_string_value(json_object_get(json_array_get(list, i), "name"));
+        if ((strncmp(name, REGISTRY_PREFIX, strlen(REGISTRY_PREFIX)) == 0) != registries)
+            json_array_remove(list, i);
+    }
+    return list;
+}
+
+/* GET ...?tenant=PATH: the tenant's rows, its registry credentials or its
+ * other secrets; NULL with the reply made.  *s: the reader, held (the
+ * caller gives it back) so a credential's row can be opened. */
+static json_t *listed_rows(gp_request *r, const char **tenant, bool registries, gp_store **s)
 {
     static const char *const allowed[] = {"tenant", NULL};
-    if (!gp_api_query_only(r, allowed))
-        return;
-    const char *tenant = query_tenant(r);
-    if (!tenant)
-        return;
     gp_error err;
     json_t *list = NULL;
-    gp_store *s = gp_readers_take(&r->srv->readers, &err);
-    if (!s) {
+    *s = NULL;
+    if (!gp_api_query_only(r, allowed) || !(*tenant = query_tenant(r)))
+        return NULL;
+    if (!(*s = gp_readers_take(&r->srv->readers, &err)))
         gp_api_fail(r, &err);
+    else if (gp_api_tenant_known(r, *s, *tenant, "tenant") && /* else it replied 404 */
+             gp_store_secrets_list(*s, *tenant, &list, &err) != GP_OK)
+        gp_api_fail(r, &err);
+    return only_registries(list, registries);
+}
+
+void gp_api_secrets_list(gp_request *r)
+{
+    const char *tenant;
+    gp_store *s;
+    json_t *list = listed_rows(r, &tenant, false, &s);
+    if (list)
+        gp_api_reply(r, 200, json_pack("{s:s, s:o}", "tenant", tenant, "secrets", list));
+    gp_readers_give(&r->srv->readers, s);
+}
+
+/* ---- registry credentials ---- */
+
+static bool registry_ok(gp_request *r, const char *host)
+{
+    if (gp_registry_name_ok(host))
+        return true;
+    gp_api_error(r, 400, "invalid", "registry", "a registry is HOST or HOST:PORT (as in docker://HOST:PORT/NAME)");
+    return false;
+}
+
+/* The credential {"username", "password"} sealed under `name`: *out (a new
+ * reference) or NULL. */
+static gp_err credential_open(gp_server *srv, const char *owner, const char *name, const char *sealed, json_t **out,
+                              gp_error *err)
+{
+    char *text = NULL;
+    size_t len;
+    *out = NULL;
+    gp_err rc = gp_secret_open(&srv->secret_key, owner, name, sealed, &text, &len, err);
+    if (rc == GP_OK && !(*out = json_loadb(text, len, 0, NULL)))
+        rc = gp_error_set(err, GP_ERR_INVALID, "secret", "not a credential");
+    free(text);
+    return rc;
+}
+
+void gp_api_assignment_image_auth(gp_server *srv, gp_store *s, json_t *entry, const char *tenant, const char *image)
+{
+    char host[256], name[300], owner[GP_PATH_MAX], *sealed = NULL;
+    if (!gp_image_registry(image, host, sizeof host))
+        return;
+    snprintf(name, sizeof name, REGISTRY_PREFIX "%s", host);
+    gp_error err;
+    json_t *credential = NULL;
+    gp_err rc = secret_find(s, tenant, name, owner, &sealed, &err);
+    if (rc == GP_OK && sealed)
+        rc = credential_open(srv, owner, name, sealed, &credential, &err);
+    if (credential)
+        json_object_set_new(entry, "image_auth", credential);
+    else if (rc != GP_OK)
+        gp_log(GP_LOG_WARN, "registry_credential_unread", "tenant=%s registry=%s why=\"%s\"", tenant, host,
+               err.message);
+    free(sealed);
+}
+
+/* {"username", "password"}: sealed as one JSON text into a->sealed. */
+static gp_err registry_body(gp_request *r, secret_arg *a, gp_error *err)
+{
+    static const char *const keys[] = {"username", "password", NULL};
+    json_t *body;
+    gp_err rc = body_of(r, keys, &body, err);
+    if (!body)
+        return rc;
+    const json_t *user = json_object_get(body, "username"), *password = json_object_get(body, "password");
+    if (rc == GP_OK && (!json_is_string(user) || !json_string_length(user) || json_string_length(user) > 255))
+        rc = gp_error_set(err, GP_ERR_INVALID, "username", "username must be a string of 1..255 bytes");
+    if (rc == GP_OK && (!json_is_string(password) || !json_string_length(password)))
+        rc = gp_error_set(err, GP_ERR_INVALID, "password", "password must be a non-empty string");
+    char *text = rc == GP_OK ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (rc == GP_OK && !text)
+        rc = gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+    if (rc == GP_OK)
+        rc = gp_secret_seal(&r->srv->secret_key, a->tenant, a->name, text, strlen(text), &a->sealed, err);
+    a->bytes = text ? (int64_t)strlen(text) : 0;
+    free(text);
+    json_decref(body);
+    return rc;
+}
+
+static void registry_set(gp_request *r, secret_arg *a, const char *host)
+{
+    gp_error err;
+    if (registry_body(r, a, &err) != GP_OK) {
+        if (!r->reply)
+            gp_api_fail(r, &err);
         return;
     }
-    if (gp_api_tenant_known(r, s, tenant, "tenant")) { /* else it replied 404 */
-        if (gp_store_secrets_list(s, tenant, &list, &err) == GP_OK)
-            gp_api_reply(r, 200, json_pack("{s:s, s:o}", "tenant", tenant, "secrets", list));
-        else
-            gp_api_fail(r, &err);
+    gp_op op = {.run = set_run, .mutates = true, .arg = a, .action = "registry.set"};
+    snprintf(op.target, sizeof op.target, "registry/%s/%s", a->tenant, host);
+    gp_api_run_op(r, &op);
+    if (r->status == 200) { /* set_run's answer names the row: here, the registry */
+        json_object_del(r->reply, "name");
+        json_object_del(r->reply, "bytes");
+        json_object_set_new(r->reply, "registry", json_string(host));
+    }
+}
+
+void gp_api_registry(gp_request *r, const char *host)
+{
+    static const char *const allowed[] = {"tenant", NULL};
+    char name[300];
+    snprintf(name, sizeof name, REGISTRY_PREFIX "%s", host);
+    secret_arg a = {.name = name};
+    if (!gp_api_query_only(r, allowed) || !(a.tenant = query_tenant(r)) || !may_change(r, a.tenant) ||
+        !registry_ok(r, host))
+        return;
+    if (strcmp(r->method, "PUT") == 0) {
+        registry_set(r, &a, host);
+        free(a.sealed);
+        return;
+    }
+    gp_op op = {.run = delete_run, .mutates = true, .arg = &a, .action = "registry.delete"};
+    snprintf(op.target, sizeof op.target, "registry/%s/%s", a.tenant, host);
+    gp_api_run_op(r, &op);
+}
+
+/* A credential row as a listing shows it: its registry and username
+ * (opened from the sealed row), never its password. */
+static json_t *registry_row(gp_server *srv, gp_store *s, const char *tenant, const json_t *row)
+{
+    const char *name = json_string_value(json_object_get(row, "name"));
+    char *sealed = NULL;
+    json_t *credential = NULL;
+    gp_error err;
+    if (gp_store_secret_get(s, tenant, name, &sealed, &err) == GP_OK && sealed)
+        credential_open(srv, tenant, name, sealed, &credential, &err);
+    free(sealed);
+    json_t *out = json_pack("{s:s, s:O, s:O, s:O}", "registry", name + strlen(REGISTRY_PREFIX), "username",
+                            credential ? json_object_get(credential, "username") : json_null(), "set_by",
+                            json_object_get(row, "set_by"), "updated", json_object_get(row, "updated"));
+    json_decref(credential);
+    return out;
+}
+
+void gp_api_registries_list(gp_request *r)
+{
+    const char *tenant;
+    gp_store *s;
+    json_t *list = listed_rows(r, &tenant, true, &s), *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) {
+        json_array_append_new(out, registry_row(r->srv, s, tenant, row));
     }
     gp_readers_give(&r->srv->readers, s);
+    if (list)
+        gp_api_reply(r, 200, json_pack("{s:s, s:o}", "tenant", tenant, "registries", out));
+    else
+        json_decref(out);
+    json_decref(list);
 }

@@ -2,9 +2,13 @@
  *
  * Who may change what: an admin changes any tenant; a tenant-admin of S
  * changes tenants strictly below S (S's own quota is its parent's
- * decision, so it gets 403 for S and 404 for anything outside S); nobody
- * else changes tenants.  In an apply, a tenant-admin's file may list S and
- * its ancestors as long as they are unchanged.  Reads: admin, operator,
+ * decision, so it gets 403 for S and 404 for anything outside S), but
+ * not their container policy (container, image_sources, volumes,
+ * allow_userns: 403 naming the field; api_containers.c); nobody else
+ * changes tenants.  A change of a container policy cancels the queued
+ * jobs it no longer allows and lists them ("cancelled_jobs").  In an
+ * apply, a tenant-admin's file may list S and its ancestors as long as
+ * they are unchanged.  Reads: admin, operator,
  * auditor see the whole tree; tenant-admin and member see their scope's
  * subtree only.
  *
@@ -81,8 +85,11 @@ static json_t *job_limits_view(const gp_job_limits *l)
     return o;
 }
 
-static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
+/* all: the store's tenants (path -> spec) for the container policy, NULL
+ * to read the tenant's chain from the store. */
+static json_t *tenant_view(gp_server *srv, const json_t *all, const gp_tenant_info *t)
 {
+    const gp_engine *e = srv->journal.engine;
     json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:s, s:i, s:i}", "path", t->path, "guarantee",
                           t->has_guarantee ? res_json(e, &t->guarantee, true) : json_null(), "limit",
                           res_json(e, &t->limit, true), "user_limit", res_json(e, &t->user_limit, true), "usage",
@@ -99,6 +106,7 @@ static json_t *tenant_view(const gp_engine *e, const gp_tenant_info *t)
     json_object_set_new(o, "time_limit", limits);
     json_object_set_new(o, "job_defaults", job_limits_view(&t->job_defaults));
     json_object_set_new(o, "job_max", job_limits_view(&t->job_max));
+    gp_api_tenant_view_containers(srv, all, t->path, t->untrusted, o);
     return o;
 }
 
@@ -127,15 +135,18 @@ static void list_run(gp_server *srv, gp_op *op, int64_t now)
     (void)now;
     const gp_engine *e = srv->journal.engine;
     const char *only = op->arg; /* one path, or NULL for the tree */
-    json_t *list = json_array();
+    json_t *list = json_array(), *all = NULL;
+    if (gp_store_tenants_get(srv->store, &all, NULL) != GP_OK)
+        all = NULL; /* each view reads its own chain */
     for (uint32_t i = 0; i < gp_engine_tenant_count(e); i++) {
         gp_tenant_info t;
         if (!gp_engine_tenant_get(e, i, &t) || !gp_principal_sees(op->who, t.path))
             continue;
         if (only && strcmp(only, t.path) != 0)
             continue;
-        json_array_append_new(list, tenant_view(e, &t));
+        json_array_append_new(list, tenant_view(srv, all, &t));
     }
+    json_decref(all);
     if (!only) {
         gp_op_reply(op, 200, json_pack("{s:o}", "tenants", list));
     } else if (json_array_size(list) == 1) {
@@ -220,9 +231,35 @@ static void reply_tenant(gp_server *srv, gp_op *op, const char *path, int status
     gp_tenant_info t;
     const gp_engine *e = srv->journal.engine;
     if (gp_engine_tenant_find(e, path, &index, NULL) == GP_OK && gp_engine_tenant_get(e, index, &t))
-        gp_op_reply(op, status, tenant_view(e, &t));
+        gp_op_reply(op, status, tenant_view(srv, NULL, &t));
     else
         gp_op_reply(op, status, json_pack("{s:s}", "path", path));
+}
+
+/* A change of path's spec from have to want (canonical), once the engine
+ * took it: the queued jobs its container policy no longer allows are
+ * cancelled (api_containers.c) and listed in the reply. */
+static gp_err policy_followup(gp_server *srv, gp_op *op, const char *path, const json_t *have, const json_t *want,
+                              int64_t now, gp_error *err)
+{
+    if (!gp_api_container_policy_changed(have, want))
+        return GP_OK;
+    json_t *cancelled = json_array();
+    gp_err rc = gp_api_container_refuse_queued(srv, path, now, cancelled, err);
+    if (rc == GP_OK && json_array_size(cancelled) && op->reply)
+        json_object_set(op->reply, "cancelled_jobs", cancelled);
+    json_decref(cancelled);
+    return rc;
+}
+
+/* 403 when who may not make this change of the container policy (err says which key). */
+static bool policy_refused(gp_op *op, const json_t *have, const json_t *want, gp_error *err)
+{
+    if (gp_api_container_policy_may_change(op->who, have, want, err))
+        return false;
+    gp_op_fail(op, err);
+    op->status = 403;
+    return true;
 }
 
 static void put_run(gp_server *srv, gp_op *op, int64_t now)
@@ -231,17 +268,23 @@ static void put_run(gp_server *srv, gp_op *op, int64_t now)
     gp_error err;
     uint32_t index;
     bool existed = gp_engine_tenant_find(srv->journal.engine, a->path, &index, NULL) == GP_OK;
-    gp_err rc = GP_OK;
-    if (existed && a->create_only)
+    json_t *have = NULL, *want = gp_tenant_spec_to_json(&a->spec);
+    gp_err rc = gp_store_tenant_get(srv->store, a->path, &have, &err);
+    if (rc == GP_OK && existed && a->create_only)
         rc = gp_error_set(&err, GP_ERR_EXISTS, "path",
                           "tenant %s exists already; change it with PATCH (gpupool quota set)", a->path);
-    if (rc == GP_OK)
+    if (rc == GP_OK && policy_refused(op, have, want, &err))
+        rc = GP_ERR_INVALID;
+    else if (rc == GP_OK)
         rc = gp_journal_tenant_set(&srv->journal, a->path, &a->spec, now, &err);
-    if (rc != GP_OK) {
-        gp_op_fail(op, &err);
-        return;
+    if (rc == GP_OK) {
+        reply_tenant(srv, op, a->path, existed ? 200 : 201);
+        rc = policy_followup(srv, op, a->path, have, want, now, &err);
     }
-    reply_tenant(srv, op, a->path, existed ? 200 : 201);
+    if (rc != GP_OK && op->status != 403)
+        gp_op_fail(op, &err);
+    json_decref(have);
+    json_decref(want);
 }
 
 /* If-None-Match: * makes a PUT create only; no other value is meaningful
@@ -314,14 +357,17 @@ static void patch_run(gp_server *srv, gp_op *op, int64_t now)
         rc = patched_spec(have, a->patch, &spec, &want, &err);
     if (rc == GP_OK)
         add_changes(changes, a->path, "update", have, want);
-    if (rc == GP_OK && json_array_size(changes) > 0) /* nothing changed: no event */
+    if (rc == GP_OK && policy_refused(op, have, want, &err))
+        rc = GP_ERR_INVALID;
+    else if (rc == GP_OK && json_array_size(changes) > 0) /* nothing changed: no event */
         rc = gp_journal_tenant_set(&srv->journal, a->path, &spec, now, &err);
     if (rc == GP_OK) {
         reply_tenant(srv, op, a->path, 200);
         json_object_set(op->reply, "changes", changes);
-    } else {
-        gp_op_fail(op, &err);
+        rc = policy_followup(srv, op, a->path, have, want, now, &err);
     }
+    if (rc != GP_OK && op->status != 403)
+        gp_op_fail(op, &err);
     json_decref(changes);
     json_decref(want);
     json_decref(current);
@@ -465,6 +511,8 @@ static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_
                        !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
         if (p->forbidden)
             rc = gp_error_set(err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
+        else if ((p->forbidden = !gp_api_container_policy_may_change(who, have, want, err)))
+            rc = err->code;
         else if (!parent_known(p, f, i, parent, sizeof parent))
             rc = gp_error_set(err, GP_ERR_NOT_FOUND, "path", "parent tenant %s does not exist", parent);
         if (rc == GP_OK) {
@@ -540,7 +588,8 @@ static void record_step(undo_step *steps, size_t *done, const char *path, const 
 
 /* Carries the plan out: the sets in file order (parents first), then the
  * removals (children first).  A refused step undoes the ones before it. */
-static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_plan *p, int64_t now, gp_error *err)
+static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_plan *p, int64_t now, json_t *cancelled,
+                        gp_error *err)
 {
     size_t n_del = json_array_size(p->deleted), done = 0;
     undo_step *steps = calloc(f->n_tenants + n_del + 1, sizeof *steps);
@@ -567,6 +616,12 @@ static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_pla
         undo(srv, steps, done, now);
     if (steps)
         undo_free(steps, done);
+    for (size_t i = 0; rc == GP_OK && i < f->n_tenants; i++) { /* all taken: queued jobs the policy now refuses */
+        json_t *want = p->sets[i] ? gp_tenant_spec_to_json(&f->tenants[i].spec) : NULL;
+        if (want && gp_api_container_policy_changed(json_object_get(p->current, f->tenants[i].path), want))
+            rc = gp_api_container_refuse_queued(srv, f->tenants[i].path, now, cancelled, err);
+        json_decref(want);
+    }
     return rc;
 }
 
@@ -592,8 +647,9 @@ static void apply_run(gp_server *srv, gp_op *op, int64_t now)
         rc = plan_sets(op->who, &a->file, &p, &err);
     if (rc == GP_OK && a->prune)
         rc = plan_prunes(srv->journal.engine, op->who, &a->file, &p, &err);
+    json_t *cancelled = json_array();
     if (rc == GP_OK && !a->dry_run)
-        rc = carry_out(srv, &a->file, &p, now, &err);
+        rc = carry_out(srv, &a->file, &p, now, cancelled, &err);
     if (rc != GP_OK) {
         gp_op_fail(op, &err);
         if (p.forbidden)
@@ -604,8 +660,11 @@ static void apply_run(gp_server *srv, gp_op *op, int64_t now)
                                   a->dry_run);
         if (a->dry_run)
             json_object_set_new(reply, "not_checked", json_string(DRY_RUN_NOT_CHECKED));
+        if (json_array_size(cancelled))
+            json_object_set(reply, "cancelled_jobs", cancelled);
         gp_op_reply(op, 200, reply);
     }
+    json_decref(cancelled);
     plan_free(&p);
 }
 

@@ -128,12 +128,15 @@ static gp_err gp__container_parse(const json_t *o, gp_assignment *a, gp_error *e
     const char *network = json_string_value(json_object_get(o, "network"));
     a->private_network = network && strcmp(network, "private") == 0;
     a->allow_userns = json_is_true(json_object_get(o, "allow_userns"));
+    /* a credential is a username and a password, both strings; half of one is none */
     const json_t *auth = json_object_get(o, "image_auth");
-    a->image_auth_user = gp__strdup_or_null(json_object_get(auth, "username"));
-    a->image_auth_password = gp__strdup_or_null(json_object_get(auth, "password"));
-    if ((json_object_get(auth, "username") && !a->image_auth_user) ||
-        (json_object_get(auth, "password") && !a->image_auth_password))
-        return gp__nomem(err, "image_auth");
+    const json_t *user = json_object_get(auth, "username"), *password = json_object_get(auth, "password");
+    if (json_is_string(user) && json_is_string(password)) {
+        a->image_auth_user = gp__strdup_or_null(user);
+        a->image_auth_password = gp__strdup_or_null(password);
+        if (!a->image_auth_user || !a->image_auth_password)
+            return gp__nomem(err, "image_auth");
+    }
     return gp__mounts(json_object_get(o, "mounts"), a, err);
 }
 

@@ -262,6 +262,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return parse_env(x, r, err);
     if (strcmp(key, "env_from_secret") == 0)
         return parse_env_from_secret(x, r, err);
+    if (gp_job_container_key(key))
+        return gp_job_container_field(&r->container, key, x, err);
     return gp_json_unknown_field("", key, err);
 }
 
@@ -287,6 +289,9 @@ gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r
         return gp_error_set(err, GP_ERR_INVALID, "tenant", "tenant is required");
     if ((rc = env_overlap(r, err)))
         return rc;
+    if (s->mem_mib > 0 && r->container.shm_mib > s->mem_mib)
+        return gp_error_set(err, GP_ERR_INVALID, "shm_mib", "shm_mib (%lld) is counted in mem_mib (%lld): it cannot be more",
+                            (long long)r->container.shm_mib, (long long)s->mem_mib);
     if (have_iso && implied != GP_ISO_EXCLUSIVE && s->isolation != implied)
         return gp_error_set(err, GP_ERR_INVALID, "isolation", "isolation %s does not match the share",
                             gp_isolation_name(s->isolation));
@@ -340,6 +345,7 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
     json_object_set_new(o, "env", r->env ? json_incref(r->env) : json_object());
     if (r->env_from_secret) /* left out when none, as above */
         json_object_set_new(o, "env_from_secret", json_incref(r->env_from_secret));
+    gp_job_container_to_json(&r->container, o); /* the same */
     return o;
 }
 
@@ -349,6 +355,7 @@ void gp_job_request_free(gp_job_request *r)
     json_decref(r->env);
     json_decref(r->env_from_secret);
     r->command = r->env = r->env_from_secret = NULL;
+    gp_job_container_free(&r->container);
 }
 
 /* ---- tenants ---- */
@@ -479,6 +486,8 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             rc = parse_job_limits(x, key, &s->job_defaults, err);
         } else if (strcmp(key, "job_max") == 0) {
             rc = parse_job_limits(x, key, &s->job_max, err);
+        } else if (gp_container_policy_key(key)) {
+            rc = gp_container_policy_field(&s->containers, key, x, err);
         } else {
             rc = gp_json_unknown_field("", key, err);
         }
@@ -551,6 +560,7 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
         json_object_set_new(o, "job_defaults", defaults);
     if (max)
         json_object_set_new(o, "job_max", max);
+    gp_container_policy_to_json(&s->containers, o);
     return o;
 }
 

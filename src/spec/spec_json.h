@@ -12,7 +12,9 @@
  * exclusive (or what `share` implies), priority 0, checkpoint_grace_s 30,
  * expected_runtime_s 0 (unknown), time_limit_s 0 (the tenant's default for
  * the kind), pids_max 0 (the tenant's default, else the node agent's),
- * command [], env {}.  A tenant's "time_limit" is an object of
+ * command [], env {}; no container (the keys image, mounts, shm_mib,
+ * read_only_root, network and a tenant's container, image_sources,
+ * volumes, allow_userns are container_spec.h's).  A tenant's "time_limit" is an object of
  * kind -> seconds; kinds not listed take the parent's.  Its "job_defaults"
  * and "job_max" are objects of cpu_millis, mem_mib, pids_max; fields not
  * listed take the parent's (core/job_limits.c).  Logs written before
@@ -31,6 +33,7 @@
 #define GP_SPEC_SPEC_JSON_H
 
 #include "core/engine.h"
+#include "spec/container_spec.h"
 
 #include <jansson.h>
 
@@ -51,6 +54,7 @@ typedef struct gp_job_request {
     json_t *command; /* array of strings */
     json_t *env;     /* object of strings */
     json_t *env_from_secret; /* {"ENV_NAME": "secret-name"}: the tenant's (or an ancestor's) secrets; NULL none */
+    gp_job_container container; /* image, mounts, ...: container_spec.h */
 } gp_job_request;
 
 /* allow_id: accept "id" (the event log); callers may not choose ids. */

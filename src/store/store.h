@@ -285,6 +285,8 @@ gp_err gp_store_tenant_put(gp_store *s, const char *path, const char *spec_json,
 gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err);
 /* {"path": spec, ...}; *out is an empty object when there are none. */
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err);
+/* One tenant's spec as last set: *out a new reference, NULL when none. */
+gp_err gp_store_tenant_get(gp_store *s, const char *path, json_t **out, gp_error *err);
 
 /* ---- tokens (hashes only) ---- */
 

@@ -506,6 +506,20 @@ gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err)
     return GP_OK;
 }
 
+gp_err gp_store_tenant_get(gp_store *s, const char *path, json_t **out, gp_error *err)
+{
+    *out = NULL;
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT spec_json FROM tenants WHERE path = ?1", 0, "tenant get", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_text(st, 1, path);
+    int step = gp_db_step(st, err);
+    if (step == GP_DB_ROW)
+        *out = json_loads(gp_db_column_text(st, 0), 0, NULL);
+    gp_db_finalize(st);
+    return step == GP_DB_ERROR ? gp__store_failed(err, "tenant get") : GP_OK;
+}
+
 /* ---- tokens ---- */
 
 gp_err gp_store_token_insert(gp_store *s, const gp_store_token *t, gp_error *err)

@@ -6,6 +6,7 @@ SQLite file in a temporary directory, the bootstrap admin token read from
 the 0600 file the daemon writes, and helpers for raw HTTP (urllib) and for
 the gpupool CLI.  Python standard library only.
 """
+import glob
 import json
 import os
 import shutil
@@ -144,6 +145,16 @@ class Daemon(Process):
         if json_out and p.returncode == 0:
             return json.loads(p.stdout)
         return p
+
+
+def store_bytes(d):
+    """Every byte of the daemon's SQLite store (the file, its WAL and shared memory)."""
+    data = b""
+    for path in glob.glob(os.path.join(d.dir, "gpupool.db*")):
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data += f.read()
+    return data
 
 
 def wait_for(pred, timeout=20, what="condition"):

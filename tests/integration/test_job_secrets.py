@@ -14,7 +14,6 @@ against the real gpupoold and a real agent (sim backend):
   - a member may not set secrets, a tenant-admin of another subtree does
     not see the tenant; deletes are audited.
 """
-import glob
 import json
 import os
 import secrets
@@ -46,15 +45,6 @@ def set_secret(d, tok, tenant, name, value, check=True):
 def job_body(tenant, wanted):
     return {"tenant": tenant, "gpus": 1, "gpu_types": ["H100"], "checkpoint_grace_s": 2,
             "command": ["sh", "-c", WRITES_THE_SECRET], "env_from_secret": wanted}
-
-
-def store_bytes(d):
-    data = b""
-    for path in glob.glob(os.path.join(d.dir, "gpupool.db*")):
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data += f.read()
-    return data
 
 
 def test_a_secret_reaches_its_replica_and_nothing_else(d):
@@ -126,7 +116,7 @@ def test_a_secret_reaches_its_replica_and_nothing_else(d):
     assert ("secret.set", "secret/research/hf", "ok") in rows and ("secret.delete", "secret/research/hf", "ok") \
         in rows, rows
     assert value not in json.dumps(audit)
-    assert value.encode() not in store_bytes(d)
+    assert value.encode() not in gpd.store_bytes(d)
     assert value not in d.read_log(tail=None)
     key = os.path.join(d.dir, "secret.key")
     assert os.stat(key).st_mode & 0o777 == 0o600 and os.path.getsize(key) == 32

@@ -189,7 +189,8 @@ def test_the_assignment_carries_what_the_agent_checks(d):
     node = {"name": "t4-0", "gpu_type": "T4", "gpu_count": 2, "zone": "z1", "block": "blk-t",
             "gpu_uuids": ["GPU-t4-0-0", "GPU-t4-0-1"], "gpu_mem_mib": 16384, "cpu_millis": 32000, "mem_mib": 131072}
     cred = d.ok("POST", "/v1/agents:register", {"node": node})["token"]
-    ads = d.ok("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1, "gpu_types": ["T4"], "user": "mallory"})
+    ads = d.ok("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1, "gpu_types": ["T4"], "user": "mallory",
+                                  "image": "dir:/srv/images/base"})
     nlp = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 1, "gpu_types": ["T4"], "user": "alice"})
 
     def entries():

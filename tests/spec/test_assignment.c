@@ -1,7 +1,8 @@
 /* test_assignment.c - a node agent's assignment decoded once
  * (spec/assignment.h): every field gpupoold sends (docs/api.md) read into
  * the struct, defaults for what is missing, written back and read again
- * to the same struct (launch.json), secrets never written; and the
+ * to the same struct (launch.json), secrets and image_auth never written; the
+ * container's fields (issue 31); and the
  * tables the agent, the event log and the CLI share: exit reasons
  * (util/exit_reason.h) and stop signals' numbers (core/names.c). */
 #include <setjmp.h>
@@ -27,7 +28,12 @@ static const char *const FULL =
     " \"command\": [\"python3\", \"train.py\"], \"env\": {\"SEED\": \"7\", \"LR\": \"0.1\", \"BAD\": 3},"
     " \"secrets\": {\"HF_TOKEN\": \"hf_secret\"},"
     " \"cpu_millis\": 16000, \"mem_mib\": 65536, \"pids_max\": 4096, \"checkpoint_grace_s\": 30,"
-    " \"stop_signal\": \"SIGUSR1\", \"uid_min\": 1000, \"trust\": \"untrusted\"}";
+    " \"stop_signal\": \"SIGUSR1\", \"uid_min\": 1000, \"trust\": \"untrusted\","
+    " \"image\": \"docker://registry.example:5000/team/torch:2.3\","
+    " \"image_auth\": {\"username\": \"robot\", \"password\": \"pw_secret\"},"
+    " \"mounts\": [{\"source\": \"/srv/datasets\", \"target\": \"/data\", \"read_only\": true},"
+    " {\"source\": 5, \"target\": \"/x\"}, {\"source\": \"/srv/scratch/nlp\", \"target\": \"/scratch\"}],"
+    " \"shm_mib\": 8192, \"read_only_root\": true, \"network\": \"private\", \"allow_userns\": true}";
 
 static json_t *parse(const char *text)
 {
@@ -82,6 +88,52 @@ static void every_field_gpupoold_sends_is_decoded(void **state)
     json_decref(o);
 }
 
+static void the_containers_fields_are_decoded(void **state)
+{
+    (void)state;
+    json_t *o = parse(FULL);
+    gp_assignment a;
+    assert_int_equal(gp_assignment_parse(o, &a, NULL), GP_OK);
+    assert_string_equal(a.image, "docker://registry.example:5000/team/torch:2.3");
+    assert_string_equal(a.image_auth_user, "robot");
+    assert_string_equal(a.image_auth_password, "pw_secret");
+    assert_int_equal(a.n_mounts, 2); /* a source that is not a string: left out */
+    assert_string_equal(a.mounts[0].source, "/srv/datasets");
+    assert_string_equal(a.mounts[0].target, "/data");
+    assert_true(a.mounts[0].read_only);
+    assert_string_equal(a.mounts[1].target, "/scratch");
+    assert_false(a.mounts[1].read_only);
+    assert_int_equal(a.shm_mib, 8192);
+    assert_true(a.read_only_root);
+    assert_true(a.private_network);
+    assert_true(a.allow_userns);
+    gp_assignment_free(&a);
+    json_decref(o);
+}
+
+static void a_bare_process_has_no_container_fields(void **state)
+{
+    (void)state;
+    json_t *o = parse("{\"job\": 4, \"network\": \"host\", \"image_auth\": {\"username\": \"u\"}}");
+    gp_assignment a;
+    assert_int_equal(gp_assignment_parse(o, &a, NULL), GP_OK);
+    assert_string_equal(a.image, "");
+    assert_null(a.image_auth_user); /* no password: no credential */
+    assert_null(a.image_auth_password);
+    assert_int_equal(a.n_mounts, 0);
+    assert_int_equal(a.shm_mib, 0);
+    assert_false(a.read_only_root);
+    assert_false(a.private_network);
+    assert_false(a.allow_userns);
+    json_t *written = gp_assignment_to_json(&a);
+    const char *keys[] = {"image", "image_auth", "mounts", "shm_mib", "read_only_root", "network", "allow_userns"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_null(json_object_get(written, keys[i]));
+    json_decref(written);
+    gp_assignment_free(&a);
+    json_decref(o);
+}
+
 static void what_is_missing_reads_as_the_agent_always_read_it(void **state)
 {
     (void)state;
@@ -119,6 +171,12 @@ static void written_and_read_back_it_is_the_same(void **state)
     assert_int_equal(b.untrusted, a.untrusted);
     assert_int_equal(b.n_env, a.n_env);
     assert_int_equal(b.slice.mig_start, a.slice.mig_start);
+    assert_string_equal(b.image, a.image);
+    assert_int_equal(b.n_mounts, a.n_mounts);
+    assert_string_equal(b.mounts[1].source, a.mounts[1].source);
+    assert_int_equal(b.mounts[0].read_only, a.mounts[0].read_only);
+    assert_int_equal(b.shm_mib, a.shm_mib);
+    assert_true(b.read_only_root && b.private_network && b.allow_userns);
     json_decref(again);
     json_decref(written);
     gp_assignment_free(&b);
@@ -153,7 +211,7 @@ static void egress_is_read_and_written_back(void **state)
     json_decref(o);
 }
 
-static void secrets_are_never_written(void **state)
+static void secrets_and_image_auth_are_never_written(void **state)
 {
     (void)state;
     json_t *o = parse(FULL);
@@ -163,6 +221,9 @@ static void secrets_are_never_written(void **state)
     char *text = json_dumps(written, 0);
     assert_null(strstr(text, "hf_secret"));
     assert_null(strstr(text, "HF_TOKEN"));
+    assert_null(strstr(text, "pw_secret"));
+    assert_null(strstr(text, "robot"));
+    assert_null(strstr(text, "image_auth"));
     free(text);
     json_decref(written);
     gp_assignment_free(&a);
@@ -245,11 +306,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_field_gpupoold_sends_is_decoded),
+        cmocka_unit_test(the_containers_fields_are_decoded),
+        cmocka_unit_test(a_bare_process_has_no_container_fields),
         cmocka_unit_test(what_is_missing_reads_as_the_agent_always_read_it),
         cmocka_unit_test(written_and_read_back_it_is_the_same),
         cmocka_unit_test(egress_is_read_and_written_back),
-        cmocka_unit_test(secrets_are_never_written),
         cmocka_unit_test(container_fields_round_trip_without_the_registry_password),
+        cmocka_unit_test(secrets_and_image_auth_are_never_written),
         cmocka_unit_test(a_poll_answers_list_is_decoded_whole),
         cmocka_unit_test(exit_reasons_have_one_name_each_both_ways),
         cmocka_unit_test(each_stop_signal_sends_the_signal_it_names),
