@@ -307,7 +307,9 @@ def agent_refuses_an_untrusted_tenants_job_without_an_image():
                                 extra=["--cgroup-parent", CGROUP_PARENT] + mode).start()
         try:
             agent.wait_up([n["name"] for n in nodes])
-            d.ok("PUT", "/v1/tenants/u", {"trust": "untrusted"})
+            # gpupoold would refuse the job at submit (container: required);
+            # a tenant that allows bare jobs shows the agent's own refusal
+            d.ok("PUT", "/v1/tenants/u", {"trust": "untrusted", "container": "optional"})
             job = agentproc.submit(d, tenant="u", command="echo bare-ran")
             if refused:
                 gpd.wait_for(lambda: "refused: the tenant is untrusted" in agent.read_log(), 20, "the refusal")
