@@ -10,6 +10,7 @@
  *     {"phase":"failed","reason":"not_found|unauthorized|no_space|bad_ref|other","message":"..."}
  *   image list --store DIR
  *   image prune --store DIR [--max-gib N]
+ *   image release --store DIR --hold REPLICA DIGEST
  *
  * --creds-stdin reads {"username": U, "password": P} from stdin: a
  * credential is never an argument (argv is world-readable in /proc).
@@ -31,6 +32,7 @@ static const char USAGE[] =
     "                                [--insecure-registry HOST]... [--hold REPLICA] [--warm] [--creds-stdin] REF\n"
     "       gpupool-agent image list --store DIR\n"
     "       gpupool-agent image prune --store DIR [--max-gib N]\n"
+    "       gpupool-agent image release --store DIR --hold REPLICA DIGEST\n"
     "\n"
     "The node's image store (docs/agent.md \"Images\").  REF is docker://REGISTRY/NAME[:TAG][@sha256:HEX]\n"
     "or oci:/ABS/PATH[:TAG].  pull prints JSON lines: progress, then phase ready or failed.\n"
@@ -40,7 +42,8 @@ static const char USAGE[] =
     "                            down to N (default: every image no replica holds)\n"
     "  --pull-timeout-s S        the whole pull's limit; skopeo is killed past it (default 900)\n"
     "  --insecure-registry HOST  reach HOST (as in the reference, with its port) without TLS verification\n"
-    "  --hold REPLICA            hold the image for replica REPLICA before it is reported ready\n"
+    "  --hold REPLICA            pull: hold the image for replica REPLICA before it is reported ready;\n"
+    "                            release: drop that hold (a replica gone while the agent was down)\n"
     "  --warm                    a hint's pre-pull: counted apart from replicas' hits and misses\n"
     "  --creds-stdin             read {\"username\":..., \"password\":...} from stdin\n";
 
@@ -99,10 +102,10 @@ static int parse_args(int argc, char **argv, image_args *a)
     if (rc != -1)
         return rc;
     if (optind >= argc)
-        return usage_error("a command is needed (pull, list, prune)", NULL);
+        return usage_error("a command is needed (pull, list, prune, release)", NULL);
     a->command = argv[optind++];
-    bool pull = strcmp(a->command, "pull") == 0;
-    if (pull && optind < argc)
+    bool pull = strcmp(a->command, "pull") == 0, release = strcmp(a->command, "release") == 0;
+    if ((pull || release) && optind < argc)
         a->ref = argv[optind++];
     if (optind < argc)
         return usage_error("unexpected argument", argv[optind]);
@@ -110,6 +113,8 @@ static int parse_args(int argc, char **argv, image_args *a)
         return usage_error("--store DIR is required", NULL);
     if (pull && !a->ref)
         return usage_error("pull needs a reference", NULL);
+    if (release && (!a->ref || !a->pull.holder))
+        return usage_error("release needs --hold REPLICA and a digest", NULL);
     return -1;
 }
 
@@ -204,8 +209,8 @@ static int cmd_list(image_args *a, gp_image_store *s)
     json_t *list = json_array();
     for (size_t i = 0; i < n; i++)
         json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:I, s:o}", "digest", images[i].digest, "ref",
-                                              images[i].ref, "bytes", (json_int_t)images[i].bytes, "last_use_s",
-                                              (json_int_t)images[i].last_use_s, "holders",
+                                              images[i].ref, "bytes", (json_int_t)images[i].bytes, "last_use_ms",
+                                              (json_int_t)images[i].last_use_ms, "holders",
                                               holders_json(a->store, images[i].digest + 7)));
     free(images);
     int64_t asked = c.hits + c.misses;
@@ -236,6 +241,16 @@ static int cmd_prune(image_args *a, gp_image_store *s)
     return rc == GP_OK ? 0 : 1;
 }
 
+static int cmd_release(image_args *a, gp_image_store *s)
+{
+    gp_error err;
+    if (gp_image_store_release(s, a->ref, a->pull.holder, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent image: %s (field %s)\n", err.message, err.field);
+        return 1;
+    }
+    return 0;
+}
+
 int gp_image_main(int argc, char **argv)
 {
     image_args a;
@@ -257,8 +272,10 @@ int gp_image_main(int argc, char **argv)
         rc = cmd_list(&a, s);
     else if (strcmp(a.command, "prune") == 0)
         rc = cmd_prune(&a, s);
+    else if (strcmp(a.command, "release") == 0)
+        rc = cmd_release(&a, s);
     else
-        rc = usage_error("unknown command (pull, list, prune)", a.command);
+        rc = usage_error("unknown command (pull, list, prune, release)", a.command);
     gp_image_store_close(s);
     return rc;
 }

@@ -551,13 +551,14 @@ static gp_image_failure gp__pull_run(gp__pull *p, const char *ref, gp_image *ima
     int ref_fd = store_fd < 0 ? -1 : gp__image_lock(reflock, LOCK_EX, p->deadline_ms);
     gp_image_failure f = GP_IMAGE_READY;
     gp__image_path(p->s, p->dir, "tmp/pull-XXXXXX");
+    bool made = ref_fd >= 0 && mkdtemp(p->dir);
     if (ref_fd < 0)
         f = gp__fail(message, cap, GP_IMAGE_OTHER, "timed out waiting for the image store's lock (%s)", ref);
-    else if (!mkdtemp(p->dir))
+    else if (!made)
         f = gp__fail(message, cap, GP_IMAGE_NO_SPACE, "cannot make a folder in the image store for %s", ref);
     else
         f = gp__pull_locked(p, image, message, cap);
-    if (ref_fd >= 0 && p->dir[strlen(p->dir) - 1] != 'X')
+    if (made)
         gp_scratch_remove(p->dir);
     gp__image_unlock(ref_fd);
     gp__image_unlock(store_fd);

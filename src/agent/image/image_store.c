@@ -320,7 +320,7 @@ bool gp__image_load(gp_image_store *s, const char *hex, gp_image *im)
     snprintf(im->rootfs, sizeof im->rootfs, "%s", path);
     snprintf(im->ref, sizeof im->ref, "%s", json_string_value(json_object_get(o, "ref")) ?: "");
     im->bytes = json_integer_value(json_object_get(o, "bytes"));
-    im->last_use_s = st.st_mtim.tv_sec;
+    im->last_use_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     im->holders = gp__holders(s, hex);
     json_decref(o);
     return true;
@@ -329,7 +329,7 @@ bool gp__image_load(gp_image_store *s, const char *hex, gp_image *im)
 static int gp__by_last_use(const void *a, const void *b)
 {
     const gp_image *x = a, *y = b;
-    return (x->last_use_s > y->last_use_s) - (x->last_use_s < y->last_use_s);
+    return (x->last_use_ms > y->last_use_ms) - (x->last_use_ms < y->last_use_ms);
 }
 
 /* The images, least recently used first, and the blobs' bytes. */

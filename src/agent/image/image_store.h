@@ -79,7 +79,7 @@ typedef struct gp_image {
     char config_path[GP_IMAGE_PATH_MAX]; /* ROOT/images/HEX/image.json */
     char ref[GP_IMAGE_REF_MAX];       /* the reference it was first pulled by */
     int64_t bytes;                    /* unpacked size on disk */
-    int64_t last_use_s;               /* seconds since the epoch */
+    int64_t last_use_ms;              /* ms since the epoch: image.json's mtime */
     int holders;                      /* replicas holding it now */
     bool hit;                         /* a pull: it was unpacked already */
 } gp_image;
