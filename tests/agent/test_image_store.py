@@ -238,9 +238,9 @@ def test_eviction_keeps_held(root, reg, host):
     a = final(pull(store, refs[0], "--hold", "replica-a", hosts=[host])[1])
     b = final(pull(store, refs[1], hosts=[host])[1])
     used = listing(store)["used_bytes"]
-    bound_gib = "%.9f" % ((used + b["bytes"] // 2) / (1 << 30))
+    bound_gib = "%.9f" % ((used + b["bytes"]) / (1 << 30))  # room for one more image, not two
     c = final(pull(store, refs[2], "--max-gib", bound_gib, hosts=[host])[1])
-    check("the third pull fits by evicting", "ready", c.get("phase") or c)
+    check("the third pull fits by evicting", "ready", c.get("phase") if c.get("phase") == "ready" else c)
     kept = [im["digest"] for im in listing(store)["images"]]
     check("the held, older image stays; the unheld one goes", (True, False, True),
           (a["digest"] in kept, b["digest"] in kept, c["digest"] in kept))

@@ -50,7 +50,8 @@ bool gp__image_load(gp_image_store *s, const char *hex, gp_image *im);
  * caller holds the store's lock exclusively. */
 void gp__image_blobs_gc(gp_image_store *s);
 
-/* The size on disk of a folder tree (st_blocks), 0 when absent. */
+/* The size of a folder tree, each entry rounded up to 4 KiB: st_size, not
+ * st_blocks, which a file system's preallocation makes vary; 0 when absent. */
 int64_t gp__image_tree_bytes(const char *path);
 
 /* Runs argv (argv[0] found on PATH) in envp (NULL: ours) with stdin /dev/null, capturing stdout

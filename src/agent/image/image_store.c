@@ -294,7 +294,7 @@ static int64_t tree_total;
 static int gp__tree_add(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)path, (void)flag, (void)ftw;
-    tree_total += (int64_t)st->st_blocks * 512;
+    tree_total += ((int64_t)st->st_size + 4095) / 4096 * 4096;
     return 0;
 }
 
