@@ -99,8 +99,8 @@ def build_image(root, name, text):
     return layout
 
 
-def push(layout, dest, authfile=None):
-    cmd = ["skopeo", "copy", "--dest-tls-verify=false"]
+def push(layout, dest, authfile=None, docker_format=False):
+    cmd = ["skopeo", "copy", "--dest-tls-verify=false"] + (["--format", "v2s2"] if docker_format else [])
     if authfile:
         cmd.append("--dest-authfile=" + authfile)
     subprocess.run(cmd + ["oci:%s:v1" % layout, dest], stdout=subprocess.DEVNULL, check=True)
@@ -141,14 +141,20 @@ def test_miss_then_hit(root, reg, host):
     check("progress ends at its total", True,
           bool(progress) and progress[-1]["done_bytes"] == progress[-1]["total_bytes"] > 0)
     rc, lines = pull(store, "docker://%s/test/one:v1" % reg, hosts=[host])
-    check("second pull: a hit, same digest", ("ready", True, last["digest"]),
-          (final(lines).get("phase"), final(lines).get("hit"), final(lines).get("digest")))
+    check("second pull: a hit, same digest, nothing copied", ("ready", True, last["digest"], 1),
+          (final(lines).get("phase"), final(lines).get("hit"), final(lines).get("digest"), len(lines)))
+    first = final(pull(store, "docker://%s/test/docker-format:v1" % reg, hosts=[host])[1])
+    rc, lines = pull(store, "docker://%s/test/docker-format:v1" % reg, hosts=[host])
+    check("a Docker-format image (stored converted to OCI): the second pull a hit, nothing copied",
+          ("ready", True, first.get("digest"), 1),
+          (final(lines).get("phase"), final(lines).get("hit"), final(lines).get("digest"), len(lines)))
+    check("its served digest remembered apart", 1, len(os.listdir(os.path.join(store, "served"))))
     rc, lines = pull(store, "docker://%s/test/one:v1" % reg, "--warm", hosts=[host])
     seen = listing(store)
-    check("counters: one miss, one hit, one warm", (1, 1, 1, 0.5),
+    check("counters: two misses, two hits, one warm", (2, 2, 1, 0.5),
           (seen["misses"], seen["hits"], seen["warm"], seen["hit_rate"]))
-    check("the shared layout's index lists the image once", [last["digest"]],
-          [m["digest"] for m in json.load(open(os.path.join(store, "layout", "index.json")))["manifests"]])
+    check("the shared layout's index lists each image once", sorted([last["digest"], first.get("digest")]),
+          sorted(m["digest"] for m in json.load(open(os.path.join(store, "layout", "index.json")))["manifests"]))
     check("nothing left in tmp/", [], os.listdir(os.path.join(store, "tmp")))
     return last["digest"]
 
@@ -318,6 +324,7 @@ def main():
         for name in ("one", "two", "three"):
             push(build_image(root, name, "image " + name), "docker://%s/test/%s:v1" % (open_host, name))
         push(os.path.join(root, "layouts", "one"), "docker://%s/test/private:v1" % auth_host, authfile)
+        push(os.path.join(root, "layouts", "two"), "docker://%s/test/docker-format:v1" % open_host, docker_format=True)
         digest = test_miss_then_hit(root, open_host, open_host)
         test_oci_layout(root, digest)
         test_concurrent(root, open_host, open_host)

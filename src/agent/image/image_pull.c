@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ typedef struct gp__pull {
     size_t n_blobs;
     int64_t total, done;
     bool over_bound;
+    char manifest_hex[65];              /* the served manifest's sha256, once known */
     char *out, *errtext;                /* skopeo's stdout, stderr */
 } gp__pull;
 
@@ -259,6 +261,18 @@ static const char *gp__goarch(void)
     return u.machine;
 }
 
+/* The digits of text's sha256: skopeo inspect --raw prints the manifest's
+ * bytes as served, so this is its digest. */
+static void gp__sha256_hex(const char *text, char hex[65])
+{
+    unsigned char d[32];
+    hex[0] = '\0';
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, text, strlen(text), d) != 0)
+        return;
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
 /* The manifest's blobs and sizes (config and layers), for the progress. */
 static void gp__manifest_blobs(gp__pull *p, json_t *m)
 {
@@ -314,10 +328,12 @@ static gp_image_failure gp__inspect(gp__pull *p, const char *auth, char *message
     }
     json_t *m = json_loads(p->out, 0, NULL);
     gp_image_failure f = GP_IMAGE_READY;
-    if (json_is_array(json_object_get(m, "manifests")))
+    if (json_is_array(json_object_get(m, "manifests"))) {
         f = gp__inspect_list(p, m, auth, message, cap);
-    else
+    } else {
         gp__manifest_blobs(p, m);
+        gp__sha256_hex(p->out, p->manifest_hex);
+    }
     json_decref(m);
     return f;
 }
@@ -487,6 +503,66 @@ static uint64_t gp__ref_hash(const char *ref)
     return h;
 }
 
+/* served/SERVED -> ../images/HEX when skopeo stored another digest. */
+static void gp__remember_served(gp__pull *p, const char *hex)
+{
+    char link[GP_IMAGE_PATH_MAX], target[100];
+    if (!p->manifest_hex[0] || strcmp(p->manifest_hex, hex) == 0)
+        return;
+    gp__image_path(p->s, link, "served");
+    mkdir(link, 0700);
+    gp__image_path(p->s, link, "served/%s", p->manifest_hex);
+    snprintf(target, sizeof target, "../images/%s", hex);
+    unlink(link);
+    if (symlink(target, link) != 0)
+        return; /* only a later hit's shortcut lost */
+}
+
+/* The manifest the registry just served to these credentials is unpacked
+ * already (under its digest, or converted under another): no copy needed;
+ * p->manifest_hex becomes the stored digest. */
+static bool gp__already_unpacked(gp__pull *p)
+{
+    char path[GP_IMAGE_PATH_MAX], target[100];
+    if (!p->manifest_hex[0])
+        return false;
+    gp__image_path(p->s, path, "images/%s", p->manifest_hex);
+    if (access(path, F_OK) == 0)
+        return true;
+    gp__image_path(p->s, path, "served/%s", p->manifest_hex);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    char digest[GP_IMAGE_DIGEST_MAX];
+    if (n != 10 + 64 || strncmp(target, "../images/", 10) != 0 || access(path, F_OK) != 0)
+        return false; /* not one, or its image evicted since */
+    target[n] = '\0';
+    snprintf(digest, sizeof digest, "sha256:%s", target + 10);
+    if (!gp__image_digest_valid(digest, NULL))
+        return false;
+    snprintf(p->manifest_hex, sizeof p->manifest_hex, "%s", target + 10);
+    return true;
+}
+
+/* Copy, add to the shared index, unpack once; p->manifest_hex becomes the
+ * stored manifest's digits (skopeo converts a Docker manifest to OCI: a
+ * digest of its own, remembered as served/SERVED -> ../images/HEX). */
+static gp_image_failure gp__fetch(gp__pull *p, const char *auth, bool *hit, char *message, size_t cap)
+{
+    gp_image_failure f = gp__copy(p, auth, message, cap);
+    const char *hex = NULL;
+    json_t *descriptor = f == GP_IMAGE_READY ? gp__copied_descriptor(p, &hex) : NULL;
+    if (f == GP_IMAGE_READY && !descriptor)
+        f = gp__fail(message, cap, GP_IMAGE_OTHER, "skopeo copied no manifest of %s", p->ref.source);
+    if (f == GP_IMAGE_READY && !gp__image_index_add(p->s, descriptor, hex))
+        f = gp__fail(message, cap, GP_IMAGE_OTHER, "cannot add %s to the layout's index", p->ref.source);
+    if (f == GP_IMAGE_READY) {
+        gp__remember_served(p, hex);
+        snprintf(p->manifest_hex, sizeof p->manifest_hex, "%s", hex);
+        f = gp__ensure_unpacked(p, p->manifest_hex, hit, message, cap);
+    }
+    json_decref(descriptor);
+    return f;
+}
+
 /* Under the store's shared lock and the reference's: ask, copy, unpack, hold. */
 static gp_image_failure gp__pull_locked(gp__pull *p, gp_image *image, char *message, size_t cap)
 {
@@ -497,23 +573,16 @@ static gp_image_failure gp__pull_locked(gp__pull *p, gp_image *image, char *mess
     gp_image_failure f = gp__inspect(p, creds ? auth : NULL, message, cap);
     if (f == GP_IMAGE_READY && p->s->max_bytes && p->total > p->s->max_bytes)
         f = gp__fail(message, cap, GP_IMAGE_NO_SPACE, "%s is larger than the image store's bound", p->ref.source);
-    if (f == GP_IMAGE_READY)
-        f = gp__copy(p, creds ? auth : NULL, message, cap);
-    const char *hex = NULL;
-    json_t *descriptor = f == GP_IMAGE_READY ? gp__copied_descriptor(p, &hex) : NULL;
-    if (f == GP_IMAGE_READY && !descriptor)
-        f = gp__fail(message, cap, GP_IMAGE_OTHER, "skopeo copied no manifest of %s", p->ref.source);
-    if (f == GP_IMAGE_READY && !gp__image_index_add(p->s, descriptor, hex))
-        f = gp__fail(message, cap, GP_IMAGE_OTHER, "cannot add %s to the layout's index", p->ref.source);
-    if (f == GP_IMAGE_READY)
-        f = gp__ensure_unpacked(p, hex, &image->hit, message, cap);
+    if (f == GP_IMAGE_READY && gp__already_unpacked(p))
+        image->hit = true;
+    else if (f == GP_IMAGE_READY)
+        f = gp__fetch(p, creds ? auth : NULL, &image->hit, message, cap);
     if (f == GP_IMAGE_READY) {
-        snprintf(image->digest, sizeof image->digest, "sha256:%s", hex);
+        snprintf(image->digest, sizeof image->digest, "sha256:%s", p->manifest_hex);
         gp_error err;
         if (p->o->holder && gp_image_store_hold(p->s, image->digest, p->o->holder, &err) != GP_OK)
             f = gp__fail(message, cap, GP_IMAGE_OTHER, "cannot hold the image: %s", err.message);
     }
-    json_decref(descriptor);
     return f;
 }
 

@@ -12,6 +12,8 @@
  *                           Cmd, WorkingDir, User}}; its mtime is the last use
  *   holds/HEX/HOLDER        one empty file per replica that uses the image: a
  *                           hold outlives the agent (an adopted replica keeps it)
+ *   served/SERVED           -> ../images/HEX when skopeo stored a Docker manifest
+ *                           converted to OCI (another digest than the one served)
  *   counters.json           {"hits", "misses", "warm"}: pulls that found the
  *                           image unpacked, that unpacked it, and hint pulls
  *   tmp/                    pulls and unpacks in progress; an image appears in
@@ -94,10 +96,11 @@ gp_err gp_image_store_open(const char *root, int64_t max_bytes, gp_image_store *
 void gp_image_store_close(gp_image_store *s);
 
 /* Pulls ref (docker://REGISTRY/NAME:TAG[@sha256:HEX] or oci:/ABS/PATH[:TAG])
- * into the store and fills *image.  The registry is always asked (with the
- * caller's credentials), so a tenant never gets from the cache an image its
- * credentials would not fetch; blobs present are not fetched again and a
- * digest already unpacked is not unpacked again (a hit).  Then evicts
+ * into the store and fills *image.  The registry is always asked for the
+ * manifest (with the caller's credentials), so a tenant never gets from the
+ * cache an image its credentials would not fetch; when the manifest served
+ * is unpacked already nothing is copied (a hit: one skopeo inspect), else
+ * blobs present are not fetched again and a digest is unpacked once.  Then evicts
  * least recently used, unheld images down to the bound.  Returns
  * GP_IMAGE_READY or the failure, with a sentence in message (cap bytes). */
 gp_image_failure gp_image_store_pull(gp_image_store *s, const char *ref, const gp_image_pull_options *o,
@@ -132,7 +135,7 @@ gp_err gp_image_store_counters(gp_image_store *s, gp_image_counters *out, gp_err
 gp_err gp_image_store_warm(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
                            gp_error *err);
 
-/* `gpupool-agent image pull|list|prune ...`: argv[0] is "image".  Exit
+/* `gpupool-agent image pull|list|prune|release ...`: argv[0] is "image".  Exit
  * status 0 ready or done, 1 failed, 2 bad command line. */
 int gp_image_main(int argc, char **argv);
 
