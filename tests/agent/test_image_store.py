@@ -9,7 +9,8 @@ of one image (one unpack), not found, a wrong password, no password, the
 password never on a command line, no space (a tiny bound), eviction that
 never removes a held image, a registry that never answers (the timeout), an
 OCI layout on disk, references that are not ones, a holder that would climb
-out of the store, and what a killed pull leaves.
+out of the store, a layer that decompresses far past the bound, and what a
+killed pull leaves.
 
 Exits 77 (skipped, one line) when skopeo, umoci or docker-registry is missing.
 """
@@ -96,6 +97,17 @@ def build_image(root, name, text):
     subprocess.run(["umoci", "config", "--image", layout + ":v1", "--config.entrypoint", "/bin/busybox",
                     "--config.cmd", "cat", "--config.cmd", "/hello", "--config.env", "GREETING=" + name,
                     "--config.workingdir", "/"], **quiet)
+    return layout
+
+
+def build_bomb(root):
+    """An image whose one layer is 100 MiB of zeros: about 100 KiB compressed."""
+    layout = build_image(root, "bomb", "the bomb")
+    zeros = os.path.join(root, "zeros")
+    with open(zeros, "wb") as f:
+        f.truncate(100 << 20)
+    subprocess.run(["umoci", "insert", "--image", layout + ":v1", zeros, "/zeros"], stdout=subprocess.DEVNULL,
+                   check=True)
     return layout
 
 
@@ -236,6 +248,13 @@ def test_no_space(root, reg, host):
     rc, lines = pull(store, "docker://%s/test/one:v1" % reg, "--max-gib", "0.0001", hosts=[host])
     check("a 100 KiB store: no_space", (1, "no_space"), (rc, final(lines).get("reason")))
     check("and nothing kept", [], listing(store)["images"])
+    rc, lines = pull(store, "docker://%s/test/bomb:v1" % reg, "--max-gib", "0.02", hosts=[host])
+    print("     (the bomb's message: %s)" % final(lines).get("message"))
+    check("100 MiB of zeros in a 100 KiB layer, a 20 MiB store: no_space", (1, "no_space"),
+          (rc, final(lines).get("reason")))
+    check("and nothing kept of it", ([], []), (listing(store)["images"], os.listdir(os.path.join(store, "tmp"))))
+    check("nor left in the shared index (so gc takes its blobs)", [],
+          json.load(open(os.path.join(store, "layout", "index.json")))["manifests"])
 
 
 def test_eviction_keeps_held(root, reg, host):
@@ -325,6 +344,7 @@ def main():
             push(build_image(root, name, "image " + name), "docker://%s/test/%s:v1" % (open_host, name))
         push(os.path.join(root, "layouts", "one"), "docker://%s/test/private:v1" % auth_host, authfile)
         push(os.path.join(root, "layouts", "two"), "docker://%s/test/docker-format:v1" % open_host, docker_format=True)
+        push(build_bomb(root), "docker://%s/test/bomb:v1" % open_host)
         digest = test_miss_then_hit(root, open_host, open_host)
         test_oci_layout(root, digest)
         test_concurrent(root, open_host, open_host)

@@ -35,6 +35,7 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ typedef struct gp__pull {
     int64_t total, done;
     bool over_bound;
     char manifest_hex[65];              /* the served manifest's sha256, once known */
+    int64_t free_at_unpack;             /* the file system's free bytes when umoci started */
     char *out, *errtext;                /* skopeo's stdout, stderr */
 } gp__pull;
 
@@ -441,6 +443,23 @@ static bool gp__write_image_json(gp__pull *p, const char *hex, const char *folde
     return ok;
 }
 
+/* The file system's free bytes under the store, -1 unknown. */
+static int64_t gp__free_bytes(const char *path)
+{
+    struct statvfs v;
+    return statvfs(path, &v) == 0 ? (int64_t)v.f_bavail * (int64_t)v.f_frsize : -1;
+}
+
+/* Every 200 ms of umoci: the unpack has written no more than the store's
+ * bound (a layer that decompresses far past its size, a gzip bomb, is
+ * stopped here rather than filling the disk). */
+static bool gp__unpack_tick(void *ctx)
+{
+    gp__pull *p = ctx;
+    int64_t now = gp__free_bytes(p->dir);
+    return !p->s->max_bytes || p->free_at_unpack < 0 || now < 0 || p->free_at_unpack - now <= p->s->max_bytes;
+}
+
 /* umoci unpacks ROOT/layout:HEX into the pull's folder, which becomes
  * ROOT/images/HEX by one rename once it is whole and on disk. */
 static gp_image_failure gp__unpack(gp__pull *p, const char *hex, char *message, size_t cap)
@@ -456,7 +475,13 @@ static gp_image_failure gp__unpack(gp__pull *p, const char *hex, char *message, 
         argv[6] = rootfs;
         argv[5] = "--rootless";
     }
-    int rc = gp__image_run(argv, NULL, NULL, 0, p->errtext, 8192, p->deadline_ms, NULL, NULL);
+    p->free_at_unpack = gp__free_bytes(p->dir);
+    int rc = gp__image_run(argv, NULL, NULL, 0, p->errtext, 8192, p->deadline_ms, gp__unpack_tick, p);
+    if (rc == -3)
+        return gp__fail(message, cap, GP_IMAGE_NO_SPACE, "unpacking %s outgrew the image store's bound",
+                        p->ref.source);
+    if (rc == -2)
+        return gp__fail(message, cap, GP_IMAGE_OTHER, "timed out unpacking %s", p->ref.source);
     if (rc != 0) {
         gp__last_line(p->errtext, message, cap);
         gp_image_failure f = gp__classify(p->errtext);
@@ -475,10 +500,13 @@ static gp_image_failure gp__unpack(gp__pull *p, const char *hex, char *message, 
     return GP_IMAGE_READY;
 }
 
-/* The copied digest in images/: there already (a hit), or unpacked once
- * under locks/HEX while a second pull of it waits. */
-static gp_image_failure gp__ensure_unpacked(gp__pull *p, const char *hex, bool *hit, char *message, size_t cap)
+/* The copied digest (p->manifest_hex) in images/: there already (a hit),
+ * or, under locks/HEX while a second pull of it waits, added to the shared
+ * index (umoci unpacks by its tag there) and unpacked; out of the index
+ * again when the unpack fails, so `umoci gc` may take its blobs. */
+static gp_image_failure gp__ensure_unpacked(gp__pull *p, json_t *descriptor, bool *hit, char *message, size_t cap)
 {
+    const char *hex = p->manifest_hex;
     char ready[GP_IMAGE_PATH_MAX], lock[GP_IMAGE_PATH_MAX];
     gp__image_path(p->s, ready, "images/%s", hex);
     *hit = access(ready, F_OK) == 0;
@@ -489,7 +517,11 @@ static gp_image_failure gp__ensure_unpacked(gp__pull *p, const char *hex, bool *
     if (fd < 0)
         return gp__fail(message, cap, GP_IMAGE_OTHER, "timed out waiting for another unpack of %s", p->ref.source);
     *hit = access(ready, F_OK) == 0;
-    gp_image_failure f = *hit ? GP_IMAGE_READY : gp__unpack(p, hex, message, cap);
+    gp_image_failure f = GP_IMAGE_READY;
+    if (!*hit && !gp__image_index_add(p->s, descriptor, hex))
+        f = gp__fail(message, cap, GP_IMAGE_OTHER, "cannot add %s to the layout's index", p->ref.source);
+    else if (!*hit && (f = gp__unpack(p, hex, message, cap)) != GP_IMAGE_READY)
+        gp__image_index_remove(p->s, hex);
     gp__image_unlock(fd);
     return f;
 }
@@ -542,7 +574,7 @@ static bool gp__already_unpacked(gp__pull *p)
     return true;
 }
 
-/* Copy, add to the shared index, unpack once; p->manifest_hex becomes the
+/* Copy, then unpack once; p->manifest_hex becomes the
  * stored manifest's digits (skopeo converts a Docker manifest to OCI: a
  * digest of its own, remembered as served/SERVED -> ../images/HEX). */
 static gp_image_failure gp__fetch(gp__pull *p, const char *auth, bool *hit, char *message, size_t cap)
@@ -552,12 +584,10 @@ static gp_image_failure gp__fetch(gp__pull *p, const char *auth, bool *hit, char
     json_t *descriptor = f == GP_IMAGE_READY ? gp__copied_descriptor(p, &hex) : NULL;
     if (f == GP_IMAGE_READY && !descriptor)
         f = gp__fail(message, cap, GP_IMAGE_OTHER, "skopeo copied no manifest of %s", p->ref.source);
-    if (f == GP_IMAGE_READY && !gp__image_index_add(p->s, descriptor, hex))
-        f = gp__fail(message, cap, GP_IMAGE_OTHER, "cannot add %s to the layout's index", p->ref.source);
     if (f == GP_IMAGE_READY) {
         gp__remember_served(p, hex);
         snprintf(p->manifest_hex, sizeof p->manifest_hex, "%s", hex);
-        f = gp__ensure_unpacked(p, p->manifest_hex, hit, message, cap);
+        f = gp__ensure_unpacked(p, descriptor, hit, message, cap);
     }
     json_decref(descriptor);
     return f;

@@ -153,8 +153,24 @@ static bool gp__write_json(const char *path, json_t *o)
     return rename(tmp, path) == 0;
 }
 
-/* Loads layout/index.json (an empty index when absent) and applies the
- * change under locks/index. */
+/* layout/index.json (an empty index when absent or unreadable). */
+static json_t *gp__index_load(const char *path)
+{
+    json_t *index = json_load_file(path, 0, NULL);
+    if (json_is_array(json_object_get(index, "manifests")))
+        return index;
+    json_decref(index);
+    return json_pack("{s:i, s:[]}", "schemaVersion", 2, "manifests");
+}
+
+static const char *gp__entry_name(json_t *entry)
+{
+    return json_string_value(json_object_get(json_object_get(entry, "annotations"), "org.opencontainers.image.ref.name"));
+}
+
+/* Loads the index and applies the change (add descriptor, or remove hex's
+ * entry; NULL hex: drop every entry whose image is not in images/, what
+ * a pull that died between the index and the rename left) under locks/index. */
 static bool gp__index_change(gp_image_store *s, json_t *descriptor, const char *hex)
 {
     char path[GP_IMAGE_PATH_MAX], lock[GP_IMAGE_PATH_MAX];
@@ -163,27 +179,23 @@ static bool gp__index_change(gp_image_store *s, json_t *descriptor, const char *
     int fd = gp__image_lock(lock, LOCK_EX, 0);
     if (fd < 0)
         return false;
-    json_t *index = json_load_file(path, 0, NULL);
-    json_t *manifests = json_object_get(index, "manifests");
-    if (!json_is_array(manifests)) {
-        json_decref(index);
-        index = json_pack("{s:i, s:[]}", "schemaVersion", 2, "manifests");
-        manifests = json_object_get(index, "manifests");
+    json_t *index = gp__index_load(path), *manifests = json_object_get(index, "manifests"), *m;
+    bool changed = false;
+    for (size_t i = json_array_size(manifests); i-- > 0;) {
+        m = json_array_get(manifests, i);
+        const char *name = gp__entry_name(m);
+        char ready[GP_IMAGE_PATH_MAX];
+        gp__image_path(s, ready, "images/%s", name ? name : "");
+        bool drop = hex ? !descriptor && name && strcmp(name, hex) == 0 : !name || access(ready, F_OK) != 0;
+        if (hex && descriptor && name && strcmp(name, hex) == 0)
+            descriptor = NULL; /* there already */
+        if (drop)
+            json_array_remove(manifests, i);
+        changed |= drop;
     }
-    size_t i;
-    json_t *m;
-    json_array_foreach(manifests, i, m)
-    {
-        const char *name = json_string_value(json_object_get(json_object_get(m, "annotations"), "org.opencontainers.image.ref.name"));
-        if (name && strcmp(name, hex) == 0)
-            break;
-    }
-    bool present = i < json_array_size(manifests);
-    if (descriptor && !present)
-        json_array_append(manifests, descriptor);
-    if (!descriptor && present)
-        json_array_remove(manifests, i);
-    bool ok = (descriptor ? present : !present) || gp__write_json(path, index);
+    if (descriptor)
+        changed = json_array_append(manifests, descriptor) == 0;
+    bool ok = !changed || gp__write_json(path, index);
     json_decref(index);
     gp__image_unlock(fd);
     return ok;
@@ -197,6 +209,13 @@ bool gp__image_index_add(gp_image_store *s, json_t *descriptor, const char *hex)
 bool gp__image_index_remove(gp_image_store *s, const char *hex)
 {
     return gp__index_change(s, NULL, hex);
+}
+
+/* Every entry whose image is not unpacked leaves the index (eviction only:
+ * a pull in progress has entries of its own until its rename). */
+static void gp__index_drop_orphans(gp_image_store *s)
+{
+    gp__index_change(s, NULL, NULL);
 }
 
 void gp__image_count(gp_image_store *s, const char *field)
@@ -431,6 +450,7 @@ bool gp__image_evict(gp_image_store *s, int64_t bound_bytes, const char *keep_he
     }
     free(images);
     if (gone || bound_bytes == 0) {
+        gp__index_drop_orphans(s);
         gp__image_blobs_gc(s);
         gp__images(s, &images, &n, &used, NULL);
         free(images);
