@@ -327,6 +327,16 @@ def test_killed_pull(root, reg, host):
     check("prune sweeps what the killed pull left", [], os.listdir(os.path.join(store, "tmp")))
 
 
+def test_agent_option(root):
+    env = dict(os.environ, GPUPOOL_JOIN_TOKEN="x")
+    fleet = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "fleet.yaml")
+    r = subprocess.run([AGENT, "run", "--server", "http://127.0.0.1:1", "--backend", "sim", "--node-file", fleet,
+                        "--state-dir", os.path.join(root, "agent-state"), "--image-store", "relative/store"],
+                       capture_output=True, text=True, env=env, timeout=30)
+    check("agent run with a relative --image-store stops at start", (1, True),
+          (r.returncode, "--image-store relative/store" in r.stderr))
+
+
 def main():
     import crypt  # deprecated in 3.11, still in Debian 12's Python: bcrypt through libxcrypt, as htpasswd -B
     root = tempfile.mkdtemp(prefix="gp-image-")
@@ -353,6 +363,7 @@ def main():
         test_no_space(root, open_host, open_host)
         test_eviction_keeps_held(root, open_host, open_host)
         test_timeout(root)
+        test_agent_option(root)
         test_killed_pull(root, open_host, open_host)
     finally:
         for p in registries:
