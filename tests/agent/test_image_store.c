@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,26 @@ static bool image_present(const char *hex)
     char path[256];
     snprintf(path, sizeof path, "%s/images/%s", root, hex);
     return access(path, F_OK) == 0;
+}
+
+static size_t images_in(gp_image_store *s)
+{
+    gp_image *images;
+    size_t n;
+    int64_t used;
+    gp_error err;
+    assert_int_equal(gp_image_store_list(s, &images, &n, &used, &err), GP_OK);
+    free(images);
+    return n;
+}
+
+/* An OCI layout ROOT/lay with one empty image, tagged v1: its reference. */
+static void empty_layout(char *ref, size_t cap)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "umoci init --layout %s/lay && umoci new --image %s/lay:v1", root, root);
+    assert_int_equal(system(cmd), 0);
+    snprintf(ref, cap, "oci:%s/lay:v1", root);
 }
 
 static void a_hold_names_a_digest_and_a_replica_id(void **state)
@@ -136,6 +157,60 @@ static void eviction_takes_the_oldest_unheld_and_holds_outlive_the_store(void **
     gp_image_store_close(s);
 }
 
+/* The agent's pull child: credentials on its stdin, lines parsed back to
+ * ready, the image held for the replica named. */
+static void a_spawned_pull_speaks_lines_the_agent_parses(void **state)
+{
+    (void)state;
+    if (system("command -v skopeo >/dev/null && command -v umoci >/dev/null") != 0) {
+        skip();
+    }
+    char ref[160], store[128];
+    empty_layout(ref, sizeof ref);
+    snprintf(store, sizeof store, "%s/store", root);
+    gp_image_store *s;
+    gp_error err;
+    assert_int_equal(gp_image_store_open(store, 0, &s, &err), GP_OK);
+    gp_image_pull_options o = {.username = "u", .password = "p", .holder = "job9-r0", .timeout_s = 60};
+    pid_t pid;
+    int fd;
+    assert_int_equal(gp_image_pull_spawn(s, GP_AGENT_BIN, ref, &o, &pid, &fd, &err), GP_OK);
+    FILE *f = fdopen(fd, "r");
+    char line[8192];
+    gp_image_pull_line last = {0};
+    while (fgets(line, sizeof line, f))
+        assert_int_equal(gp_image_pull_line_parse(line, &last, &err), GP_OK);
+    fclose(f);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(last.phase, GP_IMAGE_PHASE_READY);
+    assert_int_equal(gp_image_store_release(s, last.digest, "job9-r0", &err), GP_OK);
+    assert_int_equal(images_in(s), 1);
+    gp_image_store_close(s);
+}
+
+static void pull_lines_that_are_not_ones_are_refused(void **state)
+{
+    (void)state;
+    gp_image_pull_line l;
+    gp_error err;
+    assert_int_equal(gp_image_pull_line_parse("not json", &l, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_image_pull_line_parse("{\"phase\":\"done\"}", &l, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_image_pull_line_parse("{\"phase\":\"ready\",\"digest\":\"sha256:../x\",\"rootfs\":\"/r\"}", &l,
+                                              &err),
+                     GP_ERR_INVALID);
+    assert_int_equal(gp_image_pull_line_parse("{\"phase\":\"failed\",\"reason\":\"no_space\",\"message\":\"m\"}", &l,
+                                              &err),
+                     GP_OK);
+    assert_int_equal(l.reason, GP_IMAGE_NO_SPACE);
+    assert_int_equal(gp_image_pull_line_parse("{\"phase\":\"failed\",\"reason\":\"weird\"}", &l, &err), GP_OK);
+    assert_int_equal(l.reason, GP_IMAGE_OTHER);
+    assert_int_equal(gp_image_pull_line_parse("{\"phase\":\"pulling\",\"done_bytes\":5,\"total_bytes\":9}", &l, &err),
+                     GP_OK);
+    assert_int_equal(l.done_bytes, 5);
+}
+
 /* The hint hook returns at once; the background pull of an (empty) OCI
  * layout lands in the store and counts as warm, not as a hit or miss. */
 static void warm_pulls_in_the_background(void **state)
@@ -144,10 +219,8 @@ static void warm_pulls_in_the_background(void **state)
     if (system("command -v skopeo >/dev/null && command -v umoci >/dev/null") != 0) {
         skip();
     }
-    char cmd[512], ref[160];
-    snprintf(cmd, sizeof cmd, "umoci init --layout %s/lay && umoci new --image %s/lay:v1", root, root);
-    assert_int_equal(system(cmd), 0);
-    snprintf(ref, sizeof ref, "oci:%s/lay:v1", root);
+    char ref[160];
+    empty_layout(ref, sizeof ref);
     gp_image_store *s;
     gp_error err;
     char store[128];
@@ -161,12 +234,7 @@ static void warm_pulls_in_the_background(void **state)
     }
     assert_int_equal(c.warm, 1);
     assert_int_equal(c.hits + c.misses, 0);
-    gp_image *images;
-    size_t n;
-    int64_t used;
-    assert_int_equal(gp_image_store_list(s, &images, &n, &used, &err), GP_OK);
-    assert_int_equal(n, 1);
-    free(images);
+    assert_int_equal(images_in(s), 1);
     gp_image_store_close(s);
 }
 
@@ -177,6 +245,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(holds_count_once_per_replica_and_release_is_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(eviction_takes_the_oldest_unheld_and_holds_outlive_the_store, setup, teardown),
         cmocka_unit_test_setup_teardown(warm_pulls_in_the_background, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_spawned_pull_speaks_lines_the_agent_parses, setup, teardown),
+        cmocka_unit_test(pull_lines_that_are_not_ones_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

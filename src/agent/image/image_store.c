@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *const FAILURE_NAMES[] = {"ready", "not_found", "unauthorized", "no_space", "bad_ref", "other"};
@@ -471,51 +470,5 @@ gp_err gp_image_store_prune(gp_image_store *s, int64_t bound_bytes, size_t *remo
     gp__image_unlock(fd);
     if (!within)
         return gp_error_set(err, GP_ERR_CONFLICT, "bound", "the images held by replicas alone exceed the bound");
-    return GP_OK;
-}
-
-/* The grandchild of the warm fork: exec the pull, detached. */
-static _Noreturn void gp__warm_exec(gp_image_store *s, const char *exe, const char *ref, const gp_image_pull_options *o)
-{
-    setsid();
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-    }
-    char bound[32];
-    snprintf(bound, sizeof bound, "%.9g", (double)s->max_bytes / (1 << 30));
-    char timeout[32];
-    snprintf(timeout, sizeof timeout, "%d", o && o->timeout_s > 0 ? o->timeout_s : GP_IMAGE_PULL_TIMEOUT_S);
-    char *argv[12 + 2 * GP_IMAGE_INSECURE_MAX] = {(char *)exe, "image",     "pull",  "--warm", "--store", s->root,
-                                                  "--max-gib", bound,       "--pull-timeout-s", timeout};
-    size_t n = 10;
-    for (size_t i = 0; o && i < o->n_insecure && i < GP_IMAGE_INSECURE_MAX; i++) {
-        argv[n++] = "--insecure-registry";
-        argv[n++] = (char *)o->insecure[i];
-    }
-    argv[n++] = (char *)ref;
-    execv(exe, argv);
-    _exit(127);
-}
-
-gp_err gp_image_store_warm(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
-                           gp_error *err)
-{
-    const char *exe = agent_exe ? agent_exe : "/proc/self/exe";
-    if (!ref || !ref[0] || strlen(ref) >= GP_IMAGE_REF_MAX)
-        return gp_error_set(err, GP_ERR_INVALID, "image", "must be a reference shorter than %d bytes",
-                            GP_IMAGE_REF_MAX);
-    pid_t pid = fork();
-    if (pid < 0)
-        return gp_error_set(err, GP_ERR_NOMEM, "image", "fork: %s", strerror(errno));
-    if (pid == 0) {
-        if (fork() == 0)
-            gp__warm_exec(s, exe, ref, o);
-        _exit(0);
-    }
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
     return GP_OK;
 }

@@ -135,6 +135,31 @@ gp_err gp_image_store_counters(gp_image_store *s, gp_image_counters *out, gp_err
 gp_err gp_image_store_warm(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
                            gp_error *err);
 
+/* The agent's way to pull: starts `AGENT image pull --store ROOT --max-gib
+ * (the store's bound) --pull-timeout-s [--insecure-registry H]... [--hold
+ * HOLDER] [--creds-stdin] REF` (agent_exe NULL: /proc/self/exe); the
+ * credentials, when o has them, are written to its stdin as JSON and the
+ * pipe closed.  *pid is the caller's to reap; *out_fd (its stdout, one JSON
+ * line per step, close-on-exec) the caller's to read and close. */
+gp_err gp_image_pull_spawn(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
+                           pid_t *pid, int *out_fd, gp_error *err);
+
+typedef enum gp_image_phase { GP_IMAGE_PHASE_PULLING, GP_IMAGE_PHASE_READY, GP_IMAGE_PHASE_FAILED } gp_image_phase;
+
+/* One line of a pull child, parsed. */
+typedef struct gp_image_pull_line {
+    gp_image_phase phase;
+    int64_t done_bytes, total_bytes;  /* pulling (total 0: not known) */
+    char digest[GP_IMAGE_DIGEST_MAX]; /* ready */
+    char rootfs[GP_IMAGE_PATH_MAX];   /* ready: its image.json (the config) is beside it */
+    bool hit;                         /* ready */
+    gp_image_failure reason;          /* failed */
+    char message[512];                /* failed */
+} gp_image_pull_line;
+
+/* GP_ERR_INVALID (field "phase" or "digest") for a line that is not one. */
+gp_err gp_image_pull_line_parse(const char *line, gp_image_pull_line *out, gp_error *err);
+
 /* `gpupool-agent image pull|list|prune|release ...`: argv[0] is "image".  Exit
  * status 0 ready or done, 1 failed, 2 bad command line. */
 int gp_image_main(int argc, char **argv);
