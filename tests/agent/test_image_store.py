@@ -303,13 +303,10 @@ def test_timeout(root):
     store = os.path.join(root, "s-slow")
     s = silent_server()
     host = "127.0.0.1:%d" % s.getsockname()[1]
-    start = time.monotonic()
     rc, lines = pull(store, "docker://%s/test/one:v1" % host, "--pull-timeout-s", "2", hosts=[host])
-    took = time.monotonic() - start
     s.close()
-    check("a registry that never answers: failed other, timed out", ("other", True),
+    check("a registry that never answers: the pull ends, failed other, timed out", ("other", True),
           (final(lines).get("reason"), "timed out" in final(lines).get("message", "")))
-    check("the pull ended (under 30 s)", True, took < 30)
 
 
 def test_killed_pull(root, reg, host):
@@ -324,7 +321,8 @@ def test_killed_pull(root, reg, host):
     check("the half folder is not the image", False,
           os.path.exists(os.path.join(final(lines).get("rootfs", "/x"), "partial")))
     subprocess.run([AGENT, "image", "prune", "--store", store, "--max-gib", "1"], capture_output=True)
-    check("prune sweeps what the killed pull left", [], os.listdir(os.path.join(store, "tmp")))
+    check("prune sweeps what the killed pull left, and the lock files of pulls", ([], ["counters", "index"]),
+          (os.listdir(os.path.join(store, "tmp")), sorted(os.listdir(os.path.join(store, "locks")))))
 
 
 def test_agent_option(root):

@@ -236,9 +236,11 @@ static int gp__skopeo(gp__pull *p, const char *auth, bool copy, const char *a1, 
     } else if (p->ref.docker) {
         argv[n++] = copy ? "--src-no-creds" : "--no-creds";
     }
+    bool insecure = false;
     for (size_t i = 0; p->ref.docker && i < p->o->n_insecure; i++)
-        if (strcmp(p->o->insecure[i], p->ref.host) == 0)
-            argv[n++] = copy ? "--src-tls-verify=false" : "--tls-verify=false";
+        insecure |= strcmp(p->o->insecure[i], p->ref.host) == 0;
+    if (insecure)
+        argv[n++] = copy ? "--src-tls-verify=false" : "--tls-verify=false";
     char blobs[GP_IMAGE_PATH_MAX];
     if (copy) {
         gp__image_path(p->s, blobs, "layout/blobs");

@@ -406,20 +406,27 @@ static bool gp__image_remove(gp_image_store *s, const char *hex)
     return rename(from, to) == 0 && gp_scratch_remove(to);
 }
 
-/* What crashed pulls and unpacks left (no pull runs: the lock is ours). */
+/* What crashed pulls and unpacks left in tmp/, and the lock files of
+ * references and digests (a pull takes those only under the store's lock,
+ * shared: none is held while eviction holds it). */
 static void gp__tmp_sweep(gp_image_store *s)
 {
-    char path[GP_IMAGE_PATH_MAX];
-    gp__image_path(s, path, "tmp");
-    DIR *d = opendir(path);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        gp__image_path(s, path, "tmp/%s", e->d_name);
-        gp_scratch_remove(path);
+    static const char *const folders[] = {"tmp", "locks"};
+    char path[GP_IMAGE_PATH_MAX], digest[GP_IMAGE_DIGEST_MAX];
+    for (size_t i = 0; i < 2; i++) {
+        gp__image_path(s, path, "%s", folders[i]);
+        DIR *d = opendir(path);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            snprintf(digest, sizeof digest, "sha256:%.64s", e->d_name);
+            bool stale = i == 0 ? strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0
+                                : strncmp(e->d_name, "ref-", 4) == 0 || gp__image_digest_valid(digest, NULL);
+            gp__image_path(s, path, "%s/%s", folders[i], e->d_name);
+            if (stale)
+                gp_scratch_remove(path);
+        }
+        if (d)
+            closedir(d);
     }
-    if (d)
-        closedir(d);
 }
 
 void gp__image_blobs_gc(gp_image_store *s)
