@@ -30,6 +30,9 @@ void gp__image_unlock(int fd);
 /* "sha256:" and 64 lowercase hex digits; *hex points at the digits. */
 bool gp__image_digest_valid(const char *digest, const char **hex);
 
+/* A replica id as a hold's file name: 1..127 of [A-Za-z0-9._-], no leading '.'. */
+bool gp__image_holder_valid(const char *holder);
+
 /* Adds (idempotent) or removes the manifest's entry, tagged with its hex,
  * in layout/index.json, under locks/index. */
 bool gp__image_index_add(gp_image_store *s, json_t *descriptor, const char *hex);

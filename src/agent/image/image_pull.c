@@ -683,6 +683,8 @@ gp_image_failure gp_image_store_pull(gp_image_store *s, const char *ref, const g
     gp_image_failure f = GP_IMAGE_OTHER;
     if (!gp__ref_parse(ref, &p->ref))
         f = gp__fail(message, cap, GP_IMAGE_BAD_REF, "%s", "must be docker://REGISTRY/NAME[:TAG][@sha256:HEX] or oci:/ABS/PATH[:TAG]");
+    else if (p->o->holder && !gp__image_holder_valid(p->o->holder))
+        f = gp__fail(message, cap, GP_IMAGE_OTHER, "%s", "the holder must be a replica id: 1..127 of [A-Za-z0-9._-]");
     else if (!p->out || !p->errtext)
         f = gp__fail(message, cap, GP_IMAGE_OTHER, "out of memory pulling %s", ref);
     else

@@ -85,7 +85,7 @@ bool gp__image_digest_valid(const char *digest, const char **hex)
     return true;
 }
 
-static bool gp__holder_valid(const char *holder)
+bool gp__image_holder_valid(const char *holder)
 {
     size_t n = holder ? strlen(holder) : 0;
     if (n == 0 || n >= GP_IMAGE_HOLDER_MAX || holder[0] == '.')
@@ -98,7 +98,7 @@ static gp_err gp__hold_args(const char *digest, const char *holder, const char *
 {
     if (!gp__image_digest_valid(digest, hex))
         return gp_error_set(err, GP_ERR_INVALID, "digest", "must be sha256: and 64 lowercase hex digits");
-    if (!gp__holder_valid(holder))
+    if (!gp__image_holder_valid(holder))
         return gp_error_set(err, GP_ERR_INVALID, "holder", "must be 1..%d of [A-Za-z0-9._-], not starting with '.'",
                             GP_IMAGE_HOLDER_MAX - 1);
     return GP_OK;

@@ -54,7 +54,7 @@ typedef enum gp_image_failure {
     GP_IMAGE_READY = 0,
     GP_IMAGE_NOT_FOUND,    /* no such repository, tag, digest or layout */
     GP_IMAGE_UNAUTHORIZED, /* the registry refused the credentials (or their absence) */
-    GP_IMAGE_NO_SPACE,     /* larger than the store's bound, or the disk is full */
+    GP_IMAGE_NO_SPACE,     /* larger than the store's bound, an unpack past it, or the disk is full */
     GP_IMAGE_BAD_REF,      /* not docker://..., oci:/ABS/PATH[:TAG] */
     GP_IMAGE_OTHER         /* timeout, network, tools missing, ... (the message says) */
 } gp_image_failure;
