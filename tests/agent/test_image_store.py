@@ -237,6 +237,9 @@ def test_auth(root, reg, host):
     stop.set()
     scanner.join()
     check("the right password: ready", "ready", final(lines).get("phase"))
+    rc, again = pull(store, "docker://%s/test/private:v1" % reg, hosts=[host])
+    check("then no credentials: still unauthorized, the image in the store notwithstanding", "unauthorized",
+          final(again).get("reason"))
     check("the password on no process's command line", [], seen)
     check("the auth file is gone", [], os.listdir(os.path.join(store, "tmp")))
     out = json.dumps(lines) + json.dumps(listing(store))
