@@ -15,6 +15,7 @@ killed pull leaves.
 Exits 77 (skipped, one line) when skopeo, umoci or docker-registry is missing.
 """
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -111,8 +112,35 @@ def build_bomb(root):
     return layout
 
 
+def build_list(root):
+    """An OCI layout whose tag v1 is an index of two platforms: image one as
+    this machine's, image two as another architecture's."""
+    layout = os.path.join(root, "layouts", "multi")
+    shutil.copytree(os.path.join(root, "layouts", "one"), layout)
+    blobs = os.path.join(layout, "blobs", "sha256")
+    for b in os.listdir(os.path.join(root, "layouts", "two", "blobs", "sha256")):
+        shutil.copy(os.path.join(root, "layouts", "two", "blobs", "sha256", b), blobs)
+    mine = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    other = "s390x" if mine != "s390x" else "amd64"
+    entries = []
+    for name, arch in (("two", other), ("one", mine)):
+        m = json.load(open(os.path.join(root, "layouts", name, "index.json")))["manifests"][0]
+        entries.append({"mediaType": m["mediaType"], "digest": m["digest"], "size": m["size"],
+                        "platform": {"os": "linux", "architecture": arch}})
+    index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                        "manifests": entries}).encode()
+    digest = hashlib.sha256(index).hexdigest()
+    with open(os.path.join(blobs, digest), "wb") as f:
+        f.write(index)
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump({"schemaVersion": 2, "manifests": [{
+            "mediaType": "application/vnd.oci.image.index.v1+json", "digest": "sha256:" + digest,
+            "size": len(index), "annotations": {"org.opencontainers.image.ref.name": "v1"}}]}, f)
+    return layout
+
+
 def push(layout, dest, authfile=None, docker_format=False):
-    cmd = ["skopeo", "copy", "--dest-tls-verify=false"] + (["--format", "v2s2"] if docker_format else [])
+    cmd = ["skopeo", "copy", "--all", "--dest-tls-verify=false"] + (["--format", "v2s2"] if docker_format else [])
     if authfile:
         cmd.append("--dest-authfile=" + authfile)
     subprocess.run(cmd + ["oci:%s:v1" % layout, dest], stdout=subprocess.DEVNULL, check=True)
@@ -169,6 +197,16 @@ def test_miss_then_hit(root, reg, host):
           sorted(m["digest"] for m in json.load(open(os.path.join(store, "layout", "index.json")))["manifests"]))
     check("nothing left in tmp/", [], os.listdir(os.path.join(store, "tmp")))
     return last["digest"]
+
+
+def test_manifest_list(root, reg, host, digest):
+    store = os.path.join(root, "s-list")
+    rc, lines = pull(store, "docker://%s/test/multi:v1" % reg, hosts=[host])
+    check("a multi-platform image: this machine's manifest, with a known total", ("ready", digest, True),
+          (final(lines).get("phase"), final(lines).get("digest"),
+           any(ln.get("total_bytes", 0) > 0 for ln in lines if ln.get("phase") == "pulling")))
+    rc, lines = pull(store, "docker://%s/test/multi:v1" % reg, hosts=[host])
+    check("and again: a hit, nothing copied", (True, 1), (final(lines).get("hit"), len(lines)))
 
 
 def test_concurrent(root, reg, host):
@@ -356,8 +394,10 @@ def main():
         push(os.path.join(root, "layouts", "one"), "docker://%s/test/private:v1" % auth_host, authfile)
         push(os.path.join(root, "layouts", "two"), "docker://%s/test/docker-format:v1" % open_host, docker_format=True)
         push(build_bomb(root), "docker://%s/test/bomb:v1" % open_host)
+        push(build_list(root), "docker://%s/test/multi:v1" % open_host)
         digest = test_miss_then_hit(root, open_host, open_host)
         test_oci_layout(root, digest)
+        test_manifest_list(root, open_host, open_host, digest)
         test_concurrent(root, open_host, open_host)
         test_not_found_and_bad_refs(root, open_host, open_host)
         test_auth(root, auth_host, auth_host)
