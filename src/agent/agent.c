@@ -42,6 +42,10 @@ static const char USAGE[] =
     "                          (default 2000000000 and 100000000)\n"
     "  --default-pids-max N    pids.max of a replica whose job sets no pids_max (default 1024)\n"
     "  --log-max-mib N         a replica's log keeps its newest N MiB (default 64)\n"
+    "  --image-store DIR       the image store replicas' images are pulled to (default STATE/images)\n"
+    "  --image-store-gib N     its bound: least recently used images no replica holds are evicted (default: none)\n"
+    "  --pull-timeout-s S      a pull's limit; skopeo is killed past it (default 900)\n"
+    "  --insecure-registry HOST  pull from HOST (HOST:PORT as images name it) without TLS verification (repeatable)\n"
     "  --keep-scratch-s N      keep a replica's working folder and private /tmp N seconds after it ends\n"
     "  --oci-runtime PATH      the OCI runtime for replicas with an image (default: crun where the cgroups\n"
     "                          allow it, else runc)\n"
@@ -178,6 +182,8 @@ enum {
     GP__OPT_NO_NETWORK_FENCE,
     GP__OPT_NFT
 };
+/* The image store's options (docs/agent.md "Images"). */
+enum { GP__OPT_IMAGE_STORE = 1600, GP__OPT_IMAGE_STORE_GIB, GP__OPT_PULL_TIMEOUT, GP__OPT_INSECURE_REGISTRY };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
 static int gp__sharing(gp_agent_options *o, const char *name)
@@ -240,10 +246,32 @@ static int gp__runtime_option(gp_agent_options *o, int c)
     }
 }
 
+static int gp__image_option(gp_agent_options *o, int c)
+{
+    unsigned v = 0;
+    int rc;
+    switch (c) {
+    case GP__OPT_IMAGE_STORE: snprintf(o->image_store, sizeof o->image_store, "%s", optarg); return -1;
+    case GP__OPT_IMAGE_STORE_GIB:
+        rc = gp__unsigned("image-store-gib", optarg, 1, 1048576, &v);
+        o->image_store_bytes = (int64_t)v << 30;
+        return rc;
+    case GP__OPT_PULL_TIMEOUT: return gp__seconds("pull-timeout-s", optarg, 1, 86400, &o->image_pull.timeout_s);
+    case GP__OPT_INSECURE_REGISTRY:
+        if (o->image_pull.n_insecure == GP_IMAGE_INSECURE_MAX)
+            return gp__bad("insecure-registry", "too many (at most 8)");
+        o->image_pull.insecure[o->image_pull.n_insecure++] = optarg;
+        return -1;
+    default: return 2;
+    }
+}
+
 static int gp__option(gp_agent *a, int c)
 {
     if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_NFT)
         return gp__runtime_option(&a->opt, c);
+    if (c >= GP__OPT_IMAGE_STORE && c <= GP__OPT_INSECURE_REGISTRY)
+        return gp__image_option(&a->opt, c);
     gp_agent_options *o = &a->opt;
     char *end = NULL;
     switch (c) {
@@ -362,6 +390,10 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"keep-scratch-s", required_argument, NULL, GP__OPT_KEEP_SCRATCH},
         {"oci-runtime", required_argument, NULL, GP__OPT_OCI_RUNTIME},
         {"containers", required_argument, NULL, GP__OPT_CONTAINERS},
+        {"image-store", required_argument, NULL, GP__OPT_IMAGE_STORE},
+        {"image-store-gib", required_argument, NULL, GP__OPT_IMAGE_STORE_GIB},
+        {"pull-timeout-s", required_argument, NULL, GP__OPT_PULL_TIMEOUT},
+        {"insecure-registry", required_argument, NULL, GP__OPT_INSECURE_REGISTRY},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -421,6 +453,22 @@ static int gp__choose_runtime(gp_agent_options *o)
     return -1;
 }
 
+/* The image store's folder (default STATE/images), made and checked now:
+ * a bad --image-store stops the agent at start, not a replica's pull. */
+static int gp__image_store_path(gp_agent_options *o)
+{
+    gp_image_store *store;
+    gp_error err;
+    if (!o->image_store[0])
+        snprintf(o->image_store, sizeof o->image_store, "%s/images", o->state_dir);
+    if (gp_image_store_open(o->image_store, o->image_store_bytes, &store, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-agent run: --image-store %s: %s\n", o->image_store, err.message);
+        return 1;
+    }
+    gp_image_store_close(store);
+    return -1;
+}
+
 /* Absolute state and checkpoint folders, and this binary's path. */
 static int gp__paths(gp_agent_options *o)
 {
@@ -442,6 +490,8 @@ static int gp__paths(gp_agent_options *o)
     snprintf(o->checkpoint_root, sizeof o->checkpoint_root, "%s", ckpt);
     if (chmod(ckpt, 0711) != 0)
         fprintf(stderr, "gpupool-agent: WARNING: cannot make --checkpoint-root %s 0711: %s\n", ckpt, strerror(errno));
+    if (gp__image_store_path(o) != -1)
+        return 1;
     char work[GP_STATE_PATH_MAX];
     if (o->work_root[0] && gp_state_mkdirs(o->work_root, 0755, &err) == GP_OK && realpath(o->work_root, work))
         snprintf(o->work_root, sizeof o->work_root, "%s", work);

@@ -37,6 +37,7 @@
 #include "agent/gpu/gpu.h"
 #include "agent/launch/launch.h"
 #include "agent/gpu/node_file.h"
+#include "agent/image/image_store.h"
 #include "agent/xid.h"
 #include "spec/assignment.h"
 
@@ -95,6 +96,10 @@ typedef struct gp_agent_options {
     const char *nvml_library;                /* --nvml-library (NULL: the driver's) */
     const char *zone, *block, *pool;         /* nvml: the node's place in the fleet */
     gp_sharing sharing;                      /* nvml: --sharing, the mode of GPUs not in MIG mode */
+    /* images (src/agent/image): where replicas' images are pulled to, and how */
+    char image_store[GP_STATE_PATH_MAX];     /* --image-store DIR (default STATE/images) */
+    int64_t image_store_bytes;               /* --image-store-gib N; 0: unbounded (the default) */
+    gp_image_pull_options image_pull;        /* --pull-timeout-s (default 900), --insecure-registry HOST... */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;

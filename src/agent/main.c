@@ -13,6 +13,7 @@
 #include "agent/gpu/gpu.h"
 #include "agent/gpu/gpu_json.h"
 #include "agent/gpu/gpu_sim.h"
+#include "agent/image/image_store.h"
 #include "agent/supervise/supervise.h"
 #include "spec/spec_json.h"
 #include "version.h"
@@ -33,6 +34,7 @@ static const char USAGE[] =
     "  inventory   print the node's GPUs as JSON (what registration sends)\n"
     "  telemetry   print one telemetry sample as JSON\n"
     "  fault       inject a fault into a sim node (appends to its fault file)\n"
+    "  image       pull, list and prune the node's image store (gpupool-agent image --help)\n"
     "\n"
     "options:\n"
     "  --backend NAME          GPU backend: sim or nvml (inventory, telemetry)\n"
@@ -251,6 +253,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "run") == 0)
         return gp_agent_run_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "image") == 0)
+        return gp_image_main(argc - 1, argv + 1);
     if (argc == 3 && strcmp(argv[1], "supervise") == 0)
         return gp_supervise_main(argv[2]);
     agent_args a;
