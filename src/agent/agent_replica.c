@@ -259,11 +259,34 @@ static json_t *gp__bind(const char *source, const char *target, bool read_only)
     return json_pack("{s:s, s:s, s:b}", "source", source, "target", target, "read_only", read_only);
 }
 
-/* The image's folder: dir: here; docker:// and oci: are the image store's
- * (the seam where the agent resolves them to its unpacked rootfs). */
-static gp_err gp__image_rootfs(const gp_assignment *a, char *out, size_t cap, gp_error *err)
+/* Where the container's root comes from, into c: a dir: image's folder as
+ * "rootfs"; a docker:// or oci: image as "image" with the node's image
+ * store ("image_store": its folder, bound, insecure registries, timeout)
+ * and the tenant's registry credential ("image_auth": launch.json is
+ * root's, 0600, like the secrets in its env), which the supervisor pulls
+ * before it starts the runtime (supervise.c). */
+static gp_err gp__image_source(const gp_node *n, const gp_assignment *a, json_t *c, gp_error *err)
 {
-    return gp_container_rootfs_of(a->image, out, cap, err);
+    char rootfs[GP_STATE_PATH_MAX];
+    if (strncmp(a->image, "dir:", 4) == 0) {
+        gp_err rc = gp_container_rootfs_of(a->image, rootfs, sizeof rootfs, err);
+        if (rc == GP_OK)
+            json_object_set_new(c, "rootfs", json_string(rootfs));
+        return rc;
+    }
+    const gp_image_pull_options *o = &n->opt->image_pull;
+    json_t *insecure = json_array();
+    for (size_t i = 0; i < o->n_insecure; i++)
+        json_array_append_new(insecure, json_string(o->insecure[i]));
+    json_object_set_new(c, "image", json_string(a->image));
+    json_object_set_new(c, "image_store",
+                        json_pack("{s:s, s:I, s:o, s:i}", "root", n->opt->image_store, "max_bytes",
+                                  (json_int_t)n->opt->image_store_bytes, "insecure", insecure, "timeout_s",
+                                  o->timeout_s));
+    if (a->image_auth_user && a->image_auth_password)
+        json_object_set_new(c, "image_auth", json_pack("{s:s, s:s}", "username", a->image_auth_user, "password",
+                                                       a->image_auth_password));
+    return json_object_get(c, "image_store") ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");
 }
 
 /* launch.json's "container" for a replica with an image (NULL without):
@@ -275,15 +298,12 @@ static gp_err gp__image_rootfs(const gp_assignment *a, char *out, size_t cap, gp
 static gp_err gp__launch_container(gp_node *n, const gp_replica *r, const gp_assignment *a, const char *workdir,
                                    const char *visible, json_t **out, gp_error *err)
 {
-    char rootfs[GP_STATE_PATH_MAX], bundle[GP_STATE_PATH_MAX];
+    char bundle[GP_STATE_PATH_MAX];
     *out = NULL;
     if (!a->image[0])
         return GP_OK;
     if (!n->opt->runtime[0])
         return gp_error_set(err, GP_ERR_CONFLICT, "image", "this node has no OCI runtime (runc or crun)");
-    gp_err rc = gp__image_rootfs(a, rootfs, sizeof rootfs, err);
-    if (rc != GP_OK)
-        return rc;
     snprintf(bundle, sizeof bundle, "%s/scratch/%s", n->dir, r->name);
     json_t *binds = json_pack("[o, o]", gp__bind(workdir, workdir, false),
                               gp__bind(r->checkpoint_dir, r->checkpoint_dir, false));
@@ -300,9 +320,16 @@ static gp_err gp__launch_container(gp_node *n, const gp_replica *r, const gp_ass
         json_array_append_new(gpus, json_stringn(u, len));
         u += len + (u[len] == ',');
     }
-    *out = json_pack("{s:s, s:s++, s:s, s:s, s:o, s:o}", "runtime", n->opt->runtime, "id", "gpupool-", r->name,
-                     "bundle", bundle, "rootfs", rootfs, "binds", binds, "gpus", gpus);
-    return *out ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");
+    *out = json_pack("{s:s, s:s++, s:s, s:o, s:o}", "runtime", n->opt->runtime, "id", "gpupool-", r->name, "bundle",
+                     bundle, "binds", binds, "gpus", gpus);
+    if (!*out)
+        return gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");
+    gp_err rc = gp__image_source(n, a, *out, err);
+    if (rc != GP_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static json_t *gp__launch_json(gp_node *n, gp_replica *r, const gp_assignment *a, json_t *env, const char *visible,

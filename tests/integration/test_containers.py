@@ -51,6 +51,11 @@ BUSYBOX = shutil.which("busybox") or "/bin/busybox"
 UID = 2000000123
 
 
+def check(what, expected, seen):
+    print("expected: %s: %s" % (what, expected))
+    print("seen:     %s" % str(seen)[:300])
+
+
 def make_image(root):
     """A dir: image: busybox-static and its applets."""
     for d in ("bin", "proc", "sys", "dev", "tmp", "etc", "usr/bin"):
@@ -290,6 +295,53 @@ def test_the_container_outlives_its_agent_and_is_adopted(top, image):
     assert "checkpointing" in r.output() and os.path.exists(os.path.join(r.ckpt, ".done"))
     state = subprocess.run([RUNC, "state", "gpupool-test-job7-r0-100"], capture_output=True)
     assert state.returncode != 0, state.stdout  # deleted at its end
+
+
+def test_an_image_from_a_registry_is_pulled_held_and_released(top, image):
+    """A docker:// image: the supervisor pulls it into the node's image store
+    (a real docker-registry on loopback), holds it while the replica runs,
+    runs the job in it and releases the hold at the end; an image the
+    registry does not have is the replica's failed start, saying why."""
+    if not all(shutil.which(t) for t in ("skopeo", "umoci", "docker-registry")):
+        print("skip: needs skopeo, umoci and docker-registry")
+        return
+    sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+    import test_image_store as images  # the registry and push helpers
+    layout = os.path.join(top, "layout")
+    quiet = {"stdout": subprocess.DEVNULL, "check": True}
+    subprocess.run(["umoci", "init", "--layout", layout], **quiet)
+    subprocess.run(["umoci", "new", "--image", layout + ":v1"], **quiet)
+    with open(os.path.join(image, "marker"), "w") as f:
+        f.write("from-the-registry\n")
+    subprocess.run(["umoci", "insert", "--image", layout + ":v1", image, "/"], **quiet)
+    reg, host = images.start_registry(top, "registry")
+    try:
+        ref = "docker://%s/t/probe:v1" % host
+        images.push(layout, ref)
+        store = os.path.join(top, "images")
+        for name, wanted, code in ((ref, "from-the-registry", "0"),
+                                   ("docker://%s/t/absent:v1" % host, "image pull failed (not_found)", "127")):
+            run = Run(top, image, "cat /marker", name="job7-r0-%d" % len(name), start=False)
+            with open(run.path("launch.json")) as f:
+                launch = json.load(f)
+            del launch["container"]["rootfs"]
+            launch["assignment"]["image"] = name
+            launch["container"].update({"image": name, "image_store": {"root": store, "max_bytes": 0,
+                                                                       "insecure": [host], "timeout_s": 120}})
+            with open(run.path("launch.json"), "w") as f:
+                json.dump(launch, f)
+            run.proc = subprocess.Popen([SUPERVISE, run.dir], stdin=subprocess.DEVNULL)
+            exit_text = run.end(timeout=120)
+            check("%s: the job's log" % name, wanted, run.output())
+            assert wanted in run.output(), run.output()
+            check("%s: the exit" % name, code, exit_text)
+            assert code in exit_text.split(), exit_text
+        holds = [f for _, _, files in os.walk(os.path.join(store, "holds")) for f in files]
+        check("holds after the replicas ended", [], holds)
+        assert holds == [], holds
+    finally:
+        reg.kill()
+        reg.wait()
 
 
 def agent_refuses_an_untrusted_tenants_job_without_an_image():

@@ -1,5 +1,6 @@
 /* supervise.c - the replica's parent process (supervise.h). */
 #define _GNU_SOURCE
+#include "agent/image/image_store.h"
 #include "agent/supervise/supervise.h"
 
 #include "agent/supervise/agent_clock.h"
@@ -35,6 +36,9 @@ typedef struct gp__supervisor {
     gp_replica_log log;
     char workdir[GP_STATE_PATH_MAX], tmp_dir[GP_STATE_PATH_MAX], bundle[GP_STATE_PATH_MAX];
     bool keep_scratch;   /* --keep-scratch-s: the agent removes them later */
+    gp_image_store *images; /* a pulled image's store, held for the container's id; NULL none */
+    gp_image image;      /* the image it holds */
+    char holder[GP_IMAGE_HOLDER_MAX];
 } gp__supervisor;
 
 /* A NULL-terminated view of a JSON array of strings (into its strings). */
@@ -144,6 +148,59 @@ static bool gp__container_complete(const gp_container_spec *c)
     return c->runtime && c->id && c->bundle && c->rootfs;
 }
 
+/* A docker:// or oci: image pulled into the node's store (launch.json's
+ * "image_store", agent_replica.c) and held for the container's id until
+ * the replica ends (gp__release_image); c->rootfs is then the store's
+ * unpacked root.  The pull runs here, in the replica's own supervisor, so
+ * the agent's loop never waits on a registry; it is bounded by the store's
+ * timeout.  A failed pull is the replica's failed start: its log says
+ * "image pull failed (not_found): ...". */
+static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_spec *c, gp_error *err)
+{
+    const char *ref = json_string_value(json_object_get(container, "image"));
+    json_t *store = json_object_get(container, "image_store"), *auth = json_object_get(container, "image_auth");
+    const char *root = json_string_value(json_object_get(store, "root"));
+    if (!ref || !root || !c->id)
+        return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the container has no rootfs nor image store");
+    gp_image_pull_options o = {
+        .username = json_string_value(json_object_get(auth, "username")),
+        .password = json_string_value(json_object_get(auth, "password")),
+        .timeout_s = (int)json_integer_value(json_object_get(store, "timeout_s")),
+        .holder = c->id,
+    };
+    size_t i;
+    json_t *h;
+    json_array_foreach(json_object_get(store, "insecure"), i, h) {
+        if (o.n_insecure < GP_IMAGE_INSECURE_MAX && json_is_string(h))
+            o.insecure[o.n_insecure++] = json_string_value(h);
+    }
+    gp_err rc = gp_image_store_open(root, json_integer_value(json_object_get(store, "max_bytes")), &s->images, err);
+    if (rc != GP_OK)
+        return rc;
+    char message[GP_ERROR_MESSAGE_MAX - 64];
+    gp_image_failure f = gp_image_store_pull(s->images, ref, &o, &s->image, message, sizeof message);
+    if (f != GP_IMAGE_READY) {
+        gp_image_store_close(s->images);
+        s->images = NULL;
+        return gp_error_set(err, GP_ERR_CONFLICT, "image", "image pull failed (%s): %s", gp_image_failure_name(f),
+                            message);
+    }
+    snprintf(s->holder, sizeof s->holder, "%s", c->id);
+    c->rootfs = s->image.rootfs;
+    return GP_OK;
+}
+
+/* The pulled image's hold goes with the replica. */
+static void gp__release_image(gp__supervisor *s)
+{
+    gp_error err;
+    if (!s->images)
+        return;
+    gp_image_store_release(s->images, s->image.digest, s->holder, &err);
+    gp_image_store_close(s->images);
+    s->images = NULL;
+}
+
 /* Starts the replica that launch.json describes: a, its assignment
  * (the command, the tenant's trust), l, the launch fields. */
 static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor *s, gp_cgroup_host *host,
@@ -152,6 +209,11 @@ static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor 
     static gp__strings argv, env, devices;
     static gp_container_spec container;
     bool contained = gp__container_from(l, a, s, &container);
+    if (contained && !container.rootfs) {
+        gp_err pulled = gp__pull_image(json_object_get(l, "container"), s, &container, err);
+        if (pulled != GP_OK)
+            return pulled;
+    }
     if (contained && !gp__container_complete(&container))
         return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the container lacks a field");
     if (!a->has_command || !gp__strings_of_list(a->command, a->n_command, &argv))
@@ -221,8 +283,9 @@ static void gp__pump(gp__supervisor *s, bool drain)
 /* The working folder and private /tmp go with the replica, unless the
  * agent keeps them a while (then their time stamp says when it ended);
  * a container's bundle (its writable layer) always goes. */
-static void gp__remove_scratch(const gp__supervisor *s)
+static void gp__remove_scratch(gp__supervisor *s)
 {
+    gp__release_image(s);
     const char *dirs[] = {s->workdir, s->tmp_dir, s->bundle};
     for (size_t i = 0; i < 3; i++) {
         if (!dirs[i][0])
