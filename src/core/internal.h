@@ -29,7 +29,9 @@
  *     jobs.c       the job table, spec validation, states, history, queues,
  *                  a replica's part of a GPU
  *     claims.c     what is held for reclaiming jobs (claims, covers), room
- *   policies: sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *   policies: dedicated.c sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *     dedicated.c  dedicated nodes: which nodes a job may not share (the fence
+ *                  around each job's looks) and its wait when that keeps it out
  *     sharing.c    shared GPUs (MIG, MPS, time-slicing): trust, where a share goes
  *     fragmentation.c placing by node score (FGD), the workload mix
  *     placement.c  gang placement with topology and best fit
@@ -160,6 +162,9 @@ typedef struct gp__node {
     int64_t gpu_mem_mib;
     bool up, draining, drained_reported;
     bool held;            /* held for a reservation during this pass */
+    bool barred;          /* fenced off for the job being looked at (dedicated.c); false between jobs */
+    uint32_t ded_domain;  /* the dedicated domain whose replicas run here, GP__NONE when none */
+    uint32_t ded_replicas; /* replicas of that domain's jobs on the node (placed while it was dedicated) */
     uint8_t withheld;     /* GPUs unhealthy or claimed whole: a job's end gives them to no
                              one (backfill.c; counted by gp__node_reindex) */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
@@ -267,6 +272,8 @@ typedef struct gp__tenant {
     bool lend;
     gp_trust trust_set;   /* as given */
     bool untrusted;       /* effective */
+    gp_nodes_policy nodes_set; /* as given */
+    uint32_t ded_domain;  /* effective: the outermost tenant on its path that is dedicated, GP__NONE */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
     uint64_t share_capacity; /* fleet.capacity_version the share was computed at */
@@ -379,6 +386,8 @@ typedef struct gp__job {
     bool fair_reclaim;    /* its victims were taken for fair share (reclaim.c), not for a
                              guarantee: phase 2 keeps them and its claims */
     uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
+    uint32_t ded_domain;  /* while placed: its tenant's dedicated domain at bind (counted on its
+                             nodes as such until it leaves them), GP__NONE when shared */
 } gp__job;
 
 typedef struct gp__history {
@@ -462,6 +471,7 @@ typedef struct gp__scratch {
         uint32_t index;
         int64_t cpu_used, mem_used;
         uint32_t replicas;
+        uint32_t ded_domain, ded_replicas;
     } *saved_nodes;
     size_t n_saved_nodes, cap_saved_nodes;
     uint32_t *out;        /* chosen GPUs */
@@ -602,6 +612,12 @@ struct gp_engine {
     } nofit[GP__NOFITS];
     size_t n_nofit, nofit_next;
     uint64_t room[GP_MAX_GPU_TYPES]; /* bumped by whatever may give a reclaim of the type more room */
+    /* dedicated.c: a tenant is dedicated or a node runs a dedicated
+     * domain's replicas (set at each pass's start), and the nodes fenced
+     * off for the job being looked at (owned; empty between jobs) */
+    bool fenced;
+    uint32_t *barred;
+    size_t n_barred, cap_barred;
 };
 
 /* ==== base (see "Layers" above) ==== */
@@ -682,6 +698,12 @@ void gp__node_reindex(gp__fleet *f, uint32_t node);
  * count and the change's undo leave it (reclaim.c). */
 void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
+/* The same for a node fenced off for one job (dedicated.c): out of the
+ * index and out of the briefs while barred. */
+void gp__node_bar(gp__fleet *f, uint32_t node, bool barred);
+/* One replica of a job of dedicated domain `domain` (GP__NONE: shared, nothing
+ * counted) comes onto the node (sign +1) or leaves it (-1). */
+void gp__node_dedicate(gp__fleet *f, uint32_t node, uint32_t domain, int sign);
 /* Something a share's node score reads changed on the node (its GPUs, CPU
  * or memory in use, up, drain, held): bumps node->stamp (the node's
  * remembered scores) and stamps touched[] (the share shapes' tables);
@@ -868,6 +890,19 @@ void gp__claims_forget(gp_engine *e, uint32_t job);
 void gp__reclaim_room(gp_engine *e, int type);
 
 /* ==== policies (see "Layers" above) ==== */
+
+/* ---- dedicated.c ---- */
+/* Is any tenant dedicated, or does any node run a dedicated domain's
+ * replicas?  Kept in e->fenced at each pass's start: no fence otherwise. */
+bool gp__fence_needed(const gp_engine *e);
+/* Bar the nodes job may not share (another dedicated domain runs there; or
+ * job's own domain is dedicated and others run there) for its looks / put
+ * them back.  Only while e->fenced. */
+void gp__fence_up(gp_engine *e, uint32_t job);
+void gp__fence_down(gp_engine *e);
+/* The wait of a job that found no room while fenced: GP_WAIT_DEDICATED
+ * when the barred nodes hold free GPUs of an accepted type, else *w as is. */
+void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, gp_wait *w);
 
 /* ---- sharing.c ---- */
 /* Whether one MPS share of j fits GPU g now: beside the shares and the

@@ -1,0 +1,100 @@
+/* dedicated.c - dedicated nodes: the nodes a job may not share.
+ *
+ * A tenant with nodes "dedicated" (inherited as a floor, tenants.c) makes
+ * the outermost dedicated tenant on its path a dedicated domain (at the
+ * org when the org says so; a team inside a shared org may be one of its
+ * own).  The rule: a node that runs any replica of a domain's jobs, whole
+ * GPUs, shared slices or CPU-only, runs no replica from outside the domain
+ * at the same time.  fleet.c counts each node's replicas of a domain
+ * (ded_domain, ded_replicas; a job counts as its tenant's domain was when
+ * it bound, until it leaves the node).
+ *
+ * The fence: before the engine looks at a job (placement, reclaim,
+ * reservation: every look of gp__place_*, the reclaim searches and the
+ * backfill sweep read only indexed, unbarred nodes), the nodes the job may
+ * not use are barred, and put back after.  A node is barred for job j of
+ * domain D (GP__NONE when shared) when
+ *   - another domain's replicas run there (ded_replicas > 0, ded_domain != D), or
+ *   - D is a domain and replicas not counted as D's run there (replicas >
+ *     ded_replicas): a dedicated job needs a node free of everybody else.
+ * Without a dedicated tenant or a node running a domain's replicas
+ * (e->fenced false) nothing is barred and nothing is walked: the decisions
+ * of a fleet without dedicated tenants are those of the engine before.
+ *
+ * Example: nodes a, b (8 GPUs each).  secure is dedicated.  lab runs a
+ * 1-GPU job on a.  secure's 4-GPU job goes to b (a is barred: lab runs
+ * there); lab's next job goes to a (b is barred: secure runs there), and a
+ * second secure job of 8 GPUs waits "dedicated" although a has 6 free.
+ *
+ * Changing the policy changes where new jobs go; running jobs stay where
+ * they are (a job counts on its nodes as its domain was when it bound).
+ */
+#include "core/internal.h"
+
+bool gp__fence_needed(const gp_engine *e)
+{
+    for (size_t t = 0; t < e->n_tenants; t++)
+        if (!e->tenants[t].removed && e->tenants[t].ded_domain != GP__NONE)
+            return true;
+    for (size_t n = 0; n < e->fleet.n_nodes; n++)
+        if (e->fleet.nodes[n].ded_replicas > 0)
+            return true;
+    return false;
+}
+
+static bool node_barred(const gp__node *n, uint32_t domain)
+{
+    if (n->ded_replicas > 0 && n->ded_domain != domain)
+        return true;
+    return domain != GP__NONE && n->replicas > n->ded_replicas;
+}
+
+void gp__fence_up(gp_engine *e, uint32_t job)
+{
+    if (!e->fenced)
+        return;
+    uint32_t domain = e->tenants[e->jobs[job].tenant].ded_domain;
+    e->cand_memo.valid = false; /* reclaim's candidate lists were made behind another fence */
+    for (size_t n = 0; n < e->fleet.n_nodes; n++) {
+        const gp__node *node = &e->fleet.nodes[n];
+        if (!node->up || node->draining || !node_barred(node, domain))
+            continue;
+        if (!GP__GROW(e->barred, e->n_barred, e->cap_barred))
+            continue; /* out of memory: this job's looks may not be told apart; the node stays open */
+        e->barred[e->n_barred++] = (uint32_t)n;
+        gp__node_bar(&e->fleet, (uint32_t)n, true);
+    }
+}
+
+void gp__fence_down(gp_engine *e)
+{
+    for (size_t i = 0; i < e->n_barred; i++)
+        gp__node_bar(&e->fleet, e->barred[i], false);
+    e->n_barred = 0;
+}
+
+void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, gp_wait *w)
+{
+    int64_t free = 0, best = 0;
+    uint32_t holder = GP__NONE;
+    int dim = -1;
+    for (size_t i = 0; i < e->n_barred; i++) {
+        const gp__node *node = &e->fleet.nodes[e->barred[i]];
+        if (!(types & (1u << node->type)) || node->free == 0)
+            continue;
+        free += node->free;
+        if (dim < 0)
+            dim = node->type;
+        if (node->ded_replicas > 0 && node->free > best)
+            best = node->free, holder = node->ded_domain;
+    }
+    if (free == 0)
+        return;
+    uint32_t own = e->tenants[j->tenant].ded_domain;
+    *w = (gp_wait){.code = GP_WAIT_DEDICATED,
+                   .dim = dim,
+                   .tenant = own != GP__NONE ? own : holder,
+                   .a = free,
+                   .b = (int64_t)j->replicas * j->gpus,
+                   .c = own != GP__NONE ? 1 : 0};
+}
