@@ -1020,6 +1020,7 @@ static void run_pass(gp_engine *e)
             consider_fenced(e, job, &p);
     }
     gp__reservations_clear(e);
+    gp__dedicated_idle_sync(e);
     e->stats.total_passes++;
 }
 

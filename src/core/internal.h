@@ -165,6 +165,11 @@ typedef struct gp__node {
     bool barred;          /* fenced off for the job being looked at (dedicated.c); false between jobs */
     uint32_t ded_domain;  /* the dedicated domain whose replicas run here, GP__NONE when none */
     uint32_t ded_replicas; /* replicas of that domain's jobs on the node (placed while it was dedicated) */
+    /* the open dedicated-idle interval (metering.c): id (0 = none), start, domain, GPUs */
+    uint64_t idle_interval;
+    int64_t idle_start;
+    uint32_t idle_domain;
+    uint8_t idle_gpus;
     uint8_t withheld;     /* GPUs unhealthy or claimed whole: a job's end gives them to no
                              one (backfill.c; counted by gp__node_reindex) */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
@@ -616,6 +621,7 @@ struct gp_engine {
      * domain's replicas (set at each pass's start), and the nodes fenced
      * off for the job being looked at (owned; empty between jobs) */
     bool fenced;
+    size_t n_idle_open;   /* metering.c: nodes with an open dedicated-idle interval */
     uint32_t *barred;
     size_t n_barred, cap_barred;
 };
@@ -675,6 +681,11 @@ void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
 void gp__usage_open(gp_engine *e, uint32_t job);
 void gp__usage_close(gp_engine *e, uint32_t job);
+/* Dedicated idle: per node, an interval billed to the dedicated domain
+ * whose replicas run there for the node's free GPUs (nobody else may use
+ * them), closed and opened again when the domain or the count changes.
+ * The pass calls it at its end. */
+void gp__dedicated_idle_sync(gp_engine *e);
 
 /* ---- restart.c: restart_policy ---- */
 /* The spec's policy and limit with the defaults filled in (by kind);

@@ -285,6 +285,8 @@ typedef struct gp_usage {
     gp_topology topology;
     int64_t start;
     int64_t end;            /* -1 while open */
+    bool dedicated_idle;    /* not a job's: free GPUs of node `node` of the decision that the exclusivity
+                               of dedicated tenant `tenant` keeps idle (job_id 0, cls NONE; metering.c) */
 } gp_usage;
 
 typedef struct gp_decision {
@@ -297,7 +299,7 @@ typedef struct gp_decision {
     char by_tenant[GP_PATH_MAX];/* PREEMPT: its tenant */
     char guarantee_of[GP_PATH_MAX]; /* PREEMPT: tenant whose guarantee was reclaimed */
     int64_t work_lost_gpu_s;    /* PREEMPT: GPU-seconds since the victim's last checkpoint */
-    char node[GP_NAME_MAX];     /* DRAINED, RECONFIGURE */
+    char node[GP_NAME_MAX];     /* DRAINED, RECONFIGURE, USAGE_* of dedicated idle */
     int gpu_index;              /* RECONFIGURE: GPU within the node */
     char mig_layout[GP_REASON_MAX]; /* RECONFIGURE: "profile@start,..." after the change, "" = no instances */
     gp_usage usage;             /* USAGE_OPEN, USAGE_CLOSE */
