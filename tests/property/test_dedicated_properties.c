@@ -3,11 +3,14 @@
  * Every sequence builds a small fleet: 2-4 exclusive H100 nodes of 4 or 8
  * GPUs, one MPS node and one time-sliced node (2 GPUs each); orgs a, b, c
  * and d, each dedicated with probability 0.4 (set on the org), and the
- * team c/sec dedicated on its own inside c (a domain below a shared org).
- * Then 60-200 random events with non-decreasing time: submits of
+ * team c/sec dedicated on its own inside c (a domain below a shared org);
+ * sometimes b holds a guarantee of 4 H100 and c/sec one of 2, so
+ * guaranteed work reclaims from borrowers behind the fence.  Then 60-200 random events with non-decreasing time: submits of
  * whole-GPU gangs (1-2 replicas of 1-4 GPUs), MPS shares, time-slice
- * replicas and CPU-only jobs from the leaves, finishes of running jobs
- * and ticks.  Checked after every event, from public queries:
+ * replicas and CPU-only jobs from the leaves (whole gangs with a grace of
+ * 0 or 20 s), finishes of running jobs and ticks; every 40 events the
+ * engine is replaced by its snapshot read back.  Checked after every
+ * event, from public queries:
  *   exclusive    a node that runs a job of a dedicated domain (the
  *                outermost dedicated tenant on its path) runs no job of a
  *                tenant outside that domain, whole GPUs, slices and
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "support/fleet_builder.h"
 #include "support/sharing_builder.h"
 
 #define DEFAULT_SEQUENCES 300
@@ -104,9 +108,11 @@ static gp_tenant_spec nodes_spec(gp_nodes_policy nodes)
     return s;
 }
 
-static void tenant(world *w, const char *path, gp_nodes_policy nodes)
+static void tenant(world *w, const char *path, gp_nodes_policy nodes, int guarantee_gpus)
 {
     gp_tenant_spec s = nodes_spec(nodes);
+    if (guarantee_gpus > 0)
+        s.guarantee = tb_quota_gpus("H100", guarantee_gpus);
     gp_error err;
     ok(w, gp_engine_tenant_set(w->e, path, &s, w->now, &err), &err, path);
 }
@@ -124,12 +130,16 @@ static void build(world *w)
         ok(w, gp_engine_node_add(w->e, &s, w->now, &err), &err, name);
     }
     const char *orgs[] = {"a", "b", "c", "d"};
+    bool guarantees = pick(w, 2);
     for (int o = 0; o < 4; o++) {
         w->dedicated_org[o] = pick(w, 10) < 4;
-        tenant(w, orgs[o], w->dedicated_org[o] ? GP_NODES_DEDICATED : GP_NODES_INHERIT);
+        tenant(w, orgs[o], w->dedicated_org[o] ? GP_NODES_DEDICATED : GP_NODES_INHERIT,
+               !guarantees ? 0 : o == 1 ? 4 : o == 2 ? 2 : 0);
     }
-    for (size_t l = 0; l < N_LEAVES; l++)
-        tenant(w, LEAVES[l], strcmp(LEAVES[l], "c/sec") == 0 ? GP_NODES_DEDICATED : GP_NODES_INHERIT);
+    for (size_t l = 0; l < N_LEAVES; l++) {
+        bool sec = strcmp(LEAVES[l], "c/sec") == 0;
+        tenant(w, LEAVES[l], sec ? GP_NODES_DEDICATED : GP_NODES_INHERIT, guarantees && sec ? 2 : 0);
+    }
 }
 
 static void submit(world *w)
@@ -146,6 +156,7 @@ static void submit(world *w)
     default:
         s = sb_whole_job(id, LEAVES[leaf], 1 + pick(w, 4));
         s.replicas = 1 + pick(w, 2);
+        s.checkpoint_grace_s = pick(w, 2) * 20;
         break;
     }
     gp_error err;
@@ -240,6 +251,20 @@ static void check_progress(world *w)
     }
 }
 
+/* The engine replaced by its snapshot read back. */
+static void restore(world *w)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    gp_error err;
+    gp_engine *back = NULL;
+    ok(w, gp_engine_snapshot_write(w->e, &buf, &len, &err), &err, "snapshot write");
+    ok(w, gp_engine_snapshot_read(buf, len, NULL, &back, &err), &err, "snapshot read");
+    free(buf);
+    gp_engine_free(w->e);
+    w->e = back;
+}
+
 static void run_sequence(uint64_t seed)
 {
     world w = {.rng = seed * 2654435761u + 1, .now = 0};
@@ -258,6 +283,8 @@ static void run_sequence(uint64_t seed)
             w.now += 1 + pick(&w, 30);
         tick(&w);
         check_exclusive(&w);
+        if (i % 40 == 39)
+            restore(&w);
     }
     check_progress(&w);
     gp_engine_free(w.e);
@@ -285,8 +312,8 @@ static void the_wait_names_the_dedicated_tenant(void **state)
         gp_node_spec s = sb_node_spec(name, "H100", 8, MIB, GP_SHARING_EXCLUSIVE, NULL);
         ok(&w, gp_engine_node_add(w.e, &s, 0, &err), &err, name);
     }
-    tenant(&w, "secure", GP_NODES_DEDICATED);
-    tenant(&w, "lab", GP_NODES_INHERIT);
+    tenant(&w, "secure", GP_NODES_DEDICATED, 0);
+    tenant(&w, "lab", GP_NODES_INHERIT, 0);
     gp_job_spec s = sb_whole_job(1, "lab", 1);
     ok(&w, gp_engine_job_submit(w.e, &s, 0, &err), &err, "submit 1");
     tick(&w);
@@ -331,7 +358,7 @@ static void shared_below_dedicated_is_refused(void **state)
     (void)state;
     world w = {.rng = 1};
     w.e = gp_engine_new(NULL);
-    tenant(&w, "secure", GP_NODES_DEDICATED);
+    tenant(&w, "secure", GP_NODES_DEDICATED, 0);
     gp_tenant_spec s = nodes_spec(GP_NODES_SHARED);
     gp_error err;
     assert_int_equal(gp_engine_tenant_set(w.e, "secure/team", &s, 0, &err), GP_ERR_INVALID);
