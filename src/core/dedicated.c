@@ -20,6 +20,9 @@
  * Without a dedicated tenant or a node running a domain's replicas
  * (e->fenced false) nothing is barred and nothing is walked: the decisions
  * of a fleet without dedicated tenants are those of the engine before.
+ * Cost while fenced: a shared job's fence walks only the nodes a domain
+ * runs on (e->ded_nodes, listed at the pass's start and at each dedicated
+ * bind); a dedicated job's walks every node (others may run anywhere).
  *
  * Example: nodes a, b (8 GPUs each).  secure is dedicated.  lab runs a
  * 1-GPU job on a.  secure's 4-GPU job goes to b (a is barred: lab runs
@@ -31,17 +34,6 @@
  */
 #include "core/internal.h"
 
-bool gp__fence_needed(const gp_engine *e)
-{
-    for (size_t t = 0; t < e->n_tenants; t++)
-        if (!e->tenants[t].removed && e->tenants[t].ded_domain != GP__NONE)
-            return true;
-    for (size_t n = 0; n < e->fleet.n_nodes; n++)
-        if (e->fleet.nodes[n].ded_replicas > 0)
-            return true;
-    return false;
-}
-
 static bool node_barred(const gp__node *n, uint32_t domain)
 {
     if (n->ded_replicas > 0 && n->ded_domain != domain)
@@ -49,21 +41,68 @@ static bool node_barred(const gp__node *n, uint32_t domain)
     return domain != GP__NONE && n->replicas > n->ded_replicas;
 }
 
-void gp__fence_up(gp_engine *e, uint32_t job)
+/* SIZE_MAX in n_ded_nodes: out of memory once, the list is not whole and
+ * fences walk every node until the next pass's start. */
+static void ded_node_add(gp_engine *e, uint32_t node)
+{
+    if (e->n_ded_nodes == SIZE_MAX || (e->n_ded_nodes > 0 && e->ded_nodes[e->n_ded_nodes - 1] == node))
+        return;
+    if (GP__GROW(e->ded_nodes, e->n_ded_nodes, e->cap_ded_nodes))
+        e->ded_nodes[e->n_ded_nodes++] = node;
+    else
+        e->n_ded_nodes = SIZE_MAX;
+}
+
+void gp__fence_begin(gp_engine *e)
+{
+    bool any = false;
+    for (size_t t = 0; t < e->n_tenants && !any; t++)
+        any = !e->tenants[t].removed && e->tenants[t].ded_domain != GP__NONE;
+    e->n_ded_nodes = 0;
+    for (size_t n = 0; n < e->fleet.n_nodes; n++)
+        if (e->fleet.nodes[n].ded_replicas > 0)
+            ded_node_add(e, (uint32_t)n);
+    e->fenced = any || e->n_ded_nodes > 0;
+}
+
+void gp__fence_note(gp_engine *e, uint32_t job)
+{
+    const gp__job *j = &e->jobs[job];
+    if (!e->fenced || j->ded_domain == GP__NONE)
+        return;
+    size_t n = gp__placed_count(j);
+    for (size_t i = 0; i < n; i++)
+        ded_node_add(e, e->fleet.gpus[j->placed[i]].node);
+}
+
+/* False when out of memory (the node is left as it was). */
+static bool bar(gp_engine *e, uint32_t n, uint32_t domain)
+{
+    const gp__node *node = &e->fleet.nodes[n];
+    if (node->barred || !node->up || node->draining || !node_barred(node, domain))
+        return true;
+    if (!GP__GROW(e->barred, e->n_barred, e->cap_barred))
+        return false;
+    e->barred[e->n_barred++] = n;
+    gp__node_bar(&e->fleet, n, true);
+    return true;
+}
+
+bool gp__fence_up(gp_engine *e, uint32_t job)
 {
     if (!e->fenced)
-        return;
+        return true;
     uint32_t domain = e->tenants[e->jobs[job].tenant].ded_domain;
+    bool ok = true;
     e->cand_memo.valid = false; /* reclaim's candidate lists were made behind another fence */
-    for (size_t n = 0; n < e->fleet.n_nodes; n++) {
-        const gp__node *node = &e->fleet.nodes[n];
-        if (!node->up || node->draining || !node_barred(node, domain))
-            continue;
-        if (!GP__GROW(e->barred, e->n_barred, e->cap_barred))
-            continue; /* out of memory: this job's looks may not be told apart; the node stays open */
-        e->barred[e->n_barred++] = (uint32_t)n;
-        gp__node_bar(&e->fleet, (uint32_t)n, true);
+    if (domain == GP__NONE && e->n_ded_nodes != SIZE_MAX) { /* a shared job: only nodes a domain runs on */
+        for (size_t i = 0; i < e->n_ded_nodes && ok; i++)
+            ok = bar(e, e->ded_nodes[i], domain);
+        return ok;
     }
+    for (size_t n = 0; n < e->fleet.n_nodes && ok; n++)
+        ok = bar(e, (uint32_t)n, domain);
+    return ok;
 }
 
 void gp__fence_down(gp_engine *e)

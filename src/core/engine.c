@@ -98,6 +98,7 @@ void gp_engine_free(gp_engine *e)
     free(e->replay_front);
     free(e->cand_nodes);
     free(e->barred);
+    free(e->ded_nodes);
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);
@@ -984,7 +985,10 @@ static void consider_fenced(gp_engine *e, uint32_t job, const pass_ctx *p)
         consider(e, job, p);
         return;
     }
-    gp__fence_up(e, job);
+    if (!gp__fence_up(e, job)) { /* out of memory: not looked at in this pass rather than looked at unfenced */
+        gp__fence_down(e);
+        return;
+    }
     consider(e, job, p);
     if (j->state == GP_JOB_PENDING && j->wait.code == GP_WAIT_CAPACITY)
         gp__fence_wait(e, j, j->type_mask, &j->wait);
@@ -1001,7 +1005,7 @@ static void run_pass(gp_engine *e)
     memset(e->reserve_tries, 0, sizeof e->reserve_tries);
     e->n_miss = 0;
     e->last_placed_tenant = GP__NONE;
-    e->fenced = gp__fence_needed(e);
+    gp__fence_begin(e);
     gp__fleet_recount(&e->fleet);
     gp__promote(e);
     memset(e->borrowed, 0, sizeof e->borrowed);

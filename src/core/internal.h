@@ -624,6 +624,11 @@ struct gp_engine {
     size_t n_idle_open;   /* metering.c: nodes with an open dedicated-idle interval */
     uint32_t *barred;
     size_t n_barred, cap_barred;
+    /* dedicated.c: the nodes that ran a domain's replicas at the pass's
+     * start or got some since (owned; derived, a superset: a shared job's
+     * fence looks at these only) */
+    uint32_t *ded_nodes;
+    size_t n_ded_nodes, cap_ded_nodes;
 };
 
 /* ==== base (see "Layers" above) ==== */
@@ -903,13 +908,17 @@ void gp__reclaim_room(gp_engine *e, int type);
 /* ==== policies (see "Layers" above) ==== */
 
 /* ---- dedicated.c ---- */
-/* Is any tenant dedicated, or does any node run a dedicated domain's
- * replicas?  Kept in e->fenced at each pass's start: no fence otherwise. */
-bool gp__fence_needed(const gp_engine *e);
+/* At each pass's start: e->fenced (is any tenant dedicated, or does any
+ * node run a dedicated domain's replicas?  No fence otherwise) and the
+ * list of nodes that run a domain's replicas. */
+void gp__fence_begin(gp_engine *e);
+/* A job just placed (placement.c): a dedicated one's nodes join the list. */
+void gp__fence_note(gp_engine *e, uint32_t job);
 /* Bar the nodes job may not share (another dedicated domain runs there; or
  * job's own domain is dedicated and others run there) for its looks / put
- * them back.  Only while e->fenced. */
-void gp__fence_up(gp_engine *e, uint32_t job);
+ * them back.  Only while e->fenced.  False when out of memory: the fence
+ * is not whole, and the job must not be looked at (put it down). */
+bool gp__fence_up(gp_engine *e, uint32_t job);
 void gp__fence_down(gp_engine *e);
 /* The wait of a job that found no room while fenced: GP_WAIT_DEDICATED
  * when the barred nodes hold free GPUs of an accepted type, else *w as is. */

@@ -326,6 +326,7 @@ void gp__place_commit(gp_engine *e, uint32_t job, int type)
     size_t n = (size_t)j->replicas * j->gpus;
     (void)type;
     j->ded_domain = e->tenants[j->tenant].ded_domain; /* counted on its nodes until it leaves them */
+    gp__fence_note(e, job);
     if (gp__job_shared(j)) {
         gp__shared_take(e, job, true);
         return;
