@@ -93,7 +93,13 @@ bool gp__fence_up(gp_engine *e, uint32_t job)
     if (!e->fenced)
         return true;
     uint32_t domain = e->tenants[e->jobs[job].tenant].ded_domain;
+    if (e->fence_up && e->fence_domain == domain && e->fence_changes == e->changes)
+        return true; /* nothing placed or released since: the same nodes are barred */
+    gp__fence_down(e);
     bool ok = true;
+    e->fence_up = true;
+    e->fence_domain = domain;
+    e->fence_changes = e->changes;
     e->cand_memo.valid = false; /* reclaim's candidate lists were made behind another fence */
     if (domain == GP__NONE && e->n_ded_nodes != SIZE_MAX) { /* a shared job: only nodes a domain runs on */
         for (size_t i = 0; i < e->n_ded_nodes && ok; i++)
@@ -110,6 +116,7 @@ void gp__fence_down(gp_engine *e)
     for (size_t i = 0; i < e->n_barred; i++)
         gp__node_bar(&e->fleet, e->barred[i], false);
     e->n_barred = 0;
+    e->fence_up = false;
 }
 
 void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, gp_wait *w)

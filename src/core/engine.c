@@ -992,7 +992,6 @@ static void consider_fenced(gp_engine *e, uint32_t job, const pass_ctx *p)
     consider(e, job, p);
     if (j->state == GP_JOB_PENDING && j->wait.code == GP_WAIT_CAPACITY)
         gp__fence_wait(e, j, j->type_mask, &j->wait);
-    gp__fence_down(e);
 }
 
 static void run_pass(gp_engine *e)
@@ -1023,6 +1022,7 @@ static void run_pass(gp_engine *e)
         for (uint32_t job; (job = gp__fair_next(e, p.phase == GP_CLASS_GUARANTEED)) != GP__NONE;)
             consider_fenced(e, job, &p);
     }
+    gp__fence_down(e);
     gp__reservations_clear(e);
     gp__dedicated_idle_sync(e);
     e->stats.total_passes++;

@@ -624,6 +624,9 @@ struct gp_engine {
     size_t n_idle_open;   /* metering.c: nodes with an open dedicated-idle interval */
     uint32_t *barred;
     size_t n_barred, cap_barred;
+    bool fence_up;        /* the barred nodes stand for fence_domain as of changes == fence_changes */
+    uint32_t fence_domain;
+    uint64_t fence_changes;
     /* dedicated.c: the nodes that ran a domain's replicas at the pass's
      * start or got some since (owned; derived, a superset: a shared job's
      * fence looks at these only) */
@@ -916,8 +919,10 @@ void gp__fence_begin(gp_engine *e);
 void gp__fence_note(gp_engine *e, uint32_t job);
 /* Bar the nodes job may not share (another dedicated domain runs there; or
  * job's own domain is dedicated and others run there) for its looks / put
- * them back.  Only while e->fenced.  False when out of memory: the fence
- * is not whole, and the job must not be looked at (put it down). */
+ * them back (the pass does at its end).  Only while e->fenced.  A fence up
+ * for the same domain with no decision since is kept as it is.  False
+ * when out of memory: the fence is not whole, and the job must not be
+ * looked at (put it down). */
 bool gp__fence_up(gp_engine *e, uint32_t job);
 void gp__fence_down(gp_engine *e);
 /* The wait of a job that found no room while fenced: GP_WAIT_DEDICATED
