@@ -51,6 +51,11 @@
  * inserts into or removes from one long queue.  0 (the default) draws
  * nothing extra, so the default run is unchanged.
  *
+ * --dedicated-orgs N gives orgs org0..org(N-1) `nodes: dedicated` (nodes of
+ * their own, core/dedicated.c): the cost of the fence around every job's
+ * looks and what exclusivity does to placement.  0 (the default) sets
+ * nothing, so the default run is unchanged.
+ *
  * Output: a human summary (with the engine's own wait reasons of the jobs
  * still queued at the end, and a warning if a reclaiming job still waits
  * after its victims' graces ended), then as the last line one JSON object
@@ -104,6 +109,7 @@ typedef struct bench_options {
     int hot_pct;     /* percentage of refill jobs that go to the hot project (0 = none) */
     int max_preemptions; /* the engine's preemption cap (0 = none) */
     bool fair_share;     /* the engine's fair-share reclaim */
+    int dedicated_orgs;  /* orgs 0..N-1 get dedicated nodes (0 = none) */
     bool sweep;      /* --pending-sweep: one run per level of SWEEP_LEVELS, a curve */
 } bench_options;
 
@@ -113,7 +119,7 @@ static void usage(FILE *out)
             "usage: bench_engine [--seed N] [--passes N] [--warmup N] [--gpus N] [--pending N]\n"
             "                    [--step SECONDS] [--wave-every N] [--wave-size N] [--check-every N]\n"
             "                    [--hot-tenant PCT] [--max-preemptions N] [--fair-share-reclaim 0|1]\n"
-            "                    [--pending-sweep]\n"
+            "                    [--dedicated-orgs N] [--pending-sweep]\n"
             "  --seed        PRNG seed (default 1)\n"
             "  --passes      measured scheduling passes (default 200)\n"
             "  --warmup      unmeasured passes after the fill (default 20)\n"
@@ -126,6 +132,7 @@ static void usage(FILE *out)
             "  --hot-tenant  percentage of submitted jobs that go to one project, org1/team0/proj0 (default 0)\n"
             "  --max-preemptions  a job preempted N times is no longer a victim (default 3; 0: no cap)\n"
             "  --fair-share-reclaim  1: tenants below their fair share reclaim from those above (default 0)\n"
+            "  --dedicated-orgs  orgs org0..orgN-1 have dedicated nodes (default 0: none)\n"
             "  --verbose     one line per pass on stderr\n"
             "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n"
             "  --pending-sweep  one run each at 10000, 25000, 50000 and 100000 pending (other options\n"
@@ -211,6 +218,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (strcmp(flag, "--fair-share-reclaim") == 0) {
             ok = parse_int(value, 0, 1, &v);
             o->fair_share = v == 1;
+        } else if (strcmp(flag, "--dedicated-orgs") == 0) {
+            ok = parse_int(value, 0, N_ORGS, &v);
+            o->dedicated_orgs = (int)v;
         } else {
             fprintf(stderr, "bench_engine: unknown flag %s\n", flag);
             usage(stderr);
@@ -610,6 +620,8 @@ static void build_tenants(bench *b)
                 for (int t = 0; t < N_TYPES; t++)
                     org_g[t] += b->projects[p].guarantee[t];
         gp_tenant_spec spec = {.guarantee = quota_of(org_g, true), .weight = 0, .lend = -1};
+        if (org < b->opt.dedicated_orgs)
+            spec.nodes = GP_NODES_DEDICATED;
         if (org == 0) {
             int64_t cap[N_TYPES] = {b->type_gpus[0] / 4, 0, 0};
             if (cap[0] < org_g[0])

@@ -378,10 +378,10 @@ static json_t *lend_value(const char *text)
 
 static const char QUOTA_USAGE[] = "usage: gpupool quota set PATH [--guarantee TYPE=N,...] [--limit TYPE=N,...]"
                                   " [--user-limit TYPE=N,...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]"
-                                  " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
+                                  " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...] [--nodes shared|dedicated]";
 static const char TENANTS_CREATE_USAGE[] = "usage: gpupool tenants create PATH [--guarantee TYPE=N,...] [--limit ...]"
                                            " [--user-limit ...] [--weight W] [--lend yes|no] [--trust ...]"
-                                           " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]";
+                                           " [--job-defaults FIELD=N,...] [--job-max FIELD=N,...] [--nodes shared|dedicated]";
 
 /* A value of a change as a person reads it: null is "(none)". */
 static const char *change_value(const json_t *v, char *buf, size_t cap)
@@ -433,7 +433,7 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
         {"user-limit", required_argument, NULL, 'u'}, {"weight", required_argument, NULL, 'w'},
         {"lend", required_argument, NULL, 'L'},      {"trust", required_argument, NULL, 't'},
         {"job-defaults", required_argument, NULL, 'd'}, {"job-max", required_argument, NULL, 'm'},
-        {NULL, 0, NULL, 0}};
+        {"nodes", required_argument, NULL, 'n'},     {NULL, 0, NULL, 0}};
     json_t *spec = json_object();
     int ch, rc = GP_EXIT_OK;
     optind = 0;
@@ -451,6 +451,8 @@ static int tenant_spec_command(gp_client *c, int argc, char **argv, const char *
             json_object_set_new(spec, "lend", lend_value(optarg));
         } else if (ch == 't') {
             json_object_set_new(spec, "trust", json_string(optarg));
+        } else if (ch == 'n') {
+            json_object_set_new(spec, "nodes", json_string(optarg));
         } else if (ch == 'd' || ch == 'm') {
             const char *field = ch == 'd' ? "job_defaults" : "job_max";
             json_t *limits = parse_job_limits(optarg);

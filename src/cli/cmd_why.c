@@ -75,6 +75,15 @@ static void print_advice(const json_t *job, const json_t *w, int64_t now)
         printf("blocked:   %s is untrusted, and %s is shared with other tenants\n"
                "to change: cancel and resubmit as exclusive or mig, or have an admin trust %s\n",
                field(w, "tenant"), field(job, "isolation"), field(w, "tenant"));
+    else if (strcmp(code, "dedicated") == 0 && strcmp(field(w, "by"), "own") == 0)
+        printf("blocked:   %s has dedicated nodes, and the free GPUs that would hold it are on nodes running\n"
+               "           other tenants' jobs\n"
+               "to change: nothing: it starts once a node with room runs nothing from outside %s\n",
+               field(w, "tenant"), field(w, "tenant"));
+    else if (strcmp(code, "dedicated") == 0)
+        printf("blocked:   %lld free GPUs are on nodes dedicated to %s, which shares a node with no one\n"
+               "to change: nothing: it starts once other nodes have room or %s's jobs there end\n",
+               (long long)json_integer_value(json_object_get(w, "free")), field(w, "tenant"), field(w, "tenant"));
     else if (strcmp(code, "topology") == 0 || strcmp(code, "node_shape") == 0)
         printf("blocked:   the shape of the fleet: no node or domain can ever hold it\n"
                "to change: ask for fewer GPUs per replica, a looser topology, or less CPU/memory\n");

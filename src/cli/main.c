@@ -87,7 +87,7 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool tenants [PATH]\n"
      "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                              [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
-     "                              [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]\n"
+     "                              [--job-defaults FIELD=N,...] [--job-max FIELD=N,...] [--nodes shared|dedicated]\n"
      "       gpupool tenants delete PATH\n"
      "The tenant tree (or PATH's subtree) with guarantees, limits and usage.  create makes a new tenant\n"
      "(refused if PATH exists; fields not given take their defaults); delete removes one with no children\n"
@@ -95,7 +95,7 @@ const gp_command GP_COMMANDS[] = {
     {"quota", gp_cmd_quota,
      "usage: gpupool quota set PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
      "                       [--user-limit ...] [--weight W] [--lend yes|no] [--trust trusted|untrusted]\n"
-     "                       [--job-defaults FIELD=N,...] [--job-max FIELD=N,...]\n"
+     "                       [--job-defaults FIELD=N,...] [--job-max FIELD=N,...] [--nodes shared|dedicated]\n"
      "Change the fields given of an existing tenant, keeping every other field (a merge patch: --limit\n"
      "L40S=6 changes the L40S limit only); prints what changed.  --job-defaults and --job-max (FIELD:\n"
      "cpu_millis, mem_mib, pids_max) are what the tenant's jobs get when they set none, and the most they\n"

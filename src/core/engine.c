@@ -97,6 +97,8 @@ void gp_engine_free(gp_engine *e)
     free(e->reclaim_buf);
     free(e->replay_front);
     free(e->cand_nodes);
+    free(e->barred);
+    free(e->ded_nodes);
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);
@@ -697,7 +699,9 @@ static struct gp__miss miss_key(const gp_engine *e, const gp__job *j, int type)
                          .replicas = j->replicas,
                          .cpu = j->cpu,
                          .mem = j->mem + j->share_mem};
-    if (j->isolation == GP_ISO_MPS || j->isolation == GP_ISO_TIMESLICE)
+    if (e->fenced) /* the fence differs by tenant (dedicated.c) */
+        k.trust = j->tenant;
+    else if (j->isolation == GP_ISO_MPS || j->isolation == GP_ISO_TIMESLICE)
         k.trust = gp__job_org(e, j);
     else if (j->isolation == GP_ISO_MIG && e->tenants[j->tenant].untrusted)
         k.trust = j->tenant;
@@ -971,6 +975,25 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     wait_for_capacity(e, j, types);
 }
 
+/* consider() behind the job's fence when dedicated nodes are in play
+ * (dedicated.c): its looks see only the nodes it may share, and a wait
+ * for capacity that the fence made says so. */
+static void consider_fenced(gp_engine *e, uint32_t job, const pass_ctx *p)
+{
+    gp__job *j = &e->jobs[job];
+    if (!e->fenced || j->pass_seen == e->pass) {
+        consider(e, job, p);
+        return;
+    }
+    if (!gp__fence_up(e, job)) { /* out of memory: not looked at in this pass rather than looked at unfenced */
+        gp__fence_down(e);
+        return;
+    }
+    consider(e, job, p);
+    if (j->state == GP_JOB_PENDING && j->wait.code == GP_WAIT_CAPACITY)
+        gp__fence_wait(e, j, j->type_mask, &j->wait);
+}
+
 static void run_pass(gp_engine *e)
 {
     e->pass++;
@@ -981,6 +1004,7 @@ static void run_pass(gp_engine *e)
     memset(e->reserve_tries, 0, sizeof e->reserve_tries);
     e->n_miss = 0;
     e->last_placed_tenant = GP__NONE;
+    gp__fence_begin(e);
     gp__fleet_recount(&e->fleet);
     gp__promote(e);
     memset(e->borrowed, 0, sizeof e->borrowed);
@@ -996,9 +1020,11 @@ static void run_pass(gp_engine *e)
         p.phase = phases[i];
         gp__fair_begin(e);
         for (uint32_t job; (job = gp__fair_next(e, p.phase == GP_CLASS_GUARANTEED)) != GP__NONE;)
-            consider(e, job, &p);
+            consider_fenced(e, job, &p);
     }
+    gp__fence_down(e);
     gp__reservations_clear(e);
+    gp__dedicated_idle_sync(e);
     e->stats.total_passes++;
 }
 

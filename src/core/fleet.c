@@ -163,7 +163,7 @@ static void node_reposition(gp__fleet *f, uint32_t n)
 {
     gp__node *node = &f->nodes[n];
     f->brief[n] = gp__node_brief_of(node);
-    int k = node->held ? 0 : node->free;
+    int k = node->held || node->barred ? 0 : node->free;
     if (k == node->indexed)
         return;
     index_remove(f, n);
@@ -200,7 +200,8 @@ void gp__node_to_front(gp__fleet *f, uint32_t n)
 
 gp__node_brief gp__node_brief_of(const gp__node *node)
 {
-    return (gp__node_brief){node->block, node->up && !node->draining ? (int16_t)node->free : (int16_t)-1,
+    return (gp__node_brief){node->block,
+                            node->up && !node->draining && !node->barred ? (int16_t)node->free : (int16_t)-1,
                             node->withheld};
 }
 
@@ -219,6 +220,22 @@ void gp__node_hold(gp__fleet *f, uint32_t node, bool held)
     f->nodes[node].held = held;
     gp__node_touch(f, node);
     node_reposition(f, node);
+}
+
+void gp__node_bar(gp__fleet *f, uint32_t node, bool barred)
+{
+    f->nodes[node].barred = barred;
+    gp__node_touch(f, node);
+    node_reposition(f, node);
+}
+
+void gp__node_dedicate(gp__fleet *f, uint32_t node, uint32_t domain, int sign)
+{
+    gp__node *n = &f->nodes[node];
+    if (domain == GP__NONE)
+        return;
+    n->ded_replicas = (uint32_t)((int64_t)n->ded_replicas + sign);
+    n->ded_domain = n->ded_replicas > 0 ? domain : GP__NONE;
 }
 
 static int healthy_gpus(const gp__fleet *f, const gp__node *node, int domain)
@@ -446,6 +463,7 @@ static gp_err node_create(gp_engine *e, const gp_node_spec *s, gp_error *err)
     node->cpu_cap = s->cpu_millis;
     node->mem_cap = s->mem_mib;
     node->prev = node->next = GP__NONE;
+    node->ded_domain = GP__NONE;
     node->pool = (uint16_t)pool;
     b->nodes[b->n_nodes++] = n;
     f->type_nodes[type][f->n_type_nodes[type]++] = n;
@@ -707,7 +725,8 @@ void gp__tx_save_node(gp_engine *e, uint32_t node)
     if (!GP__GROW(s->saved_nodes, s->n_saved_nodes, s->cap_saved_nodes))
         return;
     const gp__node *n = &e->fleet.nodes[node];
-    s->saved_nodes[s->n_saved_nodes++] = (struct gp__saved_node){node, n->cpu_used, n->mem_used, n->replicas};
+    s->saved_nodes[s->n_saved_nodes++] =
+        (struct gp__saved_node){node, n->cpu_used, n->mem_used, n->replicas, n->ded_domain, n->ded_replicas};
 }
 
 /* Undo the tentative changes of a placement look.  Only fields that a look
@@ -727,6 +746,8 @@ void gp__tx_rollback(gp_engine *e)
         n->cpu_used = s->saved_nodes[i].cpu_used;
         n->mem_used = s->saved_nodes[i].mem_used;
         n->replicas = s->saved_nodes[i].replicas;
+        n->ded_domain = s->saved_nodes[i].ded_domain;
+        n->ded_replicas = s->saved_nodes[i].ded_replicas;
     }
     s->n_saved_gpus = s->n_saved_nodes = 0;
 }

@@ -470,7 +470,7 @@ static option scored(gp_engine *e, const gp__job *j, uint32_t org, uint32_t n, g
 static bool node_usable(const gp_engine *e, uint32_t n, int type)
 {
     const gp__node *node = &e->fleet.nodes[n];
-    return node->type == type && node->up && !node->draining && !node->held;
+    return node->type == type && node->up && !node->draining && !node->held && !node->barred;
 }
 
 /* Put one replica on node n tentatively (saved for rollback). */

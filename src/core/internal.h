@@ -29,7 +29,9 @@
  *     jobs.c       the job table, spec validation, states, history, queues,
  *                  a replica's part of a GPU
  *     claims.c     what is held for reclaiming jobs (claims, covers), room
- *   policies: sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *   policies: dedicated.c sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *     dedicated.c  dedicated nodes: which nodes a job may not share (the fence
+ *                  around each job's looks) and its wait when that keeps it out
  *     sharing.c    shared GPUs (MIG, MPS, time-slicing): trust, where a share goes
  *     fragmentation.c placing by node score (FGD), the workload mix
  *     placement.c  gang placement with topology and best fit
@@ -160,6 +162,14 @@ typedef struct gp__node {
     int64_t gpu_mem_mib;
     bool up, draining, drained_reported;
     bool held;            /* held for a reservation during this pass */
+    bool barred;          /* fenced off for the job being looked at (dedicated.c); false between jobs */
+    uint32_t ded_domain;  /* the dedicated domain whose replicas run here, GP__NONE when none */
+    uint32_t ded_replicas; /* replicas of that domain's jobs on the node (placed while it was dedicated) */
+    /* the open dedicated-idle interval (metering.c): id (0 = none), start, domain, GPUs */
+    uint64_t idle_interval;
+    int64_t idle_start;
+    uint32_t idle_domain;
+    uint8_t idle_gpus;
     uint8_t withheld;     /* GPUs unhealthy or claimed whole: a job's end gives them to no
                              one (backfill.c; counted by gp__node_reindex) */
     int64_t cpu_cap, mem_cap, cpu_used, mem_used;
@@ -267,6 +277,8 @@ typedef struct gp__tenant {
     bool lend;
     gp_trust trust_set;   /* as given */
     bool untrusted;       /* effective */
+    gp_nodes_policy nodes_set; /* as given */
+    uint32_t ded_domain;  /* effective: the outermost tenant on its path that is dedicated, GP__NONE */
     gp_res usage, guaranteed;
     double share;         /* dominant share / weight */
     uint64_t share_capacity; /* fleet.capacity_version the share was computed at */
@@ -379,6 +391,8 @@ typedef struct gp__job {
     bool fair_reclaim;    /* its victims were taken for fair share (reclaim.c), not for a
                              guarantee: phase 2 keeps them and its claims */
     uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
+    uint32_t ded_domain;  /* while placed: its tenant's dedicated domain at bind (counted on its
+                             nodes as such until it leaves them), GP__NONE when shared */
 } gp__job;
 
 typedef struct gp__history {
@@ -462,6 +476,7 @@ typedef struct gp__scratch {
         uint32_t index;
         int64_t cpu_used, mem_used;
         uint32_t replicas;
+        uint32_t ded_domain, ded_replicas;
     } *saved_nodes;
     size_t n_saved_nodes, cap_saved_nodes;
     uint32_t *out;        /* chosen GPUs */
@@ -602,6 +617,21 @@ struct gp_engine {
     } nofit[GP__NOFITS];
     size_t n_nofit, nofit_next;
     uint64_t room[GP_MAX_GPU_TYPES]; /* bumped by whatever may give a reclaim of the type more room */
+    /* dedicated.c: a tenant is dedicated or a node runs a dedicated
+     * domain's replicas (set at each pass's start), and the nodes fenced
+     * off for the job being looked at (owned; empty between jobs) */
+    bool fenced;
+    size_t n_idle_open;   /* metering.c: nodes with an open dedicated-idle interval */
+    uint32_t *barred;
+    size_t n_barred, cap_barred;
+    bool fence_up;        /* the barred nodes stand for fence_domain as of changes == fence_changes */
+    uint32_t fence_domain;
+    uint64_t fence_changes;
+    /* dedicated.c: the nodes that ran a domain's replicas at the pass's
+     * start or got some since (owned; derived, a superset: a shared job's
+     * fence looks at these only) */
+    uint32_t *ded_nodes;
+    size_t n_ded_nodes, cap_ded_nodes;
 };
 
 /* ==== base (see "Layers" above) ==== */
@@ -659,6 +689,11 @@ void gp__mig_layout_format(const gp__gpu *g, char *buf, size_t len);
 gp_decision *gp__decision_push(gp_engine *e, gp_decision_kind kind, uint64_t job);
 void gp__usage_open(gp_engine *e, uint32_t job);
 void gp__usage_close(gp_engine *e, uint32_t job);
+/* Dedicated idle: per node, an interval billed to the dedicated domain
+ * whose replicas run there for the node's free GPUs (nobody else may use
+ * them), closed and opened again when the domain or the count changes.
+ * The pass calls it at its end. */
+void gp__dedicated_idle_sync(gp_engine *e);
 
 /* ---- restart.c: restart_policy ---- */
 /* The spec's policy and limit with the defaults filled in (by kind);
@@ -682,6 +717,12 @@ void gp__node_reindex(gp__fleet *f, uint32_t node);
  * count and the change's undo leave it (reclaim.c). */
 void gp__node_to_front(gp__fleet *f, uint32_t node);
 void gp__node_hold(gp__fleet *f, uint32_t node, bool held);
+/* The same for a node fenced off for one job (dedicated.c): out of the
+ * index and out of the briefs while barred. */
+void gp__node_bar(gp__fleet *f, uint32_t node, bool barred);
+/* One replica of a job of dedicated domain `domain` (GP__NONE: shared, nothing
+ * counted) comes onto the node (sign +1) or leaves it (-1). */
+void gp__node_dedicate(gp__fleet *f, uint32_t node, uint32_t domain, int sign);
 /* Something a share's node score reads changed on the node (its GPUs, CPU
  * or memory in use, up, drain, held): bumps node->stamp (the node's
  * remembered scores) and stamps touched[] (the share shapes' tables);
@@ -868,6 +909,25 @@ void gp__claims_forget(gp_engine *e, uint32_t job);
 void gp__reclaim_room(gp_engine *e, int type);
 
 /* ==== policies (see "Layers" above) ==== */
+
+/* ---- dedicated.c ---- */
+/* At each pass's start: e->fenced (is any tenant dedicated, or does any
+ * node run a dedicated domain's replicas?  No fence otherwise) and the
+ * list of nodes that run a domain's replicas. */
+void gp__fence_begin(gp_engine *e);
+/* A job just placed (placement.c): a dedicated one's nodes join the list. */
+void gp__fence_note(gp_engine *e, uint32_t job);
+/* Bar the nodes job may not share (another dedicated domain runs there; or
+ * job's own domain is dedicated and others run there) for its looks / put
+ * them back (the pass does at its end).  Only while e->fenced.  A fence up
+ * for the same domain with no decision since is kept as it is.  False
+ * when out of memory: the fence is not whole, and the job must not be
+ * looked at (put it down). */
+bool gp__fence_up(gp_engine *e, uint32_t job);
+void gp__fence_down(gp_engine *e);
+/* The wait of a job that found no room while fenced: GP_WAIT_DEDICATED
+ * when the barred nodes hold free GPUs of an accepted type, else *w as is. */
+void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, gp_wait *w);
 
 /* ---- sharing.c ---- */
 /* Whether one MPS share of j fits GPU g now: beside the shares and the

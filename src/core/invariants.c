@@ -26,7 +26,11 @@
  *     time-slice replicas plus claimed ones fit the factor, MIG claims
  *     never overlap each other nor an instance of work that stays (a
  *     victim in its grace is leaving); work that stays beside an MPS or
- *     time-slice claim is of the claim's trust domain.
+ *     time-slice claim is of the claim's trust domain;
+ *   - dedicated nodes: each node's count of a dedicated domain's replicas
+ *     is the sum over the jobs placed there as that domain's, one domain
+ *     per node, no node barred between events, and a node that runs a
+ *     domain's replica runs no replica of a tenant outside the domain.
  */
 #include "core/internal.h"
 
@@ -368,6 +372,54 @@ static gp_err check_claims(const gp_engine *e, gp_error *err)
     return rc;
 }
 
+static bool in_subtree(const gp_engine *e, uint32_t tenant, uint32_t root)
+{
+    for (uint32_t t = tenant; t != GP__NONE; t = e->tenants[t].parent)
+        if (t == root)
+            return true;
+    return false;
+}
+
+/* One replica of j on node n: counted as a domain's, or beside one. */
+static gp_err check_dedicated_replica(const gp_engine *e, const gp__job *j, uint32_t n, uint32_t *ded, gp_error *err)
+{
+    const gp__node *node = &e->fleet.nodes[n];
+    if (j->ded_domain != GP__NONE) {
+        ded[n]++;
+        if (node->ded_domain != j->ded_domain)
+            return gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s runs replicas of two dedicated domains",
+                                node->name);
+    }
+    if (node->ded_replicas > 0 && !in_subtree(e, j->tenant, node->ded_domain))
+        return gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s, dedicated to %s, runs job %llu of %s", node->name,
+                            e->tenants[node->ded_domain].path, (unsigned long long)j->id, e->tenants[j->tenant].path);
+    return GP_OK;
+}
+
+static gp_err check_dedicated(const gp_engine *e, gp_error *err)
+{
+    const gp__fleet *f = &e->fleet;
+    uint32_t *ded = calloc(f->n_nodes ? f->n_nodes : 1, sizeof *ded);
+    if (!ded)
+        return gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
+    gp_err rc = GP_OK;
+    for (size_t i = 0; i < e->n_running && !rc; i++) {
+        const gp__job *j = &e->jobs[e->running[i]];
+        size_t stride = gp__job_shared(j) || j->gpus == 0 ? 1 : (size_t)j->gpus;
+        for (int r = 0; r < j->replicas && !rc; r++)
+            rc = check_dedicated_replica(e, j, f->gpus[j->placed[(size_t)r * stride]].node, ded, err);
+    }
+    for (size_t n = 0; n < f->n_nodes && !rc; n++) {
+        const gp__node *node = &f->nodes[n];
+        if (node->ded_replicas != ded[n] || (node->ded_replicas == 0) != (node->ded_domain == GP__NONE))
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "dedicated count of node %s is out of step", node->name);
+        else if (node->barred)
+            rc = gp_error_set(err, GP_ERR_CONFLICT, "node", "node %s is still barred", node->name);
+    }
+    free(ded);
+    return rc;
+}
+
 gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
 {
     if (!e)
@@ -378,8 +430,8 @@ gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
     if (!usage || !guaranteed)
         rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
     else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)) &&
-             !(rc = check_nodes(e, err)) && !(rc = gp__shared_check(e, err)))
-        rc = check_claims(e, err);
+             !(rc = check_nodes(e, err)) && !(rc = gp__shared_check(e, err)) && !(rc = check_claims(e, err)))
+        rc = check_dedicated(e, err);
     free(usage);
     free(guaranteed);
     return rc;

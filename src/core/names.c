@@ -1,6 +1,6 @@
 /* names.c - the engine's table of enum names: the one place where a job
  * state, class, topology, isolation, job kind, decision kind, wait code,
- * GPU sharing mode, pool score, tenant trust, restart policy or stop signal
+ * GPU sharing mode, pool score, tenant trust, nodes policy, restart policy or stop signal
  * gets its name (topology, isolation and stop signal names are util's
  * tables, shape_names.h and stop_signal.h, shared with metering and the CLI).  Callers
  * outside core (server, spec codec, config files, CLI output, simulator)
@@ -27,6 +27,7 @@ static const char *const DECISION_KINDS[] = {"transition", "bind",       "preemp
 static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
+static const char *const NODES_POLICIES[] = {"inherit", "shared", "dedicated"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 _Static_assert(GP_TOPO_NVLINK + 1 == GP_TOPOLOGY_NAMES, "a name for each topology (util/shape_names.c)");
 _Static_assert(GP_ISO_TIMESLICE + 1 == GP_ISOLATION_NAMES, "a name for each isolation (util/shape_names.c)");
@@ -43,6 +44,7 @@ static const struct {
     [GP_ENUM_SHARING] = GP__TABLE(SHARINGS),       [GP_ENUM_SCORE] = GP__TABLE(SCORES),
     [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),           [GP_ENUM_RESTART_POLICY] = GP__TABLE(RESTART_POLICIES),
     [GP_ENUM_STOP_SIGNAL] = {gp_stop_signal_names, GP_STOP_SIGNALS},
+    [GP_ENUM_NODES] = GP__TABLE(NODES_POLICIES),
 };
 
 int gp_enum_count(gp_enum which)
@@ -123,6 +125,11 @@ const char *gp_trust_name(gp_trust t)
     return gp_enum_name(GP_ENUM_TRUST, (int)t);
 }
 
+const char *gp_nodes_policy_name(gp_nodes_policy p)
+{
+    return gp_enum_name(GP_ENUM_NODES, (int)p);
+}
+
 const char *gp_restart_policy_name(gp_restart_policy p)
 {
     return gp_enum_name(GP_ENUM_RESTART_POLICY, (int)p);
@@ -132,6 +139,7 @@ const char *gp_wait_code_name(gp_wait_code c)
 {
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
-                                        "reclaim",     "node_shape", "trust", "sharing_mode", "backoff"};
+                                        "reclaim",     "node_shape", "trust", "sharing_mode", "backoff",
+                                        "dedicated"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
 }

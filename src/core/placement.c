@@ -86,7 +86,7 @@ static bool place_cpu_only(gp_engine *e, const gp__job *j, int type)
         uint32_t best = GP__NONE;
         for (size_t n = 0; n < f->n_nodes; n++) {
             gp__node *node = &f->nodes[n];
-            if (node->type != type || !node->up || node->draining || node->held ||
+            if (node->type != type || !node->up || node->draining || node->held || node->barred ||
                 node->cpu_cap - node->cpu_used < j->cpu || node->mem_cap - node->mem_used < j->mem)
                 continue;
             if (best == GP__NONE || node->free < f->nodes[best].free ||
@@ -315,6 +315,7 @@ static void cpu_only_charge(gp_engine *e, const gp__job *j, int sign)
         node->cpu_used += sign * j->cpu;
         node->mem_used += sign * j->mem;
         node->replicas = (uint32_t)((int64_t)node->replicas + sign);
+        gp__node_dedicate(&e->fleet, n, j->ded_domain, sign);
         gp__node_touch(&e->fleet, n);
     }
 }
@@ -324,6 +325,8 @@ void gp__place_commit(gp_engine *e, uint32_t job, int type)
     gp__job *j = &e->jobs[job];
     size_t n = (size_t)j->replicas * j->gpus;
     (void)type;
+    j->ded_domain = e->tenants[j->tenant].ded_domain; /* counted on its nodes until it leaves them */
+    gp__fence_note(e, job);
     if (gp__job_shared(j)) {
         gp__shared_take(e, job, true);
         return;
@@ -343,6 +346,7 @@ void gp__place_commit(gp_engine *e, uint32_t job, int type)
             node->cpu_used += j->cpu;
             node->mem_used += j->mem;
             node->replicas++;
+            gp__node_dedicate(&e->fleet, gpu->node, j->ded_domain, +1);
         }
         if (i + 1 == n || e->fleet.gpus[j->placed[i + 1]].node != gpu->node)
             gp__node_reindex(&e->fleet, gpu->node);
@@ -368,6 +372,7 @@ void gp__place_release(gp_engine *e, uint32_t job)
             node->cpu_used -= j->cpu;
             node->mem_used -= j->mem;
             node->replicas--;
+            gp__node_dedicate(&e->fleet, gpu->node, j->ded_domain, -1);
         }
         if (i + 1 == n || e->fleet.gpus[j->placed[i + 1]].node != gpu->node) {
             gp__node_reindex(&e->fleet, gpu->node);

@@ -182,6 +182,7 @@ bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *ou
     out->dominant_share = t->share;
     out->lend = t->lend;
     out->untrusted = t->untrusted;
+    out->dedicated = t->ded_domain != GP__NONE;
     out->pending_jobs = (int)t->n_pending;
     out->running_jobs = t->running;
     out->oldest_pending_submit = -1;

@@ -816,7 +816,7 @@ static uint64_t held_signature(const gp_engine *e, int type)
 
 static bool nofit_applies(const gp_engine *e, const gp__job *j)
 {
-    return !gp__job_shared(j) && j->gpus > 0 && !gp__scored_applies(e, j);
+    return !gp__job_shared(j) && j->gpus > 0 && !gp__scored_applies(e, j) && !e->fenced;
 }
 
 static bool nofit_known(const gp_engine *e, const gp__job *j, int type)
@@ -912,7 +912,7 @@ static bool count_says_nothing_fits(gp_engine *e, const gp__job *j, int type, co
     for (size_t k = 0; ok && k < e->cand_memo.n_nodes; k++) { /* each node from its bucket to its new one */
         const gp__cand_node *cn = &e->cand_nodes[k];
         const gp__node *node = &f->nodes[cn->node];
-        int count = node->up && !node->draining && !node->held ? node->free + cn->freed : 0;
+        int count = node->up && !node->draining && !node->held && !node->barred ? node->free + cn->freed : 0;
         if (node->indexed > 0) {
             hist[node->indexed]--;
             bhist[node->block][node->indexed]--;

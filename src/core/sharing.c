@@ -136,7 +136,8 @@ static bool replica_fits(const gp_engine *e, const gp__job *j, uint32_t gi, int 
 {
     const gp__gpu *g = &e->fleet.gpus[gi];
     const gp__node *n = &e->fleet.nodes[g->node];
-    if (!n->up || n->draining || !g->healthy || g->claim || g->owner || g->sharing != mode_of(j->isolation))
+    if (!n->up || n->draining || n->barred || !g->healthy || g->claim || g->owner ||
+        g->sharing != mode_of(j->isolation))
         return false;
     if ((j->cpu > 0 && n->cpu_cap - n->cpu_used < j->cpu) || (j->mem > 0 && n->mem_cap - n->mem_used < j->mem))
         return false;
@@ -180,6 +181,7 @@ bool gp__share_take_one(gp_engine *e, const gp__job *j, uint32_t owner, uint32_t
     n->cpu_used += j->cpu;
     n->mem_used += j->mem;
     n->replicas++;
+    gp__node_dedicate(&e->fleet, g->node, j->ded_domain, +1);
     return changed;
 }
 
@@ -198,6 +200,7 @@ static void replica_give(gp_engine *e, const gp__job *j, uint32_t owner, uint32_
     n->cpu_used -= j->cpu;
     n->mem_used -= j->mem;
     n->replicas--;
+    gp__node_dedicate(&e->fleet, g->node, j->ded_domain, -1);
 }
 
 /* ---- choosing GPUs ---- */

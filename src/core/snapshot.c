@@ -284,6 +284,10 @@ static void engine_detach(gp_engine *e)
     e->reclaim_buf = NULL;
     e->replay_front = NULL;
     e->cand_nodes = NULL;
+    e->barred = NULL; /* derived (dedicated.c): empty between events */
+    e->n_barred = e->cap_barred = 0;
+    e->ded_nodes = NULL; /* derived (dedicated.c): made again at the next pass's start */
+    e->n_ded_nodes = e->cap_ded_nodes = 0;
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;

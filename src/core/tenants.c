@@ -15,6 +15,10 @@
  *              an untrusted ancestor is refused (only the ancestor can lift
  *              it).  What a change means for jobs (trust; demotion of
  *              work over a shrunk guarantee) is engine.c's.
+ *   nodes      shared or dedicated, inherited as a floor like trust: the
+ *              outermost dedicated tenant on a path is the dedicated
+ *              domain of the tenants below it, and a node that runs any of
+ *              its jobs runs nothing from outside it (dedicated.c).
  *   time_limit a default time limit per job kind, inherited (jobs.c).
  *   job_defaults, job_max  what its jobs' replicas get and may ask for
  *              on the node (CPU, memory, processes), inherited
@@ -264,6 +268,11 @@ static void update_trust(gp_engine *e, uint32_t t)
     gp__tenant *ten = &e->tenants[t];
     bool parent_untrusted = ten->parent != GP__NONE && e->tenants[ten->parent].untrusted;
     ten->untrusted = ten->trust_set == GP_TRUST_UNTRUSTED || parent_untrusted;
+    /* dedication is a floor the same way: the outermost dedicated tenant is the domain */
+    uint32_t parent_domain = ten->parent != GP__NONE ? e->tenants[ten->parent].ded_domain : GP__NONE;
+    ten->ded_domain = parent_domain != GP__NONE                 ? parent_domain
+                      : ten->nodes_set == GP_NODES_DEDICATED ? t
+                                                               : GP__NONE;
     for (size_t i = 0; i < ten->n_children; i++)
         update_trust(e, ten->children[i]);
 }
@@ -279,14 +288,20 @@ uint32_t gp__trust_source(const gp_engine *e, uint32_t t)
 /* A change may not make a tenant more trusted than its parent: "trusted"
  * below an untrusted tenant is refused (an unknown parent is reported by
  * tenant_create). */
-static gp_err check_trust_floor(const gp_engine *e, const char *path, const gp_tenant_spec *s, gp_error *err)
+/* The parent of path if it exists, else GP__NONE (also for a top-level path). */
+static uint32_t parent_of(const gp_engine *e, const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (s->trust != GP_TRUST_TRUSTED || !slash)
-        return GP_OK;
+    if (!slash)
+        return GP__NONE;
     char ppath[GP_PATH_MAX];
     snprintf(ppath, sizeof ppath, "%.*s", (int)(slash - path), path);
-    uint32_t parent = gp__tenant_lookup(e, ppath);
+    return gp__tenant_lookup(e, ppath);
+}
+
+static gp_err check_trust_floor(const gp_engine *e, const char *path, const gp_tenant_spec *s, gp_error *err)
+{
+    uint32_t parent = s->trust == GP_TRUST_TRUSTED ? parent_of(e, path) : GP__NONE;
     if (parent == GP__NONE || !e->tenants[parent].untrusted)
         return GP_OK;
     const char *source = e->tenants[gp__trust_source(e, parent)].path;
@@ -294,6 +309,20 @@ static gp_err check_trust_floor(const gp_engine *e, const char *path, const gp_t
                         "%s is untrusted, so %s cannot be trusted (trust is inherited as a floor); use inherit or "
                         "untrusted, or have an admin trust %s",
                         source, path, source);
+}
+
+/* "shared" below a dedicated tenant is refused as "trusted" below an
+ * untrusted one is: only the domain itself can lift it. */
+static gp_err check_nodes_floor(const gp_engine *e, const char *path, const gp_tenant_spec *s, gp_error *err)
+{
+    uint32_t parent = s->nodes == GP_NODES_SHARED ? parent_of(e, path) : GP__NONE;
+    if (parent == GP__NONE || e->tenants[parent].ded_domain == GP__NONE)
+        return GP_OK;
+    const char *domain = e->tenants[e->tenants[parent].ded_domain].path;
+    return gp_error_set(err, GP_ERR_INVALID, "nodes",
+                        "%s has dedicated nodes, so %s cannot be shared (nodes is inherited as a floor); use inherit "
+                        "or dedicated, or have an admin make %s shared",
+                        domain, path, domain);
 }
 
 double gp__tenant_weight(const gp_engine *e, const gp__tenant *t)
@@ -387,6 +416,8 @@ static gp_err check_spec(const gp_tenant_spec *s, gp_error *err)
         return gp_error_set(err, GP_ERR_INVALID, "lend", "lend must be -1 (default), 0 or 1");
     if (s->trust < GP_TRUST_INHERIT || s->trust > GP_TRUST_UNTRUSTED)
         return gp_error_set(err, GP_ERR_INVALID, "trust", "trust must be inherit, trusted or untrusted");
+    if (s->nodes < GP_NODES_INHERIT || s->nodes > GP_NODES_DEDICATED)
+        return gp_error_set(err, GP_ERR_INVALID, "nodes", "nodes must be inherit, shared or dedicated");
     for (int k = GP_KIND_TRAINING; k <= GP_KIND_INTERACTIVE; k++)
         if (s->time_limit_s[k] < 0 || s->time_limit_s[k] > GP_TIME_LIMIT_MAX_S) {
             char field[32];
@@ -475,7 +506,7 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     if (now < e->now)
         return gp_error_set(err, GP_ERR_TIME, "now", "time went backwards");
     if ((rc = check_path(path, &depth, err)) || (rc = check_spec(spec, err)) ||
-        (rc = check_trust_floor(e, path, spec, err)))
+        (rc = check_trust_floor(e, path, spec, err)) || (rc = check_nodes_floor(e, path, spec, err)))
         return rc;
     int n_types_before = e->fleet.n_types;
     gp_res guarantee, limit, user_limit;
@@ -509,6 +540,7 @@ gp_err gp__tenant_set(gp_engine *e, const char *path, const gp_tenant_spec *spec
     ten->weight_set = spec->weight > 0;
     ten->lend = spec->lend != 0;
     ten->trust_set = spec->trust;
+    ten->nodes_set = spec->nodes;
     memcpy(ten->time_limit, spec->time_limit_s, sizeof ten->time_limit);
     ten->job_defaults = spec->job_defaults;
     ten->job_max = spec->job_max;

@@ -107,6 +107,12 @@ typedef struct gp_node_spec {
 
 typedef enum gp_trust { GP_TRUST_INHERIT = 0, GP_TRUST_TRUSTED, GP_TRUST_UNTRUSTED } gp_trust;
 
+/* Whether a tenant's jobs share nodes with other tenants' (dedicated.c):
+ * INHERIT = the parent's (root default: shared).  Dedicated is a floor like
+ * untrusted: the outermost tenant that says dedicated is the domain; a node
+ * that runs any job of the domain runs no job from outside it. */
+typedef enum gp_nodes_policy { GP_NODES_INHERIT = 0, GP_NODES_SHARED, GP_NODES_DEDICATED } gp_nodes_policy;
+
 /* A quota as a caller writes it: GPU amounts per named type.
  * For a guarantee: `set` false means "this tenant has no floor of its own"
  * (its jobs are guaranteed only through an ancestor's floor); when set, GPU
@@ -170,6 +176,7 @@ typedef struct gp_tenant_spec {
     int64_t time_limit_s[3];
     gp_job_limits job_defaults; /* what a job that sets a field gets */
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
+    gp_nodes_policy nodes;      /* shared or dedicated nodes, inherited */
     gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
@@ -260,7 +267,11 @@ typedef enum gp_wait_code {
                                untrusted is set (the job's tenant or an ancestor) */
     GP_WAIT_SHARING_MODE,   /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
                                (MIG: with a model that offers its profile); dim = the first accepted type */
-    GP_WAIT_BACKOFF         /* restarting after a failure: a = restarts so far, b = max; eligible at `time` */
+    GP_WAIT_BACKOFF,        /* restarting after a failure: a = restarts so far, b = max; eligible at `time` */
+    GP_WAIT_DEDICATED       /* the free GPUs that would hold it are on nodes it may not share: a = those free
+                               GPUs, b = needed; c = 1: its own tenant is dedicated (tenant = the domain) and
+                               no whole node is free, 0: they run jobs of dedicated tenant `tenant`, 2: they
+                               are in pools owned by other tenants */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -295,6 +306,8 @@ typedef struct gp_usage {
     gp_topology topology;
     int64_t start;
     int64_t end;            /* -1 while open */
+    bool dedicated_idle;    /* not a job's: free GPUs of node `node` of the decision that the exclusivity
+                               of dedicated tenant `tenant` keeps idle (job_id 0, cls NONE; metering.c) */
 } gp_usage;
 
 typedef struct gp_decision {
@@ -307,7 +320,7 @@ typedef struct gp_decision {
     char by_tenant[GP_PATH_MAX];/* PREEMPT: its tenant */
     char guarantee_of[GP_PATH_MAX]; /* PREEMPT: tenant whose guarantee was reclaimed */
     int64_t work_lost_gpu_s;    /* PREEMPT: GPU-seconds since the victim's last checkpoint */
-    char node[GP_NAME_MAX];     /* DRAINED, RECONFIGURE */
+    char node[GP_NAME_MAX];     /* DRAINED, RECONFIGURE, USAGE_* of dedicated idle */
     int gpu_index;              /* RECONFIGURE: GPU within the node */
     char mig_layout[GP_REASON_MAX]; /* RECONFIGURE: "profile@start,..." after the change, "" = no instances */
     gp_usage usage;             /* USAGE_OPEN, USAGE_CLOSE */
@@ -356,6 +369,7 @@ typedef struct gp_tenant_info {
     double dominant_share;      /* usage / fleet over dims, divided by weight */
     bool lend;
     bool untrusted;
+    bool dedicated;             /* effective nodes policy (own or inherited) */
     int pending_jobs;           /* this tenant only */
     int running_jobs;
     int64_t oldest_pending_submit; /* submit time of its longest-waiting pending job, -1 when none */
@@ -435,6 +449,7 @@ typedef enum gp_enum {
     GP_ENUM_TRUST,
     GP_ENUM_RESTART_POLICY,
     GP_ENUM_STOP_SIGNAL,
+    GP_ENUM_NODES,
     GP_ENUM_COUNT
 } gp_enum;
 
@@ -458,6 +473,7 @@ const char *gp_wait_code_name(gp_wait_code c);
 const char *gp_sharing_name(gp_sharing s);
 const char *gp_score_name(gp_score s);
 const char *gp_trust_name(gp_trust t);
+const char *gp_nodes_policy_name(gp_nodes_policy p);
 const char *gp_restart_policy_name(gp_restart_policy p);
 /* The POSIX signal a stop signal sends (SIGTERM for a value out of range). */
 

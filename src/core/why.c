@@ -155,6 +155,19 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
                          "(%s, ...) is in %s mode; it waits for such a GPU",
                          type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
         break;
+    case GP_WAIT_DEDICATED:
+        if (w->c == 1)
+            n = snprintf(buf, len, "waiting for a node of its own: %s has dedicated nodes, and the %lld free %s %s "
+                         "that would hold it are on nodes running other tenants' jobs; it starts once a node with "
+                         "room runs nothing from outside %s",
+                         tenant_name(e, w->tenant), (long long)w->a, type, noun(w->a, "GPU", "GPUs"),
+                         tenant_name(e, w->tenant));
+        else
+            n = snprintf(buf, len, "waiting for capacity: %lld free %s %s %s on nodes dedicated to %s, which share "
+                         "a node with no one else; it needs %lld",
+                         (long long)w->a, type, noun(w->a, "GPU", "GPUs"), noun(w->a, "is", "are"),
+                         tenant_name(e, w->tenant), (long long)w->b);
+        break;
     case GP_WAIT_BACKOFF:
         n = snprintf(buf, len, "restarting after a failure (restart %lld of %lld, restart_policy on-failure): eligible "
                      "again at t=%lld", (long long)w->a, (long long)w->b, (long long)w->time);

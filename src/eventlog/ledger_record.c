@@ -13,6 +13,7 @@
  *     -> pending, event gpu_health        gpu_failed
  *     -> pending, from preempting         preempted
  *     -> pending, from running            failed (restarted by its restart_policy)
+ *     (a dedicated-idle interval)         recounted
  *
  * Example: job 7 (research/nlp) is preempted at t=5400 after running on
  * one 1g.10gb slice from t=0: the tick that ends its grace releases it
@@ -40,6 +41,8 @@ static const char *requeue_reason(const gp_event *ev, const gp_decision *d)
 
 const char *gp_ledger_close_reason(const gp_event *ev, const gp_decision *ds, size_t n, size_t i)
 {
+    if (ds[i].usage.dedicated_idle) /* a node's idle GPUs or its dedicated tenant changed (core/metering.c) */
+        return "recounted";
     for (size_t k = i + 1; k < n; k++) {
         const gp_decision *d = &ds[k];
         if (d->job_id != ds[i].job_id)
@@ -64,7 +67,8 @@ json_t *gp_ledger_usage_record(const gp_usage *u, const char *kind)
 {
     return json_pack("{s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:s, s:I}", "kind", kind, "interval",
                      (json_int_t)u->interval_id, "job", (json_int_t)u->job_id, "tenant", u->tenant, "gpu_type",
-                     u->gpu_type, "milli_gpus", (json_int_t)u->milli_gpus, "class", gp_class_name(u->cls), "topology",
+                     u->gpu_type, "milli_gpus", (json_int_t)u->milli_gpus, "class",
+                     u->dedicated_idle ? "dedicated_idle" : gp_class_name(u->cls), "topology",
                      gp_topology_name(u->topology), "start", (json_int_t)u->start);
 }
 

@@ -8,6 +8,10 @@
  *   guaranteed  its guaranteed-class intervals: the milli-GPU-seconds, and
  *               only the topology surcharge, price x (premium - 1);
  *   burst       its burstable intervals: price x premium;
+ *   dedicated_idle  the free GPUs of nodes where its dedicated domain runs
+ *               and nobody else may (intervals of class dedicated_idle,
+ *               core/metering.c): price, no premium; idle in the fleet
+ *               section all the same (nobody uses them);
  *   unpriced    any of these before the first price version or of a model
  *               the version does not price: shown, amount 0.
  *
@@ -46,8 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_UNPRICED, KINDS };
-static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "unpriced"};
+enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_DEDICATED_IDLE, KIND_UNPRICED, KINDS };
+static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "dedicated_idle", "unpriced"};
 /* a share and a topology index util/shape_names.h's tables (the engine's
  * order); share 0 is a whole GPU, which the ledger calls gp_share_whole */
 enum { SHARE_WHOLE, SHARE_MIG, SHARE_MPS, SHARE_TIMESLICE, SHARES };
@@ -71,6 +75,7 @@ typedef struct interval {
     int64_t seq, id, job, milli, start, end; /* end -1: open, runs to as_of */
     uint32_t tenant, user, type;
     uint8_t share, guaranteed, topo;
+    uint8_t idle;      /* class dedicated_idle: GPUs a dedicated tenant keeps idle, not used */
 } interval;
 
 /* A guarantee (tenant) or capacity record: value from start on. */
@@ -293,7 +298,8 @@ static gp_err add_usage(gp_bill *b, const gp_bill_record *r, gp_error *err)
                             topo < 0 ? r->topology : r->share);
     interval iv = {.seq = r->seq, .id = r->interval, .job = r->job, .milli = r->milli_gpus, .start = r->start,
                    .end = open ? -1 : r->end, .user = NONE, .share = (uint8_t)share,
-                   .guaranteed = strcmp(r->cls, "guaranteed") == 0, .topo = (uint8_t)topo};
+                   .guaranteed = strcmp(r->cls, "guaranteed") == 0, .topo = (uint8_t)topo,
+                   .idle = strcmp(r->cls, "dedicated_idle") == 0};
     if (!intern(&b->tenants, r->tenant, &iv.tenant) || !intern(&b->types, r->gpu_type, &iv.type) ||
         (r->user && !intern(&b->users, r->user, &iv.user)) || !vec_push(&b->ivs, &iv, sizeof iv))
         return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
@@ -488,6 +494,21 @@ static bool build_prices(gp_bill *b)
     return true;
 }
 
+/* What a milli-GPU-second of the kind costs, x the price: floors and
+ * dedicated idle the price alone, burst its premium, guaranteed use only
+ * the premium's surcharge (the floor paid for the base). */
+static int64_t kind_factor(const gp_bill *b, int v, int kind, int topo)
+{
+    if (kind == KIND_FLOOR || kind == KIND_DEDICATED_IDLE)
+        return GP_PRICE_UNIT;
+    return premium_units(b, v, topo) - (kind == KIND_GUARANTEED ? GP_PRICE_UNIT : 0);
+}
+
+static int interval_kind(const interval *iv)
+{
+    return iv->idle ? KIND_DEDICATED_IDLE : iv->guaranteed ? KIND_GUARANTEED : KIND_BURST;
+}
+
 /* Adds mgs of (tenant, kind, type, topo) in version v to its line, or to
  * the unpriced line when v does not price the type. */
 static void charge(gp_bill *b, uint32_t tenant, int kind, uint32_t type, int topo, int v, int64_t mgs)
@@ -497,9 +518,7 @@ static void charge(gp_bill *b, uint32_t tenant, int kind, uint32_t type, int top
         line_at(b, tenant, KIND_UNPRICED, type, TOPO_ANY)->mgs += mgs;
         return;
     }
-    int64_t factor = kind == KIND_FLOOR ? GP_PRICE_UNIT : premium_units(b, v, topo);
-    if (kind == KIND_GUARANTEED)
-        factor -= GP_PRICE_UNIT; /* the floor paid for the base */
+    int64_t factor = kind_factor(b, v, kind, topo);
     line *l = line_at(b, tenant, kind, type, topo);
     l->mgs += mgs;
     l->amount += (gp_i128)mgs * price * factor;
@@ -519,7 +538,9 @@ static void pass_interval(gp_bill *b, const interval *iv)
     }
     for (size_t k = lo; k < b->n_seg && b->bounds[k] < e; k++) {
         int64_t mgs = iv->milli * (min64(e, b->bounds[k + 1]) - max64(a, b->bounds[k]));
-        charge(b, iv->tenant, iv->guaranteed ? KIND_GUARANTEED : KIND_BURST, iv->type, iv->topo, b->seg_version[k], mgs);
+        charge(b, iv->tenant, interval_kind(iv), iv->type, iv->topo, b->seg_version[k], mgs);
+        if (iv->idle)
+            continue; /* idle in the fleet section: nobody uses it */
         b->fleet[(hour_of(b, k) * b->n_type + iv->type) * FLEET_FIELDS + iv->share] += mgs;
         if (iv->guaranteed)
             b->gused[(k * b->n_ten + iv->tenant) * b->n_type + iv->type] += mgs;
@@ -960,7 +981,8 @@ static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
         fputc(',', f);
     }
     fprintf(f, ",%s,%s,%s,%s,%lld,", b->types.v[type], iv ? share_name(iv->share) : "",
-            iv ? (iv->guaranteed ? "guaranteed" : "burstable") : "", gp_topology_names[topo], (long long)r->milli);
+            iv ? (iv->idle ? "dedicated_idle" : iv->guaranteed ? "guaranteed" : "burstable") : "",
+            gp_topology_names[topo], (long long)r->milli);
     csv_time(f, iv ? iv->start : g->start);
     fputc(',', f);
     csv_time(f, iv ? iv->end : g->next_start);
@@ -972,7 +994,7 @@ static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
         fprintf(f, ",,0.000000\n");
         return;
     }
-    int64_t factor = g ? GP_PRICE_UNIT : premium_units(b, r->version, topo) - (iv->guaranteed ? GP_PRICE_UNIT : 0);
+    int64_t factor = kind_factor(b, r->version, g ? KIND_FLOOR : interval_kind(iv), topo);
     fprintf(f, "%s,%s,%s\n", gp_money_format(price, 1, pbuf), gp_money_format(factor, 1, fbuf),
             gp_money_format((gp_i128)mgs * price * factor, AMOUNT_DEN, abuf));
 }

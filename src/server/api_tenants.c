@@ -97,6 +97,7 @@ static json_t *tenant_view(gp_server *srv, const json_t *all, const gp_tenant_in
                           "weight", finite_real(t->weight), "dominant_share", finite_real(t->dominant_share), "lend", t->lend, "trust",
                           gp_trust_name(t->untrusted ? GP_TRUST_UNTRUSTED : GP_TRUST_TRUSTED), "pending_jobs", t->pending_jobs, "running_jobs",
                           t->running_jobs);
+    json_object_set_new(o, "nodes", json_string(gp_nodes_policy_name(t->dedicated ? GP_NODES_DEDICATED : GP_NODES_SHARED)));
     json_object_set_new(o, "parent",
                         t->parent == UINT32_MAX ? json_null() : json_string(gp_engine_tenant_path(e, t->parent)));
     json_t *limits = json_object(); /* effective: own or inherited, null = none */

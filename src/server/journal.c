@@ -78,6 +78,11 @@ static json_t *wait_json(const gp_engine *e, const gp_wait *w)
     }
     if (w->job)
         json_object_set_new(o, "job", json_integer((json_int_t)w->job));
+    if (w->code == GP_WAIT_DEDICATED) { /* free GPUs on nodes it may not share; whose dedication keeps it out */
+        json_object_set_new(o, "free", json_integer(w->a));
+        json_object_set_new(o, "demand", json_integer(w->b));
+        json_object_set_new(o, "by", json_string(w->c == 1 ? "own" : "other"));
+    }
     if (w->code == GP_WAIT_BACKOFF) {
         json_object_set_new(o, "restarts", json_integer(w->a));
         json_object_set_new(o, "max_restarts", json_integer(w->b));
@@ -231,6 +236,8 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
         snprintf(text, sizeof text, "%s (grace %llds)", d->reason, (long long)d->grace_s);
         return gp_store_history_add(j->store, d->job_id, d->time, "stop", NULL, NULL, text, err);
     case GP_DEC_USAGE_OPEN: {
+        if (d->usage.dedicated_idle) /* no job's use: the ledger alone keeps it (ledger_write) */
+            return GP_OK;
         gp_store_usage u = {.interval_id = d->usage.interval_id,
                             .job_id = d->usage.job_id,
                             .tenant = d->usage.tenant,
@@ -245,6 +252,8 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
         return use_open(j, &d->usage, err);
     }
     case GP_DEC_USAGE_CLOSE:
+        if (d->usage.dedicated_idle)
+            return GP_OK;
         return gp_store_usage_close(j->store, d->usage.interval_id, d->usage.end, err);
     case GP_DEC_BIND:
         return runs_write(j, d->job_id, err); /* the placement itself is read back with the row */

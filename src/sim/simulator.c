@@ -277,6 +277,8 @@ static int gpu_type_index(const gp_engine *e, const char *name)
 
 static void on_usage(sim *s, const gp_usage *u, int sign)
 {
+    if (u->dedicated_idle) /* idle GPUs billed to a dedicated tenant: not allocated */
+        return;
     s->allocated_milli += sign * u->milli_gpus;
     uint64_t j = u->job_id - 1;
     if (j >= s->r->n_jobs)

@@ -52,7 +52,7 @@ import sys
 from fractions import Fraction
 
 ZERO_HASH = "0" * 64
-KIND_ORDER = {"floor": 0, "guaranteed": 1, "burst": 2, "unpriced": 3}
+KIND_ORDER = {"floor": 0, "guaranteed": 1, "burst": 2, "dedicated_idle": 3, "unpriced": 4}
 SHARES = ("whole", "mig", "mps", "timeslice")
 FLEET_FIELDS = ("physical", "whole", "mig", "mps", "timeslice", "idle_in_guarantees", "idle_unowned")
 UNIT = 10**6                      # price_u and premium_u per unit
@@ -266,6 +266,8 @@ def tenant_lines(intervals, gstate, g_tenants, versions, lo, hi):
                 add(tenant, "unpriced", gtype, "any", mgs, 0)
             elif cls == "guaranteed":
                 add(tenant, "guaranteed", gtype, topo, mgs, mgs * p[0] * (p[1].get(topo, UNIT) - UNIT))
+            elif cls == "dedicated_idle":  # GPUs a dedicated tenant keeps idle: the price, no premium
+                add(tenant, "dedicated_idle", gtype, topo, mgs, mgs * p[0] * UNIT)
             else:
                 add(tenant, "burst", gtype, topo, mgs, mgs * p[0] * p[1].get(topo, UNIT))
     gtimes = gstate.times() | eff
@@ -336,7 +338,7 @@ def fleet_hours(intervals, gstate, g_tenants, cap, lo, hi):
         alloc = [dict.fromkeys(SHARES, 0) for _ in segs]
         used = [{} for _ in segs]
         for tenant, t, share, cls, _, milli, s, e in intervals:
-            if t != gtype:
+            if t != gtype or cls == "dedicated_idle":  # idle in the fleet section: nobody uses it
                 continue
             a0, b0 = max(s, lo), min(e, hi)
             if b0 <= a0:

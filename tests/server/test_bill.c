@@ -213,6 +213,32 @@ static void burst_job_preempted_mid_hour_pays_its_half_hour_and_the_owner_its_fl
     json_decref(bill);
 }
 
+/* secure is dedicated: its 2-GPU job on an 8-GPU node from T0 to T0 + 1 h
+ * keeps the other 6 GPUs idle (nobody else may use them), billed to it on
+ * their own line at the price, no premium:
+ *     secure  burst           2000 x 3600 = 2 h x 2.50  =  5.000000
+ *             dedicated_idle  6000 x 3600 = 6 h x 2.50  = 15.000000
+ * In the fleet section those 6 GPU-hours are idle all the same. */
+static void dedicated_tenant_pays_the_gpus_its_exclusivity_keeps_idle(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"d0\", \"gpu_type\": \"H100\", \"gpu_count\": 8}", T0);
+    tenant(w, "secure", "{\"nodes\": \"dedicated\"}", T0);
+    uint64_t id = submit(w, "{\"tenant\": \"secure\", \"user\": \"alice\", \"gpus\": 2}", T0);
+    assert_int_equal(job_state(w, id), GP_JOB_RUNNING);
+    exit_ok(w, id, "d0", T0 + HOUR);
+    tick(w, T0 + HOUR);
+    json_t *bill = bill_of(w, PRICES("{}"), TO, NULL);
+    assert_lines(bill, "secure", 2);
+    assert_line(bill, "secure", "burst", "H100", "any", 7200000, "2.000000", "5.000000");
+    assert_line(bill, "secure", "dedicated_idle", "H100", "any", 21600000, "6.000000", "15.000000");
+    assert_money(bill, "secure", "20.000000", "20.000000", "0.000000");
+    int64_t month = INT64_C(8000) * 720 * HOUR;
+    const int64_t fleet[7] = {month, 7200000, 0, 0, 0, 0, month - 7200000};
+    assert_fleet(bill, "H100", fleet);
+    json_decref(bill);
+}
+
 /* research {guarantee 2 H100} on a fleet of 4, nothing ever runs: the
  * floor is billed all month, 2 x 720 h x 2.50 = 3600.000000, due in
  * chargeback.  Idle: 4 x 720 h, half of it inside the guarantee. */
@@ -398,6 +424,8 @@ int main(void)
                                         world_teardown),
         cmocka_unit_test_setup_teardown(burst_job_preempted_mid_hour_pays_its_half_hour_and_the_owner_its_floor,
                                         world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(dedicated_tenant_pays_the_gpus_its_exclusivity_keeps_idle, world_setup,
+                                        world_teardown),
         cmocka_unit_test_setup_teardown(guarantee_never_used_is_billed_as_floor_in_chargeback, world_setup,
                                         world_teardown),
         cmocka_unit_test_setup_teardown(price_change_mid_month_bills_each_second_at_the_price_in_force, world_setup,
