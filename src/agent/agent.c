@@ -433,8 +433,10 @@ static bool gp__under_tmp(const char *path)
     return false;
 }
 
-/* The OCI runtime for replicas with an image, chosen once and logged
- * (container.h); none installed: those replicas fail with that reason. */
+/* The OCI runtime for replicas with an image, chosen once (container.h);
+ * the choice is logged once the nodes are open (gp__start), so a start
+ * that fails says only why.  None installed: those replicas fail with that
+ * reason. */
 static int gp__choose_runtime(gp_agent_options *o)
 {
     gp_cgroup_host host;
@@ -444,12 +446,13 @@ static int gp__choose_runtime(gp_agent_options *o)
         host.layout = GP_CGROUP_NONE;
     if (gp_container_runtime_choose(o->oci_runtime, host.layout, o->runtime, sizeof o->runtime, why, sizeof why,
                                     &err) == GP_OK) {
-        fprintf(stderr, "gpupool-agent: containers: %s\n", why);
+        snprintf(o->runtime_note, sizeof o->runtime_note, "gpupool-agent: containers: %s", why);
         return -1;
     }
     if (o->oci_runtime)
         return gp__bad("oci-runtime", err.message);
-    fprintf(stderr, "gpupool-agent: WARNING: containers: %s: replicas with an image cannot start\n", err.message);
+    snprintf(o->runtime_note, sizeof o->runtime_note,
+             "gpupool-agent: WARNING: containers: %s: replicas with an image cannot start", err.message);
     return -1;
 }
 
@@ -788,6 +791,7 @@ static int gp__start(gp_agent *a)
         rc = gp__signals();
     if (rc == -1) {
         gp__warn_isolation(&a->opt);
+        fprintf(stderr, "%s\n", a->opt.runtime_note);
         fprintf(stderr, "gpupool-agent: running %zu node(s) against %s\n", a->n_nodes, a->opt.urls[0]);
         rc = gp__run(a);
     }

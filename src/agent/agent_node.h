@@ -70,6 +70,7 @@ typedef struct gp_agent_options {
                                                 there (its own /dev/shm always, as root) */
     const char *oci_runtime;                 /* --oci-runtime PATH; NULL: the agent chooses */
     char runtime[GP_STATE_PATH_MAX];         /* the OCI runtime replicas with an image run under; "" none */
+    char runtime_note[GP_STATE_PATH_MAX + 160]; /* why that one (or why none), logged once the nodes are open */
     bool containers_optional;                /* --containers optional: an untrusted replica may run bare */
     const char *device_dir;
     int heartbeat_s;                         /* 0: what register answered */

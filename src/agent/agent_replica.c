@@ -320,7 +320,7 @@ static gp_err gp__launch_container(gp_node *n, const gp_replica *r, const gp_ass
         json_array_append_new(gpus, json_stringn(u, len));
         u += len + (u[len] == ',');
     }
-    *out = json_pack("{s:s, s:s++, s:s, s:o, s:o}", "runtime", n->opt->runtime, "id", "gpupool-", r->name, "bundle",
+    *out = json_pack("{s:s, s:s+, s:s, s:o, s:o}", "runtime", n->opt->runtime, "id", "gpupool-", r->name, "bundle",
                      bundle, "binds", binds, "gpus", gpus);
     if (!*out)
         return gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");

@@ -22,7 +22,7 @@
  *       A_PATHS       A's working folder, its checkpoint folder and its
  *                     log folder on the host, spaces between
  *       AGENT_PATHS   the agent's state folder and its node credential
- *       OTHER_DEVICE  a GPU device node assigned to A, not to B
+ *       OTHER_DEVICE  the device nodes of a GPU assigned to A, not to B
  *       SERVER_URL    gpupoold's address
  *       MEM_LIMIT_MIB B's own memory limit (it tries to hold twice that)
  *
@@ -164,6 +164,8 @@ static void attempt_processes(const char *secret)
         if (e->d_name[0] < '1' || e->d_name[0] > '9')
             continue;
         visible++;
+        if (atoi(e->d_name) == getpid()) /* its own environment holds the secret it was given */
+            continue;
         snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
         ssize_t n = read_file(path, buf, sizeof buf);
         cmdline += n > 0 && holds(buf, n, secret);
@@ -176,6 +178,37 @@ static void attempt_processes(const char *secret)
     report("list_processes", cmdline > 0, "%d processes visible, %d of them A's by their command line", visible,
            cmdline);
     report("read_environment", environ_read > 0, "%d environments holding A's secret", environ_read);
+}
+
+/* Whether path is an ancestor of (or is) mine: an empty folder the
+ * runtime made in the container to bind one of the job's own folders at
+ * its host path. */
+static int leads_to_mine(const char *path, const char *mine)
+{
+    size_t n = strlen(path);
+    return mine && strncmp(path, mine, n) == 0 && (mine[n] == '/' || mine[n] == '\0');
+}
+
+/* A folder listed: it shows an entry that is not on the way to the job's
+ * own working or checkpoint folder (those the runtime made to bind them). */
+static int lists_anything_not_its_own(const char *dir)
+{
+    char cwd[4096], entry[4400];
+    const char *ckpt = getenv("GPUPOOL_CHECKPOINT_DIR");
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = '\0';
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(entry, sizeof entry, "%s/%s", dir, e->d_name);
+        found += !leads_to_mine(entry, cwd) && !leads_to_mine(entry, ckpt);
+    }
+    if (d)
+        closedir(d);
+    return found > 0;
 }
 
 /* Each path of a space-separated list: read a file, list a folder, or
@@ -194,10 +227,7 @@ static void attempt_paths(const char *name, const char *list, const char *secret
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            DIR *d = opendir(p);
-            reached = d != NULL;
-            if (d)
-                closedir(d);
+            reached = lists_anything_not_its_own(p);
             snprintf(file, sizeof file, "%s/victim-file", p);
             ssize_t n = read_file(file, buf, sizeof buf);
             reached |= n > 0 && holds(buf, n, secret);
@@ -229,20 +259,22 @@ static void attempt_plant(void)
     fflush(stdout);
 }
 
-static void attempt_device(const char *device)
+static void attempt_device(const char *devices)
 {
-    if (!device) {
-        report("open_other_gpu", 0, "no device named");
-        return;
+    char list[1024], seen[1024] = "";
+    int opened = 0;
+    snprintf(list, sizeof list, "%s", devices ? devices : "");
+    for (char *save = NULL, *d = strtok_r(list, " ", &save); d; d = strtok_r(NULL, " ", &save)) {
+        int fd = open(d, O_RDWR | O_CLOEXEC);
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        /* ENXIO or ENODEV: the node was there and the device rules let it
+         * through to a driver that is not loaded (a stand-in): a success. */
+        opened += fd >= 0 || e == ENXIO || e == ENODEV;
+        snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s: %s; ", d, fd >= 0 ? "opened" : strerror(e));
     }
-    int fd = open(device, O_RDWR | O_CLOEXEC);
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    /* ENXIO: the node was there and the device rules let it through to a
-     * driver that is not loaded (a stand-in): that is a success. */
-    report("open_other_gpu", fd >= 0 || e == ENXIO || e == ENODEV, "%s: %s", device,
-           fd >= 0 ? "opened" : strerror(e));
+    report("open_other_gpu", opened > 0, "%s", seen[0] ? seen : "no device named");
 }
 
 /* Connect to A's port on each address; a success reads A's secret. */
