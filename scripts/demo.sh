@@ -56,7 +56,7 @@ mkdir -p "$RUN"/jobs
 cp examples/agent/*.py examples/agent/*.sh "$RUN"/jobs/
 JOBS=$RUN/jobs
 
-DAEMON='' AGENT=''
+DAEMON='' AGENT='' REGISTRY=''
 # Stops what the demo started: the jobs first (cancelled, so gpupoold assigns nothing new), then
 # the agent (--on-exit stop kills what still runs), then gpupoold; then any replica left over.
 stop_all() {
@@ -69,6 +69,7 @@ stop_all() {
     fi
     if [[ -n "$AGENT" ]]; then kill "$AGENT" 2>/dev/null; wait "$AGENT" 2>/dev/null; fi
     if [[ -n "$DAEMON" ]]; then kill "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null; fi
+    if [[ -n "$REGISTRY" ]]; then kill "$REGISTRY" 2>/dev/null; wait "$REGISTRY" 2>/dev/null; fi
     local f pid
     for f in "$VAR"/agent/*/replicas/*/pid; do
         [[ -f "$f" ]] && pid=$(cat "$f") && [[ -n "$pid" ]] || continue
@@ -128,6 +129,29 @@ elif [[ -f /sys/fs/cgroup/cgroup.controllers && "$(cat /proc/self/cgroup)" == "0
     # hold processes and hand controllers down (docs/agent.md).  Run without cgroups here.
     echo "(cgroup v2 seen from its root, as in a container: the replicas run without cgroups)"
     CGROUPS=(--no-cgroups)
+fi
+# Containers from images (docs/agent.md "Containers"): as root, with runc and the image tools, the
+# demo builds a small image (busybox-static) and pushes it to a registry of its own on loopback
+# (Debian's docker-registry), so an untrusted tenant's job below is pulled and run in a container.
+IMAGE=''
+if [[ "$(id -u)" == 0 && ${#CGROUPS[@]} == 0 ]] && command -v runc skopeo umoci docker-registry busybox >/dev/null; then
+    REG_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir -p "$RUN"/registry "$RUN"/image-root/bin
+    printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+        "$RUN"/registry/data "$REG_PORT" > "$RUN"/registry/config.yml
+    docker-registry serve "$RUN"/registry/config.yml >/dev/null 2>"$RUN"/registry/log &
+    REGISTRY=$!
+    cp "$(command -v busybox)" "$RUN"/image-root/bin/busybox
+    for applet in sh ls cat grep nc head printf unshare echo true; do ln -s busybox "$RUN"/image-root/bin/$applet; done
+    umoci init --layout "$RUN"/layout >/dev/null
+    umoci new --image "$RUN"/layout:1 >/dev/null
+    umoci insert --image "$RUN"/layout:1 "$RUN"/image-root / >/dev/null
+    registry_up() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; }
+    until_true 10 "the demo's registry" registry_up "http://127.0.0.1:$REG_PORT/v2/"
+    skopeo copy --dest-tls-verify=false oci:"$RUN"/layout:1 docker://127.0.0.1:"$REG_PORT"/demo/busybox:1 >/dev/null
+    IMAGE=docker://127.0.0.1:$REG_PORT/demo/busybox:1
+    CGROUPS+=(--insecure-registry 127.0.0.1:"$REG_PORT")
+    echo "a registry at 127.0.0.1:$REG_PORT holds $IMAGE (busybox-static, built just now)"
 fi
 "$BIN"/gpupool-agent run --server "$GPUPOOL_SERVER" --join-token-file "$VAR"/join.token \
     --backend sim --node-file "$NODES" --state-dir "$VAR"/agent --work-root "$RUN"/work \
@@ -222,6 +246,22 @@ gp ledger verify
 say "The audit log: every change above, hash-chained"
 gp audit --limit 5
 gp audit verify
+
+if [[ -n "$IMAGE" ]]; then
+    say "product/ads (untrusted) runs a job on a MIG slice, in a container pulled from the demo's registry, and it attacks"
+    ATTACK=$(submit --tenant product/ads --name probe --gpu-type A100 --mig 1g.10gb --image "$IMAGE" -- sh -c \
+        'echo "probe: processes I can see: $(ls /proc | grep -c "^[0-9]")";
+         unshare -U -r true 2>/dev/null && echo "probe: root in a user namespace" || echo "probe: unshare -Ur: refused";
+         answer=$(printf "GET /v1/nodes HTTP/1.0\r\n\r\n" | nc -w 2 127.0.0.1 '"$(cat "$VAR"/port)"' 2>/dev/null | head -n 1);
+         echo "probe: gpupoold on 127.0.0.1 answered: ${answer:-nothing (the network fence)}"; echo "probe: done"')
+    probe_ended() { is_state "$ATTACK" succeeded || { is_state "$ATTACK" failed && gp why "$ATTACK" && false; }; }
+    until_true 60 "the probe's end" probe_ended
+    until_true 20 "the probe's log" has_log_line "$ATTACK" 0 "probe: done"
+    echo "job $ATTACK (product/ads, in a container from $IMAGE) says:"
+    gp logs "$ATTACK" | grep "^probe" | sed 's/^/    /'
+    "$BIN"/gpupool-agent image list --store "$(realpath "$VAR")"/agent/images |
+        json '"the node'"'"'s image store: %d image(s), %.1f MiB; pulls that found the image there (hits): %d, that fetched it (misses): %d" % (len(j["images"]), j["used_bytes"] / 1048576, j["hits"], j["misses"])'
+fi
 
 if [[ "${DEMO_ONCE:-}" == "1" ]]; then
     say "DEMO_ONCE=1: stopping the agent (and its replicas) and gpupoold"

@@ -35,7 +35,7 @@ BASE_PACKAGES=(
     gnuplot-nox
     # /metrics checked by promtool, a real Prometheus scraping gpupoold
     prometheus
-    skopeo umoci docker-registry busybox-static  # the image store and its test's registry (issue 31)
+    skopeo umoci docker-registry  # the image store and its test's registry (issue 31)
     # the web dashboard tested in headless Chromium over the DevTools protocol (tests/web)
     chromium
     nodejs
