@@ -10,7 +10,7 @@
  *   gp_exit_reason_name(GP_EXIT_REASON_OOM)          -> "oom"
  *   gp_exit_reason_parse("time_limit", &r)           -> true, GP_EXIT_REASON_TIME_LIMIT
  *   gp_exit_reason_list(buf, sizeof buf)             -> "exited, signalled, oom,
- *                                                       killed_after_grace, time_limit or gpu_memory"
+ *                                                       killed_after_grace, time_limit, gpu_memory or image_pull"
  *
  * Pure functions; names are static strings, nothing is allocated.
  */
@@ -27,6 +27,7 @@ typedef enum gp_exit_reason {
     GP_EXIT_REASON_KILLED_AFTER_GRACE, /* asked to stop, still running at the kill deadline */
     GP_EXIT_REASON_TIME_LIMIT,         /* ran past its time limit */
     GP_EXIT_REASON_GPU_MEMORY,         /* its processes used more GPU memory than its MPS or time-slice share */
+    GP_EXIT_REASON_IMAGE_PULL,         /* its container's image could not be pulled (exit_code 127; the log says why) */
     GP_EXIT_REASONS
 } gp_exit_reason;
 

@@ -39,6 +39,7 @@ typedef struct gp__supervisor {
     gp_image_store *images; /* a pulled image's store, held for the container's id; NULL none */
     gp_image image;      /* the image it holds */
     char holder[GP_IMAGE_HOLDER_MAX];
+    bool pull_failed;    /* the image could not be pulled: the end's reason is image_pull */
 } gp__supervisor;
 
 /* A NULL-terminated view of a JSON array of strings (into its strings). */
@@ -153,8 +154,8 @@ static bool gp__container_complete(const gp_container_spec *c)
  * the replica ends (gp__release_image); c->rootfs is then the store's
  * unpacked root.  The pull runs here, in the replica's own supervisor, so
  * the agent's loop never waits on a registry; it is bounded by the store's
- * timeout.  A failed pull is the replica's failed start: its log says
- * "image pull failed (not_found): ...". */
+ * timeout.  A failed pull is the replica's failed start (reason image_pull,
+ * exit code 127): its log says "image pull failed (not_found): ...". */
 static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_spec *c, gp_error *err)
 {
     const char *ref = json_string_value(json_object_get(container, "image"));
@@ -182,6 +183,7 @@ static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_
     if (f != GP_IMAGE_READY) {
         gp_image_store_close(s->images);
         s->images = NULL;
+        s->pull_failed = true;
         return gp_error_set(err, GP_ERR_CONFLICT, "image", "image pull failed (%s): %s", gp_image_failure_name(f),
                             message);
     }
@@ -359,7 +361,8 @@ static int gp__failed(gp__supervisor *s, gp_proc *p, const char *why)
         gp_replica_log_append(&s->log, text, strlen(text));
     gp_replica_log_close(&s->log);
     gp_proc_free(p);
-    gp__write_exit(s->dir, &(gp_proc_exit){.reason = GP_EXIT_REASON_EXITED, .code = 127, .signal = 0});
+    gp_exit_reason reason = s->pull_failed ? GP_EXIT_REASON_IMAGE_PULL : GP_EXIT_REASON_EXITED;
+    gp__write_exit(s->dir, &(gp_proc_exit){.reason = reason, .code = 127, .signal = 0});
     gp__remove_scratch(s);
     return 1;
 }
