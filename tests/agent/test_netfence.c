@@ -56,33 +56,33 @@ static const char EXAMPLE[] =
     "\t}\n"
     "\tchain answer {\n"
     "\t\tmeta skuid vmap { 2000000007 : jump answer_2000000007, 2000000009 : jump answer_2000000009 }\n"
-    "\t\tct mark 0x47500000 accept\n"
-    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t\tct mark 0x475c3b00 accept\n"
+    "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
     "\t}\n"
     "\tchain out_2000000007 {\n"
-    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x47500000 accept\n"
-    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x47500001 accept\n"
+    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x475c3b00 accept\n"
+    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x475c3b01 accept\n"
     "\t\tfib daddr type local drop\n"
     "\t\tip daddr 192.0.2.3 meta l4proto tcp accept\n"
     "\t\tdrop\n"
     "\t}\n"
     "\tchain answer_2000000007 {\n"
-    "\t\tct mark 0x47500001 accept\n"
-    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t\tct mark 0x475c3b01 accept\n"
+    "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
     "\t\tfib daddr type local accept\n"
     "\t\tip daddr 192.0.2.3 accept\n"
     "\t\tdrop\n"
     "\t}\n"
     "\tchain out_2000000009 {\n"
-    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x47500000 accept\n"
-    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x47500002 accept\n"
+    "\t\tip daddr 10.255.255.53 meta l4proto { tcp, udp } th dport 53 ct mark set 0x475c3b00 accept\n"
+    "\t\tfib daddr type local meta l4proto tcp ct mark set 0x475c3b02 accept\n"
     "\t\tfib daddr type local drop\n"
     "\t\tip daddr 10.0.0.0/8 meta l4proto { tcp, udp } th dport 443 accept\n"
     "\t\tdrop\n"
     "\t}\n"
     "\tchain answer_2000000009 {\n"
-    "\t\tct mark 0x47500002 accept\n"
-    "\t\tct mark and 0xfff00000 == 0x47500000 drop\n"
+    "\t\tct mark 0x475c3b02 accept\n"
+    "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
     "\t\tfib daddr type local accept\n"
     "\t\tip daddr 10.0.0.0/8 accept\n"
     "\t\tdrop\n"
@@ -97,6 +97,32 @@ static void the_worked_example_is_the_text(void **state)
     assert_string_equal(text, EXAMPLE);
     free(text);
     gp_netfence_free(f);
+}
+
+/* Two nodes' tables (two agents on one host, or sim nodes) mark with
+ * marks of their own: one table's "marked, not by my replica: drop" rule
+ * never matches a connection the other marked. */
+static void two_tables_mark_apart(void **state)
+{
+    (void)state;
+    char bases[2][16];
+    const char *nodes[2] = {"h100-1", "h100-2"};
+    for (int i = 0; i < 2; i++) {
+        gp_netfence *f = NULL;
+        gp_error err;
+        assert_int_equal(gp_netfence_open(nodes[i], NULL, NULL, &f, &err), GP_OK);
+        gp_netfence_replica r = {.name = "job5-r0-1", .tenant = "t", .uid = 2000000005};
+        assert_int_equal(gp_netfence_add(f, &r, &err), GP_OK);
+        char *text = gp_netfence_ruleset(f);
+        const char *drop = strstr(text, "ct mark and 0xffffff00 == 0x");
+        assert_non_null(drop);
+        snprintf(bases[i], sizeof bases[i], "%.10s", drop + strlen("ct mark and 0xffffff00 == "));
+        assert_non_null(strstr(text, "fib daddr type local meta l4proto tcp ct mark set"));
+        free(text);
+        gp_netfence_free(f);
+    }
+    assert_string_not_equal(bases[0], bases[1]);
+    assert_int_equal(strncmp(bases[0], "0x475", 5), 0);
 }
 
 /* Two replicas of one job share a uid: one pair of chains, both peers. */
@@ -202,6 +228,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_worked_example_is_the_text),
+        cmocka_unit_test(two_tables_mark_apart),
         cmocka_unit_test(replicas_of_one_uid_share_chains),
         cmocka_unit_test(a_uid_is_one_tenants),
         cmocka_unit_test(the_last_end_removes_the_table),

@@ -300,7 +300,8 @@ def test_the_container_outlives_its_agent_and_is_adopted(top, image):
 def test_an_image_from_a_registry_is_pulled_held_and_released(top, image):
     """A docker:// image: the supervisor pulls it into the node's image store
     (a real docker-registry on loopback), holds it while the replica runs,
-    runs the job in it and releases the hold at the end; an image the
+    runs the job in it (the image's Env under the job's own) and releases
+    the hold at the end; an image the
     registry does not have is the replica's failed start, saying why."""
     if not all(shutil.which(t) for t in ("skopeo", "umoci", "docker-registry")):
         print("skip: needs skopeo, umoci and docker-registry")
@@ -314,14 +315,17 @@ def test_an_image_from_a_registry_is_pulled_held_and_released(top, image):
     with open(os.path.join(image, "marker"), "w") as f:
         f.write("from-the-registry\n")
     subprocess.run(["umoci", "insert", "--image", layout + ":v1", image, "/"], **quiet)
+    subprocess.run(["umoci", "config", "--image", layout + ":v1", "--config.env", "GREETING=from-the-image",
+                    "--config.env", "GPUPOOL_JOB_ID=the-image-must-not-win"], **quiet)
     reg, host = images.start_registry(top, "registry")
     try:
         ref = "docker://%s/t/probe:v1" % host
         images.push(layout, ref)
         store = os.path.join(top, "images")
-        for name, wanted, end in ((ref, "from-the-registry", "exited 0"),
+        for name, wanted, end in ((ref, "from-the-registry greeting=from-the-image job=7", "exited 0"),
                                   ("docker://%s/t/absent:v1" % host, "image pull failed (not_found)", "image_pull 127")):
-            run = Run(top, image, "cat /marker", name="job7-r0-%d" % len(name), start=False)
+            run = Run(top, image, 'echo "$(cat /marker) greeting=$GREETING job=$GPUPOOL_JOB_ID"',
+                      name="job7-r0-%d" % len(name), start=False)
             with open(run.path("launch.json")) as f:
                 launch = json.load(f)
             del launch["container"]["rootfs"]

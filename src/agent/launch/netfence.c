@@ -35,11 +35,13 @@
  *
  * Worked example: node h100-1, resolver 10.255.255.53; job 7 of
  * research/nlp (uid 2000000007, peers 192.0.2.3) and job 9 of vision
- * (uid 2000000009, egress 10.0.0.0/8:443) run here.  research/nlp is mark
- * 0x47500001, vision 0x47500002 (in uid order).  Job 9 connecting to job
- * 7's port on 127.0.0.1: out_2000000009 marks the connection 0x47500002
- * and lets the SYN out; job 7's SYN-ACK goes through answer_2000000007,
- * where 0x47500002 is not its mark: dropped.  Job 9 resolving a name: the
+ * (uid 2000000009, egress 10.0.0.0/8:443) run here.  The table's marks
+ * are 0x475c3b00 and up (gp__mark_base: 0x475, then 12 bits of the table
+ * name's hash); research/nlp is mark 0x475c3b01, vision 0x475c3b02 (in uid
+ * order).  Job 9 connecting to job 7's port on 127.0.0.1: out_2000000009
+ * marks the connection 0x475c3b02 and lets the SYN out; job 7's SYN-ACK
+ * goes through answer_2000000007, where 0x475c3b02 is not its mark:
+ * dropped.  Job 9 resolving a name: the
  * DNS rule.  Job 9 to 10.1.2.3:443: egress.  Job 9 to 192.0.2.3: dropped
  * (job 7's peer, not its own).
  *
@@ -74,6 +76,7 @@ typedef struct gp__entry {
 
 struct gp_netfence {
     char table[GP__TABLE_MAX];
+    unsigned mark_base;          /* GP_NETFENCE_MARK_BASE | this table's 12 bits << 8 */
     char nft[256]; /* "" = /usr/sbin/nft, else nft on PATH */
     gp_netfence_dest dns[GP__DNS_MAX];
     size_t n_dns;
@@ -193,6 +196,17 @@ static void gp__resolvers(gp_netfence *f, const char *text)
     }
 }
 
+/* The table's marks: FNV-1a of its name, 12 bits of it, under the fence's
+ * 0x475.  Another table's marks are not this one's, so its "marked, and
+ * not by a replica of mine: drop" rules leave them alone. */
+static unsigned gp__mark_base(const char *table)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *c = (const unsigned char *)table; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    return GP_NETFENCE_MARK_BASE | ((h & 0xfffu) << 8);
+}
+
 gp_err gp_netfence_open(const char *node, const char *resolv_conf, const char *nft, gp_netfence **out,
                         gp_error *err)
 {
@@ -200,6 +214,7 @@ gp_err gp_netfence_open(const char *node, const char *resolv_conf, const char *n
     if (!f)
         return gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     gp__table_name(node ? node : "", f->table, sizeof f->table);
+    f->mark_base = gp__mark_base(f->table);
     snprintf(f->nft, sizeof f->nft, "%s", nft ? nft : "");
     gp__resolvers(f, resolv_conf);
     *out = f;
@@ -315,9 +330,9 @@ static int gp__by_uid_then_name(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* The tenant's mark: GP_NETFENCE_MARK_BASE + 1 + the tenant's place among
- * the tenants in the order of sorted (their first uid). */
-static unsigned gp__mark(gp__entry *const *sorted, size_t n, const char *tenant)
+/* The tenant's mark: the table's base + 1 + the tenant's place among the
+ * tenants in the order of sorted (their first uid). */
+static unsigned gp__mark(unsigned base, gp__entry *const *sorted, size_t n, const char *tenant)
 {
     unsigned index = 0;
     for (size_t i = 0; i < n; i++) {
@@ -328,9 +343,9 @@ static unsigned gp__mark(gp__entry *const *sorted, size_t n, const char *tenant)
             continue;
         index++;
         if (strcmp(sorted[i]->tenant, tenant) == 0)
-            return GP_NETFENCE_MARK_BASE + index;
+            return base + (index & 0xffu);
     }
-    return GP_NETFENCE_MARK_BASE;
+    return base;
 }
 
 /* "ip daddr 10.0.0.0/8" or "ip6 daddr 2001:db8::1". */
@@ -344,11 +359,11 @@ static void gp__match_daddr(FILE *m, const gp_netfence_dest *d)
         fprintf(m, "/%u", d->prefix);
 }
 
-static void gp__rule_dns(FILE *m, const gp_netfence_dest *d)
+static void gp__rule_dns(FILE *m, const gp_netfence_dest *d, unsigned base)
 {
     fputs("\t\t", m);
     gp__match_daddr(m, d);
-    fprintf(m, " meta l4proto { tcp, udp } th dport 53 ct mark set 0x%08x accept\n", GP_NETFENCE_MARK_BASE);
+    fprintf(m, " meta l4proto { tcp, udp } th dport 53 ct mark set 0x%08x accept\n", base);
 }
 
 static void gp__rule_peer(FILE *m, const gp_netfence_dest *d)
@@ -382,7 +397,7 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
     unsigned uid = (unsigned)(*first)->uid;
     fprintf(m, "\tchain out_%u {\n", uid);
     for (size_t i = 0; i < f->n_dns; i++)
-        gp__rule_dns(m, &f->dns[i]);
+        gp__rule_dns(m, &f->dns[i], f->mark_base);
     fprintf(m, "\t\tfib daddr type local meta l4proto tcp ct mark set 0x%08x accept\n", mark);
     fputs("\t\tfib daddr type local drop\n", m);
     for (gp__entry *const *e = first; e < end; e++)
@@ -394,7 +409,7 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
     fputs("\t\tdrop\n\t}\n", m);
     fprintf(m, "\tchain answer_%u {\n", uid);
     fprintf(m, "\t\tct mark 0x%08x accept\n", mark);
-    fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n", GP_NETFENCE_MARK_MASK, GP_NETFENCE_MARK_BASE);
+    fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     fputs("\t\tfib daddr type local accept\n", m);
     for (gp__entry *const *e = first; e < end; e++) {
         for (size_t i = 0; i < (*e)->n_peers; i++)
@@ -425,13 +440,13 @@ static void gp__table(FILE *m, const gp_netfence *f, gp__entry *const *sorted)
     gp__dispatch(m, sorted, f->n, "out");
     fputs("\t}\n\tchain answer {\n", m);
     gp__dispatch(m, sorted, f->n, "answer");
-    fprintf(m, "\t\tct mark 0x%08x accept\n", GP_NETFENCE_MARK_BASE); /* DNS: a resolver, no replica */
-    fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n\t}\n", GP_NETFENCE_MARK_MASK, GP_NETFENCE_MARK_BASE);
+    fprintf(m, "\t\tct mark 0x%08x accept\n", f->mark_base); /* DNS: a resolver, no replica */
+    fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n\t}\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     for (size_t i = 0; i < f->n;) {
         size_t end = i + 1;
         while (end < f->n && sorted[end]->uid == sorted[i]->uid)
             end++;
-        gp__uid_chains(m, f, sorted + i, sorted + end, gp__mark(sorted, f->n, sorted[i]->tenant));
+        gp__uid_chains(m, f, sorted + i, sorted + end, gp__mark(f->mark_base, sorted, f->n, sorted[i]->tenant));
         i = end;
     }
     fputs("}\n", m);

@@ -37,8 +37,12 @@
 
 #define GP_NETFENCE_NAME_MAX 96
 #define GP_NETFENCE_TENANT_MAX 256
-#define GP_NETFENCE_MARK_BASE 0x47500000u /* "GP": a connection marked by the fence */
-#define GP_NETFENCE_MARK_MASK 0xfff00000u
+/* Conntrack marks: 0x475 ("GP") in the top 12 bits, then 12 bits naming
+ * the table (from its name: two agents or sim nodes on one host keep apart
+ * the connections each marked), then 8 bits for the tenant (1..255 on one
+ * node; 0 marks DNS). */
+#define GP_NETFENCE_MARK_BASE 0x47500000u
+#define GP_NETFENCE_TABLE_MASK 0xffffff00u
 
 /* An address or prefix, and a port (0: any). */
 typedef struct gp_netfence_dest {

@@ -192,6 +192,27 @@ static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_
     return GP_OK;
 }
 
+/* The image's own environment (its config's Env: PATH, CUDA_HOME, ...)
+ * under the job's: each NAME=value the job's env does not set is added to
+ * env (launch.json's list, which the launch reads next). */
+static void gp__image_env(const char *config_path, json_t *env)
+{
+    json_t *image = json_load_file(config_path, 0, NULL), *v;
+    size_t i, j;
+    json_array_foreach(json_object_get(json_object_get(image, "config"), "Env"), i, v) {
+        const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+        bool set = !eq;
+        json_t *mine;
+        json_array_foreach(env, j, mine) {
+            const char *m = json_string_value(mine);
+            set = set || (m && strncmp(m, kv, (size_t)(eq - kv) + 1) == 0);
+        }
+        if (!set)
+            json_array_append(env, v);
+    }
+    json_decref(image);
+}
+
 /* The pulled image's hold goes with the replica. */
 static void gp__release_image(gp__supervisor *s)
 {
@@ -215,6 +236,7 @@ static gp_err gp__launch_from(json_t *l, const gp_assignment *a, gp__supervisor 
         gp_err pulled = gp__pull_image(json_object_get(l, "container"), s, &container, err);
         if (pulled != GP_OK)
             return pulled;
+        gp__image_env(s->image.config_path, json_object_get(l, "env"));
     }
     if (contained && !gp__container_complete(&container))
         return gp_error_set(err, GP_ERR_INVALID, "launch", "launch.json: the container lacks a field");
