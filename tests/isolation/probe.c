@@ -23,7 +23,7 @@
  *                     log folder on the host, spaces between
  *       AGENT_PATHS   the agent's state folder and its node credential
  *       OTHER_DEVICE  the device nodes of a GPU assigned to A, not to B
- *       SERVER_URL    gpupoold's address
+ *       SERVER_URL    gpupoold's address (http://IPV4:PORT)
  *       MEM_LIMIT_MIB B's own memory limit (it tries to hold twice that)
  *
  * Bounded: the process-table attempt stops at 4,096 children, the memory
@@ -50,6 +50,10 @@
 #include <unistd.h>
 
 static int succeeded;
+
+/* Where B plants a file for A to find. */
+static const char *const PLANTED[] = {"/tmp/planted-by-b", "/var/tmp/planted-by-b", "/dev/shm/planted-by-b"};
+enum { N_PLANTED = sizeof PLANTED / sizeof *PLANTED };
 
 static void report(const char *name, int success, const char *fmt, ...)
 {
@@ -137,13 +141,12 @@ static _Noreturn void victim(int port, const char *secret)
         write_secret(getenv("GPUPOOL_CHECKPOINT_DIR"), secret);
     if (fork() == 0)
         serve(port, secret);
-    static const char *const planted[] = {"/tmp/planted-by-b", "/var/tmp/planted-by-b", "/dev/shm/planted-by-b"};
-    int seen[3] = {0};
+    int seen[N_PLANTED] = {0};
     for (;;) {
-        for (int i = 0; i < 3; i++)
-            if (!seen[i] && access(planted[i], F_OK) == 0) {
+        for (int i = 0; i < N_PLANTED; i++)
+            if (!seen[i] && access(PLANTED[i], F_OK) == 0) {
                 seen[i] = 1;
-                printf("victim: saw planted %s\n", planted[i]);
+                printf("victim: saw planted %s\n", PLANTED[i]);
                 fflush(stdout);
             }
         usleep(200 * 1000);
@@ -243,10 +246,9 @@ static void attempt_paths(const char *name, const char *list, const char *secret
 
 static void attempt_plant(void)
 {
-    static const char *const planted[] = {"/tmp/planted-by-b", "/var/tmp/planted-by-b", "/dev/shm/planted-by-b"};
     int made = 0;
-    for (int i = 0; i < 3; i++) {
-        FILE *f = fopen(planted[i], "w");
+    for (int i = 0; i < N_PLANTED; i++) {
+        FILE *f = fopen(PLANTED[i], "w");
         if (f) {
             fputs("from B\n", f);
             fclose(f);
@@ -277,29 +279,42 @@ static void attempt_device(const char *devices)
     report("open_other_gpu", opened > 0, "%s", seen[0] ? seen : "no device named");
 }
 
+/* Connects to addr:port (2 s limits), sends request (NULL: nothing) and
+ * reads the first answer into buf: its length, or -1 with errno. */
+static ssize_t exchange(const char *addr, int port, const char *request, char *buf, size_t cap)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    ssize_t n = -1;
+    if (connect(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        (!request || write(s, request, strlen(request)) == (ssize_t)strlen(request)))
+        n = read(s, buf, cap - 1);
+    int e = errno;
+    close(s);
+    errno = e;
+    buf[n > 0 ? n : 0] = '\0';
+    return n;
+}
+
 /* Connect to A's port on each address; a success reads A's secret. */
 static void attempt_connect(const char *port_s, const char *addrs, const char *secret)
 {
-    char list[2048], seen[1024] = "";
+    char list[2048], seen[1024] = "", buf[256];
     snprintf(list, sizeof list, "127.0.0.1 127.0.0.2 %s", addrs);
-    int got = 0, port = atoi(port_s);
+    int got = 0;
     for (char *save = NULL, *a = strtok_r(list, " ", &save); a; a = strtok_r(NULL, " ", &save)) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        if (inet_pton(AF_INET, a, &sa.sin_addr) != 1)
-            continue;
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct timeval tv = {.tv_sec = 2};
-        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        char buf[256] = "";
-        int ok = connect(s, (struct sockaddr *)&sa, sizeof sa) == 0;
-        int e = errno;
-        ssize_t n = ok ? read(s, buf, sizeof buf - 1) : -1;
-        close(s);
+        ssize_t n = exchange(a, atoi(port_s), NULL, buf, sizeof buf);
         int stole = n > 0 && holds(buf, n, secret);
         got += stole;
         snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s: %s; ", a,
-                 stole ? "read A's secret" : ok ? "connected, nothing of A's" : strerror(e));
+                 stole ? "read A's secret" : n >= 0 ? "connected, nothing of A's" : strerror(errno));
     }
     report("connect_to_a", got > 0, "%s", seen);
 }
@@ -428,16 +443,34 @@ static void attempt_memory(const char *limit_s)
            held ? "all held" : WIFSIGNALED(status) ? "killed" : "refused");
 }
 
-/* Calls gpupoold with whatever token its environment or files offer. */
+/* Calls gpupoold (SERVER_URL, http://IPV4:PORT) for every job's listing,
+ * first with no token, then with each value of its environment as the
+ * bearer token: a success is a 200.  gpupoold not answering at all (the
+ * network fence) ends the attempt at the first call. */
 static void attempt_server(const char *url)
 {
-    int tokens = 0;
-    for (char **e = environ; *e; e++)
-        tokens += strstr(*e, "TOKEN") != NULL || strstr(*e, "token") != NULL;
-    char buf[256];
-    int files = read_file("/var/lib/gpupool/agent/credential", buf, sizeof buf) >= 0;
-    report("server_credentials", tokens + files > 0, "%d tokens in its environment, node credential %s (server %s)",
-           tokens, files ? "readable" : "not visible", url ? url : "not given");
+    char addr[64] = "", request[1024], buf[256];
+    int port = 0, tried = 0, ok = 0;
+    if (!url || sscanf(url, "http://%63[0-9.]:%d", addr, &port) != 2) {
+        report("server_credentials", 0, "no server given");
+        return;
+    }
+    snprintf(request, sizeof request, "GET /v1/jobs HTTP/1.0\r\n\r\n");
+    ssize_t n = exchange(addr, port, request, buf, sizeof buf);
+    if (n <= 0) {
+        report("server_credentials", 0, "%s: no answer (%s)", url, strerror(errno));
+        return;
+    }
+    for (char **e = environ; *e; e++) {
+        const char *value = strchr(*e, '=');
+        if (!value || strlen(value + 1) > 512 || strpbrk(value + 1, "\r\n"))
+            continue;
+        snprintf(request, sizeof request, "GET /v1/jobs HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n", value + 1);
+        tried++;
+        ok += exchange(addr, port, request, buf, sizeof buf) > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0;
+    }
+    report("server_credentials", ok > 0, "%s answered; %d of %d values of its environment opened GET /v1/jobs", url,
+           ok, tried);
 }
 
 static int attack(void)

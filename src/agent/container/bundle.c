@@ -45,7 +45,7 @@ gp_err gp_container_rootfs_of(const char *image, char *out, size_t cap, gp_error
     struct stat st;
     if (!image || strncmp(image, "dir:", 4) != 0)
         return gp_error_set(err, GP_ERR_CONFLICT, "image",
-                            "%s: only dir: images run on this agent until the image store resolves docker:// and oci:",
+                            "%s: not a dir: image (docker:// and oci: come from the image store)",
                             image ? image : "(none)");
     const char *path = image + 4;
     if (path[0] != '/' || strpbrk(path, ",:\\") || strstr(path, "/../"))

@@ -97,9 +97,10 @@ typedef struct gp_container_limits {
     const char *const *device_paths;   /* the GPU nodes (or the sim's stand-in files), NULL-terminated */
 } gp_container_limits;
 
-/* The folder of an image for the rootfs: "dir:/abs" is /abs (a folder).
- * docker:// and oci: need the image store: GP_ERR_CONFLICT (field
- * "image") until the agent resolves them there. */
+/* The folder of a dir: image for the rootfs: "dir:/abs" is /abs (a
+ * folder).  Any other image is GP_ERR_CONFLICT (field "image"): docker://
+ * and oci: images come from the image store, which the replica's
+ * supervisor pulls them into (supervise.c). */
 gp_err gp_container_rootfs_of(const char *image, char *out, size_t cap, gp_error *err);
 
 /* config.json for the bundle.  GP_ERR_INVALID (field "mounts" for a bind
