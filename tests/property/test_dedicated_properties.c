@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prop_env.h"
 #include "core/engine.h"
 #include "support/fleet_builder.h"
 #include "support/sharing_builder.h"
@@ -70,12 +71,6 @@ static uint64_t next(world *w)
 static int pick(world *w, int n)
 {
     return (int)(next(w) % (uint64_t)n);
-}
-
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
 /* The domain of a leaf as the test knows it: "a".."d" when its org is
@@ -293,7 +288,7 @@ static void run_sequence(uint64_t seed)
 static void dedicated_nodes_hold_under_random_events(void **state)
 {
     (void)state;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", DEFAULT_SEED), n = env_u64("GP_PROPERTY_SEQUENCES", DEFAULT_SEQUENCES);
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", DEFAULT_SEED), n = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", DEFAULT_SEQUENCES);
     for (uint64_t i = 0; i < n; i++)
         run_sequence(base + i);
 }

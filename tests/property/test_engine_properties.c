@@ -79,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "prop_env.h"
 #include "core/engine.h"
 
 #include "support/prop_engine_model.h"
@@ -1077,29 +1078,15 @@ static void run_sequence(uint64_t seed, bool verbose, int snapshot_at, prop_coun
     sim_free(s);
 }
 
-/* ---- environment -------------------------------------------------------- */
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    if (v == NULL || *v == '\0')
-        return dflt;
-    char *end = NULL;
-    unsigned long long x = strtoull(v, &end, 0);
-    if (end == v)
-        return dflt;
-    return (uint64_t)x;
-}
-
 /* ---- tests -------------------------------------------------------------- */
 
 static void test_random_sequences_keep_properties(void **state)
 {
     (void)state;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
-    uint64_t count = env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
-    bool keep_going = env_u64("GP_PROPERTY_KEEP_GOING", 0) != 0;
-    bool verbose = env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
+    uint64_t count = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
+    bool keep_going = gp_prop_env_u64("GP_PROPERTY_KEEP_GOING", 0) != 0;
+    bool verbose = gp_prop_env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
     prop_counters c;
     memset(&c, 0, sizeof c);
     uint64_t failures = 0;
@@ -1136,8 +1123,8 @@ static void test_random_sequences_keep_properties(void **state)
 static void test_same_seed_same_decisions(void **state)
 {
     (void)state;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
-    uint64_t count = env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
+    uint64_t count = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
     if (count > PROP_DETERMINISM_SEQUENCES)
         count = PROP_DETERMINISM_SEQUENCES;
     if (count == 0)
@@ -1160,9 +1147,9 @@ static void test_same_seed_same_decisions(void **state)
 static void test_snapshot_restore_decides_as_uninterrupted(void **state)
 {
     (void)state;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
-    uint64_t count = env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
-    bool verbose = env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", PROP_DEFAULT_SEED);
+    uint64_t count = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", PROP_DEFAULT_SEQUENCES);
+    bool verbose = gp_prop_env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
     prop_counters c;
     memset(&c, 0, sizeof c);
     uint64_t swapped = 0;

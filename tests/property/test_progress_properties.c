@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prop_env.h"
 #include "core/engine.h"
 #include "support/fleet_builder.h"
 
@@ -102,12 +103,6 @@ static int64_t rand_range(world *s, int64_t lo, int64_t hi)
 static bool chance(world *s, int pct)
 {
     return rand_range(s, 0, 99) < pct;
-}
-
-static uint64_t env_u64(const char *name, uint64_t fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtoull(v, NULL, 0) : fallback;
 }
 
 static void sequence_fail(const world *s, const char *fmt, ...)
@@ -292,8 +287,8 @@ static double run_sequence(world *s, uint64_t seed)
 static void large_gang_starts_within_the_bound(void **state)
 {
     (void)state;
-    uint64_t n = env_u64("GP_PROPERTY_SEQUENCES", SEQUENCES_DEFAULT);
-    uint64_t base = env_u64("GP_PROPERTY_SEED", SEED_DEFAULT);
+    uint64_t n = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", SEQUENCES_DEFAULT);
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", SEED_DEFAULT);
     world *s = malloc(sizeof *s);
     assert_non_null(s);
     double worst[4] = {0, 0, 0, 0};

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prop_env.h"
 #include "core/engine.h"
 #include "support/fleet_builder.h"
 
@@ -446,12 +447,6 @@ static void step(world *s)
         failf(s, "invariants", "%s: %s", err.field, err.message);
 }
 
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtoull(v, NULL, 0) : def;
-}
-
 static void with_fair_share(world *s)
 {
     gp_engine_config cfg = gp_engine_config_default();
@@ -465,8 +460,8 @@ static void with_fair_share(world *s)
 static void random_sequences_keep_victim_sets_minimal_and_fair(void **state)
 {
     (void)state;
-    uint64_t n = env_u64("GP_PROPERTY_SEQUENCES", DEFAULT_SEQUENCES);
-    uint64_t base = env_u64("GP_PROPERTY_SEED", DEFAULT_SEED);
+    uint64_t n = gp_prop_env_u64("GP_PROPERTY_SEQUENCES", DEFAULT_SEQUENCES);
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", DEFAULT_SEED);
     static world s;
     for (uint64_t q = 0; q < n; q++) {
         memset(&s, 0, sizeof s);

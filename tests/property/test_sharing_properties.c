@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prop_env.h"
 #include "core/engine.h"
 #include "support/sharing_builder.h"
 
@@ -740,15 +741,7 @@ static void run_sequence(seq *s, uint64_t seed, bool verbose, unsigned skip)
     sb_meter_free(&s->meter);
 }
 
-/* ---- environment and tests ---- */
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    unsigned long long x = v && *v ? strtoull(v, &end, 0) : 0;
-    return v && *v && end != v ? (uint64_t)x : dflt;
-}
+/* ---- tests ---- */
 
 static unsigned env_skip(void)
 {
@@ -764,9 +757,9 @@ static void random_sequences_keep_the_sharing_properties(void **state)
 {
     (void)state;
     static seq s;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", DEFAULT_SEED), count = env_u64("GP_PROPERTY_SEQUENCES",
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", DEFAULT_SEED), count = gp_prop_env_u64("GP_PROPERTY_SEQUENCES",
                                                                                DEFAULT_SEQUENCES);
-    bool keep_going = env_u64("GP_PROPERTY_KEEP_GOING", 0) != 0, verbose = env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
+    bool keep_going = gp_prop_env_u64("GP_PROPERTY_KEEP_GOING", 0) != 0, verbose = gp_prop_env_u64("GP_PROPERTY_VERBOSE", 0) != 0;
     unsigned skip = env_skip();
     uint64_t failures = 0, ran = 0, per_prop[P_COUNT] = {0};
     char first[1400] = "";
@@ -810,7 +803,7 @@ static void the_same_seed_gives_the_same_decisions(void **state)
 {
     (void)state;
     static seq a, b;
-    uint64_t base = env_u64("GP_PROPERTY_SEED", DEFAULT_SEED);
+    uint64_t base = gp_prop_env_u64("GP_PROPERTY_SEED", DEFAULT_SEED);
     for (uint64_t i = 0; i < 8; i++) {
         run_sequence(&a, base + 7919 * i, false, ~0u);
         run_sequence(&b, base + 7919 * i, false, ~0u);

@@ -230,37 +230,6 @@ static void secrets_and_image_auth_are_never_written(void **state)
     json_decref(o);
 }
 
-static void container_fields_round_trip_without_the_registry_password(void **state)
-{
-    (void)state;
-    json_t *o = parse("{\"job\": 3, \"action\": \"run\", \"image\": \"dir:/srv/images/base\","
-                      " \"image_auth\": {\"username\": \"bot\", \"password\": \"reg_secret\"},"
-                      " \"mounts\": [{\"source\": \"/srv/data\", \"target\": \"/data\", \"read_only\": true}, 7],"
-                      " \"shm_mib\": 512, \"read_only_root\": true, \"network\": \"private\", \"allow_userns\": true}");
-    gp_assignment a, b;
-    assert_int_equal(gp_assignment_parse(o, &a, NULL), GP_OK);
-    assert_string_equal(a.image, "dir:/srv/images/base");
-    assert_string_equal(a.image_auth_user, "bot");
-    assert_string_equal(a.image_auth_password, "reg_secret");
-    assert_int_equal(a.n_mounts, 1);
-    assert_string_equal(a.mounts[0].target, "/data");
-    assert_true(a.mounts[0].read_only && a.read_only_root && a.private_network && a.allow_userns);
-    assert_int_equal(a.shm_mib, 512);
-    json_t *written = gp_assignment_to_json(&a);
-    char *text = json_dumps(written, 0);
-    assert_null(strstr(text, "reg_secret"));
-    assert_int_equal(gp_assignment_parse(written, &b, NULL), GP_OK);
-    assert_string_equal(b.image, a.image);
-    assert_int_equal(b.n_mounts, 1);
-    assert_true(b.read_only_root && b.private_network && b.allow_userns);
-    assert_null(b.image_auth_password);
-    free(text);
-    json_decref(written);
-    gp_assignment_free(&b);
-    gp_assignment_free(&a);
-    json_decref(o);
-}
-
 static void a_poll_answers_list_is_decoded_whole(void **state)
 {
     (void)state;
@@ -311,7 +280,6 @@ int main(void)
         cmocka_unit_test(what_is_missing_reads_as_the_agent_always_read_it),
         cmocka_unit_test(written_and_read_back_it_is_the_same),
         cmocka_unit_test(egress_is_read_and_written_back),
-        cmocka_unit_test(container_fields_round_trip_without_the_registry_password),
         cmocka_unit_test(secrets_and_image_auth_are_never_written),
         cmocka_unit_test(a_poll_answers_list_is_decoded_whole),
         cmocka_unit_test(exit_reasons_have_one_name_each_both_ways),
