@@ -486,10 +486,13 @@ static bool image_under(const char *image, const char *source)
     return past_host && (next == ':' || next == '@');
 }
 
+/* With no image_sources on the tenant's chain, any registry image; a dir:
+ * or oci: image is a path on the node (dir:/ would make the host's root
+ * the job's), which only an admin's explicit source opens. */
 static bool image_allowed(const gp_container_effective *e, const char *image)
 {
     if (e->any_image)
-        return true;
+        return strncmp(image, "docker://", 9) == 0;
     for (int i = 0; i < e->sources->n_image_sources; i++)
         if (image_under(image, e->sources->image_sources[i]))
             return true;
@@ -505,7 +508,8 @@ gp_err gp_container_admit(const gp_container_effective *e, const char *tenant, c
                             e->untrusted ? "it is untrusted" : "its policy says container: required");
     if (c->image && !image_allowed(e, c->image))
         return gp_error_set(err, GP_ERR_INVALID, "image",
-                            "image %.200s is not under an image source tenant %s allows (gpupool tenants %s)",
+                            "image %.200s is not under an image source tenant %s allows (gpupool tenants %s;"
+                            " dir: and oci: images need an admin's image_sources)",
                             c->image, tenant, tenant);
     if (c->mounts && !c->image)
         return gp_error_set(err, GP_ERR_INVALID, "mounts", "mounts need an image: a bare process mounts nothing");

@@ -95,7 +95,7 @@ void gp_container_policy_to_json(const gp_container_policy *p, json_t *o);
 typedef struct gp_container_effective {
     bool required;
     bool untrusted;
-    bool any_image;                          /* no tenant of the chain sets image_sources */
+    bool any_image;                          /* no tenant of the chain sets image_sources: docker:// only */
     const gp_container_policy *sources;      /* the nearest that does (else NULL) */
     const gp_volume *volumes[GP_MAX_VOLUMES * 8]; /* nearest first; at most this many */
     size_t n_volumes;

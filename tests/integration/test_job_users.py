@@ -190,7 +190,7 @@ def test_the_assignment_carries_what_the_agent_checks(d):
             "gpu_uuids": ["GPU-t4-0-0", "GPU-t4-0-1"], "gpu_mem_mib": 16384, "cpu_millis": 32000, "mem_mib": 131072}
     cred = d.ok("POST", "/v1/agents:register", {"node": node})["token"]
     ads = d.ok("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1, "gpu_types": ["T4"], "user": "mallory",
-                                  "image": "dir:/srv/images/base"})
+                                  "image": "docker://reg.example:5000/ads/base:1"})
     nlp = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 1, "gpu_types": ["T4"], "user": "alice"})
 
     def entries():

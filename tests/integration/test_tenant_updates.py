@@ -220,7 +220,7 @@ def test_apply_resolves_parents_from_the_store(d):
 def test_prune_deletes_what_is_missing_and_refuses_a_tenant_with_jobs(d):
     setup(d)
     d.ok("POST", "/v1/jobs", {"tenant": "product/ads", "gpus": 1, "gpu_types": ["L40S"],
-                            "image": "dir:/srv/images/base"})
+                            "image": "docker://reg.example:5000/ads/base:1"})
     before, counts = stored_specs(d), store_counts(d)
     p = apply_text(d, DRY_FILE, "--prune", check=False)
     assert p.returncode == 7 and "product/ads" in p.stderr and "live jobs" in p.stderr, (p.returncode, p.stderr)

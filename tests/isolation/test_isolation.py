@@ -109,8 +109,13 @@ def test_a_hostile_tenant_reaches_nothing_of_another(d):
     node.nodes[0]["device_dir"] = devdir  # the sim's stand-in GPUs, injected into containers like real ones
     try:
         agent = node.start()
-        for tenant in ("a", "b"):
-            d.ok("PUT", "/v1/tenants/%s" % tenant, {"trust": "untrusted"})
+        for tenant in ("a", "b"):  # the suite's image folder, as an admin would allow a shared one
+            d.ok("PUT", "/v1/tenants/%s" % tenant, {"trust": "untrusted", "image_sources": ["dir:%s/" % top]})
+        # B's first attempt, at submit: the host's root as its image (or anything outside its sources)
+        for ref in ("dir:/", "dir:/var/lib", "oci:/var/lib/x:1"):
+            status, out = d.call("POST", "/v1/jobs", {"tenant": "b", "gpus": 1, "image": ref, "command": ["true"]})
+            print("expected: image %s refused (400 image); seen: %d %s" % (ref, status, out.get("error", {}).get("field")))
+            assert status == 400 and out["error"]["field"] == "image", (ref, status, out)
         victim = d.ok("POST", "/v1/jobs", {
             "tenant": "a", "gpus": 1, "image": "dir:" + image, "mem_mib": 256, "pids_max": 128,
             "command": ["/bin/probe", "victim", str(PORT), SECRET], "env": {"A_TOKEN_LIKE": SECRET}})["id"]

@@ -270,6 +270,28 @@ static gp_err admit(const gp_container_effective *e, const char *extra, gp_error
     return rc;
 }
 
+/* No image_sources anywhere: any registry image, never a path on the node
+ * (dir:/ would make the host's root the job's). */
+static void without_sources_only_registry_images_are_allowed(void **state)
+{
+    (void)state;
+    gp_tenant_spec top;
+    assert_int_equal(tenant("{}", &top, NULL), GP_OK);
+    const gp_container_policy *chain[] = {&top.containers};
+    gp_container_effective e;
+    gp_container_effective_make(chain, 1, true, 0, &e);
+    gp_error err;
+    assert_int_equal(admit(&e, "\"image\": \"docker://reg.example:5000/team/x:1\"", &err), GP_OK);
+    const char *paths[] = {"dir:/srv/images/a", "dir:/var", "oci:/srv/layouts/a:1"}; /* dir:/ the codec refuses */
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char extra[256];
+        snprintf(extra, sizeof extra, "\"image\": \"%s\"", paths[i]);
+        assert_int_equal(admit(&e, extra, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "image");
+        assert_non_null(strstr(err.message, "image_sources"));
+    }
+}
+
 static void the_check_at_submit_holds_the_policy(void **state)
 {
     (void)state;
@@ -365,6 +387,7 @@ int main(void)
         cmocka_unit_test(bad_policies_are_refused),
         cmocka_unit_test(the_policy_is_inherited_down_the_chain),
         cmocka_unit_test(optional_reaches_an_untrusted_tenant_only_from_inside_its_subtree),
+        cmocka_unit_test(without_sources_only_registry_images_are_allowed),
         cmocka_unit_test(the_check_at_submit_holds_the_policy),
         cmocka_unit_test(mounts_resolve_to_the_volumes_host_paths),
         cmocka_unit_test(the_registry_of_an_image),
