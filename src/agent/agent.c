@@ -49,6 +49,8 @@ static const char USAGE[] =
     "  --keep-scratch-s N      keep a replica's working folder and private /tmp N seconds after it ends\n"
     "  --oci-runtime PATH      the OCI runtime for replicas with an image (default: crun where the cgroups\n"
     "                          allow it, else runc)\n"
+    "  --seccomp-profile PATH  the seccomp profile (Docker format) containers run under (default\n"
+    "                          /usr/share/containers/seccomp.json, podman's default profile)\n"
     "  --containers MODE       required (default): an untrusted tenant's replica without an image is refused;\n"
     "                          optional: it may run as a bare process\n"
     "                          (default 0: removed at once)\n"
@@ -178,6 +180,7 @@ enum {
     GP__OPT_LOG_MAX_MIB,
     GP__OPT_KEEP_SCRATCH,
     GP__OPT_OCI_RUNTIME,
+    GP__OPT_SECCOMP_PROFILE,
     GP__OPT_CONTAINERS,
     GP__OPT_NO_NETWORK_FENCE,
     GP__OPT_NFT
@@ -237,6 +240,7 @@ static int gp__runtime_option(gp_agent_options *o, int c)
         return rc;
     case GP__OPT_KEEP_SCRATCH: return gp__seconds("keep-scratch-s", optarg, 0, 30 * 86400, &o->keep_scratch_s);
     case GP__OPT_OCI_RUNTIME: o->oci_runtime = optarg; return -1;
+    case GP__OPT_SECCOMP_PROFILE: o->seccomp_profile = optarg; return -1;
     case GP__OPT_CONTAINERS:
         o->containers_optional = strcmp(optarg, "optional") == 0;
         return o->containers_optional || strcmp(optarg, "required") == 0 ? -1 : gp__bad("containers", "required or optional");
@@ -389,6 +393,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"log-max-mib", required_argument, NULL, GP__OPT_LOG_MAX_MIB},
         {"keep-scratch-s", required_argument, NULL, GP__OPT_KEEP_SCRATCH},
         {"oci-runtime", required_argument, NULL, GP__OPT_OCI_RUNTIME},
+        {"seccomp-profile", required_argument, NULL, GP__OPT_SECCOMP_PROFILE},
         {"containers", required_argument, NULL, GP__OPT_CONTAINERS},
         {"image-store", required_argument, NULL, GP__OPT_IMAGE_STORE},
         {"image-store-gib", required_argument, NULL, GP__OPT_IMAGE_STORE_GIB},
@@ -433,6 +438,23 @@ static bool gp__under_tmp(const char *path)
     return false;
 }
 
+/* The seccomp profile containers run under loads and resolves now: a bad
+ * --seccomp-profile stops the agent at start; the default one missing
+ * (a host without golang-github-containers-common) leaves the agent
+ * without containers, said in its log. */
+static gp_err gp__seccomp_check(const gp_agent_options *o, gp_error *err)
+{
+    const char *path = o->seccomp_profile ? o->seccomp_profile : GP_CONTAINER_SECCOMP_PROFILE;
+    json_error_t jerr;
+    json_t *profile = json_load_file(path, 0, &jerr), *resolved = NULL;
+    if (!profile)
+        return gp_error_set(err, GP_ERR_INVALID, "seccomp_profile", "%s: %s", path, jerr.text);
+    gp_err rc = gp_seccomp_resolve(profile, gp_seccomp_native_arch(), NULL, false, &resolved, err);
+    json_decref(resolved);
+    json_decref(profile);
+    return rc;
+}
+
 /* The OCI runtime for replicas with an image, chosen once (container.h);
  * the choice is logged once the nodes are open (gp__start), so a start
  * that fails says only why.  None installed: those replicas fail with that
@@ -444,6 +466,15 @@ static int gp__choose_runtime(gp_agent_options *o)
     char why[GP_STATE_PATH_MAX + 128];
     if (gp_cgroup_host_detect(&host, NULL, &err) != GP_OK)
         host.layout = GP_CGROUP_NONE;
+    if (gp__seccomp_check(o, &err) != GP_OK) {
+        if (o->seccomp_profile)
+            return gp__bad("seccomp-profile", err.message);
+        o->runtime[0] = '\0';
+        snprintf(o->runtime_note, sizeof o->runtime_note,
+                 "gpupool-agent: WARNING: containers: %s: replicas with an image cannot start (--seccomp-profile)",
+                 err.message);
+        return -1;
+    }
     if (gp_container_runtime_choose(o->oci_runtime, host.layout, o->runtime, sizeof o->runtime, why, sizeof why,
                                     &err) == GP_OK) {
         snprintf(o->runtime_note, sizeof o->runtime_note, "gpupool-agent: containers: %s", why);

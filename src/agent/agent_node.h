@@ -69,6 +69,7 @@ typedef struct gp_agent_options {
     bool private_tmp;                        /* a replica's own /tmp, /var/tmp: no folder of the agent's lies
                                                 there (its own /dev/shm always, as root) */
     const char *oci_runtime;                 /* --oci-runtime PATH; NULL: the agent chooses */
+    const char *seccomp_profile;             /* --seccomp-profile PATH; NULL: GP_CONTAINER_SECCOMP_PROFILE */
     char runtime[GP_STATE_PATH_MAX];         /* the OCI runtime replicas with an image run under; "" none */
     char runtime_note[GP_STATE_PATH_MAX + 160]; /* why that one (or why none), logged once the nodes are open */
     bool containers_optional;                /* --containers optional: an untrusted replica may run bare */

@@ -324,6 +324,8 @@ static gp_err gp__launch_container(gp_node *n, const gp_replica *r, const gp_ass
                      bundle, "binds", binds, "gpus", gpus);
     if (!*out)
         return gp_error_set(err, GP_ERR_NOMEM, "image", "out of memory");
+    if (n->opt->seccomp_profile)
+        json_object_set_new(*out, "seccomp_profile", json_string(n->opt->seccomp_profile));
     gp_err rc = gp__image_source(n, a, *out, err);
     if (rc != GP_OK) {
         json_decref(*out);

@@ -94,12 +94,21 @@ def test_help_version_and_bad_command_lines(d, nodes):
 
 
 def test_bad_node_runtime_values_are_refused(d, nodes):
-    base = ["run", "--server", "http://127.0.0.1:1", "--join-token", "x", "--backend", "sim", "--node-file", nodes,
-            "--state-dir", os.path.join(d, "state")]
+    token = os.path.join(d, "join")
+    with open(token, "w") as f:
+        f.write("x\n")
+    os.chmod(token, 0o600)
+    base = ["run", "--server", "http://127.0.0.1:1", "--join-token-file", token, "--backend", "sim", "--node-file",
+            nodes, "--state-dir", os.path.join(d, "state")]
     for bad in (["--log-max-mib", "0"], ["--default-pids-max", "-1"], ["--min-job-uid", "x"],
-                ["--keep-scratch-s", "-5"], ["--job-uid-base", "4294000000", "--job-uid-span", "100000000"]):
+                ["--keep-scratch-s", "-5"], ["--job-uid-base", "4294000000", "--job-uid-span", "100000000"],
+                ["--seccomp-profile", os.path.join(d, "missing.json")], ["--seccomp-profile", nodes]):
         p = agent(*(base + bad), check=False)
-        assert p.returncode == 2 and "--" in p.stderr, (bad, p.returncode, p.stderr)
+        assert p.returncode == 2 and bad[0] in p.stderr, (bad, p.returncode, p.stderr)  # refused for its own value
+    with open(os.path.join(d, "no-rules.json"), "w") as f:
+        f.write("{}")  # JSON, but no defaultAction nor syscalls
+    p = agent(*(base + ["--seccomp-profile", os.path.join(d, "no-rules.json")]), check=False)
+    assert p.returncode == 2 and "--seccomp-profile" in p.stderr, (p.returncode, p.stderr)
 
 
 def main():

@@ -240,6 +240,60 @@ static void a_mount_onto_proc_dev_or_through_dotdot_is_refused(void **state)
     remove_dir(dir);
 }
 
+/* A driver outside the usual folders (the GPU machine's
+ * /usr/local/nvidia/lib64, named by an ld.so.conf.d file): its folder is
+ * found through the include, its NVIDIA libraries (and nothing else of
+ * the folder) are bound read-only, and the folder joins the container's
+ * LD_LIBRARY_PATH after the job's own. */
+static void the_drivers_libraries_are_found_where_the_linker_looks(void **state)
+{
+    (void)state;
+    char *dir = temp_dir(), path[512], conf_d[512], libs[512];
+    snprintf(conf_d, sizeof conf_d, "%s/ld.so.conf.d", dir);
+    snprintf(libs, sizeof libs, "%s/nvidia/lib64", dir);
+    assert_int_equal(mkdir(conf_d, 0755), 0);
+    snprintf(path, sizeof path, "%s/nvidia", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(mkdir(libs, 0755), 0);
+    const char *names[] = {"libcuda.so.1", "libnvidia-ml.so.1", "libssl.so.3"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", libs, names[i]);
+        write_text(path, "elf");
+    }
+    snprintf(path, sizeof path, "%s/nvidia.conf", conf_d);
+    write_text(path, "# the driver\n");
+    FILE *f = fopen(path, "a");
+    fprintf(f, "%s  \n", libs);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/ld.so.conf", dir);
+    f = fopen(path, "w");
+    fprintf(f, "include %s/*.conf\n/usr/lib/x86_64-linux-gnu\n", conf_d);
+    fclose(f);
+    char(*folders)[GP_CONTAINER_PATH_MAX] = calloc(16, sizeof *folders);
+    size_t n = gp_cdi_library_folders(path, folders, 16);
+    bool seen = false;
+    for (size_t i = 0; i < n; i++) {
+        seen |= strcmp(folders[i], libs) == 0;
+        for (size_t k = 0; k < i; k++)
+            assert_string_not_equal(folders[i], folders[k]);
+    }
+    assert_true(seen);
+    json_t *config = parse("{\"process\": {\"env\": [\"LD_LIBRARY_PATH=/opt/job/lib\"]}}");
+    gp_cdi_driver_edits(config, (const char(*)[GP_CONTAINER_PATH_MAX])folders, n);
+    char *text = json_dumps(config, 0), want[1024];
+    snprintf(want, sizeof want, "\"source\": \"%s/libcuda.so.1\"", libs);
+    assert_non_null(strstr(text, want));
+    snprintf(want, sizeof want, "\"source\": \"%s/libnvidia-ml.so.1\"", libs);
+    assert_non_null(strstr(text, want));
+    assert_null(strstr(text, "libssl"));
+    snprintf(want, sizeof want, "\"LD_LIBRARY_PATH=/opt/job/lib:%s\"", libs);
+    assert_non_null(strstr(text, want));
+    free(text);
+    free(folders);
+    json_decref(config);
+    remove_dir(dir);
+}
+
 static void cdi_edits_apply_to_the_assigned_devices_only(void **state)
 {
     (void)state;
@@ -338,6 +392,7 @@ int main(void)
         cmocka_unit_test(the_config_holds_namespaces_no_capability_limits_and_binds),
         cmocka_unit_test(a_mount_onto_proc_dev_or_through_dotdot_is_refused),
         cmocka_unit_test(cdi_edits_apply_to_the_assigned_devices_only),
+        cmocka_unit_test(the_drivers_libraries_are_found_where_the_linker_looks),
         cmocka_unit_test(only_dir_images_run_here_and_a_bad_path_is_refused),
         cmocka_unit_test(the_runtime_is_runc_on_a_hybrid_host_unless_overridden),
     };

@@ -22,9 +22,13 @@
  * with mknod) appears at /dev/NAME (nvidia-caps/NAME for the MIG
  * capability files); a node is made by the runtime and allowed, a plain
  * file is bound.  When a real NVIDIA node (major 195) is among them, the
- * driver's user-space libraries (libcuda, libnvidia-ml, ... found in the
- * usual library folders, as nvidia-container-cli's ldcache walk finds
- * them) and nvidia-smi are bound read-only at the same paths.
+ * driver's user-space libraries (libcuda*, libcudadebugger*, libnvidia-*
+ * in the folders the dynamic linker searches: the usual ones and those
+ * /etc/ld.so.conf names, as nvidia-container-cli's ldcache walk finds
+ * them) and nvidia-smi are bound read-only at the same paths; a folder
+ * outside the usual ones (a driver in /usr/local/nvidia/lib64) is added to
+ * the container's LD_LIBRARY_PATH, since the image's own linker cache does
+ * not know it, and an nvidia-smi outside /usr/bin is bound there too.
  */
 #define _GNU_SOURCE
 #include "agent/container/container.h"
@@ -33,6 +37,7 @@
 
 #include <dirent.h>
 #include <glob.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +45,14 @@
 #include <sys/sysmacros.h>
 
 #define GP__NVIDIA_MAJOR 195u
+#define GP__LIB_FOLDERS_MAX 64
 
 static const char *const GP__CDI_DIRS[] = {"/etc/cdi", "/var/run/cdi", NULL};
-static const char *const GP__DRIVER_FILES[] = {
-    "/usr/bin/nvidia-smi",          "/usr/lib/x86_64-linux-gnu/libcuda.so*", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so*",
-    "/usr/lib/x86_64-linux-gnu/libnvidia-ptxjitcompiler.so*", "/usr/lib/x86_64-linux-gnu/libnvidia-nvvm.so*",
-    "/usr/lib/aarch64-linux-gnu/libcuda.so*", "/usr/lib/aarch64-linux-gnu/libnvidia-ml.so*", "/usr/lib64/libcuda.so*",
-    "/usr/lib64/libnvidia-ml.so*", NULL};
+/* The usual library folders: an image's linker finds what is bound here. */
+static const char *const GP__USUAL_LIB_DIRS[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                                  "/usr/lib64", "/usr/lib", "/lib64", NULL};
+static const char *const GP__DRIVER_LIBS[] = {"libcuda.so*", "libcudadebugger.so*", "libnvidia-*.so*", NULL};
+static const char *const GP__SMI_DIRS[] = {"/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin", NULL};
 
 static json_t *gp__array_at(json_t *o, const char *key)
 {
@@ -227,16 +233,118 @@ static void gp__container_dev_path(const char *path, char *out, size_t cap)
     snprintf(out, cap, "/dev/%s%s", cap_file ? "nvidia-caps/" : "", base);
 }
 
+/* Adds folder to out (n of cap) unless it is there. */
+static void gp__folder_add(const char *folder, char (*out)[GP_CONTAINER_PATH_MAX], size_t *n, size_t cap)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(out[i], folder) == 0)
+            return;
+    if (*n < cap && folder[0] == '/')
+        snprintf(out[(*n)++], GP_CONTAINER_PATH_MAX, "%s", folder);
+}
+
+/* The folders one ld.so.conf file names; its include lines (glob
+ * patterns) are followed when depth allows. */
+static void gp__ld_conf(const char *path, int depth, char (*out)[GP_CONTAINER_PATH_MAX], size_t *n, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    char line[GP_CONTAINER_PATH_MAX];
+    while (f && fgets(line, sizeof line, f)) {
+        char *p = line + strspn(line, " \t");
+        p[strcspn(p, "#\r\n")] = '\0';
+        for (size_t len = strlen(p); len && (p[len - 1] == ' ' || p[len - 1] == '\t');)
+            p[--len] = '\0';
+        if (strncmp(p, "include", 7) != 0 || (p[7] != ' ' && p[7] != '\t')) {
+            gp__folder_add(p, out, n, cap);
+            continue;
+        }
+        glob_t g;
+        if (depth > 0 && glob(p + 8 + strspn(p + 8, " \t"), 0, NULL, &g) == 0) {
+            for (size_t k = 0; k < g.gl_pathc; k++)
+                gp__ld_conf(g.gl_pathv[k], depth - 1, out, n, cap);
+            globfree(&g);
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+size_t gp_cdi_library_folders(const char *ld_conf, char (*out)[GP_CONTAINER_PATH_MAX], size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; GP__USUAL_LIB_DIRS[i]; i++)
+        gp__folder_add(GP__USUAL_LIB_DIRS[i], out, &n, cap);
+    gp__ld_conf(ld_conf ? ld_conf : "/etc/ld.so.conf", 2, out, &n, cap);
+    return n;
+}
+
+static bool gp__usual_lib_dir(const char *folder)
+{
+    for (size_t i = 0; GP__USUAL_LIB_DIRS[i]; i++)
+        if (strcmp(GP__USUAL_LIB_DIRS[i], folder) == 0)
+            return true;
+    return false;
+}
+
+/* Appends folder to the container's LD_LIBRARY_PATH (process.env). */
+static void gp__library_path_add(json_t *config, const char *folder)
+{
+    json_t *env = gp__array_at(gp__object_at(config, "process"), "env"), *v;
+    size_t i;
+    json_array_foreach(env, i, v) {
+        const char *kv = json_string_value(v);
+        if (kv && strncmp(kv, "LD_LIBRARY_PATH=", 16) == 0) {
+            json_array_set_new(env, i, json_sprintf("%s%s%s", kv, kv[16] ? ":" : "", folder));
+            return;
+        }
+    }
+    json_array_append_new(env, json_sprintf("LD_LIBRARY_PATH=%s", folder));
+}
+
+/* Binds each match of pattern in folder read-only at its own path; true
+ * when there was one. */
+static bool gp__bind_matches(json_t *config, const char *folder, const char *pattern)
+{
+    char path[GP_CONTAINER_PATH_MAX];
+    glob_t g;
+    snprintf(path, sizeof path, "%s/%s", folder, pattern);
+    if (glob(path, 0, NULL, &g) != 0)
+        return false;
+    for (size_t k = 0; k < g.gl_pathc; k++)
+        gp__add_bind(config, g.gl_pathv[k], g.gl_pathv[k], true);
+    globfree(&g);
+    return true;
+}
+
+void gp_cdi_driver_edits(json_t *config, const char (*folders)[GP_CONTAINER_PATH_MAX], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool found = false;
+        for (size_t k = 0; GP__DRIVER_LIBS[k]; k++)
+            found |= gp__bind_matches(config, folders[i], GP__DRIVER_LIBS[k]);
+        if (found && !gp__usual_lib_dir(folders[i]))
+            gp__library_path_add(config, folders[i]);
+    }
+    for (size_t i = 0; GP__SMI_DIRS[i]; i++) {
+        char smi[GP_CONTAINER_PATH_MAX];
+        snprintf(smi, sizeof smi, "%s/nvidia-smi", GP__SMI_DIRS[i]);
+        if (access(smi, X_OK) != 0)
+            continue;
+        gp__add_bind(config, smi, smi, true);
+        if (i > 0)
+            gp__add_bind(config, smi, "/usr/bin/nvidia-smi", true);
+        break;
+    }
+}
+
 static void gp__driver_files(json_t *config)
 {
-    for (size_t i = 0; GP__DRIVER_FILES[i]; i++) {
-        glob_t g;
-        if (glob(GP__DRIVER_FILES[i], 0, NULL, &g) != 0)
-            continue;
-        for (size_t k = 0; k < g.gl_pathc; k++)
-            gp__add_bind(config, g.gl_pathv[k], g.gl_pathv[k], true);
-        globfree(&g);
-    }
+    char(*folders)[GP_CONTAINER_PATH_MAX] = calloc(GP__LIB_FOLDERS_MAX, sizeof *folders);
+    if (!folders)
+        return;
+    gp_cdi_driver_edits(config, (const char(*)[GP_CONTAINER_PATH_MAX])folders,
+                        gp_cdi_library_folders(NULL, folders, GP__LIB_FOLDERS_MAX));
+    free(folders);
 }
 
 static gp_err gp__device_paths(json_t *config, const char *const *paths, gp_error *err)

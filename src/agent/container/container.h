@@ -128,6 +128,18 @@ const char *gp_seccomp_native_arch(void);
 gp_err gp_cdi_apply(json_t *config, const char *const *dirs, const char *const *uuids,
                     const char *const *device_paths, bool *used_cdi, gp_error *err);
 
+/* The folders the driver's libraries are looked for in: the usual
+ * library folders, then those ld_conf (NULL: /etc/ld.so.conf) names,
+ * directly or through its include lines (two levels).  Fills out (cap
+ * entries, the caller's) and returns how many. */
+size_t gp_cdi_library_folders(const char *ld_conf, char (*out)[GP_CONTAINER_PATH_MAX], size_t cap);
+
+/* The driver's edits into config: its libraries in folders bound
+ * read-only at their paths (a folder outside the usual ones also on the
+ * container's LD_LIBRARY_PATH) and nvidia-smi (at /usr/bin too when it is
+ * elsewhere). */
+void gp_cdi_driver_edits(json_t *config, const char (*folders)[GP_CONTAINER_PATH_MAX], size_t n);
+
 /* The runtime to use: override when given (must be executable), else
  * crun when it is installed and the host's cgroups are not the hybrid
  * layout it refuses, else runc.  out gets its path, why a sentence for the

@@ -123,6 +123,7 @@ static bool gp__container_from(json_t *l, const gp_assignment *a, gp__supervisor
         .id = json_string_value(json_object_get(o, "id")),
         .bundle = json_string_value(json_object_get(o, "bundle")),
         .rootfs = json_string_value(json_object_get(o, "rootfs")),
+        .seccomp_profile = json_string_value(json_object_get(o, "seccomp_profile")),
         .read_only_root = a->read_only_root,
         .private_network = a->private_network,
         .allow_userns = a->allow_userns,
