@@ -17,8 +17,14 @@ driver would show a CUDA process.
   job.py hog N MIB N processes each hold MIB MiB of GPU memory (together
                    over the job's share), until killed
   job.py devices PATH...   try to open each path, report ok or the errno
+  job.py nogpu     a job given no GPU: the NVIDIA device nodes it sees and
+                   whether CUDA initialises
+  job.py residue_write MIB   fill MIB MiB of GPU memory with 0x5A and exit
+  job.py residue_read MIB    allocate MIB MiB without initialising it and
+                   count the bytes a job before it could have left (0x5A)
 """
 import errno
+import glob
 import json
 import os
 import signal
@@ -84,10 +90,23 @@ class Gpu:
         return int(self.torch.load(path)["step"])
 
 
+def nvidia_nodes():
+    return sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*"))
+
+
+def pid1():
+    """What PID 1 is: the job's own process in a container, the host's init otherwise."""
+    try:
+        with open("/proc/1/cmdline", "rb") as f:
+            return f.read().split(b"\0")[0].decode(errors="replace")
+    except OSError as e:
+        return "unreadable: %s" % e
+
+
 def start_event(gpu):
     with open("/proc/self/cgroup") as f:
         cgroup = f.read().strip().splitlines()
-    event("start", restart=int(os.environ.get("GPUPOOL_RESTART_COUNT", "-1")),
+    event("start", restart=int(os.environ.get("GPUPOOL_RESTART_COUNT", "-1")), nodes=nvidia_nodes(), pid1=pid1(),
           visible=os.environ.get("CUDA_VISIBLE_DEVICES", ""), cgroup=cgroup, device=gpu.name, sms=gpu.sms,
           threads=os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
           pinned=os.environ.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
@@ -150,6 +169,34 @@ def devices(paths):
     event("devices", result=result, visible=os.environ.get("CUDA_VISIBLE_DEVICES", ""))
 
 
+def nogpu():
+    cuda = "stub: no CUDA here"
+    if not STUB:
+        try:
+            import torch
+            torch.cuda.init()
+            cuda = "initialised: %d device(s)" % torch.cuda.device_count()
+        except Exception as e:  # what CUDA says without a device
+            cuda = "failed: %s" % str(e).splitlines()[0][:200]
+    event("nogpu", nodes=nvidia_nodes(), visible=os.environ.get("CUDA_VISIBLE_DEVICES"), cuda=cuda, pid1=pid1())
+
+
+def residue(write, mib):
+    if STUB:
+        event("written" if write else "read", stub=True, mib=mib)
+        return
+    import torch
+    n = mib * 2 ** 20
+    if write:
+        x = torch.full((n,), 0x5A, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        event("written", mib=mib, pattern=int((x == 0x5A).sum().item()))
+        return
+    x = torch.empty((n,), dtype=torch.uint8, device="cuda")  # not initialised: whatever the memory held
+    torch.cuda.synchronize()
+    event("read", mib=mib, pattern=int((x == 0x5A).sum().item()), nonzero=int((x != 0).sum().item()))
+
+
 def main(argv):
     event("exec")  # before PyTorch loads: gpupool's part of a start ends here
     mode = argv[1]
@@ -165,6 +212,10 @@ def main(argv):
         hog(int(argv[2]), int(argv[3]))
     elif mode == "devices":
         devices(argv[2:])
+    elif mode == "nogpu":
+        nogpu()
+    elif mode in ("residue_write", "residue_read"):
+        residue(mode == "residue_write", int(argv[2]))
     else:
         sys.exit("job.py: unknown mode " + mode)
 
