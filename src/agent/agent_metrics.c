@@ -24,8 +24,9 @@
 enum { GP__METRICS_TOKEN_MAX = 512 };
 
 struct gp_agent_metrics {
-    pthread_mutex_t lock;    /* guards nodes */
+    pthread_mutex_t lock;    /* guards nodes and starts */
     gp_metrics_node *nodes;
+    gp_start_histogram starts[2]; /* [image_pull] */
     size_t n_nodes;
     struct MHD_Daemon *http;
     char bearer[GP__METRICS_TOKEN_MAX + 8]; /* "Bearer TOKEN", "" without --metrics-token-file */
@@ -134,7 +135,41 @@ static void gp__family(FILE *f, size_t k, const gp_metrics_node *nodes, size_t n
         }
 }
 
-char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes)
+/* Upper bounds of the start histograms' buckets, in seconds. */
+static const double GP__START_BOUNDS[GP_AGENT_START_BUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120};
+
+static void gp__start_histograms(FILE *f, const gp_start_histogram *starts)
+{
+    static const char name[] = "gpupool_agent_replica_start_seconds";
+    fprintf(f, "# HELP %s From the order to run a replica to its exec, on this agent.\n# TYPE %s histogram\n", name,
+            name);
+    for (int pulled = 0; pulled < 2; pulled++) {
+        const gp_start_histogram *h = &starts[pulled];
+        const char *label = pulled ? "true" : "false";
+        for (int b = 0; b < GP_AGENT_START_BUCKETS; b++)
+            fprintf(f, "%s_bucket{image_pull=\"%s\",le=\"%g\"} %lld\n", name, label, GP__START_BOUNDS[b],
+                    (long long)h->buckets[b]);
+        fprintf(f, "%s_bucket{image_pull=\"%s\",le=\"+Inf\"} %lld\n", name, label, (long long)h->count);
+        fprintf(f, "%s_sum{image_pull=\"%s\"} %.3f\n%s_count{image_pull=\"%s\"} %lld\n", name, label, h->sum, name,
+                label, (long long)h->count);
+    }
+}
+
+void gp_agent_metrics_observe_start(gp_agent_metrics *m, double seconds, bool image_pull)
+{
+    if (!m)
+        return;
+    seconds = seconds < 0 ? 0 : seconds;
+    pthread_mutex_lock(&m->lock);
+    gp_start_histogram *h = &m->starts[image_pull];
+    for (int b = 0; b < GP_AGENT_START_BUCKETS; b++)
+        h->buckets[b] += seconds <= GP__START_BOUNDS[b];
+    h->count++;
+    h->sum += seconds;
+    pthread_mutex_unlock(&m->lock);
+}
+
+char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes, const gp_start_histogram *starts)
 {
     char *text = NULL;
     size_t len = 0;
@@ -143,6 +178,8 @@ char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes)
         return NULL;
     for (size_t k = 0; k < sizeof GP__FAMILIES / sizeof GP__FAMILIES[0]; k++)
         gp__family(f, k, nodes, n_nodes);
+    if (starts)
+        gp__start_histograms(f, starts);
     if (fclose(f) != 0) {
         free(text);
         return NULL;
@@ -282,7 +319,7 @@ static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const
                          strdup("unauthorized: send Authorization: Bearer <the --metrics-token-file token>\n"),
                          "text/plain");
     pthread_mutex_lock(&m->lock);
-    char *text = gp_agent_metrics_render(m->nodes, m->n_nodes);
+    char *text = gp_agent_metrics_render(m->nodes, m->n_nodes, m->starts);
     pthread_mutex_unlock(&m->lock);
     if (!text)
         return gp__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, strdup("out of memory\n"), "text/plain");

@@ -35,6 +35,7 @@
 #ifndef GP_AGENT_METRICS_H
 #define GP_AGENT_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,8 +86,22 @@ gp_err gp_agent_metrics_start(const char *listen, const char *token_file, size_t
 void gp_agent_metrics_publish(gp_agent_metrics *m, size_t index, gp_metrics_node *node);
 void gp_agent_metrics_stop(gp_agent_metrics *m);
 
+/* How long replicas took to start on this agent, from the order to run
+ * to the exec, as two histograms (label image_pull="true": the start
+ * pulled a docker:// or oci: image, a hit in the store included;
+ * "false": a bare process or a dir: image):
+ * gpupool_agent_replica_start_seconds.  m NULL: nothing. */
+#define GP_AGENT_START_BUCKETS 10
+typedef struct gp_start_histogram {
+    int64_t buckets[GP_AGENT_START_BUCKETS]; /* cumulative counts at GP__START_BOUNDS (agent_metrics.c) */
+    int64_t count;
+    double sum;
+} gp_start_histogram;
+void gp_agent_metrics_observe_start(gp_agent_metrics *m, double seconds, bool image_pull);
+
 /* The exposition text of these nodes: each metric's HELP and TYPE once,
- * then its samples over every node.  NULL when out of memory. */
-char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes);
+ * then its samples over every node, then the start histograms (starts
+ * NULL: none).  NULL when out of memory. */
+char *gp_agent_metrics_render(const gp_metrics_node *nodes, size_t n_nodes, const gp_start_histogram *starts);
 
 #endif

@@ -20,6 +20,7 @@
 #define GP__POLL_WAIT_S 30
 #define GP__LEADER_HOPS_MAX 5 /* 307s followed in a row before backing off */
 #define GP__REPORTS_MAX 1000
+#define GP__EXIT_MESSAGE_MAX 480 /* bytes of DIR/error an exit report carries */
 #define GP__EVENTS_EVERY_MS 1000
 #define GP__CHECKPOINT_EVERY_MS 1000
 #define GP__CHECKPOINT_GRACE_EVERY_MS 20
@@ -569,11 +570,15 @@ static json_t *gp__running(const gp_node *n, const gp_telemetry *t)
     json_t *out = json_array();
     for (size_t i = 0; i < n->n_replicas; i++) {
         const gp_replica *r = n->replicas[i];
-        if (!r->ended)
-            json_array_append_new(out, json_pack("{s:I, s:i, s:i, s:s, s:o}", "job", (json_int_t)r->job, "replica",
-                                                 (int)r->replica, "pid", (int)gp_replica_pid(r), "state",
-                                                 r->stop_deadline == GP_PLAN_NO_DEADLINE ? "running" : "stopping",
-                                                 "gpus", gp__replica_use(r, t)));
+        if (r->ended)
+            continue;
+        json_t *pull = gp_replica_pull(r);
+        const char *state = r->stop_deadline != GP_PLAN_NO_DEADLINE ? "stopping" : pull ? "pulling" : "running";
+        json_t *o = json_pack("{s:I, s:i, s:i, s:s, s:o}", "job", (json_int_t)r->job, "replica", (int)r->replica,
+                              "pid", (int)gp_replica_pid(r), "state", state, "gpus", gp__replica_use(r, t));
+        if (pull)
+            json_object_set_new(o, "pull", pull);
+        json_array_append_new(out, o);
     }
     return out;
 }
@@ -622,12 +627,21 @@ static json_t *gp__exit_report(const gp_replica *r)
     int64_t dropped = gp_replica_log_dropped(r->log_path); /* the job's history says so too */
     if (dropped > 0)
         json_object_set_new(o, "log_dropped_bytes", json_integer(dropped));
+    char why[GP__EXIT_MESSAGE_MAX + 1];
+    snprintf(path, sizeof path, "%s/error", r->dir); /* a run that never started: why (its log says so too) */
+    if (gp_state_read(path, why, sizeof why)) {
+        why[strcspn(why, "\n")] = '\0';
+        for (char *c = why; *c; c++) /* gpupoold takes text without control characters */
+            *c = (unsigned char)*c < 0x20 || *c == 0x7f ? ' ' : *c;
+        if (why[0]) /* invalid UTF-8 (a cut character): json_string gives NULL, the field is left out */
+            json_object_set_new(o, "message", json_string(why));
+    }
     return o;
 }
 
 static bool gp__exit_due(const gp_replica *r)
 {
-    return r->ended && !r->exit_acked && !r->exit_in_flight;
+    return r->ended && !r->exit_acked && !r->exit_in_flight && !r->exit_held;
 }
 
 static bool gp__reports_due(const gp_node *n)
@@ -715,6 +729,8 @@ static void gp__send_reports(gp_node *n)
             r->exit_in_flight = true;
         }
     }
+    for (i = 0; i < n->n_replicas; i++)
+        n->replicas[i]->exit_held = false; /* the next batch, after their `started` in this one */
     while (json_array_size(n->queue) > 0 && json_array_size(batch) < GP__REPORTS_MAX) {
         json_array_append(batch, json_array_get(n->queue, 0));
         json_array_append(n->in_flight, json_array_get(n->queue, 0));
@@ -750,6 +766,7 @@ static int64_t gp__check_checkpoints(gp_node *n, int64_t now)
         gp_replica *r = n->replicas[i];
         if (r->ended)
             continue;
+        gp_replica_check_started(n, r);
         gp_replica_check_checkpoint(n, r);
         grace |= r->stop_deadline != GP_PLAN_NO_DEADLINE;
     }

@@ -158,6 +158,10 @@ typedef struct gp_replica {
                                             kept in DIR/log_skipped */
     bool log_eof_sent;                   /* gpupoold has all of it */
     bool log_in_flight, log_eof_in_flight;
+    char image[GP_IMAGE_REF_MAX + 1];    /* its assignment's image, "" none */
+    int64_t ordered_ms;                  /* epoch ms this agent took the order to run it; 0 adopted */
+    bool start_reported;                 /* it exec'd and its `started` report is queued */
+    bool exit_held;                      /* its exit waits one batch: its `started` goes first */
 } gp_replica;
 
 struct gp_node {
@@ -262,6 +266,13 @@ void gp_node_fence_end(gp_node *n, const gp_replica *r);
 void gp_node_fence_close(gp_node *n);
 void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
+/* Queues `started` once the supervisor says the replica exec'd
+ * (DIR/started): its pid, the time from bind and the part its image pull
+ * took; the agent's start metrics count it. */
+void gp_replica_check_started(gp_node *n, gp_replica *r);
+/* The pull of a replica that has not started (DIR/pull) as the heartbeat
+ * sends it, NULL when none runs: a new reference. */
+json_t *gp_replica_pull(const gp_replica *r);
 /* Queues `checkpointed` when CHECKPOINT_DIR/.done appeared. */
 void gp_replica_check_checkpoint(gp_node *n, gp_replica *r);
 pid_t gp_replica_pid(const gp_replica *r);

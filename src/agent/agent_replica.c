@@ -92,6 +92,7 @@ static void gp__replica_gpus(gp_replica *r, const gp_assignment *assignment)
     r->milli_gpus = assignment->slice.milli_gpus;
     r->slice_mem_mib = assignment->slice.gpu_mem_mib;
     snprintf(r->tenant, sizeof r->tenant, "%s", assignment->tenant);
+    snprintf(r->image, sizeof r->image, "%s", assignment->image);
     for (size_t i = 0; i < assignment->n_gpus; i++)
         snprintf(r->gpus[r->n_gpus++], GP_UUID_MAX, "%s", assignment->gpus[i]);
 }
@@ -576,6 +577,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
     r->log_sent = 0; /* a new run: gpupoold has none of it */
+    r->ordered_ms = gp_agent_real_ms();
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
     if (rc != GP_OK && r->supervisor <= 0) {
         /* nothing runs: an exit the job's state shows (127, like a shell) */
@@ -593,8 +595,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
         gp_state_exit_format(&r->exit, text, sizeof text);
         gp_state_write(path, text, 0600, NULL);
     } else {
-        gp__set_busy(n, r, true);
-        gp_node_queue_report(n, gp__report("started", r));
+        gp__set_busy(n, r, true); /* `started` goes once it exec'd (gp_replica_check_started) */
     }
     *out = r;
     return rc;
@@ -639,6 +640,9 @@ static void gp__delete_container(const gp_replica *r)
 void gp_replica_collect_exit(gp_node *n, gp_replica *r)
 {
     char path[GP_STATE_PATH_MAX], text[128];
+    bool reported = r->start_reported;
+    gp_replica_check_started(n, r); /* a run shorter than the loop's look */
+    r->exit_held = r->start_reported && !reported;
     snprintf(path, sizeof path, "%s/exit", r->dir);
     if (!gp_state_read(path, text, sizeof text) || !gp_state_exit_parse(text, &r->exit)) {
         /* its supervisor died (killed, or the host rebooted): what it left is killed too */
@@ -668,6 +672,60 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
     gp_agent_log(n, "job=%llu replica=%u exited reason=%s code=%d signal=%d%s%s", (unsigned long long)r->job,
                  r->replica, gp_exit_reason_name(r->exit.reason), r->exit.code, r->exit.signal,
                  why[0] ? " error=" : "", why);
+}
+
+/* "replica 0 ... started: 3.4 s from bind" in the agent's log, and the
+ * report's timing fields: from bind (gpupoold's bind second, so up to 1 s
+ * more than it took) and the pull's part. */
+static void gp__start_timing(gp_node *n, const gp_replica *r, int64_t exec_ms, int64_t pull_ms, json_t *rep)
+{
+    int64_t from_bind = exec_ms - r->bind_time * 1000;
+    from_bind = from_bind < 0 ? 0 : from_bind;
+    pull_ms = pull_ms < 0 ? 0 : pull_ms > from_bind ? from_bind : pull_ms;
+    json_object_set_new(rep, "from_bind_ms", json_integer((json_int_t)from_bind));
+    if (pull_ms > 0 || (r->image[0] && strncmp(r->image, "dir:", 4) != 0)) {
+        json_object_set_new(rep, "pull_ms", json_integer((json_int_t)pull_ms));
+        json_object_set_new(rep, "image", json_string(r->image));
+    }
+    if (r->ordered_ms > 0) /* this agent's part, on its own clock */
+        gp_agent_metrics_observe_start(n->metrics, (double)(exec_ms - r->ordered_ms) / 1000.0,
+                                       json_object_get(rep, "image") != NULL);
+    gp_agent_log(n, "job=%llu replica=%u started from_bind_ms=%lld pull_ms=%lld", (unsigned long long)r->job,
+                 r->replica, (long long)from_bind, (long long)pull_ms);
+}
+
+void gp_replica_check_started(gp_node *n, gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX], text[64];
+    long long exec_ms, pull_ms;
+    if (r->start_reported || r->ended)
+        return;
+    snprintf(path, sizeof path, "%s/started", r->dir);
+    if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld", &exec_ms, &pull_ms) != 2)
+        return;
+    json_t *rep = gp__report("started", r);
+    pid_t pid = gp_replica_pid(r);
+    if (pid > 0)
+        json_object_set_new(rep, "pid", json_integer(pid));
+    gp__start_timing(n, r, exec_ms, pull_ms, rep);
+    gp_node_queue_report(n, rep);
+    r->start_reported = true;
+}
+
+json_t *gp_replica_pull(const gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX];
+    if (r->start_reported || r->ended)
+        return NULL;
+    snprintf(path, sizeof path, "%s/pull", r->dir);
+    json_t *o = json_load_file(path, 0, NULL);
+    const char *image = json_string_value(json_object_get(o, "image"));
+    if (!image || strlen(image) > GP_IMAGE_REF_MAX || !json_is_integer(json_object_get(o, "done_bytes")) ||
+        !json_is_integer(json_object_get(o, "total_bytes")) || !json_is_integer(json_object_get(o, "started_at"))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 void gp_replica_check_checkpoint(gp_node *n, gp_replica *r)

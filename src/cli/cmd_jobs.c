@@ -102,6 +102,43 @@ static const char *nodes_text(const json_t *j, char *buf, size_t cap)
     return buf[0] ? buf : NULL;
 }
 
+/* bytes as "1.2 GiB": the largest of B, KiB, MiB, GiB, TiB it is 1 of. */
+static const char *bytes_text(int64_t n, char *buf, size_t cap)
+{
+    static const char *const UNITS[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)n;
+    size_t u = 0;
+    for (; v >= 1024 && u + 1 < sizeof UNITS / sizeof UNITS[0]; u++)
+        v /= 1024;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, UNITS[u]);
+    return buf;
+}
+
+/* A running job's image pull (GET /v1/jobs/{id} "pull"): "pulling image
+ * docker://..., 1.2 GiB of 4.0 GiB"; NULL when it pulls none. */
+static const char *pull_text(const json_t *j, char *buf, size_t cap)
+{
+    json_t *pull = json_object_get(j, "pull");
+    const char *image = json_string_value(json_object_get(pull, "image"));
+    char done[32], total[32];
+    if (!image)
+        return NULL;
+    int64_t of = json_integer_value(json_object_get(pull, "total_bytes"));
+    bytes_text(json_integer_value(json_object_get(pull, "done_bytes")), done, sizeof done);
+    if (of > 0)
+        snprintf(buf, cap, "pulling image %s, %s of %s", image, done, bytes_text(of, total, sizeof total));
+    else
+        snprintf(buf, cap, "pulling image %s, %s (total not known yet)", image, done);
+    return buf;
+}
+
+/* Its state as a person reads it: "pulling image" while a replica's image
+ * is pulled (the job is running for gpupoold). */
+static const char *state_text(const json_t *j)
+{
+    return json_object_get(j, "pull") ? "pulling image" : json_string_value(json_object_get(j, "state"));
+}
+
 /* One row of the job table (job_head's columns) from a job's JSON. */
 static void add_job_row(gp_table *t, const json_t *j)
 {
@@ -114,7 +151,7 @@ static void add_job_row(gp_table *t, const json_t *j)
                            json_string_value(json_object_get(j, "user")),
                            json_string_value(json_object_get(j, "name")),
                            gpus_text(j, gpus, sizeof gpus),
-                           json_string_value(json_object_get(j, "state")),
+                           state_text(j),
                            json_string_value(json_object_get(j, "class")),
                            json_is_integer(submit) ? gp_duration(now - json_integer_value(submit), age, sizeof age) : NULL,
                            run_time(j, now, ran, sizeof ran),
@@ -360,6 +397,8 @@ static void print_job(const json_t *j)
         else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
+    if (pull_text(j, buf, sizeof buf))
+        printf("%-12s %s\n", "pull", buf);
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(j, "mounts"), i, p) {

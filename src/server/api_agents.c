@@ -47,6 +47,7 @@
 #include "server/api.h"
 
 #include "eventlog/placement.h"
+#include "spec/container_spec.h"
 #include "spec/json_input.h"
 
 #include <stdio.h>
@@ -552,9 +553,39 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
 
 /* ---- heartbeat ---- */
 
+/* A replica's image pull in progress (state "pulling"): {"image":
+ * "docker://...", "done_bytes": N, "total_bytes": M (0: not known yet),
+ * "started_at": epoch s}, every field required. */
+static gp_err running_pull(const json_t *v, const char *field, gp_error *err)
+{
+    static const char *const NEEDS[] = {"image", "done_bytes", "total_bytes", "started_at"};
+    gp_err rc = gp_json_object(v, field, err);
+    const char *key;
+    json_t *x;
+    int64_t n;
+    char image[GP_IMAGE_REF_MAX + 1];
+    json_object_foreach((json_t *)v, key, x) {
+        char name[96];
+        gp_json_field_name(name, sizeof name, field, key);
+        if (rc == GP_OK && strcmp(key, "image") == 0)
+            rc = gp_json_string(x, name, GP_IMAGE_REF_MAX, image, sizeof image, err);
+        else if (rc == GP_OK && strcmp(key, "started_at") == 0)
+            rc = gp_json_int(x, name, 0, INT64_C(1) << 40, &n, err);
+        else if (rc == GP_OK && (strcmp(key, "done_bytes") == 0 || strcmp(key, "total_bytes") == 0))
+            rc = gp_json_int(x, name, 0, INT64_C(1) << 50, &n, err);
+        else if (rc == GP_OK)
+            rc = gp_json_unknown_field(field, key, err);
+    }
+    for (size_t k = 0; rc == GP_OK && k < sizeof NEEDS / sizeof NEEDS[0]; k++)
+        if (!json_object_get(v, NEEDS[k]))
+            rc = gp_error_set(err, GP_ERR_INVALID, field, "%s.%s is required", field, NEEDS[k]);
+    return rc;
+}
+
 /* {"job": 7, "replica": 0, "pid": 4242, "state": "running",
  *  "gpus": [{"uuid": "MIG-...", "memory_used_mib": 9000, "sm_active_pct": 40}]}
- * (gpus: the replica's use of its GPUs or slices, opaque like the node's) */
+ * (gpus: the replica's use of its GPUs or slices, opaque like the node's;
+ * "state": "pulling" with "pull" while its image is pulled) */
 static gp_err running_entry(const json_t *v, size_t i, gp_error *err)
 {
     char field[48];
@@ -579,6 +610,8 @@ static gp_err running_entry(const json_t *v, size_t i, gp_error *err)
             rc = gp_json_string(x, name, sizeof text - 1, text, sizeof text, err);
         else if (strcmp(key, "gpus") == 0 && !json_is_array(x))
             rc = gp_error_set(err, GP_ERR_INVALID, name, "%s must be an array", name);
+        else if (strcmp(key, "pull") == 0)
+            rc = running_pull(x, name, err);
         else if (strcmp(key, "gpus") != 0)
             rc = gp_json_unknown_field(field, key, err);
     }
@@ -671,6 +704,10 @@ typedef struct report {
     int64_t at;             /* gpu_check: epoch seconds, 0 = not said (now) */
     int64_t duration_ms;    /* gpu_check: -1 = not said */
     int64_t log_dropped;    /* exited: bytes of output its log cap dropped, 0 = none */
+    int64_t from_bind_ms;   /* started: bind -> exec, -1 = not said */
+    int64_t pull_ms;        /* started: the image pull's part of it, -1 = no pull */
+    char image[GP_IMAGE_REF_MAX + 1]; /* started: the image pulled */
+    char message[512];      /* exited: why a run never started (the agent's DIR/error) */
 } report;
 
 typedef struct reports_arg {
@@ -704,7 +741,8 @@ static bool report_int_bounds(const char *key, int64_t *min, int64_t *max)
                 {"gpu", 0, GP_MAX_GPUS_PER_NODE - 1}, {"pid", 1, INT32_MAX},
                 {"gpu_memory_mib", 0, INT64_C(1) << 40}, {"gpu_memory_share_mib", 0, INT64_C(1) << 40},
                 {"xid", 1, 1023},                      {"at", 0, INT64_C(1) << 40},
-                {"duration_ms", 0, INT64_C(1) << 40},  {"log_dropped_bytes", 0, INT64_C(1) << 50}};
+                {"duration_ms", 0, INT64_C(1) << 40},  {"log_dropped_bytes", 0, INT64_C(1) << 50},
+                {"from_bind_ms", 0, INT64_C(1) << 40}, {"pull_ms", 0, INT64_C(1) << 40}};
     for (size_t i = 0; i < sizeof INTS / sizeof INTS[0]; i++)
         if (strcmp(key, INTS[i].key) == 0) {
             *min = INTS[i].min;
@@ -742,6 +780,10 @@ static void report_int_store(report *out, const char *key, int64_t n)
         out->duration_ms = n;
     else if (strcmp(key, "log_dropped_bytes") == 0)
         out->log_dropped = n;
+    else if (strcmp(key, "from_bind_ms") == 0)
+        out->from_bind_ms = n;
+    else if (strcmp(key, "pull_ms") == 0)
+        out->pull_ms = n;
     else
         out->gpu = (int)n;
 }
@@ -772,6 +814,10 @@ static bool report_health_field(const char *key, const json_t *v, const char *na
         *rc = gp_json_bool(v, name, &out->passed, err);
     else if (strcmp(key, "drain_node") == 0)
         *rc = gp_json_bool(v, name, &out->drain_node, err);
+    else if (strcmp(key, "image") == 0)
+        *rc = gp_json_string(v, name, sizeof out->image - 1, out->image, sizeof out->image, err);
+    else if (strcmp(key, "message") == 0)
+        *rc = gp_json_string(v, name, sizeof out->message - 1, out->message, sizeof out->message, err);
     else
         return false;
     return true;
@@ -830,6 +876,8 @@ static gp_err report_parse(const json_t *v, size_t i, const char *node, report *
     memset(out, 0, sizeof *out);
     out->exit.bind_time = -1; /* not given (optional for started) */
     out->duration_ms = -1;
+    out->from_bind_ms = -1;
+    out->pull_ms = -1;
     snprintf(out->exit.node, sizeof out->exit.node, "%s", node);
     gp_err rc = gp_json_object(v, field, err);
     if (rc == GP_OK && !json_object_get(v, "what"))
@@ -971,10 +1019,15 @@ static gp_err apply_started(gp_server *srv, const report *rep, const gp_job_info
         *note = rc == GP_OK ? "already recorded" : NULL;
         return rc;
     }
-    char text[GP_NAME_MAX + 96];
-    int n = snprintf(text, sizeof text, "replica %d on %s: started", rep->exit.replica, rep->exit.node);
-    if (rep->pid > 0 && n > 0 && (size_t)n < sizeof text)
-        snprintf(text + n, sizeof text - (size_t)n, ", pid %lld", (long long)rep->pid);
+    char text[GP_NAME_MAX + GP_IMAGE_REF_MAX + 160];
+    size_t n = (size_t)snprintf(text, sizeof text, "replica %d on %s: started", rep->exit.replica, rep->exit.node);
+    if (rep->pid > 0)
+        n += (size_t)snprintf(text + n, sizeof text - n, ", pid %lld", (long long)rep->pid);
+    if (rep->from_bind_ms >= 0)
+        n += (size_t)snprintf(text + n, sizeof text - n, ", %.1f s from bind", (double)rep->from_bind_ms / 1000.0);
+    if (rep->from_bind_ms >= 0 && rep->pull_ms >= 0 && rep->image[0])
+        snprintf(text + n, sizeof text - n, ", of which %.1f s pulling %s", (double)rep->pull_ms / 1000.0,
+                 rep->image);
     return gp_store_history_add(srv->store, rep->exit.job_id, now, "start", NULL, NULL, text, err);
 }
 
@@ -1003,6 +1056,19 @@ static gp_err log_dropped_history(gp_server *srv, const report *rep, int64_t now
                                 text, err);
 }
 
+/* Why a run never started, as its agent said ("image pull failed
+ * (not_found): ..."), beside its exit: "replica 0 on n1: not started:
+ * ...".  Written with the exit that counted. */
+static gp_err not_started_history(gp_server *srv, const report *rep, int64_t now, gp_error *err)
+{
+    if (!rep->message[0])
+        return GP_OK;
+    char text[GP_NAME_MAX + sizeof rep->message + 48];
+    snprintf(text, sizeof text, "replica %d on %s: not started: %s", rep->exit.replica, rep->exit.node,
+             rep->message);
+    return gp_store_history_add(srv->store, rep->exit.job_id, now, "exit", NULL, NULL, text, err);
+}
+
 static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a, const report *rep, int64_t now,
                            const char **note, gp_error *err)
 {
@@ -1026,6 +1092,8 @@ static gp_err report_apply(gp_server *srv, const gp_op *op, const reports_arg *a
         *note = "counted already";
     else if (rc == GP_OK)
         rc = log_dropped_history(srv, rep, now, err);
+    if (rc == GP_OK && srv->journal.last_logged)
+        rc = not_started_history(srv, rep, now, err);
     /* The last replica of a job in its grace is gone: its GPUs are free and
      * its reclaimer waits for them.  The pass runs in this batch (a batch
      * is committed whole: the exit is on disk before the bind is known)

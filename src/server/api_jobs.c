@@ -62,6 +62,44 @@ static void add_execution_note(gp_server *srv, json_t *view)
         json_object_set_new(view, "execution", json_string(EXECUTION_NOTE));
 }
 
+/* The node's heartbeat entry of that replica's pull, NULL none (borrowed
+ * from view). */
+static json_t *pull_of(json_t *view, uint64_t job, size_t replica)
+{
+    size_t i;
+    json_t *run;
+    json_array_foreach(json_object_get(view, "running"), i, run) {
+        if ((uint64_t)json_integer_value(json_object_get(run, "job")) == job &&
+            (size_t)json_integer_value(json_object_get(run, "replica")) == replica)
+            return json_object_get(run, "pull");
+    }
+    return NULL;
+}
+
+/* A running job's image pulls, as its agents' last heartbeats said: each
+ * placement entry pulling gets "pull", the job the first of them.  They
+ * live in memory only (agents.h): an agent sends them again with every
+ * heartbeat, so a restart loses one heartbeat's worth at most. */
+static void add_pull(gp_server *srv, json_t *view)
+{
+    const char *state = json_string_value(json_object_get(view, "state"));
+    uint64_t id = (uint64_t)json_integer_value(json_object_get(view, "id"));
+    size_t i;
+    json_t *rep;
+    if (!state || strcmp(state, "running") != 0)
+        return;
+    json_array_foreach(json_object_get(view, "placement"), i, rep) {
+        json_t *node = gp_agents_view(&srv->agents, json_string_value(json_object_get(rep, "node")));
+        json_t *pull = pull_of(node, id, i);
+        if (pull) {
+            json_object_set(rep, "pull", pull);
+            if (!json_object_get(view, "pull"))
+                json_object_set(view, "pull", pull);
+        }
+        json_decref(node);
+    }
+}
+
 bool gp_api_parse_job_id(gp_request *r, const char *text, uint64_t *id)
 {
     char *end;
@@ -267,8 +305,10 @@ void gp_api_jobs_list(gp_request *r)
     }
     if (any_live)
         overlay_live(r, jobs);
-    json_array_foreach(jobs, i, row)
+    json_array_foreach(jobs, i, row) {
         add_execution_note(r->srv, row);
+        add_pull(r->srv, row);
+    }
     json_object_set_new(out, "jobs", jobs);
     gp_api_reply(r, 200, out);
 }
@@ -300,6 +340,7 @@ void gp_api_job_get(gp_request *r, const char *text)
     json_t *view = json_incref(json_array_get(views, 0));
     json_decref(views);
     add_execution_note(r->srv, view);
+    add_pull(r->srv, view);
     gp_api_reply(r, 200, view);
 }
 

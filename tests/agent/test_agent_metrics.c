@@ -39,7 +39,7 @@ static void a_running_gpu_carries_dcgm_names_labels_and_its_tenant_and_job(void 
     gp_metrics_row r = row(1, "GPU-b", "ml/vision", "7");
     snprintf(r.pci_bus_id, sizeof r.pci_bus_id, "00000000:18:00.0");
     gp_metrics_node n = {.name = "t4-0", .model = "T4", .n_rows = 1, .rows = &r};
-    char *text = gp_agent_metrics_render(&n, 1);
+    char *text = gp_agent_metrics_render(&n, 1, NULL);
     assert_non_null(text);
     assert_non_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",pci_bus_id=\"00000000:18:00.0\","
                                  "device=\"nvidia1\",modelName=\"T4\",Hostname=\"t4-0\",node=\"t4-0\","
@@ -60,7 +60,7 @@ static void unknown_values_are_left_out_never_written_as_minus_one(void **state)
     r.fb_used_mib = r.fb_free_mib = -1;
     r.xid = 79;
     gp_metrics_node n = {.name = "h", .model = "H100", .n_rows = 1, .rows = &r};
-    char *text = gp_agent_metrics_render(&n, 1);
+    char *text = gp_agent_metrics_render(&n, 1, NULL);
     assert_non_null(text);
     assert_null(strstr(text, " -1\n"));
     assert_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{"));
@@ -77,7 +77,7 @@ static void a_mig_instance_has_its_profile_and_gpu_instance_id(void **state)
     r.gi_id = 2;
     snprintf(r.mig_profile, sizeof r.mig_profile, "3g.40gb");
     gp_metrics_node n = {.name = "a100", .model = "A100", .n_rows = 1, .rows = &r};
-    char *text = gp_agent_metrics_render(&n, 1);
+    char *text = gp_agent_metrics_render(&n, 1, NULL);
     assert_non_null(text);
     assert_non_null(strstr(text, "Hostname=\"a100\",GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\",node=\"a100\""));
     free(text);
@@ -89,13 +89,39 @@ static void each_metric_is_described_once_over_every_node_and_labels_are_quoted(
     gp_metrics_row a = row(0, "GPU-a", "odd\"name\\x", "1"), b = row(0, "GPU-b", "", "");
     gp_metrics_node n[2] = {{.name = "n1", .model = "T4", .n_rows = 1, .rows = &a},
                             {.name = "n2", .model = "T4", .n_rows = 1, .rows = &b}};
-    char *text = gp_agent_metrics_render(n, 2);
+    char *text = gp_agent_metrics_render(n, 2, NULL);
     assert_non_null(text);
     assert_int_equal(count(text, "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"), 1);
     assert_int_equal(count(text, "DCGM_FI_DEV_GPU_TEMP{"), 2);
     const char *first = strstr(text, "DCGM_FI_DEV_GPU_TEMP{"), *help = strstr(text, "# HELP DCGM_FI_DEV_XID_ERRORS");
     assert_true(first < help && strstr(first + 1, "DCGM_FI_DEV_GPU_TEMP{") < help);
     assert_non_null(strstr(text, "tenant=\"odd\\\"name\\\\x\""));
+    free(text);
+}
+
+static void start_times_are_two_histograms_with_and_without_a_pull(void **state)
+{
+    (void)state;
+    gp_start_histogram starts[2] = {{.count = 1, .sum = 0.02}, {.count = 2, .sum = 3.5}};
+    for (int b = 0; b < GP_AGENT_START_BUCKETS; b++) {
+        starts[0].buckets[b] = 1;       /* 0.02 s: in every bucket */
+        starts[1].buckets[b] = (b >= 3) + (b >= 6); /* 0.5 s and 3 s */
+    }
+    gp_metrics_node n = {.name = "n1", .model = "T4"};
+    char *text = gp_agent_metrics_render(&n, 1, starts);
+    assert_non_null(text);
+    assert_int_equal(count(text, "# TYPE gpupool_agent_replica_start_seconds histogram"), 1);
+    const char *lines[] = {"_bucket{image_pull=\"false\",le=\"0.05\"} 1\n", "_bucket{image_pull=\"true\",le=\"0.5\"} 1\n",
+                           "_bucket{image_pull=\"true\",le=\"5\"} 2\n", "_bucket{image_pull=\"true\",le=\"+Inf\"} 2\n",
+                           "_sum{image_pull=\"true\"} 3.500\n", "_count{image_pull=\"false\"} 1\n"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char line[160];
+        snprintf(line, sizeof line, "gpupool_agent_replica_start_seconds%s", lines[i]);
+        assert_non_null(strstr(text, line));
+    }
+    free(text);
+    text = gp_agent_metrics_render(&n, 1, NULL);
+    assert_null(strstr(text, "gpupool_agent_replica_start_seconds"));
     free(text);
 }
 
@@ -135,6 +161,7 @@ int main(void)
         cmocka_unit_test(a_mig_instance_has_its_profile_and_gpu_instance_id),
         cmocka_unit_test(each_metric_is_described_once_over_every_node_and_labels_are_quoted),
         cmocka_unit_test(a_bad_listen_address_is_refused_naming_the_option),
+        cmocka_unit_test(start_times_are_two_histograms_with_and_without_a_pull),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

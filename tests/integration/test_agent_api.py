@@ -299,6 +299,42 @@ def test_replica_reports_finish_the_gang(d):
     assert status == 400 and out["error"]["field"] == "reports[0].gpu_memory_mib", out
 
 
+def test_a_pull_in_a_heartbeat_shows_on_the_job_and_bad_ones_are_refused(d):
+    """A heartbeat's "pull" (state pulling) is the job's "pull" until the next
+    heartbeat drops it; `started` with its timings writes the history row;
+    a malformed pull, timing or message is a 400 naming the field."""
+    d.ok("PUT", "/v1/tenants/t", {})
+    n1 = FakeAgent(d, "t4-5")
+    j = submit(d)
+    gpd.wait_for(lambda: job(d, j)["state"] == "running", what="running")
+    [a] = mine(n1.poll(), j)
+    pull = {"image": "docker://r.example/t/big:v1", "done_bytes": 5 << 20, "total_bytes": 40 << 20,
+            "started_at": 1795523111}
+    entry = {"job": j, "replica": a["replica"], "pid": 0, "state": "pulling", "gpus": [], "pull": pull}
+    assert n1.heartbeat([entry])[0] == 200
+    view = job(d, j)
+    assert view["pull"] == pull and view["placement"][a["replica"]]["pull"] == pull, view
+    assert "pulling image docker://r.example/t/big:v1, 5.0 MiB of 40.0 MiB" in d.cli("job", str(j)).stdout
+    assert "pulling image" in d.cli("jobs").stdout
+    assert n1.heartbeat([{"job": j, "replica": a["replica"], "state": "running"}])[0] == 200
+    assert "pull" not in job(d, j)
+    for bad, field in [(dict(pull, done_bytes=-1), "running[0].pull.done_bytes"), ({"image": "x"}, "running[0].pull"),
+                       (dict(pull, image="a\nb"), "running[0].pull.image"), (dict(pull, eta=3), "running[0].pull.eta"),
+                       ([], "running[0].pull")]:
+        status, out = n1.call("POST", "heartbeat", {"running": [dict(entry, pull=bad)]})
+        assert status == 400 and out["error"]["field"] == field, (bad, out)
+    started = {"what": "started", "job": j, "replica": a["replica"], "bind_time": a["bind_time"], "pid": 77,
+               "from_bind_ms": 3400, "pull_ms": 2900, "image": pull["image"]}
+    for bad, field in [(dict(started, from_bind_ms=-1), "from_bind_ms"), (dict(started, image="a\tb"), "image"),
+                       (dict(exited(a), message="two\nlines"), "message")]:
+        status, out = n1.call("POST", "reports", {"reports": [bad]})
+        assert status == 400 and out["error"]["field"] == "reports[0]." + field, (bad, out)
+    n1.report(started)
+    starts = [h["reason"] for h in job(d, j)["history"] if h["kind"] == "start"]
+    assert starts == ["replica 0 on t4-5: started, pid 77, 3.4 s from bind, of which 2.9 s pulling "
+                      "docker://r.example/t/big:v1"], starts
+
+
 def test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace(d):
     n1 = FakeAgent(d, "t4-1")
     d.ok("PUT", "/v1/tenants/owner", {"guarantee": {"gpu": {"T4": 2}}})
@@ -445,6 +481,7 @@ if __name__ == "__main__":
              test_a_commit_on_one_node_wakes_only_that_nodes_poll,
              test_a_heartbeat_near_max_body_is_taken_whole,
              test_replica_reports_finish_the_gang,
+             test_a_pull_in_a_heartbeat_shows_on_the_job_and_bad_ones_are_refused,
              test_a_preempted_victim_is_told_to_stop_and_its_report_ends_the_grace,
              test_the_exit_that_ends_a_grace_binds_the_reclaimer_in_its_batch,
              test_a_failed_gpu_requeues_its_job_whose_next_run_counts_a_restart,

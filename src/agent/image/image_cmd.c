@@ -128,9 +128,14 @@ static void print_line(json_t *o)
     fflush(stdout);
 }
 
+/* A line when the bytes changed (the store calls every tick). */
 static void on_progress(void *ctx, int64_t done, int64_t total)
 {
     (void)ctx;
+    static int64_t last = -1;
+    if (done == last)
+        return;
+    last = done;
     print_line(json_pack("{s:s, s:I, s:I}", "phase", "pulling", "done_bytes", (json_int_t)done, "total_bytes",
                          (json_int_t)total));
 }

@@ -367,10 +367,8 @@ static bool gp__copy_tick(void *ctx)
     }
     if (d)
         closedir(d);
-    if (done != p->done) {
-        p->done = done;
-        gp__progress(p);
-    }
+    p->done = done;
+    gp__progress(p); /* every tick, changed or not: a caller that keeps one value in so many ms gets the last */
     p->over_bound = p->s->max_bytes && done > p->s->max_bytes;
     return !p->over_bound;
 }

@@ -70,7 +70,8 @@ typedef struct gp_image_pull_options {
     int timeout_s;        /* the whole pull, waits included; 0: GP_IMAGE_PULL_TIMEOUT_S */
     const char *holder;   /* non-NULL: hold the image for this replica before it is reported ready */
     bool warm;            /* a hint's pre-pull: counted as warm, not as a hit or miss */
-    /* Called as bytes arrive (from the blobs folder as it grows); may be NULL. */
+    /* Called every 200 ms of the copy with the bytes so far (from the blobs
+     * folder as it grows), whether they grew or not; may be NULL. */
     void (*progress)(void *ctx, int64_t done_bytes, int64_t total_bytes);
     void *progress_ctx;
 } gp_image_pull_options;

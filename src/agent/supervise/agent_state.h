@@ -9,6 +9,13 @@
  *       supervisor    "PID STARTTIME": the supervisor (the agent writes it
  *                     right after the fork; STARTTIME from /proc/PID/stat
  *                     tells a live supervisor from a recycled pid)
+ *       pull          {"image", "done_bytes", "total_bytes", "started_at"}:
+ *                     the supervisor, while it pulls the replica's image
+ *                     (rewritten at most every 0.5 s, removed at the
+ *                     pull's end; total_bytes 0: not known yet)
+ *       started       "EXEC_MS PULL_MS": the supervisor, once the replica
+ *                     runs (epoch ms of the exec, ms its image pull took,
+ *                     0 none), just before pid
  *       pid           the replica's pid (the supervisor, after the launch)
  *       stop          "SIGNAL DEADLINE_MS CAUSE": the agent writes it, then
  *                     SIGUSR1s the supervisor (DEADLINE_MS epoch ms; CAUSE

@@ -27,6 +27,7 @@
 #define GP__PIPE_BYTES (1024 * 1024)
 #define GP__PUMP_CHUNK (64 * 1024)
 #define GP__PUMP_ROUNDS 16 /* chunks per wake: stop orders are not kept waiting behind a flood */
+#define GP__PROGRESS_EVERY_MS 500 /* DIR/pull is rewritten at most this often */
 
 /* What the supervisor holds besides the replica: its output pipe's read
  * end, its log, the folders to remove at its end. */
@@ -40,6 +41,10 @@ typedef struct gp__supervisor {
     gp_image image;      /* the image it holds */
     char holder[GP_IMAGE_HOLDER_MAX];
     bool pull_failed;    /* the image could not be pulled: the end's reason is image_pull */
+    const char *pull_ref;    /* the image being pulled (launch.json's), for DIR/pull */
+    int64_t pull_started_ms; /* epoch ms the pull began, 0 none */
+    int64_t pull_ms;         /* how long it took, 0 without one */
+    int64_t progress_ms;     /* mono ms DIR/pull was last written */
 } gp__supervisor;
 
 /* A NULL-terminated view of a JSON array of strings (into its strings). */
@@ -150,13 +155,46 @@ static bool gp__container_complete(const gp_container_spec *c)
     return c->runtime && c->id && c->bundle && c->rootfs;
 }
 
+static void gp__remove_in(const char *dir, const char *name)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
+}
+
+/* DIR/pull (agent_state.h): the image, its bytes so far and in all (0:
+ * not known yet), since when (epoch s); the agent reads it while the
+ * replica has not started. */
+static void gp__write_pull(gp__supervisor *s, int64_t done, int64_t total)
+{
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I}", "image", s->pull_ref, "done_bytes", (json_int_t)done,
+                          "total_bytes", (json_int_t)total, "started_at", (json_int_t)(s->pull_started_ms / 1000));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text)
+        gp__write_in(s->dir, "pull", text);
+    free(text);
+    json_decref(o);
+    s->progress_ms = gp_agent_mono_ms();
+}
+
+/* The store's progress callback: DIR/pull at most every
+ * GP__PROGRESS_EVERY_MS (the store calls every 200 ms of the copy). */
+static void gp__pull_progress(void *ctx, int64_t done, int64_t total)
+{
+    gp__supervisor *s = ctx;
+    if (gp_agent_mono_ms() - s->progress_ms >= GP__PROGRESS_EVERY_MS)
+        gp__write_pull(s, done, total);
+}
+
 /* A docker:// or oci: image pulled into the node's store (launch.json's
  * "image_store", agent_replica.c) and held for the container's id until
  * the replica ends (gp__release_image); c->rootfs is then the store's
  * unpacked root.  The pull runs here, in the replica's own supervisor, so
  * the agent's loop never waits on a registry; it is bounded by the store's
  * timeout.  A failed pull is the replica's failed start (reason image_pull,
- * exit code 127): its log says "image pull failed (not_found): ...". */
+ * exit code 127): its log says "image pull failed (not_found): ...".
+ * While it runs, DIR/pull says how far it is (gp__write_pull); it is
+ * removed when the pull ends, and DIR/started then says how long it took. */
 static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_spec *c, gp_error *err)
 {
     const char *ref = json_string_value(json_object_get(container, "image"));
@@ -180,7 +218,14 @@ static gp_err gp__pull_image(json_t *container, gp__supervisor *s, gp_container_
     if (rc != GP_OK)
         return rc;
     char message[GP_ERROR_MESSAGE_MAX - 64];
+    s->pull_ref = ref;
+    s->pull_started_ms = gp_agent_real_ms();
+    o.progress = gp__pull_progress;
+    o.progress_ctx = s;
+    gp__write_pull(s, 0, 0);
     gp_image_failure f = gp_image_store_pull(s->images, ref, &o, &s->image, message, sizeof message);
+    s->pull_ms = gp_agent_real_ms() - s->pull_started_ms;
+    gp__remove_in(s->dir, "pull");
     if (f != GP_IMAGE_READY) {
         gp_image_store_close(s->images);
         s->images = NULL;
@@ -424,6 +469,8 @@ int gp_supervise_main(const char *dir)
     if (rc != GP_OK || sfd < 0)
         return gp__failed(&s, p, sfd < 0 ? strerror(errno) : err.message);
     char text[64];
+    snprintf(text, sizeof text, "%lld %lld\n", (long long)gp_agent_real_ms(), (long long)s.pull_ms);
+    gp__write_in(dir, "started", text); /* before pid: a reader that sees pid sees this */
     snprintf(text, sizeof text, "%d\n", (int)gp_proc_pid(p));
     gp__write_in(dir, "pid", text);
     if (gp_proc_note(p)[0]) {

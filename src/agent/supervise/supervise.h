@@ -3,8 +3,9 @@
  * The agent forks and execs `gpupool-supervise DIR` (supervise_main.c;
  * itself as `gpupool-agent supervise DIR` when that binary is not beside
  * it) for each replica it starts (DIR is the replica's folder, agent_state.h).
- * The supervisor reads DIR/launch.json, starts the replica with gp_launch
- * (launch.h), writes DIR/pid, and waits for it: on SIGUSR1 it reads
+ * The supervisor reads DIR/launch.json, pulls its image if it names one
+ * (DIR/pull says how far while it does), starts the replica with gp_launch
+ * (launch.h), writes DIR/started and DIR/pid, and waits for it: on SIGUSR1 it reads
  * DIR/stop and stops the replica (signal now, kill the tree at the
  * deadline); when the replica ended it writes DIR/exit and exits 0.
  * Because the supervisor, not the agent, is the replica's parent, an agent
