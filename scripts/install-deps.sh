@@ -41,6 +41,7 @@ BASE_PACKAGES=(
     nodejs
     node-ws
     runc busybox-static golang-github-containers-common  # replicas in containers: the runtime, the tests' dir: image, the seccomp profile
+    crun  # the OCI runtime the agent picks on cgroup v2 hosts (tests/agent/test_container.c checks that choice)
 )
 
 # `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.

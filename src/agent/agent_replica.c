@@ -624,23 +624,37 @@ pid_t gp_replica_pid(const gp_replica *r)
     return gp_state_read(path, text, sizeof text) ? (pid_t)atoi(text) : 0;
 }
 
-/* A container its dead supervisor left: deleted with its runtime. */
-static void gp__delete_container(const gp_replica *r)
+/* What an ended replica's container leaves: the container itself when its
+ * supervisor died (deleted with its runtime), and any image hold under its
+ * id in the node's store, which a supervisor killed before its end never
+ * released (the store's LRU could never evict that image).  A hold the
+ * supervisor did release is simply not found; a replica folder outlives
+ * the agent, so a restart that collects the run releases it too. */
+static void gp__container_leftovers(gp_node *n, const gp_replica *r, bool supervisor_died)
 {
     char path[GP_STATE_PATH_MAX];
     snprintf(path, sizeof path, "%s/launch.json", r->dir);
     json_t *launch = json_load_file(path, 0, NULL);
     json_t *c = json_object_get(launch, "container");
     const char *runtime = json_string_value(json_object_get(c, "runtime")), *id = json_string_value(json_object_get(c, "id"));
-    if (runtime && id)
+    const char *root = json_string_value(json_object_get(json_object_get(c, "image_store"), "root"));
+    if (supervisor_died && runtime && id)
         gp_container_delete(runtime, id);
+    gp_image_store *store = NULL;
+    gp_error err;
+    size_t released = 0;
+    if (id && root && access(root, F_OK) == 0 && gp_image_store_open(root, 0, &store, &err) == GP_OK &&
+        gp_image_store_release_holder(store, id, &released, &err) == GP_OK && released)
+        gp_agent_log(n, "job=%llu replica=%u image holds released=%zu (its supervisor left them)",
+                     (unsigned long long)r->job, r->replica, released);
+    gp_image_store_close(store);
     json_decref(launch);
 }
 
 void gp_replica_collect_exit(gp_node *n, gp_replica *r)
 {
     char path[GP_STATE_PATH_MAX], text[128];
-    bool reported = r->start_reported;
+    bool reported = r->start_reported, supervisor_died = false;
     gp_replica_check_started(n, r); /* a run shorter than the loop's look */
     r->exit_held = r->start_reported && !reported;
     snprintf(path, sizeof path, "%s/exit", r->dir);
@@ -649,9 +663,10 @@ void gp_replica_collect_exit(gp_node *n, gp_replica *r)
         pid_t pid = gp_replica_pid(r);
         if (pid > 1)
             kill(-pid, SIGKILL);
-        gp__delete_container(r);
+        supervisor_died = true;
         r->exit = (gp_proc_exit){.reason = GP_EXIT_REASON_SIGNALLED, .code = -1, .signal = SIGKILL};
     }
+    gp__container_leftovers(n, r, supervisor_died);
     if (r->pidfd >= 0) {
         gp_http_unwatch(n->http, &r->watch);
         close(r->pidfd);

@@ -146,6 +146,8 @@ typedef struct gp_job_limits {
 #define GP_IMAGE_SOURCE_MAX 256  /* bytes of a source prefix, with its NUL */
 #define GP_MAX_VOLUMES 16
 #define GP_HOST_PATH_MAX 512     /* bytes of a volume's host path, with its NUL */
+#define GP_MAX_EGRESS 32         /* egress destinations one tenant sets */
+#define GP_EGRESS_MAX 64         /* bytes of one, with its NUL: "[ffff:...:ffff/128]:65535" */
 typedef enum gp_container_rule { GP_CONTAINER_INHERIT = 0, GP_CONTAINER_REQUIRED, GP_CONTAINER_OPTIONAL } gp_container_rule;
 typedef struct gp_volume {
     char name[GP_NAME_MAX];
@@ -161,6 +163,8 @@ typedef struct gp_container_policy {
     gp_volume volumes[GP_MAX_VOLUMES];
     bool allow_userns_set;        /* false: the parent's (top: no) */
     bool allow_userns;
+    int n_egress;                 /* where its jobs may connect (spec/net_dest.h), added to the ancestors' */
+    char egress[GP_MAX_EGRESS][GP_EGRESS_MAX];
 } gp_container_policy;
 
 typedef struct gp_tenant_spec {

@@ -502,9 +502,9 @@ static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json
 
 /* The job's spec fields an agent needs (spec_fields); an entry to run gets
  * the values of the secrets its job names (api_secrets.c: read every
- * time, a secret may change) and its container's mounts, allow_userns and
- * image_auth as its tenant's policy and credentials are now
- * (api_containers.c). */
+ * time, a secret may change), its container's mounts, allow_userns and
+ * image_auth, and its tenant's egress, as its tenant's policy and
+ * credentials are now (api_containers.c). */
 static void desired_add_specs(gp_request *r, const char *node, json_t *assignments)
 {
     json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object();
@@ -521,12 +521,14 @@ static void desired_add_specs(gp_request *r, const char *node, json_t *assignmen
                 json_object_set(o, SPEC_KEYS[k], json_object_get(fields, SPEC_KEYS[k]));
         bool run = strcmp(json_string_value(json_object_get(o, "action")), "run") == 0; /* secrets: only to start it */
         bool container = json_object_get(fields, "image") != NULL;
-        if (run && (container || json_object_size(json_object_get(fields, "env_from_secret"))) && !s)
+        if (run && !s)
             s = gp_readers_take(&r->srv->readers, &err);
         if (run && s)
             gp_api_assignment_secrets(r->srv, s, o, fields);
         if (run && s && container)
             gp_api_assignment_container(r->srv, s, o, fields);
+        if (run && s)
+            gp_api_assignment_egress(s, o);
     }
     gp_readers_give(&r->srv->readers, s);
     gp_agents_specs_keep(&r->srv->agents, node, kept);

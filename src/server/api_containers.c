@@ -5,13 +5,16 @@
  *                  policy: 400 image / mounts, nothing stored
  *   in a view      GET /v1/tenants shows each tenant's policy as inherited
  *   in a change    only an admin sets or changes a tenant's container,
- *                  image_sources, volumes or allow_userns (a volume is a
- *                  host folder: the tenant tree's own admins may not hand
- *                  one out); the change then cancels the queued jobs of
+ *                  image_sources, volumes, allow_userns or egress (a volume
+ *                  is a host folder, egress a hole in the network fence:
+ *                  the tenant tree's own admins may not hand either out);
+ *                  the change then cancels the queued jobs of
  *                  the subtree it no longer allows (refuse_queued below)
  *   at bind        the run entry of an assignment gets mounts resolved to
- *                  the volumes' host paths as they are now, allow_userns,
- *                  and image_auth (api_secrets.c)
+ *                  the volumes' host paths as they are now, allow_userns
+ *                  and image_auth (api_secrets.c); every run entry, with an
+ *                  image or not, gets egress (the chain's destinations as
+ *                  they are now: a replica keeps what it started with)
  *
  * The policy is read from the store's tenant specs along the path (the
  * engine keeps none of it); trust, which forces containers, is the
@@ -125,7 +128,7 @@ void gp_api_tenant_view_containers(gp_server *srv, const json_t *all, const char
 
 const char *gp_api_container_policy_changed(const json_t *have, const json_t *want)
 {
-    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns"};
+    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress"};
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
         const json_t *a = json_object_get(have, KEYS[i]), *b = json_object_get(want, KEYS[i]);
         if ((a || b) && !(a && b && json_equal(a, b)))
@@ -141,8 +144,8 @@ bool gp_api_container_policy_may_change(const gp_principal *who, const json_t *h
     if (who->role == GP_ROLE_ADMIN || !key)
         return true;
     gp_error_set(err, GP_ERR_INVALID, key,
-                 "only an admin sets a tenant's container, image_sources, volumes or allow_userns (a volume is a"
-                 " host folder, an image source what runs on the nodes)");
+                 "only an admin sets a tenant's container, image_sources, volumes, allow_userns or egress (a volume"
+                 " is a host folder, an image source what runs on the nodes, egress where its jobs may connect)");
     return false;
 }
 
@@ -213,4 +216,19 @@ void gp_api_assignment_container(gp_server *srv, gp_store *s, json_t *entry, con
     const char *image = json_string_value(json_object_get(fields, "image"));
     if (image)
         gp_api_assignment_image_auth(srv, s, entry, tenant, image);
+}
+
+void gp_api_assignment_egress(gp_store *s, json_t *entry)
+{
+    const char *tenant = json_string_value(json_object_get(entry, "tenant"));
+    tenant_chain c;
+    gp_error err;
+    if (!tenant)
+        return;
+    if (chain_load(s, NULL, tenant, true, &c, &err) != GP_OK) {
+        gp_log(GP_LOG_WARN, "egress_unread", "tenant=%s why=\"%s\" egress=none", tenant, err.message);
+        return;
+    }
+    json_object_set_new(entry, "egress", gp_container_egress_json(&c.effective));
+    chain_free(&c);
 }

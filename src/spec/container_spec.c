@@ -10,6 +10,7 @@
 #include "spec/container_spec.h"
 
 #include "spec/json_input.h"
+#include "spec/net_dest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,7 +282,7 @@ void gp_job_container_free(gp_job_container *c)
 
 /* ---- the tenant's keys ---- */
 
-static const char *const POLICY_KEYS[] = {"container", "image_sources", "volumes", "allow_userns"};
+static const char *const POLICY_KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress"};
 
 bool gp_container_policy_key(const char *key)
 {
@@ -394,6 +395,29 @@ static gp_err volumes_parse(gp_container_policy *p, const json_t *x, gp_error *e
     return GP_OK;
 }
 
+/* ["10.0.0.0/8:443", "192.0.2.7", ...]: each as the node's fence reads it (net_dest.h). */
+static gp_err egress_parse(gp_container_policy *p, const json_t *x, gp_error *err)
+{
+    if (!json_is_array(x) || json_array_size(x) > GP_MAX_EGRESS)
+        return gp_error_set(err, GP_ERR_INVALID, "egress", "egress must be an array of at most %d destinations",
+                            GP_MAX_EGRESS);
+    size_t i;
+    json_t *v;
+    json_array_foreach(x, i, v) {
+        gp_netfence_dest d;
+        gp_error why;
+        const char *text = json_string_value(v);
+        if (!text || strlen(text) >= GP_EGRESS_MAX)
+            return gp_error_set(err, GP_ERR_INVALID, "egress", "egress[%zu] must be a string of at most %d bytes", i,
+                                GP_EGRESS_MAX - 1);
+        if (gp_netfence_dest_parse(text, &d, &why) != GP_OK)
+            return gp_error_set(err, GP_ERR_INVALID, "egress", "egress[%zu]: %s", i, why.message);
+        snprintf(p->egress[i], GP_EGRESS_MAX, "%s", text);
+    }
+    p->n_egress = (int)json_array_size(x);
+    return GP_OK;
+}
+
 gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const json_t *x, gp_error *err)
 {
     if (strcmp(key, "container") == 0) {
@@ -407,6 +431,8 @@ gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const 
         return sources_parse(p, x, err);
     if (strcmp(key, "volumes") == 0)
         return volumes_parse(p, x, err);
+    if (strcmp(key, "egress") == 0)
+        return egress_parse(p, x, err);
     p->allow_userns_set = true;
     return gp_json_bool(x, key, &p->allow_userns, err);
 }
@@ -434,9 +460,25 @@ void gp_container_policy_to_json(const gp_container_policy *p, json_t *o)
     }
     if (p->allow_userns_set)
         json_object_set_new(o, "allow_userns", json_boolean(p->allow_userns));
+    if (p->n_egress) {
+        json_t *a = json_array();
+        for (int i = 0; i < p->n_egress; i++)
+            json_array_append_new(a, json_string(p->egress[i]));
+        json_object_set_new(o, "egress", a);
+    }
 }
 
 /* ---- inherited, and the check ---- */
+
+/* dest added to e's egress unless it is there already. */
+static void egress_add(gp_container_effective *e, const char *dest)
+{
+    for (size_t i = 0; i < e->n_egress; i++)
+        if (strcmp(e->egress[i], dest) == 0)
+            return;
+    if (e->n_egress < sizeof e->egress / sizeof e->egress[0])
+        e->egress[e->n_egress++] = dest;
+}
 
 void gp_container_effective_make(const gp_container_policy *const *chain, size_t n, bool untrusted,
                                  size_t untrusted_from, gp_container_effective *out)
@@ -460,6 +502,8 @@ void gp_container_effective_make(const gp_container_policy *const *chain, size_t
             if (!gp_container_volume(out, p->volumes[v].name) &&
                 out->n_volumes < sizeof out->volumes / sizeof out->volumes[0])
                 out->volumes[out->n_volumes++] = &p->volumes[v];
+        for (int d = 0; d < p->n_egress; d++)
+            egress_add(out, p->egress[d]);
     }
     out->required = rule == GP_CONTAINER_REQUIRED || (rule == GP_CONTAINER_INHERIT && untrusted);
 }
@@ -561,4 +605,13 @@ void gp_container_effective_to_json(const gp_container_effective *e, json_t *o)
         json_array_append_new(volumes, volume_json(e->volumes[i]));
     json_object_set_new(o, "volumes", volumes);
     json_object_set_new(o, "allow_userns", json_boolean(e->allow_userns));
+    json_object_set_new(o, "egress", gp_container_egress_json(e));
+}
+
+json_t *gp_container_egress_json(const gp_container_effective *e)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < e->n_egress; i++)
+        json_array_append_new(a, json_string(e->egress[i]));
+    return a;
 }

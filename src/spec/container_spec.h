@@ -19,6 +19,12 @@
  *   volumes        every ancestor's and the tenant's own; a name set nearer
  *                  hides the same name further up
  *   allow_userns   the nearest tenant that sets it; at the top: false
+ *   egress         every ancestor's and the tenant's own destinations
+ *                  ("10.0.0.0/8:443", "192.0.2.7", "[2001:db8::/32]:5432":
+ *                  spec/net_dest.h), where its jobs may connect besides
+ *                  their own tenant's replicas on the node, their gang
+ *                  peers and DNS (agent/launch/netfence.c); a subtree never
+ *                  loses what an ancestor opened (an admin sets both)
  *
  * Image references: "docker://HOST[:PORT]/NAME[:TAG][@sha256:HEX]" (a tag
  * or a digest is required), "oci:/ABS/PATH[:TAG]", "dir:/ABS/PATH".
@@ -86,7 +92,7 @@ bool gp_image_registry(const char *ref, char *host, size_t cap);
 bool gp_registry_name_ok(const char *host);
 
 /* The same for a tenant spec's policy keys ("container", "image_sources",
- * "volumes", "allow_userns"). */
+ * "volumes", "allow_userns", "egress"). */
 bool gp_container_policy_key(const char *key);
 gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const json_t *x, gp_error *err);
 void gp_container_policy_to_json(const gp_container_policy *p, json_t *o);
@@ -100,6 +106,8 @@ typedef struct gp_container_effective {
     const gp_volume *volumes[GP_MAX_VOLUMES * 8]; /* nearest first; at most this many */
     size_t n_volumes;
     bool allow_userns;
+    const char *egress[GP_MAX_EGRESS * 8];   /* every tenant's of the chain, nearest first, once each */
+    size_t n_egress;
 } gp_container_effective;
 
 /* chain: the policies of the tenant's path, top first (n of them);
@@ -120,7 +128,9 @@ gp_err gp_container_admit(const gp_container_effective *e, const char *tenant, c
  * longer visible is left out and counted in *dropped. */
 json_t *gp_container_mounts_resolve(const gp_container_effective *e, const json_t *mounts, size_t *dropped);
 /* The policy as a tenant view shows it: "container", "image_sources"
- * (null = any), "volumes", "allow_userns" added to o. */
+ * (null = any), "volumes", "allow_userns", "egress" added to o. */
 void gp_container_effective_to_json(const gp_container_effective *e, json_t *o);
+/* e's egress as an assignment carries it: ["10.0.0.0/8:443", ...] (a new reference). */
+json_t *gp_container_egress_json(const gp_container_effective *e);
 
 #endif

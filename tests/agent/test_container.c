@@ -384,6 +384,26 @@ static void the_runtime_is_runc_on_a_hybrid_host_unless_overridden(void **state)
     assert_non_null(strstr(why, "hybrid"));
 }
 
+/* The GPU machine's pure v2 (and a host without cgroups) gets crun, with
+ * the cgroupfs manager: the agent passes no --systemd-cgroup, so the
+ * bundle's cgroupsPath is the absolute "/PARENT/NAME" the agent made
+ * (the_config_holds_..., above), not systemd's "slice:prefix:name". */
+static void the_runtime_is_crun_on_a_v2_host_where_installed(void **state)
+{
+    (void)state;
+    char out[256], why[512];
+    gp_error err;
+    if (access("/usr/bin/crun", X_OK) != 0 && access("/usr/sbin/crun", X_OK) != 0)
+        return;
+    const gp_cgroup_layout layouts[] = {GP_CGROUP_V2, GP_CGROUP_NONE};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(gp_container_runtime_choose(NULL, layouts[i], out, sizeof out, why, sizeof why, &err),
+                         GP_OK);
+        assert_non_null(strstr(out, "/crun"));
+        assert_non_null(strstr(why, "crun, cgroups "));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +415,7 @@ int main(void)
         cmocka_unit_test(the_drivers_libraries_are_found_where_the_linker_looks),
         cmocka_unit_test(only_dir_images_run_here_and_a_bad_path_is_refused),
         cmocka_unit_test(the_runtime_is_runc_on_a_hybrid_host_unless_overridden),
+        cmocka_unit_test(the_runtime_is_crun_on_a_v2_host_where_installed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

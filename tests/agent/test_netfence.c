@@ -57,6 +57,7 @@ static const char EXAMPLE[] =
     "\tchain answer {\n"
     "\t\tmeta skuid vmap { 2000000007 : jump answer_2000000007, 2000000009 : jump answer_2000000009 }\n"
     "\t\tct mark 0x475c3b00 accept\n"
+    "\t\tct mark 0x475c3b02 ip saddr 10.0.0.0/8 meta l4proto tcp th sport 443 accept\n"
     "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
     "\t}\n"
     "\tchain out_2000000007 {\n"

@@ -25,7 +25,10 @@ attempt a hostile job makes, or a promise of launch.h kept:
     GPUPOOL_CHECKPOINT_DIR (the same path inside), and the container is
     deleted at its end; its host pid is in the replica's cgroup;
   - the real gpupoold and agent refuse an untrusted tenant's job that names
-    no image (--containers required, the default), the reason in its log.
+    no image (--containers required, the default), the reason in its log;
+  - an image hold whose supervisor was killed with -9 (its replica too)
+    while no agent ran is released by the restarted agent, and the image
+    can then be pruned.
 Skipped with one line when not root or runc is missing.
 """
 import base64
@@ -346,6 +349,80 @@ def test_an_image_from_a_registry_is_pulled_held_and_released(top, image):
     finally:
         reg.kill()
         reg.wait()
+
+
+def registry_image(top, image, reg_host):
+    """image (a folder) pushed as docker://REG/t/probe:v1; the reference."""
+    import test_image_store as images  # the registry and push helpers
+    layout = os.path.join(top, "layout")
+    quiet = {"stdout": subprocess.DEVNULL, "check": True}
+    subprocess.run(["umoci", "init", "--layout", layout], **quiet)
+    subprocess.run(["umoci", "new", "--image", layout + ":v1"], **quiet)
+    subprocess.run(["umoci", "insert", "--image", layout + ":v1", image, "/"], **quiet)
+    ref = "docker://%s/t/probe:v1" % reg_host
+    images.push(layout, ref)
+    return ref
+
+
+def test_an_image_hold_a_killed_supervisor_left_is_released_by_the_agent(top, image):
+    """A replica's supervisor holds its image in the node's store; killed with -9 (its replica
+    too) while the agent is down, it never releases the hold, and before the fix no prune could
+    ever evict that image.  The restarted agent collects the dead run and releases its holds:
+    `gpupool-agent image prune` then removes the image."""
+    if not all(shutil.which(t) for t in ("skopeo", "umoci", "docker-registry")):
+        print("skip: needs skopeo, umoci and docker-registry")
+        return
+    sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+    import agentproc
+    import test_image_store as images
+    reg, host = images.start_registry(top, "registry")
+    d = gpd.Daemon(fleet=None)
+    d.start()
+    state = tempfile.mkdtemp(prefix="gpupool-containers-", dir="/var/lib")
+    os.chmod(state, 0o755)
+    store = os.path.join(state, "store")
+    nodes = agentproc.sim_nodes("n", 1)
+    agent = agentproc.Agent(d, agentproc.write_node_file(d.dir, nodes), state_dir=state,
+                            extra=["--cgroup-parent", CGROUP_PARENT, "--image-store", store,
+                                   "--insecure-registry", host])
+    prune = [os.path.join(gpd.BIN, "gpupool-agent"), "image", "prune", "--store", store]
+    listed = [os.path.join(gpd.BIN, "gpupool-agent"), "image", "list", "--store", store]
+    try:
+        ref = registry_image(top, image, host)
+        agent.start().wait_up([n["name"] for n in nodes])
+        d.ok("PUT", "/v1/tenants/t", {})
+        job = agentproc.submit(d, command="echo ready; while :; do sleep 1; done", image=ref)
+        gpd.wait_for(lambda: any("ready" in open(p).read() for p in agent.replica_logs(job)), 60, "the job runs")
+        run = glob.glob(os.path.join(state, "*", "replicas", "job%d-r0-*" % job))[0]
+        holds = lambda: sorted(f for _, _, files in os.walk(os.path.join(store, "holds")) for f in files)
+        check("a hold while it runs", ["gpupool-" + os.path.basename(run)], holds())
+        assert holds() == ["gpupool-" + os.path.basename(run)], holds()
+        agent.kill9()
+        with open(os.path.join(run, "supervisor")) as f:
+            supervisor = int(f.read().split()[0])
+        with open(os.path.join(run, "pid")) as f:
+            pid = int(f.read().strip())
+        os.kill(supervisor, signal.SIGKILL)  # an OOM kill, a kill -9: it never reaches its end
+        os.killpg(pid, signal.SIGKILL)
+        agentproc.wait_gone(supervisor)
+        subprocess.run(prune, capture_output=True, check=True)
+        kept = json.loads(subprocess.run(listed, capture_output=True, text=True, check=True).stdout)
+        check("images after a prune, the supervisor dead and no agent", 1, len(kept["images"]))
+        assert len(kept["images"]) == 1 and holds(), kept  # the leak: held by nobody alive
+        agent.start().wait_up([n["name"] for n in nodes])
+        gpd.wait_for(lambda: holds() == [], 30, "the restarted agent to release the hold")
+        assert "image holds released=1" in agent.read_log(), agent.read_log()
+        subprocess.run(prune, capture_output=True, check=True)
+        left = json.loads(subprocess.run(listed, capture_output=True, text=True, check=True).stdout)
+        check("holds and images after the restart and a prune", ([], 0), (holds(), len(left["images"])))
+        assert holds() == [] and left["images"] == [], (holds(), left)
+    finally:
+        agent.stop()
+        d.stop()
+        d.cleanup()
+        reg.kill()
+        reg.wait()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def agent_refuses_an_untrusted_tenants_job_without_an_image():

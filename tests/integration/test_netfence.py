@@ -19,6 +19,9 @@ Behaviours under test:
   - after `kill -9` of the agent, a replica that ended meanwhile loses its
     rules at the restart, one still running keeps them (and still cannot
     be reached by tenant b);
+  - an untrusted tenant's replica cannot reach a service of the node on
+    127.0.0.3 until an admin adds it to its tenant's egress (a
+    tenant-admin gets 403, bad entries 400); then a new job can;
   - an untrusted tenant's replica is refused by an agent whose fence is
     off (a stand-in nft that fails: the agent logs why), and runs with
     --no-network-fence (which removes the table an earlier agent left).
@@ -293,6 +296,48 @@ def test_after_an_agent_kill_live_rules_stay_and_dead_ones_go(d):
         gpd.wait_for(lambda: table() is None, 10, "the node's table gone once nothing runs")
 
 
+def test_egress_opens_only_what_an_admin_adds(d):
+    """An untrusted tenant's job cannot reach a service of the node on another loopback address
+    (127.0.0.3, no replica's); its tenant-admin cannot open it (403), bad entries are 400 and
+    change nothing; once an admin adds that address:port to the tenant's egress, a new job
+    reaches it (and the tenant's view lists the destinations it inherits), while tenant a's
+    replica listening on an address egress also opens still answers it nothing."""
+    if skip_unless_usable():
+        return
+    target = "127.0.0.3@%d" % (PORT + 3)
+    service = serve([], "127.0.0.3", PORT + 3)
+    try:
+        with running_node(d, ("eg", "eg/u", "a"), ["--containers", "optional"]) as (node, a):
+            untrusted_tenant(d, "eg/u")
+            server = listen(d, node, "a")
+            wait_log(a, server, "listening")
+            d.ok("PATCH", "/v1/tenants/eg", {"egress": ["192.0.2.0/24:53"]})
+            before = results(a, connect(d, node, "eg/u", [target]))
+            scoped = d.ok("POST", "/v1/tokens", {"name": "eg-admin", "role": "tenant-admin", "scope": "eg"})["token"]
+            status, out = d.call("PATCH", "/v1/tenants/eg/u", {"egress": ["127.0.0.3"]}, token=scoped)
+            print("expected: tenant-admin sets egress: 403 egress; seen: %d %s" % (status, out.get("error")))
+            assert status == 403 and out["error"]["field"] == "egress", (status, out)
+            for bad in ("127.0.0.3", ["127.0.0.3/8"], ["127.0.0.3:0"], ["localhost:80"], [3], ["1.2.3.4; flush ruleset"]):
+                status, out = d.call("PATCH", "/v1/tenants/eg/u", {"egress": bad})
+                print("expected: egress %r: 400 egress; seen: %d %s" % (bad, status, out.get("error")))
+                assert status == 400 and out["error"]["field"] == "egress", (bad, status, out)
+            assert d.ok("GET", "/v1/tenants/eg/u")["egress"] == ["192.0.2.0/24:53"]  # unchanged, inherited
+            opened = ["127.0.0.3:%d" % (PORT + 3), "127.0.0.0/8:%d" % PORT]  # the second: tenant a's port
+            d.ok("PATCH", "/v1/tenants/eg/u", {"egress": opened})
+            assert d.ok("GET", "/v1/tenants/eg/u")["egress"] == opened + ["192.0.2.0/24:53"]
+            after = results(a, connect(d, node, "eg/u", [target, "127.0.0.1"]))
+            print("expected: before the admin's egress blocked, after open; tenant a's replica blocked")
+            print("seen: %s, %s" % (before, after))
+            assert before.get(target) == "blocked", before
+            assert after.get(target) == "open", after
+            assert after.get("127.0.0.1") == "blocked", after
+            a.release(server)
+            wait_state(d, server, "succeeded")
+    finally:
+        service.kill()
+        service.wait()
+
+
 def stand_in_nft(directory):
     """An nft that always fails, as on a host without nf_tables."""
     path = os.path.join(directory, "nft")
@@ -352,6 +397,7 @@ if __name__ == "__main__":
         gpd.run([test_another_tenant_cannot_connect_and_its_own_can,
                  test_another_host_reaches_no_replica_and_a_replica_no_stranger,
                  test_after_an_agent_kill_live_rules_stay_and_dead_ones_go,
+                 test_egress_opens_only_what_an_admin_adds,
                  test_an_untrusted_replica_is_refused_when_the_fence_is_off,
                  test_no_network_fence_runs_an_untrusted_replica_unfenced], **DAEMON)
     finally:

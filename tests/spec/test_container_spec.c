@@ -159,8 +159,9 @@ static void a_tenants_policy_is_read_and_written_back(void **state)
     const char *text = "{\"container\": \"required\", \"image_sources\": [\"docker://reg.example:5000/team/\","
                        " \"dir:/srv/images/\"], \"volumes\": [{\"name\": \"datasets\", \"path\": \"/srv/datasets\"},"
                        " {\"name\": \"scratch\", \"path\": \"/srv/scratch\", \"read_only\": false}],"
-                       " \"allow_userns\": false}";
+                       " \"allow_userns\": false, \"egress\": [\"10.0.0.0/8:443\", \"[2001:db8::/32]:5432\"]}";
     assert_int_equal(tenant(text, &s, &err), GP_OK);
+    assert_int_equal(s.containers.n_egress, 2);
     assert_int_equal(s.containers.rule, GP_CONTAINER_REQUIRED);
     assert_int_equal(s.containers.n_image_sources, 2);
     assert_int_equal(s.containers.n_volumes, 2);
@@ -200,6 +201,13 @@ static void bad_policies_are_refused(void **state)
         {"{\"volumes\": [{\"name\": \"d\", \"path\": \"/a\"}, {\"name\": \"d\", \"path\": \"/b\"}]}", "volumes"},
         {"{\"volumes\": [{\"name\": \"d\", \"path\": \"/a\", \"mode\": 1}]}", "volumes[0].mode"},
         {"{\"allow_userns\": \"yes\"}", "allow_userns"},
+        {"{\"egress\": \"10.0.0.0/8\"}", "egress"},
+        {"{\"egress\": [443]}", "egress"},
+        {"{\"egress\": [\"10.0.0.1/8\"]}", "egress"},       /* host bits past the prefix */
+        {"{\"egress\": [\"300.1.2.3\"]}", "egress"},
+        {"{\"egress\": [\"192.0.2.7:0\"]}", "egress"},
+        {"{\"egress\": [\"10.0.0.0/8; flush ruleset\"]}", "egress"},
+        {"{\"egress\": [\"example.com:443\"]}", "egress"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gp_tenant_spec s;
@@ -216,12 +224,13 @@ static void the_policy_is_inherited_down_the_chain(void **state)
     (void)state;
     gp_tenant_spec top, leaf;
     assert_int_equal(tenant("{\"image_sources\": [\"docker://reg.example/research\"], \"allow_userns\": true,"
+                            " \"egress\": [\"10.0.0.0/8:443\"],"
                             " \"volumes\": [{\"name\": \"datasets\", \"path\": \"/srv/datasets\"},"
                             " {\"name\": \"scratch\", \"path\": \"/srv/scratch\", \"read_only\": false}]}",
                             &top, NULL),
                      GP_OK);
     assert_int_equal(tenant("{\"volumes\": [{\"name\": \"scratch\", \"path\": \"/srv/scratch/nlp\", \"read_only\":"
-                            " false}]}",
+                            " false}], \"egress\": [\"192.0.2.7\", \"10.0.0.0/8:443\"]}",
                             &leaf, NULL),
                      GP_OK);
     const gp_container_policy *chain[] = {&top.containers, &leaf.containers};
@@ -233,6 +242,11 @@ static void the_policy_is_inherited_down_the_chain(void **state)
     assert_int_equal(e.n_volumes, 2);
     assert_string_equal(gp_container_volume(&e, "scratch")->path, "/srv/scratch/nlp");
     assert_string_equal(gp_container_volume(&e, "datasets")->path, "/srv/datasets");
+    json_t *egress = gp_container_egress_json(&e); /* the leaf's and its ancestors', once each */
+    json_t *want = json_pack("[s, s]", "192.0.2.7", "10.0.0.0/8:443");
+    assert_true(json_equal(egress, want));
+    json_decref(want);
+    json_decref(egress);
     gp_container_effective_make(chain, 2, true, 1, &e);
     assert_true(e.required); /* untrusted, nothing set: required */
     gp_container_effective_make(chain, 0, false, 0, &e);

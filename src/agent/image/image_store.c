@@ -293,6 +293,31 @@ gp_err gp_image_store_release(gp_image_store *s, const char *digest, const char 
     return GP_OK;
 }
 
+gp_err gp_image_store_release_holder(gp_image_store *s, const char *holder, size_t *released, gp_error *err)
+{
+    char path[GP_IMAGE_PATH_MAX], digest[GP_IMAGE_DIGEST_MAX];
+    *released = 0;
+    if (!gp__image_holder_valid(holder))
+        return gp_error_set(err, GP_ERR_INVALID, "holder", "must be 1..%d of [A-Za-z0-9._-], not starting with '.'",
+                            GP_IMAGE_HOLDER_MAX - 1);
+    gp__image_path(s, path, "holds");
+    DIR *d = opendir(path);
+    gp_err rc = GP_OK;
+    for (struct dirent *e; rc == GP_OK && d && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) != 64)
+            continue;
+        gp__image_path(s, path, "holds/%s/%s", e->d_name, holder);
+        if (access(path, F_OK) != 0)
+            continue;
+        snprintf(digest, sizeof digest, "sha256:%s", e->d_name);
+        rc = gp_image_store_release(s, digest, holder, err);
+        *released += rc == GP_OK;
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
 /* The number of holders of image hex. */
 static int gp__holders(gp_image_store *s, const char *hex)
 {

@@ -114,6 +114,10 @@ gp_image_failure gp_image_store_pull(gp_image_store *s, const char *ref, const g
  * twice is one hold; releasing what is not held is GP_OK. */
 gp_err gp_image_store_hold(gp_image_store *s, const char *digest, const char *holder, gp_error *err);
 gp_err gp_image_store_release(gp_image_store *s, const char *digest, const char *holder, gp_error *err);
+/* Every hold of holder, whatever the image: what the agent calls when a
+ * replica ended without its supervisor releasing (killed, OOM, a reboot).
+ * *released counts them; GP_ERR_INVALID for a bad holder. */
+gp_err gp_image_store_release_holder(gp_image_store *s, const char *holder, size_t *released, gp_error *err);
 
 /* The images, least recently used first: *images is a malloc'd array of *n
  * the caller frees (NULL when empty).  *used_bytes: images and blobs. */

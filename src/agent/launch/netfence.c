@@ -27,7 +27,11 @@
  *     unmarked one (this node's other processes, the agent) is answered,
  *     one from its peers and egress destinations too; anything else is
  *     dropped.  An answer from a socket of no replica to a marked
- *     connection (the node's own services: sshd, the agent) is dropped.
+ *     connection (the node's own services: sshd, the agent) is dropped,
+ *     unless it comes from one of the marking tenant's egress
+ *     destinations (an admin opened 127.0.0.1:3128, a proxy on the node,
+ *     to that tenant: its answers pass; another tenant's replica
+ *     listening there still drops them, the mark being not its own).
  * A local TCP connection is therefore answered by nothing but the
  * caller's own tenant: B's SYN to A's port leaves B, A's SYN-ACK is
  * dropped, the connect times out.  Local UDP other than DNS is dropped
@@ -84,91 +88,6 @@ struct gp_netfence {
     size_t n, cap;
 };
 
-/* ---- addresses ---- */
-
-static bool gp__port(const char *s, unsigned *out)
-{
-    char *end = NULL;
-    if (!isdigit((unsigned char)s[0]))
-        return false;
-    unsigned long v = strtoul(s, &end, 10);
-    *out = (unsigned)v;
-    return *end == '\0' && v >= 1 && v <= 65535;
-}
-
-/* No bit of addr past prefix is set. */
-static bool gp__host_bits_clear(const gp_netfence_dest *d)
-{
-    unsigned bytes = d->family == AF_INET ? 4 : 16;
-    for (unsigned bit = d->prefix; bit < bytes * 8; bit++)
-        if (d->addr[bit / 8] & (0x80u >> (bit % 8)))
-            return false;
-    return true;
-}
-
-/* "ADDR" or "ADDR/PREFIX" (the text is modified). */
-static bool gp__addr_prefix(char *s, gp_netfence_dest *d)
-{
-    char *slash = strchr(s, '/');
-    if (slash)
-        *slash = '\0';
-    d->family = strchr(s, ':') ? AF_INET6 : AF_INET;
-    unsigned max = d->family == AF_INET ? 32 : 128;
-    if (inet_pton(d->family, s, d->addr) != 1)
-        return false;
-    d->prefix = max;
-    if (slash) {
-        char *end = NULL;
-        unsigned long p = strtoul(slash + 1, &end, 10);
-        if (!isdigit((unsigned char)slash[1]) || *end || p > max)
-            return false;
-        d->prefix = (unsigned)p;
-    }
-    return gp__host_bits_clear(d);
-}
-
-/* Splits "[INSIDE]:PORT", "[INSIDE]", "V4:PORT" and "V4" or "V6" into the
- * address part (in place) and the port text (NULL none). */
-static bool gp__split_port(char *s, char **addr, const char **port)
-{
-    *port = NULL;
-    if (s[0] == '[') {
-        char *close = strchr(s, ']');
-        if (!close || (close[1] && close[1] != ':'))
-            return false;
-        *close = '\0';
-        if (close[1] == ':')
-            *port = close + 2;
-        *addr = s + 1;
-        return true;
-    }
-    char *colon = strchr(s, ':');
-    *addr = s;
-    if (colon && !strchr(colon + 1, ':')) { /* one colon: IPv4 with a port */
-        *colon = '\0';
-        *port = colon + 1;
-    }
-    return true;
-}
-
-gp_err gp_netfence_dest_parse(const char *text, gp_netfence_dest *out, gp_error *err)
-{
-    char buf[128];
-    memset(out, 0, sizeof *out);
-    if (!text || strlen(text) >= sizeof buf)
-        return gp_error_set(err, GP_ERR_INVALID, "egress", "not an address, CIDR or CIDR:port");
-    snprintf(buf, sizeof buf, "%s", text);
-    char *addr = NULL;
-    const char *port = NULL;
-    bool ok = gp__split_port(buf, &addr, &port) && gp__addr_prefix(addr, out) && (!port || gp__port(port, &out->port));
-    if (!ok)
-        return gp_error_set(err, GP_ERR_INVALID, "egress",
-                            "'%s' is not ADDR[/PREFIX][:PORT] (IPv6 with a port in brackets; no host bits past "
-                            "the prefix; port 1..65535)",
-                            text);
-    return GP_OK;
-}
-
 /* ---- the fence ---- */
 
 static void gp__table_name(const char *node, char *out, size_t cap)
@@ -187,8 +106,9 @@ static void gp__resolvers(gp_netfence *f, const char *text)
         char addr[64];
         if (sscanf(line, " nameserver %63s", addr) == 1) {
             addr[strcspn(addr, "%")] = '\0'; /* fe80::1%eth0: the scope is the interface's */
-            gp_netfence_dest d = {0};
-            if (gp__addr_prefix(addr, &d))
+            gp_netfence_dest d;
+            gp_error err;
+            if (!strchr(addr, '/') && gp_netfence_dest_parse(addr, &d, &err) == GP_OK && d.port == 0)
                 f->dns[f->n_dns++] = d;
         }
         line = strchr(line, '\n');
@@ -348,15 +268,20 @@ static unsigned gp__mark(unsigned base, gp__entry *const *sorted, size_t n, cons
     return base;
 }
 
-/* "ip daddr 10.0.0.0/8" or "ip6 daddr 2001:db8::1". */
-static void gp__match_daddr(FILE *m, const gp_netfence_dest *d)
+/* "ip daddr 10.0.0.0/8" or "ip6 saddr 2001:db8::1" (which: "daddr", "saddr"). */
+static void gp__match_addr(FILE *m, const gp_netfence_dest *d, const char *which)
 {
     char text[INET6_ADDRSTRLEN];
     inet_ntop(d->family, d->addr, text, sizeof text);
     bool v4 = d->family == AF_INET;
-    fprintf(m, "%s daddr %s", v4 ? "ip" : "ip6", text);
+    fprintf(m, "%s %s %s", v4 ? "ip" : "ip6", which, text);
     if (d->prefix != (v4 ? 32u : 128u))
         fprintf(m, "/%u", d->prefix);
+}
+
+static void gp__match_daddr(FILE *m, const gp_netfence_dest *d)
+{
+    gp__match_addr(m, d, "daddr");
 }
 
 static void gp__rule_dns(FILE *m, const gp_netfence_dest *d, unsigned base)
@@ -431,6 +356,21 @@ static void gp__dispatch(FILE *m, gp__entry *const *sorted, size_t n, const char
     fputs(" }\n", m);
 }
 
+/* A service of this node that is no replica (the agent, a local proxy) at
+ * one of the entry's egress destinations may answer its tenant's
+ * connections: in the answer direction the destination is the source. */
+static void gp__answers_from_egress(FILE *m, const gp__entry *e, unsigned mark)
+{
+    for (size_t i = 0; i < e->n_egress; i++) {
+        const gp_netfence_dest *d = &e->egress[i];
+        fprintf(m, "\t\tct mark 0x%08x ", mark);
+        gp__match_addr(m, d, "saddr");
+        if (d->port)
+            fprintf(m, " meta l4proto tcp th sport %u", d->port);
+        fputs(" accept\n", m);
+    }
+}
+
 static void gp__table(FILE *m, const gp_netfence *f, gp__entry *const *sorted)
 {
     fprintf(m, "table inet %s {\n", f->table);
@@ -441,6 +381,8 @@ static void gp__table(FILE *m, const gp_netfence *f, gp__entry *const *sorted)
     fputs("\t}\n\tchain answer {\n", m);
     gp__dispatch(m, sorted, f->n, "answer");
     fprintf(m, "\t\tct mark 0x%08x accept\n", f->mark_base); /* DNS: a resolver, no replica */
+    for (size_t i = 0; i < f->n; i++)
+        gp__answers_from_egress(m, sorted[i], gp__mark(f->mark_base, sorted, f->n, sorted[i]->tenant));
     fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n\t}\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     for (size_t i = 0; i < f->n;) {
         size_t end = i + 1;

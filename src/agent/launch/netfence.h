@@ -16,7 +16,8 @@
  *   - TCP to its gang peers' addresses, any port (the rendezvous port and
  *     NCCL's bootstrap and ring sockets, which take ephemeral ports);
  *   - its tenant's "egress" destinations (CIDR, any protocol; CIDR:port,
- *     TCP and UDP to that port);
+ *     TCP and UDP to that port; on this node's own addresses TCP only,
+ *     answered by a service that is no replica, or by its own tenant);
  * and nothing else.  A replica answers connections from this node's
  * processes that are no replica (the agent), from its own tenant's
  * replicas, from its peers and from its egress destinations: nothing else.
@@ -33,6 +34,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "spec/net_dest.h" /* gp_netfence_dest and its parser */
 #include "util/error.h"
 
 #define GP_NETFENCE_NAME_MAX 96
@@ -43,14 +45,6 @@
  * node; 0 marks DNS). */
 #define GP_NETFENCE_MARK_BASE 0x47500000u
 #define GP_NETFENCE_TABLE_MASK 0xffffff00u
-
-/* An address or prefix, and a port (0: any). */
-typedef struct gp_netfence_dest {
-    int family;              /* AF_INET or AF_INET6 */
-    unsigned char addr[16];  /* network order; the first 4 bytes for AF_INET */
-    unsigned prefix;         /* 32 or 128 for one address */
-    unsigned port;           /* 1..65535, 0 any */
-} gp_netfence_dest;
 
 /* One running replica, as the fence needs it. */
 typedef struct gp_netfence_replica {
@@ -96,11 +90,5 @@ gp_err gp_netfence_apply(const gp_netfence *f, gp_error *err);
 /* Whether this host can fence: root, and nft loads and removes an empty
  * table (nft NULL: as in gp_netfence_open).  false with the reason. */
 bool gp_netfence_probe(const char *nft, gp_error *err);
-
-/* "10.0.0.0/8", "192.0.2.7", "192.0.2.7:443", "10.0.0.0/8:53",
- * "2001:db8::/32", "[2001:db8::1]:443", "[2001:db8::/32]:443".
- * GP_ERR_INVALID (field "egress") for anything else: a prefix longer than
- * the family's, host bits set, a port outside 1..65535. */
-gp_err gp_netfence_dest_parse(const char *text, gp_netfence_dest *out, gp_error *err);
 
 #endif
