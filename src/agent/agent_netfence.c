@@ -131,12 +131,13 @@ static void gp__egress(gp_node *n, const gp_assignment *a, gp_netfence_dest **ou
     }
 }
 
-/* Adds the replica to the fence (loads nothing). */
+/* Adds the replica to the fence (loads nothing); mark: its tenant's mark
+ * before an agent restart (0 none). */
 static gp_err gp__fence_add(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
-                            gp_error *err)
+                            unsigned mark, gp_error *err)
 {
     gp_netfence_dest *peers = NULL, *egress = NULL;
-    gp_netfence_replica fr = {.name = r->name, .tenant = a->tenant, .uid = gp__launch_uid(launch)};
+    gp_netfence_replica fr = {.name = r->name, .tenant = a->tenant, .uid = gp__launch_uid(launch), .mark = mark};
     gp__peer_addrs(n, a, &peers, &fr.n_peers);
     gp__egress(n, a, &egress, &fr.n_egress);
     fr.peers = peers;
@@ -159,12 +160,20 @@ gp_err gp_node_fence_start(gp_node *n, const gp_replica *r, const gp_assignment 
                                 n->fence_off);
         return GP_OK;
     }
-    gp_err rc = gp__fence_add(n, r, a, launch, err);
+    gp_err rc = gp__fence_add(n, r, a, launch, 0, err);
     if (rc == GP_OK)
         rc = gp_netfence_apply(n->fence, err);
-    if (rc != GP_OK)
+    if (rc != GP_OK) {
         gp_netfence_remove(n->fence, r->name);
-    return rc;
+        return rc;
+    }
+    char path[GP_STATE_PATH_MAX], text[16];
+    snprintf(path, sizeof path, "%s/fence_mark", r->dir);
+    snprintf(text, sizeof text, "%u\n", gp_netfence_mark_of(n->fence, r->name));
+    if (gp_state_write(path, text, 0600, err) != GP_OK) /* its tenant's mark after a restart */
+        gp_agent_log(n, "job=%llu replica=%u network fence: %s", (unsigned long long)r->job, r->replica,
+                     err->message);
+    return GP_OK;
 }
 
 void gp_node_fence_adopt(gp_node *n, const gp_replica *r)
@@ -177,8 +186,11 @@ void gp_node_fence_adopt(gp_node *n, const gp_replica *r)
     gp_assignment a;
     gp_error err;
     gp_err rc = gp_assignment_parse(json_object_get(launch, "assignment"), &a, &err);
+    char text[16] = "";
+    snprintf(path, sizeof path, "%s/fence_mark", r->dir);
+    unsigned mark = gp_state_read(path, text, sizeof text) ? (unsigned)strtoul(text, NULL, 10) : 0;
     if (rc == GP_OK) {
-        rc = gp__fence_add(n, r, &a, launch, &err);
+        rc = gp__fence_add(n, r, &a, launch, mark, &err);
         gp_assignment_free(&a);
     }
     if (rc != GP_OK)

@@ -39,8 +39,8 @@ static gp_netfence *example(void)
                                   .egress = &egress, .n_egress = 1};
     gp_netfence_replica nlp = {.name = "job7-r1-100", .tenant = "research/nlp", .uid = 2000000007,
                                .peers = &peer, .n_peers = 1};
-    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
     assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
     return f;
 }
 
@@ -148,6 +148,61 @@ static void replicas_of_one_uid_share_chains(void **state)
     gp_netfence_free(f);
 }
 
+/* The mark of tenant T's chains: "chain out_UID {" ... "ct mark set 0x...". */
+static unsigned mark_in(const char *text, const char *uid)
+{
+    char head[64];
+    snprintf(head, sizeof head, "chain out_%s {", uid);
+    const char *chain = strstr(text, head), *set = chain ? strstr(chain, "ct mark set 0x") : NULL;
+    assert_non_null(set);
+    return (unsigned)strtoul(set + strlen("ct mark set "), NULL, 16) & 0xffu;
+}
+
+/* A tenant keeps its mark while it has replicas here: another tenant's
+ * end does not re-mark its open connections (its answers are checked
+ * against the mark on every packet), a newcomer takes the lowest free
+ * mark, and after an agent restart each replica's mark comes back
+ * whatever order the replicas are adopted in. */
+static void a_tenants_mark_outlives_other_tenants_ends_and_restarts(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("n", NULL, NULL, &f, &err), GP_OK);
+    gp_netfence_replica a = {.name = "job1-r0-1", .tenant = "a", .uid = 2000000001};
+    gp_netfence_replica b = {.name = "job2-r0-1", .tenant = "b", .uid = 2000000002};
+    gp_netfence_replica c = {.name = "job3-r0-1", .tenant = "c", .uid = 2000000003};
+    gp_netfence_replica c2 = {.name = "job4-r0-1", .tenant = "c", .uid = 2000000004};
+    assert_int_equal(gp_netfence_add(f, &a, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &b, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &c, &err), GP_OK);
+    assert_int_equal(gp_netfence_mark_of(f, "job3-r0-1"), 3);
+    assert_true(gp_netfence_remove(f, "job1-r0-1")); /* a ends: b and c keep theirs */
+    char *text = gp_netfence_ruleset(f);
+    assert_int_equal(mark_in(text, "2000000002"), 2);
+    assert_int_equal(mark_in(text, "2000000003"), 3);
+    free(text);
+    assert_int_equal(gp_netfence_add(f, &c2, &err), GP_OK); /* c's second replica: c's mark */
+    assert_int_equal(gp_netfence_mark_of(f, "job4-r0-1"), 3);
+    gp_netfence_replica d = {.name = "job5-r0-1", .tenant = "d", .uid = 2000000005};
+    assert_int_equal(gp_netfence_add(f, &d, &err), GP_OK); /* the lowest free */
+    assert_int_equal(gp_netfence_mark_of(f, "job5-r0-1"), 1);
+    gp_netfence_free(f);
+    /* a restart adopts c first, then b, then d, each with the mark it kept */
+    assert_int_equal(gp_netfence_open("n", NULL, NULL, &f, &err), GP_OK);
+    c.mark = 3, b.mark = 2, d.mark = 1;
+    assert_int_equal(gp_netfence_add(f, &c, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &b, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &d, &err), GP_OK);
+    assert_int_equal(gp_netfence_mark_of(f, "job3-r0-1"), 3);
+    assert_int_equal(gp_netfence_mark_of(f, "job2-r0-1"), 2);
+    assert_int_equal(gp_netfence_mark_of(f, "job5-r0-1"), 1);
+    gp_netfence_replica e = {.name = "job6-r0-1", .tenant = "e", .uid = 2000000006, .mark = 2};
+    assert_int_equal(gp_netfence_add(f, &e, &err), GP_OK); /* 2 is b's: another */
+    assert_int_equal(gp_netfence_mark_of(f, "job6-r0-1"), 4);
+    gp_netfence_free(f);
+}
+
 /* A uid of one tenant's running replica is refused for another tenant's. */
 static void a_uid_is_one_tenants(void **state)
 {
@@ -232,6 +287,7 @@ int main(void)
         cmocka_unit_test(two_tables_mark_apart),
         cmocka_unit_test(replicas_of_one_uid_share_chains),
         cmocka_unit_test(a_uid_is_one_tenants),
+        cmocka_unit_test(a_tenants_mark_outlives_other_tenants_ends_and_restarts),
         cmocka_unit_test(the_last_end_removes_the_table),
         cmocka_unit_test(destinations_parse_and_bad_ones_are_refused),
         cmocka_unit_test(nft_loads_the_text),

@@ -41,8 +41,11 @@
  * research/nlp (uid 2000000007, peers 192.0.2.3) and job 9 of vision
  * (uid 2000000009, egress 10.0.0.0/8:443) run here.  The table's marks
  * are 0x475c3b00 and up (gp__mark_base: 0x475, then 12 bits of the table
- * name's hash); research/nlp is mark 0x475c3b01, vision 0x475c3b02 (in uid
- * order).  Job 9 connecting to job 7's port on 127.0.0.1: out_2000000009
+ * name's hash); research/nlp is mark 0x475c3b01, vision 0x475c3b02 (the
+ * order their first replicas came in; a tenant keeps its mark while it has
+ * a replica here, so other tenants' ends never re-mark its open
+ * connections, and the agent keeps each replica's mark in its state to
+ * give it back after a restart: gp_netfence_replica's mark).  Job 9 connecting to job 7's port on 127.0.0.1: out_2000000009
  * marks the connection 0x475c3b02 and lets the SYN out; job 7's SYN-ACK
  * goes through answer_2000000007, where 0x475c3b02 is not its mark:
  * dropped.  Job 9 resolving a name: the
@@ -74,6 +77,7 @@ typedef struct gp__entry {
     char name[GP_NETFENCE_NAME_MAX];
     char tenant[GP_NETFENCE_TENANT_MAX];
     uid_t uid;
+    unsigned mark;               /* its tenant's, 1..255: under the table's base */
     gp_netfence_dest *peers, *egress;
     size_t n_peers, n_egress;
 } gp__entry;
@@ -194,6 +198,33 @@ static const char *gp__uid_taken(const gp_netfence *f, const gp_netfence_replica
     return NULL;
 }
 
+/* A tenant's mark: the one its replicas here hold; else the one it asks
+ * for (want, its mark before an agent restart) when no other tenant holds
+ * it; else the lowest free.  0 when all 255 are taken. */
+static unsigned gp__tenant_mark(const gp_netfence *f, const char *tenant, unsigned want)
+{
+    bool used[256] = {false};
+    for (size_t i = 0; i < f->n; i++) {
+        if (strcmp(f->entries[i].tenant, tenant) == 0)
+            return f->entries[i].mark;
+        used[f->entries[i].mark] = true;
+    }
+    if (want >= 1 && want <= 255 && !used[want])
+        return want;
+    for (unsigned m = 1; m <= 255; m++)
+        if (!used[m])
+            return m;
+    return 0;
+}
+
+unsigned gp_netfence_mark_of(const gp_netfence *f, const char *name)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->entries[i].name, name) == 0)
+            return f->entries[i].mark;
+    return 0;
+}
+
 gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *err)
 {
     if (!r->name || !r->name[0] || strlen(r->name) >= GP_NETFENCE_NAME_MAX || !r->tenant || !r->tenant[0] ||
@@ -204,13 +235,18 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
         return gp_error_set(err, GP_ERR_CONFLICT, "network",
                             "uid %u runs a replica of tenant %s on this node: one uid cannot be fenced for two tenants",
                             (unsigned)r->uid, other);
-    gp__entry e = {.uid = r->uid, .n_peers = r->n_peers, .n_egress = r->n_egress};
+    gp__entry *slot = gp__find(f, r->name);
+    if (slot) /* replaced: its own old entry holds no mark for the choice */
+        gp_netfence_remove(f, r->name);
+    gp__entry e = {.uid = r->uid, .mark = gp__tenant_mark(f, r->tenant, r->mark), .n_peers = r->n_peers,
+                   .n_egress = r->n_egress};
+    if (!e.mark)
+        return gp_error_set(err, GP_ERR_CONFLICT, "network", "255 tenants already have replicas on this node");
     snprintf(e.name, sizeof e.name, "%s", r->name);
     snprintf(e.tenant, sizeof e.tenant, "%s", r->tenant);
     e.peers = gp__dests_copy(r->peers, r->n_peers);
     e.egress = gp__dests_copy(r->egress, r->n_egress);
-    gp__entry *slot = gp__find(f, r->name);
-    if (!slot && f->n == f->cap) {
+    if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
         gp__entry *grown = realloc(f->entries, cap * sizeof *grown);
         if (grown) {
@@ -218,15 +254,11 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
             f->cap = cap;
         }
     }
-    if (!e.peers || !e.egress || (!slot && f->n == f->cap)) {
+    if (!e.peers || !e.egress || f->n == f->cap) {
         gp__entry_clear(&e);
         return gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     }
-    if (slot)
-        gp__entry_clear(slot);
-    else
-        slot = &f->entries[f->n++];
-    *slot = e;
+    f->entries[f->n++] = e;
     return GP_OK;
 }
 
@@ -248,24 +280,6 @@ static int gp__by_uid_then_name(const void *a, const void *b)
     if (x->uid != y->uid)
         return x->uid < y->uid ? -1 : 1;
     return strcmp(x->name, y->name);
-}
-
-/* The tenant's mark: the table's base + 1 + the tenant's place among the
- * tenants in the order of sorted (their first uid). */
-static unsigned gp__mark(unsigned base, gp__entry *const *sorted, size_t n, const char *tenant)
-{
-    unsigned index = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool first = true;
-        for (size_t j = 0; j < i && first; j++)
-            first = strcmp(sorted[j]->tenant, sorted[i]->tenant) != 0;
-        if (!first)
-            continue;
-        index++;
-        if (strcmp(sorted[i]->tenant, tenant) == 0)
-            return base + (index & 0xffu);
-    }
-    return base;
 }
 
 /* "ip daddr 10.0.0.0/8" or "ip6 saddr 2001:db8::1" (which: "daddr", "saddr"). */
@@ -382,13 +396,13 @@ static void gp__table(FILE *m, const gp_netfence *f, gp__entry *const *sorted)
     gp__dispatch(m, sorted, f->n, "answer");
     fprintf(m, "\t\tct mark 0x%08x accept\n", f->mark_base); /* DNS: a resolver, no replica */
     for (size_t i = 0; i < f->n; i++)
-        gp__answers_from_egress(m, sorted[i], gp__mark(f->mark_base, sorted, f->n, sorted[i]->tenant));
+        gp__answers_from_egress(m, sorted[i], f->mark_base + sorted[i]->mark);
     fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n\t}\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     for (size_t i = 0; i < f->n;) {
         size_t end = i + 1;
         while (end < f->n && sorted[end]->uid == sorted[i]->uid)
             end++;
-        gp__uid_chains(m, f, sorted + i, sorted + end, gp__mark(f->mark_base, sorted, f->n, sorted[i]->tenant));
+        gp__uid_chains(m, f, sorted + i, sorted + end, f->mark_base + sorted[i]->mark);
         i = end;
     }
     fputs("}\n", m);

@@ -42,7 +42,7 @@
 /* Conntrack marks: 0x475 ("GP") in the top 12 bits, then 12 bits naming
  * the table (from its name: two agents or sim nodes on one host keep apart
  * the connections each marked), then 8 bits for the tenant (1..255 on one
- * node; 0 marks DNS). */
+ * node, kept by a tenant while it has replicas here; 0 marks DNS). */
 #define GP_NETFENCE_MARK_BASE 0x47500000u
 #define GP_NETFENCE_TABLE_MASK 0xffffff00u
 
@@ -51,6 +51,8 @@ typedef struct gp_netfence_replica {
     const char *name;               /* "job7-r1-1795523111": the key */
     const char *tenant;             /* "research/nlp" */
     uid_t uid;                      /* the uid its processes run as (> 0) */
+    unsigned mark;                  /* its tenant's mark before an agent restart (gp_netfence_mark_of,
+                                       kept by the caller), kept when no other tenant holds it; 0 none */
     const gp_netfence_dest *peers;  /* its gang peers' addresses (port 0) */
     size_t n_peers;
     const gp_netfence_dest *egress; /* its tenant's allowed destinations */
@@ -71,9 +73,12 @@ void gp_netfence_free(gp_netfence *f);
 const char *gp_netfence_table(const gp_netfence *f);
 
 /* Adds replica r (replacing one of the same name).  GP_ERR_CONFLICT when
- * its uid is another tenant's replica's on this node (field "network"),
- * GP_ERR_INVALID for no name, tenant or uid, GP_ERR_NOMEM.  Loads nothing. */
+ * its uid is another tenant's replica's on this node, or 255 other tenants
+ * have replicas here (field "network"), GP_ERR_INVALID for no name, tenant or uid, GP_ERR_NOMEM.  Loads nothing. */
 gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *err);
+/* The mark (1..255) of the replica of that name's tenant, 0 when it holds
+ * none: a tenant keeps one mark while it has replicas here. */
+unsigned gp_netfence_mark_of(const gp_netfence *f, const char *name);
 /* Forgets the replica of that name; false when it held none.  Loads nothing. */
 bool gp_netfence_remove(gp_netfence *f, const char *name);
 /* The replicas it holds. */
