@@ -15,14 +15,18 @@
  * failed or 4xx/5xx request, each with its URL]}.  test_dashboard.py judges
  * both against the API.
  *
- * With --sign-out-png it then clicks Refresh and, before any answer comes
- * back, Sign out (the race a hurried viewer makes), waits until no request
- * is in flight and adds "signed_out": everything the page still holds
- * (visible text, every element's textContent, the whole HTML with its
- * attributes, which panels and parts are visible, sessionStorage), with a
- * screenshot.  With --next-token it signs in again in the same tab as that
- * token and adds "next": that token's report, with its screenshot.  Exit 0 when it could report, 1 when the browser
- * or the page could not be driven (the message on stderr).
+ * With --sign-out-png it also reports which panels the login page showed
+ * before the sign-in ("login_page"), then clicks Refresh and, before any
+ * answer comes back, Sign out (the race a hurried viewer makes), waits
+ * until no request is in flight and adds "signed_out": everything the page
+ * still holds (visible text, every element's textContent, the whole HTML
+ * with its attributes, which panels and parts are visible,
+ * sessionStorage), with a screenshot.  With --next-token it signs in again
+ * in the same tab as that token and adds "next": that token's report, with
+ * its screenshot.
+ *
+ * Exit 0 when it could report, 1 when the browser or the page could not be
+ * driven (the message on stderr).
  */
 'use strict';
 const fs = require('fs');
@@ -161,6 +165,8 @@ async function main() {
     const loaded = new Promise((r) => b.on('Page.loadEventFired', r));
     await b.send('Page.navigate', { url: a.url });
     await loaded;
+    await b.waitFor("document.getElementById('login') && !document.getElementById('login').hidden", 'the token form');
+    const before = await b.evaluate(`(${leftovers.toString()})()`); /* the empty login page */
     await signInAs(b, a.token);
     if (a['colour-by']) {
       await b.evaluate(`(() => { const s = document.getElementById('colour-by'); s.value = ${JSON.stringify(a['colour-by'])};
@@ -175,7 +181,10 @@ async function main() {
     const maxHeight = Number(a['max-height'] || 6000);
     const out = { report: await b.evaluate(`(${pageReport.toString()})()`), errors };
     await screenshot(b, a.png, maxHeight);
-    if (a['sign-out-png']) out.signed_out = await signOutReport(b, inflight, a['sign-out-png'], maxHeight);
+    if (a['sign-out-png']) {
+      out.login_page = { panels_visible: before.panels_visible, dash_visible: before.dash_visible };
+      out.signed_out = await signOutReport(b, inflight, a['sign-out-png'], maxHeight);
+    }
     if (a['next-token']) {
       await signInAs(b, a['next-token']);
       await networkIdle(inflight);

@@ -217,6 +217,7 @@ def test_sign_out_forgets_everything_then_a_member_sees_its_own(d):
     out = drive_dashboard(d, d.token, "signout-1-admin.png", sign_out_png=os.path.join(SHOTS, "signout-2-empty.png"),
                           next_token=member, next_png=os.path.join(SHOTS, "signout-3-member.png"))
     admin, gone, nxt = out["report"], out["signed_out"], out["next"]
+    assert out["login_page"] == {"panels_visible": [], "dash_visible": False}, out["login_page"]  # no empty frames
     assert admin["role"] == "admin" and {"research/nlp", "product/search"} <= {c["tenant"] for c in admin["usage_charts"]}
     assert admin["bill"]["fleet"] and admin["fleet"]["nodes"], admin  # the admin saw data first
     secrets = admin_secrets(d)
