@@ -38,6 +38,7 @@ Exit 77 (skipped) when chromium, node or node-ws is not installed.
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -200,7 +201,7 @@ def admin_secrets(d):
     bill = d.ok("GET", "/v1/bill?period=" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m"))
     for t in bill["tenants"]:
         secrets |= {x for x in (t["amount"], t["subtotal"], t["due"]) if x.strip("0.")}
-        secrets |= {line["amount"] for line in t.get("lines") or [] if line["amount"].strip("0.")}
+        secrets |= {line[k] for line in t.get("lines") or [] for k in ("amount", "gpu_hours") if line[k].strip("0.")}
     secrets.add(d.ok("GET", "/v1/whoami")["name"])
     return secrets
 
@@ -221,6 +222,7 @@ def test_sign_out_forgets_everything_then_a_member_sees_its_own(d):
     assert admin["role"] == "admin" and {"research/nlp", "product/search"} <= {c["tenant"] for c in admin["usage_charts"]}
     assert admin["bill"]["fleet"] and admin["fleet"]["nodes"], admin  # the admin saw data first
     secrets = admin_secrets(d)
+    assert any(re.fullmatch(r"[0-9]+\.[0-9]+", x) for x in secrets), secrets  # the bill's figures are among them
     for where in ("visible_text", "text_content", "html"):
         left = sorted(x for x in secrets if x in gone[where])
         assert not left, "after sign-out the page's %s still holds %s" % (where, left)
