@@ -23,6 +23,14 @@
  *
  * Times are the viewer's local time (fmtTime); money is shown as the exact
  * decimal strings the API sends, never turned into floating point.
+ *
+ * Sign-out forgets everything at once (a shared screen must not show the
+ * last viewer's fleet, tenants or bill): the token leaves sessionStorage,
+ * the session's refresh timer stops, the dashboard's whole subtree is put
+ * back as the page first had it (an empty copy taken at start, so a panel
+ * added later is emptied too), and every answer still in flight for the
+ * old session is dropped unread (api() checks the session after each
+ * await; a loader draws only after its last await).
  */
 'use strict';
 
@@ -31,7 +39,8 @@ const REFRESH_MS = 30000;
 const SMALL_FLEET_NODES = 64;
 const JOB_PAGES_MAX = 20;
 
-const view = { block: null, colourBy: 'state', data: null, loading: false, loads: 0 };
+/* What the signed-in viewer's page holds; session is null when signed out. */
+const view = { block: null, colourBy: 'state', data: null, session: null, blankDash: null };
 
 /* ---- small helpers ---- */
 
@@ -103,11 +112,21 @@ class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
+/* Thrown instead of an answer that belongs to a session signed out since. */
+class SignedOut extends Error {}
+
+function checkSession(session) {
+  if (!session || !session.alive) throw new SignedOut('signed out');
+}
+
+/* The body of GET path with the current session's token; never cached by the browser. */
 async function api(path) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  const resp = await fetch(path, { headers: { Authorization: 'Bearer ' + token } });
+  const session = view.session;
+  checkSession(session);
+  const resp = await fetch(path, { headers: { Authorization: 'Bearer ' + session.token }, cache: 'no-store' });
   let body = null;
   try { body = await resp.json(); } catch (e) { body = null; }
+  checkSession(session);
   if (!resp.ok) {
     const msg = body && body.error ? body.error.message : resp.statusText;
     throw new ApiError(resp.status, `${path}: ${resp.status} ${msg}`);
@@ -130,32 +149,52 @@ async function jobsAll(query) {
 
 /* ---- sign in and out ---- */
 
+/* Ends the session and puts the page back as it was before any sign-in. */
+function forget() {
+  if (view.session) {
+    view.session.alive = false;
+    clearInterval(view.session.timer);
+  }
+  view.session = null;
+  view.data = null;
+  view.block = null;
+  view.colourBy = 'state';
+  sessionStorage.removeItem(TOKEN_KEY);
+  $('dash').replaceWith(view.blankDash.cloneNode(true));
+  bindDash();
+  $('who').textContent = '';
+  delete $('who').dataset.role;
+  delete document.body.dataset.loaded;
+  $('status').textContent = '';
+}
+
 function showLogin(message) {
-  $('dash').hidden = true;
   $('refresh').hidden = true;
   $('signout').hidden = true;
-  $('who').textContent = '';
   $('login').hidden = false;
   $('login-error').textContent = message || '';
   $('token').focus();
 }
 
 function signOut() {
-  sessionStorage.removeItem(TOKEN_KEY);
+  forget();
   showLogin('');
 }
 
 async function signIn(token) {
+  forget();
   sessionStorage.setItem(TOKEN_KEY, token);
+  const session = { token, alive: true, loading: false, loads: 0, timer: null };
+  view.session = session;
   let me;
   try {
     me = await api('/v1/whoami');
   } catch (e) {
-    sessionStorage.removeItem(TOKEN_KEY);
+    if (e instanceof SignedOut) return;
+    forget();
     showLogin(e.status === 401 ? 'That token is unknown, revoked or expired.' : e.message);
     return;
   }
-  view.me = me;
   const scope = me.scope ? ` of ${me.scope}` : '';
   $('who').textContent = `${me.name} (${me.role}${scope})`;
   $('who').dataset.role = me.role;
@@ -163,6 +202,7 @@ async function signIn(token) {
   $('dash').hidden = false;
   $('refresh').hidden = false;
   $('signout').hidden = false;
+  session.timer = setInterval(refresh, REFRESH_MS);
   await refresh();
 }
 
@@ -173,14 +213,15 @@ async function panel(bodyId, loader) {
   try {
     await loader();
   } catch (e) {
-    if (e.status === 401) throw e;
+    if (e.status === 401 || e instanceof SignedOut) throw e;
     $(bodyId).replaceChildren(el('p', { class: 'failed' }, e.message));
   }
 }
 
 async function refresh() {
-  if (view.loading) return;
-  view.loading = true;
+  const session = view.session;
+  if (!session || session.loading) return;
+  session.loading = true;
   try {
     await Promise.all([
       panel('fleet-view', loadFleet),
@@ -189,15 +230,17 @@ async function refresh() {
       panel('preemptions-body', loadPreemptions),
       panel('bill-body', loadBill),
     ]);
-    view.loads += 1;
-    document.body.dataset.loaded = String(view.loads);
+    checkSession(session);
+    session.loads += 1;
+    document.body.dataset.loaded = String(session.loads);
     $('status').textContent = `Updated ${fmtTime(Date.now() / 1000 | 0)} (your local time, ` +
       `${Intl.DateTimeFormat().resolvedOptions().timeZone}); refreshes every ${REFRESH_MS / 1000} s.`;
   } catch (e) {
+    if (e instanceof SignedOut) return;
     if (e.status === 401) signOut();
     else throw e;
   } finally {
-    view.loading = false;
+    session.loading = false;
   }
 }
 
@@ -616,7 +659,14 @@ function tick() {
   $('clock').textContent = fmtTime(Date.now() / 1000 | 0);
 }
 
+/* The listeners of the dashboard's own controls (again after forget() puts a fresh copy in). */
+function bindDash() {
+  $('colour-by').addEventListener('change', (ev) => { view.colourBy = ev.target.value; drawFleet(); });
+}
+
 function start() {
+  view.blankDash = $('dash').cloneNode(true);
+  bindDash();
   $('login-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const token = $('token').value.trim();
@@ -625,10 +675,8 @@ function start() {
   });
   $('signout').addEventListener('click', signOut);
   $('refresh').addEventListener('click', refresh);
-  $('colour-by').addEventListener('change', (ev) => { view.colourBy = ev.target.value; drawFleet(); });
   tick();
   setInterval(tick, 1000);
-  setInterval(() => { if (!$('dash').hidden) refresh(); }, REFRESH_MS);
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) signIn(token);
   else showLogin('');

@@ -47,3 +47,70 @@ void gp_table_print(gp_table *t, FILE *out)
     free(t->cells);
     memset(t, 0, sizeof *t);
 }
+
+/* The widths of the columns, and of the widest line (the last column unpadded, two spaces between). */
+static size_t table_widths(const gp_table *t, size_t *width)
+{
+    memset(width, 0, (size_t)t->ncols * sizeof *width);
+    for (size_t r = 0; r < t->rows; r++)
+        for (int i = 0; i < t->ncols; i++) {
+            const char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
+            size_t n = c ? strlen(c) : 0;
+            if (n > width[i])
+                width[i] = n;
+        }
+    size_t line = 0;
+    for (int i = 0; i < t->ncols; i++)
+        line += width[i] + (i < t->ncols - 1 ? 2 : 0);
+    return line;
+}
+
+/* Removes column col from every row. */
+static void table_drop_column(gp_table *t, int col)
+{
+    size_t out = 0;
+    for (size_t r = 0; r < t->rows; r++)
+        for (int i = 0; i < t->ncols; i++) {
+            char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
+            if (i == col)
+                free(c);
+            else
+                t->cells[out++] = c;
+        }
+    t->ncols--;
+}
+
+/* Cuts the last column's cells to keep characters ("..." ending a cut one). */
+static void table_cut_last(gp_table *t, size_t keep)
+{
+    for (size_t r = 0; r < t->rows; r++) {
+        char *c = t->cells[r * (size_t)t->ncols + (size_t)(t->ncols - 1)];
+        if (!c || strlen(c) <= keep)
+            continue;
+        if (keep > 3)
+            memcpy(c + keep - 3, "...", 3);
+        c[keep] = '\0';
+    }
+}
+
+void gp_table_fit(gp_table *t, size_t width, const int *drop)
+{
+    size_t w[32];
+    if (width == 0 || t->ncols > 32)
+        return;
+    /* drop's indices name the columns as they were: count the ones already gone before each */
+    int gone[32], ngone = 0;
+    for (const int *d = drop; d && *d >= 0 && table_widths(t, w) > width && t->ncols > 1; d++) {
+        int col = *d;
+        for (int k = 0; k < ngone; k++)
+            col -= gone[k] < *d ? 1 : 0;
+        table_drop_column(t, col);
+        gone[ngone++] = *d;
+    }
+    if (table_widths(t, w) <= width)
+        return;
+    size_t before = 0;
+    for (int i = 0; i < t->ncols - 1; i++)
+        before += w[i] + 2;
+    table_cut_last(t, width > before ? width - before : 0);
+}

@@ -22,5 +22,11 @@ void gp_table_init(gp_table *t, int ncols, const char *const *header);
 /* ncols strings (NULL prints "-"). */
 void gp_table_add(gp_table *t, const char *const *cells);
 void gp_table_print(gp_table *t, FILE *out);
+/* Makes every printed line at most width characters (0: no limit): while
+ * the widest line is wider, drops the next column of drop (column indices,
+ * -1 ends the list, the least needed first), then cuts the last column's
+ * cells to what is left, a cut cell ending in "..." (`gpupool top` on an
+ * 80-column terminal).  The header row goes with its column. */
+void gp_table_fit(gp_table *t, size_t width, const int *drop);
 
 #endif

@@ -727,8 +727,11 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
         snprintf(d->by_tenant, sizeof d->by_tenant, "%s", e->tenants[j->tenant].path);
         snprintf(d->guarantee_of, sizeof d->guarantee_of, "%s", e->tenants[holder].path);
         d->work_lost_gpu_s = lost;
-        snprintf(d->reason, sizeof d->reason, "%s %s for job %llu", e->tenants[holder].path, what,
-                 (unsigned long long)j->id);
+        /* names the job's tenant only where the holder is an ancestor: "research reclaims its guarantee for
+         * job 7 of research/nlp", but "research/nlp reclaims its guarantee for job 7" */
+        snprintf(d->reason, sizeof d->reason, "%s %s for job %llu%s%s", e->tenants[holder].path, what,
+                 (unsigned long long)j->id, holder == j->tenant ? "" : " of ",
+                 holder == j->tenant ? "" : e->tenants[j->tenant].path);
     }
     gp__job_transition(e, victim, GP_JOB_PREEMPTING,
                        "preempted: %s %s for job %llu of %s; %lld GPU-s since the last checkpoint",

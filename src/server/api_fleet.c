@@ -76,6 +76,38 @@ static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jo
                      "mem_mib", (json_int_t)n->mem_mib, "mem_used", (json_int_t)n->mem_used, "gpus", gpus);
 }
 
+/* A job of the caller's scope (its subtree): one it may see by id. */
+static bool job_visible(const gp_engine *e, const gp_principal *who, json_int_t job)
+{
+    gp_job_info info;
+    gp_tenant_info t;
+    return job > 0 && gp_engine_job_info(e, (uint64_t)job, &info, NULL) == GP_OK &&
+           gp_engine_tenant_get(e, info.tenant, &t) && gp_principal_sees(who, t.path);
+}
+
+/* Adds to the node's GPU views each GPU's sm_active_pct of its agent's last
+ * heartbeat (where it sent one: `gpupool top`'s USE).  A caller that does
+ * not see every tenant gets it only for a GPU that is free or held by a job
+ * it may see: another tenant's use is that tenant's (agent_redact). */
+static void gpus_sm_add(gp_server *srv, const gp_principal *who, const gp_node_info *n, json_t *gpus)
+{
+    const gp_engine *e = srv->journal.engine;
+    json_t *agent = gp_agents_view(&srv->agents, n->name), *sample;
+    size_t i;
+    json_array_foreach(json_object_get(agent, "gpus"), i, sample) {
+        json_t *sm = json_object_get(sample, "sm_active_pct");
+        json_int_t g = json_integer_value(json_object_get(sample, "index"));
+        gp_gpu_info gi;
+        if (!json_is_integer(sm) || g < 0 || g >= n->gpu_count ||
+            !gp_engine_gpu_get(e, n->gpu_first + (uint32_t)g, &gi))
+            continue;
+        bool others = gi.job ? !job_visible(e, who, (json_int_t)gi.job) : gi.used_milli > 0;
+        if (gp_principal_sees_all(who) || !others)
+            json_object_set(json_array_get(gpus, (size_t)g), "sm_active_pct", sm);
+    }
+    json_decref(agent);
+}
+
 static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
@@ -84,8 +116,11 @@ static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
     json_t *list = json_array();
     for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
         gp_node_info n;
-        if (gp_engine_node_get(e, i, &n))
-            json_array_append_new(list, node_view(e, &n, show_jobs));
+        if (!gp_engine_node_get(e, i, &n))
+            continue;
+        json_t *view = node_view(e, &n, show_jobs);
+        gpus_sm_add(srv, op->who, &n, json_object_get(view, "gpus"));
+        json_array_append_new(list, view);
     }
     gp_op_reply(op, 200, json_pack("{s:o}", "nodes", list));
 }
@@ -131,15 +166,6 @@ static gp_err gpus_health(gp_server *srv, const gp_node_info *n, json_t *gpus, g
 }
 
 /* ---- what a tenant's caller sees of other tenants' jobs on a node ---- */
-
-/* A job of the caller's scope (its subtree): one it may see by id. */
-static bool job_visible(const gp_engine *e, const gp_principal *who, json_int_t job)
-{
-    gp_job_info info;
-    gp_tenant_info t;
-    return job > 0 && gp_engine_job_info(e, (uint64_t)job, &info, NULL) == GP_OK &&
-           gp_engine_tenant_get(e, info.tenant, &t) && gp_principal_sees(who, t.path);
-}
 
 /* Marks in other[] the node's GPUs that a job the caller may not see holds. */
 static void mark_job_gpus(const gp_engine *e, const gp_node_info *n, json_int_t job, bool *other)

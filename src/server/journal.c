@@ -222,13 +222,9 @@ static gp_err materialize(gp_journal *j, const gp_decision *d, gp_error *err)
         return gp_store_history_add(j->store, d->job_id, d->time, "transition", gp_job_state_name(d->from),
                                     gp_job_state_name(d->to), d->reason, err);
     case GP_DEC_PREEMPT:
-        if (d->by_job == 0) /* not a reclaim: the reason says why (e.g. its tenant became untrusted) */
-            snprintf(text, sizeof text, "%s; grace %llds; %lld GPU-s lost", d->reason, (long long)d->grace_s,
-                     (long long)d->work_lost_gpu_s);
-        else
-            snprintf(text, sizeof text, "%s; by job %llu of %s, guarantee of %s; grace %llds; %lld GPU-s lost",
-                     d->reason, (unsigned long long)d->by_job, d->by_tenant, d->guarantee_of, (long long)d->grace_s,
-                     (long long)d->work_lost_gpu_s);
+        /* the reason already names who reclaims, for which job and whose guarantee (reclaim.c) */
+        snprintf(text, sizeof text, "%s; grace %llds; %lld GPU-s lost", d->reason, (long long)d->grace_s,
+                 (long long)d->work_lost_gpu_s);
         if (gp_store_history_add(j->store, d->job_id, d->time, "preempt", NULL, NULL, text, err) != GP_OK)
             return err ? err->code : GP_ERR_INVALID;
         return gp_store_job_use_lost(j->store, d->job_id, d->work_lost_gpu_s, err);

@@ -5,14 +5,24 @@
     with reasons and recent preemptions with reasons, redraws in place, and
     q or Ctrl-C ends it with the terminal restored (echo back on);
   - when stdout is not a terminal it prints one snapshot and exits;
-  - GET /v1/preemptions is scoped like jobs.
+  - GET /v1/preemptions is scoped like jobs;
+  - (issue 32, item 13) a frame fits an 80 x 24 and a 90 x 30 terminal (a
+    tmux pane of that size: the watch header stays on the first line, no
+    line wraps) and $COLUMNS x $LINES off a terminal (every line's width,
+    the line count), on a fleet of four GPU types (one on a sim agent) and
+    six tenants; USE is the agents' SM activity ("-" for a type no agent
+    reports), ALLOC what is allocated; OF-GUARANTEE is per GPU type (a type
+    in use without a guarantee is "burst", never a sum of types); a parent's
+    PENDING is its subtree's; a preemption's reason names who reclaims once.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentproc  # noqa: E402
 import gpd  # noqa: E402
 
 
@@ -38,7 +48,7 @@ def test_a_snapshot_when_stdout_is_not_a_terminal(d):
     assert "\033[" not in out, repr(out[:200])
     assert out.count("GPU ") == 1 and "H100" in out and "A100" in out, out
     h100 = [line.split() for line in out.splitlines() if line.startswith("H100")][0]
-    assert h100[1] == "32" and h100[2] == "32" and h100[3] == "0" and h100[4] == "100%", h100
+    assert h100[1] == "32" and h100[2] == "0" and h100[3] == "100%" and h100[4] == "-", h100  # GPUS FREE ALLOC USE
     assert "research/nlp" in out and "H100=16" in out and "100%" in out, out
     assert "%d " % waiting in out and "research/vision" in out, out
     assert "Recent preemptions" in out and "reclaims its guarantee" in out, out
@@ -61,8 +71,106 @@ def test_preemptions_are_scoped_like_jobs(d):
     assert status == 400 and body["error"]["field"] == "limit", body
 
 
-def pane(name):
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+def pane(name, joined=False):
+    """The pane's screen; joined: a wrapped line as the one line it was (capture-pane -J)."""
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name] + (["-J"] if joined else []),
+                          capture_output=True, text=True).stdout
+
+
+def fleet_with_an_agent(d):
+    """busy_fleet, plus a sim agent's two L4 nodes (telemetry) with a research/nlp job on one: the agent."""
+    busy_fleet(d)
+    nodes = agentproc.write_node_file(d.dir, agentproc.sim_nodes("l4-e", 2, gpus=2, gpu_type="L4", block="blk-e"))
+    agent = agentproc.Agent(d, nodes, extra=["--no-cgroups"]).start()
+    agent.wait_up(["l4-e-0", "l4-e-1"])
+    job = agentproc.submit(d, tenant="research/nlp", gpu_types=["L4"], name="on-agent")
+    agentproc.wait_state(d, job, "running")
+    gpd.wait_for(lambda: all("sm_active_pct" in g for n in d.ok("GET", "/v1/nodes")["nodes"] if n["gpu_type"] == "L4"
+                             for g in n["gpus"]), what="the agent's telemetry of every L4 GPU")
+    return agent, job
+
+
+def table(out, title):
+    """The rows (split on blanks) of the table under title (None: the first), header first."""
+    lines = out.splitlines()
+    start = 0 if title is None else lines.index(title) + 1
+    rows = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def check_fits(out, width, height):
+    lines = out.splitlines()
+    assert len(lines) <= height, "%d lines for %d:\n%s" % (len(lines), height, out)
+    wide = [line for line in lines if len(line) > width]
+    assert not wide, "wider than %d: %s" % (width, wide)
+    for title in ("Top tenants by GPUs in use", "Queue (oldest pending first)", "Recent preemptions"):
+        assert len(table(out, title)) >= 2, (title, out)  # its header and at least one row
+    assert len(table(out, None)) == 5, out  # the header and four GPU types
+
+
+def test_columns_fit_the_terminal_and_mean_what_they_say(d):
+    agent, job = fleet_with_an_agent(d)
+    try:
+        full = d.cli("top").stdout  # a pipe without $COLUMNS/$LINES: no limit, every row
+        gpus = {r[0]: dict(zip(table(full, None)[0], r)) for r in table(full, None)[1:]}
+        assert gpus["H100"]["ALLOC"] == "100%" and gpus["H100"]["USE"] == "-", gpus  # no agent: no telemetry
+        assert re.fullmatch(r"\d+%", gpus["L4"]["USE"]) and gpus["L4"]["ALLOC"] == "25%", gpus
+        tenants = {r[0]: r for r in table(full, "Top tenants by GPUs in use")[1:]}
+        # research/nlp: H100=16 against H100=16, and L4=1 with no L4 guarantee: burst, not 106 %
+        assert tenants["research/nlp"][1:3] == ["L4", "burst"], tenants
+        assert tenants["product/search"][1:3] == ["H100", "100%"], tenants
+        listed = {t["path"]: t for t in d.ok("GET", "/v1/tenants")["tenants"]}
+        pending = sum(t["pending_jobs"] for p, t in listed.items() if p == "research" or p.startswith("research/"))
+        assert pending >= 5 and tenants["research"][3] == str(pending), (pending, tenants["research"])
+        check_member_sees_no_other_tenants_use(d, job)
+        for p in d.ok("GET", "/v1/preemptions")["preemptions"]:
+            assert p["reason"].count("research/nlp") == 1 and "by job" not in p["reason"], p["reason"]
+        for width, height in ((80, 24), (90, 30)):
+            env = dict(os.environ, GPUPOOL_SERVER=d.url, GPUPOOL_TOKEN=d.token, COLUMNS=str(width),
+                       LINES=str(height))
+            out = subprocess.run([os.path.join(gpd.BIN, "gpupool"), "top"], env=env, capture_output=True, text=True,
+                                 check=True).stdout
+            check_fits(out, width, height)
+            check_terminal(d, width, height)
+    finally:
+        agent.stop()
+        agentproc.end_replicas([agent], [job])
+
+
+def check_member_sees_no_other_tenants_use(d, job):
+    """GET /v1/nodes gives USE's sm_active_pct: an admin gets every agent GPU's; a member of another tenant
+    not that of the GPU research/nlp's job holds (its use is research/nlp's), but that of a free one."""
+    member = d.ok("POST", "/v1/tokens", {"name": "pat", "role": "member", "scope": "product/search",
+                                         "user": "pat"})["token"]
+    held = {g for rep in d.ok("GET", "/v1/jobs/%d" % job)["placement"] for g in rep["gpus"]}
+    for token, sees_held in ((d.token, True), (member, False)):
+        l4 = [g for n in d.ok("GET", "/v1/nodes", token=token)["nodes"] if n["gpu_type"] == "L4" for g in n["gpus"]]
+        assert all(("sm_active_pct" in g) == (sees_held or g["uuid"] not in held) for g in l4), (sees_held, l4)
+
+
+def check_terminal(d, width, height):
+    """top in a tmux pane of width x height: the watch header on the first line, no line wrapped."""
+    if not shutil.which("tmux"):
+        print("skip the %dx%d pane: tmux is not installed" % (width, height), flush=True)
+        return
+    session = "gpfit%d_%d" % (os.getpid(), width)
+    cmd = "env GPUPOOL_SERVER=%s GPUPOOL_TOKEN=%s %s top --interval 1" % (d.url, d.token,
+                                                                         os.path.join(gpd.BIN, "gpupool"))
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height),
+                    "env -i PATH=/usr/bin:/bin TERM=xterm HOME=%s %s" % (d.dir, cmd)], check=True)
+    try:
+        screen = gpd.wait_for(lambda: "Recent preemptions" in pane(session) and pane(session), what="top drawn")
+        lines = screen.rstrip("\n").splitlines()
+        assert lines[0].startswith("every 1s: gpupool top"), "the header scrolled away:\n" + screen
+        assert len(lines) <= height, screen
+        wrapped = [line for line in pane(session, joined=True).splitlines() if len(line) > width]
+        assert not wrapped, "wrapped at %d columns: %s" % (width, wrapped)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def test_live_on_a_terminal_and_q_or_ctrl_c_quit_cleanly(d):
@@ -95,7 +203,8 @@ def test_live_on_a_terminal_and_q_or_ctrl_c_quit_cleanly(d):
 
 
 if __name__ == "__main__":
-    tests = [test_a_snapshot_when_stdout_is_not_a_terminal, test_preemptions_are_scoped_like_jobs]
+    tests = [test_a_snapshot_when_stdout_is_not_a_terminal, test_preemptions_are_scoped_like_jobs,
+             test_columns_fit_the_terminal_and_mean_what_they_say]
     if shutil.which("tmux"):
         tests.append(test_live_on_a_terminal_and_q_or_ctrl_c_quit_cleanly)
     else:

@@ -5,6 +5,7 @@
  *   node dashboard.js --url http://127.0.0.1:PORT/ --token gpt_... --png out.png
  *                     [--tz Asia/Kathmandu] [--open-block blk-7] [--colour-by tenant]
  *                     [--width 1400] [--max-height 6000]
+ *                     [--sign-out-png after.png [--next-token gpt_... --next-png next.png]]
  *
  * It types the token into the page (as a person does), waits until every
  * panel has loaded once, optionally opens a block of the fleet, and prints
@@ -12,12 +13,24 @@
  * tenants, the fleet's tiles, nodes, GPU cells and MIG slices, the usage
  * charts, the bill), "errors": [every JavaScript exception, console error,
  * failed or 4xx/5xx request, each with its URL]}.  test_dashboard.py judges
- * both against the API.  Exit 0 when it could report, 1 when the browser
- * or the page could not be driven (the message on stderr).
+ * both against the API.
+ *
+ * With --sign-out-png it also reports which panels the login page showed
+ * before the sign-in ("login_page"), then clicks Refresh and, before any
+ * answer comes back, Sign out (the race a hurried viewer makes), waits
+ * until no request is in flight and adds "signed_out": everything the page
+ * still holds (visible text, every element's textContent, the whole HTML
+ * with its attributes, which panels and parts are visible,
+ * sessionStorage), with a screenshot.  With --next-token it signs in again
+ * in the same tab as that token and adds "next": that token's report, with
+ * its screenshot.
+ *
+ * Exit 0 when it could report, 1 when the browser or the page could not be
+ * driven (the message on stderr).
  */
 'use strict';
 const fs = require('fs');
-const { launch } = require('./cdp');
+const { launch, sleep } = require('./cdp');
 
 function args(argv) {
   const out = {};
@@ -64,6 +77,51 @@ function pageReport() {
   };
 }
 
+/* Runs in the page after sign-out: everything it still holds, as data. */
+function leftovers() {
+  const shown = (e) => !!e && getComputedStyle(e).display !== 'none' && e.getClientRects().length > 0;
+  return {
+    visible_text: document.body.innerText,
+    text_content: document.documentElement.textContent,
+    html: document.documentElement.outerHTML,
+    panels_visible: [...document.querySelectorAll('.panel')].filter(shown).map((p) => p.id),
+    dash_visible: shown(document.getElementById('dash')),
+    login_visible: shown(document.getElementById('login')),
+    signout_visible: shown(document.getElementById('signout')),
+    session_storage: Object.keys(sessionStorage),
+    loaded: document.body.dataset.loaded || null,
+  };
+}
+
+/* Resolves once no request of the page has been in flight for quietMs. */
+async function networkIdle(inflight, quietMs = 500, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    if (inflight.size) since = Date.now();
+    else if (Date.now() - since >= quietMs) return;
+    await sleep(50);
+  }
+  throw new Error('requests still in flight: ' + [...inflight.values()].join(' '));
+}
+
+async function signInAs(b, token) {
+  await b.waitFor("document.getElementById('login') && !document.getElementById('login').hidden", 'the token form');
+  await b.evaluate(`(() => { document.getElementById('token').value = ${JSON.stringify(token)};
+                             document.getElementById('login-form').requestSubmit(); return true; })()`);
+  await b.waitFor("Number(document.body.dataset.loaded || 0) >= 1", 'every panel loaded', 120000);
+}
+
+/* Refresh then Sign out at once; what the page holds once every answer is back. */
+async function signOutReport(b, inflight, png, maxHeight) {
+  await b.evaluate(`(() => { document.getElementById('refresh').click();
+                             document.getElementById('signout').click(); return true; })()`);
+  await networkIdle(inflight);
+  const out = await b.evaluate(`(${leftovers.toString()})()`);
+  await screenshot(b, png, maxHeight);
+  return out;
+}
+
 async function screenshot(b, file, maxHeight) {
   const m = await b.send('Page.getLayoutMetrics');
   const size = m.cssContentSize || m.contentSize;
@@ -90,13 +148,16 @@ async function main() {
       if (p.entry.level === 'error') errors.push({ kind: 'log', text: p.entry.text, url: p.entry.url || '' });
     });
     const requests = new Map();
-    b.on('Network.requestWillBeSent', (p) => requests.set(p.requestId, p.request.url));
+    const inflight = new Map();
+    b.on('Network.requestWillBeSent', (p) => { requests.set(p.requestId, p.request.url); inflight.set(p.requestId, p.request.url); });
+    b.on('Network.loadingFinished', (p) => inflight.delete(p.requestId));
     b.on('Network.responseReceived', (p) => {
       if (p.response.status >= 400) {
         errors.push({ kind: 'http', text: `${p.response.status} ${p.response.statusText}`, url: p.response.url });
       }
     });
     b.on('Network.loadingFailed', (p) => {
+      inflight.delete(p.requestId);
       errors.push({ kind: 'network', text: p.errorText, url: requests.get(p.requestId) || '' });
     });
     await Promise.all(['Runtime.enable', 'Log.enable', 'Network.enable', 'Page.enable'].map((m) => b.send(m)));
@@ -105,9 +166,8 @@ async function main() {
     await b.send('Page.navigate', { url: a.url });
     await loaded;
     await b.waitFor("document.getElementById('login') && !document.getElementById('login').hidden", 'the token form');
-    await b.evaluate(`(() => { document.getElementById('token').value = ${JSON.stringify(a.token)};
-                               document.getElementById('login-form').requestSubmit(); return true; })()`);
-    await b.waitFor("Number(document.body.dataset.loaded || 0) >= 1", 'every panel loaded', 120000);
+    const before = await b.evaluate(`(${leftovers.toString()})()`); /* the empty login page */
+    await signInAs(b, a.token);
     if (a['colour-by']) {
       await b.evaluate(`(() => { const s = document.getElementById('colour-by'); s.value = ${JSON.stringify(a['colour-by'])};
                                  s.dispatchEvent(new Event('change')); return true; })()`);
@@ -118,9 +178,21 @@ async function main() {
       await b.evaluate(`(() => { document.querySelector(${sel}).click(); return true; })()`);
       await b.waitFor(`!!document.querySelector('.block-nodes[data-block="${a['open-block']}"]')`, 'the block opened');
     }
-    const report = await b.evaluate(`(${pageReport.toString()})()`);
-    await screenshot(b, a.png, Number(a['max-height'] || 6000));
-    process.stdout.write(JSON.stringify({ report, errors }) + '\n');
+    const maxHeight = Number(a['max-height'] || 6000);
+    const out = { report: await b.evaluate(`(${pageReport.toString()})()`), errors };
+    await screenshot(b, a.png, maxHeight);
+    if (a['sign-out-png']) {
+      out.login_page = { panels_visible: before.panels_visible, dash_visible: before.dash_visible };
+      out.signed_out = await signOutReport(b, inflight, a['sign-out-png'], maxHeight);
+    }
+    if (a['next-token']) {
+      await signInAs(b, a['next-token']);
+      await networkIdle(inflight);
+      out.next = await b.evaluate(`(${pageReport.toString()})()`);
+      out.next.html = await b.evaluate('document.documentElement.outerHTML');
+      await screenshot(b, a['next-png'], maxHeight);
+    }
+    process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
     await b.close();
   }

@@ -21,7 +21,14 @@ node-ws) with an admin token and with a member token:
   - times are the viewer's local time (the browser's time zone set to
     Asia/Kathmandu, UTC+05:45);
   - a 6,250-node fleet is drawn as one tile per block, no GPU cell until a
-    block is opened; opening one draws its 32 nodes and their 256 GPUs.
+    block is opened; opening one draws its 32 nodes and their 256 GPUs;
+  - Sign out (clicked while a refresh is in flight) forgets everything at
+    once (issue 32, item 3): no tenant, node, job name, bill figure or
+    viewer name of the admin is left in the page's visible text, in any
+    element's textContent or in its HTML (attributes included), no panel is
+    visible, the token is gone from sessionStorage and the answers that come
+    back afterwards are dropped; a member then signing in in the same tab
+    sees its own tenant only.
 
 Screenshots go to $GP_WEB_SHOTS (the build's web-screenshots/).  The bill
 panel reads GET /v1/bill (part B of issue 15, branch i15-bill): until that
@@ -31,6 +38,7 @@ Exit 77 (skipped) when chromium, node or node-ws is not installed.
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +58,12 @@ BILL_NOTE = "GET /v1/bill is part B of issue 15 (branch i15-bill); this panel pa
 
 def open_dashboard(d, token, png, **opts):
     """What the page shows to token, and what went wrong in it (dashboard.js)."""
+    out = drive_dashboard(d, token, png, **opts)
+    return out["report"], out["errors"]
+
+
+def drive_dashboard(d, token, png, **opts):
+    """dashboard.js's whole answer: report, errors, and signed_out and next when asked for."""
     cmd = ["node", os.path.join(HERE, "dashboard.js"), "--url", d.url + "/", "--token", token,
            "--png", os.path.join(SHOTS, png), "--tz", TZ]
     for k, v in opts.items():
@@ -57,8 +71,7 @@ def open_dashboard(d, token, png, **opts):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     if p.returncode != 0:
         raise AssertionError("dashboard.js failed:\n" + p.stderr[-4000:])
-    out = json.loads(p.stdout)
-    return out["report"], out["errors"]
+    return json.loads(p.stdout)
 
 
 def split_bill(errors, report):
@@ -180,6 +193,52 @@ def test_admin_and_member_see_what_their_roles_may_read(d):
     assert_bill_shown(member_bill, member["bill"], ["research/vision"], False)
 
 
+def admin_secrets(d):
+    """What only the admin's page showed: every tenant, node and job name, the nonzero bill figures, its name."""
+    secrets = {t["path"] for t in d.ok("GET", "/v1/tenants")["tenants"]}
+    secrets |= {n["name"] for n in d.ok("GET", "/v1/nodes")["nodes"]}
+    secrets |= {j["name"] for j in d.ok("GET", "/v1/jobs?limit=1000")["jobs"] if j.get("name")}
+    bill = d.ok("GET", "/v1/bill?period=" + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m"))
+    for t in bill["tenants"]:
+        secrets |= {x for x in (t["amount"], t["subtotal"], t["due"]) if x.strip("0.")}
+        secrets |= {line[k] for line in t.get("lines") or [] for k in ("amount", "gpu_hours") if line[k].strip("0.")}
+    secrets.add(d.ok("GET", "/v1/whoami")["name"])
+    return secrets
+
+
+def test_sign_out_forgets_everything_then_a_member_sees_its_own(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    for tenant, gpus, gtype, name in (("research/nlp", 8, "H100", "nlp-pretrain"), ("research/vision", 4, "H100", "vit"),
+                                      ("product/search", 8, "A100", "ranker")):
+        d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": gpus, "gpu_types": [gtype], "name": name})
+    d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "replicas": 8, "gpus": 8, "gpu_types": ["H100"],
+                              "name": "nlp-waits"})
+    member = d.ok("POST", "/v1/tokens", {"name": "vera", "role": "member", "scope": "research/vision",
+                                         "user": "vera"})["token"]
+    out = drive_dashboard(d, d.token, "signout-1-admin.png", sign_out_png=os.path.join(SHOTS, "signout-2-empty.png"),
+                          next_token=member, next_png=os.path.join(SHOTS, "signout-3-member.png"))
+    admin, gone, nxt = out["report"], out["signed_out"], out["next"]
+    assert out["login_page"] == {"panels_visible": [], "dash_visible": False}, out["login_page"]  # no empty frames
+    assert admin["role"] == "admin" and {"research/nlp", "product/search"} <= {c["tenant"] for c in admin["usage_charts"]}
+    assert admin["bill"]["fleet"] and admin["fleet"]["nodes"], admin  # the admin saw data first
+    secrets = admin_secrets(d)
+    assert any(re.fullmatch(r"[0-9]+\.[0-9]+", x) for x in secrets), secrets  # the bill's figures are among them
+    for where in ("visible_text", "text_content", "html"):
+        left = sorted(x for x in secrets if x in gone[where])
+        assert not left, "after sign-out the page's %s still holds %s" % (where, left)
+    assert gone["panels_visible"] == [] and not gone["dash_visible"], gone["panels_visible"]
+    assert gone["login_visible"] and not gone["signout_visible"] and gone["loaded"] is None, gone
+    assert gone["session_storage"] == [], gone["session_storage"]
+    assert not out["errors"], out["errors"]  # nothing was sent without a token after sign-out
+    # the member, signed in in the same tab: its tenant, nothing of the others'
+    assert nxt["role"] == "member" and "research/vision" in nxt["who"], nxt["who"]
+    assert {c["tenant"] for c in nxt["usage_charts"]} == {"research/vision"}, nxt["usage_charts"]
+    assert set(nxt["fleet"]["gpu_tenants"]) == {"research/vision", "other tenants"}, nxt["fleet"]["gpu_tenants"]
+    assert nxt["bill"]["tenants"] == ["research/vision"] and not nxt["bill"]["fleet"], nxt["bill"]
+    others = ("research/nlp", "product/search", "product/ads", "nlp-pretrain", "nlp-waits", "ranker")
+    assert not [x for x in others if x in nxt["html"]], [x for x in others if x in nxt["html"]]
+
+
 def big_fleet_file(directory, nodes=6250, per_block=32):
     """Blocks of 32 H100 nodes; the last, smaller block holds the A100 and L40S the tenants guarantee."""
     entries = []
@@ -237,6 +296,7 @@ def main():
         sys.exit(77)
     os.makedirs(SHOTS, exist_ok=True)
     gpd.run([test_admin_and_member_see_what_their_roles_may_read,
+             test_sign_out_forgets_everything_then_a_member_sees_its_own,
              test_a_6250_node_fleet_is_drawn_per_block_and_zooms_into_one],
             fleet=os.path.join(gpd.ROOT, "examples", "fleet-mixed.yaml"))
 
