@@ -452,12 +452,19 @@ static int64_t gp__free_bytes(const char *path)
 
 /* Every 200 ms of umoci: the unpack has written no more than the store's
  * bound (a layer that decompresses far past its size, a gzip bomb, is
- * stopped here rather than filling the disk). */
+ * stopped here rather than filling the disk).  The file system's free
+ * space is the cheap look; it also falls with every other writer on the
+ * disk (other replicas, other pulls), so only when it fell past the bound
+ * is the unpack's own tree measured, and that decides. */
 static bool gp__unpack_tick(void *ctx)
 {
     gp__pull *p = ctx;
     int64_t now = gp__free_bytes(p->dir);
-    return !p->s->max_bytes || p->free_at_unpack < 0 || now < 0 || p->free_at_unpack - now <= p->s->max_bytes;
+    if (!p->s->max_bytes || p->free_at_unpack < 0 || now < 0 || p->free_at_unpack - now <= p->s->max_bytes)
+        return true;
+    char image[GP_IMAGE_PATH_MAX];
+    snprintf(image, sizeof image, "%s/image", p->dir);
+    return gp__image_tree_bytes(image) <= p->s->max_bytes;
 }
 
 /* umoci unpacks ROOT/layout:HEX into the pull's folder, which becomes
