@@ -260,7 +260,7 @@ if [[ -n "$IMAGE" ]]; then
     echo "job $ATTACK (product/ads, in a container from $IMAGE) says:"
     gp logs "$ATTACK" | grep "^probe" | sed 's/^/    /'
     "$BIN"/gpupool-agent image list --store "$(realpath "$VAR")"/agent/images |
-        json '"the node'"'"'s image store: %d image(s), %.1f MiB; pulls that found the image there (hits): %d, that fetched it (misses): %d" % (len(j["images"]), j["used_bytes"] / 1048576, j["hits"], j["misses"])'
+        json '"the node'"'"'s image store: %d image(s), %.1f MiB; pulls that found the image there (hits): %d, that fetched it (misses): %d, hit rate %s; pre-pulls of gpupoold'"'"'s hints: %d" % (len(j["images"]), j["used_bytes"] / 1048576, j["hits"], j["misses"], "n/a" if j["hit_rate"] is None else "%.0f %%" % (100 * j["hit_rate"]), j["warm"])'
 fi
 
 if [[ "${DEMO_ONCE:-}" == "1" ]]; then
