@@ -6,6 +6,11 @@ gpupoold, a real root gpupool-agent (sim backend) and a real
 docker-registry on loopback (tests/agent/test_image_store.py's helpers).
 
 Behaviours under test:
+  - the rule, as a node sees it in its poll (no root needed): the images of
+    pending jobs that accept the node's GPU type and of jobs started on
+    nodes of that type, top 4 by jobs (ties: the pending job's first),
+    docker:// and oci: only, never an image whose registry the job's tenant
+    holds a credential for;
   - a job queued behind a busy node (its one GPU taken) has its image
     pre-pulled by the agent before it binds (counted "warm"), and its own
     pull once bound is a hit, no miss;
@@ -99,6 +104,54 @@ def busy_node(d, reg, tenants, extra=()):
     return node, a, busy
 
 
+def register(d, join, name, gpu_type, gpus):
+    inventory = {"name": name, "gpu_type": gpu_type, "gpu_count": gpus, "zone": "z1", "block": "b-" + name,
+                 "gpu_uuids": ["GPU-%s-%d" % (name, i) for i in range(gpus)], "gpu_mem_mib": 16384,
+                 "cpu_millis": 32000, "mem_mib": 131072}
+    token = d.ok("POST", "/v1/agents:register", {"node": inventory}, token=join)["token"]
+
+    def poll():
+        status, out = d.call("GET", "/v1/agents/%s/assignments?after=0&wait=0" % name, token=token)
+        assert status == 200, out
+        return out
+    return poll
+
+
+def test_the_hint_is_the_most_wanted_public_images_of_the_nodes_gpu_type(d):
+    reg = "reg.example:5000"
+    join = d.cli("token", "create", "--name", "rack", "--role", "join", "--nodes", "*", "--ttl", "1h",
+                 json_out=True)["token"]
+    t4, l4 = register(d, join, "t4-0", "T4", 2), register(d, join, "l4-0", "L4", 1)
+    d.ok("PUT", "/v1/tenants/t", {"image_sources": ["docker://%s/" % reg, "dir:/srv/images/", "oci:/srv/oci/"]})
+    d.ok("PUT", "/v1/tenants/p", {})
+    d.ok("PUT", "/v1/registries/%s?tenant=p" % reg, {"username": "robot", "password": "s3cret-robot"})
+
+    def job(tenant, types, image=None):
+        body = {"tenant": tenant, "gpus": 1, "gpu_types": types, "command": ["true"]}
+        body.update({"image": image} if image else {})
+        return d.ok("POST", "/v1/jobs", body)["id"]
+    ref = {n: "docker://%s/team/%s:1" % (reg, n) for n in "abcefgp"}
+    started = [job("t", ["T4"], ref["g"]), job("t", ["T4"], ref["g"]), job("t", ["L4"])]
+    gpd.wait_for(lambda: len(t4()["assignments"]) == 2 and len(l4()["assignments"]) == 1, 20, "three jobs bound")
+    job("t", ["T4"], ref["a"])
+    job("t", [], ref["a"])                   # any type
+    job("t", ["T4"], ref["b"])
+    job("t", ["L4"], ref["c"])               # not a T4's
+    job("p", ["T4"], ref["p"])               # p holds a credential for reg: private
+    job("t", ["T4"], "dir:/srv/images/x")    # no pull: never hinted
+    job("t", ["T4"], "oci:/srv/oci/d:1")
+    job("t", ["T4"], ref["e"])               # fifth and sixth by jobs: past the top 4
+    job("t", ["T4"], ref["f"])
+    want_t4 = [ref["a"], ref["g"], ref["b"], "oci:/srv/oci/d:1"]
+    want_l4 = [ref["a"], ref["c"]]
+    print("expected: a T4 node's hint %s, an L4 node's %s" % (want_t4, want_l4))
+    seen = gpd.wait_for(lambda: (lambda h: h if h == (want_t4, want_l4) else None)(
+        (t4()["image_hints"], l4()["image_hints"])), 10, "the hints of the queue")
+    print("seen: %s, %s" % seen)
+    for j in started:
+        d.ok("DELETE", "/v1/jobs/%d" % j)
+
+
 def test_a_queued_jobs_image_is_warm_before_it_binds_and_a_private_one_is_never_hinted(d):
     if skip_unless_usable():
         return
@@ -157,5 +210,6 @@ def test_no_image_hints_pulls_nothing_ahead(d):
 
 
 if __name__ == "__main__":
-    gpd.run([test_a_queued_jobs_image_is_warm_before_it_binds_and_a_private_one_is_never_hinted,
+    gpd.run([test_the_hint_is_the_most_wanted_public_images_of_the_nodes_gpu_type,
+             test_a_queued_jobs_image_is_warm_before_it_binds_and_a_private_one_is_never_hinted,
              test_no_image_hints_pulls_nothing_ahead], **DAEMON)
