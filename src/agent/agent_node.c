@@ -550,6 +550,10 @@ static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, 
         gp__register_again(n, message);
     } else if (status != 200) {
         gp__unanswered(n, "heartbeat", call, status, body, why);
+    } else if (n->warmer) {
+        json_t *o = body ? json_loads(body, 0, NULL) : NULL;
+        gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
+        json_decref(o);
     }
 }
 

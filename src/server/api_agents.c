@@ -549,8 +549,8 @@ static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignm
 /* reply["image_hints"]: what the node should warm (image_hints.h). */
 static void add_image_hints(gp_request *r, const state_arg *a, json_t *reply)
 {
-    json_object_set_new(reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, &r->srv->readers, a->gpu_type,
-                                                                 a->changes, gp_wall_ms()));
+    json_object_set_new(reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, &r->srv->readers, a->node,
+                                                                 a->gpu_type, a->changes, gp_wall_ms()));
 }
 
 void gp_api_agent_assignments(gp_request *r, const char *node)
@@ -661,8 +661,9 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
                                                       : "not registered by an agent");
         return;
     }
-    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
-                                   "version", (json_int_t)version));
+    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I, s:o}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
+                                   "version", (json_int_t)version, "image_hints",
+                                   gp_image_hints_for_node(&r->srv->image_hints, &r->srv->readers, node, now_ms)));
 }
 
 /* ---- reports ---- */

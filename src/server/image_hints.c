@@ -9,7 +9,6 @@
 #include <string.h>
 
 #define CANDIDATES_MAX 256
-#define REMAKE_MS 1000
 
 /* One image of one tenant: the jobs that want it, and the order it came in. */
 typedef struct candidate {
@@ -27,6 +26,7 @@ void gp_image_hints_init(gp_image_hints *h)
 {
     memset(h, 0, sizeof *h);
     pthread_mutex_init(&h->lock, NULL);
+    h->node_types = json_object();
 }
 
 void gp_image_hints_free(gp_image_hints *h)
@@ -35,6 +35,7 @@ void gp_image_hints_free(gp_image_hints *h)
         free(h->starts[i].image);
     for (size_t i = 0; i < GP_MAX_GPU_TYPES; i++)
         json_decref(h->cached[i].hints);
+    json_decref(h->node_types);
     pthread_mutex_destroy(&h->lock);
     memset(h, 0, sizeof *h);
 }
@@ -183,30 +184,54 @@ static gp_image_hints_cached *slot(gp_image_hints *h, const char *gpu_type)
     return free_slot ? free_slot : &h->cached[0];
 }
 
-json_t *gp_image_hints_for(gp_image_hints *h, gp_readers *readers, const char *gpu_type, uint64_t changes,
-                           int64_t now_ms)
+/* gpu_type's hint: the cached one while fresh (known: changes is the
+ * engine's; else only its age counts), else made again. */
+static json_t *cached_or_made(gp_image_hints *h, gp_readers *readers, const char *gpu_type, bool known,
+                              uint64_t changes, int64_t now_ms)
 {
-    if (!gpu_type || !gpu_type[0])
-        return json_array();
     pthread_mutex_lock(&h->lock);
     gp_image_hints_cached *c = slot(h, gpu_type);
-    bool fresh = c->hints && strcmp(c->gpu_type, gpu_type) == 0 &&
-                 (c->changes == changes || now_ms - c->made_ms < REMAKE_MS);
+    int64_t age = now_ms - c->made_ms;
+    bool mine = c->hints && strcmp(c->gpu_type, gpu_type) == 0;
+    bool fresh = mine && (age < GP_IMAGE_HINTS_STALE_MS || (known && c->changes == changes));
     json_t *hints = fresh ? json_incref(c->hints) : NULL;
+    uint64_t kept = mine ? c->changes : 0; /* a heartbeat's remake keeps the last poll's count */
     pthread_mutex_unlock(&h->lock);
     if (hints)
         return hints;
     gp_error err;
     gp_store *s = gp_readers_take(readers, &err);
     if (!s)
-        return json_array(); /* no reader now: no hint this time, the next poll asks again */
+        return json_array(); /* no reader now: no hint this time, the next answer asks again */
     hints = make(h, s, gpu_type, now_ms);
     gp_readers_give(readers, s);
     pthread_mutex_lock(&h->lock);
     c = slot(h, gpu_type);
     json_decref(c->hints);
-    *c = (gp_image_hints_cached){.changes = changes, .made_ms = now_ms, .hints = json_incref(hints)};
+    *c = (gp_image_hints_cached){.changes = known ? changes : kept, .made_ms = now_ms, .hints = json_incref(hints)};
     snprintf(c->gpu_type, sizeof c->gpu_type, "%s", gpu_type);
     pthread_mutex_unlock(&h->lock);
     return hints;
+}
+
+json_t *gp_image_hints_for(gp_image_hints *h, gp_readers *readers, const char *node, const char *gpu_type,
+                           uint64_t changes, int64_t now_ms)
+{
+    if (!gpu_type || !gpu_type[0])
+        return json_array();
+    pthread_mutex_lock(&h->lock);
+    const char *had = json_string_value(json_object_get(h->node_types, node));
+    if (!had || strcmp(had, gpu_type) != 0)
+        json_object_set_new(h->node_types, node, json_string(gpu_type));
+    pthread_mutex_unlock(&h->lock);
+    return cached_or_made(h, readers, gpu_type, true, changes, now_ms);
+}
+
+json_t *gp_image_hints_for_node(gp_image_hints *h, gp_readers *readers, const char *node, int64_t now_ms)
+{
+    char gpu_type[GP_NAME_MAX];
+    pthread_mutex_lock(&h->lock);
+    snprintf(gpu_type, sizeof gpu_type, "%s", json_string_value(json_object_get(h->node_types, node)) ?: "");
+    pthread_mutex_unlock(&h->lock);
+    return gpu_type[0] ? cached_or_made(h, readers, gpu_type, false, 0, now_ms) : json_array();
 }
