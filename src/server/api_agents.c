@@ -353,7 +353,6 @@ void gp_api_node_approve(gp_request *r, const char *name)
 typedef struct state_arg {
     const char *node;
     char gpu_type[GP_NAME_MAX]; /* out: the node's, "" when unknown (image_hints.h) */
-    uint64_t changes;           /* out: the engine's decisions and the events logged: any submit moves it */
 } state_arg;
 
 /* When the grace ends in wall-clock ms: the decision's real time plus the
@@ -452,7 +451,6 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
     bool known = engine_node(srv->journal.engine, a->node, &info), up = known && info.up;
     const char *type = known ? gp_engine_gpu_type_name(srv->journal.engine, info.type) : NULL;
     snprintf(a->gpu_type, sizeof a->gpu_type, "%s", type ? type : "");
-    a->changes = gp_engine_changes(srv->journal.engine) + (uint64_t)srv->journal.events_logged;
     json_t *list = json_array();
     for (size_t i = 0; i < n && i < MAX_JOBS_PER_NODE; i++)
         job_assignments(srv, ids[i], a->node, list);
@@ -549,8 +547,7 @@ static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignm
 /* reply["image_hints"]: what the node should warm (image_hints.h). */
 static void add_image_hints(gp_request *r, const state_arg *a, json_t *reply)
 {
-    json_object_set_new(reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, &r->srv->readers, a->node,
-                                                                 a->gpu_type, a->changes, gp_wall_ms()));
+    json_object_set_new(reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, a->node, a->gpu_type));
 }
 
 void gp_api_agent_assignments(gp_request *r, const char *node)

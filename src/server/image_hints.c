@@ -5,6 +5,7 @@
 
 #include "server/api.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,54 +185,51 @@ static gp_image_hints_cached *slot(gp_image_hints *h, const char *gpu_type)
     return free_slot ? free_slot : &h->cached[0];
 }
 
-/* gpu_type's hint: the cached one while fresh (known: changes is the
- * engine's; else only its age counts), else made again. */
-static json_t *cached_or_made(gp_image_hints *h, gp_readers *readers, const char *gpu_type, bool known,
-                              uint64_t changes, int64_t now_ms)
+/* gpu_type's cached hint, [] when none (under the lock). */
+static json_t *cached(gp_image_hints *h, const char *gpu_type, int64_t *made_ms)
 {
-    pthread_mutex_lock(&h->lock);
     gp_image_hints_cached *c = slot(h, gpu_type);
-    int64_t age = now_ms - c->made_ms;
     bool mine = c->hints && strcmp(c->gpu_type, gpu_type) == 0;
-    bool fresh = mine && (age < GP_IMAGE_HINTS_STALE_MS || (known && c->changes == changes));
-    json_t *hints = fresh ? json_incref(c->hints) : NULL;
-    uint64_t kept = mine ? c->changes : 0; /* a heartbeat's remake keeps the last poll's count */
-    pthread_mutex_unlock(&h->lock);
-    if (hints)
-        return hints;
-    gp_error err;
-    gp_store *s = gp_readers_take(readers, &err);
-    if (!s)
-        return json_array(); /* no reader now: no hint this time, the next answer asks again */
-    hints = make(h, s, gpu_type, now_ms);
-    gp_readers_give(readers, s);
-    pthread_mutex_lock(&h->lock);
-    c = slot(h, gpu_type);
-    json_decref(c->hints);
-    *c = (gp_image_hints_cached){.changes = known ? changes : kept, .made_ms = now_ms, .hints = json_incref(hints)};
-    snprintf(c->gpu_type, sizeof c->gpu_type, "%s", gpu_type);
-    pthread_mutex_unlock(&h->lock);
-    return hints;
+    *made_ms = mine ? c->made_ms : INT64_MIN;
+    return mine ? json_incref(c->hints) : NULL;
 }
 
-json_t *gp_image_hints_for(gp_image_hints *h, gp_readers *readers, const char *node, const char *gpu_type,
-                           uint64_t changes, int64_t now_ms)
+json_t *gp_image_hints_for(gp_image_hints *h, const char *node, const char *gpu_type)
 {
     if (!gpu_type || !gpu_type[0])
         return json_array();
+    int64_t made_ms;
     pthread_mutex_lock(&h->lock);
     const char *had = json_string_value(json_object_get(h->node_types, node));
     if (!had || strcmp(had, gpu_type) != 0)
         json_object_set_new(h->node_types, node, json_string(gpu_type));
+    json_t *hints = cached(h, gpu_type, &made_ms);
     pthread_mutex_unlock(&h->lock);
-    return cached_or_made(h, readers, gpu_type, true, changes, now_ms);
+    return hints ? hints : json_array();
 }
 
 json_t *gp_image_hints_for_node(gp_image_hints *h, gp_readers *readers, const char *node, int64_t now_ms)
 {
     char gpu_type[GP_NAME_MAX];
+    int64_t made_ms;
     pthread_mutex_lock(&h->lock);
     snprintf(gpu_type, sizeof gpu_type, "%s", json_string_value(json_object_get(h->node_types, node)) ?: "");
+    json_t *hints = gpu_type[0] ? cached(h, gpu_type, &made_ms) : json_array();
     pthread_mutex_unlock(&h->lock);
-    return gpu_type[0] ? cached_or_made(h, readers, gpu_type, false, 0, now_ms) : json_array();
+    if (!gpu_type[0] || (hints && now_ms - made_ms < GP_IMAGE_HINTS_STALE_MS))
+        return hints;
+    gp_error err;
+    gp_store *s = gp_readers_take(readers, &err);
+    if (!s) /* no reader now: the old hint this time, the next heartbeat asks again */
+        return hints ? hints : json_array();
+    json_decref(hints);
+    hints = make(h, s, gpu_type, now_ms);
+    gp_readers_give(readers, s);
+    pthread_mutex_lock(&h->lock);
+    gp_image_hints_cached *c = slot(h, gpu_type);
+    json_decref(c->hints);
+    *c = (gp_image_hints_cached){.made_ms = now_ms, .hints = json_incref(hints)};
+    snprintf(c->gpu_type, sizeof c->gpu_type, "%s", gpu_type);
+    pthread_mutex_unlock(&h->lock);
+    return hints;
 }

@@ -13,15 +13,14 @@
  * is warmed by its own job only, so no hint takes a tenant's image to a
  * node that may never run its job, and none needs a credential.
  *
- * When: with every long-poll answer (which a submit does not wake) and
- * every heartbeat answer, so a node hears of a newly queued job within a
- * heartbeat period.
+ * When: with every heartbeat answer (a queued job touches no node, so
+ * no long-poll answers it), so a node hears of a newly queued job within
+ * a heartbeat period, and with every long-poll answer.
  *
- * Cost: the list is kept per GPU type and made again when older than
- * GP_IMAGE_HINTS_STALE_MS and, for a poll, only if the engine changed
- * since (its decisions and the events logged: a submit, a cancel, a bind;
- * a heartbeat does not ask the engine); bench/image/hints measured a
- * remake with 1,000 pending jobs at 30 ms;
+ * Cost: the list is kept per GPU type and made again by a heartbeat's
+ * answer when older than GP_IMAGE_HINTS_STALE_MS, never by a long-poll's
+ * (a bind's answer waits for no store read); bench/image/hints measured a
+ * remake with 1,000 pending jobs at 30-64 ms on a loaded 2-core VM;
  * making it reads one page (GP_IMAGE_HINTS_SCAN) of pending jobs from a
  * reader and one credential lookup per distinct tenant and registry.
  *
@@ -50,7 +49,7 @@
 #define GP_IMAGE_HINTS_STARTS 1024 /* the newest starts remembered */
 #define GP_IMAGE_HINTS_SCAN 1000   /* pending jobs read per making */
 #define GP_IMAGE_HINTS_WINDOW_MS (3600 * 1000LL)
-#define GP_IMAGE_HINTS_STALE_MS 5000 /* a hint is remade at most this often per GPU type */
+#define GP_IMAGE_HINTS_STALE_MS 5000 /* a hint is made again at most this often per GPU type */
 
 typedef struct gp_image_hints_start {
     int64_t at_ms;
@@ -62,7 +61,6 @@ typedef struct gp_image_hints_start {
 
 typedef struct gp_image_hints_cached {
     char gpu_type[GP_NAME_MAX];
-    uint64_t changes; /* the caller's count of engine changes when made */
     int64_t made_ms;
     json_t *hints;    /* the array; NULL: an empty slot */
 } gp_image_hints_cached;
@@ -84,16 +82,14 @@ void gp_image_hints_free(gp_image_hints *h);
 void gp_image_hints_note_start(gp_image_hints *h, const char *gpu_type, uint64_t job, const char *tenant,
                                const char *image, int64_t now_ms);
 
-/* The hint of node, a node of gpu_type, for its long-poll answer (a JSON
- * array of references, a new reference): the cached one while under
- * GP_IMAGE_HINTS_STALE_MS old or the engine's changes are still `changes`,
- * else made again with a reader of readers.  Remembers the node's type for
- * gp_image_hints_for_node. */
-json_t *gp_image_hints_for(gp_image_hints *h, gp_readers *readers, const char *node, const char *gpu_type,
-                           uint64_t changes, int64_t now_ms);
-/* The same for node's heartbeat answer, where the engine is not asked: the
- * type its last poll had, the cached hint while under GP_IMAGE_HINTS_STALE_MS
- * old, else made again; [] for a node that has not polled. */
+/* The hint for node's long-poll answer, node a node of gpu_type: the one
+ * last made for gpu_type, [] when none (a new reference).  Never made
+ * here, so a bind's answer waits for no store read; remembers the node's
+ * type for gp_image_hints_for_node. */
+json_t *gp_image_hints_for(gp_image_hints *h, const char *node, const char *gpu_type);
+/* The hint for node's heartbeat answer (a new reference): for the type its
+ * last poll had, made again with a reader of readers when older than
+ * GP_IMAGE_HINTS_STALE_MS; [] for a node that has not polled. */
 json_t *gp_image_hints_for_node(gp_image_hints *h, gp_readers *readers, const char *node, int64_t now_ms);
 
 #endif

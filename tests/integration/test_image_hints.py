@@ -6,7 +6,8 @@ gpupoold, a real root gpupool-agent (sim backend) and a real
 docker-registry on loopback (tests/agent/test_image_store.py's helpers).
 
 Behaviours under test:
-  - the rule, as a node sees it in its poll (no root needed): the images of
+  - the rule, as a node sees it in its heartbeat's and poll's answers (no
+    root needed): the images of
     pending jobs that accept the node's GPU type and of jobs started on
     nodes of that type, top 4 by jobs (ties: the pending job's first),
     docker:// and oci: only, never an image whose registry the job's tenant
@@ -21,10 +22,10 @@ Behaviours under test:
   - --no-image-hints: nothing is pre-pulled, the queued job's pull is a miss.
 
 Root, cgroups, skopeo, umoci, docker-registry and busybox are needed:
-skipped, with one line, otherwise.  The hint rides on the long-poll's
-answers (which a submit does not wake: a drain and undrain of the node
-makes gpupoold answer at once, as a bind on it would) and on the
-heartbeat's (every 3 s here).
+skipped, with one line, otherwise.  The hint is made by a heartbeat's
+answer (every 3 s here) at most every 5 s per GPU type and rides on it and
+on the long-poll's answers (which a submit does not wake: a drain and
+undrain of the node makes gpupoold answer at once, as a bind on it would).
 """
 import json
 import os
@@ -107,23 +108,24 @@ def busy_node(d, reg, tenants, extra=()):
 
 
 def register(d, join, name, gpu_type, gpus):
+    """A node registered as an agent would: (poll, heartbeat), each answering its JSON."""
     inventory = {"name": name, "gpu_type": gpu_type, "gpu_count": gpus, "zone": "z1", "block": "b-" + name,
                  "gpu_uuids": ["GPU-%s-%d" % (name, i) for i in range(gpus)], "gpu_mem_mib": 16384,
                  "cpu_millis": 32000, "mem_mib": 131072}
     token = d.ok("POST", "/v1/agents:register", {"node": inventory}, token=join)["token"]
 
-    def poll():
-        status, out = d.call("GET", "/v1/agents/%s/assignments?after=0&wait=0" % name, token=token)
+    def call(method, what, body=None):
+        status, out = d.call(method, "/v1/agents/%s/%s" % (name, what), body, token=token)
         assert status == 200, out
         return out
-    return poll
+    return (lambda: call("GET", "assignments?after=0&wait=0")), (lambda: call("POST", "heartbeat", {}))
 
 
 def test_the_hint_is_the_most_wanted_public_images_of_the_nodes_gpu_type(d):
     reg = "reg.example:5000"
     join = d.cli("token", "create", "--name", "rack", "--role", "join", "--nodes", "*", "--ttl", "1h",
                  json_out=True)["token"]
-    t4, l4 = register(d, join, "t4-0", "T4", 2), register(d, join, "l4-0", "L4", 1)
+    (t4, t4_beat), (l4, l4_beat) = register(d, join, "t4-0", "T4", 2), register(d, join, "l4-0", "L4", 1)
     d.ok("PUT", "/v1/tenants/t", {"image_sources": ["docker://%s/" % reg, "dir:/srv/images/", "oci:/srv/oci/"]})
     d.ok("PUT", "/v1/tenants/p", {})
     d.ok("PUT", "/v1/registries/%s?tenant=p" % reg, {"username": "robot", "password": "s3cret-robot"})
@@ -148,8 +150,9 @@ def test_the_hint_is_the_most_wanted_public_images_of_the_nodes_gpu_type(d):
     want_l4 = [ref["a"], ref["c"]]
     print("expected: a T4 node's hint %s, an L4 node's %s" % (want_t4, want_l4))
     seen = gpd.wait_for(lambda: (lambda h: h if h == (want_t4, want_l4) else None)(
-        (t4()["image_hints"], l4()["image_hints"])), 15, "the hints of the queue (remade 5 s after the last)")
+        (t4_beat()["image_hints"], l4_beat()["image_hints"])), 15, "the hints of the queue (remade 5 s after the last)")
     print("seen: %s, %s" % seen)
+    assert t4()["image_hints"] == want_t4, "a poll answers the hint the last heartbeat made"
     for j in started:
         d.ok("DELETE", "/v1/jobs/%d" % j)
 
