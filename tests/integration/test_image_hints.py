@@ -29,6 +29,7 @@ undrain of the node makes gpupoold answer at once, as a bind on it would).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,6 +95,16 @@ def poke(d, node):
     for drain in (True, False):
         d.ok("POST", "/v1/nodes/%s/drain" % node, {"drain": drain})
     time.sleep(0.2)
+
+
+def scrape(sock):
+    """{result: value} of gpupool_agent_image_pulls_total from the agent's /metrics on a Unix socket."""
+    from test_agent_metrics import UnixHTTPConnection
+    c = UnixHTTPConnection(sock)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    found = re.findall(r'^gpupool_agent_image_pulls_total\{result="(\w+)"\} (\d+)$', text, re.M)
+    return {k: int(v) for k, v in found}
 
 
 def busy_node(d, reg, tenants, extra=()):
@@ -164,7 +175,8 @@ def test_a_queued_jobs_image_is_warm_before_it_binds_and_a_private_one_is_never_
     node = None
     try:
         public, private = reg.push("public"), reg.push("private")
-        node, a, busy = busy_node(d, reg, ("t", "p"))
+        sock = os.path.join(d.dir, "metrics.sock")
+        node, a, busy = busy_node(d, reg, ("t", "p"), ["--metrics-listen", "unix:" + sock])
         d.ok("PUT", "/v1/registries/%s?tenant=p" % reg.host, {"username": "robot", "password": "s3cret-robot"})
         secret = image_job(d, "p", private)  # first: were it hinted, it would be pulled before the other
         queued = image_job(d, "t", public)
@@ -185,6 +197,9 @@ def test_a_queued_jobs_image_is_warm_before_it_binds_and_a_private_one_is_never_
               % (seen["hits"], seen["misses"]))
         assert (seen["hits"], seen["misses"]) == (1, 0), seen
         assert private not in a.read_log(None), "a tenant's private image was hinted"
+        metrics = scrape(sock)
+        print("expected: /metrics hit 1, miss 0, warm 1; seen: %s" % metrics)
+        assert metrics == {"hit": 1, "miss": 0, "warm": 1}, metrics
     finally:
         if node:
             node.close()
