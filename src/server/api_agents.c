@@ -544,12 +544,6 @@ static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignm
     json_decref(known);
 }
 
-/* reply["image_hints"]: what the node should warm (image_hints.h). */
-static void add_image_hints(gp_request *r, const state_arg *a, json_t *reply)
-{
-    json_object_set_new(reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, a->node, a->gpu_type));
-}
-
 void gp_api_agent_assignments(gp_request *r, const char *node)
 {
     static const char *const allowed[] = {"after", "wait", NULL};
@@ -565,7 +559,7 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
     gp_loop_run(&r->srv->loop, &op);
     if (op.status == 200) {
         desired_add_specs(r, &a, json_object_get(op.reply, "assignments"));
-        add_image_hints(r, &a, op.reply);
+        json_object_set_new(op.reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, node, a.gpu_type));
     }
     gp_api_reply(r, op.status ? op.status : 500, op.reply);
 }

@@ -185,7 +185,8 @@ static gp_image_hints_cached *slot(gp_image_hints *h, const char *gpu_type)
     return free_slot ? free_slot : &h->cached[0];
 }
 
-/* gpu_type's cached hint, [] when none (under the lock). */
+/* gpu_type's cached hint (a new reference), NULL when none, and when it
+ * was made (under the lock). */
 static json_t *cached(gp_image_hints *h, const char *gpu_type, int64_t *made_ms)
 {
     gp_image_hints_cached *c = slot(h, gpu_type);
@@ -208,28 +209,53 @@ json_t *gp_image_hints_for(gp_image_hints *h, const char *node, const char *gpu_
     return hints ? hints : json_array();
 }
 
+/* Whether this thread makes gpu_type's hint now: it is stale and no other
+ * thread is making it (under the lock; the caller then calls remade). */
+static bool claim(gp_image_hints *h, const char *gpu_type, bool stale)
+{
+    for (size_t i = 0; i < GP_MAX_GPU_TYPES; i++)
+        if (h->making[i][0] && strcmp(h->making[i], gpu_type) == 0)
+            return false;
+    for (size_t i = 0; stale && i < GP_MAX_GPU_TYPES; i++)
+        if (!h->making[i][0]) {
+            snprintf(h->making[i], sizeof h->making[i], "%s", gpu_type);
+            return true;
+        }
+    return false;
+}
+
+/* The hint made for gpu_type kept, and the claim on it given up. */
+static void remade(gp_image_hints *h, const char *gpu_type, json_t *hints, int64_t now_ms)
+{
+    pthread_mutex_lock(&h->lock);
+    gp_image_hints_cached *c = slot(h, gpu_type);
+    json_decref(c->hints);
+    *c = (gp_image_hints_cached){.made_ms = now_ms, .hints = json_incref(hints)};
+    snprintf(c->gpu_type, sizeof c->gpu_type, "%s", gpu_type);
+    for (size_t i = 0; i < GP_MAX_GPU_TYPES; i++)
+        if (strcmp(h->making[i], gpu_type) == 0)
+            h->making[i][0] = '\0';
+    pthread_mutex_unlock(&h->lock);
+}
+
 json_t *gp_image_hints_for_node(gp_image_hints *h, gp_readers *readers, const char *node, int64_t now_ms)
 {
     char gpu_type[GP_NAME_MAX];
     int64_t made_ms;
     pthread_mutex_lock(&h->lock);
     snprintf(gpu_type, sizeof gpu_type, "%s", json_string_value(json_object_get(h->node_types, node)) ?: "");
-    json_t *hints = gpu_type[0] ? cached(h, gpu_type, &made_ms) : json_array();
+    json_t *hints = gpu_type[0] ? cached(h, gpu_type, &made_ms) : NULL;
+    bool mine = gpu_type[0] && claim(h, gpu_type, !hints || now_ms - made_ms >= GP_IMAGE_HINTS_STALE_MS);
     pthread_mutex_unlock(&h->lock);
-    if (!gpu_type[0] || (hints && now_ms - made_ms < GP_IMAGE_HINTS_STALE_MS))
-        return hints;
+    if (!mine) /* fresh, or another thread makes it: the last one made */
+        return hints ? hints : json_array();
     gp_error err;
     gp_store *s = gp_readers_take(readers, &err);
-    if (!s) /* no reader now: the old hint this time, the next heartbeat asks again */
-        return hints ? hints : json_array();
-    json_decref(hints);
-    hints = make(h, s, gpu_type, now_ms);
+    json_t *made = s ? make(h, s, gpu_type, now_ms) : NULL;
     gp_readers_give(readers, s);
-    pthread_mutex_lock(&h->lock);
-    gp_image_hints_cached *c = slot(h, gpu_type);
-    json_decref(c->hints);
-    *c = (gp_image_hints_cached){.made_ms = now_ms, .hints = json_incref(hints)};
-    snprintf(c->gpu_type, sizeof c->gpu_type, "%s", gpu_type);
-    pthread_mutex_unlock(&h->lock);
-    return hints;
+    if (!made) /* no reader now: the old hint kept, the next heartbeat tries again */
+        made = hints ? json_incref(hints) : json_array();
+    remade(h, gpu_type, made, s ? now_ms : made_ms);
+    json_decref(hints);
+    return made;
 }

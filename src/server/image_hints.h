@@ -19,7 +19,8 @@
  *
  * Cost: the list is kept per GPU type and made again by a heartbeat's
  * answer when older than GP_IMAGE_HINTS_STALE_MS, never by a long-poll's
- * (a bind's answer waits for no store read); bench/image/hints measured a
+ * (a bind's answer waits for no store read), by one thread at a time per
+ * type (the others answer the last one made); bench/image/hints measured a
  * remake with 1,000 pending jobs at 30-64 ms on a loaded 2-core VM;
  * making it reads one page (GP_IMAGE_HINTS_SCAN) of pending jobs from a
  * reader and one credential lookup per distinct tenant and registry.
@@ -71,6 +72,7 @@ typedef struct gp_image_hints {
     size_t next_start;
     gp_image_hints_cached cached[GP_MAX_GPU_TYPES];
     json_t *node_types; /* node name -> its GPU type, as its last poll had it */
+    char making[GP_MAX_GPU_TYPES][GP_NAME_MAX]; /* types a thread is making a hint of now ("" free) */
 } gp_image_hints;
 
 void gp_image_hints_init(gp_image_hints *h);
