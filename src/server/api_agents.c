@@ -24,8 +24,10 @@
  *        a poll reads the store only for a job new to the node, for
  *        the secrets of a replica to start, and for a container's
  *        tenant policy and registry credential (mounts, allow_userns,
- *        image_auth: read as they are now, api_containers.c)
- *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
+ *        image_auth: read as they are now, api_containers.c), and the
+ *        images the node should warm (image_hints.h: the last hint made)
+ *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry; the
+ *        answer carries the image hint, made again when stale
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal
  * The three node paths take only that node's credential (router.c lets a
