@@ -259,8 +259,11 @@ if [[ -n "$IMAGE" ]]; then
     until_true 20 "the probe's log" has_log_line "$ATTACK" 0 "probe: done"
     echo "job $ATTACK (product/ads, in a container from $IMAGE) says:"
     gp logs "$ATTACK" | grep "^probe" | sed 's/^/    /'
+    AGAIN=$(submit --tenant product/ads --name again --gpu-type A100 --mig 1g.10gb --image "$IMAGE" -- true)
+    until_true 60 "the second job from $IMAGE" is_state "$AGAIN" succeeded
+    echo "job $AGAIN, from the same image, found it in the node's store (a hit)"
     "$BIN"/gpupool-agent image list --store "$(realpath "$VAR")"/agent/images |
-        json '"the node'"'"'s image store: %d image(s), %.1f MiB; pulls that found the image there (hits): %d, that fetched it (misses): %d" % (len(j["images"]), j["used_bytes"] / 1048576, j["hits"], j["misses"])'
+        json '"the node'"'"'s image store: %d image(s), %.1f MiB; pulls that found the image there (hits): %d, that fetched it (misses): %d, hit rate %s; pre-pulls of gpupoold'"'"'s hints: %d" % (len(j["images"]), j["used_bytes"] / 1048576, j["hits"], j["misses"], "n/a" if j["hit_rate"] is None else "%.0f %%" % (100 * j["hit_rate"]), j["warm"])'
 fi
 
 if [[ "${DEMO_ONCE:-}" == "1" ]]; then

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "agent/agent.h"
 
+#include "agent/agent_image_hints.h"
 #include "agent/agent_node.h"
 #include "util/server_url.h"
 
@@ -46,6 +47,7 @@ static const char USAGE[] =
     "  --image-store-gib N     its bound: least recently used images no replica holds are evicted (default: none)\n"
     "  --pull-timeout-s S      a pull's limit; skopeo is killed past it (default 900)\n"
     "  --insecure-registry HOST  pull from HOST (HOST:PORT as images name it) without TLS verification (repeatable)\n"
+    "  --no-image-hints        do not pre-pull the images gpupoold hints (default: one at a time, in the background)\n"
     "  --keep-scratch-s N      keep a replica's working folder and private /tmp N seconds after it ends\n"
     "  --oci-runtime PATH      the OCI runtime for replicas with an image (default: crun where the cgroups\n"
     "                          allow it, else runc)\n"
@@ -89,6 +91,7 @@ typedef struct gp_agent {
     const char *metrics_token_file; /* --metrics-token-file, NULL none */
     gp_agent_metrics *metrics;
     gp_ckpt_watch ckpt_watch; /* the nodes' checkpoint folders in a grace */
+    gp_image_warmer warmer;   /* pre-pulls of gpupoold's image hints, shared by the nodes (one store) */
 } gp_agent;
 
 static int gp__sigpipe[2] = {-1, -1};
@@ -186,7 +189,8 @@ enum {
     GP__OPT_NFT
 };
 /* The image store's options (docs/agent.md "Images"). */
-enum { GP__OPT_IMAGE_STORE = 1600, GP__OPT_IMAGE_STORE_GIB, GP__OPT_PULL_TIMEOUT, GP__OPT_INSECURE_REGISTRY };
+enum { GP__OPT_IMAGE_STORE = 1600, GP__OPT_IMAGE_STORE_GIB, GP__OPT_PULL_TIMEOUT, GP__OPT_INSECURE_REGISTRY,
+       GP__OPT_NO_IMAGE_HINTS };
 
 /* --sharing exclusive|mps|timeslice (nvml: GPUs not in MIG mode). */
 static int gp__sharing(gp_agent_options *o, const char *name)
@@ -266,6 +270,7 @@ static int gp__image_option(gp_agent_options *o, int c)
             return gp__bad("insecure-registry", "too many (at most 8)");
         o->image_pull.insecure[o->image_pull.n_insecure++] = optarg;
         return -1;
+    case GP__OPT_NO_IMAGE_HINTS: o->no_image_hints = true; return -1;
     default: return 2;
     }
 }
@@ -274,7 +279,7 @@ static int gp__option(gp_agent *a, int c)
 {
     if (c >= GP__OPT_NO_ISOLATE && c <= GP__OPT_NFT)
         return gp__runtime_option(&a->opt, c);
-    if (c >= GP__OPT_IMAGE_STORE && c <= GP__OPT_INSECURE_REGISTRY)
+    if (c >= GP__OPT_IMAGE_STORE && c <= GP__OPT_NO_IMAGE_HINTS)
         return gp__image_option(&a->opt, c);
     gp_agent_options *o = &a->opt;
     char *end = NULL;
@@ -399,6 +404,7 @@ static int gp__parse(int argc, char **argv, gp_agent *a)
         {"image-store-gib", required_argument, NULL, GP__OPT_IMAGE_STORE_GIB},
         {"pull-timeout-s", required_argument, NULL, GP__OPT_PULL_TIMEOUT},
         {"insecure-registry", required_argument, NULL, GP__OPT_INSECURE_REGISTRY},
+        {"no-image-hints", no_argument, NULL, GP__OPT_NO_IMAGE_HINTS},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0},
     };
     int c, rc = -1;
@@ -669,6 +675,7 @@ static bool gp__turn(gp_agent *a, int *status)
     }
     if (*status)
         return false;
+    gp_image_warmer_step(&a->warmer, now);
     void *ready[GP__READY_MAX];
     int64_t wait = next - gp_agent_mono_ms();
     size_t n = gp_http_wait(a->http, wait < 0 ? 0 : wait > 1000 ? 1000 : (int)wait, ready, GP__READY_MAX);
@@ -691,9 +698,12 @@ static bool gp__turn(gp_agent *a, int *status)
     }
     pid_t pid;
     int child_status;
-    while ((pid = waitpid(-1, &child_status, WNOHANG)) > 0)
+    while ((pid = waitpid(-1, &child_status, WNOHANG)) > 0) {
+        if (gp_image_warmer_reaped(&a->warmer, pid, child_status, gp_agent_mono_ms()))
+            continue;
         for (size_t i = 0; i < a->n_nodes && !gp_node_child_reaped(&a->nodes[i], pid, child_status); i++)
             ;
+    }
     return go_on;
 }
 
@@ -764,6 +774,14 @@ static void gp__watch_checkpoints(gp_agent *a)
         a->nodes[i].ckpt_watch = &a->ckpt_watch;
 }
 
+/* The nodes offer their image hints to the one warmer (--no-image-hints: none). */
+static void gp__warm_hinted_images(gp_agent *a)
+{
+    gp_image_warmer_init(&a->warmer, a->opt.no_image_hints ? NULL : &a->opt);
+    for (size_t i = 0; i < a->n_nodes && !a->opt.no_image_hints; i++)
+        a->nodes[i].warmer = &a->warmer;
+}
+
 /* --metrics-listen: the server, and each node publishing to it. */
 static int gp__serve_metrics(gp_agent *a)
 {
@@ -774,6 +792,7 @@ static int gp__serve_metrics(gp_agent *a)
         fprintf(stderr, "gpupool-agent run: %s\n", err.message);
         return 1;
     }
+    gp_agent_metrics_image_store(a->metrics, a->opt.image_store);
     for (size_t i = 0; i < a->n_nodes; i++)
         a->nodes[i].metrics = a->metrics;
     return -1;
@@ -816,6 +835,8 @@ static int gp__start(gp_agent *a)
     rc = gp__open(a);
     if (rc == -1)
         gp__watch_checkpoints(a);
+    if (rc == -1)
+        gp__warm_hinted_images(a);
     if (rc == -1)
         rc = gp__serve_metrics(a);
     if (rc == -1)

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "agent/agent_metrics.h"
 
+#include "agent/image/image_store.h"
+
 #include "util/file.h"
 #include "util/listen.h"
 
@@ -31,6 +33,7 @@ struct gp_agent_metrics {
     struct MHD_Daemon *http;
     char bearer[GP__METRICS_TOKEN_MAX + 8]; /* "Bearer TOKEN", "" without --metrics-token-file */
     char socket_path[sizeof ((struct sockaddr_un *)0)->sun_path]; /* unix:PATH, removed at stop */
+    char image_store[4096];  /* whose pull counters are served; "" none (set before the first scrape) */
 };
 
 /* ---- the text ---- */
@@ -301,6 +304,33 @@ static bool gp__authorized(const gp_agent_metrics *m, struct MHD_Connection *con
     return !m->bearer[0] || (h && strlen(h) == n && gnutls_memcmp(h, m->bearer, n) == 0);
 }
 
+
+/* text with the image store's pull counters appended (text freed; NULL
+ * stays NULL): gpupool_agent_image_pulls_total{result="hit|miss|warm"}. */
+static char *gp__with_image_pulls(char *text, const char *store)
+{
+    gp_image_store *s;
+    gp_image_counters c;
+    gp_error err;
+    if (!text || !store[0] || gp_image_store_open(store, 0, &s, &err) != GP_OK)
+        return text;
+    gp_err rc = gp_image_store_counters(s, &c, &err);
+    gp_image_store_close(s);
+    char *out = NULL;
+    if (rc != GP_OK ||
+        asprintf(&out,
+                 "%s# HELP gpupool_agent_image_pulls_total Replicas' image pulls that found the image unpacked (hit) or"
+                 " unpacked it (miss), and pre-pulls of gpupoold's hints (warm).\n"
+                 "# TYPE gpupool_agent_image_pulls_total counter\n"
+                 "gpupool_agent_image_pulls_total{result=\"hit\"} %lld\n"
+                 "gpupool_agent_image_pulls_total{result=\"miss\"} %lld\n"
+                 "gpupool_agent_image_pulls_total{result=\"warm\"} %lld\n",
+                 text, (long long)c.hits, (long long)c.misses, (long long)c.warm) < 0)
+        return text;
+    free(text);
+    return out;
+}
+
 static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                    const char *version, const char *upload, size_t *upload_size, void **state)
 {
@@ -321,9 +351,16 @@ static enum MHD_Result gp__handler(void *cls, struct MHD_Connection *conn, const
     pthread_mutex_lock(&m->lock);
     char *text = gp_agent_metrics_render(m->nodes, m->n_nodes, m->starts);
     pthread_mutex_unlock(&m->lock);
+    text = gp__with_image_pulls(text, m->image_store);
     if (!text)
         return gp__reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, strdup("out of memory\n"), "text/plain");
     return gp__reply(conn, MHD_HTTP_OK, text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+void gp_agent_metrics_image_store(gp_agent_metrics *m, const char *store)
+{
+    if (m)
+        snprintf(m->image_store, sizeof m->image_store, "%s", store);
 }
 
 gp_err gp_agent_metrics_start(const char *listen, const char *token_file, size_t n_nodes, gp_agent_metrics **out,

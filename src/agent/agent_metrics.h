@@ -85,6 +85,9 @@ gp_err gp_agent_metrics_start(const char *listen, const char *token_file, size_t
  * NULL afterwards).  m NULL: frees the rows. */
 void gp_agent_metrics_publish(gp_agent_metrics *m, size_t index, gp_metrics_node *node);
 void gp_agent_metrics_stop(gp_agent_metrics *m);
+/* Scrapes also serve store's (an image store's folder) pull counters as
+ * gpupool_agent_image_pulls_total{result="hit|miss|warm"}; m NULL: nothing. */
+void gp_agent_metrics_image_store(gp_agent_metrics *m, const char *store);
 
 /* How long replicas took to start on this agent, from the order to run
  * to the exec, as two histograms (label image_pull="true": the start

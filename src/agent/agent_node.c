@@ -2,6 +2,8 @@
  * (agent_node.h; the protocol is docs/api.md "Agents"). */
 #include "agent/agent_node.h"
 
+#include "agent/agent_image_hints.h"
+
 #include "agent/agent_plan.h"
 #include "agent/gpu/gpu_json.h"
 #include "agent/gpu/gpu_sim.h"
@@ -515,6 +517,8 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
         return;
     }
     n->version = json_integer_value(json_object_get(o, "version"));
+    if (n->warmer)
+        gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
     gp_assignments_free(n->assignments, n->n_assignments);
     n->assignments = decoded;
     n->n_assignments = count;
@@ -547,6 +551,10 @@ static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, 
         gp__register_again(n, message);
     } else if (status != 200) {
         gp__unanswered(n, "heartbeat", call, status, body, why);
+    } else if (n->warmer) {
+        json_t *o = body ? json_loads(body, 0, NULL) : NULL;
+        gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
+        json_decref(o);
     }
 }
 

@@ -102,6 +102,7 @@ typedef struct gp_agent_options {
     char image_store[GP_STATE_PATH_MAX];     /* --image-store DIR (default STATE/images) */
     int64_t image_store_bytes;               /* --image-store-gib N; 0: unbounded (the default) */
     gp_image_pull_options image_pull;        /* --pull-timeout-s (default 900), --insecure-registry HOST... */
+    bool no_image_hints;                     /* --no-image-hints: gpupoold's hints are not pre-pulled */
 } gp_agent_options;
 
 typedef struct gp_node gp_node;
@@ -201,6 +202,7 @@ struct gp_node {
     gp_health_child checks[GP_MAX_GPUS_PER_NODE];
     int last_xid[GP_MAX_GPUS_PER_NODE];  /* the last XID each GPU raised, 0 none (DCGM_FI_DEV_XID_ERRORS) */
     gp_ckpt_watch *ckpt_watch;           /* the agent's (shared): checkpoint folders in a grace; NULL none */
+    struct gp_image_warmer *warmer;      /* the agent's pre-pulls of gpupoold's image hints (agent_image_hints.h) */
     gp_agent_metrics *metrics;           /* --metrics-listen: where each heartbeat's sample goes (the agent's,
                                             shared); NULL none */
     struct gp_netfence *fence;           /* the network fence (agent_netfence.c); NULL: off, fence_off says why */

@@ -167,6 +167,9 @@ void gp_api_registry(gp_request *r, const char *host);                   /* PUT,
  * nothing for an image of no registry or without a credential. */
 void gp_api_assignment_image_auth(gp_server *srv, gp_store *s, json_t *entry, const char *tenant,
                                   const char *image);
+/* Whether tenant (or an ancestor) holds a credential for image's registry
+ * (true too when the store cannot say); false for an image of no registry. */
+bool gp_api_registry_credential_held(gp_store *s, const char *tenant, const char *image);
 /* A tenant's container policy (api_containers.c).  On the engine thread:
  * may req run under its tenant's inherited policy (400 image / mounts)? */
 gp_err gp_api_job_container_check(gp_server *srv, const gp_job_request *req, gp_error *err);

@@ -24,8 +24,10 @@
  *        a poll reads the store only for a job new to the node, for
  *        the secrets of a replica to start, and for a container's
  *        tenant policy and registry credential (mounts, allow_userns,
- *        image_auth: read as they are now, api_containers.c)
- *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry
+ *        image_auth: read as they are now, api_containers.c), and the
+ *        images the node should warm (image_hints.h: the last hint made)
+ *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry; the
+ *        answer carries the image hint, made again when stale
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal
  * The three node paths take only that node's credential (router.c lets a
@@ -47,6 +49,7 @@
 #include "server/api.h"
 
 #include "eventlog/placement.h"
+#include "server/clock.h"
 #include "spec/container_spec.h"
 #include "spec/json_input.h"
 
@@ -352,6 +355,7 @@ void gp_api_node_approve(gp_request *r, const char *name)
 
 typedef struct state_arg {
     const char *node;
+    char gpu_type[GP_NAME_MAX]; /* out: the node's, "" when unknown (image_hints.h) */
 } state_arg;
 
 /* When the grace ends in wall-clock ms: the decision's real time plus the
@@ -447,7 +451,9 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
     uint64_t *ids = malloc(MAX_JOBS_PER_NODE * sizeof *ids);
     size_t n = ids ? gp_agents_jobs_on(&srv->agents, a->node, ids, MAX_JOBS_PER_NODE) : 0;
     gp_node_info info;
-    bool up = engine_node(srv->journal.engine, a->node, &info) && info.up;
+    bool known = engine_node(srv->journal.engine, a->node, &info), up = known && info.up;
+    const char *type = known ? gp_engine_gpu_type_name(srv->journal.engine, info.type) : NULL;
+    snprintf(a->gpu_type, sizeof a->gpu_type, "%s", type ? type : "");
     json_t *list = json_array();
     for (size_t i = 0; i < n && i < MAX_JOBS_PER_NODE; i++)
         job_assignments(srv, ids[i], a->node, list);
@@ -471,11 +477,12 @@ static const char *const SPEC_KEYS[] = {"name", "tenant", "user", "kind", "comma
  * read.  *s: a reader, taken on the first read.  The fields are shared,
  * never changed (read by other API threads; jansson counts references
  * atomically). */
-static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json_t *known, json_t *kept)
+static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json_t *known, json_t *kept, bool *fresh)
 {
     char key[24];
     snprintf(key, sizeof key, "%llu", (unsigned long long)job);
     json_t *fields = json_object_get(known, key);
+    *fresh = !fields;
     if (fields) {
         json_object_set(kept, key, fields);
         return fields;
@@ -505,17 +512,24 @@ static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json
  * time, a secret may change), its container's mounts, allow_userns and
  * image_auth, and its tenant's egress, as its tenant's policy and
  * credentials are now (api_containers.c). */
-static void desired_add_specs(gp_request *r, const char *node, json_t *assignments)
+static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignments)
 {
+    const char *node = a->node;
     json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object();
     gp_store *s = NULL;
     gp_error err;
     size_t i;
     json_t *o;
     json_array_foreach(assignments, i, o) {
-        json_t *fields = spec_fields(r, &s, (uint64_t)json_integer_value(json_object_get(o, "job")), known, kept);
+        uint64_t job = (uint64_t)json_integer_value(json_object_get(o, "job"));
+        bool fresh = false;
+        json_t *fields = spec_fields(r, &s, job, known, kept, &fresh);
         if (!fields)
             continue;
+        if (fresh) /* the node's first answer that carries the job: it starts there */
+            gp_image_hints_note_start(&r->srv->image_hints, a->gpu_type, job,
+                                      json_string_value(json_object_get(fields, "tenant")),
+                                      json_string_value(json_object_get(fields, "image")), gp_wall_ms());
         for (size_t k = 0; k < sizeof SPEC_KEYS / sizeof SPEC_KEYS[0]; k++)
             if (json_object_get(fields, SPEC_KEYS[k]))
                 json_object_set(o, SPEC_KEYS[k], json_object_get(fields, SPEC_KEYS[k]));
@@ -548,8 +562,10 @@ void gp_api_agent_assignments(gp_request *r, const char *node)
     op.who = &r->who;
     op.request_id = r->request_id;
     gp_loop_run(&r->srv->loop, &op);
-    if (op.status == 200)
-        desired_add_specs(r, node, json_object_get(op.reply, "assignments"));
+    if (op.status == 200) {
+        desired_add_specs(r, &a, json_object_get(op.reply, "assignments"));
+        json_object_set_new(op.reply, "image_hints", gp_image_hints_for(&r->srv->image_hints, node, a.gpu_type));
+    }
     gp_api_reply(r, op.status ? op.status : 500, op.reply);
 }
 
@@ -673,8 +689,9 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
                                                       : "not registered by an agent");
         return;
     }
-    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
-                                   "version", (json_int_t)version));
+    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I, s:o}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
+                                   "version", (json_int_t)version, "image_hints",
+                                   gp_image_hints_for_node(&r->srv->image_hints, &r->srv->readers, node, now_ms)));
 }
 
 /* ---- reports ---- */

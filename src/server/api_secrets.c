@@ -375,6 +375,19 @@ void gp_api_assignment_image_auth(gp_server *srv, gp_store *s, json_t *entry, co
     free(sealed);
 }
 
+bool gp_api_registry_credential_held(gp_store *s, const char *tenant, const char *image)
+{
+    char host[256], name[300], owner[GP_PATH_MAX], *sealed = NULL;
+    if (!gp_image_registry(image, host, sizeof host))
+        return false;
+    snprintf(name, sizeof name, REGISTRY_PREFIX "%s", host);
+    gp_error err;
+    gp_err rc = secret_find(s, tenant, name, owner, &sealed, &err);
+    bool held = rc != GP_OK || sealed; /* unread: taken as held, the safe side */
+    free(sealed);
+    return held;
+}
+
 /* {"username", "password"}: sealed as one JSON text into a->sealed. */
 static gp_err registry_body(gp_request *r, secret_arg *a, gp_error *err)
 {

@@ -239,6 +239,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_readers_init(&srv->readers, cfg->store_url);
     gp_ledger_state_init(&srv->ledger);
     gp_refusals_init(&srv->refusals, cfg->audit_refusals_per_min);
+    gp_image_hints_init(&srv->image_hints);
     gp_err rc = gp_http_check(cfg, err);
     if (rc == GP_OK && cfg->web_root)
         rc = gp_web_root_check(cfg->web_root, err);
@@ -348,4 +349,5 @@ void gp_server_stop(gp_server *srv)
     gp_auth_free(&srv->auth);
     gp_metrics_destroy(&srv->metrics);
     gp_refusals_destroy(&srv->refusals);
+    gp_image_hints_free(&srv->image_hints);
 }

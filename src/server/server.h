@@ -27,6 +27,7 @@
 #include "server/agents.h"
 #include "server/use.h"
 #include "server/auth.h"
+#include "server/image_hints.h"
 #include "server/checkpointer.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
@@ -83,6 +84,7 @@ struct gp_server {
     gp_auth auth;
     gp_loop loop;
     gp_agents agents;
+    gp_image_hints image_hints; /* what nodes should warm (image_hints.h) */
     gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;

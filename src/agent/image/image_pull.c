@@ -671,6 +671,15 @@ static gp_image_failure gp__pull_run(gp__pull *p, const char *ref, gp_image *ima
     return f;
 }
 
+bool gp_image_store_pulling(gp_image_store *s, const char *ref)
+{
+    char reflock[GP_IMAGE_PATH_MAX];
+    gp__image_path(s, reflock, "locks/ref-%016llx", (unsigned long long)gp__ref_hash(ref));
+    int fd = gp__image_lock(reflock, LOCK_EX, gp__image_now_ms());
+    gp__image_unlock(fd);
+    return fd < 0;
+}
+
 gp_image_failure gp_image_store_pull(gp_image_store *s, const char *ref, const gp_image_pull_options *o,
                                      gp_image *image, char *message, size_t cap)
 {

@@ -141,6 +141,9 @@ gp_err gp_image_store_counters(gp_image_store *s, gp_image_counters *out, gp_err
 gp_err gp_image_store_warm(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
                            gp_error *err);
 
+/* Whether a pull of ref runs now (it holds the reference's lock). */
+bool gp_image_store_pulling(gp_image_store *s, const char *ref);
+
 /* The agent's way to pull: starts `AGENT image pull --store ROOT --max-gib
  * (the store's bound) --pull-timeout-s [--insecure-registry H]... [--hold
  * HOLDER] [--creds-stdin] REF` (agent_exe NULL: /proc/self/exe); the
