@@ -156,8 +156,10 @@ static gp_err rekey(const gp_gpu_known *k, json_t *obj, const char *field, gp_er
                               spelt, key);
         json_object_set(out, spelt, v);
     }
-    if (rc == GP_OK)
-        json_object_clear(obj), json_object_update(obj, out);
+    if (rc == GP_OK) {
+        json_object_clear(obj);
+        json_object_update(obj, out);
+    }
     json_decref(out);
     return rc;
 }
@@ -255,8 +257,10 @@ static bool quota_migrate(const gp_engine *e, json_t *gpu, const gp_res *in_forc
             json_object_set(out, spelt, v);
         }
     }
-    if (changed)
-        json_object_clear(gpu), json_object_update(gpu, out);
+    if (changed) {
+        json_object_clear(gpu);
+        json_object_update(gpu, out);
+    }
     json_decref(out);
     return changed;
 }
