@@ -5,8 +5,8 @@ types, and an apply judged on the tree it leaves (issue 32, items 1, 2, 6).
 Each test starts a real gpupoold (examples/fleet.yaml: H100, A100, L40S
 nodes; examples/tenants.yaml applied) with a fresh SQLite store:
   - a type written in another case (h100) in a quota (PATCH, PUT, apply,
-    `gpupool quota set`), a job's gpu_types or a price is the fleet's H100
-    in the store, the diff and the views; a store written before with two
+    `gpupool quota set`), a job's gpu_types, a price or the fleet file is
+    the fleet's H100 in the store, the diff and the views; a store written before with two
     spellings of one type is merged at start, keeping the amount in force;
   - a quota naming a type no node has and no admin declared is refused
     like a job's (known types listed, "did you mean"), and nothing changes;
@@ -86,6 +86,19 @@ def test_a_store_with_two_spellings_is_merged_at_start(d):
     assert d.ok("GET", "/v1/tenants/research/vision")["limit"]["gpu"] == {"H100": 10}
     p = d.cli("quota", "set", "research/vision", "--limit", "H100=20")
     assert "limit.gpu.H100: 10 -> 20" in p.stdout, p.stdout
+
+
+def test_a_fleet_file_naming_a_type_in_another_case_names_the_fleets(d):
+    d.stop()
+    with open(gpd.FLEET) as f:
+        text = f.read()
+    assert "gpu_type: H100" in text
+    d.fleet = os.path.join(d.dir, "fleet.yaml")
+    with open(d.fleet, "w") as f:
+        f.write(text.replace("gpu_type: H100", "gpu_type: h100"))
+    d.start()  # the same nodes, not "changed its type"
+    types = {n["gpu_type"] for n in d.ok("GET", "/v1/nodes")["nodes"]}
+    assert types == {"H100", "A100", "L40S"}, types
 
 
 def refused(st, out, field, typed):
@@ -193,5 +206,5 @@ def test_apply_keeps_the_fields_it_does_not_name(d):
 
 if __name__ == "__main__":
     gpd.run([test_a_type_in_another_case_is_the_fleets, test_a_store_with_two_spellings_is_merged_at_start,
-             test_unknown_types_are_refused_in_quotas, test_a_declared_type_is_known_until_undeclared,
+             test_a_fleet_file_naming_a_type_in_another_case_names_the_fleets, test_unknown_types_are_refused_in_quotas, test_a_declared_type_is_known_until_undeclared,
              test_apply_judges_the_tree_it_leaves, test_apply_keeps_the_fields_it_does_not_name])
