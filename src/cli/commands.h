@@ -60,6 +60,9 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv);
 int gp_cmd_ledger(gp_client *c, int argc, char **argv);
 int gp_cmd_admin(gp_client *c, int argc, char **argv);
 
+/* cmd_gpu_types.c */
+int gp_cmd_gpu_types(gp_client *c, int argc, char **argv);
+
 /* Shared helpers. */
 int gp_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Reads a whole file (or stdin for "-"); NULL with a message on error. */

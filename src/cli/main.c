@@ -83,6 +83,11 @@ const gp_command GP_COMMANDS[] = {
      "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
      "agent that lost its credential).\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
+    {"gpu-types", gp_cmd_gpu_types,
+     "usage: gpupool gpu-types\n       gpupool gpu-types declare|undeclare NAME\n"
+     "The GPU types gpupoold knows: those of registered nodes and those an admin declared.  A quota or a\n"
+     "job may name only a known type (in any case: h100 is the fleet's H100); declare (admin) makes a type\n"
+     "known before its nodes arrive (jobs for it wait until they do), undeclare takes that back.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
      "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"
@@ -190,7 +195,8 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, tenants [create|delete],\n"
+    "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, gpu-types [declare|undeclare],\n"
+    "          tenants [create|delete],\n"
     "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind],\n"
     "          secret set|list|rm, audit [verify], ledger [verify], prices [set|mode], bill,\n"
     "          admin export-log, completion.\n"

@@ -11,9 +11,8 @@
  * with the file, the line and the entry: "tenants.yaml:7: tenants[1]:
  * guarantee.gpu.H100 must be ...".
  *
- * What only the file has is checked here: `path`, duplicate paths, and
- * that no parent comes after its children (a parent the file does not
- * list may exist already: the engine checks that).
+ * What only the file has is checked here: `path` and duplicate paths
+ * (the entries may come in any order).
  * Whether the guarantees fit each other and the fleet is the engine's rule,
  * checked when the file is applied (gp_tenant_file_apply names the tenant).
  */
@@ -27,25 +26,35 @@
 #include "spec/json_input.h"
 #include "spec/spec_json.h"
 
-/* Paths are unique, and no ancestor comes after one of its descendants:
- * entries are applied in file order.  A parent absent from the file is
- * not the file's to judge (it may exist already; the engine says
- * "parent tenant X does not exist" when it does not). */
-static gp_err check_tree_order(const gp_yaml_lines *lines, const gp_tenant_file *f, const gp_tenant_entry *t,
-                               const char *at, gp_error *err)
+/* Paths are unique.  Their order is free: gpupoold's apply sets the
+ * entries in an order the tree allows (parents it creates first) and
+ * judges the tree as it is after the whole file; a parent absent from the
+ * file may exist already (the engine says "parent tenant X does not
+ * exist" when it does not). */
+static gp_err check_unique(const gp_yaml_lines *lines, const gp_tenant_file *f, const gp_tenant_entry *t,
+                           const char *at, gp_error *err)
 {
-    size_t len = strlen(t->path);
     char field[64];
     snprintf(field, sizeof field, "%s.path", at);
-    for (size_t i = 0; i < f->n_tenants; i++) {
-        const char *other = f->tenants[i].path;
-        if (strcmp(other, t->path) == 0)
+    for (size_t i = 0; i < f->n_tenants; i++)
+        if (strcmp(f->tenants[i].path, t->path) == 0)
             return gp_yaml_fail(lines, field, err, field, "tenant %s is listed twice", t->path);
-        if (strncmp(other, t->path, len) == 0 && other[len] == '/')
-            return gp_yaml_fail(lines, field, err, field, "tenant %s comes after its child %s (parents first)",
-                                t->path, other);
-    }
     return GP_OK;
+}
+
+/* body without its null members (a null clears a field in an apply; the
+ * codec reads the rest). */
+static json_t *without_nulls(const json_t *body)
+{
+    json_t *copy = json_copy((json_t *)body);
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(copy, tmp, key, v) {
+        if (json_is_null(v))
+            json_object_del(copy, key);
+    }
+    return copy;
 }
 
 /* One entry: `path` is the file's, the rest is a tenant body. */
@@ -63,15 +72,20 @@ static gp_err read_tenant(void *reader, const gp_yaml_lines *lines, const json_t
     json_t *body = gp_yaml_file_body(item, own);
     if (!body)
         rc = gp_error_set(err, GP_ERR_NOMEM, "", "out of memory");
+    json_t *set = body ? without_nulls(body) : NULL;
     if (rc == GP_OK)
-        rc = gp_tenant_spec_parse(body, &t->spec, err);
-    json_decref(body);
+        rc = set ? gp_tenant_spec_parse(set, &t->spec, err) : gp_error_set(err, GP_ERR_NOMEM, "", "out of memory");
+    json_decref(set);
     if (rc) {
+        json_decref(body);
         gp_yaml_locate(lines, at, err);
         return rc;
     }
-    if ((rc = check_tree_order(lines, f, t, at, err)))
+    if ((rc = check_unique(lines, f, t, at, err))) {
+        json_decref(body);
         return rc;
+    }
+    t->fields = body;
     f->n_tenants++;
     return GP_OK;
 }
@@ -113,6 +127,8 @@ gp_err gp_tenant_file_load(const char *path, gp_tenant_file *out, gp_error *err)
 
 void gp_tenant_file_free(gp_tenant_file *f)
 {
+    for (size_t i = 0; f->tenants && i < f->n_tenants; i++)
+        json_decref(f->tenants[i].fields);
     free(f->tenants);
     memset(f, 0, sizeof *f);
 }

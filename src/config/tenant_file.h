@@ -17,9 +17,11 @@
  *       time_limit: {training: 86400, interactive: 28800}   # seconds per job kind
  *
  * An entry is `path` plus a tenant body as the HTTP API takes it (decoded
- * by the same codec, spec/spec_json.h).  No parent comes after its
- * children; a parent the file does not list must exist already where the
- * file is applied.  Errors name the file, the line, the entry and the field
+ * by the same codec, spec/spec_json.h); a field written `null` is kept in
+ * `fields` only (gpupoold's apply clears it; a field left out keeps its
+ * stored value there).  Entries come in any order; a parent the file does
+ * not list must exist already where the file is applied (the simulator and
+ * gp_tenant_file_apply set the entries in file order).  Errors name the file, the line, the entry and the field
  * ("tenants.yaml:7: tenants[1]: guarantee.gpu.H100 must be ...", field
  * "tenants[1].guarantee.gpu.H100"); unknown fields are errors.
  *
@@ -30,9 +32,12 @@
 
 #include "core/engine.h"
 
+#include <jansson.h>
+
 typedef struct gp_tenant_entry {
     char path[GP_PATH_MAX];
-    gp_tenant_spec spec;
+    gp_tenant_spec spec; /* the entry's fields, null ones left out */
+    json_t *fields;      /* the entry as written, less path (owned; freed by gp_tenant_file_free) */
 } gp_tenant_entry;
 
 typedef struct gp_tenant_file {

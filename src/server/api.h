@@ -145,6 +145,8 @@ void gp_api_tenant_delete(gp_request *r, const char *path);
 void gp_api_tenants_apply(gp_request *r);
 void gp_api_tenants_move(gp_request *r);
 
+void gp_api_gpu_types_list(gp_request *r);                  /* gpu_types.c */
+void gp_api_gpu_type(gp_request *r, const char *name);      /* PUT declares, DELETE undeclares */
 void gp_api_nodes_list(gp_request *r);
 void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);

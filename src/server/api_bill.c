@@ -22,6 +22,7 @@
  * [{"tenant": "research/nlp", "lines": [...], ...}]}.
  */
 #include "server/api.h"
+#include "server/gpu_types.h"
 
 #include "metering/bill.h"
 
@@ -62,6 +63,8 @@ static void price_set_run(gp_server *srv, gp_op *op, int64_t now)
     int64_t latest;
     char currency[16];
     gp_err rc = gp_store_price_latest(srv->store, &latest, currency, sizeof currency, &err);
+    if (rc == GP_OK) /* one spelling per GPU type, as the ledger's rows have it */
+        rc = gp_gpu_types_keys_canon(srv, json_object_get(a->version, "gpu_types"), "gpu_types", &err);
     if (!a->currency[0])
         snprintf(a->currency, sizeof a->currency, "%s", currency[0] ? currency : "USD");
     if (rc == GP_OK && currency[0] && strcmp(currency, a->currency) != 0)

@@ -23,6 +23,7 @@
  * run: every answer for such a job says so in "execution".
  */
 #include "server/api.h"
+#include "server/gpu_types.h"
 #include "server/users.h"
 
 #include <errno.h>
@@ -157,6 +158,7 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
     gp_error err;
     bool unbound = false;
     if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, NULL, &unbound, &err) != GP_OK) ||
+        gp_gpu_types_job_canon(srv, req, &err) != GP_OK || /* one spelling; a quota does not make a type known */
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
         engine_then_container_check(srv, req, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
@@ -234,8 +236,10 @@ static void live_run(gp_server *srv, gp_op *op, int64_t now)
     size_t i;
     json_t *view;
     json_array_foreach((json_t *)op->arg, i, view) {
-        if (is_live(view))
+        if (is_live(view)) {
             gp_journal_job_live(&srv->journal, (uint64_t)json_integer_value(json_object_get(view, "id")), view);
+            gp_gpu_types_reason(srv, view); /* a declared type's nodes not here yet */
+        }
     }
     op->status = 200;
 }

@@ -29,6 +29,7 @@
  *    With "array": 3 and "gpus": 40 instead: 400, field "job.gpus", no job.
  */
 #include "server/api.h"
+#include "server/gpu_types.h"
 #include "server/users.h"
 
 #include <stdio.h>
@@ -197,7 +198,9 @@ static gp_err batch_check(gp_server *srv, gp_batch *b, size_t *bad, gp_error *er
     const gp_journal *j = &srv->journal;
     for (size_t i = 0; i < b->n; i++) {
         *bad = i;
-        gp_err rc = gp_engine_job_defaults(j->engine, &b->reqs[i].spec, err);
+        gp_err rc = gp_gpu_types_job_canon(srv, &b->reqs[i], err);
+        if (rc == GP_OK)
+            rc = gp_engine_job_defaults(j->engine, &b->reqs[i].spec, err);
         gp_job_spec s = b->reqs[i].spec;
         s.id = j->replayer.next_job_id + i;
         if (rc != GP_OK || (rc = gp_engine_job_check(j->engine, &s, err)) != GP_OK)

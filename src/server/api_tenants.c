@@ -39,6 +39,7 @@
 #include "server/api.h"
 
 #include "config/tenant_file.h"
+#include "server/gpu_types.h"
 #include "spec/json_input.h"
 #include "spec/json_patch.h"
 #include "util/nearest.h"
@@ -269,8 +270,10 @@ static void put_run(gp_server *srv, gp_op *op, int64_t now)
     gp_error err;
     uint32_t index;
     bool existed = gp_engine_tenant_find(srv->journal.engine, a->path, &index, NULL) == GP_OK;
+    gp_err rc = gp_gpu_types_spec_canon(srv, &a->spec, &err);
     json_t *have = NULL, *want = gp_tenant_spec_to_json(&a->spec);
-    gp_err rc = gp_store_tenant_get(srv->store, a->path, &have, &err);
+    if (rc == GP_OK)
+        rc = gp_store_tenant_get(srv->store, a->path, &have, &err);
     if (rc == GP_OK && existed && a->create_only)
         rc = gp_error_set(&err, GP_ERR_EXISTS, "path",
                           "tenant %s exists already; change it with PATCH (gpupool quota set)", a->path);
@@ -329,12 +332,14 @@ typedef struct patch_arg {
 
 /* The merge patch applied to the stored canonical spec, decoded by the
  * codec; *want is the result in canonical form (a new reference). */
-static gp_err patched_spec(const json_t *have, const json_t *patch, gp_tenant_spec *spec, json_t **want,
-                           gp_error *err)
+static gp_err patched_spec(gp_server *srv, const json_t *have, const json_t *patch, gp_tenant_spec *spec,
+                           json_t **want, gp_error *err)
 {
     json_t *merged = gp_json_merge_patch(have, patch);
     gp_err rc = merged ? gp_tenant_spec_parse(merged, spec, err)
                        : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+    if (rc == GP_OK)
+        rc = gp_gpu_types_spec_canon(srv, spec, err);
     json_decref(merged);
     *want = rc == GP_OK ? gp_tenant_spec_to_json(spec) : NULL;
     return rc;
@@ -355,7 +360,9 @@ static void patch_run(gp_server *srv, gp_op *op, int64_t now)
         return;
     }
     if (rc == GP_OK)
-        rc = patched_spec(have, a->patch, &spec, &want, &err);
+        rc = gp_gpu_types_patch_canon(srv, a->patch, &err);
+    if (rc == GP_OK)
+        rc = patched_spec(srv, have, a->patch, &spec, &want, &err);
     if (rc == GP_OK)
         add_changes(changes, a->path, "update", have, want);
     if (rc == GP_OK && policy_refused(op, have, want, &err))
@@ -479,8 +486,8 @@ static gp_err entry_error(gp_error *err, size_t i, const char *path)
     return gp_error_set(err, err->code, field, "%s", msg);
 }
 
-/* The parent of file entry i exists in the store or comes earlier in the
- * file (the file reader refuses a parent after its child). */
+/* The parent of file entry i exists in the store or is in the file (at
+ * any place: carry_out sets the entries in an order the tree allows). */
 static bool parent_known(const apply_plan *p, const gp_tenant_file *f, size_t i, char *parent, size_t cap)
 {
     const char *path = f->tenants[i].path, *slash = strrchr(path, '/');
@@ -489,10 +496,46 @@ static bool parent_known(const apply_plan *p, const gp_tenant_file *f, size_t i,
     snprintf(parent, cap, "%.*s", (int)(slash - path), path);
     if (json_object_get(p->current, parent))
         return true;
-    for (size_t j = 0; j < i; j++)
+    for (size_t j = 0; j < f->n_tenants; j++)
         if (strcmp(f->tenants[j].path, parent) == 0)
             return true;
     return false;
+}
+
+/* What entry i makes of the stored spec have (NULL: a new tenant): the
+ * fields it names replace the stored ones whole, a null clears one, and a
+ * field it leaves out keeps its value (an apply never drops what it does
+ * not name).  A new reference. */
+static json_t *entry_merged(const json_t *have, const json_t *fields)
+{
+    json_t *merged = have ? json_deep_copy(have) : json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)fields, key, v) {
+        if (json_is_null(v))
+            json_object_del(merged, key);
+        else
+            json_object_set_new(merged, key, json_deep_copy(v));
+    }
+    return merged;
+}
+
+/* Each entry's spec as it will be after the apply: the stored spec with
+ * the entry's fields on it, its GPU types in their one spelling. */
+static gp_err plan_specs(gp_server *srv, gp_tenant_file *f, const apply_plan *p, gp_error *err)
+{
+    for (size_t i = 0; i < f->n_tenants; i++) {
+        gp_tenant_entry *t = &f->tenants[i];
+        json_t *merged = entry_merged(json_object_get(p->current, t->path), t->fields);
+        gp_err rc = merged ? gp_tenant_spec_parse(merged, &t->spec, err)
+                           : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+        json_decref(merged);
+        if (rc == GP_OK)
+            rc = gp_gpu_types_spec_canon(srv, &t->spec, err);
+        if (rc != GP_OK)
+            return entry_error(err, i, t->path);
+    }
+    return GP_OK;
 }
 
 static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_plan *p, gp_error *err)
@@ -587,24 +630,55 @@ static void record_step(undo_step *steps, size_t *done, const char *path, const 
     (*done)++;
 }
 
-/* Carries the plan out: the sets in file order (parents first), then the
- * removals (children first).  A refused step undoes the ones before it. */
+/* Sets the changed entries in an order the tree allows, whatever the
+ * file's: each pass sets what the engine takes now and leaves the refused
+ * ones for the next, so a parent and its children shrink (children first)
+ * or grow (parent first) in one apply, and a child may come before the
+ * parent it creates.  Each step is checked against the whole tree, so the
+ * tree after the apply holds every rule.  A pass that sets nothing ends
+ * it with its first refusal (a store failure ends it at once). */
+static gp_err set_all(gp_server *srv, const gp_tenant_file *f, const apply_plan *p, int64_t now, undo_step *steps,
+                      size_t *done, gp_error *err)
+{
+    bool *left = calloc(f->n_tenants + 1, sizeof *left);
+    size_t n_left = 0;
+    for (size_t i = 0; left && i < f->n_tenants; i++)
+        n_left += left[i] = p->sets[i];
+    gp_err rc = left ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
+    while (rc == GP_OK && n_left > 0) {
+        size_t taken = 0;
+        gp_err refused = GP_OK;
+        for (size_t i = 0; !srv->journal.broken && i < f->n_tenants; i++) {
+            const gp_tenant_entry *t = &f->tenants[i];
+            gp_error e;
+            if (!left[i])
+                continue;
+            gp_err r = gp_journal_tenant_set(&srv->journal, t->path, &t->spec, now, &e);
+            if (r == GP_OK) {
+                record_step(steps, done, t->path, json_object_get(p->current, t->path), false);
+                left[i] = false, taken++, n_left--;
+            } else if (refused == GP_OK || srv->journal.broken) {
+                refused = r, *err = e;
+                entry_error(err, i, t->path);
+            }
+        }
+        if (taken == 0 || srv->journal.broken)
+            rc = refused;
+    }
+    free(left);
+    return rc;
+}
+
+/* Carries the plan out: the sets (set_all), then the removals (children
+ * first).  A refused step undoes the ones before it. */
 static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_plan *p, int64_t now, json_t *cancelled,
                         gp_error *err)
 {
     size_t n_del = json_array_size(p->deleted), done = 0;
     undo_step *steps = calloc(f->n_tenants + n_del + 1, sizeof *steps);
     gp_err rc = steps ? GP_OK : gp_error_set(err, GP_ERR_NOMEM, "body", "out of memory");
-    for (size_t i = 0; rc == GP_OK && i < f->n_tenants; i++) {
-        const gp_tenant_entry *t = &f->tenants[i];
-        if (!p->sets[i])
-            continue;
-        rc = gp_journal_tenant_set(&srv->journal, t->path, &t->spec, now, err);
-        if (rc != GP_OK)
-            entry_error(err, i, t->path);
-        else
-            record_step(steps, &done, t->path, json_object_get(p->current, t->path), false);
-    }
+    if (rc == GP_OK)
+        rc = set_all(srv, f, p, now, steps, &done, err);
     for (size_t i = 0; rc == GP_OK && i < n_del; i++) {
         const char *path = json_string_value(json_array_get(p->deleted, i));
         rc = gp_journal_tenant_remove(&srv->journal, path, now, err);
@@ -627,9 +701,9 @@ static gp_err carry_out(gp_server *srv, const gp_tenant_file *f, const apply_pla
 }
 
 static const char DRY_RUN_NOT_CHECKED[] =
-    "a dry run checks the file, the caller's scope, that parents exist and that pruned tenants are idle; the "
-    "engine's rules (guarantees within the parent's and the fleet's, GPU types, tenant names and depth, trust) "
-    "are checked only when the file is applied";
+    "a dry run checks the file, the caller's scope, the GPU types, that parents exist and that pruned tenants "
+    "are idle; the engine's rules (guarantees within the parent's and the fleet's, tenant names and depth, "
+    "trust) are checked only when the file is applied";
 
 static void apply_run(gp_server *srv, gp_op *op, int64_t now)
 {
@@ -644,6 +718,8 @@ static void apply_run(gp_server *srv, gp_op *op, int64_t now)
     gp_err rc = gp_store_tenants_get(srv->store, &p.current, &err);
     if (rc == GP_OK && (!p.created || !p.updated || !p.unchanged || !p.deleted || !p.changes || !p.sets))
         rc = gp_error_set(&err, GP_ERR_NOMEM, "body", "out of memory");
+    if (rc == GP_OK)
+        rc = plan_specs(srv, &a->file, &p, &err);
     if (rc == GP_OK)
         rc = plan_sets(op->who, &a->file, &p, &err);
     if (rc == GP_OK && a->prune)

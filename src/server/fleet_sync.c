@@ -15,10 +15,12 @@
 #include "util/hashmap.h"
 
 #include <string.h>
+#include <strings.h>
 
+/* A GPU type matches in any case: the file's "h100" is the fleet's H100. */
 static bool node_shape_matches(const gp_engine *e, const gp_node_info *n, const gp_node_spec *s)
 {
-    return strcmp(gp_engine_gpu_type_name(e, n->type), s->gpu_type) == 0 && n->gpu_count == s->gpu_count &&
+    return strcasecmp(gp_engine_gpu_type_name(e, n->type), s->gpu_type) == 0 && n->gpu_count == s->gpu_count &&
            strcmp(n->block, s->block ? s->block : "") == 0 && strcmp(n->zone, s->zone ? s->zone : "") == 0;
 }
 

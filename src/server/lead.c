@@ -10,6 +10,7 @@
 
 #include "server/bootstrap_token.h"
 #include "server/fleet_sync.h"
+#include "server/gpu_types.h"
 #include "server/server.h"
 
 #include <time.h>
@@ -137,6 +138,8 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
     }
     if (rc == GP_OK)
         rc = lead_step(gp_fleet_sync(srv, err), &lt.fleet, &t);
+    if (rc == GP_OK) /* stores written before issue 32: one spelling per GPU type */
+        rc = gp_gpu_types_migrate(srv, gp_wall_ms() / 1000, err);
     if (rc == GP_OK) {
         gp_agents_seal(&srv->agents);
         gp_agents_publish(&srv->agents);

@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 10
+#define GP_STORE_SCHEMA_VERSION 11
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -287,6 +287,15 @@ gp_err gp_store_tenant_delete(gp_store *s, const char *path, gp_error *err);
 gp_err gp_store_tenants_get(gp_store *s, json_t **out, gp_error *err);
 /* One tenant's spec as last set: *out a new reference, NULL when none. */
 gp_err gp_store_tenant_get(gp_store *s, const char *path, json_t **out, gp_error *err);
+
+/* ---- GPU types declared before their nodes arrive (schema 11) ---- */
+
+/* Declares name (kept as spelt; a second declaration keeps the first). */
+gp_err gp_store_gpu_type_declare(gp_store *s, const char *name, int64_t time, const char *by, gp_error *err);
+/* *found: a declaration was removed. */
+gp_err gp_store_gpu_type_undeclare(gp_store *s, const char *name, bool *found, gp_error *err);
+/* [{"name", "declared", "declared_by"}] by name; *out a new reference. */
+gp_err gp_store_gpu_types_declared(gp_store *s, json_t **out, gp_error *err);
 
 /* ---- tokens (hashes only) ---- */
 

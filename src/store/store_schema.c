@@ -84,6 +84,9 @@
  *   user_tenants(name, tenant, bound, bound_by)
  *                                the tenant each job user is bound to
  *                                (store_users.c)
+ *   gpu_types(name, declared, declared_by)
+ *                                GPU types declared before their nodes
+ *                                arrive (store_gpu_types.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -200,6 +203,9 @@ static const char *const MIGRATIONS[] = {
     " actor TEXT NOT NULL);"
     "CREATE TABLE secrets(tenant TEXT NOT NULL, name TEXT NOT NULL, sealed TEXT NOT NULL, bytes INTEGER NOT NULL,"
     " set_by TEXT NOT NULL, updated INTEGER NOT NULL, PRIMARY KEY(tenant, name)) WITHOUT ROWID;",
+    /* 10 -> 11 (issue 32): GPU types an admin declared before their nodes
+     * arrive (store_gpu_types.c) */
+    "CREATE TABLE gpu_types(name TEXT PRIMARY KEY, declared INTEGER NOT NULL, declared_by TEXT NOT NULL);",
 };
 
 static int user_version(gp_db *db)

@@ -29,9 +29,9 @@
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
  * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
- * secrets ...); schema_version = 10; COMMIT.  A database at version 11
- * -> "store schema version 11 is newer than this gpupoold (10)", nothing
- * changed.
+ * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...);
+ * schema_version = 11; COMMIT.  A database at version 12 -> "store schema
+ * version 12 is newer than this gpupoold (11)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -116,6 +116,10 @@ static const char SCHEMA_10[] =
     "CREATE TABLE secrets(tenant " GP__TEXT " NOT NULL, name " GP__TEXT " NOT NULL, sealed TEXT NOT NULL,"
     " bytes BIGINT NOT NULL, set_by " GP__TEXT " NOT NULL, updated BIGINT NOT NULL, PRIMARY KEY(tenant, name));";
 
+/* 10 -> 11 (issue 32): GPU types declared before their nodes arrive. */
+static const char SCHEMA_11[] = "CREATE TABLE gpu_types(name " GP__TEXT " PRIMARY KEY, declared BIGINT NOT NULL,"
+                                " declared_by " GP__TEXT " NOT NULL);";
+
 typedef struct gp__pg_migration {
     int from, to;
     const char *sql;
@@ -124,6 +128,7 @@ typedef struct gp__pg_migration {
 static const gp__pg_migration PG_MIGRATIONS[] = {
     {0, 9, SCHEMA_9},
     {9, 10, SCHEMA_10},
+    {10, 11, SCHEMA_11},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -33,8 +33,15 @@ def test_tenant_defaults_inherit_and_show(d):
     assert vision["time_limit"] == {"training": 3600, "inference": 600, "interactive": None}, vision
     nlp = d.ok("GET", "/v1/tenants/research/nlp")
     assert nlp["time_limit"] == {"training": 259200, "inference": 600, "interactive": 28800}, nlp
-    # the example again: research changes back, nlp is unchanged
+    # the example again keeps research's limits (an apply keeps what it does not name, issue 32) ...
     out = json.loads(d.cli("--json", "apply", "-f", gpd.TENANTS).stdout)
+    assert out["updated"] == [] and "research/nlp" in out["unchanged"], out
+    assert d.ok("GET", "/v1/tenants/research/vision")["time_limit"]["training"] == 3600
+    # ... and null clears them: research changes back, nlp is unchanged
+    path = os.path.join(d.dir, "reset.yaml")
+    with open(path, "w") as f:
+        f.write("tenants:\n  - path: research\n    time_limit: null\n  - path: research/nlp\n")
+    out = json.loads(d.cli("--json", "apply", "-f", path).stdout)
     assert out["updated"] == ["research"] and "research/nlp" in out["unchanged"], out
     assert d.ok("GET", "/v1/tenants/research/vision")["time_limit"] == none
 

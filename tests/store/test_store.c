@@ -574,6 +574,31 @@ static void users_are_bound_moved_listed_and_unbound(void **state)
     assert_string_equal(tenant, "");
 }
 
+/* GPU types declared before their nodes arrive (schema 11), on both backends. */
+static void gpu_types_are_declared_listed_and_undeclared(void **state)
+{
+    fixture *f = *state;
+    json_t *list = NULL;
+    bool found = true;
+    OK(gp_store_gpu_type_declare(f->s, "H200", 10, "tk1", &e_));
+    OK(gp_store_gpu_type_declare(f->s, "B200", 11, "tk2", &e_));
+    OK(gp_store_gpu_type_declare(f->s, "H200", 12, "tk3", &e_)); /* the first declaration stays */
+    OK(gp_store_gpu_types_declared(f->s, &list, &e_));
+    assert_int_equal(json_array_size(list), 2);
+    json_t *h200 = json_array_get(list, 1);
+    assert_string_equal(json_string_value(json_object_get(h200, "name")), "H200");
+    assert_int_equal(json_integer_value(json_object_get(h200, "declared")), 10);
+    assert_string_equal(json_string_value(json_object_get(h200, "declared_by")), "tk1");
+    json_decref(list);
+    OK(gp_store_gpu_type_undeclare(f->s, "B200", &found, &e_));
+    assert_true(found);
+    OK(gp_store_gpu_type_undeclare(f->s, "B200", &found, &e_));
+    assert_false(found);
+    OK(gp_store_gpu_types_declared(f->s, &list, &e_));
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
+}
+
 static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
 {
     fixture *f = *state;
@@ -1228,6 +1253,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         CASE(a_store_keeps_its_meta_across_reopening),
         CASE(a_newer_schema_is_refused),
+        CASE(gpu_types_are_declared_listed_and_undeclared),
         CASE(meta_set_in_a_transaction_is_kept_until_its_end),
         CASE(a_reader_cannot_write),
         CASE(events_come_back_in_order_from_scan_and_scan_after),
