@@ -83,6 +83,14 @@ const gp_command GP_COMMANDS[] = {
      "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
      "agent that lost its credential).\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
+    {"pools", gp_cmd_pools,
+     "usage: gpupool pools\n"
+     "The pools: each one's owner tenant, whether the owner lends its nodes, nodes, GPUs, and the whole GPUs\n"
+     "other tenants borrow there.\n"},
+    {"pool", gp_cmd_pool,
+     "usage: gpupool pool own NAME TENANT\n       gpupool pool disown NAME\n"
+     "(admin) Own pool NAME to TENANT: only TENANT's subtree places there, others only while TENANT lends\n"
+     "(its lend), as borrowers that TENANT's jobs take the nodes back from with grace.  disown: anyone places.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
      "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"

@@ -43,8 +43,9 @@
  * guarantee is reclaimed (reclaim.c, gp__reclaim_pool: the fence narrowed
  * to the owner's pools, victims from outside chosen and pruned alike).  A
  * job kept out waits "dedicated" with c = 2 naming the pool and its owner.
- * Owners are resolved from their paths at each pass's start (a removed
- * owner leaves the pool unowned), and the nodes of owned pools listed; the
+ * Owners are resolved from their paths at each pass's start, and the
+ * nodes of owned pools listed; a path that names no tenant (not made yet,
+ * removed, mistyped) closes the pool to every job until it does; the
  * fence of a shared job walks them and the dedicated nodes only.  Without
  * an owned pool nothing of this is walked: decisions are those before.
  *
@@ -112,11 +113,14 @@ bool gp__pool_borrower(const gp_engine *e, uint32_t tenant, const gp__job *v)
 }
 
 /* Node n is in a pool whose owner keeps tenant out (tenant is outside its
- * subtree and it does not lend). */
+ * subtree and it does not lend), or whose owner names no tenant (closed:
+ * a typo or a tenant not made yet opens nothing). */
 static bool pool_barred(const gp_engine *e, const gp__node *n, uint32_t tenant)
 {
-    uint32_t owner = e->fleet.pools[n->pool].owner;
-    return owner != GP__NONE && !e->tenants[owner].lend && !is_under(e, tenant, owner);
+    const gp__pool *pl = &e->fleet.pools[n->pool];
+    if (pl->owner == GP__NONE)
+        return pl->spec.owner[0] != '\0';
+    return !e->tenants[pl->owner].lend && !is_under(e, tenant, pl->owner);
 }
 
 /* Each pool's owner from its path, and the nodes of owned pools into
@@ -129,10 +133,10 @@ static void owners_resolve(gp_engine *e)
     for (size_t p = 0; p < f->n_pools; p++) {
         gp__pool *pl = &f->pools[p];
         pl->owner = pl->spec.owner[0] ? gp__tenant_lookup(e, pl->spec.owner) : GP__NONE;
-        any |= pl->owner != GP__NONE;
+        any |= pl->spec.owner[0] != '\0';
     }
     for (size_t n = 0; any && n < f->n_nodes && e->n_owned_nodes != SIZE_MAX; n++) {
-        if (f->pools[f->nodes[n].pool].owner == GP__NONE)
+        if (!f->pools[f->nodes[n].pool].spec.owner[0])
             continue;
         if (GP__GROW(e->owned_nodes, e->n_owned_nodes, e->cap_owned_nodes))
             e->owned_nodes[e->n_owned_nodes++] = (uint32_t)n;
@@ -220,7 +224,7 @@ size_t gp__fence_narrow(gp_engine *e, uint32_t tenant, bool to_own)
     for (size_t n = 0; n < e->fleet.n_nodes; n++) {
         const gp__node *node = &e->fleet.nodes[n];
         bool own = gp__pool_owned_by(e, node->pool, tenant) != GP__NONE;
-        bool keep = to_own ? own : own || e->fleet.pools[node->pool].owner == GP__NONE;
+        bool keep = to_own ? own : own || !e->fleet.pools[node->pool].spec.owner[0];
         if (node->barred || !node->up || node->draining || keep)
             continue;
         if (!GP__GROW(e->barred, e->n_barred, e->cap_barred)) {

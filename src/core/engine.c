@@ -378,9 +378,9 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
  * remembered share scores are forgotten. */
 gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
 {
-    if (e && spec && (strnlen(spec->owner, sizeof spec->owner) == sizeof spec->owner ||
-                      (spec->owner[0] && gp__tenant_lookup(e, spec->owner) == GP__NONE)))
-        return gp_error_set(err, GP_ERR_INVALID, "owner", "owner must name an existing tenant (or be empty)");
+    if (e && spec && strnlen(spec->owner, sizeof spec->owner) == sizeof spec->owner)
+        return gp_error_set(err, GP_ERR_INVALID, "owner", "owner is a tenant path of at most %d characters",
+                            GP_PATH_MAX - 1);
     gp_err rc = gp__pool_set(e, pool, spec, err);
     if (rc)
         return rc;

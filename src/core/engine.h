@@ -63,7 +63,8 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *node, int gpu_index, bool 
                             gp_error *err);
 
 /* Configure a placement pool (created on first use; nodes name their pool).
- * spec->owner, when not empty, must name an existing tenant (field "owner"). */
+ * spec->owner may name a tenant that does not exist (yet): the pool is
+ * then closed to every job until it does (see dedicated.c). */
 gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err);
 
 /* Set the workload mix of the fragmentation measure (copied). n = 0 goes

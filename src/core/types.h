@@ -76,7 +76,8 @@ typedef struct gp_pool_spec {
     /* the tenant that owns the pool's nodes ("" = nobody: anyone places
      * there).  Jobs of its subtree place there as anywhere; others only
      * while the owner's `lend` is on, as borrowers that the owner's jobs
-     * reclaim with grace (dedicated.c, reclaim.c). */
+     * reclaim with grace (dedicated.c, reclaim.c).  A path that names no
+     * tenant closes the pool to everybody until that tenant exists. */
     char owner[GP_PATH_MAX];
 } gp_pool_spec;
 

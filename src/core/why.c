@@ -163,7 +163,8 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
         if (w->c == 2)
             n = snprintf(buf, len, "waiting for capacity: its free GPUs are in pool %s owned by tenant %s, which does "
                          "not lend them (%lld free %s %s in such pools; it needs %lld)",
-                         w->pool < e->fleet.n_pools ? e->fleet.pools[w->pool].name : "", tenant_name(e, w->tenant),
+                         w->pool < e->fleet.n_pools ? e->fleet.pools[w->pool].name : "",
+                         w->pool < e->fleet.n_pools ? e->fleet.pools[w->pool].spec.owner : "",
                          (long long)w->a, type, noun(w->a, "GPU", "GPUs"), (long long)w->b);
         else if (w->c == 1)
             n = snprintf(buf, len, "waiting for a node of its own: %s has dedicated nodes, and the %lld free %s %s "

@@ -451,26 +451,42 @@ static void an_owner_keeps_lends_and_takes_back(void **state)
     gp_engine_free(w.e);
 }
 
-/* An owner that names no tenant is refused, naming the field. */
-static void an_unknown_owner_is_refused(void **state)
+/* An owner that names no tenant closes the pool to everybody until it
+ * exists; then its jobs place there. */
+static void an_owner_not_made_yet_closes_the_pool(void **state)
 {
     (void)state;
-    gp_engine *e = engine_new();
-    gp_pool_spec s;
-    memset(&s, 0, sizeof s);
-    snprintf(s.owner, sizeof s.owner, "nobody");
+    world w = {.rng = 1};
+    snprintf(w.where, sizeof w.where, "closed");
+    w.e = engine_new();
     gp_error err;
-    assert_int_equal(gp_engine_pool_set(e, "p", &s, &err), GP_ERR_INVALID);
-    assert_string_equal(err.field, "owner");
-    assert_int_equal(gp_engine_pool_find(e, "p"), UINT32_MAX);
-    gp_engine_free(e);
+    tenant(&w, "b", -1);
+    pool(&w, "p", "a");
+    node(&w, "p", "a", 4, GP_SHARING_EXCLUSIVE);
+    gp_job_spec s = sb_whole_job(1, "b", 1);
+    ok(&w, gp_engine_job_submit(w.e, &s, 0, &err), &err, "submit 1");
+    tick(&w);
+    gp_job_info info;
+    ok(&w, gp_engine_job_info(w.e, 1, &info, &err), &err, "info 1");
+    assert_int_equal(info.state, GP_JOB_PENDING);
+    assert_int_equal(info.wait.code, GP_WAIT_DEDICATED);
+    assert_int_equal(info.wait.c, 2);
+    tenant(&w, "a", 0);
+    s = sb_whole_job(2, "a", 1);
+    ok(&w, gp_engine_job_submit(w.e, &s, 1, &err), &err, "submit 2");
+    w.now = 1;
+    tick(&w);
+    assert_string_equal(gp_engine_job_node(w.e, 2, 0), "n0");
+    ok(&w, gp_engine_job_info(w.e, 1, &info, &err), &err, "info 1 again");
+    assert_int_equal(info.state, GP_JOB_PENDING);
+    gp_engine_free(w.e);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_owner_keeps_lends_and_takes_back),
-        cmocka_unit_test(an_unknown_owner_is_refused),
+        cmocka_unit_test(an_owner_not_made_yet_closes_the_pool),
         cmocka_unit_test(owned_pools_hold_under_random_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
