@@ -75,6 +75,10 @@ static void print_advice(const json_t *job, const json_t *w, int64_t now)
         printf("blocked:   %s is untrusted, and %s is shared with other tenants\n"
                "to change: cancel and resubmit as exclusive or mig, or have an admin trust %s\n",
                field(w, "tenant"), field(job, "isolation"), field(w, "tenant"));
+    else if (strcmp(code, "dedicated") == 0 && strcmp(field(w, "by"), "pool") == 0)
+        printf("blocked:   its free GPUs are in pool %s owned by tenant %s, which does not lend them\n"
+               "to change: nothing: it starts once other nodes have room, or when %s lends (lend: true)\n",
+               field(w, "pool"), field(w, "tenant"), field(w, "tenant"));
     else if (strcmp(code, "dedicated") == 0 && strcmp(field(w, "by"), "own") == 0)
         printf("blocked:   %s has dedicated nodes, and the free GPUs that would hold it are on nodes running\n"
                "           other tenants' jobs\n"

@@ -41,6 +41,10 @@ int gp_cmd_top(gp_client *c, int argc, char **argv);
 int gp_cmd_prices(gp_client *c, int argc, char **argv);
 int gp_cmd_bill(gp_client *c, int argc, char **argv);
 
+/* cmd_pools.c */
+int gp_cmd_pools(gp_client *c, int argc, char **argv);
+int gp_cmd_pool(gp_client *c, int argc, char **argv);
+
 /* cmd_secret.c */
 int gp_cmd_secret(gp_client *c, int argc, char **argv);
 

@@ -88,6 +88,14 @@ const gp_command GP_COMMANDS[] = {
      "The GPU types gpupoold knows: those of registered nodes and those an admin declared.  A quota or a\n"
      "job may name only a known type (in any case: h100 is the fleet's H100); declare (admin) makes a type\n"
      "known before its nodes arrive (jobs for it wait until they do), undeclare takes that back.\n"},
+    {"pools", gp_cmd_pools,
+     "usage: gpupool pools\n"
+     "The pools: each one's owner tenant, whether the owner lends its nodes, nodes, GPUs, and the whole GPUs\n"
+     "other tenants borrow there.\n"},
+    {"pool", gp_cmd_pool,
+     "usage: gpupool pool own NAME TENANT\n       gpupool pool disown NAME\n"
+     "(admin) Own pool NAME to TENANT: only TENANT's subtree places there, others only while TENANT lends\n"
+     "(its lend), as borrowers that TENANT's jobs take the nodes back from with grace.  disown: anyone places.\n"},
     {"tenants", gp_cmd_tenants,
      "usage: gpupool tenants [PATH]\n"
      "       gpupool tenants create PATH [--guarantee TYPE=N,...,cpu_millis=N,mem_mib=N] [--limit ...]\n"

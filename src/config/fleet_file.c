@@ -90,6 +90,7 @@ static gp_err read_pool(void *reader, const gp_yaml_lines *lines, const json_t *
         gp_yaml_locate(lines, at, err);
         return rc;
     }
+    pool.owner_given = json_object_get(item, "owner") != NULL;
     for (size_t p = 0; p < r->out->n_pools; p++)
         if (strcmp(r->out->pools[p].name, pool.name) == 0) {
             char field[64];

@@ -39,6 +39,7 @@
 typedef struct gp_fleet_pool {
     char name[GP_NAME_MAX];
     gp_pool_spec spec;
+    bool owner_given;          /* the file says `owner` (else the owner set by the API stays) */
 } gp_fleet_pool;
 
 typedef struct gp_fleet_file {

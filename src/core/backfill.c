@@ -475,6 +475,10 @@ bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed)
     bool any = false;
     if (gp__job_shared(j) || j->gpus == 0)
         return false; /* slices and CPU-only work are small: they never hold nodes */
+    /* never on owned pools it is outside of: their owner may take them back */
+    size_t mark = e->n_owned_nodes > 0 ? gp__fence_narrow(e, j->tenant, false) : e->n_barred;
+    if (mark == SIZE_MAX)
+        return false;
     for (int t = 0; t < e->fleet.n_types; t++) {
         if (!(types & (1u << t)) || e->reservation[t].active || e->reserve_tries[t] >= GP__RESERVE_TRIES)
             continue;
@@ -487,5 +491,6 @@ bool gp__reserve(gp_engine *e, uint32_t job, uint8_t types, bool guaranteed)
             break; /* one type is enough to bound its wait */
         }
     }
+    gp__fence_widen(e, mark);
     return any;
 }

@@ -228,6 +228,7 @@ void gp__claims_forget(gp_engine *e, uint32_t job)
     j->victims_left = 0;
     j->claims_dropped = false;
     j->fair_reclaim = false;
+    j->pool_reclaim = false;
 }
 
 /* ---- room ----

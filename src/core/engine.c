@@ -99,6 +99,7 @@ void gp_engine_free(gp_engine *e)
     free(e->cand_nodes);
     free(e->barred);
     free(e->ded_nodes);
+    free(e->owned_nodes);
     free(e->pool);
     free(e->ent);
     free(e->reclaiming);
@@ -377,6 +378,9 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
  * remembered share scores are forgotten. */
 gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err)
 {
+    if (e && spec && strnlen(spec->owner, sizeof spec->owner) == sizeof spec->owner)
+        return gp_error_set(err, GP_ERR_INVALID, "owner", "owner is a tenant path of at most %d characters",
+                            GP_PATH_MAX - 1);
     gp_err rc = gp__pool_set(e, pool, spec, err);
     if (rc)
         return rc;
@@ -918,9 +922,11 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     j->pass_seen = e->pass;
     e->stats.pass_considered++;
     uint8_t types = p->phase == GP_CLASS_GUARANTEED ? guaranteed : burstable;
-    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0) && (!j->fair_reclaim || !types)) {
-        /* claims and victims serve a guaranteed placement, or a fair-share one of a job still admissible */
-        gp__reclaim_withdraw(e, job, j->fair_reclaim ? "is no longer admissible" : "no longer runs within a guarantee");
+    if (p->phase == GP_CLASS_BURSTABLE && (j->n_claimed > 0 || j->victims_left > 0) &&
+        (!(j->fair_reclaim || j->pool_reclaim) || !types)) {
+        /* claims and victims serve a guaranteed placement, or a fair-share or
+         * owned-pool one of a job still admissible */
+        gp__reclaim_withdraw(e, job, j->fair_reclaim || j->pool_reclaim ? "is no longer admissible" : "no longer runs within a guarantee");
         gp__claims_forget(e, job);
     }
     if (!types) {
@@ -957,6 +963,8 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
         j->wait = possible;
         return;
     }
+    if (reclaim_then_place(e, job, types, p, &lend_blocked, gp__reclaim_pool)) /* false at once: no owned pool */
+        return;
     if (p->phase == GP_CLASS_GUARANTEED && reclaim_then_place(e, job, types, p, &lend_blocked, gp__reclaim))
         return;
     if (p->phase == GP_CLASS_BURSTABLE && !lend_blocked &&
@@ -991,7 +999,9 @@ static void consider_fenced(gp_engine *e, uint32_t job, const pass_ctx *p)
     }
     consider(e, job, p);
     if (j->state == GP_JOB_PENDING && j->wait.code == GP_WAIT_CAPACITY)
-        gp__fence_wait(e, j, j->type_mask, &j->wait);
+        gp__fence_wait(e, j, j->type_mask, false, &j->wait);
+    else if (j->state == GP_JOB_PENDING && j->wait.code == GP_WAIT_RESERVED && j->wait.time == GP__START_UNKNOWN)
+        gp__fence_wait(e, j, j->type_mask, true, &j->wait); /* first in line for nodes of no known end */
 }
 
 static void run_pass(gp_engine *e)

@@ -62,7 +62,9 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *node, bool drain, int64_t 
 gp_err gp_engine_gpu_health(gp_engine *e, const char *node, int gpu_index, bool healthy, int64_t now,
                             gp_error *err);
 
-/* Configure a placement pool (created on first use; nodes name their pool). */
+/* Configure a placement pool (created on first use; nodes name their pool).
+ * spec->owner may name a tenant that does not exist (yet): the pool is
+ * then closed to every job until it does (see dedicated.c). */
 gp_err gp_engine_pool_set(gp_engine *e, const char *pool, const gp_pool_spec *spec, gp_error *err);
 
 /* Set the workload mix of the fragmentation measure (copied). n = 0 goes
@@ -170,6 +172,14 @@ gp_err gp_engine_tenant_find(const gp_engine *e, const char *path, uint32_t *ind
 bool gp_engine_tenant_get(const gp_engine *e, uint32_t index, gp_tenant_info *out);
 const char *gp_engine_tenant_path(const gp_engine *e, uint32_t index); /* "" when unknown */
 
+size_t gp_engine_pool_count(const gp_engine *e);
+/* Pool `index` (0 = "default"), its nodes and what outsiders borrow there;
+ * false when out of range. */
+bool gp_engine_pool_get(const gp_engine *e, uint32_t index, gp_pool_info *out);
+/* The index of the pool called name, UINT32_MAX when none; the name of
+ * pool `index`, "" when none. */
+uint32_t gp_engine_pool_find(const gp_engine *e, const char *name);
+const char *gp_engine_pool_name(const gp_engine *e, uint32_t index);
 size_t gp_engine_node_count(const gp_engine *e);
 bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out);
 size_t gp_engine_gpu_count(const gp_engine *e);

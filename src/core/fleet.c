@@ -652,6 +652,7 @@ uint32_t gp__pool_get(gp_engine *e, const char *name)
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     p->spec.timeslice_replicas = 4;
+    p->owner = GP__NONE;
     return (uint32_t)f->n_pools++;
 }
 

@@ -30,8 +30,9 @@
  *                  a replica's part of a GPU
  *     claims.c     what is held for reclaiming jobs (claims, covers), room
  *   policies: dedicated.c sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
- *     dedicated.c  dedicated nodes: which nodes a job may not share (the fence
- *                  around each job's looks) and its wait when that keeps it out
+ *     dedicated.c  dedicated nodes and owned pools: which nodes a job may not
+ *                  use (the fence around each job's looks) and its wait when
+ *                  that keeps it out
  *     sharing.c    shared GPUs (MIG, MPS, time-slicing): trust, where a share goes
  *     fragmentation.c placing by node score (FGD), the workload mix
  *     placement.c  gang placement with topology and best fit
@@ -119,7 +120,9 @@ typedef struct gp__gpu {
 /* A pool (fleet.c): nodes that share a placement score and time-slice factor. */
 typedef struct gp__pool {
     char name[GP_NAME_MAX];
-    gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed */
+    gp_pool_spec spec;    /* score, timeslice_replicas (resolved), seed, owner (a path) */
+    uint32_t owner;       /* spec.owner's tenant, GP__NONE when none or gone; derived at each
+                             pass's start (dedicated.c, gp__fence_begin) */
 } gp__pool;
 
 #define GP__MEMOS 4        /* share scores a node remembers */
@@ -390,6 +393,8 @@ typedef struct gp__job {
     bool claims_dropped;  /* claims given back for a placement look (gp__claims_drop) */
     bool fair_reclaim;    /* its victims were taken for fair share (reclaim.c), not for a
                              guarantee: phase 2 keeps them and its claims */
+    bool pool_reclaim;    /* its victims were taken from a pool its tenant owns (reclaim.c):
+                             phase 2 keeps them and its claims too */
     uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
     uint32_t ded_domain;  /* while placed: its tenant's dedicated domain at bind (counted on its
                              nodes as such until it leaves them), GP__NONE when shared */
@@ -632,6 +637,11 @@ struct gp_engine {
      * fence looks at these only) */
     uint32_t *ded_nodes;
     size_t n_ded_nodes, cap_ded_nodes;
+    /* dedicated.c: the nodes of pools with an owner, listed at each pass's
+     * start (owned; derived); none: no pool is owned */
+    uint32_t *owned_nodes;
+    size_t n_owned_nodes, cap_owned_nodes;
+    uint32_t fence_tenant; /* with owned pools: the tenant the fence stands for (GP__NONE without) */
 };
 
 /* ==== base (see "Layers" above) ==== */
@@ -926,8 +936,24 @@ void gp__fence_note(gp_engine *e, uint32_t job);
 bool gp__fence_up(gp_engine *e, uint32_t job);
 void gp__fence_down(gp_engine *e);
 /* The wait of a job that found no room while fenced: GP_WAIT_DEDICATED
- * when the barred nodes hold free GPUs of an accepted type, else *w as is. */
-void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, gp_wait *w);
+ * when the barred nodes hold free GPUs of an accepted type, else *w as is;
+ * pools_only: only for the free GPUs of owned pools (c = 2). */
+void gp__fence_wait(const gp_engine *e, const gp__job *j, uint8_t types, bool pools_only, gp_wait *w);
+/* Owned pools (the same fence): the owner of the pool `pool` that is
+ * tenant or one of its ancestors, GP__NONE when tenant owns no such pool. */
+uint32_t gp__pool_owned_by(const gp_engine *e, uint32_t pool, uint32_t tenant);
+/* The nearest of tenant and its ancestors that owns a pool, GP__NONE. */
+uint32_t gp__pool_owner_of(const gp_engine *e, uint32_t tenant);
+/* Is running job v a borrower on a pool that tenant owns (v is from
+ * outside that pool's owner's subtree)? */
+bool gp__pool_borrower(const gp_engine *e, uint32_t tenant, const gp__job *v);
+/* Narrow the fence: to_own, to the nodes of the pools tenant owns (the
+ * owner's reclaim, reclaim.c); else off every owned pool tenant is outside
+ * of, lent or not (a reservation never holds nodes its owner may take
+ * back, backfill.c).  Returns the mark to widen back to, SIZE_MAX when out
+ * of memory (nothing narrowed). */
+size_t gp__fence_narrow(gp_engine *e, uint32_t tenant, bool to_own);
+void gp__fence_widen(gp_engine *e, size_t mark);
 
 /* ---- sharing.c ---- */
 /* Whether one MPS share of j fits GPU g now: beside the shares and the
@@ -1017,6 +1043,11 @@ uint32_t gp__fair_next(gp_engine *e, bool guaranteed_phase);
 /* Try to preempt borrowers of `type` so that job fits; true if victims
  * were chosen (they are PREEMPTING, their GPUs claimed for job). */
 bool gp__reclaim(gp_engine *e, uint32_t job, int type);
+/* Owned pools: preempt jobs from outside the owner's subtree on the pools
+ * job's tenant owns so that job fits there; true if victims were chosen
+ * (PREEMPTING, their GPUs claimed for job).  False at once when no pool is
+ * owned. */
+bool gp__reclaim_pool(gp_engine *e, uint32_t job, int type);
 /* Preempt borrowers under a full ancestor limit that keeps a guaranteed
  * job out; true if victims were chosen (no claims: it frees quota). */
 bool gp__reclaim_limit(gp_engine *e, uint32_t job, int type);

@@ -202,6 +202,55 @@ const char *gp_engine_tenant_path(const gp_engine *e, uint32_t index)
     return e && index < e->n_tenants && !e->tenants[index].removed ? e->tenants[index].path : "";
 }
 
+size_t gp_engine_pool_count(const gp_engine *e) { return e ? e->fleet.n_pools : 0; }
+
+uint32_t gp_engine_pool_find(const gp_engine *e, const char *name)
+{
+    for (size_t p = 0; e && name && p < e->fleet.n_pools; p++)
+        if (strcmp(e->fleet.pools[p].name, name) == 0)
+            return (uint32_t)p;
+    return UINT32_MAX;
+}
+
+const char *gp_engine_pool_name(const gp_engine *e, uint32_t index)
+{
+    return e && index < e->fleet.n_pools ? e->fleet.pools[index].name : "";
+}
+
+/* A whole GPU held by a job from outside owner's subtree. */
+static bool gpu_borrowed(const gp_engine *e, const gp__gpu *g, uint32_t owner)
+{
+    if (g->owner == 0)
+        return false;
+    for (uint32_t a = e->jobs[g->owner - 1].tenant; a != GP__NONE; a = e->tenants[a].parent)
+        if (a == owner)
+            return false;
+    return true;
+}
+
+bool gp_engine_pool_get(const gp_engine *e, uint32_t index, gp_pool_info *out)
+{
+    if (!e || !out || index >= e->fleet.n_pools)
+        return false;
+    const gp__pool *pl = &e->fleet.pools[index];
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", pl->name);
+    out->spec = pl->spec;
+    uint32_t owner = pl->spec.owner[0] ? gp__tenant_lookup(e, pl->spec.owner) : GP__NONE;
+    out->owned = owner != GP__NONE;
+    out->lent = out->owned && e->tenants[owner].lend;
+    for (size_t n = 0; n < e->fleet.n_nodes; n++) {
+        const gp__node *node = &e->fleet.nodes[n];
+        if (node->pool != index)
+            continue;
+        out->nodes++;
+        out->gpus += node->gpu_count;
+        for (int g = 0; out->owned && g < node->gpu_count; g++)
+            out->gpus_borrowed += gpu_borrowed(e, &e->fleet.gpus[node->gpu_first + g], owner);
+    }
+    return true;
+}
+
 size_t gp_engine_node_count(const gp_engine *e) { return e ? e->fleet.n_nodes : 0; }
 
 bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out)

@@ -247,6 +247,20 @@ static bool frees_capacity(const gp_engine *e, const gp__job *j, const gp__job *
     return v->bound_type == type && v->isolation == j->isolation && v->gpus > 0;
 }
 
+/* For an owned pool (gp__reclaim_pool): the same, from jobs outside the
+ * owner's subtree on its nodes. */
+static bool frees_pool(const gp_engine *e, const gp__job *j, const gp__job *v, int type)
+{
+    return frees_capacity(e, j, v, type) && gp__pool_borrower(e, j->tenant, v);
+}
+
+/* Burstable and not capped; on an owned pool a borrower of any class (the
+ * pool is its owner's whatever the borrower's guarantee), still not capped. */
+static bool may_be_victim(const gp_engine *e, const gp__job *v, victim_filter accept)
+{
+    return accept == frees_pool ? !preemption_capped(e, v) : gp__borrows_reclaimably(e, v);
+}
+
 /* The candidates of one search, in victim order (cand and key aligned),
  * in the engine's reclaim buffer (valid until the next search). */
 typedef struct victims {
@@ -378,7 +392,7 @@ static bool victim_candidates(gp_engine *e, uint32_t job, int type, victim_filte
               search_buffers(e, e->n_running, vs, &keys, &cand, &order, &excess);
     for (size_t i = 0; ok && i < e->n_pool; i++) { /* the order is total: where they come from does not matter */
         const gp__job *v = &e->jobs[e->pool[i]];
-        if (v->state == GP_JOB_RUNNING && gp__borrows_reclaimably(e, v) && e->pool[i] != job &&
+        if (v->state == GP_JOB_RUNNING && may_be_victim(e, v, accept) && e->pool[i] != job &&
             !listed(by, n_by, v->id) && accept(e, j, v, type)) {
             keys[n] = key_of(e, v, type, excess);
             order[n] = (uint32_t)n;
@@ -681,7 +695,7 @@ static bool reclaiming_count(gp_engine *e)
     for (size_t t = 0; t < e->n_tenants; t++)
         for (size_t k = 0; k < e->tenants[t].n_pending; k++) {
             const gp__job *j = &e->jobs[e->tenants[t].pending[k]];
-            if (j->victims_left > 0 && j->wait.code == GP_WAIT_RECLAIM && !j->fair_reclaim)
+            if (j->victims_left > 0 && j->wait.code == GP_WAIT_RECLAIM && !j->fair_reclaim && !j->pool_reclaim)
                 reclaiming_add(e, j, j->wait.dim);
         }
     e->reclaiming_pass = e->pass;
@@ -714,11 +728,28 @@ static uint32_t guarantee_holder(const gp_engine *e, uint32_t tenant)
     return tenant;
 }
 
+/* Whom a reclaim is for (the tenant its wait and the victims' notes name)
+ * and what it does, in words. */
+static uint32_t reclaim_holder(const gp_engine *e, const gp__job *j)
+{
+    if (j->pool_reclaim)
+        return gp__pool_owner_of(e, j->tenant);
+    return j->fair_reclaim ? j->tenant : guarantee_holder(e, j->tenant);
+}
+
+static const char *reclaim_what(const gp__job *j)
+{
+    if (j->pool_reclaim)
+        return "takes its own pool back";
+    return j->fair_reclaim ? "is below its fair share and takes borrowed GPUs back" : "reclaims its guarantee";
+}
+
 static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
 {
     gp__job *j = &e->jobs[job], *v = &e->jobs[victim];
-    uint32_t holder = j->fair_reclaim ? j->tenant : guarantee_holder(e, j->tenant);
-    const char *what = j->fair_reclaim ? "is below its fair share and takes borrowed GPUs back" : "reclaims its guarantee";
+    uint32_t holder = reclaim_holder(e, j);
+    const char *what = reclaim_what(j);
+    bool counted = gp__borrows_reclaimably(e, v); /* in e->borrowed (a pool's borrower may be guaranteed) */
     int64_t lost = gp__work_lost(e, v);
     gp_decision *d = gp__decision_push(e, GP_DEC_PREEMPT, v->id);
     if (d) {
@@ -747,7 +778,8 @@ static void preempt(gp_engine *e, uint32_t job, uint32_t victim)
     if (GP__GROW(j->victims, j->n_victims, j->cap_victims)) /* else withdrawal finds it by a scan */
         j->victims[j->n_victims++] = victim;
     j->victims_left++;
-    e->borrowed[v->bound_type] -= (int64_t)v->replicas * v->gpus;
+    if (counted)
+        e->borrowed[v->bound_type] -= (int64_t)v->replicas * v->gpus;
     e->stats.pass_preempted++;
     e->stats.total_preempted++;
 }
@@ -759,11 +791,10 @@ static void preempt_chosen(gp_engine *e, uint32_t job, int type, const victims *
     for (size_t i = 0; i < vs->n; i++)
         if (vs->chosen[i])
             preempt(e, job, vs->cand[i]);
-    if (!j->fair_reclaim)
+    if (!j->fair_reclaim && !j->pool_reclaim)
         reclaiming_add(e, j, type);
-    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type,
-                        .tenant = j->fair_reclaim ? j->tenant : guarantee_holder(e, j->tenant),
-                        .a = (int64_t)count, .b = j->fair_reclaim, .time = e->now};
+    j->wait = (gp_wait){.code = GP_WAIT_RECLAIM, .dim = type, .tenant = reclaim_holder(e, j),
+                        .a = (int64_t)count, .b = j->pool_reclaim ? 2 : j->fair_reclaim, .time = e->now};
     for (size_t i = 0; i < e->n_running; i++) { /* the last deadline among its victims */
         const gp__job *v = &e->jobs[e->running[i]];
         if (v->state == GP_JOB_PREEMPTING && v->reclaimed_by == j->id && v->deadline > j->wait.time)
@@ -972,6 +1003,19 @@ static size_t preempt_plan(search *s, uint32_t *plan, int8_t *slot, size_t n_pla
     return count;
 }
 
+/* A search for capacity (placement decides when the need is met). */
+static bool capacity_search_begin(search *s, gp_engine *e, uint32_t job, int type, victim_filter accept)
+{
+    const gp__job *j = &e->jobs[job];
+    bool ok = search_begin(s, e, job, type, accept);
+    s->missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) -
+                 (gp__job_shared(j) ? 0 : e->fleet.free[type] * 1000);
+    s->add = capacity_add;
+    s->drop = capacity_drop;
+    s->undo = capacity_undo;
+    return ok;
+}
+
 bool gp__reclaim(gp_engine *e, uint32_t job, int type)
 {
     gp__job *j = &e->jobs[job];
@@ -983,12 +1027,7 @@ bool gp__reclaim(gp_engine *e, uint32_t job, int type)
         return false;
     bool known = nofit_known(e, j, type);
     search s;
-    bool ok = search_begin(&s, e, job, type, frees_capacity);
-    s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) -
-                (gp__job_shared(j) ? 0 : e->fleet.free[type] * 1000);
-    s.add = capacity_add;
-    s.drop = capacity_drop;
-    s.undo = capacity_undo;
+    bool ok = capacity_search_begin(&s, e, job, type, frees_capacity);
     if (ok && known && (replay_needless(e) || replay_failed(e, &s.vs))) {
         replay_done(e);
         e->stats.pass_reclaim_remembered++;
@@ -1128,11 +1167,7 @@ bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type)
     if (!someone_above(e, fair_ratio(e, j->tenant, demand_share(e, j, type))))
         return false;
     search s;
-    bool ok = search_begin(&s, e, job, type, frees_fairly);
-    s.missing = (int64_t)j->replicas * gp__replica_milli(e, j, NULL) - e->fleet.free[type] * 1000;
-    s.add = capacity_add;
-    s.drop = capacity_drop;
-    s.undo = capacity_undo;
+    bool ok = capacity_search_begin(&s, e, job, type, frees_fairly); /* whole GPUs only (nofit_applies) */
     size_t count = 0, n_plan = gp__placed_count(j);
     uint32_t *plan = malloc(n_plan * sizeof *plan);
     int8_t *slot = malloc(n_plan * sizeof *slot);
@@ -1142,6 +1177,46 @@ bool gp__reclaim_fair(gp_engine *e, uint32_t job, int type)
     }
     free(plan);
     free(slot);
+    return count > 0;
+}
+
+/* ---- taking an owned pool back ----
+ * A job of an owner's subtree that finds no room looks for victims on the
+ * pools its tenant owns only (the fence narrowed to them, dedicated.c):
+ * jobs from outside the owner's subtree, of any class, chosen and pruned
+ * as for a guarantee (priority, fewest GPUs over the need, cheapest), never
+ * capped ones.  Their GPUs are claimed for the job, which waits for their
+ * grace (GP_WAIT_RECLAIM, b = 2, tenant = the owner) and binds on them,
+ * guaranteed or burstable as its admission says.  One search per job per
+ * pass, bounded by max_reclaim_searches like the others.
+ *
+ * Example: pool team-a (one node, 8 GPUs) owned by org/a, which lends;
+ * org/b runs a 1x8 job there (priority 0, checkpointed a minute ago) and
+ * the other nodes are full.  org/a/x's 1x4 job: org/b's job is the only
+ * candidate and alone frees enough; it is preempted with its grace, and
+ * the 1x4 job waits for it, then binds on team-a. */
+
+bool gp__reclaim_pool(gp_engine *e, uint32_t job, int type)
+{
+    gp__job *j = &e->jobs[job];
+    if (e->n_owned_nodes == 0 || (!gp__job_shared(j) && j->gpus == 0) ||
+        e->reclaim_searches >= e->cfg.max_reclaim_searches || gp__pool_owner_of(e, j->tenant) == GP__NONE)
+        return false;
+    size_t mark = gp__fence_narrow(e, j->tenant, true);
+    if (mark == SIZE_MAX)
+        return false;
+    search s;
+    bool ok = capacity_search_begin(&s, e, job, type, frees_pool);
+    size_t count = 0, n_plan = gp__placed_count(j);
+    uint32_t *plan = malloc(n_plan * sizeof *plan);
+    int8_t *slot = malloc(n_plan * sizeof *slot);
+    if (ok && plan && slot && choose_until_met(&s)) {
+        j->pool_reclaim = true;
+        count = preempt_plan(&s, plan, slot, n_plan);
+    }
+    free(plan);
+    free(slot);
+    gp__fence_widen(e, mark);
     return count > 0;
 }
 
@@ -1306,6 +1381,7 @@ void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why)
     }
     j->victims_left = 0;
     j->fair_reclaim = false;
+    j->pool_reclaim = false;
     gp__claims_cover_recount(e, job);
 }
 

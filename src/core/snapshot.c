@@ -288,6 +288,8 @@ static void engine_detach(gp_engine *e)
     e->n_barred = e->cap_barred = 0;
     e->ded_nodes = NULL; /* derived (dedicated.c): made again at the next pass's start */
     e->n_ded_nodes = e->cap_ded_nodes = 0;
+    e->owned_nodes = NULL; /* derived (dedicated.c): made again at the next pass's start */
+    e->n_owned_nodes = e->cap_owned_nodes = 0;
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;

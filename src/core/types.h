@@ -73,6 +73,12 @@ typedef struct gp_pool_spec {
     gp_score score;            /* default GP_SCORE_DEFAULT */
     int timeslice_replicas;    /* oversubscription of time-sliced GPUs, 1..8 (0 = default 4) */
     uint64_t seed;             /* random choices (GP_SCORE_RANDOM, ties of the paper's scores) */
+    /* the tenant that owns the pool's nodes ("" = nobody: anyone places
+     * there).  Jobs of its subtree place there as anywhere; others only
+     * while the owner's `lend` is on, as borrowers that the owner's jobs
+     * reclaim with grace (dedicated.c, reclaim.c).  A path that names no
+     * tenant closes the pool to everybody until that tenant exists. */
+    char owner[GP_PATH_MAX];
 } gp_pool_spec;
 
 /* One kind of task in the workload mix the fragmentation measure weighs
@@ -265,7 +271,8 @@ typedef enum gp_wait_code {
     GP_WAIT_RESERVATION,    /* would delay reserved head job `job` (starts at `time`) */
     GP_WAIT_RESERVED,       /* this job holds the reservation; expected start `time` */
     GP_WAIT_RECLAIM,        /* reclaiming a = victims from borrowers; grace ends at `time`; b = 1: for fair
-                               share (tenant = the job's leaf), 0: for a guarantee (tenant = its holder) */
+                               share (tenant = the job's leaf), 0: for a guarantee (tenant = its holder), 2:
+                               from a pool its tenant owns (tenant = the owner) */
     GP_WAIT_NODE_SHAPE,     /* no node could ever hold one replica's CPU/memory: a, b = largest node's */
     GP_WAIT_TRUST,          /* the tenant is untrusted and the job asks for mps/timeslice; tenant = where
                                untrusted is set (the job's tenant or an ancestor) */
@@ -275,7 +282,8 @@ typedef enum gp_wait_code {
     GP_WAIT_DEDICATED       /* the free GPUs that would hold it are on nodes it may not share: a = those free
                                GPUs, b = needed; c = 1: its own tenant is dedicated (tenant = the domain) and
                                no whole node is free, 0: they run jobs of dedicated tenant `tenant`, 2: they
-                               are in pools owned by other tenants */
+                               are in pools owned by other tenants (tenant = the owner of pool `pool`, the
+                               one with the most of them) */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -285,6 +293,7 @@ typedef struct gp_wait {
     uint64_t job;           /* other job concerned, or 0 */
     int64_t a, b, c;
     int64_t time;
+    uint32_t pool;          /* GP_WAIT_DEDICATED with c = 2: the pool (see gp_engine_pool_get) */
 } gp_wait;
 
 /* ---- decisions ------------------------------------------------------ */
@@ -421,6 +430,16 @@ typedef struct gp_node_info {
     int64_t cpu_millis, cpu_used, mem_mib, mem_used;
     int64_t gpu_mem_mib;        /* memory of one of its GPUs */
 } gp_node_info;
+
+/* A pool as gp_engine_pool_get reports it. */
+typedef struct gp_pool_info {
+    char name[GP_NAME_MAX];
+    gp_pool_spec spec;          /* spec.owner: as set, even if that tenant is gone since */
+    bool owned;                 /* the owner names a tenant that exists */
+    bool lent;                  /* owned, and the owner lends: others may borrow its nodes */
+    int nodes, gpus;            /* its nodes (up or not) and their GPUs */
+    int gpus_borrowed;          /* whole GPUs held by jobs from outside the owner's subtree */
+} gp_pool_info;
 
 typedef struct gp_engine_stats {
     size_t pending, running, preempting;

@@ -127,7 +127,11 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
                          (long long)w->a, noun(w->a, "node", "nodes"), (long long)w->time);
         break;
     case GP_WAIT_RECLAIM:
-        if (w->b) /* for fair share (reclaim.c) */
+        if (w->b == 2) /* from a pool its tenant owns (reclaim.c) */
+            n = snprintf(buf, len, "%s takes its own pool back: %lld borrowing %s from other tenants preempted, grace "
+                         "ends at t=%lld", tenant_name(e, w->tenant), (long long)w->a, noun(w->a, "job", "jobs"),
+                         (long long)w->time);
+        else if (w->b) /* for fair share (reclaim.c) */
             n = snprintf(buf, len, "%s is below its fair share: %lld borrowing %s of tenants above theirs preempted, "
                          "grace ends at t=%lld", tenant_name(e, w->tenant), (long long)w->a,
                          noun(w->a, "job", "jobs"), (long long)w->time);
@@ -156,7 +160,13 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
                          type, j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
         break;
     case GP_WAIT_DEDICATED:
-        if (w->c == 1)
+        if (w->c == 2)
+            n = snprintf(buf, len, "waiting for capacity: its free GPUs are in pool %s owned by tenant %s, which does "
+                         "not lend them (%lld free %s %s in such pools; it needs %lld)",
+                         w->pool < e->fleet.n_pools ? e->fleet.pools[w->pool].name : "",
+                         w->pool < e->fleet.n_pools ? e->fleet.pools[w->pool].spec.owner : "",
+                         (long long)w->a, type, noun(w->a, "GPU", "GPUs"), (long long)w->b);
+        else if (w->c == 1)
             n = snprintf(buf, len, "waiting for a node of its own: %s has dedicated nodes, and the %lld free %s %s "
                          "that would hold it are on nodes running other tenants' jobs; it starts once a node with "
                          "room runs nothing from outside %s",

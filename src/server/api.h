@@ -151,6 +151,8 @@ void gp_api_nodes_list(gp_request *r);
 void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
 void gp_api_node_approve(gp_request *r, const char *name);               /* api_agents.c */
+void gp_api_pools_list(gp_request *r);                                   /* api_pools.c */
+void gp_api_pool_put(gp_request *r, const char *name);                   /* admin: {"owner": PATH | null} */
 void gp_api_secrets_list(gp_request *r);                                 /* api_secrets.c */
 void gp_api_secret(gp_request *r, const char *name);                     /* PUT, DELETE */
 /* A submit's env_from_secret: each name is a secret of the job's tenant or

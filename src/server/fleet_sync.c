@@ -44,6 +44,18 @@ static gp_err reconcile_node(gp_server *srv, const gp_strmap *engine, const gp_n
     return gp_journal_node_add(&srv->journal, s, now, err);
 }
 
+/* A pool of the file: its settings as the file says; its owner as the
+ * file says when it says one, else as it is (set by PUT /v1/pools). */
+static gp_err sync_pool(gp_server *srv, const gp_fleet_pool *p, int64_t now, gp_error *err)
+{
+    gp_pool_spec spec = p->spec;
+    gp_pool_info now_info;
+    if (!p->owner_given && gp_engine_pool_get(srv->journal.engine, gp_engine_pool_find(srv->journal.engine, p->name),
+                                              &now_info))
+        memcpy(spec.owner, now_info.spec.owner, sizeof spec.owner);
+    return gp_journal_pool_set(&srv->journal, p->name, &spec, now, err);
+}
+
 static gp_err reconcile_fleet(gp_server *srv, const gp_fleet_file *f, gp_error *err)
 {
     int64_t now = gp_journal_now(&srv->journal, gp_wall_ms() / 1000);
@@ -62,7 +74,7 @@ static gp_err reconcile_fleet(gp_server *srv, const gp_fleet_file *f, gp_error *
     if (rc == GP_OK)
         rc = gp_store_begin(srv->store, err);
     for (size_t i = 0; rc == GP_OK && i < f->n_pools; i++)
-        rc = gp_journal_pool_set(&srv->journal, f->pools[i].name, &f->pools[i].spec, now, err);
+        rc = sync_pool(srv, &f->pools[i], now, err);
     for (size_t i = 0; rc == GP_OK && i < f->n_nodes; i++)
         rc = reconcile_node(srv, &engine_nodes, &f->nodes[i], now, &added, err);
     for (uint32_t i = 0; rc == GP_OK && i < gp_engine_node_count(e); i++) {

@@ -81,7 +81,9 @@ static json_t *wait_json(const gp_engine *e, const gp_wait *w)
     if (w->code == GP_WAIT_DEDICATED) { /* free GPUs on nodes it may not share; whose dedication keeps it out */
         json_object_set_new(o, "free", json_integer(w->a));
         json_object_set_new(o, "demand", json_integer(w->b));
-        json_object_set_new(o, "by", json_string(w->c == 1 ? "own" : "other"));
+        json_object_set_new(o, "by", json_string(w->c == 2 ? "pool" : w->c == 1 ? "own" : "other"));
+        if (w->c == 2)
+            json_object_set_new(o, "pool", json_string(gp_engine_pool_name(e, w->pool)));
     }
     if (w->code == GP_WAIT_BACKOFF) {
         json_object_set_new(o, "restarts", json_integer(w->a));

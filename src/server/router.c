@@ -99,6 +99,8 @@ static const route ROUTES[] = {
     {"/v1/nodes/{name}/drain", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"POST", NULL, gp_api_node_drain}}},
     {"/v1/nodes/{name}/approve", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"POST", NULL, gp_api_node_approve}}},
     {"/v1/nodes/{name}/checks", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"GET", NULL, gp_api_node_checks}}},
+    {"/v1/pools", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_pools_list, NULL}}},
+    {"/v1/pools/{name}", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL, {{"PUT", NULL, gp_api_pool_put}}},
     {"/v1/usage", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_usage, NULL}}},
     {"/v1/usage/underdriven", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_usage_underdriven, NULL}}},
     {"/v1/preemptions", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_preemptions, NULL}}},

@@ -753,6 +753,8 @@ gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *o
             rc = gp_json_int(x, key, 0, 8, &n, err), out->timeslice_replicas = (int)n;
         else if (strcmp(key, "seed") == 0)
             rc = gp_json_int(x, key, 0, INT64_MAX, &n, err), out->seed = (uint64_t)n;
+        else if (strcmp(key, "owner") == 0)
+            rc = gp_pool_owner_parse(x, out->owner, err);
         else
             rc = gp_json_unknown_field("", key, err);
     }
@@ -761,8 +763,27 @@ gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *o
     return rc;
 }
 
+gp_err gp_pool_owner_parse(const json_t *v, char owner[GP_PATH_MAX], gp_error *err)
+{
+    char path[GP_PATH_MAX + 1];
+    owner[0] = '\0';
+    if (json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
+        return GP_OK;
+    gp_err rc = gp_json_string(v, "owner", GP_PATH_MAX, path, sizeof path, err);
+    const char *p = path[0] == '/' ? path + 1 : path; /* "/org/a" and "org/a" alike */
+    if (rc == GP_OK && strlen(p) >= GP_PATH_MAX)
+        rc = gp_error_set(err, GP_ERR_INVALID, "owner", "owner is a tenant path of at most %d characters",
+                          GP_PATH_MAX - 1);
+    if (rc == GP_OK)
+        snprintf(owner, GP_PATH_MAX, "%s", p);
+    return rc;
+}
+
 json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s)
 {
-    return json_pack("{s:s, s:s, s:i, s:I}", "name", name, "score", gp_score_name(s->score), "timeslice_replicas",
-                     s->timeslice_replicas, "seed", (json_int_t)(s->seed & INT64_MAX));
+    json_t *o = json_pack("{s:s, s:s, s:i, s:I}", "name", name, "score", gp_score_name(s->score),
+                          "timeslice_replicas", s->timeslice_replicas, "seed", (json_int_t)(s->seed & INT64_MAX));
+    if (o && s->owner[0]) /* only when owned: the encoding of other pools stays as it was */
+        json_object_set_new(o, "owner", json_string(s->owner));
+    return o;
 }

@@ -90,5 +90,8 @@ json_t *gp_node_spec_to_json(const gp_node_spec *s);
  * 0..8 (0 = 4), seed >= 0. */
 gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err);
 json_t *gp_pool_to_json(const char *name, const gp_pool_spec *s);
+/* A pool's owner: a tenant path with or without its leading '/', or null
+ * or "" (no owner: ""); field "owner" on error. */
+gp_err gp_pool_owner_parse(const json_t *v, char owner[GP_PATH_MAX], gp_error *err);
 
 #endif

@@ -39,6 +39,7 @@
 #include "prop_env.h"
 #include "core/engine.h"
 #include "support/fleet_builder.h"
+#include "support/prop_steps.h"
 #include "support/sharing_builder.h"
 
 #define DEFAULT_SEQUENCES 300
@@ -162,21 +163,13 @@ static void submit(world *w)
 
 static void finish_some(world *w)
 {
-    if (w->n_jobs == 0)
-        return;
-    size_t k = (size_t)pick(w, (int)w->n_jobs);
-    gp_job_info info;
-    gp_error err;
-    ok(w, gp_engine_job_info(w->e, w->ids[k], &info, &err), &err, "info");
-    if (info.state == GP_JOB_RUNNING)
-        ok(w, gp_engine_job_finished(w->e, w->ids[k], GP_EXIT_SUCCEEDED, w->now, &err), &err, "finish");
+    if (w->n_jobs > 0)
+        gp_prop_finish_if_running(w->e, w->ids[pick(w, (int)w->n_jobs)], w->now, w->where);
 }
 
 static void tick(world *w)
 {
-    gp_error err;
-    ok(w, gp_engine_tick(w->e, w->now, &err), &err, "tick");
-    gp_engine_decisions_clear(w->e);
+    gp_prop_tick(w->e, w->now, w->where);
 }
 
 /* exclusive: per node, the domain that runs there excludes everybody else. */
@@ -214,50 +207,21 @@ static void check_exclusive(world *w)
     ok(w, gp_engine_check_invariants(w->e, &err), &err, "invariants");
 }
 
+static void check_after_tick(void *ctx)
+{
+    check_exclusive(ctx);
+}
+
 /* progress: with everything running finished, round after round, every job places. */
 static void check_progress(world *w)
 {
-    for (size_t round = 0; round <= w->n_jobs + 2; round++) {
-        size_t pending = 0;
-        for (size_t k = 0; k < w->n_jobs; k++) {
-            gp_job_info info;
-            gp_error err;
-            ok(w, gp_engine_job_info(w->e, w->ids[k], &info, &err), &err, "info");
-            if (info.state == GP_JOB_RUNNING)
-                ok(w, gp_engine_job_finished(w->e, w->ids[k], GP_EXIT_SUCCEEDED, w->now, &err), &err, "finish");
-            pending += info.state == GP_JOB_PENDING;
-        }
-        if (pending == 0)
-            return;
-        w->now += 10;
-        tick(w);
-        check_exclusive(w);
-    }
-    for (size_t k = 0; k < w->n_jobs; k++) {
-        char why[256];
-        gp_job_info info;
-        gp_error err;
-        ok(w, gp_engine_job_info(w->e, w->ids[k], &info, &err), &err, "info");
-        if (info.state == GP_JOB_PENDING) {
-            gp_engine_why(w->e, w->ids[k], why, sizeof why);
-            fail_msg("%s: job %llu of %s never placed on an empty fleet: %s", w->where,
-                     (unsigned long long)w->ids[k], LEAVES[w->leaf[k]], why);
-        }
-    }
+    gp_prop_progress(w->e, w->ids, w->n_jobs, &w->now, 10, check_after_tick, w, w->where);
 }
 
 /* The engine replaced by its snapshot read back. */
 static void restore(world *w)
 {
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    gp_error err;
-    gp_engine *back = NULL;
-    ok(w, gp_engine_snapshot_write(w->e, &buf, &len, &err), &err, "snapshot write");
-    ok(w, gp_engine_snapshot_read(buf, len, NULL, &back, &err), &err, "snapshot read");
-    free(buf);
-    gp_engine_free(w->e);
-    w->e = back;
+    gp_prop_snapshot_swap(&w->e, NULL, w->where);
 }
 
 static void run_sequence(uint64_t seed)

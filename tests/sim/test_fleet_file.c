@@ -246,6 +246,25 @@ static void apply_sets_pools(void **state)
     gp_engine_free(e);
 }
 
+/* A pool's owner: a tenant path with or without its '/', and whether the
+ * file said one (without it, the owner set by the API stays: fleet_sync.c). */
+static void pools_name_their_owner(void **state)
+{
+    (void)state;
+    gp_fleet_file f = parse_ok("pools: [{name: team-a, owner: /org/a}, {name: team-b, owner: org/b},"
+                               " {name: open}, {name: freed, owner: null}]\n"
+                               "nodes: []\n");
+    assert_int_equal(f.n_pools, 4);
+    assert_string_equal(f.pools[0].spec.owner, "org/a");
+    assert_string_equal(f.pools[1].spec.owner, "org/b");
+    assert_true(f.pools[0].owner_given && f.pools[1].owner_given && f.pools[3].owner_given);
+    assert_false(f.pools[2].owner_given);
+    assert_string_equal(f.pools[2].spec.owner, "");
+    assert_string_equal(f.pools[3].spec.owner, "");
+    gp_fleet_file_free(&f);
+    expect_error("pools: [{name: p, owner: 3}]\nnodes: []\n", 1, "pools[0].owner");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +274,7 @@ int main(void)
         cmocka_unit_test(missing_and_duplicates), cmocka_unit_test(syntax_error),
         cmocka_unit_test(load_missing_file),  cmocka_unit_test(apply_adds_nodes),
         cmocka_unit_test(apply_sets_pools),   cmocka_unit_test(the_top_is_checked_with_these_messages),
+        cmocka_unit_test(pools_name_their_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
