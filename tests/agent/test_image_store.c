@@ -211,40 +211,12 @@ static void pull_lines_that_are_not_ones_are_refused(void **state)
     assert_int_equal(l.done_bytes, 5);
 }
 
-/* The hint hook returns at once; the background pull of an (empty) OCI
- * layout lands in the store and counts as warm, not as a hit or miss. */
-static void warm_pulls_in_the_background(void **state)
-{
-    (void)state;
-    if (system("command -v skopeo >/dev/null && command -v umoci >/dev/null") != 0) {
-        skip();
-    }
-    char ref[160];
-    empty_layout(ref, sizeof ref);
-    gp_image_store *s;
-    gp_error err;
-    char store[128];
-    snprintf(store, sizeof store, "%s/store", root);
-    assert_int_equal(gp_image_store_open(store, 0, &s, &err), GP_OK);
-    assert_int_equal(gp_image_store_warm(s, GP_AGENT_BIN, ref, NULL, &err), GP_OK);
-    gp_image_counters c = {0};
-    for (int i = 0; i < 600 && c.warm == 0; i++) {
-        usleep(50000);
-        assert_int_equal(gp_image_store_counters(s, &c, &err), GP_OK);
-    }
-    assert_int_equal(c.warm, 1);
-    assert_int_equal(c.hits + c.misses, 0);
-    assert_int_equal(images_in(s), 1);
-    gp_image_store_close(s);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(a_hold_names_a_digest_and_a_replica_id, setup, teardown),
         cmocka_unit_test_setup_teardown(holds_count_once_per_replica_and_release_is_idempotent, setup, teardown),
         cmocka_unit_test_setup_teardown(eviction_takes_the_oldest_unheld_and_holds_outlive_the_store, setup, teardown),
-        cmocka_unit_test_setup_teardown(warm_pulls_in_the_background, setup, teardown),
         cmocka_unit_test_setup_teardown(a_spawned_pull_speaks_lines_the_agent_parses, setup, teardown),
         cmocka_unit_test(pull_lines_that_are_not_ones_are_refused),
     };

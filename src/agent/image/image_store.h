@@ -133,14 +133,6 @@ gp_err gp_image_store_prune(gp_image_store *s, int64_t bound_bytes, size_t *remo
  * their own): hits / (hits + misses) is the hit rate of replicas' pulls. */
 gp_err gp_image_store_counters(gp_image_store *s, gp_image_counters *out, gp_error *err);
 
-/* The hint hook: starts `AGENT image pull --warm --store ROOT REF` in the
- * background (detached: the agent neither waits for it nor reaps it) and
- * returns.  agent_exe is the gpupool-agent binary (NULL: /proc/self/exe);
- * o (may be NULL) gives the insecure registries and the timeout, its
- * credentials are ignored: a hint's pull is anonymous. */
-gp_err gp_image_store_warm(gp_image_store *s, const char *agent_exe, const char *ref, const gp_image_pull_options *o,
-                           gp_error *err);
-
 /* Whether a pull of ref runs now (it holds the reference's lock). */
 bool gp_image_store_pulling(gp_image_store *s, const char *ref);
 
