@@ -80,12 +80,6 @@ static const char *const job_head[] = {"ID",  "TENANT", "USER", "NAME",  "GPUS",
                                       "CLASS", "AGE", "TIME", "NODES", "REASON"};
 enum { JOB_COLS = 11 };
 
-/* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
-static const char *reason_text(const json_t *j, char *buf, size_t cap)
-{
-    const char *reason = json_string_value(json_object_get(j, "reason"));
-    return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
-}
 
 /* What a job asks for: "2x8" (replicas x whole GPUs), or its share of one
  * GPU per replica: "mps 25%", "mig 1g.10gb", "timeslice" ("3x mps 25%"). */
@@ -156,7 +150,7 @@ static void add_job_row(gp_table *t, const json_t *j)
                            json_is_integer(submit) ? gp_duration(now - json_integer_value(submit), age, sizeof age) : NULL,
                            run_time(j, now, ran, sizeof ran),
                            nodes_text(j, nodes, sizeof nodes),
-                           reason_text(j, reason, sizeof reason)};
+                           gp_reason_text(j, (int64_t)time(NULL), reason, sizeof reason)};
     gp_table_add(t, cells);
 }
 
@@ -394,7 +388,7 @@ static void print_job(const json_t *j)
         if (v && is_time && json_is_integer(v))
             printf("%-12s %s\n", keys[i], gp_time_human(json_integer_value(v), now, buf, sizeof buf));
         else if (v && strcmp(keys[i], "reason") == 0)
-            printf("%-12s %s\n", keys[i], reason_text(j, buf, sizeof buf));
+            printf("%-12s %s\n", keys[i], gp_reason_text(j, (int64_t)time(NULL), buf, sizeof buf));
         else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
@@ -419,7 +413,7 @@ static void print_job(const json_t *j)
         if (from)
             snprintf(step, sizeof step, "%s->%s ", from, json_string_value(json_object_get(p, "to")));
         printf("  %s  %-10s %s%s\n", gp_time_local(t, buf, sizeof buf), json_string_value(json_object_get(p, "kind")),
-               step, reason_text(p, reason, sizeof reason));
+               step, gp_reason_text(p, (int64_t)time(NULL), reason, sizeof reason));
     }
 }
 

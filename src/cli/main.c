@@ -13,6 +13,7 @@
  * The CLI speaks only HTTP to the daemon (no engine code is linked in).
  */
 #include "cli/commands.h"
+#include "cli/timefmt.h"
 #include "cli/suggest.h"
 #include "util/file.h"
 #include "version.h"
@@ -231,6 +232,12 @@ char *gp_read_file(const char *path, size_t *len)
         return NULL;
     }
     return text;
+}
+
+const char *gp_reason_text(const json_t *o, int64_t now, char *buf, size_t cap)
+{
+    const char *reason = json_string_value(json_object_get(o, "reason"));
+    return reason ? gp_time_in_text(reason, now, buf, cap) : NULL;
 }
 
 const char *gp_cell(const json_t *v, char *buf, size_t cap)
