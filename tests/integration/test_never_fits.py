@@ -74,6 +74,8 @@ def test_hold_until_fit_waits_with_a_true_reason(d):
     view = d.ok("GET", "/v1/jobs/%d" % out["id"])
     assert view["state"] == "pending", view
     assert "largest H100 node has 8" in view["reason"] and "looser topology" not in view["reason"], view
+    why = d.cli("why", str(out["id"])).stdout  # its topology is any already: no "looser topology" advice
+    assert "largest H100 node has 8" in why and "looser topology" not in why, why
     batch = d.ok("POST", "/v1/jobs:batch", {"job": {"tenant": NLP, "gpus": 16, "wait_for_fleet": True}, "array": 2})
     assert len(batch["ids"]) == 2, batch
     st, bad = d.call("POST", "/v1/jobs", {"tenant": NLP, "wait_for_fleet": "yes"})
