@@ -93,6 +93,15 @@ function fmtSpan(seconds) {
   return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
 }
 
+/* A reason with the engine's "at t=SECONDS" as a local time and how far
+ * off: "expected to start at 2026-12-07 14:05:09 (in 12m 0s)". */
+function fmtReason(text, now) {
+  return (text || '').replace(/(^| )t=(\d+)/g, (all, lead, t) => {
+    const d = Number(t) - now;
+    return `${lead}${fmtTime(Number(t))} (${d >= 0 ? `in ${fmtSpan(d)}` : `${fmtSpan(-d)} ago`})`;
+  });
+}
+
 function fmtGpus(x) {
   return Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 2 : 1);
 }
@@ -591,7 +600,7 @@ async function loadQueue() {
     el('tr', { dataset: { job: j.id, tenant: j.tenant } },
        el('td', { class: 'num' }, j.id), el('td', {}, j.tenant), el('td', {}, j.name || ''),
        el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - j.submit_time)),
-       el('td', { class: 'reason' }, j.reason || '')));
+       el('td', { class: 'reason' }, fmtReason(j.reason, now))));
   $('queue-body').replaceChildren(table(
     [['job', 'num'], ['tenant'], ['name'], ['GPUs'], ['submitted'], ['waiting', 'num'], ['reason']], rows,
     'Nothing is waiting.'));
@@ -601,7 +610,7 @@ async function loadPreemptions() {
   const page = await api('/v1/preemptions?limit=20');
   const rows = page.preemptions.map((p) =>
     el('tr', { dataset: { job: p.job, tenant: p.tenant } }, timeCell(p.time), el('td', { class: 'num' }, p.job),
-       el('td', {}, p.tenant), el('td', { class: 'reason' }, p.reason)));
+       el('td', {}, p.tenant), el('td', { class: 'reason' }, fmtReason(p.reason, Date.now() / 1000))));
   $('preemptions-body').replaceChildren(table([['when'], ['job', 'num'], ['tenant'], ['reason']], rows,
                                               'No preemptions.'));
 }

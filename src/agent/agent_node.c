@@ -693,8 +693,11 @@ static void gp__end_graces(gp_node *n, const char *body, size_t len)
         bool applied = json_is_true(json_object_get(json_array_get(results, got - sent + k), "applied"));
         gp_replica *r = gp__replica_of(n, rep); /* a live one */
         gp_plan_have h = {.stop_deadline = r ? r->stop_deadline : GP_PLAN_NO_DEADLINE};
-        if (r && gp_plan_checkpoint_ends_grace(&h, applied))
+        if (r && gp_plan_checkpoint_ends_grace(&h, applied)) {
+            if (r->stop_cause == GP_STOP_REQUESTED) /* it ends as checkpointed, not killed_after_grace */
+                r->stop_cause = GP_STOP_CHECKPOINTED;
             gp__kill(n, r, "checkpoint done in its grace");
+        }
     }
     json_decref(answer);
 }

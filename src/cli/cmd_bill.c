@@ -108,9 +108,12 @@ static int prices_set(gp_client *c, int argc, char **argv)
         return gp_usage_error("prices", "%s", PRICES_USAGE);
     }
     gp_response resp;
+    char at[64];
     int rc = gp_client_run(c, "PUT", backdate ? "/v1/prices?backdate=true" : "/v1/prices", body, &resp);
     if (rc == GP_EXIT_OK && !c->json)
-        printf("price version effective %lld added\n", (long long)json_integer_value(json_object_get(resp.body, "effective")));
+        printf("price version effective %s added\n",
+               gp_time_human(json_integer_value(json_object_get(resp.body, "effective")), (int64_t)time(NULL), at,
+                             sizeof at));
     gp_response_free(&resp);
     json_decref(body);
     return rc;
@@ -190,8 +193,9 @@ static void bill_print(const json_t *bill)
         const char *row[] = {str(t, "tenant"), str(t, "mode"), str(t, "amount"), str(t, "subtotal"), str(t, "due")};
         gp_table_add(&sums, row);
     }
-    printf("bill %s (%s), as of %lld\n", str(bill, "period"), str(bill, "currency"),
-           (long long)json_integer_value(json_object_get(bill, "as_of")));
+    char as_of[64];
+    printf("bill %s (%s), as of %s\n", str(bill, "period"), str(bill, "currency"),
+           gp_time_human(json_integer_value(json_object_get(bill, "as_of")), (int64_t)time(NULL), as_of, sizeof as_of));
     gp_table_print(&lines, stdout);
     putchar('\n');
     gp_table_print(&sums, stdout);

@@ -15,12 +15,49 @@
 #include "cli/timefmt.h"
 #include "cli/watch.h"
 #include "spec/yaml_json.h"
+#include "util/duration.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The job fields that hold a span of time, in seconds on the wire. */
+static const char *const duration_fields[] = {"time_limit_s", "checkpoint_grace_s", "expected_runtime_s"};
+
+/* One of duration_fields given as text (a flag, or a string in a job
+ * file): util/duration.h's forms or plain seconds, set as integer seconds;
+ * what names it in an error ("--time-limit", "job.yaml: time_limit_s"). */
+static int set_duration(json_t *job, const char *field, const char *text, const char *what)
+{
+    int64_t seconds;
+    if (!gp_duration_parse_seconds(text, &seconds))
+        return gp_usage_error("submit", "%s: expected %s; got %s", what, GP_DURATION_SECONDS_FORMS, text);
+    json_object_set_new(job, field, json_integer(seconds));
+    return GP_EXIT_OK;
+}
+
+/* A job file's durations written as text ("time_limit_s: 2h") as seconds,
+ * in one job or each job of a list; other values go as they are. */
+static int file_durations(json_t *doc, const char *path)
+{
+    size_t i, n = json_is_array(doc) ? json_array_size(doc) : 1;
+    char what[512];
+    for (i = 0; i < n; i++) {
+        json_t *job = json_is_array(doc) ? json_array_get(doc, i) : doc;
+        for (size_t f = 0; f < sizeof duration_fields / sizeof duration_fields[0]; f++) {
+            const char *text = json_string_value(json_object_get(job, duration_fields[f]));
+            if (json_is_array(doc))
+                snprintf(what, sizeof what, "%s: [%zu].%s", path, i, duration_fields[f]);
+            else
+                snprintf(what, sizeof what, "%s: %s", path, duration_fields[f]);
+            if (text && set_duration(job, duration_fields[f], text, what) != GP_EXIT_OK)
+                return GP_EXIT_USAGE;
+        }
+    }
+    return GP_EXIT_OK;
+}
 
 static int submit_from_file(gp_client *c, const char *path, json_t **out)
 {
@@ -36,19 +73,13 @@ static int submit_from_file(gp_client *c, const char *path, json_t **out)
         return gp_usage_error("submit", "%s", err.message);
     if (!*out)
         return gp_usage_error("submit", "%s: the file is empty", path);
-    return GP_EXIT_OK;
+    return file_durations(*out, path);
 }
 
 static const char *const job_head[] = {"ID",  "TENANT", "USER", "NAME",  "GPUS",  "STATE",
                                       "CLASS", "AGE", "TIME", "NODES", "REASON"};
 enum { JOB_COLS = 11 };
 
-/* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
-static const char *reason_text(const json_t *j, char *buf, size_t cap)
-{
-    const char *reason = json_string_value(json_object_get(j, "reason"));
-    return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
-}
 
 /* What a job asks for: "2x8" (replicas x whole GPUs), or its share of one
  * GPU per replica: "mps 25%", "mig 1g.10gb", "timeslice" ("3x mps 25%"). */
@@ -156,7 +187,7 @@ static void add_job_row(gp_table *t, const json_t *j)
                            json_is_integer(submit) ? gp_duration(now - json_integer_value(submit), age, sizeof age) : NULL,
                            run_time(j, now, ran, sizeof ran),
                            nodes_text(j, nodes, sizeof nodes),
-                           reason_text(j, reason, sizeof reason)};
+                           gp_reason_text(j, (int64_t)time(NULL), reason, sizeof reason)};
     gp_table_add(t, cells);
 }
 
@@ -248,7 +279,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"stop-signal", required_argument, NULL, 'Z'},   {"pids-max", required_argument, NULL, 'K'},
         {"image", required_argument, NULL, 'I'},     {"mount", required_argument, NULL, 'V'},
         {"shm-mib", required_argument, NULL, 'H'},   {"read-only-root", no_argument, NULL, 'O'},
-        {"network", required_argument, NULL, 'N'},
+        {"network", required_argument, NULL, 'N'},   {"hold-until-fit", no_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *mounts = json_array(), *from_file = NULL;
@@ -271,9 +302,10 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'o': json_object_set_new(job, "topology", json_string(optarg)); break;
         case 'i': json_object_set_new(job, "isolation", json_string(optarg)); break;
         case 'p': json_object_set_new(job, "priority", gp_json_number_or_string(optarg)); break;
-        case 'G': json_object_set_new(job, "checkpoint_grace_s", gp_json_number_or_string(optarg)); break;
-        case 'R': json_object_set_new(job, "expected_runtime_s", gp_json_number_or_string(optarg)); break;
-        case 'L': json_object_set_new(job, "time_limit_s", gp_json_number_or_string(optarg)); break;
+        case 'G': rc = set_duration(job, "checkpoint_grace_s", optarg, "--grace"); break;
+        case 'R': rc = set_duration(job, "expected_runtime_s", optarg, "--runtime"); break;
+        case 'L': rc = set_duration(job, "time_limit_s", optarg, "--time-limit"); break;
+        case 'W': json_object_set_new(job, "wait_for_fleet", json_true()); break;
         case 'k': json_object_set_new(job, "kind", json_string(optarg)); break;
         case 'Y': json_object_set_new(job, "restart_policy", json_string(optarg)); break;
         case 'Z': json_object_set_new(job, "stop_signal", json_string(optarg)); break;
@@ -393,7 +425,7 @@ static void print_job(const json_t *j)
         if (v && is_time && json_is_integer(v))
             printf("%-12s %s\n", keys[i], gp_time_human(json_integer_value(v), now, buf, sizeof buf));
         else if (v && strcmp(keys[i], "reason") == 0)
-            printf("%-12s %s\n", keys[i], reason_text(j, buf, sizeof buf));
+            printf("%-12s %s\n", keys[i], gp_reason_text(j, (int64_t)time(NULL), buf, sizeof buf));
         else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
     }
@@ -420,7 +452,7 @@ static void print_job(const json_t *j)
         if (from)
             snprintf(step, sizeof step, "%s->%s ", from, json_string_value(json_object_get(p, "to")));
         printf("  %s  %-10s %s%s\n", gp_time_local(t, buf, sizeof buf), json_string_value(json_object_get(p, "kind")),
-               step, reason_text(p, reason, sizeof reason));
+               step, gp_reason_text(p, (int64_t)time(NULL), reason, sizeof reason));
     }
 }
 

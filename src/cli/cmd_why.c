@@ -90,7 +90,9 @@ static void print_advice(const json_t *job, const json_t *w, int64_t now)
                (long long)json_integer_value(json_object_get(w, "free")), field(w, "tenant"), field(w, "tenant"));
     else if (strcmp(code, "topology") == 0 || strcmp(code, "node_shape") == 0)
         printf("blocked:   the shape of the fleet: no node or domain can ever hold it\n"
-               "to change: ask for fewer GPUs per replica, a looser topology, or less CPU/memory\n");
+               "to change: ask for fewer GPUs per replica or fewer replicas%s, or less CPU/memory;\n"
+               "           or wait for bigger nodes\n",
+               strcmp(field(job, "topology"), "any") == 0 ? "" : ", a looser topology");
     else if (strcmp(code, "no_gpu_type") == 0 || strcmp(code, "sharing_mode") == 0)
         printf("blocked:   the fleet has no usable GPU of the accepted types in this sharing mode\n"
                "to change: accept other GPU types (gpupool nodes lists them) or another isolation\n");

@@ -13,6 +13,7 @@
  * The CLI speaks only HTTP to the daemon (no engine code is linked in).
  */
 #include "cli/commands.h"
+#include "cli/timefmt.h"
 #include "cli/suggest.h"
 #include "util/file.h"
 #include "version.h"
@@ -27,7 +28,7 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool submit [-f job.yaml|job.json] [--tenant PATH] [--name N] [--gpus N] [--replicas N]\n"
      "                      [--gpu-type T]... [--cpu-millis N] [--mem-mib N] [--topology any|block|nvlink]\n"
      "                      [--isolation exclusive|mig|mps|timeslice] [--mig PROFILE | --mps PERCENT | --timeslice]\n"
-     "                      [--priority P] [--grace S] [--runtime S] [--time-limit S]\n"
+     "                      [--priority P] [--grace D] [--runtime D] [--time-limit D] [--hold-until-fit]\n"
      "                      [--kind training|inference|interactive] [--user U] [--pids-max N] [--array N]\n"
      "                      [--restart-policy never|on-failure] [--max-restarts N]\n"
      "                      [--stop-signal SIGTERM|SIGINT|SIGHUP|SIGQUIT|SIGUSR1|SIGUSR2]\n"
@@ -42,6 +43,10 @@ const gp_command GP_COMMANDS[] = {
      "--restart-policy on-failure requeues the whole job when a replica fails, up to --max-restarts times\n"
      "(default 3) with a back-off (10 s doubling, at most 5 min); the default is on-failure for inference,\n"
      "never for other kinds.\n"
+     "--grace, --runtime and --time-limit take seconds (7200), a unit (90m, 2h, 1d) or Slurm's H:MM:SS\n"
+     "and D-HH:MM:SS.  A job that no node or block of the fleet could ever hold (too many GPUs per\n"
+     "replica, a gang larger than any block, CPU or memory beyond any node, a sharing mode no GPU has) is\n"
+     "refused with the reason; --hold-until-fit submits it anyway, to wait for nodes that could.\n"
      "--tenant may be left out with a member token: the job goes to the token's tenant.\n"
      "--cpu-millis, --mem-mib and --pids-max (processes per replica) left out take the tenant's job\n"
      "defaults; more than the tenant's job maximum is refused.\n"
@@ -241,6 +246,12 @@ char *gp_read_file(const char *path, size_t *len)
         return NULL;
     }
     return text;
+}
+
+const char *gp_reason_text(const json_t *o, int64_t now, char *buf, size_t cap)
+{
+    const char *reason = json_string_value(json_object_get(o, "reason"));
+    return reason ? gp_time_in_text(reason, now, buf, cap) : NULL;
 }
 
 const char *gp_cell(const json_t *v, char *buf, size_t cap)

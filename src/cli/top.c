@@ -320,14 +320,14 @@ static void print_queue(const json_t *queue, int64_t now, size_t rows, size_t wi
     json_array_foreach(queue, i, r) {
         if (i >= rows)
             break;
-        char id[32], gpus[32], waiting[48];
+        char id[32], gpus[32], waiting[48], reason[512];
         snprintf(gpus, sizeof gpus, "%lldx%lld", (long long)json_integer_value(json_object_get(r, "replicas")),
                  (long long)json_integer_value(json_object_get(r, "gpus")));
         const char *cells[] = {gp_cell(json_object_get(r, "id"), id, sizeof id),
                                json_string_value(json_object_get(r, "tenant")), gpus,
                                gp_duration(now - json_integer_value(json_object_get(r, "submit_time")), waiting,
                                            sizeof waiting),
-                               json_string_value(json_object_get(r, "reason"))};
+                               gp_reason_text(r, now, reason, sizeof reason)};
         gp_table_add(&t, cells);
     }
     gp_table_fit(&t, width, NULL);
@@ -344,11 +344,11 @@ static void print_preemptions(const json_t *list, int64_t now, size_t rows, size
     json_array_foreach(list, i, r) {
         if (i >= rows)
             break;
-        char when[48], id[32];
+        char when[48], id[32], reason[512];
         const char *cells[] = {gp_time_age(json_integer_value(json_object_get(r, "time")), now, when, sizeof when),
                                gp_cell(json_object_get(r, "job"), id, sizeof id),
                                json_string_value(json_object_get(r, "tenant")),
-                               json_string_value(json_object_get(r, "reason"))};
+                               gp_reason_text(r, now, reason, sizeof reason)};
         gp_table_add(&t, cells);
     }
     gp_table_fit(&t, width, NULL);

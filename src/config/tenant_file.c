@@ -7,7 +7,8 @@
  * as PUT /v1/tenants/{path} takes it, decoded by gp_tenant_spec_parse, so
  * the file and the API share every field rule (GPU amounts as exact
  * decimals, "0.0005" an error rather than a silent rounding; cpu/mem not
- * given do not constrain; time_limit per job kind).  Codec errors come back
+ * given do not constrain; time_limit per job kind, which the file alone
+ * may write as durations: "2d", "8:00:00").  Codec errors come back
  * with the file, the line and the entry: "tenants.yaml:7: tenants[1]:
  * guarantee.gpu.H100 must be ...".
  *
@@ -25,6 +26,7 @@
 #include "config/yaml_file.h"
 #include "spec/json_input.h"
 #include "spec/spec_json.h"
+#include "util/duration.h"
 
 /* Paths are unique.  Their order is free: gpupoold's apply sets the
  * entries in an order the tree allows (parents it creates first) and
@@ -57,6 +59,27 @@ static json_t *without_nulls(const json_t *body)
     return copy;
 }
 
+/* A file may write the time limits of `time_limit` as durations
+ * ("training: 2d", "interactive: 8:00:00"; util/duration.h): as seconds
+ * here, so the codec (and the API, which takes seconds) sees integers. */
+static gp_err time_limit_durations(json_t *body, gp_error *err)
+{
+    const char *kind;
+    json_t *x;
+    json_object_foreach(json_object_get(body, "time_limit"), kind, x) {
+        int64_t seconds;
+        if (!json_is_string(x))
+            continue;
+        char field[GP_ERROR_FIELD_MAX];
+        gp_json_field_name(field, sizeof field, "time_limit", kind);
+        if (!gp_duration_parse_seconds(json_string_value(x), &seconds))
+            return gp_error_set(err, GP_ERR_INVALID, field, "%s must be %s, got \"%.40s\"", field,
+                                GP_DURATION_SECONDS_FORMS, json_string_value(x));
+        json_object_set_new(json_object_get(body, "time_limit"), kind, json_integer(seconds));
+    }
+    return GP_OK;
+}
+
 /* One entry: `path` is the file's, the rest is a tenant body. */
 static gp_err read_tenant(void *reader, const gp_yaml_lines *lines, const json_t *item, const char *at, size_t index,
                           gp_error *err)
@@ -72,7 +95,9 @@ static gp_err read_tenant(void *reader, const gp_yaml_lines *lines, const json_t
     json_t *body = gp_yaml_file_body(item, own);
     if (!body)
         rc = gp_error_set(err, GP_ERR_NOMEM, "", "out of memory");
-    json_t *set = body ? without_nulls(body) : NULL;
+    if (rc == GP_OK)
+        rc = time_limit_durations(body, err); /* into seconds in body: the fields an apply sets too */
+    json_t *set = body && rc == GP_OK ? without_nulls(body) : NULL;
     if (rc == GP_OK)
         rc = set ? gp_tenant_spec_parse(set, &t->spec, err) : gp_error_set(err, GP_ERR_NOMEM, "", "out of memory");
     json_decref(set);

@@ -14,7 +14,7 @@
  *       lend: true
  *       trust: trusted          # trusted|untrusted (default: inherit)
  *       user_limit: {gpu: {H100: 8}}
- *       time_limit: {training: 86400, interactive: 28800}   # seconds per job kind
+ *       time_limit: {training: 86400, interactive: 8h}   # per job kind: seconds or a duration
  *
  * An entry is `path` plus a tenant body as the HTTP API takes it (decoded
  * by the same codec, spec/spec_json.h); a field written `null` is kept in

@@ -102,6 +102,16 @@ gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *spec, int64_t now, 
 /* Would gp_engine_job_submit take this spec now?  The same checks, nothing
  * changed (for callers that must check many jobs before submitting any). */
 gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *spec, gp_error *err);
+/* Could a node or block of the fleet ever hold a job of this (checked)
+ * spec: its registered nodes, whatever their state now, as if empty (GPUs
+ * per node, NVLink domains, blocks, CPU and memory per node, sharing modes
+ * and MIG profiles)?  GP_OK when yes, or when no node of an accepted type
+ * is registered yet (the job waits for one); else GP_ERR_NEVER_FITS with
+ * the field to change and why, e.g. field "gpus", "16 H100 GPUs in one
+ * replica, but the largest H100 node has 8; ...".  Changes nothing
+ * (why.c: the same judgement the pass makes, GP_WAIT_TOPOLOGY,
+ * GP_WAIT_NODE_SHAPE, GP_WAIT_SHARING_MODE). */
+gp_err gp_engine_job_fits(const gp_engine *e, const gp_job_spec *spec, gp_error *err);
 /* Fills the spec's cpu_millis, mem_mib and pids_max left 0 with its
  * tenant's job defaults (job_limits.c), changing nothing in the engine:
  * the daemon calls it before it logs a submit, so the log holds the values

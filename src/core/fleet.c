@@ -259,22 +259,74 @@ static void capacity_account(gp__fleet *f, const gp__node *node, int sign)
     f->capacity_version++;
 }
 
-/* Recompute the "if it were empty" tables after a change of shape (node
- * up/down/drain, GPU health).  O(nodes), so changes only mark the fleet
- * dirty and the next pass recounts once. */
-/* Healthy GPUs of a schedulable node by sharing mode (and MIG model). */
-static void count_modes(gp__fleet *f, const gp__node *node)
+/* GPUs of a node (of one NVLink domain when domain >= 0): the healthy
+ * ones, or all of them when every is set. */
+static int node_gpus(const gp__fleet *f, const gp__node *node, int domain, bool every)
+{
+    if (every)
+        return domain < 0 ? node->gpu_count : node->gpu_count / node->domains;
+    return healthy_gpus(f, node, domain);
+}
+
+/* GPUs of a node by sharing mode (and MIG model): the healthy ones, or
+ * all of them when every is set. */
+static void count_modes(const gp__fleet *f, const gp__node *node, bool every, gp__fleet_shape *s)
 {
     for (uint32_t g = node->gpu_first; g < node->gpu_first + node->gpu_count; g++) {
         const gp__gpu *gpu = &f->gpus[g];
-        if (!gpu->healthy)
+        if (!gpu->healthy && !every)
             continue;
-        f->mode_gpus[node->type][gpu->sharing]++;
+        s->mode_gpus[node->type][gpu->sharing]++;
         if (gpu->sharing == GP_SHARING_MIG && gpu->mig_model >= 0)
-            f->mig_models[node->type] |= 1u << gpu->mig_model;
+            s->mig_models[node->type] |= 1u << gpu->mig_model;
     }
 }
 
+/* Count a shape (gp__fleet_shape): of the healthy schedulable nodes, or of every
+ * registered node and GPU when every is set.  O(nodes); false when out of
+ * memory (the block tables are then left short). */
+static bool shape_count(const gp__fleet *f, bool every, gp__fleet_shape *s)
+{
+    memset(s, 0, sizeof *s);
+    int64_t *per_block = calloc(f->n_blocks ? f->n_blocks : 1,
+                                sizeof(int64_t) * GP_MAX_GPU_TYPES * (GP_MAX_GPUS_PER_NODE + 1));
+    for (size_t n = 0; n < f->n_nodes; n++) {
+        const gp__node *node = &f->nodes[n];
+        int gpus = node_gpus(f, node, -1, every);
+        if (!every && (!node->up || node->draining || gpus == 0))
+            continue;
+        if (node->cpu_cap > s->max_cpu[node->type])
+            s->max_cpu[node->type] = node->cpu_cap;
+        if (node->mem_cap > s->max_mem[node->type])
+            s->max_mem[node->type] = node->mem_cap;
+        count_modes(f, node, every, s);
+        for (int d = 0; d < node->domains; d++) {
+            int h = node_gpus(f, node, d, every);
+            if (h > s->max_domain[node->type])
+                s->max_domain[node->type] = h;
+        }
+        for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
+            s->empty_replicas[node->type][g] += gpus / g;
+            if (per_block)
+                per_block[((size_t)node->block * GP_MAX_GPU_TYPES + node->type) * (GP_MAX_GPUS_PER_NODE + 1) + g] +=
+                    gpus / g;
+        }
+    }
+    for (size_t b = 0; per_block && b < f->n_blocks; b++)
+        for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
+            for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
+                int64_t v = per_block[(b * GP_MAX_GPU_TYPES + t) * (GP_MAX_GPUS_PER_NODE + 1) + g];
+                if (v > s->empty_block_replicas[t][g])
+                    s->empty_block_replicas[t][g] = v;
+            }
+    bool counted = per_block != NULL;
+    free(per_block);
+    return counted;
+}
+
+/* Recompute the "if it were empty" shape after a change (node up/down/
+ * drain, GPU health).  O(nodes), so changes only mark the fleet dirty and
+ * the next pass recounts once. */
 void gp__fleet_recount(gp__fleet *f)
 {
     if (!f->shape_dirty)
@@ -282,47 +334,13 @@ void gp__fleet_recount(gp__fleet *f)
     f->shape_dirty = false;
     if (++f->shape_count == 0) /* 0 is every job's "not known" */
         f->shape_count = 1;
-    memset(f->empty_replicas, 0, sizeof f->empty_replicas);
-    memset(f->empty_block_replicas, 0, sizeof f->empty_block_replicas);
-    memset(f->max_domain, 0, sizeof f->max_domain);
-    memset(f->max_cpu, 0, sizeof f->max_cpu);
-    memset(f->max_mem, 0, sizeof f->max_mem);
-    memset(f->mode_gpus, 0, sizeof f->mode_gpus);
-    memset(f->mig_models, 0, sizeof f->mig_models);
-    int64_t *per_block = calloc(f->n_blocks ? f->n_blocks : 1,
-                                sizeof(int64_t) * GP_MAX_GPU_TYPES * (GP_MAX_GPUS_PER_NODE + 1));
-    for (size_t n = 0; n < f->n_nodes; n++) {
-        gp__node *node = &f->nodes[n];
-        int healthy = healthy_gpus(f, node, -1);
-        if (!node->up || node->draining || healthy == 0)
-            continue;
-        if (node->cpu_cap > f->max_cpu[node->type])
-            f->max_cpu[node->type] = node->cpu_cap;
-        if (node->mem_cap > f->max_mem[node->type])
-            f->max_mem[node->type] = node->mem_cap;
-        count_modes(f, node);
-        for (int d = 0; d < node->domains; d++) {
-            int h = healthy_gpus(f, node, d);
-            if (h > f->max_domain[node->type])
-                f->max_domain[node->type] = h;
-        }
-        for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
-            f->empty_replicas[node->type][g] += healthy / g;
-            if (per_block)
-                per_block[((size_t)node->block * GP_MAX_GPU_TYPES + node->type) * (GP_MAX_GPUS_PER_NODE + 1) + g] +=
-                    healthy / g;
-        }
-    }
-    for (size_t b = 0; per_block && b < f->n_blocks; b++)
-        for (int t = 0; t < GP_MAX_GPU_TYPES; t++)
-            for (int g = 1; g <= GP_MAX_GPUS_PER_NODE; g++) {
-                int64_t v = per_block[(b * GP_MAX_GPU_TYPES + t) * (GP_MAX_GPUS_PER_NODE + 1) + g];
-                if (v > f->empty_block_replicas[t][g])
-                    f->empty_block_replicas[t][g] = v;
-            }
-    if (!per_block)
+    if (!shape_count(f, false, &f->shape))
         f->shape_dirty = true; /* try again next time */
-    free(per_block);
+}
+
+bool gp__fleet_registered_shape(const gp__fleet *f, gp__fleet_shape *out)
+{
+    return shape_count(f, true, out);
 }
 
 static gp_err check_name(const char *s, const char *field, gp_error *err)

@@ -297,7 +297,7 @@ static double policy_score(const gp_engine *e, gp_score score, const gp__job *j,
                            const node_view *after, double d_frag)
 {
     const gp__node *node = &e->fleet.nodes[n];
-    double cap_cpu = e->fleet.max_cpu[node->type] > 0 ? (double)e->fleet.max_cpu[node->type] : 1;
+    double cap_cpu = e->fleet.shape.max_cpu[node->type] > 0 ? (double)e->fleet.shape.max_cpu[node->type] : 1;
     double cap_gpu = (double)node->gpu_count * 1000;
     switch (score) {
     case GP_SCORE_FGD:

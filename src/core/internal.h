@@ -187,6 +187,22 @@ typedef struct gp__node {
     uint8_t memo_next;
 } gp__node;
 
+/* What a set of nodes could hold if it were empty, per type: replicas of
+ * g GPUs in all of them / in the best block, the largest NVLink domain,
+ * the largest node's CPU and memory, GPUs per sharing mode and the MIG
+ * models among the MIG-mode ones (bit per model).  The fleet keeps one
+ * of its healthy schedulable nodes (for wait reasons and fast rejection);
+ * gp__fleet_registered_shape counts every registered node, whatever its
+ * state (what the fleet could ever hold: refusals at submit). */
+typedef struct gp__fleet_shape {
+    int64_t empty_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int64_t empty_block_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
+    int max_domain[GP_MAX_GPU_TYPES];
+    int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
+    int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
+    uint32_t mig_models[GP_MAX_GPU_TYPES];
+} gp__fleet_shape;
+
 typedef struct gp__block {
     char name[GP_NAME_MAX];
     uint32_t zone;
@@ -228,22 +244,12 @@ typedef struct gp__fleet {
     int64_t free[GP_MAX_GPU_TYPES];       /* indexed free GPUs per type */
     uint64_t moves;                       /* nodes taken out of or put into a list, ever */
     uint64_t recounts;                    /* gp__node_reindex calls, ever: a GPU or node may have changed */
-    /* what the healthy schedulable fleet could hold if it were empty, per
-     * type: replicas of g GPUs in the whole fleet / in the best block, and
-     * the largest NVLink domain (for wait reasons and fast rejection) */
-    int64_t empty_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
-    int64_t empty_block_replicas[GP_MAX_GPU_TYPES][GP_MAX_GPUS_PER_NODE + 1];
-    int max_domain[GP_MAX_GPU_TYPES];
-    int64_t max_cpu[GP_MAX_GPU_TYPES], max_mem[GP_MAX_GPU_TYPES]; /* largest node */
+    gp__fleet_shape shape;                /* of the healthy schedulable fleet */
     gp_res capacity;                      /* healthy GPUs of up nodes, cpu, mem */
     uint64_t capacity_version;            /* changes of capacity, ever (tenant shares divide by it) */
-    bool shape_dirty;                     /* the empty_* tables need gp__fleet_recount */
-    uint32_t shape_count;                 /* recounts of the empty_* tables so far (starts at 1);
+    bool shape_dirty;                     /* shape needs gp__fleet_recount */
+    uint32_t shape_count;                 /* recounts of shape so far (starts at 1);
                                              gp__job.possible_shape is checked against it */
-    /* the same recount: healthy schedulable GPUs per type and sharing mode,
-     * and the MIG models among the MIG-mode ones (bit per model) */
-    int64_t mode_gpus[GP_MAX_GPU_TYPES][4];
-    uint32_t mig_models[GP_MAX_GPU_TYPES];
     /* per node (owned, grown with nodes): touch_seq at the node's last
      * change of anything a share's node score reads (its GPUs, CPU and
      * memory in use, up, drain, held; gp__node_touch); derived: zero after
@@ -759,6 +765,9 @@ int64_t gp__replica_capacity(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int 
 bool gp__replicas_fit(const uint32_t hist[GP_MAX_GPUS_PER_NODE + 1], int64_t free, int gpus, int replicas);
 void gp__fleet_free(gp__fleet *f);
 void gp__fleet_recount(gp__fleet *f);
+/* The shape of every registered node (up or not, drained or not, every GPU
+ * healthy or not) into *out; false when out of memory. */
+bool gp__fleet_registered_shape(const gp__fleet *f, gp__fleet_shape *out);
 void gp__fleet_init(gp__fleet *f);
 void gp__node_check_drained(gp_engine *e, uint32_t node);
 /* The fleet's side of the fleet events (engine.c owns the events and what
@@ -888,6 +897,8 @@ void gp__jobs_free(gp_engine *e);
 /* gp_engine_job_submit's books (engine.c owns the event): validate the
  * spec, take a slot, queue the job pending; *job is its slot. */
 gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t *job, gp_error *err);
+/* The accepted types of a checked spec, a bit per type (0xff: any). */
+uint8_t gp__job_type_mask(const gp__fleet *f, const gp_job_spec *s);
 
 /* ---- jobs.c: grace ---- */
 /* When a job told now to stop within `grace` seconds frees its GPUs: now +
@@ -1001,6 +1012,8 @@ bool gp__place_find(gp_engine *e, const gp__job *j, int type, bool use_held);
 bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_held);
 /* Why a job of this shape can never fit the fleet as it is (wait code) or NONE. */
 gp_wait gp__place_possible(const gp_engine *e, const gp__job *j);
+/* The same against a shape (the fleet's own, or its registered one). */
+gp_wait gp__place_possible_in(const gp__fleet *f, const gp__fleet_shape *s, const gp__job *j);
 /* Take the GPUs in j->placed (CPU and memory too) / give them back and
  * free j->placed.  Only fleet bookkeeping; engine.c does the rest. */
 void gp__place_commit(gp_engine *e, uint32_t job, int type);

@@ -485,6 +485,14 @@ void gp__job_release_slot(gp_engine *e, uint32_t job)
         e->free_slots[e->n_free_slots++] = job;
 }
 
+uint8_t gp__job_type_mask(const gp__fleet *f, const gp_job_spec *s)
+{
+    uint8_t mask = s->n_gpu_types == 0 ? 0xff : 0;
+    for (int i = 0; i < s->n_gpu_types; i++)
+        mask |= (uint8_t)(1u << gp__fleet_type_find(f, s->gpu_types[i]));
+    return mask;
+}
+
 gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *err)
 {
     uint32_t tenant;
@@ -515,9 +523,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
         (rc = gp__job_limits_check(e, s, tenant, err)) || (rc = gp__restart_resolve(s, &policy, &max_restarts, err)))
         return rc;
-    mask = s->n_gpu_types == 0 ? 0xff : 0;
-    for (int i = 0; i < s->n_gpu_types; i++)
-        mask |= (uint8_t)(1u << gp__fleet_type_find(&e->fleet, s->gpu_types[i]));
+    mask = gp__job_type_mask(&e->fleet, s);
     uint32_t user = GP__NONE;
     if (s->user && (user = user_get(e, tenant, s->user)) == GP__NONE)
         return gp_error_set(err, GP_ERR_NOMEM, "user", "out of memory");

@@ -248,39 +248,43 @@ bool gp__place_find_unscored(gp_engine *e, const gp__job *j, int type, bool use_
     return ok;
 }
 
-/* Whether type t has a healthy schedulable GPU in the job's sharing mode
- * (for MIG: of a model that offers its profile). */
-static bool sharing_mode_present(const gp__fleet *f, const gp__job *j, int t)
+/* Whether shape s has a GPU of type t in the job's sharing mode (for MIG:
+ * of a model that offers its profile). */
+static bool sharing_mode_present(const gp__fleet_shape *s, const gp__job *j, int t)
 {
     gp_sharing mode = j->isolation == GP_ISO_MIG   ? GP_SHARING_MIG
                       : j->isolation == GP_ISO_MPS ? GP_SHARING_MPS
                                                    : GP_SHARING_TIMESLICE;
-    if (f->mode_gpus[t][mode] == 0)
+    if (s->mode_gpus[t][mode] == 0)
         return false;
     if (mode != GP_SHARING_MIG)
         return true;
     for (int m = 0; m < 32; m++)
-        if ((f->mig_models[t] >> m & 1u) && gp__mig_profile_find(m, j->mig_profile) >= 0)
+        if ((s->mig_models[t] >> m & 1u) && gp__mig_profile_find(m, j->mig_profile) >= 0)
             return true;
     return false;
 }
 
 gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
 {
-    const gp__fleet *f = &e->fleet;
+    return gp__place_possible_in(&e->fleet, &e->fleet.shape, j);
+}
+
+gp_wait gp__place_possible_in(const gp__fleet *fleet, const gp__fleet_shape *s, const gp__job *j)
+{
     gp_wait w = {.code = GP_WAIT_NO_GPU_TYPE, .dim = -1, .tenant = GP__NONE};
     int64_t largest = 0, needed = (int64_t)j->replicas * j->gpus;
-    for (int t = 0; t < f->n_types; t++) {
-        if (!(j->type_mask & (1u << t)) || f->empty_replicas[t][1] == 0)
+    for (int t = 0; t < fleet->n_types; t++) {
+        if (!(j->type_mask & (1u << t)) || s->empty_replicas[t][1] == 0)
             continue;
-        if (j->cpu > f->max_cpu[t] || j->mem > f->max_mem[t]) {
+        if (j->cpu > s->max_cpu[t] || j->mem > s->max_mem[t]) {
             if (w.code == GP_WAIT_NO_GPU_TYPE)
-                w = (gp_wait){.code = GP_WAIT_NODE_SHAPE, .dim = t, .tenant = GP__NONE, .a = f->max_cpu[t],
-                              .b = f->max_mem[t]};
+                w = (gp_wait){.code = GP_WAIT_NODE_SHAPE, .dim = t, .tenant = GP__NONE, .a = s->max_cpu[t],
+                              .b = s->max_mem[t]};
             continue;
         }
         if (gp__job_shared(j)) { /* several replicas may share a GPU: the mode is what matters */
-            if (sharing_mode_present(f, j, t)) {
+            if (sharing_mode_present(s, j, t)) {
                 w.code = GP_WAIT_NONE;
                 return w;
             }
@@ -290,9 +294,9 @@ gp_wait gp__place_possible(const gp_engine *e, const gp__job *j)
         }
         int64_t have;
         switch (j->topology) {
-        case GP_TOPO_BLOCK: have = f->empty_block_replicas[t][j->gpus] * j->gpus; break;
-        case GP_TOPO_NVLINK: have = f->max_domain[t] >= needed ? needed : f->max_domain[t]; break;
-        default: have = f->empty_replicas[t][j->gpus] * j->gpus; break;
+        case GP_TOPO_BLOCK: have = s->empty_block_replicas[t][j->gpus] * j->gpus; break;
+        case GP_TOPO_NVLINK: have = s->max_domain[t] >= needed ? needed : s->max_domain[t]; break;
+        default: have = s->empty_replicas[t][j->gpus] * j->gpus; break;
         }
         if (have >= needed) {
             w.code = GP_WAIT_NONE;

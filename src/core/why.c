@@ -16,6 +16,7 @@
 #include "core/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* "GPU" or "GPUs", "node" or "nodes": the noun for a count of n. */
@@ -29,9 +30,76 @@ static const char *tenant_name(const gp_engine *e, uint32_t t)
     return t < e->n_tenants ? e->tenants[t].path : "?";
 }
 
-static const char *topology_domain(gp_topology t)
+/* The most GPUs of type t on one node of shape s (0: none). */
+static int largest_node(const gp__fleet_shape *s, int t)
 {
-    return t == GP_TOPO_BLOCK ? "fabric block" : t == GP_TOPO_NVLINK ? "NVLink domain" : "fleet";
+    int g = GP_MAX_GPUS_PER_NODE;
+    while (g > 0 && s->empty_replicas[t][g] == 0)
+        g--;
+    return g;
+}
+
+/* A job whose replicas are too big or too many for shape s (w: a
+ * TOPOLOGY wait against s): what it asks, what the largest node, block or
+ * domain of that type holds, and what to ask for instead; *field (when
+ * field is not NULL) the job field to change. */
+static int topology_format(const gp_engine *e, const gp__fleet_shape *s, const gp__job *j, const gp_wait *w, char *buf,
+                           size_t len, const char **field)
+{
+    const char *type = gp__dim_label(e, w->dim);
+    int node = largest_node(s, w->dim);
+    const char *f = "replicas";
+    int n;
+    if (j->topology != GP_TOPO_NVLINK && j->gpus > node) {
+        f = "gpus";
+        n = snprintf(buf, len, "%d %s GPUs in one replica, but the largest %s node has %d; ask for at most %d per "
+                     "replica (and more replicas)", j->gpus, type, type, node, node);
+    } else if (j->topology == GP_TOPO_NVLINK) {
+        f = "topology";
+        n = snprintf(buf, len, "%lld %s GPUs in one NVLink domain, but the largest %s domain has %d even when empty; "
+                     "ask for fewer GPUs, or topology block or any", (long long)w->b, type, type,
+                     s->max_domain[w->dim]);
+    } else {
+        int64_t fit = w->a / j->gpus;
+        n = snprintf(buf, len, "%d replicas of %d %s %s%s, but the %s holds %lld such %s even when empty; "
+                     "ask for fewer replicas%s", j->replicas, j->gpus, type, noun(j->gpus, "GPU", "GPUs"),
+                     j->topology == GP_TOPO_BLOCK ? " in one fabric block" : "",
+                     j->topology == GP_TOPO_BLOCK ? "largest block" : "whole fleet", (long long)fit,
+                     noun(fit, "replica", "replicas"), j->topology == GP_TOPO_BLOCK ? " or topology any" : "");
+    }
+    if (field)
+        *field = f;
+    return n;
+}
+
+/* Why a job can never fit shape s, w being gp__place_possible_in's answer
+ * against it (TOPOLOGY, NODE_SHAPE or SHARING_MODE); *field (when field
+ * is not NULL) the job field to change. */
+static size_t never_fits_format(const gp_engine *e, const gp__fleet_shape *s, const gp__job *j, const gp_wait *w,
+                                char *buf, size_t len, const char **field)
+{
+    const char *type = gp__dim_label(e, w->dim), *f = "share";
+    int n;
+    if (w->code == GP_WAIT_TOPOLOGY)
+        return (size_t)topology_format(e, s, j, w, buf, len, field);
+    if (w->code == GP_WAIT_NODE_SHAPE && j->cpu > w->a) {
+        f = "cpu_millis";
+        n = snprintf(buf, len, "%lld millicores per replica, but the largest %s node has %lld", (long long)j->cpu,
+                     type, (long long)w->a);
+    } else if (w->code == GP_WAIT_NODE_SHAPE) {
+        f = "mem_mib";
+        n = snprintf(buf, len, "%lld MiB of memory per replica, but the largest %s node has %lld", (long long)j->mem,
+                     type, (long long)w->b);
+    } else if (j->isolation == GP_ISO_MIG) {
+        n = snprintf(buf, len, "no %s GPU of the fleet is in MIG mode with a model that offers %s", type,
+                     j->mig_profile);
+    } else {
+        n = snprintf(buf, len, "no %s GPU of the fleet is in %s mode", type,
+                     j->isolation == GP_ISO_MPS ? "MPS" : "time-slice");
+    }
+    if (field)
+        *field = f;
+    return n < 0 ? 0 : (size_t)n;
 }
 
 static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w, char *buf, size_t len)
@@ -70,11 +138,7 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
         n = snprintf(buf, len, "no healthy, schedulable GPU of an accepted type is in the fleet");
         break;
     case GP_WAIT_TOPOLOGY:
-        n = snprintf(buf, len,
-                     "no %s can hold %d x %d %s %s even when empty (largest holds %lld); ask for a looser "
-                     "topology or fewer GPUs",
-                     topology_domain(j->topology), j->replicas, j->gpus, type,
-                     noun((int64_t)j->replicas * j->gpus, "GPU", "GPUs"), (long long)w->a);
+        n = (int)never_fits_format(e, &e->fleet.shape, j, w, buf, len, NULL);
         break;
     case GP_WAIT_NODE_SHAPE:
         n = snprintf(buf, len, "no node of an accepted type has %lld millicores and %lld MiB for one replica "
@@ -206,3 +270,38 @@ size_t gp_engine_why(const gp_engine *e, uint64_t id, char *buf, size_t len)
     return n < 0 ? 0 : (size_t)n;
 }
 
+
+/* A job of this spec (checked) as the placement tables see it. */
+static void job_shape(const gp_engine *e, const gp_job_spec *s, gp__job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->replicas = s->replicas;
+    j->gpus = s->gpus;
+    j->type_mask = gp__job_type_mask(&e->fleet, s);
+    j->cpu = s->cpu_millis;
+    j->mem = s->mem_mib;
+    j->topology = s->topology;
+    j->isolation = s->isolation;
+    snprintf(j->mig_profile, sizeof j->mig_profile, "%s", s->isolation == GP_ISO_MIG ? s->share.mig_profile : "");
+}
+
+gp_err gp_engine_job_fits(const gp_engine *e, const gp_job_spec *spec, gp_error *err)
+{
+    gp__fleet_shape *registered = malloc(sizeof *registered);
+    if (!registered || !gp__fleet_registered_shape(&e->fleet, registered)) {
+        free(registered);
+        return gp_error_set(err, GP_ERR_NOMEM, "gpus", "out of memory");
+    }
+    gp__job j;
+    job_shape(e, spec, &j);
+    gp_wait w = gp__place_possible_in(&e->fleet, registered, &j);
+    gp_err rc = GP_OK;
+    if (w.code != GP_WAIT_NONE && w.code != GP_WAIT_NO_GPU_TYPE) { /* no node of its types yet: it waits for one */
+        char text[GP_ERROR_MESSAGE_MAX];
+        const char *field;
+        never_fits_format(e, registered, &j, &w, text, sizeof text, &field);
+        rc = gp_error_set(err, GP_ERR_NEVER_FITS, field, "%s", text);
+    }
+    free(registered);
+    return rc;
+}

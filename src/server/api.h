@@ -177,6 +177,11 @@ bool gp_api_registry_credential_held(gp_store *s, const char *tenant, const char
 /* A tenant's container policy (api_containers.c).  On the engine thread:
  * may req run under its tenant's inherited policy (400 image / mounts)? */
 gp_err gp_api_job_container_check(gp_server *srv, const gp_job_request *req, gp_error *err);
+/* A job as the live engine would take it with id (gp_engine_job_check), on
+ * a fleet that could hold it (gp_engine_job_fits, skipped for
+ * "wait_for_fleet": true), under its tenant's container policy; engine
+ * thread. */
+gp_err gp_api_job_engine_check(gp_server *srv, const gp_job_request *req, uint64_t id, gp_error *err);
 /* Adds the tenant's inherited policy to its view (all: the store's
  * tenants, path -> spec). */
 void gp_api_tenant_view_containers(gp_server *srv, const json_t *all, const char *tenant, bool untrusted,

@@ -143,12 +143,16 @@ void gp_api_job_default_tenant(const gp_request *r, json_t *job)
 }
 
 /* The engine's own refusal first (an unknown tenant, a share an untrusted
- * tenant may not have), then the tenant's container policy. */
-static gp_err engine_then_container_check(gp_server *srv, const gp_job_request *req, gp_error *err)
+ * tenant may not have), then the fleet's shape (a job no node or block
+ * could ever hold, unless it asked to wait for nodes), then the tenant's
+ * container policy. */
+gp_err gp_api_job_engine_check(gp_server *srv, const gp_job_request *req, uint64_t id, gp_error *err)
 {
     gp_job_spec probe = req->spec;
-    probe.id = srv->journal.replayer.next_job_id;
+    probe.id = id;
     gp_err rc = gp_engine_job_check(srv->journal.engine, &probe, err);
+    if (rc == GP_OK && !req->wait_for_fleet)
+        rc = gp_engine_job_fits(srv->journal.engine, &probe, err);
     return rc == GP_OK ? gp_api_job_container_check(srv, req, err) : rc;
 }
 
@@ -160,7 +164,7 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
     if ((req->user[0] && gp_user_tenant_check(srv->store, req->user, req->tenant, NULL, &unbound, &err) != GP_OK) ||
         gp_gpu_types_job_canon(srv, req, &err) != GP_OK || /* one spelling; a quota does not make a type known */
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
-        engine_then_container_check(srv, req, &err) != GP_OK ||
+        gp_api_job_engine_check(srv, req, srv->journal.replayer.next_job_id, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
         gp_op_fail(op, &err);
         return;

@@ -15,7 +15,9 @@
  *      tenant it is bound to (users.h), its job defaults are filled in and
  *      it is checked against its tenant's container policy
  *      (api_containers.c) and against the live engine (gp_engine_job_check: the
- *      engine's own submit rules, nothing changed) before any is
+ *      engine's own submit rules, nothing changed; gp_engine_job_fits: refused
+ *      when no node or block could ever hold it, unless the item has
+ *      "wait_for_fleet": true) before any is
  *      submitted, so this file restates none of them.  Only then are the items submitted, in order (consecutive ids), in
  *      the engine thread's one store transaction and one scheduling pass.
  * Should the engine still refuse an item after that (out of memory), the
@@ -203,10 +205,12 @@ static gp_err batch_check(gp_server *srv, gp_batch *b, size_t *bad, gp_error *er
             rc = gp_engine_job_defaults(j->engine, &b->reqs[i].spec, err);
         gp_job_spec s = b->reqs[i].spec;
         s.id = j->replayer.next_job_id + i;
-        if (rc != GP_OK || (rc = gp_engine_job_check(j->engine, &s, err)) != GP_OK)
+        if (rc == GP_OK && b->array && i > 0) /* an array's copies differ only in env */
+            rc = gp_engine_job_check(j->engine, &s, err);
+        else if (rc == GP_OK)
+            rc = gp_api_job_engine_check(srv, &b->reqs[i], s.id, err);
+        if (rc != GP_OK)
             return rc;
-        if ((!b->array || i == 0) && (rc = gp_api_job_container_check(srv, &b->reqs[i], err)) != GP_OK)
-            return rc; /* an array's copies differ only in env */
     }
     return GP_OK;
 }

@@ -303,7 +303,10 @@ static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
 static gp_err exit_history(gp_journal *j, const gp_replica_exit *x, int64_t time, gp_error *err)
 {
     char text[GP_NAME_MAX + 224];
-    if (x->signal)
+    if (x->reason == GP_EXIT_REASON_CHECKPOINTED)
+        snprintf(text, sizeof text, "replica %d on %s: stopped after its checkpoint, as planned (%s)", x->replica,
+                 x->node, gp_exit_reason_name(x->reason));
+    else if (x->signal)
         snprintf(text, sizeof text, "replica %d on %s: killed by signal %d (%s)", x->replica, x->node, x->signal,
                  gp_exit_reason_name(x->reason));
     else

@@ -45,6 +45,7 @@ int gp_status_of(gp_err code)
     case GP_ERR_EXISTS: return 409;
     case GP_ERR_CONFLICT: return 409;
     case GP_ERR_QUOTA: return 422;
+    case GP_ERR_NEVER_FITS: return 422;
     case GP_ERR_NOMEM: return 503;
     default: return 500;
     }

@@ -262,6 +262,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return parse_env(x, r, err);
     if (strcmp(key, "env_from_secret") == 0)
         return parse_env_from_secret(x, r, err);
+    if (strcmp(key, "wait_for_fleet") == 0)
+        return gp_json_bool(x, key, &r->wait_for_fleet, err);
     if (gp_job_container_key(key))
         return gp_job_container_field(&r->container, key, x, err);
     return gp_json_unknown_field("", key, err);

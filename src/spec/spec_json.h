@@ -55,6 +55,8 @@ typedef struct gp_job_request {
     json_t *env;     /* object of strings */
     json_t *env_from_secret; /* {"ENV_NAME": "secret-name"}: the tenant's (or an ancestor's) secrets; NULL none */
     gp_job_container container; /* image, mounts, ...: container_spec.h */
+    bool wait_for_fleet; /* "wait_for_fleet": accept it even if no node or block of the fleet could ever hold
+                            it (gp_engine_job_fits); how it was submitted, not part of the job: not written */
 } gp_job_request;
 
 /* allow_id: accept "id" (the event log); callers may not choose ids. */

@@ -38,6 +38,7 @@ const char *gp_err_name(gp_err code)
     case GP_ERR_QUOTA: return "quota";
     case GP_ERR_NOMEM: return "nomem";
     case GP_ERR_TIME: return "time";
+    case GP_ERR_NEVER_FITS: return "never_fits";
     }
     return "unknown";
 }

@@ -20,7 +20,8 @@ typedef enum gp_err {
     GP_ERR_CONFLICT,  /* valid, but not in the current state (e.g. cancel a finished job) */
     GP_ERR_QUOTA,     /* a quota tree change that would break an invariant */
     GP_ERR_NOMEM,     /* allocation failed */
-    GP_ERR_TIME       /* time went backwards */
+    GP_ERR_TIME,      /* time went backwards */
+    GP_ERR_NEVER_FITS /* valid, but no node or block of the fleet could ever hold it; field says why */
 } gp_err;
 
 #define GP_ERROR_MESSAGE_MAX 256

@@ -5,7 +5,8 @@
 #include <string.h>
 
 static const char *const EXIT_REASON_NAMES[GP_EXIT_REASONS] = {"exited",     "signalled", "oom", "killed_after_grace",
-                                                               "time_limit", "gpu_memory", "image_pull"};
+                                                               "time_limit", "gpu_memory", "image_pull",
+                                                               "checkpointed"};
 
 const char *gp_exit_reason_name(gp_exit_reason r)
 {

@@ -10,7 +10,8 @@
  *   gp_exit_reason_name(GP_EXIT_REASON_OOM)          -> "oom"
  *   gp_exit_reason_parse("time_limit", &r)           -> true, GP_EXIT_REASON_TIME_LIMIT
  *   gp_exit_reason_list(buf, sizeof buf)             -> "exited, signalled, oom,
- *                                                       killed_after_grace, time_limit, gpu_memory or image_pull"
+ *                                                       killed_after_grace, time_limit, gpu_memory, image_pull
+ *                                                       or checkpointed"
  *
  * Pure functions; names are static strings, nothing is allocated.
  */
@@ -28,6 +29,8 @@ typedef enum gp_exit_reason {
     GP_EXIT_REASON_TIME_LIMIT,         /* ran past its time limit */
     GP_EXIT_REASON_GPU_MEMORY,         /* its processes used more GPU memory than its MPS or time-slice share */
     GP_EXIT_REASON_IMAGE_PULL,         /* its container's image could not be pulled (exit_code 127; the log says why) */
+    GP_EXIT_REASON_CHECKPOINTED,       /* asked to stop, said its checkpoint was done in its grace, then killed by
+                                          the agent as planned (not killed_after_grace: the grace did not run out) */
     GP_EXIT_REASONS
 } gp_exit_reason;
 

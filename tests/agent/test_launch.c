@@ -321,6 +321,32 @@ static void a_replica_that_ignores_its_signal_is_killed_when_the_grace_ends(void
     gp_proc_free(p);
 }
 
+/* Issue 32: a replica that said its checkpoint was done in its grace is
+ * then killed by the agent as planned (gp__end_graces): it ends as
+ * checkpointed, never killed_after_grace; a time-limit grace cut short
+ * that way stays time_limit. */
+static void a_kill_after_a_checkpoint_in_the_grace_reports_checkpointed(void **state)
+{
+    fixture *f = *state;
+    char *argv[] = {"sh", "-c", "trap '' TERM; echo ready; sleep 100 & wait", NULL};
+    gp_launch_spec spec = spec_for(f, argv);
+    gp_stop_cause first[] = {GP_STOP_REQUESTED, GP_STOP_TIME_LIMIT};
+    gp_exit_reason want[] = {GP_EXIT_REASON_CHECKPOINTED, GP_EXIT_REASON_TIME_LIMIT};
+    for (size_t i = 0; i < 2; i++) {
+        gp_proc *p = NULL;
+        (void)unlink(f->out); /* "ready" again */
+        assert_int_equal(gp_launch(&spec, &p, NULL), GP_OK);
+        wait_for_text(f->out, "ready");
+        gp_proc_stop(p, SIGTERM, 1000, 5000, first[i]);
+        gp_proc_stop(p, SIGKILL, 2000, 0, GP_STOP_CHECKPOINTED);
+        gp_proc_exit end = wait_end(p, 2000);
+        assert_int_equal(end.reason, want[i]);
+        assert_int_equal(end.signal, SIGKILL);
+        gp_proc_free(p);
+    }
+    assert_string_equal(gp_exit_reason_name(GP_EXIT_REASON_CHECKPOINTED), "checkpointed");
+}
+
 static void a_replica_that_ends_on_its_signal_within_the_grace_is_signalled(void **state)
 {
     fixture *f = *state;
@@ -713,6 +739,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(an_exit_code_and_a_fatal_signal_are_reported_as_such, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_that_ignores_its_signal_is_killed_when_the_grace_ends, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_kill_after_a_checkpoint_in_the_grace_reports_checkpointed, setup, teardown),
         cmocka_unit_test_setup_teardown(a_replica_that_ends_on_its_signal_within_the_grace_is_signalled, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_stop_for_the_time_limit_reports_time_limit, setup, teardown),

@@ -255,6 +255,10 @@ def test_preemption_signals_the_victim_and_the_handshake_ends_the_grace(d, a):
     # the reclaimer's replica saw GPUs no victim still held: the victims ended before it started
     log = a.read_log()
     assert "job=%d replica=0 checkpointed" % ckpt in log, log
+    # killed by the agent as planned once it checkpointed: its history says so, not killed_after_grace (issue 32)
+    exits = gpd.wait_for(lambda: [h for h in job(d, ckpt)["history"] if h["kind"] == "exit"], what="the exit")
+    said = json.dumps(job(d, ckpt)["history"])
+    assert "killed_after_grace" not in said and "(checkpointed)" in json.dumps(exits), said
 
 
 @with_agent

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import time
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -78,7 +79,10 @@ def test_prices_are_set_read_and_bad_ones_refused_naming_the_field(d):
     table = d.ok("GET", "/v1/prices", token=tok)
     assert [v["effective"] for v in table["versions"]] == [1577836800, later], table
     assert table["versions"][1]["gpu_types"] == {"H100": "2.50", "B300": "9.000001"}, table
-    d.cli("prices", "set", "--effective", str(later + 7200), "--gpu", "A100=1.20,L40S=0.90", "--premium", "block=1.25")
+    said = d.cli("prices", "set", "--effective", str(later + 7200), "--gpu", "A100=1.20,L40S=0.90", "--premium",
+                 "block=1.25").stdout
+    # a local date-time, never epoch seconds (issue 32)
+    assert str(later + 7200) not in said and re.match(r"price version effective \d{4}-\d\d-\d\d \d\d:\d\d", said), said
     out = d.cli("prices").stdout
     assert "A100" in out and "1.20" in out and "1.25" in out, out
     assert d.ok("PUT", "/v1/prices/modes/research", {"mode": "chargeback"}) == {"org": "research",
@@ -149,6 +153,7 @@ def test_bill_json_and_csv_add_up_and_a_member_sees_its_subtree(d):
         assert r["amount"] == rounded(Fraction(want)), r
     out = d.cli("bill", "--period", period).stdout
     assert "research/nlp" in out and "IDLE UNOWNED" in out, out
+    assert re.match(r"bill \S+ \(\S+\), as of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", out), out  # not epoch seconds
     # a member of research/nlp: its subtree, no fleet; elsewhere 404
     tok = member(d, "research/nlp")
     mine = d.ok("GET", "/v1/bill?period=%s&hourly=1" % period, token=tok)

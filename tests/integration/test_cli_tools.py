@@ -172,7 +172,7 @@ def test_times_in_iso_8601_and_relative(d):
 def test_the_jobs_table_shows_user_age_nodes_and_shares(d):
     setup(d)
     alice = submit(d, tenant="research/nlp", gpus=1, user="alice")
-    submit(d, tenant="research/nlp", share={"mps": 25})
+    submit(d, tenant="research/nlp", share={"mps": 25}, wait_for_fleet=True)  # no GPU here is in MPS mode
     gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % alice)["state"] == "running", what="running")
     out = d.cli("jobs").stdout
     head = out.splitlines()[0].split()

@@ -48,7 +48,8 @@ def test_job_life_cycle(d):
     assert cancelled["state"] in ("preempting", "cancelled"), cancelled
     assert any(h["kind"] == "stop" for h in cancelled["history"]), cancelled
     # a pending job cancels at once
-    big = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 8, "replicas": 8, "gpu_types": ["H100"]})
+    big = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 8, "replicas": 8, "gpu_types": ["H100"],
+                                   "wait_for_fleet": True})
     assert big["state"] == "pending", big
     gone = d.ok("DELETE", "/v1/jobs/%d" % big["id"], expect=(202,))
     assert gone["state"] == "cancelled", gone
@@ -144,7 +145,7 @@ def test_restart_keeps_everything(d):
     for i in range(6):
         d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 4, "gpu_types": ["H100"], "priority": i})
     d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 8, "gpu_types": ["A100"]})
-    d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 8, "replicas": 6})  # waits
+    d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 8, "replicas": 6, "wait_for_fleet": True})  # waits
     d.ok("POST", "/v1/nodes/l40s-d-0/drain", {"drain": True})
     d.ok("POST", "/v1/tokens", {"name": "alice", "role": "member", "scope": "research/nlp", "user": "alice"})
     before = snapshot(d)

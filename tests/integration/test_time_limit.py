@@ -101,6 +101,40 @@ def test_limits_survive_a_restart_and_old_jobs_load(d):
     assert d.ok("GET", "/v1/tenants/research/nlp")["time_limit"]["training"] == 259200
 
 
+def test_durations_with_units_everywhere(d):
+    """--time-limit/--grace/--runtime and files take 2h, 90m, 1d, 2:00:00, 2-00:00:00 (issue 32, item 10)."""
+    apply_tenants(d)
+    for text, seconds in (("2h", 7200), ("90m", 5400), ("1d", 86400), ("2:00:00", 7200), ("2-00:00:00", 172800),
+                          ("3600", 3600)):
+        out = d.cli("submit", "--tenant", "research/nlp", "--gpus", "1", "--time-limit", text, "--grace", "1m",
+                    "--runtime", "1:30:00", "--", "true", json_out=True)
+        assert out["time_limit_s"] == seconds and out["checkpoint_grace_s"] == 60, (text, out)
+        assert out["expected_runtime_s"] == 5400, out
+    for bad in ("2x", "1.5h", "-1h", "2:60:00", "99999999999999d"):
+        p = d.cli("submit", "--tenant", "research/nlp", "--time-limit", bad, "--", "true", check=False)
+        assert p.returncode == 2 and "--time-limit" in p.stderr and "H:MM:SS" in p.stderr, (bad, p.stderr)
+    job = os.path.join(d.dir, "job.yaml")
+    with open(job, "w") as f:
+        f.write("tenant: research/nlp\ngpus: 1\ntime_limit_s: 90m\ncheckpoint_grace_s: 2m\ncommand: [\"true\"]\n")
+    out = d.cli("submit", "-f", job, json_out=True)
+    assert out["time_limit_s"] == 5400 and out["checkpoint_grace_s"] == 120, out
+    with open(job, "w") as f:
+        f.write("tenant: research/nlp\ntime_limit_s: soon\n")
+    p = d.cli("submit", "-f", job, check=False)
+    assert p.returncode == 2 and "job.yaml: time_limit_s" in p.stderr, p.stderr
+    tenants = os.path.join(d.dir, "tenants.yaml")
+    with open(tenants, "w") as f:
+        f.write("tenants:\n  - path: misc\n    time_limit: {training: 2d, interactive: \"8:00:00\", inference: 600}\n")
+    d.cli("apply", "-f", tenants)
+    got = d.ok("GET", "/v1/tenants/misc")["time_limit"]
+    assert got == {"training": 172800, "interactive": 28800, "inference": 600}, got
+    with open(tenants, "w") as f:
+        f.write("tenants:\n  - path: misc\n    time_limit: {training: 2 days}\n")
+    p = d.cli("apply", "-f", tenants, check=False)
+    assert p.returncode != 0 and "time_limit.training" in p.stderr + p.stdout, (p.stdout, p.stderr)
+    assert d.ok("GET", "/v1/tenants/misc")["time_limit"]["training"] == 172800
+
+
 if __name__ == "__main__":
-    gpd.run([test_tenant_defaults_inherit_and_show, test_bad_time_limits_name_the_field,
+    gpd.run([test_tenant_defaults_inherit_and_show, test_bad_time_limits_name_the_field, test_durations_with_units_everywhere,
              test_job_past_its_limit_is_stopped_and_fails, test_limits_survive_a_restart_and_old_jobs_load])

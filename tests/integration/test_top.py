@@ -52,6 +52,10 @@ def test_a_snapshot_when_stdout_is_not_a_terminal(d):
     assert "research/nlp" in out and "H100=16" in out and "100%" in out, out
     assert "%d " % waiting in out and "research/vision" in out, out
     assert "Recent preemptions" in out and "reclaims its guarantee" in out, out
+    # no epoch seconds (issue 32): the engine's "expected to start at t=..." as a local time
+    gpd.wait_for(lambda: any(" t=" in q["reason"] for q in d.cli("top", json_out=True)["queue"]), what="a t= reason")
+    out = d.cli("top").stdout
+    assert "expected to start at 20" in out and not re.search(r"(^| )t=[0-9]", out, re.M), out
     snap = d.cli("top", json_out=True)
     assert {b for b in borrowed} <= {p["job"] for p in snap["preemptions"]}, snap["preemptions"]
     queue = [q["id"] for q in snap["queue"]]

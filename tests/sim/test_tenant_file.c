@@ -123,7 +123,14 @@ static void time_limits_per_kind(void **state)
     gp_tenant_file_free(&f);
     expect_error("tenants:\n  - path: a\n    time_limit: {batch: 60}\n", 3, "tenants[0].time_limit.batch");
     expect_error("tenants:\n  - path: a\n    time_limit: {training: -1}\n", 3, "tenants[0].time_limit.training");
-    expect_error("tenants:\n  - path: a\n    time_limit: {training: 1h}\n", 3, "tenants[0].time_limit.training");
+    /* durations with units in the file only (issue 32; the API takes seconds) */
+    f = parse_ok("tenants:\n  - path: a\n    time_limit: {training: 1h, interactive: \"8:00:00\", inference: 2-00:00:00}\n");
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_TRAINING], 3600);
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_INTERACTIVE], 28800);
+    assert_int_equal(f.tenants[0].spec.time_limit_s[GP_KIND_INFERENCE], 172800);
+    gp_tenant_file_free(&f);
+    expect_error("tenants:\n  - path: a\n    time_limit: {training: 1 hour}\n", 3, "tenants[0].time_limit.training");
+    expect_error("tenants:\n  - path: a\n    time_limit: {training: 2:60:00}\n", 3, "tenants[0].time_limit.training");
     expect_error("tenants:\n  - path: a\n    time_limit: 3600\n", 3, "tenants[0].time_limit");
 }
 

@@ -258,7 +258,7 @@ static void exit_reasons_have_one_name_each_both_ways(void **state)
     assert_int_equal(untouched, GP_EXIT_REASON_OOM);
     char list[128];
     gp_exit_reason_list(list, sizeof list);
-    assert_string_equal(list, "exited, signalled, oom, killed_after_grace, time_limit, gpu_memory or image_pull");
+    assert_string_equal(list, "exited, signalled, oom, killed_after_grace, time_limit, gpu_memory, image_pull or checkpointed");
 }
 
 static void each_stop_signal_sends_the_signal_it_names(void **state)

@@ -152,7 +152,7 @@ static void a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost(void 
     assert_int_equal(info.wait.code, GP_WAIT_TOPOLOGY);
     char text[256];
     why(w, 3, text, sizeof text);
-    assert_non_null(strstr(text, "even when empty (largest holds 8)"));
+    assert_non_null(strstr(text, "2 replicas of 8 H100 GPUs, but the whole fleet holds 1 such replica even when empty"));
     gp_node_spec back = tb_node_spec("n01", "H100", 8, "b0");
     assert_int_equal(gp_engine_node_add(w->e, &back, 40, NULL), GP_OK);
     tb_tick(w, 40, GP_DEC_BIND);
@@ -182,6 +182,37 @@ static void a_replica_no_node_is_big_enough_for_says_so_and_runs_on_a_bigger_one
     assert_int_equal(gp_engine_node_add(w->e, &big, 1, &err), GP_OK);
     assert_int_equal(tb_tick(w, 1, GP_DEC_BIND), 1);
     assert_int_equal(tb_job_node(w, 1), tb_node_index(w, "big"));
+}
+
+/* gp_engine_job_fits: a replica bigger than any node is refused naming
+ * "gpus" with the largest node (not "a looser topology": its topology is
+ * any already), a node lost or drained still counts, and a type with no
+ * node registered yet is waited for. */
+static void a_job_no_registered_node_could_hold_is_refused_naming_the_field(void **state)
+{
+    tb_world *w = *state;
+    tb_add_nodes(w, 2, "H100", 8, "b0", "z0");
+    tb_tenant(w, "t", "H100", -1, -1);
+    gp_job_spec s = tb_job(1, "t", 0);
+    s.gpus = 16;
+    s.replicas = 1;
+    gp_error err;
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_ERR_NEVER_FITS);
+    assert_string_equal(err.field, "gpus");
+    assert_non_null(strstr(err.message, "16 H100 GPUs in one replica, but the largest H100 node has 8"));
+    assert_null(strstr(err.message, "looser topology"));
+    s.gpus = 8;
+    s.replicas = 2;
+    assert_int_equal(gp_engine_node_lost(w->e, "n01", 1, NULL), GP_OK);
+    assert_int_equal(gp_engine_node_drain(w->e, "n00", true, 1, NULL), GP_OK);
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_OK); /* both nodes may come back */
+    s.replicas = 3;
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_ERR_NEVER_FITS);
+    assert_string_equal(err.field, "replicas");
+    s.replicas = 1;
+    s.cpu_millis = TB_NODE_CPU_MILLIS + 1;
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_ERR_NEVER_FITS);
+    assert_string_equal(err.field, "cpu_millis");
 }
 
 /* Free GPUs kept for a tenant that does not lend its idle guarantee: a
@@ -250,6 +281,7 @@ int main(void)
         TB_TEST(a_job_over_the_limit_only_because_of_usage_waits_for_it),
         TB_TEST(a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost),
         TB_TEST(a_replica_no_node_is_big_enough_for_says_so_and_runs_on_a_bigger_one),
+        TB_TEST(a_job_no_registered_node_could_hold_is_refused_naming_the_field),
         TB_TEST(a_burstable_job_behind_a_guarantee_not_lent_says_so),
         TB_TEST(a_count_of_one_reads_in_the_singular),
         TB_TEST(quota_errors_state_gpu_amounts_in_gpus),

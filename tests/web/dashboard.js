@@ -74,6 +74,9 @@ function pageReport() {
     },
     first_time: firstTime ? { epoch: Number(firstTime.dataset.epoch), text: firstTime.textContent } : null,
     status: document.getElementById('status').textContent,
+    // reasons as shown, and the engine's "t=SECONDS" as the page writes it (issue 32: no epoch seconds)
+    reasons: all('#queue-body td.reason, #preemptions-body td.reason').map((td) => td.textContent),
+    reason_time: typeof fmtReason === 'function' ? fmtReason('expected to start at t=1796655120', 1796654400) : null,
   };
 }
 

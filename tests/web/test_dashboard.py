@@ -135,6 +135,8 @@ def check_admin(d, agent):
     others, bill = split_bill(errors, report)
     assert not others, others
     assert report["role"] == "admin" and report["loaded"] >= 1, report
+    assert report["reason_time"] and "t=" not in report["reason_time"] and "(in 12m 0s)" in report["reason_time"], report
+    assert not [r for r in report["reasons"] if re.search(r"(^| )t=[0-9]", r)], report["reasons"]
     nodes = d.ok("GET", "/v1/nodes")["nodes"]
     fleet = report["fleet"]
     assert sorted(fleet["nodes"]) == sorted(n["name"] for n in nodes), fleet["nodes"]

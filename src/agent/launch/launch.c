@@ -592,7 +592,8 @@ void gp_proc_stop(gp_proc *p, int sig, int64_t now_ms, int64_t grace_ms, gp_stop
     if (p->deadline < 0 || deadline < p->deadline) {
         p->deadline = deadline;
     }
-    if (!p->stopping || cause == GP_STOP_GPU_MEMORY || (cause == GP_STOP_TIME_LIMIT && p->cause != GP_STOP_GPU_MEMORY)) {
+    if (!p->stopping || cause == GP_STOP_GPU_MEMORY || (cause == GP_STOP_TIME_LIMIT && p->cause != GP_STOP_GPU_MEMORY) ||
+        (cause == GP_STOP_CHECKPOINTED && p->cause == GP_STOP_REQUESTED)) {
         p->cause = cause;
     }
     p->stopping = true;
@@ -628,6 +629,8 @@ static gp_proc_exit gp__classify(const gp_proc *p, bool oom)
         end.reason = GP_EXIT_REASON_GPU_MEMORY;
     } else if (p->stopping && p->cause == GP_STOP_TIME_LIMIT) {
         end.reason = GP_EXIT_REASON_TIME_LIMIT;
+    } else if (p->stopping && p->cause == GP_STOP_CHECKPOINTED) {
+        end.reason = GP_EXIT_REASON_CHECKPOINTED;
     } else if (p->tree_killed) {
         end.reason = GP_EXIT_REASON_KILLED_AFTER_GRACE;
     }

@@ -63,6 +63,8 @@
  *   time_limit         the stop was for the job's time limit
  *   gpu_memory         the agent killed it for using more GPU memory than
  *                      its MPS or time-slice share (agent_share.h)
+ *   checkpointed       the job said its checkpoint was done in its grace and
+ *                      the agent then killed it, as planned
  *   killed_after_grace the grace ran out and the tree was killed
  *   exited             exit(code)
  *   signalled          a signal ended it (signal)
@@ -108,7 +110,13 @@ typedef struct gp_launch_spec {
 
 /* Why a stop was sent: gpupoold asked, the job's time limit, or its GPU
  * memory over its share (the agent's own kill). */
-typedef enum gp_stop_cause { GP_STOP_REQUESTED = 0, GP_STOP_TIME_LIMIT, GP_STOP_GPU_MEMORY } gp_stop_cause;
+/* CHECKPOINTED: the kill that ends a grace once the job said its checkpoint was done. */
+typedef enum gp_stop_cause {
+    GP_STOP_REQUESTED = 0,
+    GP_STOP_TIME_LIMIT,
+    GP_STOP_GPU_MEMORY,
+    GP_STOP_CHECKPOINTED
+} gp_stop_cause;
 
 typedef struct gp_proc_exit {
     gp_exit_reason reason;

@@ -165,7 +165,10 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap)
 {
     snprintf(out, cap, "%d %" PRId64 " %s\n", s->signal, s->deadline_ms,
-             s->cause == GP_STOP_TIME_LIMIT ? "time_limit" : s->cause == GP_STOP_GPU_MEMORY ? "gpu_memory" : "requested");
+             s->cause == GP_STOP_TIME_LIMIT     ? "time_limit"
+             : s->cause == GP_STOP_GPU_MEMORY   ? "gpu_memory"
+             : s->cause == GP_STOP_CHECKPOINTED ? "checkpointed"
+                                                : "requested");
 }
 
 bool gp_state_stop_parse(const char *text, gp_stop_order *s)
@@ -179,6 +182,8 @@ bool gp_state_stop_parse(const char *text, gp_stop_order *s)
         s->cause = GP_STOP_TIME_LIMIT;
     else if (strcmp(cause, "gpu_memory") == 0)
         s->cause = GP_STOP_GPU_MEMORY;
+    else if (strcmp(cause, "checkpointed") == 0)
+        s->cause = GP_STOP_CHECKPOINTED;
     else if (strcmp(cause, "requested") == 0)
         s->cause = GP_STOP_REQUESTED;
     else
