@@ -233,7 +233,7 @@ def test_the_node_gets_the_container_and_only_its_registrys_credential(d):
 
 def test_a_tightened_policy_cancels_the_queued_jobs_it_no_longer_allows(d):
     research_tree(d)
-    big = {"replicas": 2, "gpus": 2}  # 4 T4 GPUs, the fleet has 2: queued
+    big = {"replicas": 2, "gpus": 2, "wait_for_fleet": True}  # 4 T4 GPUs, the fleet has 2: queued
     scratch = d.ok("POST", "/v1/jobs", job(image=IMAGE, mounts=[{"volume": "scratch", "target": "/s"}], **big))
     plain = d.ok("POST", "/v1/jobs", job(image=IMAGE, **big))
     assert d.ok("GET", "/v1/jobs/%d" % scratch["id"])["state"] == "pending"

@@ -214,7 +214,7 @@ def test_sign_out_forgets_everything_then_a_member_sees_its_own(d):
                                       ("product/search", 8, "A100", "ranker")):
         d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": gpus, "gpu_types": [gtype], "name": name})
     d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "replicas": 8, "gpus": 8, "gpu_types": ["H100"],
-                              "name": "nlp-waits"})
+                              "name": "nlp-waits", "wait_for_fleet": True})
     member = d.ok("POST", "/v1/tokens", {"name": "vera", "role": "member", "scope": "research/vision",
                                          "user": "vera"})["token"]
     out = drive_dashboard(d, d.token, "signout-1-admin.png", sign_out_png=os.path.join(SHOTS, "signout-2-empty.png"),
