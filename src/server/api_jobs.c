@@ -244,9 +244,18 @@ static void live_run(gp_server *srv, gp_op *op, int64_t now)
     op->status = 200;
 }
 
-static void overlay_live(gp_request *r, json_t *views)
+/* live_run, and a pending job's every blocker: one job's view (GET
+ * /v1/jobs/{id}; a list would pay it for every pending job). */
+static void live_one_run(gp_server *srv, gp_op *op, int64_t now)
 {
-    gp_op op = {.run = live_run, .arg = views};
+    live_run(srv, op, now);
+    json_t *view = json_array_get((json_t *)op->arg, 0);
+    gp_journal_job_blockers(&srv->journal, (uint64_t)json_integer_value(json_object_get(view, "id")), view);
+}
+
+static void overlay_live(gp_request *r, json_t *views, gp_op_fn run)
+{
+    gp_op op = {.run = run, .arg = views};
     op.who = &r->who;
     op.request_id = r->request_id;
     gp_loop_run(&r->srv->loop, &op);
@@ -308,7 +317,7 @@ void gp_api_jobs_list(gp_request *r)
         any_live = any_live || is_live(row);
     }
     if (any_live)
-        overlay_live(r, jobs);
+        overlay_live(r, jobs, live_run);
     json_array_foreach(jobs, i, row) {
         add_execution_note(r->srv, row);
         add_pull(r->srv, row);
@@ -340,7 +349,7 @@ void gp_api_job_get(gp_request *r, const char *text)
     json_t *views = json_pack("[o]", gp_api_job_view(row));
     json_decref(row);
     if (is_live(json_array_get(views, 0)))
-        overlay_live(r, views);
+        overlay_live(r, views, live_one_run);
     json_t *view = json_incref(json_array_get(views, 0));
     json_decref(views);
     add_execution_note(r->srv, view);
