@@ -25,6 +25,7 @@
 #include "server/api.h"
 #include "server/gpu_types.h"
 #include "server/users.h"
+#include "util/nearest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -152,6 +153,27 @@ static gp_err engine_then_container_check(gp_server *srv, const gp_job_request *
     return rc == GP_OK ? gp_api_job_container_check(srv, req, err) : rc;
 }
 
+/* A submit to a tenant that does not exist: "; did you mean P?" after the
+ * engine's "no tenant X", P the nearest tenant the caller sees. */
+static void tenant_near(const gp_server *srv, const gp_principal *who, const char *typed, gp_error *err)
+{
+    const gp_engine *e = srv->journal.engine;
+    size_t n = 0, count = gp_engine_tenant_count(e);
+    const char **paths = calloc(count + 1, sizeof *paths);
+    for (size_t i = 0; paths && i < count; i++) {
+        const char *p = gp_engine_tenant_path(e, (uint32_t)i);
+        if (p[0] && gp_principal_sees(who, p))
+            paths[n++] = p;
+    }
+    const char *near = paths ? gp_suggest(typed, paths, n) : NULL;
+    if (near) {
+        char msg[GP_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s; did you mean %s?", err->message, near);
+        gp_error_set(err, err->code, err->field, "%s", msg);
+    }
+    free(paths);
+}
+
 static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
@@ -162,6 +184,8 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
         engine_then_container_check(srv, req, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
+        if (err.code == GP_ERR_NOT_FOUND && strcmp(err.field, "tenant") == 0)
+            tenant_near(srv, op->who, req->tenant, &err);
         gp_op_fail(op, &err);
         return;
     }
