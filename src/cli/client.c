@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Where the CLI looks when nothing names a server (gpupoold's default --listen). */
+#define GP__DEFAULT_SERVER "http://127.0.0.1:8750"
+
 #define GP__HOPS_MAX 5 /* 307s followed for one call */
 
 static void copy(char *out, size_t cap, const char *v)
@@ -170,8 +173,9 @@ int gp_client_configure(gp_client *c, const char *server, const char *token, con
         rc = parse_wait_leader(c, wait_leader);
     if (rc != GP_EXIT_OK)
         return rc;
-    if (!c->server[0])
-        copy(c->server, sizeof c->server, "http://127.0.0.1:8750");
+    c->server_default = !c->server[0];
+    if (c->server_default)
+        copy(c->server, sizeof c->server, GP__DEFAULT_SERVER);
     if ((rc = split_servers(c)) != GP_EXIT_OK)
         return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -335,6 +339,18 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* No server answered: what each said, and, when none was configured,
+ * that the URL tried is the built-in default and how to name another. */
+static void cannot_reach(const gp_client *c, const char *errors)
+{
+    fprintf(stderr, "gpupool: cannot reach %s\n", errors);
+    if (c->server_default)
+        fprintf(stderr, "gpupool: %s is the built-in default (8750: gpupoold's default port), as nothing named a\n"
+                        "  server; point gpupool at yours with --server URL, GPUPOOL_SERVER=URL or a line\n"
+                        "  \"server = URL\" in %s\n",
+                GP__DEFAULT_SERVER, c->config_path[0] ? c->config_path : "~/.config/gpupool/config");
+}
+
 /* No leader came in time: what the last 503 said. */
 static int no_leader(gp_client *c, gp_response *out)
 {
@@ -358,7 +374,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, const cha
         long wait_s = 0;
         int rc = one_pass(c, &rq, out, &wait_s, errors, sizeof errors);
         if (rc == GP_EXIT_CONNECT)
-            fprintf(stderr, "gpupool: cannot reach %s\n", errors);
+            cannot_reach(c, errors);
         if (rc != GP_EXIT_RETRY)
             return rc;
         double left = deadline - now_s();

@@ -60,6 +60,7 @@ enum {
 
 typedef struct gp_client {
     char server[2048];     /* the URL list as configured (messages) */
+    bool server_default;   /* no --server, GPUPOOL_SERVER or config: the built-in one (messages) */
     char urls[GP_CLIENT_URLS_MAX][GP_CLIENT_URL_MAX]; /* server split: the replicas */
     size_t n_urls;
     size_t first;          /* the URL that answered last: where the next call starts */

@@ -504,6 +504,23 @@ static void print_apply(const json_t *body)
         printf("dry run: nothing was changed.  Note: %s\n", json_string_value(json_object_get(body, "not_checked")));
 }
 
+/* The server names the YAML it parsed "body" ("body:3: unknown key
+ * guarantees"); the person wrote FILE: the error says FILE:3. */
+static void error_names_file(gp_response *resp, const char *file)
+{
+    json_t *e = json_object_get(resp->body, "error");
+    const char *m = json_string_value(json_object_get(e, "message"));
+    if (!m || strncmp(m, "body:", 5) != 0 || m[5] < '0' || m[5] > '9')
+        return;
+    size_t len = strlen(file) + strlen(m);
+    char *text = malloc(len);
+    if (!text)
+        return;
+    snprintf(text, len, "%s%s", file, m + 4);
+    json_object_set_new(e, "message", json_string(text));
+    free(text);
+}
+
 int gp_cmd_apply(gp_client *c, int argc, char **argv)
 {
     static const struct option opts[] = {{"file", required_argument, NULL, 'f'},
@@ -531,6 +548,8 @@ int gp_cmd_apply(gp_client *c, int argc, char **argv)
     gp_response resp;
     int rc = gp_client_call(c, "POST", path, "application/yaml", text, len, &resp);
     free(text);
+    if (rc == GP_EXIT_OK)
+        error_names_file(&resp, file);
     if (rc == GP_EXIT_OK)
         rc = gp_client_check(&resp);
     if (rc == GP_EXIT_OK && c->json) {
@@ -698,7 +717,7 @@ static const char TOKEN_USAGE[] = "usage: gpupool token create --name N --role R
                                   "       gpupool token create --name N --role join --nodes PATTERNS [--single-use]"
                                   " [--ttl DURATION]\n"
                                   "       gpupool token list\n"
-                                  "       gpupool token revoke ID";
+                                  "       gpupool token revoke ID|NAME";
 
 /* An epoch-seconds field as "2026-11-24 06:53:54 (in 29d)", or when_null. */
 static const char *time_cell(const json_t *v, const char *when_null, char *buf, size_t cap)
@@ -784,6 +803,72 @@ static int token_list(gp_client *c)
     return rc;
 }
 
+static bool token_revoked(const json_t *k)
+{
+    const json_t *v = json_object_get(k, "revoked");
+    return v && !json_is_null(v);
+}
+
+/* The id of the live token whose id or name is `given` into id[cap]:
+ * GP_EXIT_OK; no such token: exit 5 with the nearest name or id; a name
+ * that several live tokens share: exit 7 listing their ids. */
+static int token_id_of(const json_t *tokens, const char *given, char *id, size_t cap)
+{
+    const char *names[1024], *match = NULL;
+    size_t n = 0, matches = 0, i;
+    json_t *k;
+    json_array_foreach(tokens, i, k) {
+        const char *kid = json_string_value(json_object_get(k, "id"));
+        const char *name = json_string_value(json_object_get(k, "name"));
+        if (!kid || token_revoked(k))
+            continue;
+        if (strcmp(kid, given) == 0) {
+            snprintf(id, cap, "%s", kid);
+            return GP_EXIT_OK;
+        }
+        if (name && strcmp(name, given) == 0) {
+            match = kid;
+            matches++;
+        }
+        for (size_t w = 0; w < 2 && n < 1024; w++)
+            if ((w ? name : kid) && (w ? name : kid)[0])
+                names[n++] = w ? name : kid;
+    }
+    if (matches == 1) {
+        snprintf(id, cap, "%s", match);
+        return GP_EXIT_OK;
+    }
+    if (matches > 1) {
+        fprintf(stderr, "gpupool: %zu live tokens are named %s; revoke one by its id:", matches, given);
+        json_array_foreach(tokens, i, k) {
+            const char *name = json_string_value(json_object_get(k, "name"));
+            if (name && strcmp(name, given) == 0 && !token_revoked(k))
+                fprintf(stderr, " %s", json_string_value(json_object_get(k, "id")));
+        }
+        fputc('\n', stderr);
+        return GP_EXIT_CONFLICT;
+    }
+    const char *near = gp_suggest(given, names, n);
+    fprintf(stderr, "gpupool: no live token with id or name %s%s%s%s\n", given, near ? " (did you mean " : "",
+            near ? near : "", near ? "?)" : "");
+    return GP_EXIT_NOT_FOUND;
+}
+
+/* token revoke ID|NAME: a name is looked up among the live tokens first. */
+static int token_revoke(gp_client *c, const char *given)
+{
+    gp_response resp;
+    char id[96], path[256];
+    int rc = gp_client_run(c, "GET", "/v1/tokens", NULL, &resp);
+    if (rc == GP_EXIT_OK)
+        rc = token_id_of(json_object_get(resp.body, "tokens"), given, id, sizeof id);
+    gp_response_free(&resp);
+    if (rc != GP_EXIT_OK)
+        return rc;
+    snprintf(path, sizeof path, "/v1/tokens/%.64s", id);
+    return delete_one(c, path, "token", id, "revoked");
+}
+
 int gp_cmd_token(gp_client *c, int argc, char **argv)
 {
     if (argc < 2)
@@ -792,11 +877,8 @@ int gp_cmd_token(gp_client *c, int argc, char **argv)
         return token_create(c, argc - 1, argv + 1);
     if (strcmp(argv[1], "list") == 0 && argc == 2)
         return token_list(c);
-    if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
-        char path[256];
-        snprintf(path, sizeof path, "/v1/tokens/%.64s", argv[2]);
-        return delete_one(c, path, "token", argv[2], "revoked");
-    }
+    if (strcmp(argv[1], "revoke") == 0 && argc == 3)
+        return token_revoke(c, argv[2]);
     return gp_usage_error("token", "%s", TOKEN_USAGE);
 }
 

@@ -2,15 +2,21 @@
  * change it.
  *
  * The server says why in a sentence ("reason") and, for a pending job, as
- * data ("wait": the code, the tenant, the resource, the amounts, the other
- * job; docs/api.md).  This command prints both and adds what a person can
- * do about it, e.g. for a job held by its parent's limit:
+ * data: "wait" (the blocker the pass met first: the code, the tenant, the
+ * resource, the amounts, the other job) and "blockers" (every one of them;
+ * docs/api.md).  This command prints the reason and each blocker with what
+ * a person can do about it, e.g. for a job above its team's and its org's
+ * limits, on a fleet whose free blocks are too small for it anyway:
  *
- *     job 42 (ml/train, alice): pending
- *     reason:    limit of ml on H100 reached: 6 + 2 > 8 GPUs in use
- *     blocked:   the limit of ml on H100: 6 in use + 2 asked > 8
- *     to change: wait for ml's running jobs to end, ask for fewer GPUs, or have
- *                an admin raise it: gpupool quota set ml --limit H100=8
+ *     job 42 (platform/eval, alice): pending
+ *     reason:    cannot run while the limit stands: it needs 16 GPUs ...
+ *     blocked:   the shape of the fleet: no node or domain can ever hold it
+ *     to change: ask for fewer GPUs per replica, a looser topology, ...
+ *     blocked:   the limit of platform/eval on H100: 0 in use + 16 asked > 8
+ *     to change: raising it alone starts nothing: the fleet's shape above
+ *                blocks it at any limit; ask for less, or lift that first
+ *     blocked:   the limit of platform on H100: 0 in use + 16 asked > 12
+ *     to change: ...
  *
  * The advice is presentation only: the server decides nothing from it.
  */
@@ -28,32 +34,55 @@ static const char *field(const json_t *o, const char *key)
     return v ? v : "?";
 }
 
-static void print_limit(const json_t *w, const char *flag, const char *what)
+/* Whether a wait is the fleet's shape: no node, block or mode of the
+ * fleet could hold the job whatever the limits say. */
+static bool is_shape(const json_t *w)
+{
+    static const char *const codes[] = {"topology", "node_shape", "no_gpu_type", "sharing_mode"};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (strcmp(field(w, "code"), codes[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A limit's lines.  Waiting for jobs to end is advice only when some are
+ * running and the job fits the limit by itself; raising it is advice only
+ * when the fleet's shape does not block the job anyway (shape). */
+static void print_limit(const json_t *w, const char *flag, const char *what, bool shape)
 {
     char usage[32], demand[32], limit[32], need[32];
     gp_cell(json_object_get(w, "usage"), usage, sizeof usage);
     gp_cell(json_object_get(w, "demand"), demand, sizeof demand);
     gp_cell(json_object_get(w, "limit"), limit, sizeof limit);
-    snprintf(need, sizeof need, "%g",
-             json_number_value(json_object_get(w, "usage")) + json_number_value(json_object_get(w, "demand")));
+    double in_use = json_number_value(json_object_get(w, "usage"));
+    bool alone = json_number_value(json_object_get(w, "demand")) > json_number_value(json_object_get(w, "limit"));
+    snprintf(need, sizeof need, "%g", in_use + json_number_value(json_object_get(w, "demand")));
     printf("blocked:   the %s of %s on %s: %s in use + %s asked > %s\n", what, field(w, "tenant"), field(w, "resource"),
            usage, demand, limit);
-    printf("to change: wait for jobs under %s to end, ask for less, or have an admin raise it:\n"
-           "           gpupool quota set %s %s %s=%s\n",
-           field(w, "tenant"), field(w, "tenant"), flag, field(w, "resource"), need);
+    if (shape) {
+        printf("to change: raising it alone starts nothing: the fleet's shape above blocks it at any limit;\n"
+               "           ask for less, or lift that first\n");
+        return;
+    }
+    if (in_use > 0 && !alone)
+        printf("to change: wait for the %s in use under %s to end, ask for less, or have an admin raise it:\n", usage,
+               field(w, "tenant"));
+    else
+        printf("to change: ask for at most %s, or have an admin raise it (waiting does not help):\n", limit);
+    printf("           gpupool quota set %s %s %s=%s\n", field(w, "tenant"), flag, field(w, "resource"), need);
 }
 
 /* The "blocked" and "to change" lines for one wait code. */
-static void print_advice(const json_t *job, const json_t *w, int64_t now)
+static void print_advice(const json_t *job, const json_t *w, bool shape, int64_t now)
 {
     const char *code = field(w, "code");
     char when[96];
     json_t *t = json_object_get(w, "time");
     const char *at = json_is_integer(t) ? gp_time_human(json_integer_value(t), now, when, sizeof when) : "unknown";
     if (strcmp(code, "limit") == 0)
-        print_limit(w, "--limit", "limit");
+        print_limit(w, "--limit", "limit", shape);
     else if (strcmp(code, "user_limit") == 0)
-        print_limit(w, "--user-limit", "per-user limit");
+        print_limit(w, "--user-limit", "per-user limit", shape);
     else if (strcmp(code, "capacity") == 0)
         printf("blocked:   the fleet: no room of the kind it asks for right now\n"
                "to change: nothing needed, it starts when room frees up; to start sooner ask for fewer GPUs,\n"
@@ -106,6 +135,25 @@ static void print_advice(const json_t *job, const json_t *w, int64_t now)
                (long long)json_integer_value(json_object_get(job, "id")));
 }
 
+/* Every blocker the server found (`blockers`), else the one it waits
+ * for (`wait`), each with its advice. */
+static void print_blockers(const json_t *job, int64_t now)
+{
+    json_t *list = json_object_get(job, "blockers"), *w;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        list = json_object_get(job, "wait");
+    if (json_is_object(list)) {
+        print_advice(job, list, is_shape(list), now);
+        return;
+    }
+    bool shape = false;
+    size_t i;
+    json_array_foreach(list, i, w)
+        shape |= is_shape(w);
+    json_array_foreach(list, i, w)
+        print_advice(job, w, shape, now);
+}
+
 int gp_cmd_why(gp_client *c, int argc, char **argv)
 {
     if (argc != 2 || argv[1][0] == '-')
@@ -122,9 +170,7 @@ int gp_cmd_why(gp_client *c, int argc, char **argv)
         printf("job %lld (%s, %s): %s\n", (long long)json_integer_value(json_object_get(j, "id")), field(j, "tenant"),
                json_string_value(json_object_get(j, "user")) ? field(j, "user") : "no user", field(j, "state"));
         printf("reason:    %s\n", r ? gp_time_in_text(r, now, reason, sizeof reason) : "-");
-        json_t *w = json_object_get(j, "wait");
-        if (json_is_object(w))
-            print_advice(j, w, now);
+        print_blockers(j, now);
     }
     gp_response_free(&resp);
     return rc;

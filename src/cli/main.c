@@ -145,7 +145,7 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool token create --name N --role admin|operator|auditor|tenant-admin|member [--scope TENANT]\n"
      "                            [--user U] [--ttl DURATION]\n"
      "       gpupool token create --name N --role join --nodes PATTERNS [--single-use] [--ttl DURATION]\n"
-     "       gpupool token list\n       gpupool token revoke ID\n"
+     "       gpupool token list\n       gpupool token revoke ID|NAME\n"
      "A join token registers only the node names its --nodes patterns cover (comma-separated shell patterns,\n"
      "h100-*,a100-0[0-7]; \"*\" for any); --single-use: its first registration spends it.\n"
      "A member token needs --user (its jobs run as that user).  --ttl: 45s, 90m, 12h, 30d, 2w; without it\n"

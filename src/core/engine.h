@@ -172,6 +172,15 @@ const char *gp_engine_job_node(const gp_engine *e, uint64_t id, int replica);
  * pending, otherwise the reason of its last transition.  Returns the length
  * (like snprintf). */
 size_t gp_engine_why(const gp_engine *e, uint64_t id, char *buf, size_t len);
+/* Every blocker of a pending job, not only the first the pass met (that
+ * one is its wait, gp_engine_why's sentence): untrusted isolation, the
+ * fleet's shapes, the limit of every tenant on its path and the nearest
+ * per-user limit on every accepted GPU type, then the wait the pass left
+ * when it is none of these (capacity, a reservation, a fence...).  Reads
+ * only: the pass decides nothing from it.  Writes up to cap into out (the
+ * caller's array) and returns how many there are (0: not pending or no
+ * job). */
+size_t gp_engine_blockers(const gp_engine *e, uint64_t id, gp_wait *out, size_t cap);
 /* The job's recent state changes, oldest first (the engine keeps the last
  * few; decisions carry all of them).  Returns the number written. */
 size_t gp_engine_job_history(const gp_engine *e, uint64_t id, gp_history_entry *out, size_t cap);

@@ -40,12 +40,13 @@
  *     admission.c  limits, guarantee classes, promotion, lending
  *     fairshare.c  hierarchical weighted DRF: which tenant goes next
  *     reclaim.c    victim selection and preemption
- *   top: engine.c snapshot.c invariants.c why.c queries.c
+ *   top: engine.c snapshot.c invariants.c why.c blockers.c queries.c
  *     engine.c     every event that reaches jobs (job, fleet, pool and
  *                  tenant events) and the scheduling pass that ties them together
  *     snapshot.c   the whole state into a buffer and back (restarts)
  *     invariants.c the self-check the tests run after every event
  *     why.c        wait reasons in words (gp_engine_why)
+ *     blockers.c   every blocker of a pending job (gp_engine_blockers)
  *     queries.c    the read-only queries of engine.h
  *
  * Books keep data and answer for it: they validate, count and index, and

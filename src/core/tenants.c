@@ -93,6 +93,15 @@ int gp__res_exceeds_job(const gp_res *a, const gp_res *demand, const gp_res *lim
 
 /* ---- paths ---- */
 
+/* Bytes of the UTF-8 sequence s starts with (1 for ASCII or a stray
+ * byte), at most up to s's end. */
+static int utf8_length(const char *s)
+{
+    unsigned char c = (unsigned char)s[0];
+    int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return (int)strnlen(s, (size_t)n);
+}
+
 static gp_err check_path(const char *path, int *depth, gp_error *err)
 {
     if (path == NULL || path[0] == '\0')
@@ -121,9 +130,10 @@ static gp_err check_path(const char *path, int *depth, gp_error *err)
         }
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
                   c == '_' || c == '.';
-        if (!ok)
+        if (!ok) /* quoted whole: one byte of a UTF-8 letter (café's 0xc3) is not text */
             return gp_error_set(err, GP_ERR_INVALID, "path",
-                                "tenant names may hold letters, digits, '-', '_' and '.', not '%c'", c);
+                                "tenant names may hold ASCII letters, digits, '-', '_' and '.', not '%.*s'",
+                                utf8_length(path + i), path + i);
         seg_len++;
     }
     if (segs > GP_MAX_TENANT_DEPTH)

@@ -25,6 +25,7 @@
 #include "server/api.h"
 #include "server/gpu_types.h"
 #include "server/users.h"
+#include "util/nearest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -156,6 +157,27 @@ gp_err gp_api_job_engine_check(gp_server *srv, const gp_job_request *req, uint64
     return rc == GP_OK ? gp_api_job_container_check(srv, req, err) : rc;
 }
 
+/* A submit to a tenant that does not exist: "; did you mean P?" after the
+ * engine's "no tenant X", P the nearest tenant the caller sees. */
+static void tenant_near(const gp_server *srv, const gp_principal *who, const char *typed, gp_error *err)
+{
+    const gp_engine *e = srv->journal.engine;
+    size_t n = 0, count = gp_engine_tenant_count(e);
+    const char **paths = calloc(count + 1, sizeof *paths);
+    for (size_t i = 0; paths && i < count; i++) {
+        const char *p = gp_engine_tenant_path(e, (uint32_t)i);
+        if (p[0] && gp_principal_sees(who, p))
+            paths[n++] = p;
+    }
+    const char *near = paths ? gp_suggest(typed, paths, n) : NULL;
+    if (near) {
+        char msg[GP_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s; did you mean %s?", err->message, near);
+        gp_error_set(err, err->code, err->field, "%s", msg);
+    }
+    free(paths);
+}
+
 static void submit_run(gp_server *srv, gp_op *op, int64_t now)
 {
     gp_job_request *req = op->arg;
@@ -166,6 +188,8 @@ static void submit_run(gp_server *srv, gp_op *op, int64_t now)
         gp_engine_job_defaults(srv->journal.engine, &req->spec, &err) != GP_OK ||
         gp_api_job_engine_check(srv, req, srv->journal.replayer.next_job_id, &err) != GP_OK ||
         gp_journal_submit(&srv->journal, req, now, &err) != GP_OK) { /* the engine checks the GPU types */
+        if (err.code == GP_ERR_NOT_FOUND && strcmp(err.field, "tenant") == 0)
+            tenant_near(srv, op->who, req->tenant, &err);
         gp_op_fail(op, &err);
         return;
     }
@@ -248,9 +272,18 @@ static void live_run(gp_server *srv, gp_op *op, int64_t now)
     op->status = 200;
 }
 
-static void overlay_live(gp_request *r, json_t *views)
+/* live_run, and a pending job's every blocker: one job's view (GET
+ * /v1/jobs/{id}; a list would pay it for every pending job). */
+static void live_one_run(gp_server *srv, gp_op *op, int64_t now)
 {
-    gp_op op = {.run = live_run, .arg = views};
+    live_run(srv, op, now);
+    json_t *view = json_array_get((json_t *)op->arg, 0);
+    gp_journal_job_blockers(&srv->journal, (uint64_t)json_integer_value(json_object_get(view, "id")), view);
+}
+
+static void overlay_live(gp_request *r, json_t *views, gp_op_fn run)
+{
+    gp_op op = {.run = run, .arg = views};
     op.who = &r->who;
     op.request_id = r->request_id;
     gp_loop_run(&r->srv->loop, &op);
@@ -312,7 +345,7 @@ void gp_api_jobs_list(gp_request *r)
         any_live = any_live || is_live(row);
     }
     if (any_live)
-        overlay_live(r, jobs);
+        overlay_live(r, jobs, live_run);
     json_array_foreach(jobs, i, row) {
         add_execution_note(r->srv, row);
         add_pull(r->srv, row);
@@ -344,7 +377,7 @@ void gp_api_job_get(gp_request *r, const char *text)
     json_t *views = json_pack("[o]", gp_api_job_view(row));
     json_decref(row);
     if (is_live(json_array_get(views, 0)))
-        overlay_live(r, views);
+        overlay_live(r, views, live_one_run);
     json_t *view = json_incref(json_array_get(views, 0));
     json_decref(views);
     add_execution_note(r->srv, view);

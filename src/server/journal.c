@@ -85,6 +85,10 @@ static json_t *wait_json(const gp_engine *e, const gp_wait *w)
         if (w->c == 2)
             json_object_set_new(o, "pool", json_string(gp_engine_pool_name(e, w->pool)));
     }
+    if (w->code == GP_WAIT_TOPOLOGY) { /* GPUs the largest empty domain of its kind holds, and those it asks */
+        json_object_set_new(o, "largest", json_integer(w->a));
+        json_object_set_new(o, "needed", json_integer(w->b));
+    }
     if (w->code == GP_WAIT_BACKOFF) {
         json_object_set_new(o, "restarts", json_integer(w->a));
         json_object_set_new(o, "max_restarts", json_integer(w->b));
@@ -116,6 +120,18 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     if (info.state == GP_JOB_PENDING)
         json_object_set_new(view, "wait", wait_json(j->engine, &info.wait));
     return true;
+}
+
+void gp_journal_job_blockers(const gp_journal *j, uint64_t id, json_t *view)
+{
+    gp_wait w[16];
+    size_t n = gp_engine_blockers(j->engine, id, w, sizeof w / sizeof w[0]);
+    if (n == 0)
+        return;
+    json_t *a = json_array();
+    for (size_t i = 0; i < n && i < sizeof w / sizeof w[0]; i++)
+        json_array_append_new(a, wait_json(j->engine, &w[i]));
+    json_object_set_new(view, "blockers", a);
 }
 
 /* The job's placement (eventlog/placement.h) as the engine holds it after

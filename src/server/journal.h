@@ -115,5 +115,8 @@ int64_t gp_journal_now(const gp_journal *j, int64_t wall);
 /* A live job's state, class, reason and placement as the API shows them
  * (added to `view`); false when the engine no longer holds the job. */
 bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view);
+/* A pending job's every blocker (gp_engine_blockers), each shaped as its
+ * `wait`, as `blockers` in `view`; nothing for a job not pending. */
+void gp_journal_job_blockers(const gp_journal *j, uint64_t id, json_t *view);
 
 #endif

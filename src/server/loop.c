@@ -61,10 +61,12 @@ void gp_op_reply(gp_op *op, int status, json_t *reply)
 void gp_op_fail(gp_op *op, const gp_error *err)
 {
     const char *code = gp_err_name(err->code);
+    gp_error text = *err;
+    gp_utf8_scrub(text.message); /* a message quoting bad input stays a JSON string (never a null body) */
+    gp_utf8_scrub(text.field);
     gp_op_reply(op, gp_status_of(err->code),
-                json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", err->message, "field",
-                          err->field));
-    snprintf(op->error_text, sizeof op->error_text, "%s: %s", code, err->message);
+                json_pack("{s:{s:s, s:s, s:s}}", "error", "code", code, "message", text.message, "field", text.field));
+    snprintf(op->error_text, sizeof op->error_text, "%s: %s", code, text.message);
 }
 
 void gp_loop_init(gp_loop *l, int tick_ms, int pass_min_ms)

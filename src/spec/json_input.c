@@ -7,6 +7,7 @@
  */
 #include "spec/json_input.h"
 
+#include "util/nearest.h"
 #include "util/text.h"
 
 #include <stdio.h>
@@ -130,13 +131,30 @@ gp_err gp_json_string(const json_t *v, const char *field, size_t max_len, char *
     return GP_OK;
 }
 
+/* The enum's name nearest to typed (util/nearest.h), else the only one
+ * typed is a prefix of ("train" -> "training"), else NULL. */
+static const char *enum_near(gp_enum which, const char *typed)
+{
+    const char *names[32];
+    int n = gp_enum_count(which) < 32 ? gp_enum_count(which) : 32;
+    for (int i = 0; i < n; i++)
+        names[i] = gp_enum_name(which, i);
+    const char *near = gp_suggest(typed, names, (size_t)n), *prefixed = NULL;
+    for (int i = 0; !near && typed[0] && i < n; i++)
+        if (strncmp(names[i], typed, strlen(typed)) == 0)
+            prefixed = prefixed ? "" : names[i]; /* "" : more than one */
+    return near ? near : prefixed && prefixed[0] ? prefixed : NULL;
+}
+
 gp_err gp_json_enum(const json_t *v, const char *field, gp_enum which, int *out, gp_error *err)
 {
     if (json_is_string(v) && gp_enum_value(which, json_string_value(v), out))
         return GP_OK;
     char list[256];
     gp_enum_list(which, list, sizeof list);
-    return gp_error_set(err, GP_ERR_INVALID, field, "%s must be one of: %s", field, list);
+    const char *near = json_is_string(v) ? enum_near(which, json_string_value(v)) : NULL;
+    return gp_error_set(err, GP_ERR_INVALID, field, "%s must be one of: %s%s%s%s", field, list,
+                        near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
 }
 
 bool gp_gpu_amount_parse(const char *text, int64_t *milli)
@@ -208,4 +226,15 @@ gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err)
     char field[GP_ERROR_FIELD_MAX];
     gp_json_field_name(field, sizeof field, prefix, key);
     return gp_error_set(err, GP_ERR_INVALID, field, "unknown field %s", field);
+}
+
+gp_err gp_json_unknown_field_near(const char *prefix, const char *key, const char *const *known, size_t n,
+                                  gp_error *err)
+{
+    const char *near = gp_suggest(key, known, n);
+    if (!near)
+        return gp_json_unknown_field(prefix, key, err);
+    char field[GP_ERROR_FIELD_MAX];
+    gp_json_field_name(field, sizeof field, prefix, key);
+    return gp_error_set(err, GP_ERR_INVALID, field, "unknown field %s; did you mean %s?", field, near);
 }

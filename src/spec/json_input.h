@@ -51,6 +51,10 @@ gp_err gp_json_gpu_amount(const json_t *v, const char *field, int64_t *milli, gp
  * unless it is digits with an optional point and 1..3 decimals, 0..1e9. */
 bool gp_gpu_amount_parse(const char *text, int64_t *milli);
 gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err);
+/* The same, adding "; did you mean NAME?" when one of known[0..n) is near
+ * key (util/nearest.h): "unknown field guarantees; did you mean guarantee?". */
+gp_err gp_json_unknown_field_near(const char *prefix, const char *key, const char *const *known, size_t n,
+                                  gp_error *err);
 
 /* "prefix.key" (or "key" when prefix is empty) into out. */
 void gp_json_field_name(char *out, size_t cap, const char *prefix, const char *key);

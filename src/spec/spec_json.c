@@ -495,7 +495,9 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
         } else if (gp_container_policy_key(key)) {
             rc = gp_container_policy_field(&s->containers, key, x, err);
         } else {
-            rc = gp_json_unknown_field("", key, err);
+            static const char *const known[] = {"guarantee", "limit",      "user_limit",   "weight",  "lend",
+                                                "trust",     "nodes",      "time_limit",   "job_max", "job_defaults"};
+            rc = gp_json_unknown_field_near("", key, known, sizeof known / sizeof known[0], err);
         }
         if (rc)
             return rc;

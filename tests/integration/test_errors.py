@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Errors a person can act on (issue 32, item 12).
+
+A YAML mistake names the file the person wrote, not the request body; a
+near miss gets "did you mean" (a tenant file's field, a job's kind, a
+tenant path in a submit, a token's name); a tenant path with a non-ASCII
+letter is a JSON 400 naming the field, never a null body; a CLI that
+cannot reach the built-in default server says it was the default and how
+to name another.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpd  # noqa: E402
+
+
+def write(d, name, text):
+    path = os.path.join(d.dir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_a_yaml_error_names_the_file_and_the_near_field(d):
+    path = write(d, "tenants.yaml", "tenants:\n  - path: research\n    guarantees: {gpu: {H100: 8}}\n")
+    p = d.cli("apply", "-f", path, check=False)
+    assert p.returncode != 0, p
+    assert "tenants.yaml:3" in p.stderr and "body:" not in p.stderr, p.stderr
+    assert "did you mean guarantee?" in p.stderr, p.stderr
+
+
+def test_a_near_kind_and_tenant_are_suggested(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    st, out = d.call("POST", "/v1/jobs", {"tenant": "research/nlp", "kind": "train", "gpus": 1})
+    assert st == 400 and out["error"]["field"] == "kind", out
+    assert "did you mean training?" in out["error"]["message"], out
+    p = d.cli("submit", "--tenant", "research/nlp", "--kind", "train", "--gpus", "1", "--", "true", check=False)
+    assert p.returncode != 0 and "did you mean training?" in p.stderr, p
+    st, out = d.call("POST", "/v1/jobs", {"tenant": "research/nlpp", "gpus": 1})
+    assert st in (400, 404) and "did you mean research/nlp?" in out["error"]["message"], out
+
+
+def test_a_token_is_revoked_by_name(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    d.cli("token", "create", "--name", "ci-bot", "--role", "auditor")
+    p = d.cli("token", "revoke", "ci-bott", check=False)
+    assert p.returncode == 5 and "did you mean ci-bot?" in p.stderr, p
+    p = d.cli("token", "revoke", "ci-bot")
+    assert "revoked" in p.stdout, p
+    tokens = d.ok("GET", "/v1/tokens")["tokens"]
+    assert [t["revoked"] is not None for t in tokens if t["name"] == "ci-bot"] == [True], tokens
+    p = d.cli("token", "revoke", "ci-bot", check=False)  # no live token of that name is left
+    assert p.returncode == 5, p
+
+
+def test_a_non_ascii_tenant_path_is_a_json_400(d):
+    body = "tenants:\n  - path: misc\n  - path: misc/caf\u00e9\n"
+    st, out = d.call("POST", "/v1/tenants:apply", raw=body.encode(), content_type="application/yaml")
+    assert st == 400 and isinstance(out, dict), (st, out)
+    assert out["error"]["field"] == "tenants[1].path", out
+    assert "\u00e9" in out["error"]["message"], out
+    assert d.ok("GET", "/v1/tenants").get("tenants") in ([], None), "nothing was applied"
+
+
+def test_cannot_reach_says_the_default_and_how_to_point_elsewhere(d):
+    home = os.path.join(d.dir, "home")
+    os.makedirs(home, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUPOOL_") and k != "XDG_CONFIG_HOME"}
+    env.update(HOME=home, GPUPOOL_TOKEN="x")
+    cmd = [os.path.join(gpd.BIN, "gpupool"), "--wait-leader", "0", "jobs"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode == 0:  # a gpupoold on the default port of this machine: nothing to test here
+        return
+    assert p.returncode == 3 and "built-in default" in p.stderr and "GPUPOOL_SERVER" in p.stderr, p.stderr
+    env["GPUPOOL_SERVER"] = "http://127.0.0.1:1"
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3 and "built-in default" not in p.stderr, p.stderr
+
+
+if __name__ == "__main__":
+    gpd.run([test_a_yaml_error_names_the_file_and_the_near_field, test_a_near_kind_and_tenant_are_suggested,
+             test_a_token_is_revoked_by_name, test_a_non_ascii_tenant_path_is_a_json_400,
+             test_cannot_reach_says_the_default_and_how_to_point_elsewhere])
