@@ -17,6 +17,7 @@
 #include "util/file.h"
 #include "version.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +50,14 @@ const gp_command GP_COMMANDS[] = {
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
      "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
     {"jobs", gp_cmd_jobs,
-     "usage: gpupool jobs [--tenant PATH] [--user U] [--state STATE|live] [--limit N] [--before ID]\n"
-     "                    [--watch [--interval S]]\n"
-     "List jobs you may see (a member token: its tenant's), newest first.  STATE: pending, admitted, running, preempting, succeeded,\n"
-     "failed, cancelled, or live (the first four).  --watch redraws every S seconds (default 2) until\n"
+     "usage: gpupool jobs [--tenant PATH] [--user U] [--state STATE|live] [--all] [--from TIME] [--to TIME]\n"
+     "                    [--limit N] [--before ID] [-o table|csv|json] [--watch [--interval S]]\n"
+     "List jobs you may see (a member token: its tenant's), newest first: live ones (pending to preempting)\n"
+     "unless --all, --state or a time window asks for finished ones too.  STATE: pending, admitted, running,\n"
+     "preempting, succeeded, failed, cancelled, or live (the first four).  --from/--to: jobs alive some time\n"
+     "in that window (submitted before --to, not ended before --from); TIME: YYYY-MM-DD[ HH:MM[:SS]], ISO 8601\n"
+     "with a zone, an age like 24h or -24h, or epoch seconds.  -o csv: one line per job, times ISO 8601 UTC,\n"
+     "elapsed_s in seconds.  --watch redraws every S seconds (default 2) until\n"
      "interrupted; when the output is not a terminal it prints each refresh after a time line.\n"},
     {"job", gp_cmd_job,
      "usage: gpupool job ID [--watch [--interval S]]\nOne job with its placement and history; --watch "
@@ -362,9 +367,23 @@ static int unknown_command(const char *typed)
     return GP_EXIT_USAGE;
 }
 
+/* A one-letter option ("-o", "-ocsv") its usage text names as "-o ", "-o]"
+ * or "[-o"; arg is not "-" nor a negative number or age ("-24h"). */
+static bool short_flag_known(const char *usage, const char *arg)
+{
+    char flag[3] = {'-', arg[1], '\0'};
+    for (const char *p = usage; (p = strstr(p, flag)) != NULL; p++) {
+        bool starts = p == usage || p[-1] == ' ' || p[-1] == '[' || p[-1] == '(' || p[-1] == '|';
+        if (starts && (p[2] == ' ' || p[2] == ']' || p[2] == '|' || p[2] == ')' || p[2] == '\n'))
+            return true;
+    }
+    return false;
+}
+
 /* Every "--flag" before "--" must be one of the command's (as its usage
  * text lists them): a typo is refused with the nearest one, before
- * anything is sent. */
+ * anything is sent; so is a one-letter option it does not list
+ * (getopt's own message names neither the command nor its usage). */
 static int check_flags(const gp_command *cmd, int argc, char **argv)
 {
     char buf[2048];
@@ -372,6 +391,10 @@ static int check_flags(const gp_command *cmd, int argc, char **argv)
     size_t n = gp_usage_flags(cmd->usage, buf, sizeof buf, flags, 63);
     flags[n++] = "--help";
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i];
+        bool one_letter = a[0] == '-' && isalpha((unsigned char)a[1]);
+        if (one_letter && strcmp(a, "-h") != 0 && !short_flag_known(cmd->usage, a))
+            return gp_usage_error(cmd->name, "unknown option -%c\n%s", a[1], cmd->usage);
         if (strncmp(argv[i], "--", 2) != 0)
             continue;
         char name[128];

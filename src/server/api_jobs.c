@@ -255,7 +255,7 @@ static void overlay_live(gp_request *r, json_t *views)
 
 void gp_api_jobs_list(gp_request *r)
 {
-    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", NULL};
+    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", "from", "to", NULL};
     if (!gp_api_query_only(r, allowed))
         return;
     gp_store_job_filter f = {.limit = 100};
@@ -277,8 +277,13 @@ void gp_api_jobs_list(gp_request *r)
             return;
         }
     }
-    if (!gp_api_query_int(r, "before", 1, INT64_MAX, &before) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
+    if (!gp_api_query_int(r, "before", 1, INT64_MAX, &before) || !gp_api_query_int(r, "limit", 1, 1000, &limit) ||
+        !gp_api_query_int(r, "from", 1, INT64_MAX, &f.from) || !gp_api_query_int(r, "to", 1, INT64_MAX, &f.to))
         return;
+    if (f.from && f.to && f.to <= f.from) {
+        gp_api_error(r, 400, "invalid", "to", "to must be after from");
+        return;
+    }
     f.before = (uint64_t)before;
     f.limit = (int)limit;
     f.scopes = gp_api_scopes(r, &f.n_scopes);

@@ -245,6 +245,8 @@ typedef struct gp_store_job_filter {
     const char *state;         /* NULL = any; "live" = not final */
     const char *user;          /* NULL = any user */
     uint64_t before;           /* ids below this (paging), 0 = from the newest */
+    int64_t from, to;          /* only jobs alive some time in [from, to): submitted before to, not ended
+                                  before from (epoch seconds; 0 = no bound) */
     int limit;                 /* 1..1000 */
 } gp_store_job_filter;
 

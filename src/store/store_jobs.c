@@ -317,6 +317,20 @@ static const char *list_prefix(const gp_store_job_filter *f, bool *empty)
     return NULL;
 }
 
+/* Jobs alive some time in [from, to): submitted before to, not ended before from. */
+static void where_window(where *w, int64_t from, int64_t to)
+{
+    char frag[96];
+    if (from > 0) {
+        snprintf(frag, sizeof frag, " AND (j.end_time IS NULL OR j.end_time >= %lld)", (long long)from);
+        where_add(w, frag);
+    }
+    if (to > 0) {
+        snprintf(frag, sizeof frag, " AND j.submit_time < %lld", (long long)to);
+        where_add(w, frag);
+    }
+}
+
 gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **out, gp_error *err)
 {
     where w = {0};
@@ -352,6 +366,7 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
         snprintf(frag, sizeof frag, " AND %s < %llu", prefix ? "s.job_id" : "j.id", (unsigned long long)f->before);
         where_add(&w, frag);
     }
+    where_window(&w, f->from, f->to);
     int limit = f->limit < 1 ? 1 : f->limit > 1000 ? 1000 : f->limit;
     char tail[64];
     snprintf(tail, sizeof tail, " ORDER BY %s DESC LIMIT %d", prefix ? "s.job_id" : "j.id", limit + 1);
