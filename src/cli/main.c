@@ -184,10 +184,10 @@ const gp_command GP_COMMANDS[] = {
      "nvlink/block premium factors, versioned by the time they take effect; and each org's billing mode.\n"
      "set (admin) adds a version (TIME in the past needs --backdate); mode (admin) sets an org's mode.\n"},
     {"bill", gp_cmd_bill,
-     "usage: gpupool bill --period YYYY-MM [--tenant PATH] [--hourly] [-o table|csv|json]\n"
-     "       gpupool bill --ledger FILE.jsonl --prices FILE.json --period YYYY-MM [--as-of EPOCH] [--tenant PATH]\n"
+     "usage: gpupool bill [--period YYYY-MM] [--tenant PATH] [--hourly] [-o table|csv|json]\n"
+     "       gpupool bill --ledger FILE.jsonl --prices FILE.json [--period YYYY-MM] [--as-of EPOCH] [--tenant PATH]\n"
      "                    [--hourly] [-o table|csv|json]\n"
-     "A month's bill (docs/metering.md): per tenant its floor (its own guarantee, paid used or not), the\n"
+     "A month's bill (docs/metering.md; --period: default this UTC month): per tenant its floor (its own guarantee, paid used or not), the\n"
      "topology surcharge of its guaranteed work, its burst work, and anything unpriced; amount, subtotal of\n"
      "its subtree and what is due (chargeback orgs).  Admins, operators and auditors also get the fleet's\n"
      "GPU-hours (physical = allocated shares + idle in guarantees + idle unowned; --hourly: per hour).\n"

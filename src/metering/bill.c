@@ -371,7 +371,9 @@ static bool drop_closed_opens(gp_bill *b)
     return ok;
 }
 
-/* Every tenant's ancestors are tenants; parent[] and which are listed. */
+/* Every tenant's ancestors are tenants; parent[] and which are listed: a
+ * tenant with usage in the period or a guarantee > 0 in force during it,
+ * and its ancestors (one deleted long ago, its last record 0, is not). */
 static bool build_tree(gp_bill *b)
 {
     size_t n0 = b->tenants.n;
@@ -407,9 +409,11 @@ static bool build_tree(gp_bill *b)
     for (size_t i = 0; i < b->ivs.n; i++)
         for (uint32_t t = iv[i].tenant; t != NONE && !b->listed[t]; t = b->parent[t])
             b->listed[t] = true;
-    for (size_t i = 0; i < b->guar.n; i++)
-        for (uint32_t t = g[i].tenant; t != NONE && !b->listed[t]; t = b->parent[t])
+    for (size_t i = 0; i < b->guar.n; i++) {
+        bool in_force = g[i].value > 0 && (g[i].next_start < 0 || g[i].next_start > b->from); /* start < as_of */
+        for (uint32_t t = g[i].tenant; in_force && t != NONE && !b->listed[t]; t = b->parent[t])
             b->listed[t] = true;
+    }
     return true;
 }
 

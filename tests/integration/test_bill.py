@@ -149,6 +149,8 @@ def test_bill_json_and_csv_add_up_and_a_member_sees_its_subtree(d):
         assert r["amount"] == rounded(Fraction(want)), r
     out = d.cli("bill", "--period", period).stdout
     assert "research/nlp" in out and "IDLE UNOWNED" in out, out
+    # without --period: this UTC month (it was a usage error)
+    assert d.cli("bill").stdout.startswith("bill %s " % period), d.cli("bill", check=False).stderr
     # a member of research/nlp: its subtree, no fleet; elsewhere 404
     tok = member(d, "research/nlp")
     mine = d.ok("GET", "/v1/bill?period=%s&hourly=1" % period, token=tok)
