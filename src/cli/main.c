@@ -127,15 +127,18 @@ const gp_command GP_COMMANDS[] = {
      "real apply).  --prune: also delete tenants you may change that the file does not list (ancestors\n"
      "of listed tenants stay), children first; refused, with nothing changed, if one has live jobs.\n"},
     {"usage", gp_cmd_usage,
-     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME] [--under-sm PCT] [--under-for DURATION]\n"
-     "GPU-hours by tenant, GPU type, class (a member token: its tenant's), then allocated vs used per tenant\n"
+     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME] [--by tenant|user] [-o table|csv|json]\n"
+     "                     [--under-sm PCT] [--under-for DURATION]\n"
+     "GPU-hours by tenant (--by user: and user), GPU type, class (a member token: its tenant's), each tenant's\n"
+     "subtree (its org roll-up) and the total, then allocated vs used per tenant\n"
      "and type: allocated, used (driven: SM activity x GPUs x time, from the agents' telemetry),\n"
      "lost-to-preemption and idle-held (allocated - used).  --under-sm PCT --under-for DURATION (defaults 10\n"
      "and 30m; either one asks): also the running jobs below PCT % SM for at least DURATION, each with the\n"
      "smallest MIG profile and MPS share that would hold its peak SM and memory.\n"
      "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), ISO 8601 with a zone\n"
      "(2024-11-24T06:30:00Z, 2024-11-24T08:30+02:00), a relative time (-24h or 24h: that long ago;\n"
-     "+2h: from now; units s, m, h, d, w) or epoch seconds.\n"},
+     "+2h: from now; units s, m, h, d, w) or epoch seconds.  -o csv: kind (usage, subtree, total), tenant,\n"
+     "user, gpu_type, class, gpu_hours, and the window's from and to in ISO 8601 UTC; -o json: the API's answer.\n"},
     {"top", gp_cmd_top,
      "usage: gpupool top [--interval S]\n"
      "A live view of the fleet: occupancy per GPU type, the top tenants by GPUs in use against their guarantee,\n"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Accounting (issue 32 item 7): what a finished job keeps, and job listings by time, user and state.
+"""Accounting (issue 32 item 7): what a finished job keeps, job listings by time, user and state
+(sacct), usage by user with org roll-ups and totals (sreport), and bad options named.
 
 Each test starts a real gpupoold (examples/fleet.yaml) with a fresh SQLite
 store and applies examples/tenants.yaml.  Jobs end by a cancel with
@@ -90,8 +91,36 @@ def test_jobs_lists_live_by_default_and_filters_like_sacct(d):
     assert bad.returncode == 2 and "--from" in bad.stderr, bad.stderr
 
 
+def test_usage_by_user_with_org_rollups_and_totals(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    for tenant, user in (("research/nlp", "alice"), ("research/nlp", "bob"), ("research/vision", "carol")):
+        d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": 1, "gpu_types": ["H100"], "user": user})
+    gpd.wait_for(lambda: len(d.ok("GET", "/v1/usage?by=user")["usage"]) == 3 and all(
+        u["gpu_seconds"] > 0 for u in d.ok("GET", "/v1/usage?by=user")["usage"]), timeout=10, what="usage")
+    rows = list(csv.DictReader(io.StringIO(d.cli("usage", "--by", "user", "-o", "csv").stdout)))
+    usage = {(r["tenant"], r["user"]): float(r["gpu_hours"]) for r in rows if r["kind"] == "usage"}
+    assert set(usage) == {("research/nlp", "alice"), ("research/nlp", "bob"), ("research/vision", "carol")}, rows
+    sub = {r["tenant"]: float(r["gpu_hours"]) for r in rows if r["kind"] == "subtree"}
+    assert set(sub) == {"research", "research/nlp", "research/vision"}, rows
+    # the org rolls up its children; the total is every line (3 decimals each, so within rounding)
+    assert abs(sub["research"] - sub["research/nlp"] - sub["research/vision"]) < 0.002, sub
+    total = [float(r["gpu_hours"]) for r in rows if r["kind"] == "total"]
+    assert len(total) == 1 and abs(total[0] - sum(usage.values())) < 0.004, rows
+    assert all(r["from"].endswith("Z") and "T" in r["to"] for r in rows), rows
+    # the human table has the user, the roll-up and the total; -o json is the API's answer
+    table = d.cli("usage", "--by", "user").stdout
+    assert "USER" in table.splitlines()[0] and "SUBTREE" in table and "TOTAL" in table, table
+    answer = json.loads(d.cli("usage", "-o", "json").stdout)
+    assert answer["total_gpu_seconds"] > 0 and "user" not in answer["usage"][0], answer
+    # bad values name themselves
+    st, err = d.call("GET", "/v1/usage?by=team")
+    assert st == 400 and err["error"]["field"] == "by", (st, err)
+    bad = d.cli("usage", "--by", "team", check=False)
+    assert bad.returncode == 2 and "--by takes tenant or user" in bad.stderr, bad.stderr
+
+
 def test_bad_short_option_names_itself_and_shows_usage(d):
-    for cmd in (["usage", "-x"], ["jobs", "-x"], ["nodes", "-q"]):
+    for cmd in (["usage", "-x"], ["jobs", "-x"], ["nodes", "-q"], ["bill", "-p"]):
         bad = d.cli(*cmd, check=False)
         assert bad.returncode == 2, bad
         assert "gpupool %s: unknown option -%s" % (cmd[0], cmd[1][1]) in bad.stderr, bad.stderr
@@ -100,4 +129,4 @@ def test_bad_short_option_names_itself_and_shows_usage(d):
 
 if __name__ == "__main__":
     gpd.run([test_finished_job_keeps_class_placement_and_times, test_jobs_lists_live_by_default_and_filters_like_sacct,
-             test_bad_short_option_names_itself_and_shows_usage])
+             test_usage_by_user_with_org_rollups_and_totals, test_bad_short_option_names_itself_and_shows_usage])

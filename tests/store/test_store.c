@@ -437,7 +437,7 @@ static void usage_sums_gpu_seconds_in_the_window_by_scope(void **state)
     OK(gp_store_usage_open(f->s, &b, &e_));
     OK(gp_store_usage_close(f->s, 1, 100, &e_));
     json_t *out = NULL;
-    OK(gp_store_usage_query(f->s, NULL, 0, NULL, 0, 1000, 150, &out, &e_));
+    OK(gp_store_usage_query(f->s, NULL, 0, NULL, false, 0, 1000, 150, &out, &e_));
     json_t *rows = json_object_get(out, "usage");
     assert_int_equal(json_array_size(rows), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "tenant")), "a/x");
@@ -445,7 +445,7 @@ static void usage_sums_gpu_seconds_in_the_window_by_scope(void **state)
     assert_true(json_real_value(json_object_get(json_array_get(rows, 1), "gpu_seconds")) == 50.0); /* open: to now */
     json_decref(out);
     const char *scope[] = {"a"};
-    OK(gp_store_usage_query(f->s, scope, 1, NULL, 50, 1000, 150, &out, &e_));
+    OK(gp_store_usage_query(f->s, scope, 1, NULL, false, 50, 1000, 150, &out, &e_));
     rows = json_object_get(out, "usage");
     assert_int_equal(json_array_size(rows), 1);
     assert_true(json_real_value(json_object_get(json_array_get(rows, 0), "gpu_seconds")) == 100.0);
