@@ -194,8 +194,9 @@ const gp_command GP_COMMANDS[] = {
      "topology surcharge of its guaranteed work, its burst work, and anything unpriced; amount, subtotal of\n"
      "its subtree and what is due (chargeback orgs).  Admins, operators and auditors also get the fleet's\n"
      "GPU-hours (physical = allocated shares + idle in guarantees + idle unowned; --hourly: per hour).\n"
-     "-o csv: one line per ledger record billed.  With --ledger (an export of `gpupool ledger`) and --prices\n"
-     "(GET /v1/prices) it computes the same bill offline, without a server (--as-of: default the month's end).\n"},
+     "-o csv: one line per ledger record billed (ISO 8601 UTC times, GPUs and GPU-hours).  With --ledger (an\n"
+     "export of `gpupool ledger`) and --prices (GET /v1/prices) it computes the same bill offline, without a\n"
+     "server (--as-of: default the month's end).\n"},
     {"admin", gp_cmd_admin,
      "usage: gpupool admin export-log --out FILE\n"
      "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"

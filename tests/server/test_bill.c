@@ -306,8 +306,11 @@ static void price_change_mid_month_bills_each_second_at_the_price_in_force(void 
     json_decref(bill);
     char *csv = NULL;
     json_decref(bill_from_records(w, prices, TO, NULL, &csv));
-    assert_non_null(strstr(csv, ",1794783600,1794787200,3600000,2.500000,1.000000,2.500000\n"));
-    assert_non_null(strstr(csv, ",1794787200,1794790800,3600000,3.000000,1.000000,3.000000\n"));
+    assert_non_null(strstr(csv, ",2026-11-15T23:00:00Z,2026-11-16T00:00:00Z,1.000000,3600000,2.500000,1.000000,"
+                                "2.500000\n"));
+    assert_non_null(strstr(csv, ",2026-11-16T00:00:00Z,2026-11-16T01:00:00Z,1.000000,3600000,3.000000,1.000000,"
+                                "3.000000\n"));
+    assert_non_null(strstr(csv, ",H100,whole,burstable,any,1.000000,2026-11-15T23:00:00Z,")); /* gpus, ISO start */
     free(csv);
 }
 
