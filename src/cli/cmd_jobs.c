@@ -43,10 +43,20 @@ static const char *const job_head[] = {"ID",  "TENANT", "USER", "NAME",  "GPUS",
                                       "CLASS", "AGE", "TIME", "NODES", "REASON"};
 enum { JOB_COLS = 11 };
 
-/* A reason as a person reads it: the engine's "at t=SECONDS" as a local time. */
+/* A reason as a person reads it: the engine's "at t=SECONDS" as a local
+ * time; a finished job's with its last replica's end ("failed; replica 0
+ * on t4-2: exit code 3 (exited)"). */
 static const char *reason_text(const json_t *j, char *buf, size_t cap)
 {
     const char *reason = json_string_value(json_object_get(j, "reason"));
+    const char *last_exit = json_string_value(json_object_get(j, "last_exit"));
+    const char *state = json_string_value(json_object_get(j, "state"));
+    bool ended = state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"));
+    char both[512];
+    if (reason && last_exit && ended && !strstr(reason, last_exit)) {
+        snprintf(both, sizeof both, "%s; %s", reason, last_exit);
+        reason = both;
+    }
     return reason ? gp_time_in_text(reason, (int64_t)time(NULL), buf, cap) : NULL;
 }
 
@@ -330,8 +340,8 @@ typedef struct jobs_view {
 
 static const char *const job_csv_head[] = {"id",       "tenant",    "user",     "name",      "gpus",
                                            "state",    "class",     "submit",   "start",     "end",
-                                           "elapsed_s", "nodes",    "reason"};
-enum { JOB_CSV_COLS = 13 };
+                                           "elapsed_s", "nodes",    "reason",    "last_exit"};
+enum { JOB_CSV_COLS = 14 };
 
 static const char *iso_cell(const json_t *v, char *buf, size_t cap)
 {
@@ -360,7 +370,8 @@ static void add_job_csv_row(gp_table *t, const json_t *j, int64_t now)
                            iso_cell(stop, end, sizeof end),
                            ran,
                            nodes_text(j, nodes, sizeof nodes) ? nodes : "",
-                           reason ? reason : ""};
+                           reason ? reason : "",
+                           json_string_value(json_object_get(j, "last_exit"))};
     for (size_t i = 0; i < JOB_CSV_COLS; i++)
         if (!cells[i])
             cells[i] = "";

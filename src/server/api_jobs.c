@@ -41,7 +41,8 @@ json_t *gp_api_job_view(json_t *row)
     json_t *spec = json_object_get(row, "spec");
     if (json_is_object(spec))
         json_object_update(view, spec);
-    const char *keys[] = {"state", "class", "reason", "submit_time", "bind_time", "end_time", "placement", "history"};
+    const char *keys[] = {"state",    "class",     "reason",  "submit_time", "bind_time",
+                          "end_time", "placement", "history", "last_exit"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(row, keys[i]);
         if (v)

@@ -272,9 +272,15 @@ static json_t *history_of(gp_store *s, uint64_t id)
     return list;
 }
 
+/* last_exit: the newest report of a replica's end ("replica 0 on t4-2:
+ * exit code 3 (exited)"), NULL when none (job_history_by_job finds it) */
+#define LAST_EXIT                                                                                                \
+    " (SELECT h.reason FROM job_history h WHERE h.job_id = j.id AND h.kind = 'exit' ORDER BY h.seq DESC LIMIT 1)" \
+    " AS last_exit"
+
 #define JOB_COLUMNS                                                                                              \
     "SELECT id, tenant, \"user\", name, state, class, reason, submit_time, bind_time, end_time, updated,"            \
-    " spec_json, placement_json FROM jobs"
+    " spec_json, placement_json," LAST_EXIT " FROM jobs j"
 
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
 {
@@ -293,7 +299,7 @@ gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
 
 #define JOB_COLUMNS_J                                                                                            \
     "SELECT j.id, j.tenant, j.\"user\", j.name, j.state, j.class, j.reason, j.submit_time, j.bind_time, j.end_time,"  \
-    " j.updated, j.spec_json, j.placement_json"
+    " j.updated, j.spec_json, j.placement_json," LAST_EXIT
 
 static bool covers(const char *scope, const char *path)
 {

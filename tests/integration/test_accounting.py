@@ -14,6 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentproc  # noqa: E402
 import gpd  # noqa: E402
 
 
@@ -119,6 +120,28 @@ def test_usage_by_user_with_org_rollups_and_totals(d):
     assert bad.returncode == 2 and "--by takes tenant or user" in bad.stderr, bad.stderr
 
 
+def test_a_failed_job_keeps_its_exit_code_in_lists(d):
+    """A real agent (sim backend) runs a job that exits 3: the listing says so, as sacct's ExitCode."""
+    d.cli("apply", "-f", gpd.TENANTS)
+    node_file = agentproc.write_node_file(d.dir, agentproc.sim_nodes("t4", 1, gpu_type="T4", block="blk-t"))
+    agent = agentproc.Agent(d, node_file, nodes=["t4-0"]).start()
+    try:
+        agent.wait_up(["t4-0"])
+        job = d.ok("POST", "/v1/jobs", {"tenant": "research/nlp", "gpus": 1, "gpu_types": ["T4"],
+                                        "command": ["sh", "-c", "exit 3"]})
+        done = agentproc.wait_state(d, job["id"], ("failed", "succeeded"))
+        assert done["state"] == "failed" and "exit code 3" in done["last_exit"], done
+        listed = [j for j in d.ok("GET", "/v1/jobs?state=failed")["jobs"] if j["id"] == job["id"]]
+        assert listed and listed[0]["last_exit"] == done["last_exit"], listed
+        assert listed[0]["placement"][0]["node"] == "t4-0" and listed[0]["bind_time"] is not None, listed
+        row = [r for r in csv.DictReader(io.StringIO(d.cli("jobs", "--all", "-o", "csv").stdout))
+               if r["id"] == str(job["id"])][0]
+        assert "exit code 3" in row["last_exit"] and row["nodes"] == "t4-0" and row["end"], row
+        assert "exit code 3" in d.cli("jobs", "--state", "failed").stdout
+    finally:
+        agent.stop()
+
+
 def test_bad_short_option_names_itself_and_shows_usage(d):
     for cmd in (["usage", "-x"], ["jobs", "-x"], ["nodes", "-q"], ["bill", "-p"]):
         bad = d.cli(*cmd, check=False)
@@ -129,4 +152,5 @@ def test_bad_short_option_names_itself_and_shows_usage(d):
 
 if __name__ == "__main__":
     gpd.run([test_finished_job_keeps_class_placement_and_times, test_jobs_lists_live_by_default_and_filters_like_sacct,
-             test_usage_by_user_with_org_rollups_and_totals, test_bad_short_option_names_itself_and_shows_usage])
+             test_usage_by_user_with_org_rollups_and_totals, test_a_failed_job_keeps_its_exit_code_in_lists,
+             test_bad_short_option_names_itself_and_shows_usage])
