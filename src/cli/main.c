@@ -371,23 +371,28 @@ static int unknown_command(const char *typed)
     return GP_EXIT_USAGE;
 }
 
-/* A one-letter option ("-o", "-ocsv") its usage text names as "-o ", "-o]"
- * or "[-o"; arg is not "-" nor a negative number or age ("-24h"). */
-static bool short_flag_known(const char *usage, const char *arg)
+/* Whether the usage text names flag ("--tenant", "-o") as a word: after
+ * the line's start, a space, '[', '(' or '|', and before a space, ']',
+ * '|', ')' or the line's end; *value: a value follows it there
+ * ("--tenant PATH", "-o table|csv|json"; not "--watch [--interval S]"). */
+static bool usage_names(const char *usage, const char *flag, bool *value)
 {
-    char flag[3] = {'-', arg[1], '\0'};
+    size_t n = strlen(flag);
     for (const char *p = usage; (p = strstr(p, flag)) != NULL; p++) {
-        bool starts = p == usage || p[-1] == ' ' || p[-1] == '[' || p[-1] == '(' || p[-1] == '|';
-        if (starts && (p[2] == ' ' || p[2] == ']' || p[2] == '|' || p[2] == ')' || p[2] == '\n'))
+        bool starts = p == usage || strchr(" [(|\n", p[-1]);
+        if (starts && p[n] && strchr(" ]|)\n", p[n])) {
+            *value = p[n] == ' ' && p[n + 1] && !strchr("[-(", p[n + 1]);
             return true;
+        }
     }
     return false;
 }
 
 /* Every "--flag" before "--" must be one of the command's (as its usage
  * text lists them): a typo is refused with the nearest one, before
- * anything is sent; so is a one-letter option it does not list
- * (getopt's own message names neither the command nor its usage). */
+ * anything is sent; so is a one-letter option it does not list, and a
+ * last flag without the value it takes (getopt's own messages name
+ * neither the command nor its usage).  "-24h" is a value, not an option. */
 static int check_flags(const gp_command *cmd, int argc, char **argv)
 {
     char buf[2048];
@@ -396,13 +401,17 @@ static int check_flags(const gp_command *cmd, int argc, char **argv)
     flags[n++] = "--help";
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *a = argv[i];
-        bool one_letter = a[0] == '-' && isalpha((unsigned char)a[1]);
-        if (one_letter && strcmp(a, "-h") != 0 && !short_flag_known(cmd->usage, a))
-            return gp_usage_error(cmd->name, "unknown option -%c\n%s", a[1], cmd->usage);
-        if (strncmp(argv[i], "--", 2) != 0)
-            continue;
         char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[i], "="), argv[i]);
+        bool value = false;
+        snprintf(name, sizeof name, "%.*s", a[1] == '-' ? (int)strcspn(a, "=") : 2, a);
+        bool one_letter = a[0] == '-' && isalpha((unsigned char)a[1]);
+        if (one_letter && strcmp(a, "-h") != 0 && !usage_names(cmd->usage, name, &value))
+            return gp_usage_error(cmd->name, "unknown option %s\n%s", name, cmd->usage);
+        if ((one_letter || strncmp(a, "--", 2) == 0) && i == argc - 1 && strcmp(name, a) == 0 &&
+            usage_names(cmd->usage, name, &value) && value)
+            return gp_usage_error(cmd->name, "%s needs a value\n%s", name, cmd->usage);
+        if (strncmp(a, "--", 2) != 0)
+            continue;
         bool known = false;
         for (size_t f = 0; f < n && !known; f++)
             known = strcmp(flags[f], name) == 0;

@@ -148,6 +148,13 @@ def test_bad_short_option_names_itself_and_shows_usage(d):
         assert bad.returncode == 2, bad
         assert "gpupool %s: unknown option -%s" % (cmd[0], cmd[1][1]) in bad.stderr, bad.stderr
         assert "usage: gpupool " + cmd[0] in bad.stderr and "invalid option" not in bad.stderr, bad.stderr
+    # a last flag without its value, too (getopt said "option '--from' requires an argument")
+    for cmd in (["usage", "--from"], ["jobs", "--tenant"], ["bill", "-o"]):
+        bad = d.cli(*cmd, check=False)
+        assert bad.returncode == 2 and "gpupool %s: %s needs a value" % tuple(cmd) in bad.stderr, bad.stderr
+        assert "usage: gpupool " + cmd[0] in bad.stderr and "requires an argument" not in bad.stderr, bad.stderr
+    # a negative age is a value, not an option
+    assert d.cli("jobs", "--from", "-24h").returncode == 0
 
 
 if __name__ == "__main__":
