@@ -113,6 +113,15 @@ def test_usage_by_user_with_org_rollups_and_totals(d):
     assert "USER" in table.splitlines()[0] and "SUBTREE" in table and "TOTAL" in table, table
     answer = json.loads(d.cli("usage", "-o", "json").stdout)
     assert answer["total_gpu_seconds"] > 0 and "user" not in answer["usage"][0], answer
+    # a member sees its own tenant's users and jobs only, whatever the window or grouping
+    tok = d.ok("POST", "/v1/tokens", {"name": "carol", "role": "member", "scope": "research/vision",
+                                      "user": "carol"})["token"]
+    mine = d.ok("GET", "/v1/usage?by=user", token=tok)
+    assert {(u["tenant"], u["user"]) for u in mine["usage"]} == {("research/vision", "carol")}, mine
+    assert {t["tenant"] for t in mine["subtrees"]} == {"research", "research/vision"}, mine
+    assert abs(mine["total_gpu_seconds"] - mine["usage"][0]["gpu_seconds"]) < 1e-6, mine
+    listed = d.ok("GET", "/v1/jobs?from=1&to=%d" % (2 ** 40), token=tok)["jobs"]
+    assert listed and {j["tenant"] for j in listed} == {"research/vision"}, listed
     # bad values name themselves
     st, err = d.call("GET", "/v1/usage?by=team")
     assert st == 400 and err["error"]["field"] == "by", (st, err)
