@@ -618,28 +618,81 @@ static void usage_under_table(const json_t *out)
     gp_table_print(&t, stdout);
 }
 
-static void usage_table(const json_t *body)
+static const char *gpu_hours_cell(const json_t *seconds, char *buf, size_t cap)
 {
-    static const char *const head[] = {"TENANT", "GPU", "CLASS", "GPU-HOURS"};
-    gp_table t;
-    gp_table_init(&t, 4, head);
+    snprintf(buf, cap, "%.3f", json_number_value(seconds) / 3600.0);
+    return buf;
+}
+
+/* The usage rows (by_user: with USER), then each tenant's subtree and the total. */
+static void usage_table(const json_t *body, bool by_user)
+{
+    static const char *const head[] = {"TENANT", "USER", "GPU", "CLASS", "GPU-HOURS"};
+    static const char *const tree_head[] = {"SUBTREE", "GPU-HOURS"};
+    int skip = by_user ? 0 : 1; /* the USER column */
+    gp_table t, tree;
+    const char *no_user[] = {head[0], head[2], head[3], head[4]};
+    gp_table_init(&t, 5 - skip, by_user ? head : no_user);
     size_t i;
     json_t *u;
+    char hours[32];
     json_array_foreach(json_object_get(body, "usage"), i, u) {
-        char hours[32];
-        snprintf(hours, sizeof hours, "%.3f", json_number_value(json_object_get(u, "gpu_seconds")) / 3600.0);
         const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
+                               json_string_value(json_object_get(u, "user")),
                                json_string_value(json_object_get(u, "gpu_type")),
-                               json_string_value(json_object_get(u, "class")), hours};
-        gp_table_add(&t, cells);
+                               json_string_value(json_object_get(u, "class")),
+                               gpu_hours_cell(json_object_get(u, "gpu_seconds"), hours, sizeof hours)};
+        const char *short_cells[] = {cells[0], cells[2], cells[3], cells[4]};
+        gp_table_add(&t, by_user ? cells : short_cells);
     }
     gp_table_print(&t, stdout);
+    gp_table_init(&tree, 2, tree_head);
+    json_array_foreach(json_object_get(body, "subtrees"), i, u) {
+        const char *cells[] = {json_string_value(json_object_get(u, "tenant")),
+                               gpu_hours_cell(json_object_get(u, "gpu_seconds"), hours, sizeof hours)};
+        gp_table_add(&tree, cells);
+    }
+    const char *total[] = {"TOTAL", gpu_hours_cell(json_object_get(body, "total_gpu_seconds"), hours, sizeof hours)};
+    gp_table_add(&tree, total);
+    putchar('\n');
+    gp_table_print(&tree, stdout);
     if (json_array_size(json_object_get(body, "allocated_vs_used")))
         usage_used_table(json_object_get(body, "allocated_vs_used"));
 }
 
-static const char USAGE_USAGE[] = "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME]"
-                                  " [--under-sm PCT] [--under-for DURATION]";
+/* One CSV line per usage row (kind "usage"), subtree ("subtree") and the
+ * total ("total"): GPU-hours, the window in ISO 8601 UTC. */
+static void usage_csv(const json_t *body)
+{
+    static const char *const head[] = {"kind", "tenant", "user", "gpu_type", "class", "gpu_hours", "from", "to"};
+    gp_table t;
+    gp_table_init(&t, 8, head);
+    char from[32], to[32], hours[32];
+    gp_time_iso(json_integer_value(json_object_get(body, "from")), from, sizeof from);
+    gp_time_iso(json_integer_value(json_object_get(body, "to")), to, sizeof to);
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(body, "usage"), i, u) {
+        const char *user = json_string_value(json_object_get(u, "user"));
+        const char *cells[] = {"usage", json_string_value(json_object_get(u, "tenant")), user ? user : "",
+                               json_string_value(json_object_get(u, "gpu_type")),
+                               json_string_value(json_object_get(u, "class")),
+                               gpu_hours_cell(json_object_get(u, "gpu_seconds"), hours, sizeof hours), from, to};
+        gp_table_add(&t, cells);
+    }
+    json_array_foreach(json_object_get(body, "subtrees"), i, u) {
+        const char *cells[] = {"subtree", json_string_value(json_object_get(u, "tenant")), "", "", "",
+                               gpu_hours_cell(json_object_get(u, "gpu_seconds"), hours, sizeof hours), from, to};
+        gp_table_add(&t, cells);
+    }
+    const char *total[] = {"total", "", "", "", "",
+                           gpu_hours_cell(json_object_get(body, "total_gpu_seconds"), hours, sizeof hours), from, to};
+    gp_table_add(&t, total);
+    gp_table_print_csv(&t, stdout);
+}
+
+static const char USAGE_USAGE[] = "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME] [--by tenant|user]"
+                                  " [-o table|csv|json] [--under-sm PCT] [--under-for DURATION]";
 
 /* --under-sm / --under-for: the under-driven query; false on a bad value. */
 static bool usage_under_arg(gp_client *c, int ch, const char *arg, char *under, size_t cap)
@@ -666,14 +719,27 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
                                          {"to", required_argument, NULL, 'T'},
                                          {"under-sm", required_argument, NULL, 'S'},
                                          {"under-for", required_argument, NULL, 'F'},
+                                         {"by", required_argument, NULL, 'b'},
+                                         {"output", required_argument, NULL, 'o'},
                                          {NULL, 0, NULL, 0}};
     char path[1024] = "/v1/usage", under[256] = "/v1/usage/underdriven";
+    const char *output = "table";
+    bool by_user = false;
     int ch;
     optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
         const char *key = ch == 't' ? "tenant" : ch == 'f' ? "from" : ch == 'T' ? "to" : NULL;
         int64_t t;
         char epoch[32];
+        if (ch == 'b' && strcmp(optarg, "tenant") != 0 && strcmp(optarg, "user") != 0)
+            return gp_usage_error("usage", "--by takes tenant or user, got %s", optarg);
+        if (ch == 'o' && strcmp(optarg, "table") != 0 && strcmp(optarg, "csv") != 0 && strcmp(optarg, "json") != 0)
+            return gp_usage_error("usage", "-o takes table, csv or json, got %s", optarg);
+        if (ch == 'b' || ch == 'o') {
+            by_user = by_user || (ch == 'b' && strcmp(optarg, "user") == 0);
+            output = ch == 'o' ? optarg : output;
+            continue;
+        }
         if (ch == 'S' || ch == 'F') {
             if (!usage_under_arg(c, ch, optarg, under, sizeof under))
                 return gp_usage_error("usage", ch == 'S' ? "--under-sm: expected a percent 1..100; got %s"
@@ -695,12 +761,19 @@ int gp_cmd_usage(gp_client *c, int argc, char **argv)
         gp_query_add(c, path, sizeof path, key, epoch);
     }
     bool want_under = strcmp(under, "/v1/usage/underdriven") != 0;
+    if (by_user)
+        gp_query_add(c, path, sizeof path, "by", "user");
+    if (strcmp(output, "table") != 0 && want_under)
+        return gp_usage_error("usage", "-o %s prints the usage only: leave out --under-sm/--under-for", output);
+    c->json = c->json || strcmp(output, "json") == 0; /* -o json: the server's answer as it is */
     gp_response resp, uresp = {0};
     int rc = gp_client_run(c, "GET", path, NULL, &resp);
     if (rc == GP_EXIT_OK && want_under)
         rc = gp_client_run(c, "GET", under, NULL, &uresp);
-    if (rc == GP_EXIT_OK && !c->json) {
-        usage_table(resp.body);
+    if (rc == GP_EXIT_OK && !c->json && strcmp(output, "csv") == 0)
+        usage_csv(resp.body);
+    else if (rc == GP_EXIT_OK && !c->json) {
+        usage_table(resp.body, by_user);
         if (want_under)
             usage_under_table(uresp.body);
     }

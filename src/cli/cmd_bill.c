@@ -4,7 +4,7 @@
  *     gpupool prices set --effective T --gpu H100=2.50[,A100=1.20] [--premium nvlink=1.10,block=1.25]
  *                        [--currency USD] [--backdate]  (admin)
  *     gpupool prices mode ORG chargeback|showback       (admin)
- *     gpupool bill --period 2026-11 [--tenant P] [--hourly] [-o table|csv|json]
+ *     gpupool bill [--period 2026-11] [--tenant P] [--hourly] [-o table|csv|json]   (this UTC month by default)
  *     gpupool bill --ledger L.jsonl --prices P.json --period 2026-11 [--as-of EPOCH] [...]
  *
  * The second form of `bill` is offline: it reads a ledger export (one
@@ -154,12 +154,13 @@ int gp_cmd_prices(gp_client *c, int argc, char **argv)
 /* ---- bill ---- */
 
 static const char BILL_USAGE[] =
-    "usage: gpupool bill --period YYYY-MM [--tenant PATH] [--hourly] [-o table|csv|json]\n"
-    "       gpupool bill --ledger FILE.jsonl --prices FILE.json --period YYYY-MM [--as-of EPOCH] [--tenant PATH]"
+    "usage: gpupool bill [--period YYYY-MM] [--tenant PATH] [--hourly] [-o table|csv|json]\n"
+    "       gpupool bill --ledger FILE.jsonl --prices FILE.json [--period YYYY-MM] [--as-of EPOCH] [--tenant PATH]"
     " [--hourly] [-o ...]";
 
 typedef struct bill_args {
     const char *period, *tenant, *ledger, *prices, *output;
+    char this_month[16]; /* the period when --period is left out: the current UTC month */
     bool hourly, has_as_of;
     long long as_of;
 } bill_args;
@@ -258,7 +259,13 @@ static bool bill_parse(int argc, char **argv, bill_args *a)
         }
     }
     bool output_ok = !strcmp(a->output, "table") || !strcmp(a->output, "csv") || !strcmp(a->output, "json");
-    return optind == argc && a->period && output_ok && !a->ledger == !a->prices && (a->ledger || !a->has_as_of);
+    if (!a->period) {
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(a->this_month, sizeof a->this_month, "%Y-%m", gmtime_r(&now, &tm));
+        a->period = a->this_month;
+    }
+    return optind == argc && output_ok && !a->ledger == !a->prices && (a->ledger || !a->has_as_of);
 }
 
 /* Feeds every line of the ledger export (path ctx) to the bill. */

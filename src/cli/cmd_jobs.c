@@ -354,26 +354,99 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
     return rc;
 }
 
-/* One refresh of `gpupool jobs`: arg is the request path. */
+/* `gpupool jobs`: the request and how its answer is printed. */
+typedef struct jobs_view {
+    char path[1024];
+    const char *output; /* "table", "csv" or "json" */
+} jobs_view;
+
+static const char *const job_csv_head[] = {"id",       "tenant",    "user",     "name",      "gpus",
+                                           "state",    "class",     "submit",   "start",     "end",
+                                           "elapsed_s", "nodes",    "reason",    "last_exit"};
+enum { JOB_CSV_COLS = 14 };
+
+static const char *iso_cell(const json_t *v, char *buf, size_t cap)
+{
+    return json_is_integer(v) ? gp_time_iso(json_integer_value(v), buf, cap) : "";
+}
+
+/* One CSV row (job_csv_head): ISO 8601 UTC times, elapsed whole seconds. */
+static void add_job_csv_row(gp_table *t, const json_t *j, int64_t now)
+{
+    char id[32], gpus[96], sub[32], start[32], end[32], ran[32] = "", nodes[256];
+    json_t *bind = json_object_get(j, "bind_time"), *stop = json_object_get(j, "end_time");
+    snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
+    if (json_is_integer(bind))
+        snprintf(ran, sizeof ran, "%lld",
+                 (long long)((json_is_integer(stop) ? json_integer_value(stop) : now) - json_integer_value(bind)));
+    const char *reason = json_string_value(json_object_get(j, "reason"));
+    const char *cells[] = {id,
+                           json_string_value(json_object_get(j, "tenant")),
+                           json_string_value(json_object_get(j, "user")),
+                           json_string_value(json_object_get(j, "name")),
+                           gpus_text(j, gpus, sizeof gpus),
+                           json_string_value(json_object_get(j, "state")),
+                           json_string_value(json_object_get(j, "class")),
+                           iso_cell(json_object_get(j, "submit_time"), sub, sizeof sub),
+                           iso_cell(bind, start, sizeof start),
+                           iso_cell(stop, end, sizeof end),
+                           ran,
+                           nodes_text(j, nodes, sizeof nodes) ? nodes : "",
+                           reason ? reason : "",
+                           json_string_value(json_object_get(j, "last_exit"))};
+    for (size_t i = 0; i < JOB_CSV_COLS; i++)
+        if (!cells[i])
+            cells[i] = "";
+    gp_table_add(t, cells);
+}
+
+static void print_jobs(const json_t *body, const char *output)
+{
+    bool csv = strcmp(output, "csv") == 0;
+    int64_t now = (int64_t)time(NULL);
+    gp_table t;
+    gp_table_init(&t, csv ? JOB_CSV_COLS : JOB_COLS, csv ? job_csv_head : job_head);
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(body, "jobs"), i, j) {
+        if (csv)
+            add_job_csv_row(&t, j, now);
+        else
+            add_job_row(&t, j);
+    }
+    if (csv) {
+        gp_table_print_csv(&t, stdout);
+        return;
+    }
+    gp_table_print(&t, stdout);
+    json_t *next = json_object_get(body, "next");
+    if (json_is_integer(next))
+        printf("(more: gpupool jobs --before %lld)\n", (long long)json_integer_value(next));
+}
+
+/* One refresh of `gpupool jobs`: arg is its jobs_view. */
 static int draw_jobs(gp_client *c, void *arg, bool *done)
 {
     (void)done;
+    const jobs_view *v = arg;
     gp_response resp;
-    int rc = gp_client_run(c, "GET", arg, NULL, &resp);
-    if (rc == GP_EXIT_OK && !c->json) {
-        gp_table t;
-        gp_table_init(&t, JOB_COLS, job_head);
-        size_t i;
-        json_t *j;
-        json_array_foreach(json_object_get(resp.body, "jobs"), i, j)
-            add_job_row(&t, j);
-        gp_table_print(&t, stdout);
-        json_t *next = json_object_get(resp.body, "next");
-        if (json_is_integer(next))
-            printf("(more: gpupool jobs --before %lld)\n", (long long)json_integer_value(next));
-    }
+    int rc = gp_client_run(c, "GET", v->path, NULL, &resp);
+    if (rc == GP_EXIT_OK && !c->json)
+        print_jobs(resp.body, v->output);
     gp_response_free(&resp);
     return rc;
+}
+
+/* --from / --to: a time a person types (timefmt.h), sent as epoch seconds. */
+static bool jobs_time_arg(gp_client *c, jobs_view *v, const char *key, const char *text)
+{
+    int64_t t;
+    char epoch[32];
+    if (!gp_time_parse(text, (int64_t)time(NULL), &t))
+        return false;
+    snprintf(epoch, sizeof epoch, "%lld", (long long)t);
+    gp_query_add(c, v->path, sizeof v->path, key, epoch);
+    return true;
 }
 
 int gp_cmd_jobs(gp_client *c, int argc, char **argv)
@@ -383,32 +456,48 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv)
                                          {"user", required_argument, NULL, 'u'},
                                          {"limit", required_argument, NULL, 'l'},
                                          {"before", required_argument, NULL, 'b'},
+                                         {"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 'T'},
+                                         {"all", no_argument, NULL, 'a'},
+                                         {"output", required_argument, NULL, 'o'},
                                          {"watch", no_argument, NULL, 'w'},
                                          {"interval", required_argument, NULL, 'i'},
                                          {NULL, 0, NULL, 0}};
-    char path[1024] = "/v1/jobs";
-    bool watch = false;
+    jobs_view v = {.path = "/v1/jobs", .output = "table"};
+    bool watch = false, all = false;
     int ch, interval = 2;
     optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
         const char *key = ch == 't'   ? "tenant"
                           : ch == 's' ? "state"
                           : ch == 'u' ? "user"
                           : ch == 'l' ? "limit"
                           : ch == 'b' ? "before"
                                       : NULL;
+        all = all || ch == 'a' || ch == 's' || ch == 'f' || ch == 'T';
         if (ch == 'w')
             watch = true;
         else if (ch == 'i' && !gp_watch_interval(optarg, &interval))
             return gp_usage_error("jobs", "--interval takes 1..3600 seconds, got %s", optarg);
+        else if (ch == 'o' && strcmp(optarg, "table") && strcmp(optarg, "csv") && strcmp(optarg, "json"))
+            return gp_usage_error("jobs", "-o takes table, csv or json, got %s", optarg);
+        else if (ch == 'o')
+            v.output = optarg;
+        else if ((ch == 'f' || ch == 'T') && !jobs_time_arg(c, &v, ch == 'f' ? "from" : "to", optarg))
+            return gp_usage_error("jobs", "--%s: expected YYYY-MM-DD[ HH:MM[:SS]], ISO 8601 with a zone, a relative"
+                                          " time like -24h, or epoch seconds; got %s",
+                                  ch == 'f' ? "from" : "to", optarg);
         else if (key)
-            gp_query_add(c, path, sizeof path, key, optarg);
-        else if (ch != 'i')
+            gp_query_add(c, v.path, sizeof v.path, key, optarg);
+        else if (ch == '?')
             return gp_usage_error("jobs", "see gpupool jobs --help");
     }
     if (optind < argc)
         return gp_usage_error("jobs", "unexpected argument %s", argv[optind]);
-    return watch ? gp_watch(c, "gpupool jobs", interval, draw_jobs, path) : draw_jobs(c, path, &watch);
+    c->json = c->json || strcmp(v.output, "json") == 0; /* -o json: the server's answer as it is */
+    if (!all) /* live jobs unless --all, a --state or a time window asks for finished ones */
+        gp_query_add(c, v.path, sizeof v.path, "state", "live");
+    return watch ? gp_watch(c, "gpupool jobs", interval, draw_jobs, &v) : draw_jobs(c, &v, &watch);
 }
 
 /* Times (the keys ending in _time) as local date-time and age, never epoch seconds. */

@@ -76,7 +76,9 @@ char *gp_read_file(const char *path, size_t *len);
 /* Formats a JSON scalar for a table cell into buf. */
 const char *gp_cell(const json_t *v, char *buf, size_t cap);
 /* An object's "reason" as a person reads it: the engine's "at t=SECONDS"
- * as a local time (gp_time_in_text); NULL when it has none. */
+ * as a local time (gp_time_in_text), and a finished job's with its last
+ * replica's end ("failed; replica 0 on t4-2: exit code 3 (exited)");
+ * NULL when it has none. */
 const char *gp_reason_text(const json_t *o, int64_t now, char *buf, size_t cap);
 /* "H100=16,A100=8" style summary of {"gpu": {...}} into buf. */
 const char *gp_gpu_summary(const json_t *res, char *buf, size_t cap);

@@ -18,6 +18,7 @@
 #include "util/file.h"
 #include "version.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,14 @@ const gp_command GP_COMMANDS[] = {
      "job, each with GPUPOOL_ARRAY_INDEX=0..N-1 and GPUPOOL_ARRAY_SIZE=N in its env: either way in one\n"
      "request that gpupoold takes whole or refuses whole (at most 10000 jobs).\n"},
     {"jobs", gp_cmd_jobs,
-     "usage: gpupool jobs [--tenant PATH] [--user U] [--state STATE|live] [--limit N] [--before ID]\n"
-     "                    [--watch [--interval S]]\n"
-     "List jobs you may see (a member token: its tenant's), newest first.  STATE: pending, admitted, running, preempting, succeeded,\n"
-     "failed, cancelled, or live (the first four).  --watch redraws every S seconds (default 2) until\n"
+     "usage: gpupool jobs [--tenant PATH] [--user U] [--state STATE|live] [--all] [--from TIME] [--to TIME]\n"
+     "                    [--limit N] [--before ID] [-o table|csv|json] [--watch [--interval S]]\n"
+     "List jobs you may see (a member token: its tenant's), newest first: live ones (pending to preempting)\n"
+     "unless --all, --state or a time window asks for finished ones too.  STATE: pending, admitted, running,\n"
+     "preempting, succeeded, failed, cancelled, or live (the first four).  --from/--to: jobs alive some time\n"
+     "in that window (submitted before --to, not ended before --from); TIME: YYYY-MM-DD[ HH:MM[:SS]], ISO 8601\n"
+     "with a zone, an age like 24h or -24h, or epoch seconds.  -o csv: one line per job, times ISO 8601 UTC,\n"
+     "elapsed_s in seconds.  --watch redraws every S seconds (default 2) until\n"
      "interrupted; when the output is not a terminal it prints each refresh after a time line.\n"},
     {"job", gp_cmd_job,
      "usage: gpupool job ID [--watch [--interval S]]\nOne job with its placement and history; --watch "
@@ -127,15 +132,18 @@ const gp_command GP_COMMANDS[] = {
      "real apply).  --prune: also delete tenants you may change that the file does not list (ancestors\n"
      "of listed tenants stay), children first; refused, with nothing changed, if one has live jobs.\n"},
     {"usage", gp_cmd_usage,
-     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME] [--under-sm PCT] [--under-for DURATION]\n"
-     "GPU-hours by tenant, GPU type, class (a member token: its tenant's), then allocated vs used per tenant\n"
+     "usage: gpupool usage [--tenant PATH] [--from TIME] [--to TIME] [--by tenant|user] [-o table|csv|json]\n"
+     "                     [--under-sm PCT] [--under-for DURATION]\n"
+     "GPU-hours by tenant (--by user: and user), GPU type, class (a member token: its tenant's), each tenant's\n"
+     "subtree (its org roll-up) and the total, then allocated vs used per tenant\n"
      "and type: allocated, used (driven: SM activity x GPUs x time, from the agents' telemetry),\n"
      "lost-to-preemption and idle-held (allocated - used).  --under-sm PCT --under-for DURATION (defaults 10\n"
      "and 30m; either one asks): also the running jobs below PCT % SM for at least DURATION, each with the\n"
      "smallest MIG profile and MPS share that would hold its peak SM and memory.\n"
      "TIME is a local date (2024-11-24), date-time (2024-11-24 06:30), ISO 8601 with a zone\n"
      "(2024-11-24T06:30:00Z, 2024-11-24T08:30+02:00), a relative time (-24h or 24h: that long ago;\n"
-     "+2h: from now; units s, m, h, d, w) or epoch seconds.\n"},
+     "+2h: from now; units s, m, h, d, w) or epoch seconds.  -o csv: kind (usage, subtree, total), tenant,\n"
+     "user, gpu_type, class, gpu_hours, and the window's from and to in ISO 8601 UTC; -o json: the API's answer.\n"},
     {"top", gp_cmd_top,
      "usage: gpupool top [--interval S]\n"
      "A live view of the fleet: occupancy per GPU type, the top tenants by GPUs in use against their guarantee,\n"
@@ -184,15 +192,16 @@ const gp_command GP_COMMANDS[] = {
      "nvlink/block premium factors, versioned by the time they take effect; and each org's billing mode.\n"
      "set (admin) adds a version (TIME in the past needs --backdate); mode (admin) sets an org's mode.\n"},
     {"bill", gp_cmd_bill,
-     "usage: gpupool bill --period YYYY-MM [--tenant PATH] [--hourly] [-o table|csv|json]\n"
-     "       gpupool bill --ledger FILE.jsonl --prices FILE.json --period YYYY-MM [--as-of EPOCH] [--tenant PATH]\n"
+     "usage: gpupool bill [--period YYYY-MM] [--tenant PATH] [--hourly] [-o table|csv|json]\n"
+     "       gpupool bill --ledger FILE.jsonl --prices FILE.json [--period YYYY-MM] [--as-of EPOCH] [--tenant PATH]\n"
      "                    [--hourly] [-o table|csv|json]\n"
-     "A month's bill (docs/metering.md): per tenant its floor (its own guarantee, paid used or not), the\n"
+     "A month's bill (docs/metering.md; --period: default this UTC month): per tenant its floor (its own guarantee, paid used or not), the\n"
      "topology surcharge of its guaranteed work, its burst work, and anything unpriced; amount, subtotal of\n"
      "its subtree and what is due (chargeback orgs).  Admins, operators and auditors also get the fleet's\n"
      "GPU-hours (physical = allocated shares + idle in guarantees + idle unowned; --hourly: per hour).\n"
-     "-o csv: one line per ledger record billed.  With --ledger (an export of `gpupool ledger`) and --prices\n"
-     "(GET /v1/prices) it computes the same bill offline, without a server (--as-of: default the month's end).\n"},
+     "-o csv: one line per ledger record billed (ISO 8601 UTC times, GPUs and GPU-hours).  With --ledger (an\n"
+     "export of `gpupool ledger`) and --prices (GET /v1/prices) it computes the same bill offline, without a\n"
+     "server (--as-of: default the month's end).\n"},
     {"admin", gp_cmd_admin,
      "usage: gpupool admin export-log --out FILE\n"
      "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"
@@ -251,6 +260,14 @@ char *gp_read_file(const char *path, size_t *len)
 const char *gp_reason_text(const json_t *o, int64_t now, char *buf, size_t cap)
 {
     const char *reason = json_string_value(json_object_get(o, "reason"));
+    const char *last_exit = json_string_value(json_object_get(o, "last_exit"));
+    const char *state = json_string_value(json_object_get(o, "state"));
+    bool ended = state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"));
+    char both[512];
+    if (reason && last_exit && ended && !strstr(reason, last_exit)) {
+        snprintf(both, sizeof both, "%s; %s", reason, last_exit);
+        reason = both;
+    }
     return reason ? gp_time_in_text(reason, now, buf, cap) : NULL;
 }
 
@@ -373,9 +390,28 @@ static int unknown_command(const char *typed)
     return GP_EXIT_USAGE;
 }
 
+/* Whether the usage text names flag ("--tenant", "-o") as a word: after
+ * the line's start, a space, '[', '(' or '|', and before a space, ']',
+ * '|', ')' or the line's end; *value: a value follows it there
+ * ("--tenant PATH", "-o table|csv|json"; not "--watch [--interval S]"). */
+static bool usage_names(const char *usage, const char *flag, bool *value)
+{
+    size_t n = strlen(flag);
+    for (const char *p = usage; (p = strstr(p, flag)) != NULL; p++) {
+        bool starts = p == usage || strchr(" [(|\n", p[-1]);
+        if (starts && p[n] && strchr(" ]|)\n", p[n])) {
+            *value = p[n] == ' ' && p[n + 1] && !strchr("[-(", p[n + 1]);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Every "--flag" before "--" must be one of the command's (as its usage
  * text lists them): a typo is refused with the nearest one, before
- * anything is sent. */
+ * anything is sent; so is a one-letter option it does not list, and a
+ * last flag without the value it takes (getopt's own messages name
+ * neither the command nor its usage).  "-24h" is a value, not an option. */
 static int check_flags(const gp_command *cmd, int argc, char **argv)
 {
     char buf[2048];
@@ -383,10 +419,18 @@ static int check_flags(const gp_command *cmd, int argc, char **argv)
     size_t n = gp_usage_flags(cmd->usage, buf, sizeof buf, flags, 63);
     flags[n++] = "--help";
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strncmp(argv[i], "--", 2) != 0)
-            continue;
+        const char *a = argv[i];
         char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)strcspn(argv[i], "="), argv[i]);
+        bool value = false;
+        snprintf(name, sizeof name, "%.*s", a[1] == '-' ? (int)strcspn(a, "=") : 2, a);
+        bool one_letter = a[0] == '-' && isalpha((unsigned char)a[1]);
+        if (one_letter && strcmp(a, "-h") != 0 && !usage_names(cmd->usage, name, &value))
+            return gp_usage_error(cmd->name, "unknown option %s\n%s", name, cmd->usage);
+        if ((one_letter || strncmp(a, "--", 2) == 0) && i == argc - 1 && strcmp(name, a) == 0 &&
+            usage_names(cmd->usage, name, &value) && value)
+            return gp_usage_error(cmd->name, "%s needs a value\n%s", name, cmd->usage);
+        if (strncmp(a, "--", 2) != 0)
+            continue;
         bool known = false;
         for (size_t f = 0; f < n && !known; f++)
             known = strcmp(flags[f], name) == 0;

@@ -48,6 +48,34 @@ void gp_table_print(gp_table *t, FILE *out)
     memset(t, 0, sizeof *t);
 }
 
+static void csv_cell(const char *c, FILE *out)
+{
+    if (!strpbrk(c, ",\"\r\n")) {
+        fputs(c, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *c; c++) {
+        if (*c == '"')
+            fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+void gp_table_print_csv(gp_table *t, FILE *out)
+{
+    for (size_t r = 0; r < t->rows; r++)
+        for (int i = 0; i < t->ncols; i++) {
+            char *c = t->cells[r * (size_t)t->ncols + (size_t)i];
+            csv_cell(c ? c : "", out);
+            fputc(i == t->ncols - 1 ? '\n' : ',', out);
+            free(c);
+        }
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
 /* The widths of the columns, and of the widest line (the last column unpadded, two spaces between). */
 static size_t table_widths(const gp_table *t, size_t *width)
 {

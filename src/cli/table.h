@@ -22,6 +22,10 @@ void gp_table_init(gp_table *t, int ncols, const char *const *header);
 /* ncols strings (NULL prints "-"). */
 void gp_table_add(gp_table *t, const char *const *cells);
 void gp_table_print(gp_table *t, FILE *out);
+/* The same rows as CSV (RFC 4180: a cell holding a comma, quote or line
+ * break is quoted, its quotes doubled), header first; frees like
+ * gp_table_print. */
+void gp_table_print_csv(gp_table *t, FILE *out);
 /* Makes every printed line at most width characters (0: no limit): while
  * the widest line is wider, drops the next column of drop (column indices,
  * -1 ends the list, the least needed first), then cuts the last column's

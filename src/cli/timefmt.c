@@ -19,6 +19,15 @@ const char *gp_time_local(int64_t t, char *buf, size_t cap)
     return buf;
 }
 
+const char *gp_time_iso(int64_t t, char *buf, size_t cap)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, cap, "%lld", (long long)t);
+    return buf;
+}
+
 const char *gp_time_age(int64_t t, int64_t now, char *buf, size_t cap)
 {
     static const struct {

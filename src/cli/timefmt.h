@@ -34,6 +34,8 @@
 
 /* "YYYY-MM-DD HH:MM:SS" in local time. */
 const char *gp_time_local(int64_t t, char *buf, size_t cap);
+/* "YYYY-MM-DDTHH:MM:SSZ" (ISO 8601, UTC): for CSV and other machine output. */
+const char *gp_time_iso(int64_t t, char *buf, size_t cap);
 /* "45s ago", "3m ago", "2h ago", "3d ago", "in 2h", "just now". */
 const char *gp_time_age(int64_t t, int64_t now, char *buf, size_t cap);
 /* A span in gp_time_age's one unit, without "ago": "45s", "3m", "2h", "3d";

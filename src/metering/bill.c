@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_DEDICATED_IDLE, KIND_UNPRICED, KINDS };
 static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "dedicated_idle", "unpriced"};
@@ -371,7 +372,9 @@ static bool drop_closed_opens(gp_bill *b)
     return ok;
 }
 
-/* Every tenant's ancestors are tenants; parent[] and which are listed. */
+/* Every tenant's ancestors are tenants; parent[] and which are listed: a
+ * tenant with usage in the period or a guarantee > 0 in force during it,
+ * and its ancestors (one deleted long ago, its last record 0, is not). */
 static bool build_tree(gp_bill *b)
 {
     size_t n0 = b->tenants.n;
@@ -407,9 +410,11 @@ static bool build_tree(gp_bill *b)
     for (size_t i = 0; i < b->ivs.n; i++)
         for (uint32_t t = iv[i].tenant; t != NONE && !b->listed[t]; t = b->parent[t])
             b->listed[t] = true;
-    for (size_t i = 0; i < b->guar.n; i++)
-        for (uint32_t t = g[i].tenant; t != NONE && !b->listed[t]; t = b->parent[t])
+    for (size_t i = 0; i < b->guar.n; i++) {
+        bool in_force = g[i].value > 0 && (g[i].next_start < 0 || g[i].next_start > b->from); /* start < as_of */
+        for (uint32_t t = g[i].tenant; in_force && t != NONE && !b->listed[t]; t = b->parent[t])
             b->listed[t] = true;
+    }
     return true;
 }
 
@@ -961,10 +966,14 @@ static void csv_text(FILE *f, const char *s)
         fputs(s, f); /* paths, names and models hold no comma or quote (spec rules) */
 }
 
+/* ISO 8601 UTC ("2026-11-01T00:00:00Z"); nothing for none (-1). */
 static void csv_time(FILE *f, int64_t t)
 {
-    if (t >= 0)
-        fprintf(f, "%lld", (long long)t);
+    time_t tt = (time_t)t;
+    struct tm tm;
+    char text[32];
+    if (t >= 0 && gmtime_r(&tt, &tm) && strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+        fputs(text, f);
 }
 
 static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
@@ -980,14 +989,17 @@ static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
     } else {
         fputc(',', f);
     }
-    fprintf(f, ",%s,%s,%s,%s,%lld,", b->types.v[type], iv ? share_name(iv->share) : "",
+    char gbuf[48], hbuf[48];
+    fprintf(f, ",%s,%s,%s,%s,%s,", b->types.v[type], iv ? share_name(iv->share) : "",
             iv ? (iv->idle ? "dedicated_idle" : iv->guaranteed ? "guaranteed" : "burstable") : "",
-            gp_topology_names[topo], (long long)r->milli);
-    csv_time(f, iv ? iv->start : g->start);
-    fputc(',', f);
-    csv_time(f, iv ? iv->end : g->next_start);
+            gp_topology_names[topo], gp_money_format((gp_i128)r->milli * 1000, 1, gbuf));
+    const int64_t times[4] = {iv ? iv->start : g->start, iv ? iv->end : g->next_start, r->from, r->to};
+    for (int i = 0; i < 4; i++) {
+        csv_time(f, times[i]);
+        fputc(',', f);
+    }
     int64_t mgs = r->milli * (r->to - r->from);
-    fprintf(f, ",%lld,%lld,%lld,", (long long)r->from, (long long)r->to, (long long)mgs);
+    fprintf(f, "%s,%lld,", gp_money_format((gp_i128)mgs * 10, 36, hbuf), (long long)mgs);
     int64_t price = price_units(b, r->version, type);
     char pbuf[48], fbuf[48], abuf[48];
     if (price < 0) {
@@ -1017,8 +1029,8 @@ char *gp_bill_csv(gp_bill *b, gp_error *err)
     FILE *f = ok ? open_memstream(&text, &len) : NULL;
     if (f) {
         sort_items(rows.v, rows.n, sizeof(csv_row), by_seq_from);
-        fputs("seq,kind,tenant,job,user,gpu_type,share,class,topology,milli_gpus,start,end,billed_from,billed_to,"
-              "milli_gpu_seconds,price,premium,amount\n", f);
+        fputs("seq,kind,tenant,job,user,gpu_type,share,class,topology,gpus,start,end,billed_from,billed_to,"
+              "gpu_hours,milli_gpu_seconds,price,premium,amount\n", f);
         for (size_t i = 0; i < rows.n; i++)
             csv_line(b, f, &((const csv_row *)rows.v)[i]);
         fclose(f);

@@ -415,13 +415,57 @@ static json_t *allocated_vs_used(const json_t *usage, json_t *use)
     return rows;
 }
 
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* sreport's roll-ups: "subtrees" [{"tenant", "gpu_seconds"}], each listed
+ * tenant and every ancestor with the GPU-seconds of its whole subtree
+ * (path order), and "total_gpu_seconds", all of "usage". */
+static void usage_rollup(json_t *out)
+{
+    json_t *sums = json_object(), *v, *rows = json_array();
+    double total = 0;
+    size_t i;
+    const char *path;
+    json_array_foreach(json_object_get(out, "usage"), i, v) {
+        char up[1024];
+        double s = json_number_value(json_object_get(v, "gpu_seconds"));
+        snprintf(up, sizeof up, "%s", json_string_value(json_object_get(v, "tenant")));
+        total += s;
+        for (char *slash = up + strlen(up); slash; slash = strrchr(up, '/')) {
+            *slash = '\0'; /* up itself first (its terminator), then each ancestor */
+            json_object_set_new(sums, up, json_real(json_real_value(json_object_get(sums, up)) + s));
+        }
+    }
+    const char **keys = malloc((json_object_size(sums) + 1) * sizeof *keys);
+    size_t n = 0;
+    json_object_foreach(sums, path, v) {
+        if (keys)
+            keys[n++] = path;
+    }
+    qsort(keys, n, sizeof *keys, by_text);
+    for (i = 0; i < n; i++)
+        json_array_append_new(rows, json_pack("{s:s, s:O}", "tenant", keys[i], "gpu_seconds",
+                                              json_object_get(sums, keys[i])));
+    free(keys);
+    json_object_set_new(out, "subtrees", rows);
+    json_object_set_new(out, "total_gpu_seconds", json_real(total));
+    json_decref(sums);
+}
+
 void gp_api_usage(gp_request *r)
 {
-    static const char *const allowed[] = {"tenant", "from", "to", NULL};
+    static const char *const allowed[] = {"tenant", "from", "to", "by", NULL};
     if (!gp_api_query_only(r, allowed))
         return;
     int64_t now = gp_wall_ms() / 1000, from = 0, to = now;
-    const char *tenant = gp_api_query(r, "tenant");
+    const char *tenant = gp_api_query(r, "tenant"), *by = gp_api_query(r, "by");
+    if (by && strcmp(by, "tenant") != 0 && strcmp(by, "user") != 0) {
+        gp_api_error(r, 400, "invalid", "by", "by must be tenant or user; got %.40s", by);
+        return;
+    }
     if ((tenant && !gp_api_tenant_path_ok(r, tenant, "tenant")) ||
         !gp_api_query_int(r, "from", 0, INT64_C(1) << 40, &from) ||
         !gp_api_query_int(r, "to", 0, INT64_C(1) << 40, &to))
@@ -441,7 +485,7 @@ void gp_api_usage(gp_request *r)
     gp_error err;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     json_t *out = NULL;
-    if (!s || gp_store_usage_query(s, scopes, n_scopes, tenant, from, to, now, &out, &err) != GP_OK) {
+    if (!s || gp_store_usage_query(s, scopes, n_scopes, tenant, by && strcmp(by, "user") == 0, from, to, now, &out, &err) != GP_OK) {
         gp_readers_give(&r->srv->readers, s);
         gp_api_fail(r, &err);
         return;
@@ -454,6 +498,7 @@ void gp_api_usage(gp_request *r)
         return;
     }
     json_object_set_new(out, "allocated_vs_used", allocated_vs_used(json_object_get(out, "usage"), use));
+    usage_rollup(out);
     json_decref(use);
     /* as for jobs: no usage of a tenant that does not exist is a typo */
     bool unknown = tenant && json_array_size(json_object_get(out, "usage")) == 0 &&

@@ -42,7 +42,8 @@ json_t *gp_api_job_view(json_t *row)
     json_t *spec = json_object_get(row, "spec");
     if (json_is_object(spec))
         json_object_update(view, spec);
-    const char *keys[] = {"state", "class", "reason", "submit_time", "bind_time", "end_time", "placement", "history"};
+    const char *keys[] = {"state",    "class",     "reason",  "submit_time", "bind_time",
+                          "end_time", "placement", "history", "last_exit"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(row, keys[i]);
         if (v)
@@ -292,7 +293,7 @@ static void overlay_live(gp_request *r, json_t *views, gp_op_fn run)
 
 void gp_api_jobs_list(gp_request *r)
 {
-    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", NULL};
+    static const char *const allowed[] = {"tenant", "state", "user", "before", "limit", "from", "to", NULL};
     if (!gp_api_query_only(r, allowed))
         return;
     gp_store_job_filter f = {.limit = 100};
@@ -314,8 +315,13 @@ void gp_api_jobs_list(gp_request *r)
             return;
         }
     }
-    if (!gp_api_query_int(r, "before", 1, INT64_MAX, &before) || !gp_api_query_int(r, "limit", 1, 1000, &limit))
+    if (!gp_api_query_int(r, "before", 1, INT64_MAX, &before) || !gp_api_query_int(r, "limit", 1, 1000, &limit) ||
+        !gp_api_query_int(r, "from", 1, INT64_MAX, &f.from) || !gp_api_query_int(r, "to", 1, INT64_MAX, &f.to))
         return;
+    if (f.from && f.to && f.to <= f.from) {
+        gp_api_error(r, 400, "invalid", "to", "to must be after from");
+        return;
+    }
     f.before = (uint64_t)before;
     f.limit = (int)limit;
     f.scopes = gp_api_scopes(r, &f.n_scopes);

@@ -245,6 +245,8 @@ typedef struct gp_store_job_filter {
     const char *state;         /* NULL = any; "live" = not final */
     const char *user;          /* NULL = any user */
     uint64_t before;           /* ids below this (paging), 0 = from the newest */
+    int64_t from, to;          /* only jobs alive some time in [from, to): submitted before to, not ended
+                                  before from (epoch seconds; 0 = no bound) */
     int limit;                 /* 1..1000 */
 } gp_store_job_filter;
 
@@ -266,9 +268,11 @@ typedef struct gp_store_usage {
 
 gp_err gp_store_usage_open(gp_store *s, const gp_store_usage *u, gp_error *err);
 gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_error *err);
-/* GPU-seconds in [from, to) by tenant, GPU type and class; open intervals
- * count up to `now`.  {"usage": [{"tenant","gpu_type","class","gpu_seconds"}]} */
-gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant,
+/* GPU-seconds in [from, to) by tenant (by_user: and the job's user), GPU
+ * type and class; open intervals count up to `now`.
+ * {"usage": [{"tenant",("user",)"gpu_type","class","gpu_seconds"}]}; a job
+ * without a user has "user": null. */
+gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, bool by_user,
                             int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err);
 
 /* The newest `limit` preemptions (job history rows of kind "preempt") of

@@ -272,9 +272,15 @@ static json_t *history_of(gp_store *s, uint64_t id)
     return list;
 }
 
+/* last_exit: the newest report of a replica's end ("replica 0 on t4-2:
+ * exit code 3 (exited)"), NULL when none (job_history_by_job finds it) */
+#define LAST_EXIT                                                                                                \
+    " (SELECT h.reason FROM job_history h WHERE h.job_id = j.id AND h.kind = 'exit' ORDER BY h.seq DESC LIMIT 1)" \
+    " AS last_exit"
+
 #define JOB_COLUMNS                                                                                              \
     "SELECT id, tenant, \"user\", name, state, class, reason, submit_time, bind_time, end_time, updated,"            \
-    " spec_json, placement_json FROM jobs"
+    " spec_json, placement_json," LAST_EXIT " FROM jobs j"
 
 gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
 {
@@ -293,7 +299,7 @@ gp_err gp_store_job_get(gp_store *s, uint64_t id, json_t **out, gp_error *err)
 
 #define JOB_COLUMNS_J                                                                                            \
     "SELECT j.id, j.tenant, j.\"user\", j.name, j.state, j.class, j.reason, j.submit_time, j.bind_time, j.end_time,"  \
-    " j.updated, j.spec_json, j.placement_json"
+    " j.updated, j.spec_json, j.placement_json," LAST_EXIT
 
 static bool covers(const char *scope, const char *path)
 {
@@ -315,6 +321,20 @@ static const char *list_prefix(const gp_store_job_filter *f, bool *empty)
         return scope;
     *empty = true;
     return NULL;
+}
+
+/* Jobs alive some time in [from, to): submitted before to, not ended before from. */
+static void where_window(where *w, int64_t from, int64_t to)
+{
+    char frag[96];
+    if (from > 0) {
+        snprintf(frag, sizeof frag, " AND (j.end_time IS NULL OR j.end_time >= %lld)", (long long)from);
+        where_add(w, frag);
+    }
+    if (to > 0) {
+        snprintf(frag, sizeof frag, " AND j.submit_time < %lld", (long long)to);
+        where_add(w, frag);
+    }
 }
 
 gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **out, gp_error *err)
@@ -352,6 +372,7 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
         snprintf(frag, sizeof frag, " AND %s < %llu", prefix ? "s.job_id" : "j.id", (unsigned long long)f->before);
         where_add(&w, frag);
     }
+    where_window(&w, f->from, f->to);
     int limit = f->limit < 1 ? 1 : f->limit > 1000 ? 1000 : f->limit;
     char tail[64];
     snprintf(tail, sizeof tail, " ORDER BY %s DESC LIMIT %d", prefix ? "s.job_id" : "j.id", limit + 1);
@@ -394,27 +415,30 @@ gp_err gp_store_live_jobs_scan(gp_store *s, gp_store_job_fn fn, void *ctx, gp_er
     return rc;
 }
 
-gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant,
+gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, bool by_user,
                             int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err)
 {
     where w = {0};
-    char head[768];
+    char head[1024];
+    const char *user = by_user ? "j.\"user\"" : "NULL";
     *out = NULL;
     /* each interval's overlap with [from, to), an open one's up to now:
      * min(end, to) - max(start, from), in CASE (min/max of two values are
-     * not portable SQL) */
+     * not portable SQL); the job's user from its row */
     snprintf(head, sizeof head,
-             "SELECT tenant, gpu_type, class, CAST(SUM(CASE WHEN e > b THEN (e - b) * milli_gpus ELSE 0 END) AS BIGINT)"
-             " AS milli_gpu_seconds FROM (SELECT tenant, gpu_type, class, milli_gpus,"
-             " CASE WHEN COALESCE(end_time, %lld) < %lld THEN COALESCE(end_time, %lld) ELSE %lld END AS e,"
-             " CASE WHEN start > %lld THEN start ELSE %lld END AS b FROM usage",
-             (long long)now, (long long)to, (long long)now, (long long)to, (long long)from, (long long)from);
+             "SELECT tenant, usr, gpu_type, class,"
+             " CAST(SUM(CASE WHEN e > b THEN (e - b) * milli_gpus ELSE 0 END) AS BIGINT)"
+             " AS milli_gpu_seconds FROM (SELECT u.tenant AS tenant, %s AS usr, u.gpu_type AS gpu_type,"
+             " u.class AS class, u.milli_gpus AS milli_gpus,"
+             " CASE WHEN COALESCE(u.end_time, %lld) < %lld THEN COALESCE(u.end_time, %lld) ELSE %lld END AS e,"
+             " CASE WHEN u.start > %lld THEN u.start ELSE %lld END AS b FROM usage u LEFT JOIN jobs j ON j.id = u.job_id",
+             user, (long long)now, (long long)to, (long long)now, (long long)to, (long long)from, (long long)from);
     where_add(&w, head);
-    where_scopes(&w, "tenant", scopes, n_scopes, tenant);
+    where_scopes(&w, "u.tenant", scopes, n_scopes, tenant);
     char tail[256];
     snprintf(tail, sizeof tail,
-             " AND start < %lld AND COALESCE(end_time, %lld) > %lld) u GROUP BY tenant, gpu_type, class"
-             " ORDER BY tenant, gpu_type, class",
+             " AND u.start < %lld AND COALESCE(u.end_time, %lld) > %lld) x GROUP BY tenant, usr, gpu_type, class"
+             " ORDER BY tenant, usr, gpu_type, class",
              (long long)to, (long long)now, (long long)from);
     where_add(&w, tail);
     gp_db_stmt *st;
@@ -423,10 +447,14 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
         return rc;
     json_t *rows = json_array();
     while (gp_db_step(st, NULL) == GP_DB_ROW) {
-        int64_t milli = gp_db_column_int64(st, 3);
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f}", "tenant", gp_db_column_text(st, 0),
-                                              "gpu_type", gp_db_column_text(st, 1), "class",
-                                              gp_db_column_text(st, 2), "gpu_seconds", (double)milli / 1000.0));
+        int64_t milli = gp_db_column_int64(st, 4);
+        const char *who = gp_db_column_text(st, 1);
+        json_t *row = json_pack("{s:s, s:s, s:s, s:f}", "tenant", gp_db_column_text(st, 0), "gpu_type",
+                                gp_db_column_text(st, 2), "class", gp_db_column_text(st, 3), "gpu_seconds",
+                                (double)milli / 1000.0);
+        if (by_user)
+            json_object_set_new(row, "user", who ? json_string(who) : json_null());
+        json_array_append_new(rows, row);
     }
     gp_db_finalize(st);
     *out = json_pack("{s:o, s:I, s:I}", "usage", rows, "from", (json_int_t)from, "to", (json_int_t)to);

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A job update's new state (?2) is final. */
+#define FINAL_STATE "?2 IN ('succeeded', 'failed', 'cancelled')"
+
 static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [GP__ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2)"
@@ -30,8 +33,12 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " bind_time, end_time, updated, spec_json, placement_json)"
                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [GP__ST_JOB_SCOPE] = "INSERT INTO job_scope(prefix, job_id) VALUES(?1, ?2)",
-    [GP__ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, class = ?3, reason = ?4, bind_time = ?5,"
-                          " end_time = ?6, updated = ?7, placement_json = ?8 WHERE id = ?1",
+    /* the engine forgets a job's class and placement when it ends: a
+     * finished row keeps its last ones (and its first end time) */
+    [GP__ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, class = COALESCE(?3, CASE WHEN " FINAL_STATE " THEN class END),"
+                          " reason = ?4, bind_time = COALESCE(?5, CASE WHEN " FINAL_STATE " THEN bind_time END),"
+                          " end_time = CASE WHEN " FINAL_STATE " THEN COALESCE(end_time, ?6) END, updated = ?7,"
+                          " placement_json = COALESCE(?8, CASE WHEN " FINAL_STATE " THEN placement_json END) WHERE id = ?1",
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_RUN_ADD] = "INSERT INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)"

@@ -146,14 +146,18 @@ def test_bill_json_and_csv_add_up_and_a_member_sees_its_subtree(d):
     assert st == 200 and text.startswith("seq,kind,tenant,job,user,gpu_type"), (st, text[:200])
     rows = list(csv.DictReader(io.StringIO(text)))
     assert {r["kind"] for r in rows} >= {"close", "open", "guarantee"}, rows
-    for r in rows:
+    for r in rows:  # ISO 8601 UTC times and GPUs / GPU-hours; milli_gpu_seconds the exact figure
         mgs = int(r["milli_gpu_seconds"])
-        assert mgs == int(r["milli_gpus"]) * (int(r["billed_to"]) - int(r["billed_from"])), r
+        billed = [calendar.timegm(time.strptime(r[k], "%Y-%m-%dT%H:%M:%SZ")) for k in ("billed_from", "billed_to")]
+        assert mgs == round(Fraction(r["gpus"]) * 1000) * (billed[1] - billed[0]), r
+        assert r["gpu_hours"] == rounded(Fraction(mgs, 3600000)), r
         want = Fraction(mgs, 3600000) * Fraction(r["price"]) * Fraction(r["premium"]) if r["price"] else 0
         assert r["amount"] == rounded(Fraction(want)), r
     out = d.cli("bill", "--period", period).stdout
     assert "research/nlp" in out and "IDLE UNOWNED" in out, out
     assert re.match(r"bill \S+ \(\S+\), as of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", out), out  # not epoch seconds
+    # without --period: this UTC month (it was a usage error)
+    assert d.cli("bill").stdout.startswith("bill %s " % period), d.cli("bill", check=False).stderr
     # a member of research/nlp: its subtree, no fleet; elsewhere 404
     tok = member(d, "research/nlp")
     mine = d.ok("GET", "/v1/bill?period=%s&hourly=1" % period, token=tok)

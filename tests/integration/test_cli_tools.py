@@ -150,7 +150,7 @@ def test_watch_prints_plain_refreshes_and_ends_with_the_job(d):
     assert watcher.returncode == 0, err
     assert "\033" not in out and out.count("--- ") >= 2, out
     assert "cancelled" in out.split("--- ")[-1], out
-    lister = subprocess.Popen([gpupool, "jobs", "--watch", "--interval", "1"], env=env,
+    lister = subprocess.Popen([gpupool, "jobs", "--all", "--watch", "--interval", "1"], env=env,  # it has ended
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, _ = lister.communicate(timeout=3.5)

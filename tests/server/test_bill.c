@@ -260,6 +260,33 @@ static void guarantee_never_used_is_billed_as_floor_in_chargeback(void **state)
     json_decref(shown);
 }
 
+/* A tenant is listed only for usage or a guarantee > 0 in force during
+ * the period: "old", given 1 H100 in September and removed in October,
+ * is not in November's bill (it was, with no lines and 0.000000); a
+ * guarantee that ends inside the period still lists its tenant. */
+static void tenant_removed_before_the_period_is_not_listed(void **state)
+{
+    world *w = *state;
+    const int64_t day = 86400;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 4}", T0 - 60 * day);
+    tenant(w, "old", "{\"guarantee\": {\"gpu\": {\"H100\": 1}}}", T0 - 60 * day);
+    gp_error err;
+    gp_error_clear(&err);
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    commit(w, gp_journal_tenant_remove(&w->journal, "old", T0 - 30 * day, &err), &err, "tenant remove");
+    tenant(w, "research", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}}", T0 - 30 * day);
+    tenant(w, "brief", "{\"guarantee\": {\"gpu\": {\"H100\": 1}}}", T0 - 30 * day);
+    tenant(w, "brief", "{}", T0 + HOUR); /* in force for the month's first hour */
+    json_t *bill = bill_of(w, PRICES("{}"), TO, NULL);
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(bill, "tenants"), i, t)
+        assert_string_not_equal(json_string_value(json_object_get(t, "tenant")), "old");
+    assert_lines(bill, "research", 1);
+    assert_line(bill, "brief", "floor", "H100", "any", INT64_C(1000) * HOUR, "1.000000", "2.500000");
+    json_decref(bill);
+}
+
 /* H100 2.50 from T0, 3.00 from T0 + 15 days.  lab's job holds one H100
  * from 1 h before the change to 1 h after: 1 h x 2.50 + 1 h x 3.00 =
  * 5.500000 on one line; the CSV has two lines of the same close record. */
@@ -279,8 +306,11 @@ static void price_change_mid_month_bills_each_second_at_the_price_in_force(void 
     json_decref(bill);
     char *csv = NULL;
     json_decref(bill_from_records(w, prices, TO, NULL, &csv));
-    assert_non_null(strstr(csv, ",1794783600,1794787200,3600000,2.500000,1.000000,2.500000\n"));
-    assert_non_null(strstr(csv, ",1794787200,1794790800,3600000,3.000000,1.000000,3.000000\n"));
+    assert_non_null(strstr(csv, ",2026-11-15T23:00:00Z,2026-11-16T00:00:00Z,1.000000,3600000,2.500000,1.000000,"
+                                "2.500000\n"));
+    assert_non_null(strstr(csv, ",2026-11-16T00:00:00Z,2026-11-16T01:00:00Z,1.000000,3600000,3.000000,1.000000,"
+                                "3.000000\n"));
+    assert_non_null(strstr(csv, ",H100,whole,burstable,any,1.000000,2026-11-15T23:00:00Z,")); /* gpus, ISO start */
     free(csv);
 }
 
@@ -432,6 +462,7 @@ int main(void)
                                         world_teardown),
         cmocka_unit_test_setup_teardown(timeslice_replica_bills_its_third_of_the_gpu, world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(nested_guarantee_bills_each_tenant_its_own_floor, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(tenant_removed_before_the_period_is_not_listed, world_setup, world_teardown),
         cmocka_unit_test(amounts_round_half_even_once_at_the_sixth_decimal),
         cmocka_unit_test(price_versions_refuse_what_is_not_an_exact_price_naming_the_field),
     };

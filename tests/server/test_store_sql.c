@@ -55,7 +55,7 @@ static void usage_counts_only_each_intervals_overlap_with_the_window(void **stat
     usage(w, 3, "ops", 1000, 10, 90);   /* before the window: nothing, no row */
     usage(w, 4, "web", 2000, 150, -1);  /* open: up to now (180), 30 s x 2 */
     json_t *answer = NULL;
-    check(gp_store_usage_query(w->store, NULL, 0, NULL, 100, 200, 180, &answer, &err), &err, "usage query");
+    check(gp_store_usage_query(w->store, NULL, 0, NULL, false, 100, 200, 180, &answer, &err), &err, "usage query");
     assert_true(gpu_seconds(answer, "lab") == 60.0);
     assert_true(gpu_seconds(answer, "web") == 60.0);
     assert_true(gpu_seconds(answer, "ops") == -1);

@@ -307,6 +307,54 @@ static void a_job_is_inserted_updated_and_read_with_its_history(void **state)
     assert_null(job);
 }
 
+/* The engine forgets a finished job's class, placement and bind time: the
+ * row keeps its last ones and its first end time; a requeue (not final)
+ * still clears them.  The newest exit report is the row's last_exit, and a
+ * window lists the jobs alive in it. */
+static void a_finished_job_keeps_what_it_ran_with(void **state)
+{
+    fixture *f = *state;
+    insert_job(f->s, 7, "a/b", "ann", "pending");
+    gp_store_job run = {.id = 7, .state = "running", .cls = "guaranteed", .reason = "placed", .bind_time = 110,
+                        .end_time = -1, .updated = 110, .placement_json = "[{\"node\": \"n1\", \"gpus\": [0]}]"};
+    OK(gp_store_job_update(f->s, &run, &e_));
+    OK(gp_store_history_add(f->s, 7, 150, "exit", NULL, NULL, "replica 0 on n1: exit code 3 (exited)", &e_));
+    gp_store_job end = {.id = 7, .state = "failed", .reason = "failed", .bind_time = -1, .end_time = 150, .updated = 150};
+    OK(gp_store_job_update(f->s, &end, &e_));
+    end.end_time = end.updated = 160; /* touched again: the end stays the first */
+    OK(gp_store_job_update(f->s, &end, &e_));
+    json_t *job = NULL;
+    OK(gp_store_job_get(f->s, 7, &job, &e_));
+    assert_string_equal(json_string_value(json_object_get(job, "class")), "guaranteed");
+    assert_int_equal(json_integer_value(json_object_get(job, "bind_time")), 110);
+    assert_int_equal(json_integer_value(json_object_get(job, "end_time")), 150);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(job, "placement"), 0), "node")),
+                        "n1");
+    assert_string_equal(json_string_value(json_object_get(job, "last_exit")), "replica 0 on n1: exit code 3 (exited)");
+    json_decref(job);
+    insert_job(f->s, 8, "a/b", "ann", "pending");
+    run.id = 8;
+    OK(gp_store_job_update(f->s, &run, &e_));
+    gp_store_job requeued = {.id = 8, .state = "pending", .reason = "requeued", .bind_time = -1, .end_time = -1,
+                             .updated = 170};
+    OK(gp_store_job_update(f->s, &requeued, &e_));
+    OK(gp_store_job_get(f->s, 8, &job, &e_));
+    assert_true(json_is_null(json_object_get(job, "class")) && json_is_null(json_object_get(job, "bind_time")));
+    assert_true(!json_is_array(json_object_get(job, "placement")) && json_is_null(json_object_get(job, "last_exit")));
+    json_decref(job);
+    /* job 7: submitted 107, ended 150; job 8 (submitted 108) still live */
+    json_t *out = NULL;
+    gp_store_job_filter after = {.from = 151, .limit = 10}, before = {.to = 108, .limit = 10};
+    OK(gp_store_jobs_list(f->s, &after, &out, &e_));
+    assert_int_equal(json_array_size(json_object_get(out, "jobs")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "id")), 8);
+    json_decref(out);
+    OK(gp_store_jobs_list(f->s, &before, &out, &e_));
+    assert_int_equal(json_array_size(json_object_get(out, "jobs")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "id")), 7);
+    json_decref(out);
+}
+
 /* The ids a listing returned, newest first, into ids; how many. */
 static size_t list_ids(gp_store *s, const gp_store_job_filter *filter, uint64_t *ids, size_t cap, int64_t *next)
 {
@@ -437,7 +485,7 @@ static void usage_sums_gpu_seconds_in_the_window_by_scope(void **state)
     OK(gp_store_usage_open(f->s, &b, &e_));
     OK(gp_store_usage_close(f->s, 1, 100, &e_));
     json_t *out = NULL;
-    OK(gp_store_usage_query(f->s, NULL, 0, NULL, 0, 1000, 150, &out, &e_));
+    OK(gp_store_usage_query(f->s, NULL, 0, NULL, false, 0, 1000, 150, &out, &e_));
     json_t *rows = json_object_get(out, "usage");
     assert_int_equal(json_array_size(rows), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "tenant")), "a/x");
@@ -445,7 +493,7 @@ static void usage_sums_gpu_seconds_in_the_window_by_scope(void **state)
     assert_true(json_real_value(json_object_get(json_array_get(rows, 1), "gpu_seconds")) == 50.0); /* open: to now */
     json_decref(out);
     const char *scope[] = {"a"};
-    OK(gp_store_usage_query(f->s, scope, 1, NULL, 50, 1000, 150, &out, &e_));
+    OK(gp_store_usage_query(f->s, scope, 1, NULL, false, 50, 1000, 150, &out, &e_));
     rows = json_object_get(out, "usage");
     assert_int_equal(json_array_size(rows), 1);
     assert_true(json_real_value(json_object_get(json_array_get(rows, 0), "gpu_seconds")) == 100.0);
@@ -1260,6 +1308,7 @@ int main(void)
         CASE(a_failing_callback_stops_the_scan),
         CASE(events_list_pages_with_next),
         CASE(a_job_is_inserted_updated_and_read_with_its_history),
+        CASE(a_finished_job_keeps_what_it_ran_with),
         CASE(job_lists_follow_scopes_filters_and_pages),
         CASE(the_live_scan_sees_only_unfinished_jobs),
         CASE(runs_remember_where_each_replica_ran),
