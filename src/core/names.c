@@ -140,6 +140,6 @@ const char *gp_wait_code_name(gp_wait_code c)
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
                                         "reclaim",     "node_shape", "trust", "sharing_mode", "backoff",
-                                        "dedicated"};
+                                        "dedicated",   "held"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
 }

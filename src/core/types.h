@@ -279,11 +279,12 @@ typedef enum gp_wait_code {
     GP_WAIT_SHARING_MODE,   /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
                                (MIG: with a model that offers its profile); dim = the first accepted type */
     GP_WAIT_BACKOFF,        /* restarting after a failure: a = restarts so far, b = max; eligible at `time` */
-    GP_WAIT_DEDICATED       /* the free GPUs that would hold it are on nodes it may not share: a = those free
+    GP_WAIT_DEDICATED,      /* the free GPUs that would hold it are on nodes it may not share: a = those free
                                GPUs, b = needed; c = 1: its own tenant is dedicated (tenant = the domain) and
                                no whole node is free, 0: they run jobs of dedicated tenant `tenant`, 2: they
                                are in pools owned by other tenants (tenant = the owner of pool `pool`, the
                                one with the most of them) */
+    GP_WAIT_HELD            /* held (gp_engine_job_update): not placed until released; who held it is the job's */
 } gp_wait_code;
 
 typedef struct gp_wait {

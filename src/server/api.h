@@ -135,6 +135,7 @@ void gp_api_jobs_submit(gp_request *r);
 void gp_api_jobs_list(gp_request *r);
 void gp_api_job_get(gp_request *r, const char *id);
 void gp_api_job_cancel(gp_request *r, const char *id);
+void gp_api_job_patch(gp_request *r, const char *id); /* api_job_patch.c */
 void gp_api_jobs_batch(gp_request *r); /* api_jobs_batch.c */
 
 void gp_api_tenants_list(gp_request *r);

@@ -32,6 +32,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_JOB_SCOPE] = "INSERT INTO job_scope(prefix, job_id) VALUES(?1, ?2)",
     [GP__ST_JOB_UPDATE] = "UPDATE jobs SET state = ?2, class = ?3, reason = ?4, bind_time = ?5,"
                           " end_time = ?6, updated = ?7, placement_json = ?8 WHERE id = ?1",
+    [GP__ST_JOB_SPEC] = "UPDATE jobs SET spec_json = ?2 WHERE id = ?1",
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_RUN_ADD] = "INSERT INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)"
@@ -73,6 +74,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
 static const unsigned FLAGS[GP__ST_COUNT] = {
     [GP__ST_META_SET] = GP_DB_DEFER,     [GP__ST_EVENT_APPEND] = GP_DB_DEFER, [GP__ST_JOB_INSERT] = GP_DB_DEFER,
     [GP__ST_JOB_SCOPE] = GP_DB_DEFER,    [GP__ST_JOB_UPDATE] = GP_DB_DEFER,   [GP__ST_HISTORY_ADD] = GP_DB_DEFER,
+    [GP__ST_JOB_SPEC] = GP_DB_DEFER,
     [GP__ST_RUN_ADD] = GP_DB_DEFER,      [GP__ST_USAGE_OPEN] = GP_DB_DEFER,   [GP__ST_USAGE_CLOSE] = GP_DB_DEFER,
     [GP__ST_TENANT_PUT] = GP_DB_DEFER,   [GP__ST_TENANT_DELETE] = GP_DB_DEFER, [GP__ST_AUDIT_APPEND] = GP_DB_DEFER,
     [GP__ST_LEDGER_APPEND] = GP_DB_DEFER, [GP__ST_USE_OPEN] = GP_DB_DEFER,    [GP__ST_USE_LOST] = GP_DB_DEFER,
