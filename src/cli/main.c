@@ -61,8 +61,9 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool why ID\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
      "fleet) and what would change it.\n"},
     {"cancel", gp_cmd_cancel,
-     "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
-     "failure.\n"},
+     "usage: gpupool cancel ID [ID...]\n       gpupool cancel [--user U] [--name N] [--state S] [--tenant T]\n"
+     "Cancel jobs (running jobs get their grace): by id, or every job that matches the filters (--state\n"
+     "default live: pending to preempting); exit code of the first failure.\n"},
     {"hold", gp_cmd_hold,
      "usage: gpupool hold ID [ID...]\nHold pending jobs: they stay in their queue but are not placed until\n"
      "released (`gpupool why` says who held them).  Only a pending job is held (409 otherwise).\n"},

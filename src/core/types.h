@@ -118,6 +118,9 @@ typedef enum gp_trust { GP_TRUST_INHERIT = 0, GP_TRUST_TRUSTED, GP_TRUST_UNTRUST
  * untrusted: the outermost tenant that says dedicated is the domain; a node
  * that runs any job of the domain runs no job from outside it. */
 typedef enum gp_nodes_policy { GP_NODES_INHERIT = 0, GP_NODES_SHARED, GP_NODES_DEDICATED } gp_nodes_policy;
+/* Whose jobs a member of the tenant may cancel: its own (the default at
+ * the top), or any of the tenant's (gpupoold's rule, not the engine's). */
+typedef enum gp_cancel_policy { GP_CANCEL_INHERIT = 0, GP_CANCEL_OWN, GP_CANCEL_TENANT } gp_cancel_policy;
 
 /* A quota as a caller writes it: GPU amounts per named type.
  * For a guarantee: `set` false means "this tenant has no floor of its own"
@@ -187,6 +190,7 @@ typedef struct gp_tenant_spec {
     gp_job_limits job_defaults; /* what a job that sets a field gets */
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
     gp_nodes_policy nodes;      /* shared or dedicated nodes, inherited */
+    gp_cancel_policy cancel;    /* whose jobs its members cancel, inherited (gpupoold's, not the engine's) */
     gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
@@ -474,6 +478,7 @@ typedef enum gp_enum {
     GP_ENUM_RESTART_POLICY,
     GP_ENUM_STOP_SIGNAL,
     GP_ENUM_NODES,
+    GP_ENUM_CANCEL,
     GP_ENUM_COUNT
 } gp_enum;
 

@@ -67,12 +67,6 @@ static gp_err parse_patch(const json_t *body, gp_job_update *u, gp_error *err)
     return rc;
 }
 
-/* Members change only their own jobs. */
-static bool may_change(const gp_principal *who, const char *owner)
-{
-    return who->role != GP_ROLE_MEMBER || (owner && who->user[0] && strcmp(owner, who->user) == 0);
-}
-
 static void patch_run(gp_server *srv, gp_op *op, int64_t now)
 {
     patch_arg *a = op->arg;
@@ -98,11 +92,9 @@ static void patch_run(gp_server *srv, gp_op *op, int64_t now)
         gp_op_fail(op, &err);
         return;
     }
-    if (!may_change(op->who, gp_engine_job_user(e, a->id))) {
-        gp_op_reply(op, 403, json_pack("{s:{s:s, s:s, s:s}}", "error", "code", "forbidden", "field", "id", "message",
-                                       "a member changes only its own jobs"));
-        snprintf(op->error_text, sizeof op->error_text, "forbidden: job %llu is another user's",
-                 (unsigned long long)a->id);
+    if (!gp_api_job_may_act(srv, op->who, gp_engine_tenant_path(e, info.tenant), gp_engine_job_user(e, a->id),
+                            false)) {
+        gp_api_op_forbidden(op, a->id, "a member changes only its own jobs");
         return;
     }
     if (gp_journal_job_update(&srv->journal, a->id, &a->u, now, &err) != GP_OK) {

@@ -127,6 +127,63 @@ def test_hold_survives_a_restart(d):
     assert get(d, waiting)["held"] is False
 
 
+def live(d, job):
+    return get(d, job)["state"] in ("pending", "admitted", "running", "preempting")
+
+
+def test_a_member_cancels_only_its_own_jobs_unless_its_tenant_says_tenant(d):
+    toks = setup(d)
+    alices = submit(d, toks["alice"])
+    st, err = d.call("DELETE", "/v1/jobs/%d" % alices["id"], token=toks["bob"])
+    assert st == 403 and err["error"]["field"] == "id", (st, err)
+    r = d.cli("cancel", "--user", "alice", token=toks["bob"], check=False)
+    assert r.returncode != 0, (r.stdout, r.stderr)
+    assert live(d, alices)
+    # only an admin opens a tenant's jobs to all its members
+    ta = d.ok("POST", "/v1/tokens", {"name": "ta", "role": "tenant-admin", "scope": "research"})["token"]
+    st, err = d.call("PATCH", "/v1/tenants/research/nlp", {"cancel": "tenant"}, token=ta)
+    assert st == 403 and err["error"]["field"] == "cancel", (st, err)
+    st, err = d.call("PATCH", "/v1/tenants/research/nlp", {"cancel": "everyone"})
+    assert st == 400 and err["error"]["field"] == "cancel", (st, err)
+    assert live(d, alices)
+    # set on the parent, inherited by research/nlp
+    d.ok("PATCH", "/v1/tenants/research", {"cancel": "tenant"})
+    assert d.ok("GET", "/v1/tenants/research")["cancel"] == "tenant"
+    d.ok("DELETE", "/v1/jobs/%d" % alices["id"], token=toks["bob"])
+    assert not live(d, alices) or get(d, alices)["state"] == "preempting"
+    # the tenant itself says own again: its members are back to their own jobs
+    d.ok("PATCH", "/v1/tenants/research/nlp", {"cancel": "own"})
+    again = submit(d, toks["alice"])
+    st, _ = d.call("DELETE", "/v1/jobs/%d" % again["id"], token=toks["bob"])
+    assert st == 403 and live(d, again)
+    # hold stays the owner's whatever cancel says
+    d.ok("PATCH", "/v1/tenants/research/nlp", {"cancel": "tenant"})
+    waiting = submit(d, toks["alice"])
+    st, _ = d.call("PATCH", "/v1/jobs/%d" % waiting["id"], {"hold": True}, token=toks["bob"])
+    assert st == 403
+
+
+def test_cancel_by_filter(d):
+    toks = setup(d)
+    jobs = {}
+    for who, name in (("alice", "sweep"), ("alice", "sweep"), ("bob", "sweep"), ("bob", "eval")):
+        body = {"tenant": "research/nlp", "gpus": 1, "gpu_types": ["H100"], "name": name, "checkpoint_grace_s": 0}
+        j = d.ok("POST", "/v1/jobs", body, token=toks[who])
+        jobs.setdefault((who, name), []).append(j)
+    other = d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 1, "name": "sweep"})
+    r = d.cli("cancel", "--state", "pending", check=False)  # a state alone would take every tenant's jobs
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    out = d.cli("cancel", "--user", "bob", "--state", "pending").stdout
+    assert len(out.splitlines()) == 2 and all(" cancelled" in line for line in out.splitlines()), out
+    assert not live(d, jobs[("bob", "sweep")][0]) and not live(d, jobs[("bob", "eval")][0])
+    assert all(live(d, j) for j in jobs[("alice", "sweep")])
+    out = d.cli("cancel", "--name", "sweep", "--tenant", "research/nlp").stdout
+    assert all(not live(d, j) or get(d, j)["state"] == "preempting" for j in jobs[("alice", "sweep")]), out
+    assert live(d, other)
+    assert d.cli("cancel", "--name", "nothing-by-this-name").stdout.strip() == "no job matches"
+
+
 if __name__ == "__main__":
     gpd.run([test_held_job_is_not_placed_until_released, test_update_changes_priority_and_time_limit,
-             test_only_pending_jobs_change, test_a_member_changes_only_its_own_jobs, test_hold_survives_a_restart])
+             test_only_pending_jobs_change, test_a_member_changes_only_its_own_jobs, test_hold_survives_a_restart,
+             test_a_member_cancels_only_its_own_jobs_unless_its_tenant_says_tenant, test_cancel_by_filter])
