@@ -432,6 +432,7 @@ typedef struct gp_node_info {
     int gpus_healthy;
     uint32_t gpu_first;         /* global index of GPU 0 of this node */
     bool up, draining;
+    int replicas;               /* job replicas placed on it: a draining node with none is drained */
     int64_t cpu_millis, cpu_used, mem_mib, mem_used;
     int64_t gpu_mem_mib;        /* memory of one of its GPUs */
 } gp_node_info;

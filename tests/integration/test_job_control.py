@@ -183,7 +183,33 @@ def test_cancel_by_filter(d):
     assert d.cli("cancel", "--name", "nothing-by-this-name").stdout.strip() == "no job matches"
 
 
+def test_a_draining_node_becomes_drained_and_lists_its_jobs(d):
+    toks = setup(d)
+    job = submit(d, toks["alice"])
+    node = job["placement"][0]["node"]
+    hidden = d.ok("POST", "/v1/jobs", {"tenant": "product/search", "gpus": 8, "gpu_types": ["H100"]})
+    view = d.ok("GET", "/v1/nodes/" + node)
+    assert job["id"] in view["jobs"] and view["drained"] is False, view
+    mine = d.ok("GET", "/v1/nodes/" + node, token=toks["alice"])
+    assert hidden["id"] not in mine["jobs"] and job["id"] in mine["jobs"], mine
+    d.ok("POST", "/v1/nodes/%s/drain" % node)
+    view = d.ok("GET", "/v1/nodes/" + node)
+    assert view["draining"] is True and view["drained"] is False, view
+    assert "draining" in [l for l in d.cli("nodes").stdout.splitlines() if l.startswith(node + " ")][0]
+    d.ok("DELETE", "/v1/jobs/%d" % job["id"])
+    if hidden["placement"] and hidden["placement"][0]["node"] == node:
+        d.ok("DELETE", "/v1/jobs/%d" % hidden["id"])
+    gpd.wait_for(lambda: d.ok("GET", "/v1/nodes/" + node)["drained"], what="the node to be drained")
+    line = [l for l in d.cli("nodes").stdout.splitlines() if l.startswith(node + " ")][0]
+    assert line.split()[-1] == "drained", line
+    out = d.cli("nodes", "show", node).stdout
+    assert ", drained" in out and "jobs: none" in out, out
+    st, err = d.call("GET", "/v1/nodes/" + node[:-1] + "x" + node[-1])
+    assert st == 404 and "did you mean" in err["error"]["message"], (st, err)
+
+
 if __name__ == "__main__":
     gpd.run([test_held_job_is_not_placed_until_released, test_update_changes_priority_and_time_limit,
              test_only_pending_jobs_change, test_a_member_changes_only_its_own_jobs, test_hold_survives_a_restart,
-             test_a_member_cancels_only_its_own_jobs_unless_its_tenant_says_tenant, test_cancel_by_filter])
+             test_a_member_cancels_only_its_own_jobs_unless_its_tenant_says_tenant, test_cancel_by_filter,
+             test_a_draining_node_becomes_drained_and_lists_its_jobs])
