@@ -101,7 +101,9 @@ static int nodes_show(gp_client *c, const char *name)
         printf("node %s: %s x%lld, block %s, %s%s, %lld/%lld GPUs healthy\n", json_string_value(json_object_get(n, "name")),
                json_string_value(json_object_get(n, "gpu_type")), (long long)json_integer_value(json_object_get(n, "gpu_count")),
                json_string_value(json_object_get(n, "block")), json_is_true(json_object_get(n, "up")) ? "up" : "down",
-               json_is_true(json_object_get(n, "draining")) ? ", draining" : "",
+               json_is_true(json_object_get(n, "drained"))    ? ", drained"
+               : json_is_true(json_object_get(n, "draining")) ? ", draining"
+                                                              : "",
                (long long)json_integer_value(json_object_get(n, "gpus_healthy")),
                (long long)json_integer_value(json_object_get(n, "gpu_count")));
         static const char *const head[] = {"GPU", "UUID", "HEALTH", "SINCE", "LAST-CHECK", "REASON"};
@@ -113,6 +115,10 @@ static int nodes_show(gp_client *c, const char *name)
             gpu_health_row(&t, g, now);
         gp_table_print(&t, stdout);
         gpu_xids(json_object_get(n, "gpus"), now);
+        printf("jobs:");
+        json_array_foreach(json_object_get(n, "jobs"), i, g)
+            printf(" %lld", (long long)json_integer_value(g));
+        printf("%s\n", json_array_size(json_object_get(n, "jobs")) ? "" : " none you may see");
     }
     gp_response_free(&resp);
     return rc;
@@ -157,6 +163,7 @@ int gp_cmd_nodes(gp_client *c, int argc, char **argv)
                      (long long)json_integer_value(json_object_get(n, "gpu_count")));
             shared_use(n, mode, sizeof mode, use, sizeof use);
             const char *state = !json_is_true(json_object_get(n, "up"))        ? "down"
+                                : json_is_true(json_object_get(n, "drained"))  ? "drained"
                                 : json_is_true(json_object_get(n, "draining")) ? "draining"
                                                                                 : "up";
             const char *cells[] = {json_string_value(json_object_get(n, "name")),

@@ -592,8 +592,10 @@ int gp_cmd_job(gp_client *c, int argc, char **argv)
  * is the first failure's. */
 int gp_cmd_cancel(gp_client *c, int argc, char **argv)
 {
-    if (argc < 2 || argv[1][0] == '-')
-        return gp_usage_error("cancel", "usage: gpupool cancel ID [ID...]");
+    if (argc >= 2 && argv[1][0] == '-' && argv[1][1] == '-') /* by filter (cmd_control.c) */
+        return gp_cancel_matching(c, argc, argv);
+    if (argc < 2)
+        return gp_usage_error("cancel", "usage: gpupool cancel ID [ID...] | [--user U] [--name N] [--state S] [--tenant T]");
     int first = GP_EXIT_OK;
     for (int i = 1; i < argc; i++) {
         char path[256];

@@ -29,6 +29,13 @@ int gp_cmd_jobs(gp_client *c, int argc, char **argv);
 int gp_cmd_job(gp_client *c, int argc, char **argv);
 int gp_cmd_cancel(gp_client *c, int argc, char **argv);
 
+/* cmd_control.c */
+int gp_cmd_hold(gp_client *c, int argc, char **argv);
+int gp_cmd_release(gp_client *c, int argc, char **argv);
+int gp_cmd_update(gp_client *c, int argc, char **argv);
+/* gpupool cancel with --user/--name/--state/--tenant: cancels every job that matches. */
+int gp_cancel_matching(gp_client *c, int argc, char **argv);
+
 /* cmd_logs.c */
 int gp_cmd_logs(gp_client *c, int argc, char **argv);
 int gp_cmd_checkpoint(gp_client *c, int argc, char **argv);

@@ -71,8 +71,18 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool why ID\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
      "fleet) and what would change it.\n"},
     {"cancel", gp_cmd_cancel,
-     "usage: gpupool cancel ID [ID...]\nCancel jobs (running jobs get their grace); exit code of the first "
-     "failure.\n"},
+     "usage: gpupool cancel ID [ID...]\n       gpupool cancel [--user U] [--name N] [--state S] [--tenant T]\n"
+     "Cancel jobs (running jobs get their grace): by id, or every job that matches the filters (--state\n"
+     "default live: pending to preempting); exit code of the first failure.\n"},
+    {"hold", gp_cmd_hold,
+     "usage: gpupool hold ID [ID...]\nHold pending jobs: they stay in their queue but are not placed until\n"
+     "released (`gpupool why` says who held them).  Only a pending job is held (409 otherwise).\n"},
+    {"release", gp_cmd_release, "usage: gpupool release ID [ID...]\nRelease held jobs: the next pass considers them again.\n"},
+    {"update", gp_cmd_update,
+     "usage: gpupool update ID [ID...] [--time-limit D] [--priority N] [--hold|--release]\n"
+     "Change pending jobs: --time-limit as at submit (2h, 90m or seconds; 0 = the tenant's default, never\n"
+     "above it), --priority -1000..1000 (higher first in its tenant's queue).  A job already placed keeps\n"
+     "its values (409).\n"},
     {"logs", gp_cmd_logs,
      "usage: gpupool logs ID [--replica N] [--follow]\n"
      "What a replica of the job wrote (stdout and stderr), from its latest run, as the node agent shipped it\n"
@@ -217,7 +227,7 @@ static const char USAGE[] =
     "       gpupool --version\n"
     "(the flags above may also follow the command: gpupool jobs --json)\n"
     "\n"
-    "Commands: submit, jobs, job, why, cancel, logs, checkpoint, nodes, drain, gpu-types [declare|undeclare],\n"
+    "Commands: submit, jobs, job, why, cancel, hold, release, update, logs, checkpoint, nodes, drain, gpu-types [declare|undeclare],\n"
     "          tenants [create|delete],\n"
     "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind],\n"
     "          secret set|list|rm, audit [verify], ledger [verify], prices [set|mode], bill,\n"

@@ -882,6 +882,12 @@ static void consider(gp_engine *e, uint32_t job, const pass_ctx *p)
     gp__job *j = &e->jobs[job];
     if (j->pass_seen == e->pass)
         return;
+    if (j->held) { /* held (hold.c): nothing to place until a release; claims it made go */
+        j->pass_seen = e->pass;
+        gp__claims_forget(e, job);
+        j->wait = (gp_wait){.code = GP_WAIT_HELD, .dim = -1, .tenant = GP__NONE};
+        return;
+    }
     if (gp__trust_forbids(e, j)) { /* its tenant became untrusted after submit: before a back-off, which ends */
         j->pass_seen = e->pass;
         e->stats.pass_considered++;

@@ -120,6 +120,22 @@ gp_err gp_engine_job_defaults(const gp_engine *e, gp_job_spec *spec, gp_error *e
 /* Pending: cancelled at once.  Running: STOP with its grace, cancelled once
  * the grace ends or the node reports it stopped. */
 gp_err gp_engine_job_cancel(gp_engine *e, uint64_t id, int64_t now, gp_error *err);
+/* What a pending job may still change (gp_engine_job_update): each field
+ * only when its has_ flag is set.  `by` (copied) names who holds it. */
+typedef struct gp_job_update {
+    bool has_hold, hold;
+    const char *by;
+    bool has_priority;
+    int priority;                /* GP_PRIORITY_MIN..GP_PRIORITY_MAX */
+    bool has_time_limit;
+    int64_t time_limit_s;        /* as at submit: 0 = its tenant's default, never above that default */
+} gp_job_update;
+/* Change a pending job (hold.c).  A held job is never placed; its wait
+ * is GP_WAIT_HELD ("held by BY") until a release, which puts it back in
+ * its queue as new.  Refused, nothing changed: GP_ERR_CONFLICT naming the
+ * first field given when the job is no longer pending, GP_ERR_INVALID
+ * naming a bad value, GP_ERR_NOT_FOUND "id".  Emits no decision. */
+gp_err gp_engine_job_update(gp_engine *e, uint64_t id, const gp_job_update *u, int64_t now, gp_error *err);
 /* The node reports the job's processes ended. */
 gp_err gp_engine_job_finished(gp_engine *e, uint64_t id, gp_exit how, int64_t now, gp_error *err);
 /* The job saved a checkpoint: work before now is not lost on preemption. */

@@ -402,9 +402,11 @@ typedef struct gp__job {
                              guarantee: phase 2 keeps them and its claims */
     bool pool_reclaim;    /* its victims were taken from a pool its tenant owns (reclaim.c):
                              phase 2 keeps them and its claims too */
+    bool held;            /* PENDING and held (hold.c): never placed until released */
     uint64_t covers_for;  /* a victim in grace whose shares cover an MPS claim of this job id */
     uint32_t ded_domain;  /* while placed: its tenant's dedicated domain at bind (counted on its
                              nodes as such until it leaves them), GP__NONE when shared */
+    char held_by[GP_NAME_MAX]; /* held: who held it ("" when not held) */
 } gp__job;
 
 typedef struct gp__history {
@@ -818,6 +820,11 @@ void gp__tenant_update_share(gp_engine *e, uint32_t tenant);
 /* The default time limit of a job of `kind` in tenant: its own, else the
  * nearest ancestor's; 0 when none sets one. */
 int64_t gp__tenant_time_limit(const gp_engine *e, uint32_t tenant, gp_job_kind kind);
+/* A job's time limit from its own time_limit_s (0 = its tenant's default for
+ * kind): GP_ERR_INVALID "time_limit_s" when out of range or above that
+ * default (jobs.c; submit and hold.c's update share it). */
+gp_err gp__time_limit_resolve(const gp_engine *e, gp_job_kind kind, int64_t own, uint32_t tenant, int64_t *limit,
+                              gp_error *err);
 bool gp__tenant_is_leaf(const gp_engine *e, uint32_t tenant);
 /* job_limits.c: a tenant's effective job defaults and maximums (own, else
  * the nearest ancestor's; a default left unset is the maximum); the range

@@ -428,19 +428,19 @@ static gp_err check_job_spec(const gp_engine *e, const gp_job_spec *s, uint32_t 
 /* The job's time limit: its own, else its tenant's default for its kind
  * (0 = none).  The default is also the most a job may ask for, so a tenant
  * admin bounds how long every job of the subtree may hold its GPUs. */
-static gp_err resolve_time_limit(const gp_engine *e, const gp_job_spec *s, uint32_t tenant, int64_t *limit,
-                                 gp_error *err)
+gp_err gp__time_limit_resolve(const gp_engine *e, gp_job_kind kind, int64_t own, uint32_t tenant, int64_t *limit,
+                              gp_error *err)
 {
-    if (s->time_limit_s < 0 || s->time_limit_s > GP_TIME_LIMIT_MAX_S)
+    if (own < 0 || own > GP_TIME_LIMIT_MAX_S)
         return gp_error_set(err, GP_ERR_INVALID, "time_limit_s", "time_limit_s must be 1..%lld seconds (0 = the "
                             "tenant's default)", (long long)GP_TIME_LIMIT_MAX_S);
-    int64_t tenant_max = gp__tenant_time_limit(e, tenant, s->kind);
-    if (tenant_max > 0 && s->time_limit_s > tenant_max)
+    int64_t tenant_max = gp__tenant_time_limit(e, tenant, kind);
+    if (tenant_max > 0 && own > tenant_max)
         return gp_error_set(err, GP_ERR_INVALID, "time_limit_s",
                             "time_limit_s %llds is more than the %llds that %s allows %s jobs",
-                            (long long)s->time_limit_s, (long long)tenant_max, e->tenants[tenant].path,
-                            gp_job_kind_name(s->kind));
-    *limit = s->time_limit_s > 0 ? s->time_limit_s : tenant_max;
+                            (long long)own, (long long)tenant_max, e->tenants[tenant].path,
+                            gp_job_kind_name(kind));
+    *limit = own > 0 ? own : tenant_max;
     return GP_OK;
 }
 
@@ -502,7 +502,7 @@ gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *s, gp_error *e
     gp_err rc;
     if (!e)
         return gp_error_set(err, GP_ERR_INVALID, "engine", "engine is NULL");
-    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = gp__time_limit_resolve(e, s->kind, s->time_limit_s, tenant, &limit, err)) ||
         (rc = gp__job_limits_check(e, s, tenant, err)))
         return rc;
     return gp__restart_resolve(s, &policy, &max_restarts, err);
@@ -520,7 +520,7 @@ gp_err gp__job_create(gp_engine *e, const gp_job_spec *s, int64_t now, uint32_t 
     int64_t limit = 0;
     gp_restart_policy policy;
     int max_restarts;
-    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = resolve_time_limit(e, s, tenant, &limit, err)) ||
+    if ((rc = check_job_spec(e, s, &tenant, err)) || (rc = gp__time_limit_resolve(e, s->kind, s->time_limit_s, tenant, &limit, err)) ||
         (rc = gp__job_limits_check(e, s, tenant, err)) || (rc = gp__restart_resolve(s, &policy, &max_restarts, err)))
         return rc;
     mask = gp__job_type_mask(&e->fleet, s);

@@ -28,6 +28,7 @@ static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const NODES_POLICIES[] = {"inherit", "shared", "dedicated"};
+static const char *const CANCEL_POLICIES[] = {"inherit", "own", "tenant"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 _Static_assert(GP_TOPO_NVLINK + 1 == GP_TOPOLOGY_NAMES, "a name for each topology (util/shape_names.c)");
 _Static_assert(GP_ISO_TIMESLICE + 1 == GP_ISOLATION_NAMES, "a name for each isolation (util/shape_names.c)");
@@ -45,6 +46,7 @@ static const struct {
     [GP_ENUM_TRUST] = GP__TABLE(TRUSTS),           [GP_ENUM_RESTART_POLICY] = GP__TABLE(RESTART_POLICIES),
     [GP_ENUM_STOP_SIGNAL] = {gp_stop_signal_names, GP_STOP_SIGNALS},
     [GP_ENUM_NODES] = GP__TABLE(NODES_POLICIES),
+    [GP_ENUM_CANCEL] = GP__TABLE(CANCEL_POLICIES),
 };
 
 int gp_enum_count(gp_enum which)
@@ -140,6 +142,6 @@ const char *gp_wait_code_name(gp_wait_code c)
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
                                         "reclaim",     "node_shape", "trust", "sharing_mode", "backoff",
-                                        "dedicated"};
+                                        "dedicated",   "held"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
 }

@@ -271,6 +271,7 @@ bool gp_engine_node_get(const gp_engine *e, uint32_t index, gp_node_info *out)
     out->gpu_first = n->gpu_first;
     out->up = n->up;
     out->draining = n->draining;
+    out->replicas = (int)n->replicas;
     out->cpu_millis = n->cpu_cap;
     out->cpu_used = n->cpu_used;
     out->mem_mib = n->mem_cap;

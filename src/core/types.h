@@ -118,6 +118,9 @@ typedef enum gp_trust { GP_TRUST_INHERIT = 0, GP_TRUST_TRUSTED, GP_TRUST_UNTRUST
  * untrusted: the outermost tenant that says dedicated is the domain; a node
  * that runs any job of the domain runs no job from outside it. */
 typedef enum gp_nodes_policy { GP_NODES_INHERIT = 0, GP_NODES_SHARED, GP_NODES_DEDICATED } gp_nodes_policy;
+/* Whose jobs a member of the tenant may cancel: its own (the default at
+ * the top), or any of the tenant's (gpupoold's rule, not the engine's). */
+typedef enum gp_cancel_policy { GP_CANCEL_INHERIT = 0, GP_CANCEL_OWN, GP_CANCEL_TENANT } gp_cancel_policy;
 
 /* A quota as a caller writes it: GPU amounts per named type.
  * For a guarantee: `set` false means "this tenant has no floor of its own"
@@ -187,6 +190,7 @@ typedef struct gp_tenant_spec {
     gp_job_limits job_defaults; /* what a job that sets a field gets */
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
     gp_nodes_policy nodes;      /* shared or dedicated nodes, inherited */
+    gp_cancel_policy cancel;    /* whose jobs its members cancel, inherited (gpupoold's, not the engine's) */
     gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
@@ -279,11 +283,12 @@ typedef enum gp_wait_code {
     GP_WAIT_SHARING_MODE,   /* no healthy schedulable GPU of an accepted type is in the job's sharing mode
                                (MIG: with a model that offers its profile); dim = the first accepted type */
     GP_WAIT_BACKOFF,        /* restarting after a failure: a = restarts so far, b = max; eligible at `time` */
-    GP_WAIT_DEDICATED       /* the free GPUs that would hold it are on nodes it may not share: a = those free
+    GP_WAIT_DEDICATED,      /* the free GPUs that would hold it are on nodes it may not share: a = those free
                                GPUs, b = needed; c = 1: its own tenant is dedicated (tenant = the domain) and
                                no whole node is free, 0: they run jobs of dedicated tenant `tenant`, 2: they
                                are in pools owned by other tenants (tenant = the owner of pool `pool`, the
                                one with the most of them) */
+    GP_WAIT_HELD            /* held (gp_engine_job_update): not placed until released; who held it is the job's */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -427,6 +432,7 @@ typedef struct gp_node_info {
     int gpus_healthy;
     uint32_t gpu_first;         /* global index of GPU 0 of this node */
     bool up, draining;
+    int replicas;               /* job replicas placed on it: a draining node with none is drained */
     int64_t cpu_millis, cpu_used, mem_mib, mem_used;
     int64_t gpu_mem_mib;        /* memory of one of its GPUs */
 } gp_node_info;
@@ -473,6 +479,7 @@ typedef enum gp_enum {
     GP_ENUM_RESTART_POLICY,
     GP_ENUM_STOP_SIGNAL,
     GP_ENUM_NODES,
+    GP_ENUM_CANCEL,
     GP_ENUM_COUNT
 } gp_enum;
 

@@ -242,6 +242,10 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
                          (long long)w->a, type, noun(w->a, "GPU", "GPUs"), noun(w->a, "is", "are"),
                          tenant_name(e, w->tenant), (long long)w->b);
         break;
+    case GP_WAIT_HELD:
+        n = snprintf(buf, len, "held by %s: it is not placed until released (gpupool release %llu)", j->held_by,
+                     (unsigned long long)j->id);
+        break;
     case GP_WAIT_BACKOFF:
         n = snprintf(buf, len, "restarting after a failure (restart %lld of %lld, restart_policy on-failure): eligible "
                      "again at t=%lld", (long long)w->a, (long long)w->b, (long long)w->time);

@@ -18,7 +18,7 @@
 static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "submit",    "cancel",     "tenant_set", "tenant_remove", "node_add", "node_lost",
     "node_drain", "pool_set", "tick",       "clock_resolution", "replica_exit", "checkpointed",
-    "gpu_health",
+    "gpu_health", "job_update",
 };
 
 /* What a decoded event points into. */
@@ -28,6 +28,8 @@ struct gp__event_storage {
     gp_node_request node;
     gp_pool_spec pool;
     gp_replica_exit exit;
+    gp_job_update update;
+    char by[GP_NAME_MAX];
     char path[GP_PATH_MAX];
     char name[GP_NAME_MAX];
 };
@@ -69,6 +71,22 @@ static json_t *replica_exit_payload(const gp_replica_exit *x)
     return o;
 }
 
+/* Only the fields the update changes, so a replay changes only those. */
+static json_t *job_update_payload(uint64_t id, const gp_job_update *u)
+{
+    json_t *o = json_pack("{s:I}", "id", (json_int_t)id);
+    if (o && u->has_hold) {
+        json_object_set_new(o, "hold", json_boolean(u->hold));
+        if (u->hold)
+            json_object_set_new(o, "by", json_string(u->by ? u->by : ""));
+    }
+    if (o && u->has_priority)
+        json_object_set_new(o, "priority", json_integer(u->priority));
+    if (o && u->has_time_limit)
+        json_object_set_new(o, "time_limit_s", json_integer(u->time_limit_s));
+    return o;
+}
+
 json_t *gp_event_payload(const gp_event *ev)
 {
     switch (ev->kind) {
@@ -86,6 +104,7 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_CHECKPOINTED: return json_pack("{s:I}", "id", (json_int_t)ev->job_id);
     case GP_EV_GPU_HEALTH:
         return json_pack("{s:s, s:i, s:b}", "name", ev->name, "gpu", ev->gpu_index, "healthy", ev->healthy);
+    case GP_EV_JOB_UPDATE: return job_update_payload(ev->job_id, ev->update);
     default: return NULL;
     }
 }
@@ -100,9 +119,8 @@ char *gp_event_encode(const gp_event *ev)
 
 /* ---- decode ---- */
 
-/* Reads the payload's fields of a small event: each key must be one of
- * `keys`, and all of them must be present. */
-static gp_err expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+/* The payload is an object whose keys are all among `keys`. */
+static gp_err only_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
 {
     gp_err rc = gp_json_object(p, "payload", err);
     const char *key;
@@ -114,6 +132,14 @@ static gp_err expect_keys(const json_t *p, const char *const *keys, int n, gp_er
         if (rc == GP_OK && k == n)
             rc = gp_json_unknown_field("payload", key, err);
     }
+    return rc;
+}
+
+/* Reads the payload's fields of a small event: each key must be one of
+ * `keys`, and all of them must be present. */
+static gp_err expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+{
+    gp_err rc = only_keys(p, keys, n, err);
     for (int k = 0; rc == GP_OK && k < n; k++)
         if (!json_object_get(p, keys[k]))
             rc = gp_error_set(err, GP_ERR_INVALID, keys[k], "payload.%s is required", keys[k]);
@@ -244,6 +270,37 @@ gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
     return rc;
 }
 
+static gp_err decode_job_update(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    static const char *const KEYS[] = {"id", "hold", "by", "priority", "time_limit_s"};
+    gp_job_update *u = &st->update;
+    int64_t id = 0, priority = 0;
+    gp_err rc = only_keys(p, KEYS, 5, err); /* "id" and the fields it changes, nothing else */
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
+    u->has_hold = json_object_get(p, "hold") != NULL;
+    if (rc == GP_OK && u->has_hold)
+        rc = gp_json_bool(json_object_get(p, "hold"), "hold", &u->hold, err);
+    if (rc == GP_OK && (u->has_hold && u->hold) != (json_object_get(p, "by") != NULL))
+        rc = gp_error_set(err, GP_ERR_INVALID, "by", "payload.by comes with hold true, and only then");
+    if (rc == GP_OK && u->has_hold && u->hold)
+        rc = gp_json_string(json_object_get(p, "by"), "by", GP_NAME_MAX - 1, st->by, sizeof st->by, err);
+    u->by = st->by;
+    u->has_priority = json_object_get(p, "priority") != NULL;
+    if (rc == GP_OK && u->has_priority)
+        rc = gp_json_int(json_object_get(p, "priority"), "priority", GP_PRIORITY_MIN, GP_PRIORITY_MAX, &priority, err);
+    u->priority = (int)priority;
+    u->has_time_limit = json_object_get(p, "time_limit_s") != NULL;
+    if (rc == GP_OK && u->has_time_limit)
+        rc = gp_json_int(json_object_get(p, "time_limit_s"), "time_limit_s", 0, GP_TIME_LIMIT_MAX_S, &u->time_limit_s,
+                         err);
+    if (rc == GP_OK && !u->has_hold && !u->has_priority && !u->has_time_limit)
+        rc = gp_error_set(err, GP_ERR_INVALID, "payload", "payload changes nothing");
+    ev->job_id = (uint64_t)id;
+    ev->update = u;
+    return rc;
+}
+
 static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
 {
     gp_err rc;
@@ -257,6 +314,7 @@ static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *s
         ev->job = &st->job;
         return rc;
     case GP_EV_TENANT_SET: return decode_tenant_set(p, ev, st, err);
+    case GP_EV_JOB_UPDATE: return decode_job_update(p, ev, st, err);
     case GP_EV_NODE_ADD:
         ev->node = &st->node.spec;
         return gp_node_request_parse(p, &st->node, err);

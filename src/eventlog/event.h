@@ -22,11 +22,14 @@
  *                      reason gpu_memory adds "gpu_memory_mib" and "gpu_memory_share_mib")
  *   checkpointed      {"id": 7}
  *   gpu_health        {"name": "h100-a-0", "gpu": 3, "healthy": false}
+ *   job_update        {"id": 7, "hold": true, "by": "alice", "priority": 5, "time_limit_s": 7200}
+ *                     (a pending job's change: "id" and at least one other; "by" with hold true only)
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
  * written by gpupoold before the codec existed are version 1 (the format
- * did not change).  The last three kinds came with node agents; they are
+ * did not change).  The three kinds before job_update came with node agents,
+ * job_update with hold and update of pending jobs; they are
  * new kinds, not a new version of old ones, so every version-1 payload
  * still reads as before (a build without them refuses the kind by name).
  * docs/event-log.md keeps the list.
@@ -72,6 +75,7 @@ typedef enum gp_event_kind {
     GP_EV_REPLICA_EXIT,
     GP_EV_CHECKPOINTED,
     GP_EV_GPU_HEALTH,
+    GP_EV_JOB_UPDATE,
     GP_EV_KINDS
 } gp_event_kind;
 
@@ -101,7 +105,8 @@ typedef struct gp_event {
     gp_event_kind kind;
     int64_t time;
     gp_job_request *job;          /* submit (job->spec.id set) */
-    uint64_t job_id;              /* cancel, checkpointed */
+    uint64_t job_id;              /* cancel, checkpointed, job_update */
+    const gp_job_update *update;  /* job_update */
     const char *path;             /* tenant_set, tenant_remove */
     const gp_tenant_spec *tenant; /* tenant_set */
     const gp_node_spec *node;     /* node_add */

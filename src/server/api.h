@@ -135,6 +135,17 @@ void gp_api_jobs_submit(gp_request *r);
 void gp_api_jobs_list(gp_request *r);
 void gp_api_job_get(gp_request *r, const char *id);
 void gp_api_job_cancel(gp_request *r, const char *id);
+void gp_api_job_patch(gp_request *r, const char *id); /* api_job_patch.c */
+/* api_job_rights.c: may who (already in scope of the job's tenant) cancel
+ * (cancel true) or change the job run as owner (NULL: none)?  Members:
+ * their own; to cancel, also any where the tenant's cancel is `tenant`. */
+bool gp_api_job_may_act(gp_server *srv, const gp_principal *who, const char *tenant, const char *owner, bool cancel);
+/* The tenant's cancel in force (its own or inherited): "own" or "tenant". */
+const char *gp_api_tenant_cancel_setting(gp_server *srv, const char *tenant);
+/* The op's answer: 403 naming "id" with message (static text). */
+void gp_api_op_forbidden(gp_op *op, uint64_t id, const char *message);
+/* Only an admin changes a tenant's "cancel" (err names it; the caller answers 403). */
+bool gp_api_cancel_policy_may_change(const gp_principal *who, const json_t *have, const json_t *want, gp_error *err);
 void gp_api_jobs_batch(gp_request *r); /* api_jobs_batch.c */
 
 void gp_api_tenants_list(gp_request *r);

@@ -41,6 +41,7 @@
 #include "server/api.h"
 
 #include "spec/json_input.h"
+#include "util/nearest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,16 +65,19 @@ static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
     return o;
 }
 
+/* "drained": draining and its last job gone (the engine's DRAINED). */
 static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jobs)
 {
     json_t *gpus = json_array();
     for (int g = 0; g < n->gpu_count; g++)
         json_array_append_new(gpus, gpu_view(e, n->gpu_first + (uint32_t)g, show_jobs));
-    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "name", n->name, "zone",
+    json_t *view = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:b, s:b, s:I, s:I, s:I, s:I, s:o}", "name", n->name, "zone",
                      n->zone, "block", n->block, "gpu_type", gp_engine_gpu_type_name(e, n->type), "gpu_count",
                      n->gpu_count, "gpus_free", n->gpus_free, "gpus_healthy", n->gpus_healthy, "up", n->up, "draining",
                      n->draining, "cpu_millis", (json_int_t)n->cpu_millis, "cpu_used", (json_int_t)n->cpu_used,
                      "mem_mib", (json_int_t)n->mem_mib, "mem_used", (json_int_t)n->mem_used, "gpus", gpus);
+    json_object_set_new(view, "drained", json_boolean(n->draining && n->replicas == 0));
+    return view;
 }
 
 /* A job of the caller's scope (its subtree): one it may see by id. */
@@ -134,16 +138,49 @@ void gp_api_nodes_list(gp_request *r)
     gp_api_run_op(r, &op);
 }
 
-/* The engine's node called name, else a 404 answer. */
+/* The engine's node called name, else a 404 answer naming the nearest
+ * node name ("no node a100-mig; did you mean a100-c-0?"). */
 static bool node_find(const gp_engine *e, gp_op *op, const char *name, gp_node_info *out)
 {
-    for (uint32_t i = 0; i < gp_engine_node_count(e); i++)
+    size_t count = gp_engine_node_count(e);
+    for (uint32_t i = 0; i < count; i++)
         if (gp_engine_node_get(e, i, out) && strcmp(out->name, name) == 0)
             return true;
+    char(*names)[GP_NAME_MAX] = calloc(count + 1, sizeof *names);
+    const char **list = calloc(count + 1, sizeof *list);
+    size_t k = 0;
+    for (uint32_t i = 0; names && list && i < count; i++)
+        if (gp_engine_node_get(e, i, out)) {
+            snprintf(names[k], GP_NAME_MAX, "%s", out->name);
+            list[k] = names[k];
+            k++;
+        }
+    const char *near = list ? gp_suggest(name, list, k) : NULL;
     gp_error err;
-    gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
+    gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s%s%s%s", name, near ? "; did you mean " : "",
+                 near ? near : "", near ? "?" : "");
     gp_op_fail(op, &err);
+    free(list);
+    free(names);
     return false;
+}
+
+/* The ids of the jobs holding the node's GPUs that the caller may see,
+ * each once (jobs that hold no GPU of it, CPU-only ones, are not listed). */
+static json_t *node_jobs(const gp_engine *e, const gp_principal *who, const gp_node_info *n)
+{
+    json_t *ids = json_array();
+    for (int g = 0; g < n->gpu_count; g++) {
+        gp_gpu_info gi;
+        json_int_t job = gp_engine_gpu_get(e, n->gpu_first + (uint32_t)g, &gi) ? (json_int_t)gi.job : 0;
+        bool listed = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(ids, i, v) listed = listed || json_integer_value(v) == job;
+        if (job > 0 && !listed && job_visible(e, who, job))
+            json_array_append_new(ids, json_integer(job));
+    }
+    return ids;
 }
 
 /* Each GPU's "health": healthy (the engine's), since, reason, last_check
@@ -250,6 +287,7 @@ static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
     if (!node_find(e, op, op->arg, &n))
         return;
     json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
+    json_object_set_new(view, "jobs", node_jobs(e, op->who, &n));
     json_t *agent = agent_view(srv, op->who, &n);
     json_object_set_new(view, "agent", agent ? agent : json_null());
     if (gpus_health(srv, &n, json_object_get(view, "gpus"), &err) != GP_OK) {

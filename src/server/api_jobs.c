@@ -13,7 +13,10 @@
  *   list     also a member's without ?tenant= lists its tenant (its scope)
  *   list/get admin, operator, auditor: all; others: their scope only, and
  *            a job outside it is answered 404, exactly like a missing one
- *   cancel   admin, operator: any; tenant-admin, member: inside their scope
+ *   cancel   admin, operator: any; tenant-admin: inside its scope; member:
+ *            its own jobs, any of its scope where the tenant's `cancel`
+ *            is `tenant` (api_job_rights.c); another's: 403
+ *   PATCH    api_job_patch.c
  *
  * Reads come from the store (committed rows); a live job's state, reason
  * and placement are then taken from the engine, which is never behind the
@@ -403,6 +406,10 @@ static void cancel_run(gp_server *srv, gp_op *op, int64_t now)
         if (!tenant_visible(op->who, gp_engine_tenant_path(e, info.tenant))) {
             gp_error_set(&err, GP_ERR_NOT_FOUND, "id", "no job %llu", (unsigned long long)id);
             gp_op_fail(op, &err);
+            return;
+        }
+        if (!gp_api_job_may_act(srv, op->who, gp_engine_tenant_path(e, info.tenant), gp_engine_job_user(e, id), true)) {
+            gp_api_op_forbidden(op, id, "a member cancels only its own jobs, unless its tenant's cancel is tenant");
             return;
         }
         if (gp_journal_cancel(&srv->journal, id, now, &err) != GP_OK) {

@@ -108,6 +108,7 @@ static json_t *tenant_view(gp_server *srv, const json_t *all, const gp_tenant_in
     json_object_set_new(o, "time_limit", limits);
     json_object_set_new(o, "job_defaults", job_limits_view(&t->job_defaults));
     json_object_set_new(o, "job_max", job_limits_view(&t->job_max));
+    json_object_set_new(o, "cancel", json_string(gp_api_tenant_cancel_setting(srv, t->path))); /* in force */
     gp_api_tenant_view_containers(srv, all, t->path, t->untrusted, o);
     return o;
 }
@@ -257,7 +258,8 @@ static gp_err policy_followup(gp_server *srv, gp_op *op, const char *path, const
 /* 403 when who may not make this change of the container policy (err says which key). */
 static bool policy_refused(gp_op *op, const json_t *have, const json_t *want, gp_error *err)
 {
-    if (gp_api_container_policy_may_change(op->who, have, want, err))
+    if (gp_api_container_policy_may_change(op->who, have, want, err) &&
+        gp_api_cancel_policy_may_change(op->who, have, want, err))
         return false;
     gp_op_fail(op, err);
     op->status = 403;
@@ -555,7 +557,8 @@ static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_
                        !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
         if (p->forbidden)
             rc = gp_error_set(err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
-        else if ((p->forbidden = !gp_api_container_policy_may_change(who, have, want, err)))
+        else if ((p->forbidden = !gp_api_container_policy_may_change(who, have, want, err) ||
+                                 !gp_api_cancel_policy_may_change(who, have, want, err)))
             rc = err->code;
         else if (!parent_known(p, f, i, parent, sizeof parent))
             rc = gp_error_set(err, GP_ERR_NOT_FOUND, "path", "parent tenant %s does not exist", parent);

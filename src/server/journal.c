@@ -117,8 +117,10 @@ bool gp_journal_job_live(const gp_journal *j, uint64_t id, json_t *view)
     json_object_set_new(view, "effective_time_limit_s",
                         info.time_limit_s > 0 ? json_integer(info.time_limit_s) : json_null());
     json_object_set_new(view, "placement", gp_placement_json(j->engine, id, &info));
-    if (info.state == GP_JOB_PENDING)
+    if (info.state == GP_JOB_PENDING) {
         json_object_set_new(view, "wait", wait_json(j->engine, &info.wait));
+        json_object_set_new(view, "held", json_boolean(info.wait.code == GP_WAIT_HELD));
+    }
     return true;
 }
 
@@ -335,6 +337,36 @@ static gp_err exit_history(gp_journal *j, const gp_replica_exit *x, int64_t time
     return gp_store_history_add(j->store, x->job_id, time, "exit", NULL, NULL, text, err);
 }
 
+/* A pending job's update: its stored spec takes the new priority and time
+ * limit (a hold is the engine's, shown by gp_journal_job_live), and its
+ * history says what changed and who changed it. */
+static gp_err update_rows(gp_journal *j, uint64_t id, const gp_job_update *u, const char *who, int64_t time,
+                          gp_error *err)
+{
+    json_t *row = NULL;
+    gp_err rc = gp_store_job_get(j->store, id, &row, err);
+    json_t *spec = json_object_get(row, "spec");
+    if (rc == GP_OK && json_is_object(spec) && (u->has_priority || u->has_time_limit)) {
+        if (u->has_priority)
+            json_object_set_new(spec, "priority", json_integer(u->priority));
+        if (u->has_time_limit)
+            json_object_set_new(spec, "time_limit_s", json_integer(u->time_limit_s));
+        char *text = json_dumps(spec, GP_JSON_CANONICAL);
+        rc = text ? gp_store_job_spec_set(j->store, id, text, err)
+                  : gp_error_set(err, GP_ERR_NOMEM, "store", "out of memory");
+        free(text);
+    }
+    json_decref(row);
+    char text[GP_NAME_MAX + 128];
+    int n = snprintf(text, sizeof text, "%s", u->has_hold ? (u->hold ? "held" : "released") : "updated");
+    if (u->has_priority)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%spriority %d", n ? ", " : "", u->priority);
+    if (u->has_time_limit)
+        n += snprintf(text + n, sizeof text - (size_t)n, ", time_limit_s %lld", (long long)u->time_limit_s);
+    snprintf(text + n, sizeof text - (size_t)n, " by %s", who && who[0] ? who : "(none)");
+    return rc == GP_OK ? gp_store_history_add(j->store, id, time, "update", NULL, NULL, text, err) : rc;
+}
+
 /* The event's own rows: the job, the tenant, the next id. */
 static gp_err write_own_rows(gp_journal *j, const gp_event *ev, const char *payload, gp_error *err)
 {
@@ -354,6 +386,8 @@ static gp_err write_own_rows(gp_journal *j, const gp_event *ev, const char *payl
         rc = gp_store_tenant_delete(j->store, ev->path, err);
     } else if (ev->kind == GP_EV_REPLICA_EXIT) {
         rc = exit_history(j, ev->exit, ev->time, err);
+    } else if (ev->kind == GP_EV_JOB_UPDATE) {
+        rc = update_rows(j, ev->job_id, ev->update, ev->update->by, ev->time, err);
     }
     return rc;
 }
@@ -408,6 +442,12 @@ gp_err gp_journal_submit(gp_journal *j, gp_job_request *req, int64_t now, gp_err
 gp_err gp_journal_cancel(gp_journal *j, uint64_t id, int64_t now, gp_error *err)
 {
     gp_event ev = {.kind = GP_EV_CANCEL, .time = now, .job_id = id};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_job_update(gp_journal *j, uint64_t id, const gp_job_update *u, int64_t now, gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_JOB_UPDATE, .time = now, .job_id = id, .update = u};
     return journal_event(j, &ev, err);
 }
 

@@ -88,6 +88,8 @@ gp_err gp_journal_follow(gp_journal *j, bool check, gp_error *err);
  * the engine from the log (gpupoold exits and restarts). */
 gp_err gp_journal_submit(gp_journal *j, gp_job_request *req, int64_t now, gp_error *err); /* sets req->spec.id */
 gp_err gp_journal_cancel(gp_journal *j, uint64_t id, int64_t now, gp_error *err);
+/* u->by names who asks (its history line says so; the engine keeps it for a hold). */
+gp_err gp_journal_job_update(gp_journal *j, uint64_t id, const gp_job_update *u, int64_t now, gp_error *err);
 gp_err gp_journal_tenant_set(gp_journal *j, const char *path, const gp_tenant_spec *spec, int64_t now,
                              gp_error *err);
 gp_err gp_journal_tenant_remove(gp_journal *j, const char *path, int64_t now, gp_error *err);

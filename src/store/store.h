@@ -218,6 +218,8 @@ typedef struct gp_store_job {
 gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err);
 /* Updates state, class, reason, times and placement (spec stays). */
 gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err);
+/* Replaces the job's spec (a pending job's update: hold, priority, time limit). */
+gp_err gp_store_job_spec_set(gp_store *s, uint64_t id, const char *spec_json, gp_error *err);
 gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
                             const char *to, const char *reason, gp_error *err);
 

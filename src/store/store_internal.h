@@ -19,6 +19,7 @@ typedef enum gp__stmt_id {
     GP__ST_JOB_INSERT,
     GP__ST_JOB_SCOPE,
     GP__ST_JOB_UPDATE,
+    GP__ST_JOB_SPEC,
     GP__ST_HISTORY_ADD,
     GP__ST_RUN_ADD,
     GP__ST_RUN_STARTED,

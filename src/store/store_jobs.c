@@ -80,6 +80,16 @@ gp_err gp_store_job_update(gp_store *s, const gp_store_job *j, gp_error *err)
     return gp__store_exec_stmt(st, "job update", err);
 }
 
+gp_err gp_store_job_spec_set(gp_store *s, uint64_t id, const char *spec_json, gp_error *err)
+{
+    gp_db_stmt *st = gp__store_stmt(s, GP__ST_JOB_SPEC, err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, (int64_t)id);
+    gp_db_bind_text(st, 2, spec_json);
+    return gp__store_exec_stmt(st, "job spec", err);
+}
+
 gp_err gp_store_history_add(gp_store *s, uint64_t job, int64_t time, const char *kind, const char *from,
                             const char *to, const char *reason, gp_error *err)
 {

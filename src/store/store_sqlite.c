@@ -39,6 +39,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
                           " reason = ?4, bind_time = COALESCE(?5, CASE WHEN " FINAL_STATE " THEN bind_time END),"
                           " end_time = CASE WHEN " FINAL_STATE " THEN COALESCE(end_time, ?6) END, updated = ?7,"
                           " placement_json = COALESCE(?8, CASE WHEN " FINAL_STATE " THEN placement_json END) WHERE id = ?1",
+    [GP__ST_JOB_SPEC] = "UPDATE jobs SET spec_json = ?2 WHERE id = ?1",
     [GP__ST_HISTORY_ADD] = "INSERT INTO job_history(job_id, time, kind, from_state, to_state, reason)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_RUN_ADD] = "INSERT INTO job_runs(job_id, bind_time, replica, node) VALUES(?1, ?2, ?3, ?4)"
@@ -80,6 +81,7 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
 static const unsigned FLAGS[GP__ST_COUNT] = {
     [GP__ST_META_SET] = GP_DB_DEFER,     [GP__ST_EVENT_APPEND] = GP_DB_DEFER, [GP__ST_JOB_INSERT] = GP_DB_DEFER,
     [GP__ST_JOB_SCOPE] = GP_DB_DEFER,    [GP__ST_JOB_UPDATE] = GP_DB_DEFER,   [GP__ST_HISTORY_ADD] = GP_DB_DEFER,
+    [GP__ST_JOB_SPEC] = GP_DB_DEFER,
     [GP__ST_RUN_ADD] = GP_DB_DEFER,      [GP__ST_USAGE_OPEN] = GP_DB_DEFER,   [GP__ST_USAGE_CLOSE] = GP_DB_DEFER,
     [GP__ST_TENANT_PUT] = GP_DB_DEFER,   [GP__ST_TENANT_DELETE] = GP_DB_DEFER, [GP__ST_AUDIT_APPEND] = GP_DB_DEFER,
     [GP__ST_LEDGER_APPEND] = GP_DB_DEFER, [GP__ST_USE_OPEN] = GP_DB_DEFER,    [GP__ST_USE_LOST] = GP_DB_DEFER,

@@ -354,6 +354,39 @@ static void checkpointed_and_gpu_health_round_trip(void **state)
     }
 }
 
+static void a_job_update_round_trips_only_what_it_changes(void **state)
+{
+    (void)state;
+    gp_job_update hold = {.has_hold = true, .hold = true, .by = "alice", .has_priority = true, .priority = -7},
+                  release = {.has_hold = true, .hold = false, .has_time_limit = true, .time_limit_s = 7200};
+    const gp_job_update *cases[] = {&hold, &release};
+    for (size_t i = 0; i < 2; i++) {
+        gp_event in = {.kind = GP_EV_JOB_UPDATE, .time = 16, .job_id = 9, .update = cases[i]}, out;
+        round_trip(&in, &out);
+        assert_int_equal(out.job_id, 9);
+        assert_int_equal(out.update->has_hold, cases[i]->has_hold);
+        assert_int_equal(out.update->hold, cases[i]->hold);
+        assert_string_equal(out.update->by, cases[i]->hold ? "alice" : "");
+        assert_int_equal(out.update->has_priority, cases[i]->has_priority);
+        assert_int_equal(out.update->priority, cases[i]->priority);
+        assert_int_equal(out.update->has_time_limit, cases[i]->has_time_limit);
+        assert_int_equal(out.update->time_limit_s, cases[i]->time_limit_s);
+        gp_event_free(&out);
+    }
+    /* a release names nobody; a hold must; an update changes something */
+    const char *bad[][2] = {{"{\"id\":9,\"hold\":false,\"by\":\"alice\"}", "by"},
+                            {"{\"id\":9,\"hold\":true}", "by"},
+                            {"{\"id\":9}", "payload"},
+                            {"{\"id\":9,\"priority\":5000}", "priority"},
+                            {"{\"id\":9,\"gpus\":2}", "payload.gpus"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gp_event out;
+        gp_error err = {0};
+        assert_int_equal(gp_event_decode("job_update", GP_EVENT_VERSION, bad[i][0], 1, &out, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, bad[i][1]);
+    }
+}
+
 /* ---- version 1 as written before the codec ---- */
 
 static void version_1_payloads_from_an_old_store_decode(void **state)
@@ -469,6 +502,7 @@ int main(void)
         cmocka_unit_test(the_small_kinds_round_trip),
         cmocka_unit_test(a_replica_exit_round_trips_with_every_reason),
         cmocka_unit_test(checkpointed_and_gpu_health_round_trip),
+        cmocka_unit_test(a_job_update_round_trips_only_what_it_changes),
         cmocka_unit_test(version_1_payloads_from_an_old_store_decode),
         cmocka_unit_test(bad_payloads_are_errors_naming_the_field),
     };
