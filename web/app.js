@@ -586,7 +586,8 @@ function usageChart(s, hours) {
   const bits = [`now ${fmtGpus(s.now)}`];
   if (s.guarantee) bits.push(`guarantee ${fmtGpus(s.guarantee)}`);
   if (s.limit !== undefined) bits.push(`limit ${fmtGpus(s.limit)}`);
-  return el('div', { class: 'chart', dataset: { tenant: s.tenant, type: s.type } },
+  return el('div', { class: 'chart', dataset: { tenant: s.tenant, type: s.type, buckets: hours.length, span,
+                                                from: hours[0].from } },
             el('div', { class: 'title' }, el('span', { class: 'name' }, `${s.tenant} · ${s.type}`),
                el('span', { class: 'now' }, bits.join(' · '))), g);
 }

@@ -8,6 +8,7 @@
  *                     [--sign-out-png after.png [--next-token gpt_... --next-png next.png]]
  *                     [--hash '#/jobs/7' [--cancel 1 [--cancel-first /v1/jobs/7]]]
  *                     [--jobs-filter '{"state": "blocked"}' --csv-dir DIR] [--node NAME [--drain 1]]
+ *                     [--range 7d]
  *
  * It types the token into the page (as a person does), waits until every
  * panel has loaded once, optionally opens a block of the fleet, and prints
@@ -35,7 +36,8 @@
  * filters ({"state", "tenant", "user", "text"}); --csv-dir then clicks
  * Export CSV and adds "csv": the file the browser downloaded.  --node opens
  * a node's view by clicking its name in the fleet (with --drain 1, then
- * its Drain button).
+ * its Drain button).  --range picks the usage charts' time range and waits
+ * until they are drawn again.
  *
  * Exit 0 when it could report, 1 when the browser or the page could not be
  * driven (the message on stderr).
@@ -65,7 +67,10 @@ function pageReport() {
     failed_panels: all('.panel .failed').map((p) => ({ panel: p.closest('.panel').id, text: p.textContent })),
     queue: rows('#queue-body tbody tr'),
     preemptions: rows('#preemptions-body tbody tr'),
+    usage_title: document.getElementById('usage-title').textContent,
     usage_charts: all('.chart').map((c) => ({ tenant: c.dataset.tenant, type: c.dataset.type,
+                                             buckets: Number(c.dataset.buckets), span: Number(c.dataset.span),
+                                             from: Number(c.dataset.from),
                                              guarantee: !!c.querySelector('.guarantee'), limit: !!c.querySelector('.limit') })),
     fleet: {
       summary: document.getElementById('fleet-summary').textContent,
@@ -181,6 +186,15 @@ async function openNode(b, a) {
   }
 }
 
+/* Picks the usage charts' range; resolves once every chart is drawn for it. */
+async function pickRange(b, range) {
+  await b.evaluate(`(() => { const s = document.getElementById('usage-range'); s.value = ${JSON.stringify(range)};
+                             s.dispatchEvent(new Event('change')); return true; })()`);
+  const want = { '1h': 300, '24h': 3600, '7d': 21600, '30d': 86400 }[range];
+  await b.waitFor(`(() => { const c = [...document.querySelectorAll('.chart')];
+                            return c.length > 0 && c.every((x) => Number(x.dataset.span) === ${want}); })()`, 'the charts of ' + range);
+}
+
 /* Sets the jobs panel's filters; with --csv-dir, the CSV the Export button downloads. */
 async function filterJobs(b, a) {
   const f = JSON.parse(a['jobs-filter']);
@@ -258,6 +272,7 @@ async function main() {
       await b.evaluate(`(() => { document.querySelector(${sel}).click(); return true; })()`);
       await b.waitFor(`!!document.querySelector('.block-nodes[data-block="${a['open-block']}"]')`, 'the block opened');
     }
+    if (a.range) await pickRange(b, a.range);
     if (a.hash) await openLink(b, a);
     if (a.node) await openNode(b, a);
     const csv = a['jobs-filter'] ? await filterJobs(b, a) : undefined;

@@ -42,6 +42,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zoneinfo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -305,8 +306,14 @@ def check_console_admin(d, jobs):
     lines = out["csv"].strip().split("\r\n")
     assert lines[0].startswith("job,tenant,user,name,state,GPUs,") and len(lines) == 2, lines
     assert lines[1].startswith("%d,research/vision," % jobs["never"]) and "never-fits" in lines[1], lines
-    out = drive_dashboard(d, d.token, "console-admin-filter.png",
-                          jobs_filter=json.dumps({"tenant": "research", "text": "waits"}))
+    out = drive_dashboard(d, d.token, "console-admin-filter-7d.png",
+                          jobs_filter=json.dumps({"tenant": "research", "text": "waits"}), range="7d")
+    charts = out["report"]["usage_charts"]
+    assert out["report"]["usage_title"] == "last 7 days" and charts, out["report"]["usage_title"]
+    # 28 buckets of 6 hours, whole ones (UTC), the last holding now: the 7 days before it
+    assert {(c["buckets"], c["span"]) for c in charts} == {(28, 21600)}, charts
+    assert all(c["from"] % 21600 == 0 and time.time() - 7 * 86400 - 21600 < c["from"] <= time.time() - 7 * 86400 + 21600
+               for c in charts), charts
     want = sorted(j["id"] for j in api_jobs(d, d.token, "live") if "waits" in j["name"])
     assert want and ids(out["report"]["jobs"]) == want, (out["report"]["jobs"], want)
     # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain
