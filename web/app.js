@@ -553,28 +553,36 @@ function usageSeries(tenants, hours, usages) {
   return [...series.values()];
 }
 
-function usageChart(s, hours) {
-  const W = 300, H = 90, L = 26, B = 14, T = 4;
-  const points = [...s.values, s.now]; /* each hour's average, then what runs now */
-  const top = Math.max(1, s.guarantee, s.limit || 0, ...points) * 1.1;
-  const x = (i) => L + (i * (W - L - 4)) / hours.length;
-  const y = (v) => T + (H - T - B) * (1 - v / top);
+/* One GPU type of a tenant's chart: its area, its guarantee (dashed) and limit (solid), in the type's colour. */
+function usageSeriesSvg(s, hours, x, y, L, W) {
+  const points = [...s.values, s.now]; /* each bucket's average, then what runs now */
   const area = `M${x(0)},${y(0)} ` + points.map((v, i) => `L${x(i)},${y(v)}`).join(' ') +
                ` L${x(hours.length)},${y(0)} Z`;
-  const colour = tenantColour(s.tenant);
-  const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' },
-    svg('path', { d: area, fill: colour, 'fill-opacity': '0.35', stroke: colour, 'stroke-width': '1.5' }),
-    svg('line', { x1: L, x2: W - 4, y1: y(0), y2: y(0), stroke: '#ccd' }),
-    svg('text', { x: 2, y: y(top / 1.1) + 8 }, fmtGpus(Math.round(top / 1.1 * 10) / 10)),
-    svg('text', { x: 2, y: y(0) }, '0'));
+  const colour = tenantColour(s.type);
+  const g = svg('g', { class: 'series', 'data-tenant': s.tenant, 'data-type': s.type, 'data-now': s.now },
+    svg('path', { d: area, fill: colour, 'fill-opacity': '0.25', stroke: colour, 'stroke-width': '1.5' }));
   if (s.guarantee) {
-    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.guarantee), y2: y(s.guarantee), stroke: '#1e8449',
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.guarantee), y2: y(s.guarantee), stroke: colour,
                            'stroke-dasharray': '4 3', 'stroke-width': '1.5', class: 'guarantee' }));
   }
   if (s.limit !== undefined) {
-    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.limit), y2: y(s.limit), stroke: cssVar('--bad'),
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.limit), y2: y(s.limit), stroke: colour,
                            'stroke-width': '1.2', class: 'limit' }));
   }
+  return g;
+}
+
+/* A tenant's chart: every GPU type of its subtree on one axis. */
+function usageChart(tenant, list, hours) {
+  const W = 300, H = 90, L = 26, B = 14, T = 4;
+  const top = Math.max(1, ...list.flatMap((s) => [s.guarantee, s.limit || 0, s.now, ...s.values])) * 1.1;
+  const x = (i) => L + (i * (W - L - 4)) / hours.length;
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' },
+    svg('line', { x1: L, x2: W - 4, y1: y(0), y2: y(0), stroke: '#ccd' }),
+    ...list.map((s) => usageSeriesSvg(s, hours, x, y, L, W)),
+    svg('text', { x: 2, y: y(top / 1.1) + 8 }, fmtGpus(Math.round(top / 1.1 * 10) / 10)),
+    svg('text', { x: 2, y: y(0) }, '0'));
   const step = Math.ceil(hours.length / 4);
   const span = hours.length > 1 ? hours[1].from - hours[0].from : 3600;
   for (let i = 0; i < hours.length; i += step) {
@@ -583,27 +591,53 @@ function usageChart(s, hours) {
     g.append(svg('text', { x: x(i), y: H - 2, class: 'tick' }, label));
   }
   g.append(svg('text', { x: x(hours.length) - 16, y: H - 2 }, 'now'));
-  const bits = [`now ${fmtGpus(s.now)}`];
-  if (s.guarantee) bits.push(`guarantee ${fmtGpus(s.guarantee)}`);
-  if (s.limit !== undefined) bits.push(`limit ${fmtGpus(s.limit)}`);
-  return el('div', { class: 'chart', dataset: { tenant: s.tenant, type: s.type, buckets: hours.length, span,
-                                                from: hours[0].from } },
-            el('div', { class: 'title' }, el('span', { class: 'name' }, `${s.tenant} · ${s.type}`),
-               el('span', { class: 'now' }, bits.join(' · '))), g);
+  const keys = list.map((s) => el('span', { class: 'type' },
+    el('span', { class: 'swatch', style: { background: tenantColour(s.type) } }),
+    [`${s.type} now ${fmtGpus(s.now)}`, s.guarantee ? `guarantee ${fmtGpus(s.guarantee)}` : null,
+     s.limit !== undefined ? `limit ${fmtGpus(s.limit)}` : null].filter(Boolean).join(' · ')));
+  return el('div', { class: 'chart', dataset: { tenant, buckets: hours.length, span, from: hours[0].from } },
+            el('div', { class: 'title' }, el('span', { class: 'name' }, tenant)), el('div', { class: 'now' }, keys), g);
+}
+
+/* A tenant's chart and, folded under it, its children's (each with theirs): the tree rolled up. */
+function usageTree(path, byTenant, children, hours) {
+  const kids = (children.get(path) || []).filter((c) => hasUsage(c, byTenant, children));
+  const node = el('div', { class: 'tenant-usage', dataset: { tenant: path } },
+                  usageChart(path, byTenant.get(path) || [], hours));
+  if (kids.length) {
+    node.append(el('details', { class: 'children' },
+      el('summary', {}, `${kids.length} ${kids.length === 1 ? 'child' : 'children'} of ${path}`),
+      el('div', { class: 'charts' }, kids.map((c) => usageTree(c, byTenant, children, hours)))));
+  }
+  return node;
+}
+
+function hasUsage(path, byTenant, children) {
+  return byTenant.has(path) || (children.get(path) || []).some((c) => hasUsage(c, byTenant, children));
 }
 
 function drawUsage(tenants, hours, usages) {
   const series = usageSeries(tenants, hours, usages);
   $('usage-legend').replaceChildren(
     el('span', { class: 'key' }, el('span', { class: 'swatch', style: { background: '#8fb3ec' } }),
-       `GPUs in use (the tenant and its subtree): the average of each ${fmtSpan(hours[1] ? hours[1].from - hours[0].from : 3600)}, then now`),
+       `GPUs in use by the tenant and its subtree, per GPU type: the average of each ${fmtSpan(hours[1] ? hours[1].from - hours[0].from : 3600)}, then now`),
     el('span', { class: 'key' }, el('span', { class: 'swatch dashed' }), 'guarantee'),
-    el('span', { class: 'key' }, el('span', { class: 'swatch limit' }), 'limit'));
+    el('span', { class: 'key' }, el('span', { class: 'swatch limit' }), 'limit (both in the type\'s colour)'));
   if (!series.length) {
     $('usage-charts').replaceChildren(el('p', { class: 'empty' }, 'No usage, guarantee or limit to show.'));
     return;
   }
-  $('usage-charts').replaceChildren(...series.map((s) => usageChart(s, hours)));
+  const byTenant = new Map();
+  for (const s of series) byTenant.set(s.tenant, [...(byTenant.get(s.tenant) || []), s]);
+  const paths = new Set(tenants.map((t) => t.path));
+  const parentOf = (p) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
+  const children = new Map();
+  for (const p of [...paths].sort()) {
+    const parent = parentOf(p);
+    if (paths.has(parent)) children.set(parent, [...(children.get(parent) || []), p]);
+  }
+  const roots = [...paths].sort().filter((p) => !paths.has(parentOf(p)) && hasUsage(p, byTenant, children));
+  $('usage-charts').replaceChildren(...roots.map((p) => usageTree(p, byTenant, children, hours)));
 }
 
 /* ---- the pending queue and recent preemptions ---- */

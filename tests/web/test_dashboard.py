@@ -312,6 +312,13 @@ def check_console_admin(d, jobs):
     assert out["report"]["usage_title"] == "last 7 days" and charts, out["report"]["usage_title"]
     # 28 buckets of 6 hours, whole ones (UTC), the last holding now: the 7 days before it
     assert {(c["buckets"], c["span"]) for c in charts} == {(28, 21600)}, charts
+    # rolled up: one chart per tenant (its types in it), children under their parent; a parent sums its subtree
+    tree = {t["tenant"]: t for t in out["report"]["usage_tree"]}
+    assert out["report"]["usage_chart_count"] == len(tree) and all(t["charts"] == 1 for t in tree.values()), tree
+    assert {p for p, t in tree.items() if t["parent"] is None} == {"research", "product"}, tree
+    assert tree["research/nlp"]["parent"] == "research" and tree["product/search"]["parent"] == "product", tree
+    l4 = {c["tenant"]: c["now"] for c in charts if c["type"] == "L4"}
+    assert l4["research"] == l4["research/nlp"] + l4["research/vision"] == 4, l4
     assert all(c["from"] % 21600 == 0 and time.time() - 7 * 86400 - 21600 < c["from"] <= time.time() - 7 * 86400 + 21600
                for c in charts), charts
     want = sorted(j["id"] for j in api_jobs(d, d.token, "live") if "waits" in j["name"])
