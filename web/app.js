@@ -22,8 +22,9 @@
  *   #/nodes/NAME  GET /v1/nodes/NAME, GET /v1/nodes/NAME/checks; Drain and
  *                 Undrain: POST /v1/nodes/NAME/drain
  *
- * The address's fragment names the open view (#/jobs/ID, #/nodes/NAME), so
- * a reload or a bookmark opens it again.  Action buttons are drawn only for
+ * The address's fragment names the open view (#/jobs/ID, #/nodes/NAME,
+ * #/tenants/PATH: its usage chart unfolded and the jobs filtered to its
+ * subtree), so a reload or a bookmark opens it again.  Action buttons are drawn only for
  * roles the API lets act (cancel: admin, operator, tenant-admin, member;
  * drain: admin, operator); what the API answers a click, a refusal too, is
  * shown beside the button.
@@ -638,6 +639,7 @@ function drawUsage(tenants, hours, usages) {
   }
   const roots = [...paths].sort().filter((p) => !paths.has(parentOf(p)) && hasUsage(p, byTenant, children));
   $('usage-charts').replaceChildren(...roots.map((p) => usageTree(p, byTenant, children, hours)));
+  focusTenant();
 }
 
 /* ---- the pending queue and recent preemptions ---- */
@@ -719,7 +721,8 @@ function jobRow(j, now) {
   return el('tr', { class: blocked ? 'blocked' : null, dataset: { job: j.id, tenant: j.tenant, state: j.state,
                                                                   blocked: blocked || '' },
                     onclick: () => { location.hash = `#/jobs/${j.id}`; } },
-            el('td', { class: 'num' }, el('a', { href: `#/jobs/${j.id}` }, j.id)), el('td', {}, j.tenant),
+            el('td', { class: 'num' }, el('a', { href: `#/jobs/${j.id}` }, j.id)),
+            el('td', {}, el('a', { href: `#/tenants/${j.tenant}`, onclick: (ev) => ev.stopPropagation() }, j.tenant)),
             el('td', {}, j.user || ''), el('td', {}, j.name || ''), el('td', {}, j.state),
             el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - since)),
             el('td', { class: 'reason' }, blocked ? el('strong', {}, 'blocked: ') : null, j.reason || ''));
@@ -860,10 +863,16 @@ async function act(method, path, done, body) {
   return `refused: ${resp.status} ${answer && answer.error ? answer.error.message : resp.statusText}`;
 }
 
-/* ---- deep links: #/jobs/ID, #/nodes/NAME ---- */
+/* Waits (5 s at most) until GET path shows an accepted change: the
+ * journal applies it to the node view a moment after the API answered. */
+async function settled(path, pred) {
+  for (let i = 0; i < 20 && !pred(await api(path)); i++) await new Promise((r) => setTimeout(r, 250));
+}
+
+/* ---- deep links: #/jobs/ID, #/nodes/NAME, #/tenants/PATH ---- */
 
 function parseRoute(hash) {
-  const m = /^#\/(jobs|nodes)\/(.+)$/.exec(hash);
+  const m = /^#\/(jobs|nodes|tenants)\/(.+)$/.exec(hash);
   return m ? { kind: m[1], key: decodeURIComponent(m[2]) } : null;
 }
 
@@ -882,8 +891,27 @@ async function route() {
   }
 }
 
+/* Brings the linked view into sight; a tenant's link also sets the jobs filter to its subtree. */
 function scrollToRoute() {
-  if (view.route && view.session) $(view.route.kind === 'jobs' ? 'job-detail' : 'node-detail').scrollIntoView();
+  if (!view.route || !view.session) return;
+  if (view.route.kind !== 'tenants') {
+    $(view.route.kind === 'jobs' ? 'job-detail' : 'node-detail').scrollIntoView();
+    return;
+  }
+  $('jobs-tenant').value = view.route.key;
+  drawJobs();
+  const chart = focusTenant();
+  if (chart) chart.scrollIntoView();
+}
+
+/* Unfolds the usage tree down to the linked tenant and marks its chart; the chart, or null. */
+function focusTenant() {
+  if (!view.route || view.route.kind !== 'tenants') return null;
+  const box = [...document.querySelectorAll('.tenant-usage')].find((t) => t.dataset.tenant === view.route.key);
+  if (!box) return null;
+  for (let d = box.closest('details'); d; d = d.parentElement.closest('details')) d.open = true;
+  box.classList.add('focus');
+  return box;
 }
 
 /* ---- one node: health, checks, its jobs, GPU use, drain ---- */
@@ -896,9 +924,11 @@ function drainButton(node) {
   const button = el('button', { id: 'node-drain', type: 'button' }, node.draining ? 'Undrain' : 'Drain');
   button.addEventListener('click', async () => {
     button.disabled = true;
-    status.textContent = await act('POST', `/v1/nodes/${encodeURIComponent(node.name)}/drain`,
-                                   node.draining ? 'undrained' : 'draining', { drain: !node.draining });
+    const path = `/v1/nodes/${encodeURIComponent(node.name)}`;
+    const done = node.draining ? 'undrained' : 'draining';
+    status.textContent = await act('POST', path + '/drain', done, { drain: !node.draining });
     const kept = status.textContent;
+    if (kept === done) await settled(path, (n) => n.draining !== node.draining);
     await panel('node-detail-body', loadNodeDetail);
     if ($('node-action-status')) $('node-action-status').textContent = kept;
   });

@@ -28,7 +28,7 @@
  * in the same tab as that token and adds "next": that token's report, with
  * its screenshot.
  *
- * --hash opens that deep link (#/jobs/ID, #/nodes/NAME) and reloads the
+ * --hash opens that deep link (#/jobs/ID, #/nodes/NAME, #/tenants/PATH) and reloads the
  * page, as a bookmark does; the report's "job_detail" or "node_detail" is
  * what that view shows (with --cancel 1: after clicking Cancel twice and
  * waiting for the API's answer; --cancel-first: the job cancelled by another
@@ -78,6 +78,10 @@ function pageReport() {
     usage_tree: all('.tenant-usage').map((t) => ({ tenant: t.dataset.tenant, charts: t.querySelectorAll(':scope > .chart').length,
       parent: t.parentElement.closest('.tenant-usage') ? t.parentElement.closest('.tenant-usage').dataset.tenant : null })),
     usage_chart_count: all('.chart').length,
+    usage_focus: all('.tenant-usage.focus').map((t) => ({ tenant: t.dataset.tenant,
+      unfolded: (() => { for (let d = t.closest('details'); d; d = d.parentElement.closest('details')) if (!d.open) return false;
+                         return true; })() })),
+    jobs_tenant_filter: document.getElementById('jobs-tenant').value,
     fleet: {
       summary: document.getElementById('fleet-summary').textContent,
       tiles: all('.block-tile').map((t) => t.dataset.block),
@@ -169,8 +173,9 @@ async function openLink(b, a) {
   await b.send('Page.reload', {});
   await loaded;
   const box = a.hash.startsWith('#/jobs/') ? 'job-detail' : 'node-detail';
-  await b.waitFor(`Number(document.body.dataset.loaded || 0) >= 1 && !document.getElementById('${box}').hidden &&
-                   document.getElementById('${box}-body').childElementCount > 0`, 'the deep link\'s view', 120000);
+  const shown = a.hash.startsWith('#/tenants/') ? "!!document.querySelector('.tenant-usage.focus')"
+    : `!document.getElementById('${box}').hidden && document.getElementById('${box}-body').childElementCount > 0`;
+  await b.waitFor(`Number(document.body.dataset.loaded || 0) >= 1 && ${shown}`, 'the deep link\'s view', 120000);
   if (a.cancel) {
     if (a['cancel-first']) await b.evaluate(`fetch(${JSON.stringify(a['cancel-first'])}, { method: 'DELETE',
       headers: { Authorization: 'Bearer ' + sessionStorage.getItem('gpupool.token') } }).then((r) => r.status)`);

@@ -323,6 +323,12 @@ def check_console_admin(d, jobs):
                for c in charts), charts
     want = sorted(j["id"] for j in api_jobs(d, d.token, "live") if "waits" in j["name"])
     assert want and ids(out["report"]["jobs"]) == want, (out["report"]["jobs"], want)
+    # a tenant's link: its chart unfolded and marked, the jobs of its subtree only
+    out = drive_dashboard(d, d.token, "console-admin-tenant.png", hash="#/tenants/research/nlp")
+    report = out["report"]
+    assert report["usage_focus"] == [{"tenant": "research/nlp", "unfolded": True}], report["usage_focus"]
+    nlp = sorted(j["id"] for j in api_jobs(d, d.token, "live") if j["tenant"] == "research/nlp")
+    assert report["jobs_tenant_filter"] == "research/nlp" and ids(report["jobs"]) == nlp, report["jobs"]
     # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain
     out = drive_dashboard(d, d.token, "console-admin-node.png", node="l4-e-0", drain=1)
     node = out["report"]["node_detail"]
