@@ -82,6 +82,7 @@ function pageReport() {
       unfolded: (() => { for (let d = t.closest('details'); d; d = d.parentElement.closest('details')) if (!d.open) return false;
                          return true; })() })),
     jobs_tenant_filter: document.getElementById('jobs-tenant').value,
+    injected: !!document.getElementById('injected'),
     fleet: {
       summary: document.getElementById('fleet-summary').textContent,
       tiles: all('.block-tile').map((t) => t.dataset.block),

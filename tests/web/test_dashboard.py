@@ -250,7 +250,7 @@ def console_system(d):
     jobs = {}
     for tenant, word in (("research/vision", "vision"), ("research/nlp", "nlp")):
         jobs[word] = agentproc.submit(d, tenant=tenant, gpu_types=["L4"], name="log-" + word, gpus=2,
-                                      command="echo hello-from-%s-log; %s" % (word, agentproc.STARTS_THEN_WAIT))
+                                      command="echo '<b id=injected>hello-from-%s-log</b>'; %s" % (word, agentproc.STARTS_THEN_WAIT))
         jobs[word + "-waits"] = d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": 2, "gpu_types": ["L4"],
                                                           "name": word + "-waits"})["id"]
     jobs["never"] = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
@@ -296,6 +296,7 @@ def check_console_admin(d, jobs):
     detail = report["job_detail"]
     assert detail["visible"] and detail["title"].startswith("%d · log-nlp" % jobs["nlp"]), detail
     assert "hello-from-nlp-log" in detail["log"] and detail["placement"] and detail["cancel_button"], detail
+    assert "<b id=injected>" in detail["log"] and not report["injected"], detail["log"]  # a log is text, never markup
     assert "History" in detail["text"] and "submitted to research/nlp" in detail["text"], detail["text"]
     # filters and the CSV of what they show
     csv_dir = os.path.join(d.dir, "csv-admin")
@@ -365,9 +366,12 @@ def check_console_member(d, jobs):
     detail = out["report"]["job_detail"]
     assert detail["failed"] and "404" in detail["failed"] and "hello-from-nlp-log" not in detail["text"], detail
     assert "log-nlp" not in detail["text"], detail
-    # a node's view: no Drain button for a member; the others' GPU use is not shown
-    out = drive_dashboard(d, member, "console-member-node.png", node="l4-e-0")
-    assert out["report"]["node_detail"]["visible"] and out["report"]["node_detail"]["drain_button"] is None, out
+    # a node's view: no Drain button for a member; the SM activity of research/nlp's GPUs is not shown to it
+    nlp_node = d.ok("GET", "/v1/jobs/%d" % jobs["nlp"])["placement"][0]["node"]
+    out = drive_dashboard(d, member, "console-member-node.png", node=nlp_node)
+    node = out["report"]["node_detail"]
+    assert node["visible"] and node["drain_button"] is None and node["jobs"] == [], node
+    assert node["sm_active"] == ["", ""] and "log-nlp" not in node["text"], node
     # Cancel: the API's refusal is shown (the job was cancelled meanwhile: 409), then a real cancel
     gone = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
                                      "name": "cancelled-meanwhile"})["id"]
