@@ -1,4 +1,4 @@
-/* app.js - the gpupool dashboard: five panels drawn from gpupoold's JSON API.
+/* app.js - the gpupool dashboard: six panels and two detail views drawn from gpupoold's JSON API.
  *
  * The viewer types a token once; it is kept in sessionStorage (this tab
  * only, gone when it closes) and sent as "Authorization: Bearer" to this
@@ -9,11 +9,25 @@
  *
  *   panel         reads
  *   fleet         GET /v1/nodes, GET /v1/jobs?state=live (pages of 1000)
- *   usage         GET /v1/tenants; GET /v1/usage?from=&to= for each of the
- *                 last 24 hours (GPU-seconds / seconds = average GPUs)
+ *   usage         GET /v1/tenants; GET /v1/usage?from=&to= for each bucket of
+ *                 the chosen range (1h: 5 min, 24h: 1 h, 7d: 6 h, 30d: 1 day;
+ *                 GPU-seconds / seconds = average GPUs)
  *   queue         GET /v1/jobs?state=pending
  *   preemptions   GET /v1/preemptions
  *   bill          GET /v1/bill?period=YYYY-MM (this UTC month)
+ *
+ *   jobs          GET /v1/jobs?state=live (pages of 1000), filtered here
+ *   #/jobs/ID     GET /v1/jobs/ID, GET /v1/jobs/ID/logs (the last 64 KiB of
+ *                 replica 0's latest run); Cancel: DELETE /v1/jobs/ID
+ *   #/nodes/NAME  GET /v1/nodes/NAME, GET /v1/nodes/NAME/checks; Drain and
+ *                 Undrain: POST /v1/nodes/NAME/drain
+ *
+ * The address's fragment names the open view (#/jobs/ID, #/nodes/NAME,
+ * #/tenants/PATH: its usage chart unfolded and the jobs filtered to its
+ * subtree), so a reload or a bookmark opens it again.  Action buttons are drawn only for
+ * roles the API lets act (cancel: admin, operator, tenant-admin, member;
+ * drain: admin, operator); what the API answers a click, a refusal too, is
+ * shown beside the button.
  *
  * The fleet is drawn per block: a tile per block with a bar of its GPUs by
  * colour, and a click zooms into the block, one cell per GPU (MIG GPUs
@@ -40,7 +54,7 @@ const SMALL_FLEET_NODES = 64;
 const JOB_PAGES_MAX = 20;
 
 /* What the signed-in viewer's page holds; session is null when signed out. */
-const view = { block: null, colourBy: 'state', data: null, session: null, blankDash: null };
+const view = { block: null, colourBy: 'state', data: null, jobs: null, route: null, session: null, blankDash: null };
 
 /* ---- small helpers ---- */
 
@@ -166,6 +180,7 @@ function forget() {
   }
   view.session = null;
   view.data = null;
+  view.jobs = null;
   view.block = null;
   view.colourBy = 'state';
   sessionStorage.removeItem(TOKEN_KEY);
@@ -187,6 +202,7 @@ function showLogin(message) {
 
 function signOut() {
   forget();
+  history.replaceState(null, '', location.pathname + location.search); /* no job or node of the last viewer in the address */
   showLogin('');
 }
 
@@ -213,6 +229,7 @@ async function signIn(token) {
   $('signout').hidden = false;
   session.timer = setInterval(refresh, REFRESH_MS);
   await refresh();
+  scrollToRoute();
 }
 
 /* ---- loading ---- */
@@ -238,7 +255,9 @@ async function refresh() {
       panel('queue-body', loadQueue),
       panel('preemptions-body', loadPreemptions),
       panel('bill-body', loadBill),
+      panel('jobs-body', loadJobs),
     ]);
+    await route();
     checkSession(session);
     session.loads += 1;
     document.body.dataset.loaded = String(session.loads);
@@ -451,7 +470,7 @@ function nodeCard(n) {
   const flags = [node.up ? null : 'down', node.draining ? 'draining' : null].filter(Boolean);
   return el('div', { class: 'node' + (node.up ? '' : ' down') + (node.draining ? ' draining' : ''),
                      dataset: { node: node.name } },
-            el('div', { class: 'title' }, el('span', { class: 'name' }, node.name),
+            el('div', { class: 'title' }, el('a', { class: 'name', href: `#/nodes/${encodeURIComponent(node.name)}` }, node.name),
                el('span', { class: 'meta' }, `${node.gpu_type} · ${node.gpus_free}/${node.gpu_count} free` +
                                              (flags.length ? ' · ' + flags.join(', ') : ''))),
             el('div', { class: 'gpus' }, n.gpus.map(gpuCell)));
@@ -491,11 +510,27 @@ function openBlock(name) {
 /* GPU amounts of a tenant's view ({"gpu": {"H100": 16}}), null-safe. */
 function gpuMap(x) { return (x && x.gpu) || {}; }
 
+/* The usage charts' time ranges: how many buckets of how many seconds (the last one ends now). */
+const RANGES = {
+  '1h': { buckets: 12, seconds: 300, label: 'last hour' },
+  '24h': { buckets: 24, seconds: 3600, label: 'last 24 hours' },
+  '7d': { buckets: 28, seconds: 21600, label: 'last 7 days' },
+  '30d': { buckets: 30, seconds: 86400, label: 'last 30 days' },
+};
+
+/* The chosen range's buckets, aligned to whole buckets (UTC), the last one cut at now. */
+function usageBuckets(range, now) {
+  const r = RANGES[range];
+  const first = Math.floor(now / r.seconds) * r.seconds - (r.buckets - 1) * r.seconds;
+  const out = [];
+  for (let i = 0; i < r.buckets; i++) out.push({ from: first + i * r.seconds, to: Math.min(first + (i + 1) * r.seconds, now) });
+  return out;
+}
+
 async function loadUsage() {
-  const now = Date.now() / 1000 | 0;
-  const hour0 = Math.floor(now / 3600) * 3600 - 23 * 3600;
-  const hours = [];
-  for (let i = 0; i < 24; i++) hours.push({ from: hour0 + i * 3600, to: Math.min(hour0 + (i + 1) * 3600, now) });
+  const range = $('usage-range').value;
+  const hours = usageBuckets(range, Date.now() / 1000 | 0);
+  $('usage-title').textContent = RANGES[range].label;
   const [tenants, ...usages] = await Promise.all([
     api('/v1/tenants'),
     ...hours.map((h) => api(`/v1/usage?from=${h.from}&to=${h.to}`)),
@@ -528,53 +563,92 @@ function usageSeries(tenants, hours, usages) {
   return [...series.values()];
 }
 
-function usageChart(s, hours) {
-  const W = 300, H = 90, L = 26, B = 14, T = 4;
-  const points = [...s.values, s.now]; /* each hour's average, then what runs now */
-  const top = Math.max(1, s.guarantee, s.limit || 0, ...points) * 1.1;
-  const x = (i) => L + (i * (W - L - 4)) / hours.length;
-  const y = (v) => T + (H - T - B) * (1 - v / top);
+/* One GPU type of a tenant's chart: its area, its guarantee (dashed) and limit (solid), in the type's colour. */
+function usageSeriesSvg(s, hours, x, y, L, W) {
+  const points = [...s.values, s.now]; /* each bucket's average, then what runs now */
   const area = `M${x(0)},${y(0)} ` + points.map((v, i) => `L${x(i)},${y(v)}`).join(' ') +
                ` L${x(hours.length)},${y(0)} Z`;
-  const colour = tenantColour(s.tenant);
-  const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' },
-    svg('path', { d: area, fill: colour, 'fill-opacity': '0.35', stroke: colour, 'stroke-width': '1.5' }),
-    svg('line', { x1: L, x2: W - 4, y1: y(0), y2: y(0), stroke: '#ccd' }),
-    svg('text', { x: 2, y: y(top / 1.1) + 8 }, fmtGpus(Math.round(top / 1.1 * 10) / 10)),
-    svg('text', { x: 2, y: y(0) }, '0'));
+  const colour = tenantColour(s.type);
+  const g = svg('g', { class: 'series', 'data-tenant': s.tenant, 'data-type': s.type, 'data-now': s.now },
+    svg('path', { d: area, fill: colour, 'fill-opacity': '0.25', stroke: colour, 'stroke-width': '1.5' }));
   if (s.guarantee) {
-    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.guarantee), y2: y(s.guarantee), stroke: '#1e8449',
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.guarantee), y2: y(s.guarantee), stroke: colour,
                            'stroke-dasharray': '4 3', 'stroke-width': '1.5', class: 'guarantee' }));
   }
   if (s.limit !== undefined) {
-    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.limit), y2: y(s.limit), stroke: cssVar('--bad'),
+    g.append(svg('line', { x1: L, x2: W - 4, y1: y(s.limit), y2: y(s.limit), stroke: colour,
                            'stroke-width': '1.2', class: 'limit' }));
   }
-  for (let i = 0; i < hours.length; i += 6) {
+  return g;
+}
+
+/* A tenant's chart: every GPU type of its subtree on one axis. */
+function usageChart(tenant, list, hours) {
+  const W = 300, H = 90, L = 26, B = 14, T = 4;
+  const top = Math.max(1, ...list.flatMap((s) => [s.guarantee, s.limit || 0, s.now, ...s.values])) * 1.1;
+  const x = (i) => L + (i * (W - L - 4)) / hours.length;
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const g = svg('svg', { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img' },
+    svg('line', { x1: L, x2: W - 4, y1: y(0), y2: y(0), stroke: '#ccd' }),
+    ...list.map((s) => usageSeriesSvg(s, hours, x, y, L, W)),
+    svg('text', { x: 2, y: y(top / 1.1) + 8 }, fmtGpus(Math.round(top / 1.1 * 10) / 10)),
+    svg('text', { x: 2, y: y(0) }, '0'));
+  const step = Math.ceil(hours.length / 4);
+  const span = hours.length > 1 ? hours[1].from - hours[0].from : 3600;
+  for (let i = 0; i < hours.length; i += step) {
     const d = new Date(hours[i].from * 1000);
-    g.append(svg('text', { x: x(i), y: H - 2 }, `${pad2(d.getHours())}:00`));
+    const label = span < 21600 ? `${pad2(d.getHours())}:${pad2(d.getMinutes())}` : `${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+    g.append(svg('text', { x: x(i), y: H - 2, class: 'tick' }, label));
   }
   g.append(svg('text', { x: x(hours.length) - 16, y: H - 2 }, 'now'));
-  const bits = [`now ${fmtGpus(s.now)}`];
-  if (s.guarantee) bits.push(`guarantee ${fmtGpus(s.guarantee)}`);
-  if (s.limit !== undefined) bits.push(`limit ${fmtGpus(s.limit)}`);
-  return el('div', { class: 'chart', dataset: { tenant: s.tenant, type: s.type } },
-            el('div', { class: 'title' }, el('span', { class: 'name' }, `${s.tenant} · ${s.type}`),
-               el('span', { class: 'now' }, bits.join(' · '))), g);
+  const keys = list.map((s) => el('span', { class: 'type' },
+    el('span', { class: 'swatch', style: { background: tenantColour(s.type) } }),
+    [`${s.type} now ${fmtGpus(s.now)}`, s.guarantee ? `guarantee ${fmtGpus(s.guarantee)}` : null,
+     s.limit !== undefined ? `limit ${fmtGpus(s.limit)}` : null].filter(Boolean).join(' · ')));
+  return el('div', { class: 'chart', dataset: { tenant, buckets: hours.length, span, from: hours[0].from } },
+            el('div', { class: 'title' }, el('span', { class: 'name' }, tenant)), el('div', { class: 'now' }, keys), g);
+}
+
+/* A tenant's chart and, folded under it, its children's (each with theirs): the tree rolled up. */
+function usageTree(path, byTenant, children, hours) {
+  const kids = (children.get(path) || []).filter((c) => hasUsage(c, byTenant, children));
+  const node = el('div', { class: 'tenant-usage', dataset: { tenant: path } },
+                  usageChart(path, byTenant.get(path) || [], hours));
+  if (kids.length) {
+    node.append(el('details', { class: 'children' },
+      el('summary', {}, `${kids.length} ${kids.length === 1 ? 'child' : 'children'} of ${path}`),
+      el('div', { class: 'charts' }, kids.map((c) => usageTree(c, byTenant, children, hours)))));
+  }
+  return node;
+}
+
+function hasUsage(path, byTenant, children) {
+  return byTenant.has(path) || (children.get(path) || []).some((c) => hasUsage(c, byTenant, children));
 }
 
 function drawUsage(tenants, hours, usages) {
   const series = usageSeries(tenants, hours, usages);
   $('usage-legend').replaceChildren(
     el('span', { class: 'key' }, el('span', { class: 'swatch', style: { background: '#8fb3ec' } }),
-       'GPUs in use (the tenant and its subtree): each hour\'s average, then now'),
+       `GPUs in use by the tenant and its subtree, per GPU type: the average of each ${fmtSpan(hours[1] ? hours[1].from - hours[0].from : 3600)}, then now`),
     el('span', { class: 'key' }, el('span', { class: 'swatch dashed' }), 'guarantee'),
-    el('span', { class: 'key' }, el('span', { class: 'swatch limit' }), 'limit'));
+    el('span', { class: 'key' }, el('span', { class: 'swatch limit' }), 'limit (both in the type\'s colour)'));
   if (!series.length) {
     $('usage-charts').replaceChildren(el('p', { class: 'empty' }, 'No usage, guarantee or limit to show.'));
     return;
   }
-  $('usage-charts').replaceChildren(...series.map((s) => usageChart(s, hours)));
+  const byTenant = new Map();
+  for (const s of series) byTenant.set(s.tenant, [...(byTenant.get(s.tenant) || []), s]);
+  const paths = new Set(tenants.map((t) => t.path));
+  const parentOf = (p) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
+  const children = new Map();
+  for (const p of [...paths].sort()) {
+    const parent = parentOf(p);
+    if (paths.has(parent)) children.set(parent, [...(children.get(parent) || []), p]);
+  }
+  const roots = [...paths].sort().filter((p) => !paths.has(parentOf(p)) && hasUsage(p, byTenant, children));
+  $('usage-charts').replaceChildren(...roots.map((p) => usageTree(p, byTenant, children, hours)));
+  focusTenant();
 }
 
 /* ---- the pending queue and recent preemptions ---- */
@@ -613,6 +687,298 @@ async function loadPreemptions() {
        el('td', {}, p.tenant), el('td', { class: 'reason' }, fmtReason(p.reason, Date.now() / 1000))));
   $('preemptions-body').replaceChildren(table([['when'], ['job', 'num'], ['tenant'], ['reason']], rows,
                                               'No preemptions.'));
+}
+
+/* ---- jobs: the table, its filters, CSV, and one job's detail ---- */
+
+/* Wait codes that no scheduling pass lifts while the fleet, the limits and the trust stay as they are. */
+const BLOCKED_CODES = new Set(['no_gpu_type', 'topology', 'node_shape', 'sharing_mode', 'trust']);
+const FINAL_STATES = new Set(['succeeded', 'failed', 'cancelled']);
+const CANCEL_ROLES = new Set(['admin', 'operator', 'tenant-admin', 'member']);
+const LOG_TAIL_BYTES = 65536;
+
+/* Why a pending job cannot run as things stand (null when it merely waits its turn). */
+function blockedBy(j) {
+  const w = j.wait;
+  if (j.state !== 'pending' || !w) return null;
+  if (BLOCKED_CODES.has(w.code)) return w.code;
+  if ((w.code === 'limit' || w.code === 'user_limit') && w.demand > w.limit) return w.code;
+  return null;
+}
+
+function jobFilter() {
+  return { state: $('jobs-state').value, tenant: $('jobs-tenant').value.trim(), user: $('jobs-user').value.trim(),
+           text: $('jobs-text').value.trim().toLowerCase() };
+}
+
+function jobShown(j, f) {
+  if (f.state === 'blocked' ? !blockedBy(j) : f.state && j.state !== f.state) return false;
+  if (f.tenant && j.tenant !== f.tenant && !j.tenant.startsWith(f.tenant + '/')) return false;
+  if (f.user && j.user !== f.user) return false;
+  const hay = [j.id, j.name, j.tenant, j.user, j.reason].join(' ').toLowerCase();
+  return !f.text || hay.includes(f.text);
+}
+
+async function loadJobs() {
+  view.jobs = await jobsAll('state=live');
+  drawJobs();
+}
+
+function jobRow(j, now) {
+  const blocked = blockedBy(j);
+  const since = j.state === 'pending' ? j.submit_time : (j.start_time || j.submit_time);
+  return el('tr', { class: blocked ? 'blocked' : null, dataset: { job: j.id, tenant: j.tenant, state: j.state,
+                                                                  blocked: blocked || '' },
+                    onclick: () => { location.hash = `#/jobs/${j.id}`; } },
+            el('td', { class: 'num' }, el('a', { href: `#/jobs/${j.id}` }, j.id)),
+            el('td', {}, el('a', { href: `#/tenants/${j.tenant}`, onclick: (ev) => ev.stopPropagation() }, j.tenant)),
+            el('td', {}, j.user || ''), el('td', {}, j.name || ''), el('td', {}, j.state),
+            el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - since)),
+            el('td', { class: 'reason' }, blocked ? el('strong', {}, 'blocked: ') : null, j.reason || ''));
+}
+
+function drawJobs() {
+  if (!view.jobs) return;
+  const f = jobFilter();
+  const shown = view.jobs.filter((j) => jobShown(j, f));
+  const now = Date.now() / 1000;
+  $('jobs-tenants').replaceChildren(...[...new Set(view.jobs.map((j) => j.tenant))].sort()
+    .map((t) => el('option', { value: t })));
+  const blocked = view.jobs.filter(blockedBy).length;
+  $('jobs-summary').textContent = `${shown.length} of ${view.jobs.length} live jobs shown` +
+    (blocked ? `; ${blocked} blocked: they cannot run until the fleet, a limit or the job changes` : '');
+  $('jobs-body').replaceChildren(table(
+    [['job', 'num'], ['tenant'], ['user'], ['name'], ['state'], ['GPUs'], ['submitted'], ['for', 'num'], ['reason']],
+    shown.map((j) => jobRow(j, now)), view.jobs.length ? 'No job matches the filters.' : 'No job is running or pending.'));
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+function csvField(s) {
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/* The jobs table as it is shown (its header and visible rows, their text) as CSV. */
+function jobsCsv() {
+  const lines = [...$('jobs-body').querySelectorAll('tr')].map((tr) =>
+    [...tr.children].map((c) => csvField(c.textContent.trim())).join(','));
+  return lines.join('\r\n') + '\r\n';
+}
+
+function downloadCsv() {
+  const url = URL.createObjectURL(new Blob([jobsCsv()], { type: 'text/csv' }));
+  const a = el('a', { href: url, download: 'gpupool-jobs.csv' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/* A log answer's bytes as text (logs need not be UTF-8: bad bytes become U+FFFD). */
+function logText(data) {
+  return new TextDecoder().decode(Uint8Array.from(atob(data || ''), (c) => c.charCodeAt(0)));
+}
+
+/* The last LOG_TAIL_BYTES of replica's latest run: {text, size, runs}. */
+async function loadLog(id, replica) {
+  let log = await api(`/v1/jobs/${id}/logs?replica=${replica}`);
+  if (log.size > LOG_TAIL_BYTES && log.next < log.size) {
+    log = await api(`/v1/jobs/${id}/logs?replica=${replica}&offset=${log.size - LOG_TAIL_BYTES}`);
+  }
+  return log;
+}
+
+function detailList(pairs) {
+  return el('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== '')
+    .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
+
+function jobSpec(j) {
+  return detailList([
+    ['tenant', j.tenant], ['user', j.user], ['name', j.name], ['state', j.state], ['class', j.class],
+    ['kind', j.kind], ['GPUs', jobGpus(j)], ['topology', j.topology], ['priority', j.priority],
+    ['time limit', j.time_limit_s ? fmtSpan(j.time_limit_s) : null], ['image', j.image],
+    ['command', j.command ? j.command.join(' ') : null], ['submitted', fmtTime(j.submit_time)],
+  ]);
+}
+
+function jobWhy(j) {
+  const blocked = blockedBy(j);
+  const w = j.wait ? Object.entries(j.wait).filter(([, v]) => v !== null)
+    .map(([k, v]) => `${k}: ${k === 'time' ? fmtTime(v) : v}`).join(' · ') : '';
+  return el('div', { class: 'why' + (blocked ? ' blocked' : '') },
+            blocked ? el('strong', {}, 'Blocked: it cannot run until the fleet, a limit or the job changes. ') : null,
+            j.reason || '', w ? el('div', { class: 'wait' }, w) : null);
+}
+
+function jobPlacement(j) {
+  const rows = (j.placement || []).map((p, i) => el('tr', { dataset: { node: p.node } },
+    el('td', { class: 'num' }, i), el('td', {}, el('a', { href: `#/nodes/${encodeURIComponent(p.node)}` }, p.node)),
+    el('td', {}, (p.gpus || []).join(', ') + (p.slice ? ` (${p.slice.kind} ${p.slice.mig_profile || p.slice.milli_gpus})` : ''))));
+  return table([['replica', 'num'], ['node'], ['GPUs']], rows, 'Not placed.');
+}
+
+function jobHistory(j) {
+  const rows = (j.history || []).map((h) => el('tr', {}, timeCell(h.time), el('td', {}, h.kind),
+    el('td', {}, h.to ? `${h.from || ''} → ${h.to}` : ''), el('td', { class: 'reason' }, h.reason || '')));
+  return table([['when'], ['kind'], ['state'], ['what']], rows, 'No history.');
+}
+
+/* Cancel for roles that may, on a job not yet final; the API's last answer beside it (kept when it ends). */
+function cancelButton(j) {
+  if (!CANCEL_ROLES.has($('who').dataset.role)) return null;
+  const status = el('span', { id: 'job-action-status', class: 'action-status' });
+  if (FINAL_STATES.has(j.state)) return el('div', { class: 'actions' }, status);
+  const button = el('button', { id: 'job-cancel', type: 'button', class: 'danger' }, 'Cancel job');
+  button.addEventListener('click', async () => {
+    if (!button.dataset.armed) { /* two clicks: a stray one cancels nothing */
+      button.dataset.armed = '1';
+      button.textContent = `Confirm: cancel job ${j.id}`;
+      return;
+    }
+    button.disabled = true;
+    status.textContent = await act('DELETE', `/v1/jobs/${j.id}`, 'cancel requested');
+    await panel('job-detail-body', loadJobDetail);
+  });
+  return el('div', { class: 'actions' }, button, status);
+}
+
+async function loadJobDetail() {
+  const id = view.route && view.route.kind === 'jobs' ? view.route.key : null;
+  if (!id) return;
+  const j = await api(`/v1/jobs/${encodeURIComponent(id)}`);
+  const log = await loadLog(j.id, 0);
+  const kept = $('job-action-status') ? $('job-action-status').textContent : '';
+  const logHead = log.run ? `replica 0, run bound ${fmtTime(log.run)}, ${log.size} bytes` +
+    (log.offset > 0 ? ` (the last ${log.size - log.offset})` : '') + (log.eof ? ', ended' : '') : 'replica 0 has not run';
+  $('job-detail-id').textContent = `${j.id}${j.name ? ' · ' + j.name : ''}`;
+  $('job-detail-body').replaceChildren(
+    cancelButton(j) || '', el('h3', {}, 'Why'), jobWhy(j), el('h3', {}, 'Spec'), jobSpec(j),
+    el('h3', {}, 'Placement'), jobPlacement(j), el('h3', {}, 'History'), jobHistory(j),
+    el('h3', {}, 'Log'), el('div', { class: 'summary' }, logHead), el('pre', { id: 'job-log', class: 'log' }, logText(log.data)));
+  if (kept && $('job-action-status')) $('job-action-status').textContent = kept;
+}
+
+/* Sends one change with the session's token; the API's answer in words ("403 ..." when it refuses). */
+async function act(method, path, done, body) {
+  const session = view.session;
+  checkSession(session);
+  const init = { method, headers: { Authorization: 'Bearer ' + session.token }, cache: 'no-store' };
+  if (body) { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
+  const resp = await fetch(path, init);
+  let answer = null;
+  try { answer = await resp.json(); } catch (e) { answer = null; }
+  checkSession(session);
+  if (resp.ok) return done;
+  return `refused: ${resp.status} ${answer && answer.error ? answer.error.message : resp.statusText}`;
+}
+
+/* Waits (5 s at most) until GET path shows an accepted change: the
+ * journal applies it to the node view a moment after the API answered. */
+async function settled(path, pred) {
+  for (let i = 0; i < 20 && !pred(await api(path)); i++) await new Promise((r) => setTimeout(r, 250));
+}
+
+/* ---- deep links: #/jobs/ID, #/nodes/NAME, #/tenants/PATH ---- */
+
+function parseRoute(hash) {
+  const m = /^#\/(jobs|nodes|tenants)\/(.+)$/.exec(hash);
+  return m ? { kind: m[1], key: decodeURIComponent(m[2]) } : null;
+}
+
+/* Shows the view the address names, loading it now. */
+async function route() {
+  view.route = parseRoute(location.hash);
+  if (!view.session || !$('dash') || $('dash').hidden) return;
+  const kind = view.route ? view.route.kind : null;
+  $('job-detail').hidden = kind !== 'jobs';
+  $('node-detail').hidden = kind !== 'nodes';
+  try {
+    if (kind === 'jobs') await panel('job-detail-body', loadJobDetail);
+    if (kind === 'nodes') await panel('node-detail-body', loadNodeDetail);
+  } catch (e) {
+    if (!(e instanceof SignedOut)) throw e;
+  }
+}
+
+/* Brings the linked view into sight; a tenant's link also sets the jobs filter to its subtree. */
+function scrollToRoute() {
+  if (!view.route || !view.session) return;
+  if (view.route.kind !== 'tenants') {
+    $(view.route.kind === 'jobs' ? 'job-detail' : 'node-detail').scrollIntoView();
+    return;
+  }
+  $('jobs-tenant').value = view.route.key;
+  drawJobs();
+  const chart = focusTenant();
+  if (chart) chart.scrollIntoView();
+}
+
+/* Unfolds the usage tree down to the linked tenant and marks its chart; the chart, or null. */
+function focusTenant() {
+  if (!view.route || view.route.kind !== 'tenants') return null;
+  const box = [...document.querySelectorAll('.tenant-usage')].find((t) => t.dataset.tenant === view.route.key);
+  if (!box) return null;
+  for (let d = box.closest('details'); d; d = d.parentElement.closest('details')) d.open = true;
+  box.classList.add('focus');
+  return box;
+}
+
+/* ---- one node: health, checks, its jobs, GPU use, drain ---- */
+
+const DRAIN_ROLES = new Set(['admin', 'operator']);
+
+function drainButton(node) {
+  if (!DRAIN_ROLES.has($('who').dataset.role)) return null;
+  const status = el('span', { id: 'node-action-status', class: 'action-status' });
+  const button = el('button', { id: 'node-drain', type: 'button' }, node.draining ? 'Undrain' : 'Drain');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    const path = `/v1/nodes/${encodeURIComponent(node.name)}`;
+    const done = node.draining ? 'undrained' : 'draining';
+    status.textContent = await act('POST', path + '/drain', done, { drain: !node.draining });
+    const kept = status.textContent;
+    if (kept === done) await settled(path, (n) => n.draining !== node.draining);
+    await panel('node-detail-body', loadNodeDetail);
+    if ($('node-action-status')) $('node-action-status').textContent = kept;
+  });
+  return el('div', { class: 'actions' }, button, status);
+}
+
+function nodeGpuRows(node) {
+  const tele = new Map(((node.agent && node.agent.gpus) || []).map((g) => [g.index, g]));
+  return node.gpus.map((g) => {
+    const t = tele.get(g.index) || {};
+    const h = g.health || {};
+    const use = g.sm_active_pct !== undefined ? g.sm_active_pct : t.sm_active_pct;
+    return el('tr', { dataset: { gpu: g.index } }, el('td', { class: 'num' }, g.index), el('td', {}, g.uuid),
+              el('td', {}, g.healthy ? 'healthy' : `unhealthy${h.reason ? ': ' + h.reason : ''}`),
+              el('td', { class: 'num sm' }, use === undefined ? '' : `${use} %`),
+              el('td', { class: 'num' }, t.temperature_c === undefined ? '' : `${t.temperature_c} °C`),
+              el('td', {}, (h.xids || []).map((x) => `XID ${x.xid} (${x.action}) ${fmtTime(x.at)}`).join('; ')));
+  });
+}
+
+async function loadNodeDetail() {
+  const name = view.route && view.route.kind === 'nodes' ? view.route.key : null;
+  if (!name) return;
+  const path = `/v1/nodes/${encodeURIComponent(name)}`;
+  const [node, checks] = await Promise.all([api(path), api(path + '/checks?limit=20')]);
+  const jobs = (view.jobs || []).filter((j) => (j.placement || []).some((p) => p.node === name));
+  const state = [node.up ? 'up' : 'down', node.draining ? 'draining' : null].filter(Boolean).join(', ');
+  $('node-detail-id').textContent = name;
+  $('node-detail-body').replaceChildren(
+    drainButton(node) || '',
+    detailList([['state', state], ['block', node.block], ['zone', node.zone], ['GPUs', `${node.gpu_count} ${node.gpu_type}, ` +
+      `${node.gpus_free} free, ${node.gpus_healthy} healthy`], ['agent last seen', node.agent ? fmtTime(node.agent.last_seen) : 'no agent']]),
+    el('h3', {}, 'GPUs'), table([['GPU', 'num'], ['uuid'], ['health'], ['SM active', 'num'], ['temp', 'num'], ['XIDs']],
+                                nodeGpuRows(node), 'No GPUs.'),
+    el('h3', {}, 'Jobs on it (that you may see)'), table(
+      [['job', 'num'], ['tenant'], ['user'], ['name'], ['state'], ['GPUs'], ['submitted'], ['for', 'num'], ['reason']],
+      jobs.map((j) => jobRow(j, Date.now() / 1000)), 'No job of yours runs here.'),
+    el('h3', {}, 'Checks'), table([['when'], ['GPU', 'num'], ['check'], ['result'], ['detail']],
+      checks.checks.map((c) => el('tr', {}, timeCell(c.at), el('td', { class: 'num' }, c.gpu), el('td', {}, c.check),
+                                  el('td', {}, c.passed ? 'passed' : 'failed'), el('td', { class: 'reason' }, c.detail || ''))),
+      'No check reported.'));
 }
 
 /* ---- the viewer's bill ---- */
@@ -671,6 +1037,12 @@ function tick() {
 /* The listeners of the dashboard's own controls (again after forget() puts a fresh copy in). */
 function bindDash() {
   $('colour-by').addEventListener('change', (ev) => { view.colourBy = ev.target.value; drawFleet(); });
+  $('usage-range').addEventListener('change', () => panel('usage-charts', loadUsage).catch((e) => {
+    if (e.status === 401) signOut();
+  }));
+  $('jobs-state').addEventListener('change', drawJobs);
+  for (const id of ['jobs-tenant', 'jobs-user', 'jobs-text']) $(id).addEventListener('input', drawJobs);
+  $('jobs-csv').addEventListener('click', downloadCsv);
 }
 
 function start() {
@@ -684,6 +1056,7 @@ function start() {
   });
   $('signout').addEventListener('click', signOut);
   $('refresh').addEventListener('click', refresh);
+  window.addEventListener('hashchange', async () => { await route(); scrollToRoute(); });
   tick();
   setInterval(tick, 1000);
   const token = sessionStorage.getItem(TOKEN_KEY);

@@ -6,6 +6,9 @@
  *                     [--tz Asia/Kathmandu] [--open-block blk-7] [--colour-by tenant]
  *                     [--width 1400] [--max-height 6000]
  *                     [--sign-out-png after.png [--next-token gpt_... --next-png next.png]]
+ *                     [--hash '#/jobs/7' [--cancel 1 [--cancel-first /v1/jobs/7]]]
+ *                     [--jobs-filter '{"state": "blocked"}' --csv-dir DIR] [--node NAME [--drain 1]]
+ *                     [--range 7d]
  *
  * It types the token into the page (as a person does), waits until every
  * panel has loaded once, optionally opens a block of the fleet, and prints
@@ -24,6 +27,17 @@
  * sessionStorage), with a screenshot.  With --next-token it signs in again
  * in the same tab as that token and adds "next": that token's report, with
  * its screenshot.
+ *
+ * --hash opens that deep link (#/jobs/ID, #/nodes/NAME, #/tenants/PATH) and reloads the
+ * page, as a bookmark does; the report's "job_detail" or "node_detail" is
+ * what that view shows (with --cancel 1: after clicking Cancel twice and
+ * waiting for the API's answer; --cancel-first: the job cancelled by another
+ * request first, so the API refuses the click).  --jobs-filter sets the jobs panel's
+ * filters ({"state", "tenant", "user", "text"}); --csv-dir then clicks
+ * Export CSV and adds "csv": the file the browser downloaded.  --node opens
+ * a node's view by clicking its name in the fleet (with --drain 1, then
+ * its Drain button).  --range picks the usage charts' time range and waits
+ * until they are drawn again.
  *
  * Exit 0 when it could report, 1 when the browser or the page could not be
  * driven (the message on stderr).
@@ -53,8 +67,22 @@ function pageReport() {
     failed_panels: all('.panel .failed').map((p) => ({ panel: p.closest('.panel').id, text: p.textContent })),
     queue: rows('#queue-body tbody tr'),
     preemptions: rows('#preemptions-body tbody tr'),
-    usage_charts: all('.chart').map((c) => ({ tenant: c.dataset.tenant, type: c.dataset.type,
-                                             guarantee: !!c.querySelector('.guarantee'), limit: !!c.querySelector('.limit') })),
+    usage_title: document.getElementById('usage-title').textContent,
+    usage_charts: all('.chart g.series').map((g) => ({ tenant: g.dataset.tenant, type: g.dataset.type,
+                                                      now: Number(g.dataset.now),
+                                                      buckets: Number(g.closest('.chart').dataset.buckets),
+                                                      span: Number(g.closest('.chart').dataset.span),
+                                                      from: Number(g.closest('.chart').dataset.from),
+                                                      guarantee: !!g.querySelector('.guarantee'),
+                                                      limit: !!g.querySelector('.limit') })),
+    usage_tree: all('.tenant-usage').map((t) => ({ tenant: t.dataset.tenant, charts: t.querySelectorAll(':scope > .chart').length,
+      parent: t.parentElement.closest('.tenant-usage') ? t.parentElement.closest('.tenant-usage').dataset.tenant : null })),
+    usage_chart_count: all('.chart').length,
+    usage_focus: all('.tenant-usage.focus').map((t) => ({ tenant: t.dataset.tenant,
+      unfolded: (() => { for (let d = t.closest('details'); d; d = d.parentElement.closest('details')) if (!d.open) return false;
+                         return true; })() })),
+    jobs_tenant_filter: document.getElementById('jobs-tenant').value,
+    injected: !!document.getElementById('injected'),
     fleet: {
       summary: document.getElementById('fleet-summary').textContent,
       tiles: all('.block-tile').map((t) => t.dataset.block),
@@ -77,7 +105,24 @@ function pageReport() {
     // reasons as shown, and the engine's "t=SECONDS" as the page writes it (issue 32: no epoch seconds)
     reasons: all('#queue-body td.reason, #preemptions-body td.reason').map((td) => td.textContent),
     reason_time: typeof fmtReason === 'function' ? fmtReason('expected to start at t=1796655120', 1796654400) : null,
+    jobs: all('#jobs-body tbody tr').map((tr) => ({ job: Number(tr.dataset.job), tenant: tr.dataset.tenant,
+                                                   state: tr.dataset.state, blocked: tr.dataset.blocked })),
+    jobs_summary: document.getElementById('jobs-summary').textContent,
+    job_detail: detail('job'),
+    node_detail: detail('node'),
   };
+  function detail(kind) {
+    const box = document.getElementById(kind + '-detail');
+    const q = (sel) => box.querySelector(sel);
+    return { visible: !box.hidden, title: document.getElementById(kind + '-detail-id').textContent,
+             text: box.innerText, log: q('#job-log') ? q('#job-log').textContent : null,
+             failed: q('.failed') ? q('.failed').textContent : null,
+             cancel_button: !!q('#job-cancel'), drain_button: q('#node-drain') ? q('#node-drain').textContent : null,
+             action_status: q('.action-status') ? q('.action-status').textContent : null,
+             placement: [...box.querySelectorAll('tr[data-node]')].map((tr) => tr.dataset.node),
+             jobs: [...box.querySelectorAll('tr[data-job]')].map((tr) => Number(tr.dataset.job)),
+             sm_active: [...box.querySelectorAll('td.sm')].map((td) => td.textContent) };
+  }
 }
 
 /* Runs in the page after sign-out: everything it still holds, as data. */
@@ -123,6 +168,67 @@ async function signOutReport(b, inflight, png, maxHeight) {
   const out = await b.evaluate(`(${leftovers.toString()})()`);
   await screenshot(b, png, maxHeight);
   return out;
+}
+
+/* The deep link a.hash, then a reload (a bookmark): the view it names; --cancel clicks Cancel twice. */
+async function openLink(b, a) {
+  await b.evaluate(`(() => { location.hash = ${JSON.stringify(a.hash)}; return true; })()`);
+  const loaded = new Promise((r) => b.on('Page.loadEventFired', r));
+  await b.send('Page.reload', {});
+  await loaded;
+  const box = a.hash.startsWith('#/jobs/') ? 'job-detail' : 'node-detail';
+  const shown = a.hash.startsWith('#/tenants/') ? "!!document.querySelector('.tenant-usage.focus')"
+    : `!document.getElementById('${box}').hidden && document.getElementById('${box}-body').childElementCount > 0`;
+  await b.waitFor(`Number(document.body.dataset.loaded || 0) >= 1 && ${shown}`, 'the deep link\'s view', 120000);
+  if (a.cancel) {
+    if (a['cancel-first']) await b.evaluate(`fetch(${JSON.stringify(a['cancel-first'])}, { method: 'DELETE',
+      headers: { Authorization: 'Bearer ' + sessionStorage.getItem('gpupool.token') } }).then((r) => r.status)`);
+    await b.evaluate(`(() => { const c = document.getElementById('job-cancel'); c.click(); c.click(); return true; })()`);
+    await b.waitFor("(document.getElementById('job-action-status') || {}).textContent", 'the cancel\'s answer');
+  }
+}
+
+/* Opens a node by clicking its name in the fleet; --drain clicks its Drain button and waits for the answer. */
+async function openNode(b, a) {
+  const link = JSON.stringify(`.node[data-node="${a.node}"] a.name`);
+  await b.waitFor(`!!document.querySelector(${link})`, 'the node\'s name');
+  await b.evaluate(`(() => { document.querySelector(${link}).click(); return true; })()`);
+  await b.waitFor("!document.getElementById('node-detail').hidden && document.getElementById('node-detail-body').childElementCount > 0",
+                  'the node\'s view');
+  if (a.drain) {
+    await b.evaluate(`(() => { document.getElementById('node-drain').click(); return true; })()`);
+    await b.waitFor("(document.getElementById('node-action-status') || {}).textContent", 'the drain\'s answer');
+  }
+}
+
+/* Picks the usage charts' range; resolves once every chart is drawn for it. */
+async function pickRange(b, range) {
+  await b.evaluate(`(() => { const s = document.getElementById('usage-range'); s.value = ${JSON.stringify(range)};
+                             s.dispatchEvent(new Event('change')); return true; })()`);
+  const want = { '1h': 300, '24h': 3600, '7d': 21600, '30d': 86400 }[range];
+  await b.waitFor(`(() => { const c = [...document.querySelectorAll('.chart')];
+                            return c.length > 0 && c.every((x) => Number(x.dataset.span) === ${want}); })()`, 'the charts of ' + range);
+}
+
+/* Sets the jobs panel's filters; with --csv-dir, the CSV the Export button downloads. */
+async function filterJobs(b, a) {
+  const f = JSON.parse(a['jobs-filter']);
+  await b.evaluate(`(() => { const f = ${JSON.stringify(f)};
+    for (const [k, v] of Object.entries(f)) {
+      const e = document.getElementById('jobs-' + k); e.value = v;
+      e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input'));
+    } return true; })()`);
+  if (!a['csv-dir']) return undefined;
+  await b.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: a['csv-dir'] }, true);
+  await b.evaluate(`(() => { document.getElementById('jobs-csv').click(); return true; })()`);
+  const file = require('path').join(a['csv-dir'], 'gpupool-jobs.csv');
+  const deadline = Date.now() + 20000;
+  while (!fs.existsSync(file)) {
+    if (Date.now() > deadline) throw new Error('no CSV was downloaded');
+    await sleep(100);
+  }
+  await sleep(200);
+  return fs.readFileSync(file, 'utf8');
 }
 
 async function screenshot(b, file, maxHeight) {
@@ -181,6 +287,10 @@ async function main() {
       await b.evaluate(`(() => { document.querySelector(${sel}).click(); return true; })()`);
       await b.waitFor(`!!document.querySelector('.block-nodes[data-block="${a['open-block']}"]')`, 'the block opened');
     }
+    if (a.range) await pickRange(b, a.range);
+    if (a.hash) await openLink(b, a);
+    if (a.node) await openNode(b, a);
+    const csv = a['jobs-filter'] ? await filterJobs(b, a) : undefined;
     const maxHeight = Number(a['max-height'] || 6000);
     const out = { report: await b.evaluate(`(${pageReport.toString()})()`), errors };
     await screenshot(b, a.png, maxHeight);
@@ -195,6 +305,7 @@ async function main() {
       out.next.html = await b.evaluate('document.documentElement.outerHTML');
       await screenshot(b, a['next-png'], maxHeight);
     }
+    if (csv !== undefined) out.csv = csv;
     process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
     await b.close();

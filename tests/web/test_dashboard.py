@@ -42,6 +42,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zoneinfo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -241,6 +242,153 @@ def test_sign_out_forgets_everything_then_a_member_sees_its_own(d):
     assert not [x for x in others if x in nxt["html"]], [x for x in others if x in nxt["html"]]
 
 
+def console_system(d):
+    """Tenants, a sim agent's two L4 nodes, a job of research/vision and one of research/nlp on them writing a
+    log line each, a waiting job of each, and a job of research/vision no block can ever hold."""
+    d.cli("apply", "-f", gpd.TENANTS)
+    node_file = agentproc.write_node_file(d.dir, agentproc.sim_nodes("l4-e", 2, gpus=2, gpu_type="L4", block="blk-e"))
+    agent = agentproc.Agent(d, node_file, extra=["--no-cgroups"]).start()
+    agent.wait_up(["l4-e-0", "l4-e-1"])
+    jobs = {}
+    for tenant, word in (("research/vision", "vision"), ("research/nlp", "nlp")):
+        jobs[word] = agentproc.submit(d, tenant=tenant, gpu_types=["L4"], name="log-" + word, gpus=2,
+                                      command="echo '<b id=injected>hello-from-%s-log</b>'; %s" % (word, agentproc.STARTS_THEN_WAIT))
+        jobs[word + "-waits"] = d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": 2, "gpu_types": ["L4"],
+                                                          "name": word + "-waits"})["id"]
+    jobs["never"] = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                                              "name": "never-fits"})["id"]
+    for word in ("vision", "nlp"):
+        agentproc.wait_state(d, jobs[word], "running")
+        gpd.wait_for(lambda: "hello-from-%s-log" % word in log_of(d, jobs[word]), what="the %s log shipped" % word)
+    jobs["never-code"] = gpd.wait_for(lambda: blocked_code(d.ok("GET", "/v1/jobs/%d" % jobs["never"])),
+                                      what="the never-fit job's reason")
+    return agent, jobs
+
+
+def blocked_code(job):
+    """The wait code of a job that cannot run as things stand (no block holds it, or its tenant's limit)."""
+    w = job.get("wait") or {}
+    return w.get("code") if w.get("code") == "topology" or (w.get("code") == "limit" and w["demand"] > w["limit"]) else None
+
+
+def log_of(d, job):
+    import base64
+    return base64.b64decode(d.ok("GET", "/v1/jobs/%d/logs" % job)["data"]).decode(errors="replace")
+
+
+def test_jobs_panel_detail_logs_csv_and_actions(d):
+    agent, jobs = console_system(d)
+    try:
+        check_console_admin(d, jobs)
+        check_console_member(d, jobs)
+    finally:
+        agent.stop()
+        agentproc.end_replicas([agent], [jobs["vision"], jobs["nlp"]])
+
+
+def check_console_admin(d, jobs):
+    # a deep link reloaded: the job's detail with its log; every live job listed, the never-fit one flagged
+    out = drive_dashboard(d, d.token, "console-admin-job.png", hash="#/jobs/%d" % jobs["nlp"])
+    report = out["report"]
+    assert not [e for e in out["errors"] if "/v1/bill" not in e["url"]], out["errors"]
+    assert ids(report["jobs"]) == sorted(j["id"] for j in api_jobs(d, d.token, "live")), report["jobs"]
+    blocked = [r for r in report["jobs"] if r["blocked"]]
+    assert [(r["job"], r["blocked"]) for r in blocked] == [(jobs["never"], jobs["never-code"])], report["jobs"]
+    assert "1 blocked" in report["jobs_summary"], report["jobs_summary"]
+    detail = report["job_detail"]
+    assert detail["visible"] and detail["title"].startswith("%d · log-nlp" % jobs["nlp"]), detail
+    assert "hello-from-nlp-log" in detail["log"] and detail["placement"] and detail["cancel_button"], detail
+    assert "<b id=injected>" in detail["log"] and not report["injected"], detail["log"]  # a log is text, never markup
+    assert "History" in detail["text"] and "submitted to research/nlp" in detail["text"], detail["text"]
+    # filters and the CSV of what they show
+    csv_dir = os.path.join(d.dir, "csv-admin")
+    os.makedirs(csv_dir)
+    out = drive_dashboard(d, d.token, "console-admin-blocked.png", jobs_filter=json.dumps({"state": "blocked"}),
+                          csv_dir=csv_dir)
+    assert ids(out["report"]["jobs"]) == [jobs["never"]], out["report"]["jobs"]
+    lines = out["csv"].strip().split("\r\n")
+    assert lines[0].startswith("job,tenant,user,name,state,GPUs,") and len(lines) == 2, lines
+    assert lines[1].startswith("%d,research/vision," % jobs["never"]) and "never-fits" in lines[1], lines
+    out = drive_dashboard(d, d.token, "console-admin-filter-7d.png",
+                          jobs_filter=json.dumps({"tenant": "research", "text": "waits"}), range="7d")
+    charts = out["report"]["usage_charts"]
+    assert out["report"]["usage_title"] == "last 7 days" and charts, out["report"]["usage_title"]
+    # 28 buckets of 6 hours, whole ones (UTC), the last holding now: the 7 days before it
+    assert {(c["buckets"], c["span"]) for c in charts} == {(28, 21600)}, charts
+    # rolled up: one chart per tenant (its types in it), children under their parent; a parent sums its subtree
+    tree = {t["tenant"]: t for t in out["report"]["usage_tree"]}
+    assert out["report"]["usage_chart_count"] == len(tree) and all(t["charts"] == 1 for t in tree.values()), tree
+    assert {p for p, t in tree.items() if t["parent"] is None} == {"research", "product"}, tree
+    assert tree["research/nlp"]["parent"] == "research" and tree["product/search"]["parent"] == "product", tree
+    l4 = {c["tenant"]: c["now"] for c in charts if c["type"] == "L4"}
+    assert l4["research"] == l4["research/nlp"] + l4["research/vision"] == 4, l4
+    assert all(c["from"] % 21600 == 0 and time.time() - 7 * 86400 - 21600 < c["from"] <= time.time() - 7 * 86400 + 21600
+               for c in charts), charts
+    want = sorted(j["id"] for j in api_jobs(d, d.token, "live") if "waits" in j["name"])
+    assert want and ids(out["report"]["jobs"]) == want, (out["report"]["jobs"], want)
+    # a tenant's link: its chart unfolded and marked, the jobs of its subtree only
+    out = drive_dashboard(d, d.token, "console-admin-tenant.png", hash="#/tenants/research/nlp")
+    report = out["report"]
+    assert report["usage_focus"] == [{"tenant": "research/nlp", "unfolded": True}], report["usage_focus"]
+    nlp = sorted(j["id"] for j in api_jobs(d, d.token, "live") if j["tenant"] == "research/nlp")
+    assert report["jobs_tenant_filter"] == "research/nlp" and ids(report["jobs"]) == nlp, report["jobs"]
+    # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain
+    out = drive_dashboard(d, d.token, "console-admin-node.png", node="l4-e-0", drain=1)
+    node = out["report"]["node_detail"]
+    assert node["visible"] and node["title"] == "l4-e-0" and node["action_status"] == "draining", node
+    assert node["drain_button"] == "Undrain" and len(node["sm_active"]) == 2, node
+    assert all(re.fullmatch(r"[0-9]+ %", x) for x in node["sm_active"]), node["sm_active"]
+    on_node = sorted(j["id"] for j in api_jobs(d, d.token, "live")
+                     if any(p["node"] == "l4-e-0" for p in j.get("placement") or []))
+    assert on_node and node["jobs"] == on_node, (node["jobs"], on_node)
+    assert d.ok("GET", "/v1/nodes/l4-e-0")["draining"], "the Drain button did not drain"
+    d.ok("POST", "/v1/nodes/l4-e-0/drain", {"drain": False})
+
+
+def check_console_member(d, jobs):
+    member = d.ok("POST", "/v1/tokens", {"name": "mia", "role": "member", "scope": "research/vision",
+                                         "user": "mia"})["token"]
+    # its own tenant's jobs only, running and pending; another tenant's job is not in the page at all
+    out = drive_dashboard(d, member, "console-member-job.png", hash="#/jobs/%d" % jobs["vision"])
+    report = out["report"]
+    assert not [e for e in out["errors"] if "/v1/bill" not in e["url"]], out["errors"]
+    mine = sorted(j["id"] for j in api_jobs(d, member, "live"))
+    assert ids(report["jobs"]) == mine and {jobs["vision"], jobs["never"]} <= set(mine), report
+    assert {r["tenant"] for r in report["jobs"]} == {"research/vision"}, report["jobs"]
+    assert jobs["nlp"] not in ids(report["jobs"]) and jobs["nlp-waits"] not in ids(report["jobs"]), report["jobs"]
+    out_html = drive_dashboard(d, member, "console-member-list.png", next_token=member,
+                               sign_out_png=os.path.join(SHOTS, "console-member-signout.png"),
+                               next_png=os.path.join(SHOTS, "console-member-again.png"))["next"]["html"]
+    for secret in ("log-nlp", "nlp-waits", "hello-from-nlp-log"):
+        assert secret not in out_html, "a member's page holds %s" % secret
+    detail = report["job_detail"]
+    assert "hello-from-vision-log" in detail["log"] and detail["cancel_button"], detail
+    # another tenant's job by its link: the API's 404, nothing of it
+    out = drive_dashboard(d, member, "console-member-other.png", hash="#/jobs/%d" % jobs["nlp"])
+    detail = out["report"]["job_detail"]
+    assert detail["failed"] and "404" in detail["failed"] and "hello-from-nlp-log" not in detail["text"], detail
+    assert "log-nlp" not in detail["text"], detail
+    # a node's view: no Drain button for a member; the SM activity of research/nlp's GPUs is not shown to it
+    nlp_node = d.ok("GET", "/v1/jobs/%d" % jobs["nlp"])["placement"][0]["node"]
+    out = drive_dashboard(d, member, "console-member-node.png", node=nlp_node)
+    node = out["report"]["node_detail"]
+    assert node["visible"] and node["drain_button"] is None and node["jobs"] == [], node
+    assert node["sm_active"] == ["", ""] and "log-nlp" not in node["text"], node
+    # Cancel: the API's refusal is shown (the job was cancelled meanwhile: 409), then a real cancel
+    gone = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                                     "name": "cancelled-meanwhile"})["id"]
+    out = drive_dashboard(d, member, "console-member-cancel-refused.png", hash="#/jobs/%d" % gone,
+                          cancel=1, cancel_first="/v1/jobs/%d" % gone)
+    status = out["report"]["job_detail"]["action_status"]
+    assert status.startswith("refused: 409"), status
+    out = drive_dashboard(d, member, "console-member-cancel.png", hash="#/jobs/%d" % jobs["never"], cancel=1)
+    assert out["report"]["job_detail"]["action_status"] == "cancel requested", out["report"]["job_detail"]
+    assert d.ok("GET", "/v1/jobs/%d" % jobs["never"])["state"] == "cancelled"
+    auditor = d.ok("POST", "/v1/tokens", {"name": "audra", "role": "auditor"})["token"]
+    out = drive_dashboard(d, auditor, "console-auditor-job.png", hash="#/jobs/%d" % jobs["vision"])
+    assert not out["report"]["job_detail"]["cancel_button"], out["report"]["job_detail"]
+
+
 def big_fleet_file(directory, nodes=6250, per_block=32):
     """Blocks of 32 H100 nodes; the last, smaller block holds the A100 and L40S the tenants guarantee."""
     entries = []
@@ -299,6 +447,7 @@ def main():
     os.makedirs(SHOTS, exist_ok=True)
     gpd.run([test_admin_and_member_see_what_their_roles_may_read,
              test_sign_out_forgets_everything_then_a_member_sees_its_own,
+             test_jobs_panel_detail_logs_csv_and_actions,
              test_a_6250_node_fleet_is_drawn_per_block_and_zooms_into_one],
             fleet=os.path.join(gpd.ROOT, "examples", "fleet-mixed.yaml"))
 
