@@ -734,7 +734,7 @@ function jobRow(j, now) {
             el('td', {}, el('a', { href: `#/tenants/${j.tenant}`, onclick: (ev) => ev.stopPropagation() }, j.tenant)),
             el('td', {}, j.user || ''), el('td', {}, j.name || ''), el('td', {}, j.state),
             el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - since)),
-            el('td', { class: 'reason' }, blocked ? el('strong', {}, 'blocked: ') : null, j.reason || ''));
+            el('td', { class: 'reason' }, blocked ? el('strong', {}, 'blocked: ') : null, fmtReason(j.reason, now)));
 }
 
 function drawJobs() {
@@ -807,7 +807,7 @@ function jobWhy(j) {
     .map(([k, v]) => `${k}: ${k === 'time' ? fmtTime(v) : v}`).join(' · ') : '';
   return el('div', { class: 'why' + (blocked ? ' blocked' : '') },
             blocked ? el('strong', {}, 'Blocked: it cannot run until the fleet, a limit or the job changes. ') : null,
-            j.reason || '', w ? el('div', { class: 'wait' }, w) : null);
+            fmtReason(j.reason, Date.now() / 1000), w ? el('div', { class: 'wait' }, w) : null);
 }
 
 function jobPlacement(j) {
@@ -819,7 +819,7 @@ function jobPlacement(j) {
 
 function jobHistory(j) {
   const rows = (j.history || []).map((h) => el('tr', {}, timeCell(h.time), el('td', {}, h.kind),
-    el('td', {}, h.to ? `${h.from || ''} → ${h.to}` : ''), el('td', { class: 'reason' }, h.reason || '')));
+    el('td', {}, h.to ? `${h.from || ''} → ${h.to}` : ''), el('td', { class: 'reason' }, fmtReason(h.reason, Date.now() / 1000))));
   return table([['when'], ['kind'], ['state'], ['what']], rows, 'No history.');
 }
 

@@ -40,9 +40,11 @@
  *     admission.c  limits, guarantee classes, promotion, lending
  *     fairshare.c  hierarchical weighted DRF: which tenant goes next
  *     reclaim.c    victim selection and preemption
- *   top: engine.c snapshot.c invariants.c why.c blockers.c queries.c
+ *   top: engine.c hold.c snapshot.c invariants.c why.c blockers.c queries.c
  *     engine.c     every event that reaches jobs (job, fleet, pool and
  *                  tenant events) and the scheduling pass that ties them together
+ *     hold.c       a pending job's hold, priority and time limit changed
+ *                  (gp_engine_job_update)
  *     snapshot.c   the whole state into a buffer and back (restarts)
  *     invariants.c the self-check the tests run after every event
  *     why.c        wait reasons in words (gp_engine_why)

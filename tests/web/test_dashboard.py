@@ -374,16 +374,24 @@ def check_console_member(d, jobs):
     node = out["report"]["node_detail"]
     assert node["visible"] and node["drain_button"] is None and node["jobs"] == [], node
     assert node["sm_active"] == ["", ""] and "log-nlp" not in node["text"], node
-    # Cancel: the API's refusal is shown (the job was cancelled meanwhile: 409), then a real cancel
+    # Cancel: the API's refusals are shown: another user's job (403: a member cancels only its own jobs
+    # unless its tenant says `cancel: tenant`), then its own job cancelled meanwhile (409); then a real cancel
+    others = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                                       "name": "someone-elses", "wait_for_fleet": True})["id"]
+    out = drive_dashboard(d, member, "console-member-cancel-forbidden.png", hash="#/jobs/%d" % others, cancel=1)
+    status = out["report"]["job_detail"]["action_status"]
+    assert status.startswith("refused: 403"), status
     gone = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
-                                     "name": "cancelled-meanwhile"})["id"]
+                                     "name": "cancelled-meanwhile", "wait_for_fleet": True}, token=member)["id"]
     out = drive_dashboard(d, member, "console-member-cancel-refused.png", hash="#/jobs/%d" % gone,
                           cancel=1, cancel_first="/v1/jobs/%d" % gone)
     status = out["report"]["job_detail"]["action_status"]
     assert status.startswith("refused: 409"), status
-    out = drive_dashboard(d, member, "console-member-cancel.png", hash="#/jobs/%d" % jobs["never"], cancel=1)
+    own = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                                    "name": "mias-own", "wait_for_fleet": True}, token=member)["id"]
+    out = drive_dashboard(d, member, "console-member-cancel.png", hash="#/jobs/%d" % own, cancel=1)
     assert out["report"]["job_detail"]["action_status"] == "cancel requested", out["report"]["job_detail"]
-    assert d.ok("GET", "/v1/jobs/%d" % jobs["never"])["state"] == "cancelled"
+    assert d.ok("GET", "/v1/jobs/%d" % own)["state"] == "cancelled"
     auditor = d.ok("POST", "/v1/tokens", {"name": "audra", "role": "auditor"})["token"]
     out = drive_dashboard(d, auditor, "console-auditor-job.png", hash="#/jobs/%d" % jobs["vision"])
     assert not out["report"]["job_detail"]["cancel_button"], out["report"]["job_detail"]
