@@ -872,10 +872,10 @@ async function act(method, path, done, body) {
   return `refused: ${resp.status} ${answer && answer.error ? answer.error.message : resp.statusText}`;
 }
 
-/* Waits (5 s at most) until GET path shows an accepted change: the
+/* Waits (20 s at most: a loaded host) until GET path shows an accepted change: the
  * journal applies it to the node view a moment after the API answered. */
 async function settled(path, pred) {
-  for (let i = 0; i < 20 && !pred(await api(path)); i++) await new Promise((r) => setTimeout(r, 250));
+  for (let i = 0; i < 80 && !pred(await api(path)); i++) await new Promise((r) => setTimeout(r, 250));
 }
 
 /* ---- deep links: #/jobs/ID, #/nodes/NAME, #/tenants/PATH ---- */
