@@ -196,8 +196,12 @@ async function openNode(b, a) {
   await b.waitFor("!document.getElementById('node-detail').hidden && document.getElementById('node-detail-body').childElementCount > 0",
                   'the node\'s view');
   if (a.drain) {
+    const before = await b.evaluate("document.getElementById('node-drain').textContent");
     await b.evaluate(`(() => { document.getElementById('node-drain').click(); return true; })()`);
-    await b.waitFor("(document.getElementById('node-action-status') || {}).textContent", 'the drain\'s answer');
+    // the answer is shown at once; the view is drawn again once the node shows the change: wait for both
+    await b.waitFor(`(document.getElementById('node-action-status') || {}).textContent &&
+                     (document.getElementById('node-drain') || {}).textContent !== ${JSON.stringify(before)}`,
+                    'the drain\'s answer and the view drawn again');
   }
 }
 
