@@ -34,7 +34,9 @@ from agentproc import wait_state  # noqa: E402
 PROBE = os.environ.get("PROBE", os.path.join(gpd.BIN, "isolation_probe"))
 BUSYBOX = shutil.which("busybox") or "/bin/busybox"
 SECRET = "victim-secret-%d" % os.getpid()
-PORT = 20000 + os.getpid() % 20000
+# below the kernel's ephemeral range (32768-60999), where the other tests' daemons, registries and
+# clients take their ports: a port from pid up to 39999 met one of them under make test's load
+PORT = 10000 + os.getpid() % 20000
 DAEMON = {"fleet": None, "extra": ["--node-lost-after", "15"]}
 # every attempt the probe makes; each must be reported, and blocked
 ATTEMPTS = ("list_processes", "read_environment", "read_a_files", "read_agent_state", "open_other_gpu",
@@ -124,6 +126,7 @@ def test_a_hostile_tenant_reaches_nothing_of_another(d):
             gpd.wait_for(lambda: agent.replica_logs(victim), 60, "the victim's log")
             boundary.wait_log(agent, victim, "victim: listening", timeout=30)
         except AssertionError:
+            print("--- the victim's log ---\n" + boundary.log_text(agent, victim)[-2000:])
             print("--- the agent's log ---\n" + agent.read_log())
             raise
         launch, replica_dir = launch_of(agent, victim)
