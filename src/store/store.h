@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 11
+#define GP_STORE_SCHEMA_VERSION 12
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -354,6 +354,20 @@ gp_err gp_store_node_approval_set(gp_store *s, const char *node, const char *sta
 gp_err gp_store_node_approval_get(gp_store *s, const char *node, char *state, size_t cap, int64_t *time,
                                   gp_error *err);
 gp_err gp_store_node_approval_clear(gp_store *s, const char *node, gp_error *err);
+
+/* An operator's drain of node (store_nodes.c): why ("" when not said), by
+ * whom and since when; a node drained already keeps its since. */
+gp_err gp_store_node_drain_set(gp_store *s, const char *node, const char *reason, const char *by, int64_t since,
+                               gp_error *err);
+gp_err gp_store_node_drain_clear(gp_store *s, const char *node, gp_error *err);
+/* Why nodes are drained: node's (NULL: every node's) as {"NAME":
+ * {"reason", "by", "since", "kind"}}, kind "operator" (gp_store_node_drain_set),
+ * "health" (gp_store_health_drain_set; by "gpupoold") or "approval" (a
+ * node awaiting an admin's approval; by the registering token's id); a
+ * node in several has its operator's drain, else its health drain.
+ * Rows of nodes that no longer drain are the caller's to ignore.  *out a
+ * new reference the caller frees. */
+gp_err gp_store_node_drains(gp_store *s, const char *node, json_t **out, gp_error *err);
 
 /* ---- tenants' secrets, sealed (store_secrets.c) ---- */
 

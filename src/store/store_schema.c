@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 10, PRAGMA user_version):
+ * On-disk format (schema version 12, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -87,6 +87,11 @@
  *   gpu_types(name, declared, declared_by)
  *                                GPU types declared before their nodes
  *                                arrive (store_gpu_types.c)
+ *   node_drains(node, reason, drained_by, since)
+ *                                an operator's drain of a node: why, who
+ *                                (the token's user, else its name) and
+ *                                since when; the row lives while the node
+ *                                is drained (store_nodes.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -206,6 +211,10 @@ static const char *const MIGRATIONS[] = {
     /* 10 -> 11 (issue 32): GPU types an admin declared before their nodes
      * arrive (store_gpu_types.c) */
     "CREATE TABLE gpu_types(name TEXT PRIMARY KEY, declared INTEGER NOT NULL, declared_by TEXT NOT NULL);",
+    /* 11 -> 12 (issue 32): why, by whom and since when an operator drained
+     * a node (store_nodes.c) */
+    "CREATE TABLE node_drains(node TEXT PRIMARY KEY, reason TEXT NOT NULL, drained_by TEXT NOT NULL,"
+    " since INTEGER NOT NULL);",
 };
 
 static int user_version(gp_db *db)

@@ -672,6 +672,42 @@ static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
     assert_string_equal(state_, "");
 }
 
+/* Why nodes drain (schema 12): an operator's reason, who and since (kept on
+ * a drain again), then gpupoold's own drains for health and approval. */
+static void node_drains_say_why_who_and_since(void **state)
+{
+    fixture *f = *state;
+    json_t *drains = NULL;
+    OK(gp_store_node_drain_set(f->s, "n1", "kernel 6.19", "alice", 100, &e_));
+    OK(gp_store_node_drain_set(f->s, "n1", "RMA 4411", "bob", 150, &e_));
+    OK(gp_store_health_drain_set(f->s, "n1", true, 160, &e_)); /* the operator's drain wins */
+    OK(gp_store_health_drain_set(f->s, "n2", true, 200, &e_));
+    OK(gp_store_node_approval_set(f->s, "n3", "awaiting", 300, "tj", &e_));
+    OK(gp_store_node_approval_set(f->s, "n4", "approved", 400, "admin", &e_));
+    OK(gp_store_node_drains(f->s, NULL, &drains, &e_));
+    assert_int_equal(json_object_size(drains), 3);
+    json_t *n1 = json_object_get(drains, "n1"), *n2 = json_object_get(drains, "n2"), *n3 = json_object_get(drains, "n3");
+    assert_string_equal(json_string_value(json_object_get(n1, "reason")), "RMA 4411");
+    assert_string_equal(json_string_value(json_object_get(n1, "by")), "bob");
+    assert_int_equal(json_integer_value(json_object_get(n1, "since")), 100);
+    assert_string_equal(json_string_value(json_object_get(n1, "kind")), "operator");
+    assert_string_equal(json_string_value(json_object_get(n2, "kind")), "health");
+    assert_string_equal(json_string_value(json_object_get(n2, "by")), "gpupoold");
+    assert_int_equal(json_integer_value(json_object_get(n2, "since")), 200);
+    assert_string_equal(json_string_value(json_object_get(n3, "kind")), "approval");
+    assert_string_equal(json_string_value(json_object_get(n3, "by")), "tj");
+    json_decref(drains);
+    OK(gp_store_node_drain_clear(f->s, "n1", &e_));
+    OK(gp_store_node_drains(f->s, "n1", &drains, &e_));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(drains, "n1"), "kind")), "health");
+    assert_int_equal(json_object_size(drains), 1);
+    json_decref(drains);
+    OK(gp_store_health_drain_set(f->s, "n1", false, 0, &e_));
+    OK(gp_store_node_drains(f->s, "n1", &drains, &e_));
+    assert_int_equal(json_object_size(drains), 0);
+    json_decref(drains);
+}
+
 static void secrets_are_put_replaced_listed_and_deleted_per_tenant(void **state)
 {
     fixture *f = *state;
@@ -1301,6 +1337,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         CASE(a_store_keeps_its_meta_across_reopening),
         CASE(a_newer_schema_is_refused),
+        CASE(node_drains_say_why_who_and_since),
         CASE(gpu_types_are_declared_listed_and_undeclared),
         CASE(meta_set_in_a_transaction_is_kept_until_its_end),
         CASE(a_reader_cannot_write),
