@@ -1,4 +1,4 @@
-/* cmd_admin.c - gpupool nodes [show NAME | approve NAME], drain, tenants, quota set, apply, usage,
+/* cmd_admin.c - gpupool nodes [show NAME | approve NAME] (drain: cmd_drain.c), tenants, quota set, apply, usage,
  * token create|list|revoke, audit [verify], admin export-log.
  */
 #include "cli/commands.h"
@@ -88,6 +88,34 @@ static void gpu_xids(const json_t *gpus, int64_t now)
     }
 }
 
+/* A node's drain as REASON shows it, "kernel 6.19 (alice)" or "by alice"
+ * when none was said; "-" for a node that does not drain. */
+static const char *drain_reason(const json_t *drain, char *out, size_t cap)
+{
+    const char *reason = json_string_value(json_object_get(drain, "reason"));
+    const char *by = json_string_value(json_object_get(drain, "by"));
+    if (!json_is_object(drain))
+        snprintf(out, cap, "-");
+    else if (reason && reason[0])
+        snprintf(out, cap, "%s (%s)", reason, by ? by : "-");
+    else
+        snprintf(out, cap, "by %s", by ? by : "-");
+    return out;
+}
+
+/* `nodes show`'s line of a drain: "drain: kernel 6.19; by alice since
+ * 2026-12-08 01:02:03 (5m ago)"; nothing for a node that does not drain. */
+static void drain_line(const json_t *drain, int64_t now)
+{
+    if (!json_is_object(drain))
+        return;
+    const char *reason = json_string_value(json_object_get(drain, "reason"));
+    char since[64];
+    gp_time_human(json_integer_value(json_object_get(drain, "since")), now, since, sizeof since);
+    printf("drain: %s; by %s since %s\n", reason && reason[0] ? reason : "no reason given",
+           json_string_value(json_object_get(drain, "by")), since);
+}
+
 /* gpupool nodes show NAME: the node and, per GPU, its health. */
 static int nodes_show(gp_client *c, const char *name)
 {
@@ -106,6 +134,7 @@ static int nodes_show(gp_client *c, const char *name)
                                                               : "",
                (long long)json_integer_value(json_object_get(n, "gpus_healthy")),
                (long long)json_integer_value(json_object_get(n, "gpu_count")));
+        drain_line(json_object_get(n, "drain"), now);
         static const char *const head[] = {"GPU", "UUID", "HEALTH", "SINCE", "LAST-CHECK", "REASON"};
         gp_table t;
         gp_table_init(&t, 6, head);
@@ -144,19 +173,23 @@ int gp_cmd_nodes(gp_client *c, int argc, char **argv)
         return nodes_show(c, argv[2]);
     if (argc == 3 && strcmp(argv[1], "approve") == 0)
         return nodes_approve(c, argv[2]);
+    if (argc > 1 && (strcmp(argv[1], "drain") == 0 || strcmp(argv[1], "undrain") == 0 ||
+                     strcmp(argv[1], "resume") == 0))
+        return gp_cmd_nodes_drain(c, argc - 1, argv + 1);
     if (argc > 1)
-        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME | approve NAME]");
+        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME | approve NAME | drain|undrain NODE...]");
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
         static const char *const head[] = {"NAME", "BLOCK", "TYPE", "GPUS", "FREE", "SHARING", "SHARED-USE", "HEALTH",
-                                           "STATE"};
+                                           "STATE", "REASON"};
+        static const int drop[] = {6, 5, 1, -1}; /* the least needed first; then REASON is cut */
         gp_table t;
-        gp_table_init(&t, 9, head);
+        gp_table_init(&t, 10, head);
         size_t i;
         json_t *n;
         json_array_foreach(json_object_get(resp.body, "nodes"), i, n) {
-            char gpus[16], free_[16], mode[16], use[32], health[32];
+            char gpus[16], free_[16], mode[16], use[32], health[32], reason[320];
             snprintf(gpus, sizeof gpus, "%lld", (long long)json_integer_value(json_object_get(n, "gpu_count")));
             snprintf(free_, sizeof free_, "%lld", (long long)json_integer_value(json_object_get(n, "gpus_free")));
             snprintf(health, sizeof health, "%lld/%lld", (long long)json_integer_value(json_object_get(n, "gpus_healthy")),
@@ -169,36 +202,12 @@ int gp_cmd_nodes(gp_client *c, int argc, char **argv)
             const char *cells[] = {json_string_value(json_object_get(n, "name")),
                                    json_string_value(json_object_get(n, "block")),
                                    json_string_value(json_object_get(n, "gpu_type")), gpus, free_, mode, use, health,
-                                   state};
+                                   state, drain_reason(json_object_get(n, "drain"), reason, sizeof reason)};
             gp_table_add(&t, cells);
         }
+        gp_table_fit(&t, gp_table_width(), drop);
         gp_table_print(&t, stdout);
     }
-    gp_response_free(&resp);
-    return rc;
-}
-
-int gp_cmd_drain(gp_client *c, int argc, char **argv)
-{
-    static const struct option opts[] = {{"undo", no_argument, NULL, 'u'}, {NULL, 0, NULL, 0}};
-    bool drain = true;
-    int ch;
-    optind = 0;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch != 'u')
-            return gp_usage_error("drain", "usage: gpupool drain NODE [--undo]");
-        drain = false;
-    }
-    if (optind != argc - 1)
-        return gp_usage_error("drain", "usage: gpupool drain NODE [--undo]");
-    char path[256];
-    snprintf(path, sizeof path, "/v1/nodes/%.100s/drain", argv[optind]);
-    json_t *body = json_pack("{s:b}", "drain", drain);
-    gp_response resp;
-    int rc = gp_client_run(c, "POST", path, body, &resp);
-    json_decref(body);
-    if (rc == GP_EXIT_OK && !c->json)
-        printf("node %s %s\n", argv[optind], drain ? "draining" : "undrained");
     gp_response_free(&resp);
     return rc;
 }

@@ -57,12 +57,15 @@ int gp_cmd_pool(gp_client *c, int argc, char **argv);
 /* cmd_secret.c */
 int gp_cmd_secret(gp_client *c, int argc, char **argv);
 
+/* cmd_drain.c: gpupool drain, and gpupool nodes drain|undrain|resume (argv[0] the verb) */
+int gp_cmd_drain(gp_client *c, int argc, char **argv);
+int gp_cmd_nodes_drain(gp_client *c, int argc, char **argv);
+
 /* completion.c */
 int gp_cmd_completion(gp_client *c, int argc, char **argv);
 
 /* cmd_admin.c */
 int gp_cmd_nodes(gp_client *c, int argc, char **argv);
-int gp_cmd_drain(gp_client *c, int argc, char **argv);
 int gp_cmd_tenants(gp_client *c, int argc, char **argv);
 int gp_cmd_quota(gp_client *c, int argc, char **argv);
 int gp_cmd_apply(gp_client *c, int argc, char **argv);

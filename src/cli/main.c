@@ -97,12 +97,18 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool nodes\n"
      "       gpupool nodes show NAME\n"
      "       gpupool nodes approve NAME\n"
-     "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
+     "       gpupool nodes drain NODE... | --all-of-type TYPE [--reason TEXT]\n"
+     "       gpupool nodes undrain|resume NODE... | --all-of-type TYPE\n"
+     "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state and\n"
+     "why a node drains (REASON: the reason and who drained it).\n"
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
      "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
      "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
-     "agent that lost its credential).\n"},
-    {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
+     "agent that lost its credential).  `drain` (admin, operator): no new work goes to the nodes; the reason\n"
+     "(1..200 characters), who drained and since when are kept on each until `undrain` (or `resume`).\n"},
+    {"drain", gp_cmd_drain,
+     "usage: gpupool drain NODE... [--reason TEXT] [--undo]\n"
+     "Drain nodes (no new work), or undrain them: gpupool nodes drain|undrain.\n"},
     {"gpu-types", gp_cmd_gpu_types,
      "usage: gpupool gpu-types\n       gpupool gpu-types declare|undeclare NAME\n"
      "The GPU types gpupoold knows: those of registered nodes and those an admin declared.  A quota or a\n"

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "util/grow.h"
 
@@ -141,4 +143,14 @@ void gp_table_fit(gp_table *t, size_t width, const int *drop)
     for (int i = 0; i < t->ncols - 1; i++)
         before += w[i] + 2;
     table_cut_last(t, width > before ? width - before : 0);
+}
+
+size_t gp_table_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) == 1 && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    long n = columns ? strtol(columns, NULL, 10) : 0;
+    return n > 0 ? (size_t)n : 0;
 }

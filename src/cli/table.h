@@ -32,5 +32,9 @@ void gp_table_print_csv(gp_table *t, FILE *out);
  * cells to what is left, a cut cell ending in "..." (`gpupool top` on an
  * 80-column terminal).  The header row goes with its column. */
 void gp_table_fit(gp_table *t, size_t width, const int *drop);
+/* The width a table printed to stdout may fill: the terminal's columns
+ * when stdout is one, else $COLUMNS when set, else 0 (no limit: a pipe
+ * or a file gets whole lines). */
+size_t gp_table_width(void);
 
 #endif

@@ -9,7 +9,15 @@
  * themselves are .../checks?gpu=N&limit=L, newest first, 50 by default).
  * Every role may list them -- capacity is not
  * a secret -- but which job holds a GPU is shown only to roles that see
- * every tenant.  Draining is for admin and operator.  In one node's view
+ * every tenant.  Draining is for admin and operator, with an optional
+ * reason (1..200 characters of one line); a draining node's view says
+ * why, who and since when under "drain" (the store's node_drains, or the
+ * drain gpupoold made for GPU health or an approval: store.h), kept across
+ * restarts and leaders as the drain itself is:
+ *   POST /v1/nodes/n1/drain {"reason": "kernel 6.19"} by alice's token ->
+ *   "draining": true, "drain": {"reason": "kernel 6.19", "by": "alice",
+ *   "since": 1796650000, "kind": "operator"}
+ * An undrain clears it.  In one node's view
  * a member or tenant-admin sees the agent's replicas of its own scope's
  * jobs only; another tenant's are left out (counted in "other_jobs"),
  * and the GPUs they hold keep their health but not their use:
@@ -65,8 +73,10 @@ static json_t *gpu_view(const gp_engine *e, uint32_t g, bool show_jobs)
     return o;
 }
 
-/* "drained": draining and its last job gone (the engine's DRAINED). */
-static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jobs)
+/* "drained": draining and its last job gone (the engine's DRAINED);
+ * "drain": why, who and since when, from drains (gp_store_node_drains),
+ * null when the node does not drain or nothing says why. */
+static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jobs, const json_t *drains)
 {
     json_t *gpus = json_array();
     for (int g = 0; g < n->gpu_count; g++)
@@ -77,6 +87,8 @@ static json_t *node_view(const gp_engine *e, const gp_node_info *n, bool show_jo
                      n->draining, "cpu_millis", (json_int_t)n->cpu_millis, "cpu_used", (json_int_t)n->cpu_used,
                      "mem_mib", (json_int_t)n->mem_mib, "mem_used", (json_int_t)n->mem_used, "gpus", gpus);
     json_object_set_new(view, "drained", json_boolean(n->draining && n->replicas == 0));
+    json_t *drain = n->draining ? json_object_get(drains, n->name) : NULL;
+    json_object_set_new(view, "drain", drain ? json_deep_copy(drain) : json_null());
     return view;
 }
 
@@ -117,15 +129,22 @@ static void nodes_run(gp_server *srv, gp_op *op, int64_t now)
     (void)now;
     const gp_engine *e = srv->journal.engine;
     bool show_jobs = gp_principal_sees_all(op->who);
+    json_t *drains = NULL;
+    gp_error err;
+    if (gp_store_node_drains(srv->store, NULL, &drains, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
     json_t *list = json_array();
     for (uint32_t i = 0; i < gp_engine_node_count(e); i++) {
         gp_node_info n;
         if (!gp_engine_node_get(e, i, &n))
             continue;
-        json_t *view = node_view(e, &n, show_jobs);
+        json_t *view = node_view(e, &n, show_jobs, drains);
         gpus_sm_add(srv, op->who, &n, json_object_get(view, "gpus"));
         json_array_append_new(list, view);
     }
+    json_decref(drains);
     gp_op_reply(op, 200, json_pack("{s:o}", "nodes", list));
 }
 
@@ -284,9 +303,15 @@ static void node_get_run(gp_server *srv, gp_op *op, int64_t now)
     const gp_engine *e = srv->journal.engine;
     gp_node_info n;
     gp_error err;
+    json_t *drains = NULL;
     if (!node_find(e, op, op->arg, &n))
         return;
-    json_t *view = node_view(e, &n, gp_principal_sees_all(op->who));
+    if (gp_store_node_drains(srv->store, n.name, &drains, &err) != GP_OK) {
+        gp_op_fail(op, &err);
+        return;
+    }
+    json_t *view = node_view(e, &n, gp_principal_sees_all(op->who), drains);
+    json_decref(drains);
     json_object_set_new(view, "jobs", node_jobs(e, op->who, &n));
     json_t *agent = agent_view(srv, op->who, &n);
     json_object_set_new(view, "agent", agent ? agent : json_null());
@@ -345,22 +370,69 @@ void gp_api_node_checks(gp_request *r, const char *name)
     gp_api_run_op(r, &op);
 }
 
+#define GP__DRAIN_REASON_MAX 200
+
 typedef struct drain_arg {
     const char *name;
     bool drain;
+    char reason[GP__DRAIN_REASON_MAX + 1]; /* "" when not given */
 } drain_arg;
+
+/* Who drains: the token's user, else its name ("alice", "ci-bot"). */
+static const char *drainer(const gp_principal *who)
+{
+    return who->user[0] ? who->user : who->name;
+}
 
 static void drain_run(gp_server *srv, gp_op *op, int64_t now)
 {
     drain_arg *a = op->arg;
+    gp_node_info n;
     gp_error err;
+    if (!node_find(srv->journal.engine, op, a->name, &n))
+        return;
     /* an operator's drain or undrain is the operator's: health never undoes it */
-    if (gp_journal_node_drain(&srv->journal, a->name, a->drain, now, &err) != GP_OK ||
-        gp_store_health_drain_set(srv->store, a->name, false, now, &err) != GP_OK) {
+    gp_err rc = gp_journal_node_drain(&srv->journal, a->name, a->drain, now, &err);
+    if (rc == GP_OK)
+        rc = gp_store_health_drain_set(srv->store, a->name, false, now, &err);
+    if (rc == GP_OK)
+        rc = a->drain ? gp_store_node_drain_set(srv->store, a->name, a->reason, drainer(op->who), now, &err)
+                      : gp_store_node_drain_clear(srv->store, a->name, &err);
+    if (rc != GP_OK) {
         gp_op_fail(op, &err);
         return;
     }
-    gp_op_reply(op, 200, json_pack("{s:s, s:b}", "node", a->name, "draining", a->drain));
+    json_t *out = json_pack("{s:s, s:b}", "node", a->name, "draining", a->drain);
+    if (a->drain)
+        json_object_set_new(out, "reason", json_string(a->reason));
+    gp_op_reply(op, 200, out);
+}
+
+/* The body's fields ({"drain": bool, "reason": text}) into a: false after
+ * answering 400 (a reason with "drain": false too: it would be dropped). */
+static bool drain_body(gp_request *r, drain_arg *a)
+{
+    json_t *body = gp_api_body_object(r);
+    if (!body)
+        return false;
+    gp_error err;
+    gp_err rc = GP_OK;
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+        if (rc == GP_OK && strcmp(key, "drain") == 0)
+            rc = gp_json_bool(v, key, &a->drain, &err);
+        else if (rc == GP_OK && strcmp(key, "reason") == 0)
+            rc = gp_json_string(v, key, GP__DRAIN_REASON_MAX, a->reason, sizeof a->reason, &err);
+        else if (rc == GP_OK)
+            rc = gp_json_unknown_field("", key, &err);
+    }
+    json_decref(body);
+    if (rc == GP_OK && !a->drain && a->reason[0])
+        rc = gp_error_set(&err, GP_ERR_INVALID, "reason", "reason goes with a drain; an undrain clears it");
+    if (rc != GP_OK)
+        gp_api_fail(r, &err);
+    return rc == GP_OK;
 }
 
 void gp_api_node_drain(gp_request *r, const char *name)
@@ -373,25 +445,8 @@ void gp_api_node_drain(gp_request *r, const char *name)
         return;
     }
     drain_arg a = {.name = name, .drain = true};
-    if (r->body_len > 0) {
-        json_t *body = gp_api_body_object(r);
-        if (!body)
-            return;
-        gp_error err;
-        gp_err rc = GP_OK;
-        const char *key;
-        json_t *v;
-        json_object_foreach(body, key, v) {
-            if (rc == GP_OK)
-                rc = strcmp(key, "drain") == 0 ? gp_json_bool(v, key, &a.drain, &err)
-                                               : gp_json_unknown_field("", key, &err);
-        }
-        json_decref(body);
-        if (rc) {
-            gp_api_fail(r, &err);
-            return;
-        }
-    }
+    if (r->body_len > 0 && !drain_body(r, &a))
+        return;
     gp_op op = {.run = drain_run, .mutates = true, .arg = &a};
     snprintf(op.action, sizeof op.action, "%s", a.drain ? "node.drain" : "node.undrain");
     snprintf(op.target, sizeof op.target, "node/%s", name);

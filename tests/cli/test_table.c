@@ -1,4 +1,5 @@
-/* test_table.c - aligned tables fitted to a width (cli/table.h, gp_table_fit: `gpupool top`). */
+/* test_table.c - aligned tables fitted to a width (cli/table.h, gp_table_fit and gp_table_width: `gpupool top`,
+ * `gpupool nodes`). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const HEAD[] = {"JOB", "TENANT", "NOTE", "REASON"};
 static const char *const ROW[] = {"12", "research/vision", "checkpointed",
@@ -60,12 +62,27 @@ static void without_columns_to_drop_only_the_last_is_cut(void **state)
     free(text);
 }
 
+/* Off a terminal (ctest's pipe) the width is $COLUMNS, and no limit without it. */
+static void off_a_terminal_the_width_is_columns_or_none(void **state)
+{
+    (void)state;
+    if (isatty(STDOUT_FILENO))
+        skip();
+    setenv("COLUMNS", "72", 1);
+    assert_int_equal(gp_table_width(), 72);
+    setenv("COLUMNS", "wide", 1);
+    assert_int_equal(gp_table_width(), 0);
+    unsetenv("COLUMNS");
+    assert_int_equal(gp_table_width(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_table_that_fits_is_printed_as_it_is),
         cmocka_unit_test(the_least_needed_column_goes_first_then_the_last_is_cut),
         cmocka_unit_test(without_columns_to_drop_only_the_last_is_cut),
+        cmocka_unit_test(off_a_terminal_the_width_is_columns_or_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
