@@ -19,8 +19,8 @@
  *   jobs          GET /v1/jobs?state=live (pages of 1000), filtered here
  *   #/jobs/ID     GET /v1/jobs/ID, GET /v1/jobs/ID/logs (the last 64 KiB of
  *                 replica 0's latest run); Cancel: DELETE /v1/jobs/ID
- *   #/nodes/NAME  GET /v1/nodes/NAME, GET /v1/nodes/NAME/checks; Drain and
- *                 Undrain: POST /v1/nodes/NAME/drain
+ *   #/nodes/NAME  GET /v1/nodes/NAME, GET /v1/nodes/NAME/checks; Drain (with
+ *                 the reason it asks for) and Undrain: POST /v1/nodes/NAME/drain
  *
  * The address's fragment names the open view (#/jobs/ID, #/nodes/NAME,
  * #/tenants/PATH: its usage chart unfolded and the jobs filtered to its
@@ -469,7 +469,7 @@ function nodeCard(n) {
   const node = n.node;
   const flags = [node.up ? null : 'down', node.draining ? 'draining' : null].filter(Boolean);
   return el('div', { class: 'node' + (node.up ? '' : ' down') + (node.draining ? ' draining' : ''),
-                     dataset: { node: node.name } },
+                     dataset: { node: node.name }, title: drainText(node.drain) },
             el('div', { class: 'title' }, el('a', { class: 'name', href: `#/nodes/${encodeURIComponent(node.name)}` }, node.name),
                el('span', { class: 'meta' }, `${node.gpu_type} · ${node.gpus_free}/${node.gpu_count} free` +
                                              (flags.length ? ' · ' + flags.join(', ') : ''))),
@@ -927,21 +927,37 @@ function focusTenant() {
 
 const DRAIN_ROLES = new Set(['admin', 'operator']);
 
+/* Drain asks for a reason first (kept on the node with who and when, as
+ * `gpupool nodes drain --reason`); Undrain clears it. */
 function drainButton(node) {
   if (!DRAIN_ROLES.has($('who').dataset.role)) return null;
   const status = el('span', { id: 'node-action-status', class: 'action-status' });
+  const reason = node.draining ? null : el('input', { id: 'node-drain-reason', type: 'text', maxlength: 200,
+                                                      placeholder: 'reason (kernel upgrade, RMA ...)' });
   const button = el('button', { id: 'node-drain', type: 'button' }, node.draining ? 'Undrain' : 'Drain');
   button.addEventListener('click', async () => {
+    const why = reason ? reason.value.trim() : '';
+    if (reason && !why) {
+      status.textContent = 'give a reason first';
+      reason.focus();
+      return;
+    }
     button.disabled = true;
     const path = `/v1/nodes/${encodeURIComponent(node.name)}`;
     const done = node.draining ? 'undrained' : 'draining';
-    status.textContent = await act('POST', path + '/drain', done, { drain: !node.draining });
+    status.textContent = await act('POST', path + '/drain', done, reason ? { drain: true, reason: why } : { drain: false });
     const kept = status.textContent;
     if (kept === done) await settled(path, (n) => n.draining !== node.draining);
     await panel('node-detail-body', loadNodeDetail);
     if ($('node-action-status')) $('node-action-status').textContent = kept;
   });
-  return el('div', { class: 'actions' }, button, status);
+  return el('div', { class: 'actions' }, reason || '', button, status);
+}
+
+/* "kernel 6.19 (by alice since 2026-12-08 01:02:03)"; null when the node does not drain. */
+function drainText(drain) {
+  if (!drain) return null;
+  return `${drain.reason || 'no reason given'} (by ${drain.by} since ${fmtTime(drain.since)})`;
 }
 
 function nodeGpuRows(node) {
@@ -964,11 +980,12 @@ async function loadNodeDetail() {
   const path = `/v1/nodes/${encodeURIComponent(name)}`;
   const [node, checks] = await Promise.all([api(path), api(path + '/checks?limit=20')]);
   const jobs = (view.jobs || []).filter((j) => (j.placement || []).some((p) => p.node === name));
-  const state = [node.up ? 'up' : 'down', node.draining ? 'draining' : null].filter(Boolean).join(', ');
+  const state = [node.up ? 'up' : 'down', node.drained ? 'drained' : node.draining ? 'draining' : null]
+    .filter(Boolean).join(', ');
   $('node-detail-id').textContent = name;
   $('node-detail-body').replaceChildren(
     drainButton(node) || '',
-    detailList([['state', state], ['block', node.block], ['zone', node.zone], ['GPUs', `${node.gpu_count} ${node.gpu_type}, ` +
+    detailList([['state', state], ['drain', drainText(node.drain)], ['block', node.block], ['zone', node.zone], ['GPUs', `${node.gpu_count} ${node.gpu_type}, ` +
       `${node.gpus_free} free, ${node.gpus_healthy} healthy`], ['agent last seen', node.agent ? fmtTime(node.agent.last_seen) : 'no agent']]),
     el('h3', {}, 'GPUs'), table([['GPU', 'num'], ['uuid'], ['health'], ['SM active', 'num'], ['temp', 'num'], ['XIDs']],
                                 nodeGpuRows(node), 'No GPUs.'),

@@ -7,7 +7,8 @@
  *                     [--width 1400] [--max-height 6000]
  *                     [--sign-out-png after.png [--next-token gpt_... --next-png next.png]]
  *                     [--hash '#/jobs/7' [--cancel 1 [--cancel-first /v1/jobs/7]]]
- *                     [--jobs-filter '{"state": "blocked"}' --csv-dir DIR] [--node NAME [--drain 1]]
+ *                     [--jobs-filter '{"state": "blocked"}' --csv-dir DIR]
+ *                     [--node NAME [--drain 1 [--drain-reason TEXT]]]
  *                     [--range 7d]
  *
  * It types the token into the page (as a person does), waits until every
@@ -36,7 +37,8 @@
  * filters ({"state", "tenant", "user", "text"}); --csv-dir then clicks
  * Export CSV and adds "csv": the file the browser downloaded.  --node opens
  * a node's view by clicking its name in the fleet (with --drain 1, then
- * its Drain button).  --range picks the usage charts' time range and waits
+ * its Drain button: with --drain-reason, first with no reason typed -- the
+ * page must ask for one, "drain_asked" -- then with TEXT typed).  --range picks the usage charts' time range and waits
  * until they are drawn again.
  *
  * Exit 0 when it could report, 1 when the browser or the page could not be
@@ -195,6 +197,14 @@ async function openNode(b, a) {
   await b.evaluate(`(() => { document.querySelector(${link}).click(); return true; })()`);
   await b.waitFor("!document.getElementById('node-detail').hidden && document.getElementById('node-detail-body').childElementCount > 0",
                   'the node\'s view');
+  let asked;
+  if (a.drain && a['drain-reason'] !== undefined) {
+    await b.evaluate(`(() => { document.getElementById('node-drain').click(); return true; })()`);
+    await b.waitFor("(document.getElementById('node-action-status') || {}).textContent", 'the ask for a reason');
+    asked = await b.evaluate("document.getElementById('node-action-status').textContent");
+    await b.evaluate(`(() => { const r = document.getElementById('node-drain-reason');
+                               r.value = ${JSON.stringify(a['drain-reason'])}; return true; })()`);
+  }
   if (a.drain) {
     const before = await b.evaluate("document.getElementById('node-drain').textContent");
     await b.evaluate(`(() => { document.getElementById('node-drain').click(); return true; })()`);
@@ -203,6 +213,7 @@ async function openNode(b, a) {
                      (document.getElementById('node-drain') || {}).textContent !== ${JSON.stringify(before)}`,
                     'the drain\'s answer and the view drawn again');
   }
+  return asked;
 }
 
 /* Picks the usage charts' range; resolves once every chart is drawn for it. */
@@ -293,10 +304,11 @@ async function main() {
     }
     if (a.range) await pickRange(b, a.range);
     if (a.hash) await openLink(b, a);
-    if (a.node) await openNode(b, a);
+    const asked = a.node ? await openNode(b, a) : undefined;
     const csv = a['jobs-filter'] ? await filterJobs(b, a) : undefined;
     const maxHeight = Number(a['max-height'] || 6000);
     const out = { report: await b.evaluate(`(${pageReport.toString()})()`), errors };
+    if (asked !== undefined) out.drain_asked = asked;
     await screenshot(b, a.png, maxHeight);
     if (a['sign-out-png']) {
       out.login_page = { panels_visible: before.panels_visible, dash_visible: before.dash_visible };

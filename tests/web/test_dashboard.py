@@ -332,11 +332,16 @@ def check_console_admin(d, jobs):
     assert report["usage_focus"] == [{"tenant": "research/nlp", "unfolded": True}], report["usage_focus"]
     nlp = sorted(j["id"] for j in api_jobs(d, d.token, "live") if j["tenant"] == "research/nlp")
     assert report["jobs_tenant_filter"] == "research/nlp" and ids(report["jobs"]) == nlp, report["jobs"]
-    # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain
-    out = drive_dashboard(d, d.token, "console-admin-node.png", node="l4-e-0", drain=1)
+    # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain (which asks for a reason,
+    # then keeps it on the node with who and when)
+    out = drive_dashboard(d, d.token, "console-admin-node.png", node="l4-e-0", drain=1, drain_reason="PSU swap")
     node = out["report"]["node_detail"]
+    assert out["drain_asked"] == "give a reason first", out.get("drain_asked")
     assert node["visible"] and node["title"] == "l4-e-0" and node["action_status"] == "draining", node
     assert node["drain_button"] == "Undrain" and len(node["sm_active"]) == 2, node
+    drain = d.ok("GET", "/v1/nodes/l4-e-0")["drain"]
+    assert drain["reason"] == "PSU swap" and drain["kind"] == "operator", drain
+    assert "PSU swap (by %s since %s)" % (drain["by"], local(drain["since"])) in node["text"], node["text"]
     assert all(re.fullmatch(r"[0-9]+ %", x) for x in node["sm_active"]), node["sm_active"]
     on_node = sorted(j["id"] for j in api_jobs(d, d.token, "live")
                      if any(p["node"] == "l4-e-0" for p in j.get("placement") or []))
