@@ -151,7 +151,8 @@ def test_an_operators_drain_is_never_undone_by_health(d):
         fault(a, "n-1", "--gpu", "0", "--ecc-uncorrected", "1")
         gpd.wait_for(lambda: [r["action"] for r in audit_rows(d, "node/n-1/gpu")] == ["gpu.unhealthy", "gpu.healthy"],
                      30, "n-1's GPU out and back")
-        assert d.ok("GET", "/v1/nodes/n-1")["draining"]
+        view = d.ok("GET", "/v1/nodes/n-1")
+        assert view["draining"] and view["drain"]["kind"] == "operator", view  # still the operator's, and says so
     finally:
         a.stop()
 

@@ -188,12 +188,13 @@ def test_approve_nodes_keeps_a_new_node_cordoned_until_approved(d):
     status, out = register(d, "t4-new", join(d))
     assert status == 201 and out["awaiting_approval"] is True, out
     view = d.ok("GET", "/v1/nodes/t4-new")
-    assert view["draining"] is True, view
+    assert view["draining"] is True and view["drain"]["kind"] == "approval", view  # says why (issue 32, item 11)
+    assert view["drain"]["reason"] == "awaiting an admin's approval", view["drain"]
     job_id = d.ok("POST", "/v1/jobs", {"tenant": "t", "gpus": 1, "gpu_types": ["T4"], "command": ["true"]})["id"]
     d.ok("POST", "/v1/agents/t4-new/heartbeat", {}, token=out["token"])
     assert d.ok("GET", "/v1/jobs/%d" % job_id)["state"] == "pending"
     d.cli("nodes", "approve", "t4-new")
-    assert d.ok("GET", "/v1/nodes/t4-new")["draining"] is False
+    assert d.ok("GET", "/v1/nodes/t4-new")["draining"] is False and d.ok("GET", "/v1/nodes/t4-new")["drain"] is None
     gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % job_id)["state"] == "running", what="job on the approved node")
 
 
