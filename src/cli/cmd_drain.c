@@ -102,7 +102,7 @@ static int drain_args(int argc, char **argv, bool undo_allowed, drain_request *q
             return gp_usage_error("drain", DRAIN_USAGE);
     }
     if ((optind < argc) == (q->type != NULL))
-        return gp_usage_error("drain", "name the nodes or --all-of-type TYPE, not both\n" DRAIN_USAGE);
+        return gp_usage_error("drain", "name the nodes, or --all-of-type TYPE (not both)\n" DRAIN_USAGE);
     if (q->reason && !q->drain)
         return gp_usage_error("drain", "--reason goes with a drain; an undrain clears it");
     return -1;
