@@ -29,7 +29,7 @@
     "usage: gpupool nodes drain NODE... [--reason TEXT]\n"                                                            \
     "       gpupool nodes drain --all-of-type TYPE [--reason TEXT]\n"                                                 \
     "       gpupool nodes undrain|resume NODE... | --all-of-type TYPE\n"                                              \
-    "       gpupool drain NODE [--reason TEXT] [--undo]"
+    "       gpupool drain NODE... [--reason TEXT] [--undo]"
 
 typedef struct drain_request {
     bool drain;
