@@ -1,6 +1,7 @@
 /* agent_netfence.c - a node's replicas in the network fence
  * (launch/netfence.h): whether the fence is on, what each replica may
- * reach (its uid, its tenant, its peers' addresses, its tenant's egress),
+ * reach (its uid, its tenant, its peers' addresses, its tenant's egress)
+ * and who may reach it (its tenant's reach_from),
  * added before a replica starts, dropped at its end, and rebuilt from the
  * running replicas after the agent restarts.
  *
@@ -131,21 +132,40 @@ static void gp__egress(gp_node *n, const gp_assignment *a, gp_netfence_dest **ou
     }
 }
 
+/* The tenant's reach_from subtrees (caller frees *out; the strings stay
+ * a's); bad ones logged and left out. */
+static void gp__reach_from(gp_node *n, const gp_assignment *a, const char ***out, size_t *count)
+{
+    *count = 0;
+    *out = calloc(a->n_reach_from ? a->n_reach_from : 1, sizeof **out);
+    for (size_t i = 0; *out && i < a->n_reach_from; i++) {
+        gp_error err;
+        if (gp_reach_entry_check(a->reach_from[i], GP_NETFENCE_TENANT_MAX, &err) == GP_OK)
+            (*out)[(*count)++] = a->reach_from[i];
+        else
+            gp_agent_log(n, "job=%llu network fence: %s", (unsigned long long)a->job, err.message);
+    }
+}
+
 /* Adds the replica to the fence (loads nothing); mark: its tenant's mark
  * before an agent restart (0 none). */
 static gp_err gp__fence_add(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
                             unsigned mark, gp_error *err)
 {
     gp_netfence_dest *peers = NULL, *egress = NULL;
+    const char **reach_from = NULL;
     gp_netfence_replica fr = {.name = r->name, .tenant = a->tenant, .uid = gp__launch_uid(launch), .mark = mark};
     gp__peer_addrs(n, a, &peers, &fr.n_peers);
     gp__egress(n, a, &egress, &fr.n_egress);
+    gp__reach_from(n, a, &reach_from, &fr.n_reach_from);
     fr.peers = peers;
     fr.egress = egress;
-    gp_err rc = peers && egress ? gp_netfence_add(n->fence, &fr, err)
-                                : gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
+    fr.reach_from = reach_from;
+    gp_err rc = peers && egress && reach_from ? gp_netfence_add(n->fence, &fr, err)
+                                              : gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     free(peers);
     free(egress);
+    free(reach_from);
     return rc;
 }
 

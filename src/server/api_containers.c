@@ -5,16 +5,18 @@
  *                  policy: 400 image / mounts, nothing stored
  *   in a view      GET /v1/tenants shows each tenant's policy as inherited
  *   in a change    only an admin sets or changes a tenant's container,
- *                  image_sources, volumes, allow_userns or egress (a volume
- *                  is a host folder, egress a hole in the network fence:
- *                  the tenant tree's own admins may not hand either out);
+ *                  image_sources, volumes, allow_userns, egress or
+ *                  reach_from (a volume is a host folder, egress and
+ *                  reach_from holes in the network fence: the tenant
+ *                  tree's own admins may not hand any out);
  *                  the change then cancels the queued jobs of
  *                  the subtree it no longer allows (refuse_queued below)
  *   at bind        the run entry of an assignment gets mounts resolved to
  *                  the volumes' host paths as they are now, allow_userns
  *                  and image_auth (api_secrets.c); every run entry, with an
- *                  image or not, gets egress (the chain's destinations as
- *                  they are now: a replica keeps what it started with)
+ *                  image or not, gets egress and reach_from (the chain's
+ *                  destinations and subtrees as they are now: a replica
+ *                  keeps what it started with)
  *
  * The policy is read from the store's tenant specs along the path (the
  * engine keeps none of it); trust, which forces containers, is the
@@ -128,7 +130,7 @@ void gp_api_tenant_view_containers(gp_server *srv, const json_t *all, const char
 
 const char *gp_api_container_policy_changed(const json_t *have, const json_t *want)
 {
-    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress"};
+    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress", "reach_from"};
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
         const json_t *a = json_object_get(have, KEYS[i]), *b = json_object_get(want, KEYS[i]);
         if ((a || b) && !(a && b && json_equal(a, b)))
@@ -144,8 +146,9 @@ bool gp_api_container_policy_may_change(const gp_principal *who, const json_t *h
     if (who->role == GP_ROLE_ADMIN || !key)
         return true;
     gp_error_set(err, GP_ERR_INVALID, key,
-                 "only an admin sets a tenant's container, image_sources, volumes, allow_userns or egress (a volume"
-                 " is a host folder, an image source what runs on the nodes, egress where its jobs may connect)");
+                 "only an admin sets a tenant's container, image_sources, volumes, allow_userns, egress or reach_from"
+                 " (a volume is a host folder, an image source what runs on the nodes, egress where its jobs may"
+                 " connect, reach_from whose jobs may connect to them)");
     return false;
 }
 
@@ -230,5 +233,6 @@ void gp_api_assignment_egress(gp_store *s, json_t *entry)
         return;
     }
     json_object_set_new(entry, "egress", gp_container_egress_json(&c.effective));
+    json_object_set_new(entry, "reach_from", gp_container_reach_from_json(&c.effective));
     chain_free(&c);
 }

@@ -255,6 +255,69 @@ static void destinations_parse_and_bad_ones_are_refused(void **state)
     }
 }
 
+/* reach_from: vision lets research in (its subtree too); research/nlp's
+ * connections, marked 0x...01, are then answered by vision's replica,
+ * vision's are not answered by research/nlp's (one way), and ops, not
+ * named, is answered by nobody but itself.  "research-x" is no subtree of
+ * "research". */
+static void reach_from_lets_in_the_named_subtrees_one_way(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("h100-1", NULL, NULL, &f, &err), GP_OK);
+    const char *let_in[] = {"research", "ops/none-here"};
+    gp_netfence_replica nlp = {.name = "job7-r0-1", .tenant = "research/nlp", .uid = 2000000007};
+    gp_netfence_replica vision = {.name = "job9-r0-1", .tenant = "vision", .uid = 2000000009,
+                                  .reach_from = let_in, .n_reach_from = 2};
+    gp_netfence_replica ops = {.name = "job11-r0-1", .tenant = "ops", .uid = 2000000011};
+    gp_netfence_replica near = {.name = "job13-r0-1", .tenant = "research-x", .uid = 2000000013};
+    assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &ops, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &near, &err), GP_OK);
+    char *text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000007 {\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000011 {\n"
+                                 "\t\tct mark 0x475c3b03 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    free(text);
+    /* research's replicas gone: vision lets no mark in but its own */
+    assert_true(gp_netfence_remove(f, "job7-r0-1"));
+    text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    free(text);
+    gp_netfence_free(f);
+}
+
+static void reach_from_entries_are_tenant_paths(void **state)
+{
+    (void)state;
+    gp_error err;
+    const char *good[] = {"research", "research/nlp", "a/b/c/d", "Team_1.x-y"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(gp_reach_entry_check(good[i], 192, &err), GP_OK);
+    const char *bad[] = {"", "/research", "research/", "a//b", ".hidden", "a/../b", "a/b/c/d/e", "b; flush ruleset",
+                         "b }", "b\naccept", "*", NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(gp_reach_entry_check(bad[i], 192, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "reach_from");
+    }
+    assert_int_equal(gp_reach_entry_check("abcdef", 6, &err), GP_ERR_INVALID);
+    assert_true(gp_reach_covers("research", "research"));
+    assert_true(gp_reach_covers("research", "research/nlp/x"));
+    assert_false(gp_reach_covers("research", "research-x"));
+    assert_false(gp_reach_covers("research/nlp", "research"));
+}
+
 /* The generated text is what nft takes: loaded, then removed. */
 static void nft_loads_the_text(void **state)
 {
@@ -290,6 +353,8 @@ int main(void)
         cmocka_unit_test(a_tenants_mark_outlives_other_tenants_ends_and_restarts),
         cmocka_unit_test(the_last_end_removes_the_table),
         cmocka_unit_test(destinations_parse_and_bad_ones_are_refused),
+        cmocka_unit_test(reach_from_lets_in_the_named_subtrees_one_way),
+        cmocka_unit_test(reach_from_entries_are_tenant_paths),
         cmocka_unit_test(nft_loads_the_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,6 +80,8 @@ typedef struct gp__entry {
     unsigned mark;               /* its tenant's, 1..255: under the table's base */
     gp_netfence_dest *peers, *egress;
     size_t n_peers, n_egress;
+    char (*reach_from)[GP_NETFENCE_TENANT_MAX]; /* tenant subtrees let in */
+    size_t n_reach_from;
 } gp__entry;
 
 struct gp_netfence {
@@ -149,6 +151,7 @@ static void gp__entry_clear(gp__entry *e)
 {
     free(e->peers);
     free(e->egress);
+    free(e->reach_from);
     memset(e, 0, sizeof *e);
 }
 
@@ -239,13 +242,16 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
     if (slot) /* replaced: its own old entry holds no mark for the choice */
         gp_netfence_remove(f, r->name);
     gp__entry e = {.uid = r->uid, .mark = gp__tenant_mark(f, r->tenant, r->mark), .n_peers = r->n_peers,
-                   .n_egress = r->n_egress};
+                   .n_egress = r->n_egress, .n_reach_from = r->n_reach_from};
     if (!e.mark)
         return gp_error_set(err, GP_ERR_CONFLICT, "network", "255 tenants already have replicas on this node");
     snprintf(e.name, sizeof e.name, "%s", r->name);
     snprintf(e.tenant, sizeof e.tenant, "%s", r->tenant);
     e.peers = gp__dests_copy(r->peers, r->n_peers);
     e.egress = gp__dests_copy(r->egress, r->n_egress);
+    e.reach_from = calloc(r->n_reach_from ? r->n_reach_from : 1, sizeof *e.reach_from);
+    for (size_t i = 0; e.reach_from && i < r->n_reach_from; i++)
+        snprintf(e.reach_from[i], sizeof e.reach_from[i], "%s", r->reach_from[i]);
     if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
         gp__entry *grown = realloc(f->entries, cap * sizeof *grown);
@@ -254,7 +260,7 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
             f->cap = cap;
         }
     }
-    if (!e.peers || !e.egress || f->n == f->cap) {
+    if (!e.peers || !e.egress || !e.reach_from || f->n == f->cap) {
         gp__entry_clear(&e);
         return gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     }
@@ -329,6 +335,25 @@ static void gp__rule_answer_to(FILE *m, const gp_netfence_dest *d)
     fputs(" accept\n", m);
 }
 
+/* The entries [first, end) (one uid, one tenant) let in the replicas of
+ * every other tenant here that their reach_from covers: those tenants'
+ * marks are answered too, each once. */
+static void gp__answers_let_in(FILE *m, const gp_netfence *f, gp__entry *const *first, gp__entry *const *end)
+{
+    bool done[256] = {false};
+    done[(*first)->mark] = true;
+    for (size_t i = 0; i < f->n; i++) {
+        const gp__entry *other = &f->entries[i];
+        bool covered = false;
+        for (gp__entry *const *e = first; e < end && !covered && !done[other->mark]; e++)
+            for (size_t k = 0; k < (*e)->n_reach_from && !covered; k++)
+                covered = gp_reach_covers((*e)->reach_from[k], other->tenant);
+        if (covered)
+            fprintf(m, "\t\tct mark 0x%08x accept\n", f->mark_base + other->mark);
+        done[other->mark] = done[other->mark] || covered;
+    }
+}
+
 /* The entries [first, end) share one uid: its two chains. */
 static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *first, gp__entry *const *end,
                            unsigned mark)
@@ -348,6 +373,7 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
     fputs("\t\tdrop\n\t}\n", m);
     fprintf(m, "\tchain answer_%u {\n", uid);
     fprintf(m, "\t\tct mark 0x%08x accept\n", mark);
+    gp__answers_let_in(m, f, first, end);
     fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     fputs("\t\tfib daddr type local accept\n", m);
     for (gp__entry *const *e = first; e < end; e++) {

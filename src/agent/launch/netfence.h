@@ -20,7 +20,9 @@
  *     answered by a service that is no replica, or by its own tenant);
  * and nothing else.  A replica answers connections from this node's
  * processes that are no replica (the agent), from its own tenant's
- * replicas, from its peers and from its egress destinations: nothing else.
+ * replicas, from the replicas here of the tenants its tenant's
+ * "reach_from" names (and their subtrees), from its peers and from its
+ * egress destinations: nothing else.
  *
  * Who allocates and frees: gp_netfence_open allocates the fence,
  * gp_netfence_free frees it (the table stays: replicas outlive the agent).
@@ -57,6 +59,9 @@ typedef struct gp_netfence_replica {
     size_t n_peers;
     const gp_netfence_dest *egress; /* its tenant's allowed destinations */
     size_t n_egress;
+    const char *const *reach_from;  /* tenant subtrees whose replicas here may connect to it (net_dest.h:
+                                       checked by the caller; each under GP_NETFENCE_TENANT_MAX bytes) */
+    size_t n_reach_from;
 } gp_netfence_replica;
 
 typedef struct gp_netfence gp_netfence;
