@@ -11,7 +11,8 @@
  * tenant is refused (field "network") unless --no-network-fence was given:
  * the operator said so out loud, as with --no-isolate-devices.
  *
- * Peers are names (gpupoold sends each replica's node); their addresses
+ * Peers, and the nodes reach_from concerns, are names (gpupoold sends
+ * each replica's node); their addresses
  * are looked up here, once per start, and a name without one is logged
  * and left out (fenced shut, never open).  The sim backend's peers are
  * all on this host: not looked up.
@@ -95,21 +96,23 @@ static void gp__add_addr(gp_netfence_dest *out, size_t *n, const struct sockaddr
         out[(*n)++] = d;
 }
 
-/* The addresses of the assignment's peers (caller frees *out).  This
+/* The addresses of the nodes named (the assignment's peers, or the
+ * nodes reach_from concerns: what says which; caller frees *out).  This
  * node is left out (its addresses are local: the local rule), and so is
- * every peer of a sim node: sim nodes all live on this host, and a name
- * lookup that waits on an unreachable resolver would stall the loop. */
-static void gp__peer_addrs(gp_node *n, const gp_assignment *a, gp_netfence_dest **out, size_t *count)
+ * every node named to a sim node: sim nodes all live on this host, and a
+ * name lookup that waits on an unreachable resolver would stall the loop. */
+static void gp__node_addrs(gp_node *n, const gp_assignment *a, char *const *names, size_t n_names, const char *what,
+                           gp_netfence_dest **out, size_t *count)
 {
     *count = 0;
     *out = calloc(GP__PEER_ADDRS_MAX, sizeof **out);
-    for (size_t i = 0; *out && n->opt->nvml && i < a->n_peers; i++) {
+    for (size_t i = 0; *out && n->opt->nvml && i < n_names; i++) {
         struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-        if (strcmp(a->peers[i], n->name) == 0)
+        if (strcmp(names[i], n->name) == 0)
             continue;
-        if (!a->peers[i][0] || getaddrinfo(a->peers[i], NULL, &hints, &res) != 0) {
-            gp_agent_log(n, "job=%llu network fence: peer %s has no address: not reachable",
-                         (unsigned long long)a->job, a->peers[i]);
+        if (!names[i][0] || getaddrinfo(names[i], NULL, &hints, &res) != 0) {
+            gp_agent_log(n, "job=%llu network fence: %s %s has no address: not reachable", (unsigned long long)a->job,
+                         what, names[i]);
             continue;
         }
         for (const struct addrinfo *p = res; p; p = p->ai_next)
@@ -152,18 +155,26 @@ static void gp__reach_from(gp_node *n, const gp_assignment *a, const char ***out
 static gp_err gp__fence_add(gp_node *n, const gp_replica *r, const gp_assignment *a, const json_t *launch,
                             unsigned mark, gp_error *err)
 {
-    gp_netfence_dest *peers = NULL, *egress = NULL;
+    gp_netfence_dest *peers = NULL, *egress = NULL, *from_nodes = NULL, *to_nodes = NULL;
     const char **reach_from = NULL;
     gp_netfence_replica fr = {.name = r->name, .tenant = a->tenant, .uid = gp__launch_uid(launch), .mark = mark};
-    gp__peer_addrs(n, a, &peers, &fr.n_peers);
+    gp__node_addrs(n, a, a->peers, a->n_peers, "peer", &peers, &fr.n_peers);
+    gp__node_addrs(n, a, a->reach_from_nodes, a->n_reach_from_nodes, "reach_from node", &from_nodes,
+                   &fr.n_from_nodes);
+    gp__node_addrs(n, a, a->reach_to_nodes, a->n_reach_to_nodes, "reach_to node", &to_nodes, &fr.n_to_nodes);
     gp__egress(n, a, &egress, &fr.n_egress);
     gp__reach_from(n, a, &reach_from, &fr.n_reach_from);
     fr.peers = peers;
     fr.egress = egress;
     fr.reach_from = reach_from;
-    gp_err rc = peers && egress && reach_from ? gp_netfence_add(n->fence, &fr, err)
-                                              : gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
+    fr.from_nodes = from_nodes;
+    fr.to_nodes = to_nodes;
+    gp_err rc = peers && egress && reach_from && from_nodes && to_nodes
+                    ? gp_netfence_add(n->fence, &fr, err)
+                    : gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     free(peers);
+    free(from_nodes);
+    free(to_nodes);
     free(egress);
     free(reach_from);
     return rc;

@@ -16,7 +16,8 @@
  *                  and image_auth (api_secrets.c); every run entry, with an
  *                  image or not, gets egress and reach_from (the chain's
  *                  destinations and subtrees as they are now: a replica
- *                  keeps what it started with)
+ *                  keeps what it started with) and the nodes where the
+ *                  jobs reach_from concerns run (reach_nodes below)
  *
  * The policy is read from the store's tenant specs along the path (the
  * engine keeps none of it); trust, which forces containers, is the
@@ -31,6 +32,7 @@
 #include "server/api.h"
 
 #include "spec/container_spec.h"
+#include "spec/net_dest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,18 +223,82 @@ void gp_api_assignment_container(gp_server *srv, gp_store *s, json_t *entry, con
         gp_api_assignment_image_auth(srv, s, entry, tenant, image);
 }
 
-void gp_api_assignment_egress(gp_store *s, json_t *entry)
+/* ---- reach_from across nodes ---- */
+
+#define REACH_JOBS_MAX 1000 /* the newest live jobs of one subtree whose nodes are read */
+
+/* The nodes of subtree's live jobs added to nodes (each name once). */
+static void live_nodes_add(gp_store *s, const char *subtree, json_t *nodes)
+{
+    gp_store_job_filter f = {.tenant = subtree, .state = "live", .limit = REACH_JOBS_MAX};
+    json_t *list = NULL, *job, *rep, *have;
+    gp_error err;
+    size_t i, r, k;
+    if (gp_store_jobs_list(s, &f, &list, &err) != GP_OK) {
+        gp_log(GP_LOG_WARN, "reach_nodes_unread", "tenant=%s why=\"%s\"", subtree, err.message);
+        return;
+    }
+    json_array_foreach(json_object_get(list, "jobs"), i, job) {
+        json_array_foreach(json_object_get(job, "placement"), r, rep) {
+            json_t *node = json_object_get(rep, "node");
+            bool known = !json_is_string(node);
+            json_array_foreach(nodes, k, have) {
+                known = known || json_equal(have, node);
+            }
+            if (!known)
+                json_array_append(nodes, node);
+        }
+    }
+    json_decref(list);
+}
+
+/* Whether spec's own reach_from lets tenant in. */
+static bool lets_in(const json_t *spec, const char *tenant)
+{
+    size_t i;
+    json_t *entry;
+    json_array_foreach(json_object_get(spec, "reach_from"), i, entry) {
+        if (json_is_string(entry) && gp_reach_covers(json_string_value(entry), tenant))
+            return true;
+    }
+    return false;
+}
+
+/* The entry's "reach_from_nodes" (from the subtrees e lets in) and
+ * "reach_to_nodes" (from every tenant whose own reach_from lets tenant in,
+ * with its subtree, which inherits it). */
+static void reach_nodes(gp_store *s, const json_t *tenants, const char *tenant, const gp_container_effective *e,
+                        json_t *entry)
+{
+    json_t *from = json_array(), *to = json_array(), *all = tenants ? json_incref((json_t *)tenants) : NULL, *spec;
+    gp_error err;
+    const char *path;
+    for (size_t i = 0; i < e->n_reach_from; i++)
+        live_nodes_add(s, e->reach_from[i], from);
+    if (!all && gp_store_tenants_get(s, &all, &err) != GP_OK)
+        all = NULL;
+    json_object_foreach(all, path, spec) {
+        if (lets_in(spec, tenant))
+            live_nodes_add(s, path, to);
+    }
+    json_decref(all);
+    json_object_set_new(entry, "reach_from_nodes", from);
+    json_object_set_new(entry, "reach_to_nodes", to);
+}
+
+void gp_api_assignment_egress(gp_store *s, const json_t *tenants, json_t *entry)
 {
     const char *tenant = json_string_value(json_object_get(entry, "tenant"));
     tenant_chain c;
     gp_error err;
     if (!tenant)
         return;
-    if (chain_load(s, NULL, tenant, true, &c, &err) != GP_OK) {
+    if (chain_load(s, tenants, tenant, true, &c, &err) != GP_OK) {
         gp_log(GP_LOG_WARN, "egress_unread", "tenant=%s why=\"%s\" egress=none", tenant, err.message);
         return;
     }
     json_object_set_new(entry, "egress", gp_container_egress_json(&c.effective));
     json_object_set_new(entry, "reach_from", gp_container_reach_from_json(&c.effective));
+    reach_nodes(s, tenants, tenant, &c.effective, entry);
     chain_free(&c);
 }

@@ -298,6 +298,50 @@ static void reach_from_lets_in_the_named_subtrees_one_way(void **state)
     gp_netfence_free(f);
 }
 
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Across nodes: vision's replica answers TCP to the node where research
+ * runs (192.0.2.10); research's replica may open TCP to the node where
+ * vision runs (2001:db8::20), any port; neither gets the other's rule. */
+static void reach_from_across_nodes_opens_node_addresses_one_way(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("h100-1", NULL, NULL, &f, &err), GP_OK);
+    gp_netfence_dest research_node = dest("192.0.2.10"), vision_node = dest("2001:db8::20");
+    const char *let_in[] = {"research"};
+    gp_netfence_replica vision = {.name = "job9-r0-1", .tenant = "vision", .uid = 2000000009, .reach_from = let_in,
+                                  .n_reach_from = 1, .from_nodes = &research_node, .n_from_nodes = 1};
+    gp_netfence_replica nlp = {.name = "job7-r0-1", .tenant = "research/nlp", .uid = 2000000007,
+                               .to_nodes = &vision_node, .n_to_nodes = 1};
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    char *text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\t\tfib daddr type local drop\n"
+                                 "\t\tip6 daddr 2001:db8::20 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"
+                                 "\t}\n"
+                                 "\tchain answer_2000000007 {\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
+                                 "\t\tfib daddr type local accept\n"
+                                 "\t\tip daddr 192.0.2.10 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"));
+    assert_int_equal(occurrences(text, "192.0.2.10"), 1); /* only in vision's answers */
+    assert_int_equal(occurrences(text, "2001:db8::20"), 1); /* only in research's out chain */
+    free(text);
+    gp_netfence_free(f);
+}
+
 static void reach_from_entries_are_tenant_paths(void **state)
 {
     (void)state;
@@ -354,6 +398,7 @@ int main(void)
         cmocka_unit_test(the_last_end_removes_the_table),
         cmocka_unit_test(destinations_parse_and_bad_ones_are_refused),
         cmocka_unit_test(reach_from_lets_in_the_named_subtrees_one_way),
+        cmocka_unit_test(reach_from_across_nodes_opens_node_addresses_one_way),
         cmocka_unit_test(reach_from_entries_are_tenant_paths),
         cmocka_unit_test(nft_loads_the_text),
     };

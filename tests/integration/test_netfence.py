@@ -26,6 +26,9 @@ Behaviours under test:
     admin sets a's reach_from to [b] (a tenant-admin gets 403, bad
     entries 400 naming reach_from) and a's replica starts after it; a's
     replica still cannot reach b's, nor c's replica a's;
+  - across nodes (gpupoold's side, no root needed): a's replica's
+    assignment names the nodes where b's replicas run, and b's the nodes
+    where a's run, once an admin sets a's reach_from to [b]; c's nothing;
   - an untrusted tenant's replica is refused by an agent whose fence is
     off (a stand-in nft that fails: the agent logs why), and runs with
     --no-network-fence (which removes the table an earlier agent left).
@@ -46,6 +49,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
 import test_node_boundary as boundary  # noqa: E402
 from agentproc import submit, wait_state  # noqa: E402
+from test_agent_api import FakeAgent, join_token, mine  # noqa: E402
+from test_agent_api import submit as fake_submit  # noqa: E402
 from test_node_boundary import log_text, usable, wait_log  # noqa: E402
 
 DAEMON = {"fleet": None, "extra": ["--node-lost-after", "15"]}
@@ -385,6 +390,40 @@ def test_reach_from_lets_in_only_the_tenants_an_admin_names(d):
         wait_state(d, b_server, "succeeded")
 
 
+def test_reach_from_across_nodes_names_the_nodes_one_way(d):
+    """Three fake agents' nodes, one 2-GPU job each of tenants a, b and c.  Before the admin's change no
+    assignment names another node for reach_from; after a's reach_from is set to [b], the next answers to
+    the running replicas say so: a's lets in b's node (reach_from_nodes), b's may reach a's node
+    (reach_to_nodes), and nothing else, c's nothing at all."""
+    for name in ("a", "b", "c"):
+        d.ok("PUT", "/v1/tenants/%s" % name, {})
+    join = join_token(d)
+    agents = [FakeAgent(d, "t4-%d" % i, join=join) for i in (1, 2, 3)]
+    jobs = {name: fake_submit(d, tenant=name, gpus=2) for name in ("a", "b", "c")}
+
+    def entries():
+        """{tenant: its replica's assignment, "node" added} once every job is bound."""
+        out = {}
+        for agent in agents:
+            answer = agent.poll()
+            for name, job_id in jobs.items():
+                for entry in mine(answer, job_id):
+                    out[name] = dict(entry, node=agent.name)
+        return out if len(out) == 3 else None
+
+    before = gpd.wait_for(entries, 20, "three jobs bound")
+    d.ok("PATCH", "/v1/tenants/a", {"reach_from": ["b"]})
+    after = entries()
+    seen = {name: (e.get("reach_from"), e.get("reach_from_nodes"), e.get("reach_to_nodes")) for name, e in after.items()}
+    print("expected: a lets in %s, b reaches %s, c nothing; seen %s"
+          % (after["b"]["node"], after["a"]["node"], seen))
+    for e in before.values():
+        assert e["reach_from"] == [] and e["reach_from_nodes"] == [] and e["reach_to_nodes"] == [], e
+    assert seen["a"] == (["b"], [after["b"]["node"]], []), seen
+    assert seen["b"] == ([], [], [after["a"]["node"]]), seen
+    assert seen["c"] == ([], [], []), seen
+
+
 def stand_in_nft(directory):
     """An nft that always fails, as on a host without nf_tables."""
     path = os.path.join(directory, "nft")
@@ -446,6 +485,7 @@ if __name__ == "__main__":
                  test_after_an_agent_kill_live_rules_stay_and_dead_ones_go,
                  test_egress_opens_only_what_an_admin_adds,
                  test_reach_from_lets_in_only_the_tenants_an_admin_names,
+                 test_reach_from_across_nodes_names_the_nodes_one_way,
                  test_an_untrusted_replica_is_refused_when_the_fence_is_off,
                  test_no_network_fence_runs_an_untrusted_replica_unfenced], **DAEMON)
     finally:

@@ -37,6 +37,14 @@
  * dropped, the connect times out.  Local UDP other than DNS is dropped
  * outright (its receiver cannot be told by the sender's rules).
  *
+ * reach_from ("vision" lets research in): on this node, vision's answer
+ * chains also accept the marks of research's replicas here (and of its
+ * subtree's), recomputed at every rebuild; across nodes, gpupoold names
+ * the nodes where research's replicas run (vision's answer chains let
+ * TCP answers to them out) and, to research's replicas, the nodes where
+ * vision's run (their out chains let TCP to them out).  Across nodes the
+ * fence knows nodes, not tenants: any process of such a node is answered.
+ *
  * Worked example: node h100-1, resolver 10.255.255.53; job 7 of
  * research/nlp (uid 2000000007, peers 192.0.2.3) and job 9 of vision
  * (uid 2000000009, egress 10.0.0.0/8:443) run here.  The table's marks
@@ -78,8 +86,8 @@ typedef struct gp__entry {
     char tenant[GP_NETFENCE_TENANT_MAX];
     uid_t uid;
     unsigned mark;               /* its tenant's, 1..255: under the table's base */
-    gp_netfence_dest *peers, *egress;
-    size_t n_peers, n_egress;
+    gp_netfence_dest *peers, *egress, *from_nodes, *to_nodes;
+    size_t n_peers, n_egress, n_from_nodes, n_to_nodes;
     char (*reach_from)[GP_NETFENCE_TENANT_MAX]; /* tenant subtrees let in */
     size_t n_reach_from;
 } gp__entry;
@@ -152,6 +160,8 @@ static void gp__entry_clear(gp__entry *e)
     free(e->peers);
     free(e->egress);
     free(e->reach_from);
+    free(e->from_nodes);
+    free(e->to_nodes);
     memset(e, 0, sizeof *e);
 }
 
@@ -242,13 +252,16 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
     if (slot) /* replaced: its own old entry holds no mark for the choice */
         gp_netfence_remove(f, r->name);
     gp__entry e = {.uid = r->uid, .mark = gp__tenant_mark(f, r->tenant, r->mark), .n_peers = r->n_peers,
-                   .n_egress = r->n_egress, .n_reach_from = r->n_reach_from};
+                   .n_egress = r->n_egress, .n_reach_from = r->n_reach_from, .n_from_nodes = r->n_from_nodes,
+                   .n_to_nodes = r->n_to_nodes};
     if (!e.mark)
         return gp_error_set(err, GP_ERR_CONFLICT, "network", "255 tenants already have replicas on this node");
     snprintf(e.name, sizeof e.name, "%s", r->name);
     snprintf(e.tenant, sizeof e.tenant, "%s", r->tenant);
     e.peers = gp__dests_copy(r->peers, r->n_peers);
     e.egress = gp__dests_copy(r->egress, r->n_egress);
+    e.from_nodes = gp__dests_copy(r->from_nodes, r->n_from_nodes);
+    e.to_nodes = gp__dests_copy(r->to_nodes, r->n_to_nodes);
     e.reach_from = calloc(r->n_reach_from ? r->n_reach_from : 1, sizeof *e.reach_from);
     for (size_t i = 0; e.reach_from && i < r->n_reach_from; i++)
         snprintf(e.reach_from[i], sizeof e.reach_from[i], "%s", r->reach_from[i]);
@@ -260,7 +273,7 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
             f->cap = cap;
         }
     }
-    if (!e.peers || !e.egress || !e.reach_from || f->n == f->cap) {
+    if (!e.peers || !e.egress || !e.reach_from || !e.from_nodes || !e.to_nodes || f->n == f->cap) {
         gp__entry_clear(&e);
         return gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     }
@@ -368,6 +381,9 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
         for (size_t i = 0; i < (*e)->n_peers; i++)
             gp__rule_peer(m, &(*e)->peers[i]);
     for (gp__entry *const *e = first; e < end; e++)
+        for (size_t i = 0; i < (*e)->n_to_nodes; i++)
+            gp__rule_peer(m, &(*e)->to_nodes[i]);
+    for (gp__entry *const *e = first; e < end; e++)
         for (size_t i = 0; i < (*e)->n_egress; i++)
             gp__rule_egress(m, &(*e)->egress[i]);
     fputs("\t\tdrop\n\t}\n", m);
@@ -381,6 +397,8 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
             gp__rule_answer_to(m, &(*e)->peers[i]);
         for (size_t i = 0; i < (*e)->n_egress; i++)
             gp__rule_answer_to(m, &(*e)->egress[i]);
+        for (size_t i = 0; i < (*e)->n_from_nodes; i++)
+            gp__rule_peer(m, &(*e)->from_nodes[i]); /* TCP answers to that node */
     }
     fputs("\t\tdrop\n\t}\n", m);
 }

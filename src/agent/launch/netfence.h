@@ -15,14 +15,19 @@
  *     answered by no replica (one that took a local resolver's address);
  *   - TCP to its gang peers' addresses, any port (the rendezvous port and
  *     NCCL's bootstrap and ring sockets, which take ephemeral ports);
+ *   - TCP to the other nodes where replicas of tenants that let its tenant
+ *     in ("reach_from") run, any port (per node, not per tenant: their
+ *     own fences decide who answers);
  *   - its tenant's "egress" destinations (CIDR, any protocol; CIDR:port,
  *     TCP and UDP to that port; on this node's own addresses TCP only,
  *     answered by a service that is no replica, or by its own tenant);
  * and nothing else.  A replica answers connections from this node's
  * processes that are no replica (the agent), from its own tenant's
  * replicas, from the replicas here of the tenants its tenant's
- * "reach_from" names (and their subtrees), from its peers and from its
- * egress destinations: nothing else.
+ * "reach_from" names (and their subtrees), from the other nodes where
+ * replicas of those run (any process there: the fence knows nodes, not
+ * tenants, across nodes), from its peers and from its egress
+ * destinations: nothing else.
  *
  * Who allocates and frees: gp_netfence_open allocates the fence,
  * gp_netfence_free frees it (the table stays: replicas outlive the agent).
@@ -62,6 +67,10 @@ typedef struct gp_netfence_replica {
     const char *const *reach_from;  /* tenant subtrees whose replicas here may connect to it (net_dest.h:
                                        checked by the caller; each under GP_NETFENCE_TENANT_MAX bytes) */
     size_t n_reach_from;
+    const gp_netfence_dest *from_nodes; /* addresses of other nodes whose replicas it lets in (TCP, any port) */
+    size_t n_from_nodes;
+    const gp_netfence_dest *to_nodes;   /* addresses of other nodes whose replicas let it in (TCP, any port) */
+    size_t n_to_nodes;
 } gp_netfence_replica;
 
 typedef struct gp_netfence gp_netfence;
