@@ -237,6 +237,38 @@ void gp_node_fence_sync(gp_node *n)
         gp_agent_log(n, "network fence: %s", err.message);
 }
 
+/* The live replica that assignment a runs, NULL when none. */
+static const gp_replica *gp__replica_running(const gp_node *n, const gp_assignment *a)
+{
+    for (size_t i = 0; i < n->n_replicas; i++) {
+        const gp_replica *r = n->replicas[i];
+        if (!r->ended && r->job == a->job && r->replica == a->replica && r->bind_time == a->bind_time)
+            return r;
+    }
+    return NULL;
+}
+
+void gp_node_fence_refresh(gp_node *n)
+{
+    bool changed = false;
+    for (size_t i = 0; n->fence && i < n->n_assignments; i++) {
+        const gp_assignment *a = &n->assignments[i];
+        const gp_replica *r = a->stop ? NULL : gp__replica_running(n, a);
+        gp_netfence_dest *from = NULL, *to = NULL;
+        size_t n_from = 0, n_to = 0;
+        if (!r)
+            continue;
+        gp__node_addrs(n, a, a->reach_from_nodes, a->n_reach_from_nodes, "reach_from node", &from, &n_from);
+        gp__node_addrs(n, a, a->reach_to_nodes, a->n_reach_to_nodes, "reach_to node", &to, &n_to);
+        if (from && to && gp_netfence_nodes_set(n->fence, r->name, from, n_from, to, n_to))
+            changed = true;
+        free(from);
+        free(to);
+    }
+    if (changed)
+        gp_node_fence_sync(n);
+}
+
 void gp_node_fence_end(gp_node *n, const gp_replica *r)
 {
     if (n->fence && gp_netfence_remove(n->fence, r->name))

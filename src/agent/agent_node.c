@@ -524,6 +524,7 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
     n->n_assignments = count;
     n->has_assignments = true;
     gp__reconcile(n);
+    gp_node_fence_refresh(n);
     json_decref(o);
 }
 

@@ -339,6 +339,18 @@ static void reach_from_across_nodes_opens_node_addresses_one_way(void **state)
     assert_int_equal(occurrences(text, "192.0.2.10"), 1); /* only in vision's answers */
     assert_int_equal(occurrences(text, "2001:db8::20"), 1); /* only in research's out chain */
     free(text);
+    /* a poll answer later: research now runs on another node too; the same list again changes nothing */
+    gp_netfence_dest moved[] = {dest("192.0.2.10"), dest("192.0.2.11")};
+    assert_true(gp_netfence_nodes_set(f, "job9-r0-1", moved, 2, NULL, 0));
+    assert_false(gp_netfence_nodes_set(f, "job9-r0-1", moved, 2, NULL, 0));
+    assert_false(gp_netfence_nodes_set(f, "job99-r0-1", moved, 1, NULL, 0));
+    text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\t\tip daddr 192.0.2.10 meta l4proto tcp accept\n"
+                                 "\t\tip daddr 192.0.2.11 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark 0x475c3b02 accept\n")); /* the rest as added */
+    free(text);
     gp_netfence_free(f);
 }
 

@@ -281,6 +281,33 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
     return GP_OK;
 }
 
+static bool gp__dests_same(const gp_netfence_dest *a, size_t na, const gp_netfence_dest *b, size_t nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+bool gp_netfence_nodes_set(gp_netfence *f, const char *name, const gp_netfence_dest *from, size_t n_from,
+                           const gp_netfence_dest *to, size_t n_to)
+{
+    gp__entry *e = gp__find(f, name);
+    if (!e || (gp__dests_same(e->from_nodes, e->n_from_nodes, from, n_from) &&
+               gp__dests_same(e->to_nodes, e->n_to_nodes, to, n_to)))
+        return false;
+    gp_netfence_dest *new_from = gp__dests_copy(from, n_from), *new_to = gp__dests_copy(to, n_to);
+    if (!new_from || !new_to) {
+        free(new_from);
+        free(new_to);
+        return false;
+    }
+    free(e->from_nodes);
+    free(e->to_nodes);
+    e->from_nodes = new_from;
+    e->n_from_nodes = n_from;
+    e->to_nodes = new_to;
+    e->n_to_nodes = n_to;
+    return true;
+}
+
 bool gp_netfence_remove(gp_netfence *f, const char *name)
 {
     gp__entry *e = gp__find(f, name);

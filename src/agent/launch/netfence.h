@@ -93,6 +93,12 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
 /* The mark (1..255) of the replica of that name's tenant, 0 when it holds
  * none: a tenant keeps one mark while it has replicas here. */
 unsigned gp_netfence_mark_of(const gp_netfence *f, const char *name);
+/* Replaces the from_nodes and to_nodes of the replica of that name (the
+ * rest stays as added); true when they changed, false when they did not,
+ * it holds no such replica or memory ran out (the old ones then stay).
+ * Loads nothing. */
+bool gp_netfence_nodes_set(gp_netfence *f, const char *name, const gp_netfence_dest *from, size_t n_from,
+                           const gp_netfence_dest *to, size_t n_to);
 /* Forgets the replica of that name; false when it held none.  Loads nothing. */
 bool gp_netfence_remove(gp_netfence *f, const char *name);
 /* The replicas it holds. */
