@@ -248,12 +248,33 @@ static const gp_replica *gp__replica_running(const gp_node *n, const gp_assignme
     return NULL;
 }
 
-void gp_node_fence_refresh(gp_node *n)
+static bool gp__names_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    for (size_t i = 0; na == nb && i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return false;
+    return na == nb;
+}
+
+/* The previous answer named the same reach_from nodes for a's run. */
+static bool gp__nodes_unchanged(const gp_assignment *a, const gp_assignment *before, size_t n_before)
+{
+    for (size_t i = 0; i < n_before; i++) {
+        const gp_assignment *b = &before[i];
+        if (b->job == a->job && b->replica == a->replica && b->bind_time == a->bind_time)
+            return gp__names_same(a->reach_from_nodes, a->n_reach_from_nodes, b->reach_from_nodes,
+                                  b->n_reach_from_nodes) &&
+                   gp__names_same(a->reach_to_nodes, a->n_reach_to_nodes, b->reach_to_nodes, b->n_reach_to_nodes);
+    }
+    return false;
+}
+
+void gp_node_fence_refresh(gp_node *n, const gp_assignment *before, size_t n_before)
 {
     bool changed = false;
     for (size_t i = 0; n->fence && i < n->n_assignments; i++) {
         const gp_assignment *a = &n->assignments[i];
-        const gp_replica *r = a->stop ? NULL : gp__replica_running(n, a);
+        const gp_replica *r = a->stop || gp__nodes_unchanged(a, before, n_before) ? NULL : gp__replica_running(n, a);
         gp_netfence_dest *from = NULL, *to = NULL;
         size_t n_from = 0, n_to = 0;
         if (!r)
