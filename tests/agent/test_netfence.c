@@ -387,12 +387,18 @@ static void nft_loads_the_text(void **state)
     assert_int_equal(gp_netfence_open("gp-unit-test", "nameserver 10.255.255.53\nnameserver ::1\n", NULL, &f, &err),
                      GP_OK);
     gp_netfence_dest peer = dest("2001:db8::7"), egress = dest("[2001:db8::/32]:443");
+    gp_netfence_dest node = dest("192.0.2.10");
+    const char *let_in[] = {"t"};
     gp_netfence_replica r = {.name = "job1-r0-1", .tenant = "t", .uid = 3999999999u, .peers = &peer,
-                             .n_peers = 1, .egress = &egress, .n_egress = 1};
+                             .n_peers = 1, .egress = &egress, .n_egress = 1, .to_nodes = &node, .n_to_nodes = 1};
+    gp_netfence_replica lets_t_in = {.name = "job2-r0-1", .tenant = "u", .uid = 3999999998u, .reach_from = let_in,
+                                     .n_reach_from = 1, .from_nodes = &node, .n_from_nodes = 1};
     assert_int_equal(gp_netfence_add(f, &r, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &lets_t_in, &err), GP_OK);
     gp_err rc = gp_netfence_apply(f, &err);
     assert_int_equal(rc, GP_OK);
     assert_int_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
+    assert_true(gp_netfence_remove(f, "job2-r0-1"));
     assert_true(gp_netfence_remove(f, "job1-r0-1"));
     assert_int_equal(gp_netfence_apply(f, &err), GP_OK);
     assert_int_not_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
