@@ -12,10 +12,11 @@
  * the operator said so out loud, as with --no-isolate-devices.
  *
  * Peers, and the nodes reach_from concerns, are names (gpupoold sends
- * each replica's node); their addresses
- * are looked up here, once per start, and a name without one is logged
- * and left out (fenced shut, never open).  The sim backend's peers are
- * all on this host: not looked up.
+ * each replica's node); their addresses are looked up here, once per
+ * start (the reach_from nodes again whenever a poll answer names others:
+ * gp_node_fence_refresh), and a name without one is logged and left out
+ * (fenced shut, never open).  The sim backend's nodes are all on this
+ * host: not looked up.
  */
 #define _GNU_SOURCE
 #include "agent/agent_node.h"
