@@ -519,11 +519,14 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
     n->version = json_integer_value(json_object_get(o, "version"));
     if (n->warmer)
         gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
-    gp_assignments_free(n->assignments, n->n_assignments);
+    gp_assignment *before = n->assignments;
+    size_t n_before = n->n_assignments;
     n->assignments = decoded;
     n->n_assignments = count;
     n->has_assignments = true;
     gp__reconcile(n);
+    gp_node_fence_refresh(n, before, n_before);
+    gp_assignments_free(before, n_before);
     json_decref(o);
 }
 

@@ -263,6 +263,12 @@ gp_err gp_node_fence_start(gp_node *n, const gp_replica *r, const gp_assignment 
  * fence, loaded at sync. */
 void gp_node_fence_adopt(gp_node *n, const gp_replica *r);
 void gp_node_fence_sync(gp_node *n);
+/* After each poll answer: the running replicas' reach_from nodes as the
+ * answer names them now (the nodes where the tenants concerned run move),
+ * looked up only when the names differ from the previous answer's
+ * (before, n_before) and loaded when the addresses changed; the rest of
+ * their rules stay as started. */
+void gp_node_fence_refresh(gp_node *n, const gp_assignment *before, size_t n_before);
 /* The replica ended: its rules go. */
 void gp_node_fence_end(gp_node *n, const gp_replica *r);
 void gp_node_fence_close(gp_node *n);

@@ -157,6 +157,7 @@ typedef struct gp_job_limits {
 #define GP_HOST_PATH_MAX 512     /* bytes of a volume's host path, with its NUL */
 #define GP_MAX_EGRESS 32         /* egress destinations one tenant sets */
 #define GP_EGRESS_MAX 64         /* bytes of one, with its NUL: "[ffff:...:ffff/128]:65535" */
+#define GP_MAX_REACH_FROM 16     /* reach_from tenant subtrees one tenant sets */
 typedef enum gp_container_rule { GP_CONTAINER_INHERIT = 0, GP_CONTAINER_REQUIRED, GP_CONTAINER_OPTIONAL } gp_container_rule;
 typedef struct gp_volume {
     char name[GP_NAME_MAX];
@@ -174,6 +175,8 @@ typedef struct gp_container_policy {
     bool allow_userns;
     int n_egress;                 /* where its jobs may connect (spec/net_dest.h), added to the ancestors' */
     char egress[GP_MAX_EGRESS][GP_EGRESS_MAX];
+    int n_reach_from;             /* tenant subtrees whose jobs may connect to its jobs, added to the ancestors' */
+    char reach_from[GP_MAX_REACH_FROM][GP_PATH_MAX];
 } gp_container_policy;
 
 typedef struct gp_tenant_spec {

@@ -211,9 +211,14 @@ gp_err gp_api_container_refuse_queued(gp_server *srv, const char *path, int64_t 
 /* On the API thread: a run entry's mounts resolved against its tenant's
  * volumes, allow_userns, image_auth (fields: the job's spec fields). */
 void gp_api_assignment_container(gp_server *srv, gp_store *s, json_t *entry, const json_t *fields);
-/* On the API thread: a run entry's "egress", its tenant chain's destinations
- * as they are now (any job, with an image or not: the node fences both). */
-void gp_api_assignment_egress(gp_store *s, json_t *entry);
+/* On the API thread: a run entry's "egress" and "reach_from", its tenant
+ * chain's destinations and subtrees as they are now (any job, with an
+ * image or not: the node fences both), and the nodes across which
+ * reach_from opens: "reach_from_nodes" (where the live jobs of the
+ * subtrees it lets in are placed) and "reach_to_nodes" (where the live
+ * jobs of the tenants that let it in are placed).  tenants: every
+ * tenant's spec (gp_store_tenants_get), NULL: read from the store. */
+void gp_api_assignment_egress(gp_store *s, const json_t *tenants, json_t *entry);
 void gp_api_node_checks(gp_request *r, const char *name);
 void gp_api_usage(gp_request *r);
 void gp_api_usage_underdriven(gp_request *r); /* GET /v1/usage/underdriven?sm=PCT&for=S */

@@ -510,12 +510,13 @@ static json_t *spec_fields(gp_request *r, gp_store **s, uint64_t job, const json
 /* The job's spec fields an agent needs (spec_fields); an entry to run gets
  * the values of the secrets its job names (api_secrets.c: read every
  * time, a secret may change), its container's mounts, allow_userns and
- * image_auth, and its tenant's egress, as its tenant's policy and
- * credentials are now (api_containers.c). */
+ * image_auth, and its tenant's egress and reach_from, as its tenant's
+ * policy and credentials are now (api_containers.c; the tenants' specs
+ * read once per answer). */
 static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignments)
 {
     const char *node = a->node;
-    json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object();
+    json_t *known = gp_agents_specs(&r->srv->agents, node), *kept = json_object(), *tenants = NULL;
     gp_store *s = NULL;
     gp_error err;
     size_t i;
@@ -541,9 +542,12 @@ static void desired_add_specs(gp_request *r, const state_arg *a, json_t *assignm
             gp_api_assignment_secrets(r->srv, s, o, fields);
         if (run && s && container)
             gp_api_assignment_container(r->srv, s, o, fields);
+        if (run && s && !tenants && gp_store_tenants_get(s, &tenants, &err) != GP_OK)
+            tenants = NULL; /* each entry then reads its chain itself */
         if (run && s)
-            gp_api_assignment_egress(s, o);
+            gp_api_assignment_egress(s, tenants, o);
     }
+    json_decref(tenants);
     gp_readers_give(&r->srv->readers, s);
     gp_agents_specs_keep(&r->srv->agents, node, kept);
     json_decref(known);

@@ -5,16 +5,19 @@
  *                  policy: 400 image / mounts, nothing stored
  *   in a view      GET /v1/tenants shows each tenant's policy as inherited
  *   in a change    only an admin sets or changes a tenant's container,
- *                  image_sources, volumes, allow_userns or egress (a volume
- *                  is a host folder, egress a hole in the network fence:
- *                  the tenant tree's own admins may not hand either out);
+ *                  image_sources, volumes, allow_userns, egress or
+ *                  reach_from (a volume is a host folder, egress and
+ *                  reach_from holes in the network fence: the tenant
+ *                  tree's own admins may not hand any out);
  *                  the change then cancels the queued jobs of
  *                  the subtree it no longer allows (refuse_queued below)
  *   at bind        the run entry of an assignment gets mounts resolved to
  *                  the volumes' host paths as they are now, allow_userns
  *                  and image_auth (api_secrets.c); every run entry, with an
- *                  image or not, gets egress (the chain's destinations as
- *                  they are now: a replica keeps what it started with)
+ *                  image or not, gets egress and reach_from (the chain's
+ *                  destinations and subtrees as they are now: a replica
+ *                  keeps what it started with) and the nodes where the
+ *                  jobs reach_from concerns run (reach_nodes below)
  *
  * The policy is read from the store's tenant specs along the path (the
  * engine keeps none of it); trust, which forces containers, is the
@@ -29,6 +32,7 @@
 #include "server/api.h"
 
 #include "spec/container_spec.h"
+#include "spec/net_dest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +132,7 @@ void gp_api_tenant_view_containers(gp_server *srv, const json_t *all, const char
 
 const char *gp_api_container_policy_changed(const json_t *have, const json_t *want)
 {
-    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress"};
+    static const char *const KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress", "reach_from"};
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++) {
         const json_t *a = json_object_get(have, KEYS[i]), *b = json_object_get(want, KEYS[i]);
         if ((a || b) && !(a && b && json_equal(a, b)))
@@ -144,8 +148,9 @@ bool gp_api_container_policy_may_change(const gp_principal *who, const json_t *h
     if (who->role == GP_ROLE_ADMIN || !key)
         return true;
     gp_error_set(err, GP_ERR_INVALID, key,
-                 "only an admin sets a tenant's container, image_sources, volumes, allow_userns or egress (a volume"
-                 " is a host folder, an image source what runs on the nodes, egress where its jobs may connect)");
+                 "only an admin sets a tenant's container, image_sources, volumes, allow_userns, egress or reach_from"
+                 " (a volume is a host folder, an image source what runs on the nodes, egress where its jobs may"
+                 " connect, reach_from whose jobs may connect to them)");
     return false;
 }
 
@@ -218,17 +223,82 @@ void gp_api_assignment_container(gp_server *srv, gp_store *s, json_t *entry, con
         gp_api_assignment_image_auth(srv, s, entry, tenant, image);
 }
 
-void gp_api_assignment_egress(gp_store *s, json_t *entry)
+/* ---- reach_from across nodes ---- */
+
+#define REACH_JOBS_MAX 1000 /* the newest live jobs of one subtree whose nodes are read */
+
+/* The nodes of subtree's live jobs added to nodes (each name once). */
+static void live_nodes_add(gp_store *s, const char *subtree, json_t *nodes)
+{
+    gp_store_job_filter f = {.tenant = subtree, .state = "live", .limit = REACH_JOBS_MAX};
+    json_t *list = NULL, *job, *rep, *have;
+    gp_error err;
+    size_t i, r, k;
+    if (gp_store_jobs_list(s, &f, &list, &err) != GP_OK) {
+        gp_log(GP_LOG_WARN, "reach_nodes_unread", "tenant=%s why=\"%s\"", subtree, err.message);
+        return;
+    }
+    json_array_foreach(json_object_get(list, "jobs"), i, job) {
+        json_array_foreach(json_object_get(job, "placement"), r, rep) {
+            json_t *node = json_object_get(rep, "node");
+            bool known = !json_is_string(node);
+            json_array_foreach(nodes, k, have) {
+                known = known || json_equal(have, node);
+            }
+            if (!known)
+                json_array_append(nodes, node);
+        }
+    }
+    json_decref(list);
+}
+
+/* Whether spec's own reach_from lets tenant in. */
+static bool lets_in(const json_t *spec, const char *tenant)
+{
+    size_t i;
+    json_t *entry;
+    json_array_foreach(json_object_get(spec, "reach_from"), i, entry) {
+        if (json_is_string(entry) && gp_reach_covers(json_string_value(entry), tenant))
+            return true;
+    }
+    return false;
+}
+
+/* The entry's "reach_from_nodes" (from the subtrees e lets in) and
+ * "reach_to_nodes" (from every tenant whose own reach_from lets tenant in,
+ * with its subtree, which inherits it). */
+static void reach_nodes(gp_store *s, const json_t *tenants, const char *tenant, const gp_container_effective *e,
+                        json_t *entry)
+{
+    json_t *from = json_array(), *to = json_array(), *all = tenants ? json_incref((json_t *)tenants) : NULL, *spec;
+    gp_error err;
+    const char *path;
+    for (size_t i = 0; i < e->n_reach_from; i++)
+        live_nodes_add(s, e->reach_from[i], from);
+    if (!all && gp_store_tenants_get(s, &all, &err) != GP_OK)
+        all = NULL;
+    json_object_foreach(all, path, spec) {
+        if (lets_in(spec, tenant))
+            live_nodes_add(s, path, to);
+    }
+    json_decref(all);
+    json_object_set_new(entry, "reach_from_nodes", from);
+    json_object_set_new(entry, "reach_to_nodes", to);
+}
+
+void gp_api_assignment_egress(gp_store *s, const json_t *tenants, json_t *entry)
 {
     const char *tenant = json_string_value(json_object_get(entry, "tenant"));
     tenant_chain c;
     gp_error err;
     if (!tenant)
         return;
-    if (chain_load(s, NULL, tenant, true, &c, &err) != GP_OK) {
+    if (chain_load(s, tenants, tenant, true, &c, &err) != GP_OK) {
         gp_log(GP_LOG_WARN, "egress_unread", "tenant=%s why=\"%s\" egress=none", tenant, err.message);
         return;
     }
     json_object_set_new(entry, "egress", gp_container_egress_json(&c.effective));
+    json_object_set_new(entry, "reach_from", gp_container_reach_from_json(&c.effective));
+    reach_nodes(s, tenants, tenant, &c.effective, entry);
     chain_free(&c);
 }

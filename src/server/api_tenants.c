@@ -4,7 +4,7 @@
  * changes tenants strictly below S (S's own quota is its parent's
  * decision, so it gets 403 for S and 404 for anything outside S), but
  * not their container policy (container, image_sources, volumes,
- * allow_userns, egress: 403 naming the field; api_containers.c); nobody else
+ * allow_userns, egress, reach_from: 403 naming the field; api_containers.c); nobody else
  * changes tenants.  A change of a container policy cancels the queued
  * jobs it no longer allows and lists them ("cancelled_jobs").  In an
  * apply, a tenant-admin's file may list S and its ancestors as long as

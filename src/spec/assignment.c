@@ -189,6 +189,14 @@ gp_err gp_assignment_parse(const json_t *o, gp_assignment *a, gp_error *err)
         rc = gp__container_parse(o, a, err);
     if (rc == GP_OK)
         rc = gp__strings(json_object_get(o, "egress"), "egress", &a->egress, &a->n_egress, err);
+    if (rc == GP_OK)
+        rc = gp__strings(json_object_get(o, "reach_from"), "reach_from", &a->reach_from, &a->n_reach_from, err);
+    if (rc == GP_OK)
+        rc = gp__strings(json_object_get(o, "reach_from_nodes"), "reach_from_nodes", &a->reach_from_nodes,
+                         &a->n_reach_from_nodes, err);
+    if (rc == GP_OK)
+        rc = gp__strings(json_object_get(o, "reach_to_nodes"), "reach_to_nodes", &a->reach_to_nodes,
+                         &a->n_reach_to_nodes, err);
     if (rc != GP_OK)
         gp_assignment_free(a);
     return rc;
@@ -323,6 +331,12 @@ json_t *gp_assignment_to_json(const gp_assignment *a)
     gp__container_json(a, o);
     if (a->n_egress)
         json_object_set_new(o, "egress", gp__strings_json(a->egress, a->n_egress));
+    if (a->n_reach_from)
+        json_object_set_new(o, "reach_from", gp__strings_json(a->reach_from, a->n_reach_from));
+    if (a->n_reach_from_nodes)
+        json_object_set_new(o, "reach_from_nodes", gp__strings_json(a->reach_from_nodes, a->n_reach_from_nodes));
+    if (a->n_reach_to_nodes)
+        json_object_set_new(o, "reach_to_nodes", gp__strings_json(a->reach_to_nodes, a->n_reach_to_nodes));
     return o;
 }
 
@@ -358,6 +372,9 @@ void gp_assignment_free(gp_assignment *a)
     free(a->image_auth_user);
     free(a->image_auth_password);
     gp__strings_free(a->egress, a->n_egress);
+    gp__strings_free(a->reach_from, a->n_reach_from);
+    gp__strings_free(a->reach_from_nodes, a->n_reach_from_nodes);
+    gp__strings_free(a->reach_to_nodes, a->n_reach_to_nodes);
     *a = (gp_assignment){0};
 }
 

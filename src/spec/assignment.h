@@ -28,7 +28,8 @@
  * pull, never written back.
  *
  * Ownership: the struct is the caller's; gp_assignment_parse fills its
- * heap lists (peers, command, env, secrets, mounts, image_auth, egress), gp_assignment_free releases
+ * heap lists (peers, command, env, secrets, mounts, image_auth, egress, reach_from and its nodes),
+ * gp_assignment_free releases
  * them (and zeroes the struct; a zeroed struct is fine).
  * gp_assignments_parse allocates the array too; gp_assignments_free frees
  * it and every entry.  gp_assignment_to_json returns a new reference.
@@ -118,6 +119,12 @@ typedef struct gp_assignment {
     bool allow_userns;           /* the job may make user namespaces inside its container */
     char **egress;               /* the tenant's allowed destinations, "CIDR[:port]" (netfence.h); none: [] */
     size_t n_egress;
+    char **reach_from;           /* tenant subtrees whose replicas may connect to it (net_dest.h); none: [] */
+    size_t n_reach_from;
+    char **reach_from_nodes;     /* nodes where the replicas of those subtrees run: answered (per node) */
+    size_t n_reach_from_nodes;
+    char **reach_to_nodes;       /* nodes where replicas of tenants that let it in run: reached (per node) */
+    size_t n_reach_to_nodes;
 } gp_assignment;
 
 /* One assignment from its JSON object. */

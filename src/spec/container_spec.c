@@ -282,7 +282,8 @@ void gp_job_container_free(gp_job_container *c)
 
 /* ---- the tenant's keys ---- */
 
-static const char *const POLICY_KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress"};
+static const char *const POLICY_KEYS[] = {"container", "image_sources", "volumes", "allow_userns", "egress",
+                                          "reach_from"};
 
 bool gp_container_policy_key(const char *key)
 {
@@ -418,6 +419,26 @@ static gp_err egress_parse(gp_container_policy *p, const json_t *x, gp_error *er
     return GP_OK;
 }
 
+/* ["research", "vision/serving", ...]: tenant subtrees, each as the node's fence reads it (net_dest.h). */
+static gp_err reach_from_parse(gp_container_policy *p, const json_t *x, gp_error *err)
+{
+    if (!json_is_array(x) || json_array_size(x) > GP_MAX_REACH_FROM)
+        return gp_error_set(err, GP_ERR_INVALID, "reach_from",
+                            "reach_from must be an array of at most %d tenant paths", GP_MAX_REACH_FROM);
+    size_t i;
+    json_t *v;
+    json_array_foreach(x, i, v) {
+        gp_error why;
+        if (!json_is_string(v))
+            return gp_error_set(err, GP_ERR_INVALID, "reach_from", "reach_from[%zu] must be a tenant path", i);
+        if (gp_reach_entry_check(json_string_value(v), GP_PATH_MAX, &why) != GP_OK)
+            return gp_error_set(err, GP_ERR_INVALID, "reach_from", "reach_from[%zu]: %s", i, why.message);
+        snprintf(p->reach_from[i], GP_PATH_MAX, "%s", json_string_value(v));
+    }
+    p->n_reach_from = (int)json_array_size(x);
+    return GP_OK;
+}
+
 gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const json_t *x, gp_error *err)
 {
     if (strcmp(key, "container") == 0) {
@@ -433,6 +454,8 @@ gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const 
         return volumes_parse(p, x, err);
     if (strcmp(key, "egress") == 0)
         return egress_parse(p, x, err);
+    if (strcmp(key, "reach_from") == 0)
+        return reach_from_parse(p, x, err);
     p->allow_userns_set = true;
     return gp_json_bool(x, key, &p->allow_userns, err);
 }
@@ -466,18 +489,24 @@ void gp_container_policy_to_json(const gp_container_policy *p, json_t *o)
             json_array_append_new(a, json_string(p->egress[i]));
         json_object_set_new(o, "egress", a);
     }
+    if (p->n_reach_from) {
+        json_t *a = json_array();
+        for (int i = 0; i < p->n_reach_from; i++)
+            json_array_append_new(a, json_string(p->reach_from[i]));
+        json_object_set_new(o, "reach_from", a);
+    }
 }
 
 /* ---- inherited, and the check ---- */
 
-/* dest added to e's egress unless it is there already. */
-static void egress_add(gp_container_effective *e, const char *dest)
+/* text added to list (of *n, at most cap) unless it is there already. */
+static void once_add(const char **list, size_t *n, size_t cap, const char *text)
 {
-    for (size_t i = 0; i < e->n_egress; i++)
-        if (strcmp(e->egress[i], dest) == 0)
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i], text) == 0)
             return;
-    if (e->n_egress < sizeof e->egress / sizeof e->egress[0])
-        e->egress[e->n_egress++] = dest;
+    if (*n < cap)
+        list[(*n)++] = text;
 }
 
 void gp_container_effective_make(const gp_container_policy *const *chain, size_t n, bool untrusted,
@@ -503,7 +532,10 @@ void gp_container_effective_make(const gp_container_policy *const *chain, size_t
                 out->n_volumes < sizeof out->volumes / sizeof out->volumes[0])
                 out->volumes[out->n_volumes++] = &p->volumes[v];
         for (int d = 0; d < p->n_egress; d++)
-            egress_add(out, p->egress[d]);
+            once_add(out->egress, &out->n_egress, sizeof out->egress / sizeof out->egress[0], p->egress[d]);
+        for (int t = 0; t < p->n_reach_from; t++)
+            once_add(out->reach_from, &out->n_reach_from, sizeof out->reach_from / sizeof out->reach_from[0],
+                     p->reach_from[t]);
     }
     out->required = rule == GP_CONTAINER_REQUIRED || (rule == GP_CONTAINER_INHERIT && untrusted);
 }
@@ -606,12 +638,23 @@ void gp_container_effective_to_json(const gp_container_effective *e, json_t *o)
     json_object_set_new(o, "volumes", volumes);
     json_object_set_new(o, "allow_userns", json_boolean(e->allow_userns));
     json_object_set_new(o, "egress", gp_container_egress_json(e));
+    json_object_set_new(o, "reach_from", gp_container_reach_from_json(e));
+}
+
+static json_t *strings_json(const char *const *list, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(list[i]));
+    return a;
 }
 
 json_t *gp_container_egress_json(const gp_container_effective *e)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; i < e->n_egress; i++)
-        json_array_append_new(a, json_string(e->egress[i]));
-    return a;
+    return strings_json(e->egress, e->n_egress);
+}
+
+json_t *gp_container_reach_from_json(const gp_container_effective *e)
+{
+    return strings_json(e->reach_from, e->n_reach_from);
 }

@@ -25,6 +25,10 @@
  *                  their own tenant's replicas on the node, their gang
  *                  peers and DNS (agent/launch/netfence.c); a subtree never
  *                  loses what an ancestor opened (an admin sets both)
+ *   reach_from     every ancestor's and the tenant's own tenant subtrees
+ *                  ("research" stands for research and research/...:
+ *                  spec/net_dest.h), whose jobs may open connections to
+ *                  its jobs (one way: it reaches them no better)
  *
  * Image references: "docker://HOST[:PORT]/NAME[:TAG][@sha256:HEX]" (a tag
  * or a digest is required), "oci:/ABS/PATH[:TAG]", "dir:/ABS/PATH".
@@ -92,7 +96,7 @@ bool gp_image_registry(const char *ref, char *host, size_t cap);
 bool gp_registry_name_ok(const char *host);
 
 /* The same for a tenant spec's policy keys ("container", "image_sources",
- * "volumes", "allow_userns", "egress"). */
+ * "volumes", "allow_userns", "egress", "reach_from"). */
 bool gp_container_policy_key(const char *key);
 gp_err gp_container_policy_field(gp_container_policy *p, const char *key, const json_t *x, gp_error *err);
 void gp_container_policy_to_json(const gp_container_policy *p, json_t *o);
@@ -108,6 +112,8 @@ typedef struct gp_container_effective {
     bool allow_userns;
     const char *egress[GP_MAX_EGRESS * 8];   /* every tenant's of the chain, nearest first, once each */
     size_t n_egress;
+    const char *reach_from[GP_MAX_REACH_FROM * 8]; /* every tenant's of the chain, nearest first, once each */
+    size_t n_reach_from;
 } gp_container_effective;
 
 /* chain: the policies of the tenant's path, top first (n of them);
@@ -128,9 +134,11 @@ gp_err gp_container_admit(const gp_container_effective *e, const char *tenant, c
  * longer visible is left out and counted in *dropped. */
 json_t *gp_container_mounts_resolve(const gp_container_effective *e, const json_t *mounts, size_t *dropped);
 /* The policy as a tenant view shows it: "container", "image_sources"
- * (null = any), "volumes", "allow_userns", "egress" added to o. */
+ * (null = any), "volumes", "allow_userns", "egress", "reach_from" added to o. */
 void gp_container_effective_to_json(const gp_container_effective *e, json_t *o);
 /* e's egress as an assignment carries it: ["10.0.0.0/8:443", ...] (a new reference). */
 json_t *gp_container_egress_json(const gp_container_effective *e);
+/* e's reach_from as an assignment carries it: ["research", ...] (a new reference). */
+json_t *gp_container_reach_from_json(const gp_container_effective *e);
 
 #endif

@@ -1,6 +1,6 @@
-/* net_dest.c - the one parser of a network destination (net_dest.h):
- * gpupoold checks a tenant's "egress" with it, the agent's fence loads
- * what it returns. */
+/* net_dest.c - the one parser of a network destination and of a
+ * "reach_from" entry (net_dest.h): gpupoold checks a tenant's "egress"
+ * and "reach_from" with them, the agent's fence loads what they accept. */
 #include "spec/net_dest.h"
 
 #include <arpa/inet.h>
@@ -94,3 +94,42 @@ gp_err gp_netfence_dest_parse(const char *text, gp_netfence_dest *out, gp_error 
     return GP_OK;
 }
 
+
+/* ---- reach_from entries ---- */
+
+#define GP__REACH_DEPTH_MAX 4 /* as a tenant path (core/types.h GP_MAX_TENANT_DEPTH) */
+#define GP__REACH_NAME_MAX 63 /* bytes of one name (GP_NAME_MAX less its NUL) */
+
+static bool gp__reach_name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.';
+}
+
+gp_err gp_reach_entry_check(const char *text, size_t cap, gp_error *err)
+{
+    size_t len = text ? strlen(text) : 0, seg = 0;
+    unsigned depth = 1;
+    bool ok = len > 0 && len < cap;
+    for (size_t i = 0; ok && i <= len; i++) {
+        if (text[i] == '/' || text[i] == '\0') {
+            ok = seg > 0 && seg <= GP__REACH_NAME_MAX && text[i - seg] != '.';
+            depth += text[i] == '/';
+            seg = 0;
+        } else {
+            ok = gp__reach_name_char(text[i]);
+            seg++;
+        }
+    }
+    if (ok && depth <= GP__REACH_DEPTH_MAX)
+        return GP_OK;
+    return gp_error_set(err, GP_ERR_INVALID, "reach_from",
+                        "'%.64s' is not a tenant path (1..%d names of [A-Za-z0-9._-], not starting with '.', "
+                        "joined by '/'; at most %zu bytes)",
+                        text ? text : "", GP__REACH_DEPTH_MAX, cap ? cap - 1 : 0);
+}
+
+bool gp_reach_covers(const char *entry, const char *tenant)
+{
+    size_t n = strlen(entry);
+    return strncmp(entry, tenant, n) == 0 && (tenant[n] == '\0' || tenant[n] == '/');
+}

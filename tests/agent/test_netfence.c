@@ -255,6 +255,125 @@ static void destinations_parse_and_bad_ones_are_refused(void **state)
     }
 }
 
+/* reach_from: vision lets research in (its subtree too); research/nlp's
+ * connections, marked 0x...01, are then answered by vision's replica,
+ * vision's are not answered by research/nlp's (one way), and ops, not
+ * named, is answered by nobody but itself.  "research-x" is no subtree of
+ * "research". */
+static void reach_from_lets_in_the_named_subtrees_one_way(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("h100-1", NULL, NULL, &f, &err), GP_OK);
+    const char *let_in[] = {"research", "ops/none-here"};
+    gp_netfence_replica nlp = {.name = "job7-r0-1", .tenant = "research/nlp", .uid = 2000000007};
+    gp_netfence_replica vision = {.name = "job9-r0-1", .tenant = "vision", .uid = 2000000009,
+                                  .reach_from = let_in, .n_reach_from = 2};
+    gp_netfence_replica ops = {.name = "job11-r0-1", .tenant = "ops", .uid = 2000000011};
+    gp_netfence_replica near = {.name = "job13-r0-1", .tenant = "research-x", .uid = 2000000013};
+    assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &ops, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &near, &err), GP_OK);
+    char *text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000007 {\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000011 {\n"
+                                 "\t\tct mark 0x475c3b03 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    free(text);
+    /* research's replicas gone: vision lets no mark in but its own */
+    assert_true(gp_netfence_remove(f, "job7-r0-1"));
+    text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"));
+    free(text);
+    gp_netfence_free(f);
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Across nodes: vision's replica answers TCP to the node where research
+ * runs (192.0.2.10); research's replica may open TCP to the node where
+ * vision runs (2001:db8::20), any port; neither gets the other's rule. */
+static void reach_from_across_nodes_opens_node_addresses_one_way(void **state)
+{
+    (void)state;
+    gp_netfence *f = NULL;
+    gp_error err;
+    assert_int_equal(gp_netfence_open("h100-1", NULL, NULL, &f, &err), GP_OK);
+    gp_netfence_dest research_node = dest("192.0.2.10"), vision_node = dest("2001:db8::20");
+    const char *let_in[] = {"research"};
+    gp_netfence_replica vision = {.name = "job9-r0-1", .tenant = "vision", .uid = 2000000009, .reach_from = let_in,
+                                  .n_reach_from = 1, .from_nodes = &research_node, .n_from_nodes = 1};
+    gp_netfence_replica nlp = {.name = "job7-r0-1", .tenant = "research/nlp", .uid = 2000000007,
+                               .to_nodes = &vision_node, .n_to_nodes = 1};
+    assert_int_equal(gp_netfence_add(f, &vision, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &nlp, &err), GP_OK);
+    char *text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\t\tfib daddr type local drop\n"
+                                 "\t\tip6 daddr 2001:db8::20 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"
+                                 "\t}\n"
+                                 "\tchain answer_2000000007 {\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n"
+                                 "\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark 0x475c3b02 accept\n"
+                                 "\t\tct mark and 0xffffff00 == 0x475c3b00 drop\n"
+                                 "\t\tfib daddr type local accept\n"
+                                 "\t\tip daddr 192.0.2.10 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"));
+    assert_int_equal(occurrences(text, "192.0.2.10"), 1); /* only in vision's answers */
+    assert_int_equal(occurrences(text, "2001:db8::20"), 1); /* only in research's out chain */
+    free(text);
+    /* a poll answer later: research now runs on another node too; the same list again changes nothing */
+    gp_netfence_dest moved[] = {dest("192.0.2.10"), dest("192.0.2.11")};
+    assert_true(gp_netfence_nodes_set(f, "job9-r0-1", moved, 2, NULL, 0));
+    assert_false(gp_netfence_nodes_set(f, "job9-r0-1", moved, 2, NULL, 0));
+    assert_false(gp_netfence_nodes_set(f, "job99-r0-1", moved, 1, NULL, 0));
+    text = gp_netfence_ruleset(f);
+    assert_non_null(strstr(text, "\t\tip daddr 192.0.2.10 meta l4proto tcp accept\n"
+                                 "\t\tip daddr 192.0.2.11 meta l4proto tcp accept\n"
+                                 "\t\tdrop\n"));
+    assert_non_null(strstr(text, "\tchain answer_2000000009 {\n\t\tct mark 0x475c3b01 accept\n"
+                                 "\t\tct mark 0x475c3b02 accept\n")); /* the rest as added */
+    free(text);
+    gp_netfence_free(f);
+}
+
+static void reach_from_entries_are_tenant_paths(void **state)
+{
+    (void)state;
+    gp_error err;
+    const char *good[] = {"research", "research/nlp", "a/b/c/d", "Team_1.x-y"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_int_equal(gp_reach_entry_check(good[i], 192, &err), GP_OK);
+    const char *bad[] = {"", "/research", "research/", "a//b", ".hidden", "a/../b", "a/b/c/d/e", "b; flush ruleset",
+                         "b }", "b\naccept", "*", NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(gp_reach_entry_check(bad[i], 192, &err), GP_ERR_INVALID);
+        assert_string_equal(err.field, "reach_from");
+    }
+    assert_int_equal(gp_reach_entry_check("abcdef", 6, &err), GP_ERR_INVALID);
+    assert_true(gp_reach_covers("research", "research"));
+    assert_true(gp_reach_covers("research", "research/nlp/x"));
+    assert_false(gp_reach_covers("research", "research-x"));
+    assert_false(gp_reach_covers("research/nlp", "research"));
+}
+
 /* The generated text is what nft takes: loaded, then removed. */
 static void nft_loads_the_text(void **state)
 {
@@ -268,12 +387,18 @@ static void nft_loads_the_text(void **state)
     assert_int_equal(gp_netfence_open("gp-unit-test", "nameserver 10.255.255.53\nnameserver ::1\n", NULL, &f, &err),
                      GP_OK);
     gp_netfence_dest peer = dest("2001:db8::7"), egress = dest("[2001:db8::/32]:443");
+    gp_netfence_dest node = dest("192.0.2.10");
+    const char *let_in[] = {"t"};
     gp_netfence_replica r = {.name = "job1-r0-1", .tenant = "t", .uid = 3999999999u, .peers = &peer,
-                             .n_peers = 1, .egress = &egress, .n_egress = 1};
+                             .n_peers = 1, .egress = &egress, .n_egress = 1, .to_nodes = &node, .n_to_nodes = 1};
+    gp_netfence_replica lets_t_in = {.name = "job2-r0-1", .tenant = "u", .uid = 3999999998u, .reach_from = let_in,
+                                     .n_reach_from = 1, .from_nodes = &node, .n_from_nodes = 1};
     assert_int_equal(gp_netfence_add(f, &r, &err), GP_OK);
+    assert_int_equal(gp_netfence_add(f, &lets_t_in, &err), GP_OK);
     gp_err rc = gp_netfence_apply(f, &err);
     assert_int_equal(rc, GP_OK);
     assert_int_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
+    assert_true(gp_netfence_remove(f, "job2-r0-1"));
     assert_true(gp_netfence_remove(f, "job1-r0-1"));
     assert_int_equal(gp_netfence_apply(f, &err), GP_OK);
     assert_int_not_equal(system("nft list table inet gpupool_gp_unit_test >/dev/null 2>&1"), 0);
@@ -290,6 +415,9 @@ int main(void)
         cmocka_unit_test(a_tenants_mark_outlives_other_tenants_ends_and_restarts),
         cmocka_unit_test(the_last_end_removes_the_table),
         cmocka_unit_test(destinations_parse_and_bad_ones_are_refused),
+        cmocka_unit_test(reach_from_lets_in_the_named_subtrees_one_way),
+        cmocka_unit_test(reach_from_across_nodes_opens_node_addresses_one_way),
+        cmocka_unit_test(reach_from_entries_are_tenant_paths),
         cmocka_unit_test(nft_loads_the_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,13 @@ Behaviours under test:
   - an untrusted tenant's replica cannot reach a service of the node on
     127.0.0.3 until an admin adds it to its tenant's egress (a
     tenant-admin gets 403, bad entries 400); then a new job can;
+  - tenant b's replica reaches tenant a's listening port only once an
+    admin sets a's reach_from to [b] (a tenant-admin gets 403, bad
+    entries 400 naming reach_from) and a's replica starts after it; a's
+    replica still cannot reach b's, nor c's replica a's;
+  - across nodes (gpupoold's side, no root needed): a's replica's
+    assignment names the nodes where b's replicas run, and b's the nodes
+    where a's run, once an admin sets a's reach_from to [b]; c's nothing;
   - an untrusted tenant's replica is refused by an agent whose fence is
     off (a stand-in nft that fails: the agent logs why), and runs with
     --no-network-fence (which removes the table an earlier agent left).
@@ -42,6 +49,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpd  # noqa: E402
 import test_node_boundary as boundary  # noqa: E402
 from agentproc import submit, wait_state  # noqa: E402
+from test_agent_api import FakeAgent, join_token, mine  # noqa: E402
+from test_agent_api import submit as fake_submit  # noqa: E402
 from test_node_boundary import log_text, usable, wait_log  # noqa: E402
 
 DAEMON = {"fleet": None, "extra": ["--node-lost-after", "15"]}
@@ -151,12 +160,12 @@ def probe_file(node):
     return path
 
 
-def listen(d, node, tenant):
-    return submit(d, tenant=tenant, command="exec /usr/bin/python3 %s listen %d" % (probe_file(node), PORT))
+def listen(d, node, tenant, port=PORT):
+    return submit(d, tenant=tenant, command="exec /usr/bin/python3 %s listen %d" % (probe_file(node), port))
 
 
-def connect(d, node, tenant, hosts):
-    return submit(d, tenant=tenant, command="exec /usr/bin/python3 %s connect %d %s" % (probe_file(node), PORT,
+def connect(d, node, tenant, hosts, port=PORT):
+    return submit(d, tenant=tenant, command="exec /usr/bin/python3 %s connect %d %s" % (probe_file(node), port,
                                                                                            " ".join(hosts)))
 
 
@@ -338,6 +347,83 @@ def test_egress_opens_only_what_an_admin_adds(d):
         service.wait()
 
 
+def test_reach_from_lets_in_only_the_tenants_an_admin_names(d):
+    """Tenant b's replica cannot connect to tenant a/srv's port; a's tenant-admin cannot let b in (403),
+    bad entries are 400 and change nothing; once an admin sets a's reach_from to [b] (a/srv inherits it),
+    a replica of a/srv started after it answers b's replica, while c's replica still gets nothing from
+    it and a/srv's replica still cannot connect to b's port (one way)."""
+    if skip_unless_usable():
+        return
+    with running_node(d, ("a", "a/srv", "b", "c")) as (node, a):  # two GPUs: at most two jobs at once
+        before_server = listen(d, node, "a/srv")
+        wait_log(a, before_server, "listening")
+        before = results(a, connect(d, node, "b", ["127.0.0.1"]))
+        a.release(before_server)
+        wait_state(d, before_server, "succeeded")
+        scoped = d.ok("POST", "/v1/tokens", {"name": "a-admin", "role": "tenant-admin", "scope": "a"})["token"]
+        status, out = d.call("PATCH", "/v1/tenants/a/srv", {"reach_from": ["b"]}, token=scoped)
+        print("expected: tenant-admin sets reach_from: 403 reach_from; seen: %d %s" % (status, out.get("error")))
+        assert status == 403 and out["error"]["field"] == "reach_from", (status, out)
+        for bad in ("b", [3], [""], ["/b"], ["b/../c"], ["b; flush ruleset"], ["b } accept"]):
+            status, out = d.call("PATCH", "/v1/tenants/a", {"reach_from": bad})
+            print("expected: reach_from %r: 400 reach_from; seen: %d %s" % (bad, status, out.get("error")))
+            assert status == 400 and out["error"]["field"] == "reach_from", (bad, status, out)
+        assert d.ok("GET", "/v1/tenants/a")["reach_from"] == []
+        d.ok("PATCH", "/v1/tenants/a", {"reach_from": ["b"]})
+        assert d.ok("GET", "/v1/tenants/a/srv")["reach_from"] == ["b"]  # inherited
+        server = listen(d, node, "a/srv")
+        wait_log(a, server, "listening")
+        after = results(a, connect(d, node, "b", ["127.0.0.1", "::1"]))
+        stranger = results(a, connect(d, node, "c", ["127.0.0.1"]))
+        a.release(server)
+        wait_state(d, server, "succeeded")
+        b_server = listen(d, node, "b", PORT + 6)
+        wait_log(a, b_server, "listening")
+        back = results(a, connect(d, node, "a/srv", ["127.0.0.1@%d" % (PORT + 6)]))
+        print("expected: b to a blocked before, open after; c to a blocked; a to b blocked")
+        print("seen: before %s, after %s, c %s, a to b %s" % (before, after, stranger, back))
+        assert before.get("127.0.0.1") == "blocked", before
+        assert after.get("127.0.0.1") == "open" and after.get("::1") == "open", after
+        assert stranger.get("127.0.0.1") == "blocked", stranger
+        assert back.get("127.0.0.1@%d" % (PORT + 6)) == "blocked", back
+        a.release(b_server)
+        wait_state(d, b_server, "succeeded")
+
+
+def test_reach_from_across_nodes_names_the_nodes_one_way(d):
+    """Three fake agents' nodes, one 2-GPU job each of tenants a, b and c.  Before the admin's change no
+    assignment names another node for reach_from; after a's reach_from is set to [b], the next answers to
+    the running replicas say so: a's lets in b's node (reach_from_nodes), b's may reach a's node
+    (reach_to_nodes), and nothing else, c's nothing at all."""
+    for name in ("a", "b", "c"):
+        d.ok("PUT", "/v1/tenants/%s" % name, {})
+    join = join_token(d)
+    agents = [FakeAgent(d, "t4-%d" % i, join=join) for i in (1, 2, 3)]
+    jobs = {name: fake_submit(d, tenant=name, gpus=2) for name in ("a", "b", "c")}
+
+    def entries():
+        """{tenant: its replica's assignment, "node" added} once every job is bound."""
+        out = {}
+        for agent in agents:
+            answer = agent.poll()
+            for name, job_id in jobs.items():
+                for entry in mine(answer, job_id):
+                    out[name] = dict(entry, node=agent.name)
+        return out if len(out) == 3 else None
+
+    before = gpd.wait_for(entries, 20, "three jobs bound")
+    d.ok("PATCH", "/v1/tenants/a", {"reach_from": ["b"]})
+    after = entries()
+    seen = {name: (e.get("reach_from"), e.get("reach_from_nodes"), e.get("reach_to_nodes")) for name, e in after.items()}
+    print("expected: a lets in %s, b reaches %s, c nothing; seen %s"
+          % (after["b"]["node"], after["a"]["node"], seen))
+    for e in before.values():
+        assert e["reach_from"] == [] and e["reach_from_nodes"] == [] and e["reach_to_nodes"] == [], e
+    assert seen["a"] == (["b"], [after["b"]["node"]], []), seen
+    assert seen["b"] == ([], [], [after["a"]["node"]]), seen
+    assert seen["c"] == ([], [], []), seen
+
+
 def stand_in_nft(directory):
     """An nft that always fails, as on a host without nf_tables."""
     path = os.path.join(directory, "nft")
@@ -398,6 +484,8 @@ if __name__ == "__main__":
                  test_another_host_reaches_no_replica_and_a_replica_no_stranger,
                  test_after_an_agent_kill_live_rules_stay_and_dead_ones_go,
                  test_egress_opens_only_what_an_admin_adds,
+                 test_reach_from_lets_in_only_the_tenants_an_admin_names,
+                 test_reach_from_across_nodes_names_the_nodes_one_way,
                  test_an_untrusted_replica_is_refused_when_the_fence_is_off,
                  test_no_network_fence_runs_an_untrusted_replica_unfenced], **DAEMON)
     finally:

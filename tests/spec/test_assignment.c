@@ -211,6 +211,30 @@ static void egress_is_read_and_written_back(void **state)
     json_decref(o);
 }
 
+/* reach_from and the nodes it concerns, read and written back (an
+ * adopted replica's fence is rebuilt from launch.json's copy). */
+static void reach_from_and_its_nodes_are_read_and_written_back(void **state)
+{
+    (void)state;
+    json_t *o = parse("{\"job\": 7, \"reach_from\": [\"research\", \"ops/mon\"], \"reach_from_nodes\": [\"h1\"],"
+                      " \"reach_to_nodes\": [\"h2\", \"h3\"]}");
+    gp_assignment a, b;
+    assert_int_equal(gp_assignment_parse(o, &a, NULL), GP_OK);
+    assert_int_equal(a.n_reach_from, 2);
+    assert_string_equal(a.reach_from[1], "ops/mon");
+    assert_int_equal(a.n_reach_from_nodes, 1);
+    assert_string_equal(a.reach_to_nodes[1], "h3");
+    json_t *written = gp_assignment_to_json(&a);
+    assert_int_equal(gp_assignment_parse(written, &b, NULL), GP_OK);
+    assert_int_equal(b.n_reach_from, 2);
+    assert_string_equal(b.reach_from_nodes[0], "h1");
+    assert_int_equal(b.n_reach_to_nodes, 2);
+    json_decref(written);
+    gp_assignment_free(&b);
+    gp_assignment_free(&a);
+    json_decref(o);
+}
+
 static void secrets_and_image_auth_are_never_written(void **state)
 {
     (void)state;
@@ -280,6 +304,7 @@ int main(void)
         cmocka_unit_test(what_is_missing_reads_as_the_agent_always_read_it),
         cmocka_unit_test(written_and_read_back_it_is_the_same),
         cmocka_unit_test(egress_is_read_and_written_back),
+        cmocka_unit_test(reach_from_and_its_nodes_are_read_and_written_back),
         cmocka_unit_test(secrets_and_image_auth_are_never_written),
         cmocka_unit_test(a_poll_answers_list_is_decoded_whole),
         cmocka_unit_test(exit_reasons_have_one_name_each_both_ways),

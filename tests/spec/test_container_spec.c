@@ -159,9 +159,12 @@ static void a_tenants_policy_is_read_and_written_back(void **state)
     const char *text = "{\"container\": \"required\", \"image_sources\": [\"docker://reg.example:5000/team/\","
                        " \"dir:/srv/images/\"], \"volumes\": [{\"name\": \"datasets\", \"path\": \"/srv/datasets\"},"
                        " {\"name\": \"scratch\", \"path\": \"/srv/scratch\", \"read_only\": false}],"
-                       " \"allow_userns\": false, \"egress\": [\"10.0.0.0/8:443\", \"[2001:db8::/32]:5432\"]}";
+                       " \"allow_userns\": false, \"egress\": [\"10.0.0.0/8:443\", \"[2001:db8::/32]:5432\"],"
+                       " \"reach_from\": [\"research\", \"ops/monitoring\"]}";
     assert_int_equal(tenant(text, &s, &err), GP_OK);
     assert_int_equal(s.containers.n_egress, 2);
+    assert_int_equal(s.containers.n_reach_from, 2);
+    assert_string_equal(s.containers.reach_from[1], "ops/monitoring");
     assert_int_equal(s.containers.rule, GP_CONTAINER_REQUIRED);
     assert_int_equal(s.containers.n_image_sources, 2);
     assert_int_equal(s.containers.n_volumes, 2);
@@ -208,6 +211,14 @@ static void bad_policies_are_refused(void **state)
         {"{\"egress\": [\"192.0.2.7:0\"]}", "egress"},
         {"{\"egress\": [\"10.0.0.0/8; flush ruleset\"]}", "egress"},
         {"{\"egress\": [\"example.com:443\"]}", "egress"},
+        {"{\"reach_from\": \"research\"}", "reach_from"},
+        {"{\"reach_from\": [7]}", "reach_from"},
+        {"{\"reach_from\": [\"\"]}", "reach_from"},
+        {"{\"reach_from\": [\"/research\"]}", "reach_from"},
+        {"{\"reach_from\": [\"a/../b\"]}", "reach_from"},
+        {"{\"reach_from\": [\"a/b/c/d/e\"]}", "reach_from"},
+        {"{\"reach_from\": [\"b; flush ruleset\"]}", "reach_from"},
+        {"{\"reach_from\": [\"b } accept\"]}", "reach_from"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         gp_tenant_spec s;
@@ -224,13 +235,14 @@ static void the_policy_is_inherited_down_the_chain(void **state)
     (void)state;
     gp_tenant_spec top, leaf;
     assert_int_equal(tenant("{\"image_sources\": [\"docker://reg.example/research\"], \"allow_userns\": true,"
-                            " \"egress\": [\"10.0.0.0/8:443\"],"
+                            " \"egress\": [\"10.0.0.0/8:443\"], \"reach_from\": [\"ops\"],"
                             " \"volumes\": [{\"name\": \"datasets\", \"path\": \"/srv/datasets\"},"
                             " {\"name\": \"scratch\", \"path\": \"/srv/scratch\", \"read_only\": false}]}",
                             &top, NULL),
                      GP_OK);
     assert_int_equal(tenant("{\"volumes\": [{\"name\": \"scratch\", \"path\": \"/srv/scratch/nlp\", \"read_only\":"
-                            " false}], \"egress\": [\"192.0.2.7\", \"10.0.0.0/8:443\"]}",
+                            " false}], \"egress\": [\"192.0.2.7\", \"10.0.0.0/8:443\"],"
+                            " \"reach_from\": [\"vision/serving\", \"ops\"]}",
                             &leaf, NULL),
                      GP_OK);
     const gp_container_policy *chain[] = {&top.containers, &leaf.containers};
@@ -247,6 +259,11 @@ static void the_policy_is_inherited_down_the_chain(void **state)
     assert_true(json_equal(egress, want));
     json_decref(want);
     json_decref(egress);
+    json_t *reach = gp_container_reach_from_json(&e); /* the same for reach_from */
+    want = json_pack("[s, s]", "vision/serving", "ops");
+    assert_true(json_equal(reach, want));
+    json_decref(want);
+    json_decref(reach);
     gp_container_effective_make(chain, 2, true, 1, &e);
     assert_true(e.required); /* untrusted, nothing set: required */
     gp_container_effective_make(chain, 0, false, 0, &e);

@@ -37,6 +37,14 @@
  * dropped, the connect times out.  Local UDP other than DNS is dropped
  * outright (its receiver cannot be told by the sender's rules).
  *
+ * reach_from ("vision" lets research in): on this node, vision's answer
+ * chains also accept the marks of research's replicas here (and of its
+ * subtree's), recomputed at every rebuild; across nodes, gpupoold names
+ * the nodes where research's replicas run (vision's answer chains let
+ * TCP answers to them out) and, to research's replicas, the nodes where
+ * vision's run (their out chains let TCP to them out).  Across nodes the
+ * fence knows nodes, not tenants: any process of such a node is answered.
+ *
  * Worked example: node h100-1, resolver 10.255.255.53; job 7 of
  * research/nlp (uid 2000000007, peers 192.0.2.3) and job 9 of vision
  * (uid 2000000009, egress 10.0.0.0/8:443) run here.  The table's marks
@@ -78,8 +86,10 @@ typedef struct gp__entry {
     char tenant[GP_NETFENCE_TENANT_MAX];
     uid_t uid;
     unsigned mark;               /* its tenant's, 1..255: under the table's base */
-    gp_netfence_dest *peers, *egress;
-    size_t n_peers, n_egress;
+    gp_netfence_dest *peers, *egress, *from_nodes, *to_nodes;
+    size_t n_peers, n_egress, n_from_nodes, n_to_nodes;
+    char (*reach_from)[GP_NETFENCE_TENANT_MAX]; /* tenant subtrees let in */
+    size_t n_reach_from;
 } gp__entry;
 
 struct gp_netfence {
@@ -149,6 +159,9 @@ static void gp__entry_clear(gp__entry *e)
 {
     free(e->peers);
     free(e->egress);
+    free(e->reach_from);
+    free(e->from_nodes);
+    free(e->to_nodes);
     memset(e, 0, sizeof *e);
 }
 
@@ -239,13 +252,19 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
     if (slot) /* replaced: its own old entry holds no mark for the choice */
         gp_netfence_remove(f, r->name);
     gp__entry e = {.uid = r->uid, .mark = gp__tenant_mark(f, r->tenant, r->mark), .n_peers = r->n_peers,
-                   .n_egress = r->n_egress};
+                   .n_egress = r->n_egress, .n_reach_from = r->n_reach_from, .n_from_nodes = r->n_from_nodes,
+                   .n_to_nodes = r->n_to_nodes};
     if (!e.mark)
         return gp_error_set(err, GP_ERR_CONFLICT, "network", "255 tenants already have replicas on this node");
     snprintf(e.name, sizeof e.name, "%s", r->name);
     snprintf(e.tenant, sizeof e.tenant, "%s", r->tenant);
     e.peers = gp__dests_copy(r->peers, r->n_peers);
     e.egress = gp__dests_copy(r->egress, r->n_egress);
+    e.from_nodes = gp__dests_copy(r->from_nodes, r->n_from_nodes);
+    e.to_nodes = gp__dests_copy(r->to_nodes, r->n_to_nodes);
+    e.reach_from = calloc(r->n_reach_from ? r->n_reach_from : 1, sizeof *e.reach_from);
+    for (size_t i = 0; e.reach_from && i < r->n_reach_from; i++)
+        snprintf(e.reach_from[i], sizeof e.reach_from[i], "%s", r->reach_from[i]);
     if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
         gp__entry *grown = realloc(f->entries, cap * sizeof *grown);
@@ -254,12 +273,39 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
             f->cap = cap;
         }
     }
-    if (!e.peers || !e.egress || f->n == f->cap) {
+    if (!e.peers || !e.egress || !e.reach_from || !e.from_nodes || !e.to_nodes || f->n == f->cap) {
         gp__entry_clear(&e);
         return gp_error_set(err, GP_ERR_NOMEM, "network", "out of memory");
     }
     f->entries[f->n++] = e;
     return GP_OK;
+}
+
+static bool gp__dests_same(const gp_netfence_dest *a, size_t na, const gp_netfence_dest *b, size_t nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+bool gp_netfence_nodes_set(gp_netfence *f, const char *name, const gp_netfence_dest *from, size_t n_from,
+                           const gp_netfence_dest *to, size_t n_to)
+{
+    gp__entry *e = gp__find(f, name);
+    if (!e || (gp__dests_same(e->from_nodes, e->n_from_nodes, from, n_from) &&
+               gp__dests_same(e->to_nodes, e->n_to_nodes, to, n_to)))
+        return false;
+    gp_netfence_dest *new_from = gp__dests_copy(from, n_from), *new_to = gp__dests_copy(to, n_to);
+    if (!new_from || !new_to) {
+        free(new_from);
+        free(new_to);
+        return false;
+    }
+    free(e->from_nodes);
+    free(e->to_nodes);
+    e->from_nodes = new_from;
+    e->n_from_nodes = n_from;
+    e->to_nodes = new_to;
+    e->n_to_nodes = n_to;
+    return true;
 }
 
 bool gp_netfence_remove(gp_netfence *f, const char *name)
@@ -329,6 +375,25 @@ static void gp__rule_answer_to(FILE *m, const gp_netfence_dest *d)
     fputs(" accept\n", m);
 }
 
+/* The entries [first, end) (one uid, one tenant) let in the replicas of
+ * every other tenant here that their reach_from covers: those tenants'
+ * marks are answered too, each once. */
+static void gp__answers_let_in(FILE *m, const gp_netfence *f, gp__entry *const *first, gp__entry *const *end)
+{
+    bool done[256] = {false};
+    done[(*first)->mark] = true;
+    for (size_t i = 0; i < f->n; i++) {
+        const gp__entry *other = &f->entries[i];
+        bool covered = false;
+        for (gp__entry *const *e = first; e < end && !covered && !done[other->mark]; e++)
+            for (size_t k = 0; k < (*e)->n_reach_from && !covered; k++)
+                covered = gp_reach_covers((*e)->reach_from[k], other->tenant);
+        if (covered)
+            fprintf(m, "\t\tct mark 0x%08x accept\n", f->mark_base + other->mark);
+        done[other->mark] = done[other->mark] || covered;
+    }
+}
+
 /* The entries [first, end) share one uid: its two chains. */
 static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *first, gp__entry *const *end,
                            unsigned mark)
@@ -343,11 +408,15 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
         for (size_t i = 0; i < (*e)->n_peers; i++)
             gp__rule_peer(m, &(*e)->peers[i]);
     for (gp__entry *const *e = first; e < end; e++)
+        for (size_t i = 0; i < (*e)->n_to_nodes; i++)
+            gp__rule_peer(m, &(*e)->to_nodes[i]);
+    for (gp__entry *const *e = first; e < end; e++)
         for (size_t i = 0; i < (*e)->n_egress; i++)
             gp__rule_egress(m, &(*e)->egress[i]);
     fputs("\t\tdrop\n\t}\n", m);
     fprintf(m, "\tchain answer_%u {\n", uid);
     fprintf(m, "\t\tct mark 0x%08x accept\n", mark);
+    gp__answers_let_in(m, f, first, end);
     fprintf(m, "\t\tct mark and 0x%08x == 0x%08x drop\n", GP_NETFENCE_TABLE_MASK, f->mark_base);
     fputs("\t\tfib daddr type local accept\n", m);
     for (gp__entry *const *e = first; e < end; e++) {
@@ -355,6 +424,8 @@ static void gp__uid_chains(FILE *m, const gp_netfence *f, gp__entry *const *firs
             gp__rule_answer_to(m, &(*e)->peers[i]);
         for (size_t i = 0; i < (*e)->n_egress; i++)
             gp__rule_answer_to(m, &(*e)->egress[i]);
+        for (size_t i = 0; i < (*e)->n_from_nodes; i++)
+            gp__rule_peer(m, &(*e)->from_nodes[i]); /* TCP answers to that node */
     }
     fputs("\t\tdrop\n\t}\n", m);
 }

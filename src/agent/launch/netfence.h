@@ -15,12 +15,19 @@
  *     answered by no replica (one that took a local resolver's address);
  *   - TCP to its gang peers' addresses, any port (the rendezvous port and
  *     NCCL's bootstrap and ring sockets, which take ephemeral ports);
+ *   - TCP to the other nodes where replicas of tenants that let its tenant
+ *     in ("reach_from") run, any port (per node, not per tenant: their
+ *     own fences decide who answers);
  *   - its tenant's "egress" destinations (CIDR, any protocol; CIDR:port,
  *     TCP and UDP to that port; on this node's own addresses TCP only,
  *     answered by a service that is no replica, or by its own tenant);
  * and nothing else.  A replica answers connections from this node's
  * processes that are no replica (the agent), from its own tenant's
- * replicas, from its peers and from its egress destinations: nothing else.
+ * replicas, from the replicas here of the tenants its tenant's
+ * "reach_from" names (and their subtrees), from the other nodes where
+ * replicas of those run (any process there: the fence knows nodes, not
+ * tenants, across nodes), from its peers and from its egress
+ * destinations: nothing else.
  *
  * Who allocates and frees: gp_netfence_open allocates the fence,
  * gp_netfence_free frees it (the table stays: replicas outlive the agent).
@@ -57,6 +64,13 @@ typedef struct gp_netfence_replica {
     size_t n_peers;
     const gp_netfence_dest *egress; /* its tenant's allowed destinations */
     size_t n_egress;
+    const char *const *reach_from;  /* tenant subtrees whose replicas here may connect to it (net_dest.h:
+                                       checked by the caller; each under GP_NETFENCE_TENANT_MAX bytes) */
+    size_t n_reach_from;
+    const gp_netfence_dest *from_nodes; /* addresses of other nodes whose replicas it lets in (TCP, any port) */
+    size_t n_from_nodes;
+    const gp_netfence_dest *to_nodes;   /* addresses of other nodes whose replicas let it in (TCP, any port) */
+    size_t n_to_nodes;
 } gp_netfence_replica;
 
 typedef struct gp_netfence gp_netfence;
@@ -79,6 +93,12 @@ gp_err gp_netfence_add(gp_netfence *f, const gp_netfence_replica *r, gp_error *e
 /* The mark (1..255) of the replica of that name's tenant, 0 when it holds
  * none: a tenant keeps one mark while it has replicas here. */
 unsigned gp_netfence_mark_of(const gp_netfence *f, const char *name);
+/* Replaces the from_nodes and to_nodes of the replica of that name (the
+ * rest stays as added); true when they changed, false when they did not,
+ * it holds no such replica or memory ran out (the old ones then stay).
+ * Loads nothing. */
+bool gp_netfence_nodes_set(gp_netfence *f, const char *name, const gp_netfence_dest *from, size_t n_from,
+                           const gp_netfence_dest *to, size_t n_to);
 /* Forgets the replica of that name; false when it held none.  Loads nothing. */
 bool gp_netfence_remove(gp_netfence *f, const char *name);
 /* The replicas it holds. */
