@@ -471,6 +471,26 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
     return GP_OK;
 }
 
+gp_err gp_store_usage_first_starts(gp_store *s, json_t **out, gp_error *err)
+{
+    *out = NULL;
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT tenant, MIN(start) FROM usage GROUP BY tenant", GP_DB_STREAM,
+                                       "usage first starts", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    json_t *firsts = json_object();
+    int step;
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW)
+        json_object_set_new(firsts, gp_db_column_text(st, 0), json_integer(gp_db_column_int64(st, 1)));
+    gp_db_finalize(st);
+    if (step == GP_DB_ERROR) {
+        json_decref(firsts);
+        return gp__store_failed(err, "usage first starts");
+    }
+    *out = firsts;
+    return GP_OK;
+}
+
 gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, json_t **out,
                           gp_error *err)
 {
