@@ -36,6 +36,7 @@
 #include "server/lease.h"
 #include "server/ledger.h"
 #include "server/log.h"
+#include "server/log_reads.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/readers.h"
@@ -100,6 +101,7 @@ struct gp_server {
     gp_refusals refusals;    /* 401s and 403s waiting for the engine thread's batch (refusals.h) */
     gp_auth_failures auth_failures; /* failed sign-ins by address and user, for /metrics (auth_failures.h) */
     gp_baseline baseline;    /* tenants' usual GPU use this hour of the week, for /metrics (baseline.h) */
+    gp_log_reads log_reads;  /* reads of other users' job logs audited lately (log_reads.h) */
     gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
