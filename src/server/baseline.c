@@ -19,13 +19,9 @@ void gp_baseline_init(gp_baseline *b)
 /* Under lock: forget what is kept. */
 static void clear(gp_baseline *b)
 {
-    for (int w = 0; w < GP_BASELINE_WEEKS; w++)
-        for (int s = 0; s < GP_BASELINE_SLICES; s++) {
-            json_decref(b->slices[w][s]);
-            b->slices[w][s] = NULL;
-        }
+    json_decref(b->samples);
     json_decref(b->first_starts);
-    b->first_starts = NULL;
+    b->samples = b->first_starts = NULL;
     b->hour = -1;
 }
 
@@ -35,24 +31,40 @@ void gp_baseline_free(gp_baseline *b)
     pthread_mutex_destroy(&b->lock);
 }
 
-/* One slice: {"TENANT": average GPUs} from the store's GPU-seconds by
- * tenant, GPU type and class in [from, from + slice). */
-static gp_err slice_query(gp_store *reader, int64_t from, int64_t now, json_t **out, gp_error *err)
+/* One past week's hour being read from the store. */
+typedef struct week_pass {
+    json_t *samples;
+    int week;      /* 0 = one week back */
+    int64_t begin; /* its hour's start */
+} week_pass;
+
+/* The tenant's samples, all 0 the first time it is met. */
+static json_t *samples_of(json_t *samples, const char *tenant)
 {
-    json_t *usage = NULL;
-    gp_err rc = gp_store_usage_query(reader, NULL, 0, NULL, false, from, from + GP_BASELINE_SLICE_S, now, &usage, err);
-    if (rc != GP_OK)
-        return rc;
-    json_t *gpus = json_object(), *row;
-    size_t i;
-    json_array_foreach(json_object_get(usage, "usage"), i, row) {
-        const char *tenant = json_string_value(json_object_get(row, "tenant"));
-        double add = json_number_value(json_object_get(row, "gpu_seconds")) / GP_BASELINE_SLICE_S;
-        if (tenant)
-            json_object_set_new(gpus, tenant, json_real(json_number_value(json_object_get(gpus, tenant)) + add));
+    json_t *a = json_object_get(samples, tenant);
+    if (a)
+        return a;
+    a = json_array();
+    for (int i = 0; i < SAMPLES; i++)
+        json_array_append_new(a, json_real(0));
+    json_object_set_new(samples, tenant, a);
+    return a;
+}
+
+/* One usage interval: its GPUs x the part of each slice it covers. */
+static gp_err add_interval(void *ctx, const char *tenant, int64_t start, int64_t end, int64_t milli_gpus,
+                           gp_error *err)
+{
+    (void)err;
+    week_pass *p = ctx;
+    json_t *a = samples_of(p->samples, tenant);
+    for (int s = 0; s < GP_BASELINE_SLICES; s++) {
+        int64_t from = p->begin + (int64_t)s * GP_BASELINE_SLICE_S, to = from + GP_BASELINE_SLICE_S;
+        int64_t overlap = (end < to ? end : to) - (start > from ? start : from);
+        json_t *v = json_array_get(a, (size_t)(p->week * GP_BASELINE_SLICES + s));
+        if (overlap > 0)
+            json_real_set(v, json_real_value(v) + (double)overlap * (double)milli_gpus / 1000.0 / GP_BASELINE_SLICE_S);
     }
-    json_decref(usage);
-    *out = gpus;
     return GP_OK;
 }
 
@@ -63,11 +75,12 @@ gp_err gp_baseline_refresh(gp_baseline *b, gp_store *reader, int64_t now, gp_err
     pthread_mutex_lock(&b->lock);
     if (b->hour != hour) {
         clear(b);
+        b->samples = json_object();
         rc = gp_store_usage_first_starts(reader, &b->first_starts, err);
-        for (int w = 0; rc == GP_OK && w < GP_BASELINE_WEEKS; w++)
-            for (int s = 0; rc == GP_OK && s < GP_BASELINE_SLICES; s++)
-                rc = slice_query(reader, hour - (int64_t)(w + 1) * WEEK_S + (int64_t)s * GP_BASELINE_SLICE_S, now,
-                                 &b->slices[w][s], err);
+        for (int w = 0; rc == GP_OK && w < GP_BASELINE_WEEKS; w++) {
+            week_pass p = {.samples = b->samples, .week = w, .begin = hour - (int64_t)(w + 1) * WEEK_S};
+            rc = gp_store_usage_scan(reader, p.begin, p.begin + HOUR_S, now, add_interval, &p, err);
+        }
         if (rc == GP_OK)
             b->hour = hour;
         else
@@ -90,16 +103,16 @@ static int64_t subtree_first_start(const json_t *firsts, const char *tenant)
     return first;
 }
 
-static double subtree_gpus(const json_t *slice, const char *tenant)
+/* The subtree's samples summed into out (SAMPLES of them). */
+static void subtree_samples(const json_t *samples, const char *tenant, double *out)
 {
-    double gpus = 0;
     const char *path;
-    json_t *v;
-    json_object_foreach((json_t *)slice, path, v) {
-        if (gp_scope_covers(tenant, path))
-            gpus += json_number_value(v);
+    json_t *a;
+    memset(out, 0, SAMPLES * sizeof *out);
+    json_object_foreach((json_t *)samples, path, a) {
+        for (int i = 0; gp_scope_covers(tenant, path) && i < SAMPLES; i++)
+            out[i] += json_real_value(json_array_get(a, (size_t)i));
     }
-    return gpus;
 }
 
 static int by_value(const void *a, const void *b)
@@ -110,17 +123,19 @@ static int by_value(const void *a, const void *b)
 
 bool gp_baseline_of(gp_baseline *b, const char *tenant, gp_baseline_stat *out)
 {
-    double samples[SAMPLES], sum = 0;
+    double all[SAMPLES], samples[SAMPLES], sum = 0;
     int n = 0;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&b->lock);
     int64_t first = b->hour >= 0 ? subtree_first_start(b->first_starts, tenant) : INT64_MAX;
-    for (int w = 0; w < GP_BASELINE_WEEKS; w++) {
+    if (first != INT64_MAX)
+        subtree_samples(b->samples, tenant, all);
+    for (int w = 0; first != INT64_MAX && w < GP_BASELINE_WEEKS; w++) {
         if (first > b->hour - (int64_t)(w + 1) * WEEK_S)
             continue; /* before its first use: no history, not zero use */
         out->weeks++;
         for (int s = 0; s < GP_BASELINE_SLICES; s++) {
-            samples[n] = subtree_gpus(b->slices[w][s], tenant);
+            samples[n] = all[w * GP_BASELINE_SLICES + s];
             sum += samples[n++];
         }
     }

@@ -27,10 +27,13 @@
  * 0: mean 6, p90 8, weeks 4.  Today it holds 40 GPUs at 14:20: the alert
  * (use above 2 x p90 + 4) fires after its `for`.
  *
- * When: recomputed by the first scrape of each hour (24 usage queries
- * and one for the first uses, through a reader connection), kept until
- * the hour ends; a scrape in the same hour reads what was kept.  Not
- * stored: it is derived from the store and made again after a restart.
+ * When: recomputed by the first scrape of each hour, through a reader
+ * connection: one pass over the usage table per past week (the intervals
+ * that overlap its hour, raw: the slices are cut here) and one read of
+ * the tenants' first uses (by the usage_by_tenant index); about a second
+ * in all on SQLite with a million usage intervals.  Kept until the hour
+ * ends; a scrape in the same hour reads what was kept.  Not stored: it is
+ * derived from the store and made again after a restart.
  *
  * Threads: any (one mutex, held while a scrape recomputes, so a second
  * scrape of that hour waits for the first's result instead of redoing it).
@@ -50,9 +53,10 @@ enum { GP_BASELINE_WEEKS = 4, GP_BASELINE_SLICES = 6, GP_BASELINE_SLICE_S = 600 
 
 typedef struct gp_baseline {
     pthread_mutex_t lock;
-    int64_t hour;                                          /* the hour computed for (epoch s); -1 none */
-    json_t *slices[GP_BASELINE_WEEKS][GP_BASELINE_SLICES]; /* {"TENANT": average GPUs, ...} per slice */
-    json_t *first_starts;                                  /* {"TENANT": first usage start} */
+    int64_t hour;         /* the hour computed for (epoch s); -1 none */
+    json_t *samples;      /* {"TENANT": [average GPUs of week w's slice s at w x SLICES + s, ...]}: the
+                             tenant's own jobs, tenants with usage in those hours only */
+    json_t *first_starts; /* {"TENANT": first usage start} */
 } gp_baseline;
 
 typedef struct gp_baseline_stat {
