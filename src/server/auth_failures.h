@@ -4,9 +4,10 @@
  * repeated failures (examples/prometheus/alerts.yml).
  *
  * A failed sign-in is a credential that was presented and refused: an
- * unknown or revoked token, an expired one (http.c), and whatever refusal
- * of a provider token a caller notes here.  A request with no credential
- * at all is not one (nothing was guessed).
+ * unknown or revoked token, an expired one, an Authorization header of
+ * another kind ("Basic": a password tried; http.c), and whatever refusal
+ * of a provider token a caller notes here.  A request with no
+ * Authorization at all is not one (nothing was guessed).
  *
  * Bounded: each table tells GP_AUTH_FAILURE_KEYS (64) keys apart.  Every
  * key counts its failures per minute in GP_AUTH_FAILURE_MINUTES (10)

@@ -99,6 +99,8 @@ static bool authenticate(gp_request *r)
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
         gp_api_error(r, 401, "unauthorized", "Authorization", "no token: %s", TOKEN_HINT);
+        if (h) /* a credential of another kind (Basic user:password) was presented */
+            signin_failed(r, NULL);
         return false;
     }
     switch (gp_auth_check(&r->srv->auth, h + 7, gp_wall_ms(), &r->who)) {

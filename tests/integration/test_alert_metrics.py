@@ -3,10 +3,11 @@
 from a real gpupoold.
 
 Behaviours under test:
-  - failed sign-ins show up by address and by user: unknown tokens and an
-    expired one from 127.0.0.1 count for that address, the expired one
-    (alice's) for alice; a request with no token at all is not a failed
-    sign-in; the scrape passes `promtool check metrics`;
+  - failed sign-ins show up by address and by user: unknown tokens, a
+    Basic password and an expired token from 127.0.0.1 count for that
+    address, the expired one (alice's) for alice; a request with no
+    Authorization at all is not a failed sign-in; the scrape passes
+    `promtool check metrics`;
   - a crash-looping job shows up: an inference job whose replica fails is
     gpupool_job_restarts_total{job_id, tenant, cause="failure"} 1, and a
     job never sent back has no series;
@@ -42,14 +43,16 @@ def test_failed_sign_ins_show_up_by_address_and_by_user(d):
         raise AssertionError("no token, yet answered")
     except urllib.error.HTTPError as e:
         assert e.code == 401, e.code
+    basic = d.call("GET", "/v1/jobs", token="", headers={"Authorization": "Basic YWxpY2U6aHVudGVyMg=="})
+    assert basic[0] == 401, basic  # a password tried is a failed sign-in too
     time.sleep(2.1)  # alice's token lives 1 s
     assert d.call("GET", "/v1/jobs", token=alice)[0] == 401
     text = scrape(d)
     promtool_check(text)
     s = samples(text)
-    assert s['gpupool_signin_failures_by_address{address="127.0.0.1"}'] == 4, text
+    assert s['gpupool_signin_failures_by_address{address="127.0.0.1"}'] == 5, text
     assert s['gpupool_signin_failures_by_user{user="alice"}'] == 1, text
-    assert s["gpupool_signin_failures_total"] == 4, text
+    assert s["gpupool_signin_failures_total"] == 5, text
 
 
 def test_a_crash_looping_job_shows_its_restarts(d):
