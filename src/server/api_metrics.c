@@ -18,6 +18,13 @@
  * (nothing) with --metrics-tenants 2: ml and ml/nlp are labelled, web's
  * 3 pending jobs read gpupool_tenant_pending_jobs{tenant="other"} 3.
  *
+ * For the security alerts (examples/prometheus/alerts.yml): failed
+ * sign-ins by address and user (auth_failures.h, copied on the API
+ * thread), the recently restarted jobs' counts (metrics.h's ids, looked up
+ * in the snapshot), and each labelled tenant's baseline for this hour of
+ * the week (baseline.h: the hour's first scrape reads the store through a
+ * reader connection, here on the API thread, never the engine thread's).
+ *
  * Who may scrape: a token whose role sees every tenant (admin, operator,
  * auditor), or anybody with --metrics-open (router.c).
  */
