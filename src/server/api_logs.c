@@ -20,6 +20,16 @@
  * "aGVsbG8K", "next": 6, "eof": false, ...}; GET ...?offset=6&wait=30
  * answers when the next bytes arrive (or after 30 s with none).  n2 posting
  * for job 7 replica 0 -> 404 "logs[0].job".
+ *
+ * Reading another user's logs is audited: a GET whose token does not run
+ * as the job's user (an admin, an operator, a tenant-admin, a colleague
+ * in the tenant) writes an audit row "job.logs.read" with the job,
+ * replica, run and the job's user, committed before any byte is sent (no
+ * row, no bytes: a store failure answers 503).  One row per token, job
+ * and replica per ten minutes of reading (log_reads.h), so `gpupool logs
+ * --follow` adds a row every ten minutes, not one per poll.  On a
+ * follower replica such a read is answered 503 (it writes no audit row):
+ * read from the leader.
  */
 #include "server/api.h"
 
@@ -246,6 +256,46 @@ static gp_err read_or_wait(gp_request *r, const log_query *q, char *buf, size_t 
     }
 }
 
+/* The audit row of a read of another user's log: engine thread, in its batch. */
+static void read_audited(gp_server *srv, gp_op *op, int64_t now)
+{
+    (void)srv;
+    (void)now;
+    op->status = 200;
+}
+
+/* Is this read of the job (its store row) another user's?  The token
+ * reads its own only when it runs as the job's user. */
+static bool another_users(const gp_request *r, const json_t *row)
+{
+    const char *owner = json_string_value(json_object_get(row, "user"));
+    return !owner || !r->who.user[0] || strcmp(owner, r->who.user) != 0;
+}
+
+/* Writes the read's audit row when it is due (see the file header); false
+ * when it could not be written (the reply says so). */
+static bool audit_read(gp_request *r, const log_query *q, const json_t *row)
+{
+    int64_t now = gp_wall_ms() / 1000;
+    if (!another_users(r, row) || !gp_log_reads_due(&r->srv->log_reads, r->who.token_id, q->run.job, q->run.replica, now))
+        return true;
+    const char *owner = json_string_value(json_object_get(row, "user"));
+    gp_op op = {.run = read_audited, .mutates = true, .who = &r->who, .request_id = r->request_id,
+                .action = "job.logs.read"};
+    snprintf(op.target, sizeof op.target, "job/%llu/logs replica=%d run=%lld user=%s", (unsigned long long)q->run.job,
+             q->run.replica, (long long)(q->has_run ? q->run.bind_time : -1), owner ? owner : "-");
+    gp_loop_run(&r->srv->loop, &op);
+    if (op.status != 200) {
+        gp_api_error(r, 503, "unavailable", "logs", "the read's audit row could not be written; try again%s",
+                     atomic_load(&r->srv->lease.leading) ? "" : " on the leader");
+        json_decref(op.reply);
+        return false;
+    }
+    json_decref(op.reply);
+    gp_log_reads_done(&r->srv->log_reads, r->who.token_id, q->run.job, q->run.replica, now);
+    return true;
+}
+
 static json_t *runs_json(const log_query *q)
 {
     json_t *a = json_array();
@@ -292,7 +342,7 @@ void gp_api_job_logs(gp_request *r, const char *id)
     bool eof = false;
     gp_error err;
     gp_err rc = !buf ? gp_error_set(&err, GP_ERR_NOMEM, "logs", "out of memory") : GP_OK;
-    if (rc == GP_OK && pick_run(r, &q)) {
+    if (rc == GP_OK && pick_run(r, &q) && audit_read(r, &q, row)) {
         rc = read_or_wait(r, &q, buf, &n, &size, &eof, &err);
         if (rc == GP_OK)
             logs_reply(r, &q, row, buf, n, size, eof);

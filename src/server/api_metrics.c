@@ -18,6 +18,13 @@
  * (nothing) with --metrics-tenants 2: ml and ml/nlp are labelled, web's
  * 3 pending jobs read gpupool_tenant_pending_jobs{tenant="other"} 3.
  *
+ * For the security alerts (examples/prometheus/alerts.yml): failed
+ * sign-ins by address and user (auth_failures.h, copied on the API
+ * thread), the recently restarted jobs' counts (metrics.h's ids, looked up
+ * in the snapshot), and each labelled tenant's baseline for this hour of
+ * the week (baseline.h: the hour's first scrape reads the store through a
+ * reader connection, here on the API thread, never the engine thread's).
+ *
  * Who may scrape: a token whose role sees every tenant (admin, operator,
  * auditor), or anybody with --metrics-open (router.c).
  */
@@ -49,6 +56,13 @@ typedef struct agent_row {
     int64_t last_seen_ms;
 } agent_row;
 
+/* A live job among the recently restarted (metrics.h) and its counts. */
+typedef struct restart_row {
+    uint64_t id;
+    char tenant[GP_PATH_MAX];
+    int restarts, requeues;
+} restart_row;
+
 typedef struct snapshot {
     int n_types;
     char type_names[GP_MAX_GPU_TYPES][GP_NAME_MAX];
@@ -63,6 +77,9 @@ typedef struct snapshot {
     size_t tokens;
     uint64_t wakeups;
     gp_metrics counters;
+    restart_row restarted[GP_METRICS_RESTARTED_JOBS];
+    size_t n_restarted;
+    gp_auth_failure_counts signin_failures;
     bool failed; /* out of memory on the engine thread */
 } snapshot;
 
@@ -140,6 +157,28 @@ static void snap_agent(void *ctx, const char *node, int64_t last_seen_ms)
     row->last_seen_ms = last_seen_ms;
 }
 
+static bool job_live(gp_job_state s)
+{
+    return s == GP_JOB_PENDING || s == GP_JOB_ADMITTED || s == GP_JOB_RUNNING || s == GP_JOB_PREEMPTING;
+}
+
+/* The recently restarted jobs that still live, with the engine's counts. */
+static void snap_restarted(gp_server *srv, const gp_engine *e, snapshot *s)
+{
+    uint64_t ids[GP_METRICS_RESTARTED_JOBS];
+    size_t n = gp_metrics_restarted(&srv->metrics, ids);
+    for (size_t i = 0; i < n; i++) {
+        gp_job_info j;
+        if (gp_engine_job_info(e, ids[i], &j, NULL) != GP_OK || !job_live(j.state))
+            continue;
+        restart_row *row = &s->restarted[s->n_restarted++];
+        row->id = j.id;
+        snprintf(row->tenant, sizeof row->tenant, "%s", gp_engine_tenant_path(e, j.tenant));
+        row->restarts = j.restarts;
+        row->requeues = j.requeues;
+    }
+}
+
 static void snapshot_run(gp_server *srv, gp_op *op, int64_t now)
 {
     snapshot *s = op->arg;
@@ -147,6 +186,7 @@ static void snapshot_run(gp_server *srv, gp_op *op, int64_t now)
     gp_engine_stats_get(e, &s->st);
     snap_gpus(e, s);
     snap_tenants(e, s, now);
+    snap_restarted(srv, e, s);
     gp_agents_each_seen(&srv->agents, snap_agent, s);
     s->now_ms = gp_wall_ms();
     s->tokens = gp_auth_count(&srv->auth);
@@ -358,6 +398,79 @@ static void write_counters(FILE *f, const gp_metrics *m)
     }
 }
 
+static void failure_lines(FILE *f, const char *name, const char *label, const gp_auth_failure_count *keys, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{%s=\"", name, label);
+        put_label(f, keys[i].key);
+        fprintf(f, "\"} %u\n", keys[i].failures);
+    }
+}
+
+/* Failed sign-ins (auth_failures.h): the total, and by address and by
+ * user over the last ten minutes. */
+static void write_signin_failures(FILE *f, const gp_auth_failure_counts *c)
+{
+    header(f, "gpupool_signin_failures_total", "counter", "credentials presented and refused");
+    fprintf(f, "gpupool_signin_failures_total %llu\n", (unsigned long long)c->total);
+    header(f, "gpupool_signin_failures_by_address", "gauge",
+           "failed sign-ins in the last 10 minutes by remote address (64 addresses at most)");
+    failure_lines(f, "gpupool_signin_failures_by_address", "address", c->by_address, c->n_address);
+    header(f, "gpupool_signin_failures_by_user", "gauge",
+           "failed sign-ins in the last 10 minutes by the user the credential names (64 users at most)");
+    failure_lines(f, "gpupool_signin_failures_by_user", "user", c->by_user, c->n_user);
+}
+
+static void restart_line(FILE *f, const restart_row *j, const char *cause, int value)
+{
+    fprintf(f, "gpupool_job_restarts_total{job_id=\"%llu\",tenant=\"", (unsigned long long)j->id);
+    put_label(f, j->tenant);
+    fprintf(f, "\",cause=\"%s\"} %d\n", cause, value);
+}
+
+/* Crash loops: the recently restarted live jobs' counts (metrics.h). */
+static void write_restarts(FILE *f, const snapshot *s)
+{
+    header(f, "gpupool_job_restarts_total", "counter",
+           "times a live job recently sent back to pending was restarted after a failure or requeued after it ran");
+    for (size_t i = 0; i < s->n_restarted; i++) {
+        restart_line(f, &s->restarted[i], "failure", s->restarted[i].restarts);
+        restart_line(f, &s->restarted[i], "requeue", s->restarted[i].requeues);
+    }
+}
+
+/* Each labelled tenant's usual use for this hour of the week (baseline.h);
+ * none when the store cannot be read now (the next scrape tries again). */
+static void write_baselines(FILE *f, gp_server *srv, const snapshot *s, size_t top)
+{
+    gp_error err;
+    gp_store *reader = gp_readers_take(&srv->readers, &err);
+    gp_err rc = reader ? gp_baseline_refresh(&srv->baseline, reader, s->now_ms / 1000, &err) : err.code;
+    gp_readers_give(&srv->readers, reader);
+    if (rc != GP_OK) {
+        char q[300];
+        gp_log(GP_LOG_WARN, "baseline", "error=%s", gp_log_quote(err.message, q, sizeof q));
+        return;
+    }
+    size_t n = s->n_tenants < top ? s->n_tenants : top;
+    header(f, "gpupool_tenant_gpu_baseline", "gauge",
+           "the tenant's usual GPUs in use for this hour of the week over the past 4 weeks (mean, p90)");
+    gp_baseline_stat *stats = calloc(n ? n : 1, sizeof *stats);
+    for (size_t i = 0; stats && i < n; i++) {
+        if (!gp_baseline_of(&srv->baseline, s->tenants[i].path, &stats[i]))
+            continue;
+        fputs("gpupool_tenant_gpu_baseline{tenant=\"", f);
+        put_label(f, s->tenants[i].path);
+        fprintf(f, "\",stat=\"mean\"} %.3f\ngpupool_tenant_gpu_baseline{tenant=\"", stats[i].mean);
+        put_label(f, s->tenants[i].path);
+        fprintf(f, "\",stat=\"p90\"} %.3f\n", stats[i].p90);
+    }
+    header(f, "gpupool_tenant_gpu_baseline_history", "gauge", "weeks of history in the tenant's baseline (0-4)");
+    for (size_t i = 0; stats && i < n; i++)
+        queue_line(f, "gpupool_tenant_gpu_baseline_history", s->tenants[i].path, stats[i].weeks);
+    free(stats);
+}
+
 static char *metrics_text(gp_server *srv, snapshot *s)
 {
     char *text = NULL;
@@ -369,8 +482,12 @@ static char *metrics_text(gp_server *srv, snapshot *s)
     write_daemon(f, srv, s);
     write_ledger(f, &srv->ledger);
     write_fleet(f, s);
-    write_tenants(f, s, (size_t)(srv->cfg.metrics_tenants > 0 ? srv->cfg.metrics_tenants : 0));
+    size_t top = (size_t)(srv->cfg.metrics_tenants > 0 ? srv->cfg.metrics_tenants : 0);
+    write_tenants(f, s, top);
+    write_baselines(f, srv, s, top);
     write_counters(f, &s->counters);
+    write_restarts(f, s);
+    write_signin_failures(f, &s->signin_failures);
     fclose(f);
     return text;
 }
@@ -393,6 +510,7 @@ void gp_api_metrics(gp_request *r)
     gp_loop_run(&r->srv->loop, &op);
     json_decref(op.reply); /* only a shutdown answers one */
     gp_metrics_copy(&r->srv->metrics, &s->counters);
+    gp_auth_failures_copy(&r->srv->auth_failures, s->now_ms, &s->signin_failures);
     char *text = op.status == 200 ? metrics_text(r->srv, s) : NULL;
     free(s->tenants);
     free(s->agents);

@@ -86,11 +86,21 @@ static void refuse_expired(gp_request *r)
                  r->who.token_id, when, TOKEN_HINT);
 }
 
+static void signin_failed(gp_request *r, const char *user);
+
+/* The user a refused static token names: its user, else its name. */
+static const char *token_user(const gp_principal *who)
+{
+    return who->user[0] ? who->user : who->name;
+}
+
 static bool authenticate(gp_request *r)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
         gp_api_error(r, 401, "unauthorized", "Authorization", "no token: %s", TOKEN_HINT);
+        if (h) /* a credential of another kind (Basic user:password) was presented */
+            signin_failed(r, NULL);
         return false;
     }
     switch (gp_auth_check(&r->srv->auth, h + 7, gp_wall_ms(), &r->who)) {
@@ -103,9 +113,11 @@ static bool authenticate(gp_request *r)
         return false;
     case GP_AUTH_EXPIRED:
         refuse_expired(r);
+        signin_failed(r, token_user(&r->who));
         return false;
     default:
         gp_api_error(r, 401, "unauthorized", "Authorization", "unknown or revoked token: %s", TOKEN_HINT);
+        signin_failed(r, NULL);
         return false;
     }
 }
@@ -201,6 +213,15 @@ static void remote_address(struct MHD_Connection *conn, char *out, size_t cap)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)cap);
     else if (sa && sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)cap);
+}
+
+/* A presented credential refused: counted by address and user for the
+ * alerts on repeated failures (auth_failures.h). */
+static void signin_failed(gp_request *r, const char *user)
+{
+    char address[48];
+    remote_address(r->conn, address, sizeof address);
+    gp_auth_failure_note(&r->srv->auth_failures, address, user, gp_wall_ms());
 }
 
 /* How much of a 401's message to keep: all but where to put a token

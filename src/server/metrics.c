@@ -90,6 +90,34 @@ void gp_metrics_commit(gp_metrics *m, double seconds)
     pthread_mutex_unlock(&m->lock);
 }
 
+/* A job that ran and is pending again: restarted after a failure or requeued. */
+static bool sent_back(const gp_decision *d)
+{
+    return d->kind == GP_DEC_TRANSITION && d->to == GP_JOB_PENDING &&
+           (d->from == GP_JOB_RUNNING || d->from == GP_JOB_ADMITTED || d->from == GP_JOB_PREEMPTING);
+}
+
+/* Under lock: job id was sent back at time; a new id takes the oldest slot. */
+static void restarted_note(gp_metrics *m, uint64_t id, int64_t time)
+{
+    size_t slot = m->n_restarted;
+    for (size_t i = 0; i < m->n_restarted; i++)
+        if (m->restarted[i] == id) {
+            slot = i;
+            break;
+        }
+    if (slot == GP_METRICS_RESTARTED_JOBS) {
+        slot = 0;
+        for (size_t i = 1; i < m->n_restarted; i++)
+            if (m->restarted_at[i] < m->restarted_at[slot])
+                slot = i;
+    } else if (slot == m->n_restarted) {
+        m->n_restarted++;
+    }
+    m->restarted[slot] = id;
+    m->restarted_at[slot] = time;
+}
+
 void gp_metrics_observe(gp_metrics *m, const gp_engine *e)
 {
     size_t n;
@@ -104,7 +132,19 @@ void gp_metrics_observe(gp_metrics *m, const gp_engine *e)
     pthread_mutex_lock(&m->lock);
     for (int r = 0; r < GP_PREEMPT_REASONS; r++)
         m->preemptions[r] += add[r];
+    for (size_t i = 0; i < n; i++)
+        if (sent_back(&ds[i]))
+            restarted_note(m, ds[i].job_id, ds[i].time);
     pthread_mutex_unlock(&m->lock);
+}
+
+size_t gp_metrics_restarted(gp_metrics *m, uint64_t *ids)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t n = m->n_restarted;
+    memcpy(ids, m->restarted, n * sizeof *ids);
+    pthread_mutex_unlock(&m->lock);
+    return n;
 }
 
 void gp_metrics_copy(gp_metrics *m, gp_metrics *out)

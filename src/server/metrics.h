@@ -18,6 +18,14 @@
  * takes (else "other"), the status a number; at most GP_METRICS_SERIES
  * (route, method, status) series, later ones fold into route "other".
  *
+ * Restarted jobs: the GP_METRICS_RESTARTED_JOBS (64) jobs most recently
+ * sent back to pending after they ran (a restart after a failure, or a
+ * requeue: preempted, node lost, GPU failed), by id, from the same
+ * decisions; a scrape reads their counts from the engine (api_metrics.c:
+ * gpupool_job_restarts_total).  A job that crash-loops comes back every
+ * few minutes at most (the back-off stops at 5), so it stays among the
+ * newest unless 64 others were sent back since.
+ *
  * Ownership: gp_metrics owns nothing on the heap; copies are the caller's.
  */
 #ifndef GP_SERVER_METRICS_H
@@ -28,7 +36,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-enum { GP_METRICS_BUCKETS = 12, GP_METRICS_SERIES = 256 };
+enum { GP_METRICS_BUCKETS = 12, GP_METRICS_SERIES = 256, GP_METRICS_RESTARTED_JOBS = 64 };
 
 /* The buckets' upper bounds, seconds (the last bucket, +Inf, is implied). */
 extern const double gp_metrics_bounds[GP_METRICS_BUCKETS];
@@ -63,6 +71,9 @@ typedef struct gp_metrics {
     size_t n_requests;
     gp_histogram pass_seconds, commit_seconds;
     uint64_t preemptions[GP_PREEMPT_REASONS];
+    uint64_t restarted[GP_METRICS_RESTARTED_JOBS]; /* job ids, see "Restarted jobs" */
+    int64_t restarted_at[GP_METRICS_RESTARTED_JOBS];
+    size_t n_restarted;
 } gp_metrics;
 
 void gp_metrics_init(gp_metrics *m);
@@ -75,9 +86,13 @@ void gp_metrics_request(gp_metrics *m, const char *route, const char *method, in
 /* The engine thread. */
 void gp_metrics_pass(gp_metrics *m, double seconds);
 void gp_metrics_commit(gp_metrics *m, double seconds);
-/* Counts the preemptions among the engine's pending decisions (called for
- * each live event, as the journal's observer). */
+/* Counts the preemptions among the engine's pending decisions and notes
+ * the jobs sent back to pending after they ran (called for each live
+ * event, as the journal's observer). */
 void gp_metrics_observe(gp_metrics *m, const gp_engine *e);
+/* The restarted jobs' ids (up to GP_METRICS_RESTARTED_JOBS into ids);
+ * returns how many. */
+size_t gp_metrics_restarted(gp_metrics *m, uint64_t *ids);
 
 /* A consistent copy of everything, for a scrape. */
 void gp_metrics_copy(gp_metrics *m, gp_metrics *out);

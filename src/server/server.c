@@ -239,6 +239,9 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_readers_init(&srv->readers, cfg->store_url);
     gp_ledger_state_init(&srv->ledger);
     gp_refusals_init(&srv->refusals, cfg->audit_refusals_per_min);
+    gp_auth_failures_init(&srv->auth_failures);
+    gp_baseline_init(&srv->baseline);
+    gp_log_reads_init(&srv->log_reads);
     gp_image_hints_init(&srv->image_hints);
     gp_err rc = gp_http_check(cfg, err);
     if (rc == GP_OK && cfg->web_root)
@@ -349,5 +352,8 @@ void gp_server_stop(gp_server *srv)
     gp_auth_free(&srv->auth);
     gp_metrics_destroy(&srv->metrics);
     gp_refusals_destroy(&srv->refusals);
+    gp_auth_failures_destroy(&srv->auth_failures);
+    gp_baseline_free(&srv->baseline);
+    gp_log_reads_destroy(&srv->log_reads);
     gp_image_hints_free(&srv->image_hints);
 }

@@ -25,6 +25,8 @@
 #define GP_SERVER_SERVER_H
 
 #include "server/agents.h"
+#include "server/auth_failures.h"
+#include "server/baseline.h"
 #include "server/use.h"
 #include "server/auth.h"
 #include "server/image_hints.h"
@@ -34,6 +36,7 @@
 #include "server/lease.h"
 #include "server/ledger.h"
 #include "server/log.h"
+#include "server/log_reads.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/readers.h"
@@ -96,6 +99,9 @@ struct gp_server {
     gp_use use;              /* allocated vs used: what each job drove (use.h) */
     gp_lease lease;          /* leader or follower (lease.h) */
     gp_refusals refusals;    /* 401s and 403s waiting for the engine thread's batch (refusals.h) */
+    gp_auth_failures auth_failures; /* failed sign-ins by address and user, for /metrics (auth_failures.h) */
+    gp_baseline baseline;    /* tenants' usual GPU use this hour of the week, for /metrics (baseline.h) */
+    gp_log_reads log_reads;  /* reads of other users' job logs audited lately (log_reads.h) */
     gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */

@@ -276,6 +276,16 @@ gp_err gp_store_usage_close(gp_store *s, uint64_t interval_id, int64_t end, gp_e
  * without a user has "user": null. */
 gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, bool by_user,
                             int64_t from, int64_t to, int64_t now, json_t **out, gp_error *err);
+/* When each tenant's usage began: {"TENANT": earliest interval start, ...}
+ * over the tenants with any usage (server/baseline.h's history). */
+gp_err gp_store_usage_first_starts(gp_store *s, json_t **out, gp_error *err);
+typedef gp_err (*gp_store_usage_fn)(void *ctx, const char *tenant, int64_t start, int64_t end, int64_t milli_gpus,
+                                    gp_error *err);
+/* Every usage interval that overlaps [from, to), raw (end: an open one's
+ * `now`), to fn: one pass over the table with no aggregation, which is
+ * several times cheaper than gp_store_usage_query on a large table. */
+gp_err gp_store_usage_scan(gp_store *s, int64_t from, int64_t to, int64_t now, gp_store_usage_fn fn, void *ctx,
+                           gp_error *err);
 
 /* The newest `limit` preemptions (job history rows of kind "preempt") of
  * the jobs in scope, newest first: {"preemptions": [{"time", "job",

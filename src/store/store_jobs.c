@@ -471,6 +471,49 @@ gp_err gp_store_usage_query(gp_store *s, const char *const *scopes, int n_scopes
     return GP_OK;
 }
 
+gp_err gp_store_usage_first_starts(gp_store *s, json_t **out, gp_error *err)
+{
+    *out = NULL;
+    gp_db_stmt *st = gp__store_prepare(s, "SELECT tenant, MIN(start) FROM usage GROUP BY tenant", GP_DB_STREAM,
+                                       "usage first starts", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    json_t *firsts = json_object();
+    int step;
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW)
+        json_object_set_new(firsts, gp_db_column_text(st, 0), json_integer(gp_db_column_int64(st, 1)));
+    gp_db_finalize(st);
+    if (step == GP_DB_ERROR) {
+        json_decref(firsts);
+        return gp__store_failed(err, "usage first starts");
+    }
+    *out = firsts;
+    return GP_OK;
+}
+
+gp_err gp_store_usage_scan(gp_store *s, int64_t from, int64_t to, int64_t now, gp_store_usage_fn fn, void *ctx,
+                           gp_error *err)
+{
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT tenant, start, COALESCE(end_time, ?3), milli_gpus FROM usage"
+                                       " WHERE start < ?2 AND COALESCE(end_time, ?3) > ?1",
+                                       GP_DB_STREAM, "usage scan", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, from);
+    gp_db_bind_int64(st, 2, to);
+    gp_db_bind_int64(st, 3, now);
+    gp_err rc = GP_OK;
+    int step;
+    while (rc == GP_OK && (step = gp_db_step(st, err)) == GP_DB_ROW)
+        rc = fn(ctx, gp_db_column_text(st, 0), gp_db_column_int64(st, 1), gp_db_column_int64(st, 2),
+                gp_db_column_int64(st, 3), err);
+    if (rc == GP_OK && step == GP_DB_ERROR)
+        rc = gp__store_failed(err, "usage scan");
+    gp_db_finalize(st);
+    return rc;
+}
+
 gp_err gp_store_use_query(gp_store *s, const char *const *scopes, int n_scopes, const char *tenant, json_t **out,
                           gp_error *err)
 {

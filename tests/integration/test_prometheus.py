@@ -8,6 +8,9 @@ Behaviours under test:
     metric comes back through its HTTP query API with the fleet's value;
     the rules load there (GET /api/v1/rules);
   - `promtool check rules` accepts examples/prometheus/alerts.yml;
+  - `promtool test rules tests/prometheus/alerts_test.yml` passes: every
+    rule, old and new, fires on series of its own and stays quiet beside;
+    and every alert of alerts.yml has a case there;
   - examples/grafana/gpupool.json is a dashboard whose every query names
     only metrics gpupoold or the agent serve (docs/metrics.md).
 Without promtool/prometheus the checks that need them are skipped, saying so.
@@ -29,6 +32,7 @@ import gpd  # noqa: E402
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 RULES = os.path.join(gpd.ROOT, "examples", "prometheus", "alerts.yml")
+RULE_TESTS = os.path.join(gpd.ROOT, "tests", "prometheus", "alerts_test.yml")
 DASHBOARD = os.path.join(gpd.ROOT, "examples", "grafana", "gpupool.json")
 METRICS_DOC = os.path.join(gpd.ROOT, "docs", "metrics.md")
 
@@ -97,6 +101,19 @@ def test_promtool_accepts_the_alert_rules(d):
     assert p.returncode == 0 and "SUCCESS" in p.stdout, p.stdout + p.stderr
 
 
+def test_promtool_tests_every_alert_rule(d):
+    with open(RULES) as f:
+        alerts = set(re.findall(r'^\s*- alert: (\w+)', f.read(), re.M))
+    with open(RULE_TESTS) as f:
+        tested = set(re.findall(r'^\s*alertname: (\w+)', f.read(), re.M))
+    assert len(alerts) >= 12 and alerts == tested, (alerts - tested, tested - alerts)
+    if not PROMTOOL:
+        print("skip: promtool not installed (Debian package prometheus)")
+        return
+    p = subprocess.run([PROMTOOL, "test", "rules", RULE_TESTS], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "SUCCESS" in p.stdout, p.stdout + p.stderr
+
+
 def documented_metrics():
     """Every metric name docs/metrics.md lists in its tables (`name` in the first column)."""
     with open(METRICS_DOC) as f:
@@ -121,4 +138,5 @@ def test_the_grafana_dashboard_queries_only_served_metrics(d):
 if __name__ == "__main__":
     gpd.run([test_prometheus_scrapes_gpupoold_twice_and_answers_a_query,
              test_promtool_accepts_the_alert_rules,
+             test_promtool_tests_every_alert_rule,
              test_the_grafana_dashboard_queries_only_served_metrics])

@@ -500,6 +500,61 @@ static void usage_sums_gpu_seconds_in_the_window_by_scope(void **state)
     json_decref(out);
 }
 
+typedef struct scanned {
+    char tenant[4][16];
+    int64_t start[4], end[4], milli[4];
+    int n;
+} scanned;
+
+static gp_err note_interval(void *ctx, const char *tenant, int64_t start, int64_t end, int64_t milli_gpus,
+                            gp_error *err)
+{
+    (void)err;
+    scanned *x = ctx;
+    if (x->n == 4)
+        return GP_OK;
+    snprintf(x->tenant[x->n], sizeof x->tenant[x->n], "%s", tenant);
+    x->start[x->n] = start;
+    x->end[x->n] = end;
+    x->milli[x->n++] = milli_gpus;
+    return GP_OK;
+}
+
+/* server/baseline.c's reads: the raw intervals over a window, the tenants' first uses. */
+static void usage_scan_and_first_starts_read_the_raw_intervals(void **state)
+{
+    fixture *f = *state;
+    gp_store_usage a = {.interval_id = 1, .job_id = 1, .tenant = "a/x", .gpu_type = "H100", .cls = "guaranteed",
+                        .topology = "", .milli_gpus = 2000, .start = 0};
+    gp_store_usage b = {.interval_id = 2, .job_id = 2, .tenant = "b", .gpu_type = "H100", .cls = "burstable",
+                        .topology = "", .milli_gpus = 500, .start = 50};
+    gp_store_usage c = {.interval_id = 3, .job_id = 3, .tenant = "a/x", .gpu_type = "A100", .cls = "guaranteed",
+                        .topology = "", .milli_gpus = 1000, .start = 300};
+    OK(gp_store_usage_open(f->s, &a, &e_));
+    OK(gp_store_usage_open(f->s, &b, &e_));
+    OK(gp_store_usage_open(f->s, &c, &e_));
+    OK(gp_store_usage_close(f->s, 1, 100, &e_));
+    OK(gp_store_usage_close(f->s, 3, 400, &e_));
+    scanned x = {0};
+    OK(gp_store_usage_scan(f->s, 80, 200, 150, note_interval, &x, &e_)); /* a ends at 100; b open: to now */
+    assert_int_equal(x.n, 2);
+    int ia = strcmp(x.tenant[0], "a/x") == 0 ? 0 : 1, ib = 1 - ia;
+    assert_string_equal(x.tenant[ia], "a/x");
+    assert_true(x.start[ia] == 0 && x.end[ia] == 100 && x.milli[ia] == 2000);
+    assert_string_equal(x.tenant[ib], "b");
+    assert_true(x.start[ib] == 50 && x.end[ib] == 150 && x.milli[ib] == 500);
+    x.n = 0;
+    OK(gp_store_usage_scan(f->s, 100, 300, 500, note_interval, &x, &e_)); /* [0,100) and [300,400) touch, no more */
+    assert_int_equal(x.n, 1);
+    assert_string_equal(x.tenant[0], "b");
+    json_t *firsts = NULL;
+    OK(gp_store_usage_first_starts(f->s, &firsts, &e_));
+    assert_int_equal(json_object_size(firsts), 2);
+    assert_int_equal(json_integer_value(json_object_get(firsts, "a/x")), 0);
+    assert_int_equal(json_integer_value(json_object_get(firsts, "b")), 50);
+    json_decref(firsts);
+}
+
 static void preemptions_are_listed_newest_first_in_scope(void **state)
 {
     fixture *f = *state;
@@ -1350,6 +1405,7 @@ int main(void)
         CASE(the_live_scan_sees_only_unfinished_jobs),
         CASE(runs_remember_where_each_replica_ran),
         CASE(usage_sums_gpu_seconds_in_the_window_by_scope),
+        CASE(usage_scan_and_first_starts_read_the_raw_intervals),
         CASE(preemptions_are_listed_newest_first_in_scope),
         CASE(tenants_are_put_replaced_and_deleted),
         CASE(tokens_are_inserted_touched_revoked_and_scanned),
