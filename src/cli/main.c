@@ -97,11 +97,13 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool nodes\n"
      "       gpupool nodes show NAME\n"
      "       gpupool nodes approve NAME\n"
+     "       gpupool nodes remove NAME\n"
      "The fleet: nodes, whole GPUs free, sharing mode, the share of shared GPUs in use, GPUs healthy, state.\n"
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
      "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
      "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
-     "agent that lost its credential).\n"},
+     "agent that lost its credential).  `remove NAME` (admin): the node's credentials and certificates are\n"
+     "refused from its next call, its jobs requeued; it comes back only through `approve NAME`.\n"},
     {"drain", gp_cmd_drain, "usage: gpupool drain NODE [--undo]\nDrain a node (no new work), or undrain it.\n"},
     {"gpu-types", gp_cmd_gpu_types,
      "usage: gpupool gpu-types\n       gpupool gpu-types declare|undeclare NAME\n"

@@ -87,6 +87,10 @@
  *   gpu_types(name, declared, declared_by)
  *                                GPU types declared before their nodes
  *                                arrive (store_gpu_types.c)
+ *   node_ca(id, cert_pem, key_sealed, created)
+ *                                one row (id 1): the CA that signs the
+ *                                agents' client certificates, its key
+ *                                sealed (store_node_ca.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -206,6 +210,10 @@ static const char *const MIGRATIONS[] = {
     /* 10 -> 11 (issue 32): GPU types an admin declared before their nodes
      * arrive (store_gpu_types.c) */
     "CREATE TABLE gpu_types(name TEXT PRIMARY KEY, declared INTEGER NOT NULL, declared_by TEXT NOT NULL);",
+    /* 11 -> 12 (issue 33): the node CA that signs agents' client
+     * certificates, its key sealed (store_node_ca.c) */
+    "CREATE TABLE node_ca(id INTEGER PRIMARY KEY CHECK (id = 1), cert_pem TEXT NOT NULL, key_sealed TEXT NOT NULL,"
+    " created INTEGER NOT NULL);",
 };
 
 static int user_version(gp_db *db)
