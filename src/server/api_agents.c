@@ -260,13 +260,34 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
     gp_agents_registered(&srv->agents, name, gp_wall_ms());
     int64_t beat = srv->cfg.node_lost_after_s / 4 > 0 ? srv->cfg.node_lost_after_s / 4 : 1;
     json_t *reply = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:b, s:s}", "node", name, "token", a->secret,
-                          "token_id", a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s", (json_int_t)beat,
-                          "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s, "revoked", a->revoked,
-                          "awaiting_approval", a->awaiting, "note",
-                          "the credential is shown once; gpupoold keeps only its hash");
+                              "token_id", a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s",
+                              (json_int_t)beat, "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s,
+                              "revoked", a->revoked, "awaiting_approval", a->awaiting, "note",
+                              "the credential is shown once; gpupoold keeps only its hash");
     if (a->csr && gp_api_node_cert_issue(srv, a->csr, name, a->id, gp_wall_ms() / 1000, reply, &err) != GP_OK)
         gp_log(GP_LOG_WARN, "node_certificate", "node=%s error=\"%s\"", name, err.message);
     gp_op_reply(op, 201, reply);
+}
+
+/* The body: the node's inventory, and a certificate request (a text:
+ * api_node_certs.c reads it) or none. */
+static gp_err register_body(json_t *body, gp_node_request *node, gp_error *err)
+{
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach(body, key, v) {
+        if (rc == GP_OK && strcmp(key, "node") != 0 && strcmp(key, "csr") != 0)
+            rc = gp_json_unknown_field("", key, err);
+    }
+    json_t *csr = json_object_get(body, "csr");
+    if (rc == GP_OK && csr && !json_is_string(csr))
+        rc = gp_error_set(err, GP_ERR_INVALID, "csr", "the certificate request is a PEM text");
+    if (rc == GP_OK && !json_object_get(body, "node"))
+        rc = gp_error_set(err, GP_ERR_INVALID, "node", "the body needs the node's inventory under \"node\"");
+    if (rc == GP_OK)
+        rc = gp_node_request_parse(json_object_get(body, "node"), node, err);
+    return rc;
 }
 
 void gp_api_agent_register(gp_request *r)
@@ -283,20 +304,8 @@ void gp_api_agent_register(gp_request *r)
         return;
     register_arg a = {.revoked = json_array()};
     gp_error err;
-    const char *key;
-    json_t *v;
-    gp_err rc = GP_OK;
-    json_object_foreach(body, key, v) {
-        if (rc == GP_OK && strcmp(key, "node") != 0 && strcmp(key, "csr") != 0)
-            rc = gp_json_unknown_field("", key, &err);
-    }
     json_t *csr = json_object_get(body, "csr");
-    if (rc == GP_OK && csr && !json_is_string(csr))
-        rc = gp_error_set(&err, GP_ERR_INVALID, "csr", "the certificate request is a PEM text");
-    if (rc == GP_OK && !json_object_get(body, "node"))
-        rc = gp_error_set(&err, GP_ERR_INVALID, "node", "the body needs the node's inventory under \"node\"");
-    if (rc == GP_OK)
-        rc = gp_node_request_parse(json_object_get(body, "node"), &a.node, &err);
+    gp_err rc = register_body(body, &a.node, &err);
     if (rc != GP_OK) {
         gp_api_fail(r, &err);
     } else if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, a.node.spec.name) != 0) {

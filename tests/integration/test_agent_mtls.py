@@ -17,7 +17,10 @@ server certificate and real agents (sim backend):
   - --agent-mtls optional lets an agent without a certificate in and logs
     it, but still refuses a wrong one;
   - the node CA is made once, kept in the store with its key sealed, and
-    is the same after a restart; --agent-mtls without HTTPS is refused.
+    is the same after a restart (and new after --rotate-node-ca); a
+    follower that takes the lead accepts the certificates the first
+    leader signed, and refuses the credential without one;
+    --agent-mtls without HTTPS is refused.
 Skipped (77) when openssl (the throw-away certificates) is missing.
 """
 import json
@@ -279,6 +282,33 @@ def test_the_node_ca_is_made_once_sealed_and_kept_across_restarts(d):
     assert register(d, "c-2", join, csr)[1]["ca"] != ca
 
 
+def test_a_follower_that_takes_the_lead_checks_with_the_same_ca(d):
+    """Two replicas on one SQLite store: a certificate the first leader signed holds on the next."""
+    join = join_token(d)
+    key, csr = csr_for(d.dir, "ha-0")
+    status, out = register(d, "ha-0", join, csr)
+    assert status == 201, (status, out)
+    cert, token = (keep(d, out["certificate"], "ha.pem"), key), out["token"]
+    port_file = os.path.join(d.dir, "follower.port")
+    with open(os.path.join(d.dir, "follower.log"), "ab") as log:
+        follower = subprocess.Popen([os.path.join(gpd.BIN, "gpupoold"), "--listen", "127.0.0.1:0", "--store",
+                                     "sqlite:" + os.path.join(d.dir, "gpupool.db"), "--port-file", port_file,
+                                     "--rate-limit", "0", "--holder", "follower"] + d.extra, stdout=log, stderr=log)
+    try:
+        gpd.wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), 30, "the follower")
+        d.kill9()
+        d.port = int(open(port_file).read())
+        gpd.wait_for(lambda: d.call("GET", "/v1/leader", token="")[1].get("role") == "leader", 30,
+                     "the follower to lead")
+        status, out = heartbeat(d, "ha-0", token, cert=cert)
+        assert status == 200, (status, out)
+        status, out = heartbeat(d, "ha-0", token)
+        assert status == 403 and out["error"]["field"] == "certificate", (status, out)
+    finally:
+        follower.kill()
+        follower.wait()
+
+
 def test_agent_mtls_needs_https(d):
     work = tempfile.mkdtemp(prefix="gpupool-mtls-", dir=d.dir)
     try:
@@ -311,4 +341,5 @@ if __name__ == "__main__":
              test_a_credential_replayed_from_another_host_is_refused,
              test_optional_lets_an_agent_without_a_certificate_in_and_logs_it,
              test_the_node_ca_is_made_once_sealed_and_kept_across_restarts,
+             test_a_follower_that_takes_the_lead_checks_with_the_same_ca,
              test_agent_mtls_needs_https], make=tls_daemon)
