@@ -174,6 +174,7 @@ def test_version_1_store_migrates(d):
             c.execute("DROP TABLE " + table)
         c.execute("DROP TABLE user_tenants")  # schema 10
         c.execute("DROP TABLE gpu_types")  # schema 11
+        c.execute("DROP TABLE node_ca")  # schema 12
         c.execute("DROP INDEX usage_open")  # schema 7
         c.execute("PRAGMA user_version = 1")
     d.start()
