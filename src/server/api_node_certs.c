@@ -177,6 +177,9 @@ void gp_api_agent_certificate(gp_request *r, const char *node)
     if (rc != GP_OK)
         gp_api_fail(r, &err);
     else if (gp_api_node_cert_request_ok(r, csr, node)) {
+        if (!peer_certificate(r)) /* --agent-mtls optional: the credential alone got it */
+            gp_log(GP_LOG_WARN, "node_certificate_unproven",
+                   "node=%s note=\"a certificate issued to a call without one: the credential alone\"", node);
         renew_arg a = {.node = node, .csr = csr};
         gp_op op = {.run = renew_run, .mutates = true, .arg = &a, .action = "agent.certificate"};
         snprintf(op.target, sizeof op.target, "node/%s", node);

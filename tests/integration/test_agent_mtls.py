@@ -258,6 +258,7 @@ def test_optional_lets_an_agent_without_a_certificate_in_and_logs_it(d):
         node_files(a, "n-0")
         rows = [r for r in d.ok("GET", "/v1/audit?limit=1000")["audit"] if r["action"] == "agent.certificate"]
         assert rows and rows[-1]["target"] == "node/n-0", rows
+        assert "event=node_certificate_unproven node=n-0" in d.read_log(None)  # the credential alone got it
     finally:
         a.stop()
 
