@@ -182,6 +182,10 @@ gp_err gp_http_call_start(gp_http *h, gp_http_call *call, const char *method, co
     curl_easy_setopt(e, CURLOPT_PRIVATE, call);
     if (h->cacert)
         curl_easy_setopt(e, CURLOPT_CAINFO, h->cacert);
+    if (call->client_cert && call->client_cert[0] && call->client_key && call->client_key[0]) {
+        curl_easy_setopt(e, CURLOPT_SSLCERT, call->client_cert);
+        curl_easy_setopt(e, CURLOPT_SSLKEY, call->client_key);
+    }
     if (curl_multi_add_handle(h->multi, e) != CURLM_OK) {
         gp__call_reset(h, call);
         return gp_error_set(err, GP_ERR_CONFLICT, "http", "libcurl refused the call to %s", url);

@@ -49,6 +49,9 @@ struct gp_http_call {
     void *ctx;
     char errbuf[256];
     long retry_after_s; /* the answer's Retry-After in seconds, 0 none: set before the callback runs */
+    /* the TLS client certificate and key (PEM files) each call presents;
+     * NULL or "" none.  Set by the owner, kept across calls (agent_cert.h) */
+    const char *client_cert, *client_key;
 };
 
 /* cacert: a CA bundle for https (NULL: the system's).  max_connections:

@@ -66,6 +66,16 @@ static void gp__load_credential(gp_node *n)
         n->token[strcspn(n->token, "\r\n")] = '\0';
 }
 
+/* Every call of the node presents its client certificate, when it has one. */
+static void gp__identify(gp_node *n)
+{
+    gp_http_call *calls[] = {&n->reg, &n->poll, &n->heartbeat, &n->reports, &n->logs, &n->renew};
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        calls[i]->client_cert = n->cert.cert_file;
+        calls[i]->client_key = n->cert.key_file;
+    }
+}
+
 gp_err gp_node_open(gp_node *n, const gp_agent_options *opt, gp_http *http, unsigned *registering,
                     const gp_node_file *f, size_t file_index, size_t index, gp_error *err)
 {
@@ -100,6 +110,8 @@ gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, 
         return rc;
     gp_node_health_open(n, gp_agent_mono_ms());
     gp__load_credential(n);
+    gp_node_cert_load(&n->cert, n->dir, gp_agent_real_ms());
+    gp__identify(n);
     n->epoch_max = gp_state_epoch_load(n->dir);
     gp_node_fence_open(n);
     gp_replica_adopt_all(n);
@@ -111,7 +123,7 @@ gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, 
 
 void gp_node_close(gp_node *n)
 {
-    gp_http_call *calls[] = {&n->reg, &n->poll, &n->heartbeat, &n->reports, &n->logs};
+    gp_http_call *calls[] = {&n->reg, &n->poll, &n->heartbeat, &n->reports, &n->logs, &n->renew};
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
         gp_http_call_cancel(n->http, calls[i]);
     gp_node_health_close(n);
@@ -271,6 +283,96 @@ static bool gp__credential_refused(gp_node *n, long status)
     return true;
 }
 
+/* ---- the node's certificate (agent_cert.h) ---- */
+
+#define GP__CERT_RETRY_MS 60000        /* a renewal that got no certificate: again after */
+#define GP__CERT_NONE_MS (3600 * 1000) /* gpupoold issues none (--agent-mtls off): ask again after */
+
+static bool gp__https(const gp_node *n)
+{
+    return strncmp(gp_node_url(n), "https://", 8) == 0;
+}
+
+/* Over HTTPS, body gets "csr": a request for the node's certificate. */
+static void gp__add_csr(gp_node *n, json_t *body)
+{
+    char *csr = NULL;
+    gp_error err;
+    if (!gp__https(n))
+        return;
+    if (gp_node_cert_request(&n->cert, n->dir, n->name, &csr, &err) != GP_OK)
+        gp_agent_log(n, "no certificate request: %s", err.message);
+    else
+        json_object_set_new(body, "csr", json_string(csr));
+    free(csr);
+}
+
+/* The certificate in gpupoold's answer o is kept; an answer without one
+ * (gpupoold issues none) is asked again an hour later. */
+static void gp__take_certificate(gp_node *n, const json_t *o)
+{
+    const char *pem = json_string_value(json_object_get(o, "certificate"));
+    gp_error err;
+    int64_t now = gp_agent_real_ms();
+    if (!pem) {
+        n->cert.renew_at_ms = now + GP__CERT_NONE_MS;
+        return;
+    }
+    if (gp_node_cert_store(&n->cert, n->dir, pem, now, &err) != GP_OK) {
+        gp_agent_log(n, "cannot keep the certificate: %s", err.message);
+        n->cert.renew_at_ms = now + GP__CERT_RETRY_MS;
+        return;
+    }
+    gp_agent_log(n, "certificate until %lld, renewed from %lld (epoch s)",
+                 (long long)json_integer_value(json_object_get(o, "certificate_expires")),
+                 (long long)(n->cert.renew_at_ms / 1000));
+}
+
+static void gp__on_renew(gp_http_call *call, long status, const char *body, size_t len, const char *why, void *ctx)
+{
+    (void)call;
+    (void)len;
+    gp_node *n = ctx;
+    json_t *o = status == 200 ? json_loads(body, 0, NULL) : NULL;
+    if (o && json_object_get(o, "certificate")) {
+        gp__take_certificate(n, o);
+    } else if (status == 401) {
+        gp__register_again(n, "the credential was refused");
+    } else {
+        char message[512];
+        gp__error_message(body ? body : "", message, sizeof message);
+        gp_agent_log(n, "certificate renewal: %ld %s", status, status ? message : why ? why : "");
+        bool none = status == 404 || status == 409; /* an older gpupoold, or certificates off */
+        n->cert.renew_at_ms = gp_agent_real_ms() + (none ? GP__CERT_NONE_MS : GP__CERT_RETRY_MS);
+    }
+    json_decref(o);
+}
+
+static void gp__renew(gp_node *n)
+{
+    json_t *body = json_object();
+    gp__add_csr(n, body);
+    char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
+    snprintf(url, sizeof url, "%s/v1/agents/%s/certificate", gp_node_url(n), n->name);
+    gp_error err;
+    if (!text || !json_object_get(body, "csr") ||
+        gp_http_call_start(n->http, &n->renew, "POST", url, n->token, text, 30, gp__on_renew, n, &err) != GP_OK)
+        n->cert.renew_at_ms = gp_agent_real_ms() + GP__CERT_RETRY_MS;
+    free(text);
+    json_decref(body);
+}
+
+/* Renews when due (HTTPS only); returns when it is next due (mono ms). */
+static int64_t gp__cert_step(gp_node *n, int64_t now)
+{
+    if (!gp__https(n))
+        return INT64_MAX;
+    int64_t real = gp_agent_real_ms();
+    if (real >= n->cert.renew_at_ms && !gp_http_call_busy(&n->renew))
+        gp__renew(n);
+    return now + (n->cert.renew_at_ms > real ? n->cert.renew_at_ms - real : GP__CERT_RETRY_MS);
+}
+
 static void gp__on_register(gp_http_call *call, long status, const char *body, size_t len, const char *why,
                             void *ctx)
 {
@@ -314,6 +416,8 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
     }
     n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
+    if (gp__https(n))
+        gp__take_certificate(n, o);
     if (json_is_true(json_object_get(o, "awaiting_approval"))) /* gpupoold --approve-nodes */
         gp_agent_log(n, "cordoned until an admin runs: gpupool nodes approve %s", n->name);
     json_decref(o);
@@ -321,13 +425,14 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
 
 /* A node registers again with its own credential while it has one (a
  * join token alone may not take an existing node: api_agents.c), else
- * with the join token. */
+ * with the join token.  Over HTTPS it asks for a certificate too. */
 static void gp__register(gp_node *n)
 {
     char own[GP_AGENT_TOKEN_MAX + 2];
     const char *bearer = gp__stored_credential(n, own, sizeof own) ? own : n->opt->join_token;
     json_t *inv = gp_inventory_to_json(&n->inventory);
     json_t *body = json_pack("{s:O}", "node", json_object_get(inv, "node"));
+    gp__add_csr(n, body);
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
     snprintf(url, sizeof url, "%s/v1/agents:register", gp_node_url(n));
     gp_error err;
@@ -818,6 +923,7 @@ int64_t gp_node_step(gp_node *n, int64_t now)
         gp__poll(n);
     if (now >= n->next_heartbeat_ms && !gp_http_call_busy(&n->heartbeat))
         gp__heartbeat(n, now);
+    next = gp__min(next, gp__cert_step(n, now));
     if (!gp_http_call_busy(&n->reports) && gp__reports_due(n))
         gp__send_reports(n);
     next = gp__min(next, gp_node_ship_logs(n, now));

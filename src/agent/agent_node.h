@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent_cert.h"
 #include "agent/agent_ckpt_watch.h"
 #include "agent/supervise/agent_clock.h"
 #include "agent/agent_health.h"
@@ -188,7 +189,8 @@ struct gp_node {
     int64_t next_heartbeat_ms, next_events_ms, next_checkpoint_ms, next_logs_ms, next_memory_ms, next_sweep_ms;
     bool logs_missing;                   /* gpupoold has no logs endpoint (404): not yet */
     int64_t log_call_bytes;              /* log bytes per call; 0: the default, halved at a 413 */
-    gp_http_call reg, poll, heartbeat, reports, logs;
+    gp_http_call reg, poll, heartbeat, reports, logs, renew;
+    gp_node_cert cert;                   /* its key and client certificate over HTTPS (agent_cert.h) */
     gp_assignment *assignments;          /* the last accepted answer's list, decoded (spec/assignment.h) */
     size_t n_assignments;
     bool has_assignments;                /* an answer was accepted */

@@ -1,4 +1,4 @@
-/* cmd_admin.c - gpupool nodes [show NAME | approve NAME] (drain: cmd_drain.c), tenants, quota set, apply, usage,
+/* cmd_admin.c - gpupool nodes [show NAME | approve NAME | remove NAME] (drain: cmd_drain.c), tenants, quota set, apply, usage,
  * token create|list|revoke, audit [verify], admin export-log.
  */
 #include "cli/commands.h"
@@ -154,15 +154,17 @@ static int nodes_show(gp_client *c, const char *name)
 }
 
 /* gpupool nodes approve NAME: a node awaiting approval takes work; any
- * other node's next join-token registration is let in, once. */
-static int nodes_approve(gp_client *c, const char *name)
+ * other node's next join-token registration is let in, once.  gpupool
+ * nodes remove NAME (admin, issue 33): its credentials and certificates
+ * refused from now on, its jobs requeued.  Both print the answer's note. */
+static int nodes_act(gp_client *c, const char *method, const char *suffix, const char *name, const char *done)
 {
     char path[256];
-    snprintf(path, sizeof path, "/v1/nodes/%.100s/approve", name);
+    snprintf(path, sizeof path, "/v1/nodes/%.100s%s", name, suffix);
     gp_response resp;
-    int rc = gp_client_run(c, "POST", path, NULL, &resp);
+    int rc = gp_client_run(c, method, path, NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json)
-        printf("node %s approved: %s\n", name, json_string_value(json_object_get(resp.body, "note")));
+        printf("node %s %s: %s\n", name, done, json_string_value(json_object_get(resp.body, "note")));
     gp_response_free(&resp);
     return rc;
 }
@@ -172,12 +174,14 @@ int gp_cmd_nodes(gp_client *c, int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "show") == 0)
         return nodes_show(c, argv[2]);
     if (argc == 3 && strcmp(argv[1], "approve") == 0)
-        return nodes_approve(c, argv[2]);
+        return nodes_act(c, "POST", "/approve", argv[2], "approved");
+    if (argc == 3 && strcmp(argv[1], "remove") == 0)
+        return nodes_act(c, "DELETE", "", argv[2], "removed");
     if (argc > 1 && (strcmp(argv[1], "drain") == 0 || strcmp(argv[1], "undrain") == 0 ||
                      strcmp(argv[1], "resume") == 0))
         return gp_cmd_nodes_drain(c, argc - 1, argv + 1);
     if (argc > 1)
-        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME | approve NAME | drain|undrain NODE...]");
+        return gp_usage_error(argv[0], "usage: gpupool nodes [show NAME | approve NAME | remove NAME | drain|undrain NODE...]");
     gp_response resp;
     int rc = gp_client_run(c, "GET", "/v1/nodes", NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {

@@ -104,8 +104,10 @@ const gp_command GP_COMMANDS[] = {
      "`show NAME`: one node and, per GPU, its uuid, health, since when, its last check, why it is out and its\n"
      "XIDs.  `approve NAME` (admin, operator): a node awaiting approval (gpupoold --approve-nodes) takes work;\n"
      "for any other node, its next registration with a join token alone is let in, once, within an hour (an\n"
-     "agent that lost its credential).  `drain` (admin, operator): no new work goes to the nodes; the reason\n"
-     "(1..200 characters), who drained and since when are kept on each until `undrain` (or `resume`).\n"},
+     "agent that lost its credential).  `remove NAME` (admin): the node's credentials and certificates are\n"
+     "refused from its next call, its jobs requeued; it comes back only through `approve NAME`.  `drain`\n"
+     "(admin, operator): no new work goes to the nodes; the reason (1..200 characters), who drained and since\n"
+     "when are kept on each until `undrain` (or `resume`).\n"},
     {"drain", gp_cmd_drain,
      "usage: gpupool drain NODE... [--reason TEXT] [--undo]\n"
      "Drain nodes (no new work), or undrain them: gpupool nodes drain|undrain.\n"},

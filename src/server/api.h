@@ -229,6 +229,21 @@ void gp_api_agent_assignments(gp_request *r, const char *node);
 void gp_api_agent_heartbeat(gp_request *r, const char *node);
 void gp_api_agent_reports(gp_request *r, const char *node);
 void gp_api_agent_logs(gp_request *r, const char *node);        /* api_logs.c */
+void gp_api_node_remove(gp_request *r, const char *name);        /* api_agents.c: DELETE /v1/nodes/{name} */
+/* api_node_certs.c: agents' client certificates (issue 33).  certs_on:
+ * gpupoold issues them (HTTPS and --agent-mtls on). */
+bool gp_api_node_certs_on(const gp_server *srv);
+/* A node credential's call: false (answered 403) when its connection's
+ * client certificate is wrong, or missing under --agent-mtls required. */
+bool gp_api_node_cert_ok(gp_request *r);
+/* csr is a good request for node: else false, answered (400 field "csr",
+ * or 409 when certificates are off). */
+bool gp_api_node_cert_request_ok(gp_request *r, const char *csr, const char *node);
+/* Signs csr for node's credential credential_id into reply's "certificate",
+ * "ca" and "certificate_expires". */
+gp_err gp_api_node_cert_issue(gp_server *srv, const char *csr, const char *node, const char *credential_id,
+                              int64_t now, json_t *reply, gp_error *err);
+void gp_api_agent_certificate(gp_request *r, const char *node); /* POST /v1/agents/{node}/certificate */
 void gp_api_job_logs(gp_request *r, const char *id);
 
 void gp_api_audit_list(gp_request *r);

@@ -9,10 +9,16 @@
  *        only with its current credential, as an admin, or after an
  *        admin's approval (409 node.name otherwise: nothing is revoked,
  *        the live agent goes on).  With --approve-nodes a new node comes
- *        in cordoned (drained) until approved.
+ *        in cordoned (drained) until approved.  Over HTTPS with
+ *        --agent-mtls on, a "csr" in the body gets the node a client
+ *        certificate bound to the new credential (api_node_certs.c).
  *   POST /v1/nodes/{name}/approve          admin or operator: a node
  *        awaiting approval takes work; any other node's next join-token
  *        registration is let in, once, within an hour
+ *   DELETE /v1/nodes/{name}                admin: the node removed -- its
+ *        live credentials revoked (its certificates, bound to them,
+ *        refused with them at its next call), lost (its jobs requeued),
+ *        a pending approval cleared; it returns only through an approval
  *   GET  /v1/agents/{node}/assignments?after=V&wait=S
  *        long-poll: answers at once when the node's version is past V,
  *        else when a commit touches the node, else after S seconds; the
@@ -87,6 +93,7 @@ static bool engine_node(const gp_engine *e, const char *name, gp_node_info *out)
 
 typedef struct register_arg {
     gp_node_request node;
+    const char *csr;     /* the agent's certificate request, NULL none (api_node_certs.c) */
     char secret[GP_TOKEN_SECRET_LEN + 1];
     char id[GP_TOKEN_ID_LEN + 1];
     json_t *revoked;     /* ids of the node's live credentials, revoked once the new one is made */
@@ -252,12 +259,35 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
     }
     gp_agents_registered(&srv->agents, name, gp_wall_ms());
     int64_t beat = srv->cfg.node_lost_after_s / 4 > 0 ? srv->cfg.node_lost_after_s / 4 : 1;
-    gp_op_reply(op, 201,
-                json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:b, s:s}", "node", name, "token", a->secret,
-                          "token_id", a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s", (json_int_t)beat,
-                          "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s, "revoked", a->revoked,
-                          "awaiting_approval", a->awaiting, "note",
-                          "the credential is shown once; gpupoold keeps only its hash"));
+    json_t *reply = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:b, s:s}", "node", name, "token", a->secret,
+                              "token_id", a->id, "epoch", (json_int_t)srv->agents.epoch, "heartbeat_s",
+                              (json_int_t)beat, "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s,
+                              "revoked", a->revoked, "awaiting_approval", a->awaiting, "note",
+                              "the credential is shown once; gpupoold keeps only its hash");
+    if (a->csr && gp_api_node_cert_issue(srv, a->csr, name, a->id, gp_wall_ms() / 1000, reply, &err) != GP_OK)
+        gp_log(GP_LOG_WARN, "node_certificate", "node=%s error=\"%s\"", name, err.message);
+    gp_op_reply(op, 201, reply);
+}
+
+/* The body: the node's inventory, and a certificate request (a text:
+ * api_node_certs.c reads it) or none. */
+static gp_err register_body(json_t *body, gp_node_request *node, gp_error *err)
+{
+    const char *key;
+    json_t *v;
+    gp_err rc = GP_OK;
+    json_object_foreach(body, key, v) {
+        if (rc == GP_OK && strcmp(key, "node") != 0 && strcmp(key, "csr") != 0)
+            rc = gp_json_unknown_field("", key, err);
+    }
+    json_t *csr = json_object_get(body, "csr");
+    if (rc == GP_OK && csr && !json_is_string(csr))
+        rc = gp_error_set(err, GP_ERR_INVALID, "csr", "the certificate request is a PEM text");
+    if (rc == GP_OK && !json_object_get(body, "node"))
+        rc = gp_error_set(err, GP_ERR_INVALID, "node", "the body needs the node's inventory under \"node\"");
+    if (rc == GP_OK)
+        rc = gp_node_request_parse(json_object_get(body, "node"), node, err);
+    return rc;
 }
 
 void gp_api_agent_register(gp_request *r)
@@ -274,32 +304,22 @@ void gp_api_agent_register(gp_request *r)
         return;
     register_arg a = {.revoked = json_array()};
     gp_error err;
-    const char *key;
-    json_t *v;
-    gp_err rc = GP_OK;
-    json_object_foreach(body, key, v) {
-        if (rc == GP_OK && strcmp(key, "node") != 0)
-            rc = gp_json_unknown_field("", key, &err);
-    }
-    if (rc == GP_OK && !json_object_get(body, "node"))
-        rc = gp_error_set(&err, GP_ERR_INVALID, "node", "the body needs the node's inventory under \"node\"");
-    if (rc == GP_OK)
-        rc = gp_node_request_parse(json_object_get(body, "node"), &a.node, &err);
-    json_decref(body);
+    json_t *csr = json_object_get(body, "csr");
+    gp_err rc = register_body(body, &a.node, &err);
     if (rc != GP_OK) {
-        json_decref(a.revoked);
         gp_api_fail(r, &err);
-        return;
-    }
-    if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, a.node.spec.name) != 0) {
-        json_decref(a.revoked);
+    } else if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, a.node.spec.name) != 0) {
         gp_api_error(r, 403, "forbidden", "node.name", "the credential of node %.64s registers only that node",
                      r->who.scope);
-        return;
+    } else if (!csr || !gp_api_node_certs_on(r->srv) ||
+               gp_api_node_cert_request_ok(r, json_string_value(csr), a.node.spec.name)) {
+        /* without certificates (--agent-mtls off) a request is ignored: the agent goes on without one */
+        a.csr = csr && gp_api_node_certs_on(r->srv) ? json_string_value(csr) : NULL;
+        gp_op op = {.run = register_run, .mutates = true, .arg = &a, .action = "agent.register"};
+        snprintf(op.target, sizeof op.target, "node/%s", a.node.spec.name);
+        gp_api_run_op(r, &op);
     }
-    gp_op op = {.run = register_run, .mutates = true, .arg = &a, .action = "agent.register"};
-    snprintf(op.target, sizeof op.target, "node/%s", a.node.spec.name);
-    gp_api_run_op(r, &op);
+    json_decref(body);
     json_decref(a.revoked);
 }
 
@@ -347,6 +367,69 @@ void gp_api_node_approve(gp_request *r, const char *name)
         return;
     }
     gp_op op = {.run = approve_run, .mutates = true, .arg = (void *)name, .action = "node.approve"};
+    snprintf(op.target, sizeof op.target, "node/%s", name);
+    gp_api_run_op(r, &op);
+}
+
+/* ---- remove ---- */
+
+/* The node's live credentials (role node, scope the node). */
+static gp_err node_credentials(void *ctx, const gp_store_token *t, gp_error *err)
+{
+    (void)err;
+    json_t *ids = ctx;
+    const char *node = json_string_value(json_array_get(ids, 0));
+    if (t->revoked < 0 && strcmp(t->role, "node") == 0 && strcmp(t->scope, node) == 0)
+        json_array_append_new(ids, json_string(t->id));
+    return GP_OK;
+}
+
+/* The node's credentials revoked (so its certificates, bound to them, with
+ * them), the node lost (its jobs requeued), a pending approval cleared:
+ * it comes back only through `gpupool nodes approve` and a registration. */
+static void remove_run(gp_server *srv, gp_op *op, int64_t now)
+{
+    const char *name = op->arg;
+    gp_node_info n;
+    gp_error err;
+    if (!engine_node(srv->journal.engine, name, &n)) {
+        gp_error_set(&err, GP_ERR_NOT_FOUND, "node", "no node %s", name);
+        gp_op_fail(op, &err);
+        return;
+    }
+    json_t *ids = json_pack("[s]", name); /* [0]: the node, then its credentials */
+    gp_err rc = gp_store_tokens_scan(srv->store, node_credentials, ids, &err);
+    for (size_t i = 1; rc == GP_OK && i < json_array_size(ids); i++) {
+        rc = gp_store_token_revoke(srv->store, json_string_value(json_array_get(ids, i)), now, &err);
+        if (rc == GP_OK)
+            gp_auth_revoke(&srv->auth, json_string_value(json_array_get(ids, i)));
+    }
+    if (rc == GP_OK && n.up)
+        rc = gp_journal_node_lost(&srv->journal, name, now, &err);
+    if (rc == GP_OK)
+        rc = gp_store_node_approval_clear(srv->store, name, &err);
+    if (rc != GP_OK) {
+        json_decref(ids);
+        gp_op_fail(op, &err);
+        return;
+    }
+    json_array_remove(ids, 0);
+    gp_op_reply(op, 200,
+                json_pack("{s:s, s:o, s:s}", "node", name, "revoked", ids, "note",
+                          "its credentials and certificates are refused from now on; it comes back only after"
+                          " `gpupool nodes approve` and a registration"));
+}
+
+void gp_api_node_remove(gp_request *r, const char *name)
+{
+    static const char *const allowed[] = {NULL};
+    if (!gp_api_query_only(r, allowed))
+        return;
+    if (r->who.role != GP_ROLE_ADMIN) {
+        gp_api_forbidden(r, "remove nodes");
+        return;
+    }
+    gp_op op = {.run = remove_run, .mutates = true, .arg = (void *)name, .action = "node.remove"};
     snprintf(op.target, sizeof op.target, "node/%s", name);
     gp_api_run_op(r, &op);
 }

@@ -441,6 +441,10 @@ gp_err gp_http_check(const gp_server_config *cfg, gp_error *err)
     bool loopback = (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
     if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL))
         return gp_error_set(err, GP_ERR_INVALID, "tls", "--tls-cert and --tls-key go together");
+    if (!tls && cfg->agent_mtls != GP_AGENT_MTLS_OFF)
+        return gp_error_set(err, GP_ERR_INVALID, "agent_mtls",
+                            "--agent-mtls %s needs HTTPS (--tls-cert/--tls-key): client certificates travel in TLS",
+                            cfg->agent_mtls == GP_AGENT_MTLS_REQUIRED ? "required" : "optional");
     if (!tls && !loopback && !cfg->allow_plain_remote)
         return gp_error_set(err, GP_ERR_INVALID, "listen",
                             "plain HTTP on %s is refused: configure --tls-cert/--tls-key, or say "
@@ -520,6 +524,8 @@ gp_err gp_http_start(gp_server *srv, gp_error *err)
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
         {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, cert},
         {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, key},
+        /* the node CA: agents are asked for their client certificate (api_node_certs.c checks it) */
+        {srv->node_ca.open ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, srv->node_ca.cert_pem},
         {MHD_OPTION_END, 0, NULL},
     };
     srv->http = MHD_start_daemon(flags, ntohs(addr.sin_port), NULL, NULL, access_handler, srv, MHD_OPTION_ARRAY,

@@ -69,6 +69,11 @@ static const char USAGE[] =
     "  --approve-nodes         a new agent node comes in cordoned until `gpupool nodes approve NAME`\n"
     "  --secret-key-file FILE  the key that seals tenants' secrets (32 bytes, 0600; made on first start;\n"
     "                          default: secret.key next to the SQLite file)\n"
+    "  --agent-mtls MODE       with HTTPS, agents' client certificates from gpupoold's node CA:\n"
+    "                          off (default), optional (issued; an agent without one is logged and\n"
+    "                          let in) or required (a node credential without its certificate is 403)\n"
+    "  --agent-cert-ttl S      a node certificate's life in seconds (default 86400; agents renew at 2/3)\n"
+    "  --rotate-node-ca        replace the node CA at this start (docs/operations.md)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -82,6 +87,17 @@ static bool parse_long(const char *text, long min, long max, long *out)
     return true;
 }
 
+static bool parse_agent_mtls(const char *text, gp_agent_mtls *out)
+{
+    static const char *const names[] = {"off", "optional", "required"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *out = (gp_agent_mtls)i;
+            return true;
+        }
+    return false;
+}
+
 static int bad_option(const char *name, const char *value)
 {
     fprintf(stderr, "gpupoold: bad value for --%s: %s\n", name, value);
@@ -90,6 +106,8 @@ static int bad_option(const char *name, const char *value)
 
 /* Options without a letter (issue 29's nodes and secrets). */
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
+/* Issue 33's agent certificates. */
+enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
 
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
@@ -114,6 +132,9 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"holder", required_argument, NULL, 'H'},
         {"approve-nodes", no_argument, NULL, OPT_APPROVE_NODES},
         {"secret-key-file", required_argument, NULL, OPT_SECRET_KEY_FILE},
+        {"agent-mtls", required_argument, NULL, OPT_AGENT_MTLS},
+        {"agent-cert-ttl", required_argument, NULL, OPT_AGENT_CERT_TTL},
+        {"rotate-node-ca", no_argument, NULL, OPT_ROTATE_NODE_CA},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -139,6 +160,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             break;
         case OPT_APPROVE_NODES: cfg->approve_nodes = true; break;
         case OPT_SECRET_KEY_FILE: cfg->secret_key_file = optarg; break;
+        case OPT_AGENT_MTLS:
+            if (!parse_agent_mtls(optarg, &cfg->agent_mtls))
+                return bad_option("agent-mtls", optarg);
+            break;
+        case OPT_AGENT_CERT_TTL:
+            if (!parse_long(optarg, 2, 366L * 86400, &v))
+                return bad_option("agent-cert-ttl", optarg);
+            cfg->agent_cert_ttl_s = v;
+            break;
+        case OPT_ROTATE_NODE_CA: cfg->rotate_node_ca = true; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

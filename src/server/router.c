@@ -78,6 +78,8 @@ static const route ROUTES[] = {
     {"/v1/agents/{node}/heartbeat", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL, {{"POST", NULL, gp_api_agent_heartbeat}}},
     {"/v1/agents/{node}/reports", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL, {{"POST", NULL, gp_api_agent_reports}}},
     {"/v1/agents/{node}/logs", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL, {{"POST", NULL, gp_api_agent_logs}}},
+    {"/v1/agents/{node}/certificate", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL,
+     {{"POST", NULL, gp_api_agent_certificate}}},
     {"/v1/jobs", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_jobs_list, NULL}, {"POST", gp_api_jobs_submit, NULL}}},
     {"/v1/jobs:batch", ROUTE_TOKEN, 0, 0, NULL, {{"POST", gp_api_jobs_batch, NULL}}},
     {"/v1/jobs/{id}/logs", ROUTE_TOKEN, 0, 32, NULL, {{"GET", NULL, gp_api_job_logs}}},
@@ -95,7 +97,8 @@ static const route ROUTES[] = {
     {"/v1/gpu-types/{name}", ROUTE_TOKEN, 0, GP_NAME_MAX, NULL,
      {{"PUT", NULL, gp_api_gpu_type}, {"DELETE", NULL, gp_api_gpu_type}}},
     {"/v1/nodes", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_nodes_list, NULL}}},
-    {"/v1/nodes/{name}", ROUTE_TOKEN, ARG_EMPTY, 0, NULL, {{"GET", NULL, gp_api_node_get}}},
+    {"/v1/nodes/{name}", ROUTE_TOKEN, ARG_EMPTY, 0, NULL,
+     {{"GET", NULL, gp_api_node_get}, {"DELETE", NULL, gp_api_node_remove}}},
     {"/v1/nodes/{name}/drain", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"POST", NULL, gp_api_node_drain}}},
     {"/v1/nodes/{name}/approve", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"POST", NULL, gp_api_node_approve}}},
     {"/v1/nodes/{name}/checks", ROUTE_TOKEN, ARG_SLASHES, GP_NAME_MAX + 1, NULL, {{"GET", NULL, gp_api_node_checks}}},
@@ -211,6 +214,8 @@ void gp_api_route(gp_request *r)
                      r->who.role == GP_ROLE_JOIN ? "POST /v1/agents:register" : "/v1/agents/NODE/...");
         return;
     }
+    if (!gp_api_node_cert_ok(r)) /* a node credential's client certificate (api_node_certs.c) */
+        return;
     const route *rt = route_find(r->url, arg);
     if (rt && rt->access != ROUTE_OPEN) /* those are gp_api_route_public's */
         route_call(r, rt, arg);

@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -42,6 +43,7 @@ gp_server_config gp_server_config_default(void)
         .metrics_tenants = 50,
         .lease_ms = 3000,
         .audit_refusals_per_min = 10,
+        .agent_cert_ttl_s = GP_NODE_CERT_TTL_DEFAULT_S,
     };
     return c;
 }
@@ -95,6 +97,48 @@ static gp_err secret_key_start(gp_server *srv, gp_error *err)
     if (rc == GP_OK && created)
         gp_log(GP_LOG_WARN, "secret_key", "path=%s note=\"key of tenants' secrets made (mode 0600); back it up apart"
                " from the store\"", path);
+    return rc;
+}
+
+/* The node CA (node_ca.h), with HTTPS and --agent-mtls on: read from the
+ * store, made and added on the first start (or replaced with
+ * --rotate-node-ca); a replica that lost the race to add it reads the
+ * winner's. */
+static gp_err node_ca_start(gp_server *srv, gp_error *err)
+{
+    pthread_mutex_init(&srv->nodes_without_cert.lock, NULL);
+    if (srv->cfg.agent_mtls == GP_AGENT_MTLS_OFF)
+        return GP_OK;
+    char *cert = NULL, *key = NULL;
+    gp_err rc = srv->cfg.rotate_node_ca ? GP_OK : gp_store_node_ca_get(srv->store, &cert, &key, err);
+    if (rc == GP_OK && !cert) {
+        int64_t now = gp_wall_ms() / 1000;
+        rc = gp_node_ca_make(&srv->secret_key, now, &cert, &key, err);
+        if (rc == GP_OK)
+            rc = gp_store_begin(srv->store, err);
+        if (rc == GP_OK && srv->cfg.rotate_node_ca)
+            rc = gp_store_node_ca_remove(srv->store, err);
+        if (rc == GP_OK)
+            rc = gp_store_node_ca_add(srv->store, cert, key, now, err);
+        if (rc == GP_OK)
+            rc = gp_store_commit(srv->store, err);
+        else
+            gp_store_rollback(srv->store);
+        free(cert);
+        free(key);
+        cert = key = NULL;
+        if (rc == GP_OK)
+            rc = gp_store_node_ca_get(srv->store, &cert, &key, err);
+        if (rc == GP_OK)
+            gp_log(GP_LOG_WARN, "node_ca", "note=\"node CA %s (ECDSA P-256): agents' certificates are signed by it\"",
+                   srv->cfg.rotate_node_ca ? "replaced" : "made");
+    }
+    if (rc == GP_OK && !cert)
+        rc = gp_error_set(err, GP_ERR_INVALID, "node_ca", "the node CA was not stored");
+    if (rc == GP_OK)
+        rc = gp_node_ca_open(&srv->node_ca, &srv->secret_key, cert, key, err);
+    free(cert);
+    free(key);
     return rc;
 }
 
@@ -269,6 +313,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     if (rc == GP_OK)
         rc = secret_key_start(srv, err);
     if (rc == GP_OK)
+        rc = node_ca_start(srv, err);
+    if (rc == GP_OK)
         rc = journal_start(srv, err);
     if (rc == GP_OK)
         rc = gp_auth_reload(&srv->auth, srv->store, err);
@@ -350,6 +396,8 @@ void gp_server_stop(gp_server *srv)
     if (srv->joblogs.dir[0])
         gp_joblogs_free(&srv->joblogs);
     gp_auth_free(&srv->auth);
+    gp_node_ca_close(&srv->node_ca);
+    gp_strmap_free(&srv->nodes_without_cert.names);
     gp_metrics_destroy(&srv->metrics);
     gp_refusals_destroy(&srv->refusals);
     gp_auth_failures_destroy(&srv->auth_failures);

@@ -42,10 +42,25 @@
 #include "server/readers.h"
 #include "server/refusals.h"
 
+#include "server/node_ca.h"
 #include "server/secret_box.h"
+#include "util/hashmap.h"
 #include "server/snapshots.h"
 
 #include <stdatomic.h>
+
+/* --agent-mtls: with HTTPS, do agent endpoints want the node's client
+ * certificate?  off: no certificates are issued; optional: issued, and
+ * checked when presented (an agent without one is logged, let in);
+ * required: a node credential without its certificate is refused. */
+typedef enum gp_agent_mtls { GP_AGENT_MTLS_OFF, GP_AGENT_MTLS_OPTIONAL, GP_AGENT_MTLS_REQUIRED } gp_agent_mtls;
+
+/* Names of nodes whose agents called without a certificate (logged once
+ * each under --agent-mtls optional; api_node_certs.c). */
+typedef struct gp_node_seen {
+    pthread_mutex_t lock;
+    gp_strmap names;
+} gp_node_seen;
 
 typedef struct gp_server_config {
     const char *listen;          /* "127.0.0.1:8750" (port 0 = any free port) */
@@ -78,6 +93,9 @@ typedef struct gp_server_config {
     int audit_refusals_per_min;  /* 401/403 audit rows per source a minute (refusals.h); 0 = none */
     bool approve_nodes;          /* a new agent node comes in cordoned until `gpupool nodes approve` */
     const char *secret_key_file; /* secret_box.h's key; NULL = secret.key beside the SQLite file */
+    gp_agent_mtls agent_mtls;    /* agents' client certificates (node_ca.h, api_node_certs.c) */
+    int64_t agent_cert_ttl_s;    /* a node certificate's life (default 24 h) */
+    bool rotate_node_ca;         /* replace the node CA at this start */
 } gp_server_config;
 
 struct gp_server {
@@ -103,6 +121,8 @@ struct gp_server {
     gp_baseline baseline;    /* tenants' usual GPU use this hour of the week, for /metrics (baseline.h) */
     gp_log_reads log_reads;  /* reads of other users' job logs audited lately (log_reads.h) */
     gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
+    gp_node_ca node_ca;      /* signs and checks agents' certificates; open with HTTPS and --agent-mtls on */
+    gp_node_seen nodes_without_cert; /* nodes logged calling without a certificate (optional mode) */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

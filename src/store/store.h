@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 12
+#define GP_STORE_SCHEMA_VERSION 13
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -378,6 +378,16 @@ gp_err gp_store_node_drain_clear(gp_store *s, const char *node, gp_error *err);
  * Rows of nodes that no longer drain are the caller's to ignore.  *out a
  * new reference the caller frees. */
 gp_err gp_store_node_drains(gp_store *s, const char *node, json_t **out, gp_error *err);
+
+/* ---- the node CA (store_node_ca.c, issue 33) ---- */
+
+/* The CA's row: *cert_pem and *key_sealed (the caller frees both), both
+ * NULL when there is none yet. */
+gp_err gp_store_node_ca_get(gp_store *s, char **cert_pem, char **key_sealed, gp_error *err);
+/* Adds the CA unless one is there already (then nothing changes: read it). */
+gp_err gp_store_node_ca_add(gp_store *s, const char *cert_pem, const char *key_sealed, int64_t created, gp_error *err);
+/* Forgets the CA (gpupoold --rotate-node-ca makes the next). */
+gp_err gp_store_node_ca_remove(gp_store *s, gp_error *err);
 
 /* ---- tenants' secrets, sealed (store_secrets.c) ---- */
 

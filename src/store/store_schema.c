@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 12, PRAGMA user_version):
+ * On-disk format (schema version 13, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -92,6 +92,10 @@
  *                                (the token's user, else its name) and
  *                                since when; the row lives while the node
  *                                is drained (store_nodes.c)
+ *   node_ca(id, cert_pem, key_sealed, created)
+ *                                one row (id 1): the CA that signs the
+ *                                agents' client certificates, its key
+ *                                sealed (store_node_ca.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -215,6 +219,10 @@ static const char *const MIGRATIONS[] = {
      * a node (store_nodes.c) */
     "CREATE TABLE node_drains(node TEXT PRIMARY KEY, reason TEXT NOT NULL, drained_by TEXT NOT NULL,"
     " since INTEGER NOT NULL);",
+    /* 12 -> 13 (issue 33): the node CA that signs agents' client
+     * certificates, its key sealed (store_node_ca.c) */
+    "CREATE TABLE node_ca(id INTEGER PRIMARY KEY CHECK (id = 1), cert_pem TEXT NOT NULL, key_sealed TEXT NOT NULL,"
+    " created INTEGER NOT NULL);",
 };
 
 static int user_version(gp_db *db)

@@ -30,9 +30,10 @@
  * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
  * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...); step 11 -> 12
- * (CREATE TABLE node_drains ...); schema_version = 12; COMMIT.  A database
- * at version 13 -> "store schema version 13 is newer than this gpupoold
- * (12)", nothing changed.
+ * (CREATE TABLE node_drains ...); step 12 -> 13 (CREATE TABLE node_ca ...);
+ * schema_version = 13; COMMIT.  A database
+ * at version 14 -> "store schema version 14 is newer than this gpupoold
+ * (13)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -124,6 +125,9 @@ static const char SCHEMA_11[] = "CREATE TABLE gpu_types(name " GP__TEXT " PRIMAR
 /* 11 -> 12 (issue 32): why, by whom and since when an operator drained a node. */
 static const char SCHEMA_12[] = "CREATE TABLE node_drains(node " GP__TEXT " PRIMARY KEY, reason TEXT NOT NULL,"
                                 " drained_by " GP__TEXT " NOT NULL, since BIGINT NOT NULL);";
+/* 12 -> 13 (issue 33): the node CA (store_node_ca.c). */
+static const char SCHEMA_13[] = "CREATE TABLE node_ca(id BIGINT PRIMARY KEY CHECK (id = 1), cert_pem TEXT NOT NULL,"
+                                " key_sealed TEXT NOT NULL, created BIGINT NOT NULL);";
 
 typedef struct gp__pg_migration {
     int from, to;
@@ -135,6 +139,7 @@ static const gp__pg_migration PG_MIGRATIONS[] = {
     {9, 10, SCHEMA_10},
     {10, 11, SCHEMA_11},
     {11, 12, SCHEMA_12},
+    {12, 13, SCHEMA_13},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -107,8 +107,12 @@ class Daemon(Process):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- HTTP ----
+    def tls_context(self, cert):
+        """The ssl context of a call (None: plain HTTP); cert: the client's (certificate, key) files."""
+        return None
+
     def call(self, method, path, body=None, token=None, raw=None, content_type="application/json",
-             headers=None):
+             headers=None, cert=None):
         """Returns (status, parsed JSON or text)."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(self.url + path, data=data, method=method)
@@ -120,7 +124,7 @@ class Daemon(Process):
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
+            with urllib.request.urlopen(req, timeout=60, context=self.tls_context(cert)) as resp:
                 status, text = resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
             status, text = e.code, e.read().decode()
@@ -167,11 +171,11 @@ def wait_for(pred, timeout=20, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-def run(tests, **daemon_args):
-    """Runs test functions; each gets a fresh started daemon (Daemon(**daemon_args))."""
+def run(tests, make=None, **daemon_args):
+    """Runs test functions; each gets a fresh started daemon (Daemon(**daemon_args), or make(test))."""
     failed = 0
     for t in tests:
-        d = Daemon(**daemon_args)
+        d = make(t) if make else Daemon(**daemon_args)
         t0 = time.time()
         try:
             d.start()

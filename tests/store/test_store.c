@@ -702,6 +702,30 @@ static void gpu_types_are_declared_listed_and_undeclared(void **state)
     json_decref(list);
 }
 
+/* The node CA's one row (schema 12): the first added stays (replicas
+ * starting together), removed only for the next (--rotate-node-ca). */
+static void the_node_ca_row_is_added_once_and_replaced_after_removal(void **state)
+{
+    fixture *f = *state;
+    char *cert = NULL, *key = NULL;
+    OK(gp_store_node_ca_get(f->s, &cert, &key, &e_));
+    assert_null(cert);
+    assert_null(key);
+    OK(gp_store_node_ca_add(f->s, "cert-1", "v1:key-1", 10, &e_));
+    OK(gp_store_node_ca_add(f->s, "cert-2", "v1:key-2", 11, &e_)); /* lost the race: nothing changes */
+    OK(gp_store_node_ca_get(f->s, &cert, &key, &e_));
+    assert_string_equal(cert, "cert-1");
+    assert_string_equal(key, "v1:key-1");
+    free(cert);
+    free(key);
+    OK(gp_store_node_ca_remove(f->s, &e_));
+    OK(gp_store_node_ca_add(f->s, "cert-3", "v1:key-3", 12, &e_));
+    OK(gp_store_node_ca_get(f->s, &cert, &key, &e_));
+    assert_string_equal(cert, "cert-3");
+    free(cert);
+    free(key);
+}
+
 static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
 {
     fixture *f = *state;
@@ -1394,6 +1418,7 @@ int main(void)
         CASE(a_newer_schema_is_refused),
         CASE(node_drains_say_why_who_and_since),
         CASE(gpu_types_are_declared_listed_and_undeclared),
+        CASE(the_node_ca_row_is_added_once_and_replaced_after_removal),
         CASE(meta_set_in_a_transaction_is_kept_until_its_end),
         CASE(a_reader_cannot_write),
         CASE(events_come_back_in_order_from_scan_and_scan_after),
