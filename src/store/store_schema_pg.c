@@ -29,9 +29,10 @@
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
  * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
- * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...);
- * schema_version = 11; COMMIT.  A database at version 12 -> "store schema
- * version 12 is newer than this gpupoold (11)", nothing changed.
+ * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...); step 11 -> 12
+ * (ALTER TABLE jobs ADD COLUMN array_id ...); schema_version = 12; COMMIT.
+ * A database at version 13 -> "store schema version 13 is newer than this
+ * gpupoold (12)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -120,6 +121,11 @@ static const char SCHEMA_10[] =
 static const char SCHEMA_11[] = "CREATE TABLE gpu_types(name " GP__TEXT " PRIMARY KEY, declared BIGINT NOT NULL,"
                                 " declared_by " GP__TEXT " NOT NULL);";
 
+/* 11 -> 12 (issue 32): each job array member's array and place in it. */
+static const char SCHEMA_12[] = "ALTER TABLE jobs ADD COLUMN array_id BIGINT;"
+                                "ALTER TABLE jobs ADD COLUMN array_index BIGINT;"
+                                "CREATE INDEX jobs_by_array ON jobs(array_id, array_index) WHERE array_id IS NOT NULL;";
+
 typedef struct gp__pg_migration {
     int from, to;
     const char *sql;
@@ -129,6 +135,7 @@ static const gp__pg_migration PG_MIGRATIONS[] = {
     {0, 9, SCHEMA_9},
     {9, 10, SCHEMA_10},
     {10, 11, SCHEMA_11},
+    {11, 12, SCHEMA_12},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */
