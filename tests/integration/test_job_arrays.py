@@ -137,8 +137,54 @@ def test_bad_ranges_are_400_and_missing_members_404(d):
     assert set(states(d, aid).values()) <= {"running", "pending"}, "a refused request changed nothing"
 
 
+def rows(out):
+    return {line.split()[0]: line for line in out.splitlines()[1:] if line.strip()}
+
+
+def test_the_cli_names_members_as_slurm_does(d):
+    toks = setup(d)
+    out = d.cli("submit", "--tenant", "research/nlp", "--gpus", "1", "--gpu-type", "H100", "--array", "6", "--",
+                "sleep", "600", token=toks["alice"]).stdout
+    a = int(out.splitlines()[1].split("_")[0])
+    assert set(rows(out)) == {"%d_0" % a, "%d_[1-5]" % a}, out  # squeue's fold of the pending rest
+    out = d.cli("hold", "%d_[2-3]" % a, token=toks["alice"]).stdout
+    assert out.splitlines() == ["job %d_%d (id %d): pending, held by alice: it is not placed until released "
+                                "(gpupool release %d)" % (a, i, a + i, a + i) for i in (2, 3)], out
+    table = rows(d.cli("jobs").stdout)
+    assert {"%d_[1,4-5]" % a, "%d_2" % a, "%d_3" % a, "%d_0" % a} == set(table), table
+    assert "held by alice" in table["%d_2" % a], table
+    assert "array        %d_2 (member 2 of array %d)" % (a, a) in d.cli("job", "%d_2" % a).stdout
+    listed = d.cli("jobs", "-o", "json", json_out=True)["jobs"]
+    assert sorted((j["array_id"], j["array_index"]) for j in listed) == [(a, i) for i in range(6)], listed
+    # bad text: a usage error naming it, nothing sent
+    for text, why in (("%d_[5-3]" % a, "5-3: the range ends before it starts"), ("%d_[1,,2]" % a, "an empty item"),
+                      ("%dx" % a, "not a job id"), ("%d_[0-3" % a, "without its ']'")):
+        r = d.cli("cancel", "%d_0" % a, text, token=toks["alice"], check=False)
+        assert r.returncode == 2 and text in r.stderr and why in r.stderr, (text, r.returncode, r.stderr)
+    assert d.ok("GET", "/v1/jobs/%d" % a)["state"] == "running", "a bad handle later on the line cancels nothing"
+    r = d.cli("cancel", "%d_[4-9]" % a, token=toks["alice"], check=False)
+    assert r.returncode != 0 and "array %d has members 0-5; not 6-9" % a in r.stderr, r.stderr
+    r = d.cli("job", "%d_[1-2]" % a, check=False)
+    assert r.returncode == 2 and "one member" in r.stderr, r.stderr
+    # the whole array by its id; another user's under own-only cancel is refused
+    r = d.cli("cancel", str(a), token=toks["bob"], check=False)
+    assert r.returncode != 0 and "403" in r.stderr, r.stderr
+    assert set(states(d, a).values()) == {"running", "pending"}
+    out = d.cli("release", str(a), token=toks["alice"]).stdout
+    assert "job %d_2 (id %d): pending" % (a, a + 2) in out and "job %d_0 (id %d): skipped, running" % (a, a) in out, out
+    out = d.cli("cancel", str(a), token=toks["alice"]).stdout
+    assert len(out.splitlines()) == 6 and "job %d_5 (id %d): cancelled" % (a, a + 5) in out, out
+    # an id of no array is that job alone, as before
+    one = d.ok("POST", "/v1/jobs", JOB, token=toks["alice"])
+    lst = d.ok("POST", "/v1/jobs:batch", {"jobs": [JOB, JOB]}, token=toks["alice"])
+    d.cli("cancel", str(lst["ids"][0]), token=toks["alice"])
+    assert d.ok("GET", "/v1/jobs/%d" % lst["ids"][1])["state"] == "pending"
+    r = d.cli("cancel", "%d_0" % one["id"], token=toks["alice"], check=False)
+    assert r.returncode != 0 and "no array %d" % one["id"] in r.stderr, r.stderr
+
+
 if __name__ == "__main__":
     gpd.run([test_an_array_has_an_id_and_each_member_its_index, test_cancel_a_range_then_the_whole_array,
              test_hold_and_release_a_member_and_the_whole_array,
              test_another_users_array_is_refused_under_own_only_cancel,
-             test_bad_ranges_are_400_and_missing_members_404])
+             test_bad_ranges_are_400_and_missing_members_404, test_the_cli_names_members_as_slurm_does])
