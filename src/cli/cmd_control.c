@@ -130,19 +130,32 @@ int gp_each_handle(gp_client *c, const char *command, const char *method, char *
     return first;
 }
 
-bool gp_array_member_id(gp_client *c, uint64_t array_id, uint32_t index, uint64_t *id, int *rc)
+/* The id of member index of array_id, asked of gpupoold; 0 with the
+ * error printed (exit code in *rc) when there is none. */
+static uint64_t member_id(gp_client *c, uint64_t array_id, uint32_t index, int *rc)
 {
     char path[96];
     snprintf(path, sizeof path, "/v1/arrays/%llu?index=%u", (unsigned long long)array_id, index);
     gp_response resp;
     *rc = gp_client_call(c, "GET", path, NULL, NULL, 0, &resp);
     *rc = *rc == GP_EXIT_OK ? gp_client_check(&resp) : *rc;
-    *id = *rc == GP_EXIT_OK ? (uint64_t)json_integer_value(json_object_get(json_array_get(json_object_get(resp.body,
-                                                                                                       "members"),
-                                                                                      0),
-                                                                       "id"))
-                            : 0;
+    const json_t *first = json_array_get(json_object_get(resp.body, "members"), 0);
+    uint64_t id = *rc == GP_EXIT_OK ? (uint64_t)json_integer_value(json_object_get(first, "id")) : 0;
     gp_response_free(&resp);
+    return id;
+}
+
+bool gp_one_job_id(gp_client *c, const char *command, const char *text, uint64_t *id, int *rc)
+{
+    gp_job_handle h;
+    char why[256];
+    *rc = GP_EXIT_OK;
+    if (!gp_job_handle_parse(text, &h, why, sizeof why))
+        *rc = gp_usage_error(command, "%s", why);
+    else if (h.members && gp_index_set_count(&h.index) != 1)
+        *rc = gp_usage_error(command, "%s: %s takes one job; name one member (%llu_%u)", text, command,
+                             (unsigned long long)h.id, h.index.r[0].lo);
+    *id = *rc != GP_EXIT_OK ? 0 : h.members ? member_id(c, h.id, h.index.r[0].lo, rc) : h.id;
     return *id > 0;
 }
 

@@ -11,12 +11,12 @@
  */
 #include "cli/commands.h"
 
-#include "cli/job_handle.h"
 #include "cli/table.h"
 #include "cli/timefmt.h"
 #include "cli/watch.h"
 #include "spec/yaml_json.h"
 #include "util/duration.h"
+#include "util/index_set.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -640,18 +640,12 @@ int gp_cmd_job(gp_client *c, int argc, char **argv)
     }
     if (optind != argc - 1)
         return gp_usage_error("job", "usage: gpupool job ID|ID_N [--watch [--interval S]]");
-    gp_job_handle h;
-    char why[256], path[256], title[160];
+    char path[256], title[160];
     uint64_t id;
-    int rc = GP_EXIT_OK;
-    if (!gp_job_handle_parse(argv[optind], &h, why, sizeof why))
-        return gp_usage_error("job", "%s", why);
-    if (h.members && gp_index_set_count(&h.index) != 1)
-        return gp_usage_error("job", "%s: job shows one job; name one member (%llu_%u)", argv[optind],
-                              (unsigned long long)h.id, h.index.r[0].lo);
-    if (h.members && !gp_array_member_id(c, h.id, h.index.r[0].lo, &id, &rc))
+    int rc;
+    if (!gp_one_job_id(c, "job", argv[optind], &id, &rc))
         return rc;
-    snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)(h.members ? id : h.id));
+    snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)id);
     snprintf(title, sizeof title, "gpupool job %.100s", argv[optind]);
     bool done = false;
     return watch ? gp_watch(c, title, interval, draw_job, path) : draw_job(c, path, &done);

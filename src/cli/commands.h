@@ -43,9 +43,11 @@ int gp_cancel_matching(gp_client *c, int argc, char **argv);
  * exit code. */
 int gp_each_handle(gp_client *c, const char *command, const char *method, char **args, int n, json_t *body,
                    void (*print_one)(const json_t *job));
-/* The id of array member `index` of array_id into *id: false with the
- * error printed (exit code in *rc) when there is none. */
-bool gp_array_member_id(gp_client *c, uint64_t array_id, uint32_t index, uint64_t *id, int *rc);
+/* The one job text names (a job id, or one array member: 13_4) into *id;
+ * false with the error printed and its exit code in *rc (a usage error
+ * for bad text or several members, the server's when there is no such
+ * member).  For the commands that show one job: job, why, logs. */
+bool gp_one_job_id(gp_client *c, const char *command, const char *text, uint64_t *id, int *rc);
 
 /* cmd_logs.c */
 int gp_cmd_logs(gp_client *c, int argc, char **argv);

@@ -68,7 +68,7 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool job ID|ID_N [--watch [--interval S]]\nOne job with its placement and history (ID_N: member N "
      "of job array ID); --watch refreshes it until it ends.\n"},
     {"why", gp_cmd_why,
-     "usage: gpupool why ID\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
+     "usage: gpupool why ID|ID_N\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
      "fleet) and what would change it.\n"},
     {"cancel", gp_cmd_cancel,
      "usage: gpupool cancel ID|ID_N|ID_[RANGE]...\n       gpupool cancel [--user U] [--name N] [--state S] [--tenant T]\n"
@@ -87,7 +87,7 @@ const gp_command GP_COMMANDS[] = {
      "above it), --priority -1000..1000 (higher first in its tenant's queue).  A job already placed keeps\n"
      "its values (409).\n"},
     {"logs", gp_cmd_logs,
-     "usage: gpupool logs ID [--replica N] [--follow]\n"
+     "usage: gpupool logs ID|ID_N [--replica N] [--follow]\n"
      "What a replica of the job wrote (stdout and stderr), from its latest run, as the node agent shipped it\n"
      "(default replica 0).  --follow (-f) keeps printing new output until the replica's run ended and all of\n"
      "it arrived, or the job ended.\n"},

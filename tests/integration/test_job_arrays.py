@@ -166,6 +166,7 @@ def test_the_cli_names_members_as_slurm_does(d):
     assert r.returncode != 0 and "array %d has members 0-5; not 6-9" % a in r.stderr, r.stderr
     r = d.cli("job", "%d_[1-2]" % a, check=False)
     assert r.returncode == 2 and "one member" in r.stderr, r.stderr
+    assert d.cli("why", "%d_4" % a).stdout.startswith("job %d (research/nlp, alice): pending" % (a + 4))
     # the whole array by its id; another user's under own-only cancel is refused
     r = d.cli("cancel", str(a), token=toks["bob"], check=False)
     assert r.returncode != 0 and "403" in r.stderr, r.stderr
