@@ -50,17 +50,19 @@ static int each_job(gp_client *c, const char *method, char **ids, int n, json_t 
     return first;
 }
 
-/* Is job id an array's id (its first member)?  False too when it cannot
- * be read: acting on the job then says why. */
-static bool is_array_id(gp_client *c, uint64_t id)
+/* Is job id an array's id (its first member)?  *is false too when the job
+ * cannot be read (acting on it then says why); a failed call's exit code
+ * (printed) otherwise. */
+static int is_array_id(gp_client *c, uint64_t id, bool *is)
 {
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)id);
     gp_response resp;
-    bool is = gp_client_call(c, "GET", path, NULL, NULL, 0, &resp) == GP_EXIT_OK && gp_client_check(&resp) == GP_EXIT_OK &&
-              (uint64_t)json_integer_value(json_object_get(resp.body, "array_id")) == id;
+    int rc = gp_client_call(c, "GET", path, NULL, NULL, 0, &resp);
+    *is = rc == GP_EXIT_OK && resp.status == 200 &&
+          (uint64_t)json_integer_value(json_object_get(resp.body, "array_id")) == id;
     gp_response_free(&resp);
-    return is;
+    return rc;
 }
 
 /* "job 13_5 (id 18): pending, held by alice: ..." for each member changed,
@@ -111,10 +113,11 @@ int gp_each_handle(gp_client *c, const char *command, const char *method, char *
         }
     int first = GP_EXIT_OK;
     for (int i = 0; i < n; i++) {
-        int rc;
-        if (hs[i].members || is_array_id(c, hs[i].id)) {
+        bool array = hs[i].members;
+        int rc = array ? GP_EXIT_OK : is_array_id(c, hs[i].id, &array);
+        if (rc == GP_EXIT_OK && array) {
             rc = act_on_array(c, &hs[i], method, body);
-        } else {
+        } else if (rc == GP_EXIT_OK) {
             char path[64];
             snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)hs[i].id);
             gp_response resp;

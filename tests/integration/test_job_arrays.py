@@ -182,6 +182,8 @@ def test_the_cli_names_members_as_slurm_does(d):
     assert d.ok("GET", "/v1/jobs/%d" % lst["ids"][1])["state"] == "pending"
     r = d.cli("cancel", "%d_0" % one["id"], token=toks["alice"], check=False)
     assert r.returncode != 0 and "no array %d" % one["id"] in r.stderr, r.stderr
+    r = d.cli("cancel", "99999", check=False)  # one error, not one for the look-up too
+    assert r.returncode != 0 and r.stderr.count("error 404") == 1, r.stderr
 
 
 if __name__ == "__main__":
