@@ -184,19 +184,22 @@ static void array_run(gp_server *srv, gp_op *op, int64_t now)
     }
     a->todo = calloc(json_array_size(members), sizeof *a->todo);
     a->skipped = json_array();
+    bool sorted = a->todo && members_sort(srv, op, a, members); /* false: answered 403, or no memory */
+    json_decref(members);
     if (!a->todo) {
         gp_error_set(&err, GP_ERR_NOMEM, "id", "out of memory");
         gp_op_fail(op, &err);
-    } else if (members_sort(srv, op, a, members) && a->n_todo == 0) {
+    } else if (!sorted) {
+        a->n_todo = 0; /* nothing changes */
+    } else if (a->n_todo == 0) {
         gp_error_set(&err, GP_ERR_CONFLICT, change_field(a), "array %llu: no member named is %s (%zu skipped)",
                      (unsigned long long)a->id, a->cancel ? "live" : "pending", json_array_size(a->skipped));
         gp_op_fail(op, &err);
-    } else if (a->n_todo > 0 && members_change(srv, a, now, &err) != GP_OK) {
+    } else if (members_change(srv, a, now, &err) != GP_OK) {
         gp_op_fail(op, &err);
-    } else if (a->n_todo > 0) {
+    } else {
         op->status = a->cancel ? 202 : 200;
     }
-    json_decref(members);
 }
 
 /* The changed members as they are now: the engine's state and reason for
