@@ -16,6 +16,7 @@
 #include "cli/watch.h"
 #include "spec/yaml_json.h"
 #include "util/duration.h"
+#include "util/index_set.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -170,14 +171,30 @@ static const char *state_text(const json_t *j)
     return json_object_get(j, "pull") ? "pulling image" : json_string_value(json_object_get(j, "state"));
 }
 
-/* One row of the job table (job_head's columns) from a job's JSON. */
-static void add_job_row(gp_table *t, const json_t *j)
+/* The ID cell: "17", "13_4" for member 4 of array 13, or "13_[5-19]" for
+ * the members of array 13 in folded (NULL: the job alone). */
+static const char *id_text(const json_t *j, const gp_index_set *folded, char *buf, size_t cap)
 {
-    char id[32], gpus[96], age[32], ran[32], nodes[256], reason[512];
+    long long id = (long long)json_integer_value(json_object_get(j, "id"));
+    long long array = (long long)json_integer_value(json_object_get(j, "array_id"));
+    char set[256];
+    if (array <= 0)
+        snprintf(buf, cap, "%lld", id);
+    else if (folded && gp_index_set_count(folded) > 1)
+        snprintf(buf, cap, "%lld_[%s]", array, gp_index_set_format(folded, set, sizeof set));
+    else
+        snprintf(buf, cap, "%lld_%lld", array, (long long)json_integer_value(json_object_get(j, "array_index")));
+    return buf;
+}
+
+/* One row of the job table (job_head's columns) from a job's JSON; folded
+ * as for id_text. */
+static void add_job_row(gp_table *t, const json_t *j, const gp_index_set *folded)
+{
+    char id[300], gpus[96], age[32], ran[32], nodes[256], reason[512];
     int64_t now = (int64_t)time(NULL);
-    snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(j, "id")));
     json_t *submit = json_object_get(j, "submit_time");
-    const char *cells[] = {id,
+    const char *cells[] = {id_text(j, folded, id, sizeof id),
                            json_string_value(json_object_get(j, "tenant")),
                            json_string_value(json_object_get(j, "user")),
                            json_string_value(json_object_get(j, "name")),
@@ -191,11 +208,54 @@ static void add_job_row(gp_table *t, const json_t *j)
     gp_table_add(t, cells);
 }
 
+/* Is b a pending member of a's array waiting for the same reason? */
+static bool folds_with(const json_t *a, const json_t *b)
+{
+    const char *ra = json_string_value(json_object_get(a, "reason"));
+    const char *rb = json_string_value(json_object_get(b, "reason"));
+    return json_integer_value(json_object_get(b, "array_id")) == json_integer_value(json_object_get(a, "array_id")) &&
+           strcmp(json_string_value(json_object_get(b, "state")) ? json_string_value(json_object_get(b, "state")) : "",
+                  "pending") == 0 &&
+           ra && rb && strcmp(ra, rb) == 0;
+}
+
+/* squeue's fold: the pending members of jobs[from]'s array that wait for
+ * the same reason, from `from` on, into set (each marked in done); set
+ * stays empty when jobs[from] is no pending member. */
+static void fold_pending(const json_t *jobs, size_t from, bool *done, gp_index_set *set)
+{
+    const json_t *first = json_array_get(jobs, from);
+    if (json_integer_value(json_object_get(first, "array_id")) <= 0 || !folds_with(first, first))
+        return;
+    for (size_t k = from; k < json_array_size(jobs); k++) {
+        const json_t *j = json_array_get(jobs, k);
+        uint32_t index = (uint32_t)json_integer_value(json_object_get(j, "array_index"));
+        if (!done[k] && folds_with(first, j) && gp_index_set_add(set, index, index))
+            done[k] = true;
+    }
+}
+
+/* The rows of jobs, an array's pending members folded into one row. */
+static void add_job_rows(gp_table *t, const json_t *jobs)
+{
+    size_t n = json_array_size(jobs);
+    bool *done = calloc(n + 1, sizeof *done);
+    for (size_t i = 0; i < n; i++) {
+        gp_index_set set = {0};
+        if (done && done[i])
+            continue;
+        if (done)
+            fold_pending(jobs, i, done, &set);
+        add_job_row(t, json_array_get(jobs, i), &set);
+    }
+    free(done);
+}
+
 static void print_job_line(const json_t *j)
 {
     gp_table t;
     gp_table_init(&t, JOB_COLS, job_head);
-    add_job_row(&t, j);
+    add_job_row(&t, j, NULL);
     gp_table_print(&t, stdout);
 }
 
@@ -204,10 +264,7 @@ static void print_job_lines(const json_t *jobs)
 {
     gp_table t;
     gp_table_init(&t, JOB_COLS, job_head);
-    size_t i;
-    json_t *j;
-    json_array_foreach(jobs, i, j)
-        add_job_row(&t, j);
+    add_job_rows(&t, jobs);
     gp_table_print(&t, stdout);
 }
 
@@ -408,12 +465,10 @@ static void print_jobs(const json_t *body, const char *output)
     gp_table_init(&t, csv ? JOB_CSV_COLS : JOB_COLS, csv ? job_csv_head : job_head);
     size_t i;
     json_t *j;
-    json_array_foreach(json_object_get(body, "jobs"), i, j) {
-        if (csv)
-            add_job_csv_row(&t, j, now);
-        else
-            add_job_row(&t, j);
-    }
+    json_array_foreach(csv ? json_object_get(body, "jobs") : NULL, i, j)
+        add_job_csv_row(&t, j, now);
+    if (!csv)
+        add_job_rows(&t, json_object_get(body, "jobs"));
     if (csv) {
         gp_table_print_csv(&t, stdout);
         return;
@@ -517,6 +572,10 @@ static void print_job(const json_t *j)
             printf("%-12s %s\n", keys[i], gp_reason_text(j, (int64_t)time(NULL), buf, sizeof buf));
         else if (v && !json_is_null(v))
             printf("%-12s %s\n", keys[i], gp_cell(v, buf, sizeof buf));
+        if (i == 0 && json_integer_value(json_object_get(j, "array_id")) > 0) /* after the id */
+            printf("%-12s %s (member %lld of array %lld)\n", "array", id_text(j, NULL, buf, sizeof buf),
+                   (long long)json_integer_value(json_object_get(j, "array_index")),
+                   (long long)json_integer_value(json_object_get(j, "array_id")));
     }
     if (pull_text(j, buf, sizeof buf))
         printf("%-12s %s\n", "pull", buf);
@@ -580,33 +639,27 @@ int gp_cmd_job(gp_client *c, int argc, char **argv)
             return gp_usage_error("job", "usage: gpupool job ID [--watch [--interval 1..3600]]");
     }
     if (optind != argc - 1)
-        return gp_usage_error("job", "usage: gpupool job ID [--watch [--interval S]]");
+        return gp_usage_error("job", "usage: gpupool job ID|ID_N [--watch [--interval S]]");
     char path[256], title[160];
-    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[optind]);
+    uint64_t id;
+    int rc;
+    if (!gp_one_job_id(c, "job", argv[optind], &id, &rc))
+        return rc;
+    snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)id);
     snprintf(title, sizeof title, "gpupool job %.100s", argv[optind]);
     bool done = false;
     return watch ? gp_watch(c, title, interval, draw_job, path) : draw_job(c, path, &done);
 }
 
-/* Cancels each id in turn, all of them even when one fails; the exit code
- * is the first failure's. */
+/* Cancels each handle in turn (a job, array members, a whole array:
+ * gp_each_handle), all of them even when one fails; the exit code is the
+ * first failure's. */
 int gp_cmd_cancel(gp_client *c, int argc, char **argv)
 {
     if (argc >= 2 && argv[1][0] == '-' && argv[1][1] == '-') /* by filter (cmd_control.c) */
         return gp_cancel_matching(c, argc, argv);
     if (argc < 2)
-        return gp_usage_error("cancel", "usage: gpupool cancel ID [ID...] | [--user U] [--name N] [--state S] [--tenant T]");
-    int first = GP_EXIT_OK;
-    for (int i = 1; i < argc; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[i]);
-        gp_response resp;
-        int rc = gp_client_run(c, "DELETE", path, NULL, &resp);
-        if (rc == GP_EXIT_OK && !c->json)
-            print_job_line(resp.body);
-        if (rc != GP_EXIT_OK && first == GP_EXIT_OK)
-            first = rc;
-        gp_response_free(&resp);
-    }
-    return first;
+        return gp_usage_error("cancel", "usage: gpupool cancel ID|ID_N|ID_[RANGE]... | [--user U] [--name N] [--state S]"
+                                        " [--tenant T]");
+    return gp_each_handle(c, "cancel", "DELETE", argv + 1, argc - 1, NULL, print_job_line);
 }

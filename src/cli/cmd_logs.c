@@ -119,11 +119,17 @@ int gp_cmd_logs(gp_client *c, int argc, char **argv)
         else if (argv[i][0] != '-' && !id)
             id = argv[i];
         else
-            return gp_usage_error("logs", "usage: gpupool logs ID [--replica N] [--follow]");
+            return gp_usage_error("logs", "usage: gpupool logs ID|ID_N [--replica N] [--follow]");
     }
     if (!id)
-        return gp_usage_error("logs", "usage: gpupool logs ID [--replica N] [--follow]");
-    return logs_loop(c, id, replica, follow);
+        return gp_usage_error("logs", "usage: gpupool logs ID|ID_N [--replica N] [--follow]");
+    uint64_t job;
+    int rc;
+    char text[24];
+    if (!gp_one_job_id(c, "logs", id, &job, &rc))
+        return rc;
+    snprintf(text, sizeof text, "%llu", (unsigned long long)job);
+    return logs_loop(c, text, replica, follow);
 }
 
 int gp_cmd_checkpoint(gp_client *c, int argc, char **argv)

@@ -157,11 +157,15 @@ static void print_blockers(const json_t *job, int64_t now)
 int gp_cmd_why(gp_client *c, int argc, char **argv)
 {
     if (argc != 2 || argv[1][0] == '-')
-        return gp_usage_error("why", "usage: gpupool why ID");
+        return gp_usage_error("why", "usage: gpupool why ID|ID_N");
     char path[256];
-    snprintf(path, sizeof path, "/v1/jobs/%.100s", argv[1]);
+    uint64_t id;
+    int rc;
+    if (!gp_one_job_id(c, "why", argv[1], &id, &rc))
+        return rc;
+    snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)id);
     gp_response resp;
-    int rc = gp_client_run(c, "GET", path, NULL, &resp);
+    rc = gp_client_run(c, "GET", path, NULL, &resp);
     if (rc == GP_EXIT_OK && !c->json) {
         const json_t *j = resp.body;
         char reason[512];

@@ -35,6 +35,19 @@ int gp_cmd_release(gp_client *c, int argc, char **argv);
 int gp_cmd_update(gp_client *c, int argc, char **argv);
 /* gpupool cancel with --user/--name/--state/--tenant: cancels every job that matches. */
 int gp_cancel_matching(gp_client *c, int argc, char **argv);
+/* method (DELETE, or PATCH with body) on each handle a person typed
+ * (cli/job_handle.h): a job, array members (13_[0-19]) or, for an id that
+ * is an array's, the whole array; every handle is read first (a bad one is
+ * a usage error naming it, nothing done).  print_one prints a job changed
+ * by its own id; array members print a line each.  The first failure's
+ * exit code. */
+int gp_each_handle(gp_client *c, const char *command, const char *method, char **args, int n, json_t *body,
+                   void (*print_one)(const json_t *job));
+/* The one job text names (a job id, or one array member: 13_4) into *id;
+ * false with the error printed and its exit code in *rc (a usage error
+ * for bad text or several members, the server's when there is no such
+ * member).  For the commands that show one job: job, why, logs. */
+bool gp_one_job_id(gp_client *c, const char *command, const char *text, uint64_t *id, int *rc);
 
 /* cmd_logs.c */
 int gp_cmd_logs(gp_client *c, int argc, char **argv);

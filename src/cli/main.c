@@ -65,26 +65,29 @@ const gp_command GP_COMMANDS[] = {
      "elapsed_s in seconds.  --watch redraws every S seconds (default 2) until\n"
      "interrupted; when the output is not a terminal it prints each refresh after a time line.\n"},
     {"job", gp_cmd_job,
-     "usage: gpupool job ID [--watch [--interval S]]\nOne job with its placement and history; --watch "
-     "refreshes it until it ends.\n"},
+     "usage: gpupool job ID|ID_N [--watch [--interval S]]\nOne job with its placement and history (ID_N: member N "
+     "of job array ID); --watch refreshes it until it ends.\n"},
     {"why", gp_cmd_why,
-     "usage: gpupool why ID\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
+     "usage: gpupool why ID|ID_N\nWhy a job is where it is: the reason, what blocks it (a limit, another job, the\n"
      "fleet) and what would change it.\n"},
     {"cancel", gp_cmd_cancel,
-     "usage: gpupool cancel ID [ID...]\n       gpupool cancel [--user U] [--name N] [--state S] [--tenant T]\n"
+     "usage: gpupool cancel ID|ID_N|ID_[RANGE]...\n       gpupool cancel [--user U] [--name N] [--state S] [--tenant T]\n"
      "Cancel jobs (running jobs get their grace): by id, or every job that matches the filters (--state\n"
-     "default live: pending to preempting); exit code of the first failure.\n"},
+     "default live: pending to preempting); exit code of the first failure.  Job arrays as Slurm names\n"
+     "them: 13_4 is member 4 of array 13, '13_[0-19]' or '13_[1,3,5-7]' several (quote the brackets), and\n"
+     "13, the id of an array (its first member), the whole array; so for hold, release and update.\n"},
     {"hold", gp_cmd_hold,
-     "usage: gpupool hold ID [ID...]\nHold pending jobs: they stay in their queue but are not placed until\n"
+     "usage: gpupool hold ID|ID_N|ID_[RANGE]...\nHold pending jobs: they stay in their queue but are not placed until\n"
      "released (`gpupool why` says who held them).  Only a pending job is held (409 otherwise).\n"},
-    {"release", gp_cmd_release, "usage: gpupool release ID [ID...]\nRelease held jobs: the next pass considers them again.\n"},
+    {"release", gp_cmd_release,
+     "usage: gpupool release ID|ID_N|ID_[RANGE]...\nRelease held jobs: the next pass considers them again.\n"},
     {"update", gp_cmd_update,
-     "usage: gpupool update ID [ID...] [--time-limit D] [--priority N] [--hold|--release]\n"
+     "usage: gpupool update ID|ID_N|ID_[RANGE]... [--time-limit D] [--priority N] [--hold|--release]\n"
      "Change pending jobs: --time-limit as at submit (2h, 90m or seconds; 0 = the tenant's default, never\n"
      "above it), --priority -1000..1000 (higher first in its tenant's queue).  A job already placed keeps\n"
      "its values (409).\n"},
     {"logs", gp_cmd_logs,
-     "usage: gpupool logs ID [--replica N] [--follow]\n"
+     "usage: gpupool logs ID|ID_N [--replica N] [--follow]\n"
      "What a replica of the job wrote (stdout and stderr), from its latest run, as the node agent shipped it\n"
      "(default replica 0).  --follow (-f) keeps printing new output until the replica's run ended and all of\n"
      "it arrived, or the job ended.\n"},

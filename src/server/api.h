@@ -136,6 +136,12 @@ void gp_api_jobs_list(gp_request *r);
 void gp_api_job_get(gp_request *r, const char *id);
 void gp_api_job_cancel(gp_request *r, const char *id);
 void gp_api_job_patch(gp_request *r, const char *id); /* api_job_patch.c */
+/* PATCH's body ({"hold", "priority", "time_limit_s"}) into u; err names a
+ * bad or unknown field.  One job's PATCH and an array's share it. */
+gp_err gp_api_job_update_parse(const json_t *body, gp_job_update *u, gp_error *err);
+/* A job array as one handle (api_arrays.c): GET lists its members, PATCH
+ * and DELETE act on those ?index= names (all when none). */
+void gp_api_array(gp_request *r, const char *id);
 /* api_job_rights.c: may who (already in scope of the job's tenant) cancel
  * (cancel true) or change the job run as owner (NULL: none)?  Members:
  * their own; to cancel, also any where the tenant's cancel is `tenant`. */

@@ -38,7 +38,7 @@ static gp_err parse_time_limit(const json_t *v, int64_t *out, gp_error *err)
     return gp_json_int(v, "time_limit_s", 0, GP_TIME_LIMIT_MAX_S, out, err);
 }
 
-static gp_err parse_patch(const json_t *body, gp_job_update *u, gp_error *err)
+gp_err gp_api_job_update_parse(const json_t *body, gp_job_update *u, gp_error *err)
 {
     const char *key;
     json_t *v;
@@ -130,7 +130,7 @@ void gp_api_job_patch(gp_request *r, const char *text)
     if (!body)
         return;
     gp_error err;
-    gp_err rc = parse_patch(body, &a.u, &err);
+    gp_err rc = gp_api_job_update_parse(body, &a.u, &err);
     json_decref(body);
     if (rc != GP_OK) {
         gp_api_fail(r, &err);

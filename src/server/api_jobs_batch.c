@@ -25,9 +25,14 @@
  * broken, so the transaction never commits and gpupoold restarts from its
  * durable log (loop.h), which holds none of the batch.
  *
+ * An array's copies are one job array (api_arrays.c acts on it): each
+ * carries "array_id" (the first copy's id, also the "array_id" of the
+ * answer) and "array_index" (i), in its stored spec and the event log.
+ *
  * Example: {"job": {"tenant": "research/nlp", "command": ["train.sh"]}, "array": 3}
- * -> 201 {"ids": [12, 13, 14], "jobs": [...]}, the jobs' env
- *    {"GPUPOOL_ARRAY_INDEX": "0", "GPUPOOL_ARRAY_SIZE": "3"}, then "1", then "2".
+ * -> 201 {"array_id": 12, "ids": [12, 13, 14], "jobs": [...]}, the jobs'
+ *    env {"GPUPOOL_ARRAY_INDEX": "0", "GPUPOOL_ARRAY_SIZE": "3"}, then "1",
+ *    then "2"; their array_index 0, 1, 2.
  *    With "array": 3 and "gpus": 40 instead: 400, field "job.gpus", no job.
  */
 #include "server/api.h"
@@ -261,7 +266,10 @@ static void batch_run(gp_server *srv, gp_op *op, int64_t now)
         free(binds);
         return;
     }
+    uint64_t first = srv->journal.replayer.next_job_id; /* an array's id: its first member's */
     for (size_t i = 0; i < b->n; i++) {
+        b->reqs[i].array_id = b->array ? first : 0;
+        b->reqs[i].array_index = b->array ? (int64_t)i : 0;
         if (gp_journal_submit(&srv->journal, &b->reqs[i], now, &err) != GP_OK) {
             /* items 0..i-1 are in the engine: only the durable log can take them back */
             srv->journal.broken = srv->journal.broken || i > 0;
@@ -284,7 +292,8 @@ static void batch_run(gp_server *srv, gp_op *op, int64_t now)
 }
 
 /* 201 {"ids": [...], "jobs": [...]}: each job as POST /v1/jobs answers
- * it (after the batch's scheduling pass), without the execution note. */
+ * it (after the batch's scheduling pass), without the execution note;
+ * an array adds "array_id". */
 static void batch_finish(gp_server *srv, gp_op *op, int64_t now)
 {
     (void)now;
@@ -296,7 +305,10 @@ static void batch_finish(gp_server *srv, gp_op *op, int64_t now)
         json_array_append_new(ids, json_integer((json_int_t)b->reqs[i].spec.id));
         json_array_append_new(jobs, view);
     }
-    gp_op_reply(op, 201, json_pack("{s:o, s:o}", "ids", ids, "jobs", jobs));
+    json_t *reply = json_pack("{s:o, s:o}", "ids", ids, "jobs", jobs);
+    if (b->array)
+        json_object_set_new(reply, "array_id", json_integer((json_int_t)b->reqs[0].spec.id));
+    gp_op_reply(op, 201, reply);
 }
 
 void gp_api_jobs_batch(gp_request *r)

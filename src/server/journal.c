@@ -200,6 +200,8 @@ static gp_err insert_row(gp_journal *j, const gp_job_request *req, const char *s
     row.name = s->name;
     row.submit_time = now;
     row.spec_json = spec_text;
+    row.array_id = req->array_id;
+    row.array_index = req->array_index;
     gp_err rc = gp_store_job_insert(j->store, &row, err);
     free(ptext);
     return rc;

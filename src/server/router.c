@@ -85,6 +85,8 @@ static const route ROUTES[] = {
     {"/v1/jobs/{id}/logs", ROUTE_TOKEN, 0, 32, NULL, {{"GET", NULL, gp_api_job_logs}}},
     {"/v1/jobs/{id}", ROUTE_TOKEN, ARG_EMPTY, 0, NULL,
      {{"GET", NULL, gp_api_job_get}, {"PATCH", NULL, gp_api_job_patch}, {"DELETE", NULL, gp_api_job_cancel}}},
+    {"/v1/arrays/{id}", ROUTE_TOKEN, ARG_EMPTY, 32, NULL,
+     {{"GET", NULL, gp_api_array}, {"PATCH", NULL, gp_api_array}, {"DELETE", NULL, gp_api_array}}},
     {"/v1/tenants", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_tenants_list, NULL}}},
     {"/v1/tenants:apply", ROUTE_TOKEN, 0, 0, NULL, {{"POST", gp_api_tenants_apply, NULL}}},
     {"/v1/tenants:move", ROUTE_TOKEN, 0, 0, NULL, {{"POST", gp_api_tenants_move, NULL}}},

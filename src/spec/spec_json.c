@@ -9,6 +9,7 @@
 #include "spec/spec_json.h"
 
 #include "spec/json_input.h"
+#include "util/index_set.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,13 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         s->id = (uint64_t)n;
         return rc;
     }
+    if (allow_id && strcmp(key, "array_id") == 0) {
+        rc = parse_int_field(x, key, 1, INT64_MAX, &n, err);
+        r->array_id = (uint64_t)n;
+        return rc;
+    }
+    if (allow_id && strcmp(key, "array_index") == 0)
+        return parse_int_field(x, key, 0, GP_INDEX_MAX, &r->array_index, err);
     if (strcmp(key, "name") == 0)
         return gp_json_string(x, key, GP_NAME_MAX - 1, r->name, sizeof r->name, err);
     if (strcmp(key, "tenant") == 0)
@@ -333,6 +341,10 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "pids_max", json_integer(s->pids_max));
     if (s->stop_signal != GP_STOP_SIGTERM) /* left out for the default, as above */
         json_object_set_new(o, "stop_signal", json_string(gp_enum_name(GP_ENUM_STOP_SIGNAL, (int)s->stop_signal)));
+    if (r->array_id > 0) { /* left out for a job of no array, as above */
+        json_object_set_new(o, "array_id", json_integer((json_int_t)r->array_id));
+        json_object_set_new(o, "array_index", json_integer(r->array_index));
+    }
     if (s->name)
         json_object_set_new(o, "name", json_string(s->name));
     if (s->user)

@@ -55,11 +55,14 @@ typedef struct gp_job_request {
     json_t *env;     /* object of strings */
     json_t *env_from_secret; /* {"ENV_NAME": "secret-name"}: the tenant's (or an ancestor's) secrets; NULL none */
     gp_job_container container; /* image, mounts, ...: container_spec.h */
+    uint64_t array_id;   /* "array_id": the array it is a member of (its first member's id), 0 = none */
+    int64_t array_index; /* "array_index": its place in that array, 0.. */
     bool wait_for_fleet; /* "wait_for_fleet": accept it even if no node or block of the fleet could ever hold
                             it (gp_engine_job_fits); how it was submitted, not part of the job: not written */
 } gp_job_request;
 
-/* allow_id: accept "id" (the event log); callers may not choose ids. */
+/* allow_id: accept "id", "array_id" and "array_index" (the event log);
+ * callers may not choose ids, nor make a job a member of an array. */
 gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *out, gp_error *err);
 json_t *gp_job_request_to_json(const gp_job_request *r);
 /* A secret's name: 1..128 of [A-Za-z0-9_.-], not starting with '.'. */

@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 13
+#define GP_STORE_SCHEMA_VERSION 14
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -213,6 +213,8 @@ typedef struct gp_store_job {
     int64_t submit_time, bind_time, end_time, updated; /* -1 = not yet */
     const char *spec_json;      /* the job as submitted, canonical */
     const char *placement_json; /* NULL when not placed */
+    uint64_t array_id;          /* the job array it is a member of, 0 = none */
+    int64_t array_index;        /* its place in that array */
 } gp_store_job;
 
 gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err);
@@ -254,6 +256,12 @@ typedef struct gp_store_job_filter {
 
 /* Jobs newest first, without history: {"jobs": [...], "next": id|null}. */
 gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **out, gp_error *err);
+
+/* The members of job array array_id (schema 12), by index:
+ * [{"id", "array_index", "tenant", "user", "state", "reason"}, ...] in
+ * *out (a new reference; empty when there is no such array).  Not
+ * scoped: the caller checks each member's tenant. */
+gp_err gp_store_array_members(gp_store *s, uint64_t array_id, json_t **out, gp_error *err);
 
 typedef gp_err (*gp_store_job_fn)(void *ctx, uint64_t id, const char *state, const char *placement_json,
                                   gp_error *err);

@@ -42,6 +42,8 @@ gp_err gp_store_job_insert(gp_store *s, const gp_store_job *j, gp_error *err)
     bind_times(st, 9, j);
     gp_db_bind_text(st, 12, j->spec_json);
     gp_db_bind_text(st, 13, j->placement_json);
+    gp__store_bind_int_or_null(st, 14, j->array_id > 0 ? (int64_t)j->array_id : -1);
+    gp__store_bind_int_or_null(st, 15, j->array_id > 0 ? j->array_index : -1);
     gp_err rc = gp__store_exec_stmt(st, "job insert", err);
     /* one job_scope row per prefix: "a", "a/b", ... the tenant itself */
     char prefix[256];
@@ -404,6 +406,29 @@ gp_err gp_store_jobs_list(gp_store *s, const gp_store_job_filter *f, json_t **ou
     }
     gp_db_finalize(st);
     *out = json_pack("{s:o, s:o}", "jobs", jobs, "next", next);
+    return GP_OK;
+}
+
+gp_err gp_store_array_members(gp_store *s, uint64_t array_id, json_t **out, gp_error *err)
+{
+    *out = NULL;
+    gp_db_stmt *st = gp__store_prepare(s,
+                                       "SELECT id, array_index, tenant, \"user\", state, reason FROM jobs"
+                                       " WHERE array_id = ?1 ORDER BY array_index",
+                                       0, "array members", err);
+    if (!st)
+        return err ? err->code : GP_ERR_INVALID;
+    gp_db_bind_int64(st, 1, (int64_t)array_id);
+    json_t *members = json_array();
+    int step;
+    while ((step = gp_db_step(st, err)) == GP_DB_ROW)
+        json_array_append_new(members, gp__store_row_json(st));
+    gp_db_finalize(st);
+    if (step == GP_DB_ERROR) {
+        json_decref(members);
+        return gp__store_failed(err, "array members");
+    }
+    *out = members;
     return GP_OK;
 }
 

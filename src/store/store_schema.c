@@ -1,7 +1,7 @@
 /* store_schema.c - the store's schema: its tables, their versions and the
  * migrations between them, opened by gp__schema_open for either database.
  *
- * On-disk format (schema version 13, PRAGMA user_version):
+ * On-disk format (schema version 14, PRAGMA user_version):
  *
  *   meta(key, value)             next_job_id and other counters
  *   events(seq, time, kind, payload, version, decisions, digest)
@@ -10,7 +10,14 @@
  *                                count and SHA-256 of what the engine
  *                                decided (NULL in rows written by schema 1)
  *   jobs(id, tenant, user, name, state, class, reason, submit_time,
- *        bind_time, end_time, updated, spec_json, placement_json)
+ *        bind_time, end_time, updated, spec_json, placement_json,
+ *        array_id, array_index)
+ *                                array_id, array_index: the job array the
+ *                                job is a member of (its first member's
+ *                                id) and its place in it, NULL for a job of
+ *                                no array; they repeat spec_json's fields so
+ *                                an array's members are one index range
+ *                                (jobs_by_array), not a JSON scan
  *   job_scope(prefix, job_id)    one row per ancestor of the job's tenant
  *                                ("a", "a/b", "a/b/c"): subtree listings
  *                                walk one index range, newest first
@@ -223,6 +230,12 @@ static const char *const MIGRATIONS[] = {
      * certificates, its key sealed (store_node_ca.c) */
     "CREATE TABLE node_ca(id INTEGER PRIMARY KEY CHECK (id = 1), cert_pem TEXT NOT NULL, key_sealed TEXT NOT NULL,"
     " created INTEGER NOT NULL);",
+    /* 13 -> 14 (issue 32): job arrays as a handle -- each member's array
+     * and place in it.  Jobs of arrays submitted before stay NULL: they
+     * were independent jobs and remain so. */
+    "ALTER TABLE jobs ADD COLUMN array_id INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN array_index INTEGER;"
+    "CREATE INDEX jobs_by_array ON jobs(array_id, array_index) WHERE array_id IS NOT NULL;",
 };
 
 static int user_version(gp_db *db)

@@ -31,9 +31,9 @@
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
  * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...); step 11 -> 12
  * (CREATE TABLE node_drains ...); step 12 -> 13 (CREATE TABLE node_ca ...);
- * schema_version = 13; COMMIT.  A database
- * at version 14 -> "store schema version 14 is newer than this gpupoold
- * (13)", nothing changed.
+ * step 13 -> 14 (ALTER TABLE jobs ADD COLUMN array_id ...);
+ * schema_version = 14; COMMIT.  A database at version 15 -> "store
+ * schema version 15 is newer than this gpupoold (14)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -128,6 +128,10 @@ static const char SCHEMA_12[] = "CREATE TABLE node_drains(node " GP__TEXT " PRIM
 /* 12 -> 13 (issue 33): the node CA (store_node_ca.c). */
 static const char SCHEMA_13[] = "CREATE TABLE node_ca(id BIGINT PRIMARY KEY CHECK (id = 1), cert_pem TEXT NOT NULL,"
                                 " key_sealed TEXT NOT NULL, created BIGINT NOT NULL);";
+/* 13 -> 14 (issue 32): each job array member's array and place in it. */
+static const char SCHEMA_14[] = "ALTER TABLE jobs ADD COLUMN array_id BIGINT;"
+                                "ALTER TABLE jobs ADD COLUMN array_index BIGINT;"
+                                "CREATE INDEX jobs_by_array ON jobs(array_id, array_index) WHERE array_id IS NOT NULL;";
 
 typedef struct gp__pg_migration {
     int from, to;
@@ -140,6 +144,7 @@ static const gp__pg_migration PG_MIGRATIONS[] = {
     {10, 11, SCHEMA_11},
     {11, 12, SCHEMA_12},
     {12, 13, SCHEMA_13},
+    {13, 14, SCHEMA_14},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -30,8 +30,8 @@ static const char *const STATEMENTS[GP__ST_COUNT] = {
     [GP__ST_EVENT_APPEND] = "INSERT INTO events(time, kind, payload, version, decisions, digest)"
                             " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [GP__ST_JOB_INSERT] = "INSERT INTO jobs(id, tenant, \"user\", name, state, class, reason, submit_time,"
-                          " bind_time, end_time, updated, spec_json, placement_json)"
-                          " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                          " bind_time, end_time, updated, spec_json, placement_json, array_id, array_index)"
+                          " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [GP__ST_JOB_SCOPE] = "INSERT INTO job_scope(prefix, job_id) VALUES(?1, ?2)",
     /* the engine forgets a job's class and placement when it ends: a
      * finished row keeps its last ones (and its first end time) */

@@ -155,6 +155,37 @@ static void restart_fields_are_left_out_by_default_and_checked(void **state)
     gp_job_request_free(&req);
 }
 
+/* A job of no array encodes as before arrays; a member's array and
+ * index round-trip, and only the log (allow_id) may set them. */
+static void array_membership_is_left_out_by_default_and_round_trips(void **state)
+{
+    (void)state;
+    gp_job_request req;
+    job_request(&req, GP_ISO_EXCLUSIVE);
+    json_t *o = gp_job_request_to_json(&req);
+    assert_null(json_object_get(o, "array_id"));
+    assert_null(json_object_get(o, "array_index"));
+    json_decref(o);
+    req.array_id = 13;
+    req.array_index = 4;
+    gp_event in = {.kind = GP_EV_SUBMIT, .time = 100, .job = &req}, out;
+    round_trip(&in, &out);
+    assert_int_equal(out.job->array_id, 13);
+    assert_int_equal(out.job->array_index, 4);
+    gp_event_free(&out);
+    o = gp_job_request_to_json(&req);
+    gp_job_request back;
+    gp_error err = {0};
+    assert_int_equal(gp_job_request_parse(o, false, &back, &err), GP_ERR_INVALID); /* a caller's body */
+    gp_job_request_free(&back);
+    json_object_set_new(o, "array_index", json_integer(10000));
+    assert_int_equal(gp_job_request_parse(o, true, &back, &err), GP_ERR_INVALID);
+    assert_string_equal(err.field, "array_index");
+    gp_job_request_free(&back);
+    json_decref(o);
+    gp_job_request_free(&req);
+}
+
 static void the_stop_signal_is_left_out_by_default_and_round_trips(void **state)
 {
     (void)state;
@@ -496,6 +527,7 @@ int main(void)
         cmocka_unit_test(a_submit_round_trips_for_every_isolation),
         cmocka_unit_test(restart_fields_are_left_out_by_default_and_checked),
         cmocka_unit_test(the_stop_signal_is_left_out_by_default_and_round_trips),
+        cmocka_unit_test(array_membership_is_left_out_by_default_and_round_trips),
         cmocka_unit_test(a_tenant_set_round_trips_to_the_last_bit_of_its_weight),
         cmocka_unit_test(a_node_add_round_trips_with_uuids_and_per_gpu_sharing),
         cmocka_unit_test(a_pool_set_round_trips),

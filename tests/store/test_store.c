@@ -272,6 +272,37 @@ static void insert_job(gp_store *s, uint64_t id, const char *tenant, const char 
     OK(gp_store_job_insert(s, &j, &e_));
 }
 
+/* A job array's members (schema 12) come back by index, with their
+ * state; a job of no array and another array are not among them. */
+static void an_arrays_members_are_listed_by_index(void **state)
+{
+    fixture *f = *state;
+    insert_job(f->s, 20, "a/b", "ann", "pending");
+    for (uint64_t i = 0; i < 3; i++) {
+        gp_store_job j = {.id = 21 + i, .tenant = "a/b", .user = "ann", .state = i == 1 ? "running" : "pending",
+                          .reason = "", .submit_time = 100, .bind_time = -1, .end_time = -1, .updated = -1,
+                          .spec_json = "{}", .array_id = 21, .array_index = (int64_t)(2 - i)};
+        OK(gp_store_job_insert(f->s, &j, &e_));
+    }
+    gp_store_job other = {.id = 24, .tenant = "a/b", .state = "pending", .reason = "", .submit_time = 100,
+                          .bind_time = -1, .end_time = -1, .updated = -1, .spec_json = "{}", .array_id = 24};
+    OK(gp_store_job_insert(f->s, &other, &e_));
+    json_t *members = NULL;
+    OK(gp_store_array_members(f->s, 21, &members, &e_));
+    assert_int_equal(json_array_size(members), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *m = json_array_get(members, i);
+        assert_int_equal(json_integer_value(json_object_get(m, "array_index")), (json_int_t)i);
+        assert_int_equal(json_integer_value(json_object_get(m, "id")), (json_int_t)(23 - i));
+        assert_string_equal(json_string_value(json_object_get(m, "tenant")), "a/b");
+        assert_string_equal(json_string_value(json_object_get(m, "state")), i == 1 ? "running" : "pending");
+    }
+    json_decref(members);
+    OK(gp_store_array_members(f->s, 20, &members, &e_));
+    assert_int_equal(json_array_size(members), 0);
+    json_decref(members);
+}
+
 static void a_job_is_inserted_updated_and_read_with_its_history(void **state)
 {
     fixture *f = *state;
@@ -1425,6 +1456,7 @@ int main(void)
         CASE(a_failing_callback_stops_the_scan),
         CASE(events_list_pages_with_next),
         CASE(a_job_is_inserted_updated_and_read_with_its_history),
+        CASE(an_arrays_members_are_listed_by_index),
         CASE(a_finished_job_keeps_what_it_ran_with),
         CASE(job_lists_follow_scopes_filters_and_pages),
         CASE(the_live_scan_sees_only_unfinished_jobs),
