@@ -74,6 +74,61 @@ def test_a_fleet_file_field_gets_did_you_mean_at_its_line(d):
         assert p.returncode != 0 and want in p.stdout + p.stderr, (want, p.stdout + p.stderr)
 
 
+DEMO_CONFIG = os.path.join(gpd.ROOT, "scripts", "demo-config.sh")
+
+
+def test_the_demo_points_a_new_shells_cli_at_itself_and_back(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    home = os.path.join(d.dir, "home")
+    config_dir = os.path.join(home, ".config", "gpupool")
+    config = os.path.join(config_dir, "config")
+    os.makedirs(config_dir)
+    mine = "# my own\nserver = http://gpupool.example:8750\n"
+    with open(config, "w") as f:
+        f.write(mine)
+    token_file = os.path.join(d.dir, "admin.token")
+    assert os.path.exists(token_file)
+    # a new shell: no GPUPOOL_* in its environment, only HOME
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("GPUPOOL_") and k != "XDG_CONFIG_HOME"}
+    shell["HOME"] = home
+
+    def demo_config(*args):
+        return subprocess.run([DEMO_CONFIG] + list(args), env=shell, capture_output=True, text=True, timeout=30,
+                              check=True).stdout.splitlines()
+
+    def new_shell_jobs():
+        return subprocess.run([os.path.join(gpd.BIN, "gpupool"), "tenants"], env=shell, capture_output=True,
+                              text=True, timeout=30)
+
+    assert new_shell_jobs().returncode != 0, "nothing listens at gpupool.example"
+    written, kept = demo_config("write", d.url, token_file)
+    assert written == config and kept == config + ".before-demo", (written, kept)
+    with open(kept) as f:
+        assert f.read() == mine, "the user's config is kept as it was"
+    assert os.stat(config).st_mode & 0o777 == 0o600
+    p = new_shell_jobs()
+    assert p.returncode == 0 and "research/nlp" in p.stdout, (p.stdout, p.stderr)
+    with open(config) as f:
+        assert d.token not in f.read(), "the token stays in its own file"
+    # a demo that did not stop cleanly, then another: the first copy is still what comes back
+    demo_config("write", d.url, token_file)
+    demo_config("restore")
+    with open(config) as f:
+        assert f.read() == mine
+    assert not os.path.exists(kept)
+    # no config before: the demo's goes when it stops; a config the user rewrote meanwhile stays
+    os.remove(config)
+    demo_config("write", d.url, token_file)
+    demo_config("restore")
+    assert not os.path.exists(config)
+    demo_config("write", d.url, token_file)
+    with open(config, "w") as f:
+        f.write(mine)
+    demo_config("restore")
+    with open(config) as f:
+        assert f.read() == mine
+
+
 def test_a_near_kind_and_tenant_are_suggested(d):
     d.cli("apply", "-f", gpd.TENANTS)
     st, out = d.call("POST", "/v1/jobs", {"tenant": "research/nlp", "kind": "train", "gpus": 1})
@@ -124,6 +179,7 @@ def test_cannot_reach_says_the_default_and_how_to_point_elsewhere(d):
 
 if __name__ == "__main__":
     gpd.run([test_a_yaml_error_names_the_file_and_the_near_field, test_a_job_file_field_gets_did_you_mean_at_its_line,
-             test_a_fleet_file_field_gets_did_you_mean_at_its_line, test_a_near_kind_and_tenant_are_suggested,
+             test_a_fleet_file_field_gets_did_you_mean_at_its_line,
+             test_the_demo_points_a_new_shells_cli_at_itself_and_back, test_a_near_kind_and_tenant_are_suggested,
              test_a_token_is_revoked_by_name, test_a_non_ascii_tenant_path_is_a_json_400,
              test_cannot_reach_says_the_default_and_how_to_point_elsewhere])
