@@ -217,6 +217,7 @@ void gp_gpu_types_reason(gp_server *srv, json_t *view)
     char reason[GP_ERROR_MESSAGE_MAX];
     snprintf(reason, sizeof reason, "no node of GPU type %s has joined the fleet yet; the job waits for one", names);
     json_object_set_new(view, "reason", json_string(reason));
+    json_object_set(view, "no_node_yet", (json_t *)types);
 }
 
 /* ---- the migration of stores written before issue 32 ---- */

@@ -51,7 +51,8 @@ gp_err gp_gpu_types_job_canon(gp_server *srv, gp_job_request *req, gp_error *err
 gp_err gp_gpu_types_keys_canon(gp_server *srv, json_t *obj, const char *field, gp_error *err);
 /* A pending job's view (its "state", "gpu_types", "reason") whose every
  * type has no registered GPU: the reason says no node of it has joined
- * yet, rather than the engine's "no schedulable GPU". */
+ * yet, rather than the engine's "no schedulable GPU", and "no_node_yet"
+ * lists those types (for `gpupool why`'s advice). */
 void gp_gpu_types_reason(gp_server *srv, json_t *view);
 /* At the lead's start: types declared in the store that the engine does
  * not know (declared before declarations were engine events) are logged

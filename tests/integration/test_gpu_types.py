@@ -192,10 +192,14 @@ def test_a_declared_type_no_quota_names_takes_jobs_that_wait_for_its_nodes(d):
     # asked to wait: accepted, waits for the type's first node
     st, job = h200_job(d, wait_for_fleet=True)
     assert st == 201, (st, job)
-    assert job["gpu_types"] == ["H200"], job
+    assert job["gpu_types"] == ["H200"] and job["no_node_yet"] == ["H200"], job
+    assert job["reason"].startswith("no node of GPU type H200 has joined"), job
     view = d.ok("GET", "/v1/jobs/%d" % job["id"])
     assert view["state"] == "pending", view
     assert view["reason"] == "no node of GPU type H200 has joined the fleet yet; the job waits for one", view
+    p = d.cli("why", str(job["id"]))
+    assert "no node of its GPU types has joined the fleet yet" in p.stdout and "it starts once such a node" in p.stdout, \
+        p.stdout
     # the log replays the declaration before the job (a fresh store: no snapshot yet)
     d.stop()
     d.start()
