@@ -32,7 +32,11 @@
 #
 # DEMO_ONCE=1: stop everything and exit when done.  Otherwise gpupoold and
 # the agent stay up for you to explore with gpupool (the commands are
-# printed).  DEMO_CGROUPS=0 runs the replicas without cgroups (the agent
+# printed), and the demo points your gpupool CLI's config at them
+# (scripts/demo-config.sh: server and token_file in ~/.config/gpupool/config,
+# a config you had kept as config.before-demo and put back when the demo
+# stops), so a new shell's `gpupool jobs` works; DEMO_CONFIG=0 leaves your
+# config alone.  DEMO_CGROUPS=0 runs the replicas without cgroups (the agent
 # puts each in its own cgroup when it runs as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +60,7 @@ mkdir -p "$RUN"/jobs
 cp examples/agent/*.py examples/agent/*.sh "$RUN"/jobs/
 JOBS=$RUN/jobs
 
-DAEMON='' AGENT='' REGISTRY=''
+DAEMON='' AGENT='' REGISTRY='' CONFIG_WRITTEN=''
 # Stops what the demo started: the jobs first (cancelled, so gpupoold assigns nothing new), then
 # the agent (--on-exit stop kills what still runs), then gpupoold; then any replica left over.
 stop_all() {
@@ -76,6 +80,7 @@ stop_all() {
         grep -qs "$RUN" /proc/"$pid"/cmdline && kill -KILL -- -"$pid" 2>/dev/null
     done
     rm -rf "$RUN" 2>/dev/null || { sleep 1; rm -rf "$RUN"; }  # a replica's last files may still land
+    if [[ -n "$CONFIG_WRITTEN" ]]; then ./scripts/demo-config.sh restore; fi
 }
 trap stop_all EXIT
 # json EXPR [ARGS...]: evaluates EXPR (Python) on the JSON read from stdin (j), ARGS in a.
@@ -271,7 +276,18 @@ if [[ "${DEMO_ONCE:-}" == "1" ]]; then
     exit 0
 fi
 say "gpupoold and the agent keep running.  In another shell:"
-echo "  export GPUPOOL_SERVER=$GPUPOOL_SERVER GPUPOOL_TOKEN_FILE=$PWD/$VAR/admin.token"
+if [[ "${DEMO_CONFIG:-1}" != 0 ]]; then
+    { read -r CONFIG_FILE; read -r CONFIG_KEPT; } < <(./scripts/demo-config.sh write "$GPUPOOL_SERVER" "$PWD/$VAR/admin.token")
+    CONFIG_WRITTEN=1
+    echo "  (your gpupool CLI now points at this demo: $CONFIG_FILE has its server and admin token file"
+    if [[ -n "$CONFIG_KEPT" ]]; then
+        echo "   your own config is kept as $CONFIG_KEPT and put back when the demo stops)"
+    else
+        echo "   and is removed when the demo stops; DEMO_CONFIG=0 leaves the config alone)"
+    fi
+else
+    echo "  export GPUPOOL_SERVER=$GPUPOOL_SERVER GPUPOOL_TOKEN_FILE=$PWD/$VAR/admin.token"
+fi
 echo "  ./build/bin/gpupool jobs | nodes | job $NLP | logs $NLP --replica 1 --follow | usage"
 echo "  ./build/bin/gpupool-agent fault --node-file $NODES --fault-file $VAR/faults --node h100-a-0 --gpu 0 --xid 79"
 echo "Replica logs: $VAR/agent/NODE/logs/; agent log: $VAR/agent.log.  Ctrl-C stops it all."

@@ -16,9 +16,13 @@
  *   preemptions   GET /v1/preemptions
  *   bill          GET /v1/bill?period=YYYY-MM (this UTC month)
  *
- *   jobs          GET /v1/jobs?state=live (pages of 1000), filtered here
- *   #/jobs/ID     GET /v1/jobs/ID, GET /v1/jobs/ID/logs (the last 64 KiB of
- *                 replica 0's latest run); Cancel: DELETE /v1/jobs/ID
+ *   jobs          GET /v1/jobs?state=live (pages of 1000), filtered here; the
+ *                 finished ones when the state filter asks (state=succeeded,
+ *                 failed, cancelled, each; no state for all)
+ *   #/jobs/ID     GET /v1/jobs/ID, GET /v1/jobs/ID/logs?replica=R (the last
+ *                 64 KiB of each replica's latest run: every replica up to
+ *                 LOG_REPLICAS_AT_ONCE, else the one picked); Cancel: DELETE
+ *                 /v1/jobs/ID
  *   #/nodes/NAME  GET /v1/nodes/NAME, GET /v1/nodes/NAME/checks; Drain (with
  *                 the reason it asks for) and Undrain: POST /v1/nodes/NAME/drain
  *
@@ -54,7 +58,8 @@ const SMALL_FLEET_NODES = 64;
 const JOB_PAGES_MAX = 20;
 
 /* What the signed-in viewer's page holds; session is null when signed out. */
-const view = { block: null, colourBy: 'state', data: null, jobs: null, route: null, session: null, blankDash: null };
+const view = { block: null, colourBy: 'state', data: null, jobs: null, jobsState: null, logReplica: null, route: null,
+               session: null, blankDash: null };
 
 /* ---- small helpers ---- */
 
@@ -181,6 +186,8 @@ function forget() {
   view.session = null;
   view.data = null;
   view.jobs = null;
+  view.jobsState = null;
+  view.logReplica = null;
   view.block = null;
   view.colourBy = 'state';
   sessionStorage.removeItem(TOKEN_KEY);
@@ -696,6 +703,10 @@ const BLOCKED_CODES = new Set(['no_gpu_type', 'topology', 'node_shape', 'sharing
 const FINAL_STATES = new Set(['succeeded', 'failed', 'cancelled']);
 const CANCEL_ROLES = new Set(['admin', 'operator', 'tenant-admin', 'member']);
 const LOG_TAIL_BYTES = 65536;
+const LOG_REPLICAS_AT_ONCE = 8;
+/* The state filter's finished choices: what each asks the API for. */
+const FINISHED_QUERIES = { finished: ['state=succeeded', 'state=failed', 'state=cancelled'], succeeded: ['state=succeeded'],
+                           failed: ['state=failed'], cancelled: ['state=cancelled'], all: [''] };
 
 /* Why a pending job cannot run as things stand (null when it merely waits its turn). */
 function blockedBy(j) {
@@ -712,28 +723,44 @@ function jobFilter() {
 }
 
 function jobShown(j, f) {
-  if (f.state === 'blocked' ? !blockedBy(j) : f.state && j.state !== f.state) return false;
+  if (f.state === 'blocked' ? !blockedBy(j) : f.state && !FINISHED_QUERIES[f.state] && j.state !== f.state) return false;
   if (f.tenant && j.tenant !== f.tenant && !j.tenant.startsWith(f.tenant + '/')) return false;
   if (f.user && j.user !== f.user) return false;
   const hay = [j.id, j.name, j.tenant, j.user, j.reason].join(' ').toLowerCase();
   return !f.text || hay.includes(f.text);
 }
 
+/* The live jobs, or the finished ones the state filter asks for (newest first). */
 async function loadJobs() {
-  view.jobs = await jobsAll('state=live');
+  const state = $('jobs-state').value;
+  const lists = await Promise.all((FINISHED_QUERIES[state] || ['state=live']).map((q) => jobsAll(q)));
+  view.jobs = lists.flat().sort((a, b) => b.id - a.id);
+  view.jobsState = state;
   drawJobs();
+}
+
+/* A new state filter: the finished choices need other jobs from the API, the live ones only a redraw. */
+function jobsStateChanged() {
+  const state = $('jobs-state').value;
+  if (!FINISHED_QUERIES[state] && !FINISHED_QUERIES[view.jobsState]) {
+    view.jobsState = state;
+    drawJobs();
+    return;
+  }
+  panel('jobs-body', loadJobs).catch((e) => { if (e.status === 401) signOut(); });
 }
 
 function jobRow(j, now) {
   const blocked = blockedBy(j);
-  const since = j.state === 'pending' ? j.submit_time : (j.start_time || j.submit_time);
+  const since = j.state === 'pending' ? j.submit_time : (j.bind_time || j.submit_time);
+  const until = FINAL_STATES.has(j.state) ? (j.end_time || since) : now;
   return el('tr', { class: blocked ? 'blocked' : null, dataset: { job: j.id, tenant: j.tenant, state: j.state,
                                                                   blocked: blocked || '' },
                     onclick: () => { location.hash = `#/jobs/${j.id}`; } },
             el('td', { class: 'num' }, el('a', { href: `#/jobs/${j.id}` }, j.id)),
             el('td', {}, el('a', { href: `#/tenants/${j.tenant}`, onclick: (ev) => ev.stopPropagation() }, j.tenant)),
             el('td', {}, j.user || ''), el('td', {}, j.name || ''), el('td', {}, j.state),
-            el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(now - since)),
+            el('td', {}, jobGpus(j)), timeCell(j.submit_time), el('td', { class: 'num' }, fmtSpan(until - since)),
             el('td', { class: 'reason' }, blocked ? el('strong', {}, 'blocked: ') : null, fmtReason(j.reason, now)));
 }
 
@@ -745,11 +772,15 @@ function drawJobs() {
   $('jobs-tenants').replaceChildren(...[...new Set(view.jobs.map((j) => j.tenant))].sort()
     .map((t) => el('option', { value: t })));
   const blocked = view.jobs.filter(blockedBy).length;
-  $('jobs-summary').textContent = `${shown.length} of ${view.jobs.length} live jobs shown` +
+  const finished = FINISHED_QUERIES[view.jobsState];
+  const which = view.jobsState === 'all' ? 'jobs' : finished ? 'finished jobs' : 'live jobs';
+  $('jobs-summary').textContent = `${shown.length} of ${view.jobs.length} ${which} shown` +
     (blocked ? `; ${blocked} blocked: they cannot run until the fleet, a limit or the job changes` : '');
+  $('jobs-summary').dataset.state = view.jobsState || '';
   $('jobs-body').replaceChildren(table(
     [['job', 'num'], ['tenant'], ['user'], ['name'], ['state'], ['GPUs'], ['submitted'], ['for', 'num'], ['reason']],
-    shown.map((j) => jobRow(j, now)), view.jobs.length ? 'No job matches the filters.' : 'No job is running or pending.'));
+    shown.map((j) => jobRow(j, now)), view.jobs.length ? 'No job matches the filters.'
+      : finished ? 'No finished job is kept.' : 'No job is running or pending.'));
 }
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break. */
@@ -842,19 +873,47 @@ function cancelButton(j) {
   return el('div', { class: 'actions' }, button, status);
 }
 
+/* The replicas whose logs the view shows: every one of a small gang, else the one picked (0 first). */
+function logReplicas(j) {
+  const n = j.replicas || 1;
+  if (n <= LOG_REPLICAS_AT_ONCE) return [...Array(n).keys()];
+  const picked = view.logReplica && view.logReplica.job === j.id ? view.logReplica.replica : 0;
+  return [Math.min(picked, n - 1)];
+}
+
+/* One replica's log: a line saying which run and how much, then its text. */
+function replicaLog(r, log) {
+  const head = log.run ? `replica ${r}, run bound ${fmtTime(log.run)}, ${log.size} bytes` +
+    (log.offset > 0 ? ` (the last ${log.size - log.offset})` : '') + (log.eof ? ', ended' : '') : `replica ${r} has not run`;
+  return el('div', { class: 'replica-log' }, el('div', { class: 'summary' }, head),
+            el('pre', { class: 'log', dataset: { replica: r } }, logText(log.data)));
+}
+
+/* A gang too large to show at once: which replica's log to show. */
+function logPicker(j, shown) {
+  if ((j.replicas || 1) <= LOG_REPLICAS_AT_ONCE) return '';
+  const select = el('select', { id: 'job-log-replica' },
+    ...[...Array(j.replicas).keys()].map((r) => el('option', { value: r, selected: r === shown || null }, `replica ${r}`)));
+  select.addEventListener('change', () => {
+    view.logReplica = { job: j.id, replica: Number(select.value) };
+    panel('job-detail-body', loadJobDetail).catch((e) => { if (e.status === 401) signOut(); });
+  });
+  return el('label', { class: 'controls' }, `${j.replicas} replicas; show `, select);
+}
+
 async function loadJobDetail() {
   const id = view.route && view.route.kind === 'jobs' ? view.route.key : null;
   if (!id) return;
   const j = await api(`/v1/jobs/${encodeURIComponent(id)}`);
-  const log = await loadLog(j.id, 0);
+  const replicas = logReplicas(j);
+  const logs = await Promise.all(replicas.map((r) => loadLog(j.id, r)));
   const kept = $('job-action-status') ? $('job-action-status').textContent : '';
-  const logHead = log.run ? `replica 0, run bound ${fmtTime(log.run)}, ${log.size} bytes` +
-    (log.offset > 0 ? ` (the last ${log.size - log.offset})` : '') + (log.eof ? ', ended' : '') : 'replica 0 has not run';
   $('job-detail-id').textContent = `${j.id}${j.name ? ' · ' + j.name : ''}`;
   $('job-detail-body').replaceChildren(
     cancelButton(j) || '', el('h3', {}, 'Why'), jobWhy(j), el('h3', {}, 'Spec'), jobSpec(j),
     el('h3', {}, 'Placement'), jobPlacement(j), el('h3', {}, 'History'), jobHistory(j),
-    el('h3', {}, 'Log'), el('div', { class: 'summary' }, logHead), el('pre', { id: 'job-log', class: 'log' }, logText(log.data)));
+    el('h3', {}, replicas.length > 1 ? 'Logs' : 'Log'), logPicker(j, replicas[0]),
+    el('div', { id: 'job-log' }, ...replicas.map((r, i) => replicaLog(r, logs[i]))));
   if (kept && $('job-action-status')) $('job-action-status').textContent = kept;
 }
 
@@ -1057,7 +1116,7 @@ function bindDash() {
   $('usage-range').addEventListener('change', () => panel('usage-charts', loadUsage).catch((e) => {
     if (e.status === 401) signOut();
   }));
-  $('jobs-state').addEventListener('change', drawJobs);
+  $('jobs-state').addEventListener('change', jobsStateChanged);
   for (const id of ['jobs-tenant', 'jobs-user', 'jobs-text']) $(id).addEventListener('input', drawJobs);
   $('jobs-csv').addEventListener('click', downloadCsv);
 }

@@ -454,14 +454,23 @@ void gp_response_free(gp_response *r)
     r->text = NULL;
 }
 
-int gp_client_run(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out)
+int gp_client_send(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     int rc = gp_client_call(c, method, path, NULL, text, text ? strlen(text) : 0, out);
     free(text);
-    if (rc)
-        return rc;
-    rc = gp_client_check(out);
+    return rc;
+}
+
+int gp_client_run(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out)
+{
+    int rc = gp_client_send(c, method, path, body, out);
+    return rc ? rc : gp_client_finish(c, out);
+}
+
+int gp_client_finish(gp_client *c, gp_response *out)
+{
+    int rc = gp_client_check(out);
     if (rc == GP_EXIT_OK && c->json) {
         json_dumpf(out->body, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
         fputc('\n', stdout);

@@ -104,6 +104,11 @@ void gp_response_free(gp_response *r);
 /* Calls, checks, prints JSON when --json; returns the exit code and leaves
  * the body in out for the caller's table on success. */
 int gp_client_run(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out);
+/* gp_client_run in two steps, for a caller that rewrites an error between
+ * them (a job file's line): the call (an exit code only when no answer
+ * came), then the check and the --json print. */
+int gp_client_send(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out);
+int gp_client_finish(gp_client *c, gp_response *out);
 
 /* Appends "&key=value" (URL-escaped) to a query string buffer. */
 void gp_query_add(gp_client *c, char *buf, size_t cap, const char *key, const char *value);

@@ -60,21 +60,57 @@ static int file_durations(json_t *doc, const char *path)
     return GP_EXIT_OK;
 }
 
-static int submit_from_file(gp_client *c, const char *path, json_t **out)
+/* lines: the line of each of the file's values, for errors (caller-owned). */
+static int submit_from_file(const char *path, json_t **out, gp_yaml_lines *lines)
 {
     size_t len;
     char *text = gp_read_file(path, &len);
     if (!text)
         return GP_EXIT_USAGE;
     gp_error err;
-    gp_err rc = gp_yaml_to_json(text, len, path, out, NULL, &err);
+    gp_err rc = gp_yaml_to_json(text, len, path, out, lines, &err);
     free(text);
-    (void)c;
     if (rc != GP_OK)
         return gp_usage_error("submit", "%s", err.message);
     if (!*out)
         return gp_usage_error("submit", "%s: the file is empty", path);
     return file_durations(*out, path);
+}
+
+/* A server error about a field the job file gave, told at the file's line:
+ * "job.yaml:4: unknown field gpu; did you mean gpus?".  The server names
+ * the field "gpu" (one job), "job.gpu" (--array) or "jobs[3].gpu" (a list,
+ * the file's "[3].gpu"); a field the flags gave (flags win) stays as it is. */
+static void error_at_file_line(gp_response *resp, const gp_yaml_lines *lines, const json_t *doc, const json_t *flags)
+{
+    json_t *e = json_object_get(resp->body, "error");
+    const char *field = json_string_value(json_object_get(e, "field")), *rest = field;
+    const char *msg = json_string_value(json_object_get(e, "message"));
+    const json_t *item = doc;
+    char path[GP_ERROR_FIELD_MAX + 32], key[GP_ERROR_FIELD_MAX];
+    unsigned long i = 0;
+    int used = 0;
+    if (!field || !msg)
+        return;
+    if (json_is_array(doc)) {
+        if (sscanf(field, "jobs[%lu]%n", &i, &used) != 1 || used == 0 || !(item = json_array_get(doc, i)))
+            return;
+        rest = field + used + (field[used] == '.');
+        snprintf(path, sizeof path, "[%lu]%s%s", i, rest[0] ? "." : "", rest);
+    } else {
+        rest = strncmp(field, "job.", 4) == 0 ? field + 4 : field;
+        snprintf(path, sizeof path, "%s", rest);
+    }
+    snprintf(key, sizeof key, "%.*s", (int)strcspn(rest, ".["), rest);
+    if (!json_object_get(item, key) || json_object_get(flags, key))
+        return;
+    size_t cap = strlen(lines->name) + strlen(msg) + 32;
+    char *text = malloc(cap);
+    if (!text)
+        return;
+    snprintf(text, cap, "%s:%d: %s", lines->name, gp_yaml_line(lines, path), msg);
+    json_object_set_new(e, "message", json_string(text));
+    free(text);
 }
 
 static const char *const job_head[] = {"ID",  "TENANT", "USER", "NAME",  "GPUS",  "STATE",
@@ -272,8 +308,11 @@ static void print_job_lines(const json_t *jobs)
  * of jobs or an --array of one (POST /v1/jobs:batch, one request that the
  * daemon commits all or none).  flags: the job the flags describe; they
  * win over every job of the file.  array: 0 = no --array. */
-static int submit_send(gp_client *c, json_t *flags, json_t *from_file, long long array, gp_response *resp)
+static int submit_send(gp_client *c, json_t *flags, json_t *from_file, const gp_yaml_lines *lines, long long array,
+                       gp_response *resp)
 {
+    const char *path = "/v1/jobs";
+    json_t *body = NULL;
     if (json_is_array(from_file)) {
         if (array)
             return gp_usage_error("submit", "--array takes one job; the file holds a list");
@@ -287,21 +326,21 @@ static int submit_send(gp_client *c, json_t *flags, json_t *from_file, long long
                 json_object_update_missing(job, item);
             json_array_append_new(jobs, job);
         }
-        json_t *body = json_pack("{s:o}", "jobs", jobs);
-        int rc = gp_client_run(c, "POST", "/v1/jobs:batch", body, resp);
-        json_decref(body);
-        return rc;
-    }
-    if (from_file && !json_is_object(from_file))
+        body = json_pack("{s:o}", "jobs", jobs);
+        path = "/v1/jobs:batch";
+    } else if (from_file && !json_is_object(from_file)) {
         return gp_usage_error("submit", "the file must hold one job (a mapping) or a list of jobs");
-    if (from_file)
-        json_object_update_missing(flags, from_file);
-    if (!array)
-        return gp_client_run(c, "POST", "/v1/jobs", flags, resp);
-    json_t *body = json_pack("{s:O, s:I}", "job", flags, "array", (json_int_t)array);
-    int rc = gp_client_run(c, "POST", "/v1/jobs:batch", body, resp);
+    } else {
+        json_t *job = json_deep_copy(flags);
+        json_object_update_missing(job, from_file);
+        body = array ? json_pack("{s:o, s:I}", "job", job, "array", (json_int_t)array) : job;
+        path = array ? "/v1/jobs:batch" : path;
+    }
+    int rc = gp_client_send(c, "POST", path, body, resp);
     json_decref(body);
-    return rc;
+    if (rc == GP_EXIT_OK && from_file)
+        error_at_file_line(resp, lines, from_file, flags);
+    return rc == GP_EXIT_OK ? gp_client_finish(c, resp) : rc;
 }
 
 /* --mount VOLUME:TARGET[:ro|:rw] as a mount object (the server checks the
@@ -340,6 +379,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *mounts = json_array(), *from_file = NULL;
+    gp_yaml_lines lines = {0};
     const char *file = NULL;
     long long array = 0;
     char *end;
@@ -395,15 +435,16 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         json_object_set_new(job, "command", cmd);
     }
     if (rc == GP_EXIT_OK && file)
-        rc = submit_from_file(c, file, &from_file);
+        rc = submit_from_file(file, &from_file, &lines);
     gp_response resp = {0};
     if (rc == GP_EXIT_OK)
-        rc = submit_send(c, job, from_file, array, &resp);
+        rc = submit_send(c, job, from_file, &lines, array, &resp);
     if (rc == GP_EXIT_OK && !c->json && json_object_get(resp.body, "ids"))
         print_job_lines(json_object_get(resp.body, "jobs"));
     else if (rc == GP_EXIT_OK && !c->json)
         print_job_line(resp.body);
     gp_response_free(&resp);
+    gp_yaml_lines_free(&lines);
     json_decref(from_file);
     json_decref(job);
     json_decref(types);

@@ -122,6 +122,10 @@ static void print_advice(const json_t *job, const json_t *w, bool shape, int64_t
                "to change: ask for fewer GPUs per replica or fewer replicas%s, or less CPU/memory;\n"
                "           or wait for bigger nodes\n",
                strcmp(field(job, "topology"), "any") == 0 ? "" : ", a looser topology");
+    else if (strcmp(code, "no_gpu_type") == 0 && json_array_size(json_object_get(job, "no_node_yet")) > 0)
+        printf("blocked:   no node of its GPU types has joined the fleet yet (declared by an admin)\n"
+               "to change: nothing: it starts once such a node registers; or accept other GPU types\n"
+               "           (gpupool gpu-types lists them)\n");
     else if (strcmp(code, "no_gpu_type") == 0 || strcmp(code, "sharing_mode") == 0)
         printf("blocked:   the fleet has no usable GPU of the accepted types in this sharing mode\n"
                "to change: accept other GPU types (gpupool nodes lists them) or another isolation\n");

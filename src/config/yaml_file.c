@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/file.h"
+#include "util/nearest.h"
 
 static bool known_key(const gp_yaml_file_kind *kind, const char *key)
 {
@@ -14,6 +15,14 @@ static bool known_key(const gp_yaml_file_kind *kind, const char *key)
         if (strcmp(kind->keys[k], key) == 0)
             return true;
     return false;
+}
+
+static size_t known_count(const gp_yaml_file_kind *kind)
+{
+    size_t n = 0;
+    while (n < GP_YAML_FILE_KEYS && kind->keys[n])
+        n++;
+    return n;
 }
 
 /* The allowed keys as words: "tenants", "pools and nodes". */
@@ -38,8 +47,10 @@ static gp_err check_root(const gp_yaml_file_kind *kind, const gp_yaml_lines *lin
     json_t *v;
     json_object_foreach((json_t *)root, key, v) {
         char words[128];
+        const char *near = gp_suggest(key, kind->keys, known_count(kind));
         if (!known_key(kind, key))
-            return gp_yaml_fail(lines, key, err, key, "unknown field %s (a %s has %s)", key, kind->what,
+            return gp_yaml_fail(lines, key, err, key, "unknown field %s%s%s%s (a %s has %s)", key,
+                                near ? "; did you mean " : "", near ? near : "", near ? "?" : "", kind->what,
                                 keys_in_words(kind, words, sizeof words));
     }
     if (!json_object_get(root, kind->list))

@@ -373,6 +373,19 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
     return GP_OK;
 }
 
+gp_err gp_engine_gpu_type_declare(gp_engine *e, const char *name, int64_t now, gp_error *err)
+{
+    gp_err rc = time_check(e, now, err);
+    if (rc)
+        return rc;
+    if (!name || !name[0] || !memchr(name, '\0', GP_NAME_MAX))
+        return gp_error_set(err, GP_ERR_INVALID, "name", "a GPU type's name is 1..%d characters", GP_NAME_MAX - 1);
+    if (gp__fleet_type_intern(&e->fleet, name) < 0)
+        return gp_error_set(err, GP_ERR_CONFLICT, "name", "a fleet holds at most %d GPU types", GP_MAX_GPU_TYPES);
+    e->now = now;
+    return GP_OK;
+}
+
 /* A pool's score or time-slice factor (fleet.c keeps the pools): placement
  * may look differently now, so reclaim searches that found nothing and the
  * remembered share scores are forgotten. */

@@ -62,6 +62,14 @@ gp_err gp_engine_node_drain(gp_engine *e, const char *node, bool drain, int64_t 
 gp_err gp_engine_gpu_health(gp_engine *e, const char *node, int gpu_index, bool healthy, int64_t now,
                             gp_error *err);
 
+/* An admin declared a GPU type before its nodes arrive: the engine knows
+ * the name from now on (jobs and quotas may name it, in any case; the
+ * first spelling the engine learnt is the one kept), with no GPU of it
+ * until a node registers one.  A type already known changes nothing.
+ * GP_ERR_INVALID "name" for an empty or over-long name, GP_ERR_CONFLICT
+ * "name" when the engine knows GP_MAX_GPU_TYPES types already. */
+gp_err gp_engine_gpu_type_declare(gp_engine *e, const char *name, int64_t now, gp_error *err);
+
 /* Configure a placement pool (created on first use; nodes name their pool).
  * spec->owner may name a tenant that does not exist (yet): the pool is
  * then closed to every job until it does (see dedicated.c). */
@@ -105,10 +113,12 @@ gp_err gp_engine_job_check(const gp_engine *e, const gp_job_spec *spec, gp_error
 /* Could a node or block of the fleet ever hold a job of this (checked)
  * spec: its registered nodes, whatever their state now, as if empty (GPUs
  * per node, NVLink domains, blocks, CPU and memory per node, sharing modes
- * and MIG profiles)?  GP_OK when yes, or when no node of an accepted type
- * is registered yet (the job waits for one); else GP_ERR_NEVER_FITS with
- * the field to change and why, e.g. field "gpus", "16 H100 GPUs in one
- * replica, but the largest H100 node has 8; ...".  Changes nothing
+ * and MIG profiles)?  GP_OK when yes, or when the job takes any GPU type
+ * and no GPU node is registered at all (a fleet being brought up: it waits
+ * for one); else GP_ERR_NEVER_FITS with the field to change and why, e.g.
+ * field "gpus", "16 H100 GPUs in one replica, but the largest H100 node
+ * has 8; ...", or field "gpu_types", "no node of GPU type H200 has joined
+ * the fleet yet" for types it names (declared) that no node has.  Changes nothing
  * (why.c: the same judgement the pass makes, GP_WAIT_TOPOLOGY,
  * GP_WAIT_NODE_SHAPE, GP_WAIT_SHARING_MODE). */
 gp_err gp_engine_job_fits(const gp_engine *e, const gp_job_spec *spec, gp_error *err);

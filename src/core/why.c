@@ -289,6 +289,19 @@ static void job_shape(const gp_engine *e, const gp_job_spec *s, gp__job *j)
     snprintf(j->mig_profile, sizeof j->mig_profile, "%s", s->isolation == GP_ISO_MIG ? s->share.mig_profile : "");
 }
 
+/* The types a job names, "H200" or "H200 or B200", none of which any
+ * registered node has (a NO_GPU_TYPE wait against the registered shape). */
+static void named_types_format(const gp_engine *e, const gp__job *j, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < e->fleet.n_types && used < len; t++)
+        if (j->type_mask & (1u << t)) {
+            int n = snprintf(buf + used, len - used, "%s%s", used ? " or " : "", e->fleet.types[t]);
+            used += n < 0 ? 0 : (size_t)n;
+        }
+}
+
 gp_err gp_engine_job_fits(const gp_engine *e, const gp_job_spec *spec, gp_error *err)
 {
     gp__fleet_shape *registered = malloc(sizeof *registered);
@@ -300,7 +313,12 @@ gp_err gp_engine_job_fits(const gp_engine *e, const gp_job_spec *spec, gp_error 
     job_shape(e, spec, &j);
     gp_wait w = gp__place_possible_in(&e->fleet, registered, &j);
     gp_err rc = GP_OK;
-    if (w.code != GP_WAIT_NONE && w.code != GP_WAIT_NO_GPU_TYPE) { /* no node of its types yet: it waits for one */
+    if (w.code == GP_WAIT_NO_GPU_TYPE && j.type_mask != 0xff) { /* it names types (declared) no node has */
+        char types[GP_MAX_GPU_TYPES * (GP_NAME_MAX + 4)];
+        named_types_format(e, &j, types, sizeof types);
+        rc = gp_error_set(err, GP_ERR_NEVER_FITS, "gpu_types", "no node of GPU type %s has joined the fleet yet",
+                          types);
+    } else if (w.code != GP_WAIT_NONE && w.code != GP_WAIT_NO_GPU_TYPE) { /* any type, no GPU node yet: waits */
         char text[GP_ERROR_MESSAGE_MAX];
         const char *field;
         never_fits_format(e, registered, &j, &w, text, sizeof text, &field);

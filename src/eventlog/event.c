@@ -18,7 +18,7 @@
 static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "submit",    "cancel",     "tenant_set", "tenant_remove", "node_add", "node_lost",
     "node_drain", "pool_set", "tick",       "clock_resolution", "replica_exit", "checkpointed",
-    "gpu_health", "job_update",
+    "gpu_health", "job_update", "gpu_type_declare",
 };
 
 /* What a decoded event points into. */
@@ -95,7 +95,8 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_TENANT_SET: return json_pack("{s:s, s:o}", "path", ev->path, "spec", gp_tenant_spec_to_json(ev->tenant));
     case GP_EV_TENANT_REMOVE: return json_pack("{s:s}", "path", ev->path);
     case GP_EV_NODE_ADD: return gp_node_spec_to_json(ev->node);
-    case GP_EV_NODE_LOST: return json_pack("{s:s}", "name", ev->name);
+    case GP_EV_NODE_LOST:
+    case GP_EV_GPU_TYPE_DECLARE: return json_pack("{s:s}", "name", ev->name);
     case GP_EV_NODE_DRAIN: return json_pack("{s:s, s:b}", "name", ev->name, "drain", ev->drain);
     case GP_EV_POOL_SET: return gp_pool_to_json(ev->name, ev->pool);
     case GP_EV_TICK: return json_object();
@@ -165,8 +166,9 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
         ev->path = st->path;
         return gp_json_string(json_object_get(p, "path"), "path", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
     case GP_EV_NODE_LOST:
+    case GP_EV_GPU_TYPE_DECLARE:
     case GP_EV_NODE_DRAIN:
-        if ((rc = expect_keys(p, ev->kind == GP_EV_NODE_LOST ? NAME : DRAIN, ev->kind == GP_EV_NODE_LOST ? 1 : 2, err)))
+        if ((rc = expect_keys(p, ev->kind == GP_EV_NODE_DRAIN ? DRAIN : NAME, ev->kind == GP_EV_NODE_DRAIN ? 2 : 1, err)))
             return rc;
         ev->name = st->name;
         if (ev->kind == GP_EV_NODE_DRAIN && (rc = gp_json_bool(json_object_get(p, "drain"), "drain", &ev->drain, err)))

@@ -24,12 +24,14 @@
  *   gpu_health        {"name": "h100-a-0", "gpu": 3, "healthy": false}
  *   job_update        {"id": 7, "hold": true, "by": "alice", "priority": 5, "time_limit_s": 7200}
  *                     (a pending job's change: "id" and at least one other; "by" with hold true only)
+ *   gpu_type_declare  {"name": "H200"}   (an admin declared a GPU type before its nodes arrive)
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
  * written by gpupoold before the codec existed are version 1 (the format
  * did not change).  The three kinds before job_update came with node agents,
- * job_update with hold and update of pending jobs; they are
+ * job_update with hold and update of pending jobs, gpu_type_declare with
+ * declared GPU types; they are
  * new kinds, not a new version of old ones, so every version-1 payload
  * still reads as before (a build without them refuses the kind by name).
  * docs/event-log.md keeps the list.
@@ -76,6 +78,7 @@ typedef enum gp_event_kind {
     GP_EV_CHECKPOINTED,
     GP_EV_GPU_HEALTH,
     GP_EV_JOB_UPDATE,
+    GP_EV_GPU_TYPE_DECLARE,
     GP_EV_KINDS
 } gp_event_kind;
 
@@ -110,7 +113,8 @@ typedef struct gp_event {
     const char *path;             /* tenant_set, tenant_remove */
     const gp_tenant_spec *tenant; /* tenant_set */
     const gp_node_spec *node;     /* node_add */
-    const char *name;             /* node_lost, node_drain, gpu_health: the node; pool_set: the pool */
+    const char *name;             /* node_lost, node_drain, gpu_health: the node; pool_set: the pool;
+                                     gpu_type_declare: the type */
     bool drain;                   /* node_drain */
     int gpu_index;                /* gpu_health */
     bool healthy;                 /* gpu_health */

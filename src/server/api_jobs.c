@@ -210,6 +210,7 @@ static void submit_finish(gp_server *srv, gp_op *op, int64_t now)
     gp_job_request *req = op->arg;
     json_t *view = gp_job_request_to_json(req);
     gp_journal_job_live(&srv->journal, req->spec.id, view);
+    gp_gpu_types_reason(srv, view);
     add_execution_note(srv, view);
     gp_op_reply(op, 201, view);
 }

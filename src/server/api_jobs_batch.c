@@ -302,6 +302,7 @@ static void batch_finish(gp_server *srv, gp_op *op, int64_t now)
     for (size_t i = 0; i < b->n; i++) {
         json_t *view = gp_job_request_to_json(&b->reqs[i]);
         gp_journal_job_live(&srv->journal, b->reqs[i].spec.id, view);
+        gp_gpu_types_reason(srv, view);
         json_array_append_new(ids, json_integer((json_int_t)b->reqs[i].spec.id));
         json_array_append_new(jobs, view);
     }

@@ -183,16 +183,8 @@ gp_err gp_gpu_types_job_canon(gp_server *srv, gp_job_request *req, gp_error *err
 {
     gp_gpu_known k;
     gp_err rc = gp_gpu_types_known(srv, &k, err);
-    for (int i = 0; rc == GP_OK && i < req->spec.n_gpu_types; i++) {
+    for (int i = 0; rc == GP_OK && i < req->spec.n_gpu_types; i++)
         rc = gp_gpu_type_canon(&k, "gpu_types", req->gpu_types[i], err);
-        /* the engine learns a type from a node or a quota naming it */
-        if (rc == GP_OK && !engine_spelling(srv->journal.engine, req->gpu_types[i]))
-            rc = gp_error_set(err, GP_ERR_INVALID, "gpu_types",
-                              "GPU type %s is declared but no node has it and no quota names it yet; a job may "
-                              "ask for it once a tenant's quota names it (gpupool quota set PATH --limit %s=N) "
-                              "or its nodes register",
-                              req->gpu_types[i], req->gpu_types[i]);
-    }
     return rc;
 }
 
@@ -223,10 +215,9 @@ void gp_gpu_types_reason(gp_server *srv, json_t *view)
                  json_string_value(name));
     }
     char reason[GP_ERROR_MESSAGE_MAX];
-    snprintf(reason, sizeof reason,
-             "no node with GPU type %s is registered yet (declared by an admin); the job waits until one registers",
-             names);
+    snprintf(reason, sizeof reason, "no node of GPU type %s has joined the fleet yet; the job waits for one", names);
     json_object_set_new(view, "reason", json_string(reason));
+    json_object_set(view, "no_node_yet", (json_t *)types);
 }
 
 /* ---- the migration of stores written before issue 32 ---- */
@@ -291,11 +282,32 @@ static gp_err tenant_migrate(gp_server *srv, const char *path, json_t *spec, int
     return rc;
 }
 
+/* Types declared in the store (before the engine learnt declarations)
+ * that the engine does not know: logged now, as a declaration would be. */
+static gp_err declared_teach(gp_server *srv, int64_t wall, gp_error *err)
+{
+    json_t *declared = NULL;
+    gp_err rc = gp_store_gpu_types_declared(srv->store, &declared, err);
+    int64_t now = gp_journal_now(&srv->journal, wall);
+    size_t i;
+    json_t *row;
+    json_array_foreach(declared, i, row) {
+        const char *name = json_string_value(json_object_get(row, "name"));
+        if (rc == GP_OK && name && !engine_spelling(srv->journal.engine, name) &&
+            gp_engine_gpu_type_count(srv->journal.engine) < GP_MAX_GPU_TYPES)
+            rc = gp_journal_gpu_type_declare(&srv->journal, name, now, err);
+    }
+    json_decref(declared);
+    return rc;
+}
+
 /* In one transaction (a fenced leader writes only in one). */
 gp_err gp_gpu_types_migrate(gp_server *srv, int64_t now, gp_error *err)
 {
     json_t *all = NULL;
     gp_err rc = gp_store_begin(srv->store, err);
+    if (rc == GP_OK)
+        rc = declared_teach(srv, now, err);
     if (rc == GP_OK)
         rc = gp_store_tenants_get(srv->store, &all, err);
     const char *path;
@@ -364,6 +376,8 @@ static void declare_run(gp_server *srv, gp_op *op, int64_t now)
         rc = gp_error_set(&err, GP_ERR_CONFLICT, "name", "a fleet holds at most %d GPU types", GP_MAX_GPU_TYPES);
     else if (rc == GP_OK && !(at >= 0 && k.declared[at]))
         rc = gp_store_gpu_type_declare(srv->store, at >= 0 ? k.names[at] : name, now, op->who->token_id, &err);
+    if (rc == GP_OK && !engine_spelling(e, name)) /* the engine learns it: jobs may name it */
+        rc = gp_journal_gpu_type_declare(&srv->journal, at >= 0 ? k.names[at] : name, now, &err);
     if (rc != GP_OK) {
         gp_op_fail(op, &err);
         return;

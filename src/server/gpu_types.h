@@ -9,7 +9,10 @@
  * and shown as the fleet's "H100".  A name that matches no known type is
  * refused like a job's (GP_ERR_INVALID naming the field, listing the known
  * types, "did you mean" when one is near).  A quota's limit does not make
- * a type known.
+ * a type known.  A declaration is also an engine event (gpu_type_declare,
+ * logged), so a job may name the type at once: with no node of it yet, it
+ * is refused as one no node could hold (422 never_fits "gpu_types") unless
+ * it asks to wait for the fleet, and then it waits for the first node.
  *
  * All functions run on the engine thread (they read the engine and the
  * store).  Nothing here allocates what the caller must free, except where
@@ -47,13 +50,16 @@ gp_err gp_gpu_types_job_canon(gp_server *srv, gp_job_request *req, gp_error *err
  * may come before the nodes); two keys of one type are refused (field). */
 gp_err gp_gpu_types_keys_canon(gp_server *srv, json_t *obj, const char *field, gp_error *err);
 /* A pending job's view (its "state", "gpu_types", "reason") whose every
- * type has no registered GPU: the reason says no node of it is
- * registered yet, rather than the engine's "no schedulable GPU". */
+ * type has no registered GPU: the reason says no node of it has joined
+ * yet, rather than the engine's "no schedulable GPU", and "no_node_yet"
+ * lists those types (for `gpupool why`'s advice). */
 void gp_gpu_types_reason(gp_server *srv, json_t *view);
-/* At the lead's start: tenant specs in the store that spell one type two
- * ways ({"H100": 20, "h100": 10}, written before issue 32) or in another
- * case get one key in the engine's spelling, holding the amount the
- * engine has in force (the entry written last). */
+/* At the lead's start: types declared in the store that the engine does
+ * not know (declared before declarations were engine events) are logged
+ * as declared; tenant specs in the store that spell one type two ways
+ * ({"H100": 20, "h100": 10}, written before issue 32) or in another case
+ * get one key in the engine's spelling, holding the amount the engine has
+ * in force (the entry written last). */
 gp_err gp_gpu_types_migrate(gp_server *srv, int64_t now, gp_error *err);
 
 #endif

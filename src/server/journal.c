@@ -515,6 +515,12 @@ gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, boo
     return journal_event(j, &ev, err);
 }
 
+gp_err gp_journal_gpu_type_declare(gp_journal *j, const char *name, int64_t now, gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_GPU_TYPE_DECLARE, .time = now, .name = name};
+    return journal_event(j, &ev, err);
+}
+
 gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err)
 {
     gp_event ev = {.kind = GP_EV_CLOCK_RESOLUTION, .time = now, .seconds = seconds};

@@ -107,6 +107,9 @@ gp_err gp_journal_replica_exit(gp_journal *j, const gp_replica_exit *x, int64_t 
 gp_err gp_journal_checkpointed(gp_journal *j, uint64_t id, int64_t now, gp_error *err);
 gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, bool healthy, int64_t now,
                              gp_error *err);
+/* A declared GPU type (gpu_types.c) the engine learns, logged so that a
+ * replay knows it before the jobs that name it. */
+gp_err gp_journal_gpu_type_declare(gp_journal *j, const char *name, int64_t now, gp_error *err);
 /* Logged only when it differs from the engine's (gpupoold sets 1 s at start:
  * engine time is whole seconds of wall-clock time). */
 gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err);

@@ -174,6 +174,12 @@ bool gp_image_registry(const char *ref, char *host, size_t cap)
 
 static const char *const JOB_KEYS[] = {"image", "mounts", "shm_mib", "read_only_root", "network"};
 
+const char *const *gp_job_container_keys(size_t *n)
+{
+    *n = sizeof JOB_KEYS / sizeof JOB_KEYS[0];
+    return JOB_KEYS;
+}
+
 bool gp_job_container_key(const char *key)
 {
     for (size_t i = 0; i < sizeof JOB_KEYS / sizeof JOB_KEYS[0]; i++)

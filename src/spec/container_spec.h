@@ -81,6 +81,8 @@ typedef struct gp_job_container {
 
 /* Whether key is one of the job spec's container keys. */
 bool gp_job_container_key(const char *key);
+/* Those keys (static storage), *n of them: for "did you mean". */
+const char *const *gp_job_container_keys(size_t *n);
 /* Reads one of those keys into c (errors name the field: "image", "mounts", ...). */
 gp_err gp_job_container_field(gp_job_container *c, const char *key, const json_t *x, gp_error *err);
 /* Adds c's keys to a job's JSON (defaults left out). */

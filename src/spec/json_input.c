@@ -10,6 +10,7 @@
 #include "util/nearest.h"
 #include "util/text.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,10 +229,31 @@ gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err)
     return gp_error_set(err, GP_ERR_INVALID, field, "unknown field %s", field);
 }
 
+/* key and name equal without regard to case, "-" and "_" alike. */
+static bool alias_matches(const char *key, const char *name)
+{
+    for (; *key && *name; key++, name++) {
+        char a = *key == '-' ? '_' : (char)tolower((unsigned char)*key);
+        char b = *name == '-' ? '_' : (char)tolower((unsigned char)*name);
+        if (a != b)
+            return false;
+    }
+    return *key == *name;
+}
+
 gp_err gp_json_unknown_field_near(const char *prefix, const char *key, const char *const *known, size_t n,
                                   gp_error *err)
 {
+    return gp_json_unknown_field_hint(prefix, key, known, n, NULL, 0, err);
+}
+
+gp_err gp_json_unknown_field_hint(const char *prefix, const char *key, const char *const *known, size_t n,
+                                  const gp_json_alias *aliases, size_t n_aliases, gp_error *err)
+{
     const char *near = gp_suggest(key, known, n);
+    for (size_t i = 0; !near && i < n_aliases; i++)
+        if (alias_matches(key, aliases[i].theirs))
+            near = aliases[i].ours;
     if (!near)
         return gp_json_unknown_field(prefix, key, err);
     char field[GP_ERROR_FIELD_MAX];

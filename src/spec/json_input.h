@@ -55,6 +55,16 @@ gp_err gp_json_unknown_field(const char *prefix, const char *key, gp_error *err)
  * key (util/nearest.h): "unknown field guarantees; did you mean guarantee?". */
 gp_err gp_json_unknown_field_near(const char *prefix, const char *key, const char *const *known, size_t n,
                                   gp_error *err);
+/* Another scheduler's name for one of ours: Slurm's gpus_per_node is a
+ * job's gpus, Kubernetes' nodeSelector... (matched without regard to case,
+ * "-" as "_"). */
+typedef struct gp_json_alias {
+    const char *theirs, *ours;
+} gp_json_alias;
+/* gp_json_unknown_field_near, and when no known name is near, the one an
+ * alias maps key to: "unknown field gpus_per_node; did you mean gpus?". */
+gp_err gp_json_unknown_field_hint(const char *prefix, const char *key, const char *const *known, size_t n,
+                                  const gp_json_alias *aliases, size_t n_aliases, gp_error *err);
 
 /* "prefix.key" (or "key" when prefix is empty) into out. */
 void gp_json_field_name(char *out, size_t cap, const char *prefix, const char *key);

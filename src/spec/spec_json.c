@@ -173,6 +173,37 @@ static gp_err parse_int_field(const json_t *x, const char *key, int64_t min, int
     return gp_json_int(x, key, min, max, out, err);
 }
 
+/* A key no job has: "did you mean" the nearest that it has, or the one
+ * another scheduler's name stands for (Slurm's, a Kubernetes pod's). */
+static gp_err job_field_unknown(const char *key, gp_error *err)
+{
+    static const char *const FIELDS[] = {
+        "tenant",         "name",           "user",          "kind",         "replicas",      "gpus",
+        "gpu_types",      "cpu_millis",     "mem_mib",       "pids_max",     "topology",      "share",
+        "isolation",      "priority",       "checkpoint_grace_s", "expected_runtime_s", "time_limit_s",
+        "restart_policy", "max_restarts",   "stop_signal",   "command",      "env",           "env_from_secret",
+        "wait_for_fleet"};
+    static const gp_json_alias ALIASES[] = {
+        {"gpus_per_replica", "gpus"}, {"gpus_per_node", "gpus"},     {"gpus_per_task", "gpus"},
+        {"gres", "gpus"},             {"nodes", "replicas"},         {"ntasks", "replicas"},
+        {"num_nodes", "replicas"},    {"parallelism", "replicas"},   {"gpu_type", "gpu_types"},
+        {"constraint", "gpu_types"},  {"time", "time_limit_s"},      {"time_limit", "time_limit_s"},
+        {"walltime", "time_limit_s"}, {"cpus", "cpu_millis"},        {"cpus_per_task", "cpu_millis"},
+        {"mem", "mem_mib"},           {"memory", "mem_mib"},         {"account", "tenant"},
+        {"namespace", "tenant"},      {"job_name", "name"},
+        {"nice", "priority"},         {"args", "command"},           {"wrap", "command"},
+        {"environment", "env"},       {"signal", "stop_signal"},     {"requeue", "restart_policy"}};
+    size_t n_container;
+    const char *const *container = gp_job_container_keys(&n_container);
+    const char *known[sizeof FIELDS / sizeof FIELDS[0] + 8];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++)
+        known[n++] = FIELDS[i];
+    for (size_t i = 0; i < n_container && n < sizeof known / sizeof known[0]; i++)
+        known[n++] = container[i];
+    return gp_json_unknown_field_hint("", key, known, n, ALIASES, sizeof ALIASES / sizeof ALIASES[0], err);
+}
+
 /* One key of a job body. */
 static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, bool allow_id, bool *have_iso,
                         gp_isolation *implied, gp_error *err)
@@ -274,7 +305,7 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return gp_json_bool(x, key, &r->wait_for_fleet, err);
     if (gp_job_container_key(key))
         return gp_job_container_field(&r->container, key, x, err);
-    return gp_json_unknown_field("", key, err);
+    return job_field_unknown(key, err);
 }
 
 gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r, gp_error *err)
@@ -625,6 +656,22 @@ static gp_err node_array(const json_t *x, const char *key, gp_node_request *r, g
     return GP_OK;
 }
 
+/* A key no node has: "did you mean" the nearest (the GPU count spelled
+ * gpus_key), or what another system's name stands for. */
+static gp_err node_field_unknown(const char *key, const char *gpus_key, gp_error *err)
+{
+    const char *const known[] = {"name",    "zone",       "block",     "gpu_type",  "pool",
+                                 gpus_key,  "nvlink_domains", "gpu_mem_mib", "cpu_millis", "mem_mib",
+                                 "sharing", "gpu_uuids",  "gpu_sharing"};
+    const gp_json_alias aliases[] = {
+        {"gpus_per_node", gpus_key}, {"gpu_count", gpus_key}, {"gpus", gpus_key},       {"gres", gpus_key},
+        {"gpu_model", "gpu_type"},   {"gpu_types", "gpu_type"}, {"model", "gpu_type"},  {"partition", "pool"},
+        {"rack", "block"},           {"switch", "block"},     {"cpus", "cpu_millis"},   {"real_memory", "mem_mib"},
+        {"memory", "mem_mib"},       {"mem", "mem_mib"},      {"region", "zone"},       {"hostname", "name"}};
+    return gp_json_unknown_field_hint("", key, known, sizeof known / sizeof known[0], aliases,
+                                      sizeof aliases / sizeof aliases[0], err);
+}
+
 /* One key of a node body; the GPU count is spelled `gpus_key`. */
 static gp_err node_field(gp_node_request *r, const char *key, const json_t *x, const char *gpus_key,
                          size_t *n_uuids, size_t *n_sharing, gp_error *err)
@@ -666,7 +713,7 @@ static gp_err node_field(gp_node_request *r, const char *key, const json_t *x, c
         *(strcmp(key, "gpu_uuids") == 0 ? n_uuids : n_sharing) = json_array_size(x);
         return node_array(x, key, r, err);
     }
-    return gp_json_unknown_field("", key, err);
+    return node_field_unknown(key, gpus_key, err);
 }
 
 /* The rules that tie a node's fields together. */
@@ -757,6 +804,7 @@ json_t *gp_node_spec_to_json(const gp_node_spec *s)
 
 gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *out, gp_error *err)
 {
+    static const char *const POOL_FIELDS[] = {"name", "score", "timeslice_replicas", "seed", "owner"};
     memset(out, 0, sizeof *out);
     name[0] = '\0';
     gp_err rc = gp_json_object(body, "pool", err);
@@ -778,7 +826,7 @@ gp_err gp_pool_parse(const json_t *body, char name[GP_NAME_MAX], gp_pool_spec *o
         else if (strcmp(key, "owner") == 0)
             rc = gp_pool_owner_parse(x, out->owner, err);
         else
-            rc = gp_json_unknown_field("", key, err);
+            rc = gp_json_unknown_field_near("", key, POOL_FIELDS, sizeof POOL_FIELDS / sizeof POOL_FIELDS[0], err);
     }
     if (rc == GP_OK && !name[0])
         rc = gp_error_set(err, GP_ERR_INVALID, "name", "a pool needs a name");

@@ -82,6 +82,39 @@ def test_every_example_of_the_cli_reference_runs(d):
         time.sleep(0.05)
 
 
+def slurm_table_commands(path):
+    """The gpupool commands of the "Coming from Slurm" table, as written."""
+    with open(path) as f:
+        text = f.read()
+    section = text[text.index("## Coming from Slurm"):]
+    section = section[:section.index("\n## ", 1)]
+    cmds = []
+    for row in re.findall(r"^\|(.*)\|\s*$", section, re.M):
+        cells = [c.strip() for c in row.split("|")]
+        if len(cells) >= 2:
+            cmds += [c for c in re.findall(r"`([^`]*)`", cells[1]) if c.startswith("gpupool ")]
+    return cmds
+
+
+def test_the_slurm_table_names_real_commands_and_flags(d):
+    """Each command of the table is one the CLI has (its --help answers),
+    with every sub-command and flag it writes in that help."""
+    cmds = slurm_table_commands(os.path.join(ROOT, "docs", "cli.md"))
+    assert len(cmds) >= 30, cmds
+    gpupool = os.path.join(gpd.BIN, "gpupool")
+    for cmd in cmds:
+        words = cmd.split()
+        p = subprocess.run([gpupool, words[1], "--help"], capture_output=True, text=True, timeout=30)
+        helptext = p.stdout + p.stderr
+        assert p.returncode == 0 and "usage: gpupool " + words[1] in helptext, (cmd, helptext)
+        if len(words) > 2 and re.fullmatch(r"[a-z][a-z-]*", words[2]):
+            assert "gpupool %s %s" % (words[1], words[2]) in helptext, (cmd, helptext)
+        for flag in (w.split("=")[0] for w in words[2:] if w.startswith("-") and w != "--"):
+            if flag == "...":
+                continue
+            assert re.search(r"(^|[\s\[|(])%s\b" % re.escape(flag), helptext), (cmd, flag, helptext)
+
+
 def test_the_readme_tour_uses_only_documented_commands(d):
     with open(os.path.join(ROOT, "docs", "cli.md")) as f:
         documented = set(re.findall(r"^### (\S+) ", f.read(), re.M))
@@ -112,7 +145,8 @@ def test_the_man_pages_are_generated_from_the_docs(d):
 if __name__ == "__main__":
     fleet = os.path.join(ROOT, "examples", "fleet-mixed.yaml")
     failed = 0
-    for t in (test_every_example_of_the_cli_reference_runs, test_the_readme_tour_uses_only_documented_commands,
+    for t in (test_every_example_of_the_cli_reference_runs, test_the_slurm_table_names_real_commands_and_flags,
+              test_the_readme_tour_uses_only_documented_commands,
               test_the_man_pages_are_generated_from_the_docs):
         d = gpd.Daemon(fleet=fleet)
         t0 = time.time()

@@ -373,6 +373,7 @@ static void checkpointed_and_gpu_health_round_trip(void **state)
         {.kind = GP_EV_CHECKPOINTED, .time = 13, .job_id = 9},
         {.kind = GP_EV_GPU_HEALTH, .time = 14, .name = "h100-a-0", .gpu_index = 7, .healthy = false},
         {.kind = GP_EV_GPU_HEALTH, .time = 15, .name = "h100-a-0", .gpu_index = 0, .healthy = true},
+        {.kind = GP_EV_GPU_TYPE_DECLARE, .time = 16, .name = "H200"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gp_event out;

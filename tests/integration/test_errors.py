@@ -32,6 +32,103 @@ def test_a_yaml_error_names_the_file_and_the_near_field(d):
     assert "did you mean guarantee?" in p.stderr, p.stderr
 
 
+def test_a_job_file_field_gets_did_you_mean_at_its_line(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    one = write(d, "job.yaml", "tenant: research/nlp\nname: x\ngpu: 2\ncommand: [true]\n")
+    p = d.cli("submit", "-f", one, check=False)
+    assert p.returncode != 0 and "job.yaml:3: unknown field gpu; did you mean gpus?" in p.stderr, p.stderr
+    # another scheduler's name for a field: Slurm's gpus_per_node is gpus
+    slurm = write(d, "slurm.yaml", "tenant: research/nlp\ngpus_per_node: 8\n")
+    p = d.cli("submit", "-f", slurm, check=False)
+    assert "slurm.yaml:2: unknown field gpus_per_node; did you mean gpus?" in p.stderr, p.stderr
+    # a list: the line of the item's field; an --array: the one job's
+    many = write(d, "jobs.yaml", "- tenant: research/nlp\n  gpus: 1\n- tenant: research/nlp\n  replica: 2\n")
+    p = d.cli("submit", "-f", many, check=False)
+    assert "jobs.yaml:4: jobs[1]: unknown field replica; did you mean replicas?" in p.stderr, p.stderr
+    p = d.cli("submit", "-f", one, "--array", "3", check=False)
+    assert "job.yaml:3: job: unknown field gpu; did you mean gpus?" in p.stderr, p.stderr
+    # a field the flags gave is not the file's: no line of the file
+    p = d.cli("submit", "-f", slurm, "--kind", "train", check=False)
+    assert "field kind" in p.stderr and "slurm.yaml" not in p.stderr, p.stderr
+    assert d.ok("GET", "/v1/jobs")["jobs"] == [], "nothing submitted"
+
+
+def test_a_fleet_file_field_gets_did_you_mean_at_its_line(d):
+    d.stop()
+    fleet = write(d, "fleet.yaml", "pool:\n  - name: default\nnodes:\n  - name: n\n    gpu_type: H100\n"
+                                   "    gpus: 8\n")
+    gpupoold = os.path.join(gpd.BIN, "gpupoold")
+    db = "sqlite:" + os.path.join(d.dir, "fleet-test.db")
+    p = subprocess.run([gpupoold, "--store", db, "--fleet", fleet, "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=30)
+    out = p.stdout + p.stderr  # the daemon's log
+    assert p.returncode != 0 and "fleet.yaml:2: unknown field pool; did you mean pools?" in out, out  # its list's line
+    for typed, line, near in (("gpus_per_node: 8", 6, "gpus"), ("gpu_typ: H100", 5, "gpu_type")):
+        text = "nodes:\n  - name: n\n    zone: z\n    block: b\n    gpu_type: H100\n    gpus: 8\n"
+        text = text.replace("gpus: 8" if near == "gpus" else "gpu_type: H100", typed)
+        with open(fleet, "w") as f:
+            f.write(text)
+        p = subprocess.run([gpupoold, "--store", db, "--fleet", fleet, "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=30)
+        want = "fleet.yaml:%d: nodes[0]: unknown field %s; did you mean %s?" % (line, typed.split(":")[0], near)
+        assert p.returncode != 0 and want in p.stdout + p.stderr, (want, p.stdout + p.stderr)
+
+
+DEMO_CONFIG = os.path.join(gpd.ROOT, "scripts", "demo-config.sh")
+
+
+def test_the_demo_points_a_new_shells_cli_at_itself_and_back(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    home = os.path.join(d.dir, "home")
+    config_dir = os.path.join(home, ".config", "gpupool")
+    config = os.path.join(config_dir, "config")
+    os.makedirs(config_dir)
+    mine = "# my own\nserver = http://gpupool.example:8750\n"
+    with open(config, "w") as f:
+        f.write(mine)
+    token_file = os.path.join(d.dir, "admin.token")
+    assert os.path.exists(token_file)
+    # a new shell: no GPUPOOL_* in its environment, only HOME
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("GPUPOOL_") and k != "XDG_CONFIG_HOME"}
+    shell["HOME"] = home
+
+    def demo_config(*args):
+        return subprocess.run([DEMO_CONFIG] + list(args), env=shell, capture_output=True, text=True, timeout=30,
+                              check=True).stdout.splitlines()
+
+    def new_shell_jobs():
+        return subprocess.run([os.path.join(gpd.BIN, "gpupool"), "tenants"], env=shell, capture_output=True,
+                              text=True, timeout=30)
+
+    assert new_shell_jobs().returncode != 0, "nothing listens at gpupool.example"
+    written, kept = demo_config("write", d.url, token_file)
+    assert written == config and kept == config + ".before-demo", (written, kept)
+    with open(kept) as f:
+        assert f.read() == mine, "the user's config is kept as it was"
+    assert os.stat(config).st_mode & 0o777 == 0o600
+    p = new_shell_jobs()
+    assert p.returncode == 0 and "research/nlp" in p.stdout, (p.stdout, p.stderr)
+    with open(config) as f:
+        assert d.token not in f.read(), "the token stays in its own file"
+    # a demo that did not stop cleanly, then another: the first copy is still what comes back
+    demo_config("write", d.url, token_file)
+    demo_config("restore")
+    with open(config) as f:
+        assert f.read() == mine
+    assert not os.path.exists(kept)
+    # no config before: the demo's goes when it stops; a config the user rewrote meanwhile stays
+    os.remove(config)
+    demo_config("write", d.url, token_file)
+    demo_config("restore")
+    assert not os.path.exists(config)
+    demo_config("write", d.url, token_file)
+    with open(config, "w") as f:
+        f.write(mine)
+    demo_config("restore")
+    with open(config) as f:
+        assert f.read() == mine
+
+
 def test_a_near_kind_and_tenant_are_suggested(d):
     d.cli("apply", "-f", gpd.TENANTS)
     st, out = d.call("POST", "/v1/jobs", {"tenant": "research/nlp", "kind": "train", "gpus": 1})
@@ -81,6 +178,8 @@ def test_cannot_reach_says_the_default_and_how_to_point_elsewhere(d):
 
 
 if __name__ == "__main__":
-    gpd.run([test_a_yaml_error_names_the_file_and_the_near_field, test_a_near_kind_and_tenant_are_suggested,
+    gpd.run([test_a_yaml_error_names_the_file_and_the_near_field, test_a_job_file_field_gets_did_you_mean_at_its_line,
+             test_a_fleet_file_field_gets_did_you_mean_at_its_line,
+             test_the_demo_points_a_new_shells_cli_at_itself_and_back, test_a_near_kind_and_tenant_are_suggested,
              test_a_token_is_revoked_by_name, test_a_non_ascii_tenant_path_is_a_json_400,
              test_cannot_reach_says_the_default_and_how_to_point_elsewhere])

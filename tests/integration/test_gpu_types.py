@@ -12,8 +12,13 @@ nodes; examples/tenants.yaml applied) with a fresh SQLite store:
     like a job's (known types listed, "did you mean"), and nothing changes;
     a removed limit does not make a type known;
   - an admin declares a type (PUT /v1/gpu-types/H200, `gpupool gpu-types
-    declare`): quotas and jobs may name it, a job waits, and the
-    declaration outlives a restart;
+    declare`): quotas and jobs may name it at once, no quota needed; a job
+    of it is refused as one no node could hold (422 never_fits
+    "gpu_types") unless it asks to wait for the fleet, then it waits,
+    saying no node of the type has joined, through a restart (the log
+    replays the declaration before the job), and runs when a node of the
+    type joins; a store declared before declarations were logged learns
+    them at start;
   - an apply shrinks a parent and its children in one file in any order,
     and keeps the fields an entry does not name (null clears one).
 """
@@ -135,10 +140,10 @@ def test_a_declared_type_is_known_until_undeclared(d):
     d.cli("quota", "set", "research/vision", "--limit", "h200=4")
     assert stored(d, "research/vision")["limit"]["gpu"] == {"H100": 24, "H200": 4}
     job = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 1, "gpu_types": ["H200"],
-                                    "command": ["true"]})
+                                    "command": ["true"], "wait_for_fleet": True})
     view = d.ok("GET", "/v1/jobs/%d" % job["id"])
     assert view["state"] == "pending", view
-    assert view["reason"].startswith("no node with GPU type H200 is registered yet"), view
+    assert view["reason"].startswith("no node of GPU type H200 has joined the fleet yet"), view
     d.ok("DELETE", "/v1/jobs/%d" % job["id"])
     types = {t["name"]: t for t in d.ok("GET", "/v1/gpu-types")["gpu_types"]}
     assert types["H200"]["declared"] and types["H200"]["gpus"] == 0 and types["H100"]["gpus"] > 0, types
@@ -151,6 +156,78 @@ def test_a_declared_type_is_known_until_undeclared(d):
     st, out = d.call("POST", "/v1/jobs", {"tenant": "research/vision", "gpus": 1, "gpu_types": ["H200"],
                                           "command": ["true"]})
     refused(st, out, "gpu_types", "H200")
+
+
+H200_NODE = """  - name: h200-e-0
+    zone: us-east-1a
+    block: blk-e
+    gpu_type: H200
+    gpus: 8
+    gpu_mem_mib: 143360
+    cpu_millis: 192000
+    mem_mib: 2097152
+"""
+
+
+def h200_job(d, **extra):
+    body = {"tenant": "research/vision", "gpus": 1, "gpu_types": ["h200"], "command": ["true"]}
+    body.update(extra)
+    return d.call("POST", "/v1/jobs", body)
+
+
+def test_a_declared_type_no_quota_names_takes_jobs_that_wait_for_its_nodes(d):
+    setup(d)
+    d.cli("gpu-types", "declare", "H200")
+    c = db(d)
+    specs = [r[0] for r in c.execute("SELECT spec_json FROM tenants")]
+    c.close()
+    assert specs and not any("H200" in t.upper() for t in specs), specs  # no quota names it
+    # no node of it: refused like any job no node could hold, saying why
+    st, out = h200_job(d)
+    assert st == 422 and out["error"]["code"] == "never_fits" and out["error"]["field"] == "gpu_types", (st, out)
+    assert "no node of GPU type H200 has joined the fleet yet" in out["error"]["message"], out
+    p = d.cli("submit", "--tenant", "research/vision", "--gpus", "1", "--gpu-type", "H200", "--", "true",
+              check=False)
+    assert p.returncode == 6 and "has joined the fleet yet" in p.stderr, (p.returncode, p.stderr)
+    # asked to wait: accepted, waits for the type's first node
+    st, job = h200_job(d, wait_for_fleet=True)
+    assert st == 201, (st, job)
+    assert job["gpu_types"] == ["H200"] and job["no_node_yet"] == ["H200"], job
+    assert job["reason"].startswith("no node of GPU type H200 has joined"), job
+    view = d.ok("GET", "/v1/jobs/%d" % job["id"])
+    assert view["state"] == "pending", view
+    assert view["reason"] == "no node of GPU type H200 has joined the fleet yet; the job waits for one", view
+    p = d.cli("why", str(job["id"]))
+    assert "no node of its GPU types has joined the fleet yet" in p.stdout and "it starts once such a node" in p.stdout, \
+        p.stdout
+    # the log replays the declaration before the job (a fresh store: no snapshot yet)
+    d.stop()
+    d.start()
+    view = d.ok("GET", "/v1/jobs/%d" % job["id"])
+    assert view["state"] == "pending" and "H200 has joined" in view["reason"], view
+    # its node joins: the job runs there
+    d.stop()
+    with open(gpd.FLEET) as f:
+        text = f.read()
+    d.fleet = os.path.join(d.dir, "fleet.yaml")
+    with open(d.fleet, "w") as f:
+        f.write(text.rstrip("\n") + "\n" + H200_NODE)
+    d.start()
+    gpd.wait_for(lambda: d.ok("GET", "/v1/jobs/%d" % job["id"])["placement"], what="the job placed")
+    view = d.ok("GET", "/v1/jobs/%d" % job["id"])
+    assert view["placement"][0]["node"] == "h200-e-0", view
+
+
+def test_types_declared_before_declarations_were_logged_are_learnt_at_start(d):
+    setup(d)
+    d.stop()
+    c = db(d)  # as the previous build left it: declared in the store only, never told to the engine
+    c.execute("INSERT INTO gpu_types (name, declared, declared_by) VALUES ('B200', 1796600000, 'admin')")
+    c.commit()
+    c.close()
+    d.start()
+    st, out = h200_job(d, gpu_types=["b200"], wait_for_fleet=True)
+    assert st == 201 and out["gpu_types"] == ["B200"], (st, out)
 
 
 SHRINK = """tenants:
@@ -207,4 +284,6 @@ def test_apply_keeps_the_fields_it_does_not_name(d):
 if __name__ == "__main__":
     gpd.run([test_a_type_in_another_case_is_the_fleets, test_a_store_with_two_spellings_is_merged_at_start,
              test_a_fleet_file_naming_a_type_in_another_case_names_the_fleets, test_unknown_types_are_refused_in_quotas, test_a_declared_type_is_known_until_undeclared,
+             test_a_declared_type_no_quota_names_takes_jobs_that_wait_for_its_nodes,
+             test_types_declared_before_declarations_were_logged_are_learnt_at_start,
              test_apply_judges_the_tree_it_leaves, test_apply_keeps_the_fields_it_does_not_name])

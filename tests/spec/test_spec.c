@@ -388,6 +388,39 @@ static void bad_enum_value_lists_the_names(void **state)
     json_decref(v);
 }
 
+/* An unknown field of a job or a node: the nearest known name, else what
+ * another scheduler's name stands for (any case, "-" as "_"); a name
+ * near nothing gets no guess. */
+static void unknown_fields_get_did_you_mean(void **state)
+{
+    (void)state;
+    const struct {
+        const char *body, *message;
+        bool node;
+    } cases[] = {
+        {"{\"tenant\": \"t\", \"gpu\": 2}", "unknown field gpu; did you mean gpus?", false},
+        {"{\"tenant\": \"t\", \"imge\": \"x\"}", "unknown field imge; did you mean image?", false},
+        {"{\"tenant\": \"t\", \"GPUS-PER-NODE\": 2}", "unknown field GPUS-PER-NODE; did you mean gpus?", false},
+        {"{\"tenant\": \"t\", \"frobnicate\": 2}", "unknown field frobnicate", false},
+        {"{\"name\": \"n\", \"gpu_type\": \"H100\", \"gpus_per_node\": 8}",
+         "unknown field gpus_per_node; did you mean gpus?", true},
+        {"{\"name\": \"n\", \"gpu_model\": \"H100\", \"gpus\": 8}", "unknown field gpu_model; did you mean gpu_type?",
+         true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *body = json_loads(cases[i].body, 0, NULL);
+        gp_error err;
+        gp_job_request job;
+        gp_node_request node;
+        gp_err rc = cases[i].node ? gp_fleet_node_parse(body, &node, &err) : gp_job_request_parse(body, false, &job, &err);
+        assert_int_equal(rc, GP_ERR_INVALID);
+        assert_string_equal(err.message, cases[i].message);
+        if (!cases[i].node)
+            gp_job_request_free(&job);
+        json_decref(body);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +438,7 @@ int main(void)
         cmocka_unit_test(cli_values_go_as_written),
         cmocka_unit_test(enum_names_round_trip),
         cmocka_unit_test(bad_enum_value_lists_the_names),
+        cmocka_unit_test(unknown_fields_get_did_you_mean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

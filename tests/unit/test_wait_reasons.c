@@ -215,6 +215,39 @@ static void a_job_no_registered_node_could_hold_is_refused_naming_the_field(void
     assert_string_equal(err.field, "cpu_millis");
 }
 
+/* A declared type (gp_engine_gpu_type_declare) is known with no node: a
+ * job naming it is accepted by the engine but no node could hold it, so
+ * gp_engine_job_fits refuses it naming "gpu_types"; a job of any type on a
+ * fleet with no GPU node at all (being brought up) is not judged. */
+static void a_job_for_a_declared_type_no_node_has_never_fits(void **state)
+{
+    tb_world *w = *state;
+    gp_error err;
+    tb_tenant(w, "t", "H100", -1, -1);
+    gp_job_spec any = tb_job(1, "t", 0);
+    assert_int_equal(gp_engine_job_fits(w->e, &any, &err), GP_OK);
+    assert_int_equal(gp_engine_gpu_type_declare(w->e, "h200", 1, &err), GP_OK);
+    assert_int_equal(gp_engine_gpu_type_declare(w->e, "H200", 1, &err), GP_OK); /* known: the first spelling stays */
+    assert_int_equal(tb_type_index(w, "h200"), gp_engine_gpu_type_count(w->e) - 1);
+    tb_add_nodes(w, 1, "H100", 8, NULL, NULL);
+    gp_job_spec s = tb_job(2, "t", 0);
+    s.gpu_types[0] = "H200";
+    s.n_gpu_types = 1;
+    assert_int_equal(gp_engine_job_check(w->e, &s, &err), GP_OK);
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_ERR_NEVER_FITS);
+    assert_string_equal(err.field, "gpu_types");
+    assert_string_equal(err.message, "no node of GPU type h200 has joined the fleet yet");
+    assert_int_equal(tb_submit_spec(w, &s, 1, &err), GP_OK); /* asked to wait: it waits for the type's node */
+    assert_int_equal(tb_tick(w, 1, GP_DEC_BIND), 0);
+    gp_node_spec n = tb_node_spec("h200-0", "H200", 8, "b1");
+    assert_int_equal(gp_engine_node_add(w->e, &n, 2, &err), GP_OK);
+    assert_int_equal(gp_engine_job_fits(w->e, &s, &err), GP_OK);
+    assert_int_equal(tb_tick(w, 2, GP_DEC_BIND), 1);
+    assert_int_equal(tb_job_node(w, 2), tb_node_index(w, "h200-0"));
+    assert_int_equal(gp_engine_gpu_type_declare(w->e, "", 3, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_engine_gpu_type_declare(w->e, "B200", 0, &err), GP_ERR_TIME);
+}
+
 /* Free GPUs kept for a tenant that does not lend its idle guarantee: a
  * burstable job of another tenant says that is why it waits. */
 static void a_burstable_job_behind_a_guarantee_not_lent_says_so(void **state)
@@ -282,6 +315,7 @@ int main(void)
         TB_TEST(a_waiting_gang_says_it_cannot_fit_once_a_node_it_needs_is_lost),
         TB_TEST(a_replica_no_node_is_big_enough_for_says_so_and_runs_on_a_bigger_one),
         TB_TEST(a_job_no_registered_node_could_hold_is_refused_naming_the_field),
+        TB_TEST(a_job_for_a_declared_type_no_node_has_never_fits),
         TB_TEST(a_burstable_job_behind_a_guarantee_not_lent_says_so),
         TB_TEST(a_count_of_one_reads_in_the_singular),
         TB_TEST(quota_errors_state_gpu_amounts_in_gpus),

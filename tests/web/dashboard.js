@@ -34,7 +34,8 @@
  * what that view shows (with --cancel 1: after clicking Cancel twice and
  * waiting for the API's answer; --cancel-first: the job cancelled by another
  * request first, so the API refuses the click).  --jobs-filter sets the jobs panel's
- * filters ({"state", "tenant", "user", "text"}); --csv-dir then clicks
+ * filters ({"state", "tenant", "user", "text"}; a finished state, e.g.
+ * "finished" or "cancelled", waits for the jobs it loads); --csv-dir then clicks
  * Export CSV and adds "csv": the file the browser downloaded.  --node opens
  * a node's view by clicking its name in the fleet (with --drain 1, then
  * its Drain button: with --drain-reason, first with no reason typed -- the
@@ -110,6 +111,7 @@ function pageReport() {
     jobs: all('#jobs-body tbody tr').map((tr) => ({ job: Number(tr.dataset.job), tenant: tr.dataset.tenant,
                                                    state: tr.dataset.state, blocked: tr.dataset.blocked })),
     jobs_summary: document.getElementById('jobs-summary').textContent,
+    jobs_summary_state: document.getElementById('jobs-summary').dataset.state || '',
     job_detail: detail('job'),
     node_detail: detail('node'),
   };
@@ -118,6 +120,7 @@ function pageReport() {
     const q = (sel) => box.querySelector(sel);
     return { visible: !box.hidden, title: document.getElementById(kind + '-detail-id').textContent,
              text: box.innerText, log: q('#job-log') ? q('#job-log').textContent : null,
+             logs: [...box.querySelectorAll('pre.log')].map((p) => ({ replica: Number(p.dataset.replica), text: p.textContent })),
              failed: q('.failed') ? q('.failed').textContent : null,
              cancel_button: !!q('#job-cancel'), drain_button: q('#node-drain') ? q('#node-drain').textContent : null,
              action_status: q('.action-status') ? q('.action-status').textContent : null,
@@ -233,6 +236,9 @@ async function filterJobs(b, a) {
       const e = document.getElementById('jobs-' + k); e.value = v;
       e.dispatchEvent(new Event(e.tagName === 'SELECT' ? 'change' : 'input'));
     } return true; })()`);
+  if (f.state !== undefined) /* a finished state loads other jobs: wait until the panel is drawn for it */
+    await b.waitFor(`document.getElementById('jobs-summary').dataset.state === ${JSON.stringify(f.state)}`,
+                    'the jobs panel drawn for state ' + f.state);
   if (!a['csv-dir']) return undefined;
   await b.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: a['csv-dir'] }, true);
   await b.evaluate(`(() => { document.getElementById('jobs-csv').click(); return true; })()`);

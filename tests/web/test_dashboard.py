@@ -251,8 +251,10 @@ def console_system(d):
     agent.wait_up(["l4-e-0", "l4-e-1"])
     jobs = {}
     for tenant, word in (("research/vision", "vision"), ("research/nlp", "nlp")):
-        jobs[word] = agentproc.submit(d, tenant=tenant, gpu_types=["L4"], name="log-" + word, gpus=2,
-                                      command="echo '<b id=injected>hello-from-%s-log</b>'; %s" % (word, agentproc.STARTS_THEN_WAIT))
+        shape = {"gpus": 2} if word == "vision" else {"gpus": 1, "replicas": 2}  # nlp: a log per replica
+        jobs[word] = agentproc.submit(d, tenant=tenant, gpu_types=["L4"], name="log-" + word, **shape,
+                                      command="echo '<b id=injected>hello-from-%s-log</b>' from-replica-$GPUPOOL_REPLICA; %s"
+                                      % (word, agentproc.STARTS_THEN_WAIT))
         jobs[word + "-waits"] = d.ok("POST", "/v1/jobs", {"tenant": tenant, "gpus": 2, "gpu_types": ["L4"],
                                                           "name": word + "-waits"})["id"]
     jobs["never"] = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
@@ -260,6 +262,11 @@ def console_system(d):
     for word in ("vision", "nlp"):
         agentproc.wait_state(d, jobs[word], "running")
         gpd.wait_for(lambda: "hello-from-%s-log" % word in log_of(d, jobs[word]), what="the %s log shipped" % word)
+    gpd.wait_for(lambda: "from-replica-1" in log_of(d, jobs["nlp"], 1), what="the nlp log of replica 1 shipped")
+    # finished jobs for the jobs panel's state filter: one cancelled while pending
+    jobs["done"] = d.ok("POST", "/v1/jobs", {"tenant": "research/vision", "replicas": 4, "gpus": 8, "gpu_types": ["H100"],
+                                             "name": "cancelled-early", "wait_for_fleet": True})["id"]
+    d.ok("DELETE", "/v1/jobs/%d" % jobs["done"])
     jobs["never-code"] = gpd.wait_for(lambda: blocked_code(d.ok("GET", "/v1/jobs/%d" % jobs["never"])),
                                       what="the never-fit job's reason")
     return agent, jobs
@@ -271,9 +278,9 @@ def blocked_code(job):
     return w.get("code") if w.get("code") == "topology" or (w.get("code") == "limit" and w["demand"] > w["limit"]) else None
 
 
-def log_of(d, job):
+def log_of(d, job, replica=0):
     import base64
-    return base64.b64decode(d.ok("GET", "/v1/jobs/%d/logs" % job)["data"]).decode(errors="replace")
+    return base64.b64decode(d.ok("GET", "/v1/jobs/%d/logs?replica=%d" % (job, replica))["data"]).decode(errors="replace")
 
 
 def test_jobs_panel_detail_logs_csv_and_actions(d):
@@ -298,6 +305,9 @@ def check_console_admin(d, jobs):
     detail = report["job_detail"]
     assert detail["visible"] and detail["title"].startswith("%d · log-nlp" % jobs["nlp"]), detail
     assert "hello-from-nlp-log" in detail["log"] and detail["placement"] and detail["cancel_button"], detail
+    # the log of every replica, each its own (issue 32: not only replica 0's)
+    assert [l["replica"] for l in detail["logs"]] == [0, 1], detail["logs"]
+    assert all("from-replica-%d" % l["replica"] in l["text"] for l in detail["logs"]), detail["logs"]
     assert "<b id=injected>" in detail["log"] and not report["injected"], detail["log"]  # a log is text, never markup
     assert "History" in detail["text"] and "submitted to research/nlp" in detail["text"], detail["text"]
     # filters and the CSV of what they show
@@ -309,6 +319,12 @@ def check_console_admin(d, jobs):
     lines = out["csv"].strip().split("\r\n")
     assert lines[0].startswith("job,tenant,user,name,state,GPUs,") and len(lines) == 2, lines
     assert lines[1].startswith("%d,research/vision," % jobs["never"]) and "never-fits" in lines[1], lines
+    # finished jobs: the state filter loads them from the API (the live list has none)
+    out = drive_dashboard(d, d.token, "console-admin-finished.png", jobs_filter=json.dumps({"state": "finished"}))
+    finished = sorted(j["id"] for s in ("succeeded", "failed", "cancelled") for j in api_jobs(d, d.token, s))
+    assert jobs["done"] in finished and ids(out["report"]["jobs"]) == finished, (out["report"]["jobs"], finished)
+    assert {r["state"] for r in out["report"]["jobs"]} <= {"succeeded", "failed", "cancelled"}, out["report"]["jobs"]
+    assert "finished jobs shown" in out["report"]["jobs_summary"], out["report"]["jobs_summary"]
     out = drive_dashboard(d, d.token, "console-admin-filter-7d.png",
                           jobs_filter=json.dumps({"tenant": "research", "text": "waits"}), range="7d")
     charts = out["report"]["usage_charts"]
