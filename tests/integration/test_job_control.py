@@ -200,8 +200,10 @@ def test_a_draining_node_becomes_drained_and_lists_its_jobs(d):
     if hidden["placement"] and hidden["placement"][0]["node"] == node:
         d.ok("DELETE", "/v1/jobs/%d" % hidden["id"])
     gpd.wait_for(lambda: d.ok("GET", "/v1/nodes/" + node)["drained"], what="the node to be drained")
-    line = [l for l in d.cli("nodes").stdout.splitlines() if l.startswith(node + " ")][0]
-    assert line.split()[-1] == "drained", line
+    lines = d.cli("nodes").stdout.splitlines()
+    line = [l for l in lines if l.startswith(node + " ")][0]
+    state = lines[0].split().index("STATE")  # REASON follows it
+    assert line.split()[state] == "drained", line
     out = d.cli("nodes", "show", node).stdout
     assert ", drained" in out and "jobs: none" in out, out
     st, err = d.call("GET", "/v1/nodes/" + node[:-1] + "x" + node[-1])
