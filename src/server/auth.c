@@ -111,6 +111,9 @@ gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
     e->who.role = role;
     e->who.expires = t->expires;
     e->who.single_use = t->single_use;
+    e->who.grants[0].role = role;
+    snprintf(e->who.grants[0].scope, sizeof e->who.grants[0].scope, "%s", t->scope);
+    e->who.n_grants = 1;
     e->last_used = e->last_stored = t->last_used;
     e->bucket = a->burst;
     pthread_mutex_unlock(&a->lock);
@@ -249,6 +252,46 @@ bool gp_join_covers(const char *patterns, const char *node)
     return false;
 }
 
+/* admin 3 > tenant-admin 2 > member 1; the other roles 0 (held exactly). */
+static int strength(gp_role r)
+{
+    return r == GP_ROLE_ADMIN ? 3 : r == GP_ROLE_TENANT_ADMIN ? 2 : r == GP_ROLE_MEMBER ? 1 : 0;
+}
+
+bool gp_principal_holds(const gp_principal *p, gp_role role, const char *path, bool below)
+{
+    for (int i = 0; i < p->n_grants; i++) {
+        const gp_grant *g = &p->grants[i];
+        if (g->role == GP_ROLE_ADMIN && strength(role) > 0)
+            return true;
+        if (strength(role) == 0 ? g->role == role : strength(g->role) >= strength(role) &&
+                                                        gp_scope_covers(g->scope, path) &&
+                                                        !(below && strcmp(g->scope, path) == 0))
+            return true;
+    }
+    return false;
+}
+
+const char *gp_principal_one_scope(const gp_principal *p)
+{
+    for (int i = 1; i < p->n_grants; i++)
+        if (strcmp(p->grants[i].scope, p->grants[0].scope) != 0)
+            return NULL;
+    return p->n_grants > 0 && p->grants[0].scope[0] ? p->grants[0].scope : NULL;
+}
+
+static int stronger_first(const void *a, const void *b)
+{
+    return strength(((const gp_grant *)b)->role) - strength(((const gp_grant *)a)->role);
+}
+
+void gp_principal_grants_done(gp_principal *p)
+{
+    qsort(p->grants, (size_t)p->n_grants, sizeof p->grants[0], stronger_first);
+    p->role = p->n_grants ? p->grants[0].role : GP_ROLE_MEMBER;
+    snprintf(p->scope, sizeof p->scope, "%s", p->n_grants ? p->grants[0].scope : "");
+}
+
 bool gp_principal_sees_all(const gp_principal *p)
 {
     return p->role == GP_ROLE_ADMIN || p->role == GP_ROLE_OPERATOR || p->role == GP_ROLE_AUDITOR;
@@ -258,5 +301,10 @@ bool gp_principal_sees(const gp_principal *p, const char *path)
 {
     if (p->role == GP_ROLE_JOIN || p->role == GP_ROLE_NODE)
         return false; /* a node's name is not a tenant scope */
-    return gp_principal_sees_all(p) || gp_scope_covers(p->scope, path);
+    if (gp_principal_sees_all(p))
+        return true;
+    for (int i = 0; i < p->n_grants; i++)
+        if (gp_scope_covers(p->grants[i].scope, path))
+            return true;
+    return false;
 }

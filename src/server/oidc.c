@@ -19,7 +19,8 @@
 
 static const char *const RESULT_NAMES[GP_OIDC_RESULT_COUNT] = {
     "ok",           "not_jwt",        "bad_signature", "expired",       "not_yet_valid",
-    "wrong_audience", "unknown_issuer", "unknown_key",   "bad_algorithm", "issuer_unreachable"};
+    "wrong_audience", "unknown_issuer", "unknown_key",   "bad_algorithm", "issuer_unreachable",
+    "no_binding",     "second_factor_missing"};
 
 /* amr values (RFC 8176) that show more than a password. */
 static const char *const SECOND_FACTORS[] = {"mfa", "mca", "otp", "hwk", "swk", "sms", "tel",

@@ -88,6 +88,8 @@ typedef enum gp_oidc_result {
     GP_OIDC_UNKNOWN_KEY,
     GP_OIDC_BAD_ALGORITHM,
     GP_OIDC_ISSUER_UNREACHABLE,
+    GP_OIDC_NO_BINDING,            /* verified, but no role binding names its user or groups (api_rolebindings.c) */
+    GP_OIDC_SECOND_FACTOR_MISSING, /* a change that needs a second factor, without one (http.c) */
     GP_OIDC_RESULT_COUNT
 } gp_oidc_result;
 
