@@ -239,9 +239,12 @@ void gp_api_jobs_submit(gp_request *r)
         return;
     gp_job_request req;
     gp_error err;
-    gp_err rc = gp_api_job_default_tenant(r, body, &err);
-    if (rc == GP_OK)
-        rc = gp_job_request_parse(body, false, &req, &err);
+    if (gp_api_job_default_tenant(r, body, &err) != GP_OK) {
+        json_decref(body);
+        gp_api_fail(r, &err);
+        return;
+    }
+    gp_err rc = gp_job_request_parse(body, false, &req, &err);
     json_decref(body);
     if (rc == GP_OK && !gp_api_tenant_path_ok(r, req.tenant, "tenant"))
         rc = GP_ERR_INVALID;

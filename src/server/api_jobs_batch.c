@@ -175,8 +175,10 @@ static bool batch_take(gp_request *r, const json_t *items, gp_batch *b)
             return false;
         }
         bool ok = gp_api_job_default_tenant(r, item, &err) == GP_OK;
-        if (!ok)
+        if (!ok) {
+            name_error(&err, name);
             gp_api_fail(r, &err);
+        }
         ok = ok && item_take(r, item, name, &b->reqs[i]);
         json_decref(item);
         if (!ok)

@@ -94,7 +94,7 @@ gp_oidc_result gp_api_oidc_principal(gp_server *srv, const gp_oidc_identity *id,
 
 static json_t *binding_json(const gp_store_rolebinding *b)
 {
-    return json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:s}", "id", (json_int_t)b->id, b->kind, b->subject, "role",
+    return json_pack("{s:I, s:s, s:s, s:s, s:I, s:s}", "id", (json_int_t)b->id, b->kind, b->subject, "role",
                      b->role, "scope", b->scope, "created", (json_int_t)b->created, "created_by", b->created_by);
 }
 
