@@ -165,10 +165,6 @@ def refusal_count(d, reason):
     raise AssertionError("no refusal counter " + reason)
 
 
-def alive(d, what):
-    assert d.proc.poll() is None, what
-
-
 def test_sign_in_contract(d):
     auth = d.call("GET", "/v1/auth", token="")[1]
     assert auth == {"oidc": [{"issuer": IDP.issuer, "client_id": "gpupool-cli", "audience": AUD,
@@ -176,9 +172,13 @@ def test_sign_in_contract(d):
     d.cli("apply", "-f", gpd.TENANTS)
     tok = IDP.token(groups=["ml-admins"])
     refused(d, tok, "no_binding", status=403)
-    b = d.ok("POST", "/v1/rolebindings", {"group": "ml-admins", "role": "tenant-admin", "scope": "research"})
-    assert b["group"] == "ml-admins" and b["role"] == "tenant-admin" and b["id"] >= 1, b
-    d.ok("POST", "/v1/rolebindings", {"user": "alice", "role": "member", "scope": "product/ads"})
+    out = d.cli("rolebinding", "create", "--group", "ml-admins", "--role", "tenant-admin", "--scope", "research")
+    assert out.stdout.strip() == "rolebinding 1: group ml-admins holds tenant-admin at research", out.stdout
+    b = d.cli("rolebinding", "create", "--user", "alice", "--role", "member", "--scope", "product/ads",
+              json_out=True)
+    assert b["user"] == "alice" and b["role"] == "member" and b["id"] == 2, b
+    listed = d.cli("rolebindings").stdout
+    assert "group:ml-admins" in listed and "user:alice" in listed, listed
     who = d.ok("GET", "/v1/whoami", token=tok)
     assert who["oidc"] is True and who["name"] == "alice" and who["groups"] == ["ml-admins"], who
     assert who["role"] == "tenant-admin" and who["second_factor"] is False, who
@@ -226,6 +226,9 @@ def test_second_factor_for_a_quota(d):
     refused(d, gone, "no_binding", status=403)
     d.ok("DELETE", "/v1/rolebindings/%d" % mine["id"], token=otp)
     assert d.call("DELETE", "/v1/rolebindings/%d" % mine["id"], token=otp)[0] == 404
+    out = d.cli("rolebinding", "delete", "1")  # the admin's CLI (its token: the static admin token)
+    assert out.stdout.strip() == "rolebinding 1 deleted", out.stdout
+    refused(d, otp, "no_binding", status=403)
 
 
 def test_refused_tokens(d):
