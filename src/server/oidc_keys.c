@@ -106,6 +106,7 @@ static bool key_from_jwk(const json_t *jwk, oidc_key *k)
         return false;
     gnutls_datum_t a = {NULL, 0}, b = {NULL, 0};
     bool ok = member_bytes(jwk, k->ec ? "x" : "n", &a) && member_bytes(jwk, k->ec ? "y" : "e", &b) &&
+              (k->ec || a.size - (a.data[0] == 0) >= 256) && /* RSA: 2048 bits at least */
               gnutls_pubkey_init(&k->key) == 0;
     if (ok) {
         int rc = k->ec ? gnutls_pubkey_import_ecc_raw(k->key, GNUTLS_ECC_CURVE_SECP256R1, &a, &b)
