@@ -13,6 +13,8 @@ runs), tokens signed here with openssl (RS256, ES256), and the attacks:
     naming it without); the group removed at the provider -> the next token
     loses the role; a submit that could go to two tenants must name one;
   - a tenant-admin never binds admin, nor outside its subtree;
+  - a second issuer that cannot be reached: its tokens are refused
+    (issuer_unreachable), the first issuer's still taken;
   - a plain-http issuer is refused at start.
 Standard library and the openssl command only.
 """
@@ -150,6 +152,7 @@ class Provider:
 
 
 IDP = None
+DOWN = "https://127.0.0.1:1"  # a second issuer nothing listens for
 
 
 def refused(d, tok, reason, status=401, method="GET", path="/v1/whoami", body=None):
@@ -167,8 +170,10 @@ def refusal_count(d, reason):
 
 def test_sign_in_contract(d):
     auth = d.call("GET", "/v1/auth", token="")[1]
-    assert auth == {"oidc": [{"issuer": IDP.issuer, "client_id": "gpupool-cli", "audience": AUD,
-                              "scopes": ["openid", "profile", "groups", "offline_access"]}]}, auth
+    scopes = ["openid", "profile", "groups", "offline_access"]
+    assert auth == {"oidc": [{"issuer": IDP.issuer, "client_id": "gpupool-cli", "audience": AUD, "scopes": scopes},
+                             {"issuer": DOWN, "client_id": "gpupool-cli", "audience": "other-aud",
+                              "scopes": scopes}]}, auth
     d.cli("apply", "-f", gpd.TENANTS)
     tok = IDP.token(groups=["ml-admins"])
     refused(d, tok, "no_binding", status=403)
@@ -243,6 +248,10 @@ def test_refused_tokens(d):
     refused(d, IDP.token(exp_in=-3600), "expired")
     refused(d, IDP.token(aud="another-app"), "wrong_audience")
     refused(d, IDP.token(iss="https://evil.example.com"), "unknown_issuer")
+    # the second issuer cannot be reached: its tokens only are refused, quickly
+    out = refused(d, IDP.token(iss=DOWN, aud="other-aud"), "issuer_unreachable")
+    assert DOWN in out["error"]["message"], out
+    assert d.ok("GET", "/v1/whoami", token=IDP.token())["role"] == "admin"
     for reason in ("bad_algorithm", "unknown_key", "bad_signature", "expired", "wrong_audience", "unknown_issuer"):
         assert refusal_count(d, reason) >= 1, reason
     rows = d.ok("GET", "/v1/audit?limit=1000")["audit"]
@@ -287,6 +296,7 @@ if __name__ == "__main__":
         gpd.run([test_sign_in_contract, test_second_factor_for_a_quota, test_refused_tokens,
                  test_key_rotation_without_restart, test_plain_http_issuer_refused],
                 extra=["--oidc-issuer", IDP.issuer, "--oidc-audience", AUD, "--oidc-client-id", "gpupool-cli",
+                       "--oidc-issuer", DOWN, "--oidc-audience", "other-aud",
                        "--oidc-ca", IDP.cert, "--oidc-refresh-min-s", "1", "--metrics-open"])
     finally:
         IDP.close()
