@@ -53,6 +53,7 @@ static gp_err grant_one(void *ctx, const gp_store_rolebinding *b, gp_error *err)
     out->role = role;
     snprintf(out->scope, sizeof out->scope, "%s", b->scope);
     out->binding = b->id;
+    snprintf(out->from, sizeof out->from, "%s:%s", b->kind, b->subject);
     return GP_OK;
 }
 
@@ -308,8 +309,9 @@ void gp_api_whoami_oidc(const gp_request *r, json_t *reply)
     for (int i = 0; i < w->n_groups; i++)
         json_array_append_new(groups, json_string(w->groups[i]));
     for (int i = 0; i < w->n_grants; i++)
-        json_array_append_new(grants, json_pack("{s:s, s:s, s:I}", "role", gp_role_name(w->grants[i].role), "scope",
-                                                w->grants[i].scope, "binding", (json_int_t)w->grants[i].binding));
+        json_array_append_new(grants, json_pack("{s:s, s:s, s:I, s:s}", "role", gp_role_name(w->grants[i].role),
+                                                "scope", w->grants[i].scope, "binding",
+                                                (json_int_t)w->grants[i].binding, "from", w->grants[i].from));
     json_object_set_new(reply, "oidc", json_true());
     json_object_set_new(reply, "issuer", json_string(r->srv->oidc.cfg.issuer[w->issuer]));
     json_object_set_new(reply, "groups", groups);

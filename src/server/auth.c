@@ -17,9 +17,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the cache keeps of a token; gp_auth_check makes the principal of
+ * it (a principal, with room for an OIDC person's grants and groups, is
+ * several KiB: thousands of node credentials need not each hold one). */
+typedef struct token_who {
+    char token_id[GP_TOKEN_ID_LEN + 1];
+    char name[GP_NAME_MAX];
+    gp_role role;
+    char scope[GP_PATH_MAX];
+    char user[GP_NAME_MAX];
+    int64_t expires;
+    bool single_use;
+} token_who;
+
 struct gp_auth_entry {
     char hash_hex[65];
-    gp_principal who;
+    token_who who;
     double bucket;
     int64_t refilled_ms;
     int64_t last_used;   /* seconds, -1 = never: the newest use */
@@ -111,9 +124,6 @@ gp_err gp_auth_add(gp_auth *a, const gp_store_token *t, gp_error *err)
     e->who.role = role;
     e->who.expires = t->expires;
     e->who.single_use = t->single_use;
-    e->who.grants[0].role = role;
-    snprintf(e->who.grants[0].scope, sizeof e->who.grants[0].scope, "%s", t->scope);
-    e->who.n_grants = 1;
     e->last_used = e->last_stored = t->last_used;
     e->bucket = a->burst;
     pthread_mutex_unlock(&a->lock);
@@ -139,6 +149,22 @@ size_t gp_auth_count(gp_auth *a)
     return n;
 }
 
+/* A static token's principal: its one grant is its role and scope. */
+static void principal_of(const token_who *t, gp_principal *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->token_id, t->token_id, sizeof out->token_id);
+    memcpy(out->name, t->name, sizeof out->name);
+    memcpy(out->scope, t->scope, sizeof out->scope);
+    memcpy(out->user, t->user, sizeof out->user);
+    out->role = t->role;
+    out->expires = t->expires;
+    out->single_use = t->single_use;
+    out->grants[0].role = t->role;
+    memcpy(out->grants[0].scope, t->scope, sizeof out->grants[0].scope);
+    out->n_grants = 1;
+}
+
 gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_principal *out)
 {
     char hash[65];
@@ -151,7 +177,7 @@ gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_
         gp_auth_entry *e = &a->entries[i];
         if (strcmp(e->hash_hex, hash) != 0)
             continue;
-        *out = e->who;
+        principal_of(&e->who, out);
         if (e->who.expires >= 0 && now_ms >= e->who.expires * 1000) {
             res = GP_AUTH_EXPIRED;
             break;

@@ -71,6 +71,7 @@ typedef struct gp_grant {
     gp_role role;
     char scope[GP_PATH_MAX]; /* "" for admin */
     int64_t binding;         /* the role binding it comes from; 0 = the token itself */
+    char from[GP_NAME_MAX + 8]; /* that binding's subject: "group:ml-admins", "user:alice"; "" for a token */
 } gp_grant;
 
 typedef struct gp_principal {

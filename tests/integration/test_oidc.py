@@ -187,8 +187,8 @@ def test_sign_in_contract(d):
     who = d.ok("GET", "/v1/whoami", token=tok)
     assert who["oidc"] is True and who["name"] == "alice" and who["groups"] == ["ml-admins"], who
     assert who["role"] == "tenant-admin" and who["second_factor"] is False, who
-    assert [(g["role"], g["scope"]) for g in who["grants"]] == [("tenant-admin", "research"),
-                                                                ("member", "product/ads")], who
+    assert [(g["role"], g["scope"], g["from"]) for g in who["grants"]] == [
+        ("tenant-admin", "research", "group:ml-admins"), ("member", "product/ads", "user:alice")], who
     es = IDP.token(key=IDP.ec, groups=["ml-admins"])
     assert d.ok("GET", "/v1/whoami", token=es)["name"] == "alice"
     # the union: both tenants visible, nothing else
