@@ -71,14 +71,18 @@ static key key_new(bool ec, const char *kid)
     return k;
 }
 
-/* Skip leading zero bytes GnuTLS puts in front of a positive integer. */
-static char *b64_int(const gnutls_datum_t *d, size_t width)
+/* An integer as a JWK member: without the leading zero bytes GnuTLS puts
+ * in front of a positive one (width 0), or its last width bytes. */
+static json_t *b64_int(const gnutls_datum_t *d, size_t width)
 {
     size_t off = d->size > width && width ? d->size - width : 0;
     if (!width)
         while (off + 1 < d->size && d->data[off] == 0)
             off++;
-    return b64url(d->data + off, d->size - off);
+    char *text = b64url(d->data + off, d->size - off);
+    json_t *j = json_string(text);
+    free(text);
+    return j;
 }
 
 static json_t *jwk_of(const key *k)
@@ -89,11 +93,11 @@ static json_t *jwk_of(const key *k)
         gnutls_ecc_curve_t curve;
         assert_int_equal(gnutls_privkey_export_ecc_raw(k->priv, &curve, &a, &b, NULL), 0);
         j = json_pack("{s:s, s:s, s:s, s:o, s:o}", "kty", "EC", "crv", "P-256", "kid", k->kid, "x",
-                      json_string(b64_int(&a, 32)), "y", json_string(b64_int(&b, 32)));
+                      b64_int(&a, 32), "y", b64_int(&b, 32));
     } else {
         assert_int_equal(gnutls_privkey_export_rsa_raw(k->priv, &a, &b, NULL, NULL, NULL, NULL, NULL, NULL), 0);
         j = json_pack("{s:s, s:s, s:s, s:o, s:o}", "kty", "RSA", "use", "sig", "kid", k->kid, "n",
-                      json_string(b64_int(&a, 0)), "e", json_string(b64_int(&b, 0)));
+                      b64_int(&a, 0), "e", b64_int(&b, 0));
     }
     gnutls_free(a.data);
     gnutls_free(b.data);
