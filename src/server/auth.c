@@ -314,7 +314,7 @@ static int stronger_first(const void *a, const void *b)
 void gp_principal_grants_done(gp_principal *p)
 {
     qsort(p->grants, (size_t)p->n_grants, sizeof p->grants[0], stronger_first);
-    p->role = p->n_grants ? p->grants[0].role : GP_ROLE_MEMBER;
+    p->role = p->n_grants ? p->grants[0].role : GP_ROLE_COUNT; /* none: "unknown" in a refusal's audit row */
     snprintf(p->scope, sizeof p->scope, "%s", p->n_grants ? p->grants[0].scope : "");
 }
 

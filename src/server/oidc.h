@@ -30,9 +30,10 @@
  *
  * Fetching: libcurl, HTTPS only (plain http only to a loopback issuer with
  * allow_http_loopback, for tests), --oidc-ca as the trust store when
- * given, GP_OIDC_FETCH_TIMEOUT_S seconds at most; while one thread fetches
- * an issuer's keys, the others asking for the same issuer wait for it (no
- * other issuer and no static token waits).  A provider that cannot be
+ * given, GP_OIDC_FETCH_TIMEOUT_S seconds at most per document; while one
+ * thread fetches an issuer's keys, the others that need a key the cache
+ * lacks wait for it (no other issuer, no static token, and no token whose
+ * key is cached, even when the cache is due for its hourly refetch).  A provider that cannot be
  * reached: GP_OIDC_ISSUER_UNREACHABLE (keys already cached stay in use).
  *
  * Threads: every function is thread-safe.

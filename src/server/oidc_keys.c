@@ -243,12 +243,17 @@ static gp_err discover(gp_oidc *o, int issuer, char *jwks_uri, size_t cap, gp_er
 }
 
 /* Fetches the issuer's keys anew unless that was tried less than
- * min_refresh_s ago (then GP_OK with nothing done). */
-static gp_err refresh(gp_oidc *o, int issuer, int64_t now, gp_error *err)
+ * min_refresh_s ago (then GP_OK with nothing done).  wait false: nothing
+ * either while another thread fetches (keys that are only old are still
+ * good for this request). */
+static gp_err refresh(gp_oidc *o, int issuer, int64_t now, bool wait, gp_error *err)
 {
     gp_oidc_issuer *is = &o->issuers[issuer];
     int every = o->cfg.min_refresh_s > 0 ? o->cfg.min_refresh_s : GP_OIDC_MIN_REFRESH_S;
-    pthread_mutex_lock(&is->fetching);
+    if (!wait && pthread_mutex_trylock(&is->fetching) != 0)
+        return GP_OK;
+    if (wait)
+        pthread_mutex_lock(&is->fetching);
     pthread_mutex_lock(&is->lock);
     bool due = is->tried < 0 || now - is->tried >= every;
     if (due)
@@ -324,7 +329,7 @@ gp_oidc_result gp_oidc_key_verify(gp_oidc *o, int issuer, const char *kid, const
     if (res != GP_OIDC_UNKNOWN_KEY && !stale)
         return res;
     gp_error err = {0};
-    if (refresh(o, issuer, now, &err) != GP_OK)
+    if (refresh(o, issuer, now, res == GP_OIDC_UNKNOWN_KEY, &err) != GP_OK)
         snprintf(detail, detail_cap, "%s", err.message);
     res = look(is, kid, ec, &d, sig, sig_len, now, &stale);
     if (res == GP_OIDC_UNKNOWN_KEY && is->fetched < 0)
