@@ -226,6 +226,12 @@ def test_second_factor_for_a_quota(d):
     mine = d.ok("POST", "/v1/rolebindings", {"user": "bob", "role": "member", "scope": "research/nlp"}, token=otp)
     listed = d.ok("GET", "/v1/rolebindings", token=otp)["rolebindings"]
     assert {b["id"] for b in listed} >= {mine["id"]}, listed
+    # a member's own submit needs no second factor, and goes to its one tenant
+    job = d.ok("POST", "/v1/jobs", {"gpus": 1}, token=IDP.token(user="bob"))
+    assert d.ok("GET", "/v1/jobs/%d" % job["id"])["tenant"] == "research/nlp", job
+    # nor does a tenant-admin's read or a job's cancel
+    code, out = d.call("DELETE", "/v1/jobs/%d" % job["id"], token=IDP.token(groups=["ml-admins"]))
+    assert code in (200, 202) and out["state"] in ("preempting", "cancelled"), (code, out)
     # the group removed at the provider: the next token loses the role
     gone = IDP.token(groups=["other"], amr=("pwd", "otp"))
     refused(d, gone, "no_binding", status=403)
