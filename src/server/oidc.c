@@ -251,6 +251,9 @@ static gp_oidc_result verify(gp_oidc *o, const char *token, int64_t now, gp_oidc
     else if (!alg || (strcmp(alg, "RS256") != 0 && strcmp(alg, "ES256") != 0)) {
         snprintf(detail, cap, "algorithm %.20s is not accepted (RS256, ES256 only)", alg ? alg : "missing");
         res = GP_OIDC_BAD_ALGORITHM;
+    } else if (json_object_get(head, "crit")) { /* RFC 7515 4.1.11: extensions it must understand; it knows none */
+        snprintf(detail, cap, "the header's crit names extensions gpupoold does not implement");
+        res = GP_OIDC_BAD_ALGORITHM;
     } else if (issuer < 0) {
         const char *iss = json_string_value(json_object_get(claims, "iss"));
         snprintf(detail, cap, "issuer %.200s is not trusted", iss ? iss : "missing");

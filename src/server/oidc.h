@@ -6,7 +6,9 @@
  * (three base64url parts) comes here.  gp_oidc_verify:
  *   - reads the header: alg must be RS256 or ES256 ("none", HS256 and
  *     everything else: GP_OIDC_BAD_ALGORITHM, before any key is looked at,
- *     so no key is ever used as an HMAC secret);
+ *     so no key is ever used as an HMAC secret), no "crit" (the same); a
+ *     key the header names or carries (jku, x5u, jwk, x5c) is never used,
+ *     only the issuer's own JWKS;
  *   - reads iss: one of the configured issuers (--oidc-issuer), exactly;
  *   - finds the key: by kid (or, without a kid, each key of the algorithm's
  *     type) in the issuer's JWKS, fetched from the discovery document's

@@ -117,11 +117,9 @@ static void publish(provider *p, const key *k1, const key *k2)
     json_decref(doc);
 }
 
-/* A token: header {alg, kid} (alg NULL = the key's), claims as given; sig by k. */
-static char *sign(const key *k, const char *alg, json_t *claims)
+/* A token: header head, claims as given (both taken); sig by k. */
+static char *sign_with_head(const key *k, json_t *head, json_t *claims)
 {
-    json_t *head = json_pack("{s:s, s:s, s:s}", "alg", alg ? alg : k->ec ? "ES256" : "RS256", "kid", k->kid, "typ",
-                             "at+jwt");
     char *h = json_dumps(head, JSON_COMPACT), *c = json_dumps(claims, JSON_COMPACT);
     char *hb = b64url((unsigned char *)h, strlen(h)), *cb = b64url((unsigned char *)c, strlen(c));
     char *data = malloc(strlen(hb) + strlen(cb) + 2);
@@ -149,6 +147,14 @@ static char *sign(const key *k, const char *alg, json_t *claims)
     json_decref(head);
     json_decref(claims);
     return tok;
+}
+
+/* A token: header {alg, kid} (alg NULL = the key's), claims as given; sig by k. */
+static char *sign(const key *k, const char *alg, json_t *claims)
+{
+    return sign_with_head(k, json_pack("{s:s, s:s, s:s}", "alg", alg ? alg : k->ec ? "ES256" : "RS256", "kid", k->kid,
+                                       "typ", "at+jwt"),
+                          claims);
 }
 
 static json_t *claims(void)
@@ -226,6 +232,9 @@ static void algorithms_refused(void **state)
     /* RS256 relabelled HS256, and RS384 */
     assert_int_equal(check(f, sign(&f->rsa, "HS256", claims()), &id), GP_OIDC_BAD_ALGORITHM);
     assert_int_equal(check(f, sign(&f->rsa, "RS384", claims()), &id), GP_OIDC_BAD_ALGORITHM);
+    assert_int_equal(check(f, sign_with_head(&f->rsa, json_pack("{s:s, s:s, s:[s]}", "alg", "RS256", "kid", "r1",
+                                                                 "crit", "exp"), claims()), &id),
+                     GP_OIDC_BAD_ALGORITHM);
     /* RS256 claimed, signed by the EC key (kid of the RSA key): bad signature */
     key ec_as_rsa = f->ec;
     snprintf(ec_as_rsa.kid, sizeof ec_as_rsa.kid, "r1");
