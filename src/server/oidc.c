@@ -31,21 +31,6 @@ const char *gp_oidc_result_name(gp_oidc_result r)
     return (unsigned)r < GP_OIDC_RESULT_COUNT ? RESULT_NAMES[r] : "unknown";
 }
 
-bool gp_oidc_url_ok(const char *url, bool allow_http_loopback)
-{
-    if (!url || strlen(url) >= GP_OIDC_URL_MAX)
-        return false;
-    if (strncmp(url, "https://", 8) == 0)
-        return url[8] != '\0' && url[8] != '/';
-    static const char *const LOOPBACK[] = {"http://127.0.0.1", "http://localhost", "http://[::1]"};
-    for (size_t i = 0; allow_http_loopback && i < sizeof LOOPBACK / sizeof *LOOPBACK; i++) {
-        size_t n = strlen(LOOPBACK[i]);
-        if (strncmp(url, LOOPBACK[i], n) == 0 && (url[n] == '\0' || url[n] == ':' || url[n] == '/'))
-            return true;
-    }
-    return false;
-}
-
 gp_err gp_oidc_config_check(const gp_oidc_config *cfg, gp_error *err)
 {
     if (cfg->n_issuers != cfg->n_audiences)

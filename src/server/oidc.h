@@ -132,9 +132,6 @@ const char *gp_oidc_result_name(gp_oidc_result r);
 /* A configuration gpupoold can run with: issuers and audiences paired, each
  * issuer https (or loopback http when allowed); field "oidc-issuer" etc. */
 gp_err gp_oidc_config_check(const gp_oidc_config *cfg, gp_error *err);
-/* An issuer or jwks_uri gpupoold fetches from: https://..., or
- * http://127.0.0.1, ::1 or localhost when allow_http_loopback. */
-bool gp_oidc_url_ok(const char *url, bool allow_http_loopback);
 /* Parses --oidc-mfa-for ("admin,tenant-admin", "all", "none"); false when bad. */
 bool gp_oidc_mfa_parse(const char *text, int *out);
 /* fetch NULL = libcurl.  Nothing is fetched yet: the first token does. */
@@ -163,6 +160,9 @@ gp_oidc_result gp_oidc_key_verify(gp_oidc *o, int issuer, const char *kid, const
                                   char *detail, size_t detail_cap);
 /* Installs a JWKS document as the issuer's keys (what a fetch does). */
 gp_err gp_oidc_keys_set(gp_oidc *o, int issuer, const char *jwks_json, int64_t now, gp_error *err);
+/* An issuer or jwks_uri gpupoold fetches from: https://..., or
+ * http://127.0.0.1, ::1 or localhost when allow_http_loopback. */
+bool gp_oidc_url_ok(const char *url, bool allow_http_loopback);
 /* base64url (no padding) of len chars into *out (malloc'd, the caller
  * frees); false when it is not base64url. */
 bool gp_oidc_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len);

@@ -36,6 +36,23 @@ struct gp_oidc_issuer {
     int64_t tried;   /* the last attempt; -1 = never */
 };
 
+/* ---- URLs fetched ---- */
+
+bool gp_oidc_url_ok(const char *url, bool allow_http_loopback)
+{
+    if (!url || strlen(url) >= GP_OIDC_URL_MAX)
+        return false;
+    if (strncmp(url, "https://", 8) == 0)
+        return url[8] != '\0' && url[8] != '/';
+    static const char *const LOOPBACK[] = {"http://127.0.0.1", "http://localhost", "http://[::1]"};
+    for (size_t i = 0; allow_http_loopback && i < sizeof LOOPBACK / sizeof *LOOPBACK; i++) {
+        size_t n = strlen(LOOPBACK[i]);
+        if (strncmp(url, LOOPBACK[i], n) == 0 && (url[n] == '\0' || url[n] == ':' || url[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
 /* ---- base64url ---- */
 
 bool gp_oidc_b64url_decode(const char *in, size_t len, unsigned char **out, size_t *out_len)
