@@ -242,6 +242,27 @@ def test_second_factor_for_a_quota(d):
     refused(d, otp, "no_binding", status=403)
 
 
+def test_rights_follow_the_grant_at_each_tenant(d):
+    d.cli("apply", "-f", gpd.TENANTS)
+    d.ok("POST", "/v1/rolebindings", {"group": "ml-admins", "role": "tenant-admin", "scope": "research"})
+    d.ok("POST", "/v1/rolebindings", {"user": "alice", "role": "member", "scope": "product/search"})
+    carol_search = d.ok("POST", "/v1/tokens", {"name": "c1", "role": "member", "scope": "product/search",
+                                               "user": "carol"})["token"]
+    dave_nlp = d.ok("POST", "/v1/tokens", {"name": "d1", "role": "member", "scope": "research/nlp",
+                                           "user": "dave"})["token"]
+    theirs = d.ok("POST", "/v1/jobs", {"gpus": 1, "replicas": 20}, token=carol_search)["id"]
+    below = d.ok("POST", "/v1/jobs", {"gpus": 1, "replicas": 20}, token=dave_nlp)["id"]
+    alice = IDP.token(groups=["ml-admins"])
+    # a member where the job is: another user's job is not hers to cancel
+    code, out = d.call("DELETE", "/v1/jobs/%d" % theirs, token=alice)
+    assert code == 403, (code, out)
+    # a tenant-admin above the job's tenant: hers to cancel
+    code, out = d.call("DELETE", "/v1/jobs/%d" % below, token=alice)
+    assert code in (200, 202), (code, out)
+    # and a tenant elsewhere does not exist for her
+    assert d.call("GET", "/v1/tenants/product/ads", token=alice)[0] == 404
+
+
 def test_refused_tokens(d):
     d.ok("POST", "/v1/rolebindings", {"user": "alice", "role": "admin"})
     good = IDP.token()
@@ -299,7 +320,8 @@ if __name__ == "__main__":
         sys.exit(0)
     IDP = Provider()
     try:
-        gpd.run([test_sign_in_contract, test_second_factor_for_a_quota, test_refused_tokens,
+        gpd.run([test_sign_in_contract, test_second_factor_for_a_quota, test_rights_follow_the_grant_at_each_tenant,
+                 test_refused_tokens,
                  test_key_rotation_without_restart, test_plain_http_issuer_refused],
                 extra=["--oidc-issuer", IDP.issuer, "--oidc-audience", AUD, "--oidc-client-id", "gpupool-cli",
                        "--oidc-issuer", DOWN, "--oidc-audience", "other-aud",
