@@ -39,6 +39,7 @@
 #include "server/log_reads.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/oidc.h"
 #include "server/readers.h"
 #include "server/refusals.h"
 
@@ -96,6 +97,7 @@ typedef struct gp_server_config {
     gp_agent_mtls agent_mtls;    /* agents' client certificates (node_ca.h, api_node_certs.c) */
     int64_t agent_cert_ttl_s;    /* a node certificate's life (default 24 h) */
     bool rotate_node_ca;         /* replace the node CA at this start */
+    gp_oidc_config oidc;         /* --oidc-*: the identity providers whose tokens sign people in (oidc.h) */
 } gp_server_config;
 
 struct gp_server {
@@ -123,6 +125,8 @@ struct gp_server {
     gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
     gp_node_ca node_ca;      /* signs and checks agents' certificates; open with HTTPS and --agent-mtls on */
     gp_node_seen nodes_without_cert; /* nodes logged calling without a certificate (optional mode) */
+    gp_oidc oidc;            /* provider tokens (oidc.h); nothing when no --oidc-issuer */
+    atomic_uint_least64_t auth_refusals[GP_OIDC_RESULT_COUNT]; /* by gp_oidc_result: /metrics */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

@@ -103,6 +103,9 @@
  *                                one row (id 1): the CA that signs the
  *                                agents' client certificates, its key
  *                                sealed (store_node_ca.c)
+ *   rolebindings(id, kind, subject, role, scope, created, created_by)
+ *                                OIDC users' and groups' roles and scopes
+ *                                (store_rolebindings.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -236,6 +239,11 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE jobs ADD COLUMN array_id INTEGER;"
     "ALTER TABLE jobs ADD COLUMN array_index INTEGER;"
     "CREATE INDEX jobs_by_array ON jobs(array_id, array_index) WHERE array_id IS NOT NULL;",
+    /* 14 -> 15 (issue 33): who signed in through OIDC holds which role
+     * where (store_rolebindings.c) */
+    "CREATE TABLE rolebindings(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, subject TEXT NOT NULL,"
+    " role TEXT NOT NULL, scope TEXT NOT NULL, created INTEGER NOT NULL, created_by TEXT NOT NULL,"
+    " UNIQUE(kind, subject, role, scope));",
 };
 
 static int user_version(gp_db *db)

@@ -31,9 +31,10 @@
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
  * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...); step 11 -> 12
  * (CREATE TABLE node_drains ...); step 12 -> 13 (CREATE TABLE node_ca ...);
- * step 13 -> 14 (ALTER TABLE jobs ADD COLUMN array_id ...);
- * schema_version = 14; COMMIT.  A database at version 15 -> "store
- * schema version 15 is newer than this gpupoold (14)", nothing changed.
+ * step 13 -> 14 (ALTER TABLE jobs ADD COLUMN array_id ...); step 14 -> 15
+ * (CREATE TABLE rolebindings ...); schema_version = 15; COMMIT.  A
+ * database at version 16 -> "store schema version 16 is newer than this
+ * gpupoold (15)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -132,6 +133,11 @@ static const char SCHEMA_13[] = "CREATE TABLE node_ca(id BIGINT PRIMARY KEY CHEC
 static const char SCHEMA_14[] = "ALTER TABLE jobs ADD COLUMN array_id BIGINT;"
                                 "ALTER TABLE jobs ADD COLUMN array_index BIGINT;"
                                 "CREATE INDEX jobs_by_array ON jobs(array_id, array_index) WHERE array_id IS NOT NULL;";
+/* 14 -> 15 (issue 33): OIDC role bindings (store_rolebindings.c). */
+static const char SCHEMA_15[] =
+    "CREATE TABLE rolebindings(id BIGINT PRIMARY KEY, kind " GP__TEXT " NOT NULL, subject " GP__TEXT " NOT NULL,"
+    " role " GP__TEXT " NOT NULL, scope " GP__TEXT " NOT NULL, created BIGINT NOT NULL,"
+    " created_by " GP__TEXT " NOT NULL, UNIQUE(kind, subject, role, scope));";
 
 typedef struct gp__pg_migration {
     int from, to;
@@ -145,6 +151,7 @@ static const gp__pg_migration PG_MIGRATIONS[] = {
     {11, 12, SCHEMA_12},
     {12, 13, SCHEMA_13},
     {13, 14, SCHEMA_14},
+    {14, 15, SCHEMA_15},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -131,7 +131,8 @@ def test_an_upgraded_store_binds_users_by_their_oldest_token(d):
                      "DROP TABLE gpu_types", "DROP TABLE node_drains",
                      "DROP TABLE node_ca",
                      "DROP INDEX jobs_by_array", "ALTER TABLE jobs DROP COLUMN array_id",
-                     "ALTER TABLE jobs DROP COLUMN array_index"):  # and schemas 11, 12, 13, 14
+                     "ALTER TABLE jobs DROP COLUMN array_index",
+                     "DROP TABLE rolebindings"):  # and schemas 11, 12, 13, 14, 15
             c.execute(undo)
         c.execute("PRAGMA user_version = 9")
         c.execute("UPDATE tokens SET created = created - 10 WHERE scope = 'research/nlp'")  # the oldest, surely

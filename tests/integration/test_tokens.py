@@ -179,11 +179,12 @@ def test_version_1_store_migrates(d):
         c.execute("DROP INDEX jobs_by_array")  # schema 14
         for column in ("array_id", "array_index"):  # schema 14
             c.execute("ALTER TABLE jobs DROP COLUMN " + column)
+        c.execute("DROP TABLE rolebindings")  # schema 15
         c.execute("DROP INDEX usage_open")  # schema 7
         c.execute("PRAGMA user_version = 1")
     d.start()
     with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 14
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 15
     assert d.ok("GET", "/v1/jobs", token=tok)["jobs"] == []
     rows = {t["name"]: t for t in d.ok("GET", "/v1/tokens")["tokens"]}
     assert rows["alice"]["expires"] is None and rows["alice"]["user"] == "alice", rows["alice"]
