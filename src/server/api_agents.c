@@ -68,18 +68,6 @@ enum { MAX_WAIT_S = 300, MAX_REPORTS = 1000, MAX_JOBS_PER_NODE = 4096 };
 /* An admin's approval of a node's join-token registration holds this long. */
 #define APPROVAL_TTL_S 3600
 
-/* ---- who may call ---- */
-
-/* A node path is for that node's credential only. */
-bool gp_api_node_caller(gp_request *r, const char *node)
-{
-    if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, node) == 0)
-        return true;
-    gp_api_error(r, 403, "forbidden", "node", "only the credential of node %.64s may call its agent endpoints",
-                 node);
-    return false;
-}
-
 /* The engine's node of that name; false when it has none. */
 static bool engine_node(const gp_engine *e, const char *name, gp_node_info *out)
 {

@@ -212,3 +212,14 @@ const char *const *gp_api_scopes(gp_request *r, int *n)
     *n = r->who.n_grants;
     return r->scopes;
 }
+
+/* A node path is for that node's credential only (the agents' endpoints,
+ * api_agents.c, api_logs.c and api_node_certs.c). */
+bool gp_api_node_caller(gp_request *r, const char *node)
+{
+    if (r->who.role == GP_ROLE_NODE && strcmp(r->who.scope, node) == 0)
+        return true;
+    gp_api_error(r, 403, "forbidden", "node", "only the credential of node %.64s may call its agent endpoints",
+                 node);
+    return false;
+}
