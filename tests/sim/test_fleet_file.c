@@ -194,8 +194,8 @@ static void the_top_is_checked_with_these_messages(void **state)
     (void)state;
     expect_message("", "nodes", "fleet.yaml:1: the fleet file is empty");
     expect_message("[a]\n", "nodes", "fleet.yaml:1: a fleet file is a mapping with pools and nodes");
-    expect_message("nodes: []\nzones: []\n", "zones",
-                   "fleet.yaml:2: unknown field zones (a fleet file has pools and nodes)");
+    expect_message("nodes: []\nracks: []\n", "racks",
+                   "fleet.yaml:2: unknown field racks (a fleet file has pools and nodes)");
     expect_message("pools: []\n", "nodes", "fleet.yaml:1: the fleet file has no nodes list");
     expect_message("nodes: 3\n", "nodes", "fleet.yaml:1: nodes must be a list");
     expect_message("pools: {}\nnodes: []\n", "pools", "fleet.yaml:1: pools must be a list");
