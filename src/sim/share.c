@@ -188,6 +188,13 @@ static void fill_node(gp_sim_share_tree *st, int32_t p, const double *demand, do
 void gp_sim_share_tree_fill(gp_sim_share_tree *st, const double *demand, double capacity, double *out)
 {
     size_t n = st->n_nodes;
+    double total = 0;
+    for (size_t g = 0; g < st->n_groups; g++)
+        total += demand[g];
+    if (total <= capacity) { /* no contention: every node gets the demand under it */
+        memcpy(out, demand, st->n_groups * sizeof *out);
+        return;
+    }
     for (size_t k = 0; k < n; k++)
         st->sub[k] = st->node_group[k] >= 0 ? demand[st->node_group[k]] : 0;
     for (size_t i = n; i-- > 0;) { /* children before parents */
@@ -221,6 +228,7 @@ gp_err gp_sim_share_init(gp_sim_share *s, size_t n_groups, const gp_sim_fair_tre
     s->usage = calloc(cells, sizeof *s->usage);
     s->pending = calloc(cells, sizeof *s->pending);
     s->fair = calloc(cells, sizeof *s->fair);
+    s->filled = calloc(cells, sizeof *s->filled);
     s->demand = calloc(ng, sizeof *s->demand);
     s->one = calloc(ng, sizeof *s->one);
     s->received_day = calloc(ng, sizeof *s->received_day);
@@ -228,7 +236,7 @@ gp_err gp_sim_share_init(gp_sim_share *s, size_t n_groups, const gp_sim_fair_tre
     s->res.n_groups = n_groups;
     s->res.received_h = calloc(ng, sizeof *s->res.received_h);
     s->res.fair_h = calloc(ng, sizeof *s->res.fair_h);
-    if (!s->usage || !s->pending || !s->fair || !s->demand || !s->one || !s->received_day || !s->fair_day ||
+    if (!s->usage || !s->pending || !s->fair || !s->filled || !s->demand || !s->one || !s->received_day || !s->fair_day ||
         !s->res.received_h || !s->res.fair_h) {
         gp_sim_share_free(s);
         return gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
@@ -237,18 +245,27 @@ gp_err gp_sim_share_init(gp_sim_share *s, size_t n_groups, const gp_sim_fair_tre
     return GP_OK;
 }
 
-/* The fair shares of the demand now. */
+/* The fair shares of the demand now, per type whose demand changed
+ * since the last fill (a bind moves a job's GPUs from pending to usage,
+ * often on the same type: no change). */
 static void recompute(gp_sim_share *s)
 {
     size_t nt = (size_t)s->n_types;
     for (size_t t = 0; t < nt; t++) {
+        bool changed = false;
         for (size_t g = 0; g < s->n_groups; g++) { /* below half a milli-GPU: rounding of the split, none */
             double d = s->usage[g * nt + t] + s->pending[g * nt + t];
             s->demand[g] = d < 0.5 ? 0 : d;
+            changed = changed || s->demand[g] < s->filled[g * nt + t] - 0.5 ||
+                      s->demand[g] > s->filled[g * nt + t] + 0.5;
         }
+        if (!changed)
+            continue;
         gp_sim_share_tree_fill(&s->tree, s->demand, s->capacity_milli[t], s->one);
-        for (size_t g = 0; g < s->n_groups; g++)
+        for (size_t g = 0; g < s->n_groups; g++) {
+            s->filled[g * nt + t] = s->demand[g];
             s->fair[g * nt + t] = s->one[g];
+        }
     }
     s->dirty = false;
 }
@@ -370,6 +387,7 @@ void gp_sim_share_free(gp_sim_share *s)
     free(s->usage);
     free(s->pending);
     free(s->fair);
+    free(s->filled);
     free(s->demand);
     free(s->one);
     free(s->received_day);

@@ -113,6 +113,7 @@ typedef struct gp_sim_share {
     gp_sim_share_tree tree;
     double *usage, *pending; /* groups x types, milli-GPUs now */
     double *fair;            /* groups x types, milli-GPUs now */
+    double *filled;          /* groups x types: the demand fair was filled from */
     double *demand, *one;    /* scratch: one type's demand and fair share per group */
     double *received_day, *fair_day; /* per group: milli-GPU-seconds this day */
     int64_t since;           /* the state is integrated up to here */
