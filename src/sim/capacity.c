@@ -277,7 +277,7 @@ static gp_err promise_marks(const gp_sim_capacity_config *c, gp_sim_result *mark
     return gp__sim_groups(&setup, marks, err);
 }
 
-static gp_err team_trace(const gp_trace *t, const gp_sim_result *marks, uint32_t team, gp_trace *out, bool *within,
+gp_err gp_sim_team_trace(const gp_trace *t, const gp_sim_result *marks, uint32_t team, gp_trace *out, bool *within,
                          gp_error *err)
 {
     gp_trace_init(out);
@@ -289,7 +289,8 @@ static gp_err team_trace(const gp_trace *t, const gp_sim_result *marks, uint32_t
         gp_trace_job job = t->jobs[j];
         if (!gp_trace_tenant(out, t->tenants[t->jobs[j].tenant], &job.tenant))
             return gp_error_set(err, GP_ERR_NOMEM, "capacity", "out of memory");
-        within[out->n_jobs] = marks->jobs[j].within_guarantee;
+        if (within)
+            within[out->n_jobs] = marks->jobs[j].within_guarantee;
         gp_err rc = gp_trace_add(out, &job, err);
         if (rc)
             return rc;
@@ -340,7 +341,7 @@ static gp_err run_static(const gp_sim_capacity_config *c, const gp_sim_policy *p
     gp_err rc = GP_OK;
     for (uint32_t g = 0; rc == GP_OK && g < marks->n_groups; g++) {
         gp_trace team;
-        rc = team_trace(c->trace, marks, g, &team, within, err);
+        rc = gp_sim_team_trace(c->trace, marks, g, &team, within, err);
         probe p = {.c = c, .policy = policy, .trace = &team, .within = within, .label = marks->groups[g]};
         int64_t nodes = -1, promise = marks->group_guarantee_milli[g];
         int probes = 0;

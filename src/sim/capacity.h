@@ -91,6 +91,13 @@ typedef struct gp_sim_capacity_row {
 gp_err gp_sim_capacity_run(const gp_sim_capacity_config *c, const gp_sim_policy *policy, gp_sim_capacity_row *row,
                            gp_error *err);
 
+/* Group `team`'s jobs of t (marks->job_group, gp__sim_groups) as a trace
+ * of their own, in trace order, into out (gp_trace_init'ed here; caller
+ * frees); within[k] (NULL: not wanted) says whether its k-th job is
+ * within guarantee. */
+gp_err gp_sim_team_trace(const gp_trace *t, const gp_sim_result *marks, uint32_t team, gp_trace *out, bool *within,
+                         gp_error *err);
+
 /* GPU-seconds of work the trace offers between its first and last
  * arrival (see above). */
 double gp_sim_offered_gpu_s(const gp_trace *t);

@@ -1,5 +1,8 @@
 /* fairness.h - Jain's fairness index over the backlogged teams, hour by hour.
  *
+ * A diagnostic since issue 35: the targets are the share of share.h and
+ * the finish-time fairness of finish_time.h.
+ *
  * The question: when several teams want more than they have, does each get
  * GPUs in proportion to what it is entitled to?  For every full hour of a
  * run (hours counted from the first arrival), for every report group

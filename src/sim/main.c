@@ -40,6 +40,7 @@ typedef struct cli {
     uint64_t seed;
     bool strict, no_plots, fgd, whole_gpus_only, quiet;
     bool capacity, no_sharing;   /* --capacity, --no-sharing */
+    bool no_finish_time;         /* --finish-time 0 */
     gp_sim_slo slo;
     size_t max_warnings;
     double ratio, size_percentile;
@@ -93,6 +94,8 @@ static void usage(FILE *out)
             "  --checkpoint-interval S     running jobs checkpoint every S s (default 3600; 0: never)\n"
             "  --checkpoint-save S         grace needed to save a checkpoint when preempted (default 60)\n"
             "  --sample S                  time series step (default: ~400 samples)\n"
+            "  --finish-time 0|1           replay each team alone on its guarantee for finish-time\n"
+            "                              fairness (default 1; docs/simulator.md)\n"
             "\n"
             "the capacity experiment (docs/simulator.md, capacity)\n"
             "  --capacity                  per policy, the smallest fleet (8-GPU nodes of the fleet's mix) on\n"
@@ -179,6 +182,8 @@ static bool parse_flag(cli *c, const char *flag, const char *v)
         c->opt.engine.max_preemptions = (int)n;
     else if (strcmp(flag, "--fair-share-reclaim") == 0 && parse_i64(v, 0, &n) && n <= 1)
         c->opt.engine.fair_share_reclaim = n == 1;
+    else if (strcmp(flag, "--finish-time") == 0 && parse_i64(v, 0, &n) && n <= 1)
+        c->no_finish_time = n == 0;
     else if (strcmp(flag, "--checkpoint-interval") == 0)
         return parse_i64(v, 0, &c->opt.checkpoint_interval_s);
     else if (strcmp(flag, "--checkpoint-save") == 0)
@@ -398,16 +403,26 @@ static size_t parse_seeds(const char *text, uint64_t *seeds)
 
 /* ---- runs ---- */
 
-static void print_run(const gp_sim_result *r, const gp_trace *t)
+static void print_run(const gp_sim_result *r, const gp_trace *t, const gp_sim_dedicated *d)
 {
     gp_sim_metrics m;
-    if (gp_sim_metrics_compute(r, t, GP_SIM_ALL_GROUPS, &m, NULL) != GP_OK)
+    gp_sim_finish_summary fs;
+    if (gp_sim_metrics_compute(r, t, GP_SIM_ALL_GROUPS, &m, NULL) != GP_OK ||
+        gp_sim_finish_summary_compute(r, t, d, &fs, NULL) != GP_OK)
         return;
     printf("%-10s alloc %6.2f%%  wait mean %9.0f s p99 %9.0f s  jct %9.0f s  within-guarantee p99 %8.0f s  "
            "lost %8.1f GPU-h  done %zu/%zu  (%.2f s, %llu events)\n",
            r->policy.name, m.allocation_pct, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_p99_wait_s,
            m.lost_gpu_h, m.done, m.jobs, r->wall_s, (unsigned long long)r->events);
-    printf("%-10s fairness: Jain mean %.3f min %.3f over %zu hours with >= 2 backlogged teams (%zu skipped; "
+    printf("%-10s share: Jain of received / fair share per day mean %.3f min %.3f over %zu days (%zu skipped), "
+           "over the run %.3f\n",
+           "", m.share_jain_day_mean, m.share_jain_day_min, m.share_days, m.share_days_skipped, m.share_jain_run);
+    if (d)
+        printf("%-10s finish time / alone on its guarantee: p50 %.3f p95 %.3f max %.3f over %zu jobs (%zu without); "
+               "teams whose within-guarantee jobs read p95 <= 1: %zu of %zu (worst %.3f)\n",
+               "", fs.all.p50, fs.all.p95, fs.all.max, fs.all.jobs, fs.all.no_ratio, fs.teams_met, fs.teams_judged,
+               fs.worst_within_p95);
+    printf("%-10s hourly Jain (diagnostic): mean %.3f min %.3f over %zu hours with >= 2 backlogged teams (%zu skipped; "
            "static entitlements: mean %.3f)  lost %.3f%% of delivered  most preemptions of one job %d\n",
            "", m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped, m.jain_static_mean, m.lost_pct,
            m.max_preemptions);
@@ -428,8 +443,18 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     gp_sim_progress progress;
     opt.progress = gp_sim_progress_update;
     opt.progress_ctx = &progress;
+    gp_sim_dedicated dedicated = {0};
+    bool have_dedicated = !c->no_finish_time && setup.tenants;
+    if (have_dedicated && gp_sim_dedicated_run(&setup, &opt, &dedicated, &err) != GP_OK) {
+        fprintf(stderr, "gpupool-sim: finish time: %s\n", err.message);
+        return 1;
+    }
+    if (have_dedicated)
+        printf("finish time: %zu teams replayed alone on their guarantees (%.2f s)\n", dedicated.teams,
+               dedicated.wall_s);
     if (c->ledger && gp_sim_ledger_open(c->ledger, c->epoch, &opt.ledger, &err) != GP_OK) {
         fprintf(stderr, "gpupool-sim: %s\n", err.message);
+        gp_sim_dedicated_free(&dedicated);
         return 2;
     }
     for (; done < n_pol; done++) {
@@ -443,7 +468,7 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
             status = 1;
             break;
         }
-        print_run(&results[done], &in->trace);
+        print_run(&results[done], &in->trace, have_dedicated ? &dedicated : NULL);
     }
     if (opt.ledger) {
         int64_t records = gp_sim_ledger_records(opt.ledger);
@@ -457,7 +482,7 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     }
     gp_sim_run_set rs = {.trace_desc = in->trace_desc, .fleet_desc = c->fleet ? c->fleet : "generated",
                          .seed = c->seed, .trace = &in->trace, .options = &opt, .results = results,
-                         .n_results = done};
+                         .n_results = done, .dedicated = have_dedicated ? &dedicated : NULL};
     if (status == 0 && c->out && gp_sim_report_write(c->out, &rs, &err) != GP_OK) {
         fprintf(stderr, "gpupool-sim: report: %s\n", err.message);
         status = 1;
@@ -468,6 +493,7 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
         status = 1;
     for (size_t i = 0; i < done; i++)
         gp_sim_result_free(&results[i]);
+    gp_sim_dedicated_free(&dedicated);
     return status;
 }
 

@@ -107,6 +107,50 @@ static void fairness_summary(const gp_sim_result *r, gp_sim_metrics *m)
     m->jain_static_mean = m->fair_hours ? sum_static / (double)m->fair_hours : 1;
 }
 
+/* Jain's index of the share ratio per day and over the run (share.h). */
+static gp_err share_summary(const gp_sim_result *r, gp_sim_metrics *m, gp_error *err)
+{
+    const gp_sim_share_result *sh = &r->share;
+    double sum = 0, *ratio = malloc((sh->n_groups ? sh->n_groups : 1) * sizeof *ratio);
+    if (!ratio)
+        return gp_error_set(err, GP_ERR_NOMEM, "report", "out of memory");
+    m->share_jain_day_min = 1;
+    for (size_t d = 0; d < sh->n_days; d++) {
+        double j = sh->days[d].jain;
+        if (j < 0) {
+            m->share_days_skipped++;
+            continue;
+        }
+        m->share_days++;
+        sum += j;
+        m->share_jain_day_min = j < m->share_jain_day_min ? j : m->share_jain_day_min;
+    }
+    m->share_jain_day_mean = m->share_days ? sum / (double)m->share_days : 1;
+    size_t n = 0;
+    for (size_t g = 0; g < sh->n_groups; g++) {
+        m->received_gpu_h += sh->received_h[g];
+        m->fair_share_gpu_h += sh->fair_h[g];
+        if (sh->fair_h[g] > 1e-9)
+            ratio[n++] = sh->received_h[g] / sh->fair_h[g];
+    }
+    m->share_jain_run = gp_sim_jain(ratio, n);
+    m->share_ratio = m->fair_share_gpu_h > 1e-9 ? m->received_gpu_h / m->fair_share_gpu_h : -1;
+    free(ratio);
+    return GP_OK;
+}
+
+/* A group's GPU-hours received and its fair share over the run (share.h). */
+static void group_share(const gp_sim_result *r, size_t g, gp_sim_metrics *m)
+{
+    if (g >= r->share.n_groups) {
+        m->share_ratio = -1;
+        return;
+    }
+    m->received_gpu_h = r->share.received_h[g];
+    m->fair_share_gpu_h = r->share.fair_h[g];
+    m->share_ratio = m->fair_share_gpu_h > 1e-9 ? m->received_gpu_h / m->fair_share_gpu_h : -1;
+}
+
 gp_err gp_sim_metrics_compute(const gp_sim_result *r, const gp_trace *t, size_t group, gp_sim_metrics *m,
                               gp_error *err)
 {
@@ -152,10 +196,11 @@ gp_err gp_sim_metrics_compute(const gp_sim_result *r, const gp_trace *t, size_t 
         fairness_summary(r, m);
     } else {
         m->guarantee_gpus = (double)r->group_guarantee_milli[group] / 1000.0;
+        group_share(r, group, m);
     }
     free(waits);
     free(within);
-    return GP_OK;
+    return group == GP_SIM_ALL_GROUPS ? share_summary(r, m, err) : GP_OK;
 }
 
 gp_err gp_sim_sorted_waits(const gp_sim_result *r, int64_t **waits, size_t *n, gp_error *err)

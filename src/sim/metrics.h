@@ -15,10 +15,15 @@
  *               GPU-hours delivered (allocation over the whole run, the
  *               lost work included; all groups only);
  *   max preemptions  the most times any one job was preempted;
- *   fairness    Jain's index over the backlogged groups, hour by hour
- *               (fairness.h): its mean and minimum over the hours with at
- *               least 2 backlogged groups, and how many hours were
- *               measured and skipped (all groups only);
+ *   share       GPU-hours received / the water-filled fair share
+ *               (share.h): per group over the run; for all groups Jain's
+ *               index of that ratio over the groups per day (mean and
+ *               minimum over the days with at least 2 groups, how many
+ *               measured and skipped) and over the run;
+ *   hourly Jain Jain's index over the backlogged groups, hour by hour
+ *               (fairness.h; a diagnostic): its mean and minimum over the
+ *               hours with at least 2 backlogged groups, and how many
+ *               hours were measured and skipped (all groups only);
  *   within-guarantee p99 wait: over the jobs marked within_guarantee
  *               (simulator.h): the promise gpupool makes to a team;
  *   the FGD curve: allocation % after each arrival, averaged per 1 % bin
@@ -52,6 +57,11 @@ typedef struct gp_sim_metrics {
     double jain_mean, jain_min; /* all groups only; 1 when no hour was measured */
     double jain_static_mean;    /* the same on the static entitlements (fairness.h) */
     size_t fair_hours, fair_hours_skipped;
+    double received_gpu_h, fair_share_gpu_h; /* over the run (share.h) */
+    double share_ratio;         /* received / fair share; -1 when the fair share is 0 */
+    double share_jain_day_mean, share_jain_day_min; /* all groups only; 1 when no day was measured */
+    double share_jain_run;      /* all groups only: over the groups' run ratios */
+    size_t share_days, share_days_skipped;
 } gp_sim_metrics;
 
 /* group: an index into r->groups, or GP_SIM_ALL_GROUPS. */

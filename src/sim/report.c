@@ -61,12 +61,46 @@ static void metrics_json(FILE *out, const gp_sim_metrics *m, bool overall)
                 m->jain_static_mean);
 }
 
-static void run_json(FILE *out, const gp_sim_result *r, const gp_sim_metrics *m)
+/* The share and finish-time figures of a group (share.h, finish_time.h). */
+static void group_fairness_json(FILE *out, const gp_sim_metrics *m, const gp_sim_finish_stats *f)
+{
+    fprintf(out,
+            ",\"received_gpu_h\":%.3f,\"fair_share_gpu_h\":%.3f,\"share_ratio\":%.4f,\"ftf_jobs\":%zu,"
+            "\"ftf_no_ratio\":%zu,\"ftf_p50\":%.4f,\"ftf_p95\":%.4f,\"ftf_max\":%.4f,\"ftf_within_p95\":%.4f,"
+            "\"team_within_guarantee\":%s",
+            m->received_gpu_h, m->fair_share_gpu_h, m->share_ratio, f->jobs, f->no_ratio, f->p50, f->p95, f->max,
+            f->within_p95, f->team_within ? "true" : "false");
+}
+
+/* The run's share and finish-time figures. */
+static gp_err run_fairness_json(FILE *out, const gp_sim_run_set *rs, const gp_sim_result *r, const gp_sim_metrics *m,
+                                gp_error *err)
+{
+    gp_sim_finish_summary fs;
+    gp_err rc = gp_sim_finish_summary_compute(r, rs->trace, rs->dedicated, &fs, err);
+    if (rc)
+        return rc;
+    fprintf(out,
+            ",\"share_jain_day_mean\":%.4f,\"share_jain_day_min\":%.4f,\"share_days\":%zu,"
+            "\"share_days_skipped\":%zu,\"share_jain_run\":%.4f,\"ftf_jobs\":%zu,\"ftf_no_ratio\":%zu,"
+            "\"ftf_p50\":%.4f,\"ftf_p95\":%.4f,\"ftf_max\":%.4f,\"ftf_teams_judged\":%zu,"
+            "\"ftf_teams_met\":%zu,\"ftf_worst_within_p95\":%.4f,\"ftf_teams_all_within\":%zu",
+            m->share_jain_day_mean, m->share_jain_day_min, m->share_days, m->share_days_skipped, m->share_jain_run,
+            fs.all.jobs, fs.all.no_ratio, fs.all.p50, fs.all.p95, fs.all.max, fs.teams_judged, fs.teams_met,
+            fs.worst_within_p95, fs.teams_all_within);
+    return GP_OK;
+}
+
+static gp_err run_json(FILE *out, const gp_sim_run_set *rs, const gp_sim_result *r, const gp_sim_metrics *m,
+                       gp_error *err)
 {
     fprintf(out, "\"policy\":");
     gp_sim_json_string(out, r->policy.name);
     fprintf(out, ",");
     metrics_json(out, m, true);
+    gp_err rc = run_fairness_json(out, rs, r, m, err);
+    if (rc)
+        return rc;
     fprintf(out, ",\"events\":%llu,\"ticks\":%llu,\"wall_s\":%.3f,\"events_per_s\":%.0f,\"capacity_gpus\":%.3f",
             (unsigned long long)r->events, (unsigned long long)r->ticks, r->wall_s,
             r->wall_s > 0 ? (double)r->events / r->wall_s : 0.0, (double)r->capacity_milli / 1000.0);
@@ -74,6 +108,7 @@ static void run_json(FILE *out, const gp_sim_result *r, const gp_sim_metrics *m)
         fprintf(out, ",\"first_rejection\":");
         gp_sim_json_string(out, r->first_rejection);
     }
+    return GP_OK;
 }
 
 gp_err gp_sim_report_summary(FILE *out, const gp_sim_run_set *rs, gp_error *err)
@@ -88,7 +123,8 @@ gp_err gp_sim_report_summary(FILE *out, const gp_sim_run_set *rs, gp_error *err)
         if (rc)
             return rc;
         fprintf(out, "%s{", i ? "," : "");
-        run_json(out, &rs->results[i], &m);
+        if ((rc = run_json(out, rs, &rs->results[i], &m, err)))
+            return rc;
         fprintf(out, "}");
     }
     fprintf(out, "]}\n");
@@ -103,13 +139,17 @@ static gp_err groups_json(FILE *out, const gp_sim_run_set *rs, const gp_sim_resu
     fprintf(out, ",\"groups\":[");
     for (size_t g = 0; g < r->n_groups; g++) {
         gp_sim_metrics m;
+        gp_sim_finish_stats f;
         gp_err rc = gp_sim_metrics_compute(r, rs->trace, g, &m, err);
+        if (rc == GP_OK)
+            rc = gp_sim_finish_stats_compute(r, rs->trace, rs->dedicated, g, &f, err);
         if (rc)
             return rc;
         fprintf(out, "%s\n    {\"group\":", g ? "," : "");
         gp_sim_json_string(out, r->groups[g]);
         fprintf(out, ",\"entitlement\":%.6f,", r->group_entitlement[g]);
         metrics_json(out, &m, false);
+        group_fairness_json(out, &m, &f);
         fprintf(out, "}");
     }
     fprintf(out, "]");
@@ -139,8 +179,9 @@ static gp_err write_report_json(const char *dir, const gp_sim_run_set *rs, gp_er
         if ((rc = gp_sim_metrics_compute(&rs->results[i], rs->trace, GP_SIM_ALL_GROUPS, &m, err)))
             break;
         fprintf(out, "%s\n  {", i ? "," : "");
-        run_json(out, &rs->results[i], &m);
-        rc = groups_json(out, rs, &rs->results[i], err);
+        rc = run_json(out, rs, &rs->results[i], &m, err);
+        if (rc == GP_OK)
+            rc = groups_json(out, rs, &rs->results[i], err);
         fprintf(out, "}");
     }
     fprintf(out, "]}\n");
@@ -158,27 +199,41 @@ static gp_err write_summary_csv(const char *dir, const gp_sim_run_set *rs, gp_er
         return GP_ERR_INVALID;
     fprintf(f, "policy,jobs,done,unfinished,mean_wait_s,p99_wait_s,mean_jct_s,allocation_pct,lost_gpu_h,"
                "within_guarantee_jobs,within_guarantee_p99_wait_s,preemptions,lost_pct,max_preemptions,jain_mean,"
-               "jain_min,fair_hours,fair_hours_skipped,jain_static_mean\n");
+               "jain_min,fair_hours,fair_hours_skipped,jain_static_mean,share_jain_day_mean,share_jain_day_min,"
+               "share_days,share_days_skipped,share_jain_run,ftf_p50,ftf_p95,ftf_max,ftf_teams_judged,"
+               "ftf_teams_met,ftf_worst_within_p95,ftf_jobs,ftf_no_ratio,ftf_teams_all_within\n");
     gp_err rc = GP_OK;
     for (size_t i = 0; rc == GP_OK && i < rs->n_results; i++) {
         gp_sim_metrics m;
-        if ((rc = gp_sim_metrics_compute(&rs->results[i], rs->trace, GP_SIM_ALL_GROUPS, &m, err)))
+        gp_sim_finish_summary fs;
+        if ((rc = gp_sim_metrics_compute(&rs->results[i], rs->trace, GP_SIM_ALL_GROUPS, &m, err)) ||
+            (rc = gp_sim_finish_summary_compute(&rs->results[i], rs->trace, rs->dedicated, &fs, err)))
             break;
-        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu,%.4f,%d,%.4f,%.4f,%zu,%zu,%.4f\n",
+        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%.3f,%.3f,%zu,%.1f,%llu,%.4f,%d,%.4f,%.4f,%zu,%zu,%.4f,",
                 rs->results[i].policy.name, m.jobs, m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s,
                 m.allocation_pct, m.lost_gpu_h, m.within_jobs, m.within_p99_wait_s, (unsigned long long)m.preemptions,
                 m.lost_pct, m.max_preemptions, m.jain_mean, m.jain_min, m.fair_hours, m.fair_hours_skipped,
                 m.jain_static_mean);
+        fprintf(f, "%.4f,%.4f,%zu,%zu,%.4f,%.4f,%.4f,%.4f,%zu,%zu,%.4f,%zu,%zu,%zu\n", m.share_jain_day_mean,
+                m.share_jain_day_min, m.share_days, m.share_days_skipped, m.share_jain_run, fs.all.p50, fs.all.p95,
+                fs.all.max, fs.teams_judged, fs.teams_met, fs.worst_within_p95, fs.all.jobs, fs.all.no_ratio,
+                fs.teams_all_within);
     }
     fclose(f);
     return rc;
 }
 
-static gp_err write_timeseries(const char *dir, const gp_sim_result *r, gp_error *err)
+/* dir/STEM-POLICY.csv opened for writing, or NULL with err set. */
+static FILE *open_policy_csv(const char *dir, const char *stem, const gp_sim_result *r, gp_error *err)
 {
     char name[96];
-    snprintf(name, sizeof name, "timeseries-%s.csv", r->policy.name);
-    FILE *f = gp_sim_open_out(dir, name, err);
+    snprintf(name, sizeof name, "%s-%s.csv", stem, r->policy.name);
+    return gp_sim_open_out(dir, name, err);
+}
+
+static gp_err write_timeseries(const char *dir, const gp_sim_result *r, gp_error *err)
+{
+    FILE *f = open_policy_csv(dir, "timeseries", r, err);
     if (!f)
         return GP_ERR_INVALID;
     double cap = r->capacity_milli > 0 ? (double)r->capacity_milli : 1;
@@ -199,9 +254,7 @@ static gp_err write_timeseries(const char *dir, const gp_sim_result *r, gp_error
 /* fairness-POLICY.csv: every full hour, its backlogged groups and Jain's index (empty: skipped). */
 static gp_err write_fairness(const char *dir, const gp_sim_result *r, gp_error *err)
 {
-    char name[96];
-    snprintf(name, sizeof name, "fairness-%s.csv", r->policy.name);
-    FILE *f = gp_sim_open_out(dir, name, err);
+    FILE *f = open_policy_csv(dir, "fairness", r, err);
     if (!f)
         return GP_ERR_INVALID;
     fprintf(f, "t_h,backlogged,jain\n");
@@ -216,6 +269,36 @@ static gp_err write_fairness(const char *dir, const gp_sim_result *r, gp_error *
     return GP_OK;
 }
 
+/* share-POLICY.csv: per full day and team with a fair share, GPU-hours
+ * received and fair; share_days-POLICY.csv: the day's Jain index (empty:
+ * skipped). */
+static gp_err write_share(const char *dir, const gp_sim_result *r, gp_error *err)
+{
+    const gp_sim_share_result *sh = &r->share;
+    FILE *f = open_policy_csv(dir, "share", r, err);
+    if (!f)
+        return GP_ERR_INVALID;
+    fprintf(f, "t_day,group,received_gpu_h,fair_share_gpu_h,ratio\n");
+    for (size_t d = 0; d < sh->n_days; d++)
+        for (size_t g = 0; g < sh->n_groups; g++) {
+            double rec = sh->day_received_h[d * sh->n_groups + g], fair = sh->day_fair_h[d * sh->n_groups + g];
+            if (fair > 1e-9)
+                fprintf(f, "%zu,%s,%.4f,%.4f,%.4f\n", d, r->groups[g], rec, fair, rec / fair);
+        }
+    fclose(f);
+    if (!(f = open_policy_csv(dir, "share_days", r, err)))
+        return GP_ERR_INVALID;
+    fprintf(f, "t_day,teams,jain\n");
+    for (size_t d = 0; d < sh->n_days; d++) {
+        fprintf(f, "%zu,%d,", d, sh->days[d].teams);
+        if (sh->days[d].jain >= 0)
+            fprintf(f, "%.4f", sh->days[d].jain);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    return GP_OK;
+}
+
 static gp_err write_waits(const char *dir, const gp_sim_result *r, gp_error *err)
 {
     int64_t *w;
@@ -223,9 +306,7 @@ static gp_err write_waits(const char *dir, const gp_sim_result *r, gp_error *err
     gp_err rc = gp_sim_sorted_waits(r, &w, &n, err);
     if (rc)
         return rc;
-    char name[96];
-    snprintf(name, sizeof name, "waits-%s.csv", r->policy.name);
-    FILE *f = gp_sim_open_out(dir, name, err);
+    FILE *f = open_policy_csv(dir, "waits", r, err);
     if (!f) {
         free(w);
         return GP_ERR_INVALID;
@@ -273,9 +354,7 @@ static void top_groups(const gp_sim_result *r, size_t *order, size_t *n_top)
  * "others", so each column is the top edge of its band. */
 static gp_err write_usage(const char *dir, const gp_sim_result *r, size_t *order, size_t n_top, gp_error *err)
 {
-    char name[96];
-    snprintf(name, sizeof name, "usage-%s.csv", r->policy.name);
-    FILE *f = gp_sim_open_out(dir, name, err);
+    FILE *f = open_policy_csv(dir, "usage", r, err);
     if (!f)
         return GP_ERR_INVALID;
     fprintf(f, "t_h");
@@ -300,23 +379,26 @@ static gp_err write_usage(const char *dir, const gp_sim_result *r, size_t *order
 
 static gp_err write_groups_csv(const char *dir, const gp_sim_run_set *rs, const gp_sim_result *r, gp_error *err)
 {
-    char name[96];
-    snprintf(name, sizeof name, "groups-%s.csv", r->policy.name);
-    FILE *f = gp_sim_open_out(dir, name, err);
+    FILE *f = open_policy_csv(dir, "groups", r, err);
     if (!f)
         return GP_ERR_INVALID;
     fprintf(f, "group,jobs,done,unfinished,mean_wait_s,p99_wait_s,mean_jct_s,within_guarantee_jobs,"
                "within_guarantee_p99_wait_s,mean_usage_gpus,guarantee_gpus,lost_gpu_h,preemptions,max_preemptions,"
-               "entitlement\n");
+               "entitlement,received_gpu_h,fair_share_gpu_h,share_ratio,ftf_jobs,ftf_no_ratio,ftf_p50,ftf_p95,ftf_max,"
+               "ftf_within_p95,team_within_guarantee\n");
     gp_err rc = GP_OK;
     for (size_t g = 0; rc == GP_OK && g < r->n_groups; g++) {
         gp_sim_metrics m;
-        if ((rc = gp_sim_metrics_compute(r, rs->trace, g, &m, err)))
+        gp_sim_finish_stats fs;
+        if ((rc = gp_sim_metrics_compute(r, rs->trace, g, &m, err)) ||
+            (rc = gp_sim_finish_stats_compute(r, rs->trace, rs->dedicated, g, &fs, err)))
             break;
-        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%zu,%.1f,%.3f,%.3f,%.3f,%llu,%d,%.6f\n", r->groups[g], m.jobs,
+        fprintf(f, "%s,%zu,%zu,%zu,%.1f,%.1f,%.1f,%zu,%.1f,%.3f,%.3f,%.3f,%llu,%d,%.6f,", r->groups[g], m.jobs,
                 m.done, m.unfinished, m.mean_wait_s, m.p99_wait_s, m.mean_jct_s, m.within_jobs, m.within_p99_wait_s,
                 m.mean_usage_gpus, m.guarantee_gpus, m.lost_gpu_h, (unsigned long long)m.preemptions,
                 m.max_preemptions, r->group_entitlement[g]);
+        fprintf(f, "%.3f,%.3f,%.4f,%zu,%zu,%.4f,%.4f,%.4f,%.4f,%d\n", m.received_gpu_h, m.fair_share_gpu_h,
+                m.share_ratio, fs.jobs, fs.no_ratio, fs.p50, fs.p95, fs.max, fs.within_p95, fs.team_within);
     }
     fclose(f);
     return rc;
@@ -462,7 +544,7 @@ gp_err gp_sim_report_write(const char *dir, const gp_sim_run_set *rs, gp_error *
         top_groups(r, order, &n_top);
         if ((rc = write_timeseries(dir, r, err)) == GP_OK && (rc = write_waits(dir, r, err)) == GP_OK &&
             (rc = write_usage(dir, r, order, n_top, err)) == GP_OK && (rc = write_groups_csv(dir, rs, r, err)) == GP_OK &&
-            (rc = write_fairness(dir, r, err)) == GP_OK)
+            (rc = write_fairness(dir, r, err)) == GP_OK && (rc = write_share(dir, r, err)) == GP_OK)
             rc = plot_team_usage(dir, r, order, n_top, err);
         free(order);
     }

@@ -12,6 +12,9 @@
  *                  time, stacked), waits-POLICY.csv (the wait CDF),
  *                  groups-POLICY.csv (per-team figures),
  *                  fairness-POLICY.csv (Jain's index per hour, fairness.h),
+ *                  share-POLICY.csv (per team and day: GPU-hours
+ *                  received and fair share, share.h), share_days-POLICY.csv
+ *                  (Jain's index of the share ratio per day),
  *                  alloc_vs_load.csv (allocation per 5 % bin of demand);
  *   plots          PNG and SVG by gnuplot (plots.h).
  *
@@ -24,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sim/finish_time.h"
 #include "sim/simulator.h"
 
 typedef struct gp_sim_run_set {
@@ -34,6 +38,7 @@ typedef struct gp_sim_run_set {
     const gp_sim_options *options;
     const gp_sim_result *results; /* one per policy */
     size_t n_results;
+    const gp_sim_dedicated *dedicated; /* finish-time fairness's baseline (finish_time.h); NULL: none */
 } gp_sim_run_set;
 
 /* One JSON line (with newline) on out. */

@@ -29,7 +29,8 @@
  * GPU-hours delivered); samples of the state are taken every
  * sample_interval_s for the time series.  The fairness tracker
  * (fairness.h) follows each group's usage per GPU type and its pending
- * jobs, and closes an hour whenever the clock passes one.
+ * jobs, and closes an hour whenever the clock passes one; the share
+ * tracker (share.h) follows the same and closes days.
  */
 #include "sim/simulator.h"
 
@@ -65,6 +66,8 @@ typedef struct sim {
     int64_t allocated_milli, arrived_milli, demand_milli;
     int64_t *group_usage;           /* current, per group */
     gp_sim_fairness fair;
+    gp_sim_share share;
+    uint32_t type_bits[GP_MAX_GPU_TYPES]; /* trace type bit b: the engine's type (as a bit) */
     int64_t next_sample;
     size_t cap_samples, cap_usage_rows; /* of r->samples, r->group_usage (rows) */
     size_t cap_arrived, cap_allocated;  /* of r->arrival_arrived, r->arrival_allocated */
@@ -165,7 +168,7 @@ static void advance(sim *s, int64_t t)
     if (to > from)
         r->allocated_gpu_s += (double)s->allocated_milli * (double)(to - from) / 1000.0;
     r->delivered_gpu_s += (double)s->allocated_milli * (double)(t - s->now) / 1000.0;
-    if (!gp_sim_fairness_advance(&s->fair, t))
+    if (!gp_sim_fairness_advance(&s->fair, t) || !gp_sim_share_advance(&s->share, t))
         s->oom = true;
     while (s->next_sample < t && s->next_sample <= r->t_last_arrival) {
         take_sample(s, s->next_sample);
@@ -194,10 +197,22 @@ static void record_arrival_point(sim *s)
 
 /* ---- decisions ---- */
 
+/* The engine's GPU types job j accepts, as bits (0 in the trace: any). */
+static uint32_t engine_type_bits(const sim *s, const gp_trace_job *tj)
+{
+    uint32_t bits = 0;
+    for (int b = 0; b < GP_MAX_GPU_TYPES; b++)
+        bits |= tj->type_mask & (1u << b) ? s->type_bits[b] : 0;
+    return tj->type_mask ? bits : UINT32_MAX;
+}
+
 /* Job j's group has one pending job more (+1) or less (-1). */
 static void note_pending(sim *s, uint32_t j, int delta)
 {
+    const gp_trace_job *tj = &s->setup->trace->jobs[j];
     gp_sim_fairness_pending(&s->fair, s->now, s->r->job_group[j], delta);
+    gp_sim_share_pending(&s->share, s->now, s->r->job_group[j], engine_type_bits(s, tj), gp_trace_job_milli(tj),
+                         delta);
 }
 
 static void push(sim *s, int64_t time, gp_event_kind kind, uint32_t job)
@@ -283,9 +298,10 @@ static void on_usage(sim *s, const gp_usage *u, int sign)
     uint64_t j = u->job_id - 1;
     if (j >= s->r->n_jobs)
         return;
+    int type = gpu_type_index(s->e, u->gpu_type);
     s->group_usage[s->r->job_group[j]] += sign * u->milli_gpus;
-    gp_sim_fairness_usage(&s->fair, s->now, s->r->job_group[j], gpu_type_index(s->e, u->gpu_type),
-                          sign * u->milli_gpus);
+    gp_sim_fairness_usage(&s->fair, s->now, s->r->job_group[j], type, sign * u->milli_gpus);
+    gp_sim_share_usage(&s->share, s->now, s->r->job_group[j], type, sign * u->milli_gpus);
 }
 
 static void carry_out(sim *s)
@@ -539,8 +555,15 @@ static gp_err prepare(sim *s, const gp_sim_setup *setup, const gp_sim_policy *po
     if (s->opt->ledger) /* the world exists from simulated time 0 (or the first arrival, when earlier) */
         gp_sim_ledger_start(s->opt->ledger, s->e, policy->kind == GP_SIM_FIFO ? NULL : setup->tenants,
                             r->t_first_arrival < 0 ? r->t_first_arrival : 0);
-    return gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, &r->fair_tree,
-                                gp_engine_gpu_type_count(s->e), cap.v, r->t_first_arrival, err);
+    for (int b = 0; b < t->n_types; b++) {
+        int ty = gpu_type_index(s->e, t->types[b]);
+        s->type_bits[b] = ty >= 0 ? 1u << ty : 0;
+    }
+    rc = gp_sim_fairness_init(&s->fair, r->n_groups, r->group_entitlement, &r->fair_tree,
+                              gp_engine_gpu_type_count(s->e), cap.v, r->t_first_arrival, err);
+    return rc ? rc
+              : gp_sim_share_init(&s->share, r->n_groups, &r->fair_tree, gp_engine_gpu_type_count(s->e), cap.v,
+                                  r->t_first_arrival, err);
 }
 
 /* Jobs never placed wait until the end of the run. */
@@ -574,6 +597,8 @@ gp_err gp_sim_run(const gp_sim_setup *setup, const gp_sim_policy *policy, const 
         close_waits(&s);
         out->t_end = s.now;
         out->fair_hours = gp_sim_fairness_take_hours(&s.fair, &out->n_fair_hours);
+        if (!gp_sim_share_take(&s.share, s.now, &out->share))
+            rc = gp_error_set(err, GP_ERR_NOMEM, "sim", "out of memory");
     }
     gp_engine_free(s.e);
     gp_event_queue_free(&s.q);
@@ -581,6 +606,7 @@ gp_err gp_sim_run(const gp_sim_setup *setup, const gp_sim_policy *policy, const 
     free(s.group_usage);
     free(s.tenant_of);
     gp_sim_fairness_free(&s.fair);
+    gp_sim_share_free(&s.share);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (rc)
@@ -597,6 +623,7 @@ void gp_sim_result_free(gp_sim_result *r)
     free(r->group_entitlement);
     gp_sim_fair_tree_free(&r->fair_tree);
     free(r->fair_hours);
+    gp_sim_share_result_free(&r->share);
     free(r->samples);
     free(r->group_usage);
     free(r->arrival_arrived);

@@ -47,6 +47,7 @@
 #include "core/engine.h"
 #include "sim/fairness.h"
 #include "sim/ledger.h"
+#include "sim/share.h"
 #include "sim/trace.h"
 
 typedef enum gp_sim_policy_kind { GP_SIM_GPUPOOL = 0, GP_SIM_STATIC, GP_SIM_FIFO } gp_sim_policy_kind;
@@ -131,6 +132,7 @@ typedef struct gp_sim_result {
     gp_sim_fair_tree fair_tree; /* the tenant tree above the groups (fairness.h) */
     gp_sim_fair_hour *fair_hours; /* every full hour of the run: backlogged groups, Jain's index */
     size_t n_fair_hours;
+    gp_sim_share_result share; /* GPU-hours received against the fair share, per group and day (share.h) */
     gp_sim_sample *samples;
     size_t n_samples;
     int64_t *group_usage;      /* n_samples x n_groups, milli-GPUs */

@@ -42,45 +42,7 @@
 #include "sim/metrics.h"
 #include "sim/simulator.h"
 #include "sim/sizing.h"
-
-typedef struct tiny {
-    gp_fleet_file fleet;
-    gp_tenant_file tenants;
-    gp_trace trace;
-} tiny;
-
-static void tiny_init(tiny *w, const char *tenants_yaml)
-{
-    const char *fleet = "nodes: [{name: n, gpu_type: H100, gpus: 8, cpu_millis: 64000, mem_mib: 65536}]\n";
-    gp_error err;
-    assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w->fleet, &err), GP_OK);
-    memset(&w->tenants, 0, sizeof w->tenants);
-    if (tenants_yaml)
-        assert_int_equal(gp_tenant_file_parse(tenants_yaml, strlen(tenants_yaml), "tenants", &w->tenants, &err),
-                         GP_OK);
-    gp_trace_init(&w->trace);
-}
-
-static void tiny_job(tiny *w, const char *tenant, int64_t submit, int gpus, int64_t duration)
-{
-    gp_trace_job j;
-    memset(&j, 0, sizeof j);
-    assert_true(gp_trace_tenant(&w->trace, tenant, &j.tenant));
-    j.submit = submit;
-    j.duration = duration;
-    j.replicas = 1;
-    j.gpus = gpus;
-    j.cpu_millis = 1000;
-    j.mem_mib = 1024;
-    assert_int_equal(gp_trace_add(&w->trace, &j, NULL), GP_OK);
-}
-
-static void tiny_free(tiny *w)
-{
-    gp_fleet_file_free(&w->fleet);
-    gp_tenant_file_free(&w->tenants);
-    gp_trace_free(&w->trace);
-}
+#include "tiny_world.h"
 
 static void run(tiny *w, const char *policy, gp_sim_result *r)
 {

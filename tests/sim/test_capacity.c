@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "sim/capacity.h"
+#include "tiny_world.h"
 
 typedef struct counter {
     int64_t threshold;
@@ -88,51 +89,20 @@ static void bisection_stops_at_an_error(void **state)
     assert_int_equal(out, 7);
 }
 
-typedef struct world {
-    gp_fleet_file fleet;
-    gp_tenant_file tenants;
-    gp_trace trace;
-} world;
-
-static void job(world *w, const char *tenant, int64_t submit, int gpus, int64_t duration)
+/* The one-node world (tiny_world.h) with a and b guaranteed 16 H100 each. */
+static void world_init(tiny *w)
 {
-    gp_trace_job j;
-    memset(&j, 0, sizeof j);
-    assert_true(gp_trace_tenant(&w->trace, tenant, &j.tenant));
-    j.submit = submit;
-    j.duration = duration;
-    j.replicas = 1;
-    j.gpus = gpus;
-    j.cpu_millis = 1000;
-    j.mem_mib = 1024;
-    assert_int_equal(gp_trace_add(&w->trace, &j, NULL), GP_OK);
+    tiny_init(w, "tenants:\n"
+                 "  - {path: a, guarantee: {gpu: {H100: 16}}}\n"
+                 "  - {path: b, guarantee: {gpu: {H100: 16}}}\n");
+    tiny_job(w, "a", 0, 8, 10000);
+    tiny_job(w, "a", 0, 8, 10000);
+    tiny_job(w, "b", 15000, 8, 10000);
+    tiny_job(w, "b", 15000, 8, 10000);
+    tiny_job(w, "a", 30000, 1, 1);
 }
 
-static void world_init(world *w)
-{
-    const char *fleet = "nodes: [{name: n, gpu_type: H100, gpus: 8, cpu_millis: 64000, mem_mib: 65536}]\n";
-    const char *tenants = "tenants:\n"
-                          "  - {path: a, guarantee: {gpu: {H100: 16}}}\n"
-                          "  - {path: b, guarantee: {gpu: {H100: 16}}}\n";
-    gp_error err;
-    assert_int_equal(gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w->fleet, &err), GP_OK);
-    assert_int_equal(gp_tenant_file_parse(tenants, strlen(tenants), "tenants", &w->tenants, &err), GP_OK);
-    gp_trace_init(&w->trace);
-    job(w, "a", 0, 8, 10000);
-    job(w, "a", 0, 8, 10000);
-    job(w, "b", 15000, 8, 10000);
-    job(w, "b", 15000, 8, 10000);
-    job(w, "a", 30000, 1, 1);
-}
-
-static void world_free(world *w)
-{
-    gp_fleet_file_free(&w->fleet);
-    gp_tenant_file_free(&w->tenants);
-    gp_trace_free(&w->trace);
-}
-
-static void capacity_of(world *w, const char *policy, gp_sim_capacity_row *row)
+static void capacity_of(tiny *w, const char *policy, gp_sim_capacity_row *row)
 {
     gp_sim_policy p;
     assert_true(gp_sim_policy_parse(policy, &p));
@@ -148,7 +118,7 @@ static void capacity_of(world *w, const char *policy, gp_sim_capacity_row *row)
 static void static_needs_the_sum_of_team_peaks_pooled_the_joint_peak(void **state)
 {
     (void)state;
-    world w;
+    tiny w;
     world_init(&w);
     assert_float_equal(gp_sim_offered_gpu_s(&w.trace), 320000.0, 1e-6);
     gp_sim_capacity_row row;
@@ -164,7 +134,7 @@ static void static_needs_the_sum_of_team_peaks_pooled_the_joint_peak(void **stat
     assert_int_equal(row.gpus, 16);
     assert_float_equal(row.utilization_pct, 200.0 / 3.0, 1e-3);
     assert_float_equal(row.worst_within_p99_s, 0, 1e-9);
-    world_free(&w);
+    tiny_free(&w);
 }
 
 /* With a mean-wait level of 4,000 s and no p99 level, static team a fits
@@ -172,7 +142,7 @@ static void static_needs_the_sum_of_team_peaks_pooled_the_joint_peak(void **stat
 static void a_looser_service_level_needs_fewer_nodes(void **state)
 {
     (void)state;
-    world w;
+    tiny w;
     world_init(&w);
     gp_sim_policy p;
     assert_true(gp_sim_policy_parse("static", &p));
@@ -184,7 +154,7 @@ static void a_looser_service_level_needs_fewer_nodes(void **state)
     gp_error err;
     assert_int_equal(gp_sim_capacity_run(&c, &p, &row, &err), GP_OK);
     assert_int_equal(row.nodes, 3); /* a: 1 node (mean 3,333 s); b: 2 (mean 5,000 s on one) */
-    world_free(&w);
+    tiny_free(&w);
 }
 
 static void whole_gpus_only_rounds_shares_up_and_unshares_nodes(void **state)
@@ -192,16 +162,16 @@ static void whole_gpus_only_rounds_shares_up_and_unshares_nodes(void **state)
     (void)state;
     const char *fleet = "nodes: [{name: n, gpu_type: L40S, gpus: 8, cpu_millis: 64000, mem_mib: 65536, "
                         "sharing: mps}]\n";
-    world w;
+    tiny w;
     gp_error err;
     if (gp_fleet_file_parse(fleet, strlen(fleet), "fleet", &w.fleet, &err) != GP_OK)
         fail_msg("%s", err.message);
     assert_int_equal(w.fleet.nodes[0].sharing, GP_SHARING_MPS);
     gp_trace_init(&w.trace);
-    job(&w, "a", 0, 1, 100);
+    tiny_job(&w, "a", 0, 1, 100);
     w.trace.jobs[0].gpu_milli = 250;
     w.trace.jobs[0].isolation = GP_ISO_MPS;
-    job(&w, "a", 0, 2, 100);
+    tiny_job(&w, "a", 0, 2, 100);
     gp_sim_whole_gpus_only(&w.trace, &w.fleet);
     assert_int_equal(w.trace.jobs[0].gpus, 1);
     assert_int_equal(w.trace.jobs[0].gpu_milli, 0);

@@ -165,7 +165,7 @@ static void report_files(void **state)
     assert_int_equal(gp_sim_report_write(dir, &rs, &err), GP_OK);
     const char *files[] = {"report.json",        "summary.csv",        "timeseries-static.csv", "waits-static.csv", "usage-static.csv",
                            "groups-static.csv",  "alloc_vs_load.csv",     "alloc_vs_load.gp", "wait_cdf.gp",
-                           "fragmentation.gp",   "team_usage-static.gp"};
+                           "fragmentation.gp",   "team_usage-static.gp", "share-static.csv", "share_days-static.csv"};
     char path[256];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -178,8 +178,12 @@ static void report_files(void **state)
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root)
         fail_msg("report.json: %s (line %d)", jerr.text, jerr.line);
-    json_t *groups = json_object_get(json_array_get(json_object_get(root, "runs"), 0), "groups");
+    json_t *run = json_array_get(json_object_get(root, "runs"), 0);
+    json_t *groups = json_object_get(run, "groups");
     assert_int_equal(json_array_size(groups), 2);
+    assert_non_null(json_object_get(run, "share_jain_day_mean")); /* share.h, finish_time.h */
+    assert_non_null(json_object_get(run, "ftf_p95"));
+    assert_non_null(json_object_get(json_array_get(groups, 0), "share_ratio"));
     json_decref(root);
     snprintf(path, sizeof path, "%s/waits-static.csv", dir);
     FILE *w = fopen(path, "r");
