@@ -1,0 +1,271 @@
+"""test_oidc_provider.py - signing in with a real identity provider (glewlwyd, idp.py).
+
+The provider's side, always (when glewlwyd is installed):
+  - the device grant end to end through glewlwyd's own endpoints gives an
+    RS256 ID token for the CLI's client with the user's groups and amr
+    (["password"]; ["password", "otp"] after the TOTP step);
+  - a key rotated while glewlwyd runs signs the next token (new kid, both
+    keys published); a group removed at the provider is gone from the next
+    token.
+The CLI (`gpupool login`, `whoami`, `logout`) against a gpupoold that
+trusts the provider (--oidc-issuer; these skip, saying so, with a gpupoold
+that lacks it):
+  - login by the device grant: the prompt, the poll, the 0600 cache, whoami
+    as the signed-in user; logout revokes the refresh token at the provider
+    (it no longer refreshes) and forgets the sign-in (whoami: 401);
+  - login --browser: the code flow with PKCE and the loopback redirect, a
+    redirect with another state ignored;
+  - a sign-in about to expire is refreshed before the command; one that has
+    expired and that the provider renews without a new ID token makes the
+    CLI say to run gpupool login;
+  - a device code nobody enters expires with a message and caches nothing;
+  - a static token still wins over the sign-in (service accounts).
+Exit 77 (skipped) with one line when glewlwyd or oathtool is missing.
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import gpd
+import idp
+
+GPUPOOL = os.path.join(gpd.BIN, "gpupool")
+ALICE_TOTP = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+
+
+def gpupoold_has_oidc():
+    p = subprocess.run([os.path.join(gpd.BIN, "gpupoold"), "--help"], capture_output=True, text=True)
+    return "--oidc-issuer" in p.stdout + p.stderr
+
+
+def people(p):
+    p.add_user("alice", "alice-pw", ["ml-admins", "nlp"], totp_secret=ALICE_TOTP)
+    p.add_user("bob", "bob-pw", ["nlp"])
+
+
+class Scene:
+    """A provider, and for the CLI tests a gpupoold that trusts it and a HOME of its own."""
+
+    def __init__(self, with_daemon=False, **provider):
+        self.p = idp.Provider(**provider)
+        self.d = None
+        self.home = tempfile.mkdtemp(prefix="gpupool-home-")
+        self.with_daemon = with_daemon
+
+    def start(self):
+        self.p.start()
+        people(self.p)
+        if self.with_daemon:
+            self.d = gpd.Daemon(extra=["--oidc-issuer", self.p.issuer, "--oidc-audience", self.p.client_id,
+                                       "--oidc-client-id", self.p.client_id, "--oidc-ca", self.p.ca_file])
+            self.d.start()
+        return self
+
+    def cleanup(self):
+        if self.d:
+            self.d.cleanup()
+        self.p.cleanup()
+        subprocess.run(["rm", "-rf", self.home])
+
+    def env(self, **extra):
+        env = dict(os.environ, HOME=self.home, GPUPOOL_SERVER=self.d.url if self.d else "http://127.0.0.1:1")
+        for k in ("GPUPOOL_TOKEN", "GPUPOOL_TOKEN_FILE", "XDG_CONFIG_HOME", "BROWSER", "DISPLAY"):
+            env.pop(k, None)
+        env.update(extra)
+        return env
+
+    def cli(self, *args, **extra):
+        return subprocess.run([GPUPOOL] + list(args), env=self.env(**extra), capture_output=True, text=True,
+                              timeout=60)
+
+    @property
+    def cache(self):
+        return os.path.join(self.home, ".config", "gpupool", "signin.json")
+
+    def record(self):
+        with open(self.cache) as f:
+            return json.load(f)[self.d.url]
+
+    def login_device(self, user, totp=False):
+        """gpupool login; the person (this test) enters the code shown at the provider."""
+        cli = subprocess.Popen([GPUPOOL, "login", "--idp-cacert", self.p.ca_file] +
+                               (["--scope", "mfa"] if totp else []),
+                               env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = cli.stderr.readline()
+        m = re.search(r"open (https://\S+) and enter the code (\S+)", first)
+        assert m, "no device prompt: %r" % first
+        assert m.group(1) == self.p.issuer + "/device", m.group(1)
+        self.p.approve_device(m.group(2), user, "openid mfa" if totp else "openid", totp)
+        out, err = cli.communicate(timeout=60)
+        assert cli.returncode == 0, "login -> %d\n%s%s" % (cli.returncode, out, err)
+        return out
+
+
+# ---- the provider alone ----
+def test_device_grant_end_to_end_gives_rs256_id_token_with_groups_and_amr(s):
+    bob = s.p.sign_in("bob")
+    head, claims = idp.header(bob["id_token"]), idp.claims(bob["id_token"])
+    assert head["alg"] == "RS256" and head["kid"] == "k1", head
+    assert claims["iss"] == s.p.issuer and claims["aud"] == s.p.client_id, claims
+    assert claims["preferred_username"] == "bob" and claims["groups"] == ["nlp"], claims
+    assert claims["amr"] == ["password"], claims
+    assert bob.get("refresh_token"), bob
+    alice = idp.claims(s.p.sign_in("alice", totp=True)["id_token"])
+    assert alice["amr"] == ["password", "otp"] and alice["groups"] == ["ml-admins", "nlp"], alice
+
+
+def test_rotated_key_signs_the_next_token_and_both_are_published(s):
+    assert idp.header(s.p.sign_in("bob")["id_token"])["kid"] == "k1"
+    assert s.p.rotate_key() == "k2"
+    assert idp.header(s.p.sign_in("bob")["id_token"])["kid"] == "k2"
+    _, _, jwks = idp.Session(s.p).call("GET", "/api/oidc/jwks")
+    assert sorted(k["kid"] for k in jwks["keys"]) == ["k1", "k2"], jwks
+    assert all("d" not in k for k in jwks["keys"]), "private key material published"
+
+
+def test_group_removed_at_the_provider_is_gone_from_the_next_token(s):
+    assert "ml-admins" in idp.claims(s.p.sign_in("alice")["id_token"])["groups"]
+    s.p.set_groups("alice", ["nlp"])
+    assert idp.claims(s.p.sign_in("alice")["id_token"])["groups"] == ["nlp"]
+
+
+# ---- the CLI against gpupoold ----
+def test_login_device_grant_whoami_logout(s):
+    out = s.login_device("bob")
+    assert "Signed in to %s as bob" % s.d.url in out, out
+    assert stat.S_IMODE(os.stat(s.cache).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(s.cache)).st_mode) == 0o700
+    rec = s.record()
+    assert rec["issuer"] == s.p.issuer and idp.claims(rec["id_token"])["preferred_username"] == "bob"
+    who = s.cli("whoami")
+    assert who.returncode == 0, who.stdout + who.stderr
+    assert re.search(r"^user: +bob$", who.stdout, re.M) and "nlp" in who.stdout, who.stdout
+    assert "gpupool login" in who.stdout, who.stdout  # where the token came from
+    bye = s.cli("logout")
+    assert bye.returncode == 0 and "tokens revoked at " + s.p.issuer in bye.stdout, bye.stdout + bye.stderr
+    status, _, answer = s.p.token({"grant_type": "refresh_token", "refresh_token": rec["refresh_token"]})
+    assert status != 200, "the refresh token still works after logout: %s" % answer
+    assert s.d.url not in json.load(open(s.cache))
+    again = s.cli("whoami")
+    assert again.returncode == 4 and "no token is set" in again.stderr, again.stderr
+    assert "Not signed in" in s.cli("logout").stdout
+
+
+BROWSER_SCRIPT = r'''
+import sys, urllib.parse
+sys.path.insert(0, %(here)r)
+import idp
+p = idp.Provider.__new__(idp.Provider)
+p.url, p.ca_file = %(url)r, %(ca)r
+url = sys.argv[1]
+browser = idp.Session(p)
+browser.login("bob", "bob-pw")
+q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+assert q["code_challenge_method"] == "S256" and len(q["code_challenge"]) == 43, q
+browser.call("PUT", "/api/auth/grant/" + q["client_id"], {"scope": q["scope"]})
+_, headers, _ = browser.call("GET", url + "&g_continue", expect=(302,))
+back = headers["Location"]
+if %(forge)r:  # a page that is not the provider's, with a state of its own
+    import urllib.request
+    forged = back.split("?")[0] + "?code=stolen&state=not-this-login"
+    urllib.request.urlopen(forged).read()
+import urllib.request
+print(urllib.request.urlopen(back).read().decode())
+'''
+
+
+def browser_script(s, forge=False):
+    path = os.path.join(s.home, "browser.py")
+    with open(path, "w") as f:
+        f.write("#!%s\n" % sys.executable + BROWSER_SCRIPT % {"here": gpd.HERE, "url": s.p.url, "ca": s.p.ca_file,
+                                                             "forge": forge})
+    os.chmod(path, 0o700)
+    return path
+
+
+def test_login_browser_code_flow_with_pkce_and_loopback_redirect(s):
+    browser = browser_script(s, forge=True)
+    r = s.cli("login", "--browser", "--port", str(s.p.redirect_port), "--idp-cacert", s.p.ca_file, BROWSER=browser)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not this login's (ignored)" in r.stderr, r.stderr
+    assert "Signed in to %s as bob" % s.d.url in r.stdout, r.stdout
+    assert s.cli("whoami").returncode == 0
+
+
+def test_signin_near_expiry_is_refreshed_before_the_command(s):
+    s.login_device("bob")  # the provider's tokens last 30 s: inside the CLI's minute of refresh
+    before = s.record()
+    who = s.cli("whoami")
+    assert who.returncode == 0, who.stdout + who.stderr
+    after = s.record()
+    assert after["access_token"] != before["access_token"], "no refresh happened"
+    assert after["id_token"] == before["id_token"]  # glewlwyd renews no ID token
+
+
+def test_expired_signin_the_provider_cannot_renew_says_run_login(s):
+    s.login_device("bob")
+    with open(s.cache) as f:
+        all_records = json.load(f)
+    all_records[s.d.url]["expires"] = int(time.time()) - 5  # as if its hour had passed
+    with open(s.cache, "w") as f:
+        json.dump(all_records, f)
+    r = s.cli("whoami")
+    assert "has expired" in r.stderr and "run gpupool login" in r.stderr, r.stderr
+
+
+def test_device_code_never_entered_expires_with_a_message(s):
+    r = s.cli("login", "--idp-cacert", s.p.ca_file)  # nobody enters the code; it lasts 2 s
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "the code expired before it was entered: run gpupool login again" in r.stderr, r.stderr
+    assert not os.path.exists(s.cache)
+
+
+def test_static_token_wins_over_the_signin(s):
+    s.login_device("bob")
+    r = s.cli("whoami", GPUPOOL_TOKEN=s.d.token)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "GPUPOOL_TOKEN" in r.stdout and not re.search(r"^user: +bob$", r.stdout, re.M), r.stdout
+
+
+def run(tests, with_daemon=False, **provider):
+    failed = 0
+    for t in tests:
+        s = Scene(with_daemon, **provider)
+        t0 = time.time()
+        try:
+            s.start()
+            t(s)
+            print("ok   %s (%.1fs)" % (t.__name__, time.time() - t0), flush=True)
+        except Exception as e:  # noqa: BLE001 - report every failure and go on
+            failed += 1
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            print("FAIL %s: %s (%s:%d: %s)\n--- glewlwyd log ---\n%s\n--- gpupoold log ---\n%s"
+                  % (t.__name__, e, os.path.basename(where.filename), where.lineno, where.line, s.p.read_log(),
+                     s.d.read_log() if s.d else ""), flush=True)
+        finally:
+            s.cleanup()
+    return failed
+
+
+if __name__ == "__main__":
+    if idp.MISSING:
+        print("skip: " + idp.MISSING)
+        sys.exit(77)
+    failed = run([test_device_grant_end_to_end_gives_rs256_id_token_with_groups_and_amr,
+                  test_rotated_key_signs_the_next_token_and_both_are_published,
+                  test_group_removed_at_the_provider_is_gone_from_the_next_token])
+    if not gpupoold_has_oidc():
+        print("skip: the CLI's sign-in tests: this gpupoold has no --oidc-issuer")
+    else:
+        failed += run([test_login_device_grant_whoami_logout, test_login_browser_code_flow_with_pkce_and_loopback_redirect,
+                       test_expired_signin_the_provider_cannot_renew_says_run_login,
+                       test_static_token_wins_over_the_signin], with_daemon=True)
+        failed += run([test_signin_near_expiry_is_refreshed_before_the_command], with_daemon=True, access_token_s=30)
+        failed += run([test_device_code_never_entered_expires_with_a_message], with_daemon=True, device_code_s=2)
+    sys.exit(1 if failed else 0)
