@@ -419,8 +419,8 @@ static void token_hint(const gp_client *c)
     if (c && c->token_source[0])
         fprintf(stderr, "gpupool: the token sent came from %s\n", c->token_source);
     else
-        fprintf(stderr, "gpupool: no token is set: export GPUPOOL_TOKEN=gpt_..., or pass --token-file FILE, or put"
-                        " token_file = FILE in %s\n",
+        fprintf(stderr, "gpupool: no token is set: sign in with gpupool login, or export GPUPOOL_TOKEN=gpt_..., or"
+                        " pass --token-file FILE, or put token_file = FILE in %s\n",
                 c && c->config_path[0] ? c->config_path : "~/.config/gpupool/config");
 }
 

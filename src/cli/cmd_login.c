@@ -510,6 +510,11 @@ static const char *joined(const json_t *list, char *buf, size_t cap)
  * what gave it (a group's binding, the user's, a token). */
 static void print_roles(const json_t *who)
 {
+    if (str(who, "role")[0]) { /* a static token: its one role */
+        printf("roles:\n  %-13s %-24s token %s\n", str(who, "role"), str(who, "scope")[0] ? str(who, "scope") : "(fleet)",
+               str(who, "name"));
+        return;
+    }
     const char *keys[] = {"grants", "roles", "bindings", "role_bindings"};
     for (size_t k = 0; k < 4; k++) {
         const json_t *list = json_object_get(who, keys[k]);
@@ -539,7 +544,7 @@ int gp_cmd_whoami(gp_client *c, int argc, char **argv)
         char buf[2048];
         const json_t *who = r.body, *expires = json_object_get(who, "expires");
         const json_t *second = json_object_get(who, "second_factor");
-        printf("user:          %s\n", str(who, "user"));
+        printf("user:          %s\n", str(who, "user")[0] ? str(who, "user") : str(who, "name"));
         if (str(who, "issuer")[0])
             printf("issuer:        %s\n", str(who, "issuer"));
         printf("groups:        %s\n", joined(json_object_get(who, "groups"), buf, sizeof buf));
