@@ -189,7 +189,7 @@ static int device_refused(long status, const json_t *answer, const char *err)
 }
 
 /* RFC 8628 section 3.4-3.5: polls until tokens, a refusal or expiry. */
-static int poll_device(const provider *p, const json_t *start, json_t **tokens)
+static int poll_device(const provider *p, const json_t *start, const char *verifier, json_t **tokens)
 {
     long interval = json_integer_value(json_object_get(start, "interval"));
     long expires_in = json_integer_value(json_object_get(start, "expires_in"));
@@ -199,6 +199,7 @@ static int poll_device(const provider *p, const json_t *start, json_t **tokens)
     gp_form_add(form, sizeof form, "grant_type", "urn:ietf:params:oauth:grant-type:device_code");
     gp_form_add(form, sizeof form, "device_code", str(start, "device_code"));
     gp_form_add(form, sizeof form, "client_id", str(p->entry, "client_id"));
+    gp_form_add(form, sizeof form, "code_verifier", verifier);
     while (time(NULL) < deadline) {
         nap(interval);
         json_t *answer = NULL;
@@ -228,10 +229,18 @@ static int device_grant(const provider *p, json_t **tokens)
                 str(p->entry, "issuer"));
         return GP_EXIT_AUTH;
     }
-    char form[GP_SIGNIN_FORM_MAX] = "", err[700] = "";
+    /* PKCE on the device grant too: a provider may require it of a public
+     * client (Keycloak does where the client asks for PKCE), others ignore it */
+    char form[GP_SIGNIN_FORM_MAX] = "", err[700] = "", verifier[64], challenge[64];
+    if (!gp_pkce_make(verifier, sizeof verifier, challenge, sizeof challenge)) {
+        fprintf(stderr, "gpupool login: GnuTLS gave no random bytes\n");
+        return GP_EXIT_ERROR;
+    }
     gp_form_add(form, sizeof form, "client_id", str(p->entry, "client_id"));
     gp_form_add(form, sizeof form, "scope", p->scope);
     gp_form_add(form, sizeof form, "acr_values", p->o->acr);
+    gp_form_add(form, sizeof form, "code_challenge", challenge);
+    gp_form_add(form, sizeof form, "code_challenge_method", "S256");
     json_t *start = NULL;
     long status = post(p, "device_authorization_endpoint", form, &start, err, sizeof err);
     if (status != 200 || !str(start, "device_code")[0]) {
@@ -244,7 +253,7 @@ static int device_grant(const provider *p, json_t **tokens)
     if (str(start, "verification_uri_complete")[0])
         fprintf(stderr, "(or open %s)\n", str(start, "verification_uri_complete"));
     fprintf(stderr, "Waiting for the sign-in...\n");
-    int rc = poll_device(p, start, tokens);
+    int rc = poll_device(p, start, verifier, tokens);
     json_decref(start);
     return rc;
 }
