@@ -31,7 +31,7 @@ only (no new ID token).
 Helpers (Python standard library only; openssl and oathtool from Debian):
   p.sign_in(user, password, totp=False)   -> token response (id_token, ...)
   p.approve_device(user_code, user, password, totp=False)
-  p.set_groups(user, [...]); p.rotate_key()
+  p.set_groups(user, [...]); p.rotate_key(); p.add_redirect(uri)
   p.ca_file, p.issuer, p.client_id
 MISSING is a one-line reason when glewlwyd or oathtool is not installed.
 """
@@ -342,6 +342,12 @@ database = { type = "sqlite3" path = "%(dir)s/glewlwyd.db" };
                 "username": name, "scheme_type": "otp", "scheme_name": "otp",
                 "value": {"type": "TOTP", "secret": totp_secret, "time_step_size": 30}})
         self.users[name] = {"password": password, "totp": totp_secret}
+
+    def add_redirect(self, uri):
+        """One more redirect URI for the client (the dashboard's own address, once gpupoold listens)."""
+        _, _, client = self.admin.call("GET", "/api/client/" + CLIENT_ID)
+        client["redirect_uri"] = client.get("redirect_uri", []) + [uri]
+        self.admin.call("PUT", "/api/client/" + CLIENT_ID, client)
 
     def set_groups(self, name, groups):
         """Replaces a user's groups (removing one from a group: the next token loses it)."""
