@@ -15,13 +15,16 @@ that lacks it):
     (it no longer refreshes) and forgets the sign-in (whoami: 401);
   - login --browser: the code flow with PKCE and the loopback redirect, a
     redirect with another state ignored;
-  - a sign-in about to expire is refreshed before the command; one that has
-    expired and that the provider renews without a new ID token makes the
-    CLI say to run gpupool login;
+  - a sign-in about to expire is refreshed before the command: with a
+    provider that renews the ID token (a token endpoint in front of
+    glewlwyd that does), the new one is cached and used; one that has
+    expired and that the provider renews without a new ID token (glewlwyd
+    itself) makes the CLI say to run gpupool login;
   - a device code nobody enters expires with a message and caches nothing;
   - a static token still wins over the sign-in (service accounts).
 Exit 77 (skipped) with one line when glewlwyd or oathtool is missing.
 """
+import http.server
 import json
 import os
 import re
@@ -29,8 +32,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+import urllib.parse
 
 import gpd
 import idp
@@ -208,6 +213,61 @@ def test_signin_near_expiry_is_refreshed_before_the_command(s):
     assert after["id_token"] == before["id_token"]  # glewlwyd renews no ID token
 
 
+class RenewingTokenEndpoint:
+    """A token endpoint that answers a refresh with a new ID token, as Keycloak, Okta, Entra ID, Dex and
+    Google do and glewlwyd does not: it spends the refresh token at glewlwyd (so a revoked one fails)
+    and gets the new ID token by a fresh device sign-in of the same user there (real, glewlwyd-signed)."""
+
+    def __init__(self, provider, user):
+        scene = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(int(self.headers["Content-Length"])).decode()))
+                status, _, answer = provider.token(form)
+                if status == 200 and form.get("grant_type") == "refresh_token":
+                    answer["id_token"] = provider.sign_in(user)["id_token"]
+                    scene.renewed += 1
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.renewed = 0
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/token" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_signin_near_expiry_renewed_with_a_new_id_token_is_used(s):
+    s.login_device("bob")
+    endpoint = RenewingTokenEndpoint(s.p, "bob")
+    try:
+        with open(s.cache) as f:
+            all_records = json.load(f)
+        before = all_records[s.d.url]
+        before["token_endpoint"] = endpoint.url
+        with open(s.cache, "w") as f:
+            json.dump(all_records, f)
+        time.sleep(1)  # the renewed ID token's iat differs from the first one's
+        who = s.cli("whoami")
+        assert who.returncode == 0, who.stdout + who.stderr
+        after = s.record()
+        assert endpoint.renewed == 1 and after["id_token"] != before["id_token"], "no new ID token cached"
+        assert after["expires"] > before["expires"] and stat.S_IMODE(os.stat(s.cache).st_mode) == 0o600
+        assert re.search(r"^user: +bob$", who.stdout, re.M), who.stdout
+    finally:
+        endpoint.close()
+
+
 def test_expired_signin_the_provider_cannot_renew_says_run_login(s):
     s.login_device("bob")
     with open(s.cache) as f:
@@ -266,6 +326,7 @@ if __name__ == "__main__":
         failed += run([test_login_device_grant_whoami_logout, test_login_browser_code_flow_with_pkce_and_loopback_redirect,
                        test_expired_signin_the_provider_cannot_renew_says_run_login,
                        test_static_token_wins_over_the_signin], with_daemon=True)
-        failed += run([test_signin_near_expiry_is_refreshed_before_the_command], with_daemon=True, access_token_s=30)
+        failed += run([test_signin_near_expiry_is_refreshed_before_the_command,
+                       test_signin_near_expiry_renewed_with_a_new_id_token_is_used], with_daemon=True, access_token_s=30)
         failed += run([test_device_code_never_entered_expires_with_a_message], with_daemon=True, device_code_s=2)
     sys.exit(1 if failed else 0)
