@@ -516,31 +516,23 @@ static const char *joined(const json_t *list, char *buf, size_t cap)
 }
 
 /* The roles gpupoold gives the caller, one line each: role, scope, and
- * what gave it (a group's binding, the user's, a token). */
+ * what gave it (a role binding's id, or the static token's name). */
 static void print_roles(const json_t *who)
 {
-    if (str(who, "role")[0]) { /* a static token: its one role */
+    const json_t *grants = json_object_get(who, "grants"), *g;
+    size_t i;
+    if (json_array_size(grants)) {
+        printf("roles:\n");
+        json_array_foreach(grants, i, g)
+        {
+            printf("  %-13s %-24s binding %" JSON_INTEGER_FORMAT "\n", str(g, "role"),
+                   str(g, "scope")[0] ? str(g, "scope") : "(fleet)", json_integer_value(json_object_get(g, "binding")));
+        }
+    } else if (str(who, "role")[0])
         printf("roles:\n  %-13s %-24s token %s\n", str(who, "role"), str(who, "scope")[0] ? str(who, "scope") : "(fleet)",
                str(who, "name"));
-        return;
-    }
-    const char *keys[] = {"grants", "roles", "bindings", "role_bindings"};
-    for (size_t k = 0; k < 4; k++) {
-        const json_t *list = json_object_get(who, keys[k]);
-        if (!json_is_array(list) || !json_array_size(list))
-            continue;
-        json_t *g;
-        size_t i;
-        printf("roles:\n");
-        json_array_foreach(list, i, g)
-        {
-            const char *via = str(g, "group")[0] ? "group " : str(g, "user")[0] ? "user " : "";
-            printf("  %-13s %-24s %s%s\n", str(g, "role"), str(g, "scope")[0] ? str(g, "scope") : "(fleet)", via,
-                   str(g, "group")[0] ? str(g, "group") : str(g, "user"));
-        }
-        return;
-    }
-    printf("roles:        none\n");
+    else
+        printf("roles:         none\n");
 }
 
 int gp_cmd_whoami(gp_client *c, int argc, char **argv)
