@@ -21,7 +21,15 @@ that lacks it):
     expired and that the provider renews without a new ID token (glewlwyd
     itself) makes the CLI say to run gpupool login;
   - a device code nobody enters expires with a message and caches nothing;
-  - a static token still wins over the sign-in (service accounts).
+  - a static token still wins over the sign-in (service accounts);
+  - a key rotated at the provider while gpupoold runs (the old one dropped):
+    the next sign-in's token (new kid) is taken without a restart, the old
+    token is refused;
+  - a tenant-admin (by a group's role binding) signed in with a password
+    only changing a quota: 403 second_factor_missing and the CLI's hint;
+    signed in again with the TOTP step (amr password, otp): 200;
+  - a group removed at the provider: the next token's grants lack the
+    role it gave, and a change it allowed is refused.
 Exit 77 (skipped) with one line when glewlwyd or oathtool is missing.
 """
 import http.server
@@ -68,7 +76,8 @@ class Scene:
         people(self.p)
         if self.with_daemon:
             self.d = gpd.Daemon(extra=["--oidc-issuer", self.p.issuer, "--oidc-audience", self.p.client_id,
-                                       "--oidc-client-id", self.p.client_id, "--oidc-ca", self.p.ca_file])
+                                       "--oidc-client-id", self.p.client_id, "--oidc-ca", self.p.ca_file,
+                                       "--oidc-refresh-min-s", "0"])
             self.d.start()
         return self
 
@@ -106,7 +115,9 @@ class Scene:
         m = re.search(r"open (https://\S+) and enter the code (\S+)", first)
         assert m, "no device prompt: %r" % first
         assert m.group(1) == self.p.issuer + "/device", m.group(1)
-        self.p.approve_device(m.group(2), user, "openid mfa" if totp else "openid", totp)
+        _, auth = self.d.call("GET", "/v1/auth", token="")
+        scope = " ".join(auth["oidc"][0]["scopes"] or ["openid"]) + (" mfa" if totp else "")
+        self.p.approve_device(m.group(2), user, scope, totp)
         out, err = cli.communicate(timeout=60)
         assert cli.returncode == 0, "login -> %d\n%s%s" % (cli.returncode, out, err)
         return out
@@ -293,6 +304,64 @@ def test_static_token_wins_over_the_signin(s):
     assert "GPUPOOL_TOKEN" in r.stdout and not re.search(r"^user: +bob$", r.stdout, re.M), r.stdout
 
 
+# ---- gpupoold and the provider together ----
+def bind(s, **binding):
+    return s.d.ok("POST", "/v1/rolebindings", binding)
+
+
+def whoami(s):
+    r = s.cli("whoami", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def test_key_rotated_at_the_provider_while_gpupoold_runs(s):
+    s.d.cli("apply", "-f", gpd.TENANTS)
+    bind(s, group="nlp", role="member", scope="research/nlp")
+    s.login_device("bob")
+    old = s.record()["id_token"]
+    assert idp.header(old)["kid"] == "k1" and whoami(s)["user"] == "bob"
+    s.p.rotate_key(keep_old=False)  # k1 is gone from the provider's JWKS
+    s.login_device("bob")
+    assert idp.header(s.record()["id_token"])["kid"] == "k2"
+    assert whoami(s)["user"] == "bob"  # gpupoold fetched the new key without a restart
+    status, answer = s.d.call("GET", "/v1/whoami", token=old)
+    assert status == 401 and answer.get("reason") in ("unknown_key", "bad_signature"), (status, answer)
+
+
+def test_second_factor_for_a_quota_change_refused_then_given(s):
+    s.d.cli("apply", "-f", gpd.TENANTS)
+    bind(s, group="ml-admins", role="tenant-admin", scope="research")
+    s.login_device("alice")  # password only
+    assert whoami(s)["second_factor"] is False
+    r = s.cli("quota", "set", "research/nlp", "--weight", "3")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "second_factor_missing" in r.stderr and "needs a sign-in with a second factor" in r.stderr, r.stderr
+    s.login_device("alice", totp=True)  # scope mfa: password, then the TOTP code
+    assert idp.claims(s.record()["id_token"])["amr"] == ["password", "otp"]
+    assert whoami(s)["second_factor"] is True
+    r = s.cli("quota", "set", "research/nlp", "--weight", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert s.d.ok("GET", "/v1/tenants/research/nlp")["weight"] == 3
+
+
+def test_group_removed_at_the_provider_the_next_token_loses_the_role(s):
+    s.d.cli("apply", "-f", gpd.TENANTS)
+    bind(s, group="ml-admins", role="tenant-admin", scope="research")
+    bind(s, group="nlp", role="member", scope="research/nlp")
+    s.login_device("alice")
+    roles = {(g["role"], g["scope"]) for g in whoami(s)["grants"]}
+    assert roles == {("tenant-admin", "research"), ("member", "research/nlp")}, roles
+    r = s.cli("tenants", "create", "research/speech")  # a tenant-admin's change: only the second factor lacks
+    assert r.returncode == 4 and "second_factor_missing" in r.stderr, r.stdout + r.stderr
+    s.p.set_groups("alice", ["nlp"])  # out of ml-admins at the provider
+    s.login_device("alice")
+    who = whoami(s)
+    assert who["groups"] == ["nlp"] and [(g["role"], g["scope"]) for g in who["grants"]] == [("member", "research/nlp")]
+    r = s.cli("tenants", "create", "research/speech")  # a member's: refused for the role itself
+    assert r.returncode == 4 and "second_factor_missing" not in r.stderr, r.stdout + r.stderr
+
+
 def run(tests, with_daemon=False, **provider):
     failed = 0
     for t in tests:
@@ -325,7 +394,9 @@ if __name__ == "__main__":
     else:
         failed += run([test_login_device_grant_whoami_logout, test_login_browser_code_flow_with_pkce_and_loopback_redirect,
                        test_expired_signin_the_provider_cannot_renew_says_run_login,
-                       test_static_token_wins_over_the_signin], with_daemon=True)
+                       test_static_token_wins_over_the_signin, test_key_rotated_at_the_provider_while_gpupoold_runs,
+                       test_second_factor_for_a_quota_change_refused_then_given,
+                       test_group_removed_at_the_provider_the_next_token_loses_the_role], with_daemon=True)
         failed += run([test_signin_near_expiry_is_refreshed_before_the_command,
                        test_signin_near_expiry_renewed_with_a_new_id_token_is_used], with_daemon=True, access_token_s=30)
         failed += run([test_device_code_never_entered_expires_with_a_message], with_daemon=True, device_code_s=2)
