@@ -428,6 +428,9 @@ static int keep(gp_client *c, const provider *p, const json_t *tokens, const cha
         const char *who = str(claims, "preferred_username")[0] ? str(claims, "preferred_username") : str(claims, "sub");
         printf("Signed in to %s as %s (%s); the sign-in expires %s.\n", c->server, who, str(p->entry, "issuer"),
                gp_time_human(json_integer_value(json_object_get(record, "expires")), time(NULL), when, sizeof when));
+        if (c->token_source[0] && strncmp(c->token_source, "gpupool login", 13) != 0)
+            fprintf(stderr, "gpupool login: note: a static token is set (%s); commands send it, not this sign-in\n",
+                    c->token_source);
         rc = GP_EXIT_OK;
     } else
         rc = GP_EXIT_ERROR;

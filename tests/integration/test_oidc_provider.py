@@ -106,11 +106,11 @@ class Scene:
         with open(self.cache) as f:
             return json.load(f)[self.d.url]
 
-    def login_device(self, user, totp=False):
-        """gpupool login; the person (this test) enters the code shown at the provider."""
+    def login_device(self, user, totp=False, **env):
+        """gpupool login; the person (this test) enters the code shown at the provider.  Its stdout and stderr."""
         cli = subprocess.Popen([GPUPOOL, "login", "--idp-cacert", self.p.ca_file] +
                                (["--scope", "mfa"] if totp else []),
-                               env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=self.env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = cli.stderr.readline()
         m = re.search(r"open (https://\S+) and enter the code (\S+)", first)
         assert m, "no device prompt: %r" % first
@@ -120,7 +120,7 @@ class Scene:
         self.p.approve_device(m.group(2), user, scope, totp)
         out, err = cli.communicate(timeout=60)
         assert cli.returncode == 0, "login -> %d\n%s%s" % (cli.returncode, out, err)
-        return out
+        return out + err
 
 
 # ---- the provider alone ----
@@ -298,7 +298,10 @@ def test_device_code_never_entered_expires_with_a_message(s):
 
 
 def test_static_token_wins_over_the_signin(s):
-    s.login_device("bob")
+    said = s.login_device("bob", GPUPOOL_TOKEN=s.d.token)
+    assert "a static token is set (GPUPOOL_TOKEN); commands send it, not this sign-in" in said, said
+    noted = s.cli("login", "--idp-cacert", s.p.ca_file, "--issuer", "https://elsewhere.example", GPUPOOL_TOKEN="x")
+    assert noted.returncode == 4 and "signs no one in with https://elsewhere.example" in noted.stderr, noted.stderr
     r = s.cli("whoami", GPUPOOL_TOKEN=s.d.token)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "GPUPOOL_TOKEN" in r.stdout and not re.search(r"^user: +bob$", r.stdout, re.M), r.stdout
