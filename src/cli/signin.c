@@ -11,15 +11,33 @@
 /* Refresh this many seconds before the ID token expires. */
 #define GP__REFRESH_AHEAD_S 60
 
+/* Tokens and codes go to the provider over HTTPS only; plain http to this
+ * host alone (a provider on loopback, in tests). */
+static bool url_allowed(const char *url)
+{
+    const char *loopback[] = {"http://127.0.0.1:", "http://127.0.0.1/", "http://localhost:", "http://localhost/",
+                              "http://[::1]:", "http://[::1]/"};
+    if (strncmp(url, "https://", 8) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++)
+        if (strncmp(url, loopback[i], strlen(loopback[i])) == 0)
+            return true;
+    return false;
+}
+
 /* One exchange with the provider: the status (0 and err on failure), the
  * body parsed as JSON into *out. */
 static long exchange(const char *url, const char *cacert, const char *bearer, const char *form, json_t **out,
                      char *err, size_t cap)
 {
+    *out = NULL;
+    if (!url_allowed(url)) {
+        snprintf(err, cap, "%s: refused, not HTTPS (plain http only to this host)", url);
+        return 0;
+    }
     CURL *curl = curl_easy_init();
     gp_curl_buffer b = {NULL, 0, 0};
     long status = 0;
-    *out = NULL;
     if (!curl) {
         snprintf(err, cap, "cannot start libcurl");
         return 0;

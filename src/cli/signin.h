@@ -13,6 +13,10 @@
  * (glewlwyd does) gives nothing gpupoold accepts once the ID token has
  * expired: the CLI then says to run `gpupool login`.
  *
+ * Every URL of the provider must be https:// (plain http:// only to
+ * 127.0.0.1, localhost or [::1]): tokens, codes and verifiers never cross
+ * a network in the clear.
+ *
  * Ownership: JSON answers are new references the caller decrefs.
  */
 #ifndef GP_CLI_SIGNIN_H

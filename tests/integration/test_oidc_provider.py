@@ -22,6 +22,7 @@ that lacks it):
     itself) makes the CLI say to run gpupool login;
   - a device code nobody enters expires with a message and caches nothing;
   - a static token still wins over the sign-in (service accounts);
+  - the refresh token is never sent to a plain-http endpoint off this host;
   - a key rotated at the provider while gpupoold runs (the old one dropped):
     the next sign-in's token (new kid) is taken without a restart, the old
     token is refused;
@@ -297,6 +298,17 @@ def test_device_code_never_entered_expires_with_a_message(s):
     assert not os.path.exists(s.cache)
 
 
+def test_refresh_token_never_goes_to_a_plain_http_endpoint(s):
+    s.login_device("bob")
+    with open(s.cache) as f:
+        all_records = json.load(f)
+    all_records[s.d.url].update(expires=int(time.time()) - 5, token_endpoint="http://192.0.2.1/token")
+    with open(s.cache, "w") as f:
+        json.dump(all_records, f)
+    r = s.cli("whoami")
+    assert "http://192.0.2.1/token: refused, not HTTPS" in r.stderr, r.stderr
+
+
 def test_static_token_wins_over_the_signin(s):
     said = s.login_device("bob", GPUPOOL_TOKEN=s.d.token)
     assert "a static token is set (GPUPOOL_TOKEN); commands send it, not this sign-in" in said, said
@@ -397,7 +409,8 @@ if __name__ == "__main__":
     else:
         failed += run([test_login_device_grant_whoami_logout, test_login_browser_code_flow_with_pkce_and_loopback_redirect,
                        test_expired_signin_the_provider_cannot_renew_says_run_login,
-                       test_static_token_wins_over_the_signin, test_key_rotated_at_the_provider_while_gpupoold_runs,
+                       test_static_token_wins_over_the_signin, test_refresh_token_never_goes_to_a_plain_http_endpoint,
+                       test_key_rotated_at_the_provider_while_gpupoold_runs,
                        test_second_factor_for_a_quota_change_refused_then_given,
                        test_group_removed_at_the_provider_the_next_token_loses_the_role], with_daemon=True)
         failed += run([test_signin_near_expiry_is_refreshed_before_the_command,
