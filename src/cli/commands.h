@@ -78,6 +78,10 @@ int gp_cmd_login(gp_client *c, int argc, char **argv);
 int gp_cmd_logout(gp_client *c, int argc, char **argv);
 int gp_cmd_whoami(gp_client *c, int argc, char **argv);
 
+/* cmd_rolebinding.c */
+int gp_cmd_rolebindings(gp_client *c, int argc, char **argv);
+int gp_cmd_rolebinding(gp_client *c, int argc, char **argv);
+
 /* cmd_gpu_types.c */
 int gp_cmd_gpu_types(gp_client *c, int argc, char **argv);
 

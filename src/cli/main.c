@@ -174,6 +174,16 @@ const gp_command GP_COMMANDS[] = {
      "The tenant each job user is bound to: a user's jobs and tokens stay inside that tenant's subtree.  The\n"
      "first member token for a user (or an admin's first job naming it) binds it; bind (admin) moves a user,\n"
      "unbind (admin) forgets the binding.\n"},
+    {"rolebindings", gp_cmd_rolebindings,
+     "usage: gpupool rolebindings\n"
+     "The role bindings you may see (admins, operators and auditors: all; a tenant-admin: those in its subtree).\n"},
+    {"rolebinding", gp_cmd_rolebinding,
+     "usage: gpupool rolebinding create (--group G | --user U) --role admin|tenant-admin|member [--scope PATH]\n"
+     "       gpupool rolebinding delete ID\n"
+     "What people who sign in through the identity provider (gpupoold --oidc-issuer) may do: a binding gives\n"
+     "a provider group (the token's groups claim) or user a role at a tenant (admin: the root, no --scope).\n"
+     "A person holds the union of its user's and groups' bindings.  An admin binds anything; a tenant-admin\n"
+     "binds inside its own subtree and never admin.  Each change is audited.\n"},
     {"secret", gp_cmd_secret,
      "usage: gpupool secret set TENANT NAME (--from-file FILE | --value-stdin)\n"
      "       gpupool secret set --tenant TENANT --registry HOST[:PORT] --username USER --password-file FILE\n"

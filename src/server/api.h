@@ -39,7 +39,7 @@ typedef struct gp_request {
     json_t *reply;
     const char *content_type; /* of the reply; NULL = application/json */
     char *text_reply;         /* non-JSON replies (metrics, the dashboard's files) */
-    const char *scopes[1];    /* gp_api_scopes */
+    const char *scopes[GP_GRANTS_MAX]; /* gp_api_scopes */
     char *raw_url;            /* the request target exactly as sent (uri.h); owned */
     bool started;             /* the access handler has seen the request */
     bool web_file;            /* a dashboard file: sent with its caching and security headers */
@@ -109,10 +109,12 @@ bool gp_api_may_submit(gp_request *r);
  * (gp_api_job_secrets_check); fills req->user from the token.  Used by
  * one submit and by the batch alike. */
 gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error *err);
-/* A member token's jobs go to its tenant when they name none: sets
- * "tenant" of the job object (before parsing) to the token's scope.
- * Other roles must name the tenant.  Used by one submit and the batch. */
-void gp_api_job_default_tenant(const gp_request *r, json_t *job);
+/* A member's jobs go to its tenant when they name none: sets "tenant" of
+ * the job object (before parsing) to the caller's one scope.  Other roles
+ * must name the tenant; a caller with grants in several tenants too
+ * (GP_ERR_INVALID, field "tenant", "... name one").  Used by one submit
+ * and the batch. */
+gp_err gp_api_job_default_tenant(const gp_request *r, json_t *job, gp_error *err);
 
 /* Runs op on the engine thread and turns its answer into the reply. */
 void gp_api_run_op(gp_request *r, gp_op *op);
@@ -235,6 +237,20 @@ void gp_api_tokens_create(gp_request *r);
 void gp_api_tokens_list(gp_request *r);
 void gp_api_token_revoke(gp_request *r, const char *id);
 void gp_api_whoami(gp_request *r); /* GET /v1/whoami: the caller's own token */
+/* api_rolebindings.c: OIDC sign-in (oidc.h).  The principal of a verified
+ * token: the grants of the role bindings naming its user or groups;
+ * GP_OIDC_NO_BINDING when none does, GP_OIDC_ISSUER_UNREACHABLE (err says
+ * why) when the store could not be read. */
+gp_oidc_result gp_api_oidc_principal(gp_server *srv, const gp_oidc_identity *id, gp_principal *who, gp_error *err);
+void gp_api_rolebindings_list(gp_request *r);                 /* GET /v1/rolebindings */
+void gp_api_rolebindings_create(gp_request *r);               /* POST {"user"|"group", "role", "scope"} */
+void gp_api_rolebinding_delete(gp_request *r, const char *id); /* DELETE /v1/rolebindings/{id} */
+void gp_api_auth_info(gp_request *r);                         /* GET /v1/auth, no token */
+/* A sign-in's audit row (oidc.signin: the user, second factor, groups),
+ * written before the request goes on; the first request of each token. */
+void gp_api_oidc_sign_in(gp_request *r);
+/* Adds an OIDC caller's issuer, groups, grants and second_factor to whoami's reply. */
+void gp_api_whoami_oidc(const gp_request *r, json_t *reply);
 void gp_api_users_list(gp_request *r);                    /* api_users.c */
 void gp_api_user_bind(gp_request *r, const char *name);   /* PUT /v1/users/{name} {"tenant": PATH} */
 void gp_api_user_unbind(gp_request *r, const char *name);

@@ -79,6 +79,18 @@ static bool role_needs_scope(gp_role r)
     return r == GP_ROLE_TENANT_ADMIN || r == GP_ROLE_MEMBER;
 }
 
+/* Whose users a token for scope may run as: NULL for an admin, else the
+ * scope of the caller's tenant-admin grant that covers it (users.h). */
+static const char *tenant_admin_scope(const gp_principal *who, const char *scope)
+{
+    if (who->role == GP_ROLE_ADMIN)
+        return NULL;
+    for (int i = 0; i < who->n_grants; i++)
+        if (who->grants[i].role == GP_ROLE_TENANT_ADMIN && gp_scope_covers(who->grants[i].scope, scope))
+            return who->grants[i].scope;
+    return who->scope;
+}
+
 static json_t *time_or_null(int64_t t)
 {
     return t >= 0 ? json_integer(t) : json_null();
@@ -98,8 +110,8 @@ static void token_create_run(gp_server *srv, gp_op *op, int64_t now)
     }
     bool unbound = false; /* the user's first scoped token binds it (users.h) */
     if (a->user[0] && role_needs_scope(role) &&
-        gp_user_tenant_check(srv->store, a->user, a->scope, op->who->role == GP_ROLE_TENANT_ADMIN ? op->who->scope : NULL,
-                             &unbound, &err) != GP_OK) {
+        gp_user_tenant_check(srv->store, a->user, a->scope, tenant_admin_scope(op->who, a->scope), &unbound, &err) !=
+            GP_OK) {
         gp_op_fail(op, &err);
         return;
     }
@@ -237,7 +249,8 @@ void gp_api_tokens_create(gp_request *r)
         return;
     gp_role role;
     gp_role_parse(a.role, &role);
-    if (r->who.role == GP_ROLE_TENANT_ADMIN && (!role_needs_scope(role) || !gp_scope_covers(r->who.scope, a.scope))) {
+    if (r->who.role == GP_ROLE_TENANT_ADMIN &&
+        (!role_needs_scope(role) || !gp_principal_holds(&r->who, GP_ROLE_TENANT_ADMIN, a.scope, false))) {
         gp_api_forbidden(r, "create tokens outside its scope or with a fleet-wide role");
         return;
     }
@@ -257,7 +270,7 @@ static bool token_visible(const gp_principal *who, const gp_store_token *t)
         return true;
     gp_role role;
     return who->role == GP_ROLE_TENANT_ADMIN && gp_role_parse(t->role, &role) && role_needs_scope(role) &&
-           gp_scope_covers(who->scope, t->scope); /* a join or node token's scope names nodes, not tenants */
+           gp_principal_holds(who, GP_ROLE_TENANT_ADMIN, t->scope, false); /* a join or node token's scope names nodes */
 }
 
 typedef struct token_list {
@@ -338,10 +351,12 @@ void gp_api_whoami(gp_request *r)
     if (!gp_api_query_only(r, allowed))
         return;
     const gp_principal *w = &r->who;
-    gp_api_reply(r, 200,
-                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "id", w->token_id, "name", w->name, "role",
-                           gp_role_name(w->role), "scope", w->scope, "user", w->user, "expires",
-                           time_or_null(w->expires)));
+    json_t *reply = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "id", w->token_id, "name", w->name, "role",
+                              gp_role_name(w->role), "scope", w->scope, "user", w->user, "expires",
+                              time_or_null(w->expires));
+    if (w->oidc)
+        gp_api_whoami_oidc(r, reply);
+    gp_api_reply(r, 200, reply);
 }
 
 void gp_api_token_revoke(gp_request *r, const char *id)

@@ -244,7 +244,12 @@ void gp_api_bill(gp_request *r)
         return;
     }
     q.fleet = gp_principal_sees_all(&r->who);
-    q.tenant = tenant ? tenant : q.fleet ? NULL : r->who.scope;
+    q.tenant = tenant ? tenant : q.fleet ? NULL : gp_principal_one_scope(&r->who);
+    if (!q.fleet && !q.tenant) {
+        gp_api_error(r, 400, "invalid", "tenant", "%s holds roles in several tenants: name one with tenant",
+                     r->who.name);
+        return;
+    }
     bool csv = format && strcmp(format, "csv") == 0;
     gp_store *s = gp_readers_take(&r->srv->readers, &err);
     json_t *out = NULL;

@@ -512,8 +512,11 @@ void gp_api_usage(gp_request *r)
         gp_api_error(r, 400, "invalid", "to", "to must not be before from");
         return;
     }
-    if (!tenant && r->who.role == GP_ROLE_MEMBER)
-        tenant = r->who.scope;
+    if (!tenant && r->who.role == GP_ROLE_MEMBER && !(tenant = gp_principal_one_scope(&r->who))) {
+        gp_api_error(r, 400, "invalid", "tenant", "%s holds roles in several tenants: name one with tenant",
+                     r->who.name);
+        return;
+    }
     if (tenant && !gp_principal_sees(&r->who, tenant)) {
         usage_refuse(r, tenant);
         return;

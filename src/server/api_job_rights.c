@@ -43,8 +43,9 @@ const char *gp_api_tenant_cancel_setting(gp_server *srv, const char *tenant)
 
 bool gp_api_job_may_act(gp_server *srv, const gp_principal *who, const char *tenant, const char *owner, bool cancel)
 {
-    if (who->role != GP_ROLE_MEMBER)
-        return true;
+    if (who->role == GP_ROLE_OPERATOR || who->role == GP_ROLE_AUDITOR ||
+        gp_principal_holds(who, GP_ROLE_TENANT_ADMIN, tenant, false))
+        return true; /* a member grant at tenant (an OIDC person may hold more elsewhere): its own jobs */
     if (owner && who->user[0] && strcmp(owner, who->user) == 0)
         return true;
     return cancel && cancel_policy(srv, tenant) == GP_CANCEL_TENANT;

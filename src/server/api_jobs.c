@@ -141,10 +141,18 @@ gp_err gp_api_job_for_caller(const gp_request *r, gp_job_request *req, gp_error 
     return rc == GP_OK ? gp_api_job_secrets_check(r, req, err) : rc;
 }
 
-void gp_api_job_default_tenant(const gp_request *r, json_t *job)
+gp_err gp_api_job_default_tenant(const gp_request *r, json_t *job, gp_error *err)
 {
-    if (r->who.role == GP_ROLE_MEMBER && json_is_object(job) && !json_object_get(job, "tenant"))
-        json_object_set_new(job, "tenant", json_string(r->who.scope));
+    if (!json_is_object(job) || json_object_get(job, "tenant") || gp_principal_sees_all(&r->who))
+        return GP_OK;
+    const char *one = gp_principal_one_scope(&r->who);
+    if (!one && r->who.n_grants > 1)
+        return gp_error_set(err, GP_ERR_INVALID, "tenant",
+                            "%s holds roles in several tenants (%s, %s%s): name one with tenant", r->who.name,
+                            r->who.grants[0].scope, r->who.grants[1].scope, r->who.n_grants > 2 ? ", ..." : "");
+    if (one && r->who.role == GP_ROLE_MEMBER)
+        json_object_set_new(job, "tenant", json_string(one));
+    return GP_OK;
 }
 
 /* The engine's own refusal first (an unknown tenant, a share an untrusted
@@ -231,7 +239,11 @@ void gp_api_jobs_submit(gp_request *r)
         return;
     gp_job_request req;
     gp_error err;
-    gp_api_job_default_tenant(r, body);
+    if (gp_api_job_default_tenant(r, body, &err) != GP_OK) {
+        json_decref(body);
+        gp_api_fail(r, &err);
+        return;
+    }
     gp_err rc = gp_job_request_parse(body, false, &req, &err);
     json_decref(body);
     if (rc == GP_OK && !gp_api_tenant_path_ok(r, req.tenant, "tenant"))
@@ -304,7 +316,7 @@ void gp_api_jobs_list(gp_request *r)
     f.tenant = gp_api_query(r, "tenant");
     f.state = gp_api_query(r, "state");
     if (!f.tenant && r->who.role == GP_ROLE_MEMBER)
-        f.tenant = r->who.scope;
+        f.tenant = gp_principal_one_scope(&r->who); /* several: the caller's scopes (gp_api_scopes) */
     f.user = gp_api_query(r, "user");
     if (f.tenant && !gp_api_tenant_path_ok(r, f.tenant, "tenant"))
         return;

@@ -174,8 +174,12 @@ static bool batch_take(gp_request *r, const json_t *items, gp_batch *b)
             gp_api_fail(r, &err);
             return false;
         }
-        gp_api_job_default_tenant(r, item);
-        bool ok = item_take(r, item, name, &b->reqs[i]);
+        bool ok = gp_api_job_default_tenant(r, item, &err) == GP_OK;
+        if (!ok) {
+            name_error(&err, name);
+            gp_api_fail(r, &err);
+        }
+        ok = ok && item_take(r, item, name, &b->reqs[i]);
         json_decref(item);
         if (!ok)
             return false;

@@ -186,6 +186,15 @@ static void histogram(FILE *f, const char *name, const char *labels, const gp_hi
             (unsigned long long)h->count);
 }
 
+/* OIDC sign-ins refused, by reason (oidc.h's names; every reason, 0 too). */
+static void write_auth_refusals(FILE *f, gp_server *srv)
+{
+    header(f, "gpupool_auth_refusals_total", "counter", "provider tokens refused, by reason");
+    for (int i = GP_OIDC_BAD_SIGNATURE; i < GP_OIDC_RESULT_COUNT; i++)
+        fprintf(f, "gpupool_auth_refusals_total{reason=\"%s\"} %llu\n", gp_oidc_result_name((gp_oidc_result)i),
+                (unsigned long long)atomic_load(&srv->auth_refusals[i]));
+}
+
 static void write_daemon(FILE *f, gp_server *srv, const snapshot *s)
 {
     header(f, "gpupool_requests_total", "counter", "API requests answered");
@@ -213,6 +222,7 @@ static void write_daemon(FILE *f, gp_server *srv, const snapshot *s)
     fprintf(f, "gpupool_tokens %zu\n", s->tokens);
     header(f, "gpupool_agent_poll_wakeups_total", "counter", "agent long-polls woken by a commit touching their node");
     fprintf(f, "gpupool_agent_poll_wakeups_total %llu\n", (unsigned long long)s->wakeups);
+    write_auth_refusals(f, srv);
 }
 
 /* The usage ledger: the last verification (at start and at each GET

@@ -207,7 +207,8 @@ const char *const *gp_api_scopes(gp_request *r, int *n)
         *n = 0;
         return NULL;
     }
-    r->scopes[0] = r->who.scope;
-    *n = 1;
+    for (int i = 0; i < r->who.n_grants; i++)
+        r->scopes[i] = r->who.grants[i].scope;
+    *n = r->who.n_grants;
     return r->scopes;
 }

@@ -143,8 +143,7 @@ static const char *query_tenant(gp_request *r)
 /* Set and delete: admins, and tenant-admins whose scope covers tenant. */
 static bool may_change(gp_request *r, const char *tenant)
 {
-    if (r->who.role == GP_ROLE_ADMIN ||
-        (r->who.role == GP_ROLE_TENANT_ADMIN && gp_scope_covers(r->who.scope, tenant)))
+    if (gp_principal_holds(&r->who, GP_ROLE_TENANT_ADMIN, tenant, false))
         return true;
     gp_api_forbidden(r, "set or delete secrets (a tenant-admin of the tenant or an admin does)");
     return false;

@@ -181,15 +181,24 @@ void gp_api_tenant_get(gp_request *r, const char *path)
 
 /* ---- who may change a tenant ---- */
 
+/* Is path in or above one of who's tenant-admin scopes (a tenant-admin's
+ * apply file may name its scope's ancestors, unchanged)? */
+static bool tenant_admin_near(const gp_principal *who, const char *path)
+{
+    for (int i = 0; i < who->n_grants; i++)
+        if (who->grants[i].role == GP_ROLE_TENANT_ADMIN &&
+            (gp_scope_covers(who->grants[i].scope, path) || gp_scope_covers(path, who->grants[i].scope)))
+            return true;
+    return false;
+}
+
 /* Replies and returns false when the caller may not change path. */
 static bool may_change(gp_request *r, const char *path)
 {
     const gp_principal *p = &r->who;
-    if (p->role == GP_ROLE_ADMIN)
+    if (gp_principal_holds(p, GP_ROLE_TENANT_ADMIN, path, true))
         return true;
-    if (p->role == GP_ROLE_TENANT_ADMIN && gp_scope_covers(p->scope, path) && strcmp(p->scope, path) != 0)
-        return true;
-    if (p->role == GP_ROLE_TENANT_ADMIN && !gp_scope_covers(p->scope, path))
+    if (p->role == GP_ROLE_TENANT_ADMIN && !gp_principal_sees(p, path))
         gp_api_error(r, 404, "not_found", "path", "no tenant %s", path);
     else
         gp_api_forbidden(r, "change this tenant (its quota is its parent's decision)");
@@ -553,8 +562,7 @@ static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_
             json_decref(want);
             continue;
         }
-        p->forbidden = who->role == GP_ROLE_TENANT_ADMIN &&
-                       !(gp_scope_covers(who->scope, t->path) && strcmp(who->scope, t->path) != 0);
+        p->forbidden = !gp_principal_holds(who, GP_ROLE_TENANT_ADMIN, t->path, true);
         if (p->forbidden)
             rc = gp_error_set(err, GP_ERR_INVALID, "path", "only tenants below %s may change", who->scope);
         else if ((p->forbidden = !gp_api_container_policy_may_change(who, have, want, err) ||
@@ -580,7 +588,7 @@ static gp_err plan_sets(const gp_principal *who, const gp_tenant_file *f, apply_
  * parents). */
 static bool prunable(const gp_principal *who, const gp_tenant_file *f, const char *path)
 {
-    if (who->role != GP_ROLE_ADMIN && !(gp_scope_covers(who->scope, path) && strcmp(who->scope, path) != 0))
+    if (!gp_principal_holds(who, GP_ROLE_TENANT_ADMIN, path, true))
         return false;
     for (size_t i = 0; i < f->n_tenants; i++)
         if (gp_scope_covers(path, f->tenants[i].path))
@@ -784,7 +792,7 @@ void gp_api_tenants_apply(gp_request *r)
      * Tenants elsewhere do not exist for it. */
     for (size_t i = 0; r->who.role == GP_ROLE_TENANT_ADMIN && i < a.file.n_tenants; i++) {
         const char *p = a.file.tenants[i].path;
-        if (!gp_scope_covers(r->who.scope, p) && !gp_scope_covers(p, r->who.scope)) {
+        if (!tenant_admin_near(&r->who, p)) {
             gp_api_error(r, 404, "not_found", "path", "no tenant %s", p);
             gp_tenant_file_free(&a.file);
             return;

@@ -17,9 +17,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the cache keeps of a token; gp_auth_check makes the principal of
+ * it (a principal, with room for an OIDC person's grants and groups, is
+ * several KiB: thousands of node credentials need not each hold one). */
+typedef struct token_who {
+    char token_id[GP_TOKEN_ID_LEN + 1];
+    char name[GP_NAME_MAX];
+    gp_role role;
+    char scope[GP_PATH_MAX];
+    char user[GP_NAME_MAX];
+    int64_t expires;
+    bool single_use;
+} token_who;
+
 struct gp_auth_entry {
     char hash_hex[65];
-    gp_principal who;
+    token_who who;
     double bucket;
     int64_t refilled_ms;
     int64_t last_used;   /* seconds, -1 = never: the newest use */
@@ -136,6 +149,22 @@ size_t gp_auth_count(gp_auth *a)
     return n;
 }
 
+/* A static token's principal: its one grant is its role and scope. */
+static void principal_of(const token_who *t, gp_principal *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->token_id, t->token_id, sizeof out->token_id);
+    memcpy(out->name, t->name, sizeof out->name);
+    memcpy(out->scope, t->scope, sizeof out->scope);
+    memcpy(out->user, t->user, sizeof out->user);
+    out->role = t->role;
+    out->expires = t->expires;
+    out->single_use = t->single_use;
+    out->grants[0].role = t->role;
+    memcpy(out->grants[0].scope, t->scope, sizeof out->grants[0].scope);
+    out->n_grants = 1;
+}
+
 gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_principal *out)
 {
     char hash[65];
@@ -148,7 +177,7 @@ gp_auth_result gp_auth_check(gp_auth *a, const char *secret, int64_t now_ms, gp_
         gp_auth_entry *e = &a->entries[i];
         if (strcmp(e->hash_hex, hash) != 0)
             continue;
-        *out = e->who;
+        principal_of(&e->who, out);
         if (e->who.expires >= 0 && now_ms >= e->who.expires * 1000) {
             res = GP_AUTH_EXPIRED;
             break;
@@ -249,6 +278,46 @@ bool gp_join_covers(const char *patterns, const char *node)
     return false;
 }
 
+/* admin 3 > tenant-admin 2 > member 1; the other roles 0 (held exactly). */
+static int strength(gp_role r)
+{
+    return r == GP_ROLE_ADMIN ? 3 : r == GP_ROLE_TENANT_ADMIN ? 2 : r == GP_ROLE_MEMBER ? 1 : 0;
+}
+
+bool gp_principal_holds(const gp_principal *p, gp_role role, const char *path, bool below)
+{
+    for (int i = 0; i < p->n_grants; i++) {
+        const gp_grant *g = &p->grants[i];
+        if (g->role == GP_ROLE_ADMIN && strength(role) > 0)
+            return true;
+        if (strength(role) == 0 ? g->role == role : strength(g->role) >= strength(role) &&
+                                                        gp_scope_covers(g->scope, path) &&
+                                                        !(below && strcmp(g->scope, path) == 0))
+            return true;
+    }
+    return false;
+}
+
+const char *gp_principal_one_scope(const gp_principal *p)
+{
+    for (int i = 1; i < p->n_grants; i++)
+        if (strcmp(p->grants[i].scope, p->grants[0].scope) != 0)
+            return NULL;
+    return p->n_grants > 0 && p->grants[0].scope[0] ? p->grants[0].scope : NULL;
+}
+
+static int stronger_first(const void *a, const void *b)
+{
+    return strength(((const gp_grant *)b)->role) - strength(((const gp_grant *)a)->role);
+}
+
+void gp_principal_grants_done(gp_principal *p)
+{
+    qsort(p->grants, (size_t)p->n_grants, sizeof p->grants[0], stronger_first);
+    p->role = p->n_grants ? p->grants[0].role : GP_ROLE_COUNT; /* none: "unknown" in a refusal's audit row */
+    snprintf(p->scope, sizeof p->scope, "%s", p->n_grants ? p->grants[0].scope : "");
+}
+
 bool gp_principal_sees_all(const gp_principal *p)
 {
     return p->role == GP_ROLE_ADMIN || p->role == GP_ROLE_OPERATOR || p->role == GP_ROLE_AUDITOR;
@@ -258,5 +327,10 @@ bool gp_principal_sees(const gp_principal *p, const char *path)
 {
     if (p->role == GP_ROLE_JOIN || p->role == GP_ROLE_NODE)
         return false; /* a node's name is not a tenant scope */
-    return gp_principal_sees_all(p) || gp_scope_covers(p->scope, path);
+    if (gp_principal_sees_all(p))
+        return true;
+    for (int i = 0; i < p->n_grants; i++)
+        if (gp_scope_covers(p->grants[i].scope, path))
+            return true;
+    return false;
 }

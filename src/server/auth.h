@@ -18,6 +18,17 @@
  *                 made by a registration, never by hand
  * Anything outside a scope is answered as if it did not exist (404).
  *
+ * Grants: a caller holds a list of (role, scope) grants.  A static token
+ * holds one, its own role and scope; a person signed in through OIDC
+ * (oidc.h) holds the union of the role bindings of its user and each of its
+ * groups (api_rolebindings.c), strongest first (admin, tenant-admin,
+ * member).  role and scope repeat the first grant, so `role == admin`
+ * still reads "holds admin"; anything that asks about a tenant path asks
+ * gp_principal_holds, which looks at every grant.  Example: alice bound
+ * tenant-admin at research/nlp and member at product/ads holds
+ * tenant-admin for research/nlp/x and member for product/ads, nothing
+ * elsewhere.
+ *
  * Expiry: a token may carry an expiry (epoch seconds); from then on
  * gp_auth_check answers GP_AUTH_EXPIRED (the API says 401 and when).  The
  * bootstrap admin token never expires.
@@ -53,6 +64,16 @@ typedef enum gp_role {
 #define GP_TOKEN_ID_LEN 16      /* hex chars of the public id */
 #define GP_TOKEN_SECRET_LEN 68  /* "gpt_" + 64 hex */
 
+#define GP_GRANTS_MAX 16
+#define GP_PRINCIPAL_GROUPS_MAX 32
+
+typedef struct gp_grant {
+    gp_role role;
+    char scope[GP_PATH_MAX]; /* "" for admin */
+    int64_t binding;         /* the role binding it comes from; 0 = the token itself */
+    char from[GP_NAME_MAX + 8]; /* that binding's subject: "group:ml-admins", "user:alice"; "" for a token */
+} gp_grant;
+
 typedef struct gp_principal {
     char token_id[GP_TOKEN_ID_LEN + 1];
     char name[GP_NAME_MAX];
@@ -62,6 +83,13 @@ typedef struct gp_principal {
     char user[GP_NAME_MAX];  /* jobs submitted with this token run as this user ("" = none) */
     int64_t expires;         /* epoch seconds, -1 = never */
     bool single_use;         /* join: spent by its first registration */
+    gp_grant grants[GP_GRANTS_MAX]; /* strongest first; grants[0] is role and scope */
+    int n_grants;
+    bool oidc;               /* signed in through OIDC: name and user are the person, token_id the sign-in's id */
+    bool second_factor;      /* oidc: the token shows a second factor (oidc.h) */
+    char groups[GP_PRINCIPAL_GROUPS_MAX][GP_NAME_MAX]; /* oidc: the token's groups */
+    int n_groups;
+    int issuer;              /* oidc: index of its issuer */
 } gp_principal;
 
 #define GP_AUTH_TOUCH_EVERY_S 60
@@ -118,6 +146,17 @@ bool gp_scope_covers(const char *scope, const char *path);
 /* Does a join token's pattern list (comma-separated shell patterns,
  * fnmatch: "h100-*,a100-0[0-7]") cover the node name?  "" covers none. */
 bool gp_join_covers(const char *patterns, const char *node);
+/* The one check of a caller's authority at a tenant path: does p hold
+ * role, or a stronger one (admin > tenant-admin > member), at path?  An
+ * admin grant holds everywhere; a tenant-admin or member grant where its
+ * scope covers path, strictly below its scope when `below` (a tenant-admin
+ * changes the tenants under it, not its own).  Operator, auditor, join and
+ * node: that exact role. */
+bool gp_principal_holds(const gp_principal *p, gp_role role, const char *path, bool below);
+/* The one scope every grant of p has, else NULL (several, or admin). */
+const char *gp_principal_one_scope(const gp_principal *p);
+/* Sorts grants strongest first and sets role and scope from the first. */
+void gp_principal_grants_done(gp_principal *p);
 /* admin, operator, auditor: see every tenant. */
 bool gp_principal_sees_all(const gp_principal *p);
 /* May p see (read) things of tenant path?  Never for join and node. */

@@ -86,6 +86,67 @@ static void refuse_expired(gp_request *r)
                  r->who.token_id, when, TOKEN_HINT);
 }
 
+/* An OIDC refusal: counted by reason (/metrics), answered with the reason
+ * beside the error, audited as every 401 and 403 is (note_refusal). */
+static void refuse_oidc(gp_request *r, int status, gp_oidc_result why, const char *detail)
+{
+    atomic_fetch_add(&r->srv->auth_refusals[why], 1);
+    gp_api_error(r, status, status == 401 ? "unauthorized" : "forbidden", "Authorization",
+                 "provider token refused (%s): %s", gp_oidc_result_name(why), detail);
+    json_object_set_new(r->reply, "reason", json_string(gp_oidc_result_name(why)));
+}
+
+/* A provider's token (oidc.h): verified, its bindings looked up. */
+static bool authenticate_oidc(gp_request *r, const char *token)
+{
+    gp_oidc_identity id;
+    char detail[320];
+    gp_oidc_result res = gp_oidc_verify(&r->srv->oidc, token, gp_wall_ms() / 1000, &id, detail, sizeof detail);
+    if (res == GP_OIDC_NOT_JWT) {
+        gp_api_error(r, 401, "unauthorized", "Authorization", "unknown or revoked token: %s", TOKEN_HINT);
+        return false;
+    }
+    if (res != GP_OIDC_OK) {
+        refuse_oidc(r, 401, res, detail);
+        return false;
+    }
+    gp_error err = {0};
+    res = gp_api_oidc_principal(r->srv, &id, &r->who, &err);
+    if (res == GP_OIDC_NO_BINDING) {
+        snprintf(detail, sizeof detail, "no role binding names user %s or its %d groups; ask an admin (gpupool "
+                 "rolebinding create)", id.user, id.n_groups);
+        refuse_oidc(r, 403, res, detail);
+        return false;
+    }
+    if (res != GP_OIDC_OK) {
+        gp_api_fail(r, &err);
+        return false;
+    }
+    r->authenticated = true;
+    if (!atomic_load(&r->srv->loop.following) && gp_oidc_first_use(&r->srv->oidc, &id, gp_wall_ms() / 1000))
+        gp_api_oidc_sign_in(r);
+    return true;
+}
+
+/* Changes that need a second factor from an OIDC caller (--oidc-mfa-for):
+ * every write but the jobs' (a member's own submits, cancels, changes). */
+static bool second_factor_ok(gp_request *r)
+{
+    int bit = r->who.role == GP_ROLE_ADMIN          ? GP_OIDC_MFA_ADMIN
+              : r->who.role == GP_ROLE_TENANT_ADMIN ? GP_OIDC_MFA_TENANT_ADMIN
+                                                    : GP_OIDC_MFA_MEMBER;
+    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    if (!r->who.oidc || r->who.second_factor || !write || strncmp(r->url, "/v1/jobs", 8) == 0 ||
+        !(r->srv->oidc.cfg.mfa_for & bit))
+        return true;
+    char detail[200];
+    snprintf(detail, sizeof detail, "a %s's change needs a second factor: sign in again with one (gpupool login)",
+             gp_role_name(r->who.role));
+    refuse_oidc(r, 403, GP_OIDC_SECOND_FACTOR_MISSING, detail);
+    json_object_set_new(r->reply, "need", json_string("second_factor"));
+    return false;
+}
+
 static bool authenticate(gp_request *r)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -93,6 +154,8 @@ static bool authenticate(gp_request *r)
         gp_api_error(r, 401, "unauthorized", "Authorization", "no token: %s", TOKEN_HINT);
         return false;
     }
+    if (strncmp(h + 7, "gpt_", 4) != 0 && gp_oidc_enabled(&r->srv->oidc))
+        return authenticate_oidc(r, h + 7) && second_factor_ok(r);
     switch (gp_auth_check(&r->srv->auth, h + 7, gp_wall_ms(), &r->who)) {
     case GP_AUTH_OK:
         r->authenticated = true;

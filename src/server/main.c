@@ -69,6 +69,19 @@ static const char USAGE[] =
     "  --approve-nodes         a new agent node comes in cordoned until `gpupool nodes approve NAME`\n"
     "  --secret-key-file FILE  the key that seals tenants' secrets (32 bytes, 0600; made on first start;\n"
     "                          default: secret.key next to the SQLite file)\n"
+    "  --oidc-issuer URL       trust tokens this OpenID Connect provider signs (https; repeatable, each\n"
+    "                          with its --oidc-audience, paired in order)\n"
+    "  --oidc-audience ID      the aud the issuer's tokens must carry for gpupool\n"
+    "  --oidc-client-id ID     the public client the CLI and dashboard sign in with (default: the audience)\n"
+    "  --oidc-username-claim C the claim naming the user (default preferred_username, else ISSUER#sub)\n"
+    "  --oidc-groups-claim C   the claim listing the user's groups (default groups)\n"
+    "  --oidc-ca FILE          PEM CA certificates to trust for the issuers (default: the system's)\n"
+    "  --oidc-mfa-for WHO      who needs a second factor to change things: admin,tenant-admin (default),\n"
+    "                          all or none\n"
+    "  --oidc-mfa-acr VALUE    an acr that counts as a second factor (besides amr mfa, otp, hwk, ...)\n"
+    "  --oidc-allow-http-loopback  allow plain-http issuers on 127.0.0.1, ::1 or localhost (tests only)\n"
+    "  --oidc-refresh-min-s S  an issuer's keys refetched for an unknown kid at most every S seconds\n"
+    "                          (default 30)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -90,6 +103,41 @@ static int bad_option(const char *name, const char *value)
 
 /* Options without a letter (issue 29's nodes and secrets). */
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
+
+/* Issue 33's single sign-on options (oidc.h). */
+enum {
+    OPT_OIDC_ISSUER = 3301, OPT_OIDC_AUDIENCE, OPT_OIDC_CLIENT_ID, OPT_OIDC_USERNAME_CLAIM, OPT_OIDC_GROUPS_CLAIM,
+    OPT_OIDC_CA, OPT_OIDC_MFA_FOR, OPT_OIDC_MFA_ACR, OPT_OIDC_HTTP_LOOPBACK, OPT_OIDC_REFRESH_MIN_S
+};
+
+/* One --oidc-* option into o: -1 when taken, 2 when its value is bad (said on stderr). */
+static int oidc_option(int c, const char *arg, gp_oidc_config *o)
+{
+    long v;
+    switch (c) {
+    case OPT_OIDC_ISSUER:
+    case OPT_OIDC_AUDIENCE: {
+        int *n = c == OPT_OIDC_ISSUER ? &o->n_issuers : &o->n_audiences;
+        if (*n >= GP_OIDC_ISSUERS_MAX)
+            return bad_option(c == OPT_OIDC_ISSUER ? "oidc-issuer" : "oidc-audience", "more than 8");
+        (c == OPT_OIDC_ISSUER ? o->issuer : o->audience)[(*n)++] = arg;
+        return -1;
+    }
+    case OPT_OIDC_CLIENT_ID: o->client_id = arg; return -1;
+    case OPT_OIDC_USERNAME_CLAIM: o->username_claim = arg; return -1;
+    case OPT_OIDC_GROUPS_CLAIM: o->groups_claim = arg; return -1;
+    case OPT_OIDC_CA: o->ca_file = arg; return -1;
+    case OPT_OIDC_MFA_ACR: o->mfa_acr = arg; return -1;
+    case OPT_OIDC_HTTP_LOOPBACK: o->allow_http_loopback = true; return -1;
+    case OPT_OIDC_MFA_FOR: return gp_oidc_mfa_parse(arg, &o->mfa_for) ? -1 : bad_option("oidc-mfa-for", arg);
+    case OPT_OIDC_REFRESH_MIN_S:
+        if (!parse_long(arg, 1, 86400, &v))
+            return bad_option("oidc-refresh-min-s", arg);
+        o->min_refresh_s = (int)v;
+        return -1;
+    default: return 2;
+    }
+}
 
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
@@ -114,6 +162,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"holder", required_argument, NULL, 'H'},
         {"approve-nodes", no_argument, NULL, OPT_APPROVE_NODES},
         {"secret-key-file", required_argument, NULL, OPT_SECRET_KEY_FILE},
+        {"oidc-issuer", required_argument, NULL, OPT_OIDC_ISSUER},
+        {"oidc-audience", required_argument, NULL, OPT_OIDC_AUDIENCE},
+        {"oidc-client-id", required_argument, NULL, OPT_OIDC_CLIENT_ID},
+        {"oidc-username-claim", required_argument, NULL, OPT_OIDC_USERNAME_CLAIM},
+        {"oidc-groups-claim", required_argument, NULL, OPT_OIDC_GROUPS_CLAIM},
+        {"oidc-ca", required_argument, NULL, OPT_OIDC_CA},
+        {"oidc-mfa-for", required_argument, NULL, OPT_OIDC_MFA_FOR},
+        {"oidc-mfa-acr", required_argument, NULL, OPT_OIDC_MFA_ACR},
+        {"oidc-allow-http-loopback", no_argument, NULL, OPT_OIDC_HTTP_LOOPBACK},
+        {"oidc-refresh-min-s", required_argument, NULL, OPT_OIDC_REFRESH_MIN_S},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -215,7 +273,15 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             break;
         case 'V': printf("gpupoold %s (commit %s)\n", GP_VERSION, GP_GIT_COMMIT); return 0;
         case 'h': fputs(USAGE, stdout); return 0;
-        default: fputs(USAGE, stderr); return 2;
+        default:
+            if (c >= OPT_OIDC_ISSUER && c <= OPT_OIDC_REFRESH_MIN_S) {
+                int rc = oidc_option(c, optarg, &cfg->oidc);
+                if (rc >= 0)
+                    return rc;
+                break;
+            }
+            fputs(USAGE, stderr);
+            return 2;
         }
     }
     if (optind < argc) {

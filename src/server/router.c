@@ -8,7 +8,7 @@
  * Dispatch and the metric labels both read it, so a new endpoint is one
  * row.  A path it does not know is 404 naming the path, a known path
  * asked with another method is 405 naming the methods it takes.  http.c calls gp_api_route_public
- * before authentication (/v1/health, /v1/leader, the dashboard's files -- / and
+ * before authentication (/v1/health, /v1/leader, /v1/auth, the dashboard's files -- / and
  * /web/NAME, api_web.c -- and, with --metrics-open, /metrics need no token)
  * and gp_api_route after it.
  *
@@ -69,6 +69,7 @@ static void web_index(gp_request *r)
 static const route ROUTES[] = {
     {"/v1/health", ROUTE_OPEN, 0, 0, NULL, {{"GET", health, NULL}}},
     {"/v1/leader", ROUTE_OPEN, 0, 0, NULL, {{"GET", gp_api_leader, NULL}}},
+    {"/v1/auth", ROUTE_OPEN, 0, 0, NULL, {{"GET", gp_api_auth_info, NULL}}},
     {"/", ROUTE_OPEN, 0, 0, NULL, {{NULL, web_index, NULL}}},
     {"/web/{file}", ROUTE_OPEN, ARG_SLASHES | ARG_EMPTY, 0, NULL, {{NULL, NULL, gp_api_web_file}}},
     {"/metrics", ROUTE_METRICS, 0, 0, NULL, {{"GET", gp_api_metrics, NULL}}},
@@ -123,6 +124,9 @@ static const route ROUTES[] = {
      {{"PUT", NULL, gp_api_registry}, {"DELETE", NULL, gp_api_registry}}},
     {"/v1/whoami", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_whoami, NULL}}},
     {"/v1/users", ROUTE_TOKEN, 0, 0, NULL, {{"GET", gp_api_users_list, NULL}}},
+    {"/v1/rolebindings", ROUTE_TOKEN, 0, 0, NULL,
+     {{"GET", gp_api_rolebindings_list, NULL}, {"POST", gp_api_rolebindings_create, NULL}}},
+    {"/v1/rolebindings/{id}", ROUTE_TOKEN, 0, 24, NULL, {{"DELETE", NULL, gp_api_rolebinding_delete}}},
     {"/v1/users/{name}", ROUTE_TOKEN, ARG_SLASHES, 0, NULL,
      {{"PUT", NULL, gp_api_user_bind}, {"DELETE", NULL, gp_api_user_unbind}}},
 };

@@ -36,6 +36,7 @@ gp_server_config gp_server_config_default(void)
         .pass_min_ms = 20,
         .member_token_ttl_s = 90 * 86400,
         .min_job_uid = 1000,
+        .oidc = {.mfa_for = GP_OIDC_MFA_ADMIN | GP_OIDC_MFA_TENANT_ADMIN},
         .node_lost_after_s = 60,
         .snapshot_every_events = 10000,
         .snapshot_every_s = 300,
@@ -241,6 +242,8 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_refusals_init(&srv->refusals, cfg->audit_refusals_per_min);
     gp_image_hints_init(&srv->image_hints);
     gp_err rc = gp_http_check(cfg, err);
+    if (rc == GP_OK)
+        rc = gp_oidc_init(&srv->oidc, &cfg->oidc, NULL, NULL, err);
     if (rc == GP_OK && cfg->web_root)
         rc = gp_web_root_check(cfg->web_root, err);
     else if (!cfg->web_root)
@@ -347,6 +350,7 @@ void gp_server_stop(gp_server *srv)
     if (srv->joblogs.dir[0])
         gp_joblogs_free(&srv->joblogs);
     gp_auth_free(&srv->auth);
+    gp_oidc_free(&srv->oidc);
     gp_metrics_destroy(&srv->metrics);
     gp_refusals_destroy(&srv->refusals);
     gp_image_hints_free(&srv->image_hints);

@@ -36,6 +36,7 @@
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/oidc.h"
 #include "server/readers.h"
 #include "server/refusals.h"
 
@@ -75,6 +76,7 @@ typedef struct gp_server_config {
     int audit_refusals_per_min;  /* 401/403 audit rows per source a minute (refusals.h); 0 = none */
     bool approve_nodes;          /* a new agent node comes in cordoned until `gpupool nodes approve` */
     const char *secret_key_file; /* secret_box.h's key; NULL = secret.key beside the SQLite file */
+    gp_oidc_config oidc;         /* --oidc-*: the identity providers whose tokens sign people in (oidc.h) */
 } gp_server_config;
 
 struct gp_server {
@@ -97,6 +99,8 @@ struct gp_server {
     gp_lease lease;          /* leader or follower (lease.h) */
     gp_refusals refusals;    /* 401s and 403s waiting for the engine thread's batch (refusals.h) */
     gp_secret_key secret_key; /* seals tenants' secrets (secret_box.h); read-only once started */
+    gp_oidc oidc;            /* provider tokens (oidc.h); nothing when no --oidc-issuer */
+    atomic_uint_least64_t auth_refusals[GP_OIDC_RESULT_COUNT]; /* by gp_oidc_result: /metrics */
     struct MHD_Daemon *http;
     int listen_fd;         /* bound by gp_http_bind before anything is written; MHD owns it once started */
     int port;

@@ -42,7 +42,7 @@
 typedef struct gp_store gp_store;
 
 /* The schema version this build writes; older files are migrated on open. */
-#define GP_STORE_SCHEMA_VERSION 11
+#define GP_STORE_SCHEMA_VERSION 12
 
 /* url: "sqlite:PATH".  The writer creates the file and the schema on first
  * open and migrates older schemas; a reader opens an existing store of
@@ -342,6 +342,28 @@ gp_err gp_store_user_unbind(gp_store *s, const char *name, gp_error *err);
 /* Every binding, by name; the strings live for the call of fn only. */
 typedef gp_err (*gp_store_user_fn)(void *ctx, const gp_store_user *u, gp_error *err);
 gp_err gp_store_users_scan(gp_store *s, gp_store_user_fn fn, void *ctx, gp_error *err);
+/* ---- OIDC role bindings (store_rolebindings.c) ---- */
+
+/* A person signed in through OIDC holds role (admin, tenant-admin, member)
+ * at scope (a tenant path; "" for admin) when the binding names its user
+ * (kind "user") or one of its groups (kind "group"). */
+typedef struct gp_store_rolebinding {
+    int64_t id;
+    const char *kind, *subject, *role, *scope;
+    int64_t created;        /* epoch seconds */
+    const char *created_by; /* the actor that created it */
+} gp_store_rolebinding;
+
+/* Adds b with the next free id (into b->id); GP_ERR_EXISTS (field
+ * "subject") when the same kind, subject, role and scope are bound. */
+gp_err gp_store_rolebinding_add(gp_store *s, gp_store_rolebinding *b, gp_error *err);
+/* GP_ERR_NOT_FOUND (field "id") when there is none. */
+gp_err gp_store_rolebinding_delete(gp_store *s, int64_t id, gp_error *err);
+/* Every binding by id (id > 0: that one only); the strings live for the
+ * call of fn only. */
+typedef gp_err (*gp_store_rolebinding_fn)(void *ctx, const gp_store_rolebinding *b, gp_error *err);
+gp_err gp_store_rolebindings_scan(gp_store *s, int64_t id, gp_store_rolebinding_fn fn, void *ctx, gp_error *err);
+
 /* ---- node approvals (store_nodes.c) ---- */
 
 /* state "awaiting" (a new node cordoned under --approve-nodes) or

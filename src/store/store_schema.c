@@ -87,6 +87,9 @@
  *   gpu_types(name, declared, declared_by)
  *                                GPU types declared before their nodes
  *                                arrive (store_gpu_types.c)
+ *   rolebindings(id, kind, subject, role, scope, created, created_by)
+ *                                OIDC users' and groups' roles and scopes
+ *                                (store_rolebindings.c)
  *
  * Migrations (SQLite): MIGRATIONS[i] takes user_version i to i + 1; a
  * writer opening an older file runs the missing ones in one transaction.
@@ -206,6 +209,11 @@ static const char *const MIGRATIONS[] = {
     /* 10 -> 11 (issue 32): GPU types an admin declared before their nodes
      * arrive (store_gpu_types.c) */
     "CREATE TABLE gpu_types(name TEXT PRIMARY KEY, declared INTEGER NOT NULL, declared_by TEXT NOT NULL);",
+    /* 11 -> 12 (issue 33): who signed in through OIDC holds which role
+     * where (store_rolebindings.c) */
+    "CREATE TABLE rolebindings(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, subject TEXT NOT NULL,"
+    " role TEXT NOT NULL, scope TEXT NOT NULL, created INTEGER NOT NULL, created_by TEXT NOT NULL,"
+    " UNIQUE(kind, subject, role, scope));",
 };
 
 static int user_version(gp_db *db)

@@ -29,9 +29,10 @@
  * Example: an empty database, writer -> BEGIN; lock; version 0; step 0 -> 9
  * (CREATE TABLE meta ..., INSERT INTO leader_lease ...); step 9 -> 10
  * (CREATE TABLE user_tenants ..., ALTER TABLE tokens ..., CREATE TABLE
- * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...);
- * schema_version = 11; COMMIT.  A database at version 12 -> "store schema
- * version 12 is newer than this gpupoold (11)", nothing changed.
+ * secrets ...); step 10 -> 11 (CREATE TABLE gpu_types ...); step 11 -> 12
+ * (CREATE TABLE rolebindings ...); schema_version = 12; COMMIT.  A database
+ * at version 13 -> "store schema version 13 is newer than this gpupoold
+ * (12)", nothing changed.
  */
 #include "store/store_schema_pg.h"
 #include "store/store_internal.h"
@@ -120,6 +121,12 @@ static const char SCHEMA_10[] =
 static const char SCHEMA_11[] = "CREATE TABLE gpu_types(name " GP__TEXT " PRIMARY KEY, declared BIGINT NOT NULL,"
                                 " declared_by " GP__TEXT " NOT NULL);";
 
+/* 11 -> 12 (issue 33): OIDC role bindings (store_rolebindings.c). */
+static const char SCHEMA_12[] =
+    "CREATE TABLE rolebindings(id BIGINT PRIMARY KEY, kind " GP__TEXT " NOT NULL, subject " GP__TEXT " NOT NULL,"
+    " role " GP__TEXT " NOT NULL, scope " GP__TEXT " NOT NULL, created BIGINT NOT NULL,"
+    " created_by " GP__TEXT " NOT NULL, UNIQUE(kind, subject, role, scope));";
+
 typedef struct gp__pg_migration {
     int from, to;
     const char *sql;
@@ -129,6 +136,7 @@ static const gp__pg_migration PG_MIGRATIONS[] = {
     {0, 9, SCHEMA_9},
     {9, 10, SCHEMA_10},
     {10, 11, SCHEMA_11},
+    {11, 12, SCHEMA_12},
 };
 
 /* The first column of sql's first row into *out (0 when there is none). */

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 /* The schema version the PostgreSQL migrations reach. */
-#define GP__SCHEMA_PG_VERSION 11
+#define GP__SCHEMA_PG_VERSION 12
 
 /* A writer (readonly false) creates or migrates the schema to
  * GP__SCHEMA_PG_VERSION in one transaction, under a lock, so two replicas

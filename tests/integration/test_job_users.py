@@ -128,7 +128,7 @@ def test_an_upgraded_store_binds_users_by_their_oldest_token(d):
     with sqlite3.connect(os.path.join(d.dir, "gpupool.db")) as c:  # back to schema 9: no bindings
         for undo in ("DROP TABLE user_tenants", "DROP TABLE node_approvals", "DROP TABLE secrets",
                      "ALTER TABLE tokens DROP COLUMN single_use",  # what schema 10 added
-                     "DROP TABLE gpu_types"):  # and schema 11
+                     "DROP TABLE gpu_types", "DROP TABLE rolebindings"):  # and schemas 11, 12
             c.execute(undo)
         c.execute("PRAGMA user_version = 9")
         c.execute("UPDATE tokens SET created = created - 10 WHERE scope = 'research/nlp'")  # the oldest, surely

@@ -64,7 +64,8 @@ def people(p):
 
 
 class Scene:
-    """A provider, and for the CLI tests a gpupoold that trusts it and a HOME of its own."""
+    """A provider, and for the CLI tests a gpupoold that trusts it (examples/tenants.yaml, bob a member of
+    research/nlp by a user binding) and a HOME of its own."""
 
     def __init__(self, with_daemon=False, **provider):
         self.p = idp.Provider(**provider)
@@ -78,8 +79,10 @@ class Scene:
         if self.with_daemon:
             self.d = gpd.Daemon(extra=["--oidc-issuer", self.p.issuer, "--oidc-audience", self.p.client_id,
                                        "--oidc-client-id", self.p.client_id, "--oidc-ca", self.p.ca_file,
-                                       "--oidc-refresh-min-s", "0"])
+                                       "--oidc-refresh-min-s", "1"])
             self.d.start()
+            self.d.cli("apply", "-f", gpd.TENANTS)
+            self.d.ok("POST", "/v1/rolebindings", {"user": "bob", "role": "member", "scope": "research/nlp"})
         return self
 
     def cleanup(self):
@@ -331,7 +334,6 @@ def whoami(s):
 
 
 def test_key_rotated_at_the_provider_while_gpupoold_runs(s):
-    s.d.cli("apply", "-f", gpd.TENANTS)
     bind(s, group="nlp", role="member", scope="research/nlp")
     s.login_device("bob")
     old = s.record()["id_token"]
@@ -345,7 +347,6 @@ def test_key_rotated_at_the_provider_while_gpupoold_runs(s):
 
 
 def test_second_factor_for_a_quota_change_refused_then_given(s):
-    s.d.cli("apply", "-f", gpd.TENANTS)
     bind(s, group="ml-admins", role="tenant-admin", scope="research")
     s.login_device("alice")  # password only
     assert whoami(s)["second_factor"] is False
@@ -361,7 +362,6 @@ def test_second_factor_for_a_quota_change_refused_then_given(s):
 
 
 def test_group_removed_at_the_provider_the_next_token_loses_the_role(s):
-    s.d.cli("apply", "-f", gpd.TENANTS)
     bind(s, group="ml-admins", role="tenant-admin", scope="research")
     bind(s, group="nlp", role="member", scope="research/nlp")
     s.login_device("alice")

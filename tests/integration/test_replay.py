@@ -159,7 +159,7 @@ def test_a_store_written_before_the_codec_still_loads(d):
         assert old.ok("GET", "/v1/ledger/verify")["ok"]  # schema 5: a ledger from the migration on
     finally:
         old.stop()
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 11
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 12
     rc, text = replay(db)
     assert rc == 0 and "all equal" in text and "39 not compared" in text, text
 

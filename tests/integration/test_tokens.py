@@ -174,11 +174,12 @@ def test_version_1_store_migrates(d):
             c.execute("DROP TABLE " + table)
         c.execute("DROP TABLE user_tenants")  # schema 10
         c.execute("DROP TABLE gpu_types")  # schema 11
+        c.execute("DROP TABLE rolebindings")  # schema 12
         c.execute("DROP INDEX usage_open")  # schema 7
         c.execute("PRAGMA user_version = 1")
     d.start()
     with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 11
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 12
     assert d.ok("GET", "/v1/jobs", token=tok)["jobs"] == []
     rows = {t["name"]: t for t in d.ok("GET", "/v1/tokens")["tokens"]}
     assert rows["alice"]["expires"] is None and rows["alice"]["user"] == "alice", rows["alice"]

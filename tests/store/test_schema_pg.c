@@ -4,9 +4,9 @@
  * cluster: run_with_pg.py); exits 77 (skipped) without it.  Each case
  * starts from an empty database (the public schema dropped and made again).
  *
- * Example: an empty database opened by a writer is at version 11 with the
+ * Example: an empty database opened by a writer is at version 12 with the
  * lease row (1, '', '', 0, 0); the same tables and columns as a new SQLite
- * store, with PostgreSQL's types; a database at version 12 is refused.
+ * store, with PostgreSQL's types; a database at version 13 is refused.
  */
 #include "dbtest.h"
 #include "store/db.h"
@@ -49,13 +49,13 @@ static void open_writer_ok(int *version)
     gp_db_close(db);
 }
 
-static void an_empty_database_gets_schema_11_with_the_lease_row(void **state)
+static void an_empty_database_gets_schema_12_with_the_lease_row(void **state)
 {
     gp_db *db = *state;
     int version = -1;
     open_writer_ok(&version);
-    assert_int_equal(version, 11);
-    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 11);
+    assert_int_equal(version, 12);
+    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 12);
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM leader_lease WHERE id = 1 AND holder = '' AND url = ''"
                                    " AND epoch = 0 AND expires_ms = 0",
                                NULL, NULL),
@@ -184,13 +184,13 @@ static void reopening_migrates_nothing_and_keeps_rows(void **state)
     open_writer_ok(&version);
     dbtest_exec(db, "INSERT INTO meta(key, value) VALUES('next_job_id', 41)");
     open_writer_ok(&version);
-    assert_int_equal(version, 11);
+    assert_int_equal(version, 12);
     assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'next_job_id'", NULL, NULL), 41);
 
     gp_db *ro = dbtest_open(g_url, true);
     gp_error err = {0};
     assert_int_equal(gp__schema_open_pg(ro, true, &version, &err), GP_OK);
-    assert_int_equal(version, 11);
+    assert_int_equal(version, 12);
     gp_db_close(ro);
 }
 
@@ -199,7 +199,7 @@ static void a_newer_database_is_refused_and_left_alone(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    dbtest_exec(db, "UPDATE meta SET value = 12 WHERE key = 'schema_version'");
+    dbtest_exec(db, "UPDATE meta SET value = 13 WHERE key = 'schema_version'");
     for (int readonly = 0; readonly <= 1; readonly++) {
         gp_db *other = dbtest_open(g_url, readonly);
         gp_error err = {0};
@@ -208,7 +208,7 @@ static void a_newer_database_is_refused_and_left_alone(void **state)
         assert_non_null(strstr(err.message, "newer than this gpupoold"));
         gp_db_close(other);
     }
-    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 12);
+    assert_int_equal(dbtest_int(db, "SELECT value FROM meta WHERE key = 'schema_version'", NULL, NULL), 13);
 }
 
 /* Schema 9 -> 10 binds each user of a live scoped token to its oldest token's scope. */
@@ -217,7 +217,7 @@ static void schema_10_binds_users_from_their_tokens(void **state)
     gp_db *db = *state;
     int version = 0;
     open_writer_ok(&version);
-    dbtest_exec(db, "DROP TABLE user_tenants; DROP TABLE node_approvals; DROP TABLE secrets; DROP TABLE gpu_types;"
+    dbtest_exec(db, "DROP TABLE user_tenants; DROP TABLE node_approvals; DROP TABLE secrets; DROP TABLE gpu_types; DROP TABLE rolebindings;"
                     "ALTER TABLE tokens DROP COLUMN single_use; UPDATE meta SET value = 9 WHERE key = 'schema_version';"
                     "INSERT INTO tokens(id, hash, name, role, scope, \"user\", created, created_by) VALUES"
                     " ('b', 'h1', 'a1', 'member', 'research/nlp', 'alice', 10, 'adm'),"
@@ -225,7 +225,7 @@ static void schema_10_binds_users_from_their_tokens(void **state)
                     " ('c', 'h3', 'b1', 'tenant-admin', 'product', 'bob', 5, 'adm'),"
                     " ('d', 'h4', 'ops', 'admin', '', 'carol', 1, 'adm')");
     open_writer_ok(&version);
-    assert_int_equal(version, 11);
+    assert_int_equal(version, 12);
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM user_tenants", NULL, NULL), 2);
     assert_int_equal(dbtest_int(db, "SELECT count(*) FROM user_tenants WHERE name = 'alice' AND"
                                     " tenant = 'research/nlp' AND bound = 10 AND bound_by = 'adm'", NULL, NULL), 1);
@@ -285,7 +285,7 @@ static void writers_starting_together_migrate_once(void **state)
     for (int i = 0; i < N; i++) {
         if (racers[i].rc != GP_OK)
             fail_msg("writer %d: %s", i, racers[i].message);
-        assert_int_equal(racers[i].version, 11);
+        assert_int_equal(racers[i].version, 12);
     }
 }
 
@@ -297,7 +297,7 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(an_empty_database_gets_schema_11_with_the_lease_row, empty_database,
+        cmocka_unit_test_setup_teardown(an_empty_database_gets_schema_12_with_the_lease_row, empty_database,
                                         close_database),
         cmocka_unit_test_setup_teardown(the_store_sequences_number_rows_themselves, empty_database, close_database),
         cmocka_unit_test_setup_teardown(every_sqlite_table_column_and_index_exists_on_postgres, empty_database,

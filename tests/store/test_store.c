@@ -647,6 +647,45 @@ static void gpu_types_are_declared_listed_and_undeclared(void **state)
     json_decref(list);
 }
 
+/* OIDC role bindings (schema 12), on both backends: ids given in order, a
+ * duplicate refused, one or all scanned, a delete of nothing NOT_FOUND. */
+static gp_err binding_seen(void *ctx, const gp_store_rolebinding *b, gp_error *err)
+{
+    (void)err;
+    json_array_append_new(ctx, json_pack("{s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)b->id, "kind", b->kind,
+                                         "subject", b->subject, "role", b->role, "scope", b->scope));
+    return GP_OK;
+}
+
+static void rolebindings_are_added_scanned_and_deleted(void **state)
+{
+    fixture *f = *state;
+    gp_store_rolebinding a = {.kind = "group", .subject = "ml-admins", .role = "tenant-admin", .scope = "research",
+                              .created = 10, .created_by = "tk1"};
+    gp_store_rolebinding b = {.kind = "user", .subject = "alice", .role = "admin", .scope = "", .created = 11,
+                              .created_by = "tk1"};
+    OK(gp_store_rolebinding_add(f->s, &a, &e_));
+    OK(gp_store_rolebinding_add(f->s, &b, &e_));
+    assert_int_equal(a.id, 1);
+    assert_int_equal(b.id, 2);
+    gp_store_rolebinding again = a;
+    gp_error err;
+    assert_int_equal(gp_store_rolebinding_add(f->s, &again, &err), GP_ERR_EXISTS);
+    json_t *all = json_array();
+    OK(gp_store_rolebindings_scan(f->s, 0, binding_seen, all, &e_));
+    assert_int_equal(json_array_size(all), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(all, 0), "subject")), "ml-admins");
+    json_decref(all);
+    json_t *one = json_array();
+    OK(gp_store_rolebindings_scan(f->s, 2, binding_seen, one, &e_));
+    assert_int_equal(json_array_size(one), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(one, 0), "role")), "admin");
+    json_decref(one);
+    OK(gp_store_rolebinding_delete(f->s, 1, &e_));
+    assert_int_equal(gp_store_rolebinding_delete(f->s, 1, &err), GP_ERR_NOT_FOUND);
+    assert_string_equal(err.field, "id");
+}
+
 static void a_join_tokens_single_use_and_node_approvals_are_kept(void **state)
 {
     fixture *f = *state;
@@ -1318,6 +1357,7 @@ int main(void)
         CASE(tokens_are_inserted_touched_revoked_and_scanned),
         CASE(users_are_bound_moved_listed_and_unbound),
         CASE(a_join_tokens_single_use_and_node_approvals_are_kept),
+        CASE(rolebindings_are_added_scanned_and_deleted),
         CASE(secrets_are_put_replaced_listed_and_deleted_per_tenant),
         CASE(the_audit_chain_lists_verifies_and_names_a_tampered_row),
         CASE(an_audit_row_deleted_is_named_as_the_first_broken),

@@ -57,6 +57,8 @@ def main():
         p.add_user("bob", "bob-pw", ["nlp"])
         d = gpd.Daemon(extra=["--oidc-issuer", p.issuer, "--oidc-audience", p.client_id,
                               "--oidc-client-id", p.client_id, "--oidc-ca", p.ca_file]).start()
+        d.cli("apply", "-f", gpd.TENANTS)
+        d.ok("POST", "/v1/rolebindings", {"user": "bob", "role": "member", "scope": "research/nlp"})
         p.add_redirect(d.url + "/")
         run = subprocess.run(["node", os.path.join(HERE, "signin.js"), "--url", d.url + "/", "--provider", p.url,
                               "--user", "bob", "--password", "bob-pw", "--client", p.client_id],
@@ -70,7 +72,7 @@ def main():
         assert q["response_type"] == "code" and q["client_id"] == p.client_id, q
         assert q["code_challenge_method"] == "S256" and len(q["code_challenge"]) == 43, q
         assert q["redirect_uri"] == d.url + "/" and len(q["state"]) >= 16 and len(q["nonce"]) >= 16, q
-        assert "bob" in out["who"], out["who"]
+        assert out["who"] == "bob (member of research/nlp)", out["who"]
         assert "code=" not in out["address"] and "state=" not in out["address"], out["address"]
         session = json.loads(out["session"])
         claims = idp.claims(session["gpupool.token"])
