@@ -42,6 +42,18 @@
  * Times are the viewer's local time (fmtTime); money is shown as the exact
  * decimal strings the API sends, never turned into floating point.
  *
+ * Signing in: with an identity provider when gpupoold names one (GET
+ * /v1/auth: issuer, client id, scopes), by the authorization code flow with
+ * PKCE (RFC 7636): the provider's discovery document, a random state, nonce
+ * and verifier (crypto.getRandomValues), the S256 challenge
+ * (crypto.subtle), the browser sent to the authorization endpoint and back
+ * to this page (its own address is the redirect URI) with ?code&state; a
+ * code whose state is not the one this tab sent is refused, the code is
+ * exchanged with the verifier at the token endpoint, and the ID token
+ * (its nonce checked) becomes the session's bearer token.  The pasted
+ * token stays, for service accounts.  Sign-out revokes the provider's
+ * refresh token where it has a revocation endpoint.
+ *
  * Sign-out forgets everything at once (a shared screen must not show the
  * last viewer's fleet, tenants or bill): the token leaves sessionStorage,
  * the session's refresh timer stops, the dashboard's whole subtree is put
@@ -53,6 +65,8 @@
 'use strict';
 
 const TOKEN_KEY = 'gpupool.token';
+const OIDC_KEY = 'gpupool.oidc';                 /* the provider's sign-in: client id, revocation endpoint, tokens */
+const OIDC_PENDING_KEY = 'gpupool.oidc.pending'; /* between the redirect out and back: state, nonce, verifier */
 const REFRESH_MS = 30000;
 const SMALL_FLEET_NODES = 64;
 const JOB_PAGES_MAX = 20;
@@ -191,6 +205,7 @@ function forget() {
   view.block = null;
   view.colourBy = 'state';
   sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(OIDC_KEY);
   $('dash').replaceWith(view.blankDash.cloneNode(true));
   bindDash();
   $('who').textContent = '';
@@ -208,14 +223,16 @@ function showLogin(message) {
 }
 
 function signOut() {
+  revokeOidc();
   forget();
   history.replaceState(null, '', location.pathname + location.search); /* no job or node of the last viewer in the address */
   showLogin('');
 }
 
-async function signIn(token) {
+async function signIn(token, oidc) {
   forget();
   sessionStorage.setItem(TOKEN_KEY, token);
+  if (oidc) sessionStorage.setItem(OIDC_KEY, JSON.stringify(oidc));
   const session = { token, alive: true, loading: false, loads: 0, timer: null };
   view.session = session;
   let me;
@@ -227,9 +244,10 @@ async function signIn(token) {
     showLogin(e.status === 401 ? 'That token is unknown, revoked or expired.' : e.message);
     return;
   }
-  const scope = me.scope ? ` of ${me.scope}` : '';
-  $('who').textContent = `${me.name} (${me.role}${scope})`;
-  $('who').dataset.role = me.role;
+  const grant = me.role ? me : (me.grants || me.roles || [])[0] || { role: 'no role' };
+  const scope = grant.scope ? ` of ${grant.scope}` : '';
+  $('who').textContent = `${me.name || me.user} (${grant.role}${scope})`;
+  $('who').dataset.role = grant.role;
   $('login').hidden = true;
   $('dash').hidden = false;
   $('refresh').hidden = false;
@@ -237,6 +255,122 @@ async function signIn(token) {
   session.timer = setInterval(refresh, REFRESH_MS);
   await refresh();
   scrollToRoute();
+}
+
+/* ---- signing in with the identity provider (code flow with PKCE) ---- */
+
+function b64url(bytes) {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function randomText(n) {
+  return b64url(crypto.getRandomValues(new Uint8Array(n)));
+}
+
+/* A JWT's claims, unverified (gpupoold verifies): the nonce check reads them. */
+function jwtClaims(jwt) {
+  try {
+    const part = jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(part + '='.repeat((4 - part.length % 4) % 4)));
+  } catch (e) {
+    return null;
+  }
+}
+
+async function discovery(issuer) {
+  const resp = await fetch(issuer.replace(/\/$/, '') + '/.well-known/openid-configuration', { cache: 'no-store' });
+  if (!resp.ok) throw new Error(`its discovery document answered ${resp.status}`);
+  const doc = await resp.json();
+  if (doc.issuer !== issuer) throw new Error(`its discovery document names issuer ${doc.issuer}`);
+  return doc;
+}
+
+/* Sends the browser to the provider; it comes back to this page with ?code&state. */
+async function startOidc(p) {
+  try {
+    const doc = await discovery(p.issuer);
+    const verifier = randomText(32), state = randomText(16), nonce = randomText(16);
+    const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+    const redirect = location.origin + location.pathname;
+    sessionStorage.setItem(OIDC_PENDING_KEY, JSON.stringify({
+      state, nonce, verifier, redirect, hash: location.hash, client_id: p.client_id,
+      token_endpoint: doc.token_endpoint, revocation_endpoint: doc.revocation_endpoint || '' }));
+    const query = new URLSearchParams({
+      response_type: 'code', client_id: p.client_id, redirect_uri: redirect,
+      scope: (p.scopes && p.scopes.length ? p.scopes : ['openid']).join(' '), state, nonce,
+      code_challenge: b64url(new Uint8Array(digest)), code_challenge_method: 'S256' });
+    const at = doc.authorization_endpoint;
+    location.assign(at + (at.includes('?') ? '&' : '?') + query);
+  } catch (e) {
+    showLogin(`Cannot sign in with ${p.issuer}: ${e.message}`);
+  }
+}
+
+/* The provider's redirect back (?code&state or ?error): true when this page load was one. */
+async function finishOidc() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has('state') && !q.has('error')) return false;
+  const pending = JSON.parse(sessionStorage.getItem(OIDC_PENDING_KEY) || 'null');
+  sessionStorage.removeItem(OIDC_PENDING_KEY);
+  history.replaceState(null, '', location.pathname + (pending ? pending.hash : ''));
+  if (!pending || q.get('state') !== pending.state) {
+    showLogin('That sign-in was not started in this tab (its state does not match): sign in again.');
+    return true;
+  }
+  if (!q.get('code')) {
+    showLogin('The identity provider did not sign you in: ' + (q.get('error_description') || q.get('error')));
+    return true;
+  }
+  let tokens = null;
+  try {
+    const body = new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'),
+      redirect_uri: pending.redirect, client_id: pending.client_id, code_verifier: pending.verifier });
+    const resp = await fetch(pending.token_endpoint, { method: 'POST', body, cache: 'no-store' });
+    tokens = await resp.json();
+    if (!resp.ok) throw new Error(tokens.error_description || tokens.error || resp.status);
+  } catch (e) {
+    showLogin('The identity provider refused the sign-in: ' + e.message);
+    return true;
+  }
+  const claims = jwtClaims(tokens.id_token || '');
+  if (!claims || claims.nonce !== pending.nonce) {
+    showLogin('The ID token does not carry this sign-in\'s nonce: refused.');
+    return true;
+  }
+  signIn(tokens.id_token, { client_id: pending.client_id, revocation_endpoint: pending.revocation_endpoint,
+    access_token: tokens.access_token || '', refresh_token: tokens.refresh_token || '' });
+  return true;
+}
+
+/* Sign-out: the provider's refresh token revoked (RFC 7009) where it can be; nobody waits for the answer. */
+function revokeOidc() {
+  const oidc = JSON.parse(sessionStorage.getItem(OIDC_KEY) || 'null');
+  if (!oidc || !oidc.revocation_endpoint || !oidc.refresh_token) return;
+  const body = new URLSearchParams({ token: oidc.refresh_token, token_type_hint: 'refresh_token',
+    client_id: oidc.client_id });
+  const headers = oidc.access_token ? { Authorization: 'Bearer ' + oidc.access_token } : {};
+  fetch(oidc.revocation_endpoint, { method: 'POST', body, headers }).catch(() => {});
+}
+
+/* A button per identity provider gpupoold names (GET /v1/auth, no token). */
+async function offerProviders() {
+  let list = [];
+  try {
+    const resp = await fetch('/v1/auth', { cache: 'no-store' });
+    if (resp.ok) list = (await resp.json()).oidc || [];
+  } catch (e) {
+    list = [];
+  }
+  const box = $('login-oidc');
+  box.textContent = '';
+  for (const p of list) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = 'Sign in with ' + new URL(p.issuer).host;
+    b.addEventListener('click', () => startOidc(p));
+    box.appendChild(b);
+  }
+  box.hidden = list.length === 0;
 }
 
 /* ---- loading ---- */
@@ -1135,9 +1269,13 @@ function start() {
   window.addEventListener('hashchange', async () => { await route(); scrollToRoute(); });
   tick();
   setInterval(tick, 1000);
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  if (token) signIn(token);
-  else showLogin('');
+  offerProviders();
+  finishOidc().then((redirected) => {
+    if (redirected) return;
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) signIn(token, JSON.parse(sessionStorage.getItem(OIDC_KEY) || 'null'));
+    else showLogin('');
+  });
 }
 
 start();

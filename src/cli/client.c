@@ -1,5 +1,6 @@
 /* client.c - configuration and HTTP calls for the CLI (see client.h). */
 #include "cli/client.h"
+#include "cli/signin.h"
 #include "util/bytes.h"
 #include "util/server_url.h"
 
@@ -180,7 +181,10 @@ int gp_client_configure(gp_client *c, const char *server, const char *token, con
         return rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     c->curl = curl_easy_init();
-    return c->curl ? GP_EXIT_OK : GP_EXIT_ERROR;
+    if (!c->curl)
+        return GP_EXIT_ERROR;
+    gp_signin_use(c);
+    return GP_EXIT_OK;
 }
 
 void gp_client_close(gp_client *c)
@@ -191,14 +195,9 @@ void gp_client_close(gp_client *c)
     curl_global_cleanup();
 }
 
-typedef struct buffer {
-    char *data;
-    size_t len, cap;
-} buffer;
-
-static size_t collect(char *ptr, size_t size, size_t n, void *userdata)
+size_t gp_curl_collect(char *ptr, size_t size, size_t n, void *userdata)
 {
-    buffer *b = userdata;
+    gp_curl_buffer *b = userdata;
     size_t add = size * n;
     return gp_bytes_append(&b->data, &b->len, &b->cap, ptr, add) ? add : 0;
 }
@@ -215,13 +214,13 @@ static CURLcode perform(gp_client *c, const char *url, const request *rq, gp_res
                         size_t cap, long *retry_after_s)
 {
     CURL *curl = c->curl;
-    char auth[300], ctype[128];
-    buffer b = {NULL, 0, 0};
+    char auth[sizeof c->token + 32], ctype[128];
+    gp_curl_buffer b = {NULL, 0, 0};
     struct curl_slist *headers = NULL;
     curl_easy_reset(curl);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, rq->method);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, gp_curl_collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -420,9 +419,18 @@ static void token_hint(const gp_client *c)
     if (c && c->token_source[0])
         fprintf(stderr, "gpupool: the token sent came from %s\n", c->token_source);
     else
-        fprintf(stderr, "gpupool: no token is set: export GPUPOOL_TOKEN=gpt_..., or pass --token-file FILE, or put"
-                        " token_file = FILE in %s\n",
+        fprintf(stderr, "gpupool: no token is set: sign in with gpupool login, or export GPUPOOL_TOKEN=gpt_..., or"
+                        " pass --token-file FILE, or put token_file = FILE in %s\n",
                 c && c->config_path[0] ? c->config_path : "~/.config/gpupool/config");
+}
+
+/* A 403 that names a missing second factor: {"need": "second_factor"},
+ * at the top or in the error object. */
+static bool needs_second_factor(const json_t *body)
+{
+    const char *top = json_string_value(json_object_get(body, "need"));
+    const char *in_error = json_string_value(json_object_get(json_object_get(body, "error"), "need"));
+    return (top && strcmp(top, "second_factor") == 0) || (in_error && strcmp(in_error, "second_factor") == 0);
 }
 
 int gp_client_check(const gp_response *r)
@@ -443,6 +451,10 @@ int gp_client_check(const gp_response *r)
             json_string_value(json_object_get(e, "message")));
     if (r->status == 401)
         token_hint(r->client);
+    if (r->status == 403 && needs_second_factor(r->body))
+        fprintf(stderr, "gpupool: this change needs a sign-in with a second factor: run gpupool login again and"
+                        " sign in with it (gpupool login --acr VALUE or --scope SCOPE where your provider asks"
+                        " for one: docs/cli.md)\n");
     return code;
 }
 

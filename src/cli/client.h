@@ -11,6 +11,8 @@
  *      that is not one of these keys = a value is an error naming the file
  *      and line (exit 2), never skipped in silence
  *   4. server http://127.0.0.1:8750, no token
+ * and, when none of 1-3 gives a token, the sign-in `gpupool login` cached
+ * for the server (signin.h).
  * A 401 is printed with where the token came from (or how to set one).
  *
  * Several replicas (docs/operations.md, "High availability"): the server
@@ -67,7 +69,7 @@ typedef struct gp_client {
     char leader[GP_CLIENT_URL_MAX]; /* the leader a 307 named, "" none: writes go there first */
     char answered[GP_CLIENT_URL_MAX]; /* the URL of the last answer (messages) */
     int wait_leader_s;     /* --wait-leader: the most seconds spent waiting out 503s */
-    char token[256];
+    char token[8192];      /* a static token, or an ID token from the sign-in cache (signin.h) */
     char cacert[512];
     char token_source[1100]; /* "GPUPOOL_TOKEN", "--token-file F", ...; "" = no token */
     char config_path[1024];  /* the config file read, "" = none */
@@ -109,6 +111,15 @@ int gp_client_run(gp_client *c, const char *method, const char *path, json_t *bo
  * came), then the check and the --json print. */
 int gp_client_send(gp_client *c, const char *method, const char *path, json_t *body, gp_response *out);
 int gp_client_finish(gp_client *c, gp_response *out);
+
+/* A growing buffer libcurl writes an answer into, with gp_curl_collect as
+ * its CURLOPT_WRITEFUNCTION (the provider's answers too, signin.c); data
+ * is malloc'd and the caller frees it. */
+typedef struct gp_curl_buffer {
+    char *data;
+    size_t len, cap;
+} gp_curl_buffer;
+size_t gp_curl_collect(char *ptr, size_t size, size_t n, void *userdata);
 
 /* Appends "&key=value" (URL-escaped) to a query string buffer. */
 void gp_query_add(gp_client *c, char *buf, size_t cap, const char *key, const char *value);

@@ -89,6 +89,11 @@ int gp_cmd_audit(gp_client *c, int argc, char **argv);
 int gp_cmd_ledger(gp_client *c, int argc, char **argv);
 int gp_cmd_admin(gp_client *c, int argc, char **argv);
 
+/* cmd_login.c */
+int gp_cmd_login(gp_client *c, int argc, char **argv);
+int gp_cmd_logout(gp_client *c, int argc, char **argv);
+int gp_cmd_whoami(gp_client *c, int argc, char **argv);
+
 /* cmd_rolebinding.c */
 int gp_cmd_rolebindings(gp_client *c, int argc, char **argv);
 int gp_cmd_rolebinding(gp_client *c, int argc, char **argv);

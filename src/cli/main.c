@@ -238,6 +238,22 @@ const gp_command GP_COMMANDS[] = {
      "usage: gpupool admin export-log --out FILE\n"
      "Write the daemon's event log to FILE (admin and auditor), for a bug report: gpupool-replay FILE re-runs\n"
      "it through a fresh engine and checks every decision.\n"},
+    {"login", gp_cmd_login,
+     "usage: gpupool login [--browser [--port N]] [--issuer URL] [--scope SCOPE]... [--acr VALUES] [--idp-cacert FILE]\n"
+     "Sign in with the identity provider gpupoold names (GET /v1/auth): by default the device grant (open a URL\n"
+     "anywhere and enter the code shown: works over SSH); --browser: the code flow with PKCE, the browser ($BROWSER,\n"
+     "else xdg-open) redirected to a listener on 127.0.0.1 (--port: a fixed port, for providers that match the\n"
+     "redirect URI exactly).  The tokens are kept 0600 in ~/.config/gpupool/signin.json and used (refreshed when\n"
+     "due) by every command that has no token of its own.  --scope adds a scope, --acr asks for an\n"
+     "authentication level (acr_values: a second factor, where the provider names it so); --issuer picks one of\n"
+     "several providers; --idp-cacert: the CA of the provider's HTTPS (default: the system's).\n"},
+    {"logout", gp_cmd_logout,
+     "usage: gpupool logout\n"
+     "Forget this server's sign-in, revoking its tokens at the provider when it has a revocation endpoint.\n"},
+    {"whoami", gp_cmd_whoami,
+     "usage: gpupool whoami\n"
+     "Who gpupoold takes you for (GET /v1/whoami): user, groups, roles and their scopes, second factor, expiry,\n"
+     "and where the token came from.\n"},
     {"completion", gp_cmd_completion,
      "usage: gpupool completion bash|zsh\nPrint a shell completion script: source <(gpupool completion bash)\n"},
     {NULL, NULL, NULL},
@@ -253,12 +269,12 @@ static const char USAGE[] =
     "          tenants [create|delete],\n"
     "          quota set, apply, usage, top, token create|list|revoke, users [bind|unbind],\n"
     "          secret set|list|rm, audit [verify], ledger [verify], prices [set|mode], bill,\n"
-    "          admin export-log, completion.\n"
+    "          admin export-log, login, logout, whoami, completion.\n"
     "          gpupool COMMAND --help for each.\n"
     "\n"
     "Server and token: flags, else GPUPOOL_SERVER / GPUPOOL_TOKEN (or GPUPOOL_TOKEN_FILE),\n"
     "else ~/.config/gpupool/config (server = URL, token = TOKEN, token_file = FILE, cacert = FILE;\n"
-    "# comments; any other line is an error naming the file and line).\n"
+    "# comments; any other line is an error naming the file and line), else the sign-in of gpupool login.\n"
     "Several replicas: a comma-separated list of URLs; writes follow the leader (307), and while none\n"
     "leads (503) the CLI waits up to --wait-leader seconds (default 15).\n"
     "\n"

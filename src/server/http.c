@@ -359,11 +359,14 @@ static enum MHD_Result send_reply(gp_request *r)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
     if (r->retry_after)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (r->web_file) { /* api_web.c: the page loads nothing but this daemon's files and API */
+    if (r->web_file) { /* api_web.c: the page loads nothing but this daemon's files and API; it may
+                          * call an HTTPS identity provider (discovery, token and revocation endpoints
+                          * of the sign-in, wherever the provider's discovery document puts them) */
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
         MHD_add_response_header(resp, "Content-Security-Policy",
-                                "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+                                "default-src 'self'; connect-src 'self' https:; img-src 'self' data:; "
+                                "frame-ancestors 'none'");
     }
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);

@@ -214,7 +214,7 @@ def test_missing_or_bad_token_says_how_to_set_one(d):
     assert "--token-file" in err["error"]["message"], err
     p = bare_cli(d, "jobs", env={"GPUPOOL_SERVER": d.url})
     assert p.returncode == 4, (p.returncode, p.stderr)
-    assert "no token is set: export GPUPOOL_TOKEN" in p.stderr and "--token-file" in p.stderr, p.stderr
+    assert "no token is set: sign in with gpupool login, or export GPUPOOL_TOKEN" in p.stderr and "--token-file" in p.stderr, p.stderr
     p = bare_cli(d, "jobs", env={"GPUPOOL_SERVER": d.url, "GPUPOOL_TOKEN": "gpt_" + "0" * 64})
     assert p.returncode == 4 and "unknown or revoked" in p.stderr and "came from GPUPOOL_TOKEN" in p.stderr, p.stderr
 
