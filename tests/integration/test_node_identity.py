@@ -210,6 +210,8 @@ def test_a_restarted_agent_whose_node_was_lost_registers_again_with_its_credenti
     job_id = None
     try:
         a.wait_up(["back-0"])
+        # up in gpupoold once its registration commits; the agent keeps its credential when the answer comes
+        gpd.wait_for(lambda: "registered epoch=" in a.read_log(), what="the agent to keep its credential")
         a.kill9()
         gpd.wait_for(lambda: not d.ok("GET", "/v1/nodes/back-0")["up"], what="the node lost")
         a.start()  # the same state folder: its credential; the join token is spent
