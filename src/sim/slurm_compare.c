@@ -81,7 +81,7 @@ static gp_err print_row(FILE *out, const char *label, const gp_sim_result *r, co
     gp_err rc = gp_sim_metrics_compute(r, t, group, &m, err);
     if (rc)
         return rc;
-    char alloc[16] = "", attain[16] = "-", jain[16] = "";
+    char alloc[16] = "-", attain[16] = "-", jain[16] = "-";
     double a = gp_sim_attainment(r, t, group);
     if (a >= 0)
         snprintf(attain, sizeof attain, "%.1f", a);

@@ -6,8 +6,9 @@
  * Start, End, State) so the report can put the two side by side.
  *
  * Rows, by State (its first word: "CANCELLED by 123" is CANCELLED):
- *   - no Start ("Unknown", "None") or PENDING: the job never ran (cancelled
- *     while pending); RUNNING, REQUEUED, SUSPENDED, RESIZING: not ended
+ *   - no Start ("Unknown", "None"), PENDING, NodeList "None assigned" (or,
+ *     without a NodeList field, an empty AllocTRES): the job never ran (Slurm gives a job cancelled while
+ *     pending a Start, its cancel time, and nothing allocated); RUNNING, REQUEUED, SUSPENDED, RESIZING: not ended
  *     when sacct ran.  Both are skipped and counted in trace.not_run;
  *   - every other state with a Start is a job: submitted at Submit, working
  *     for Elapsed seconds; a TIMEOUT job keeps its Timelimit (it would have
@@ -44,11 +45,12 @@
 
 enum {
     SL_JOBID, SL_ACCOUNT, SL_SUBMIT, SL_START, SL_END, SL_ELAPSED, SL_TIMELIMIT, SL_STATE, SL_REQTRES,
-    SL_ALLOCTRES, SL_COLS
+    SL_ALLOCTRES, SL_NODELIST, SL_COLS
 };
 static const char *const slurm_columns[SL_COLS] = {"JobID", "Account", "Submit", "Start", "End", "Elapsed",
-                                                   "Timelimit", "State", "ReqTRES", "AllocTRES"};
-static const bool slurm_required[SL_COLS] = {true, true, true, true, false, true, false, true, true, false};
+                                                   "Timelimit", "State", "ReqTRES", "AllocTRES",
+                                                   "NodeList"};
+static const bool slurm_required[SL_COLS] = {true, true, true, true, false, true, false, true, true, false, false};
 
 #define SLURM_MAX_FIELDS 64
 
@@ -300,6 +302,17 @@ static bool never_ended(const char *state)
     return false;
 }
 
+/* A job cancelled while pending: no Start, or one without an allocation. */
+static bool never_allocated(const slurm_reader *r, const char **f)
+{
+    int64_t start;
+    if (!gp_trace_slurm_timestamp(field(r, f, SL_START), &start))
+        return true;
+    if (r->index[SL_NODELIST] >= 0)
+        return strcmp(field(r, f, SL_NODELIST), "None assigned") == 0;
+    return r->index[SL_ALLOCTRES] >= 0 && field(r, f, SL_ALLOCTRES)[0] == '\0';
+}
+
 /* Shapes the job from ReqTRES (and AllocTRES's type); NULL or why not. */
 static const char *job_shape(slurm_reader *r, const char **f, gp_trace_job *j, char *why, size_t cap)
 {
@@ -384,8 +397,7 @@ static gp_err slurm_line(void *ctx, char *line, size_t lineno, gp_error *err)
         return gp_trace_malformed(r->t, r->opts, r->path, lineno, err, "not %d '|'-separated fields", r->n_cols);
     char state[32];
     state_word(field(r, f, SL_STATE), state, sizeof state);
-    int64_t started;
-    if (never_ended(state) || !gp_trace_slurm_timestamp(field(r, f, SL_START), &started)) {
+    if (never_ended(state) || never_allocated(r, f)) {
         r->t->not_run++;
         return GP_OK;
     }

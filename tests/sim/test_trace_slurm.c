@@ -87,7 +87,7 @@ static void rows_by_header_any_order(void **state)
               "2026-12-01T00:00:00|vision|10|cpu=2,gres/gpu=8,gres/gpu:h100=8,node=1|UNLIMITED|2026-12-01T00:10:05\n"
               "CANCELLED by 123|cpu=4,mem=16384,node=2,gres/gpu=16,gres/gpu:a100=16|01:00:00|2026-12-01T00:01:00|"
               "2026-12-01T00:00:30|nlp|11|gres/gpu:a100=16|1-00:00:00|2026-12-01T01:01:00\n"
-              "COMPLETED|cpu=1,mem=1G|00:00:30|2026-12-01T00:02:00|2026-12-01T00:02:00|nlp|12||5|2026-12-01T00:02:30\n",
+              "COMPLETED|cpu=1,mem=1G|00:00:30|2026-12-01T00:02:00|2026-12-01T00:02:00|nlp|12|cpu=1|5|2026-12-01T00:02:30\n",
               &t, NULL);
     assert_int_equal(t.rows, 3);
     assert_int_equal(t.n_jobs, 3);
@@ -138,15 +138,17 @@ static void never_ran_and_timeouts(void **state)
              "3|a|u|gpu|normal|2026-12-01T00:00:10|Unknown|Unknown|00:00:00|UNLIMITED|PENDING|gres/gpu=1,node=1||\n"
              "4|a|u|gpu|normal|2026-12-01T00:00:10|2026-12-01T00:00:11|Unknown|00:01:00|UNLIMITED|RUNNING|"
              "gres/gpu=1,node=1||h1\n"
+             "6|a|u_a|gpu|normal|2026-12-08T01:34:25|2026-12-08T01:34:25|2026-12-08T01:34:25|00:00:00|"
+             "Partition_Limit|CANCELLED by 0|billing=2,cpu=2,gres/gpu:h100=1,gres/gpu=1,mem=8G,node=1||None assigned\n"
              "5|b|u|gpu|normal|2026-12-01T00:00:20|2026-12-01T00:00:30|2026-12-01T00:00:40|00:00:10|UNLIMITED|"
              "PREEMPTED|gres/gpu:h100=2,node=1|gres/gpu:h100=2|h1\n",
              sacct_header);
     gp_trace t;
     gp_trace_read_opts ro = {.time_scale = 60};
     read_text(text, &t, &ro);
-    assert_int_equal(t.rows, 5);
+    assert_int_equal(t.rows, 6);
     assert_int_equal(t.n_jobs, 2);
-    assert_int_equal(t.not_run, 3);
+    assert_int_equal(t.not_run, 4);
     assert_int_equal(t.malformed, 0);
     assert_int_equal(t.jobs[0].duration, 120 * 60); /* TIMEOUT: its limit, scaled */
     assert_int_equal(t.jobs[1].submit, 20 * 60);
