@@ -36,6 +36,8 @@
 #include "sim/trace.h"
 
 #include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +65,20 @@ typedef struct slurm_reader {
     bool have_base;
     int64_t base, scale;
 } slurm_reader;
+
+#define SLURM_MAX_SECONDS (INT64_C(1) << 40) /* longer spans are misreadings (35,000 years) */
+#define SLURM_MAX_MIB (INT64_C(1) << 50)
+
+/* Writes why a row is malformed into why and returns it. */
+static const char *because(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static const char *because(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+    return why;
+}
 
 /* ---- times ---- */
 
@@ -154,7 +170,7 @@ bool gp_trace_slurm_duration(const char *s, int64_t *seconds)
         sec = p[2];
     }
     *seconds = ((days * 24 + h) * 60 + m) * 60 + sec;
-    return true;
+    return *seconds <= SLURM_MAX_SECONDS;
 }
 
 /* ---- TRES lists: "cpu=2,mem=8G,node=1,billing=2,gres/gpu=2,gres/gpu:h100=2" ---- */
@@ -187,8 +203,11 @@ static bool tres_amount(const char *s, int64_t unit_k, int64_t *out)
     }
     if (*end && end[1] != '\0')
         return false;
-    *out = unit_k ? (int64_t)(v * k / (double)unit_k) : (int64_t)v;
-    return unit_k || v == (double)(int64_t)v;
+    double amount = unit_k ? v * k / (double)unit_k : v;
+    if (amount > (double)SLURM_MAX_MIB || (!unit_k && v != floor(v)))
+        return false;
+    *out = (int64_t)amount;
+    return true;
 }
 
 /* Parses list into *out; false with *bad naming the item that is not. */
@@ -321,29 +340,21 @@ static const char *job_shape(slurm_reader *r, const char **f, gp_trace_job *j, c
     snprintf(req, sizeof req, "%s", field(r, f, SL_REQTRES));
     snprintf(alloc, sizeof alloc, "%s", field(r, f, SL_ALLOCTRES));
     tres q, a;
-    if (!parse_tres(req, &q, &bad)) {
-        snprintf(why, cap, "ReqTRES item \"%.64s\" is not KEY=COUNT", bad);
-        return why;
-    }
-    if (!parse_tres(alloc, &a, &bad)) {
-        snprintf(why, cap, "AllocTRES item \"%.64s\" is not KEY=COUNT", bad);
-        return why;
-    }
+    if (!parse_tres(req, &q, &bad))
+        return because(why, cap, "ReqTRES item \"%.64s\" is not KEY=COUNT", bad);
+    if (!parse_tres(alloc, &a, &bad))
+        return because(why, cap, "AllocTRES item \"%.64s\" is not KEY=COUNT", bad);
     int64_t nodes = q.nodes > 0 ? q.nodes : 1;
-    if (nodes > GP_MAX_REPLICAS || q.gpus % nodes != 0 || q.gpus / nodes > GP_MAX_GPUS_PER_NODE) {
-        snprintf(why, cap, "ReqTRES asks %lld GPUs on %lld nodes: not 0..%d whole GPUs per node on at most %d",
-                 (long long)q.gpus, (long long)nodes, GP_MAX_GPUS_PER_NODE, GP_MAX_REPLICAS);
-        return why;
-    }
+    if (nodes > GP_MAX_REPLICAS || q.gpus % nodes != 0 || q.gpus / nodes > GP_MAX_GPUS_PER_NODE)
+        return because(why, cap, "ReqTRES asks %lld GPUs on %lld nodes: not 0..%d whole GPUs per node on at most %d",
+                       (long long)q.gpus, (long long)nodes, GP_MAX_GPUS_PER_NODE, GP_MAX_REPLICAS);
     j->replicas = (int)nodes;
     j->gpus = (int)(q.gpus / nodes);
     j->cpu_millis = q.cpus * 1000 / nodes;
     j->mem_mib = q.mem_mib / nodes;
     int type = -1;
-    if (q.n_typed == 1 && j->gpus > 0 && (type = gp_trace_type(r->t, q.type)) < 0) {
-        snprintf(why, cap, "more than %d GPU types", GP_MAX_GPU_TYPES);
-        return why;
-    }
+    if (q.n_typed == 1 && j->gpus > 0 && (type = gp_trace_type(r->t, q.type)) < 0)
+        return because(why, cap, "more than %d GPU types", GP_MAX_GPU_TYPES);
     j->type_mask = type >= 0 ? (uint8_t)(1u << type) : 0;
     j->observed_type = a.n_typed == 1 ? (int8_t)gp_trace_type(r->t, a.type) : (int8_t)type;
     return NULL;
@@ -356,17 +367,17 @@ static const char *job_times(slurm_reader *r, const char **f, const char *state,
     int64_t submit, start, end = -1, elapsed, limit = -1;
     const char *s = field(r, f, SL_SUBMIT), *e = field(r, f, SL_ELAPSED), *l = field(r, f, SL_TIMELIMIT);
     if (!gp_trace_slurm_timestamp(s, &submit))
-        return snprintf(why, cap, "Submit \"%.32s\" is not YYYY-MM-DDTHH:MM:SS", s), why;
+        return because(why, cap, "Submit \"%.32s\" is not YYYY-MM-DDTHH:MM:SS", s);
     if (!gp_trace_slurm_timestamp(field(r, f, SL_START), &start))
-        return snprintf(why, cap, "Start \"%.32s\" is not a time", field(r, f, SL_START)), why;
+        return because(why, cap, "Start \"%.32s\" is not a time", field(r, f, SL_START));
     if (!gp_trace_slurm_duration(e, &elapsed) || elapsed < 0)
-        return snprintf(why, cap, "Elapsed \"%.32s\" is not [D-]HH:MM:SS", e), why;
+        return because(why, cap, "Elapsed \"%.32s\" is not [D-]HH:MM:SS", e);
     if (l[0] && strcmp(l, "Partition_Limit") != 0 && !gp_trace_slurm_duration(l, &limit))
-        return snprintf(why, cap, "Timelimit \"%.32s\" is not [D-]HH:MM:SS or UNLIMITED", l), why;
+        return because(why, cap, "Timelimit \"%.32s\" is not [D-]HH:MM:SS or UNLIMITED", l);
     if (r->index[SL_END] >= 0 && !gp_trace_slurm_timestamp(field(r, f, SL_END), &end))
-        return snprintf(why, cap, "End \"%.32s\" is not a time", field(r, f, SL_END)), why;
+        return because(why, cap, "End \"%.32s\" is not a time", field(r, f, SL_END));
     if (start < submit || (end >= 0 && end < start))
-        return snprintf(why, cap, "times out of order (Submit %s, Start %s)", s, field(r, f, SL_START)), why;
+        return because(why, cap, "times out of order (Submit %s, Start %s)", s, field(r, f, SL_START));
     if (!r->have_base) {
         r->base = submit;
         r->have_base = true;

@@ -68,6 +68,7 @@ static void durations_in_slurm_forms(void **state)
     assert_false(gp_trace_slurm_duration("1:2:3:4", &s));
     assert_false(gp_trace_slurm_duration("-5", &s));
     assert_false(gp_trace_slurm_duration("99999999999:00", &s));
+    assert_false(gp_trace_slurm_duration("999999999-00:00:00", &s)); /* 2.7 million years: a misreading */
     assert_true(gp_trace_slurm_timestamp("1970-01-02T00:00:01", &s));
     assert_int_equal(s, 86401);
     assert_true(gp_trace_slurm_timestamp("2026-12-08T01:33:20", &s));
@@ -175,6 +176,8 @@ static void bad_rows_skipped_with_lines(void **state)
              "gres/gpu=1||h1\n"
              "7|a|u|gpu|normal|2026-12-01T00:10:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
              "gres/gpu=1||h1\n"
+             "9|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
+             "gres/gpu=1,mem=999999999P||h1\n"
              "8|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
              "gres/gpu=1||h1\n",
              sacct_header);
@@ -187,14 +190,15 @@ static void bad_rows_skipped_with_lines(void **state)
     gp_error err;
     assert_int_equal(gp_trace_read_slurm(&t, path, &ro, &err), GP_OK);
     fclose(warn);
-    assert_int_equal(t.rows, 8);
+    assert_int_equal(t.rows, 9);
     assert_int_equal(t.n_jobs, 1);
-    assert_int_equal(t.malformed, 7);
+    assert_int_equal(t.malformed, 8);
     assert_int_equal(t.first_malformed[0], 2);
     assert_int_equal(t.first_malformed[3], 5);
     assert_non_null(strstr(warnings, ":2: Submit \"yesterday\""));
     assert_non_null(strstr(warnings, ":5: ReqTRES asks 3 GPUs on 2 nodes"));
     assert_non_null(strstr(warnings, ":8: times out of order"));
+    assert_non_null(strstr(warnings, ":9: ReqTRES item \"mem=999999999P\""));
     gp_trace_free(&t);
     gp_trace_init(&t);
     ro = (gp_trace_read_opts){.strict = true};
