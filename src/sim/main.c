@@ -438,9 +438,10 @@ static void print_run(const gp_sim_result *r, const gp_trace *t)
         printf("%-10s %zu jobs refused by the engine, first: %s\n", "", r->rejected, r->first_rejection);
 }
 
-/* A Slurm history: what Slurm did beside each policy's replay (slurm_compare.h). */
+/* A Slurm history: what Slurm did beside each policy's replay (slurm_compare.h),
+ * on stdout and, with --out, in slurm.txt. */
 static int compare_with_observed(const gp_sim_setup *setup, const gp_sim_options *opt, const gp_trace *t,
-                                 const gp_sim_result *results, size_t n)
+                                 const gp_sim_result *results, size_t n, const char *out_dir)
 {
     gp_sim_result *runs = calloc(n + 1, sizeof *runs);
     gp_error err;
@@ -451,6 +452,13 @@ static int compare_with_observed(const gp_sim_setup *setup, const gp_sim_options
     }
     memcpy(runs + 1, results, n * sizeof *runs);
     int status = gp_sim_slurm_compare(stdout, t, runs, n + 1, &err) == GP_OK ? 0 : 1;
+    FILE *f = status == 0 && out_dir ? gp_sim_open_out(out_dir, "slurm.txt", &err) : NULL;
+    if (f) {
+        status = gp_sim_slurm_compare(f, t, runs, n + 1, &err) == GP_OK ? 0 : 1;
+        fclose(f);
+    } else if (status == 0 && out_dir) {
+        status = 1;
+    }
     if (status)
         fprintf(stderr, "gpupool-sim: slurm: %s\n", err.message);
     gp_sim_result_free(&runs[0]);
@@ -508,7 +516,7 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     if (status == 0 && c->out && !c->no_plots)
         gp_sim_plots_run(c->out, stderr);
     if (status == 0 && gp_sim_trace_observed(&in->trace))
-        status = compare_with_observed(&setup, &opt, &in->trace, results, done);
+        status = compare_with_observed(&setup, &opt, &in->trace, results, done, c->out);
     if (status == 0 && gp_sim_report_summary(stdout, &rs, &err) != GP_OK)
         status = 1;
     for (size_t i = 0; i < done; i++)

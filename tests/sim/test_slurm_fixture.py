@@ -90,7 +90,10 @@ def test_report_matches_fixture():
     rows, never, waits = fixture_counts(sacct)
     jobs = sum(len(w) for w in waits.values())
     check(rows >= 200 and never > 0 and len(waits) >= 4, f"the fixture has {rows} rows, {never} never ran")
-    out, _ = run_sim(sacct)
+    with tempfile.TemporaryDirectory() as d:
+        out, _ = run_sim(sacct, ("--out", d, "--no-plots"))
+        with open(os.path.join(d, "slurm.txt")) as f:
+            check(f.read() in out, "--out's slurm.txt is the table on stdout")
     check(f"slurm: {rows} rows: {jobs} jobs replayed, {never} never ran" in out, "totals line:\n" + out)
     t = table(out)
     for account, w in waits.items():
