@@ -35,37 +35,52 @@ static double p95_wait(const gp_sim_result *r, size_t group)
     return v;
 }
 
-/* GPUs (milli) group g's jobs asked for at time x: submitted and not ended. */
-static int64_t demand_at(const gp_sim_result *r, size_t g, int64_t x, const gp_trace *t)
+/* demand[g] = the milli-GPUs group g's jobs asked for at time x: submitted and not ended. */
+static void demand_at(const gp_sim_result *r, const gp_trace *t, int64_t x, int64_t *demand)
 {
-    int64_t d = 0;
+    memset(demand, 0, r->n_groups * sizeof *demand);
     for (size_t j = 0; j < r->n_jobs; j++) {
         const gp_sim_job_result *jr = &r->jobs[j];
-        if (r->job_group[j] != g || jr->outcome == GP_SIM_REJECTED || t->jobs[j].submit > x)
+        if (jr->outcome == GP_SIM_REJECTED || t->jobs[j].submit > x || (jr->end >= 0 && jr->end <= x))
             continue;
-        if (jr->end < 0 || jr->end > x)
-            d += gp_trace_job_milli(&t->jobs[j]);
+        demand[r->job_group[j]] += gp_trace_job_milli(&t->jobs[j]);
     }
-    return d;
 }
 
-double gp_sim_attainment(const gp_sim_result *r, const gp_trace *t, size_t group)
+gp_err gp_sim_attainment_sums(const gp_sim_result *r, const gp_trace *t, double *promised, double *attained,
+                              gp_error *err)
 {
-    double promised = 0, attained = 0;
-    for (size_t s = 0; s < r->n_samples; s++)
+    int64_t *demand = calloc(r->n_groups ? r->n_groups : 1, sizeof *demand);
+    if (!demand)
+        return gp_error_set(err, GP_ERR_NOMEM, "report", "out of memory");
+    memset(promised, 0, r->n_groups * sizeof *promised);
+    memset(attained, 0, r->n_groups * sizeof *attained);
+    for (size_t s = 0; s < r->n_samples; s++) {
+        demand_at(r, t, r->samples[s].t, demand);
         for (size_t g = 0; g < r->n_groups; g++) {
-            if (group != GP_SIM_ALL_GROUPS && g != group)
-                continue;
             int64_t guarantee = r->group_guarantee_milli[g];
-            if (guarantee <= 0)
-                continue;
-            int64_t d = demand_at(r, g, r->samples[s].t, t);
-            int64_t p = d < guarantee ? d : guarantee;
+            int64_t p = demand[g] < guarantee ? demand[g] : guarantee;
             int64_t u = r->group_usage[s * r->n_groups + g];
-            promised += (double)p;
-            attained += (double)(u < p ? u : p);
+            if (p <= 0)
+                continue;
+            promised[g] += (double)p;
+            attained[g] += (double)(u < p ? u : p);
         }
-    return promised > 0 ? 100.0 * attained / promised : -1;
+    }
+    free(demand);
+    return GP_OK;
+}
+
+/* Attainment in % of group (GP_SIM_ALL_GROUPS: the sums over all), -1 when nothing was promised. */
+static double attainment_pct(size_t n_groups, const double *promised, const double *attained, size_t group)
+{
+    double p = 0, a = 0;
+    for (size_t g = 0; g < n_groups; g++)
+        if (group == GP_SIM_ALL_GROUPS || g == group) {
+            p += promised[g];
+            a += attained[g];
+        }
+    return p > 0 ? 100.0 * a / p : -1;
 }
 
 static void print_header(FILE *out)
@@ -74,15 +89,16 @@ static void print_header(FILE *out)
             "p95 wait", "GPUs used", "alloc %", "attain %", "preempt", "lost GPUh", "Jain");
 }
 
+/* One run's row for group; sums: its attainment sums (promised, then attained, n_groups each). */
 static gp_err print_row(FILE *out, const char *label, const gp_sim_result *r, const gp_trace *t, size_t group,
-                        gp_error *err)
+                        const double *sums, gp_error *err)
 {
     gp_sim_metrics m;
     gp_err rc = gp_sim_metrics_compute(r, t, group, &m, err);
     if (rc)
         return rc;
     char alloc[16] = "-", attain[16] = "-", jain[16] = "-";
-    double a = gp_sim_attainment(r, t, group);
+    double a = attainment_pct(r->n_groups, sums, sums + r->n_groups, group);
     if (a >= 0)
         snprintf(attain, sizeof attain, "%.1f", a);
     if (group == GP_SIM_ALL_GROUPS) {
@@ -104,11 +120,18 @@ gp_err gp_sim_slurm_compare(FILE *out, const gp_trace *t, const gp_sim_result *r
         fprintf(out, "%s%zu", i ? ", " : " (lines ", t->first_malformed[i]);
     fprintf(out, "%s\n", t->malformed ? (t->malformed > 4 ? ", ...)" : ")") : "");
     print_header(out);
+    size_t n_groups = n > 0 ? runs[0].n_groups : 0;
+    double *sums = calloc(n * 2 * n_groups + 1, sizeof *sums); /* per run: promised, attained */
+    if (!sums)
+        return gp_error_set(err, GP_ERR_NOMEM, "report", "out of memory");
     gp_err rc = GP_OK;
-    for (size_t g = 0; rc == GP_OK && n > 0 && g < runs[0].n_groups; g++)
-        for (size_t i = 0; rc == GP_OK && i < n; i++)
-            rc = print_row(out, runs[0].groups[g], &runs[i], t, g, err);
     for (size_t i = 0; rc == GP_OK && i < n; i++)
-        rc = print_row(out, "(all)", &runs[i], t, GP_SIM_ALL_GROUPS, err);
+        rc = gp_sim_attainment_sums(&runs[i], t, sums + i * 2 * n_groups, sums + (i * 2 + 1) * n_groups, err);
+    for (size_t g = 0; rc == GP_OK && g < n_groups; g++)
+        for (size_t i = 0; rc == GP_OK && i < n; i++)
+            rc = print_row(out, runs[0].groups[g], &runs[i], t, g, sums + i * 2 * n_groups, err);
+    for (size_t i = 0; rc == GP_OK && i < n; i++)
+        rc = print_row(out, "(all)", &runs[i], t, GP_SIM_ALL_GROUPS, sums + i * 2 * n_groups, err);
+    free(sums);
     return rc;
 }

@@ -27,7 +27,10 @@
  * same trace (so the same groups). */
 gp_err gp_sim_slurm_compare(FILE *out, const gp_trace *t, const gp_sim_result *runs, size_t n, gp_error *err);
 
-/* Attainment in % of group g (GP_SIM_ALL_GROUPS: all), -1 when nothing was promised. */
-double gp_sim_attainment(const gp_sim_result *r, const gp_trace *t, size_t group);
+/* Per group g of r, the sums over the samples of the promised and the
+ * attained milli-GPUs (caller-owned arrays of r->n_groups); attainment
+ * is attained / promised. */
+gp_err gp_sim_attainment_sums(const gp_sim_result *r, const gp_trace *t, double *promised, double *attained,
+                              gp_error *err);
 
 #endif

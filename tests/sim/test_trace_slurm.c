@@ -24,6 +24,7 @@
 #include "config/tenant_file.h"
 #include "sim/metrics.h"
 #include "sim/observed.h"
+#include "sim/slurm_compare.h"
 #include "sim/trace.h"
 
 static char *write_temp(const char *text)
@@ -285,40 +286,89 @@ static void accounts_map_to_tenant_leaves(void **state)
     gp_trace_free(&t);
 }
 
+/* The world of the observed-run tests: rows after the sacct header, one
+ * node of 8 h100, tenants_yaml or none; samples every step seconds. */
+typedef struct observed_world {
+    gp_trace t;
+    gp_fleet_file fleet;
+    gp_tenant_file tf;
+    bool have_tf;
+    gp_sim_result r;
+} observed_world;
+
+static void observe(observed_world *w, const char *rows, const char *tenants_yaml, int64_t step)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", sacct_header, rows);
+    read_text(text, &w->t, NULL);
+    gp_error err;
+    assert_int_equal(gp_trace_sort(&w->t, &err), GP_OK);
+    const char *fy = "nodes:\n  - {name: h1, gpu_type: h100, gpus: 8}\n";
+    assert_int_equal(gp_fleet_file_parse(fy, strlen(fy), "fleet", &w->fleet, &err), GP_OK);
+    w->have_tf = tenants_yaml != NULL;
+    if (w->have_tf)
+        assert_int_equal(gp_tenant_file_parse(tenants_yaml, strlen(tenants_yaml), "tenants", &w->tf, &err), GP_OK);
+    gp_sim_setup setup = {.fleet = &w->fleet, .tenants = w->have_tf ? &w->tf : NULL, .trace = &w->t};
+    gp_sim_options opt = gp_sim_options_default();
+    opt.sample_interval_s = step;
+    assert_int_equal(gp_sim_observed(&setup, &opt, "slurm", &w->r, &err), GP_OK);
+}
+
+static void observed_world_free(observed_world *w)
+{
+    gp_sim_result_free(&w->r);
+    if (w->have_tf)
+        gp_tenant_file_free(&w->tf);
+    gp_fleet_file_free(&w->fleet);
+    gp_trace_free(&w->t);
+}
+
 /* The observed run: waits are Start - Submit, a preempted job's run is lost. */
 static void observed_run_measures_slurm(void **state)
 {
     (void)state;
-    char text[2048];
-    snprintf(text, sizeof text,
-             "%s"
-             "1|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:01:40|00:01:40|UNLIMITED|"
-             "COMPLETED|gres/gpu=8,node=1|gres/gpu:h100=8|h1\n"
-             "2|b|u|gpu|normal|2026-12-01T00:00:10|2026-12-01T00:01:40|2026-12-01T00:02:40|00:01:00|UNLIMITED|"
-             "PREEMPTED|gres/gpu=4,node=1|gres/gpu:h100=4|h1\n",
-             sacct_header);
-    gp_trace t;
-    read_text(text, &t, NULL);
-    gp_error err;
-    assert_int_equal(gp_trace_sort(&t, &err), GP_OK);
-    const char *fy = "nodes:\n  - {name: h1, gpu_type: h100, gpus: 8}\n";
-    gp_fleet_file fleet;
-    assert_int_equal(gp_fleet_file_parse(fy, strlen(fy), "fleet", &fleet, &err), GP_OK);
-    gp_sim_setup setup = {.fleet = &fleet, .tenants = NULL, .trace = &t};
-    gp_sim_options opt = gp_sim_options_default();
-    gp_sim_result r;
-    assert_int_equal(gp_sim_observed(&setup, &opt, "slurm", &r, &err), GP_OK);
-    assert_int_equal(r.jobs[0].wait_s, 0);
-    assert_int_equal(r.jobs[1].wait_s, 90);
-    assert_int_equal(r.jobs[1].preemptions, 1);
-    assert_int_equal(r.jobs[1].lost_gpu_s, 240);
+    observed_world w;
+    observe(&w,
+            "1|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:01:40|00:01:40|UNLIMITED|"
+            "COMPLETED|gres/gpu=8,node=1|gres/gpu:h100=8|h1\n"
+            "2|b|u|gpu|normal|2026-12-01T00:00:10|2026-12-01T00:01:40|2026-12-01T00:02:40|00:01:00|UNLIMITED|"
+            "PREEMPTED|gres/gpu=4,node=1|gres/gpu:h100=4|h1\n",
+            NULL, 0);
+    assert_int_equal(w.r.jobs[0].wait_s, 0);
+    assert_int_equal(w.r.jobs[1].wait_s, 90);
+    assert_int_equal(w.r.jobs[1].preemptions, 1);
+    assert_int_equal(w.r.jobs[1].lost_gpu_s, 240);
     gp_sim_metrics m;
-    assert_int_equal(gp_sim_metrics_compute(&r, &t, GP_SIM_ALL_GROUPS, &m, &err), GP_OK);
+    gp_error err;
+    assert_int_equal(gp_sim_metrics_compute(&w.r, &w.t, GP_SIM_ALL_GROUPS, &m, &err), GP_OK);
     assert_float_equal(m.allocation_pct, 100.0, 1e-9); /* 8 of 8 over [0, 10] */
     assert_int_equal(m.preemptions, 1);
-    gp_sim_result_free(&r);
-    gp_fleet_file_free(&fleet);
-    gp_trace_free(&t);
+    observed_world_free(&w);
+}
+
+/* Attainment: a (guarantee 4) waits 50 s of its 100 s for b's job on a
+ * fleet of 8: it got half of what its guarantee promised. */
+static void attainment_of_a_waiting_guarantee(void **state)
+{
+    (void)state;
+    observed_world w;
+    observe(&w,
+            "1|b|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:50|00:00:50|UNLIMITED|"
+            "COMPLETED|gres/gpu=8,node=1|gres/gpu:h100=8|h1\n"
+            "2|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:50|2026-12-01T00:01:40|00:00:50|UNLIMITED|"
+            "COMPLETED|gres/gpu=4,node=1|gres/gpu:h100=4|h1\n"
+            "3|b|u|gpu|normal|2026-12-01T00:01:40|2026-12-01T00:01:40|2026-12-01T00:01:41|00:00:01|UNLIMITED|"
+            "COMPLETED|gres/gpu=1,node=1|gres/gpu:h100=1|h1\n",
+            "tenants:\n  - {path: a, guarantee: {gpu: {h100: 4}}}\n  - {path: b}\n", 10);
+    double promised[4], attained[4];
+    gp_error err;
+    assert_true(w.r.n_groups <= 4);
+    assert_int_equal(gp_sim_attainment_sums(&w.r, &w.t, promised, attained, &err), GP_OK);
+    size_t a = strcmp(w.r.groups[0], "a") == 0 ? 0 : 1;
+    assert_string_equal(w.r.groups[a], "a");
+    assert_float_equal(attained[a] / promised[a], 0.5, 1e-9);
+    assert_float_equal(promised[1 - a], 0, 0); /* b has no guarantee: promised nothing */
+    observed_world_free(&w);
 }
 
 int main(void)
@@ -332,6 +382,7 @@ int main(void)
         cmocka_unit_test(nodes_to_fleet),
         cmocka_unit_test(accounts_map_to_tenant_leaves),
         cmocka_unit_test(observed_run_measures_slurm),
+        cmocka_unit_test(attainment_of_a_waiting_guarantee),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
