@@ -125,8 +125,8 @@ gp_err gp_trace_read_itp(gp_trace *t, const char *path, const gp_trace_read_opts
  * any order; JobID, Account, Submit, Start, Elapsed, State and ReqTRES
  * required).  trace_slurm.c has the rules; docs/slurm.md the manual.
  * Jobs go to tenant "<Account>" (gp_trace_slurm_map_accounts renames them
- * after a tenant file); times are seconds since the first row's Submit, x
- * opts.time_scale. */
+ * after a tenant file); times are seconds since the file's earliest
+ * Submit, x opts.time_scale. */
 gp_err gp_trace_read_slurm(gp_trace *t, const char *path, const gp_trace_read_opts *opts, gp_error *err);
 
 /* `scontrol show nodes --oneliner` output as fleet-file YAML in *yaml

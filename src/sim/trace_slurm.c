@@ -23,12 +23,15 @@
  * the job to that type; cpu=C and mem=M (K/M/G/T suffixes, MiB without)
  * per replica likewise.  AllocTRES's gres/gpu:TYPE is the type it ran on.
  *
+ * Times are seconds since the earliest Submit of the file's jobs.
+ *
  * Example row (header order free):
  *   JobID|Account|Submit|Start|End|Elapsed|Timelimit|State|ReqTRES|...
  *   48|vision|2026-12-08T01:34:00|2026-12-08T01:34:02|2026-12-08T01:34:20|
  *     00:00:18|00:03:00|COMPLETED|cpu=2,mem=8G,node=2,gres/gpu:h100=16|...
  * is a 2 x 8 h100 gang of tenant "vision" arriving at 0 (the first row)
- * that works 18 s, 2 s after its submit in Slurm.
+ * that works 18 s, 2 s after its submit in Slurm (times from the
+ * earliest Submit, here its own).
  *
  * Malformed rows (a missing field, an unreadable time or TRES, End before
  * Start) go through gp_trace_malformed: counted, the first few reported.
@@ -432,6 +435,20 @@ static gp_err slurm_line(void *ctx, char *line, size_t lineno, gp_error *err)
     return gp_trace_add(r->t, &j, err);
 }
 
+/* Jobs [first, n_jobs) were timed from the first row's Submit; sacct lists
+ * by job id, not by Submit, so move them to start at the earliest one. */
+static void start_at_earliest_submit(gp_trace *t, size_t first)
+{
+    int64_t earliest = INT64_MAX;
+    for (size_t i = first; i < t->n_jobs; i++)
+        earliest = t->jobs[i].submit < earliest ? t->jobs[i].submit : earliest;
+    for (size_t i = first; i < t->n_jobs; i++) {
+        t->jobs[i].submit -= earliest;
+        t->jobs[i].observed_start -= earliest;
+        t->jobs[i].observed_end -= earliest;
+    }
+}
+
 gp_err gp_trace_read_slurm(gp_trace *t, const char *path, const gp_trace_read_opts *opts, gp_error *err)
 {
     slurm_reader r;
@@ -440,7 +457,11 @@ gp_err gp_trace_read_slurm(gp_trace *t, const char *path, const gp_trace_read_op
     r.opts = opts;
     r.path = path;
     r.scale = opts && opts->time_scale > 0 ? opts->time_scale : 1;
-    return gp_trace_each_line(path, slurm_line, &r, err);
+    size_t first = t->n_jobs;
+    gp_err rc = gp_trace_each_line(path, slurm_line, &r, err);
+    if (rc == GP_OK)
+        start_at_earliest_submit(t, first);
+    return rc;
 }
 
 /* ---- scontrol show nodes --oneliner -> fleet-file YAML ---- */

@@ -158,6 +158,32 @@ static void never_ran_and_timeouts(void **state)
     gp_trace_free(&t);
 }
 
+/* sacct lists by job id: a later row may have been submitted earlier.
+ * Times count from the earliest Submit, never below 0 (the engine's clock
+ * only goes forward). */
+static void times_from_earliest_submit(void **state)
+{
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "%s"
+             "7|a|u|gpu|normal|2026-12-01T00:10:00|2026-12-01T00:10:00|2026-12-01T00:11:00|00:01:00|UNLIMITED|"
+             "COMPLETED|gres/gpu=1,node=1|gres/gpu=1|h1\n"
+             "6|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:30|2026-12-01T00:01:00|00:00:30|UNLIMITED|"
+             "COMPLETED|gres/gpu=1,node=1|gres/gpu=1|h1\n",
+             sacct_header);
+    gp_trace t;
+    gp_trace_read_opts ro = {.time_scale = 2};
+    read_text(text, &t, &ro);
+    assert_int_equal(t.n_jobs, 2);
+    assert_int_equal(t.jobs[0].submit, 1200);
+    assert_int_equal(t.jobs[0].observed_start, 1200);
+    assert_int_equal(t.jobs[1].submit, 0);
+    assert_int_equal(t.jobs[1].observed_start, 60);
+    assert_int_equal(t.jobs[1].observed_end, 120);
+    gp_trace_free(&t);
+}
+
 /* Every kind of bad row is skipped with its line, the read goes on. */
 static void bad_rows_skipped_with_lines(void **state)
 {
@@ -377,6 +403,7 @@ int main(void)
         cmocka_unit_test(durations_in_slurm_forms),
         cmocka_unit_test(rows_by_header_any_order),
         cmocka_unit_test(never_ran_and_timeouts),
+        cmocka_unit_test(times_from_earliest_submit),
         cmocka_unit_test(bad_rows_skipped_with_lines),
         cmocka_unit_test(header_without_a_required_field),
         cmocka_unit_test(nodes_to_fleet),
