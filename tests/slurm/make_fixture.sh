@@ -216,5 +216,5 @@ sacct --allocations --parsable2 --allusers --starttime=2000-01-01 \
     >"$out/sacct.txt"
 scontrol show nodes --oneliner >"$out/nodes.txt"
 sacctmgr -P show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES >"$out/assoc.txt"
-cp "$work/slurm.conf" "$out/slurm.conf"
+sed "s|$work|WORK|g" "$work/slurm.conf" >"$out/slurm.conf"
 echo "fixture written to $out ($(($(wc -l <"$out/sacct.txt") - 1)) sacct rows)"
