@@ -18,6 +18,7 @@
 # --time-scale 60); some jobs outrun their time limit (TIMEOUT), some are
 # cancelled while pending, one fails.
 #
+# Side effect: a local user u_<account> per account (useradd -M; kept).
 # usage: tests/slurm/make_fixture.sh [OUT_DIR]   (default tests/fixtures/slurm)
 set -eu
 
