@@ -394,6 +394,20 @@ static const char *job_times(slurm_reader *r, const char **f, const char *state,
     return NULL;
 }
 
+/* An account becomes a tenant name: the engine's rule for one (ASCII
+ * letters, digits, '-', '_', '.'; not starting with '.'; shorter than
+ * GP_NAME_MAX), checked here so a bad one is a bad row, not a failed run. */
+static bool account_name_ok(const char *a)
+{
+    size_t n = strlen(a);
+    if (n == 0 || n >= GP_NAME_MAX || a[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)a[i]) && a[i] != '-' && a[i] != '_' && a[i] != '.')
+            return false;
+    return true;
+}
+
 static gp_err slurm_line(void *ctx, char *line, size_t lineno, gp_error *err)
 {
     slurm_reader *r = ctx;
@@ -416,7 +430,7 @@ static gp_err slurm_line(void *ctx, char *line, size_t lineno, gp_error *err)
         return GP_OK;
     }
     const char *account = field(r, f, SL_ACCOUNT);
-    if (account[0] == '\0' || strchr(account, '/') || strchr(account, ' '))
+    if (!account_name_ok(account))
         return gp_trace_malformed(r->t, r->opts, r->path, lineno, err, "Account \"%.32s\" is not an account name",
                                   account);
     gp_trace_job j;

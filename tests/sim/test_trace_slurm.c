@@ -201,6 +201,8 @@ static void bad_rows_skipped_with_lines(void **state)
              "gres/gpu=lots||h1\n"
              "6||u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
              "gres/gpu=1||h1\n"
+             "10|caf\xc3\xa9\"x|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|"
+             "COMPLETED|gres/gpu=1||h1\n"
              "7|a|u|gpu|normal|2026-12-01T00:10:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
              "gres/gpu=1||h1\n"
              "9|a|u|gpu|normal|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:02:00|00:02:00|1|COMPLETED|"
@@ -217,15 +219,16 @@ static void bad_rows_skipped_with_lines(void **state)
     gp_error err;
     assert_int_equal(gp_trace_read_slurm(&t, path, &ro, &err), GP_OK);
     fclose(warn);
-    assert_int_equal(t.rows, 9);
+    assert_int_equal(t.rows, 10);
     assert_int_equal(t.n_jobs, 1);
-    assert_int_equal(t.malformed, 8);
+    assert_int_equal(t.malformed, 9);
     assert_int_equal(t.first_malformed[0], 2);
     assert_int_equal(t.first_malformed[3], 5);
     assert_non_null(strstr(warnings, ":2: Submit \"yesterday\""));
     assert_non_null(strstr(warnings, ":5: ReqTRES asks 3 GPUs on 2 nodes"));
-    assert_non_null(strstr(warnings, ":8: times out of order"));
-    assert_non_null(strstr(warnings, ":9: ReqTRES item \"mem=999999999P\""));
+    assert_non_null(strstr(warnings, ":9: times out of order"));
+    assert_non_null(strstr(warnings, ":10: ReqTRES item \"mem=999999999P\""));
+    assert_non_null(strstr(warnings, ":8: Account \"caf"));
     gp_trace_free(&t);
     gp_trace_init(&t);
     ro = (gp_trace_read_opts){.strict = true};
