@@ -74,6 +74,10 @@ static const char USAGE[] =
     "                          let in) or required (a node credential without its certificate is 403)\n"
     "  --agent-cert-ttl S      a node certificate's life in seconds (default 86400; agents renew at 2/3)\n"
     "  --rotate-node-ca        replace the node CA at this start (docs/operations.md)\n"
+    "  --store-wal-limit MIB   a SQLite WAL file larger than MIB is emptied by a checkpoint as soon\n"
+    "                          as the readers allow (default 64)\n"
+    "  --store-reserve MIB     writes are refused (503 store_full) while the store's filesystem has\n"
+    "                          less than MIB free; reads go on; writes resume by themselves (default 64)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -108,6 +112,8 @@ static int bad_option(const char *name, const char *value)
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
 /* Issue 33's agent certificates. */
 enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
+/* Issue 38's bounded WAL and full disks. */
+enum { OPT_STORE_WAL_LIMIT = 3801, OPT_STORE_RESERVE };
 
 static int parse_args(int argc, char **argv, gp_server_config *cfg)
 {
@@ -135,6 +141,8 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"agent-mtls", required_argument, NULL, OPT_AGENT_MTLS},
         {"agent-cert-ttl", required_argument, NULL, OPT_AGENT_CERT_TTL},
         {"rotate-node-ca", no_argument, NULL, OPT_ROTATE_NODE_CA},
+        {"store-wal-limit", required_argument, NULL, OPT_STORE_WAL_LIMIT},
+        {"store-reserve", required_argument, NULL, OPT_STORE_RESERVE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -170,6 +178,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             cfg->agent_cert_ttl_s = v;
             break;
         case OPT_ROTATE_NODE_CA: cfg->rotate_node_ca = true; break;
+        case OPT_STORE_WAL_LIMIT:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-wal-limit", optarg);
+            cfg->store_wal_limit = (int64_t)v << 20;
+            break;
+        case OPT_STORE_RESERVE:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-reserve", optarg);
+            cfg->store_reserve = (int64_t)v << 20;
+            break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

@@ -44,6 +44,8 @@ gp_server_config gp_server_config_default(void)
         .lease_ms = 3000,
         .audit_refusals_per_min = 10,
         .agent_cert_ttl_s = GP_NODE_CERT_TTL_DEFAULT_S,
+        .store_wal_limit = 64 << 20,
+        .store_reserve = 64 << 20,
     };
     return c;
 }
@@ -281,6 +283,7 @@ gp_err gp_server_start(gp_server *srv, const gp_server_config *cfg, gp_error *er
     gp_loop_init(&srv->loop, cfg->tick_ms, cfg->pass_min_ms);
     gp_metrics_init(&srv->metrics);
     gp_readers_init(&srv->readers, cfg->store_url);
+    gp_store_space_init(&srv->store_space, cfg->store_url, cfg->store_reserve);
     gp_ledger_state_init(&srv->ledger);
     gp_refusals_init(&srv->refusals, cfg->audit_refusals_per_min);
     gp_auth_failures_init(&srv->auth_failures);
