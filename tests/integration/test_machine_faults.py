@@ -9,8 +9,13 @@
   refused 503 store_full naming the store, nothing changes, reads go on,
   nothing acknowledged is lost, and writes resume by themselves when the
   space returns.
+- Few descriptors (ulimit -n 48, soft and hard): the start says so
+  (event=fd_limit), connections past the limit wait, nothing crashes,
+  and it serves again once they close.
 """
 import os
+import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -146,7 +151,35 @@ def test_a_full_disk_refuses_writes_serves_reads_and_recovers():
         os.rmdir(where)
 
 
+def test_few_descriptors_are_said_at_start_and_survived():
+    d = gpd.Daemon()
+    popen = subprocess.Popen
+    subprocess.Popen = lambda *a, **k: popen(
+        *a, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)), **k)
+    try:
+        try:
+            d.start()
+        finally:
+            subprocess.Popen = popen
+        assert "event=fd_limit nofile=48" in d.read_log(tail=None), d.read_log()
+        socks = [socket.create_connection(("127.0.0.1", d.port), timeout=5) for _ in range(80)]
+        for s in socks:
+            s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n")  # unfinished: each holds its descriptor
+        assert d.proc.poll() is None, d.read_log()
+        for s in socks:
+            s.close()
+        gpd.wait_for(lambda: d.call("GET", "/v1/jobs")[0] == 200, timeout=20, what="serving again")
+        d.stop()
+        print("ok   test_few_descriptors_are_said_at_start_and_survived", flush=True)
+    except Exception:
+        print("--- daemon log ---\n" + d.read_log(), flush=True)
+        raise
+    finally:
+        d.cleanup()
+
+
 if __name__ == "__main__":
     test_a_full_disk_refuses_writes_serves_reads_and_recovers()
+    test_few_descriptors_are_said_at_start_and_survived()
     gpd.run([test_the_wal_is_emptied_once_over_its_limit,
              test_a_start_after_kill_9_empties_the_wal_the_crash_left])
