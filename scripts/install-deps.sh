@@ -42,6 +42,7 @@ BASE_PACKAGES=(
     node-ws
     runc busybox-static golang-github-containers-common  # replicas in containers: the runtime, the tests' dir: image, the seccomp profile
     crun  # the OCI runtime the agent picks on cgroup v2 hosts (tests/agent/test_container.c checks that choice)
+    faketime  # libfaketime: a node's clock an hour off in tests/integration/test_machine_faults.py (issue 38)
 )
 
 # `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.

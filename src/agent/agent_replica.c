@@ -603,10 +603,13 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
 
 /* ---- stopping and ending ---- */
 
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause)
+void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause)
 {
     char path[GP_STATE_PATH_MAX], text[128];
-    gp_stop_order s = {.signal = signal, .deadline_ms = deadline_ms, .cause = cause};
+    gp_stop_order s = {.signal = signal,
+                       .deadline_ms = gp_agent_real_ms() + grace_ms,
+                       .cause = cause,
+                       .mono_deadline_ms = gp_agent_mono_ms() + grace_ms};
     snprintf(path, sizeof path, "%s/stop", r->dir);
     gp_state_stop_format(&s, text, sizeof text);
     gp_error err;

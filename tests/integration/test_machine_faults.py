@@ -12,7 +12,13 @@
 - Few descriptors (ulimit -n 48, soft and hard): the start says so
   (event=fd_limit), connections past the limit wait, nothing crashes,
   and it serves again once they close.
+- A node's clock steps an hour forward, or back (libfaketime on the agent
+  and the supervisors it starts; Debian's faketime): a stopped job gets
+  its whole grace (SIGTERM first, not SIGKILL at once), and a job that
+  ignores SIGTERM is still killed when the grace ends, not an hour
+  later; a time limit is gpupoold's and moves with gpupoold's clock only.
 """
+import contextlib
 import os
 import resource
 import socket
@@ -22,6 +28,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agentproc  # noqa: E402
 import gpd  # noqa: E402
 
 MIB = 1 << 20
@@ -151,16 +158,22 @@ def test_a_full_disk_refuses_writes_serves_reads_and_recovers():
         os.rmdir(where)
 
 
+@contextlib.contextmanager
+def children_started_with(**popen_args):
+    """Every subprocess.Popen inside (gpd's and agentproc's) gets popen_args."""
+    popen = subprocess.Popen
+    subprocess.Popen = lambda *a, **k: popen(*a, **dict(k, **popen_args))
+    try:
+        yield
+    finally:
+        subprocess.Popen = popen
+
+
 def test_few_descriptors_are_said_at_start_and_survived():
     d = gpd.Daemon()
-    popen = subprocess.Popen
-    subprocess.Popen = lambda *a, **k: popen(
-        *a, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)), **k)
     try:
-        try:
+        with children_started_with(preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))):
             d.start()
-        finally:
-            subprocess.Popen = popen
         assert "event=fd_limit nofile=48" in d.read_log(tail=None), d.read_log()
         socks = [socket.create_connection(("127.0.0.1", d.port), timeout=5) for _ in range(80)]
         for s in socks:
@@ -178,8 +191,81 @@ def test_few_descriptors_are_said_at_start_and_survived():
         d.cleanup()
 
 
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+# On SIGTERM: a line in $GPUPOOL_CHECKPOINT_DIR/term, then exit 0.
+TERM_NOTED = ('echo "$GPUPOOL_REPLICA $GPUPOOL_RESTART_COUNT $$ $GPUPOOL_PEERS" >> "$GPUPOOL_CHECKPOINT_DIR/starts"; '
+              'trap \'echo term >> "$GPUPOOL_CHECKPOINT_DIR/term"; exit 0\' TERM; while :; do sleep 0.1; done')
+# SIGTERM ignored: only the kill at the grace's end ends it.
+TERM_IGNORED = ('echo "$GPUPOOL_REPLICA $GPUPOOL_RESTART_COUNT $$ $GPUPOOL_PEERS" >> "$GPUPOOL_CHECKPOINT_DIR/starts"; '
+                'trap "" TERM; while :; do sleep 0.1; done')
+
+
+def agent_with_clock(d, offset_s):
+    """A started agent (one node) whose clock -- its own and its replicas' -- reads offset_s off gpupoold's."""
+    env = dict(os.environ, LD_PRELOAD=FAKETIME_LIB, FAKETIME="%+d" % offset_s, FAKETIME_DONT_FAKE_MONOTONIC="1",
+               FAKETIME_DONT_RESET="1")
+    nodes = agentproc.sim_nodes("clock", 1, gpus=1)
+    a = agentproc.Agent(d, agentproc.write_node_file(d.dir, nodes), extra=["--no-cgroups"],
+                        join=agentproc.join_token(d))
+    with children_started_with(env=env):
+        a.start()
+    a.wait_up([n["name"] for n in nodes])
+    d.ok("PUT", "/v1/tenants/t", {})
+    return a
+
+
+def stepped_clock(offset_s, command, check):
+    if not os.path.exists(FAKETIME_LIB):
+        print("skip: %s missing (Debian package faketime)" % FAKETIME_LIB)
+        return
+    d = gpd.Daemon(fleet=None, extra=["--node-lost-after", "30"])
+    a, job = None, None
+    try:
+        d.start()
+        a = agent_with_clock(d, offset_s)
+        job = agentproc.submit(d, command=command, checkpoint_grace_s=3, time_limit_s=600)
+        gpd.wait_for(lambda: a.starts(job), what="the replica started")
+        check(d, a, job)
+        print("ok   stepped clock %+d s" % offset_s, flush=True)
+    except Exception:
+        print("--- daemon log ---\n%s\n--- agent log ---\n%s" % (d.read_log(), a.read_log() if a else ""), flush=True)
+        raise
+    finally:
+        if a:
+            a.stop()
+            agentproc.end_replicas([a], [job] if job else [])
+        d.cleanup()
+
+
+def gets_its_grace(d, a, job):
+    """Cancelled: SIGTERM first, the job ends by itself; its time limit (600 s) killed nothing before."""
+    assert d.ok("GET", "/v1/jobs/%d" % job)["state"] == "running"
+    d.ok("DELETE", "/v1/jobs/%d" % job, expect=(200, 202))
+    term = os.path.join(a.checkpoint_dir(job), "term")
+    gpd.wait_for(lambda: os.path.exists(term), timeout=20, what="SIGTERM noted by the job (not SIGKILL at once)")
+    agentproc.wait_state(d, job, "cancelled")
+
+
+def is_killed_when_the_grace_ends(d, a, job):
+    """Cancelled, ignoring SIGTERM: killed at the end of its 3 s grace, not an hour later."""
+    pid = a.starts(job)[0][2]
+    d.ok("DELETE", "/v1/jobs/%d" % job, expect=(200, 202))
+    agentproc.wait_gone(pid, timeout=30)
+    agentproc.wait_state(d, job, "cancelled")
+
+
+def test_a_node_clock_an_hour_ahead_cuts_no_grace():
+    stepped_clock(3600, TERM_NOTED, gets_its_grace)
+
+
+def test_a_node_clock_an_hour_behind_stretches_no_grace():
+    stepped_clock(-3600, TERM_IGNORED, is_killed_when_the_grace_ends)
+
+
 if __name__ == "__main__":
     test_a_full_disk_refuses_writes_serves_reads_and_recovers()
     test_few_descriptors_are_said_at_start_and_survived()
+    test_a_node_clock_an_hour_ahead_cuts_no_grace()
+    test_a_node_clock_an_hour_behind_stretches_no_grace()
     gpd.run([test_the_wal_is_emptied_once_over_its_limit,
              test_a_start_after_kill_9_empties_the_wal_the_crash_left])
