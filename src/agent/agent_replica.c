@@ -613,8 +613,16 @@ void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp
     snprintf(path, sizeof path, "%s/stop", r->dir);
     gp_state_stop_format(&s, text, sizeof text);
     gp_error err;
-    if (gp_state_write(path, text, 0600, &err) != GP_OK)
-        gp_agent_log(n, "job=%llu replica=%u cannot stop: %s", (unsigned long long)r->job, r->replica, err.message);
+    if (gp_state_write(path, text, 0600, &err) != GP_OK) {
+        /* The supervisor cannot be told (a full state folder): the signal
+         * goes straight to the replica's session, and the kill comes when
+         * gpupoold drops the replica (its grace's end) by this same path. */
+        pid_t pid = gp_replica_pid(r);
+        gp_agent_log(n, "job=%llu replica=%u cannot write the stop order: %s; signal %d sent to its processes",
+                     (unsigned long long)r->job, r->replica, err.message, signal);
+        if (pid > 1)
+            kill(-pid, signal);
+    }
     if (r->pidfd >= 0 && syscall(SYS_pidfd_send_signal, r->pidfd, SIGUSR1, NULL, 0) != 0)
         gp_agent_log(n, "job=%llu replica=%u supervisor gone: %s", (unsigned long long)r->job, r->replica,
                      strerror(errno));

@@ -17,6 +17,9 @@
   its whole grace (SIGTERM first, not SIGKILL at once), and a job that
   ignores SIGTERM is still killed when the grace ends, not an hour
   later; a time limit is gpupoold's and moves with gpupoold's clock only.
+- An agent's state folder fills (a 16 MiB tmpfs): a replica told to stop
+  still stops (the agent signals it directly when it cannot write the
+  stop order), and once space returns the node starts replicas again.
 """
 import contextlib
 import os
@@ -200,41 +203,45 @@ TERM_IGNORED = ('echo "$GPUPOOL_REPLICA $GPUPOOL_RESTART_COUNT $$ $GPUPOOL_PEERS
                 'trap "" TERM; while :; do sleep 0.1; done')
 
 
-def agent_with_clock(d, offset_s):
-    """A started agent (one node) whose clock -- its own and its replicas' -- reads offset_s off gpupoold's."""
-    env = dict(os.environ, LD_PRELOAD=FAKETIME_LIB, FAKETIME="%+d" % offset_s, FAKETIME_DONT_FAKE_MONOTONIC="1",
-               FAKETIME_DONT_RESET="1")
-    nodes = agentproc.sim_nodes("clock", 1, gpus=1)
-    a = agentproc.Agent(d, agentproc.write_node_file(d.dir, nodes), extra=["--no-cgroups"],
-                        join=agentproc.join_token(d))
-    with children_started_with(env=env):
-        a.start()
-    a.wait_up([n["name"] for n in nodes])
-    d.ok("PUT", "/v1/tenants/t", {})
-    return a
-
-
-def stepped_clock(offset_s, command, check):
-    if not os.path.exists(FAKETIME_LIB):
-        print("skip: %s missing (Debian package faketime)" % FAKETIME_LIB)
-        return
+def agent_scenario(name, body, state_dir=None, env=None):
+    """A daemon and one agent (one sim node; its state in state_dir, its processes with env); body(d, a, jobs)
+    appends the jobs it submits, whose replicas cleanup ends."""
     d = gpd.Daemon(fleet=None, extra=["--node-lost-after", "30"])
-    a, job = None, None
+    a, jobs = None, []
     try:
         d.start()
-        a = agent_with_clock(d, offset_s)
-        job = agentproc.submit(d, command=command, checkpoint_grace_s=3, time_limit_s=600)
-        gpd.wait_for(lambda: a.starts(job), what="the replica started")
-        check(d, a, job)
-        print("ok   stepped clock %+d s" % offset_s, flush=True)
+        nodes = agentproc.sim_nodes("n", 1, gpus=2)
+        a = agentproc.Agent(d, agentproc.write_node_file(d.dir, nodes), extra=["--no-cgroups"],
+                            join=agentproc.join_token(d), state_dir=state_dir)
+        with children_started_with(**({"env": env} if env else {})):
+            a.start()
+        a.wait_up([n["name"] for n in nodes])
+        d.ok("PUT", "/v1/tenants/t", {})
+        body(d, a, jobs)
+        print("ok   " + name, flush=True)
     except Exception:
         print("--- daemon log ---\n%s\n--- agent log ---\n%s" % (d.read_log(), a.read_log() if a else ""), flush=True)
         raise
     finally:
         if a:
             a.stop()
-            agentproc.end_replicas([a], [job] if job else [])
+            agentproc.end_replicas([a], jobs)
         d.cleanup()
+
+
+def stepped_clock(offset_s, command, check):
+    """The agent's clock -- its own and its replicas' -- reads offset_s off gpupoold's."""
+    if not os.path.exists(FAKETIME_LIB):
+        print("skip: %s missing (Debian package faketime)" % FAKETIME_LIB)
+        return
+    env = dict(os.environ, LD_PRELOAD=FAKETIME_LIB, FAKETIME="%+d" % offset_s, FAKETIME_DONT_FAKE_MONOTONIC="1",
+               FAKETIME_DONT_RESET="1")
+
+    def body(d, a, jobs):
+        jobs.append(agentproc.submit(d, command=command, checkpoint_grace_s=3, time_limit_s=600))
+        gpd.wait_for(lambda: a.starts(jobs[0]), what="the replica started")
+        check(d, a, jobs[0])
+    agent_scenario("stepped clock %+d s" % offset_s, body, env=env)
 
 
 def gets_its_grace(d, a, job):
@@ -254,6 +261,31 @@ def is_killed_when_the_grace_ends(d, a, job):
     agentproc.wait_state(d, job, "cancelled")
 
 
+def test_a_full_agent_state_folder_still_stops_replicas():
+    where = tmpfs(16)
+    if not where:
+        return
+    os.chmod(where, 0o755)  # replicas run as nobody and write their checkpoint folder here
+
+    def body(d, a, jobs):
+        jobs.append(agentproc.submit(d, command=TERM_NOTED, checkpoint_grace_s=3))
+        gpd.wait_for(lambda: a.starts(jobs[0]), what="the replica started")
+        pid = a.starts(jobs[0])[0][2]
+        filler = fill(where, 0)
+        d.ok("DELETE", "/v1/jobs/%d" % jobs[0], expect=(200, 202))
+        agentproc.wait_gone(pid, timeout=30)
+        agentproc.wait_state(d, jobs[0], "cancelled")
+        assert "cannot write the stop order" in a.read_log(tail=None), a.read_log()
+        os.unlink(filler)
+        jobs.append(agentproc.submit(d))
+        gpd.wait_for(lambda: a.starts(jobs[1]), what="a replica started once space returned")
+    try:
+        agent_scenario("test_a_full_agent_state_folder_still_stops_replicas", body, state_dir=where)
+    finally:
+        subprocess.run(["umount", "-l", where])
+        os.rmdir(where)
+
+
 def test_a_node_clock_an_hour_ahead_cuts_no_grace():
     stepped_clock(3600, TERM_NOTED, gets_its_grace)
 
@@ -265,6 +297,7 @@ def test_a_node_clock_an_hour_behind_stretches_no_grace():
 if __name__ == "__main__":
     test_a_full_disk_refuses_writes_serves_reads_and_recovers()
     test_few_descriptors_are_said_at_start_and_survived()
+    test_a_full_agent_state_folder_still_stops_replicas()
     test_a_node_clock_an_hour_ahead_cuts_no_grace()
     test_a_node_clock_an_hour_behind_stretches_no_grace()
     gpd.run([test_the_wal_is_emptied_once_over_its_limit,
