@@ -488,7 +488,7 @@ static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t 
     int64_t grace = gp__grace_left(n, deadline_ms);
     bool now = grace <= 0;
     r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), now ? 0 : grace, r->stop_cause);
+    gp_replica_stop_within(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), now ? 0 : grace, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
     if (r->checkpoint_wd < 0 && n->ckpt_watch) /* and at once when it appears (agent_ckpt_watch.h) */
@@ -499,7 +499,7 @@ static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t 
 
 static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
-    gp_replica_stop(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
+    gp_replica_stop_within(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
     r->stop_deadline = GP_PLAN_KILLED;
     gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }

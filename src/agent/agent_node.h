@@ -277,7 +277,7 @@ void gp_node_fence_end(gp_node *n, const gp_replica *r);
 void gp_node_fence_close(gp_node *n);
 /* Signals r's supervisor: signal now, the tree killed grace_ms later (on
  * the monotonic clock: a step of this node's clock moves nothing). */
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause);
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 /* Queues `started` once the supervisor says the replica exec'd
  * (DIR/started): its pid, the time from bind and the part its image pull

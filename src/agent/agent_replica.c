@@ -603,7 +603,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
 
 /* ---- stopping and ending ---- */
 
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause)
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause)
 {
     char path[GP_STATE_PATH_MAX], text[128];
     gp_stop_order s = {.signal = signal,
