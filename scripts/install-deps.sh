@@ -43,6 +43,7 @@ BASE_PACKAGES=(
     runc busybox-static golang-github-containers-common  # replicas in containers: the runtime, the tests' dir: image, the seccomp profile
     crun  # the OCI runtime the agent picks on cgroup v2 hosts (tests/agent/test_container.c checks that choice)
     glewlwyd oathtool  # a real OIDC provider for the sign-in tests (tests/integration/idp.py) and TOTP codes for it
+    faketime  # libfaketime: a node's clock an hour off in tests/integration/test_machine_faults.py (issue 38)
 )
 
 # `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.

@@ -468,14 +468,27 @@ static void gp__start(gp_node *n, const gp_assignment *a)
     gp_node_dcgm_update(n);
 }
 
+/* What is left of a grace that ends at deadline_ms of gpupoold's clock:
+ * against that clock as its last answer said it, carried forward on the
+ * monotonic clock, so neither this node's offset nor a step of its clock
+ * cuts or stretches the grace (from a gpupoold that says no now_ms:
+ * against this node's clock). */
+static int64_t gp__grace_left(const gp_node *n, int64_t deadline_ms)
+{
+    if (n->server_ms <= 0)
+        return deadline_ms - gp_agent_real_ms();
+    return deadline_ms - (n->server_ms + gp_agent_mono_ms() - n->server_at_mono_ms);
+}
+
 /* Stops r as a says: its stop signal now (the job's, SIGTERM when it
- * names none; core/names.c), killed at deadline_ms. */
+ * names none; core/names.c), killed at deadline_ms (gpupoold's clock). */
 static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t deadline_ms)
 {
     const char *reason = a->stop_reason[0] ? a->stop_reason : NULL;
-    bool now = deadline_ms <= gp_agent_real_ms();
+    int64_t grace = gp__grace_left(n, deadline_ms);
+    bool now = grace <= 0;
     r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), deadline_ms, r->stop_cause);
+    gp_replica_stop_within(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), now ? 0 : grace, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
     if (r->checkpoint_wd < 0 && n->ckpt_watch) /* and at once when it appears (agent_ckpt_watch.h) */
@@ -486,7 +499,7 @@ static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t 
 
 static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
-    gp_replica_stop(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
+    gp_replica_stop_within(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
     r->stop_deadline = GP_PLAN_KILLED;
     gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }
@@ -609,6 +622,8 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
         return;
     }
     gp__answered(n);
+    n->server_ms = json_integer_value(json_object_get(o, "now_ms"));
+    n->server_at_mono_ms = gp_agent_mono_ms();
     if (!json_is_true(json_object_get(o, "up"))) {
         gp__register_again(n, "gpupoold has the node lost");
         json_array_clear(list);

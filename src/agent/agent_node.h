@@ -177,6 +177,7 @@ struct gp_node {
     gp_node_inventory inventory;
     char token[GP_AGENT_TOKEN_MAX];      /* "" until registered */
     int64_t epoch_max;
+    int64_t server_ms, server_at_mono_ms; /* gpupoold's clock in its last poll answer (0: none said), our monotonic then */
     long long version;
     int heartbeat_s;
     size_t url;                          /* index in opt->urls */
@@ -274,7 +275,9 @@ void gp_node_fence_refresh(gp_node *n, const gp_assignment *before, size_t n_bef
 /* The replica ended: its rules go. */
 void gp_node_fence_end(gp_node *n, const gp_replica *r);
 void gp_node_fence_close(gp_node *n);
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
+/* Signals r's supervisor: signal now, the tree killed grace_ms later (on
+ * the monotonic clock: a step of this node's clock moves nothing). */
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 /* Queues `started` once the supervisor says the replica exec'd
  * (DIR/started): its pid, the time from bind and the part its image pull

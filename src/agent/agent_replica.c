@@ -603,15 +603,26 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
 
 /* ---- stopping and ending ---- */
 
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause)
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause)
 {
     char path[GP_STATE_PATH_MAX], text[128];
-    gp_stop_order s = {.signal = signal, .deadline_ms = deadline_ms, .cause = cause};
+    gp_stop_order s = {.signal = signal,
+                       .deadline_ms = gp_agent_real_ms() + grace_ms,
+                       .cause = cause,
+                       .mono_deadline_ms = gp_agent_mono_ms() + grace_ms};
     snprintf(path, sizeof path, "%s/stop", r->dir);
     gp_state_stop_format(&s, text, sizeof text);
     gp_error err;
-    if (gp_state_write(path, text, 0600, &err) != GP_OK)
-        gp_agent_log(n, "job=%llu replica=%u cannot stop: %s", (unsigned long long)r->job, r->replica, err.message);
+    if (gp_state_write(path, text, 0600, &err) != GP_OK) {
+        /* The supervisor cannot be told (a full state folder): the signal
+         * goes straight to the replica's session, and the kill comes when
+         * gpupoold drops the replica (its grace's end) by this same path. */
+        pid_t pid = gp_replica_pid(r);
+        gp_agent_log(n, "job=%llu replica=%u cannot write the stop order: %s; signal %d sent to its processes",
+                     (unsigned long long)r->job, r->replica, err.message, signal);
+        if (pid > 1)
+            kill(-pid, signal);
+    }
     if (r->pidfd >= 0 && syscall(SYS_pidfd_send_signal, r->pidfd, SIGUSR1, NULL, 0) != 0)
         gp_agent_log(n, "job=%llu replica=%u supervisor gone: %s", (unsigned long long)r->job, r->replica,
                      strerror(errno));

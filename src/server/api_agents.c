@@ -530,9 +530,10 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
         job_assignments(srv, ids[i], a->node, list);
     free(ids);
     gp_op_reply(op, 200,
-                json_pack("{s:s, s:I, s:I, s:b, s:b, s:o}", "node", a->node, "epoch", (json_int_t)srv->agents.epoch,
-                          "version", (json_int_t)gp_agents_version(&srv->agents, a->node), "up", up, "draining",
-                          up && info.draining, "assignments", list));
+                json_pack("{s:s, s:I, s:I, s:b, s:b, s:I, s:o}", "node", a->node, "epoch",
+                          (json_int_t)srv->agents.epoch, "version", (json_int_t)gp_agents_version(&srv->agents, a->node),
+                          "up", up, "draining", up && info.draining, "now_ms", (json_int_t)gp_wall_ms(), "assignments",
+                          list));
 }
 
 /* The fields of a job's spec an assignment carries. */

@@ -87,6 +87,10 @@ static const char USAGE[] =
     "  --oidc-allow-http-loopback  allow plain-http issuers on 127.0.0.1, ::1 or localhost (tests only)\n"
     "  --oidc-refresh-min-s S  an issuer's keys refetched for an unknown kid at most every S seconds\n"
     "                          (default 30)\n"
+    "  --store-wal-limit MIB   a SQLite WAL file larger than MIB is emptied by a checkpoint as soon\n"
+    "                          as the readers allow (default 64)\n"
+    "  --store-reserve MIB     writes are refused (503 store_full) while the store's filesystem has\n"
+    "                          less than MIB free; reads go on; writes resume by themselves (default 64)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -121,6 +125,8 @@ static int bad_option(const char *name, const char *value)
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
 /* Issue 33's agent certificates. */
 enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
+/* Issue 38's bounded WAL and full disks. */
+enum { OPT_STORE_WAL_LIMIT = 3801, OPT_STORE_RESERVE };
 
 /* Issue 33's single sign-on options (oidc.h). */
 enum {
@@ -193,6 +199,8 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"oidc-mfa-acr", required_argument, NULL, OPT_OIDC_MFA_ACR},
         {"oidc-allow-http-loopback", no_argument, NULL, OPT_OIDC_HTTP_LOOPBACK},
         {"oidc-refresh-min-s", required_argument, NULL, OPT_OIDC_REFRESH_MIN_S},
+        {"store-wal-limit", required_argument, NULL, OPT_STORE_WAL_LIMIT},
+        {"store-reserve", required_argument, NULL, OPT_STORE_RESERVE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -228,6 +236,16 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             cfg->agent_cert_ttl_s = v;
             break;
         case OPT_ROTATE_NODE_CA: cfg->rotate_node_ca = true; break;
+        case OPT_STORE_WAL_LIMIT:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-wal-limit", optarg);
+            cfg->store_wal_limit = (int64_t)v << 20;
+            break;
+        case OPT_STORE_RESERVE:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-reserve", optarg);
+            cfg->store_reserve = (int64_t)v << 20;
+            break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

@@ -46,9 +46,16 @@ static void a_stop_order_round_trips_with_its_cause(void **state)
     assert_int_equal(back.cause, GP_STOP_TIME_LIMIT);
     s.cause = GP_STOP_GPU_MEMORY;
     gp_state_stop_format(&s, text, sizeof text);
-    assert_string_equal(text, "15 1795523142000 gpu_memory\n");
+    assert_string_equal(text, "15 1795523142000 gpu_memory 0\n");
     assert_true(gp_state_stop_parse(text, &back));
     assert_int_equal(back.cause, GP_STOP_GPU_MEMORY);
+    s.mono_deadline_ms = 86400123; /* the monotonic deadline rides along; an older agent's stop has none */
+    gp_state_stop_format(&s, text, sizeof text);
+    assert_true(gp_state_stop_parse(text, &back));
+    assert_int_equal(back.mono_deadline_ms, 86400123);
+    assert_int_equal(back.deadline_ms, 1795523142000);
+    assert_true(gp_state_stop_parse("15 1795523142000 requested\n", &back));
+    assert_int_equal(back.mono_deadline_ms, 0);
     assert_false(gp_state_stop_parse("0 5 requested", &back));
     assert_false(gp_state_stop_parse("15 5 whenever", &back));
 }

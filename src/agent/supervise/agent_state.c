@@ -164,20 +164,23 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
 
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap)
 {
-    snprintf(out, cap, "%d %" PRId64 " %s\n", s->signal, s->deadline_ms,
+    snprintf(out, cap, "%d %" PRId64 " %s %" PRId64 "\n", s->signal, s->deadline_ms,
              s->cause == GP_STOP_TIME_LIMIT     ? "time_limit"
              : s->cause == GP_STOP_GPU_MEMORY   ? "gpu_memory"
              : s->cause == GP_STOP_CHECKPOINTED ? "checkpointed"
-                                                : "requested");
+                                                : "requested",
+             s->mono_deadline_ms);
 }
 
 bool gp_state_stop_parse(const char *text, gp_stop_order *s)
 {
     char cause[32];
-    long long deadline;
-    if (sscanf(text, "%d %lld %31s", &s->signal, &deadline, cause) != 3 || s->signal < 1 || s->signal > 64)
+    long long deadline, mono = 0;
+    int got = sscanf(text, "%d %lld %31s %lld", &s->signal, &deadline, cause, &mono);
+    if (got < 3 || s->signal < 1 || s->signal > 64)
         return false;
     s->deadline_ms = deadline;
+    s->mono_deadline_ms = mono;
     if (strcmp(cause, "time_limit") == 0)
         s->cause = GP_STOP_TIME_LIMIT;
     else if (strcmp(cause, "gpu_memory") == 0)

@@ -71,8 +71,9 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e);
 
 typedef struct gp_stop_order {
     int signal;
-    int64_t deadline_ms; /* epoch ms; kill the tree then */
+    int64_t deadline_ms;      /* epoch ms; kill the tree then (what a supervisor older than mono_deadline_ms reads) */
     gp_stop_cause cause;
+    int64_t mono_deadline_ms; /* the same on CLOCK_MONOTONIC, which no clock step moves; 0 = none (an older agent's) */
 } gp_stop_order;
 
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap);

@@ -375,7 +375,7 @@ static void gp__apply_stop(const char *dir, gp_proc *p)
     snprintf(path, sizeof path, "%s/stop", dir);
     if (!gp_state_read(path, text, sizeof text) || !gp_state_stop_parse(text, &s))
         return;
-    int64_t grace = s.deadline_ms - gp_agent_real_ms();
+    int64_t grace = s.mono_deadline_ms > 0 ? s.mono_deadline_ms - gp_agent_mono_ms() : s.deadline_ms - gp_agent_real_ms();
     gp_proc_stop(p, s.signal, gp_agent_mono_ms(), grace > 0 ? grace : 0, s.cause);
 }
 
