@@ -1,0 +1,138 @@
+/* agent_partition.c - the partition fence: a node cut off from gpupoold
+ * stops its replicas before gpupoold counts it lost and runs them again
+ * elsewhere (agent_node.h; the rule and its bound: docs/operations.md
+ * "Partitions between agents and gpupoold").
+ *
+ * gpupoold answers register and heartbeat with its terms, fence_after_ms
+ * and fence_grace_ms (half and a quarter of --node-lost-after).  Every
+ * answered heartbeat or registration moves heard_ms to when that call
+ * was sent: gpupoold saw the node no earlier, so its silence clock never
+ * runs ahead of the node's.  Once heard_ms is fence_after_ms old
+ * (gp_plan_partitioned), each live replica gets its job's stop signal and
+ * a kill at now + the shorter of its job's grace and fence_grace_ms, which
+ * its supervisor enforces even if this agent dies.  A job that opted out
+ * ("keep_running_when_partitioned") runs on.  The exits go to gpupoold as
+ * every exit does, once it answers again.
+ *
+ * STATE/NODE/partition keeps "AFTER_MS GRACE_MS HEARD_WALL_MS", so an
+ * agent restarted in a partition goes on counting from the last answer,
+ * not from its start. */
+#include "agent/agent_node.h"
+
+#include "agent/agent_plan.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+
+static void gp__partition_path(const gp_node *n, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/partition", n->dir);
+}
+
+/* Kept when the terms change and then every quarter fence interval, not at
+ * every heartbeat (an fsync each; an agent may run thousands of nodes): the
+ * file's time may lag the last answer by that much, so a restarted agent
+ * fences early, never late. */
+static void gp__partition_store(gp_node *n, bool terms_changed)
+{
+    if (!terms_changed && n->heard_ms - n->heard_stored_ms < n->partition_after_ms / 4)
+        return;
+    n->heard_stored_ms = n->heard_ms;
+    char path[GP_STATE_PATH_MAX], text[96];
+    int64_t heard_wall = gp_agent_real_ms() - (gp_agent_mono_ms() - n->heard_ms);
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", n->partition_after_ms,
+             n->partition_grace_ms, heard_wall);
+    gp__partition_path(n, path, sizeof path);
+    gp_error err;
+    if (gp_state_write(path, text, 0600, &err) != GP_OK)
+        gp_agent_log(n, "cannot keep the partition fence's clock: %s", err.message);
+}
+
+void gp_node_partition_open(gp_node *n)
+{
+    char path[GP_STATE_PATH_MAX], text[96];
+    long long after = 0, grace = 0, heard_wall = 0;
+    gp__partition_path(n, path, sizeof path);
+    if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld %lld", &after, &grace, &heard_wall) != 3 ||
+        after <= 0 || grace < 0)
+        return; /* no terms yet: no fence until gpupoold gives them */
+    int64_t silent = gp_agent_real_ms() - heard_wall;
+    n->partition_after_ms = after;
+    n->partition_grace_ms = grace;
+    n->heard_ms = gp_agent_mono_ms() - (silent > 0 ? silent : 0); /* a clock stepped back: from now */
+    n->heard_stored_ms = n->heard_ms;
+}
+
+void gp_node_partition_terms(gp_node *n, const json_t *answer)
+{
+    json_int_t after = json_integer_value(json_object_get(answer, "fence_after_ms"));
+    json_int_t grace = json_integer_value(json_object_get(answer, "fence_grace_ms"));
+    if (after < 0 || grace < 0 || grace > after) /* not gpupoold's: keep the ones we have */
+        return;
+    if (after == n->partition_after_ms && grace == n->partition_grace_ms)
+        return;
+    gp_agent_log(n, "partition fence: replicas stop after %lld ms without an answer, killed %lld ms later%s",
+                 (long long)after, (long long)grace, after ? "" : " (off: gpupoold gives no terms)");
+    int64_t beat_ms = (int64_t)(n->heartbeat_s > 0 ? n->heartbeat_s : 15) * 1000;
+    if (after > 0 && 2 * beat_ms > after)
+        gp_agent_log(n, "WARNING: heartbeat every %lld ms, fewer than two per fence interval: replicas may be"
+                     " stopped between heartbeats (--heartbeat-s)",
+                     (long long)beat_ms);
+    n->partition_after_ms = after;
+    n->partition_grace_ms = grace;
+    n->terms_unstored = true;
+}
+
+void gp_node_partition_heard(gp_node *n, int64_t sent_ms)
+{
+    if (sent_ms <= n->heard_ms)
+        return;
+    n->heard_ms = sent_ms;
+    if (n->partitioned)
+        gp_agent_log(n, "partition fence: gpupoold answers again; the stopped replicas' exits go to it");
+    n->partitioned = false;
+    gp__partition_store(n, n->terms_unstored);
+    n->terms_unstored = false;
+}
+
+/* Stops r for the fence, when the fence has something to do with it. */
+static void gp__fence_replica(gp_node *n, gp_replica *r, int64_t silent_ms)
+{
+    gp_plan_have h = {.job = r->job, .replica = r->replica, .bind_time = r->bind_time, .ended = r->ended,
+                      .stop_deadline = r->stop_deadline};
+    int64_t now = gp_agent_real_ms();
+    int64_t deadline = gp_plan_fence_deadline(&h, r->keep_when_partitioned, r->grace_ms, n->partition_grace_ms, now);
+    if (deadline == GP_PLAN_NO_DEADLINE)
+        return;
+    r->stop_cause = GP_STOP_REQUESTED;
+    gp_replica_stop(n, r, deadline <= now ? SIGKILL : r->stop_signal, deadline, r->stop_cause);
+    r->stop_deadline = deadline;
+    gp_agent_log(n, "job=%llu replica=%u stopping reason=partitioned kill_deadline_ms=%lld: no answer from gpupoold"
+                 " for %lld ms",
+                 (unsigned long long)r->job, r->replica, (long long)deadline, (long long)silent_ms);
+}
+
+int64_t gp_node_partition_step(gp_node *n, int64_t now)
+{
+    if (n->partition_after_ms <= 0)
+        return INT64_MAX;
+    if (!gp_plan_partitioned(n->partition_after_ms, n->heard_ms, now))
+        return n->heard_ms + n->partition_after_ms + 1;
+    if (!n->partitioned) {
+        gp_agent_log(n, "partition fence: no answer from gpupoold for %lld ms: stopping the replicas of jobs that"
+                     " did not opt out",
+                     (long long)(now - n->heard_ms));
+        n->partitioned = true;
+    }
+    for (size_t i = 0; i < n->n_replicas; i++)
+        gp__fence_replica(n, n->replicas[i], now - n->heard_ms);
+    return now + 1000; /* while cut off, look again each second */
+}
+
+void gp_replica_partition_terms(gp_replica *r, const gp_assignment *a)
+{
+    r->keep_when_partitioned = a->keep_running_when_partitioned;
+    r->stop_signal = gp_stop_signal_number(a->stop_signal);
+    r->grace_ms = a->has_checkpoint_grace ? a->checkpoint_grace_s * 1000 : -1;
+}
