@@ -14,52 +14,41 @@
  * ("keep_running_when_partitioned") runs on.  The exits go to gpupoold as
  * every exit does, once it answers again.
  *
- * STATE/NODE/partition keeps "AFTER_MS GRACE_MS HEARD_WALL_MS", so an
- * agent restarted in a partition goes on counting from the last answer,
- * not from its start. */
+ * STATE/NODE/partition (agent_state.h) keeps the terms and the last
+ * answer's time, so an agent restarted in a partition goes on counting
+ * from the last answer, not from its start, and each replica's supervisor
+ * applies the same rule when no agent runs (supervise.c). */
 #include "agent/agent_node.h"
 
 #include "agent/agent_plan.h"
 
-#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
-
-static void gp__partition_path(const gp_node *n, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/partition", n->dir);
-}
 
 /* Kept when the terms change and then every quarter fence interval, not at
  * every heartbeat (an fsync each; an agent may run thousands of nodes): the
  * file's time may lag the last answer by that much, so a restarted agent
- * fences early, never late. */
+ * or a supervisor fences early, never late. */
 static void gp__partition_store(gp_node *n, bool terms_changed)
 {
     if (!terms_changed && n->heard_ms - n->heard_stored_ms < n->partition_after_ms / 4)
         return;
     n->heard_stored_ms = n->heard_ms;
-    char path[GP_STATE_PATH_MAX], text[96];
-    int64_t heard_wall = gp_agent_real_ms() - (gp_agent_mono_ms() - n->heard_ms);
-    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", n->partition_after_ms,
-             n->partition_grace_ms, heard_wall);
-    gp__partition_path(n, path, sizeof path);
+    gp_partition_clock c = {.after_ms = n->partition_after_ms, .grace_ms = n->partition_grace_ms,
+                            .heard_wall_ms = gp_agent_real_ms() - (gp_agent_mono_ms() - n->heard_ms)};
     gp_error err;
-    if (gp_state_write(path, text, 0600, &err) != GP_OK)
+    if (gp_state_partition_store(n->dir, &c, &err) != GP_OK)
         gp_agent_log(n, "cannot keep the partition fence's clock: %s", err.message);
 }
 
 void gp_node_partition_open(gp_node *n)
 {
-    char path[GP_STATE_PATH_MAX], text[96];
-    long long after = 0, grace = 0, heard_wall = 0;
-    gp__partition_path(n, path, sizeof path);
-    if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld %lld", &after, &grace, &heard_wall) != 3 ||
-        after <= 0 || grace < 0)
+    gp_partition_clock c;
+    if (!gp_state_partition_load(n->dir, &c))
         return; /* no terms yet: no fence until gpupoold gives them */
-    int64_t silent = gp_agent_real_ms() - heard_wall;
-    n->partition_after_ms = after;
-    n->partition_grace_ms = grace;
+    int64_t silent = gp_agent_real_ms() - c.heard_wall_ms;
+    n->partition_after_ms = c.after_ms;
+    n->partition_grace_ms = c.grace_ms;
     n->heard_ms = gp_agent_mono_ms() - (silent > 0 ? silent : 0); /* a clock stepped back: from now */
     n->heard_stored_ms = n->heard_ms;
 }

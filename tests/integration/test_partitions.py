@@ -378,11 +378,32 @@ def test_an_agent_restarted_inside_the_partition_still_fences_in_time(d):
         teardown(links, agents, [job] if job else [])
 
 
+def test_a_replica_whose_agent_died_in_the_partition_is_fenced_by_its_supervisor(d):
+    """--node-lost-after 4: the cut node's agent is killed (-9) and stays dead.  The replica's supervisor reads
+    the node's partition clock and stops it itself, before the copy starts."""
+    links, agents = fleet(d, 2)
+    job = None
+    try:
+        job = submit(d, command=RUN_THEN_WAIT)
+        i, pid, cut_at = cut_the_runs_node(d, links, agents, job)
+        agents[i].kill9()
+        other = agents[1 - i]
+        old = EndWatch(pid)
+        gpd.wait_for(lambda: other.runs(job), 30, "the copy started on the other node")
+        gpd.wait_for(lambda: old.ended, 5, "the old run seen ended")
+        gap = other.runs(job)[0][1] - old.ended
+        print("dead agent: old run ended %.3f s after the cut, gap %.3f s" % (old.ended - cut_at, gap), flush=True)
+        assert gap >= 0, "the copy started %.3f s before the old run ended" % -gap
+    finally:
+        teardown(links, agents, [job] if job else [])
+
+
 LOST_AFTER = {
     test_a_partition_shorter_than_the_fence_is_invisible: "10",
     test_a_partition_past_node_lost_after_fences_the_run_before_its_copy_starts: "4",
     test_an_opted_out_run_overlaps_its_copy_only_until_the_heal: "4",
     test_an_agent_restarted_inside_the_partition_still_fences_in_time: "8",
+    test_a_replica_whose_agent_died_in_the_partition_is_fenced_by_its_supervisor: "4",
     test_asymmetric_loss_and_half_a_second_of_delay_do_not_flap_the_node: "12",
 }
 
