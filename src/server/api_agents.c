@@ -227,11 +227,12 @@ static void refuse_name(gp_op *op, const char *name)
  * fence_grace_ms later).  fence + grace = 3/4 of --node-lost-after, so a
  * fenced replica is dead before gpupoold counts the node lost and places
  * the copies; the last quarter covers the kill's own time.  Below 4 s the
- * heartbeat (1 s at least) leaves no room: no terms, no fence. */
+ * heartbeat (1 s at least) leaves no room: no terms, no fence; nor with
+ * --no-partition-fence (an agent given none stops fencing). */
 static void fence_terms(const gp_server *srv, json_t *reply)
 {
     int64_t lost_ms = srv->cfg.node_lost_after_s * 1000;
-    if (srv->cfg.node_lost_after_s < 4)
+    if (srv->cfg.node_lost_after_s < 4 || srv->cfg.no_partition_fence)
         return;
     json_object_set_new(reply, "fence_after_ms", json_integer(lost_ms / 2));
     json_object_set_new(reply, "fence_grace_ms", json_integer(lost_ms / 4));

@@ -398,6 +398,24 @@ def test_a_replica_whose_agent_died_in_the_partition_is_fenced_by_its_supervisor
         teardown(links, agents, [job] if job else [])
 
 
+def test_with_no_partition_fence_a_cut_off_run_is_left_beside_its_copy(d):
+    """gpupoold --no-partition-fence gives no terms: a run cut off past --node-lost-after is fenced neither by
+    its agent nor by its supervisor (the site chose so), and runs beside its copy until the heal."""
+    links, agents = fleet(d, 2)
+    job = None
+    try:
+        job = submit(d, command=RUN_THEN_WAIT)
+        i, pid, _ = cut_the_runs_node(d, links, agents, job)
+        gpd.wait_for(lambda: agents[1 - i].runs(job), 30, "the copy started on the other node")
+        time.sleep(1)
+        assert alive(pid), "the cut-off run was stopped"
+        assert "partition fence: replicas stop" not in agents[i].read_log(100000)
+        links[i].heal()
+        agentproc.wait_gone(pid)  # the returning agent kills it
+    finally:
+        teardown(links, agents, [job] if job else [])
+
+
 LOST_AFTER = {
     test_a_partition_shorter_than_the_fence_is_invisible: "10",
     test_a_partition_past_node_lost_after_fences_the_run_before_its_copy_starts: "4",
@@ -425,4 +443,5 @@ if __name__ == "__main__":
         print("skip: %s" % why)
         sys.exit(0)
     gpd.run(list(LOST_AFTER), make=lambda t: gpd.Daemon(
-        fleet=None, extra=["--listen", "0.0.0.0:0", "--allow-plain-http", "--node-lost-after", LOST_AFTER[t]]))
+        fleet=None, extra=["--listen", "0.0.0.0:0", "--allow-plain-http", "--node-lost-after", LOST_AFTER[t]] +
+        (["--no-partition-fence"] if t is test_with_no_partition_fence_a_cut_off_run_is_left_beside_its_copy else [])))
