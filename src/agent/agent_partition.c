@@ -35,7 +35,7 @@ static void gp__partition_store(gp_node *n, bool terms_changed)
         return;
     n->heard_stored_ms = n->heard_ms;
     gp_partition_clock c = {.after_ms = n->partition_after_ms, .grace_ms = n->partition_grace_ms,
-                            .heard_wall_ms = gp_agent_real_ms() - (gp_agent_mono_ms() - n->heard_ms)};
+                            .heard_boot_ms = gp_agent_boot_ms() - (gp_agent_mono_ms() - n->heard_ms)};
     gp_error err;
     if (gp_state_partition_store(n->dir, &c, &err) != GP_OK)
         gp_agent_log(n, "cannot keep the partition fence's clock: %s", err.message);
@@ -46,10 +46,10 @@ void gp_node_partition_open(gp_node *n)
     gp_partition_clock c;
     if (!gp_state_partition_load(n->dir, &c))
         return; /* no terms yet: no fence until gpupoold gives them */
-    int64_t silent = gp_agent_real_ms() - c.heard_wall_ms;
+    int64_t silent = gp_agent_boot_ms() - c.heard_boot_ms;
     n->partition_after_ms = c.after_ms;
     n->partition_grace_ms = c.grace_ms;
-    n->heard_ms = gp_agent_mono_ms() - (silent > 0 ? silent : 0); /* a clock stepped back: from now */
+    n->heard_ms = gp_agent_mono_ms() - (silent > 0 ? silent : 0); /* an earlier boot's: from now (none survived) */
     n->heard_stored_ms = n->heard_ms;
 }
 

@@ -137,7 +137,7 @@ bool gp_state_partition_load(const char *node_dir, gp_partition_clock *out)
     if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld %lld", &after, &grace, &heard) != 3 ||
         after <= 0 || grace < 0 || grace > after)
         return false;
-    *out = (gp_partition_clock){.after_ms = after, .grace_ms = grace, .heard_wall_ms = heard};
+    *out = (gp_partition_clock){.after_ms = after, .grace_ms = grace, .heard_boot_ms = heard};
     return true;
 }
 
@@ -145,7 +145,7 @@ gp_err gp_state_partition_store(const char *node_dir, const gp_partition_clock *
 {
     char path[GP_STATE_PATH_MAX], text[96];
     snprintf(path, sizeof path, "%s/partition", node_dir);
-    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", c->after_ms, c->grace_ms, c->heard_wall_ms);
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", c->after_ms, c->grace_ms, c->heard_boot_ms);
     return gp_state_write(path, text, 0600, err);
 }
 

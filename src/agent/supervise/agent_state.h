@@ -61,15 +61,16 @@ void gp_state_remove_dir(const char *dir);
 int64_t gp_state_epoch_load(const char *node_dir);
 gp_err gp_state_epoch_store(const char *node_dir, int64_t epoch, gp_error *err);
 
-/* STATE/NODE/partition, "AFTER_MS GRACE_MS HEARD_WALL_MS": the partition
- * fence's terms from gpupoold and the wall-clock time the last call it
- * answered was sent.  The agent writes it (agent_partition.c); the agent
+/* STATE/NODE/partition, "AFTER_MS GRACE_MS HEARD_BOOT_MS": the partition
+ * fence's terms from gpupoold and when the last call it answered was sent,
+ * in ms since boot (agent_clock.h: a wall clock's steps move it not; a
+ * time above now is an earlier boot's).  The agent writes it (agent_partition.c); the agent
  * after a restart and each replica's supervisor read it (a replica is
  * stopped by its supervisor when no agent runs to do it). */
 typedef struct gp_partition_clock {
     int64_t after_ms;      /* > 0: the fence is on */
     int64_t grace_ms;
-    int64_t heard_wall_ms;
+    int64_t heard_boot_ms;
 } gp_partition_clock;
 /* false (and *out zero) when there is none or it is not one. */
 bool gp_state_partition_load(const char *node_dir, gp_partition_clock *out);

@@ -407,7 +407,7 @@ static void gp__partition_check(gp__supervisor *s, gp_proc *p)
         return;
     s->fence_checked_ms = now;
     gp_partition_clock c;
-    if (!gp_state_partition_load(s->node_dir, &c) || gp_agent_real_ms() - c.heard_wall_ms <= c.after_ms)
+    if (!gp_state_partition_load(s->node_dir, &c) || gp_agent_boot_ms() - c.heard_boot_ms <= c.after_ms)
         return;
     int64_t grace = s->job_grace_ms >= 0 && s->job_grace_ms < c.grace_ms ? s->job_grace_ms : c.grace_ms;
     gp_proc_stop(p, grace > 0 ? s->fence_signal : SIGKILL, now, grace, GP_STOP_REQUESTED);
