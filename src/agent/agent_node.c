@@ -932,6 +932,8 @@ int64_t gp_node_step(gp_node *n, int64_t now)
                            gp_node_health_step(n, now));
     next = gp__min(next, gp_node_partition_step(n, now));
     next = gp__min(next, gp_node_sweep_scratch(n, now));
+    if (gp_node_partition_silent(n, now))
+        return gp__min(next, n->silent_until_ms);
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {

@@ -219,6 +219,8 @@ struct gp_node {
     bool terms_unstored;                 /* the terms changed since the file was written */
     int64_t heartbeat_sent_ms, register_sent_ms; /* mono ms those calls in flight were sent */
     bool partitioned;                    /* the fence stopped its replicas; heard of again: logged, cleared */
+    int64_t silent_until_ms;             /* mono ms: having fenced a replica, it calls gpupoold no more before
+                                            (agent_partition.c); 0 none in this partition */
 };
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -267,6 +269,9 @@ void gp_node_partition_open(gp_node *n);
 void gp_node_partition_terms(gp_node *n, const json_t *answer);
 void gp_node_partition_heard(gp_node *n, int64_t sent_ms);
 int64_t gp_node_partition_step(gp_node *n, int64_t now_ms);
+/* True while a fenced node keeps silent (its calls cancelled, none made),
+ * until gpupoold has surely counted it lost. */
+bool gp_node_partition_silent(const gp_node *n, int64_t now_ms);
 /* The replica's fence terms from its assignment (its job's opt-out, stop
  * signal and grace). */
 void gp_replica_partition_terms(gp_replica *r, const gp_assignment *a);

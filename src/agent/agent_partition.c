@@ -11,8 +11,16 @@
  * (gp_plan_partitioned), each live replica gets its job's stop signal and
  * a kill at now + the shorter of its job's grace and fence_grace_ms, which
  * its supervisor enforces even if this agent dies.  A job that opted out
- * ("keep_running_when_partitioned") runs on.  The exits go to gpupoold as
- * every exit does, once it answers again.
+ * ("keep_running_when_partitioned") runs on.
+ *
+ * Once it stopped one, the node keeps silent (no call; its poll and heartbeat cancelled) for
+ * --node-lost-after (2 x fence_after_ms) and a quarter more from the
+ * fence: gpupoold, which saw nothing of it since, counts it lost and
+ * requeues its jobs whole, as for any longer partition.  Without that, a
+ * partition a little longer than the fence would end with gpupoold
+ * taking the fenced replicas' exits (code 0 for a job that ends cleanly
+ * on SIGTERM) as the jobs' own: "succeeded".  Their exits then reach
+ * gpupoold as a stale run's, once the node registers again.
  *
  * STATE/NODE/partition (agent_state.h) keeps the terms and the last
  * answer's time, so an agent restarted in a partition goes on counting
@@ -81,25 +89,39 @@ void gp_node_partition_heard(gp_node *n, int64_t sent_ms)
     if (n->partitioned)
         gp_agent_log(n, "partition fence: gpupoold answers again; the stopped replicas' exits go to it");
     n->partitioned = false;
+    n->silent_until_ms = 0;
     gp__partition_store(n, n->terms_unstored);
     n->terms_unstored = false;
 }
 
-/* Stops r for the fence, when the fence has something to do with it. */
-static void gp__fence_replica(gp_node *n, gp_replica *r, int64_t silent_ms)
+/* Stops r for the fence, when the fence has something to do with it:
+ * true when it did. */
+static bool gp__fence_replica(gp_node *n, gp_replica *r, int64_t silent_ms)
 {
     gp_plan_have h = {.job = r->job, .replica = r->replica, .bind_time = r->bind_time, .ended = r->ended,
                       .stop_deadline = r->stop_deadline};
     int64_t now = gp_agent_real_ms();
     int64_t deadline = gp_plan_fence_deadline(&h, r->keep_when_partitioned, r->grace_ms, n->partition_grace_ms, now);
     if (deadline == GP_PLAN_NO_DEADLINE)
-        return;
+        return false;
     r->stop_cause = GP_STOP_REQUESTED;
     gp_replica_stop(n, r, deadline <= now ? SIGKILL : r->stop_signal, deadline, r->stop_cause);
     r->stop_deadline = deadline;
     gp_agent_log(n, "job=%llu replica=%u stopping reason=partitioned kill_deadline_ms=%lld: no answer from gpupoold"
                  " for %lld ms",
                  (unsigned long long)r->job, r->replica, (long long)deadline, (long long)silent_ms);
+    return true;
+}
+
+/* The first replica stopped in this partition: the node keeps silent until
+ * gpupoold has counted it lost (above). */
+static void gp__keep_silent(gp_node *n, int64_t now)
+{
+    int64_t quiet = 2 * n->partition_after_ms + n->partition_grace_ms;
+    n->silent_until_ms = now + quiet;
+    gp_http_call_cancel(n->http, &n->poll); /* the others end by their timeouts: their callbacks keep */
+    gp_http_call_cancel(n->http, &n->heartbeat); /* what they carried (reports, log bytes) */
+    gp_agent_log(n, "partition fence: silent for %lld ms, until gpupoold counts the node lost", (long long)quiet);
 }
 
 int64_t gp_node_partition_step(gp_node *n, int64_t now)
@@ -114,9 +136,17 @@ int64_t gp_node_partition_step(gp_node *n, int64_t now)
                      (long long)(now - n->heard_ms));
         n->partitioned = true;
     }
+    bool stopped = false;
     for (size_t i = 0; i < n->n_replicas; i++)
-        gp__fence_replica(n, n->replicas[i], now - n->heard_ms);
+        stopped |= gp__fence_replica(n, n->replicas[i], now - n->heard_ms);
+    if (stopped && n->silent_until_ms == 0)
+        gp__keep_silent(n, now);
     return now + 1000; /* while cut off, look again each second */
+}
+
+bool gp_node_partition_silent(const gp_node *n, int64_t now)
+{
+    return now < n->silent_until_ms;
 }
 
 void gp_replica_partition_terms(gp_replica *r, const gp_assignment *a)

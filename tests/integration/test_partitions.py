@@ -416,6 +416,25 @@ def test_with_no_partition_fence_a_cut_off_run_is_left_beside_its_copy(d):
         teardown(links, agents, [job] if job else [])
 
 
+def test_a_partition_between_the_fence_and_node_lost_after_requeues_the_fenced_run(d):
+    """--node-lost-after 4: a 3 s cut, past the fence (2 s) but short of the loss.  The run ends cleanly on its
+    SIGTERM (exit 0); its agent keeps silent until gpupoold counts the node lost, so the job is requeued and
+    runs again, not taken as succeeded."""
+    links, agents = fleet(d, 2)
+    job = None
+    try:
+        job = submit(d, command=RUN_THEN_WAIT)
+        i, pid, _ = cut_the_runs_node(d, links, agents, job)
+        agentproc.wait_gone(pid, timeout=10)
+        links[i].heal()
+        gpd.wait_for(lambda: sum(len(a.runs(job)) for a in agents) == 2, 30, "the job run again")
+        view = wait_state(d, job, "running")
+        assert not any(h.get("to") == "succeeded" for h in view["history"]), view["history"]
+        assert len(live_runs(agents, job)) == 1
+    finally:
+        teardown(links, agents, [job] if job else [])
+
+
 LOST_AFTER = {
     test_a_partition_shorter_than_the_fence_is_invisible: "10",
     test_a_partition_past_node_lost_after_fences_the_run_before_its_copy_starts: "4",
