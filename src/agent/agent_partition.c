@@ -32,6 +32,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* Kept when the terms change and then every quarter fence interval, not at
  * every heartbeat (an fsync each; an agent may run thousands of nodes): the
@@ -94,10 +95,21 @@ void gp_node_partition_heard(gp_node *n, int64_t sent_ms)
     n->terms_unstored = false;
 }
 
+/* A run its supervisor fenced (DIR/fenced) whose exit gpupoold has not
+ * had: its exit must not reach gpupoold as the job's own either. */
+static bool gp__fenced_by_supervisor(const gp_replica *r)
+{
+    char path[GP_STATE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/fenced", r->dir);
+    return !r->exit_acked && access(path, F_OK) == 0;
+}
+
 /* Stops r for the fence, when the fence has something to do with it:
- * true when it did. */
+ * true when it did, or its supervisor did. */
 static bool gp__fence_replica(gp_node *n, gp_replica *r, int64_t silent_ms)
 {
+    if (r->ended)
+        return gp__fenced_by_supervisor(r);
     gp_plan_have h = {.job = r->job, .replica = r->replica, .bind_time = r->bind_time, .ended = r->ended,
                       .stop_deadline = r->stop_deadline};
     int64_t now = gp_agent_real_ms();

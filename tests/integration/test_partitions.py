@@ -441,6 +441,8 @@ LOST_AFTER = {
     test_an_opted_out_run_overlaps_its_copy_only_until_the_heal: "4",
     test_an_agent_restarted_inside_the_partition_still_fences_in_time: "8",
     test_a_replica_whose_agent_died_in_the_partition_is_fenced_by_its_supervisor: "4",
+    test_a_partition_between_the_fence_and_node_lost_after_requeues_the_fenced_run: "4",
+    test_with_no_partition_fence_a_cut_off_run_is_left_beside_its_copy: "4",
     test_asymmetric_loss_and_half_a_second_of_delay_do_not_flap_the_node: "12",
 }
 

@@ -411,6 +411,7 @@ static void gp__partition_check(gp__supervisor *s, gp_proc *p)
         return;
     int64_t grace = s->job_grace_ms >= 0 && s->job_grace_ms < c.grace_ms ? s->job_grace_ms : c.grace_ms;
     gp_proc_stop(p, grace > 0 ? s->fence_signal : SIGKILL, now, grace, GP_STOP_REQUESTED);
+    gp__write_in(s->dir, "fenced", "\n"); /* the agent keeps its node silent for it (agent_partition.c) */
     s->fenced = true;
 }
 
