@@ -451,8 +451,11 @@ def usable():
     if os.geteuid() != 0:
         return "needs root"
     probe = "%s-probe" % TAG
-    if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
-        return "needs `ip netns` (network namespaces)"
+    try:
+        if subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode != 0:
+            return "needs `ip netns` (network namespaces)"
+    except OSError:
+        return "needs ip (Debian's iproute2)"
     ok = subprocess.run(["ip", "netns", "exec", probe, "nft", "list", "ruleset"], capture_output=True).returncode == 0
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None if ok else "needs nft (Debian's nftables) in a network namespace"
