@@ -28,6 +28,7 @@ BASE_PACKAGES=(
     libpq-dev
     postgresql
     nftables  # the agent's network fence between tenants (docs/agent.md "The network fence")
+    iproute2  # ip netns and veth pairs: the partition tests (tests/integration/test_partitions.py)
     libmicrohttpd-dev
     libcurl4-gnutls-dev
     libgnutls28-dev

@@ -62,6 +62,8 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->pidfd = -1;
     r->checkpoint_wd = -1;
     r->stop_deadline = INT64_MIN;
+    r->stop_signal = SIGTERM; /* the partition fence's, until an assignment says (gp_replica_partition_terms) */
+    r->grace_ms = -1;
     r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
     r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
     gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
@@ -576,6 +578,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
     if (!r)
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
+    gp_replica_partition_terms(r, a);
     r->log_sent = 0; /* a new run: gpupoold has none of it */
     r->ordered_ms = gp_agent_real_ms();
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
@@ -794,6 +797,7 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
     gp_assignment a;
     if (gp_assignment_parse(json_object_get(launch, "assignment"), &a, NULL) == GP_OK) {
         gp__replica_gpus(r, &a);
+        gp_replica_partition_terms(r, &a);
         gp_assignment_free(&a);
     }
     const char *visible = json_string_value(json_object_get(launch, "visible"));

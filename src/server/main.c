@@ -47,6 +47,8 @@ static const char USAGE[] =
     "  --min-job-uid UID       the lowest uid a job's user may have on this host (default 1000): job\n"
     "                          users that resolve to uid 0 or below it are refused; node agents check again\n"
     "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
+    "  --no-partition-fence    agents cut off from gpupoold keep their replicas running: no fence terms are\n"
+    "                          sent, so a lost node's jobs may run twice (default: fenced at S/2, killed by 3S/4)\n"
     "  --job-logs DIR          where replicas' logs shipped by the agents are kept\n"
     "                          (default: the SQLite file's path + .logs)\n"
     "  --drain-on-gpu-failure  a GPU an agent reports unhealthy drains its node; the drain is undone\n"
@@ -123,6 +125,8 @@ static int bad_option(const char *name, const char *value)
 
 /* Options without a letter (issue 29's nodes and secrets). */
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
+/* Issue 38's partition fence (api_agents.c fence_terms). */
+enum { OPT_NO_PARTITION_FENCE = 3801 };
 /* Issue 33's agent certificates. */
 enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
 /* Issue 38's bounded WAL and full disks. */
@@ -201,6 +205,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"oidc-refresh-min-s", required_argument, NULL, OPT_OIDC_REFRESH_MIN_S},
         {"store-wal-limit", required_argument, NULL, OPT_STORE_WAL_LIMIT},
         {"store-reserve", required_argument, NULL, OPT_STORE_RESERVE},
+        {"no-partition-fence", no_argument, NULL, OPT_NO_PARTITION_FENCE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -246,6 +251,7 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
                 return bad_option("store-reserve", optarg);
             cfg->store_reserve = (int64_t)v << 20;
             break;
+        case OPT_NO_PARTITION_FENCE: cfg->no_partition_fence = true; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

@@ -82,6 +82,7 @@ typedef struct gp_server_config {
     int64_t min_job_uid;         /* job users resolving below this uid are refused (users.h) */
     int64_t node_lost_after_s;   /* an agent node silent this long is lost */
     const char *job_logs;        /* replica logs directory; NULL = the SQLite file's path + ".logs" */
+    bool no_partition_fence;     /* --no-partition-fence: agents get no fence terms (api_agents.c) */
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */
     int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
     bool metrics_open;           /* /metrics without a token */

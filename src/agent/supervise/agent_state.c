@@ -128,6 +128,27 @@ gp_err gp_state_epoch_store(const char *node_dir, int64_t epoch, gp_error *err)
     return gp_state_write(path, text, 0600, err);
 }
 
+bool gp_state_partition_load(const char *node_dir, gp_partition_clock *out)
+{
+    char path[GP_STATE_PATH_MAX], text[96];
+    long long after = 0, grace = 0, heard = 0;
+    *out = (gp_partition_clock){0};
+    snprintf(path, sizeof path, "%s/partition", node_dir);
+    if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld %lld", &after, &grace, &heard) != 3 ||
+        after <= 0 || grace < 0 || grace > after)
+        return false;
+    *out = (gp_partition_clock){.after_ms = after, .grace_ms = grace, .heard_boot_ms = heard};
+    return true;
+}
+
+gp_err gp_state_partition_store(const char *node_dir, const gp_partition_clock *c, gp_error *err)
+{
+    char path[GP_STATE_PATH_MAX], text[96];
+    snprintf(path, sizeof path, "%s/partition", node_dir);
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", c->after_ms, c->grace_ms, c->heard_boot_ms);
+    return gp_state_write(path, text, 0600, err);
+}
+
 void gp_state_replica_name(uint64_t job, unsigned replica, int64_t bind_time, char *out, size_t cap)
 {
     snprintf(out, cap, "job%" PRIu64 "-r%u-%" PRId64, job, replica, bind_time);
