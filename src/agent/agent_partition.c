@@ -117,7 +117,8 @@ static bool gp__fence_replica(gp_node *n, gp_replica *r, int64_t silent_ms)
     if (deadline == GP_PLAN_NO_DEADLINE)
         return false;
     r->stop_cause = GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, deadline <= now ? SIGKILL : r->stop_signal, deadline, r->stop_cause);
+    gp_replica_stop_within(n, r, deadline <= now ? SIGKILL : r->stop_signal, deadline > now ? deadline - now : 0,
+                           r->stop_cause);
     r->stop_deadline = deadline;
     gp_agent_log(n, "job=%llu replica=%u stopping reason=partitioned kill_deadline_ms=%lld: no answer from gpupoold"
                  " for %lld ms",

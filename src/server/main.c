@@ -126,7 +126,7 @@ static int bad_option(const char *name, const char *value)
 /* Options without a letter (issue 29's nodes and secrets). */
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
 /* Issue 38's partition fence (api_agents.c fence_terms). */
-enum { OPT_NO_PARTITION_FENCE = 3801 };
+enum { OPT_NO_PARTITION_FENCE = 3901 };
 /* Issue 33's agent certificates. */
 enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
 /* Issue 38's bounded WAL and full disks. */
