@@ -28,6 +28,7 @@ BASE_PACKAGES=(
     libpq-dev
     postgresql
     nftables  # the agent's network fence between tenants (docs/agent.md "The network fence")
+    iproute2  # ip netns and veth pairs: the partition tests (tests/integration/test_partitions.py)
     libmicrohttpd-dev
     libcurl4-gnutls-dev
     libgnutls28-dev
@@ -43,6 +44,7 @@ BASE_PACKAGES=(
     runc busybox-static golang-github-containers-common  # replicas in containers: the runtime, the tests' dir: image, the seccomp profile
     crun  # the OCI runtime the agent picks on cgroup v2 hosts (tests/agent/test_container.c checks that choice)
     glewlwyd oathtool  # a real OIDC provider for the sign-in tests (tests/integration/idp.py) and TOTP codes for it
+    faketime  # libfaketime: a node's clock an hour off in tests/integration/test_machine_faults.py (issue 38)
 )
 
 # `make coverage` only (scripts/coverage.sh): gcovr reads the gcov counters.

@@ -113,6 +113,7 @@ gp_err gp_node_open_gpu(gp_node *n, const gp_agent_options *opt, gp_http *http, 
     gp_node_cert_load(&n->cert, n->dir, gp_agent_real_ms());
     gp__identify(n);
     n->epoch_max = gp_state_epoch_load(n->dir);
+    gp_node_partition_open(n);
     gp_node_fence_open(n);
     gp_replica_adopt_all(n);
     gp_node_fence_sync(n); /* the running replicas' rules, and no dead one's */
@@ -415,6 +416,8 @@ static void gp__on_register(gp_http_call *call, long status, const char *body, s
         return;
     }
     n->next_heartbeat_ms = gp_agent_mono_ms() + gp_spread_ms(gp__heartbeat_ms(n), n->opt->seed, n->index);
+    gp_node_partition_terms(n, o);
+    gp_node_partition_heard(n, n->register_sent_ms);
     gp_agent_log(n, "registered epoch=%lld heartbeat_s=%d", (long long)n->epoch_max, n->heartbeat_s);
     if (gp__https(n))
         gp__take_certificate(n, o);
@@ -435,6 +438,7 @@ static void gp__register(gp_node *n)
     gp__add_csr(n, body);
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
     snprintf(url, sizeof url, "%s/v1/agents:register", gp_node_url(n));
+    n->register_sent_ms = gp_agent_mono_ms();
     gp_error err;
     if (!text || gp_http_call_start(n->http, &n->reg, "POST", url, bearer, text, 30, gp__on_register, n, &err) !=
                      GP_OK)
@@ -468,14 +472,27 @@ static void gp__start(gp_node *n, const gp_assignment *a)
     gp_node_dcgm_update(n);
 }
 
+/* What is left of a grace that ends at deadline_ms of gpupoold's clock:
+ * against that clock as its last answer said it, carried forward on the
+ * monotonic clock, so neither this node's offset nor a step of its clock
+ * cuts or stretches the grace (from a gpupoold that says no now_ms:
+ * against this node's clock). */
+static int64_t gp__grace_left(const gp_node *n, int64_t deadline_ms)
+{
+    if (n->server_ms <= 0)
+        return deadline_ms - gp_agent_real_ms();
+    return deadline_ms - (n->server_ms + gp_agent_mono_ms() - n->server_at_mono_ms);
+}
+
 /* Stops r as a says: its stop signal now (the job's, SIGTERM when it
- * names none; core/names.c), killed at deadline_ms. */
+ * names none; core/names.c), killed at deadline_ms (gpupoold's clock). */
 static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t deadline_ms)
 {
     const char *reason = a->stop_reason[0] ? a->stop_reason : NULL;
-    bool now = deadline_ms <= gp_agent_real_ms();
+    int64_t grace = gp__grace_left(n, deadline_ms);
+    bool now = grace <= 0;
     r->stop_cause = reason && strcmp(reason, "time_limit") == 0 ? GP_STOP_TIME_LIMIT : GP_STOP_REQUESTED;
-    gp_replica_stop(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), deadline_ms, r->stop_cause);
+    gp_replica_stop_within(n, r, now ? SIGKILL : gp_stop_signal_number(a->stop_signal), now ? 0 : grace, r->stop_cause);
     r->stop_deadline = deadline_ms;
     n->next_checkpoint_ms = 0; /* its grace starts: look for .done now, then every GP__CHECKPOINT_GRACE_EVERY_MS */
     if (r->checkpoint_wd < 0 && n->ckpt_watch) /* and at once when it appears (agent_ckpt_watch.h) */
@@ -486,7 +503,7 @@ static void gp__stop(gp_node *n, gp_replica *r, const gp_assignment *a, int64_t 
 
 static void gp__kill(gp_node *n, gp_replica *r, const char *why)
 {
-    gp_replica_stop(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
+    gp_replica_stop_within(n, r, SIGKILL, 0, r->stop_cause); /* a time_limit grace cut short stays time_limit */
     r->stop_deadline = GP_PLAN_KILLED;
     gp_agent_log(n, "job=%llu replica=%u killed: %s", (unsigned long long)r->job, r->replica, why);
 }
@@ -609,6 +626,8 @@ static void gp__on_poll(gp_http_call *call, long status, const char *body, size_
         return;
     }
     gp__answered(n);
+    n->server_ms = json_integer_value(json_object_get(o, "now_ms"));
+    n->server_at_mono_ms = gp_agent_mono_ms();
     if (!json_is_true(json_object_get(o, "up"))) {
         gp__register_again(n, "gpupoold has the node lost");
         json_array_clear(list);
@@ -659,9 +678,14 @@ static void gp__on_heartbeat(gp_http_call *call, long status, const char *body, 
         gp__register_again(n, message);
     } else if (status != 200) {
         gp__unanswered(n, "heartbeat", call, status, body, why);
-    } else if (n->warmer) {
+    } else {
         json_t *o = body ? json_loads(body, 0, NULL) : NULL;
-        gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
+        if (n->warmer)
+            gp_image_warmer_offer(n->warmer, json_object_get(o, "image_hints"));
+        if (json_integer_value(json_object_get(o, "epoch")) >= n->epoch_max) { /* the leader's, not an old one's */
+            gp_node_partition_terms(n, o);
+            gp_node_partition_heard(n, n->heartbeat_sent_ms);
+        }
         json_decref(o);
     }
 }
@@ -699,6 +723,15 @@ static json_t *gp__running(const gp_node *n, const gp_telemetry *t)
     return out;
 }
 
+/* A heartbeat stuck on a connection a partition broke gives way to a
+ * fresh one after two periods (2 s to 20 s), well before the partition
+ * fence (half of --node-lost-after, two heartbeat periods at least). */
+static long gp__heartbeat_timeout_s(const gp_node *n)
+{
+    long twice = (long)(gp__heartbeat_ms(n) / 500);
+    return twice < 2 ? 2 : twice > 20 ? 20 : twice;
+}
+
 static void gp__heartbeat(gp_node *n, int64_t now)
 {
     static gp_telemetry t;
@@ -715,9 +748,10 @@ static void gp__heartbeat(gp_node *n, int64_t now)
                              gpus ? gpus : json_array());
     char *text = json_dumps(body, JSON_COMPACT), url[GP_STATE_PATH_MAX];
     snprintf(url, sizeof url, "%s/v1/agents/%s/heartbeat", gp_node_url(n), n->name);
+    n->heartbeat_sent_ms = now;
     gp_error err;
-    if (!text || gp_http_call_start(n->http, &n->heartbeat, "POST", url, n->token, text, 20, gp__on_heartbeat, n,
-                                    &err) != GP_OK)
+    if (!text || gp_http_call_start(n->http, &n->heartbeat, "POST", url, n->token, text, gp__heartbeat_timeout_s(n),
+                                    gp__on_heartbeat, n, &err) != GP_OK)
         gp__failed(n, "heartbeat", 0, "cannot start the call");
     free(text);
     json_decref(body);
@@ -911,7 +945,10 @@ int64_t gp_node_step(gp_node *n, int64_t now)
         n->next_checkpoint_ms = gp__check_checkpoints(n, now);
     int64_t next = gp__min(gp__min(gp__min(n->next_events_ms, n->next_checkpoint_ms), gp_node_memory_step(n, now)),
                            gp_node_health_step(n, now));
+    next = gp__min(next, gp_node_partition_step(n, now));
     next = gp__min(next, gp_node_sweep_scratch(n, now));
+    if (gp_node_partition_silent(n, now))
+        return gp__min(next, n->silent_until_ms);
     if (now < n->next_try_ms)
         return gp__min(next, n->next_try_ms);
     if (!n->token[0]) {

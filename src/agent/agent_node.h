@@ -164,6 +164,9 @@ typedef struct gp_replica {
     int64_t ordered_ms;                  /* epoch ms this agent took the order to run it; 0 adopted */
     bool start_reported;                 /* it exec'd and its `started` report is queued */
     bool exit_held;                      /* its exit waits one batch: its `started` goes first */
+    bool keep_when_partitioned;          /* its job opted out of the partition fence (agent_partition.c) */
+    int stop_signal;                     /* its job's stop signal (a signal number) */
+    int64_t grace_ms;                    /* its job's checkpoint grace, -1 not said */
 } gp_replica;
 
 struct gp_node {
@@ -177,6 +180,7 @@ struct gp_node {
     gp_node_inventory inventory;
     char token[GP_AGENT_TOKEN_MAX];      /* "" until registered */
     int64_t epoch_max;
+    int64_t server_ms, server_at_mono_ms; /* gpupoold's clock in its last poll answer (0: none said), our monotonic then */
     long long version;
     int heartbeat_s;
     size_t url;                          /* index in opt->urls */
@@ -209,6 +213,15 @@ struct gp_node {
                                             shared); NULL none */
     struct gp_netfence *fence;           /* the network fence (agent_netfence.c); NULL: off, fence_off says why */
     char fence_off[GP_ERROR_MESSAGE_MAX];
+    int64_t partition_after_ms;          /* the partition fence's terms from gpupoold (agent_partition.c); */
+    int64_t partition_grace_ms;          /* 0: none said, no fence */
+    int64_t heard_ms;                    /* mono ms the last call gpupoold answered was sent */
+    int64_t heard_stored_ms;             /* the heard_ms STATE/NODE/partition holds */
+    bool terms_unstored;                 /* the terms changed since the file was written */
+    int64_t heartbeat_sent_ms, register_sent_ms; /* mono ms those calls in flight were sent */
+    bool partitioned;                    /* the fence stopped its replicas; heard of again: logged, cleared */
+    int64_t silent_until_ms;             /* mono ms: having fenced a replica, it calls gpupoold no more before
+                                            (agent_partition.c); 0 none in this partition */
 };
 
 /* Opens the node (the sim backend on node_file's node index) and adopts
@@ -246,6 +259,24 @@ bool gp_node_leader_moved(gp_node *n, const gp_http_call *call, long status, con
 /* One line to stderr: "2026-11-24T14:00:01Z node=h100-1 " + text. */
 void gp_agent_log(const gp_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* agent_partition.c: the partition fence (agent_plan.h gp_plan_partitioned,
+ * docs/operations.md "Partitions").  open loads STATE/NODE/partition (the
+ * terms and when gpupoold last answered, wall clock: an agent restarted
+ * during a partition keeps counting); terms takes them from a register or
+ * heartbeat answer; heard: gpupoold answered a call sent at sent_ms
+ * (mono); step stops the replicas of a node cut off too long and returns
+ * when it next wants a step (mono ms). */
+void gp_node_partition_open(gp_node *n);
+void gp_node_partition_terms(gp_node *n, const json_t *answer);
+void gp_node_partition_heard(gp_node *n, int64_t sent_ms);
+int64_t gp_node_partition_step(gp_node *n, int64_t now_ms);
+/* True while a fenced node keeps silent (its calls cancelled, none made),
+ * until gpupoold has surely counted it lost. */
+bool gp_node_partition_silent(const gp_node *n, int64_t now_ms);
+/* The replica's fence terms from its assignment (its job's opt-out, stop
+ * signal and grace). */
+void gp_replica_partition_terms(gp_replica *r, const gp_assignment *a);
+
 /* agent_replica.c: a replica's life on the node. */
 gp_err gp_replica_start(gp_node *n, const gp_assignment *assignment, gp_replica **out, gp_error *err);
 void gp_replica_adopt_all(gp_node *n);
@@ -274,7 +305,9 @@ void gp_node_fence_refresh(gp_node *n, const gp_assignment *before, size_t n_bef
 /* The replica ended: its rules go. */
 void gp_node_fence_end(gp_node *n, const gp_replica *r);
 void gp_node_fence_close(gp_node *n);
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause);
+/* Signals r's supervisor: signal now, the tree killed grace_ms later (on
+ * the monotonic clock: a step of this node's clock moves nothing). */
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause);
 void gp_replica_collect_exit(gp_node *n, gp_replica *r);
 /* Queues `started` once the supervisor says the replica exec'd
  * (DIR/started): its pid, the time from bind and the part its image pull

@@ -81,7 +81,7 @@ static void gp__kill_for_memory(gp_node *n, gp_replica *r, const gp_share_replic
     snprintf(path, sizeof path, "%s/gpu_memory", r->dir);
     snprintf(text, sizeof text, "%lld %lld\n", (long long)w->used_mib, (long long)w->cap_mib);
     gp_state_write(path, text, 0600, NULL);
-    gp_replica_stop(n, r, SIGKILL, 0, GP_STOP_GPU_MEMORY);
+    gp_replica_stop_within(n, r, SIGKILL, 0, GP_STOP_GPU_MEMORY);
     r->stop_deadline = GP_PLAN_KILLED;
     gp_agent_log(n, "job=%llu replica=%u killed: its processes hold %lld MiB of GPU memory, its share is %lld MiB",
                  (unsigned long long)r->job, r->replica, (long long)w->used_mib, (long long)w->cap_mib);

@@ -80,6 +80,23 @@ size_t gp_plan_reconcile(const gp_plan_want *want, size_t n_want, const gp_plan_
     return n;
 }
 
+bool gp_plan_partitioned(int64_t after_ms, int64_t heard_ms, int64_t now_ms)
+{
+    return after_ms > 0 && now_ms - heard_ms > after_ms;
+}
+
+int64_t gp_plan_fence_deadline(const gp_plan_have *h, bool keep, int64_t job_grace_ms, int64_t fence_grace_ms,
+                               int64_t now_real_ms)
+{
+    if (h->ended || keep || h->stop_deadline == GP_PLAN_KILLED)
+        return GP_PLAN_NO_DEADLINE;
+    int64_t grace = job_grace_ms >= 0 && job_grace_ms < fence_grace_ms ? job_grace_ms : fence_grace_ms;
+    int64_t deadline = now_real_ms + grace;
+    if (h->stop_deadline != GP_PLAN_NO_DEADLINE && h->stop_deadline <= deadline)
+        return GP_PLAN_NO_DEADLINE;
+    return deadline;
+}
+
 /* splitmix64: a well-mixed 64-bit value from any input. */
 static uint64_t gp__mix(uint64_t x)
 {

@@ -93,6 +93,30 @@ bool gp_plan_gpus_clash(const gp_plan_gpu *a, const gp_plan_gpu *b);
 /* True when the have is the run the want names. */
 bool gp_plan_same_run(const gp_plan_want *w, const gp_plan_have *h);
 
+/* The partition fence (docs/operations.md "Partitions"): gpupoold counts
+ * a node lost after --node-lost-after of silence, and places its jobs
+ * elsewhere; so a node that has heard nothing for after_ms (gpupoold's
+ * fence_after_ms, half of --node-lost-after) stops its replicas first.
+ * heard_ms is when the last call gpupoold answered was *sent* (gpupoold
+ * saw it no earlier), so the node's clock runs ahead of gpupoold's.
+ *
+ *   --node-lost-after 60: after 30 s, grace 15 s.  Heartbeat sent at 100 s,
+ *   answered; the link breaks.  At 130 s the node is fenced: each replica
+ *   gets its stop signal, and a kill at 145 s; gpupoold's last sight of
+ *   the node was >= 100 s, so it counts it lost at >= 160 s.
+ *
+ * True when the node is cut off: terms known (after_ms > 0) and nothing
+ * heard for longer than after_ms.  Times in ms of one clock. */
+bool gp_plan_partitioned(int64_t after_ms, int64_t heard_ms, int64_t now_ms);
+
+/* The kill deadline (epoch ms) the fence gives the live replica h, whose
+ * job opted out (keep) or not and has a checkpoint grace of job_grace_ms
+ * (< 0: not said): now + the shorter of job_grace_ms and fence_grace_ms;
+ * GP_PLAN_NO_DEADLINE when the fence leaves it alone (ended, opted out,
+ * killed, or already told to stop by then). */
+int64_t gp_plan_fence_deadline(const gp_plan_have *h, bool keep, int64_t job_grace_ms, int64_t fence_grace_ms,
+                               int64_t now_real_ms);
+
 #define GP_BACKOFF_FIRST_MS 500
 #define GP_BACKOFF_MAX_MS 10000
 

@@ -62,6 +62,8 @@ static gp_replica *gp__replica_new(gp_node *n, uint64_t job, unsigned replica, i
     r->pidfd = -1;
     r->checkpoint_wd = -1;
     r->stop_deadline = INT64_MIN;
+    r->stop_signal = SIGTERM; /* the partition fence's, until an assignment says (gp_replica_partition_terms) */
+    r->grace_ms = -1;
     r->log_sent = -1; /* an adopted run: ask gpupoold how much it has */
     r->listed = true;  /* until an answer says otherwise: never forget a run gpupoold may still list */
     gp_state_replica_name(job, replica, bind_time, r->name, sizeof r->name);
@@ -576,6 +578,7 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
     if (!r)
         return gp_error_set(err, GP_ERR_NOMEM, "replica", "out of memory");
     gp__replica_gpus(r, a);
+    gp_replica_partition_terms(r, a);
     r->log_sent = 0; /* a new run: gpupoold has none of it */
     r->ordered_ms = gp_agent_real_ms();
     gp_err rc = gp__prepare_and_spawn(n, r, a, err);
@@ -603,15 +606,26 @@ gp_err gp_replica_start(gp_node *n, const gp_assignment *a, gp_replica **out, gp
 
 /* ---- stopping and ending ---- */
 
-void gp_replica_stop(gp_node *n, gp_replica *r, int signal, int64_t deadline_ms, gp_stop_cause cause)
+void gp_replica_stop_within(gp_node *n, gp_replica *r, int signal, int64_t grace_ms, gp_stop_cause cause)
 {
     char path[GP_STATE_PATH_MAX], text[128];
-    gp_stop_order s = {.signal = signal, .deadline_ms = deadline_ms, .cause = cause};
+    gp_stop_order s = {.signal = signal,
+                       .deadline_ms = gp_agent_real_ms() + grace_ms,
+                       .cause = cause,
+                       .mono_deadline_ms = gp_agent_mono_ms() + grace_ms};
     snprintf(path, sizeof path, "%s/stop", r->dir);
     gp_state_stop_format(&s, text, sizeof text);
     gp_error err;
-    if (gp_state_write(path, text, 0600, &err) != GP_OK)
-        gp_agent_log(n, "job=%llu replica=%u cannot stop: %s", (unsigned long long)r->job, r->replica, err.message);
+    if (gp_state_write(path, text, 0600, &err) != GP_OK) {
+        /* The supervisor cannot be told (a full state folder): the signal
+         * goes straight to the replica's session, and the kill comes when
+         * gpupoold drops the replica (its grace's end) by this same path. */
+        pid_t pid = gp_replica_pid(r);
+        gp_agent_log(n, "job=%llu replica=%u cannot write the stop order: %s; signal %d sent to its processes",
+                     (unsigned long long)r->job, r->replica, err.message, signal);
+        if (pid > 1)
+            kill(-pid, signal);
+    }
     if (r->pidfd >= 0 && syscall(SYS_pidfd_send_signal, r->pidfd, SIGUSR1, NULL, 0) != 0)
         gp_agent_log(n, "job=%llu replica=%u supervisor gone: %s", (unsigned long long)r->job, r->replica,
                      strerror(errno));
@@ -783,6 +797,7 @@ static gp_replica *gp__adopt(gp_node *n, const char *name)
     gp_assignment a;
     if (gp_assignment_parse(json_object_get(launch, "assignment"), &a, NULL) == GP_OK) {
         gp__replica_gpus(r, &a);
+        gp_replica_partition_terms(r, &a);
         gp_assignment_free(&a);
     }
     const char *visible = json_string_value(json_object_get(launch, "visible"));

@@ -33,7 +33,8 @@
  *        image_auth: read as they are now, api_containers.c), and the
  *        images the node should warm (image_hints.h: the last hint made)
  *   POST /v1/agents/{node}/heartbeat       what runs, GPU telemetry; the
- *        answer carries the image hint, made again when stale
+ *        answer carries the image hint, made again when stale, and the
+ *        partition fence's terms (fence_terms)
  *   POST /v1/agents/{node}/reports         replicas started/exited,
  *        checkpoints, GPU health: engine events through the journal
  * The three node paths take only that node's credential (router.c lets a
@@ -208,6 +209,23 @@ static void refuse_name(gp_op *op, const char *name)
     snprintf(op->error_text, sizeof op->error_text, "forbidden: %s", message);
 }
 
+/* The partition fence's terms (docs/operations.md "Partitions"), in the
+ * register and heartbeat answers: a node whose last answered heartbeat was
+ * sent fence_after_ms ago stops its replicas (their stop signal, a kill
+ * fence_grace_ms later).  fence + grace = 3/4 of --node-lost-after, so a
+ * fenced replica is dead before gpupoold counts the node lost and places
+ * the copies; the last quarter covers the kill's own time.  Below 4 s the
+ * heartbeat (1 s at least) leaves no room: no terms, no fence; nor with
+ * --no-partition-fence (an agent given none stops fencing). */
+static void fence_terms(const gp_server *srv, json_t *reply)
+{
+    int64_t lost_ms = srv->cfg.node_lost_after_s * 1000;
+    if (srv->cfg.node_lost_after_s < 4 || srv->cfg.no_partition_fence)
+        return;
+    json_object_set_new(reply, "fence_after_ms", json_integer(lost_ms / 2));
+    json_object_set_new(reply, "fence_grace_ms", json_integer(lost_ms / 4));
+}
+
 static void register_run(gp_server *srv, gp_op *op, int64_t now)
 {
     register_arg *a = op->arg;
@@ -252,6 +270,7 @@ static void register_run(gp_server *srv, gp_op *op, int64_t now)
                               (json_int_t)beat, "node_lost_after_s", (json_int_t)srv->cfg.node_lost_after_s,
                               "revoked", a->revoked, "awaiting_approval", a->awaiting, "note",
                               "the credential is shown once; gpupoold keeps only its hash");
+    fence_terms(srv, reply);
     if (a->csr && gp_api_node_cert_issue(srv, a->csr, name, a->id, gp_wall_ms() / 1000, reply, &err) != GP_OK)
         gp_log(GP_LOG_WARN, "node_certificate", "node=%s error=\"%s\"", name, err.message);
     gp_op_reply(op, 201, reply);
@@ -530,15 +549,16 @@ static void state_run(gp_server *srv, gp_op *op, int64_t now)
         job_assignments(srv, ids[i], a->node, list);
     free(ids);
     gp_op_reply(op, 200,
-                json_pack("{s:s, s:I, s:I, s:b, s:b, s:o}", "node", a->node, "epoch", (json_int_t)srv->agents.epoch,
-                          "version", (json_int_t)gp_agents_version(&srv->agents, a->node), "up", up, "draining",
-                          up && info.draining, "assignments", list));
+                json_pack("{s:s, s:I, s:I, s:b, s:b, s:I, s:o}", "node", a->node, "epoch",
+                          (json_int_t)srv->agents.epoch, "version", (json_int_t)gp_agents_version(&srv->agents, a->node),
+                          "up", up, "draining", up && info.draining, "now_ms", (json_int_t)gp_wall_ms(), "assignments",
+                          list));
 }
 
 /* The fields of a job's spec an assignment carries. */
 static const char *const SPEC_KEYS[] = {"name", "tenant", "user", "kind", "command", "env", "cpu_millis", "mem_mib",
                                         "checkpoint_grace_s", "stop_signal", "pids_max", "image", "shm_mib",
-                                        "read_only_root", "network"};
+                                        "read_only_root", "network", "keep_running_when_partitioned"};
 
 /* The job's spec fields an agent needs, kept per job: SPEC_KEYS, and
  * env_from_secret for the secrets and mounts for the container.  A job's spec never changes, so they
@@ -764,9 +784,11 @@ void gp_api_agent_heartbeat(gp_request *r, const char *node)
                                                       : "not registered by an agent");
         return;
     }
-    gp_api_reply(r, 200, json_pack("{s:s, s:I, s:I, s:o}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
-                                   "version", (json_int_t)version, "image_hints",
-                                   gp_image_hints_for_node(&r->srv->image_hints, &r->srv->readers, node, now_ms)));
+    json_t *reply = json_pack("{s:s, s:I, s:I, s:o}", "node", node, "epoch", (json_int_t)r->srv->agents.epoch,
+                              "version", (json_int_t)version, "image_hints",
+                              gp_image_hints_for_node(&r->srv->image_hints, &r->srv->readers, node, now_ms));
+    fence_terms(r->srv, reply); /* a restarted gpupoold's terms reach nodes that do not register again */
+    gp_api_reply(r, 200, reply);
 }
 
 /* ---- reports ---- */

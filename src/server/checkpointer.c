@@ -6,9 +6,17 @@
 
 enum { CHECKPOINT_EVERY_MS = 500 };
 
+static void checkpoint(gp_checkpointer *c, int64_t wal_limit)
+{
+    gp_error err;
+    if (gp_store_checkpoint(c->store, wal_limit, &err) != GP_OK)
+        gp_log(GP_LOG_WARN, "checkpoint", "error=\"%s\"", err.message);
+}
+
 static void *checkpoint_thread(void *arg)
 {
     gp_checkpointer *c = arg;
+    checkpoint(c, 0); /* at start: what a crash or the replay left goes */
     pthread_mutex_lock(&c->lock);
     while (!c->stopping) {
         struct timespec ts = gp_deadline_after(CLOCK_REALTIME, CHECKPOINT_EVERY_MS);
@@ -16,17 +24,16 @@ static void *checkpoint_thread(void *arg)
         if (c->stopping)
             break;
         pthread_mutex_unlock(&c->lock);
-        gp_error err;
-        if (gp_store_checkpoint(c->store, &err) != GP_OK)
-            gp_log(GP_LOG_WARN, "checkpoint", "error=\"%s\"", err.message);
+        checkpoint(c, c->wal_limit);
         pthread_mutex_lock(&c->lock);
     }
     pthread_mutex_unlock(&c->lock);
     return NULL;
 }
 
-gp_err gp_checkpointer_start(gp_checkpointer *c, const char *url, gp_error *err)
+gp_err gp_checkpointer_start(gp_checkpointer *c, const char *url, int64_t wal_limit, gp_error *err)
 {
+    c->wal_limit = wal_limit;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
     gp_err rc = gp_store_open(url, false, &c->store, err);

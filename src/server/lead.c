@@ -149,7 +149,7 @@ gp_err gp_server_lead(gp_server *srv, gp_error *err)
     if (rc == GP_OK)
         rc = gp_bootstrap_token(srv, err);
     if (rc == GP_OK)
-        rc = gp_checkpointer_start(&srv->checkpointer, srv->cfg.store_url, err);
+        rc = gp_checkpointer_start(&srv->checkpointer, srv->cfg.store_url, srv->cfg.store_wal_limit, err);
     if (rc == GP_OK)
         rc = gp_lease_renew_now(&srv->lease, srv->store, err);
     lead_step(rc, &lt.rest, &t);

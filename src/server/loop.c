@@ -300,13 +300,23 @@ static void complete_if_committed(gp_server *srv)
         complete_sent(srv, !srv->loop.open.active);
 }
 
+static bool any_mutates(gp_op **ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->mutates)
+            return true;
+    return false;
+}
+
 /* Runs ops into the open batch (begun here if none is): a mutating op
  * with its audit row, a read as it comes (it sees the batch so far).
- * None is answered before the batch's commit. */
+ * None is answered before the batch's commit.  While the store's disk is
+ * below --store-reserve a mutating op is refused unrun (store_space.h). */
 static void batch_add(gp_server *srv, gp_op **ops, size_t n)
 {
     gp_loop_batch *b = &srv->loop.open;
     gp_error err;
+    bool full = any_mutates(ops, n) && gp_store_space_low(&srv->store_space);
     if (!b->active) {
         if (gp_store_begin(srv->store, &err) != GP_OK)
             store_fatal(srv, "begin", &err);
@@ -318,6 +328,10 @@ static void batch_add(gp_server *srv, gp_op **ops, size_t n)
     for (size_t i = 0; i < n; i++) {
         gp_op *op = ops[i];
         b->ops[b->n++] = op;
+        if (op->mutates && full) {
+            gp_op_reply(op, 503, gp_store_space_refusal(&srv->store_space));
+            continue;
+        }
         op->run(srv, op, now);
         if (!op->mutates)
             continue;

@@ -47,6 +47,8 @@ static const char USAGE[] =
     "  --min-job-uid UID       the lowest uid a job's user may have on this host (default 1000): job\n"
     "                          users that resolve to uid 0 or below it are refused; node agents check again\n"
     "  --node-lost-after S     an agent node silent S seconds is lost, its jobs requeued (default 60)\n"
+    "  --no-partition-fence    agents cut off from gpupoold keep their replicas running: no fence terms are\n"
+    "                          sent, so a lost node's jobs may run twice (default: fenced at S/2, killed by 3S/4)\n"
     "  --job-logs DIR          where replicas' logs shipped by the agents are kept\n"
     "                          (default: the SQLite file's path + .logs)\n"
     "  --drain-on-gpu-failure  a GPU an agent reports unhealthy drains its node; the drain is undone\n"
@@ -87,6 +89,10 @@ static const char USAGE[] =
     "  --oidc-allow-http-loopback  allow plain-http issuers on 127.0.0.1, ::1 or localhost (tests only)\n"
     "  --oidc-refresh-min-s S  an issuer's keys refetched for an unknown kid at most every S seconds\n"
     "                          (default 30)\n"
+    "  --store-wal-limit MIB   a SQLite WAL file larger than MIB is emptied by a checkpoint as soon\n"
+    "                          as the readers allow (default 64)\n"
+    "  --store-reserve MIB     writes are refused (503 store_full) while the store's filesystem has\n"
+    "                          less than MIB free; reads go on; writes resume by themselves (default 64)\n"
     "  --version               the version and git commit\n"
     "  -h, --help              this text\n";
 
@@ -119,8 +125,12 @@ static int bad_option(const char *name, const char *value)
 
 /* Options without a letter (issue 29's nodes and secrets). */
 enum { OPT_APPROVE_NODES = 2901, OPT_SECRET_KEY_FILE };
+/* Issue 38's partition fence (api_agents.c fence_terms). */
+enum { OPT_NO_PARTITION_FENCE = 3901 };
 /* Issue 33's agent certificates. */
 enum { OPT_AGENT_MTLS = 3301, OPT_AGENT_CERT_TTL, OPT_ROTATE_NODE_CA };
+/* Issue 38's bounded WAL and full disks. */
+enum { OPT_STORE_WAL_LIMIT = 3801, OPT_STORE_RESERVE };
 
 /* Issue 33's single sign-on options (oidc.h). */
 enum {
@@ -193,6 +203,9 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
         {"oidc-mfa-acr", required_argument, NULL, OPT_OIDC_MFA_ACR},
         {"oidc-allow-http-loopback", no_argument, NULL, OPT_OIDC_HTTP_LOOPBACK},
         {"oidc-refresh-min-s", required_argument, NULL, OPT_OIDC_REFRESH_MIN_S},
+        {"store-wal-limit", required_argument, NULL, OPT_STORE_WAL_LIMIT},
+        {"store-reserve", required_argument, NULL, OPT_STORE_RESERVE},
+        {"no-partition-fence", no_argument, NULL, OPT_NO_PARTITION_FENCE},
         {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -228,6 +241,17 @@ static int parse_args(int argc, char **argv, gp_server_config *cfg)
             cfg->agent_cert_ttl_s = v;
             break;
         case OPT_ROTATE_NODE_CA: cfg->rotate_node_ca = true; break;
+        case OPT_STORE_WAL_LIMIT:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-wal-limit", optarg);
+            cfg->store_wal_limit = (int64_t)v << 20;
+            break;
+        case OPT_STORE_RESERVE:
+            if (!parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("store-reserve", optarg);
+            cfg->store_reserve = (int64_t)v << 20;
+            break;
+        case OPT_NO_PARTITION_FENCE: cfg->no_partition_fence = true; break;
         case 'D':
             if (!parse_long(optarg, 300, 600000, &v))
                 return bad_option("lease-ms", optarg);

@@ -31,6 +31,7 @@
 #include "server/auth.h"
 #include "server/image_hints.h"
 #include "server/checkpointer.h"
+#include "server/store_space.h"
 #include "server/joblogs.h"
 #include "server/journal.h"
 #include "server/lease.h"
@@ -81,6 +82,7 @@ typedef struct gp_server_config {
     int64_t min_job_uid;         /* job users resolving below this uid are refused (users.h) */
     int64_t node_lost_after_s;   /* an agent node silent this long is lost */
     const char *job_logs;        /* replica logs directory; NULL = the SQLite file's path + ".logs" */
+    bool no_partition_fence;     /* --no-partition-fence: agents get no fence terms (api_agents.c) */
     bool drain_on_gpu_failure;   /* a GPU reported unhealthy drains its node (undone when all are healthy) */
     int metrics_tenants;         /* /metrics: tenants with their own label (top by usage), the rest "other" */
     bool metrics_open;           /* /metrics without a token */
@@ -98,6 +100,8 @@ typedef struct gp_server_config {
     int64_t agent_cert_ttl_s;    /* a node certificate's life (default 24 h) */
     bool rotate_node_ca;         /* replace the node CA at this start */
     gp_oidc_config oidc;         /* --oidc-*: the identity providers whose tokens sign people in (oidc.h) */
+    int64_t store_wal_limit;     /* bytes: a larger SQLite WAL is emptied (checkpointer.h) */
+    int64_t store_reserve;       /* bytes: writes are refused while the store's disk has less free */
 } gp_server_config;
 
 struct gp_server {
@@ -111,6 +115,7 @@ struct gp_server {
     gp_joblogs joblogs;
     gp_readers readers;
     gp_checkpointer checkpointer;
+    gp_store_space store_space; /* --store-reserve (store_space.h) */
     gp_snapshots snapshots;  /* engine snapshots: when, and their writer thread */
     gp_metrics metrics;
     gp_ledger_state ledger;  /* the usage ledger's logged head and last verification */

@@ -19,10 +19,12 @@
 #include "sim/fgd_experiment.h"
 #include "sim/ledger.h"
 #include "sim/metrics.h"
+#include "sim/observed.h"
 #include "sim/plots.h"
 #include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/simulator.h"
+#include "sim/slurm_compare.h"
 #include "sim/sizing.h"
 #include "sim/synthetic.h"
 
@@ -32,6 +34,8 @@
 
 typedef struct cli {
     const char *fleet, *tenants, *out;
+    const char *slurm_nodes; /* --slurm-nodes FILE: scontrol show nodes --oneliner */
+    int64_t time_scale;      /* --time-scale K: Slurm times x K */
     const char *ledger;     /* --ledger FILE */
     int64_t epoch;          /* --epoch: the ledger's time of simulated second 0 */
     const char *traces[MAX_TRACES];
@@ -71,6 +75,10 @@ static void usage(FILE *out)
             "inputs\n"
             "  --trace openb:PODS.csv      Alibaba openb pod list (cluster-trace-gpu-v2023)\n"
             "  --trace itp:CLUSTER.csv     Microsoft ITP cluster (one tenant per file: itp/<name>)\n"
+            "  --trace slurm:SACCT.txt     Slurm accounting (sacct --allocations --parsable2; docs/slurm.md):\n"
+            "                              replayed and reported beside what Slurm did\n"
+            "  --slurm-nodes FILE          scontrol show nodes --oneliner output as the fleet\n"
+            "  --time-scale K              Slurm times and durations x K (a time-compressed history)\n"
             "  --trace synthetic           the product-scale generator (makes fleet and tenants too)\n"
             "  --fleet FILE                fleet file (YAML/JSON, docs/fleet-file.md)\n"
             "  --fleet openb:NODES.csv     openb node list as the fleet\n"
@@ -162,6 +170,10 @@ static bool parse_flag(cli *c, const char *flag, const char *v)
         c->fleet = v;
     else if (strcmp(flag, "--tenants") == 0)
         c->tenants = v;
+    else if (strcmp(flag, "--slurm-nodes") == 0)
+        c->slurm_nodes = v;
+    else if (strcmp(flag, "--time-scale") == 0)
+        return parse_i64(v, 1, &c->time_scale) && c->time_scale <= 1000000;
     else if (strcmp(flag, "--out") == 0)
         c->out = v;
     else if (strcmp(flag, "--ledger") == 0)
@@ -266,7 +278,8 @@ static int parse_cli(cli *c, int argc, char **argv)
 
 static gp_err read_traces(const cli *c, inputs *in, gp_error *err)
 {
-    gp_trace_read_opts ro = {.strict = c->strict, .warn = stderr, .max_warnings = c->max_warnings};
+    gp_trace_read_opts ro = {.strict = c->strict, .warn = stderr, .max_warnings = c->max_warnings,
+                             .time_scale = c->time_scale};
     size_t used = 0;
     for (size_t i = 0; i < c->n_traces; i++) {
         const char *spec = c->traces[i];
@@ -277,13 +290,15 @@ static gp_err read_traces(const cli *c, inputs *in, gp_error *err)
             rc = gp_trace_read_openb(&in->trace, spec + 6, &ro, err);
         else if (strncmp(spec, "itp:", 4) == 0)
             rc = gp_trace_read_itp(&in->trace, spec + 4, &ro, err);
+        else if (strncmp(spec, "slurm:", 6) == 0)
+            rc = gp_trace_read_slurm(&in->trace, spec + 6, &ro, err);
         else if (strcmp(spec, "synthetic") == 0 && c->n_traces == 1) {
             fprintf(stdout, "synthetic: ");
             gp_synth_describe(&c->synth, stdout);
             rc = gp_synth_generate(&c->synth, &in->trace, &in->fleet_yaml, &in->tenants_yaml, err);
         } else
             rc = gp_error_set(err, GP_ERR_INVALID, "trace",
-                              "unknown trace %s (openb:PATH, itp:PATH, or synthetic alone)", spec);
+                              "unknown trace %s (openb:PATH, itp:PATH, slurm:PATH, or synthetic alone)", spec);
         if (rc)
             return rc;
     }
@@ -314,6 +329,10 @@ static gp_err read_fleet_and_tenants(const cli *c, inputs *in, gp_error *err)
     gp_trace_read_opts ro = {.strict = c->strict, .warn = stderr, .max_warnings = c->max_warnings};
     if (c->fleet && strncmp(c->fleet, "openb:", 6) == 0)
         rc = gp_trace_openb_fleet_yaml(c->fleet + 6, &ro, &in->fleet_yaml, NULL, err);
+    else if (!c->fleet && c->slurm_nodes)
+        rc = gp_trace_slurm_fleet_yaml(c->slurm_nodes, &ro, &in->fleet_yaml, NULL, err);
+    if (rc == GP_OK && !c->tenants && !in->tenants_yaml && gp_sim_trace_observed(&in->trace))
+        rc = gp_trace_slurm_tenants_yaml(&in->trace, &in->tenants_yaml, err);
     if (rc)
         return rc;
     if (in->fleet_yaml)
@@ -322,7 +341,8 @@ static gp_err read_fleet_and_tenants(const cli *c, inputs *in, gp_error *err)
     else if (c->fleet)
         rc = gp_fleet_file_load(c->fleet, &in->fleet, err);
     else
-        rc = gp_error_set(err, GP_ERR_INVALID, "fleet", "--fleet is required (or --size-fleet, or a synthetic trace)");
+        rc = gp_error_set(err, GP_ERR_INVALID, "fleet",
+                          "--fleet is required (or --slurm-nodes, --size-fleet, or a synthetic trace)");
     if (rc)
         return rc;
     if (c->tenants)
@@ -330,6 +350,9 @@ static gp_err read_fleet_and_tenants(const cli *c, inputs *in, gp_error *err)
     else if (in->tenants_yaml)
         rc = gp_tenant_file_parse(in->tenants_yaml, strlen(in->tenants_yaml), "generated tenants", &in->tenants, err);
     in->have_tenants = rc == GP_OK && (c->tenants || in->tenants_yaml);
+    if (rc == GP_OK && c->tenants && gp_sim_trace_observed(&in->trace))
+        printf("slurm: %zu accounts mapped to tenants of %s\n", gp_trace_slurm_map_accounts(&in->trace, &in->tenants),
+               c->tenants);
     return rc;
 }
 
@@ -430,6 +453,34 @@ static void print_run(const gp_sim_result *r, const gp_trace *t, const gp_sim_de
         printf("%-10s %zu jobs refused by the engine, first: %s\n", "", r->rejected, r->first_rejection);
 }
 
+/* A Slurm history: what Slurm did beside each policy's replay (slurm_compare.h),
+ * on stdout and, with --out, in slurm.txt. */
+static int compare_with_observed(const gp_sim_setup *setup, const gp_sim_options *opt, const gp_trace *t,
+                                 const gp_sim_result *results, size_t n, const char *out_dir)
+{
+    gp_sim_result *runs = calloc(n + 1, sizeof *runs);
+    gp_error err;
+    if (!runs || gp_sim_observed(setup, opt, "slurm", &runs[0], &err) != GP_OK) {
+        fprintf(stderr, "gpupool-sim: slurm: %s\n", runs ? err.message : "out of memory");
+        free(runs);
+        return 1;
+    }
+    memcpy(runs + 1, results, n * sizeof *runs);
+    int status = gp_sim_slurm_compare(stdout, t, runs, n + 1, &err) == GP_OK ? 0 : 1;
+    FILE *f = status == 0 && out_dir ? gp_sim_open_out(out_dir, "slurm.txt", &err) : NULL;
+    if (f) {
+        status = gp_sim_slurm_compare(f, t, runs, n + 1, &err) == GP_OK ? 0 : 1;
+        fclose(f);
+    } else if (status == 0 && out_dir) {
+        status = 1;
+    }
+    if (status)
+        fprintf(stderr, "gpupool-sim: slurm: %s\n", err.message);
+    gp_sim_result_free(&runs[0]);
+    free(runs);
+    return status;
+}
+
 static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size_t n_pol)
 {
     gp_sim_result results[MAX_POLICIES];
@@ -489,6 +540,8 @@ static int run_policies(const cli *c, inputs *in, const gp_sim_policy *pol, size
     }
     if (status == 0 && c->out && !c->no_plots)
         gp_sim_plots_run(c->out, stderr);
+    if (status == 0 && gp_sim_trace_observed(&in->trace))
+        status = compare_with_observed(&setup, &opt, &in->trace, results, done, c->out);
     if (status == 0 && gp_sim_report_summary(stdout, &rs, &err) != GP_OK)
         status = 1;
     for (size_t i = 0; i < done; i++)

@@ -49,6 +49,11 @@ typedef struct gp_trace_job {
     int priority;
     int64_t grace_s;             /* checkpoint grace on preemption */
     int64_t cpu_millis, mem_mib; /* per replica */
+    /* what the trace's own scheduler did (Slurm's Start, End, State and
+     * allocated GPU type); observed is false for formats without it */
+    bool observed, observed_preempted;
+    int8_t observed_type;        /* index into trace.types; -1: unknown */
+    int64_t observed_start, observed_end;
 } gp_trace_job;
 
 typedef struct gp_trace {
@@ -60,6 +65,9 @@ typedef struct gp_trace {
     int n_types;
     size_t rows;                 /* data rows read */
     size_t malformed;            /* rows skipped as malformed */
+    size_t not_run;              /* rows of jobs that never ran to an end (Slurm: cancelled while pending,
+                                    still pending or running): skipped, not malformed */
+    size_t first_malformed[4];   /* line numbers of the first malformed rows (0: none) */
 } gp_trace;
 
 typedef struct gp_trace_read_opts {
@@ -67,6 +75,7 @@ typedef struct gp_trace_read_opts {
     FILE *warn;                  /* where skipped rows are reported (NULL: nowhere) */
     size_t max_warnings;         /* report at most this many (then a count) */
     const char *tenant;          /* tenant path for formats without one (ITP: default from the file name) */
+    int64_t time_scale;          /* Slurm: every time and duration x this (0: 1); for time-compressed histories */
 } gp_trace_read_opts;
 
 void gp_trace_init(gp_trace *t);
@@ -109,6 +118,41 @@ gp_err gp_trace_openb_fleet_yaml(const char *path, const gp_trace_read_opts *opt
  * a gang of 8-GPU replicas (or the largest divisor <= 8).  Jobs go to
  * opts.tenant, or "itp/<file name without .csv>". */
 gp_err gp_trace_read_itp(gp_trace *t, const char *path, const gp_trace_read_opts *opts, gp_error *err);
+
+/* Slurm accounting: `sacct --allocations --parsable2 --allusers --starttime
+ * ... --format=JobID,Account,User,Partition,QOS,Submit,Start,End,Elapsed,
+ * Timelimit,State,ReqTRES,AllocTRES,NodeList` (fields found by the header,
+ * any order; JobID, Account, Submit, Start, Elapsed, State and ReqTRES
+ * required).  trace_slurm.c has the rules; docs/slurm.md the manual.
+ * Jobs go to tenant "<Account>" (gp_trace_slurm_map_accounts renames them
+ * after a tenant file); times are seconds since the file's earliest
+ * Submit, x opts.time_scale. */
+gp_err gp_trace_read_slurm(gp_trace *t, const char *path, const gp_trace_read_opts *opts, gp_error *err);
+
+/* `scontrol show nodes --oneliner` output as fleet-file YAML in *yaml
+ * (malloc'ed, the caller frees), like gp_trace_openb_fleet_yaml: one node
+ * per NodeName with a gpu Gres, its type (gpu:TYPE:N; "gpu" when untyped),
+ * CPUTot and RealMemory; nodes without GPUs are counted in *cpu_nodes. */
+gp_err gp_trace_slurm_fleet_yaml(const char *path, const gp_trace_read_opts *opts, char **yaml, size_t *cpu_nodes,
+                                 gp_error *err);
+
+/* A tenant file for a Slurm trace read without one: every trace tenant
+ * (account) a top-level tenant of weight 1, no guarantee (*yaml malloc'ed). */
+gp_err gp_trace_slurm_tenants_yaml(const gp_trace *t, char **yaml, gp_error *err);
+
+/* Rename each account tenant "A" (a path without '/') to the one path of
+ * the tenant file whose last component is A (research/vision for vision);
+ * accounts that match none or several keep their name.  Returns how many
+ * were renamed.  paths: the tenant file's. */
+struct gp_tenant_file;
+size_t gp_trace_slurm_map_accounts(gp_trace *t, const struct gp_tenant_file *tenants);
+
+/* Slurm's times: "[D-]HH:MM:SS" and its shorter forms (M, M:S, D-H, D-H:M)
+ * into seconds; "UNLIMITED" and "INFINITE" are -1.  False when neither. */
+bool gp_trace_slurm_duration(const char *s, int64_t *seconds);
+/* "YYYY-MM-DDTHH:MM:SS" (UTC as written) into seconds since 1970; false
+ * for anything else ("Unknown", "None"). */
+bool gp_trace_slurm_timestamp(const char *s, int64_t *seconds);
 
 /* ---- shared by the readers (trace_csv.c) ---- */
 

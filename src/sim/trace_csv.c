@@ -60,6 +60,8 @@ gp_err gp_trace_malformed(gp_trace *t, const gp_trace_read_opts *opts, const cha
     va_end(ap);
     if (opts && opts->strict)
         return gp_error_set(err, GP_ERR_INVALID, "trace", "%s:%zu: %s", path, line, why);
+    if (t->malformed < sizeof t->first_malformed / sizeof t->first_malformed[0])
+        t->first_malformed[t->malformed] = line;
     t->malformed++;
     if (opts && opts->warn) {
         if (t->malformed <= opts->max_warnings)

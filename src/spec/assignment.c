@@ -152,6 +152,7 @@ static void gp__job_parse(const json_t *o, gp_assignment *a)
     a->pids_max = gp__int(o, "pids_max", NULL);
     a->checkpoint_grace_s = gp__int(o, "checkpoint_grace_s", &a->has_checkpoint_grace);
     a->uid_min = gp__int(o, "uid_min", &a->has_uid_min);
+    a->keep_running_when_partitioned = json_is_true(json_object_get(o, "keep_running_when_partitioned"));
     const json_t *trust = json_object_get(o, "trust");
     a->has_trust = json_is_string(trust);
     a->untrusted = a->has_trust && strcmp(json_string_value(trust), "trusted") != 0;
@@ -291,6 +292,8 @@ static void gp__job_json(const gp_assignment *a, json_t *o)
             json_object_set_new(o, INTS[i].key, json_integer(INTS[i].v));
     if (a->has_trust)
         json_object_set_new(o, "trust", json_string(a->untrusted ? "untrusted" : "trusted"));
+    if (a->keep_running_when_partitioned)
+        json_object_set_new(o, "keep_running_when_partitioned", json_true());
 }
 
 /* The container fields (image_auth never: a secret). */

@@ -108,6 +108,7 @@ typedef struct gp_assignment {
     int64_t uid_min;
     bool has_trust;
     bool untrusted;              /* trust given and not "trusted" */
+    bool keep_running_when_partitioned; /* the job opted out of the partition fence (docs/operations.md) */              /* trust given and not "trusted" */
     char image[1024];            /* "docker://...", "oci:/...", "dir:/..."; "" a bare process */
     char *image_auth_user;       /* registry credential for the pull: never logged, never written back */
     char *image_auth_password;

@@ -182,7 +182,7 @@ static gp_err job_field_unknown(const char *key, gp_error *err)
         "gpu_types",      "cpu_millis",     "mem_mib",       "pids_max",     "topology",      "share",
         "isolation",      "priority",       "checkpoint_grace_s", "expected_runtime_s", "time_limit_s",
         "restart_policy", "max_restarts",   "stop_signal",   "command",      "env",           "env_from_secret",
-        "wait_for_fleet"};
+        "wait_for_fleet", "keep_running_when_partitioned"};
     static const gp_json_alias ALIASES[] = {
         {"gpus_per_replica", "gpus"}, {"gpus_per_node", "gpus"},     {"gpus_per_task", "gpus"},
         {"gres", "gpus"},             {"nodes", "replicas"},         {"ntasks", "replicas"},
@@ -303,6 +303,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return parse_env_from_secret(x, r, err);
     if (strcmp(key, "wait_for_fleet") == 0)
         return gp_json_bool(x, key, &r->wait_for_fleet, err);
+    if (strcmp(key, "keep_running_when_partitioned") == 0)
+        return gp_json_bool(x, key, &r->keep_running_when_partitioned, err);
     if (gp_job_container_key(key))
         return gp_job_container_field(&r->container, key, x, err);
     return job_field_unknown(key, err);
@@ -388,6 +390,8 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "share", json_pack("{s:b}", "timeslice", 1));
     json_object_set_new(o, "command", r->command ? json_incref(r->command) : json_array());
     json_object_set_new(o, "env", r->env ? json_incref(r->env) : json_object());
+    if (r->keep_running_when_partitioned) /* left out when false, as above */
+        json_object_set_new(o, "keep_running_when_partitioned", json_true());
     if (r->env_from_secret) /* left out when none, as above */
         json_object_set_new(o, "env_from_secret", json_incref(r->env_from_secret));
     gp_job_container_to_json(&r->container, o); /* the same */

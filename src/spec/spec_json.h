@@ -57,6 +57,8 @@ typedef struct gp_job_request {
     gp_job_container container; /* image, mounts, ...: container_spec.h */
     uint64_t array_id;   /* "array_id": the array it is a member of (its first member's id), 0 = none */
     int64_t array_index; /* "array_index": its place in that array, 0.. */
+    bool keep_running_when_partitioned; /* "keep_running_when_partitioned": its replicas on a node cut off
+                                           from gpupoold run on (a requeued copy may run beside them) */
     bool wait_for_fleet; /* "wait_for_fleet": accept it even if no node or block of the fleet could ever hold
                             it (gp_engine_job_fits); how it was submitted, not part of the job: not written */
 } gp_job_request;

@@ -87,7 +87,10 @@ void gp_db_rollback(gp_db *db)
     db->ops->exec(db, "ROLLBACK", NULL);
 }
 int64_t gp_db_changes(gp_db *db) { return db->ops->changes(db); }
-gp_err gp_db_checkpoint(gp_db *db, gp_error *err) { return db->ops->checkpoint(db, err); }
+gp_err gp_db_checkpoint(gp_db *db, int64_t wal_limit, gp_error *err)
+{
+    return db->ops->checkpoint(db, wal_limit, err);
+}
 
 gp_err gp_db_prepare(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err)
 {

@@ -141,8 +141,14 @@ bool gp_db_commit_ready(gp_db *db);
 int gp_db_commit_fd(gp_db *db);
 gp_err gp_db_commit_wait(gp_db *db, gp_error *err);
 /* SQLite: a passive WAL checkpoint (never blocks the writer or readers;
- * the writer does not checkpoint by itself).  PostgreSQL: nothing to do. */
-gp_err gp_db_checkpoint(gp_db *db, gp_error *err);
+ * the writer does not checkpoint by itself); then, when the WAL file is
+ * larger than wal_limit bytes, a TRUNCATE checkpoint that waits at most
+ * GP_DB_TRUNCATE_WAIT_MS for the writer and the readers (so it stalls a
+ * commit that long at worst) and empties the file; one they do not allow
+ * in time is left for the next call (not an error).  PostgreSQL: nothing
+ * to do. */
+gp_err gp_db_checkpoint(gp_db *db, int64_t wal_limit, gp_error *err);
+#define GP_DB_TRUNCATE_WAIT_MS 100
 /* Rows the last INSERT, UPDATE or DELETE stepped on this connection
  * changed (not counting GP_DB_DEFER statements). */
 int64_t gp_db_changes(gp_db *db);

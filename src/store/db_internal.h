@@ -18,7 +18,7 @@ typedef struct gp__db_ops {
     int (*commit_fd)(gp_db *db);
     gp_err (*commit_wait)(gp_db *db, gp_error *err);
     int64_t (*changes)(gp_db *db);
-    gp_err (*checkpoint)(gp_db *db, gp_error *err);
+    gp_err (*checkpoint)(gp_db *db, int64_t wal_limit, gp_error *err);
     gp_err (*prepare)(gp_db *db, const char *sql, unsigned flags, gp_db_stmt **out, gp_error *err);
     void (*finalize)(gp_db_stmt *st);
     void (*bind_int64)(gp_db_stmt *st, int index, int64_t v);

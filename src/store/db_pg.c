@@ -430,9 +430,10 @@ static gp_err pg_commit_wait(gp_db *base, gp_error *err)
 
 static int64_t pg_changes(gp_db *db) { return ((struct gp__db_pg *)db)->changes; }
 
-static gp_err pg_checkpoint(gp_db *db, gp_error *err)
+static gp_err pg_checkpoint(gp_db *db, int64_t wal_limit, gp_error *err)
 {
     (void)db; /* PostgreSQL checkpoints by itself */
+    (void)wal_limit;
     (void)err;
     return GP_OK;
 }

@@ -8,8 +8,12 @@
 #include "store/db_internal.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+enum { BUSY_TIMEOUT_MS = 10000 };
 
 struct gp__db_sqlite {
     gp_db base;
@@ -57,9 +61,30 @@ static gp_err sq_begin(gp_db *db, bool write, gp_error *err) { return sq_exec(db
 
 static int64_t sq_changes(gp_db *db) { return sqlite3_changes64(handle_of(db)); }
 
-static gp_err sq_checkpoint(gp_db *db, gp_error *err)
+/* The WAL file's size in bytes (0 when there is none). */
+static int64_t wal_size(sqlite3 *h)
 {
-    if (sqlite3_wal_checkpoint_v2(handle_of(db), NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
+    char path[4096];
+    struct stat st;
+    const char *main = sqlite3_db_filename(h, "main");
+    if (!main || snprintf(path, sizeof path, "%s-wal", main) >= (int)sizeof path || stat(path, &st) != 0)
+        return 0;
+    return (int64_t)st.st_size;
+}
+
+static gp_err sq_checkpoint(gp_db *db, int64_t wal_limit, gp_error *err)
+{
+    sqlite3 *h = handle_of(db);
+    if (sqlite3_wal_checkpoint_v2(h, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) != SQLITE_OK)
+        return fail(db, "checkpoint", err);
+    if (wal_size(h) <= wal_limit)
+        return GP_OK;
+    /* The busy timeout bounds the waits for the writer lock and for the
+     * readers; SQLITE_BUSY means they did not allow it this time. */
+    sqlite3_busy_timeout(h, GP_DB_TRUNCATE_WAIT_MS);
+    int rc = sqlite3_wal_checkpoint_v2(h, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(h, BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
         return fail(db, "checkpoint", err);
     return GP_OK;
 }
@@ -181,7 +206,7 @@ gp_err gp__db_open_sqlite(const char *path, bool readonly, gp_db **out, gp_error
         free(db);
         return rc;
     }
-    sqlite3_busy_timeout(db->handle, 10000);
+    sqlite3_busy_timeout(db->handle, BUSY_TIMEOUT_MS);
     db->base.ops = &SQLITE_OPS;
     db->base.dialect = GP_DB_SQLITE;
     if (!readonly) {

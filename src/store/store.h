@@ -69,8 +69,10 @@ bool gp_store_broken(const gp_store *s);
 /* Checkpointing: the writer does not checkpoint the WAL itself (that
  * would stall a commit now and then); a separate connection calls
  * gp_store_checkpoint every so often instead.  Passive: it never blocks
- * the writer or readers. */
-gp_err gp_store_checkpoint(gp_store *s, gp_error *err);
+ * the writer or readers; a WAL file over wal_limit bytes is then emptied
+ * when the writer and readers allow within a short wait (db.h,
+ * gp_db_checkpoint), so the file stays bounded under steady load. */
+gp_err gp_store_checkpoint(gp_store *s, int64_t wal_limit, gp_error *err);
 
 /* One transaction at a time per connection.  A failed commit leaves the
  * transaction rolled back.

@@ -249,9 +249,9 @@ bool gp_store_broken(const gp_store *s)
     return s && gp_db_broken(s->conn);
 }
 
-gp_err gp_store_checkpoint(gp_store *s, gp_error *err)
+gp_err gp_store_checkpoint(gp_store *s, int64_t wal_limit, gp_error *err)
 {
-    return gp_db_checkpoint(s->conn, err);
+    return gp_db_checkpoint(s->conn, wal_limit, err);
 }
 
 gp_err gp_store_begin(gp_store *s, gp_error *err)

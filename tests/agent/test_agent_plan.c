@@ -177,6 +177,33 @@ static void heartbeats_of_many_nodes_spread_over_the_period(void **state)
     assert_int_equal(gp_spread_ms(15000, 7, 3), gp_spread_ms(15000, 7, 3));
 }
 
+/* The header's example: --node-lost-after 60, heartbeat answered when sent at 100 s. */
+static void a_node_is_fenced_only_after_the_fence_interval_of_silence(void **state)
+{
+    (void)state;
+    assert_false(gp_plan_partitioned(30000, 100000, 130000)); /* exactly 30 s: not yet */
+    assert_true(gp_plan_partitioned(30000, 100000, 130001));
+    assert_false(gp_plan_partitioned(0, 100000, 999999)); /* no terms from gpupoold: no fence */
+}
+
+static void the_fence_stops_with_the_shorter_grace_and_spares_opted_out_jobs(void **state)
+{
+    (void)state;
+    gp_plan_have h = {.job = 7, .stop_deadline = GP_PLAN_NO_DEADLINE};
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 30000, 15000, 130000), 145000);
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 5000, 15000, 130000), 135000);
+    assert_int_equal(gp_plan_fence_deadline(&h, false, -1, 15000, 130000), 145000);
+    assert_int_equal(gp_plan_fence_deadline(&h, true, 30000, 15000, 130000), GP_PLAN_NO_DEADLINE);
+    h.stop_deadline = 140000; /* already stopping, sooner: left alone */
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 30000, 15000, 130000), GP_PLAN_NO_DEADLINE);
+    h.stop_deadline = 190000; /* stopping, later than the fence allows: brought forward */
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 30000, 15000, 130000), 145000);
+    h.stop_deadline = GP_PLAN_KILLED;
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 30000, 15000, 130000), GP_PLAN_NO_DEADLINE);
+    h = (gp_plan_have){.job = 7, .ended = true, .stop_deadline = GP_PLAN_NO_DEADLINE};
+    assert_int_equal(gp_plan_fence_deadline(&h, false, 30000, 15000, 130000), GP_PLAN_NO_DEADLINE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +217,8 @@ int main(void)
         cmocka_unit_test(backoff_doubles_from_half_a_second_to_ten_with_jitter),
         cmocka_unit_test(backoff_never_waits_much_past_a_heartbeat_period),
         cmocka_unit_test(heartbeats_of_many_nodes_spread_over_the_period),
+        cmocka_unit_test(a_node_is_fenced_only_after_the_fence_interval_of_silence),
+        cmocka_unit_test(the_fence_stops_with_the_shorter_grace_and_spares_opted_out_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,9 +46,16 @@ static void a_stop_order_round_trips_with_its_cause(void **state)
     assert_int_equal(back.cause, GP_STOP_TIME_LIMIT);
     s.cause = GP_STOP_GPU_MEMORY;
     gp_state_stop_format(&s, text, sizeof text);
-    assert_string_equal(text, "15 1795523142000 gpu_memory\n");
+    assert_string_equal(text, "15 1795523142000 gpu_memory 0\n");
     assert_true(gp_state_stop_parse(text, &back));
     assert_int_equal(back.cause, GP_STOP_GPU_MEMORY);
+    s.mono_deadline_ms = 86400123; /* the monotonic deadline rides along; an older agent's stop has none */
+    gp_state_stop_format(&s, text, sizeof text);
+    assert_true(gp_state_stop_parse(text, &back));
+    assert_int_equal(back.mono_deadline_ms, 86400123);
+    assert_int_equal(back.deadline_ms, 1795523142000);
+    assert_true(gp_state_stop_parse("15 1795523142000 requested\n", &back));
+    assert_int_equal(back.mono_deadline_ms, 0);
     assert_false(gp_state_stop_parse("0 5 requested", &back));
     assert_false(gp_state_stop_parse("15 5 whenever", &back));
 }
@@ -95,6 +102,30 @@ static void the_epoch_is_kept_and_files_are_written_with_their_mode(void **state
     assert_int_equal(system(cmd), 0);
 }
 
+/* The partition clock the agent writes and its supervisors read; a file
+ * that is not one (grace past the fence, garbage, none) is no fence. */
+static void the_partition_clock_round_trips_and_a_bad_one_is_no_fence(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gp-agent-state-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    gp_partition_clock c = {.after_ms = 30000, .grace_ms = 15000, .heard_boot_ms = 123456789}, back;
+    assert_false(gp_state_partition_load(dir, &back));
+    assert_int_equal(gp_state_partition_store(dir, &c, NULL), GP_OK);
+    assert_true(gp_state_partition_load(dir, &back));
+    assert_memory_equal(&c, &back, sizeof c);
+    snprintf(path, sizeof path, "%s/partition", dir);
+    const char *bad[] = {"30000 40000 5\n", "0 0 5\n", "x y z\n", "30000 15000\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(gp_state_write(path, bad[i], 0600, NULL), GP_OK);
+        assert_false(gp_state_partition_load(dir, &back));
+        assert_int_equal(back.after_ms, 0);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void a_process_start_time_tells_a_live_process_from_a_gone_one(void **state)
 {
     (void)state;
@@ -119,6 +150,7 @@ int main(void)
         cmocka_unit_test(a_replica_folder_name_round_trips_in_one_spelling),
         cmocka_unit_test(the_epoch_is_kept_and_files_are_written_with_their_mode),
         cmocka_unit_test(a_process_start_time_tells_a_live_process_from_a_gone_one),
+        cmocka_unit_test(the_partition_clock_round_trips_and_a_bad_one_is_no_fence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

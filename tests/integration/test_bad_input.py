@@ -48,6 +48,7 @@ CASES = [
     ("POST", "/v1/jobs", job_with(checkpoint_grace_s=-5), None, 400, "checkpoint_grace_s"),
     ("POST", "/v1/jobs", job_with(cpu_millis=2 ** 62), None, 400, "cpu_millis"),
     ("POST", "/v1/jobs", job_with(kind="batch"), None, 400, "kind"),
+    ("POST", "/v1/jobs", job_with(keep_running_when_partitioned="yes"), None, 400, "keep_running_when_partitioned"),
     ("POST", "/v1/jobs", job_with(topology=1), None, 400, "topology"),
     ("POST", "/v1/jobs", job_with(gpu_types="H100"), None, 400, "gpu_types"),
     ("POST", "/v1/jobs", job_with(gpu_types=["H200"]), None, 400, "gpu_types"),

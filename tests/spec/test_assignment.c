@@ -33,7 +33,8 @@ static const char *const FULL =
     " \"image_auth\": {\"username\": \"robot\", \"password\": \"pw_secret\"},"
     " \"mounts\": [{\"source\": \"/srv/datasets\", \"target\": \"/data\", \"read_only\": true},"
     " {\"source\": 5, \"target\": \"/x\"}, {\"source\": \"/srv/scratch/nlp\", \"target\": \"/scratch\"}],"
-    " \"shm_mib\": 8192, \"read_only_root\": true, \"network\": \"private\", \"allow_userns\": true}";
+    " \"shm_mib\": 8192, \"read_only_root\": true, \"network\": \"private\", \"allow_userns\": true,"
+    " \"keep_running_when_partitioned\": true}";
 
 static json_t *parse(const char *text)
 {
@@ -149,6 +150,7 @@ static void what_is_missing_reads_as_the_agent_always_read_it(void **state)
     assert_false(a.has_uid_min);
     assert_false(a.has_command);
     assert_false(a.untrusted);
+    assert_false(a.keep_running_when_partitioned); /* the partition fence stops it */
     assert_string_equal(a.user, "");
     gp_assignment_free(&a);
     json_decref(o);
@@ -177,6 +179,7 @@ static void written_and_read_back_it_is_the_same(void **state)
     assert_int_equal(b.mounts[0].read_only, a.mounts[0].read_only);
     assert_int_equal(b.shm_mib, a.shm_mib);
     assert_true(b.read_only_root && b.private_network && b.allow_userns);
+    assert_true(a.keep_running_when_partitioned && b.keep_running_when_partitioned); /* adopted runs keep it */
     json_decref(again);
     json_decref(written);
     gp_assignment_free(&b);

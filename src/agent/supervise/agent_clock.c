@@ -19,3 +19,8 @@ int64_t gp_agent_real_ms(void)
 {
     return gp__clock_ms(CLOCK_REALTIME);
 }
+
+int64_t gp_agent_boot_ms(void)
+{
+    return gp__clock_ms(CLOCK_BOOTTIME);
+}

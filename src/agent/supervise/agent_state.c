@@ -128,6 +128,27 @@ gp_err gp_state_epoch_store(const char *node_dir, int64_t epoch, gp_error *err)
     return gp_state_write(path, text, 0600, err);
 }
 
+bool gp_state_partition_load(const char *node_dir, gp_partition_clock *out)
+{
+    char path[GP_STATE_PATH_MAX], text[96];
+    long long after = 0, grace = 0, heard = 0;
+    *out = (gp_partition_clock){0};
+    snprintf(path, sizeof path, "%s/partition", node_dir);
+    if (!gp_state_read(path, text, sizeof text) || sscanf(text, "%lld %lld %lld", &after, &grace, &heard) != 3 ||
+        after <= 0 || grace < 0 || grace > after)
+        return false;
+    *out = (gp_partition_clock){.after_ms = after, .grace_ms = grace, .heard_boot_ms = heard};
+    return true;
+}
+
+gp_err gp_state_partition_store(const char *node_dir, const gp_partition_clock *c, gp_error *err)
+{
+    char path[GP_STATE_PATH_MAX], text[96];
+    snprintf(path, sizeof path, "%s/partition", node_dir);
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64 "\n", c->after_ms, c->grace_ms, c->heard_boot_ms);
+    return gp_state_write(path, text, 0600, err);
+}
+
 void gp_state_replica_name(uint64_t job, unsigned replica, int64_t bind_time, char *out, size_t cap)
 {
     snprintf(out, cap, "job%" PRIu64 "-r%u-%" PRId64, job, replica, bind_time);
@@ -164,20 +185,23 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e)
 
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap)
 {
-    snprintf(out, cap, "%d %" PRId64 " %s\n", s->signal, s->deadline_ms,
+    snprintf(out, cap, "%d %" PRId64 " %s %" PRId64 "\n", s->signal, s->deadline_ms,
              s->cause == GP_STOP_TIME_LIMIT     ? "time_limit"
              : s->cause == GP_STOP_GPU_MEMORY   ? "gpu_memory"
              : s->cause == GP_STOP_CHECKPOINTED ? "checkpointed"
-                                                : "requested");
+                                                : "requested",
+             s->mono_deadline_ms);
 }
 
 bool gp_state_stop_parse(const char *text, gp_stop_order *s)
 {
     char cause[32];
-    long long deadline;
-    if (sscanf(text, "%d %lld %31s", &s->signal, &deadline, cause) != 3 || s->signal < 1 || s->signal > 64)
+    long long deadline, mono = 0;
+    int got = sscanf(text, "%d %lld %31s %lld", &s->signal, &deadline, cause, &mono);
+    if (got < 3 || s->signal < 1 || s->signal > 64)
         return false;
     s->deadline_ms = deadline;
+    s->mono_deadline_ms = mono;
     if (strcmp(cause, "time_limit") == 0)
         s->cause = GP_STOP_TIME_LIMIT;
     else if (strcmp(cause, "gpu_memory") == 0)

@@ -61,6 +61,21 @@ void gp_state_remove_dir(const char *dir);
 int64_t gp_state_epoch_load(const char *node_dir);
 gp_err gp_state_epoch_store(const char *node_dir, int64_t epoch, gp_error *err);
 
+/* STATE/NODE/partition, "AFTER_MS GRACE_MS HEARD_BOOT_MS": the partition
+ * fence's terms from gpupoold and when the last call it answered was sent,
+ * in ms since boot (agent_clock.h: a wall clock's steps move it not; a
+ * time above now is an earlier boot's).  The agent writes it (agent_partition.c); the agent
+ * after a restart and each replica's supervisor read it (a replica is
+ * stopped by its supervisor when no agent runs to do it). */
+typedef struct gp_partition_clock {
+    int64_t after_ms;      /* > 0: the fence is on */
+    int64_t grace_ms;
+    int64_t heard_boot_ms;
+} gp_partition_clock;
+/* false (and *out zero) when there is none or it is not one. */
+bool gp_state_partition_load(const char *node_dir, gp_partition_clock *out);
+gp_err gp_state_partition_store(const char *node_dir, const gp_partition_clock *c, gp_error *err);
+
 /* "job7-r1-1795523111" and back (false when name is not one). */
 void gp_state_replica_name(uint64_t job, unsigned replica, int64_t bind_time, char *out, size_t cap);
 bool gp_state_replica_parse(const char *name, uint64_t *job, unsigned *replica, int64_t *bind_time);
@@ -71,8 +86,9 @@ bool gp_state_exit_parse(const char *text, gp_proc_exit *e);
 
 typedef struct gp_stop_order {
     int signal;
-    int64_t deadline_ms; /* epoch ms; kill the tree then */
+    int64_t deadline_ms;      /* epoch ms; kill the tree then (what a supervisor older than mono_deadline_ms reads) */
     gp_stop_cause cause;
+    int64_t mono_deadline_ms; /* the same on CLOCK_MONOTONIC, which no clock step moves; 0 = none (an older agent's) */
 } gp_stop_order;
 
 void gp_state_stop_format(const gp_stop_order *s, char *out, size_t cap);

@@ -45,6 +45,12 @@ typedef struct gp__supervisor {
     int64_t pull_started_ms; /* epoch ms the pull began, 0 none */
     int64_t pull_ms;         /* how long it took, 0 without one */
     int64_t progress_ms;     /* mono ms DIR/pull was last written */
+    char node_dir[GP_STATE_PATH_MAX]; /* STATE/NODE: its partition file (agent_state.h) */
+    bool fence_spared;       /* the job keeps running when partitioned */
+    int fence_signal;        /* its stop signal */
+    int64_t job_grace_ms;    /* its checkpoint grace, -1 not said */
+    int64_t fence_checked_ms; /* mono ms the partition file was last read */
+    bool fenced;
 } gp__supervisor;
 
 /* A NULL-terminated view of a JSON array of strings (into its strings). */
@@ -375,7 +381,7 @@ static void gp__apply_stop(const char *dir, gp_proc *p)
     snprintf(path, sizeof path, "%s/stop", dir);
     if (!gp_state_read(path, text, sizeof text) || !gp_state_stop_parse(text, &s))
         return;
-    int64_t grace = s.deadline_ms - gp_agent_real_ms();
+    int64_t grace = s.mono_deadline_ms > 0 ? s.mono_deadline_ms - gp_agent_mono_ms() : s.deadline_ms - gp_agent_real_ms();
     gp_proc_stop(p, s.signal, gp_agent_mono_ms(), grace > 0 ? grace : 0, s.cause);
 }
 
@@ -385,6 +391,38 @@ static void gp__drain_signals(int sfd, const char *dir, gp_proc *p)
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
         if (si.ssi_signo == SIGUSR1)
             gp__apply_stop(dir, p);
+}
+
+/* The partition fence when no agent applies it (killed, not restarted):
+ * once a second the node's partition file; past its fence interval the
+ * replica gets its stop signal and the shorter of its grace and the
+ * fence's, as the agent would give it (agent_partition.c).  The file's
+ * time never runs ahead of the agent's own, so this never fences later
+ * than the agent; with the agent alive both stop it, the earlier
+ * deadline holds. */
+static void gp__partition_check(gp__supervisor *s, gp_proc *p)
+{
+    int64_t now = gp_agent_mono_ms();
+    if (s->fenced || s->fence_spared || now - s->fence_checked_ms < 1000)
+        return;
+    s->fence_checked_ms = now;
+    gp_partition_clock c;
+    if (!gp_state_partition_load(s->node_dir, &c) || gp_agent_boot_ms() - c.heard_boot_ms <= c.after_ms)
+        return;
+    int64_t grace = s->job_grace_ms >= 0 && s->job_grace_ms < c.grace_ms ? s->job_grace_ms : c.grace_ms;
+    gp_proc_stop(p, grace > 0 ? s->fence_signal : SIGKILL, now, grace, GP_STOP_REQUESTED);
+    gp__write_in(s->dir, "fenced", "\n"); /* the agent keeps its node silent for it (agent_partition.c) */
+    s->fenced = true;
+}
+
+/* What the fence needs of the assignment, and where the node's folder is
+ * (DIR is STATE/NODE/replicas/NAME). */
+static void gp__partition_terms(gp__supervisor *s, const gp_assignment *a)
+{
+    s->fence_spared = a->keep_running_when_partitioned;
+    s->fence_signal = gp_stop_signal_number(a->stop_signal);
+    s->job_grace_ms = a->has_checkpoint_grace ? a->checkpoint_grace_s * 1000 : -1;
+    snprintf(s->node_dir, sizeof s->node_dir, "%s/../..", s->dir);
 }
 
 /* Waits for the replica's end, copying its output and applying stop
@@ -402,6 +440,7 @@ static int gp__wait(gp__supervisor *s, gp_proc *p, int sfd)
             int64_t left = deadline - gp_agent_mono_ms();
             timeout = left < 0 ? 0 : left < 1000 ? (int)left : 1000;
         }
+        gp__partition_check(s, p);
         if (poll(fds, fds[2].fd >= 0 ? 3 : 2, timeout) <= 0)
             continue;
         if (fds[0].revents & POLLIN)
@@ -464,6 +503,7 @@ int gp_supervise_main(const char *dir)
         rc = gp_assignment_parse(json_object_get(l, "assignment"), &a, &err);
     if (rc == GP_OK)
         rc = gp__launch_from(l, &a, &s, &host, &p, &err);
+    gp__partition_terms(&s, &a);
     gp_assignment_free(&a);
     json_decref(l);
     if (rc != GP_OK || sfd < 0)
