@@ -29,6 +29,7 @@ static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dot
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const NODES_POLICIES[] = {"inherit", "shared", "dedicated"};
 static const char *const CANCEL_POLICIES[] = {"inherit", "own", "tenant"};
+static const char *const BOOKING_POLICIES[] = {"inherit", "admins", "members"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 _Static_assert(GP_TOPO_NVLINK + 1 == GP_TOPOLOGY_NAMES, "a name for each topology (util/shape_names.c)");
 _Static_assert(GP_ISO_TIMESLICE + 1 == GP_ISOLATION_NAMES, "a name for each isolation (util/shape_names.c)");
@@ -47,6 +48,7 @@ static const struct {
     [GP_ENUM_STOP_SIGNAL] = {gp_stop_signal_names, GP_STOP_SIGNALS},
     [GP_ENUM_NODES] = GP__TABLE(NODES_POLICIES),
     [GP_ENUM_CANCEL] = GP__TABLE(CANCEL_POLICIES),
+    [GP_ENUM_BOOKING] = GP__TABLE(BOOKING_POLICIES),
 };
 
 int gp_enum_count(gp_enum which)

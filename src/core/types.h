@@ -121,6 +121,10 @@ typedef enum gp_nodes_policy { GP_NODES_INHERIT = 0, GP_NODES_SHARED, GP_NODES_D
 /* Whose jobs a member of the tenant may cancel: its own (the default at
  * the top), or any of the tenant's (gpupoold's rule, not the engine's). */
 typedef enum gp_cancel_policy { GP_CANCEL_INHERIT = 0, GP_CANCEL_OWN, GP_CANCEL_TENANT } gp_cancel_policy;
+/* Who books capacity for the tenant (gpupoold's rule, not the engine's):
+ * its tenant-admins and admins only (the default at the top), or its
+ * members too. */
+typedef enum gp_booking_policy { GP_BOOKING_INHERIT = 0, GP_BOOKING_ADMINS, GP_BOOKING_MEMBERS } gp_booking_policy;
 
 /* A quota as a caller writes it: GPU amounts per named type.
  * For a guarantee: `set` false means "this tenant has no floor of its own"
@@ -194,6 +198,7 @@ typedef struct gp_tenant_spec {
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
     gp_nodes_policy nodes;      /* shared or dedicated nodes, inherited */
     gp_cancel_policy cancel;    /* whose jobs its members cancel, inherited (gpupoold's, not the engine's) */
+    gp_booking_policy booking;  /* whether its members book, inherited (gpupoold's, not the engine's) */
     gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
@@ -483,6 +488,7 @@ typedef enum gp_enum {
     GP_ENUM_STOP_SIGNAL,
     GP_ENUM_NODES,
     GP_ENUM_CANCEL,
+    GP_ENUM_BOOKING,
     GP_ENUM_COUNT
 } gp_enum;
 

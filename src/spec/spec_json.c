@@ -533,6 +533,10 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             int choice = 0;
             rc = gp_json_enum(x, key, GP_ENUM_CANCEL, &choice, err);
             s->cancel = (gp_cancel_policy)choice;
+        } else if (strcmp(key, "booking") == 0) {
+            int choice = 0;
+            rc = gp_json_enum(x, key, GP_ENUM_BOOKING, &choice, err);
+            s->booking = (gp_booking_policy)choice;
         } else if (strcmp(key, "time_limit") == 0) {
             rc = parse_time_limits(x, s, err);
         } else if (strcmp(key, "job_defaults") == 0) {
@@ -606,6 +610,8 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
         json_object_set_new(o, "nodes", json_string(gp_nodes_policy_name(s->nodes)));
     if (s->cancel != GP_CANCEL_INHERIT)
         json_object_set_new(o, "cancel", json_string(gp_enum_name(GP_ENUM_CANCEL, (int)s->cancel)));
+    if (s->booking != GP_BOOKING_INHERIT)
+        json_object_set_new(o, "booking", json_string(gp_enum_name(GP_ENUM_BOOKING, (int)s->booking)));
     json_t *limits = json_object();
     for (int k = 0; k < 3; k++)
         if (s->time_limit_s[k] > 0)

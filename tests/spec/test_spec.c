@@ -351,7 +351,7 @@ static void enum_names_round_trip(void **state)
         [GP_ENUM_SHARING] = GP_SHARING_TIMESLICE + 1,    [GP_ENUM_SCORE] = GP_SCORE_SPREAD + 1,
         [GP_ENUM_TRUST] = GP_TRUST_UNTRUSTED + 1,        [GP_ENUM_RESTART_POLICY] = GP_RESTART_ON_FAILURE + 1,
         [GP_ENUM_STOP_SIGNAL] = GP_STOP_SIGUSR2 + 1,     [GP_ENUM_NODES] = GP_NODES_DEDICATED + 1,
-        [GP_ENUM_CANCEL] = GP_CANCEL_TENANT + 1,
+        [GP_ENUM_CANCEL] = GP_CANCEL_TENANT + 1,        [GP_ENUM_BOOKING] = GP_BOOKING_MEMBERS + 1,
     };
     for (int e = 0; e < GP_ENUM_COUNT; e++) {
         assert_int_equal(gp_enum_count((gp_enum)e), counts[e]);
