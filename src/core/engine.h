@@ -21,6 +21,7 @@
 #ifndef GP_CORE_ENGINE_H
 #define GP_CORE_ENGINE_H
 
+#include "core/booking.h"
 #include "core/types.h"
 #include "util/error.h"
 

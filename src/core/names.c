@@ -12,6 +12,7 @@
  *          gp_enum_list(GP_ENUM_TRUST, ...) writes "inherit, trusted, untrusted";
  *          gp_job_state_name(99) is "unknown".
  */
+#include "core/booking.h"
 #include "core/types.h"
 #include "util/shape_names.h"
 
@@ -23,7 +24,7 @@ static const char *const JOB_STATES[] = {"pending",   "admitted", "running",  "p
 static const char *const CLASSES[] = {"none", "guaranteed", "burstable"};
 static const char *const JOB_KINDS[] = {"training", "inference", "interactive"};
 static const char *const DECISION_KINDS[] = {"transition", "bind",       "preempt",     "stop",
-                                             "drained",    "usage_open", "usage_close", "reconfigure"};
+                                             "drained",    "usage_open", "usage_close", "reconfigure", "booking"};
 static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
@@ -144,6 +145,30 @@ const char *gp_wait_code_name(gp_wait_code c)
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
                                         "reclaim",     "node_shape", "trust", "sharing_mode", "backoff",
-                                        "dedicated",   "held"};
+                                        "dedicated",   "held",        "booking"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
+}
+
+static const char *const RECURRENCES[] = {"none", "daily", "weekdays", "weekly"};
+static const char *const BOOKING_STATES[] = {"planned", "clearing",  "active",  "released_no_show",
+                                             "ended",   "cancelled", "refused"};
+
+const char *gp_recurrence_name(gp_recurrence r)
+{
+    return (unsigned)r < sizeof RECURRENCES / sizeof *RECURRENCES ? RECURRENCES[r] : "unknown";
+}
+
+bool gp_recurrence_value(const char *name, gp_recurrence *out)
+{
+    for (size_t i = 0; name && i < sizeof RECURRENCES / sizeof *RECURRENCES; i++)
+        if (strcmp(name, RECURRENCES[i]) == 0) {
+            *out = (gp_recurrence)i;
+            return true;
+        }
+    return false;
+}
+
+const char *gp_booking_state_name(gp_booking_state s)
+{
+    return (unsigned)s < sizeof BOOKING_STATES / sizeof *BOOKING_STATES ? BOOKING_STATES[s] : "unknown";
 }
