@@ -297,8 +297,9 @@ static void print_booking(const json_t *b)
     printf("lends:     %s\n", json_is_false(json_object_get(b, "lend")) ? "no (held idle when unused)"
                                                                         : "yes (idle GPUs lent, taken back on demand)");
     printf("state:     %s\n", json_string_value(json_object_get(b, "state")));
-    if (json_string_value(json_object_get(b, "reason")))
-        printf("reason:    %s\n", json_string_value(json_object_get(b, "reason")));
+    const char *reason = json_string_value(json_object_get(b, "reason"));
+    if (reason && reason[0])
+        printf("reason:    %s\n", reason);
     print_placement(b);
     print_cleared(b);
 }
