@@ -13,8 +13,12 @@ The example fleet (32 H100 in blocks blk-a and blk-b of two 8-GPU nodes each).
   - a job that names a booking waits for its start, then runs on its GPUs;
     a booking is shortened and extended (PATCH) and the CLI checks the
     direction;
+  - a booking beyond its tenant's guarantee is a booking record on the
+    ledger and a "booked" line on the bill once it started; a cancel cuts
+    its window;
   - bad input is 400 naming the field and changes nothing.
 """
+import calendar
 import os
 import sys
 import time
@@ -174,6 +178,31 @@ def test_a_job_that_names_a_booking_runs_at_its_start(d):
         assert st in (400, 404, 409) and out["error"]["field"] == "booking", (st, out)
 
 
+def test_a_booking_beyond_the_guarantee_is_a_booked_line_on_the_bill(d):
+    setup_tree(d)
+    t = time.gmtime()
+    period = "%04d-%02d" % (t.tm_year, t.tm_mon)
+    month_start = calendar.timegm((t.tm_year, t.tm_mon, 1, 0, 0, 0))
+    d.ok("PUT", "/v1/prices?backdate=true", {"effective": month_start, "gpu_types": {"H100": "2.50"}})
+    d.ok("PUT", "/v1/booking-allowances/org", {"gpu_hours_per_week": 1000})
+    start = int(time.time()) + 1
+    d.ok("POST", "/v1/bookings", block_booking("inside", start, hours=1))  # org/a's whole guarantee: free
+    b = d.ok("POST", "/v1/bookings", block_booking("beyond", start, hours=1))
+    assert b["allowance_gpus"] == 16, b
+    records = [r["record"] for r in d.ok("GET", "/v1/ledger?limit=1000")["records"] if r["record"]["kind"] == "booking"]
+    assert {(r["booking"], r["milli_gpus"]) for r in records} >= {("inside", 0), ("beyond", 16000)}, records
+    gpd.wait_for(lambda: time.time() > start + 2, what="the bookings' start")
+    bill = d.ok("GET", "/v1/bill?period=" + period)
+    lines = next(x for x in bill["tenants"] if x["tenant"] == "org/a")["lines"]
+    booked = [x for x in lines if x["kind"] == "booked"]
+    assert len(booked) == 1 and booked[0]["gpu_type"] == "H100" and booked[0]["milli_gpu_seconds"] > 0, lines
+    assert booked[0]["milli_gpu_seconds"] % 16000 == 0, booked  # 16 GPUs beyond the guarantee, whole seconds
+    d.ok("DELETE", "/v1/bookings/beyond")
+    cut = [r["record"] for r in d.ok("GET", "/v1/ledger?limit=1000")["records"]
+           if r["record"]["kind"] == "booking" and r["record"]["booking"] == "beyond"][-1]
+    assert cut["state"] == "cancelled" and cut["end"] <= int(time.time()), cut  # the window cut where it was cancelled
+
+
 def test_bad_input_names_the_field_and_changes_nothing(d):
     setup_tree(d)
     start = int(time.time()) + 3600
@@ -233,4 +262,5 @@ if __name__ == "__main__":
              test_scope_and_roles,
              test_a_restart_keeps_bookings,
              test_a_job_that_names_a_booking_runs_at_its_start,
+             test_a_booking_beyond_the_guarantee_is_a_booked_line_on_the_bill,
              test_bad_input_names_the_field_and_changes_nothing])
