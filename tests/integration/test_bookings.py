@@ -71,6 +71,8 @@ def test_book_list_show_and_cancel(d):
     assert d.ok("GET", "/v1/bookings/pretrain")["state"] == "cancelled"
     acts = audit_actions(d)
     assert ("booking.create", "booking/pretrain") in acts and ("booking.cancel", "booking/pretrain") in acts, acts
+    st, metrics = d.call("GET", "/metrics")
+    assert st == 200 and 'gpupool_booking_changes_total{to="cancelled"} 1' in metrics, metrics[-2000:]
     # the CLI books too, with local times and a duration
     out = d.cli("book", "--type", "H100", "--gpus", "8", "--start", "+2h", "--duration", "1h", "--name", "eval",
                 "--tenant", "org/a", "--no-lend").stdout
