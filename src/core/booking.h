@@ -118,8 +118,9 @@ typedef struct gp_booking_result {
  * one was admitted, else GP_ERR_CONFLICT and nothing kept.  Bad input
  * (GP_ERR_INVALID naming the field: name, tenant, gpu_types, replicas,
  * gpus, mig_profile, topology, start, end, no_show_s, recurrence, until),
- * an unknown tenant (GP_ERR_NOT_FOUND "tenant"), a name in use
- * (GP_ERR_CONFLICT "name"): nothing kept.  result may be NULL. */
+ * an unknown tenant (GP_ERR_NOT_FOUND "tenant"), a name in use (by a
+ * booking or a series; GP_ERR_EXISTS "name"): nothing kept.  result may
+ * be NULL. */
 gp_err gp_engine_booking_add(gp_engine *e, const gp_booking_spec *spec, int64_t now, gp_booking_result *result,
                              gp_error *err);
 
