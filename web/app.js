@@ -396,6 +396,7 @@ async function refresh() {
       panel('queue-body', loadQueue),
       panel('preemptions-body', loadPreemptions),
       panel('bill-body', loadBill),
+      panel('calendar-body', loadCalendar),
       panel('jobs-body', loadJobs),
     ]);
     await route();
@@ -1236,6 +1237,77 @@ async function loadBill() {
   ];
   if (bill.fleet) parts.push(billFleet(bill.fleet));
   $('bill-body').replaceChildren(...parts);
+}
+
+/* ---- bookings: a calendar per GPU type ---- */
+
+const CALENDAR_DAYS = 7;
+const LIVE_BOOKING = new Set(['planned', 'clearing', 'active']);
+
+/* Local midnight of the viewer's today, epoch seconds. */
+function localMidnight(epoch) {
+  const d = new Date(epoch * 1000);
+  d.setHours(0, 0, 0, 0);
+  return d.getTime() / 1000;
+}
+
+/* The most GPUs the bookings hold at once inside [from, to). */
+function peakBooked(bookings, from, to) {
+  const edges = [];
+  for (const b of bookings) {
+    const a = Math.max(b.start, from), e = Math.min(b.end, to);
+    if (a < e) edges.push([a, b.gpus], [e, -b.gpus]);
+  }
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let now = 0, peak = 0;
+  for (const [, d] of edges) { now += d; peak = Math.max(peak, now); }
+  return peak;
+}
+
+/* One GPU type's week: a day header, a bar per booking placed by its
+ * window, and per day what no booking holds yet (free to book, before
+ * the guarantees of others are counted: the engine says at booking). */
+function calendarOf(type, capacity, bookings, day0) {
+  const W = 700, dayW = W / CALENDAR_DAYS, laneH = 18, span = CALENDAR_DAYS * 86400;
+  const x = (t) => Math.max(0, Math.min(W, ((t - day0) / span) * W));
+  const days = [];
+  for (let i = 0; i < CALENDAR_DAYS; i++) {
+    const from = day0 + i * 86400, label = new Date(from * 1000);
+    const free = Math.max(0, capacity - peakBooked(bookings, from, from + 86400));
+    days.push(el('div', { class: 'day', dataset: { start: from } },
+                 el('div', { class: 'day-name' }, label.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric' })),
+                 el('div', { class: 'free', dataset: { free } }, `${free} of ${capacity} free`)));
+  }
+  const bars = bookings.map((b, i) => svg('g', { class: 'booking', 'data-name': b.name, 'data-tenant': b.tenant,
+                                                               'data-start': b.start, 'data-gpus': b.gpus, 'data-state': b.state },
+    svg('rect', { x: x(b.start), y: i * laneH, width: Math.max(2, x(b.end) - x(b.start)), height: laneH - 3,
+                  rx: 3, fill: tenantColour(b.tenant) }),
+    svg('title', {}, `${b.name}: ${b.gpus} ${type} for ${b.tenant}, ${fmtTime(b.start)} to ${fmtTime(b.end)} (${b.state})`),
+    svg('text', { x: x(b.start) + 4, y: i * laneH + 11 }, `${b.name} · ${b.gpus} · ${b.tenant}`)));
+  const grid = [];
+  for (let i = 1; i < CALENDAR_DAYS; i++) grid.push(svg('line', { x1: i * dayW, x2: i * dayW, y1: 0, y2: Math.max(1, bookings.length) * laneH, class: 'grid' }));
+  return el('div', { class: 'calendar', dataset: { type, capacity } },
+            el('h3', {}, `${type}: ${capacity} GPUs`),
+            el('div', { class: 'days' }, days),
+            svg('svg', { viewBox: `0 0 ${W} ${Math.max(1, bookings.length) * laneH}`, class: 'bars' }, ...grid, ...bars),
+            bookings.length ? '' : el('p', { class: 'empty' }, 'No bookings this week.'));
+}
+
+async function loadCalendar() {
+  const day0 = localMidnight(Date.now() / 1000);
+  const [page, nodes] = await Promise.all([
+    api(`/v1/bookings?from=${day0}&to=${day0 + CALENDAR_DAYS * 86400}`), api('/v1/nodes')]);
+  const capacity = new Map();
+  for (const n of nodes.nodes) capacity.set(n.gpu_type, (capacity.get(n.gpu_type) || 0) + n.gpu_count);
+  const live = page.bookings.filter((b) => LIVE_BOOKING.has(b.state) && b.gpu_type);
+  const parts = [...capacity.keys()].sort().map((type) =>
+    calendarOf(type, capacity.get(type), live.filter((b) => b.gpu_type === type), day0));
+  for (const a of page.allowances) {
+    parts.push(el('p', { class: 'allowance', dataset: { org: a.org } },
+                  `Booking allowance of ${a.org} this week: ` +
+                  (a.gpu_hours_left === null ? 'unbounded' : `${a.gpu_hours_left.toFixed(1)} of ${a.gpu_hours_per_week} GPU-hours left`)));
+  }
+  $('calendar-body').replaceChildren(...parts);
 }
 
 /* ---- start ---- */

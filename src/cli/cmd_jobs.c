@@ -376,6 +376,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         {"image", required_argument, NULL, 'I'},     {"mount", required_argument, NULL, 'V'},
         {"shm-mib", required_argument, NULL, 'H'},   {"read-only-root", no_argument, NULL, 'O'},
         {"network", required_argument, NULL, 'N'},   {"hold-until-fit", no_argument, NULL, 'W'},
+        {"booking", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     json_t *job = json_object(), *types = json_array(), *mounts = json_array(), *from_file = NULL;
@@ -416,6 +417,7 @@ int gp_cmd_submit(gp_client *c, int argc, char **argv)
         case 'H': json_object_set_new(job, "shm_mib", gp_json_number_or_string(optarg)); break;
         case 'O': json_object_set_new(job, "read_only_root", json_true()); break;
         case 'N': json_object_set_new(job, "network", json_string(optarg)); break;
+        case 'B': json_object_set_new(job, "booking", json_string(optarg)); break;
         case 'A':
             array = strtoll(optarg, &end, 10);
             if (!optarg[0] || *end || array < 1) /* the server checks the upper bound */
@@ -602,7 +604,7 @@ static void print_job(const json_t *j)
     char buf[512], reason[512];
     const char *keys[] = {"id", "name", "tenant", "user", "kind", "state", "class", "reason", "replicas", "gpus",
                           "topology", "isolation", "priority", "image", "shm_mib", "network", "read_only_root",
-                          "submit_time", "bind_time", "end_time", "execution"};
+                          "booking", "submit_time", "bind_time", "end_time", "execution"};
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(j, keys[i]);

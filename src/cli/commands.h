@@ -63,6 +63,10 @@ int gp_cmd_top(gp_client *c, int argc, char **argv);
 int gp_cmd_prices(gp_client *c, int argc, char **argv);
 int gp_cmd_bill(gp_client *c, int argc, char **argv);
 
+/* cmd_bookings.c */
+int gp_cmd_book(gp_client *c, int argc, char **argv);
+int gp_cmd_bookings(gp_client *c, int argc, char **argv);
+
 /* cmd_pools.c */
 int gp_cmd_pools(gp_client *c, int argc, char **argv);
 int gp_cmd_pool(gp_client *c, int argc, char **argv);

@@ -34,8 +34,9 @@ const gp_command GP_COMMANDS[] = {
      "                      [--restart-policy never|on-failure] [--max-restarts N]\n"
      "                      [--stop-signal SIGTERM|SIGINT|SIGHUP|SIGQUIT|SIGUSR1|SIGUSR2]\n"
      "                      [--image REF] [--mount VOLUME:TARGET[:ro|:rw]]... [--shm-mib N] [--read-only-root]\n"
-     "                      [--network host|private] [-- COMMAND ARGS...]\n"
+     "                      [--network host|private] [--booking NAME] [-- COMMAND ARGS...]\n"
      "Submit a job; flags override the file's fields.  Prints the job with its state and reason.\n"
+     "--booking NAME runs it guaranteed on its tenant's booking NAME from the booking's start (gpupool book).\n"
      "--image runs it in a container: docker://REGISTRY/NAME:TAG[@sha256:HEX], oci:/PATH[:TAG] or dir:/PATH,\n"
      "from a source its tenant allows; an untrusted tenant's job needs one.  --mount binds one of the\n"
      "tenant's volumes (gpupool tenants) at TARGET; --shm-mib sizes /dev/shm (counted in --mem-mib).\n"
@@ -120,6 +121,21 @@ const gp_command GP_COMMANDS[] = {
      "The GPU types gpupoold knows: those of registered nodes and those an admin declared.  A quota or a\n"
      "job may name only a known type (in any case: h100 is the fleet's H100); declare (admin) makes a type\n"
      "known before its nodes arrive (jobs for it wait until they do), undeclare takes that back.\n"},
+    {"book", gp_cmd_book,
+     "usage: gpupool book --type TYPE --gpus N --start TIME (--duration D | --end TIME) --name NAME\n"
+     "                    [--topology any|block|nvlink] [--replica-gpus N] [--tenant PATH] [--no-lend]\n"
+     "                    [--repeat daily|weekdays|weekly --until TIME]\n"
+     "Book N GPUs of TYPE for a tenant ahead of time (a member's own tenant when none is named).  TIME is\n"
+     "local (YYYY-MM-DDTHH:MM), ISO 8601 with a zone, +2h or epoch seconds; D like 48h.  Refused (exit 7)\n"
+     "with the earliest start of the same shape that can be honoured.  Jobs run on it with submit --booking\n"
+     "NAME; its idle GPUs are lent unless --no-lend.  --repeat books each occurrence up to --until on its own.\n"},
+    {"bookings", gp_cmd_bookings,
+     "usage: gpupool bookings [--tenant PATH] [--from TIME] [--to TIME]\n"
+     "       gpupool bookings show|cancel NAME\n"
+     "       gpupool bookings extend|shorten NAME --end TIME\n"
+     "The calendar of bookings you may see, in local time, and each org's booking allowance left this week.\n"
+     "show: one booking's placement, state and the jobs cleared for it.  cancel, extend and shorten: the\n"
+     "booking's owner tenant (an extension only while the engine can still honour it).\n"},
     {"pools", gp_cmd_pools,
      "usage: gpupool pools\n"
      "The pools: each one's owner tenant, whether the owner lends its nodes, nodes, GPUs, and the whole GPUs\n"

@@ -98,6 +98,7 @@ void gp_engine_free(gp_engine *e)
     free(e->replay_front);
     free(e->cand_nodes);
     free(e->barred);
+    gp__bookings_free(e);
     free(e->ded_nodes);
     free(e->owned_nodes);
     free(e->pool);
@@ -334,6 +335,7 @@ gp_err gp_engine_node_lost(gp_engine *e, const char *name, int64_t now, gp_error
     snprintf(why, sizeof why, "node %s was lost", e->fleet.nodes[n].name);
     stop_jobs_on(e, n, -1, why);
     gp__fleet_node_settle(&e->fleet, n);
+    gp__booking_gpus_lost(e);
     return GP_OK;
 }
 
@@ -370,6 +372,8 @@ gp_err gp_engine_gpu_health(gp_engine *e, const char *name, int gpu_index, bool 
         stop_jobs_on(e, n, gpu_index, why);
     }
     gp__fleet_node_settle(&e->fleet, n);
+    if (!healthy)
+        gp__booking_gpus_lost(e);
     return GP_OK;
 }
 
@@ -521,12 +525,33 @@ static void stop_past_time_limit(gp_engine *e, uint32_t job)
 
 /* ---- job events ---- */
 
+/* The id of the live booking of the job's tenant that s names (0: none
+ * named); GP_ERR_NOT_FOUND "booking" when there is no such booking. */
+static gp_err job_booking(const gp_engine *e, const gp_job_spec *s, uint64_t *id, gp_error *err)
+{
+    *id = 0;
+    if (!s->booking || !s->booking[0])
+        return GP_OK;
+    uint32_t b = gp__booking_live(e, s->booking), t;
+    if (b == GP__NONE || !s->tenant || !gp_strmap_get(&e->tenant_by_path, s->tenant, &t) ||
+        e->bookings[b].tenant != t)
+        return gp_error_set(err, GP_ERR_NOT_FOUND, "booking", "no booking %s of tenant %s is planned or active",
+                            s->booking, s->tenant ? s->tenant : "");
+    if ((int64_t)s->replicas * (s->gpus ? s->gpus : 1) > e->bookings[b].n_held)
+        return gp_error_set(err, GP_ERR_INVALID, "booking", "the job needs more GPUs than booking %s holds (%d)",
+                            s->booking, e->bookings[b].n_held);
+    *id = e->bookings[b].id;
+    return GP_OK;
+}
+
 gp_err gp_engine_job_submit(gp_engine *e, const gp_job_spec *s, int64_t now, gp_error *err)
 {
     uint32_t job;
-    gp_err rc = gp__job_create(e, s, now, &job, err);
-    if (rc)
+    uint64_t booking;
+    gp_err rc = job_booking(e, s, &booking, err);
+    if (rc || (rc = gp__job_create(e, s, now, &job, err)))
         return rc;
+    e->jobs[job].booking = booking;
     const gp__job *j = &e->jobs[job];
     gp__workload_observe(e, j); /* the fragmentation measure learns the mix */
     gp_decision *d = gp__decision_push(e, GP_DEC_TRANSITION, j->id);
@@ -1023,6 +1048,24 @@ static void consider_fenced(gp_engine *e, uint32_t job, const pass_ctx *p)
         gp__fence_wait(e, j, j->type_mask, true, &j->wait); /* first in line for nodes of no known end */
 }
 
+/* consider_fenced() behind the job's booking fence (booking.c): kept off
+ * GPUs booked for others, or onto its own booking's; not looked at while
+ * its booking has not begun. */
+static void consider_booked(gp_engine *e, uint32_t job, const pass_ctx *p)
+{
+    gp__job *j = &e->jobs[job];
+    if ((e->n_live_bookings == 0 && j->booking == 0) || j->pass_seen == e->pass) {
+        consider_fenced(e, job, p);
+        return;
+    }
+    if (!gp__booking_fence_up(e, job)) {
+        j->pass_seen = e->pass;
+        return;
+    }
+    consider_fenced(e, job, p);
+    gp__booking_fence_down(e);
+}
+
 static void run_pass(gp_engine *e)
 {
     e->pass++;
@@ -1049,7 +1092,7 @@ static void run_pass(gp_engine *e)
         p.phase = phases[i];
         gp__fair_begin(e);
         for (uint32_t job; (job = gp__fair_next(e, p.phase == GP_CLASS_GUARANTEED)) != GP__NONE;)
-            consider_fenced(e, job, &p);
+            consider_booked(e, job, &p);
     }
     gp__fence_down(e);
     gp__reservations_clear(e);
@@ -1063,6 +1106,7 @@ gp_err gp_engine_tick(gp_engine *e, int64_t now, gp_error *err)
     if (rc)
         return rc;
     e->now = now;
+    gp__booking_tick(e);
     for (size_t i = e->n_running; i-- > 0;) {
         if (i >= e->n_running || e->running_due[i] > now) /* most jobs: nothing due, their records unread */
             continue;

@@ -21,6 +21,7 @@
 #ifndef GP_CORE_ENGINE_H
 #define GP_CORE_ENGINE_H
 
+#include "core/booking.h"
 #include "core/types.h"
 #include "util/error.h"
 
@@ -243,7 +244,7 @@ void gp_engine_gpus_by_type(const gp_engine *e, int64_t out[GP_MAX_GPU_TYPES]);
 
 /* The format this build writes and reads (bumped when a field of the
  * engine's state changes meaning). */
-#define GP_ENGINE_SNAPSHOT_VERSION 3
+#define GP_ENGINE_SNAPSHOT_VERSION 4
 
 /* The whole state of e (fleet, tenants, jobs, reservations, usage and
  * fair-share books, cool-downs, counters and ids) into *buf, *len bytes;

@@ -29,7 +29,7 @@
  *     jobs.c       the job table, spec validation, states, history, queues,
  *                  a replica's part of a GPU
  *     claims.c     what is held for reclaiming jobs (claims, covers), room
- *   policies: dedicated.c sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c
+ *   policies: dedicated.c sharing.c fragmentation.c placement.c backfill.c admission.c fairshare.c reclaim.c booking.c
  *     dedicated.c  dedicated nodes and owned pools: which nodes a job may not
  *                  use (the fence around each job's looks) and its wait when
  *                  that keeps it out
@@ -40,6 +40,8 @@
  *     admission.c  limits, guarantee classes, promotion, lending
  *     fairshare.c  hierarchical weighted DRF: which tenant goes next
  *     reclaim.c    victim selection and preemption
+ *     booking.c    advance bookings: admission onto named GPUs, their
+ *                  calendar, clearing, the nodes a job may not use for them
  *   top: engine.c hold.c snapshot.c invariants.c why.c blockers.c queries.c
  *     engine.c     every event that reaches jobs (job, fleet, pool and
  *                  tenant events) and the scheduling pass that ties them together
@@ -307,6 +309,8 @@ typedef struct gp__tenant {
     int64_t time_limit[3]; /* default time limit per job kind as given, 0 = the parent's */
     gp_job_limits job_defaults, job_max; /* as given, 0 = the parent's (job_limits.c) */
     size_t pending_front; /* free slots before pending[0]; cap_pending counts the whole array (jobs.c) */
+    int64_t booking_allowance; /* top level: GPU-hours per week its bookings may take beyond guarantees
+                                  (booking.c): 0 none, -1 unbounded */
     /* admission.c: the least room left on the path, as of shares_updated
      * = room_stamp - 1 (0: never computed) */
     uint64_t room_stamp;
@@ -409,7 +413,41 @@ typedef struct gp__job {
     uint32_t ded_domain;  /* while placed: its tenant's dedicated domain at bind (counted on its
                              nodes as such until it leaves them), GP__NONE when shared */
     char held_by[GP_NAME_MAX]; /* held: who held it ("" when not held) */
+    uint64_t booking;     /* the id of the booking it names (gp__booking.id), 0 = none */
 } gp__job;
+
+/* An advance booking (booking.c): its spec, state, and the GPUs it holds
+ * for its window (held[], n_held whole GPUs, replica by replica). */
+typedef struct gp__booking {
+    uint64_t id;          /* serial, never reused: what a job names (gp__job.booking) */
+    char name[GP_BOOKING_NAME_MAX + 8];
+    char series[GP_BOOKING_NAME_MAX];
+    int occurrence;
+    uint32_t tenant;
+    uint32_t holder;      /* the tenant whose guarantee covers it (itself or the nearest ancestor with one), GP__NONE */
+    char made_by[GP_NAME_MAX];
+    int type;
+    int replicas, gpus;   /* the shape as booked */
+    char mig_profile[16];
+    gp_topology topology;
+    int64_t created, start, end;
+    bool lend;
+    int64_t no_show_s;
+    uint8_t recurrence;   /* gp_recurrence */
+    int64_t until;
+    uint8_t state;        /* gp_booking_state */
+    char reason[GP_REASON_MAX];
+    uint32_t *held;       /* owned; n_held global GPU indexes */
+    int n_held;
+    int64_t guaranteed, allowance; /* whole GPUs inside the holder's guarantee / beyond it */
+    int gpus_short, substitutions;
+    int64_t last_used;    /* -1 never */
+    int jobs_running;
+    int n_cleared;
+    uint64_t cleared[GP_BOOKING_CLEARED_MAX];
+    int n_history;
+    gp_booking_event history[GP_BOOKING_HISTORY]; /* ring, indexed by n_history % GP_BOOKING_HISTORY */
+} gp__booking;
 
 typedef struct gp__history {
     gp_history_entry entry[GP__HISTORY]; /* ring, indexed by n_history % GP__HISTORY */
@@ -653,6 +691,14 @@ struct gp_engine {
     uint32_t *owned_nodes;
     size_t n_owned_nodes, cap_owned_nodes;
     uint32_t fence_tenant; /* with owned pools: the tenant the fence stands for (GP__NONE without) */
+    /* booking.c: the bookings, in the order they were made (owned, each
+     * with its held GPUs); the next id; the live ones (not final) */
+    gp__booking *bookings;
+    size_t n_bookings, cap_bookings;
+    uint64_t next_booking;
+    size_t n_live_bookings;
+    uint32_t *book_barred; /* booking.c: nodes barred for the job being looked at (owned; empty between jobs) */
+    size_t n_book_barred, cap_book_barred;
 };
 
 /* ==== base (see "Layers" above) ==== */
@@ -1090,6 +1136,27 @@ bool gp__borrows_reclaimably(const gp_engine *e, const gp__job *j);
  * completes "job N ..."): they go back to running, with a TRANSITION that
  * says why; a victim cancelled meanwhile keeps stopping. */
 void gp__reclaim_withdraw(gp_engine *e, uint32_t job, const char *why);
+
+/* ---- booking.c ---- */
+/* Bookings before the pass: state changes due at e->now (clearing,
+ * active, no-show, ended), borrowers preempted off booked GPUs, jobs of
+ * each booking counted. */
+void gp__booking_tick(gp_engine *e);
+/* The booking of that name or id that is live (not final), GP__NONE. */
+uint32_t gp__booking_live(const gp_engine *e, const char *name);
+uint32_t gp__booking_by_id(const gp_engine *e, uint64_t id);
+/* Around one job's looks: bar the nodes it may not use because of
+ * bookings (booked for others and clearing, active and not lent, or
+ * planned and starting before the job could end; a job naming a booking:
+ * every node but the booking's).  False: the job is not looked at now
+ * (its booking is not active; j->wait says so), nothing barred. */
+bool gp__booking_fence_up(gp_engine *e, uint32_t job);
+void gp__booking_fence_down(gp_engine *e);
+/* A node is lost or a GPU failed: substitute the bookings' GPUs there. */
+void gp__booking_gpus_lost(gp_engine *e);
+/* Invariants of the bookings (invariants.c): GP_OK or the first violation. */
+gp_err gp__booking_check(const gp_engine *e, gp_error *err);
+void gp__bookings_free(gp_engine *e);
 
 /* ==== top (see "Layers" above) ==== */
 

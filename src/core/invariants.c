@@ -430,8 +430,9 @@ gp_err gp_engine_check_invariants(const gp_engine *e, gp_error *err)
     if (!usage || !guaranteed)
         rc = gp_error_set(err, GP_ERR_NOMEM, "engine", "out of memory");
     else if (!(rc = check_jobs(e, usage, guaranteed, err)) && !(rc = check_tenants(e, usage, guaranteed, err)) &&
-             !(rc = check_nodes(e, err)) && !(rc = gp__shared_check(e, err)) && !(rc = check_claims(e, err)))
-        rc = check_dedicated(e, err);
+             !(rc = check_nodes(e, err)) && !(rc = gp__shared_check(e, err)) && !(rc = check_claims(e, err)) &&
+             !(rc = check_dedicated(e, err)))
+        rc = gp__booking_check(e, err);
     free(usage);
     free(guaranteed);
     return rc;

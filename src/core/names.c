@@ -12,6 +12,7 @@
  *          gp_enum_list(GP_ENUM_TRUST, ...) writes "inherit, trusted, untrusted";
  *          gp_job_state_name(99) is "unknown".
  */
+#include "core/booking.h"
 #include "core/types.h"
 #include "util/shape_names.h"
 
@@ -23,12 +24,13 @@ static const char *const JOB_STATES[] = {"pending",   "admitted", "running",  "p
 static const char *const CLASSES[] = {"none", "guaranteed", "burstable"};
 static const char *const JOB_KINDS[] = {"training", "inference", "interactive"};
 static const char *const DECISION_KINDS[] = {"transition", "bind",       "preempt",     "stop",
-                                             "drained",    "usage_open", "usage_close", "reconfigure"};
+                                             "drained",    "usage_open", "usage_close", "reconfigure", "booking"};
 static const char *const SHARINGS[] = {"exclusive", "mig", "mps", "timeslice"};
 static const char *const SCORES[] = {"default", "bestfit", "fgd", "random", "dotprod", "clustering", "packing", "spread"};
 static const char *const TRUSTS[] = {"inherit", "trusted", "untrusted"};
 static const char *const NODES_POLICIES[] = {"inherit", "shared", "dedicated"};
 static const char *const CANCEL_POLICIES[] = {"inherit", "own", "tenant"};
+static const char *const BOOKING_POLICIES[] = {"inherit", "admins", "members"};
 static const char *const RESTART_POLICIES[] = {"default", "never", "on-failure"};
 _Static_assert(GP_TOPO_NVLINK + 1 == GP_TOPOLOGY_NAMES, "a name for each topology (util/shape_names.c)");
 _Static_assert(GP_ISO_TIMESLICE + 1 == GP_ISOLATION_NAMES, "a name for each isolation (util/shape_names.c)");
@@ -47,6 +49,7 @@ static const struct {
     [GP_ENUM_STOP_SIGNAL] = {gp_stop_signal_names, GP_STOP_SIGNALS},
     [GP_ENUM_NODES] = GP__TABLE(NODES_POLICIES),
     [GP_ENUM_CANCEL] = GP__TABLE(CANCEL_POLICIES),
+    [GP_ENUM_BOOKING] = GP__TABLE(BOOKING_POLICIES),
 };
 
 int gp_enum_count(gp_enum which)
@@ -142,6 +145,30 @@ const char *gp_wait_code_name(gp_wait_code c)
     static const char *const names[] = {"none",        "new",      "limit",   "user_limit",  "no_gpu_type",
                                         "topology",    "capacity", "lending", "reservation", "reserved",
                                         "reclaim",     "node_shape", "trust", "sharing_mode", "backoff",
-                                        "dedicated",   "held"};
+                                        "dedicated",   "held",        "booking"};
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "unknown";
+}
+
+static const char *const RECURRENCES[] = {"none", "daily", "weekdays", "weekly"};
+static const char *const BOOKING_STATES[] = {"planned", "clearing",  "active",  "released_no_show",
+                                             "ended",   "cancelled", "refused"};
+
+const char *gp_recurrence_name(gp_recurrence r)
+{
+    return (unsigned)r < sizeof RECURRENCES / sizeof *RECURRENCES ? RECURRENCES[r] : "unknown";
+}
+
+bool gp_recurrence_value(const char *name, gp_recurrence *out)
+{
+    for (size_t i = 0; name && i < sizeof RECURRENCES / sizeof *RECURRENCES; i++)
+        if (strcmp(name, RECURRENCES[i]) == 0) {
+            *out = (gp_recurrence)i;
+            return true;
+        }
+    return false;
+}
+
+const char *gp_booking_state_name(gp_booking_state s)
+{
+    return (unsigned)s < sizeof BOOKING_STATES / sizeof *BOOKING_STATES ? BOOKING_STATES[s] : "unknown";
 }

@@ -56,7 +56,7 @@ static uint32_t layout_word(void)
     const size_t sizes[] = {sizeof(struct gp_engine), sizeof(gp__fleet), sizeof(gp__node), sizeof(gp__gpu),
                             sizeof(gp__block), sizeof(gp__pool), sizeof(gp__tenant), sizeof(gp__user),
                             sizeof(gp__job), sizeof(gp__history), sizeof(gp__claim), sizeof(gp__preemption),
-                            sizeof(gp__reservation), sizeof(gp_res), sizeof(void *), 0x01020304u};
+                            sizeof(gp__reservation), sizeof(gp_res), sizeof(gp__booking), sizeof(void *), 0x01020304u};
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int b = 0; b < 8; b++) {
@@ -172,6 +172,9 @@ static void engine_put(writer *w, const gp_engine *e)
         put_array(w, e->reservation[t].nodes, e->reservation[t].n_nodes, sizeof *e->reservation[t].nodes);
     put_array(w, e->recent, e->n_recent, sizeof *e->recent);
     put_array(w, e->reclaiming, e->cap_reclaiming, sizeof *e->reclaiming);
+    put_array(w, e->bookings, e->n_bookings, sizeof *e->bookings);
+    for (size_t i = 0; i < e->n_bookings; i++)
+        put_array(w, e->bookings[i].held, (size_t)e->bookings[i].n_held, sizeof *e->bookings[i].held);
 }
 
 gp_err gp_engine_snapshot_write(const gp_engine *e, unsigned char **buf, size_t *len, gp_error *err)
@@ -290,6 +293,10 @@ static void engine_detach(gp_engine *e)
     e->n_ded_nodes = e->cap_ded_nodes = 0;
     e->owned_nodes = NULL; /* derived (dedicated.c): made again at the next pass's start */
     e->n_owned_nodes = e->cap_owned_nodes = 0;
+    e->bookings = NULL;
+    e->n_bookings = e->cap_bookings = 0;
+    e->book_barred = NULL; /* derived (booking.c): empty between events */
+    e->n_book_barred = e->cap_book_barred = 0;
     e->pool = NULL;
     e->ent = NULL;
     e->reclaiming = NULL;
@@ -446,6 +453,24 @@ static bool jobs_get(reader *r, gp_engine *e, bool *nomem)
     return true;
 }
 
+static bool bookings_get(reader *r, gp_engine *e, bool *nomem)
+{
+    if (!get_array(r, (void **)&e->bookings, &e->n_bookings, &e->cap_bookings, sizeof *e->bookings, nomem))
+        return false;
+    for (size_t i = 0; i < e->n_bookings; i++)
+        e->bookings[i].held = NULL; /* read below; a failure part way frees only those read */
+    for (size_t i = 0; i < e->n_bookings; i++) {
+        gp__booking *b = &e->bookings[i];
+        size_t n = 0, cap = 0;
+        if (!get_array(r, (void **)&b->held, &n, &cap, sizeof *b->held, nomem) || n != (size_t)b->n_held)
+            return false;
+        for (size_t k = 0; k < n; k++)
+            if (b->held[k] >= e->fleet.n_gpus)
+                return false;
+    }
+    return true;
+}
+
 static bool engine_get(reader *r, gp_engine *e, bool *nomem)
 {
     if (!get(r, e, sizeof *e))
@@ -459,7 +484,8 @@ static bool engine_get(reader *r, gp_engine *e, bool *nomem)
                        &e->reservation[t].cap_nodes, sizeof *e->reservation[t].nodes, nomem))
             return false;
     if (!get_array(r, (void **)&e->recent, &e->n_recent, &e->cap_recent, sizeof *e->recent, nomem) ||
-        !get_array(r, (void **)&e->reclaiming, NULL, &e->cap_reclaiming, sizeof *e->reclaiming, nomem))
+        !get_array(r, (void **)&e->reclaiming, NULL, &e->cap_reclaiming, sizeof *e->reclaiming, nomem) ||
+        !bookings_get(r, e, nomem))
         return false;
     if (!gp__scratch_reserve(e, e->fleet.n_gpus)) /* placement's room for every GPU, as node_add keeps it */
         return !(*nomem = true);

@@ -33,6 +33,7 @@
 #define GP_PRIORITY_MAX 1000
 #define GP_GRACE_MAX_S 86400
 #define GP_TIME_LIMIT_MAX_S (INT64_C(1) << 40) /* time limits: 1..this seconds */
+#define GP_BOOKING_NAME_MAX 48   /* a booking's name with its NUL (booking.h); an occurrence adds ".N" */
 
 /* Resource vector: one dimension per GPU type (milli-GPUs), then CPU and
  * memory.  The GPU type of dimension i is whatever the engine registered as
@@ -121,6 +122,10 @@ typedef enum gp_nodes_policy { GP_NODES_INHERIT = 0, GP_NODES_SHARED, GP_NODES_D
 /* Whose jobs a member of the tenant may cancel: its own (the default at
  * the top), or any of the tenant's (gpupoold's rule, not the engine's). */
 typedef enum gp_cancel_policy { GP_CANCEL_INHERIT = 0, GP_CANCEL_OWN, GP_CANCEL_TENANT } gp_cancel_policy;
+/* Who books capacity for the tenant (gpupoold's rule, not the engine's):
+ * its tenant-admins and admins only (the default at the top), or its
+ * members too. */
+typedef enum gp_booking_policy { GP_BOOKING_INHERIT = 0, GP_BOOKING_ADMINS, GP_BOOKING_MEMBERS } gp_booking_policy;
 
 /* A quota as a caller writes it: GPU amounts per named type.
  * For a guarantee: `set` false means "this tenant has no floor of its own"
@@ -194,6 +199,7 @@ typedef struct gp_tenant_spec {
     gp_job_limits job_max;      /* the most a job may set; no more than the parent's */
     gp_nodes_policy nodes;      /* shared or dedicated nodes, inherited */
     gp_cancel_policy cancel;    /* whose jobs its members cancel, inherited (gpupoold's, not the engine's) */
+    gp_booking_policy booking;  /* whether its members book, inherited (gpupoold's, not the engine's) */
     gp_container_policy containers; /* gpupoold's, not the engine's (above) */
 } gp_tenant_spec;
 
@@ -255,6 +261,10 @@ typedef struct gp_job_spec {
     int max_restarts;          /* on-failure: restarts after failures, 1..GP_MAX_RESTARTS_MAX; 0 = default (3) */
     gp_stop_signal stop_signal;/* what a stop sends first (default SIGTERM) */
     int64_t pids_max;          /* per replica, 0..GP_PIDS_MAX; 0 = the tenant's default, else the node agent's */
+    const char *booking;       /* NULL or "": none; else a booking of the job's tenant (booking.h): the job
+                                  runs guaranteed on that booking's GPUs once it is active, and waits for it
+                                  until then (GP_WAIT_BOOKING); refused at submit when no such booking of
+                                  the tenant is live, or the job's shape cannot fit inside it */
 } gp_job_spec;
 
 /* How a running job ended, as its node reports it. */
@@ -291,7 +301,9 @@ typedef enum gp_wait_code {
                                no whole node is free, 0: they run jobs of dedicated tenant `tenant`, 2: they
                                are in pools owned by other tenants (tenant = the owner of pool `pool`, the
                                one with the most of them) */
-    GP_WAIT_HELD            /* held (gp_engine_job_update): not placed until released; who held it is the job's */
+    GP_WAIT_HELD,           /* held (gp_engine_job_update): not placed until released; who held it is the job's */
+    GP_WAIT_BOOKING         /* names a booking that is not active yet (starts at `time`), or whose GPUs are
+                               in use by its other jobs (a = its free GPUs, b = needed) */
 } gp_wait_code;
 
 typedef struct gp_wait {
@@ -314,7 +326,10 @@ typedef enum gp_decision_kind {
     GP_DEC_DRAINED,        /* node has no jobs left and is draining */
     GP_DEC_USAGE_OPEN,     /* a metering interval opened (usage.end = -1) */
     GP_DEC_USAGE_CLOSE,    /* the same interval closed */
-    GP_DEC_RECONFIGURE     /* set a MIG GPU's instances to `mig_layout` (node, gpu_index) */
+    GP_DEC_RECONFIGURE,    /* set a MIG GPU's instances to `mig_layout` (node, gpu_index) */
+    GP_DEC_BOOKING         /* booking `booking` changed state (booking_from -> booking_to, gp_booking_state),
+                              or a note without a change (equal states: a substitution, a shortage);
+                              `reason` says what.  Emitted by the booking events and by gp_engine_tick */
 } gp_decision_kind;
 
 typedef struct gp_usage {
@@ -345,7 +360,10 @@ typedef struct gp_decision {
     int gpu_index;              /* RECONFIGURE: GPU within the node */
     char mig_layout[GP_REASON_MAX]; /* RECONFIGURE: "profile@start,..." after the change, "" = no instances */
     gp_usage usage;             /* USAGE_OPEN, USAGE_CLOSE */
-    char reason[GP_REASON_MAX]; /* TRANSITION, PREEMPT, STOP */
+    char reason[GP_REASON_MAX]; /* TRANSITION, PREEMPT, STOP, BOOKING */
+    char booking[GP_BOOKING_NAME_MAX + 8]; /* BOOKING: the booking's name; PREEMPT: the booking whose
+                                  clearing preempted the job ("" otherwise) */
+    int booking_from, booking_to; /* BOOKING: gp_booking_state values (booking.h) */
 } gp_decision;
 
 /* ---- read-only views ------------------------------------------------ */
@@ -483,6 +501,7 @@ typedef enum gp_enum {
     GP_ENUM_STOP_SIGNAL,
     GP_ENUM_NODES,
     GP_ENUM_CANCEL,
+    GP_ENUM_BOOKING,
     GP_ENUM_COUNT
 } gp_enum;
 

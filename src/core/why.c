@@ -246,6 +246,10 @@ static size_t wait_format(const gp_engine *e, const gp__job *j, const gp_wait *w
         n = snprintf(buf, len, "held by %s: it is not placed until released (gpupool release %llu)", j->held_by,
                      (unsigned long long)j->id);
         break;
+    case GP_WAIT_BOOKING:
+        n = snprintf(buf, len, "waiting for its booking: it begins at t=%lld, and the job runs on its GPUs then",
+                     (long long)w->time);
+        break;
     case GP_WAIT_BACKOFF:
         n = snprintf(buf, len, "restarting after a failure (restart %lld of %lld, restart_policy on-failure): eligible "
                      "again at t=%lld", (long long)w->a, (long long)w->b, (long long)w->time);

@@ -99,6 +99,11 @@ static void put_decision(sink *s, const gp_engine *e, const gp_decision *d)
     case GP_DEC_USAGE_OPEN:
     case GP_DEC_USAGE_CLOSE: put_usage(s, &d->usage); break;
     case GP_DEC_RECONFIGURE: put(s, " node=%s gpu=%d layout=%s", d->node, d->gpu_index, d->mig_layout); break;
+    case GP_DEC_BOOKING:
+        put(s, " booking=%s from=%s to=%s", d->booking, gp_booking_state_name(d->booking_from),
+            gp_booking_state_name(d->booking_to));
+        put_reason(s, d->reason);
+        break;
     }
     put(s, "\n");
 }

@@ -18,7 +18,8 @@
 static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "submit",    "cancel",     "tenant_set", "tenant_remove", "node_add", "node_lost",
     "node_drain", "pool_set", "tick",       "clock_resolution", "replica_exit", "checkpointed",
-    "gpu_health", "job_update", "gpu_type_declare",
+    "gpu_health", "job_update", "gpu_type_declare", "booking_add", "booking_cancel", "booking_change",
+    "booking_allowance",
 };
 
 /* What a decoded event points into. */
@@ -32,6 +33,12 @@ struct gp__event_storage {
     char by[GP_NAME_MAX];
     char path[GP_PATH_MAX];
     char name[GP_NAME_MAX];
+    gp_booking_spec booking;
+    gp_booking_change booking_change;
+    char booking_name[GP_BOOKING_NAME_MAX + 8];
+    char made_by[GP_NAME_MAX];
+    char gpu_types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
+    char mig_profile[16];
 };
 
 const char *gp_event_kind_name(gp_event_kind k)
@@ -87,6 +94,33 @@ static json_t *job_update_payload(uint64_t id, const gp_job_update *u)
     return o;
 }
 
+/* Every field of the spec, so a replay books exactly what was booked. */
+static json_t *booking_add_payload(const gp_booking_spec *b)
+{
+    json_t *types = json_array();
+    for (int i = 0; i < b->n_gpu_types; i++)
+        json_array_append_new(types, json_string(b->gpu_types[i]));
+    return json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:I, s:I, s:i, s:I, s:s, s:I}", "name", b->name, "tenant",
+                     b->tenant, "made_by", b->made_by ? b->made_by : "", "gpu_types", types, "replicas", b->replicas,
+                     "gpus", b->gpus, "mig_profile", b->mig_profile ? b->mig_profile : "", "topology",
+                     gp_topology_name(b->topology), "start", (json_int_t)b->start, "end", (json_int_t)b->end, "lend",
+                     b->lend, "no_show_s", (json_int_t)b->no_show_s, "recurrence", gp_recurrence_name(b->recurrence),
+                     "until", (json_int_t)b->until);
+}
+
+/* Only the fields the change moves. */
+static json_t *booking_change_payload(const char *name, const gp_booking_change *c)
+{
+    json_t *o = json_pack("{s:s}", "name", name);
+    if (o && c->has_start)
+        json_object_set_new(o, "start", json_integer(c->start));
+    if (o && c->has_end)
+        json_object_set_new(o, "end", json_integer(c->end));
+    if (o && c->has_lend)
+        json_object_set_new(o, "lend", json_boolean(c->lend));
+    return o;
+}
+
 json_t *gp_event_payload(const gp_event *ev)
 {
     switch (ev->kind) {
@@ -106,6 +140,11 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_GPU_HEALTH:
         return json_pack("{s:s, s:i, s:b}", "name", ev->name, "gpu", ev->gpu_index, "healthy", ev->healthy);
     case GP_EV_JOB_UPDATE: return job_update_payload(ev->job_id, ev->update);
+    case GP_EV_BOOKING_ADD: return booking_add_payload(ev->booking);
+    case GP_EV_BOOKING_CANCEL: return json_pack("{s:s}", "name", ev->name);
+    case GP_EV_BOOKING_CHANGE: return booking_change_payload(ev->name, ev->booking_change);
+    case GP_EV_BOOKING_ALLOWANCE:
+        return json_pack("{s:s, s:I}", "org", ev->name, "gpu_hours_per_week", (json_int_t)ev->gpu_hours_per_week);
     default: return NULL;
     }
 }
@@ -303,6 +342,120 @@ static gp_err decode_job_update(const json_t *p, gp_event *ev, gp__event_storage
     return rc;
 }
 
+static gp_err booking_name(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    ev->name = st->booking_name;
+    return gp_json_string(json_object_get(p, "name"), "name", sizeof st->booking_name - 1, st->booking_name,
+                          sizeof st->booking_name, err);
+}
+
+static gp_err booking_enums(const json_t *p, gp_booking_spec *b, gp_error *err)
+{
+    int topo = 0;
+    gp_err rc = gp_json_enum(json_object_get(p, "topology"), "topology", GP_ENUM_TOPOLOGY, &topo, err);
+    b->topology = (gp_topology)topo;
+    const char *recurrence = json_string_value(json_object_get(p, "recurrence"));
+    if (rc == GP_OK && !gp_recurrence_value(recurrence, &b->recurrence))
+        rc = gp_error_set(err, GP_ERR_INVALID, "recurrence", "payload.recurrence is none, daily, weekdays or weekly");
+    return rc;
+}
+
+static gp_err booking_types(const json_t *p, gp_booking_spec *b, gp__event_storage *st, gp_error *err)
+{
+    const json_t *types = json_object_get(p, "gpu_types");
+    if (!json_is_array(types) || json_array_size(types) > GP_MAX_GPU_TYPES)
+        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "payload.gpu_types is an array of at most %d names",
+                            GP_MAX_GPU_TYPES);
+    gp_err rc = GP_OK;
+    b->n_gpu_types = (int)json_array_size(types);
+    for (int i = 0; rc == GP_OK && i < b->n_gpu_types; i++) {
+        rc = gp_json_string(json_array_get(types, (size_t)i), "gpu_types", GP_NAME_MAX - 1, st->gpu_types[i],
+                            GP_NAME_MAX, err);
+        b->gpu_types[i] = st->gpu_types[i];
+    }
+    return rc;
+}
+
+static gp_err decode_booking_add(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    static const char *const KEYS[] = {"name", "tenant", "made_by", "gpu_types", "replicas", "gpus", "mig_profile",
+                                       "topology", "start", "end", "lend", "no_show_s", "recurrence", "until"};
+    gp_booking_spec *b = &st->booking;
+    int64_t replicas = 0, gpus = 0, lend = 0;
+    gp_err rc = expect_keys(p, KEYS, 14, err);
+    if (rc == GP_OK)
+        rc = booking_name(p, ev, st, err);
+    if (rc == GP_OK)
+        rc = gp_json_string(json_object_get(p, "tenant"), "tenant", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
+    if (rc == GP_OK && json_string_length(json_object_get(p, "made_by")) > 0)
+        rc = gp_json_string(json_object_get(p, "made_by"), "made_by", GP_NAME_MAX - 1, st->made_by, GP_NAME_MAX, err);
+    if (rc == GP_OK && json_string_length(json_object_get(p, "mig_profile")) > 0)
+        rc = gp_json_string(json_object_get(p, "mig_profile"), "mig_profile", sizeof st->mig_profile - 1, st->mig_profile,
+                            sizeof st->mig_profile, err);
+    if (rc == GP_OK)
+        rc = booking_types(p, b, st, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "replicas"), "replicas", 1, GP_MAX_REPLICAS, &replicas, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "gpus"), "gpus", 1, GP_MAX_GPUS_PER_NODE, &gpus, err);
+    if (rc == GP_OK)
+        rc = booking_enums(p, b, err);
+    const char *const times[] = {"start", "end", "no_show_s", "until"};
+    int64_t *fields[] = {&b->start, &b->end, &b->no_show_s, &b->until};
+    for (int i = 0; rc == GP_OK && i < 4; i++)
+        rc = gp_json_int(json_object_get(p, times[i]), times[i], -1, INT64_C(1) << 40, fields[i], err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "lend"), "lend", -1, 1, &lend, err);
+    b->name = st->booking_name;
+    b->tenant = st->path;
+    b->made_by = st->made_by;
+    b->mig_profile = st->mig_profile;
+    b->replicas = (int)replicas;
+    b->gpus = (int)gpus;
+    b->lend = (int)lend;
+    ev->booking = b;
+    return rc;
+}
+
+static gp_err decode_booking_change(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    static const char *const KEYS[] = {"name", "start", "end", "lend"};
+    gp_booking_change *c = &st->booking_change;
+    gp_err rc = only_keys(p, KEYS, 4, err);
+    if (rc == GP_OK)
+        rc = booking_name(p, ev, st, err);
+    c->has_start = json_object_get(p, "start") != NULL;
+    c->has_end = json_object_get(p, "end") != NULL;
+    c->has_lend = json_object_get(p, "lend") != NULL;
+    if (rc == GP_OK && c->has_start)
+        rc = gp_json_int(json_object_get(p, "start"), "start", 0, INT64_C(1) << 40, &c->start, err);
+    if (rc == GP_OK && c->has_end)
+        rc = gp_json_int(json_object_get(p, "end"), "end", 0, INT64_C(1) << 40, &c->end, err);
+    if (rc == GP_OK && c->has_lend)
+        rc = gp_json_bool(json_object_get(p, "lend"), "lend", &c->lend, err);
+    if (rc == GP_OK && !c->has_start && !c->has_end && !c->has_lend)
+        rc = gp_error_set(err, GP_ERR_INVALID, "payload", "payload changes nothing");
+    ev->booking_change = c;
+    return rc;
+}
+
+static gp_err decode_booking_small(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
+{
+    static const char *const NAME[] = {"name"}, *const ALLOWANCE[] = {"org", "gpu_hours_per_week"};
+    if (ev->kind == GP_EV_BOOKING_CANCEL) {
+        gp_err rc = expect_keys(p, NAME, 1, err);
+        return rc ? rc : booking_name(p, ev, st, err);
+    }
+    gp_err rc = expect_keys(p, ALLOWANCE, 2, err);
+    if (rc == GP_OK)
+        rc = gp_json_string(json_object_get(p, "org"), "org", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
+    if (rc == GP_OK)
+        rc = gp_json_int(json_object_get(p, "gpu_hours_per_week"), "gpu_hours_per_week", -1, INT64_C(1) << 40,
+                         &ev->gpu_hours_per_week, err);
+    ev->name = st->path;
+    return rc;
+}
+
 static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
 {
     gp_err rc;
@@ -328,6 +481,10 @@ static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *s
         ev->exit = &st->exit;
         return gp_replica_exit_parse(p, &st->exit, err);
     case GP_EV_GPU_HEALTH: return decode_gpu_health(p, ev, st, err);
+    case GP_EV_BOOKING_ADD: return decode_booking_add(p, ev, st, err);
+    case GP_EV_BOOKING_CHANGE: return decode_booking_change(p, ev, st, err);
+    case GP_EV_BOOKING_CANCEL:
+    case GP_EV_BOOKING_ALLOWANCE: return decode_booking_small(p, ev, st, err);
     default: return decode_small(p, ev, st, err);
     }
 }

@@ -25,6 +25,12 @@
  *   job_update        {"id": 7, "hold": true, "by": "alice", "priority": 5, "time_limit_s": 7200}
  *                     (a pending job's change: "id" and at least one other; "by" with hold true only)
  *   gpu_type_declare  {"name": "H200"}   (an admin declared a GPU type before its nodes arrive)
+ *   booking_add       {"name", "tenant", "made_by", "gpu_types": [...], "replicas", "gpus", "mig_profile",
+ *                      "topology", "start", "end", "lend", "no_show_s", "recurrence", "until"}
+ *                     (core/booking.h's gp_booking_spec, every field written)
+ *   booking_cancel    {"name": "pretrain"}
+ *   booking_change    {"name": "pretrain", "start": T, "end": T, "lend": true}  ("name" and at least one other)
+ *   booking_allowance {"org": "research", "gpu_hours_per_week": 500}   (-1 unbounded, 0 none)
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
@@ -79,6 +85,10 @@ typedef enum gp_event_kind {
     GP_EV_GPU_HEALTH,
     GP_EV_JOB_UPDATE,
     GP_EV_GPU_TYPE_DECLARE,
+    GP_EV_BOOKING_ADD,
+    GP_EV_BOOKING_CANCEL,
+    GP_EV_BOOKING_CHANGE,
+    GP_EV_BOOKING_ALLOWANCE,
     GP_EV_KINDS
 } gp_event_kind;
 
@@ -114,13 +124,17 @@ typedef struct gp_event {
     const gp_tenant_spec *tenant; /* tenant_set */
     const gp_node_spec *node;     /* node_add */
     const char *name;             /* node_lost, node_drain, gpu_health: the node; pool_set: the pool;
-                                     gpu_type_declare: the type */
+                                     gpu_type_declare: the type; booking_cancel, booking_change: the
+                                     booking; booking_allowance: the org */
     bool drain;                   /* node_drain */
     int gpu_index;                /* gpu_health */
     bool healthy;                 /* gpu_health */
     const gp_replica_exit *exit;  /* replica_exit */
     const gp_pool_spec *pool;     /* pool_set */
     int64_t seconds;              /* clock_resolution */
+    const gp_booking_spec *booking;          /* booking_add */
+    const gp_booking_change *booking_change; /* booking_change */
+    int64_t gpu_hours_per_week;              /* booking_allowance (name: the org) */
     gp__event_storage *storage;   /* what gp_event_decode allocated; NULL for caller-made events */
 } gp_event;
 

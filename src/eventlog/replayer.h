@@ -45,6 +45,7 @@ typedef struct gp_replayer {
     size_t n_touched, cap_touched;
     bool trust_floor_applied;  /* the last apply read "trusted" as "inherit" (replay only) */
     size_t rows_checked;       /* job rows gp_replayer_check_job has seen */
+    gp_booking_result booking_result; /* the last booking_add's answer (its suggested start after a refusal) */
 } gp_replayer;
 
 gp_err gp_replayer_init(gp_replayer *r, const gp_engine_config *cfg, gp_error *err);

@@ -51,8 +51,8 @@
 #include <string.h>
 #include <time.h>
 
-enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_DEDICATED_IDLE, KIND_UNPRICED, KINDS };
-static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "dedicated_idle", "unpriced"};
+enum { KIND_FLOOR, KIND_GUARANTEED, KIND_BURST, KIND_DEDICATED_IDLE, KIND_BOOKED, KIND_UNPRICED, KINDS };
+static const char *const KIND_NAMES[KINDS] = {"floor", "guaranteed", "burst", "dedicated_idle", "booked", "unpriced"};
 /* a share and a topology index util/shape_names.h's tables (the engine's
  * order); share 0 is a whole GPU, which the ledger calls gp_share_whole */
 enum { SHARE_WHOLE, SHARE_MIG, SHARE_MPS, SHARE_TIMESLICE, SHARES };
@@ -77,7 +77,14 @@ typedef struct interval {
     uint32_t tenant, user, type;
     uint8_t share, guaranteed, topo;
     uint8_t idle;      /* class dedicated_idle: GPUs a dedicated tenant keeps idle, not used */
+    uint8_t booked;    /* a booking's GPUs beyond its tenant's guarantee, held for its window (not used) */
 } interval;
+
+/* A booking record: its window as an interval, and its name's index. */
+typedef struct booked {
+    interval iv;
+    uint32_t name;
+} booked;
 
 /* A guarantee (tenant) or capacity record: value from start on. */
 typedef struct step {
@@ -109,8 +116,8 @@ struct gp_bill {
     char *tenant; /* the subtree shown, NULL = all */
     bool want_fleet, hourly;
     int64_t from, to, as_of;
-    names tenants, types, users;
-    vec ivs, closed, guar, caps, floors; /* interval, int64_t, step, step, csv_row */
+    names tenants, types, users, bookings;
+    vec ivs, closed, guar, caps, floors, books; /* interval, int64_t, step, step, csv_row, booked */
     bool computed;
     /* computed */
     size_t n_ten, n_type, n_seg, n_hours;
@@ -215,15 +222,23 @@ gp_err gp_bill_record_from_json(const json_t *rec, gp_bill_record *out, gp_error
     gp_err rc = need_str(rec, "kind", out->seq, &out->kind, err);
     bool usage = rc == GP_OK && (strcmp(out->kind, "open") == 0 || strcmp(out->kind, "close") == 0);
     bool guarantee = rc == GP_OK && strcmp(out->kind, "guarantee") == 0;
-    if (rc || (!usage && !guarantee && strcmp(out->kind, "capacity") != 0))
+    bool booking = rc == GP_OK && strcmp(out->kind, "booking") == 0;
+    if (rc || (!usage && !guarantee && !booking && strcmp(out->kind, "capacity") != 0))
         return rc;
     rc = need_str(rec, "gpu_type", out->seq, &out->gpu_type, err);
     if (rc == GP_OK)
         rc = need_int(rec, "milli_gpus", out->seq, &out->milli_gpus, err);
     if (rc == GP_OK)
         rc = need_int(rec, "start", out->seq, &out->start, err);
-    if (rc == GP_OK && (usage || guarantee))
+    if (rc == GP_OK && (usage || guarantee || booking))
         rc = need_str(rec, "tenant", out->seq, &out->tenant, err);
+    if (rc == GP_OK && booking) {
+        out->user = str_or_null(rec, "user");
+        rc = need_str(rec, "booking", out->seq, &out->booking, err);
+        if (rc == GP_OK)
+            rc = need_str(rec, "topology", out->seq, &out->topology, err);
+        return rc == GP_OK ? need_int(rec, "end", out->seq, &out->end, err) : rc;
+    }
     if (rc || !usage)
         return rc;
     out->user = str_or_null(rec, "user");
@@ -307,12 +322,59 @@ static gp_err add_usage(gp_bill *b, const gp_bill_record *r, gp_error *err)
     return GP_OK;
 }
 
+/* Every booking record is kept until compute() takes each booking's
+ * newest (a later one may cut the window of an earlier one to nothing). */
+static gp_err add_booking(gp_bill *b, const gp_bill_record *r, gp_error *err)
+{
+    if (!r->tenant || !r->gpu_type || !r->booking || !r->topology)
+        return gp_error_set(err, GP_ERR_INVALID, "record", "ledger record %lld lacks its booking, tenant, model or"
+                            " topology", (long long)r->seq);
+    int topo = gp_shape_name_index(gp_topology_names, TOPOS, r->topology);
+    if (topo < 0)
+        return gp_error_set(err, GP_ERR_INVALID, "topology", "ledger record %lld: unknown topology %s",
+                            (long long)r->seq, r->topology);
+    booked k = {.iv = {.seq = r->seq, .id = -1, .milli = r->milli_gpus, .start = r->start, .end = r->end,
+                       .user = NONE, .share = SHARE_WHOLE, .topo = (uint8_t)topo, .booked = 1}};
+    if (!intern(&b->bookings, r->booking, &k.name) || !intern(&b->tenants, r->tenant, &k.iv.tenant) ||
+        !intern(&b->types, r->gpu_type, &k.iv.type) || (r->user && !intern(&b->users, r->user, &k.iv.user)) ||
+        !vec_push(&b->books, &k, sizeof k))
+        return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
+    return GP_OK;
+}
+
+/* Each booking's newest record, as an interval when its window (end
+ * included) reaches into [from, as_of) and it holds GPUs beyond its
+ * tenant's guarantee. */
+static bool merge_bookings(gp_bill *b)
+{
+    size_t n = b->bookings.n;
+    int64_t *newest = malloc((n + 1) * sizeof *newest);
+    if (!newest)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        newest[i] = -1;
+    const booked *k = b->books.v;
+    for (size_t i = 0; i < b->books.n; i++)
+        if (newest[k[i].name] < 0 || k[newest[k[i].name]].iv.seq < k[i].iv.seq)
+            newest[k[i].name] = (int64_t)i;
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        const interval *iv = newest[i] >= 0 ? &k[newest[i]].iv : NULL;
+        if (iv && iv->milli > 0 && max64(iv->start, b->from) < min64(iv->end, b->as_of))
+            ok = vec_push(&b->ivs, iv, sizeof *iv);
+    }
+    free(newest);
+    return ok;
+}
+
 gp_err gp_bill_add(gp_bill *b, const gp_bill_record *r, gp_error *err)
 {
     if (b->computed)
         return gp_error_set(err, GP_ERR_CONFLICT, "bill", "the bill was computed already");
     if ((r->kind[0] == 'o' && strcmp(r->kind, "open") == 0) || (r->kind[0] == 'c' && strcmp(r->kind, "close") == 0))
         return add_usage(b, r, err);
+    if (strcmp(r->kind, "booking") == 0)
+        return add_booking(b, r, err);
     bool guarantee = strcmp(r->kind, "guarantee") == 0;
     if ((!guarantee && strcmp(r->kind, "capacity") != 0) || r->start >= b->as_of)
         return GP_OK;
@@ -504,14 +566,14 @@ static bool build_prices(gp_bill *b)
  * the premium's surcharge (the floor paid for the base). */
 static int64_t kind_factor(const gp_bill *b, int v, int kind, int topo)
 {
-    if (kind == KIND_FLOOR || kind == KIND_DEDICATED_IDLE)
+    if (kind == KIND_FLOOR || kind == KIND_DEDICATED_IDLE || kind == KIND_BOOKED)
         return GP_PRICE_UNIT;
     return premium_units(b, v, topo) - (kind == KIND_GUARANTEED ? GP_PRICE_UNIT : 0);
 }
 
 static int interval_kind(const interval *iv)
 {
-    return iv->idle ? KIND_DEDICATED_IDLE : iv->guaranteed ? KIND_GUARANTEED : KIND_BURST;
+    return iv->booked ? KIND_BOOKED : iv->idle ? KIND_DEDICATED_IDLE : iv->guaranteed ? KIND_GUARANTEED : KIND_BURST;
 }
 
 /* Adds mgs of (tenant, kind, type, topo) in version v to its line, or to
@@ -544,8 +606,8 @@ static void pass_interval(gp_bill *b, const interval *iv)
     for (size_t k = lo; k < b->n_seg && b->bounds[k] < e; k++) {
         int64_t mgs = iv->milli * (min64(e, b->bounds[k + 1]) - max64(a, b->bounds[k]));
         charge(b, iv->tenant, interval_kind(iv), iv->type, iv->topo, b->seg_version[k], mgs);
-        if (iv->idle)
-            continue; /* idle in the fleet section: nobody uses it */
+        if (iv->idle || iv->booked)
+            continue; /* not use in the fleet section: nobody runs on it */
         b->fleet[(hour_of(b, k) * b->n_type + iv->type) * FLEET_FIELDS + iv->share] += mgs;
         if (iv->guaranteed)
             b->gused[(k * b->n_ten + iv->tenant) * b->n_type + iv->type] += mgs;
@@ -711,7 +773,7 @@ static gp_err compute(gp_bill *b, gp_error *err)
 {
     if (b->computed)
         return GP_OK;
-    if (!drop_closed_opens(b))
+    if (!drop_closed_opens(b) || !merge_bookings(b))
         return gp_error_set(err, GP_ERR_NOMEM, "bill", "out of memory");
     sort_items(b->guar.v, b->guar.n, sizeof(step), by_start_seq);
     sort_items(b->caps.v, b->caps.n, sizeof(step), by_start_seq);
@@ -982,16 +1044,19 @@ static void csv_line(gp_bill *b, FILE *f, const csv_row *r)
     const step *g = r->floor ? &((const step *)b->guar.v)[r->which] : NULL;
     uint32_t tenant = iv ? iv->tenant : g->tenant, type = iv ? iv->type : g->type;
     int topo = iv ? iv->topo : TOPO_ANY;
-    fprintf(f, "%lld,%s,%s,", (long long)r->seq, g ? "guarantee" : iv->end < 0 ? "open" : "close", b->tenants.v[tenant]);
+    fprintf(f, "%lld,%s,%s,", (long long)r->seq, g ? "guarantee" : iv->booked ? "booking" : iv->end < 0 ? "open" : "close",
+            b->tenants.v[tenant]);
     if (iv) {
-        fprintf(f, "%lld,", (long long)iv->job);
+        if (!iv->booked) /* a booking holds GPUs for no job: its user is who booked it */
+            fprintf(f, "%lld", (long long)iv->job);
+        fputc(',', f);
         csv_text(f, iv->user != NONE ? b->users.v[iv->user] : NULL);
     } else {
         fputc(',', f);
     }
     char gbuf[48], hbuf[48];
     fprintf(f, ",%s,%s,%s,%s,%s,", b->types.v[type], iv ? share_name(iv->share) : "",
-            iv ? (iv->idle ? "dedicated_idle" : iv->guaranteed ? "guaranteed" : "burstable") : "",
+            iv ? (iv->booked ? "booked" : iv->idle ? "dedicated_idle" : iv->guaranteed ? "guaranteed" : "burstable") : "",
             gp_topology_names[topo], gp_money_format((gp_i128)r->milli * 1000, 1, gbuf));
     const int64_t times[4] = {iv ? iv->start : g->start, iv ? iv->end : g->next_start, r->from, r->to};
     for (int i = 0; i < 4; i++) {
@@ -1048,6 +1113,8 @@ void gp_bill_free(gp_bill *b)
     names_free(&b->tenants);
     names_free(&b->types);
     names_free(&b->users);
+    names_free(&b->bookings);
+    free(b->books.v);
     free(b->ivs.v);
     free(b->closed.v);
     free(b->guar.v);

@@ -36,13 +36,14 @@
  * gp_bill_add only. */
 typedef struct gp_bill_record {
     int64_t seq;
-    const char *kind;          /* "open", "close", "guarantee", "capacity"; others are ignored */
+    const char *kind;          /* "open", "close", "guarantee", "capacity", "booking"; others are ignored */
     int64_t interval, job;     /* usage records */
     const char *tenant;        /* usage and guarantee records */
     const char *user, *share, *cls, *topology; /* usage records; share NULL = whole */
     const char *gpu_type;
     int64_t milli_gpus, start;
-    int64_t end;               /* close records */
+    int64_t end;               /* close and booking records */
+    const char *booking;       /* booking records: the booking's name (its newest record counts) */
 } gp_bill_record;
 
 /* rec's fields (pointers into rec, which must outlive *out's use). */

@@ -148,6 +148,11 @@ void gp_api_array(gp_request *r, const char *id);
  * (cancel true) or change the job run as owner (NULL: none)?  Members:
  * their own; to cancel, also any where the tenant's cancel is `tenant`. */
 bool gp_api_job_may_act(gp_server *srv, const gp_principal *who, const char *tenant, const char *owner, bool cancel);
+/* A tenant setting inherited down the tree (`cancel`, `booking`): the value
+ * of enum `which` that key has on the tenant or its nearest ancestor that
+ * sets it to other than 0 (inherit); 0 when none does.  Reads the store:
+ * engine thread. */
+int gp_api_tenant_inherited(gp_server *srv, const char *tenant, gp_enum which, const char *key);
 /* The tenant's cancel in force (its own or inherited): "own" or "tenant". */
 const char *gp_api_tenant_cancel_setting(gp_server *srv, const char *tenant);
 /* The op's answer: 403 naming "id" with message (static text). */
@@ -170,6 +175,10 @@ void gp_api_nodes_list(gp_request *r);
 void gp_api_node_get(gp_request *r, const char *name);
 void gp_api_node_drain(gp_request *r, const char *name);
 void gp_api_node_approve(gp_request *r, const char *name);               /* api_agents.c */
+void gp_api_bookings_list(gp_request *r);                                /* api_bookings.c */
+void gp_api_bookings_create(gp_request *r);
+void gp_api_booking(gp_request *r, const char *name);                    /* GET, PATCH, DELETE */
+void gp_api_booking_allowance_put(gp_request *r, const char *org);       /* admin */
 void gp_api_pools_list(gp_request *r);                                   /* api_pools.c */
 void gp_api_pool_put(gp_request *r, const char *name);                   /* admin: {"owner": PATH | null} */
 void gp_api_secrets_list(gp_request *r);                                 /* api_secrets.c */

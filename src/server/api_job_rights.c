@@ -16,24 +16,29 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The nearest `cancel` set on the path from tenant to the top; OWN when none. */
-static gp_cancel_policy cancel_policy(gp_server *srv, const char *tenant)
+int gp_api_tenant_inherited(gp_server *srv, const char *tenant, gp_enum which, const char *key)
 {
     char path[GP_PATH_MAX];
     snprintf(path, sizeof path, "%s", tenant);
     for (;;) {
         json_t *spec = NULL;
         gp_store_tenant_get(srv->store, path, &spec, NULL);
-        const char *set = json_string_value(json_object_get(spec, "cancel"));
-        gp_cancel_policy p = set && strcmp(set, "tenant") == 0 ? GP_CANCEL_TENANT
-                             : set && strcmp(set, "own") == 0  ? GP_CANCEL_OWN
-                                                               : GP_CANCEL_INHERIT;
+        int set = 0;
+        if (!gp_enum_value(which, json_string_value(json_object_get(spec, key)), &set))
+            set = 0;
         json_decref(spec);
         char *slash = strrchr(path, '/');
-        if (p != GP_CANCEL_INHERIT || !slash)
-            return p == GP_CANCEL_TENANT ? GP_CANCEL_TENANT : GP_CANCEL_OWN;
+        if (set != 0 || !slash)
+            return set;
         *slash = '\0';
     }
+}
+
+/* The nearest `cancel` set on the path from tenant to the top; OWN when none. */
+static gp_cancel_policy cancel_policy(gp_server *srv, const char *tenant)
+{
+    return gp_api_tenant_inherited(srv, tenant, GP_ENUM_CANCEL, "cancel") == GP_CANCEL_TENANT ? GP_CANCEL_TENANT
+                                                                                              : GP_CANCEL_OWN;
 }
 
 const char *gp_api_tenant_cancel_setting(gp_server *srv, const char *tenant)

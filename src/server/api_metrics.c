@@ -391,6 +391,12 @@ static void write_counters(FILE *f, const gp_metrics *m)
     for (int r = 0; r < GP_PREEMPT_REASONS; r++)
         fprintf(f, "gpupool_preemptions_total{reason=\"%s\"} %llu\n", gp_preempt_reason_names[r],
                 (unsigned long long)m->preemptions[r]);
+    header(f, "gpupool_booking_changes_total", "counter",
+           "advance bookings' state changes by the state reached; to=\"note\": a substitution or shortage");
+    for (int k = 0; k < GP_METRICS_BOOKING_KINDS; k++)
+        fprintf(f, "gpupool_booking_changes_total{to=\"%s\"} %llu\n",
+                k == GP_METRICS_BOOKING_NOTE ? "note" : gp_booking_state_name((gp_booking_state)k),
+                (unsigned long long)m->booking_changes[k]);
     header(f, "gpupool_scheduling_pass_duration_seconds", "histogram", "scheduling pass duration");
     histogram(f, "gpupool_scheduling_pass_duration_seconds", "", &m->pass_seconds);
     header(f, "gpupool_store_commit_duration_seconds", "histogram", "a batch's commit (fsync), sent to answer seen");

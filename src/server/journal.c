@@ -296,6 +296,17 @@ static gp_err ledger_write(gp_journal *j, const gp_event *ev, const gp_decision 
 
 /* Writes what the last event decided: history, usage and the ledger, the
  * touched rows.  Each job's placement JSON is built once (placement_of). */
+/* A booking's state change or note (a release for no-show, a
+ * substitution, a shortage): said in gpupoold's log and on the ledger. */
+static gp_err booking_changed(gp_journal *j, const gp_decision *d, int64_t now, gp_error *err)
+{
+    char reason[GP_REASON_MAX + 8];
+    gp_log(GP_LOG_INFO, "booking", "name=%s from=%s to=%s reason=%s", d->booking,
+           gp_booking_state_name((gp_booking_state)d->booking_from), gp_booking_state_name((gp_booking_state)d->booking_to),
+           gp_log_quote(d->reason, reason, sizeof reason));
+    return gp_ledger_booking(j->store, j->engine, d, now, err);
+}
+
 static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
 {
     size_t n;
@@ -306,6 +317,8 @@ static gp_err write_decisions(gp_journal *j, const gp_event *ev, gp_error *err)
         rc = materialize(j, &ds[i], err);
         if (rc == GP_OK && (ds[i].kind == GP_DEC_USAGE_OPEN || ds[i].kind == GP_DEC_USAGE_CLOSE))
             rc = ledger_write(j, ev, ds, n, i, memo, err);
+        else if (rc == GP_OK && ds[i].kind == GP_DEC_BOOKING)
+            rc = booking_changed(j, &ds[i], ev->time, err);
     }
     uint64_t inserted = ev->kind == GP_EV_SUBMIT ? ev->job->spec.id : 0; /* its row is the engine's already */
     for (size_t i = 0; i < j->replayer.n_touched && rc == GP_OK; i++) {
@@ -518,6 +531,36 @@ gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, boo
 gp_err gp_journal_gpu_type_declare(gp_journal *j, const char *name, int64_t now, gp_error *err)
 {
     gp_event ev = {.kind = GP_EV_GPU_TYPE_DECLARE, .time = now, .name = name};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_booking_add(gp_journal *j, const gp_booking_spec *spec, int64_t now, gp_booking_result *result,
+                              gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_BOOKING_ADD, .time = now, .booking = spec};
+    j->replayer.booking_result = (gp_booking_result){.suggested_start = -1};
+    gp_err rc = journal_event(j, &ev, err);
+    *result = j->replayer.booking_result;
+    return rc;
+}
+
+gp_err gp_journal_booking_cancel(gp_journal *j, const char *name, int64_t now, gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_BOOKING_CANCEL, .time = now, .name = name};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_booking_change(gp_journal *j, const char *name, const gp_booking_change *c, int64_t now,
+                                 gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_BOOKING_CHANGE, .time = now, .name = name, .booking_change = c};
+    return journal_event(j, &ev, err);
+}
+
+gp_err gp_journal_booking_allowance(gp_journal *j, const char *org, int64_t gpu_hours_per_week, int64_t now,
+                                    gp_error *err)
+{
+    gp_event ev = {.kind = GP_EV_BOOKING_ALLOWANCE, .time = now, .name = org, .gpu_hours_per_week = gpu_hours_per_week};
     return journal_event(j, &ev, err);
 }
 

@@ -110,6 +110,17 @@ gp_err gp_journal_gpu_health(gp_journal *j, const char *node, int gpu_index, boo
 /* A declared GPU type (gpu_types.c) the engine learns, logged so that a
  * replay knows it before the jobs that name it. */
 gp_err gp_journal_gpu_type_declare(gp_journal *j, const char *name, int64_t now, gp_error *err);
+/* Bookings (core/booking.h).  A refused booking changes nothing and is not
+ * logged: the error says why, and result (booking_add's, may not be NULL)
+ * holds the suggested start. */
+gp_err gp_journal_booking_add(gp_journal *j, const gp_booking_spec *spec, int64_t now, gp_booking_result *result,
+                              gp_error *err);
+gp_err gp_journal_booking_cancel(gp_journal *j, const char *name, int64_t now, gp_error *err);
+gp_err gp_journal_booking_change(gp_journal *j, const char *name, const gp_booking_change *c, int64_t now,
+                                 gp_error *err);
+/* gpu_hours_per_week: 0 none beyond guarantees, -1 unbounded. */
+gp_err gp_journal_booking_allowance(gp_journal *j, const char *org, int64_t gpu_hours_per_week, int64_t now,
+                                    gp_error *err);
 /* Logged only when it differs from the engine's (gpupoold sets 1 s at start:
  * engine time is whole seconds of wall-clock time). */
 gp_err gp_journal_clock_resolution(gp_journal *j, int64_t seconds, int64_t now, gp_error *err);

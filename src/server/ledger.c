@@ -167,6 +167,27 @@ void gp_ledger_state_init(gp_ledger_state *l)
     l->verify_ok = -1;
 }
 
+/* ---- booking records ---- */
+
+gp_err gp_ledger_booking(gp_store *s, const gp_engine *e, const gp_decision *d, int64_t now, gp_error *err)
+{
+    gp_booking_info b;
+    const char *type = NULL;
+    if (gp_engine_booking_get(e, d->booking, &b, NULL) != GP_OK || b.state == GP_BOOKING_REFUSED ||
+        !(type = gp_engine_gpu_type_name(e, b.gpu_type)))
+        return GP_OK;
+    bool cut = b.state == GP_BOOKING_CANCELLED || b.state == GP_BOOKING_RELEASED_NO_SHOW;
+    int64_t end = cut ? (now < b.start ? b.start : now < b.end ? now : b.end) : b.end;
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:s}", "kind", "booking", "booking", b.name,
+                            "tenant", gp_engine_tenant_path(e, b.tenant), "user", b.made_by, "gpu_type", type,
+                            "milli_gpus", (json_int_t)b.allowance_gpus * 1000, "topology",
+                            gp_topology_name(b.topology), "start", (json_int_t)b.start, "end", (json_int_t)end,
+                            "state", gp_booking_state_name(b.state));
+    gp_err rc = rec ? gp_store_ledger_append(s, rec, err) : gp_error_set(err, GP_ERR_NOMEM, "ledger", "out of memory");
+    json_decref(rec);
+    return rc;
+}
+
 bool gp_ledger_head_log_due(const gp_ledger_state *l, int64_t now_ms)
 {
     return l->head_due_ms == 0 || now_ms >= l->head_due_ms;

@@ -44,6 +44,14 @@ gp_err gp_ledger_write(gp_store *s, const gp_engine *e, const gp_event *ev, cons
  * a store that had no such records gets its baseline. */
 gp_err gp_ledger_sync(gp_store *s, const gp_engine *e, bool tenants, bool capacity, int64_t now, gp_error *err);
 
+/* A booking's record (kind "booking", docs/metering.md) after decision d
+ * (a GP_DEC_BOOKING at time now) changed it: its window as billed -- the
+ * start, and the end or, once cancelled or released for no-show, the time
+ * that happened (never before the start) -- and the GPUs the org's
+ * allowance holds for it.  The bill takes each booking's newest record.
+ * Nothing for a refused occurrence or a booking the engine forgot. */
+gp_err gp_ledger_booking(gp_store *s, const gp_engine *e, const gp_decision *d, int64_t now, gp_error *err);
+
 #define GP_LEDGER_HEAD_LOG_MS (3600 * 1000)
 
 typedef struct gp_ledger_state {

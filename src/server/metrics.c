@@ -122,9 +122,11 @@ void gp_metrics_observe(gp_metrics *m, const gp_engine *e)
 {
     size_t n;
     const gp_decision *ds = gp_engine_decisions(e, &n);
-    uint64_t add[GP_PREEMPT_REASONS] = {0};
+    uint64_t add[GP_PREEMPT_REASONS] = {0}, booked[GP_METRICS_BOOKING_KINDS] = {0};
     for (size_t i = 0; i < n; i++) {
-        if (ds[i].kind == GP_DEC_PREEMPT)
+        if (ds[i].kind == GP_DEC_BOOKING && ds[i].booking_to >= 0 && ds[i].booking_to < GP_METRICS_BOOKING_NOTE)
+            booked[ds[i].booking_from == ds[i].booking_to ? GP_METRICS_BOOKING_NOTE : ds[i].booking_to]++;
+        else if (ds[i].kind == GP_DEC_PREEMPT)
             add[ds[i].by_job ? GP_PREEMPT_RECLAIM : GP_PREEMPT_UNTRUSTED]++;
         else if (ds[i].kind == GP_DEC_STOP && strcmp(ds[i].reason, "time_limit") == 0)
             add[GP_PREEMPT_TIME_LIMIT]++;
@@ -132,6 +134,8 @@ void gp_metrics_observe(gp_metrics *m, const gp_engine *e)
     pthread_mutex_lock(&m->lock);
     for (int r = 0; r < GP_PREEMPT_REASONS; r++)
         m->preemptions[r] += add[r];
+    for (int k = 0; k < GP_METRICS_BOOKING_KINDS; k++)
+        m->booking_changes[k] += booked[k];
     for (size_t i = 0; i < n; i++)
         if (sent_back(&ds[i]))
             restarted_note(m, ds[i].job_id, ds[i].time);
@@ -155,5 +159,6 @@ void gp_metrics_copy(gp_metrics *m, gp_metrics *out)
     out->pass_seconds = m->pass_seconds;
     out->commit_seconds = m->commit_seconds;
     memcpy(out->preemptions, m->preemptions, sizeof out->preemptions);
+    memcpy(out->booking_changes, m->booking_changes, sizeof out->booking_changes);
     pthread_mutex_unlock(&m->lock);
 }

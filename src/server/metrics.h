@@ -65,12 +65,18 @@ typedef enum gp_preempt_reason {
 
 extern const char *const gp_preempt_reason_names[GP_PREEMPT_REASONS];
 
+/* Bookings' state changes by the state they went to (gp_booking_state),
+ * and the notes that change no state (a substitution, a shortage) last. */
+#define GP_METRICS_BOOKING_NOTE (GP_BOOKING_REFUSED + 1)
+#define GP_METRICS_BOOKING_KINDS (GP_METRICS_BOOKING_NOTE + 1)
+
 typedef struct gp_metrics {
     pthread_mutex_t lock;
     gp_request_series requests[GP_METRICS_SERIES];
     size_t n_requests;
     gp_histogram pass_seconds, commit_seconds;
     uint64_t preemptions[GP_PREEMPT_REASONS];
+    uint64_t booking_changes[GP_METRICS_BOOKING_KINDS];
     uint64_t restarted[GP_METRICS_RESTARTED_JOBS]; /* job ids, see "Restarted jobs" */
     int64_t restarted_at[GP_METRICS_RESTARTED_JOBS];
     size_t n_restarted;

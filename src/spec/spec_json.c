@@ -182,7 +182,7 @@ static gp_err job_field_unknown(const char *key, gp_error *err)
         "gpu_types",      "cpu_millis",     "mem_mib",       "pids_max",     "topology",      "share",
         "isolation",      "priority",       "checkpoint_grace_s", "expected_runtime_s", "time_limit_s",
         "restart_policy", "max_restarts",   "stop_signal",   "command",      "env",           "env_from_secret",
-        "wait_for_fleet", "keep_running_when_partitioned"};
+        "wait_for_fleet", "keep_running_when_partitioned", "booking"};
     static const gp_json_alias ALIASES[] = {
         {"gpus_per_replica", "gpus"}, {"gpus_per_node", "gpus"},     {"gpus_per_task", "gpus"},
         {"gres", "gpus"},             {"nodes", "replicas"},         {"ntasks", "replicas"},
@@ -230,6 +230,8 @@ static gp_err job_field(gp_job_request *r, const char *key, const json_t *x, boo
         return gp_json_string(x, key, GP_PATH_MAX - 1, r->tenant, sizeof r->tenant, err);
     if (strcmp(key, "user") == 0)
         return gp_json_string(x, key, GP_NAME_MAX - 1, r->user, sizeof r->user, err);
+    if (strcmp(key, "booking") == 0)
+        return gp_json_string(x, key, sizeof r->booking - 1, r->booking, sizeof r->booking, err);
     if (strcmp(key, "kind") == 0) {
         rc = gp_json_enum(x, key, GP_ENUM_JOB_KIND, &choice, err);
         s->kind = (gp_job_kind)choice;
@@ -349,6 +351,7 @@ gp_err gp_job_request_parse(const json_t *body, bool allow_id, gp_job_request *r
     s->name = r->name[0] ? r->name : NULL;
     s->tenant = r->tenant;
     s->user = r->user[0] ? r->user : NULL;
+    s->booking = r->booking[0] ? r->booking : NULL;
     return GP_OK;
 }
 
@@ -382,6 +385,8 @@ json_t *gp_job_request_to_json(const gp_job_request *r)
         json_object_set_new(o, "name", json_string(s->name));
     if (s->user)
         json_object_set_new(o, "user", json_string(s->user));
+    if (s->booking && s->booking[0]) /* left out for a job of no booking: older encodings stay as they were */
+        json_object_set_new(o, "booking", json_string(s->booking));
     if (s->isolation == GP_ISO_MIG)
         json_object_set_new(o, "share", json_pack("{s:s}", "mig", s->share.mig_profile));
     else if (s->isolation == GP_ISO_MPS)
@@ -537,6 +542,10 @@ gp_err gp_tenant_spec_parse(const json_t *body, gp_tenant_spec *s, gp_error *err
             int choice = 0;
             rc = gp_json_enum(x, key, GP_ENUM_CANCEL, &choice, err);
             s->cancel = (gp_cancel_policy)choice;
+        } else if (strcmp(key, "booking") == 0) {
+            int choice = 0;
+            rc = gp_json_enum(x, key, GP_ENUM_BOOKING, &choice, err);
+            s->booking = (gp_booking_policy)choice;
         } else if (strcmp(key, "time_limit") == 0) {
             rc = parse_time_limits(x, s, err);
         } else if (strcmp(key, "job_defaults") == 0) {
@@ -610,6 +619,8 @@ json_t *gp_tenant_spec_to_json(const gp_tenant_spec *s)
         json_object_set_new(o, "nodes", json_string(gp_nodes_policy_name(s->nodes)));
     if (s->cancel != GP_CANCEL_INHERIT)
         json_object_set_new(o, "cancel", json_string(gp_enum_name(GP_ENUM_CANCEL, (int)s->cancel)));
+    if (s->booking != GP_BOOKING_INHERIT)
+        json_object_set_new(o, "booking", json_string(gp_enum_name(GP_ENUM_BOOKING, (int)s->booking)));
     json_t *limits = json_object();
     for (int k = 0; k < 3; k++)
         if (s->time_limit_s[k] > 0)

@@ -50,6 +50,7 @@ typedef struct gp_job_request {
     char name[GP_NAME_MAX];
     char tenant[GP_PATH_MAX];
     char user[GP_NAME_MAX];
+    char booking[GP_BOOKING_NAME_MAX + 8]; /* "booking": the tenant's booking it runs on, "" none */
     char gpu_types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
     json_t *command; /* array of strings */
     json_t *env;     /* object of strings */

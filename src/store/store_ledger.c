@@ -234,17 +234,20 @@ gp_err gp_store_ledger_verify(gp_store *s, gp_store_ledger_check *c, gp_error *e
  * close that ends after from: the covering index ledger_bill; an open with
  * no close yet: its interval's usage row is still open, written in the
  * same transactions as the ledger), every guarantee and capacity record
- * before as_of.  ?1 is as_of, ?2 from (only the closes need it: a
+ * before as_of, every booking record of a window that starts before as_of.  ?1 is as_of, ?2 from (only the closes need it: a
  * parameter a statement does not use has no type on PostgreSQL). */
 static const struct bill_query {
     const char *sql;
     bool from;
+    bool booking; /* the record's text follows the columns: its "booking" is the name */
 } BILL_QUERIES[] = {
-    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND start < ?1 AND end_time > ?2", true},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'close' AND start < ?1 AND end_time > ?2", true, false},
     {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind = 'open' AND start < ?1 AND interval_id IN"
      " (SELECT interval_id FROM usage WHERE end_time IS NULL)",
-     false},
-    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?1", false},
+     false, false},
+    {"SELECT " BILL_COLUMNS " FROM ledger WHERE kind IN ('guarantee', 'capacity') AND start < ?1", false, false},
+    /* every record of a booking that started before as_of: the newest one counts, wherever its end */
+    {"SELECT " BILL_COLUMNS ", record FROM ledger WHERE kind = 'booking' AND start < ?1", false, true},
 };
 
 static gp_err bill_query(gp_store *s, const struct bill_query *q, int64_t from, int64_t as_of, gp_store_bill_fn fn,
@@ -274,7 +277,10 @@ static gp_err bill_query(gp_store *s, const struct bill_query *q, int64_t from, 
             .start = gp_db_column_int64(st, 11),
             .end = gp__store_int_or_none(st, 12),
         };
+        json_t *record = q->booking ? json_loads(gp_db_column_text(st, 13), 0, NULL) : NULL;
+        r.booking = json_string_value(json_object_get(record, "booking"));
         rc = fn(ctx, &r, err);
+        json_decref(record);
     }
     if (rc == GP_OK && step == GP_DB_ERROR)
         rc = gp__store_failed(err, "bill records");

@@ -260,6 +260,55 @@ static void guarantee_never_used_is_billed_as_floor_in_chargeback(void **state)
     json_decref(shown);
 }
 
+/* The booking records gpupoold writes (server/ledger.c, one per change). */
+static void booking_record(world *w, const char *name, int64_t milli, int64_t start, int64_t end)
+{
+    gp_error err;
+    gp_error_clear(&err);
+    check(gp_store_begin(w->store, &err), &err, "begin");
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:s}", "kind", "booking", "booking", name,
+                            "tenant", "research", "user", "alice", "gpu_type", "H100", "milli_gpus", (json_int_t)milli,
+                            "topology", "block", "start", (json_int_t)start, "end", (json_int_t)end, "state", "planned");
+    commit(w, gp_store_ledger_append(w->store, rec, &err), &err, "booking record");
+    json_decref(rec);
+}
+
+/* research {guarantee 2 H100} books 4 H100 for T0+10h..T0+20h, 2 of them
+ * beyond its guarantee (its org's allowance), then cancels at T0+15h: the
+ * newest record of "surge" holds 2000 milli-GPUs for 5 h = 36,000,000 mgs
+ * = 10 GPU-hours x 2.50 = 25.000000 on its own "booked" line, beside the
+ * floor of 1440 GPU-hours.  "gone" was cancelled before its start (its
+ * newest record ends at its start): nothing.  "inside" is all within the
+ * guarantee (0 beyond it): free, no line.  A booking is not use: the
+ * fleet's whole and idle figures do not count it. */
+static void booking_beyond_the_guarantee_bills_its_newest_window_as_its_own_line(void **state)
+{
+    world *w = *state;
+    node(w, "{\"name\": \"h0\", \"gpu_type\": \"H100\", \"gpu_count\": 4}", T0);
+    tenant(w, "research", "{\"guarantee\": {\"gpu\": {\"H100\": 2}}}", T0);
+    booking_record(w, "surge", 2000, T0 + 10 * HOUR, T0 + 20 * HOUR);
+    booking_record(w, "gone", 2000, T0 + 100 * HOUR, T0 + 110 * HOUR);
+    booking_record(w, "inside", 0, T0 + 30 * HOUR, T0 + 40 * HOUR);
+    booking_record(w, "surge", 2000, T0 + 10 * HOUR, T0 + 15 * HOUR);
+    booking_record(w, "gone", 2000, T0 + 100 * HOUR, T0 + 100 * HOUR);
+    json_t *bill = bill_of(w, PRICES("{\"research\": \"chargeback\"}"), TO, NULL);
+    assert_lines(bill, "research", 2);
+    assert_line(bill, "research", "booked", "H100", "block", INT64_C(2000) * 5 * HOUR, "10.000000", "25.000000");
+    assert_line(bill, "research", "floor", "H100", "any", INT64_C(2000) * 720 * HOUR, "1440.000000", "3600.000000");
+    assert_money(bill, "research", "3625.000000", "3625.000000", "3625.000000");
+    int64_t month = INT64_C(1000) * 720 * HOUR;
+    const int64_t fleet[7] = {4 * month, 0, 0, 0, 0, 2 * month, 2 * month};
+    assert_fleet(bill, "H100", fleet);
+    json_decref(bill);
+    char *csv = NULL;
+    json_decref(bill_from_records(w, PRICES("{}"), TO, NULL, &csv));
+    if (!strstr(csv, ",booking,research,,alice,H100,whole,booked,block,2.000000,2026-11-01T10:00:00Z,"
+                     "2026-11-01T15:00:00Z,2026-11-01T10:00:00Z,2026-11-01T15:00:00Z,10.000000,36000000,2.500000,"
+                     "1.000000,25.000000\n"))
+        fail_msg("no booking row in\n%s", csv);
+    free(csv);
+}
+
 /* A tenant is listed only for usage or a guarantee > 0 in force during
  * the period: "old", given 1 H100 in September and removed in October,
  * is not in November's bill (it was, with no lines and 0.000000); a
@@ -463,6 +512,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(timeslice_replica_bills_its_third_of_the_gpu, world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(nested_guarantee_bills_each_tenant_its_own_floor, world_setup, world_teardown),
         cmocka_unit_test_setup_teardown(tenant_removed_before_the_period_is_not_listed, world_setup, world_teardown),
+        cmocka_unit_test_setup_teardown(booking_beyond_the_guarantee_bills_its_newest_window_as_its_own_line,
+                                        world_setup, world_teardown),
         cmocka_unit_test(amounts_round_half_even_once_at_the_sixth_decimal),
         cmocka_unit_test(price_versions_refuse_what_is_not_an_exact_price_naming_the_field),
     };

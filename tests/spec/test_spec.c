@@ -347,11 +347,11 @@ static void enum_names_round_trip(void **state)
     const int counts[GP_ENUM_COUNT] = {
         [GP_ENUM_JOB_STATE] = GP_JOB_CANCELLED + 1,      [GP_ENUM_CLASS] = GP_CLASS_BURSTABLE + 1,
         [GP_ENUM_TOPOLOGY] = GP_TOPO_NVLINK + 1,         [GP_ENUM_ISOLATION] = GP_ISO_TIMESLICE + 1,
-        [GP_ENUM_JOB_KIND] = GP_KIND_INTERACTIVE + 1,    [GP_ENUM_DECISION_KIND] = GP_DEC_RECONFIGURE + 1,
+        [GP_ENUM_JOB_KIND] = GP_KIND_INTERACTIVE + 1,    [GP_ENUM_DECISION_KIND] = GP_DEC_BOOKING + 1,
         [GP_ENUM_SHARING] = GP_SHARING_TIMESLICE + 1,    [GP_ENUM_SCORE] = GP_SCORE_SPREAD + 1,
         [GP_ENUM_TRUST] = GP_TRUST_UNTRUSTED + 1,        [GP_ENUM_RESTART_POLICY] = GP_RESTART_ON_FAILURE + 1,
         [GP_ENUM_STOP_SIGNAL] = GP_STOP_SIGUSR2 + 1,     [GP_ENUM_NODES] = GP_NODES_DEDICATED + 1,
-        [GP_ENUM_CANCEL] = GP_CANCEL_TENANT + 1,
+        [GP_ENUM_CANCEL] = GP_CANCEL_TENANT + 1,        [GP_ENUM_BOOKING] = GP_BOOKING_MEMBERS + 1,
     };
     for (int e = 0; e < GP_ENUM_COUNT; e++) {
         assert_int_equal(gp_enum_count((gp_enum)e), counts[e]);

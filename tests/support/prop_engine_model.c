@@ -602,6 +602,10 @@ static void log_decision(sim *s, const gp_decision *d)
     case GP_DEC_RECONFIGURE:
         pe_sim_log(s, "    -> RECONFIGURE %s/%d '%s'", d->node, d->gpu_index, d->mig_layout);
         break;
+    case GP_DEC_BOOKING:
+        pe_sim_log(s, "    -> BOOKING %s %s->%s (%s)", d->booking, gp_booking_state_name(d->booking_from),
+                gp_booking_state_name(d->booking_to), d->reason);
+        break;
     case GP_DEC_USAGE_OPEN:
     case GP_DEC_USAGE_CLOSE:
         pe_sim_log(s, "    -> USAGE_%s #%" PRIu64 " job %" PRIu64 " %s %" PRId64 "m %s [%" PRId64 ",%" PRId64 "]",
@@ -644,6 +648,8 @@ void pe_process_decisions(sim *s)
                 pe_sim_fail(s, "RECONFIGURE of %s/%d, which is not a MIG node", d[i].node, d[i].gpu_index);
             continue;
         }
+        if (d[i].kind == GP_DEC_BOOKING)
+            continue; /* no job: the booking model checks these */
         if (d[i].kind == GP_DEC_DRAINED) {
             int found = -1;
             for (int k = 0; k < s->n_nodes; k++)
@@ -665,7 +671,8 @@ void pe_process_decisions(sim *s)
         case GP_DEC_USAGE_OPEN: on_usage_open(s, j, &d[i]); break;
         case GP_DEC_USAGE_CLOSE: on_usage_close(s, j, &d[i]); break;
         case GP_DEC_DRAINED:
-        case GP_DEC_RECONFIGURE: break;
+        case GP_DEC_RECONFIGURE:
+        case GP_DEC_BOOKING: break;
         }
     }
     if (n > 24 && !s->verbose)

@@ -15,7 +15,7 @@
  * panel has loaded once, optionally opens a block of the fleet, and prints
  * one JSON object: {"report": what each panel shows (rows' jobs and
  * tenants, the fleet's tiles, nodes, GPU cells and MIG slices, the usage
- * charts, the bill), "errors": [every JavaScript exception, console error,
+ * charts, the bookings calendar per GPU type, the bill), "errors": [every JavaScript exception, console error,
  * failed or 4xx/5xx request, each with its URL]}.  test_dashboard.py judges
  * both against the API.
  *
@@ -98,6 +98,10 @@ function pageReport() {
       mig_slices: all('.gpu .slice[data-profile]').map((s) => ({ profile: s.dataset.profile, tenant: s.dataset.tenant })),
       legend: all('#fleet-legend .key').map((k) => k.dataset.key),
     },
+    calendar: all('.calendar').map((c) => ({
+      type: c.dataset.type, capacity: Number(c.dataset.capacity),
+      bookings: all('.calendar[data-type="' + c.dataset.type + '"] g.booking').map((g) => ({ name: g.dataset.name, tenant: g.dataset.tenant })),
+      free: [...c.querySelectorAll('.free')].map((f) => Number(f.dataset.free)) })),
     bill: {
       tenants: all('#bill-body tr.total').map((t) => t.dataset.tenant),
       lines: all('#bill-body tr.line').length,

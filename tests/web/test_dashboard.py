@@ -18,6 +18,9 @@ node-ws) with an admin token and with a member token:
   - a member of research/vision sees its tenant only: its queue, its
     preemptions, its chart, its bill without a fleet section; GPUs of others
     are just "other tenants";
+  - the bookings calendar (issue 34): one per GPU type for the next 7 days,
+    research/nlp's booking of 8 H100 drawn for the admin with what is left
+    free to book that day, and not for the member of research/vision;
   - times are the viewer's local time (the browser's time zone set to
     Asia/Kathmandu, UTC+05:45);
   - a 6,250-node fleet is drawn as one tile per block, no GPU cell until a
@@ -120,6 +123,8 @@ def demo_system(d):
                               "name": "too-big"})
     agentproc.wait_state(d, on_agent, "running")
     gpd.wait_for(lambda: agent.starts(on_agent), what="the agent's replica started")
+    d.ok("POST", "/v1/bookings", {"name": "nlp-eval", "tenant": "research/nlp", "gpu_type": "H100", "gpus": 8,
+                                  "start": int(time.time()) + 3 * 3600, "duration_s": 7200})
     return agent, on_agent
 
 
@@ -156,6 +161,12 @@ def check_admin(d, agent):
     h100 = {c["tenant"]: c for c in report["usage_charts"] if c["type"] == "H100"}
     assert h100["research/nlp"]["guarantee"] and not h100["research/nlp"]["limit"], h100
     assert h100["research/vision"]["guarantee"] and h100["research/vision"]["limit"], h100
+    calendar = {c["type"]: c for c in report["calendar"]}
+    assert set(calendar) == {n["gpu_type"] for n in nodes}, calendar.keys()  # a calendar per GPU type
+    booked = calendar["H100"]
+    assert booked["bookings"] == [{"name": "nlp-eval", "tenant": "research/nlp"}], booked
+    assert len(booked["free"]) == 7 and min(booked["free"]) == booked["capacity"] - 8, booked
+    assert all(not c["bookings"] and set(c["free"]) == {c["capacity"]} for t, c in calendar.items() if t != "H100")
     t = report["first_time"]
     assert t and t["text"] == local(t["epoch"]), t  # Kathmandu time, not UTC
     assert t["text"] != datetime.datetime.fromtimestamp(t["epoch"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
@@ -180,6 +191,7 @@ def check_member(d):
     assert set(fleet["gpu_tenants"]) == {"research/vision", "other tenants"}, fleet["gpu_tenants"]
     assert {s["tenant"] for s in fleet["mig_slices"]} == {"other tenants"}, fleet["mig_slices"]
     assert "research/nlp" not in fleet["legend"] and "product/search" not in fleet["legend"], fleet["legend"]
+    assert report["calendar"] and not [c for c in report["calendar"] if c["bookings"]], report["calendar"]  # nlp's: not its own
     return bill, report
 
 
