@@ -9,6 +9,8 @@
  */
 #include "eventlog/event.h"
 
+#include "eventlog/booking_event.h"
+
 #include "spec/json_input.h"
 
 #include <stdio.h>
@@ -18,7 +20,8 @@
 static const char *const KIND_NAMES[GP_EV_KINDS] = {
     "submit",    "cancel",     "tenant_set", "tenant_remove", "node_add", "node_lost",
     "node_drain", "pool_set", "tick",       "clock_resolution", "replica_exit", "checkpointed",
-    "gpu_health", "job_update", "gpu_type_declare",
+    "gpu_health", "job_update", "gpu_type_declare", "booking_add", "booking_cancel", "booking_change",
+    "booking_allowance",
 };
 
 /* What a decoded event points into. */
@@ -29,6 +32,7 @@ struct gp__event_storage {
     gp_pool_spec pool;
     gp_replica_exit exit;
     gp_job_update update;
+    gp_booking_event_storage booking;
     char by[GP_NAME_MAX];
     char path[GP_PATH_MAX];
     char name[GP_NAME_MAX];
@@ -106,6 +110,10 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_GPU_HEALTH:
         return json_pack("{s:s, s:i, s:b}", "name", ev->name, "gpu", ev->gpu_index, "healthy", ev->healthy);
     case GP_EV_JOB_UPDATE: return job_update_payload(ev->job_id, ev->update);
+    case GP_EV_BOOKING_ADD:
+    case GP_EV_BOOKING_CANCEL:
+    case GP_EV_BOOKING_CHANGE:
+    case GP_EV_BOOKING_ALLOWANCE: return gp_booking_event_payload(ev);
     default: return NULL;
     }
 }
@@ -121,7 +129,7 @@ char *gp_event_encode(const gp_event *ev)
 /* ---- decode ---- */
 
 /* The payload is an object whose keys are all among `keys`. */
-static gp_err only_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+gp_err gp__event_only_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
 {
     gp_err rc = gp_json_object(p, "payload", err);
     const char *key;
@@ -138,9 +146,9 @@ static gp_err only_keys(const json_t *p, const char *const *keys, int n, gp_erro
 
 /* Reads the payload's fields of a small event: each key must be one of
  * `keys`, and all of them must be present. */
-static gp_err expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+gp_err gp__event_expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
 {
-    gp_err rc = only_keys(p, keys, n, err);
+    gp_err rc = gp__event_only_keys(p, keys, n, err);
     for (int k = 0; rc == GP_OK && k < n; k++)
         if (!json_object_get(p, keys[k]))
             rc = gp_error_set(err, GP_ERR_INVALID, keys[k], "payload.%s is required", keys[k]);
@@ -156,28 +164,28 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
     switch (ev->kind) {
     case GP_EV_CANCEL:
     case GP_EV_CHECKPOINTED:
-        if ((rc = expect_keys(p, ID, 1, err)) || (rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &n, err)))
+        if ((rc = gp__event_expect_keys(p, ID, 1, err)) || (rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &n, err)))
             return rc;
         ev->job_id = (uint64_t)n;
         return GP_OK;
     case GP_EV_TENANT_REMOVE:
-        if ((rc = expect_keys(p, PATH, 1, err)))
+        if ((rc = gp__event_expect_keys(p, PATH, 1, err)))
             return rc;
         ev->path = st->path;
         return gp_json_string(json_object_get(p, "path"), "path", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
     case GP_EV_NODE_LOST:
     case GP_EV_GPU_TYPE_DECLARE:
     case GP_EV_NODE_DRAIN:
-        if ((rc = expect_keys(p, ev->kind == GP_EV_NODE_DRAIN ? DRAIN : NAME, ev->kind == GP_EV_NODE_DRAIN ? 2 : 1, err)))
+        if ((rc = gp__event_expect_keys(p, ev->kind == GP_EV_NODE_DRAIN ? DRAIN : NAME, ev->kind == GP_EV_NODE_DRAIN ? 2 : 1, err)))
             return rc;
         ev->name = st->name;
         if (ev->kind == GP_EV_NODE_DRAIN && (rc = gp_json_bool(json_object_get(p, "drain"), "drain", &ev->drain, err)))
             return rc;
         return gp_json_string(json_object_get(p, "name"), "name", GP_NAME_MAX - 1, st->name, GP_NAME_MAX, err);
     case GP_EV_TICK:
-        return expect_keys(p, NULL, 0, err);
+        return gp__event_expect_keys(p, NULL, 0, err);
     case GP_EV_CLOCK_RESOLUTION:
-        if ((rc = expect_keys(p, SECONDS, 1, err)) ||
+        if ((rc = gp__event_expect_keys(p, SECONDS, 1, err)) ||
             (rc = gp_json_int(json_object_get(p, "seconds"), "seconds", 0, INT64_MAX, &n, err)))
             return rc;
         ev->seconds = n;
@@ -190,7 +198,7 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
 static gp_err decode_tenant_set(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
 {
     static const char *const KEYS[] = {"path", "spec"};
-    gp_err rc = expect_keys(p, KEYS, 2, err);
+    gp_err rc = gp__event_expect_keys(p, KEYS, 2, err);
     if (rc == GP_OK)
         rc = gp_json_string(json_object_get(p, "path"), "path", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
     if (rc == GP_OK)
@@ -204,7 +212,7 @@ static gp_err decode_gpu_health(const json_t *p, gp_event *ev, gp__event_storage
 {
     static const char *const KEYS[] = {"name", "gpu", "healthy"};
     int64_t gpu = 0;
-    gp_err rc = expect_keys(p, KEYS, 3, err);
+    gp_err rc = gp__event_expect_keys(p, KEYS, 3, err);
     if (rc == GP_OK)
         rc = gp_json_string(json_object_get(p, "name"), "name", GP_NAME_MAX - 1, st->name, GP_NAME_MAX, err);
     if (rc == GP_OK)
@@ -241,7 +249,7 @@ gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
     json_object_del(base, "gpu_memory_mib");
     json_object_del(base, "gpu_memory_share_mib");
     x->gpu_memory_mib = x->gpu_memory_share_mib = 0;
-    gp_err rc = expect_keys(base ? base : p, KEYS, 7, err);
+    gp_err rc = gp__event_expect_keys(base ? base : p, KEYS, 7, err);
     json_decref(base);
     if (rc == GP_OK)
         rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
@@ -277,7 +285,7 @@ static gp_err decode_job_update(const json_t *p, gp_event *ev, gp__event_storage
     static const char *const KEYS[] = {"id", "hold", "by", "priority", "time_limit_s"};
     gp_job_update *u = &st->update;
     int64_t id = 0, priority = 0;
-    gp_err rc = only_keys(p, KEYS, 5, err); /* "id" and the fields it changes, nothing else */
+    gp_err rc = gp__event_only_keys(p, KEYS, 5, err); /* "id" and the fields it changes, nothing else */
     if (rc == GP_OK)
         rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
     u->has_hold = json_object_get(p, "hold") != NULL;
@@ -328,6 +336,10 @@ static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *s
         ev->exit = &st->exit;
         return gp_replica_exit_parse(p, &st->exit, err);
     case GP_EV_GPU_HEALTH: return decode_gpu_health(p, ev, st, err);
+    case GP_EV_BOOKING_ADD:
+    case GP_EV_BOOKING_CANCEL:
+    case GP_EV_BOOKING_CHANGE:
+    case GP_EV_BOOKING_ALLOWANCE: return gp_booking_event_decode(p, ev, &st->booking, err);
     default: return decode_small(p, ev, st, err);
     }
 }

@@ -25,13 +25,20 @@
  *   job_update        {"id": 7, "hold": true, "by": "alice", "priority": 5, "time_limit_s": 7200}
  *                     (a pending job's change: "id" and at least one other; "by" with hold true only)
  *   gpu_type_declare  {"name": "H200"}   (an admin declared a GPU type before its nodes arrive)
+ *   booking_add       {"name": "pretrain", "tenant": "research/nlp", "made_by": "alice", "gpu_types": ["H100"],
+ *                      "replicas": 32, "gpus": 8, "topology": "block", "start": 1795517790,
+ *                      "end": 1795690590, "lend": -1, "no_show_s": 0, "recurrence": "none", "until": 0}
+ *                     (every key, as gp_booking_spec holds it; made_by and mig_profile only when set)
+ *   booking_cancel    {"name": "pretrain"}   (a booking, or a series: every occurrence not final)
+ *   booking_change    {"name": "pretrain", "start": ..., "end": ..., "lend": true}   ("name" and at least one)
+ *   booking_allowance {"org": "research", "gpu_hours_per_week": 2000}
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
  * written by gpupoold before the codec existed are version 1 (the format
  * did not change).  The three kinds before job_update came with node agents,
  * job_update with hold and update of pending jobs, gpu_type_declare with
- * declared GPU types; they are
+ * declared GPU types, the four booking_ kinds with advance booking; they are
  * new kinds, not a new version of old ones, so every version-1 payload
  * still reads as before (a build without them refuses the kind by name).
  * docs/event-log.md keeps the list.
@@ -79,6 +86,10 @@ typedef enum gp_event_kind {
     GP_EV_GPU_HEALTH,
     GP_EV_JOB_UPDATE,
     GP_EV_GPU_TYPE_DECLARE,
+    GP_EV_BOOKING_ADD,
+    GP_EV_BOOKING_CANCEL,
+    GP_EV_BOOKING_CHANGE,
+    GP_EV_BOOKING_ALLOWANCE,
     GP_EV_KINDS
 } gp_event_kind;
 
@@ -114,13 +125,16 @@ typedef struct gp_event {
     const gp_tenant_spec *tenant; /* tenant_set */
     const gp_node_spec *node;     /* node_add */
     const char *name;             /* node_lost, node_drain, gpu_health: the node; pool_set: the pool;
-                                     gpu_type_declare: the type */
+                                     gpu_type_declare: the type; booking_cancel, booking_change: the
+                                     booking; booking_allowance: the org */
     bool drain;                   /* node_drain */
     int gpu_index;                /* gpu_health */
     bool healthy;                 /* gpu_health */
     const gp_replica_exit *exit;  /* replica_exit */
     const gp_pool_spec *pool;     /* pool_set */
-    int64_t seconds;              /* clock_resolution */
+    int64_t seconds;              /* clock_resolution; booking_allowance: GPU-hours per week */
+    const gp_booking_spec *booking;          /* booking_add */
+    const gp_booking_change *booking_change; /* booking_change (ev->name: the booking) */
     gp__event_storage *storage;   /* what gp_event_decode allocated; NULL for caller-made events */
 } gp_event;
 

@@ -150,6 +150,12 @@ gp_err gp_replayer_apply(gp_replayer *r, const gp_event *ev, gp_apply_mode mode,
     case GP_EV_GPU_HEALTH: rc = gp_engine_gpu_health(e, ev->name, ev->gpu_index, ev->healthy, ev->time, err); break;
     case GP_EV_JOB_UPDATE: rc = gp_engine_job_update(e, ev->job_id, ev->update, ev->time, err); break;
     case GP_EV_GPU_TYPE_DECLARE: rc = gp_engine_gpu_type_declare(e, ev->name, ev->time, err); break;
+    case GP_EV_BOOKING_ADD: rc = gp_engine_booking_add(e, ev->booking, ev->time, NULL, err); break;
+    case GP_EV_BOOKING_CANCEL: rc = gp_engine_booking_cancel(e, ev->name, ev->time, err); break;
+    case GP_EV_BOOKING_CHANGE: rc = gp_engine_booking_change(e, ev->name, ev->booking_change, ev->time, err); break;
+    case GP_EV_BOOKING_ALLOWANCE:
+        rc = gp_engine_booking_allowance_set(e, ev->name, ev->seconds, ev->time, err);
+        break;
     default: rc = gp_error_set(err, GP_ERR_INVALID, "kind", "unknown event kind %d", (int)ev->kind);
     }
     if (rc == GP_OK)

@@ -386,6 +386,47 @@ static void checkpointed_and_gpu_health_round_trip(void **state)
     }
 }
 
+static void booking_events_round_trip(void **state)
+{
+    (void)state;
+    gp_booking_spec b = {.name = "pretrain", .tenant = "research/nlp", .made_by = "alice", .n_gpu_types = 1,
+                         .gpu_types = {"H100"}, .replicas = 32, .gpus = 8, .topology = GP_TOPO_BLOCK,
+                         .start = 1795517790, .end = 1795690590, .lend = 0, .no_show_s = 600,
+                         .recurrence = GP_RECUR_WEEKDAYS, .until = 1796000000};
+    gp_event in = {.kind = GP_EV_BOOKING_ADD, .time = 20, .booking = &b}, out;
+    round_trip(&in, &out);
+    assert_string_equal(out.booking->name, "pretrain");
+    assert_string_equal(out.booking->tenant, "research/nlp");
+    assert_string_equal(out.booking->gpu_types[0], "H100");
+    assert_int_equal(out.booking->n_gpu_types, 1);
+    assert_int_equal(out.booking->replicas, 32);
+    assert_int_equal(out.booking->topology, GP_TOPO_BLOCK);
+    assert_int_equal(out.booking->end, b.end);
+    assert_int_equal(out.booking->lend, 0);
+    assert_int_equal(out.booking->recurrence, GP_RECUR_WEEKDAYS);
+    assert_int_equal(out.booking->until, b.until);
+    gp_event_free(&out);
+    gp_booking_change c = {.has_end = true, .end = 1795600000};
+    in = (gp_event){.kind = GP_EV_BOOKING_CHANGE, .time = 21, .name = "pretrain", .booking_change = &c};
+    round_trip(&in, &out);
+    assert_true(out.booking_change->has_end && !out.booking_change->has_start && !out.booking_change->has_lend);
+    assert_int_equal(out.booking_change->end, c.end);
+    gp_event_free(&out);
+    in = (gp_event){.kind = GP_EV_BOOKING_ALLOWANCE, .time = 22, .name = "research", .seconds = 2000};
+    round_trip(&in, &out);
+    assert_string_equal(out.name, "research");
+    assert_int_equal(out.seconds, 2000);
+    gp_event_free(&out);
+    in = (gp_event){.kind = GP_EV_BOOKING_CANCEL, .time = 23, .name = "pretrain"};
+    round_trip(&in, &out);
+    assert_string_equal(out.name, "pretrain");
+    gp_event_free(&out);
+    gp_error err;
+    assert_int_equal(gp_event_decode("booking_change", 1, "{\"name\":\"x\"}", 1, &out, &err), GP_ERR_INVALID);
+    assert_int_equal(gp_event_decode("booking_cancel", 1, "{\"name\":\"x\",\"extra\":1}", 1, &out, &err),
+                     GP_ERR_INVALID);
+}
+
 static void a_job_update_round_trips_only_what_it_changes(void **state)
 {
     (void)state;
@@ -536,6 +577,7 @@ int main(void)
         cmocka_unit_test(a_replica_exit_round_trips_with_every_reason),
         cmocka_unit_test(checkpointed_and_gpu_health_round_trip),
         cmocka_unit_test(a_job_update_round_trips_only_what_it_changes),
+        cmocka_unit_test(booking_events_round_trip),
         cmocka_unit_test(version_1_payloads_from_an_old_store_decode),
         cmocka_unit_test(bad_payloads_are_errors_naming_the_field),
     };
