@@ -14,10 +14,10 @@
  *   cleared     an active booking, one grace (60 s) and one tick interval
  *               (ticks come at least every 10 s, as gpupoold's do) after its start
  *               (or after GPUs were substituted into it: its last note), has
- *               no job of others on its GPUs when it does not lend.  (A lent
- *               booking may hold borrowers; the stronger rule "only jobs
- *               placed after its start" fails for seed 10858069625188827580
- *               and is not checked yet: see docs/booking.md, Not covered.)
+ *               no job of others on its GPUs, except, when it lends, jobs
+ *               placed there after its start (borrowers of idle GPUs), and
+ *               the occupants of GPUs substituted into it after a loss
+ *               (they become borrowers: reclaimed when its jobs need them);
  * and at the end:
  *   progress    with every booking over, finishing every running job and
  *               ticking, round after round, places every job submitted
@@ -116,7 +116,7 @@ static void check_cleared(world *w)
             gp_job_info ji;
             gp_error err;
             assert_int_equal(gp_engine_job_info(e, gi.job, &ji, &err), GP_OK);
-            if (!b.lend)
+            if (!b.lend || (ji.bind_time < b.start && since == b.start))
                 fail_msg("%s: t=%lld job %llu (bound at %lld) holds GPU %u of booking %s (start %lld, lend %d)",
                          w->where, (long long)w->now, (unsigned long long)gi.job, (long long)ji.bind_time, g[k],
                          b.name, (long long)b.start, b.lend);
