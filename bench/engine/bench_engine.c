@@ -111,6 +111,7 @@ typedef struct bench_options {
     bool fair_share;     /* the engine's fair-share reclaim */
     int dedicated_orgs;  /* orgs 0..N-1 get dedicated nodes (0 = none) */
     bool sweep;      /* --pending-sweep: one run per level of SWEEP_LEVELS, a curve */
+    int bookings;    /* future advance bookings made before the fill (0 = none) */
 } bench_options;
 
 static void usage(FILE *out)
@@ -119,7 +120,7 @@ static void usage(FILE *out)
             "usage: bench_engine [--seed N] [--passes N] [--warmup N] [--gpus N] [--pending N]\n"
             "                    [--step SECONDS] [--wave-every N] [--wave-size N] [--check-every N]\n"
             "                    [--hot-tenant PCT] [--max-preemptions N] [--fair-share-reclaim 0|1]\n"
-            "                    [--dedicated-orgs N] [--pending-sweep]\n"
+            "                    [--dedicated-orgs N] [--bookings N] [--pending-sweep]\n"
             "  --seed        PRNG seed (default 1)\n"
             "  --passes      measured scheduling passes (default 200)\n"
             "  --warmup      unmeasured passes after the fill (default 20)\n"
@@ -133,6 +134,8 @@ static void usage(FILE *out)
             "  --max-preemptions  a job preempted N times is no longer a victim (default 3; 0: no cap)\n"
             "  --fair-share-reclaim  1: tenants below their fair share reclaim from those above (default 0)\n"
             "  --dedicated-orgs  orgs org0..orgN-1 have dedicated nodes (default 0: none)\n"
+            "  --bookings    N advance bookings (1-4 x 8 GPUs, 4 h, starting 7 days ahead and later) made\n"
+            "                before the fill; prints the booking request latency (default 0)\n"
             "  --verbose     one line per pass on stderr\n"
             "  --mixed       a quarter of the GPUs in MIG mode, some MPS and time-sliced, fractional jobs\n"
             "  --pending-sweep  one run each at 10000, 25000, 50000 and 100000 pending (other options\n"
@@ -209,6 +212,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (strcmp(flag, "--check-every") == 0) {
             ok = parse_int(value, 0, 1000000, &v);
             o->check_every = (int)v;
+        } else if (strcmp(flag, "--bookings") == 0) {
+            ok = parse_int(value, 0, 100000, &v);
+            o->bookings = (int)v;
         } else if (strcmp(flag, "--hot-tenant") == 0) {
             ok = parse_int(value, 0, 100, &v);
             o->hot_pct = (int)v;
@@ -1066,6 +1072,49 @@ static void summarize_waits(bench *b)
                "(e.g. job %" PRIu64 ")\n", overdue, overdue_example);
 }
 
+static int compare_double(const void *a, const void *b);
+static double percentile(const double *sorted, size_t n, double p);
+
+/* --bookings: N future bookings of guaranteed projects, on their primary
+ * type, each timed (admission and placement, or refusal with a
+ * suggestion).  A PRNG of its own, so the job stream is the same as
+ * without bookings.  Prints accepted count and p50/p99 into out[0..2]. */
+static void make_bookings(bench *b, double out[3])
+{
+    bench_rng r;
+    rng_seed(&r, b->opt.seed ^ 0xb00c1u);
+    gp_error err;
+    for (int o = 0; o < N_ORGS; o++) {
+        char org[16];
+        snprintf(org, sizeof org, "org%d", o);
+        if (gp_engine_booking_allowance_set(b->engine, org, -1, b->now, &err) != GP_OK)
+            die("booking allowance", &err);
+    }
+    double *ms = xrealloc(NULL, sizeof *ms * (size_t)b->opt.bookings);
+    int accepted = 0;
+    for (int k = 0; k < b->opt.bookings; k++) {
+        const bench_project *pr = &b->projects[rng_range(&r, 0, b->n_projects - 1)];
+        char name[32];
+        snprintf(name, sizeof name, "bk%d", k);
+        const char *type = type_names[pr->primary];
+        gp_booking_spec s = {.name = name, .tenant = pr->path, .n_gpu_types = 1, .gpu_types = {type},
+                             .replicas = (int)rng_range(&r, 1, 4), .gpus = GPUS_PER_NODE, .lend = -1,
+                             .start = b->now + 7 * 86400 + k * 600};
+        s.end = s.start + 4 * 3600;
+        gp_booking_result res;
+        double t0 = monotonic_ms();
+        gp_err rc = gp_engine_booking_add(b->engine, &s, b->now, &res, &err);
+        ms[k] = monotonic_ms() - t0;
+        accepted += rc == GP_OK;
+    }
+    gp_engine_decisions_clear(b->engine);
+    qsort(ms, (size_t)b->opt.bookings, sizeof *ms, compare_double);
+    out[0] = accepted;
+    out[1] = b->opt.bookings ? percentile(ms, (size_t)b->opt.bookings, 50) : 0;
+    out[2] = b->opt.bookings ? percentile(ms, (size_t)b->opt.bookings, 99) : 0;
+    free(ms);
+}
+
 static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -1136,6 +1185,13 @@ static int bench_run(const bench_options *opt)
            100.0 * (double)guaranteed[0] / (double)(b.type_gpus[0] ? b.type_gpus[0] : 1),
            100.0 * (double)guaranteed[1] / (double)(b.type_gpus[1] ? b.type_gpus[1] : 1),
            100.0 * (double)guaranteed[2] / (double)(b.type_gpus[2] ? b.type_gpus[2] : 1));
+
+    double booked[3] = {0, 0, 0};
+    if (b.opt.bookings > 0) {
+        make_bookings(&b, booked);
+        printf("book:    %d bookings, %.0f accepted; request p50 %.3f ms, p99 %.3f ms\n", b.opt.bookings, booked[0],
+               booked[1], booked[2]);
+    }
 
     /* fill: top the queue up and tick until the fleet is (nearly) full */
     double fill0 = monotonic_ms();
@@ -1245,10 +1301,12 @@ static int bench_run(const bench_options *opt)
            "\"pass_ms_p50\":%.3f,\"pass_ms_p99\":%.3f,\"pass_ms_max\":%.3f,\"pass_ms_mean\":%.3f,\"pass_cpu_ms_p50\":%.3f,"
            "\"placements_per_s\":%.0f,\"placements_total\":%" PRId64 ",\"preemptions_total\":%" PRId64 ","
            "\"gpu_alloc_pct\":%.1f,\"fleet_setup_ms\":%.0f,\"rss_mib\":%" PRId64 ",\"seed\":%" PRIu64 ","
-           "\"hot_tenant_pct\":%d,\"decisions_digest\":\"%016" PRIx64 "\"}\n",
+           "\"hot_tenant_pct\":%d,\"bookings\":%d,\"bookings_accepted\":%.0f,\"booking_ms_p50\":%.3f,"
+           "\"booking_ms_p99\":%.3f,\"decisions_digest\":\"%016" PRIx64 "\"}\n",
            b.opt.mixed ? "true" : "false", total_gpus, b.nodes, b.n_projects, b.tenant_nodes, mean_pending, mean_running, b.opt.passes,
            b.opt.step_s, p50, p99, pmax, mean_ms, cpu_p50, placements_per_s, placed_total, preempted_total,
-           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed, b.opt.hot_pct, b.digest);
+           100.0 * alloc_sum / b.opt.passes, fleet_ms, rss, b.opt.seed, b.opt.hot_pct, b.opt.bookings, booked[0],
+           booked[1], booked[2], b.digest);
 
     gp_engine_free(b.engine);
     free(passes);

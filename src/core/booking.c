@@ -988,6 +988,19 @@ static void count_jobs(gp_engine *e)
     }
 }
 
+/* What lets most jobs skip the booking fence (engine's book_first_start). */
+static void fence_summary(gp_engine *e)
+{
+    e->book_first_start = INT64_MAX;
+    e->book_any_barring = false;
+    for (size_t i = 0; i < e->n_bookings; i++) {
+        const gp__booking *b = &e->bookings[i];
+        if (b->state == GP_BOOKING_PLANNED && b->start < e->book_first_start)
+            e->book_first_start = b->start;
+        e->book_any_barring |= b->state == GP_BOOKING_CLEARING || (b->state == GP_BOOKING_ACTIVE && !b->lend);
+    }
+}
+
 void gp__booking_tick(gp_engine *e)
 {
     if (e->n_live_bookings == 0)
@@ -1018,6 +1031,7 @@ void gp__booking_tick(gp_engine *e)
             note(e, b, GP_BOOKING_CLEARING, "clearing: jobs on its GPUs preempted with their grace before t=%lld",
                  (long long)b->start);
     }
+    fence_summary(e);
 }
 
 /* ---- the nodes a job may not use ---- */
@@ -1048,6 +1062,8 @@ static bool job_fence(gp_engine *e, const gp__job *j)
 {
     int64_t d = gp__job_duration(j);
     int64_t end = d > 0 ? e->now + d : INT64_MAX;
+    if (!e->book_any_barring && end <= e->book_first_start)
+        return true; /* most jobs: no booking in the way */
     for (size_t i = 0; i < e->n_bookings; i++) {
         const gp__booking *b = &e->bookings[i];
         if (!keeps_off(b, j, end))

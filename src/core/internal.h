@@ -697,6 +697,12 @@ struct gp_engine {
     size_t n_bookings, cap_bookings;
     uint64_t next_booking;
     size_t n_live_bookings;
+    /* booking.c, as of the last gp__booking_tick (each tick's, before its
+     * pass): the earliest start of a planned booking (INT64_MAX: none), and
+     * whether a booking keeps every other job off (clearing, or active and
+     * not lent); a job ending before that start meets no booking */
+    int64_t book_first_start;
+    bool book_any_barring;
     uint32_t *book_barred; /* booking.c: nodes barred for the job being looked at (owned; empty between jobs) */
     size_t n_book_barred, cap_book_barred;
 };

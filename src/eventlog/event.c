@@ -9,6 +9,8 @@
  */
 #include "eventlog/event.h"
 
+#include "eventlog/booking_event.h"
+
 #include "spec/json_input.h"
 
 #include <stdio.h>
@@ -30,15 +32,10 @@ struct gp__event_storage {
     gp_pool_spec pool;
     gp_replica_exit exit;
     gp_job_update update;
+    gp_booking_event_storage booking;
     char by[GP_NAME_MAX];
     char path[GP_PATH_MAX];
     char name[GP_NAME_MAX];
-    gp_booking_spec booking;
-    gp_booking_change booking_change;
-    char booking_name[GP_BOOKING_NAME_MAX + 8];
-    char made_by[GP_NAME_MAX];
-    char gpu_types[GP_MAX_GPU_TYPES][GP_NAME_MAX];
-    char mig_profile[16];
 };
 
 const char *gp_event_kind_name(gp_event_kind k)
@@ -94,33 +91,6 @@ static json_t *job_update_payload(uint64_t id, const gp_job_update *u)
     return o;
 }
 
-/* Every field of the spec, so a replay books exactly what was booked. */
-static json_t *booking_add_payload(const gp_booking_spec *b)
-{
-    json_t *types = json_array();
-    for (int i = 0; i < b->n_gpu_types; i++)
-        json_array_append_new(types, json_string(b->gpu_types[i]));
-    return json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:I, s:I, s:i, s:I, s:s, s:I}", "name", b->name, "tenant",
-                     b->tenant, "made_by", b->made_by ? b->made_by : "", "gpu_types", types, "replicas", b->replicas,
-                     "gpus", b->gpus, "mig_profile", b->mig_profile ? b->mig_profile : "", "topology",
-                     gp_topology_name(b->topology), "start", (json_int_t)b->start, "end", (json_int_t)b->end, "lend",
-                     b->lend, "no_show_s", (json_int_t)b->no_show_s, "recurrence", gp_recurrence_name(b->recurrence),
-                     "until", (json_int_t)b->until);
-}
-
-/* Only the fields the change moves. */
-static json_t *booking_change_payload(const char *name, const gp_booking_change *c)
-{
-    json_t *o = json_pack("{s:s}", "name", name);
-    if (o && c->has_start)
-        json_object_set_new(o, "start", json_integer(c->start));
-    if (o && c->has_end)
-        json_object_set_new(o, "end", json_integer(c->end));
-    if (o && c->has_lend)
-        json_object_set_new(o, "lend", json_boolean(c->lend));
-    return o;
-}
-
 json_t *gp_event_payload(const gp_event *ev)
 {
     switch (ev->kind) {
@@ -140,11 +110,10 @@ json_t *gp_event_payload(const gp_event *ev)
     case GP_EV_GPU_HEALTH:
         return json_pack("{s:s, s:i, s:b}", "name", ev->name, "gpu", ev->gpu_index, "healthy", ev->healthy);
     case GP_EV_JOB_UPDATE: return job_update_payload(ev->job_id, ev->update);
-    case GP_EV_BOOKING_ADD: return booking_add_payload(ev->booking);
-    case GP_EV_BOOKING_CANCEL: return json_pack("{s:s}", "name", ev->name);
-    case GP_EV_BOOKING_CHANGE: return booking_change_payload(ev->name, ev->booking_change);
-    case GP_EV_BOOKING_ALLOWANCE:
-        return json_pack("{s:s, s:I}", "org", ev->name, "gpu_hours_per_week", (json_int_t)ev->gpu_hours_per_week);
+    case GP_EV_BOOKING_ADD:
+    case GP_EV_BOOKING_CANCEL:
+    case GP_EV_BOOKING_CHANGE:
+    case GP_EV_BOOKING_ALLOWANCE: return gp_booking_event_payload(ev);
     default: return NULL;
     }
 }
@@ -160,7 +129,7 @@ char *gp_event_encode(const gp_event *ev)
 /* ---- decode ---- */
 
 /* The payload is an object whose keys are all among `keys`. */
-static gp_err only_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+gp_err gp__event_only_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
 {
     gp_err rc = gp_json_object(p, "payload", err);
     const char *key;
@@ -177,9 +146,9 @@ static gp_err only_keys(const json_t *p, const char *const *keys, int n, gp_erro
 
 /* Reads the payload's fields of a small event: each key must be one of
  * `keys`, and all of them must be present. */
-static gp_err expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
+gp_err gp__event_expect_keys(const json_t *p, const char *const *keys, int n, gp_error *err)
 {
-    gp_err rc = only_keys(p, keys, n, err);
+    gp_err rc = gp__event_only_keys(p, keys, n, err);
     for (int k = 0; rc == GP_OK && k < n; k++)
         if (!json_object_get(p, keys[k]))
             rc = gp_error_set(err, GP_ERR_INVALID, keys[k], "payload.%s is required", keys[k]);
@@ -195,28 +164,28 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
     switch (ev->kind) {
     case GP_EV_CANCEL:
     case GP_EV_CHECKPOINTED:
-        if ((rc = expect_keys(p, ID, 1, err)) || (rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &n, err)))
+        if ((rc = gp__event_expect_keys(p, ID, 1, err)) || (rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &n, err)))
             return rc;
         ev->job_id = (uint64_t)n;
         return GP_OK;
     case GP_EV_TENANT_REMOVE:
-        if ((rc = expect_keys(p, PATH, 1, err)))
+        if ((rc = gp__event_expect_keys(p, PATH, 1, err)))
             return rc;
         ev->path = st->path;
         return gp_json_string(json_object_get(p, "path"), "path", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
     case GP_EV_NODE_LOST:
     case GP_EV_GPU_TYPE_DECLARE:
     case GP_EV_NODE_DRAIN:
-        if ((rc = expect_keys(p, ev->kind == GP_EV_NODE_DRAIN ? DRAIN : NAME, ev->kind == GP_EV_NODE_DRAIN ? 2 : 1, err)))
+        if ((rc = gp__event_expect_keys(p, ev->kind == GP_EV_NODE_DRAIN ? DRAIN : NAME, ev->kind == GP_EV_NODE_DRAIN ? 2 : 1, err)))
             return rc;
         ev->name = st->name;
         if (ev->kind == GP_EV_NODE_DRAIN && (rc = gp_json_bool(json_object_get(p, "drain"), "drain", &ev->drain, err)))
             return rc;
         return gp_json_string(json_object_get(p, "name"), "name", GP_NAME_MAX - 1, st->name, GP_NAME_MAX, err);
     case GP_EV_TICK:
-        return expect_keys(p, NULL, 0, err);
+        return gp__event_expect_keys(p, NULL, 0, err);
     case GP_EV_CLOCK_RESOLUTION:
-        if ((rc = expect_keys(p, SECONDS, 1, err)) ||
+        if ((rc = gp__event_expect_keys(p, SECONDS, 1, err)) ||
             (rc = gp_json_int(json_object_get(p, "seconds"), "seconds", 0, INT64_MAX, &n, err)))
             return rc;
         ev->seconds = n;
@@ -229,7 +198,7 @@ static gp_err decode_small(const json_t *p, gp_event *ev, gp__event_storage *st,
 static gp_err decode_tenant_set(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
 {
     static const char *const KEYS[] = {"path", "spec"};
-    gp_err rc = expect_keys(p, KEYS, 2, err);
+    gp_err rc = gp__event_expect_keys(p, KEYS, 2, err);
     if (rc == GP_OK)
         rc = gp_json_string(json_object_get(p, "path"), "path", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
     if (rc == GP_OK)
@@ -243,7 +212,7 @@ static gp_err decode_gpu_health(const json_t *p, gp_event *ev, gp__event_storage
 {
     static const char *const KEYS[] = {"name", "gpu", "healthy"};
     int64_t gpu = 0;
-    gp_err rc = expect_keys(p, KEYS, 3, err);
+    gp_err rc = gp__event_expect_keys(p, KEYS, 3, err);
     if (rc == GP_OK)
         rc = gp_json_string(json_object_get(p, "name"), "name", GP_NAME_MAX - 1, st->name, GP_NAME_MAX, err);
     if (rc == GP_OK)
@@ -280,7 +249,7 @@ gp_err gp_replica_exit_parse(const json_t *p, gp_replica_exit *x, gp_error *err)
     json_object_del(base, "gpu_memory_mib");
     json_object_del(base, "gpu_memory_share_mib");
     x->gpu_memory_mib = x->gpu_memory_share_mib = 0;
-    gp_err rc = expect_keys(base ? base : p, KEYS, 7, err);
+    gp_err rc = gp__event_expect_keys(base ? base : p, KEYS, 7, err);
     json_decref(base);
     if (rc == GP_OK)
         rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
@@ -316,7 +285,7 @@ static gp_err decode_job_update(const json_t *p, gp_event *ev, gp__event_storage
     static const char *const KEYS[] = {"id", "hold", "by", "priority", "time_limit_s"};
     gp_job_update *u = &st->update;
     int64_t id = 0, priority = 0;
-    gp_err rc = only_keys(p, KEYS, 5, err); /* "id" and the fields it changes, nothing else */
+    gp_err rc = gp__event_only_keys(p, KEYS, 5, err); /* "id" and the fields it changes, nothing else */
     if (rc == GP_OK)
         rc = gp_json_int(json_object_get(p, "id"), "id", 1, INT64_MAX, &id, err);
     u->has_hold = json_object_get(p, "hold") != NULL;
@@ -339,120 +308,6 @@ static gp_err decode_job_update(const json_t *p, gp_event *ev, gp__event_storage
         rc = gp_error_set(err, GP_ERR_INVALID, "payload", "payload changes nothing");
     ev->job_id = (uint64_t)id;
     ev->update = u;
-    return rc;
-}
-
-static gp_err booking_name(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
-{
-    ev->name = st->booking_name;
-    return gp_json_string(json_object_get(p, "name"), "name", sizeof st->booking_name - 1, st->booking_name,
-                          sizeof st->booking_name, err);
-}
-
-static gp_err booking_enums(const json_t *p, gp_booking_spec *b, gp_error *err)
-{
-    int topo = 0;
-    gp_err rc = gp_json_enum(json_object_get(p, "topology"), "topology", GP_ENUM_TOPOLOGY, &topo, err);
-    b->topology = (gp_topology)topo;
-    const char *recurrence = json_string_value(json_object_get(p, "recurrence"));
-    if (rc == GP_OK && !gp_recurrence_value(recurrence, &b->recurrence))
-        rc = gp_error_set(err, GP_ERR_INVALID, "recurrence", "payload.recurrence is none, daily, weekdays or weekly");
-    return rc;
-}
-
-static gp_err booking_types(const json_t *p, gp_booking_spec *b, gp__event_storage *st, gp_error *err)
-{
-    const json_t *types = json_object_get(p, "gpu_types");
-    if (!json_is_array(types) || json_array_size(types) > GP_MAX_GPU_TYPES)
-        return gp_error_set(err, GP_ERR_INVALID, "gpu_types", "payload.gpu_types is an array of at most %d names",
-                            GP_MAX_GPU_TYPES);
-    gp_err rc = GP_OK;
-    b->n_gpu_types = (int)json_array_size(types);
-    for (int i = 0; rc == GP_OK && i < b->n_gpu_types; i++) {
-        rc = gp_json_string(json_array_get(types, (size_t)i), "gpu_types", GP_NAME_MAX - 1, st->gpu_types[i],
-                            GP_NAME_MAX, err);
-        b->gpu_types[i] = st->gpu_types[i];
-    }
-    return rc;
-}
-
-static gp_err decode_booking_add(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
-{
-    static const char *const KEYS[] = {"name", "tenant", "made_by", "gpu_types", "replicas", "gpus", "mig_profile",
-                                       "topology", "start", "end", "lend", "no_show_s", "recurrence", "until"};
-    gp_booking_spec *b = &st->booking;
-    int64_t replicas = 0, gpus = 0, lend = 0;
-    gp_err rc = expect_keys(p, KEYS, 14, err);
-    if (rc == GP_OK)
-        rc = booking_name(p, ev, st, err);
-    if (rc == GP_OK)
-        rc = gp_json_string(json_object_get(p, "tenant"), "tenant", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
-    if (rc == GP_OK && json_string_length(json_object_get(p, "made_by")) > 0)
-        rc = gp_json_string(json_object_get(p, "made_by"), "made_by", GP_NAME_MAX - 1, st->made_by, GP_NAME_MAX, err);
-    if (rc == GP_OK && json_string_length(json_object_get(p, "mig_profile")) > 0)
-        rc = gp_json_string(json_object_get(p, "mig_profile"), "mig_profile", sizeof st->mig_profile - 1, st->mig_profile,
-                            sizeof st->mig_profile, err);
-    if (rc == GP_OK)
-        rc = booking_types(p, b, st, err);
-    if (rc == GP_OK)
-        rc = gp_json_int(json_object_get(p, "replicas"), "replicas", 1, GP_MAX_REPLICAS, &replicas, err);
-    if (rc == GP_OK)
-        rc = gp_json_int(json_object_get(p, "gpus"), "gpus", 1, GP_MAX_GPUS_PER_NODE, &gpus, err);
-    if (rc == GP_OK)
-        rc = booking_enums(p, b, err);
-    const char *const times[] = {"start", "end", "no_show_s", "until"};
-    int64_t *fields[] = {&b->start, &b->end, &b->no_show_s, &b->until};
-    for (int i = 0; rc == GP_OK && i < 4; i++)
-        rc = gp_json_int(json_object_get(p, times[i]), times[i], -1, INT64_C(1) << 40, fields[i], err);
-    if (rc == GP_OK)
-        rc = gp_json_int(json_object_get(p, "lend"), "lend", -1, 1, &lend, err);
-    b->name = st->booking_name;
-    b->tenant = st->path;
-    b->made_by = st->made_by;
-    b->mig_profile = st->mig_profile;
-    b->replicas = (int)replicas;
-    b->gpus = (int)gpus;
-    b->lend = (int)lend;
-    ev->booking = b;
-    return rc;
-}
-
-static gp_err decode_booking_change(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
-{
-    static const char *const KEYS[] = {"name", "start", "end", "lend"};
-    gp_booking_change *c = &st->booking_change;
-    gp_err rc = only_keys(p, KEYS, 4, err);
-    if (rc == GP_OK)
-        rc = booking_name(p, ev, st, err);
-    c->has_start = json_object_get(p, "start") != NULL;
-    c->has_end = json_object_get(p, "end") != NULL;
-    c->has_lend = json_object_get(p, "lend") != NULL;
-    if (rc == GP_OK && c->has_start)
-        rc = gp_json_int(json_object_get(p, "start"), "start", 0, INT64_C(1) << 40, &c->start, err);
-    if (rc == GP_OK && c->has_end)
-        rc = gp_json_int(json_object_get(p, "end"), "end", 0, INT64_C(1) << 40, &c->end, err);
-    if (rc == GP_OK && c->has_lend)
-        rc = gp_json_bool(json_object_get(p, "lend"), "lend", &c->lend, err);
-    if (rc == GP_OK && !c->has_start && !c->has_end && !c->has_lend)
-        rc = gp_error_set(err, GP_ERR_INVALID, "payload", "payload changes nothing");
-    ev->booking_change = c;
-    return rc;
-}
-
-static gp_err decode_booking_small(const json_t *p, gp_event *ev, gp__event_storage *st, gp_error *err)
-{
-    static const char *const NAME[] = {"name"}, *const ALLOWANCE[] = {"org", "gpu_hours_per_week"};
-    if (ev->kind == GP_EV_BOOKING_CANCEL) {
-        gp_err rc = expect_keys(p, NAME, 1, err);
-        return rc ? rc : booking_name(p, ev, st, err);
-    }
-    gp_err rc = expect_keys(p, ALLOWANCE, 2, err);
-    if (rc == GP_OK)
-        rc = gp_json_string(json_object_get(p, "org"), "org", GP_PATH_MAX - 1, st->path, GP_PATH_MAX, err);
-    if (rc == GP_OK)
-        rc = gp_json_int(json_object_get(p, "gpu_hours_per_week"), "gpu_hours_per_week", -1, INT64_C(1) << 40,
-                         &ev->gpu_hours_per_week, err);
-    ev->name = st->path;
     return rc;
 }
 
@@ -481,10 +336,10 @@ static gp_err decode_payload(const json_t *p, gp_event *ev, gp__event_storage *s
         ev->exit = &st->exit;
         return gp_replica_exit_parse(p, &st->exit, err);
     case GP_EV_GPU_HEALTH: return decode_gpu_health(p, ev, st, err);
-    case GP_EV_BOOKING_ADD: return decode_booking_add(p, ev, st, err);
-    case GP_EV_BOOKING_CHANGE: return decode_booking_change(p, ev, st, err);
+    case GP_EV_BOOKING_ADD:
     case GP_EV_BOOKING_CANCEL:
-    case GP_EV_BOOKING_ALLOWANCE: return decode_booking_small(p, ev, st, err);
+    case GP_EV_BOOKING_CHANGE:
+    case GP_EV_BOOKING_ALLOWANCE: return gp_booking_event_decode(p, ev, &st->booking, err);
     default: return decode_small(p, ev, st, err);
     }
 }

@@ -25,19 +25,20 @@
  *   job_update        {"id": 7, "hold": true, "by": "alice", "priority": 5, "time_limit_s": 7200}
  *                     (a pending job's change: "id" and at least one other; "by" with hold true only)
  *   gpu_type_declare  {"name": "H200"}   (an admin declared a GPU type before its nodes arrive)
- *   booking_add       {"name", "tenant", "made_by", "gpu_types": [...], "replicas", "gpus", "mig_profile",
- *                      "topology", "start", "end", "lend", "no_show_s", "recurrence", "until"}
- *                     (core/booking.h's gp_booking_spec, every field written)
- *   booking_cancel    {"name": "pretrain"}
- *   booking_change    {"name": "pretrain", "start": T, "end": T, "lend": true}  ("name" and at least one other)
- *   booking_allowance {"org": "research", "gpu_hours_per_week": 500}   (-1 unbounded, 0 none)
+ *   booking_add       {"name": "pretrain", "tenant": "research/nlp", "made_by": "alice", "gpu_types": ["H100"],
+ *                      "replicas": 32, "gpus": 8, "topology": "block", "start": 1795517790,
+ *                      "end": 1795690590, "lend": -1, "no_show_s": 0, "recurrence": "none", "until": 0}
+ *                     (every key, as gp_booking_spec holds it; made_by and mig_profile only when set)
+ *   booking_cancel    {"name": "pretrain"}   (a booking, or a series: every occurrence not final)
+ *   booking_change    {"name": "pretrain", "start": ..., "end": ..., "lend": true}   ("name" and at least one)
+ *   booking_allowance {"org": "research", "gpu_hours_per_week": 2000}
  *
  * Versions: a payload is read with the version it was written with.  This
  * build writes GP_EVENT_VERSION and reads 1..GP_EVENT_VERSION; logs
  * written by gpupoold before the codec existed are version 1 (the format
  * did not change).  The three kinds before job_update came with node agents,
  * job_update with hold and update of pending jobs, gpu_type_declare with
- * declared GPU types; they are
+ * declared GPU types, the four booking_ kinds with advance booking; they are
  * new kinds, not a new version of old ones, so every version-1 payload
  * still reads as before (a build without them refuses the kind by name).
  * docs/event-log.md keeps the list.
@@ -131,10 +132,9 @@ typedef struct gp_event {
     bool healthy;                 /* gpu_health */
     const gp_replica_exit *exit;  /* replica_exit */
     const gp_pool_spec *pool;     /* pool_set */
-    int64_t seconds;              /* clock_resolution */
+    int64_t seconds;              /* clock_resolution; booking_allowance: GPU-hours per week */
     const gp_booking_spec *booking;          /* booking_add */
-    const gp_booking_change *booking_change; /* booking_change */
-    int64_t gpu_hours_per_week;              /* booking_allowance (name: the org) */
+    const gp_booking_change *booking_change; /* booking_change (ev->name: the booking) */
     gp__event_storage *storage;   /* what gp_event_decode allocated; NULL for caller-made events */
 } gp_event;
 

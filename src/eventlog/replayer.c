@@ -154,7 +154,7 @@ gp_err gp_replayer_apply(gp_replayer *r, const gp_event *ev, gp_apply_mode mode,
     case GP_EV_BOOKING_CANCEL: rc = gp_engine_booking_cancel(e, ev->name, ev->time, err); break;
     case GP_EV_BOOKING_CHANGE: rc = gp_engine_booking_change(e, ev->name, ev->booking_change, ev->time, err); break;
     case GP_EV_BOOKING_ALLOWANCE:
-        rc = gp_engine_booking_allowance_set(e, ev->name, ev->gpu_hours_per_week, ev->time, err);
+        rc = gp_engine_booking_allowance_set(e, ev->name, ev->seconds, ev->time, err);
         break;
     default: rc = gp_error_set(err, GP_ERR_INVALID, "kind", "unknown event kind %d", (int)ev->kind);
     }

@@ -560,7 +560,7 @@ gp_err gp_journal_booking_change(gp_journal *j, const char *name, const gp_booki
 gp_err gp_journal_booking_allowance(gp_journal *j, const char *org, int64_t gpu_hours_per_week, int64_t now,
                                     gp_error *err)
 {
-    gp_event ev = {.kind = GP_EV_BOOKING_ALLOWANCE, .time = now, .name = org, .gpu_hours_per_week = gpu_hours_per_week};
+    gp_event ev = {.kind = GP_EV_BOOKING_ALLOWANCE, .time = now, .name = org, .seconds = gpu_hours_per_week};
     return journal_event(j, &ev, err);
 }
 
