@@ -362,6 +362,10 @@ def check_console_admin(d, jobs):
     assert report["jobs_tenant_filter"] == "research/nlp" and ids(report["jobs"]) == nlp, report["jobs"]
     # a node's view: its GPUs' SM activity from the agent's telemetry, its jobs, Drain (which asks for a reason,
     # then keeps it on the node with who and when)
+    def placed_on_node():
+        return sorted(j["id"] for j in api_jobs(d, d.token, "live")
+                      if any(p["node"] == "l4-e-0" for p in j.get("placement") or []))
+    before = gpd.wait_for(placed_on_node, what="a job placed on l4-e-0")  # placement may lag on a loaded host
     out = drive_dashboard(d, d.token, "console-admin-node.png", node="l4-e-0", drain=1, drain_reason="PSU swap")
     node = out["report"]["node_detail"]
     assert out["drain_asked"] == "give a reason first", out.get("drain_asked")
@@ -371,9 +375,8 @@ def check_console_admin(d, jobs):
     assert drain["reason"] == "PSU swap" and drain["kind"] == "operator", drain
     assert "PSU swap (by %s since %s)" % (drain["by"], local(drain["since"])) in node["text"], node["text"]
     assert all(re.fullmatch(r"[0-9]+ %", x) for x in node["sm_active"]), node["sm_active"]
-    on_node = sorted(j["id"] for j in api_jobs(d, d.token, "live")
-                     if any(p["node"] == "l4-e-0" for p in j.get("placement") or []))
-    assert on_node and node["jobs"] == on_node, (node["jobs"], on_node)
+    after = placed_on_node()
+    assert node["jobs"] in (before, after) and node["jobs"], (node["jobs"], before, after)
     assert d.ok("GET", "/v1/nodes/l4-e-0")["draining"], "the Drain button did not drain"
     d.ok("POST", "/v1/nodes/l4-e-0/drain", {"drain": False})
 
